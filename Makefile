@@ -1,0 +1,141 @@
+# Makefile -- builds lns: libraries, programs, tests, fuzzers and benchmarks.
+#
+#   make                  release build in build/release
+#   make SAN=1            AddressSanitizer + UBSan build in build/asan
+#   make test             install missing packages, build both, run every suite in both
+#   make demo             start a local depot and drive it with ibp_tool
+#   make fuzz             libFuzzer on the request parser (FUZZ_SECONDS, default 600)
+#   make bench-depot      depot benchmarks against nginx and socat (docs/PERFORMANCE.md)
+#   make install          PREFIX=/usr/local DESTDIR=
+#
+# Sources are found by name: common/*.c and ibp_depot/ibp_*.c make libibp, ibp_depot/depot_*.c
+# the depot, tests/unit/test_*.c and tests/system/test_*.c one test program each.
+
+CC      ?= cc
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BINDIR  = $(PREFIX)/bin
+LIBDIR  = $(PREFIX)/lib
+INCDIR  = $(PREFIX)/include/lns
+MANDIR  = $(PREFIX)/share/man
+SYSCONFDIR ?= /etc
+
+ifeq ($(SAN),1)
+  B       = build/asan
+  OPT     = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+  SANLD   = -fsanitize=address,undefined
+else
+  B       = build/release
+  OPT     = -O2 -g
+  SANLD   =
+endif
+
+WARN     = -Wall -Wextra -Wshadow -Wpointer-arith -Wstrict-prototypes -Wno-unused-parameter
+CPPFLAGS = -D_GNU_SOURCE -Icommon -Iibp_depot -Itests/lib
+CFLAGS   = -std=c11 $(OPT) $(WARN) -fPIC -pthread -MMD -MP
+LDFLAGS  = -pthread $(SANLD)
+LIBS     = -lssl -lcrypto -lsqlite3
+TESTLIBS = -lcunit
+
+COMMON_SRC = $(wildcard common/*.c)
+LIBIBP_SRC = $(filter-out ibp_depot/ibp_tool.c ibp_depot/ibp_fuzz.c,$(wildcard ibp_depot/ibp_*.c))
+DEPOT_SRC  = $(filter-out ibp_depot/depot_main.c,$(wildcard ibp_depot/depot_*.c))
+TESTLIB_SRC = $(wildcard tests/lib/*.c)
+UNIT_SRC   = $(wildcard tests/unit/test_*.c)
+SYS_SRC    = $(wildcard tests/system/test_*.c)
+
+obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
+
+LIBIBP_A  = $(B)/lib/libibp.a
+LIBIBP_SO = $(B)/lib/libibp.so
+LIBDEPOT_A = $(B)/lib/libdepot.a
+PROGS     = $(B)/bin/ibp_depot $(B)/bin/ibp_tool
+UNIT_BINS = $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
+SYS_BINS  = $(patsubst tests/system/%.c,$(B)/tests/%,$(SYS_SRC))
+
+.PHONY: all tests test deps demo fuzz bench bench-depot install uninstall clean
+
+all: $(LIBIBP_A) $(LIBIBP_SO) $(PROGS)
+
+tests: all $(UNIT_BINS) $(SYS_BINS)
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(LIBIBP_A): $(call obj,$(COMMON_SRC) $(LIBIBP_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIBIBP_SO): $(call obj,$(COMMON_SRC) $(LIBIBP_SRC))
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libibp.so.0 $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(LIBDEPOT_A): $(call obj,$(DEPOT_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/bin/ibp_depot: $(call obj,ibp_depot/depot_main.c) $(LIBDEPOT_A) $(LIBIBP_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(B)/bin/ibp_tool: $(call obj,ibp_depot/ibp_tool.c) $(LIBIBP_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(B)/tests/%: $(call obj,tests/unit/%.c) $(call obj,$(TESTLIB_SRC)) $(LIBDEPOT_A) $(LIBIBP_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(TESTLIBS)
+
+$(B)/tests/%: $(call obj,tests/system/%.c) $(call obj,$(TESTLIB_SRC)) $(LIBDEPOT_A) $(LIBIBP_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(TESTLIBS)
+
+deps:
+	@scripts/install-deps.sh
+
+# The README's test command: both builds, every suite, one summary line.
+test: deps
+	$(MAKE) tests
+	$(MAKE) SAN=1 tests
+	@tests/run.sh build/release build/asan
+
+demo: deps all
+	@scripts/demo.sh $(B)/bin
+
+fuzz: deps
+	$(MAKE) -f fuzz.mk FUZZ_SECONDS=$(or $(FUZZ_SECONDS),600)
+
+bench: bench-depot
+
+bench-depot: deps all
+	@tests/bench/bench_depot.sh $(B)/bin
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR) \
+	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSCONFDIR)/lns \
+	    $(DESTDIR)$(PREFIX)/lib/systemd/system
+	install -m 755 $(PROGS) $(DESTDIR)$(BINDIR)/
+	install -m 644 $(LIBIBP_A) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(LIBIBP_SO) $(DESTDIR)$(LIBDIR)/libibp.so.0
+	ln -sf libibp.so.0 $(DESTDIR)$(LIBDIR)/libibp.so
+	install -m 644 ibp_depot/ibp.h $(DESTDIR)$(INCDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/.*LNS_VERSION "\(.*\)"/\1/p' ibp_depot/ibp.h)|g' \
+	    scripts/libibp.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libibp.pc
+	install -m 644 man/ibp_tool.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 man/ibp_depot.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 644 scripts/ibp_depot.conf.sample $(DESTDIR)$(SYSCONFDIR)/lns/ibp_depot.conf.sample
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+	    scripts/ibp_depot.service.in > $(DESTDIR)$(PREFIX)/lib/systemd/system/ibp_depot.service
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,ibp_depot ibp_tool) \
+	    $(DESTDIR)$(LIBDIR)/libibp.a $(DESTDIR)$(LIBDIR)/libibp.so $(DESTDIR)$(LIBDIR)/libibp.so.0 \
+	    $(DESTDIR)$(LIBDIR)/pkgconfig/libibp.pc $(DESTDIR)$(INCDIR)/ibp.h \
+	    $(DESTDIR)$(MANDIR)/man1/ibp_tool.1 $(DESTDIR)$(MANDIR)/man8/ibp_depot.8 \
+	    $(DESTDIR)$(PREFIX)/lib/systemd/system/ibp_depot.service
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

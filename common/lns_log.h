@@ -1,0 +1,35 @@
+/* lns_log.h -- diagnostic log lines and NetLogger-style event lines.
+ *
+ * Diagnostics: "2026-11-22T17:40:01Z ibp_depot[123] warn: message" to stderr or a file.
+ * Events (docs/logging.md): one line per event,
+ *     <EVENT> <host> <sec>.<nsec> key=value key=value ...
+ * written with a single write(2) on an O_APPEND descriptor, so lines from many threads and
+ * processes never interleave.  Values must not contain spaces (callers pass ids, numbers
+ * and symbolic names).
+ */
+#ifndef LNS_LOG_H
+#define LNS_LOG_H
+
+#include <stdarg.h>
+
+enum lns_log_level { LNS_LOG_ERROR = 0, LNS_LOG_WARN = 1, LNS_LOG_INFO = 2, LNS_LOG_DEBUG = 3 };
+
+/* prog: the program name in every line; path: NULL or "-" for stderr. 0 ok, -1 (errno). */
+int lns_log_open(const char *prog, const char *path, int level);
+void lns_log_close(void);
+int lns_log_level_parse(const char *s); /* "error".."debug" -> level, or -1 */
+void lns_log_set_level(int level);
+int lns_log_enabled(int level);
+void lns_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void lns_vlog(int level, const char *fmt, va_list ap);
+
+/* The event stream.  host: the name written in every line.  sample: write 1 event in
+ * `sample` (1 = all, 0 = events off). */
+int lns_event_open(const char *path, const char *host, int sample);
+void lns_event_close(void);
+int lns_event_on(void);
+/* Returns 1 if this event should be written (sampling), 0 if not; cheap. */
+int lns_event_sampled(void);
+void lns_event(const char *event, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

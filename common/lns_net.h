@@ -1,0 +1,67 @@
+/* lns_net.h -- TCP sockets that never wait forever.
+ *
+ * Every socket made here is non-blocking; every read and write waits in poll() for at most
+ * idle_ms for progress and never past deadline_ms (a monotonic ms time from lns_deadline_ms,
+ * or INT64_MAX for none).  Errors come back as -1 with errno set: ETIMEDOUT when a wait ran
+ * out, ECONNRESET when the peer closed before we had all we needed, and whatever the kernel
+ * said otherwise.  lns_rbuf adds a read buffer for line-oriented protocols.
+ */
+#ifndef LNS_NET_H
+#define LNS_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Listen on addr (NULL or "" = all IPv4 and IPv6 addresses) and port (0 = any free port).
+ * *bound_port (may be NULL) gets the port.  Returns the fd or -1 (errno set, and a reason
+ * in err[errlen] if err is not NULL). */
+int lns_listen(const char *addr, int port, int backlog, int *bound_port, char *err, size_t errlen);
+/* Connect with a timeout; the socket comes back non-blocking with TCP_NODELAY.  Returns the
+ * fd or -1 (errno set; EHOSTUNREACH also for a host name that does not resolve). */
+int lns_connect(const char *host, int port, int timeout_ms);
+int lns_set_nonblock(int fd);
+int lns_set_nodelay(int fd);
+/* "a.b.c.d:port" or "[v6]:port" of the peer, for logs. */
+void lns_peer_name(int fd, char *buf, size_t size);
+
+/* Wait until fd is readable (events = POLLIN) or writable (POLLOUT). 0 ok, -1 timeout/error. */
+int lns_wait(int fd, short events, int idle_ms, int64_t deadline_ms);
+
+/* Read at least one byte (up to n).  Returns bytes read, 0 on orderly EOF, -1 on error. */
+ssize_t lns_read_some(int fd, void *buf, size_t n, int idle_ms, int64_t deadline_ms);
+/* Read exactly n bytes.  0 ok, -1 error (ECONNRESET on early EOF). */
+int lns_read_full(int fd, void *buf, size_t n, int idle_ms, int64_t deadline_ms);
+/* Write all n bytes; flags are send() flags (MSG_MORE to hold a header for what follows). */
+int lns_write_full(int fd, const void *buf, size_t n, int flags, int idle_ms, int64_t deadline_ms);
+/* sendfile() n bytes of file_fd from *offset (advanced) to sock.  0 ok, -1 error. */
+int lns_sendfile_full(int sock, int file_fd, off_t *offset, size_t n, int idle_ms,
+                      int64_t deadline_ms);
+
+/* A read buffer over a socket. */
+typedef struct lns_rbuf {
+    int fd;
+    char *buf;
+    size_t cap;
+    size_t start; /* first unread byte */
+    size_t end;   /* one past the last buffered byte */
+} lns_rbuf_t;
+
+int lns_rbuf_init(lns_rbuf_t *rb, int fd, size_t cap);
+void lns_rbuf_free(lns_rbuf_t *rb);
+/* Bytes already buffered and not yet consumed. */
+size_t lns_rbuf_pending(const lns_rbuf_t *rb);
+/* Read one line of at most max bytes ('\n' included).  On success *line points at it inside
+ * the buffer (valid until the next call), *len excludes the '\n', and 1 is returned.
+ * Returns 0 on EOF before any byte of a line, -1 on error: EMSGSIZE for an overlong line,
+ * ECONNRESET for EOF inside a line, ETIMEDOUT.  The idle/deadline apply as in lns_read_some;
+ * first_byte_ms (< 0 = same as idle_ms) bounds the wait for the first byte of the line, so a
+ * keep-alive connection can idle longer than a started request may stall. */
+int lns_rbuf_readline(lns_rbuf_t *rb, char **line, size_t *len, size_t max, int first_byte_ms,
+                      int idle_ms, int64_t deadline_ms);
+/* Read exactly n bytes, buffered ones first. 0 ok, -1 error. */
+int lns_rbuf_read(lns_rbuf_t *rb, void *dst, size_t n, int idle_ms, int64_t deadline_ms);
+/* Take up to n buffered bytes without touching the socket; returns how many. */
+size_t lns_rbuf_take(lns_rbuf_t *rb, void *dst, size_t n);
+
+#endif

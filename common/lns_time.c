@@ -1,0 +1,53 @@
+/* lns_time.c -- clocks.  Everything that times out works on CLOCK_MONOTONIC, so a clock
+ * step (NTP, an admin) never fires or stretches a timeout; only expiry dates, which must
+ * survive a restart, use the real-time clock. */
+#include "lns_time.h"
+
+#include <limits.h>
+#include <time.h>
+
+int64_t lns_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int64_t lns_mono_ms(void)
+{
+    return lns_mono_ns() / 1000000LL;
+}
+
+int64_t lns_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec;
+}
+
+void lns_now_split(int64_t *sec, long *nsec)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    *sec = (int64_t)ts.tv_sec;
+    *nsec = ts.tv_nsec;
+}
+
+int64_t lns_deadline_ms(int timeout_ms)
+{
+    if (timeout_ms < 0)
+        return INT64_MAX;
+    return lns_mono_ms() + timeout_ms;
+}
+
+int lns_ms_left(int64_t deadline_ms)
+{
+    if (deadline_ms == INT64_MAX)
+        return -1; /* poll(): wait forever */
+    int64_t left = deadline_ms - lns_mono_ms();
+    if (left <= 0)
+        return 0;
+    if (left > INT_MAX)
+        return INT_MAX;
+    return (int)left;
+}

@@ -1,0 +1,20 @@
+/* lns_time.h -- clocks: monotonic for deadlines and durations, real time for logs and expiry. */
+#ifndef LNS_TIME_H
+#define LNS_TIME_H
+
+#include <stdint.h>
+
+/* Nanoseconds on the monotonic clock (never jumps; for timeouts and durations). */
+int64_t lns_mono_ns(void);
+/* Milliseconds on the monotonic clock. */
+int64_t lns_mono_ms(void);
+/* Seconds since the epoch on the real-time clock (for expiry times kept on disk). */
+int64_t lns_now_s(void);
+/* Real time split into seconds and nanoseconds (for NetLogger time stamps). */
+void lns_now_split(int64_t *sec, long *nsec);
+/* A deadline timeout_ms from now on the monotonic clock; timeout_ms < 0 means "never" (INT64_MAX). */
+int64_t lns_deadline_ms(int timeout_ms);
+/* Milliseconds left until deadline (0 if passed; INT32_MAX-ish for "never"), for poll(). */
+int lns_ms_left(int64_t deadline_ms);
+
+#endif

@@ -1,0 +1,31 @@
+#!/bin/sh
+# install-deps.sh -- install the Debian packages lns needs, only those that are missing.
+# Idempotent: when everything is present it checks and exits without touching apt.
+set -eu
+
+PKGS="build-essential pkg-config libssl-dev libsqlite3-dev libcunit1-dev
+clang libclang-rt-14-dev
+curl socat nginx-light procps"
+
+missing=""
+for p in $PKGS; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+[ -z "$missing" ] && exit 0
+
+echo "install-deps: installing:$missing" >&2
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then
+        SUDO="sudo"
+    else
+        echo "install-deps: need root (or sudo) to install:$missing" >&2
+        exit 1
+    fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null

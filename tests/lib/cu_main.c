@@ -1,0 +1,129 @@
+/* cu_main.c -- main() of every test program: run the suites, clean up, print one RESULT line.
+ *
+ * Child processes (depots) and temporary directories are cleaned up by an atexit handler and
+ * by handlers for the fatal signals, so a failing or crashing test leaves nothing behind. */
+#include "lns_test.h"
+
+#include <CUnit/Basic.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_PIDS 256
+
+static char bindir[PATH_MAX];
+static char tmpdir[PATH_MAX];
+static volatile pid_t pids[MAX_PIDS];
+static const char *progname = "test";
+
+const char *lns_test_bindir(void)
+{
+    return bindir;
+}
+
+static void cleanup(void)
+{
+    for (int i = 0; i < MAX_PIDS; i++) {
+        if (pids[i] > 0) {
+            kill(pids[i], SIGKILL);
+            waitpid(pids[i], NULL, 0);
+            pids[i] = 0;
+        }
+    }
+    if (tmpdir[0]) {
+        char cmd[PATH_MAX + 32];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "%s: could not remove %s\n", progname, tmpdir);
+        tmpdir[0] = 0;
+    }
+}
+
+static void on_signal(int sig)
+{
+    for (int i = 0; i < MAX_PIDS; i++)
+        if (pids[i] > 0)
+            kill(pids[i], SIGKILL);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+const char *lns_test_tmpdir(void)
+{
+    if (!tmpdir[0]) {
+        const char *base = getenv("TMPDIR");
+        snprintf(tmpdir, sizeof tmpdir, "%s/lns-test-XXXXXX", base && *base ? base : "/tmp");
+        if (!mkdtemp(tmpdir)) {
+            perror("mkdtemp");
+            exit(2);
+        }
+    }
+    return tmpdir;
+}
+
+void lns_test_fill(void *buf, size_t n, uint64_t seed)
+{
+    uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
+    unsigned char *p = buf;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        p[i] = (unsigned char)(x >> 24);
+    }
+}
+
+void lns_test_track_pid(int pid)
+{
+    for (int i = 0; i < MAX_PIDS; i++)
+        if (pids[i] == 0) {
+            pids[i] = pid;
+            return;
+        }
+}
+
+void lns_test_untrack_pid(int pid)
+{
+    for (int i = 0; i < MAX_PIDS; i++)
+        if (pids[i] == pid)
+            pids[i] = 0;
+}
+
+int main(int argc, char **argv)
+{
+    char self[PATH_MAX];
+    const char *env = getenv("LNS_BIN");
+
+    (void)argc;
+    progname = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+    if (env && *env) {
+        snprintf(bindir, sizeof bindir, "%s", env);
+    } else {
+        snprintf(self, sizeof self, "%s", argv[0]);
+        snprintf(bindir, sizeof bindir, "%s/../bin", dirname(self));
+    }
+    signal(SIGPIPE, SIG_IGN);
+    atexit(cleanup);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGSEGV, on_signal);
+    signal(SIGABRT, on_signal);
+
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 2;
+    lns_test_register();
+    CU_basic_set_mode(getenv("LNS_TEST_VERBOSE") ? CU_BRM_VERBOSE : CU_BRM_NORMAL);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_tests_failed();
+    unsigned run = CU_get_number_of_tests_run();
+    unsigned fails_registry = CU_get_error() != CUE_SUCCESS;
+    printf("\nRESULT %s %u %u\n", progname, run - failed, failed + fails_registry);
+    CU_cleanup_registry();
+    return failed || fails_registry ? 1 : 0;
+}

@@ -1,0 +1,27 @@
+/* lns_test.h -- what every test program shares: the CUnit main and small helpers.
+ *
+ * A test file defines lns_test_register(), which adds its suites with CU_add_suite /
+ * CU_add_test; tests/lib/cu_main.c provides main().  Each program prints CUnit's report and,
+ * last, one line "RESULT <program> <passed> <failed>" that tests/run.sh adds up.
+ */
+#ifndef LNS_TEST_H
+#define LNS_TEST_H
+
+#include <CUnit/CUnit.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Defined by each test program. */
+void lns_test_register(void);
+
+/* Directory of the programs under test (the build's bin/): $LNS_BIN, else <dir of argv[0]>/../bin. */
+const char *lns_test_bindir(void);
+/* A fresh temporary directory, removed (recursively) at exit even when tests fail. */
+const char *lns_test_tmpdir(void);
+/* Fill buf with deterministic pseudo-random bytes from seed. */
+void lns_test_fill(void *buf, size_t n, uint64_t seed);
+/* Register a child process to be SIGKILLed at exit (crash or not). */
+void lns_test_track_pid(int pid);
+void lns_test_untrack_pid(int pid);
+
+#endif

@@ -1,0 +1,46 @@
+/* test_depot.h -- start, kill and restart real ibp_depot processes for system tests.
+ *
+ * A depot is started on 127.0.0.1 with --port 0 (or the port it had, on restart) and
+ * --port-file, so the kernel picks a free port and the file tells us when it listens.
+ * Every depot is tracked and SIGKILLed at exit, pass or fail.
+ */
+#ifndef LNS_TEST_DEPOT_H
+#define LNS_TEST_DEPOT_H
+
+#include <limits.h>
+
+typedef struct test_depot {
+    int pid;             /* 0 when not running */
+    int port;
+    char dir[PATH_MAX];  /* its own directory: resource data, port file, logs */
+    char log[PATH_MAX];  /* diagnostic log (stderr of the depot) */
+    char events[PATH_MAX]; /* event log */
+    char args[2048];     /* extra arguments, space-separated */
+} test_depot_t;
+
+/* Start a depot with one resource in a fresh directory under the test tmpdir.  extra: more
+ * arguments, space-separated (NULL for none), e.g. "--admin-password pw".  The resource
+ * defaults to hard=64M,soft=64M,max-duration=3600 unless extra has its own --resource.
+ * Returns 0, or -1 after printing why. */
+int td_start(test_depot_t *d, const char *extra);
+/* Start again with the same directory, arguments and port (after td_kill). */
+int td_restart(test_depot_t *d);
+/* Send sig; for SIGKILL/SIGTERM/SIGINT also wait for the process to end. */
+int td_kill(test_depot_t *d, int sig);
+/* SIGTERM, wait, forget. */
+void td_stop(test_depot_t *d);
+/* Connect a raw TCP socket to it (blocking, 10 s send/receive timeouts). -1 on failure. */
+int td_connect(const test_depot_t *d);
+/* Count the lines of the depot's event log that contain needle. */
+int td_count_events(const test_depot_t *d, const char *needle);
+
+/* Raw protocol helpers for replaying exchanges byte by byte. */
+int raw_send(int fd, const void *buf, size_t n);
+/* Read one line ('\n' excluded) into buf; returns its length or -1. */
+int raw_readline(int fd, char *buf, size_t size);
+/* Read exactly n bytes; 0 or -1. */
+int raw_read(int fd, void *buf, size_t n);
+/* Send a request line (adds nothing: pass the '\n') and read one reply line into reply. */
+int raw_cmd(int fd, const char *line, char *reply, size_t size);
+
+#endif
