@@ -187,6 +187,10 @@ int ibp_allocate(ibp_client_t *c, const char *host, int port, const char *rid,
 int ibp_store(ibp_client_t *c, const char *wcap, const void *buf, uint64_t len, uint64_t *stored);
 /* STORE len bytes read from fd (a file, pipe or socket; read sequentially). */
 int ibp_store_fd(ibp_client_t *c, const char *wcap, int fd, uint64_t len, uint64_t *stored);
+/* STORE len bytes of the regular file file_fd starting at file_offset, with sendfile(2) (no
+ * copy through user space; the file position is not used or moved).  The depot uses it for SEND. */
+int ibp_store_file(ibp_client_t *c, const char *wcap, int file_fd, uint64_t file_offset,
+                   uint64_t len, uint64_t *stored);
 /* WRITE len bytes at offset (version 1 only). */
 int ibp_write(ibp_client_t *c, const char *wcap, uint64_t offset, const void *buf, uint64_t len,
               uint64_t *written);
