@@ -3,7 +3,6 @@
  * Each line is formatted into a stack buffer and written with one write(2), which keeps the
  * cost per event to a snprintf and a system call (no lock, no stdio buffering to lose on a
  * crash) and keeps concurrent lines whole. */
-#define _GNU_SOURCE
 #include "lns_log.h"
 
 #include <errno.h>

@@ -2,7 +2,6 @@
  *
  * All sockets are non-blocking and every wait goes through lns_wait(), so the one rule
  * "no socket operation without a timeout" is enforced in a single place. */
-#define _GNU_SOURCE
 #include "lns_net.h"
 
 #include <arpa/inet.h>

@@ -1,0 +1,497 @@
+/* ibp_proto.c -- the IBP request line: a strict parser and its mirror-image formatter.
+ *
+ * The parser is the first thing every byte from the network meets, so it checks before it
+ * uses: the whole line is printable ASCII and spaces, the field count is exact for the
+ * command, every number is plain decimal that fits 64 bits, and every text field fits its
+ * buffer.  Errors are the IBP codes the depot answers with; the order of the checks
+ * (version, command, field count, then field by field) fixes which code a line that is
+ * wrong in several ways gets.  docs/ibp-protocol.md, "Parsing rules", is the specification.
+ */
+#include "ibp_proto.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_FIELDS 16
+
+typedef struct field {
+    const char *p;
+    size_t n;
+} field_t;
+
+int ibp_parse_i64(const char *s, size_t len, int64_t *out)
+{
+    size_t i = 0;
+    int neg = 0;
+    uint64_t v = 0;
+
+    if (len > 0 && s[0] == '-') {
+        neg = 1;
+        i = 1;
+    }
+    if (i == len || len - i > 19)
+        return -1;
+    for (; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    /* 19 digits never overflow uint64_t; the sign decides the limit. */
+    if (!neg && v > (uint64_t)INT64_MAX)
+        return -1;
+    if (neg && v > (uint64_t)INT64_MAX + 1)
+        return -1;
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return 0;
+}
+
+int ibp_parse_u64(const char *s, size_t len, uint64_t *out)
+{
+    int64_t v;
+    if (len > 0 && s[0] == '-')
+        return -1;
+    if (ibp_parse_i64(s, len, &v) < 0)
+        return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+int ibp_split_fields(char *line, char **fields, int max)
+{
+    int n = 0;
+    char *p = line;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+            p++;
+        if (!*p)
+            return n;
+        if (n == max)
+            return -1;
+        fields[n++] = p;
+        while (*p && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\n')
+            p++;
+        if (*p)
+            *p++ = 0;
+    }
+}
+
+/* Split on runs of spaces.  Returns the field count, or -1 if there are too many. */
+static int split(const char *line, size_t len, field_t *f, int max)
+{
+    int n = 0;
+    size_t i = 0;
+    while (i < len) {
+        while (i < len && line[i] == ' ')
+            i++;
+        if (i == len)
+            break;
+        if (n == max)
+            return -1;
+        f[n].p = line + i;
+        while (i < len && line[i] != ' ')
+            i++;
+        f[n].n = (size_t)(line + i - f[n].p);
+        n++;
+    }
+    return n;
+}
+
+/* Parse a numeric field, or fail the whole request with BAD_FORMAT. */
+#define NUM(fld, var)                                                                        \
+    do {                                                                                     \
+        if (ibp_parse_i64((fld).p, (fld).n, &(var)) < 0)                                     \
+            return IBP_E_BAD_FORMAT;                                                         \
+    } while (0)
+
+static int copy_text(const field_t *f, char *dst, size_t size)
+{
+    if (f->n == 0 || f->n >= size)
+        return IBP_E_BAD_FORMAT;
+    memcpy(dst, f->p, f->n);
+    dst[f->n] = 0;
+    return IBP_OK;
+}
+
+/* "<rid>#<key>" or "<key>". */
+static int parse_key(const field_t *f, ibp_req_t *req)
+{
+    const char *hash = memchr(f->p, '#', f->n);
+    if (hash) {
+        field_t rid = {f->p, (size_t)(hash - f->p)};
+        field_t key = {hash + 1, f->n - rid.n - 1};
+        if (memchr(key.p, '#', key.n))
+            return IBP_E_BAD_FORMAT;
+        if (copy_text(&rid, req->rid, sizeof req->rid) != IBP_OK)
+            return IBP_E_BAD_FORMAT;
+        return copy_text(&key, req->key, sizeof req->key);
+    }
+    req->rid[0] = 0;
+    return copy_text(f, req->key, sizeof req->key);
+}
+
+static int clamp_timeout(int64_t v)
+{
+    if (v < 0)
+        return 0;
+    if (v > INT_MAX)
+        return INT_MAX;
+    return (int)v;
+}
+
+static int check_reliability(int64_t v, int allow_zero)
+{
+    if (v == IBP_SOFT || v == IBP_HARD || (allow_zero && v == 0))
+        return IBP_OK;
+    return IBP_E_INV_PAR_ATRL;
+}
+
+static int parse_allocate(const field_t *f, int nf, ibp_req_t *req)
+{
+    int i = 2;
+    int64_t rel, type, dur, size, t;
+
+    if (nf != (req->version == 0 ? 7 : 8))
+        return IBP_E_BAD_FORMAT;
+    if (req->version == 1) {
+        if (copy_text(&f[i++], req->rid, sizeof req->rid) != IBP_OK)
+            return IBP_E_BAD_FORMAT;
+    }
+    NUM(f[i], rel);
+    NUM(f[i + 1], type);
+    NUM(f[i + 2], dur);
+    NUM(f[i + 3], size);
+    NUM(f[i + 4], t);
+    if (check_reliability(rel, 0) != IBP_OK)
+        return IBP_E_INV_PAR_ATRL;
+    if (type >= IBP_BUFFER && type <= IBP_CIRQ)
+        return IBP_E_TYPE_NOT_SUPPORTED;
+    if (type != IBP_BYTEARRAY)
+        return IBP_E_INV_PAR_ATTP;
+    if (dur < 1 && dur != -1)
+        return IBP_E_INV_PAR_ATDR;
+    if (size < 1)
+        return IBP_E_INV_PAR_SIZE;
+    req->reliability = (int)rel;
+    req->type = (int)type;
+    req->duration = dur;
+    req->size = (uint64_t)size;
+    req->timeout = clamp_timeout(t);
+    return IBP_OK;
+}
+
+/* STORE (no offset) and WRITE / LOAD (offset). */
+static int parse_data(const field_t *f, int nf, ibp_req_t *req, int has_offset)
+{
+    int64_t off = 0, len, t;
+
+    if (nf != (has_offset ? 7 : 6))
+        return IBP_E_BAD_FORMAT;
+    if (parse_key(&f[2], req) != IBP_OK || copy_text(&f[3], req->typekey, sizeof req->typekey))
+        return IBP_E_BAD_FORMAT;
+    if (has_offset)
+        NUM(f[4], off);
+    NUM(f[nf - 2], len);
+    NUM(f[nf - 1], t);
+    if (off < 0)
+        return IBP_E_INVALID_PARAMETER;
+    if (len < 0 || (uint64_t)off + (uint64_t)len > (uint64_t)INT64_MAX)
+        return IBP_E_INV_PAR_SIZE;
+    req->offset = (uint64_t)off;
+    req->length = (uint64_t)len;
+    req->timeout = clamp_timeout(t);
+    return IBP_OK;
+}
+
+static int parse_send(const field_t *f, int nf, ibp_req_t *req)
+{
+    int64_t off, len, t1, t2, t3;
+    const field_t *tk, *target;
+
+    if (nf != 10)
+        return IBP_E_BAD_FORMAT;
+    /* Version 0 puts the target capability before the type key, version 1 after it. */
+    tk = req->version == 0 ? &f[4] : &f[3];
+    target = req->version == 0 ? &f[3] : &f[4];
+    if (parse_key(&f[2], req) != IBP_OK || copy_text(tk, req->typekey, sizeof req->typekey) ||
+        copy_text(target, req->target_cap, sizeof req->target_cap))
+        return IBP_E_BAD_FORMAT;
+    NUM(f[5], off);
+    NUM(f[6], len);
+    NUM(f[7], t1);
+    NUM(f[8], t2);
+    NUM(f[9], t3);
+    if (off < 0)
+        return IBP_E_INVALID_PARAMETER;
+    if (len < 0 || (uint64_t)off + (uint64_t)len > (uint64_t)INT64_MAX)
+        return IBP_E_INV_PAR_SIZE;
+    req->offset = (uint64_t)off;
+    req->length = (uint64_t)len;
+    req->timeout = req->src_timeout = clamp_timeout(t1);
+    req->dst_timeout = clamp_timeout(t2);
+    req->dst_client_timeout = clamp_timeout(t3);
+    return IBP_OK;
+}
+
+static int parse_manage(const field_t *f, int nf, ibp_req_t *req)
+{
+    int64_t sub, captype, size, dur, rel, t;
+
+    if (nf < 5)
+        return IBP_E_BAD_FORMAT;
+    NUM(f[4], sub);
+    switch (sub) {
+    case IBP_PROBE:
+    case IBP_INCR:
+    case IBP_DECR:
+    case IBP_CHNG:
+        break;
+    case IBP_TRUNCATE:
+        if (req->version == 1)
+            break;
+        return IBP_E_INVALID_CMD;
+    default:
+        return IBP_E_INVALID_CMD;
+    }
+    req->subcmd = (int)sub;
+    if (parse_key(&f[2], req) != IBP_OK || copy_text(&f[3], req->typekey, sizeof req->typekey))
+        return IBP_E_BAD_FORMAT;
+
+    if (sub == IBP_INCR || sub == IBP_DECR) {
+        if (nf != 7)
+            return IBP_E_BAD_FORMAT;
+        NUM(f[5], captype);
+        NUM(f[6], t);
+        if (captype != IBP_READCAP && captype != IBP_WRITECAP)
+            return IBP_E_INVALID_PARAMETER;
+        req->captype = (int)captype;
+    } else if (sub == IBP_TRUNCATE) {
+        if (nf != 7)
+            return IBP_E_BAD_FORMAT;
+        NUM(f[5], size);
+        NUM(f[6], t);
+        if (size < 0)
+            return IBP_E_INV_PAR_SIZE;
+        req->size = (uint64_t)size;
+    } else {
+        if (nf != 10)
+            return IBP_E_BAD_FORMAT;
+        NUM(f[5], captype);
+        NUM(f[6], size);
+        NUM(f[7], dur);
+        NUM(f[8], rel);
+        NUM(f[9], t);
+        req->captype = (int)(captype < INT_MIN ? INT_MIN : captype > INT_MAX ? INT_MAX : captype);
+        if (sub == IBP_CHNG) {
+            if (size < 0)
+                return IBP_E_INV_PAR_SIZE;
+            if (dur < -1)
+                return IBP_E_INV_PAR_ATDR;
+            if (check_reliability(rel, 1) != IBP_OK)
+                return IBP_E_INV_PAR_ATRL;
+            req->size = (uint64_t)size;
+            req->duration = dur;
+            req->reliability = (int)rel;
+        }
+    }
+    req->timeout = clamp_timeout(t);
+    return IBP_OK;
+}
+
+static int parse_status(const field_t *f, int nf, ibp_req_t *req)
+{
+    int i = 2;
+    int64_t sub, t;
+
+    if (nf != (req->version == 0 ? 5 : 6))
+        return IBP_E_BAD_FORMAT;
+    if (req->version == 1) {
+        if (copy_text(&f[i++], req->rid, sizeof req->rid) != IBP_OK)
+            return IBP_E_BAD_FORMAT;
+    }
+    NUM(f[i], sub);
+    if (sub != IBP_ST_INQ && sub != IBP_ST_CHANGE)
+        return IBP_E_INVALID_CMD;
+    req->subcmd = (int)sub;
+    if (copy_text(&f[i + 1], req->password, sizeof req->password) != IBP_OK)
+        return IBP_E_BAD_FORMAT;
+    NUM(f[i + 2], t);
+    req->timeout = clamp_timeout(t);
+    return IBP_OK;
+}
+
+int ibp_req_parse(const char *line, size_t len, ibp_req_t *req)
+{
+    field_t f[MAX_FIELDS];
+    int64_t cmd;
+    int nf;
+
+    memset(req, 0, sizeof *req);
+    req->version = -1;
+    req->cmd = -1;
+
+    if (len > 0 && line[len - 1] == '\r')
+        len--;
+    if (len >= IBP_MAX_LINE)
+        return IBP_E_BAD_FORMAT;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)line[i];
+        if (c != ' ' && (c < 0x21 || c > 0x7e))
+            return IBP_E_BAD_FORMAT;
+    }
+    nf = split(line, len, f, MAX_FIELDS);
+    if (nf == 0)
+        return IBP_E_BAD_FORMAT;
+    if (f[0].n != 1 || (f[0].p[0] != '0' && f[0].p[0] != '1'))
+        return IBP_E_PROT_VERS;
+    req->version = f[0].p[0] - '0';
+    if (nf < 2) /* also nf < 0: more than MAX_FIELDS, which no command has */
+        return IBP_E_BAD_FORMAT;
+    if (ibp_parse_i64(f[1].p, f[1].n, &cmd) < 0)
+        return IBP_E_BAD_FORMAT;
+    if (cmd < 0 || cmd > INT_MAX)
+        return IBP_E_INVALID_CMD;
+    req->cmd = (int)cmd;
+
+    switch (cmd) {
+    case IBP_CMD_ALLOCATE:
+        return parse_allocate(f, nf, req);
+    case IBP_CMD_STORE:
+        return parse_data(f, nf, req, 0);
+    case IBP_CMD_WRITE:
+        if (req->version == 0)
+            return IBP_E_INVALID_CMD;
+        return parse_data(f, nf, req, 1);
+    case IBP_CMD_LOAD:
+        return parse_data(f, nf, req, 1);
+    case IBP_CMD_SEND:
+        return parse_send(f, nf, req);
+    case IBP_CMD_MANAGE:
+        return parse_manage(f, nf, req);
+    case IBP_CMD_STATUS:
+        return parse_status(f, nf, req);
+    default:
+        return IBP_E_INVALID_CMD;
+    }
+}
+
+/* ---- formatting ---------------------------------------------------------------------- */
+
+typedef struct out {
+    char *buf;
+    size_t size;
+    size_t n;
+    int bad;
+} out_t;
+
+static void put(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(out_t *o, const char *fmt, ...)
+{
+    va_list ap;
+    int k;
+    if (o->bad)
+        return;
+    va_start(ap, fmt);
+    k = vsnprintf(o->buf + o->n, o->size - o->n, fmt, ap);
+    va_end(ap);
+    if (k < 0 || (size_t)k >= o->size - o->n)
+        o->bad = 1;
+    else
+        o->n += (size_t)k;
+}
+
+/* A text field must be non-empty printable ASCII, or the line would not parse back. */
+static int text_ok(const char *s)
+{
+    if (!*s)
+        return 0;
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x21 || (unsigned char)*s > 0x7e)
+            return 0;
+    return 1;
+}
+
+static void put_key(out_t *o, const ibp_req_t *r)
+{
+    if (!text_ok(r->key) || !text_ok(r->typekey) || (r->rid[0] && !text_ok(r->rid))) {
+        o->bad = 1;
+        return;
+    }
+    if (r->rid[0])
+        put(o, " %s#%s %s", r->rid, r->key, r->typekey);
+    else
+        put(o, " %s %s", r->key, r->typekey);
+}
+
+int ibp_req_format(const ibp_req_t *r, char *buf, size_t size)
+{
+    out_t o = {buf, size, 0, 0};
+    const char *rid = r->rid[0] ? r->rid : "0";
+
+    if (size == 0 || (r->version != 0 && r->version != 1))
+        return -1;
+    put(&o, "%d %d", r->version, r->cmd);
+    switch (r->cmd) {
+    case IBP_CMD_ALLOCATE:
+        if (r->version == 1) {
+            if (!text_ok(rid))
+                return -1;
+            put(&o, " %s", rid);
+        }
+        put(&o, " %d %d %" PRId64 " %" PRIu64, r->reliability, r->type, r->duration, r->size);
+        break;
+    case IBP_CMD_STORE:
+        put_key(&o, r);
+        put(&o, " %" PRIu64, r->length);
+        break;
+    case IBP_CMD_WRITE:
+        if (r->version == 0)
+            return -1;
+        /* fall through */
+    case IBP_CMD_LOAD:
+        put_key(&o, r);
+        put(&o, " %" PRIu64 " %" PRIu64, r->offset, r->length);
+        break;
+    case IBP_CMD_SEND:
+        if (!text_ok(r->target_cap) || !text_ok(r->key) || !text_ok(r->typekey))
+            return -1;
+        if (r->version == 0)
+            put(&o, " %s%s%s %s %s", r->rid, r->rid[0] ? "#" : "", r->key, r->target_cap,
+                r->typekey);
+        else
+            put(&o, " %s%s%s %s %s", r->rid, r->rid[0] ? "#" : "", r->key, r->typekey,
+                r->target_cap);
+        put(&o, " %" PRIu64 " %" PRIu64 " %d %d %d\n", r->offset, r->length, r->src_timeout,
+            r->dst_timeout, r->dst_client_timeout);
+        return o.bad ? -1 : (int)o.n;
+    case IBP_CMD_MANAGE:
+        put_key(&o, r);
+        if (r->subcmd == IBP_INCR || r->subcmd == IBP_DECR)
+            put(&o, " %d %d", r->subcmd, r->captype);
+        else if (r->subcmd == IBP_TRUNCATE && r->version == 1)
+            put(&o, " %d %" PRIu64, r->subcmd, r->size);
+        else if (r->subcmd == IBP_PROBE || r->subcmd == IBP_CHNG)
+            put(&o, " %d %d %" PRIu64 " %" PRId64 " %d", r->subcmd, r->captype, r->size,
+                r->duration, r->reliability);
+        else
+            return -1;
+        break;
+    case IBP_CMD_STATUS: {
+        const char *pw = r->password[0] ? r->password : "x";
+        if (!text_ok(pw) || !text_ok(rid))
+            return -1;
+        if (r->version == 1)
+            put(&o, " %s", rid);
+        put(&o, " %d %s", r->subcmd, pw);
+        break;
+    }
+    default:
+        return -1;
+    }
+    put(&o, " %d\n", r->timeout);
+    return o.bad ? -1 : (int)o.n;
+}
