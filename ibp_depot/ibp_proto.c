@@ -190,7 +190,8 @@ static int parse_data(const field_t *f, int nf, ibp_req_t *req, int has_offset)
 
     if (nf != (has_offset ? 7 : 6))
         return IBP_E_BAD_FORMAT;
-    if (parse_key(&f[2], req) != IBP_OK || copy_text(&f[3], req->typekey, sizeof req->typekey))
+    if (parse_key(&f[2], req) != IBP_OK ||
+        copy_text(&f[3], req->typekey, sizeof req->typekey) != IBP_OK)
         return IBP_E_BAD_FORMAT;
     if (has_offset)
         NUM(f[4], off);
@@ -216,8 +217,9 @@ static int parse_send(const field_t *f, int nf, ibp_req_t *req)
     /* Version 0 puts the target capability before the type key, version 1 after it. */
     tk = req->version == 0 ? &f[4] : &f[3];
     target = req->version == 0 ? &f[3] : &f[4];
-    if (parse_key(&f[2], req) != IBP_OK || copy_text(tk, req->typekey, sizeof req->typekey) ||
-        copy_text(target, req->target_cap, sizeof req->target_cap))
+    if (parse_key(&f[2], req) != IBP_OK ||
+        copy_text(tk, req->typekey, sizeof req->typekey) != IBP_OK ||
+        copy_text(target, req->target_cap, sizeof req->target_cap) != IBP_OK)
         return IBP_E_BAD_FORMAT;
     NUM(f[5], off);
     NUM(f[6], len);
@@ -257,7 +259,8 @@ static int parse_manage(const field_t *f, int nf, ibp_req_t *req)
         return IBP_E_INVALID_CMD;
     }
     req->subcmd = (int)sub;
-    if (parse_key(&f[2], req) != IBP_OK || copy_text(&f[3], req->typekey, sizeof req->typekey))
+    if (parse_key(&f[2], req) != IBP_OK ||
+        copy_text(&f[3], req->typekey, sizeof req->typekey) != IBP_OK)
         return IBP_E_BAD_FORMAT;
 
     if (sub == IBP_INCR || sub == IBP_DECR) {
