@@ -43,6 +43,7 @@ DEPOT_SRC  = $(filter-out ibp_depot/depot_main.c,$(wildcard ibp_depot/depot_*.c)
 TESTLIB_SRC = $(wildcard tests/lib/*.c)
 UNIT_SRC   = $(wildcard tests/unit/test_*.c)
 SYS_SRC    = $(wildcard tests/system/test_*.c)
+BENCH_SRC  = $(wildcard tests/bench/bench_*.c)
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
@@ -52,8 +53,9 @@ LIBDEPOT_A = $(B)/lib/libdepot.a
 PROGS     = $(B)/bin/ibp_depot $(B)/bin/ibp_tool
 UNIT_BINS = $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 SYS_BINS  = $(patsubst tests/system/%.c,$(B)/tests/%,$(SYS_SRC))
+BENCH_BINS = $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
-.PHONY: all tests test deps demo fuzz bench bench-depot install uninstall clean
+.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot install uninstall clean
 
 all: $(LIBIBP_A) $(LIBIBP_SO) $(PROGS)
 
@@ -91,6 +93,12 @@ $(B)/tests/%: $(call obj,tests/system/%.c) $(call obj,$(TESTLIB_SRC)) $(LIBDEPOT
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(TESTLIBS)
 
+$(B)/bench/%: $(call obj,tests/bench/%.c) $(LIBIBP_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+benchprogs: all $(BENCH_BINS)
+
 deps:
 	@scripts/install-deps.sh
 
@@ -108,8 +116,9 @@ fuzz: deps
 
 bench: bench-depot
 
-bench-depot: deps all
-	@tests/bench/bench_depot.sh $(B)/bin
+bench-depot: deps
+	$(MAKE) benchprogs
+	@tests/bench/bench_depot.sh $(B)
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR) \
