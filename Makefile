@@ -31,14 +31,16 @@ else
 endif
 
 WARN     = -Wall -Wextra -Wshadow -Wpointer-arith -Wstrict-prototypes -Wno-unused-parameter
-CPPFLAGS = -D_GNU_SOURCE -Icommon -Iibp_depot -Itests/lib
+XML2_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
+CPPFLAGS = -D_GNU_SOURCE -Icommon -Iibp_depot -Iexnode -Itests/lib $(XML2_CFLAGS)
 CFLAGS   = -std=c11 $(OPT) $(WARN) -fPIC -pthread -MMD -MP
 LDFLAGS  = -pthread $(SANLD)
-LIBS     = -lssl -lcrypto -lsqlite3
+LIBS     = -lxml2 -lssl -lcrypto -lsqlite3
 TESTLIBS = -lcunit
 
 COMMON_SRC = $(wildcard common/*.c)
 LIBIBP_SRC = $(filter-out ibp_depot/ibp_tool.c ibp_depot/ibp_fuzz.c,$(wildcard ibp_depot/ibp_*.c))
+EXNODE_SRC = $(filter-out exnode/xnd_fuzz.c,$(wildcard exnode/xnd_*.c))
 DEPOT_SRC  = $(filter-out ibp_depot/depot_main.c,$(wildcard ibp_depot/depot_*.c))
 TESTLIB_SRC = $(wildcard tests/lib/*.c)
 UNIT_SRC   = $(wildcard tests/unit/test_*.c)
@@ -50,6 +52,7 @@ obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 LIBIBP_A  = $(B)/lib/libibp.a
 LIBIBP_SO = $(B)/lib/libibp.so
 LIBDEPOT_A = $(B)/lib/libdepot.a
+LIBEXNODE_A = $(B)/lib/libexnode.a
 PROGS     = $(B)/bin/ibp_depot $(B)/bin/ibp_tool
 UNIT_BINS = $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 SYS_BINS  = $(patsubst tests/system/%.c,$(B)/tests/%,$(SYS_SRC))
@@ -57,7 +60,7 @@ BENCH_BINS = $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
 .PHONY: all tests test deps benchprogs demo fuzz bench bench-depot install uninstall clean
 
-all: $(LIBIBP_A) $(LIBIBP_SO) $(PROGS)
+all: $(LIBIBP_A) $(LIBIBP_SO) $(LIBEXNODE_A) $(PROGS)
 
 tests: all $(UNIT_BINS) $(SYS_BINS)
 
@@ -73,6 +76,17 @@ $(LIBIBP_SO): $(call obj,$(COMMON_SRC) $(LIBIBP_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,libibp.so.0 $(LDFLAGS) -o $@ $^ $(LIBS)
 
+# ar needs at least one member; an empty layer gets an empty placeholder object.
+$(LIBEXNODE_A): $(call obj,$(EXNODE_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^ $(if $^,,$(B)/obj/empty.o)
+
+$(B)/obj/empty.o:
+	@mkdir -p $(dir $@)
+	echo 'typedef int lns_empty;' | $(CC) -x c -c - -o $@
+
+$(LIBEXNODE_A): | $(B)/obj/empty.o
+
 $(LIBDEPOT_A): $(call obj,$(DEPOT_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
@@ -85,11 +99,11 @@ $(B)/bin/ibp_tool: $(call obj,ibp_depot/ibp_tool.c) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
-$(B)/tests/%: $(call obj,tests/unit/%.c) $(call obj,$(TESTLIB_SRC)) $(LIBDEPOT_A) $(LIBIBP_A)
+$(B)/tests/%: $(call obj,tests/unit/%.c) $(call obj,$(TESTLIB_SRC)) $(LIBDEPOT_A) $(LIBEXNODE_A) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(TESTLIBS)
 
-$(B)/tests/%: $(call obj,tests/system/%.c) $(call obj,$(TESTLIB_SRC)) $(LIBDEPOT_A) $(LIBIBP_A)
+$(B)/tests/%: $(call obj,tests/system/%.c) $(call obj,$(TESTLIB_SRC)) $(LIBDEPOT_A) $(LIBEXNODE_A) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(TESTLIBS)
 

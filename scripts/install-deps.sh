@@ -3,7 +3,7 @@
 # Idempotent: when everything is present it checks and exits without touching apt.
 set -eu
 
-PKGS="build-essential pkg-config libssl-dev libsqlite3-dev libcunit1-dev
+PKGS="build-essential pkg-config libssl-dev libsqlite3-dev libcunit1-dev libxml2-dev
 clang libclang-rt-14-dev
 curl socat nginx-light procps"
 
