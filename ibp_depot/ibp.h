@@ -142,7 +142,7 @@ int ibp_cap_parse(const char *s, ibp_cap_t *cap);
 int ibp_cap_format(const ibp_cap_t *cap, char *buf, size_t size);
 /* The key as sent on the wire: "<rid>#<key>" in the 1.4 form, "<key>" in the old form. */
 int ibp_cap_wire_key(const ibp_cap_t *cap, char *buf, size_t size);
-const char *ibp_captype_name(ibp_captype t); /* "READ", "WRITE", "MANAGE" */
+const char *ibp_captype_name(ibp_captype t); /* "READ", "WRITE", "MANAGE"; "UNKNOWN" otherwise */
 
 /* The three capabilities returned by ALLOCATE. */
 typedef struct ibp_caps {
@@ -188,7 +188,8 @@ int ibp_store(ibp_client_t *c, const char *wcap, const void *buf, uint64_t len, 
 /* STORE len bytes read from fd (a file, pipe or socket; read sequentially). */
 int ibp_store_fd(ibp_client_t *c, const char *wcap, int fd, uint64_t len, uint64_t *stored);
 /* STORE len bytes of the regular file file_fd starting at file_offset, with sendfile(2) (no
- * copy through user space; the file position is not used or moved).  The depot uses it for SEND. */
+ * copy through user space; the file position is not used or moved).  The depot uses it for SEND.
+ * SIGPIPE is held back for the calling thread during the transfer, so callers need not ignore it. */
 int ibp_store_file(ibp_client_t *c, const char *wcap, int file_fd, uint64_t file_offset,
                    uint64_t len, uint64_t *stored);
 /* WRITE len bytes at offset (version 1 only). */

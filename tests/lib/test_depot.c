@@ -115,8 +115,9 @@ int td_start(test_depot_t *d, const char *extra)
     memset(d, 0, sizeof *d);
     snprintf(d->dir, sizeof d->dir, "%s/depot%d", lns_test_tmpdir(), depot_seq++);
     mkdir(d->dir, 0755);
-    snprintf(d->log, sizeof d->log, "%s/depot.log", d->dir);
-    snprintf(d->events, sizeof d->events, "%s/events.log", d->dir);
+    if (snprintf(d->log, sizeof d->log, "%s/depot.log", d->dir) >= (int)sizeof d->log ||
+        snprintf(d->events, sizeof d->events, "%s/events.log", d->dir) >= (int)sizeof d->events)
+        return -1;
     snprintf(d->args, sizeof d->args, "%s", extra ? extra : "");
     return spawn(d, 0);
 }

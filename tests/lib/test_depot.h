@@ -8,6 +8,7 @@
 #define LNS_TEST_DEPOT_H
 
 #include <limits.h>
+#include <stddef.h>
 
 typedef struct test_depot {
     int pid;             /* 0 when not running */

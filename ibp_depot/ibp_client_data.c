@@ -1,0 +1,323 @@
+/* ibp_client_data.c -- the calls that move bytes: STORE, WRITE and LOAD.
+ *
+ * STORE and WRITE are two-phase: the request line, the depot's "1 \n" (or an error, and
+ * then no byte is sent), the data, the depot's "1 <n>".  Waiting for the go-ahead costs one
+ * round trip but means a refused request never leaves megabytes in flight on a connection
+ * the depot is closing.  The data leaves from the caller's buffer as is (buffer), through
+ * one bounce buffer (fd), or straight from the page cache with sendfile(2) (file).
+ *
+ * LOAD reads "1 <n>" and then n bytes: into the caller's buffer with no copy beyond the
+ * few bytes that arrived with the reply line, or through a bounce buffer to an fd.  If
+ * anything goes wrong part way, the connection is closed, never pooled: it may still
+ * carry bytes of this exchange.
+ */
+#include "ibp_client_int.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum src_kind { SRC_BUF, SRC_FD, SRC_FILE };
+
+typedef struct data_src {
+    enum src_kind kind;
+    const void *buf;
+    int fd;
+    uint64_t file_offset;
+} data_src_t;
+
+/* Wait for fd (any kind: file, pipe, socket, blocking or not) to be ready. */
+static int fd_wait(int fd, short events, int ms)
+{
+    struct pollfd p = {.fd = fd, .events = events};
+    int rc;
+    do {
+        rc = poll(&p, 1, ms);
+    } while (rc < 0 && errno == EINTR);
+    if (rc == 0)
+        errno = ETIMEDOUT;
+    return rc > 0 ? 0 : -1;
+}
+
+static ssize_t fd_read_some(int fd, void *buf, size_t n, int ms)
+{
+    for (;;) {
+        ssize_t r = read(fd, buf, n);
+        if (r >= 0)
+            return r;
+        if (errno == EINTR)
+            continue;
+        if ((errno != EAGAIN && errno != EWOULDBLOCK) || fd_wait(fd, POLLIN, ms) < 0)
+            return -1;
+    }
+}
+
+static int fd_write_all(int fd, const char *p, size_t n, int ms)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) || fd_wait(fd, POLLOUT, ms) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Send len bytes of src on the socket.  IBP_OK or an error. */
+static int send_data(ibp_client_t *c, ibp_conn_t *conn, const data_src_t *src, uint64_t len)
+{
+    int io = c->o.io_timeout_ms;
+    if (len == 0)
+        return IBP_OK;
+    if (len > SIZE_MAX)
+        return IBP_E_INV_PAR_SIZE;
+    if (src->kind == SRC_BUF) {
+        if (lns_write_full(conn->fd, src->buf, (size_t)len, 0, io, INT64_MAX) < 0)
+            return ibp_sock_err(errno, 1);
+        return IBP_OK;
+    }
+    if (src->kind == SRC_FILE) {
+        off_t off = (off_t)src->file_offset;
+        int rc = IBP_OK;
+        /* sendfile(2) has no MSG_NOSIGNAL: hold SIGPIPE for this thread so a depot that goes
+         * away is an error for our caller, not the death of its process. */
+        sigset_t pipe_set, old_set;
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+        if (lns_sendfile_full(conn->fd, src->fd, &off, (size_t)len, io, INT64_MAX) < 0) {
+            int e = errno;
+            /* sendfile fails for the socket or the file; tell which by the errno. */
+            if (e == EIO || e == EINVAL || e == EBADF || e == ESPIPE)
+                rc = IBP_E_FILE_READ;
+            else
+                rc = ibp_sock_err(e, 1);
+            if (e == EPIPE && !sigismember(&old_set, SIGPIPE)) {
+                const struct timespec zero = {0, 0};
+                sigtimedwait(&pipe_set, NULL, &zero); /* drop the SIGPIPE we caused */
+            }
+        }
+        pthread_sigmask(SIG_SETMASK, &old_set, NULL);
+        return rc;
+    }
+    size_t cap = len < IBP_CHUNK ? (size_t)len : IBP_CHUNK;
+    char *chunk = malloc(cap);
+    int rc = IBP_OK;
+    if (!chunk)
+        return IBP_E_ALLOC_FAILED;
+    while (len > 0 && rc == IBP_OK) {
+        size_t want = len < cap ? (size_t)len : cap;
+        ssize_t r = fd_read_some(src->fd, chunk, want, io);
+        if (r <= 0) {
+            rc = IBP_E_FILE_READ; /* an early EOF too: we promised len bytes */
+            break;
+        }
+        if (lns_write_full(conn->fd, chunk, (size_t)r, 0, io, INT64_MAX) < 0)
+            rc = ibp_sock_err(errno, 1);
+        len -= (uint64_t)r;
+    }
+    free(chunk);
+    return rc;
+}
+
+static int store_common(ibp_client_t *c, const char *wcap, int cmd, uint64_t offset,
+                        const data_src_t *src, uint64_t len, uint64_t *done)
+{
+    char line[IBP_MAX_LINE];
+    ibp_cap_t cap;
+    ibp_req_t req;
+    ibp_reply_t rep;
+    ibp_conn_t *conn;
+    uint64_t n;
+    int rc, linelen;
+
+    if (done)
+        *done = 0;
+    if (!c || (src->kind == SRC_BUF && !src->buf && len > 0))
+        return IBP_E_INV_PAR_PTR;
+    if ((rc = ibp_call_cap(wcap, IBP_WRITECAP, &cap)) != IBP_OK)
+        return rc;
+    if (cmd == IBP_CMD_WRITE && c->o.version == 0)
+        return IBP_E_INVALID_CMD;
+    if (offset + len < offset)
+        return IBP_E_INV_PAR_SIZE;
+
+    memset(&req, 0, sizeof req);
+    req.version = c->o.version;
+    req.cmd = cmd;
+    req.timeout = c->o.server_timeout_s;
+    ibp_call_req_cap(&req, &cap);
+    req.offset = offset;
+    req.length = len;
+    if ((linelen = ibp_req_format(&req, line, sizeof line)) < 0)
+        return IBP_E_INVALID_PARAMETER;
+
+    rc = ibp_call_begin(c, cap.host, cap.port, line, (size_t)linelen, IBP_CALL_LINE, -1, &conn,
+                        &rep);
+    if (rc != IBP_OK)
+        return rc;
+    if ((rc = send_data(c, conn, src, len)) != IBP_OK) {
+        ibp_conn_close(conn);
+        return rc;
+    }
+    if ((rc = ibp_call_line(c, conn, &rep)) != IBP_OK)
+        return rc;
+    if (rep.nf != 2 || ibp_parse_u64(rep.f[1], strlen(rep.f[1]), &n) < 0 || n != len) {
+        ibp_conn_close(conn);
+        return IBP_E_BAD_FORMAT;
+    }
+    ibp_call_end(c, conn);
+    if (done)
+        *done = n;
+    return IBP_OK;
+}
+
+int ibp_store(ibp_client_t *c, const char *wcap, const void *buf, uint64_t len, uint64_t *stored)
+{
+    data_src_t src = {.kind = SRC_BUF, .buf = buf};
+    return store_common(c, wcap, IBP_CMD_STORE, 0, &src, len, stored);
+}
+
+int ibp_store_fd(ibp_client_t *c, const char *wcap, int fd, uint64_t len, uint64_t *stored)
+{
+    data_src_t src = {.kind = SRC_FD, .fd = fd};
+    if (fd < 0)
+        return IBP_E_FILE_READ;
+    return store_common(c, wcap, IBP_CMD_STORE, 0, &src, len, stored);
+}
+
+int ibp_store_file(ibp_client_t *c, const char *wcap, int file_fd, uint64_t file_offset,
+                   uint64_t len, uint64_t *stored)
+{
+    data_src_t src = {.kind = SRC_FILE, .fd = file_fd, .file_offset = file_offset};
+    if (file_fd < 0)
+        return IBP_E_FILE_READ;
+    if (file_offset > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - file_offset)
+        return IBP_E_INV_PAR_SIZE;
+    return store_common(c, wcap, IBP_CMD_STORE, 0, &src, len, stored);
+}
+
+int ibp_write(ibp_client_t *c, const char *wcap, uint64_t offset, const void *buf, uint64_t len,
+              uint64_t *written)
+{
+    data_src_t src = {.kind = SRC_BUF, .buf = buf};
+    return store_common(c, wcap, IBP_CMD_WRITE, offset, &src, len, written);
+}
+
+int ibp_write_fd(ibp_client_t *c, const char *wcap, uint64_t offset, int fd, uint64_t len,
+                 uint64_t *written)
+{
+    data_src_t src = {.kind = SRC_FD, .fd = fd};
+    if (fd < 0)
+        return IBP_E_FILE_READ;
+    return store_common(c, wcap, IBP_CMD_WRITE, offset, &src, len, written);
+}
+
+/* Send the LOAD request and check that the reply announces exactly len bytes. */
+static int load_begin(ibp_client_t *c, const char *rcap, uint64_t offset, uint64_t len,
+                      ibp_conn_t **conn)
+{
+    char line[IBP_MAX_LINE];
+    ibp_cap_t cap;
+    ibp_req_t req;
+    ibp_reply_t rep;
+    uint64_t n;
+    int rc, linelen;
+
+    if (!c)
+        return IBP_E_INV_PAR_PTR;
+    if ((rc = ibp_call_cap(rcap, IBP_READCAP, &cap)) != IBP_OK)
+        return rc;
+    if (offset + len < offset)
+        return IBP_E_INV_PAR_SIZE;
+    memset(&req, 0, sizeof req);
+    req.version = c->o.version;
+    req.cmd = IBP_CMD_LOAD;
+    req.timeout = c->o.server_timeout_s;
+    ibp_call_req_cap(&req, &cap);
+    req.offset = offset;
+    req.length = len;
+    if ((linelen = ibp_req_format(&req, line, sizeof line)) < 0)
+        return IBP_E_INVALID_PARAMETER;
+    rc = ibp_call_begin(c, cap.host, cap.port, line, (size_t)linelen, IBP_CALL_KEEP_ON_ERROR, -1,
+                        conn, &rep);
+    if (rc != IBP_OK)
+        return rc;
+    if (rep.nf != 2 || ibp_parse_u64(rep.f[1], strlen(rep.f[1]), &n) < 0 || n != len) {
+        ibp_conn_close(*conn);
+        return IBP_E_BAD_FORMAT;
+    }
+    return IBP_OK;
+}
+
+int ibp_load(ibp_client_t *c, const char *rcap, uint64_t offset, uint64_t len, void *buf)
+{
+    ibp_conn_t *conn;
+    int rc;
+    if (!buf && len > 0)
+        return IBP_E_INV_PAR_PTR;
+    if (len > SIZE_MAX)
+        return IBP_E_INV_PAR_SIZE;
+    if ((rc = load_begin(c, rcap, offset, len, &conn)) != IBP_OK)
+        return rc;
+    if (len > 0 && lns_rbuf_read(&conn->rb, buf, (size_t)len, c->o.io_timeout_ms, INT64_MAX) < 0) {
+        rc = ibp_sock_err(errno, 0);
+        ibp_conn_close(conn);
+        return rc;
+    }
+    ibp_call_end(c, conn);
+    return IBP_OK;
+}
+
+int ibp_load_fd(ibp_client_t *c, const char *rcap, uint64_t offset, uint64_t len, int fd)
+{
+    ibp_conn_t *conn;
+    char *chunk;
+    size_t cap;
+    int rc = IBP_OK;
+
+    if (fd < 0)
+        return IBP_E_FILE_WRITE;
+    cap = len < IBP_CHUNK ? (size_t)len : IBP_CHUNK;
+    chunk = malloc(cap ? cap : 1);
+    if (!chunk)
+        return IBP_E_ALLOC_FAILED;
+    if ((rc = load_begin(c, rcap, offset, len, &conn)) != IBP_OK) {
+        free(chunk);
+        return rc;
+    }
+    while (len > 0) {
+        size_t want = len < cap ? (size_t)len : cap;
+        size_t got = lns_rbuf_take(&conn->rb, chunk, want);
+        if (got == 0) {
+            ssize_t r = lns_read_some(conn->fd, chunk, want, c->o.io_timeout_ms, INT64_MAX);
+            if (r <= 0) {
+                rc = r == 0 ? IBP_E_SOCK_READ : ibp_sock_err(errno, 0);
+                break;
+            }
+            got = (size_t)r;
+        }
+        if (fd_write_all(fd, chunk, got, c->o.io_timeout_ms) < 0) {
+            rc = IBP_E_FILE_WRITE;
+            break;
+        }
+        len -= got;
+    }
+    free(chunk);
+    if (rc == IBP_OK)
+        ibp_call_end(c, conn);
+    else
+        ibp_conn_close(conn);
+    return rc;
+}

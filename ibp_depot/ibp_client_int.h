@@ -1,0 +1,89 @@
+/* ibp_client_int.h -- what the pieces of the libibp client share; not installed.
+ *
+ *   ibp_pool.c         per-depot pools of idle keep-alive connections
+ *   ibp_call.c         one request/reply exchange on a pooled connection, with the retry rule
+ *   ibp_client.c       the calls without bulk data (ALLOCATE, SEND, MANAGE, STATUS)
+ *   ibp_client_data.c  the calls that move bytes (STORE, WRITE, LOAD)
+ *
+ * A connection belongs to exactly one thread between ibp_call_begin() and ibp_call_end() /
+ * ibp_conn_close(); only idle connections sit in the pool, under the pool's mutex.
+ */
+#ifndef LNS_IBP_CLIENT_INT_H
+#define LNS_IBP_CLIENT_INT_H
+
+#include <stdint.h>
+
+#include "ibp.h"
+#include "ibp_proto.h"
+#include "lns_net.h"
+
+#define IBP_CONN_RBUF 8192  /* read buffer of a connection: reply lines and the start of data */
+#define IBP_REPLY_FIELDS 16
+#define IBP_CHUNK (1u << 20) /* bounce buffer for fd transfers */
+
+typedef struct ibp_slot ibp_slot_t;
+
+typedef struct ibp_conn {
+    int fd;
+    lns_rbuf_t rb;
+    int reused;            /* taken from the pool rather than freshly connected */
+    int64_t idle_since_ms; /* when it was put back (monotonic) */
+    ibp_slot_t *slot;      /* the pool entry of its depot */
+} ibp_conn_t;
+
+typedef struct ibp_pool ibp_pool_t;
+
+struct ibp_client {
+    ibp_client_opts_t o;
+    ibp_pool_t *pool;
+};
+
+/* ---- ibp_pool.c ---- */
+ibp_pool_t *ibp_pool_new(int max_idle, int max_idle_s);
+void ibp_pool_free(ibp_pool_t *p);
+/* A connection to host:port: an idle pooled one that still looks alive (when reuse != 0),
+ * else a new one.  IBP_OK, IBP_E_CONNECTION or IBP_E_ALLOC_FAILED. */
+int ibp_pool_get(ibp_pool_t *p, const char *host, int port, int reuse, int connect_timeout_ms,
+                 ibp_conn_t **out);
+/* Back into the pool after a clean, complete exchange; closed instead if bytes are
+ * buffered or the pool is off. */
+void ibp_pool_put(ibp_pool_t *p, ibp_conn_t *conn);
+void ibp_conn_close(ibp_conn_t *conn);
+
+/* ---- ibp_call.c ---- */
+typedef struct ibp_reply {
+    char line[IBP_MAX_LINE];
+    char *f[IBP_REPLY_FIELDS];
+    int nf;
+    int status; /* the depot's error code when it answered one, else 0 */
+} ibp_reply_t;
+
+enum {
+    IBP_CALL_LINE = 0,          /* the reply is a status line */
+    IBP_CALL_UNTIL_NUL = 1,     /* version-0 STATUS: raw bytes up to a NUL or the close */
+    IBP_CALL_KEEP_ON_ERROR = 2  /* an error reply ends the exchange cleanly (not STORE,
+                                   WRITE, STATUS CHANGE: there the depot may not be in step) */
+};
+
+/* Send req[0..len) to host:port and read the first reply line into rep.  IBP_OK: the reply
+ * starts with status 1 and *conn is the caller's, to finish with ibp_call_end() or
+ * ibp_conn_close().  Any other return (a depot error or a local one) leaves no connection
+ * with the caller; after an error reply it is pooled only with IBP_CALL_KEEP_ON_ERROR and
+ * when the contract says the depot keeps it open.  A reused connection that fails with EOF
+ * or reset before any reply byte is dropped and the request is sent once more on a new
+ * connection.  reply_wait_ms < 0 means the io timeout. */
+int ibp_call_begin(ibp_client_t *c, const char *host, int port, const char *req, size_t len,
+                   int flags, int reply_wait_ms, ibp_conn_t **conn, ibp_reply_t *rep);
+/* Read the next reply line (e.g. after the data of a STORE).  IBP_OK if its status is 1;
+ * otherwise the connection has been closed. */
+int ibp_call_line(ibp_client_t *c, ibp_conn_t *conn, ibp_reply_t *rep);
+/* The exchange ended cleanly: back to the pool. */
+void ibp_call_end(ibp_client_t *c, ibp_conn_t *conn);
+/* errno of a failed socket read/write -> IBP error. */
+int ibp_sock_err(int err, int writing);
+/* Parse and check a capability for a call; kind 0 accepts any kind. */
+int ibp_call_cap(const char *s, ibp_captype kind, ibp_cap_t *cap);
+/* Fill the capability fields of a request. */
+void ibp_call_req_cap(ibp_req_t *req, const ibp_cap_t *cap);
+
+#endif

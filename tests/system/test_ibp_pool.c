@@ -1,0 +1,604 @@
+/* test_ibp_pool.c -- libibp's connections: reuse, the retry rule, concurrency, and what
+ * happens when a depot dies, stops, or says odd things.
+ *
+ * Two kinds of peer.  Real depots (td_start) for reuse, idle close, concurrency, SIGKILL and
+ * SIGSTOP.  A scripted fake depot (a thread in this program) for what a real depot does only
+ * by bad luck or not at all: closing a pooled connection just as a request arrives, a
+ * parting "-66", replies with odd white space, truncated data.  The fake counts connections
+ * and request lines, so the tests can tell a retry from a reuse.
+ *
+ * Connections are counted from /proc/net/tcp: every socket, in any state (TIME_WAIT
+ * included), with the depot's port at one end names one connection by its other port. */
+#include <dirent.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ibp.h"
+#include "lns_test.h"
+#include "test_depot.h"
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Distinct connections to or from port, as seen in /proc/net/tcp. */
+static int count_connections(int port)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    char line[512];
+    int seen[4096], n = 0;
+    if (!f)
+        return -1;
+    if (!fgets(line, sizeof line, f)) {
+        fclose(f);
+        return -1;
+    }
+    while (fgets(line, sizeof line, f)) {
+        unsigned la, lp, ra, rp, st;
+        if (sscanf(line, " %*d: %x:%x %x:%x %x", &la, &lp, &ra, &rp, &st) != 5 || st == 0x0A)
+            continue;
+        int other;
+        if ((int)lp == port)
+            other = (int)rp;
+        else if ((int)rp == port)
+            other = (int)lp;
+        else
+            continue;
+        int dup = 0;
+        for (int i = 0; i < n; i++)
+            dup |= seen[i] == other;
+        if (!dup && n < 4096)
+            seen[n++] = other;
+    }
+    fclose(f);
+    return n;
+}
+
+static ibp_client_t *client_with(int max_idle, int max_idle_s, int io_ms)
+{
+    ibp_client_opts_t o;
+    ibp_client_opts_init(&o);
+    o.max_idle_per_depot = max_idle;
+    o.max_idle_s = max_idle_s;
+    o.io_timeout_ms = io_ms;
+    o.connect_timeout_ms = 2000;
+    return ibp_client_new(&o);
+}
+
+static int alloc(ibp_client_t *c, int port, uint64_t size, ibp_caps_t *caps)
+{
+    ibp_attr_t a = {size, 600, IBP_HARD, IBP_BYTEARRAY};
+    return ibp_allocate(c, "127.0.0.1", port, NULL, &a, caps);
+}
+
+/* ---- reuse ---- */
+
+static void test_reuse(void)
+{
+    test_depot_t d;
+    ibp_caps_t caps;
+    ibp_probe_t p;
+    char buf[64];
+    CU_ASSERT_EQUAL_FATAL(td_start(&d, NULL), 0);
+
+    ibp_client_t *c = client_with(8, 30, 10000);
+    CU_ASSERT_EQUAL_FATAL(alloc(c, d.port, 1 << 20, &caps), IBP_OK);
+    int errors = 0;
+    for (int i = 0; i < 100; i++) {
+        errors += ibp_store(c, caps.write, "0123456789", 10, NULL) != IBP_OK;
+        errors += ibp_load(c, caps.read, (uint64_t)i * 10, 10, buf) != IBP_OK;
+        errors += ibp_probe(c, caps.manage, &p) != IBP_OK;
+    }
+    CU_ASSERT_EQUAL(errors, 0);
+    /* 301 requests, one after the other: one connection */
+    CU_ASSERT_EQUAL(count_connections(d.port), 1);
+    ibp_client_free(c);
+
+    /* the same with pooling off: one connection per request (the count really counts) */
+    c = client_with(0, 30, 10000);
+    for (int i = 0; i < 20; i++)
+        errors += ibp_probe(c, caps.manage, &p) != IBP_OK;
+    CU_ASSERT_EQUAL(errors, 0);
+    CU_ASSERT(count_connections(d.port) >= 21);
+    ibp_client_free(c);
+    td_stop(&d);
+}
+
+/* Pooled connections older than max_idle_s are not reused. */
+static void test_max_idle_age(void)
+{
+    test_depot_t d;
+    ibp_depot_status_t s;
+    CU_ASSERT_EQUAL_FATAL(td_start(&d, NULL), 0);
+    ibp_client_t *c = client_with(8, 1, 10000);
+    CU_ASSERT_EQUAL(ibp_status(c, "127.0.0.1", d.port, NULL, NULL, &s), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_status(c, "127.0.0.1", d.port, NULL, NULL, &s), IBP_OK);
+    CU_ASSERT_EQUAL(count_connections(d.port), 1);
+    usleep(2100 * 1000);
+    CU_ASSERT_EQUAL(ibp_status(c, "127.0.0.1", d.port, NULL, NULL, &s), IBP_OK);
+    CU_ASSERT_EQUAL(count_connections(d.port), 2);
+    ibp_client_free(c);
+    td_stop(&d);
+}
+
+/* The depot closes an idle pooled connection (--idle-timeout 1); the next call must work. */
+static void test_idle_close(void)
+{
+    test_depot_t d;
+    ibp_caps_t caps;
+    char buf[5];
+    CU_ASSERT_EQUAL_FATAL(td_start(&d, "--idle-timeout 1"), 0);
+    ibp_client_t *c = client_with(8, 30, 10000);
+    CU_ASSERT_EQUAL_FATAL(alloc(c, d.port, 100, &caps), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_store(c, caps.write, "hello", 5, NULL), IBP_OK);
+    sleep(2);
+    CU_ASSERT_EQUAL(ibp_load(c, caps.read, 0, 5, buf), IBP_OK);
+    CU_ASSERT(memcmp(buf, "hello", 5) == 0);
+    sleep(2);
+    CU_ASSERT_EQUAL(ibp_store(c, caps.write, "world", 5, NULL), IBP_OK);
+    CU_ASSERT_EQUAL(count_connections(d.port), 3);
+    ibp_client_free(c);
+    td_stop(&d);
+}
+
+/* ---- the scripted fake depot ---- */
+
+typedef struct step {
+    const char *reply; /* bytes to send after reading one request line */
+    size_t len;        /* 0: strlen(reply) */
+    int action;        /* what to do after the reply */
+} step_t;
+
+enum { KEEP = 0, CLOSE = 1, HANG = 2 };
+
+typedef struct fake {
+    int lfd, port;
+    pthread_t th;
+    const step_t *steps;
+    int nsteps;
+    volatile int stop;
+    int conns;    /* connections accepted */
+    int requests; /* request lines read */
+} fake_t;
+
+static int read_line(int fd, volatile int *stop)
+{
+    char ch;
+    int n = 0;
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (*stop)
+            return -1;
+        if (poll(&p, 1, 100) <= 0)
+            continue;
+        if (read(fd, &ch, 1) != 1)
+            return -1;
+        if (ch == '\n')
+            return n;
+        n++;
+    }
+}
+
+static void *fake_main(void *arg)
+{
+    fake_t *f = arg;
+    while (!f->stop) {
+        struct pollfd p = {.fd = f->lfd, .events = POLLIN};
+        if (poll(&p, 1, 100) <= 0)
+            continue;
+        int fd = accept(f->lfd, NULL, NULL);
+        if (fd < 0)
+            continue;
+        __atomic_add_fetch(&f->conns, 1, __ATOMIC_SEQ_CST);
+        for (;;) {
+            if (read_line(fd, &f->stop) < 0)
+                break;
+            int i = __atomic_fetch_add(&f->requests, 1, __ATOMIC_SEQ_CST);
+            if (i >= f->nsteps)
+                break;
+            const step_t *s = &f->steps[i];
+            if (s->reply) {
+                size_t len = s->len ? s->len : strlen(s->reply);
+                if (send(fd, s->reply, len, MSG_NOSIGNAL) != (ssize_t)len)
+                    break;
+            }
+            if (s->action == CLOSE)
+                break;
+            if (s->action == HANG) {
+                while (!f->stop)
+                    usleep(20000);
+                break;
+            }
+        }
+        close(fd);
+    }
+    return NULL;
+}
+
+static int fake_start(fake_t *f, const step_t *steps, int nsteps)
+{
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof sa;
+    memset(f, 0, sizeof *f);
+    f->steps = steps;
+    f->nsteps = nsteps;
+    f->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (f->lfd < 0 || bind(f->lfd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+        listen(f->lfd, 16) < 0 || getsockname(f->lfd, (struct sockaddr *)&sa, &sl) < 0)
+        return -1;
+    f->port = ntohs(sa.sin_port);
+    return pthread_create(&f->th, NULL, fake_main, f) == 0 ? 0 : -1;
+}
+
+static void fake_stop(fake_t *f)
+{
+    f->stop = 1;
+    pthread_join(f->th, NULL);
+    close(f->lfd);
+}
+
+#define PROBE_OK "1 1 1 10 100 50 2 1\n"
+#define NSTEPS(a) ((int)(sizeof(a) / sizeof(a[0])))
+
+static void fake_cap(const fake_t *f, const char *kind, char *buf, size_t size)
+{
+    snprintf(buf, size, "ibp://127.0.0.1:%d/0#0123456789abcdef/42/%s", f->port, kind);
+}
+
+/* A pooled connection closed by the depot as the request arrives: retried once, quietly. */
+static void test_retry_reused(void)
+{
+    static const step_t steps[] = {{PROBE_OK, 0, KEEP}, {NULL, 0, CLOSE}, {PROBE_OK, 0, KEEP}};
+    fake_t f;
+    char cap[256];
+    ibp_probe_t p;
+    CU_ASSERT_EQUAL_FATAL(fake_start(&f, steps, NSTEPS(steps)), 0);
+    fake_cap(&f, "MANAGE", cap, sizeof cap);
+    ibp_client_t *c = client_with(8, 30, 5000);
+    CU_ASSERT_EQUAL(ibp_probe(c, cap, &p), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_probe(c, cap, &p), IBP_OK);
+    CU_ASSERT_EQUAL(p.cur_size, 10);
+    CU_ASSERT_EQUAL(f.conns, 2);
+    CU_ASSERT_EQUAL(f.requests, 3);
+    ibp_client_free(c);
+    fake_stop(&f);
+}
+
+/* The same on a new connection is the depot's failure, not a stale pool: no retry. */
+static void test_no_retry_fresh(void)
+{
+    static const step_t steps[] = {{NULL, 0, CLOSE}, {PROBE_OK, 0, KEEP}};
+    fake_t f;
+    char cap[256];
+    ibp_probe_t p;
+    CU_ASSERT_EQUAL_FATAL(fake_start(&f, steps, NSTEPS(steps)), 0);
+    fake_cap(&f, "READ", cap, sizeof cap);
+    ibp_client_t *c = client_with(8, 30, 5000);
+    CU_ASSERT_EQUAL(ibp_probe(c, cap, &p), IBP_E_SOCK_READ);
+    CU_ASSERT_EQUAL(f.requests, 1);
+    CU_ASSERT_EQUAL(f.conns, 1);
+    ibp_client_free(c);
+    fake_stop(&f);
+}
+
+/* Only once: a second failure on the new connection is returned. */
+static void test_retry_once(void)
+{
+    static const step_t steps[] = {{PROBE_OK, 0, KEEP}, {NULL, 0, CLOSE}, {NULL, 0, CLOSE}};
+    fake_t f;
+    char cap[256];
+    ibp_probe_t p;
+    CU_ASSERT_EQUAL_FATAL(fake_start(&f, steps, NSTEPS(steps)), 0);
+    fake_cap(&f, "READ", cap, sizeof cap);
+    ibp_client_t *c = client_with(8, 30, 5000);
+    CU_ASSERT_EQUAL(ibp_probe(c, cap, &p), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_probe(c, cap, &p), IBP_E_SOCK_READ);
+    CU_ASSERT_EQUAL(f.requests, 3);
+    CU_ASSERT_EQUAL(f.conns, 2);
+    ibp_client_free(c);
+    fake_stop(&f);
+}
+
+/* "-66": the depot wants us to back off, so it is returned, not retried, even on a pooled
+ * connection; the next call starts afresh. */
+static void test_out_of_sockets(void)
+{
+    static const step_t steps[] = {
+        {PROBE_OK, 0, KEEP}, {"-66 5\n", 0, CLOSE}, {PROBE_OK, 0, KEEP}};
+    fake_t f;
+    char cap[256];
+    ibp_probe_t p;
+    CU_ASSERT_EQUAL_FATAL(fake_start(&f, steps, NSTEPS(steps)), 0);
+    fake_cap(&f, "READ", cap, sizeof cap);
+    ibp_client_t *c = client_with(8, 30, 5000);
+    CU_ASSERT_EQUAL(ibp_probe(c, cap, &p), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_probe(c, cap, &p), IBP_E_OUT_OF_SOCKETS);
+    CU_ASSERT_EQUAL(f.conns, 1);
+    CU_ASSERT_EQUAL(f.requests, 2);
+    CU_ASSERT_EQUAL(ibp_probe(c, cap, &p), IBP_OK);
+    CU_ASSERT_EQUAL(f.conns, 2);
+    ibp_client_free(c);
+    fake_stop(&f);
+}
+
+/* Replies with odd white space are fine; malformed ones are BAD_FORMAT and never pooled. */
+static void test_reply_forms(void)
+{
+    static const step_t steps[] = {
+        {" -4 \n", 0, KEEP},                    /* 1: error with spaces */
+        {"1 1 1 10 100 50 2 1 \r\n", 0, KEEP}, /* 2: CRLF and trailing space */
+        {"\t1  2 1 10 100 50 2 1\n", 0, KEEP}, /* 3: leading tab, double space */
+        {"hello\n", 0, KEEP},                   /* 4: no status */
+        {"1 1 1\n", 0, KEEP},                   /* 5: too few fields */
+        {"2 1 1 10 100 50 2 1\n", 0, KEEP},    /* 6: status 2 */
+        {"1 1 1 10 x 50 2 1\n", 0, KEEP},      /* 7: junk number */
+        {"1 5\n12345", 0, KEEP},                /* 8: LOAD of 10 announced as 5 */
+        {"1 10\nabc", 0, CLOSE},                /* 9: LOAD cut short */
+        {"1 \n", 0, KEEP},                      /* 10: INCR ok */
+    };
+    fake_t f;
+    char rcap[256], mcap[256], buf[16];
+    ibp_probe_t p;
+    CU_ASSERT_EQUAL_FATAL(fake_start(&f, steps, NSTEPS(steps)), 0);
+    fake_cap(&f, "READ", rcap, sizeof rcap);
+    fake_cap(&f, "MANAGE", mcap, sizeof mcap);
+    ibp_client_t *c = client_with(8, 30, 5000);
+    CU_ASSERT_EQUAL(ibp_probe(c, rcap, &p), IBP_E_CAP_NOT_FOUND);
+    CU_ASSERT_EQUAL(ibp_probe(c, rcap, &p), IBP_OK);
+    CU_ASSERT_EQUAL(p.read_refs, 1);
+    CU_ASSERT_EQUAL(ibp_probe(c, rcap, &p), IBP_OK);
+    CU_ASSERT_EQUAL(p.read_refs, 2);
+    CU_ASSERT_EQUAL(p.max_size, 100);
+    CU_ASSERT_EQUAL(p.seconds_left, 50);
+    CU_ASSERT_EQUAL(ibp_probe(c, rcap, &p), IBP_E_BAD_FORMAT);
+    CU_ASSERT_EQUAL(ibp_probe(c, rcap, &p), IBP_E_BAD_FORMAT);
+    CU_ASSERT_EQUAL(ibp_probe(c, rcap, &p), IBP_E_BAD_FORMAT);
+    CU_ASSERT_EQUAL(ibp_probe(c, rcap, &p), IBP_E_BAD_FORMAT);
+    CU_ASSERT_EQUAL(ibp_load(c, rcap, 0, 10, buf), IBP_E_BAD_FORMAT);
+    CU_ASSERT_EQUAL(ibp_load(c, rcap, 0, 10, buf), IBP_E_SOCK_READ);
+    CU_ASSERT_EQUAL(ibp_incr(c, mcap, IBP_READCAP), IBP_OK);
+    /* a depot error (1) keeps the connection, so 1..4 share one; every malformed reply
+     * (4..9) costs its connection */
+    CU_ASSERT_EQUAL(f.requests, 10);
+    CU_ASSERT_EQUAL(f.conns, 7);
+    ibp_client_free(c);
+    fake_stop(&f);
+}
+
+/* Version-0 STATUS: no status field, a NUL, then the close. */
+static void test_status_v0_forms(void)
+{
+    static const step_t steps[] = {
+        {"10 2 20 3 3600 1 4 \n\0", 21, CLOSE},
+        {"5 0 6 0 60", 0, CLOSE},  /* no newline, no NUL: ends at the close */
+        {"-29 \n", 0, CLOSE},
+    };
+    fake_t f;
+    ibp_depot_status_t s;
+    CU_ASSERT_EQUAL_FATAL(fake_start(&f, steps, NSTEPS(steps)), 0);
+    ibp_client_opts_t o;
+    ibp_client_opts_init(&o);
+    o.version = 0;
+    o.io_timeout_ms = 5000;
+    ibp_client_t *c = ibp_client_new(&o);
+    CU_ASSERT_EQUAL(ibp_status(c, "127.0.0.1", f.port, NULL, NULL, &s), IBP_OK);
+    CU_ASSERT_EQUAL(s.hard_total, 10ull << 20);
+    CU_ASSERT_EQUAL(s.hard_used, 2ull << 20);
+    CU_ASSERT_EQUAL(s.soft_total, 20ull << 20);
+    CU_ASSERT_EQUAL(s.soft_used, 3ull << 20);
+    CU_ASSERT_EQUAL(s.max_duration_s, 3600);
+    CU_ASSERT_STRING_EQUAL(s.version, "1.4");
+    CU_ASSERT_EQUAL(ibp_status(c, "127.0.0.1", f.port, NULL, NULL, &s), IBP_OK);
+    CU_ASSERT_EQUAL(s.soft_total, 6ull << 20);
+    CU_ASSERT_EQUAL(s.max_duration_s, 60);
+    CU_ASSERT_EQUAL(ibp_status(c, "127.0.0.1", f.port, NULL, NULL, &s), IBP_E_WRONG_PASSWD);
+    CU_ASSERT_EQUAL(f.conns, 3);
+    ibp_client_free(c);
+    fake_stop(&f);
+}
+
+/* A depot that takes the request and never answers: the io timeout, not a hang. */
+static void test_timeout_fake(void)
+{
+    static const step_t steps[] = {{NULL, 0, HANG}};
+    fake_t f;
+    char cap[256];
+    ibp_probe_t p;
+    CU_ASSERT_EQUAL_FATAL(fake_start(&f, steps, NSTEPS(steps)), 0);
+    fake_cap(&f, "READ", cap, sizeof cap);
+    ibp_client_t *c = client_with(8, 30, 500);
+    int64_t t0 = now_ms();
+    CU_ASSERT_EQUAL(ibp_probe(c, cap, &p), IBP_E_CLIENT_TIMEOUT);
+    int64_t dt = now_ms() - t0;
+    CU_ASSERT(dt >= 450 && dt < 2000);
+    ibp_client_free(c);
+    fake_stop(&f);
+}
+
+/* ---- concurrency ---- */
+
+#define THREADS 8
+#define ROUNDS 40
+
+typedef struct worker {
+    ibp_client_t *c;
+    int port, id, errors;
+} worker_t;
+
+static void *work(void *arg)
+{
+    worker_t *w = arg;
+    ibp_caps_t caps;
+    enum { PIECE = 8192 };
+    unsigned char *data = malloc(ROUNDS * PIECE), *back = malloc(ROUNDS * PIECE);
+    if (!data || !back || alloc(w->c, w->port, ROUNDS * PIECE, &caps) != IBP_OK) {
+        w->errors++;
+        goto out;
+    }
+    lns_test_fill(data, ROUNDS * PIECE, (uint64_t)w->id * 1000 + 1);
+    for (int i = 0; i < ROUNDS; i++) {
+        ibp_probe_t p;
+        uint64_t done = 0;
+        if (ibp_store(w->c, caps.write, data + i * PIECE, PIECE, &done) != IBP_OK || done != PIECE)
+            w->errors++;
+        if (ibp_load(w->c, caps.read, (uint64_t)i * PIECE, PIECE, back + i * PIECE) != IBP_OK)
+            w->errors++;
+        if (ibp_probe(w->c, caps.manage, &p) != IBP_OK || p.cur_size != (uint64_t)(i + 1) * PIECE)
+            w->errors++;
+    }
+    if (memcmp(data, back, ROUNDS * PIECE) != 0)
+        w->errors++;
+    memset(back, 0, ROUNDS * PIECE);
+    if (ibp_load(w->c, caps.read, 0, ROUNDS * PIECE, back) != IBP_OK ||
+        memcmp(data, back, ROUNDS * PIECE) != 0)
+        w->errors++;
+out:
+    free(data);
+    free(back);
+    return NULL;
+}
+
+static void test_concurrency(void)
+{
+    test_depot_t d;
+    pthread_t th[THREADS];
+    worker_t w[THREADS];
+    CU_ASSERT_EQUAL_FATAL(td_start(&d, NULL), 0);
+    ibp_client_t *c = client_with(THREADS, 30, 20000);
+    for (int i = 0; i < THREADS; i++) {
+        w[i] = (worker_t){c, d.port, i, 0};
+        pthread_create(&th[i], NULL, work, &w[i]);
+    }
+    int errors = 0;
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(th[i], NULL);
+        errors += w[i].errors;
+    }
+    CU_ASSERT_EQUAL(errors, 0);
+    /* 8 x 121 requests; never more connections than threads at once, so few in all */
+    int n = count_connections(d.port);
+    CU_ASSERT(n >= 1 && n <= 2 * THREADS);
+    ibp_client_free(c);
+    td_stop(&d);
+}
+
+/* ---- a depot that dies or stops ---- */
+
+static void test_depot_killed(void)
+{
+    test_depot_t d;
+    ibp_caps_t caps;
+    ibp_probe_t p;
+    CU_ASSERT_EQUAL_FATAL(td_start(&d, NULL), 0);
+    ibp_client_t *c = client_with(8, 30, 5000);
+    CU_ASSERT_EQUAL_FATAL(alloc(c, d.port, 1000, &caps), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_store(c, caps.write, "abc", 3, NULL), IBP_OK);
+    td_kill(&d, SIGKILL);
+    int64_t t0 = now_ms();
+    CU_ASSERT_EQUAL(ibp_probe(c, caps.manage, &p), IBP_E_CONNECTION);
+    CU_ASSERT_EQUAL(ibp_store(c, caps.write, "abc", 3, NULL), IBP_E_CONNECTION);
+    CU_ASSERT(now_ms() - t0 < 2000);
+    /* back on the same port, the client carries on (and the stored bytes survived) */
+    CU_ASSERT_EQUAL_FATAL(td_restart(&d), 0);
+    CU_ASSERT_EQUAL(ibp_probe(c, caps.manage, &p), IBP_OK);
+    CU_ASSERT_EQUAL(p.cur_size, 3);
+    ibp_client_free(c);
+    td_stop(&d);
+}
+
+/* kill() only queues SIGSTOP: wait until every thread of pid has stopped. */
+static int wait_stopped(int pid)
+{
+    char path[64];
+    for (int tries = 0; tries < 200; tries++) {
+        int running = 0;
+        snprintf(path, sizeof path, "/proc/%d/task", pid);
+        DIR *dir = opendir(path);
+        struct dirent *e;
+        if (!dir)
+            return -1;
+        while ((e = readdir(dir)) != NULL) {
+            char stat[320], buf[512], *rp;
+            if (e->d_name[0] == '.')
+                continue;
+            snprintf(stat, sizeof stat, "/proc/%d/task/%s/stat", pid, e->d_name);
+            FILE *f = fopen(stat, "r");
+            if (!f)
+                continue;
+            if (fgets(buf, sizeof buf, f) && (rp = strrchr(buf, ')')) && rp[1] && rp[2] != 'T')
+                running++;
+            fclose(f);
+        }
+        closedir(dir);
+        if (!running)
+            return 0;
+        usleep(10000);
+    }
+    return -1;
+}
+
+static void test_depot_stopped(void)
+{
+    test_depot_t d;
+    ibp_caps_t caps;
+    ibp_probe_t p;
+    char buf[3];
+    CU_ASSERT_EQUAL_FATAL(td_start(&d, NULL), 0);
+    ibp_client_t *c = client_with(8, 30, 1000);
+    CU_ASSERT_EQUAL_FATAL(alloc(c, d.port, 1000, &caps), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_store(c, caps.write, "abc", 3, NULL), IBP_OK);
+    td_kill(&d, SIGSTOP);
+    CU_ASSERT_EQUAL_FATAL(wait_stopped(d.pid), 0);
+    /* on the pooled connection */
+    int64_t t0 = now_ms();
+    CU_ASSERT_EQUAL(ibp_probe(c, caps.manage, &p), IBP_E_CLIENT_TIMEOUT);
+    int64_t dt = now_ms() - t0;
+    CU_ASSERT(dt >= 900 && dt < 3000);
+    /* on a new connection (the kernel still accepts it) */
+    t0 = now_ms();
+    CU_ASSERT_EQUAL(ibp_load(c, caps.read, 0, 3, buf), IBP_E_CLIENT_TIMEOUT);
+    dt = now_ms() - t0;
+    CU_ASSERT(dt >= 900 && dt < 3000);
+    td_kill(&d, SIGCONT);
+    /* the timed-out connections were dropped: nothing stale is read now */
+    CU_ASSERT_EQUAL(ibp_load(c, caps.read, 0, 3, buf), IBP_OK);
+    CU_ASSERT(memcmp(buf, "abc", 3) == 0);
+    CU_ASSERT_EQUAL(ibp_probe(c, caps.manage, &p), IBP_OK);
+    CU_ASSERT_EQUAL(p.cur_size, 3);
+    ibp_client_free(c);
+    td_stop(&d);
+}
+
+void lns_test_register(void)
+{
+    CU_pSuite s = CU_add_suite("pool with real depots", NULL, NULL);
+    CU_add_test(s, "one connection for many requests", test_reuse);
+    CU_add_test(s, "max idle age", test_max_idle_age);
+    CU_add_test(s, "depot closes idle connections", test_idle_close);
+    CU_add_test(s, "8 threads on one client", test_concurrency);
+    CU_add_test(s, "depot killed", test_depot_killed);
+    CU_add_test(s, "depot stopped: timeouts", test_depot_stopped);
+    s = CU_add_suite("retry rule and replies (fake depot)", NULL, NULL);
+    CU_add_test(s, "retry on a reused connection", test_retry_reused);
+    CU_add_test(s, "no retry on a new connection", test_no_retry_fresh);
+    CU_add_test(s, "retry only once", test_retry_once);
+    CU_add_test(s, "-66 out of sockets", test_out_of_sockets);
+    CU_add_test(s, "reply forms", test_reply_forms);
+    CU_add_test(s, "version 0 status forms", test_status_v0_forms);
+    CU_add_test(s, "io timeout", test_timeout_fake);
+}
