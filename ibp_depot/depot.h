@@ -1,0 +1,327 @@
+/* depot.h -- the ibp_depot server's internal face: configuration, storage, metadata, keys,
+ * connections and command handlers.  Not installed; libdepot.a and the tests use it.
+ *
+ * Data flows  socket -> depot_server (one thread per connection) -> depot_cmd_* (one
+ * handler per command) -> depot_store (index, space, data files) -> depot_meta (SQLite, one
+ * writer thread per resource).
+ *
+ * Locking order, outermost first, never the other way round:
+ *     alloc->op_mu  (serializes STORE/WRITE/TRUNCATE/CHNG of one allocation)
+ *     store->mu     (the index, every allocation's row fields, every resource's accounting)
+ *     meta->mu      (a resource's queue of metadata changes)
+ * No lock is held while waiting on the network or the disk, except op_mu, which a STORE
+ * holds while its bytes arrive so that two STOREs to one allocation apply one after the other.
+ */
+#ifndef LNS_DEPOT_H
+#define LNS_DEPOT_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ibp.h"
+#include "ibp_proto.h"
+#include "lns_net.h"
+
+/* ---- exit codes (man/ibp_depot.8) --------------------------------------------------- */
+
+enum depot_exit {
+    DEPOT_EXIT_OK = 0,
+    DEPOT_EXIT_RUNTIME = 1, /* failure while serving (out of memory, thread creation...) */
+    DEPOT_EXIT_CONFIG = 2,  /* bad flag, config file or setting */
+    DEPOT_EXIT_STORAGE = 3, /* a resource directory or its database cannot be used */
+    DEPOT_EXIT_NETWORK = 4, /* cannot listen */
+    DEPOT_EXIT_DAEMON = 5   /* cannot daemonize or write the pid or port file */
+};
+
+/* ---- configuration (depot_config.c) -------------------------------------------------- */
+
+#define DEPOT_MAX_RESOURCES 64
+#define DEPOT_DEFAULT_SIZE (1ULL << 30)
+#define DEPOT_DEFAULT_MAX_DURATION (30LL * 86400)
+
+enum depot_durability { DEPOT_DUR_OS = 0, DEPOT_DUR_FSYNC = 1 };
+
+typedef struct depot_resource_cfg {
+    char dir[PATH_MAX];
+    uint64_t hard;         /* bytes */
+    uint64_t soft;         /* bytes */
+    int64_t max_duration;  /* seconds */
+} depot_resource_cfg_t;
+
+typedef struct depot_config {
+    char config_file[PATH_MAX];
+    char listen[256];
+    int port;
+    char port_file[PATH_MAX];
+    depot_resource_cfg_t res[DEPOT_MAX_RESOURCES];
+    int nres;
+    char public_host[IBP_MAX_HOST];
+    char admin_password[IBP_MAX_PASSWORD];
+    int max_connections;
+    int idle_timeout;      /* seconds */
+    int header_timeout;    /* seconds */
+    int max_timeout;       /* seconds */
+    int durability;        /* enum depot_durability */
+    char log_file[PATH_MAX];
+    int log_level;         /* enum lns_log_level */
+    char event_log[PATH_MAX];
+    int event_sample;
+    int daemon;
+    char pid_file[PATH_MAX];
+    int check_config;
+} depot_config_t;
+
+enum { DEPOT_CFG_OK = 0, DEPOT_CFG_EXIT = 1, DEPOT_CFG_ERR = -1 };
+
+/* "4096", "64K", "1G" (powers of 1024; K M G T, either case).  0 ok, -1 bad. */
+int depot_parse_size(const char *s, uint64_t *out);
+/* "3600", "90s", "15m", "2h", "30d".  0 ok, -1 bad (also 0 and negatives). */
+int depot_parse_duration(const char *s, int64_t *out);
+/* "DIR[,hard=SIZE][,soft=SIZE][,max-duration=DUR]".  0 ok, -1 with a reason in err. */
+int depot_parse_resource(const char *spec, depot_resource_cfg_t *out, char *err, size_t errlen);
+void depot_config_init(depot_config_t *cfg);
+/* Apply one "key = value" setting (a long flag name without "--").  0 ok, -1 with reason. */
+int depot_config_set(depot_config_t *cfg, const char *key, const char *value, char *err,
+                     size_t errlen);
+/* Read a config file.  0 ok, -1 with "file:line: reason" in err. */
+int depot_config_file(depot_config_t *cfg, const char *path, char *err, size_t errlen);
+/* The whole command line (config file first, flags over it), then the checks that need all
+ * settings.  DEPOT_CFG_OK, DEPOT_CFG_EXIT (--help / --version printed), DEPOT_CFG_ERR. */
+int depot_config_args(depot_config_t *cfg, int argc, char **argv, char *err, size_t errlen);
+void depot_config_summary(const depot_config_t *cfg, char *buf, size_t size);
+
+/* ---- capability keys (depot_keys.c) --------------------------------------------------- */
+
+#define DEPOT_SECRET_LEN 16
+#define DEPOT_DIGEST_LEN 32
+#define DEPOT_KEY_HEX 48 /* 16 hex of the id + 32 hex of the secret */
+
+enum depot_kind { DEPOT_READ = 0, DEPOT_WRITE = 1, DEPOT_MANAGE = 2 };
+
+/* Random bytes from OpenSSL.  0 ok, -1 if the generator failed. */
+int depot_random(void *buf, size_t n);
+/* A random type key, 1..2^31-1. */
+int depot_typekey_new(uint32_t *tk);
+void depot_digest(const uint8_t secret[DEPOT_SECRET_LEN], uint8_t digest[DEPOT_DIGEST_LEN]);
+/* "<16 hex id><32 hex secret>" into buf (>= DEPOT_KEY_HEX + 1 bytes). */
+void depot_key_format(uint64_t id, const uint8_t secret[DEPOT_SECRET_LEN], char *buf);
+/* Strict inverse of depot_key_format (48 lowercase hex digits).  0 ok, -1 bad. */
+int depot_key_parse(const char *key, uint64_t *id, uint8_t secret[DEPOT_SECRET_LEN]);
+/* Which of the three digests matches secret, with its type key: DEPOT_READ.., or -1.
+ * Compares all three in constant time whatever matches. */
+int depot_key_match(const uint8_t digests[3][DEPOT_DIGEST_LEN], const uint32_t typekeys[3],
+                    const uint8_t secret[DEPOT_SECRET_LEN], const char *typekey);
+/* The admin password check: 1 if given equals configured (never when none is configured). */
+int depot_password_ok(const char *configured, const char *given);
+
+/* ---- storage (depot_store.c) ------------------------------------------------------------ */
+
+typedef struct depot_store depot_store_t;
+typedef struct depot_resource depot_resource_t;
+typedef struct depot_alloc depot_alloc_t;
+typedef struct depot_meta depot_meta_t;
+
+/* What the metadata database keeps of an allocation. */
+typedef struct depot_row {
+    uint64_t id;
+    uint8_t digest[3][DEPOT_DIGEST_LEN];
+    uint32_t typekey[3];
+    int reliability;
+    int type;
+    uint64_t max_size;
+    uint64_t cur_size;
+    int64_t expires;  /* epoch seconds; expired when now >= expires */
+    int read_refs;
+    int write_refs;
+} depot_row_t;
+
+typedef struct depot_meta_op {
+    struct depot_meta_op *next;
+    int del;                  /* 0: write row, 1: delete row id */
+    depot_row_t row;
+    depot_alloc_t *unref;     /* del: the writer releases it once committed (the file goes
+                                 when the last reference does) */
+    int done;
+    int rc;                   /* 0 committed, -1 failed */
+} depot_meta_op_t;
+
+struct depot_alloc {
+    depot_row_t r;            /* under store->mu */
+    depot_resource_t *res;
+    int refcnt;               /* under store->mu: the index holds one, each user one */
+    int dead;                 /* under store->mu: out of the index, space given back */
+    pthread_mutex_t op_mu;
+    depot_meta_op_t del_op;   /* the delete of its row, queued once when it dies */
+    depot_alloc_t *hnext;
+};
+
+struct depot_resource {
+    int id;
+    depot_resource_cfg_t cfg; /* hard, soft, max_duration may change (STATUS CHANGE) */
+    uint64_t hard_used;       /* sum of max_size of live HARD allocations */
+    uint64_t soft_used;       /* same for SOFT */
+    uint64_t nallocs;
+    int64_t earliest_expiry;  /* no live allocation expires before this */
+    int data_fd;              /* <dir>/data, for openat */
+    depot_meta_t *meta;
+    depot_store_t *store;
+};
+
+struct depot_store {
+    pthread_mutex_t mu;
+    depot_alloc_t **buckets;
+    size_t nbuckets;
+    size_t count;
+    depot_resource_t res[DEPOT_MAX_RESOURCES];
+    int nres;
+    int durability;
+    pthread_t reaper;
+    int reaper_running;
+    int stopping;
+    pthread_cond_t reaper_cv;
+};
+
+/* What ALLOCATE hands back: enough to format the three capabilities. */
+typedef struct depot_newalloc {
+    uint64_t id;
+    uint8_t secret[3][DEPOT_SECRET_LEN];
+    uint32_t typekey[3];
+} depot_newalloc_t;
+
+/* Open every resource of cfg (create dirs and databases, load, drop expired, delete orphan
+ * files) and start the metadata writers and the reaper.  0 ok, -1 with reason in err. */
+int depot_store_open(depot_store_t *st, const depot_config_t *cfg, char *err, size_t errlen);
+/* Stop the reaper, commit what is queued, close the databases, free everything. */
+void depot_store_close(depot_store_t *st);
+
+/* ALLOCATE on resource rid.  IBP_OK or the IBP error (-19, -28, -50, -24...). */
+int depot_store_allocate(depot_store_t *st, int rid, int reliability, int type, int64_t duration,
+                         uint64_t size, depot_newalloc_t *out);
+/* Find the allocation a key names.  rid: "" or the resource it must be on.  IBP_OK with a
+ * reference in *a (give it back with depot_alloc_release) and the capability kind in *kind,
+ * or IBP_E_CAP_NOT_FOUND (unknown, forged, wrong type key, expired, freed). */
+int depot_store_lookup(depot_store_t *st, const char *rid, const char *key, const char *typekey,
+                       depot_alloc_t **a, int *kind);
+void depot_alloc_release(depot_alloc_t *a);
+/* A consistent copy of the row (under the lock). */
+void depot_alloc_snapshot(depot_alloc_t *a, depot_row_t *row);
+
+/* The data path of a write.  begin takes op_mu, checks the allocation is alive, the write
+ * count and the bounds (offset UINT64_MAX = append at the current size), gives the offset in
+ * *at and, for len > 0, the data file open for writing in *fd (else -1), with any stale bytes
+ * past the current size dropped so that a gap reads as zeros.  The caller pwrite()s the
+ * bytes, then commit (new size made durable, then op_mu released) or abort (size and
+ * contents past it unchanged, op_mu released).  Both close fd. */
+int depot_write_begin(depot_alloc_t *a, uint64_t offset, uint64_t len, uint64_t *at, int *fd);
+int depot_write_commit(depot_alloc_t *a, int fd, uint64_t end);
+void depot_write_abort(depot_alloc_t *a, int fd);
+/* Open the allocation's data file read-only; -1 with ENOENT if it was never written. */
+int depot_data_open(depot_alloc_t *a);
+
+/* MANAGE. */
+int depot_store_incr(depot_alloc_t *a, int captype);
+int depot_store_decr(depot_alloc_t *a, int captype);
+int depot_store_change(depot_alloc_t *a, uint64_t max_size, int64_t duration, int reliability);
+int depot_store_truncate(depot_alloc_t *a, uint64_t new_size);
+
+/* STATUS. */
+typedef struct depot_res_status {
+    uint64_t hard, hard_used, soft, soft_used, nallocs;
+    int64_t max_duration;
+} depot_res_status_t;
+int depot_store_status(depot_store_t *st, int rid, depot_res_status_t *out);
+/* 0 = unchanged.  IBP_OK, -20 below what is allocated, -50 no such resource. */
+int depot_store_set_limits(depot_store_t *st, int rid, uint64_t hard, uint64_t soft,
+                           int64_t max_duration);
+/* Free every expired allocation now (the reaper does this twice a second). */
+void depot_store_reap(depot_store_t *st);
+
+/* Expiry time of a duration: -1 = max, else 1..max.  IBP_OK, -28 or -33. */
+int depot_expiry(int64_t now, int64_t duration, int64_t max_duration, int64_t *expires);
+/* The server timeout of a request in ms: seconds clamped to [1, max_timeout]. */
+int depot_timeout_ms(int t, int max_timeout);
+/* Startup (depot_recover.c): open a resource's directories and database, load it, clean
+ * up; and the two index operations it needs. */
+int depot_resource_open(depot_resource_t *res, char *err, size_t errlen);
+int depot_store_adopt(depot_resource_t *res, const depot_row_t *row);
+int depot_store_owns(depot_resource_t *res, uint64_t id);
+/* "<xx>/<16 hex id>": the data file's name under <dir>/data. */
+void depot_data_name(uint64_t id, char *buf, size_t size);
+/* Resource id text ("0", "1"...) to index, or -1. */
+int depot_rid_parse(const depot_store_t *st, const char *rid);
+
+/* ---- metadata (depot_meta.c) ------------------------------------------------------------- */
+
+
+typedef int (*depot_meta_row_fn)(void *ctx, const depot_row_t *row);
+
+int depot_meta_open(depot_resource_t *res, int durability, char *err, size_t errlen);
+/* Delete expired rows (calling gone() for each, after the delete is committed) and call
+ * live() for every other row.  0 ok, -1 with reason. */
+int depot_meta_load(depot_meta_t *m, int64_t now, depot_meta_row_fn live, depot_meta_row_fn gone,
+                    void *ctx, char *err, size_t errlen);
+int depot_meta_start(depot_meta_t *m);
+/* Queue a change; the caller holds store->mu so that queue order is change order. */
+void depot_meta_put(depot_meta_t *m, depot_meta_op_t *op, const depot_row_t *row);
+/* Queue the delete of a's row; takes over one reference of a, released after the commit. */
+void depot_meta_del(depot_meta_t *m, depot_alloc_t *a);
+/* Wait until op is committed.  0 ok, -1 failed. */
+int depot_meta_wait(depot_meta_t *m, depot_meta_op_t *op);
+void depot_meta_close(depot_meta_t *m);
+
+/* ---- server (depot_server.c) and commands (depot_cmd*.c) ----------------------------- */
+
+typedef struct depot_server depot_server_t;
+
+typedef struct depot_conn {
+    depot_server_t *srv;
+    int fd;
+    lns_rbuf_t rb;
+    char peer[64];
+    char *dbuf;               /* STORE/WRITE data buffer, grown on demand */
+    size_t dcap;
+    int close;                /* close after this reply */
+    struct depot_conn *prev, *next;
+    /* the request in progress, for the event line */
+    uint64_t ev_alloc;
+    uint64_t ev_bytes;
+} depot_conn_t;
+
+struct depot_server {
+    depot_config_t *cfg;
+    depot_store_t *store;
+    int listen_fd;
+    int port;
+    int wake_rd, wake_wr;     /* readable once shutdown starts */
+    atomic_int stopping;
+    pthread_mutex_t conn_mu;
+    pthread_cond_t conn_cv;
+    depot_conn_t *conns;
+    int nconns;
+};
+
+/* Listen as cfg says; 0 ok, -1 with reason. */
+int depot_server_listen(depot_server_t *srv, char *err, size_t errlen);
+/* Accept and serve until a signal in sigfd (a signalfd) arrives; then drain and return. */
+int depot_server_run(depot_server_t *srv, int sigfd);
+
+/* Run one parsed request; returns the IBP result for the event line. */
+int depot_cmd_run(depot_conn_t *c, const ibp_req_t *req);
+int depot_cmd_allocate(depot_conn_t *c, const ibp_req_t *req);
+int depot_cmd_status(depot_conn_t *c, const ibp_req_t *req);
+int depot_cmd_store(depot_conn_t *c, const ibp_req_t *req);
+int depot_cmd_load(depot_conn_t *c, const ibp_req_t *req);
+int depot_cmd_send(depot_conn_t *c, const ibp_req_t *req);
+int depot_cmd_manage(depot_conn_t *c, const ibp_req_t *req);
+/* Send a reply line; on failure the connection is marked for closing.  0 or -1. */
+int depot_reply(depot_conn_t *c, int flags, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Send the error reply "<err> \n"; returns err. */
+int depot_reply_err(depot_conn_t *c, int err);
+int depot_conn_timeout_ms(const depot_conn_t *c, int t);
+
+#endif

@@ -1,0 +1,456 @@
+/* depot_config.c -- the depot's settings: command-line flags and the config file.
+ *
+ * Every setting has one name, the long flag name, which is also its key in the config file
+ * ("key = value", '#' starts a comment, "resource" may repeat).  The file is read first and
+ * the flags are applied over it; resources given as flags replace those of the file.  A bad
+ * value is reported as one line naming the setting and the reason; nothing is guessed.
+ */
+#include "depot.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lns_log.h"
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Decimal digits only, no sign, into *v; returns the end or NULL on junk/overflow. */
+static const char *digits(const char *s, uint64_t *v)
+{
+    uint64_t x = 0;
+    if (!isdigit((unsigned char)*s))
+        return NULL;
+    for (; isdigit((unsigned char)*s); s++) {
+        unsigned d = (unsigned)(*s - '0');
+        if (x > (UINT64_MAX - d) / 10)
+            return NULL;
+        x = x * 10 + d;
+    }
+    *v = x;
+    return s;
+}
+
+int depot_parse_size(const char *s, uint64_t *out)
+{
+    uint64_t v, mul = 1;
+    const char *e = digits(s, &v);
+    if (!e)
+        return -1;
+    switch (*e) {
+    case 0: break;
+    case 'k': case 'K': mul = 1ULL << 10; e++; break;
+    case 'm': case 'M': mul = 1ULL << 20; e++; break;
+    case 'g': case 'G': mul = 1ULL << 30; e++; break;
+    case 't': case 'T': mul = 1ULL << 40; e++; break;
+    default: return -1;
+    }
+    if (*e || v > (uint64_t)INT64_MAX / mul)
+        return -1;
+    *out = v * mul;
+    return 0;
+}
+
+int depot_parse_duration(const char *s, int64_t *out)
+{
+    uint64_t v, mul = 1;
+    const char *e = digits(s, &v);
+    if (!e)
+        return -1;
+    switch (*e) {
+    case 0: break;
+    case 's': mul = 1; e++; break;
+    case 'm': mul = 60; e++; break;
+    case 'h': mul = 3600; e++; break;
+    case 'd': mul = 86400; e++; break;
+    default: return -1;
+    }
+    /* Keep expiry arithmetic (now + duration) far from overflow: at most ~3000 years. */
+    if (*e || v == 0 || v > (100000ULL * 365 * 86400) / mul)
+        return -1;
+    *out = (int64_t)(v * mul);
+    return 0;
+}
+
+int depot_parse_resource(const char *spec, depot_resource_cfg_t *out, char *err, size_t errlen)
+{
+    char buf[PATH_MAX + 256];
+    char *save = NULL, *tok;
+
+    if (snprintf(buf, sizeof buf, "%s", spec) >= (int)sizeof buf)
+        return fail(err, errlen, "resource: specification too long");
+    memset(out, 0, sizeof *out);
+    out->hard = DEPOT_DEFAULT_SIZE;
+    out->soft = DEPOT_DEFAULT_SIZE;
+    out->max_duration = DEPOT_DEFAULT_MAX_DURATION;
+    tok = strtok_r(buf, ",", &save);
+    if (!tok || !*tok || strchr(tok, '='))
+        return fail(err, errlen, "resource '%s': must start with a directory", spec);
+    if (strlen(tok) >= sizeof out->dir)
+        return fail(err, errlen, "resource '%s': directory name too long", spec);
+    strcpy(out->dir, tok);
+    while ((tok = strtok_r(NULL, ",", &save))) {
+        char *eq = strchr(tok, '=');
+        if (!eq)
+            return fail(err, errlen, "resource '%s': '%s' is not key=value", spec, tok);
+        *eq++ = 0;
+        if (strcmp(tok, "hard") == 0) {
+            if (depot_parse_size(eq, &out->hard) < 0)
+                return fail(err, errlen, "resource '%s': hard: '%s' is not a size", spec, eq);
+        } else if (strcmp(tok, "soft") == 0) {
+            if (depot_parse_size(eq, &out->soft) < 0)
+                return fail(err, errlen, "resource '%s': soft: '%s' is not a size", spec, eq);
+        } else if (strcmp(tok, "max-duration") == 0) {
+            if (depot_parse_duration(eq, &out->max_duration) < 0)
+                return fail(err, errlen, "resource '%s': max-duration: '%s' is not a duration",
+                            spec, eq);
+        } else {
+            return fail(err, errlen, "resource '%s': unknown option '%s' (hard, soft, max-duration)",
+                        spec, tok);
+        }
+    }
+    if (out->hard == 0 && out->soft == 0)
+        return fail(err, errlen, "resource '%s': hard and soft are both 0", spec);
+    return 0;
+}
+
+void depot_config_init(depot_config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->port = IBP_DEFAULT_PORT;
+    cfg->max_connections = 4096;
+    cfg->idle_timeout = 60;
+    cfg->header_timeout = 10;
+    cfg->max_timeout = 300;
+    cfg->durability = DEPOT_DUR_OS;
+    cfg->log_level = LNS_LOG_INFO;
+    cfg->event_sample = 1;
+}
+
+static int set_int(const char *key, const char *v, int lo, int hi, int *out, char *err,
+                   size_t errlen)
+{
+    uint64_t x;
+    const char *e = digits(v, &x);
+    if (!e || *e || x < (uint64_t)lo || x > (uint64_t)hi)
+        return fail(err, errlen, "%s: '%s' is not a whole number from %d to %d", key, v, lo, hi);
+    *out = (int)x;
+    return 0;
+}
+
+static int set_str(const char *key, const char *v, char *dst, size_t size, char *err,
+                   size_t errlen)
+{
+    if (strlen(v) >= size)
+        return fail(err, errlen, "%s: value too long (at most %zu bytes)", key, size - 1);
+    strcpy(dst, v);
+    return 0;
+}
+
+static int read_password_file(depot_config_t *cfg, const char *path, char *err, size_t errlen)
+{
+    char line[IBP_MAX_PASSWORD + 2];
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return fail(err, errlen, "admin-password-file: cannot open %s: %s", path, strerror(errno));
+    if (!fgets(line, sizeof line, f))
+        line[0] = 0;
+    fclose(f);
+    line[strcspn(line, "\r\n")] = 0;
+    return depot_config_set(cfg, "admin-password", line, err, errlen);
+}
+
+int depot_config_set(depot_config_t *cfg, const char *key, const char *v, char *err,
+                     size_t errlen)
+{
+    if (strcmp(key, "listen") == 0)
+        return set_str(key, v, cfg->listen, sizeof cfg->listen, err, errlen);
+    if (strcmp(key, "port") == 0)
+        return set_int(key, v, 0, 65535, &cfg->port, err, errlen);
+    if (strcmp(key, "port-file") == 0)
+        return set_str(key, v, cfg->port_file, sizeof cfg->port_file, err, errlen);
+    if (strcmp(key, "resource") == 0) {
+        if (cfg->nres == DEPOT_MAX_RESOURCES)
+            return fail(err, errlen, "resource: at most %d resources", DEPOT_MAX_RESOURCES);
+        if (depot_parse_resource(v, &cfg->res[cfg->nres], err, errlen) < 0)
+            return -1;
+        cfg->nres++;
+        return 0;
+    }
+    if (strcmp(key, "public-host") == 0) {
+        if (!*v || strpbrk(v, "/:# \t"))
+            return fail(err, errlen, "public-host: '%s' is not a host name", v);
+        return set_str(key, v, cfg->public_host, sizeof cfg->public_host, err, errlen);
+    }
+    if (strcmp(key, "admin-password") == 0) {
+        for (const char *p = v; *p; p++)
+            if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e)
+                return fail(err, errlen, "admin-password: only printable ASCII without spaces");
+        return set_str(key, v, cfg->admin_password, sizeof cfg->admin_password, err, errlen);
+    }
+    if (strcmp(key, "admin-password-file") == 0)
+        return read_password_file(cfg, v, err, errlen);
+    if (strcmp(key, "max-connections") == 0)
+        return set_int(key, v, 1, 1000000, &cfg->max_connections, err, errlen);
+    if (strcmp(key, "idle-timeout") == 0)
+        return set_int(key, v, 1, 86400, &cfg->idle_timeout, err, errlen);
+    if (strcmp(key, "header-timeout") == 0)
+        return set_int(key, v, 1, 86400, &cfg->header_timeout, err, errlen);
+    if (strcmp(key, "max-timeout") == 0)
+        return set_int(key, v, 1, 86400, &cfg->max_timeout, err, errlen);
+    if (strcmp(key, "durability") == 0) {
+        if (strcmp(v, "os") == 0)
+            cfg->durability = DEPOT_DUR_OS;
+        else if (strcmp(v, "fsync") == 0)
+            cfg->durability = DEPOT_DUR_FSYNC;
+        else
+            return fail(err, errlen, "durability: '%s' is not os or fsync", v);
+        return 0;
+    }
+    if (strcmp(key, "log-file") == 0)
+        return set_str(key, v, cfg->log_file, sizeof cfg->log_file, err, errlen);
+    if (strcmp(key, "log-level") == 0) {
+        int l = lns_log_level_parse(v);
+        if (l < 0)
+            return fail(err, errlen, "log-level: '%s' is not error, warn, info or debug", v);
+        cfg->log_level = l;
+        return 0;
+    }
+    if (strcmp(key, "event-log") == 0)
+        return set_str(key, v, cfg->event_log, sizeof cfg->event_log, err, errlen);
+    if (strcmp(key, "event-sample") == 0)
+        return set_int(key, v, 0, 1000000000, &cfg->event_sample, err, errlen);
+    if (strcmp(key, "daemon") == 0) {
+        if (strcmp(v, "yes") == 0 || strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
+            cfg->daemon = 1;
+        else if (strcmp(v, "no") == 0 || strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
+            cfg->daemon = 0;
+        else
+            return fail(err, errlen, "daemon: '%s' is not yes or no", v);
+        return 0;
+    }
+    if (strcmp(key, "pid-file") == 0)
+        return set_str(key, v, cfg->pid_file, sizeof cfg->pid_file, err, errlen);
+    return fail(err, errlen, "unknown setting '%s'", key);
+}
+
+static char *trim(char *s)
+{
+    char *e;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    e = s + strlen(s);
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' || e[-1] == '\n'))
+        *--e = 0;
+    return s;
+}
+
+int depot_config_file(depot_config_t *cfg, const char *path, char *err, size_t errlen)
+{
+    char line[PATH_MAX + 512], why[PATH_MAX + 256];
+    int lineno = 0;
+    FILE *f = fopen(path, "r");
+
+    if (!f)
+        return fail(err, errlen, "config: cannot open %s: %s", path, strerror(errno));
+    while (fgets(line, sizeof line, f)) {
+        char *hash, *eq, *key, *val;
+        lineno++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            fclose(f);
+            return fail(err, errlen, "%s:%d: line too long", path, lineno);
+        }
+        if ((hash = strchr(line, '#')))
+            *hash = 0;
+        key = trim(line);
+        if (!*key)
+            continue;
+        if (!(eq = strchr(key, '='))) {
+            fclose(f);
+            return fail(err, errlen, "%s:%d: expected 'key = value'", path, lineno);
+        }
+        *eq = 0;
+        val = trim(eq + 1);
+        key = trim(key);
+        if (strcmp(key, "config") == 0 || strcmp(key, "check-config") == 0) {
+            fclose(f);
+            return fail(err, errlen, "%s:%d: '%s' cannot be set in a config file", path, lineno,
+                        key);
+        }
+        if (depot_config_set(cfg, key, val, why, sizeof why) < 0) {
+            fclose(f);
+            return fail(err, errlen, "%s:%d: %s", path, lineno, why);
+        }
+    }
+    fclose(f);
+    return 0;
+}
+
+static const char usage_text[] =
+    "Usage: ibp_depot [options]\n"
+    "Serve disk space to the network over the IBP protocol (see ibp_depot(8)).\n"
+    "\n"
+    "  -c, --config FILE            read settings from FILE (flags override it)\n"
+    "  -l, --listen ADDR            address to listen on (default: all)\n"
+    "  -p, --port N                 TCP port (default 6714; 0 = any free port)\n"
+    "      --port-file FILE         write the bound port to FILE once listening\n"
+    "  -r, --resource DIR[,hard=SIZE][,soft=SIZE][,max-duration=DUR]\n"
+    "                               a storage resource (repeatable; ids 0, 1, ...)\n"
+    "                               defaults hard=1G soft=1G max-duration=30d\n"
+    "      --public-host NAME       host name written into capabilities\n"
+    "      --admin-password PW      password for STATUS CHANGE\n"
+    "      --admin-password-file F  read that password from the first line of F\n"
+    "      --max-connections N      simultaneous connections (default 4096)\n"
+    "      --idle-timeout S         close connections idle this long (default 60)\n"
+    "      --header-timeout S       a started request line must arrive within S (default 10)\n"
+    "      --max-timeout S          upper bound of a request's server timeout (default 300)\n"
+    "      --durability os|fsync    fsync data and metadata before replying (default os)\n"
+    "      --log-file FILE          diagnostic log (default stderr)\n"
+    "      --log-level LEVEL        error, warn, info or debug (default info)\n"
+    "      --event-log FILE         one IBP_REQ event line per request\n"
+    "      --event-sample N         log 1 request in N (1 = all, 0 = none; default 1)\n"
+    "  -d, --daemon                 run in the background\n"
+    "      --pid-file FILE          write the process id to FILE\n"
+    "      --check-config           validate the settings, print a summary, exit\n"
+    "  -h, --help                   show this help\n"
+    "  -V, --version                show the version\n";
+
+enum { OPT_BASE = 256 };
+
+static const struct option long_opts[] = {
+    {"config", required_argument, NULL, 'c'},
+    {"listen", required_argument, NULL, 'l'},
+    {"port", required_argument, NULL, 'p'},
+    {"port-file", required_argument, NULL, OPT_BASE},
+    {"resource", required_argument, NULL, 'r'},
+    {"public-host", required_argument, NULL, OPT_BASE},
+    {"admin-password", required_argument, NULL, OPT_BASE},
+    {"admin-password-file", required_argument, NULL, OPT_BASE},
+    {"max-connections", required_argument, NULL, OPT_BASE},
+    {"idle-timeout", required_argument, NULL, OPT_BASE},
+    {"header-timeout", required_argument, NULL, OPT_BASE},
+    {"max-timeout", required_argument, NULL, OPT_BASE},
+    {"durability", required_argument, NULL, OPT_BASE},
+    {"log-file", required_argument, NULL, OPT_BASE},
+    {"log-level", required_argument, NULL, OPT_BASE},
+    {"event-log", required_argument, NULL, OPT_BASE},
+    {"event-sample", required_argument, NULL, OPT_BASE},
+    {"daemon", no_argument, NULL, 'd'},
+    {"pid-file", required_argument, NULL, OPT_BASE},
+    {"check-config", no_argument, NULL, OPT_BASE + 1},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0}};
+
+static const char short_opts[] = ":c:l:p:r:dhV";
+
+int depot_config_args(depot_config_t *cfg, int argc, char **argv, char *err, size_t errlen)
+{
+    int c, idx, flag_res = 0;
+    char why[PATH_MAX + 256];
+
+    depot_config_init(cfg);
+    opterr = 0;
+    /* Pass 1: help, version and the config file, which the flags then override. */
+    optind = 0;
+    while ((c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1) {
+        if (c == 'h') {
+            fputs(usage_text, stdout);
+            return DEPOT_CFG_EXIT;
+        }
+        if (c == 'V') {
+            printf("ibp_depot (lns) %s\n", LNS_VERSION);
+            return DEPOT_CFG_EXIT;
+        }
+        if (c == '?')
+            return fail(err, errlen, "unknown option '%s' (see --help)", argv[optind - 1]);
+        if (c == ':')
+            return fail(err, errlen, "option '%s' needs a value", argv[optind - 1]);
+        if (c == 'c' && set_str("config", optarg, cfg->config_file, sizeof cfg->config_file,
+                                err, errlen) < 0)
+            return DEPOT_CFG_ERR;
+    }
+    if (optind < argc)
+        return fail(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
+    if (cfg->config_file[0] && depot_config_file(cfg, cfg->config_file, err, errlen) < 0)
+        return DEPOT_CFG_ERR;
+
+    optind = 0;
+    while ((c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1) {
+        const char *key = NULL;
+        switch (c) {
+        case 'c': continue;
+        case 'l': key = "listen"; break;
+        case 'p': key = "port"; break;
+        case 'r':
+            if (!flag_res++)
+                cfg->nres = 0; /* flags replace the file's resources */
+            key = "resource";
+            break;
+        case 'd': cfg->daemon = 1; continue;
+        case OPT_BASE: key = long_opts[idx].name; break;
+        case OPT_BASE + 1: cfg->check_config = 1; continue;
+        default: continue;
+        }
+        if (depot_config_set(cfg, key, optarg, why, sizeof why) < 0)
+            return fail(err, errlen, "%s", why);
+    }
+
+    if (cfg->nres == 0)
+        return fail(err, errlen, "resource: none configured (use --resource DIR,...)");
+    for (int i = 0; i < cfg->nres; i++)
+        for (int j = 0; j < i; j++)
+            if (strcmp(cfg->res[i].dir, cfg->res[j].dir) == 0)
+                return fail(err, errlen, "resource: directory %s given twice", cfg->res[i].dir);
+    if (!cfg->public_host[0] && gethostname(cfg->public_host, sizeof cfg->public_host - 1) < 0)
+        return fail(err, errlen, "public-host: not set and gethostname failed");
+    return DEPOT_CFG_OK;
+}
+
+static void human(uint64_t v, char *buf, size_t size)
+{
+    static const char units[] = "KMGT";
+    int u = -1;
+    while (u < 3 && v >= 1024 && v % 1024 == 0) {
+        v /= 1024;
+        u++;
+    }
+    if (u < 0)
+        snprintf(buf, size, "%llu", (unsigned long long)v);
+    else
+        snprintf(buf, size, "%llu%c", (unsigned long long)v, units[u]);
+}
+
+void depot_config_summary(const depot_config_t *cfg, char *buf, size_t size)
+{
+    size_t n;
+    n = (size_t)snprintf(buf, size, "listen %s:%d, public-host %s, %d resource%s:",
+                         cfg->listen[0] ? cfg->listen : "*", cfg->port, cfg->public_host,
+                         cfg->nres, cfg->nres == 1 ? "" : "s");
+    for (int i = 0; i < cfg->nres && n < size; i++) {
+        char h[32], s[32];
+        human(cfg->res[i].hard, h, sizeof h);
+        human(cfg->res[i].soft, s, sizeof s);
+        n += (size_t)snprintf(buf + n, size - n, " %d=%s(hard=%s,soft=%s,max-duration=%llds)", i,
+                              cfg->res[i].dir, h, s, (long long)cfg->res[i].max_duration);
+    }
+    if (n < size)
+        snprintf(buf + n, size - n, ", max-connections %d, durability %s, admin password %s",
+                 cfg->max_connections, cfg->durability == DEPOT_DUR_FSYNC ? "fsync" : "os",
+                 cfg->admin_password[0] ? "set" : "not set");
+}

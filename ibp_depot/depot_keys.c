@@ -1,0 +1,124 @@
+/* depot_keys.c -- capability keys: random ids, secrets and type keys, digests, verification.
+ *
+ * A key is "<16 hex allocation id><32 hex secret>".  The id only finds the allocation; the
+ * 128-bit secret proves the right to it.  The depot keeps SHA-256 digests of the three
+ * secrets, never the secrets, and checks a presented secret against all three digests with
+ * CRYPTO_memcmp, so neither a stolen database nor the response time tells a guesser anything.
+ */
+#include "depot.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <string.h>
+
+static const char hexdig[] = "0123456789abcdef";
+
+int depot_random(void *buf, size_t n)
+{
+    return RAND_bytes(buf, (int)n) == 1 ? 0 : -1;
+}
+
+int depot_typekey_new(uint32_t *tk)
+{
+    uint32_t v;
+    do {
+        if (depot_random(&v, sizeof v) < 0)
+            return -1;
+        v &= 0x7fffffffu;
+    } while (v == 0);
+    *tk = v;
+    return 0;
+}
+
+void depot_digest(const uint8_t secret[DEPOT_SECRET_LEN], uint8_t digest[DEPOT_DIGEST_LEN])
+{
+    unsigned int n = DEPOT_DIGEST_LEN;
+    if (EVP_Digest(secret, DEPOT_SECRET_LEN, digest, &n, EVP_sha256(), NULL) != 1)
+        memset(digest, 0xff, DEPOT_DIGEST_LEN); /* matches no secret's digest in practice */
+}
+
+void depot_key_format(uint64_t id, const uint8_t secret[DEPOT_SECRET_LEN], char *buf)
+{
+    for (int i = 0; i < 16; i++)
+        buf[i] = hexdig[(id >> (60 - 4 * i)) & 0xf];
+    for (int i = 0; i < DEPOT_SECRET_LEN; i++) {
+        buf[16 + 2 * i] = hexdig[secret[i] >> 4];
+        buf[17 + 2 * i] = hexdig[secret[i] & 0xf];
+    }
+    buf[DEPOT_KEY_HEX] = 0;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+int depot_key_parse(const char *key, uint64_t *id, uint8_t secret[DEPOT_SECRET_LEN])
+{
+    uint64_t v = 0;
+    if (strlen(key) != DEPOT_KEY_HEX)
+        return -1;
+    for (int i = 0; i < 16; i++) {
+        int h = hexval(key[i]);
+        if (h < 0)
+            return -1;
+        v = (v << 4) | (uint64_t)h;
+    }
+    for (int i = 0; i < DEPOT_SECRET_LEN; i++) {
+        int hi = hexval(key[16 + 2 * i]), lo = hexval(key[17 + 2 * i]);
+        if (hi < 0 || lo < 0)
+            return -1;
+        secret[i] = (uint8_t)(hi << 4 | lo);
+    }
+    *id = v;
+    return 0;
+}
+
+/* Strict decimal 1..2^31-1, as we hand them out; anything else matches nothing. */
+static int64_t typekey_value(const char *s)
+{
+    int64_t v = 0;
+    size_t n = strlen(s);
+    if (n == 0 || n > 10 || s[0] == '0')
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v <= 0x7fffffff ? v : -1;
+}
+
+int depot_key_match(const uint8_t digests[3][DEPOT_DIGEST_LEN], const uint32_t typekeys[3],
+                    const uint8_t secret[DEPOT_SECRET_LEN], const char *typekey)
+{
+    uint8_t d[DEPOT_DIGEST_LEN];
+    int64_t tk = typekey_value(typekey);
+    int kind = -1;
+
+    depot_digest(secret, d);
+    for (int i = 0; i < 3; i++) {
+        int same = CRYPTO_memcmp(d, digests[i], DEPOT_DIGEST_LEN) == 0;
+        if (same && tk == (int64_t)typekeys[i])
+            kind = i;
+    }
+    return kind;
+}
+
+int depot_password_ok(const char *configured, const char *given)
+{
+    uint8_t a[DEPOT_DIGEST_LEN], b[DEPOT_DIGEST_LEN];
+    unsigned int n = DEPOT_DIGEST_LEN;
+
+    /* Digests of both, so that neither the length nor the first differing byte shows. */
+    if (!configured[0] ||
+        EVP_Digest(configured, strlen(configured), a, &n, EVP_sha256(), NULL) != 1 ||
+        EVP_Digest(given, strlen(given), b, &n, EVP_sha256(), NULL) != 1)
+        return 0;
+    return CRYPTO_memcmp(a, b, DEPOT_DIGEST_LEN) == 0;
+}

@@ -1,0 +1,339 @@
+/* depot_meta.c -- allocation metadata in SQLite, one database per resource, group commit.
+ *
+ * <dir>/depot.db holds one row per live allocation (table alloc; docs/depot.md).  Requests
+ * never touch SQLite themselves: they queue a change (a snapshot of the row, or a delete)
+ * while holding store->mu, so queue order is the order the changes were made, and wait.  One
+ * writer thread per resource takes everything queued, commits it in one transaction, and
+ * then wakes the waiters: a request is acknowledged only after its change is committed, and
+ * under load one commit carries many requests.  WAL mode; synchronous=NORMAL (a process
+ * crash loses nothing committed) or FULL with --durability fsync (neither does a power loss).
+ */
+#include "depot.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lns_log.h"
+
+struct depot_meta {
+    depot_resource_t *res;
+    sqlite3 *db;
+    sqlite3_stmt *put;
+    sqlite3_stmt *del;
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv;   /* writer: something queued, or stop */
+    pthread_cond_t done_cv;   /* waiters: a batch was committed */
+    depot_meta_op_t *head, *tail;
+    pthread_t writer;
+    int running;
+    int stop;
+    int closed;
+};
+
+static const char schema[] =
+    "CREATE TABLE IF NOT EXISTS alloc ("
+    " id INTEGER PRIMARY KEY,"      /* the 64-bit allocation id, stored as signed */
+    " read_digest BLOB NOT NULL,"   /* SHA-256 of the read secret */
+    " write_digest BLOB NOT NULL,"
+    " manage_digest BLOB NOT NULL,"
+    " read_typekey INTEGER NOT NULL,"
+    " write_typekey INTEGER NOT NULL,"
+    " manage_typekey INTEGER NOT NULL,"
+    " reliability INTEGER NOT NULL,"
+    " type INTEGER NOT NULL,"
+    " max_size INTEGER NOT NULL,"
+    " cur_size INTEGER NOT NULL,"
+    " expires INTEGER NOT NULL,"    /* epoch seconds */
+    " read_refs INTEGER NOT NULL,"
+    " write_refs INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS depot (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "INSERT OR IGNORE INTO depot VALUES ('schema', '1');";
+
+static int dberr(depot_meta_t *m, char *err, size_t errlen, const char *what)
+{
+    snprintf(err, errlen, "resource %d: %s/depot.db: %s: %s", m->res->id, m->res->cfg.dir, what,
+             m->db ? sqlite3_errmsg(m->db) : "out of memory");
+    return -1;
+}
+
+int depot_meta_open(depot_resource_t *res, int durability, char *err, size_t errlen)
+{
+    char path[PATH_MAX + 16], pragmas[256];
+    depot_meta_t *m = calloc(1, sizeof *m);
+
+    if (!m) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    m->res = res;
+    res->meta = m;
+    pthread_mutex_init(&m->mu, NULL);
+    pthread_cond_init(&m->work_cv, NULL);
+    pthread_cond_init(&m->done_cv, NULL);
+    snprintf(path, sizeof path, "%s/depot.db", res->cfg.dir);
+    if (sqlite3_open_v2(path, &m->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK)
+        return dberr(m, err, errlen, "open");
+    sqlite3_busy_timeout(m->db, 5000);
+    /* Only this process uses the database: an exclusive lock saves the file locking of every
+     * transaction, and a larger cache keeps the whole index of a busy depot in memory. */
+    snprintf(pragmas, sizeof pragmas,
+             "PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL; PRAGMA synchronous=%s;"
+             " PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536;",
+             durability == DEPOT_DUR_FSYNC ? "FULL" : "NORMAL");
+    if (sqlite3_exec(m->db, pragmas, NULL, NULL, NULL) != SQLITE_OK)
+        return dberr(m, err, errlen, "set up");
+    if (sqlite3_exec(m->db, schema, NULL, NULL, NULL) != SQLITE_OK)
+        return dberr(m, err, errlen, "create schema");
+    if (sqlite3_prepare_v2(m->db,
+                           "INSERT OR REPLACE INTO alloc VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           -1, &m->put, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(m->db, "DELETE FROM alloc WHERE id = ?", -1, &m->del, NULL) !=
+            SQLITE_OK)
+        return dberr(m, err, errlen, "prepare");
+    return 0;
+}
+
+static int row_from(sqlite3_stmt *s, depot_row_t *r)
+{
+    memset(r, 0, sizeof *r);
+    r->id = (uint64_t)sqlite3_column_int64(s, 0);
+    for (int k = 0; k < 3; k++) {
+        if (sqlite3_column_bytes(s, 1 + k) != DEPOT_DIGEST_LEN)
+            return -1;
+        memcpy(r->digest[k], sqlite3_column_blob(s, 1 + k), DEPOT_DIGEST_LEN);
+        r->typekey[k] = (uint32_t)sqlite3_column_int64(s, 4 + k);
+    }
+    r->reliability = sqlite3_column_int(s, 7);
+    r->type = sqlite3_column_int(s, 8);
+    r->max_size = (uint64_t)sqlite3_column_int64(s, 9);
+    r->cur_size = (uint64_t)sqlite3_column_int64(s, 10);
+    r->expires = sqlite3_column_int64(s, 11);
+    r->read_refs = sqlite3_column_int(s, 12);
+    r->write_refs = sqlite3_column_int(s, 13);
+    if (r->reliability != IBP_SOFT && r->reliability != IBP_HARD)
+        return -1;
+    if (r->cur_size > r->max_size || r->max_size > (uint64_t)INT64_MAX)
+        return -1;
+    return 0;
+}
+
+int depot_meta_load(depot_meta_t *m, int64_t now, depot_meta_row_fn live, depot_meta_row_fn gone,
+                    void *ctx, char *err, size_t errlen)
+{
+    sqlite3_stmt *s = NULL;
+    depot_row_t *dead = NULL, r;
+    size_t ndead = 0, cap = 0;
+    int rc, bad = 0;
+
+    if (sqlite3_prepare_v2(m->db, "SELECT * FROM alloc", -1, &s, NULL) != SQLITE_OK)
+        return dberr(m, err, errlen, "read");
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (row_from(s, &r) < 0) {
+            bad++;
+            continue;
+        }
+        if (now >= r.expires) {
+            if (ndead == cap) {
+                depot_row_t *nd = realloc(dead, (cap = cap ? 2 * cap : 256) * sizeof *nd);
+                if (!nd)
+                    break;
+                dead = nd;
+            }
+            dead[ndead++] = r;
+        } else if (live(ctx, &r) < 0) {
+            break;
+        }
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) {
+        free(dead);
+        return rc == SQLITE_ROW ? (snprintf(err, errlen, "out of memory"), -1)
+                                : dberr(m, err, errlen, "read");
+    }
+    if (bad)
+        lns_log(LNS_LOG_WARN, "resource %d: ignored %d malformed metadata rows", m->res->id, bad);
+    if (ndead) {
+        /* Rows first, files after: a crash in between leaves only orphan files. */
+        sqlite3_exec(m->db, "BEGIN", NULL, NULL, NULL);
+        for (size_t i = 0; i < ndead; i++) {
+            sqlite3_bind_int64(m->del, 1, (sqlite3_int64)dead[i].id);
+            sqlite3_step(m->del);
+            sqlite3_reset(m->del);
+        }
+        if (sqlite3_exec(m->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+            sqlite3_exec(m->db, "ROLLBACK", NULL, NULL, NULL);
+            free(dead);
+            return dberr(m, err, errlen, "delete expired");
+        }
+        for (size_t i = 0; i < ndead; i++)
+            gone(ctx, &dead[i]);
+        lns_log(LNS_LOG_INFO, "resource %d: %zu allocations expired while the depot was down",
+                m->res->id, ndead);
+    }
+    free(dead);
+    return 0;
+}
+
+static int exec_op(depot_meta_t *m, const depot_meta_op_t *op)
+{
+    sqlite3_stmt *s = op->del ? m->del : m->put;
+    const depot_row_t *r = &op->row;
+    int rc;
+
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)r->id);
+    if (!op->del) {
+        for (int k = 0; k < 3; k++) {
+            sqlite3_bind_blob(s, 2 + k, r->digest[k], DEPOT_DIGEST_LEN, SQLITE_STATIC);
+            sqlite3_bind_int64(s, 5 + k, r->typekey[k]);
+        }
+        sqlite3_bind_int(s, 8, r->reliability);
+        sqlite3_bind_int(s, 9, r->type);
+        sqlite3_bind_int64(s, 10, (sqlite3_int64)r->max_size);
+        sqlite3_bind_int64(s, 11, (sqlite3_int64)r->cur_size);
+        sqlite3_bind_int64(s, 12, r->expires);
+        sqlite3_bind_int(s, 13, r->read_refs);
+        sqlite3_bind_int(s, 14, r->write_refs);
+    }
+    rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+static void *writer_main(void *arg)
+{
+    depot_meta_t *m = arg;
+    pthread_mutex_lock(&m->mu);
+    for (;;) {
+        while (!m->head && !m->stop)
+            pthread_cond_wait(&m->work_cv, &m->mu);
+        if (!m->head)
+            break;
+        depot_meta_op_t *batch = m->head, *op, *next, *unrefs = NULL;
+        m->head = m->tail = NULL;
+        pthread_mutex_unlock(&m->mu);
+
+        int rc = sqlite3_exec(m->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+        for (op = batch; op && rc == 0; op = op->next)
+            rc = exec_op(m, op);
+        if (rc == 0 && sqlite3_exec(m->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+            rc = -1;
+        if (rc < 0) {
+            lns_log(LNS_LOG_ERROR, "resource %d: metadata commit failed: %s", m->res->id,
+                    sqlite3_errmsg(m->db));
+            sqlite3_exec(m->db, "ROLLBACK", NULL, NULL, NULL);
+        }
+
+        pthread_mutex_lock(&m->mu);
+        for (op = batch; op; op = next) {
+            next = op->next; /* a waited op may vanish as soon as done is set */
+            if (op->unref) {
+                op->next = unrefs; /* kept alive by the reference we are to drop */
+                unrefs = op;
+            }
+            op->rc = rc;
+            op->done = 1;
+        }
+        pthread_cond_broadcast(&m->done_cv);
+        pthread_mutex_unlock(&m->mu);
+        for (op = unrefs; op; op = next) {
+            next = op->next;
+            depot_alloc_release(op->unref);
+        }
+        pthread_mutex_lock(&m->mu);
+    }
+    pthread_mutex_unlock(&m->mu);
+    return NULL;
+}
+
+int depot_meta_start(depot_meta_t *m)
+{
+    if (pthread_create(&m->writer, NULL, writer_main, m) != 0)
+        return -1;
+    m->running = 1;
+    return 0;
+}
+
+/* 1 if queued, 0 if there is no writer any more (op is then done and failed). */
+static int enqueue(depot_meta_t *m, depot_meta_op_t *op)
+{
+    op->next = NULL;
+    op->done = 0;
+    op->rc = 0;
+    pthread_mutex_lock(&m->mu);
+    if (m->closed || !m->running) {
+        op->done = 1;
+        op->rc = -1;
+        pthread_mutex_unlock(&m->mu);
+        return 0;
+    }
+    if (m->tail)
+        m->tail->next = op;
+    else
+        m->head = op;
+    m->tail = op;
+    pthread_cond_signal(&m->work_cv);
+    pthread_mutex_unlock(&m->mu);
+    return 1;
+}
+
+void depot_meta_put(depot_meta_t *m, depot_meta_op_t *op, const depot_row_t *row)
+{
+    op->del = 0;
+    op->unref = NULL;
+    op->row = *row;
+    enqueue(m, op);
+}
+
+void depot_meta_del(depot_meta_t *m, depot_alloc_t *a)
+{
+    depot_meta_op_t *op = &a->del_op;
+    op->del = 1;
+    op->unref = a;
+    memset(&op->row, 0, sizeof op->row);
+    op->row.id = a->r.id;
+    if (!enqueue(m, op) && --a->refcnt == 0) {
+        /* No writer (closing): the row stays, so the file stays; the caller holds
+         * store->mu, so free without depot_alloc_release. */
+        pthread_mutex_destroy(&a->op_mu);
+        free(a);
+    }
+}
+
+int depot_meta_wait(depot_meta_t *m, depot_meta_op_t *op)
+{
+    pthread_mutex_lock(&m->mu);
+    while (!op->done)
+        pthread_cond_wait(&m->done_cv, &m->mu);
+    int rc = op->rc;
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+void depot_meta_close(depot_meta_t *m)
+{
+    pthread_mutex_lock(&m->mu);
+    m->stop = 1;
+    pthread_cond_signal(&m->work_cv);
+    pthread_mutex_unlock(&m->mu);
+    if (m->running)
+        pthread_join(m->writer, NULL);
+    pthread_mutex_lock(&m->mu);
+    m->closed = 1;
+    m->running = 0;
+    pthread_mutex_unlock(&m->mu);
+    sqlite3_finalize(m->put);
+    sqlite3_finalize(m->del);
+    if (m->db && sqlite3_close(m->db) != SQLITE_OK)
+        lns_log(LNS_LOG_WARN, "resource %d: closing the database: %s", m->res->id,
+                sqlite3_errmsg(m->db));
+    pthread_cond_destroy(&m->work_cv);
+    pthread_cond_destroy(&m->done_cv);
+    pthread_mutex_destroy(&m->mu);
+    m->res->meta = NULL;
+    free(m);
+}

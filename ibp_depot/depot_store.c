@@ -1,0 +1,789 @@
+/* depot_store.c -- resources and allocations: the in-memory index, space accounting, soft
+ * reclaim, expiry and the data files.
+ *
+ * The index is a hash table from the 64-bit allocation id to its struct, under one mutex
+ * (store->mu) that also guards every row field and every resource's accounting; critical
+ * sections are a few hundred instructions, never I/O.  An allocation's struct lives while
+ * anyone holds a reference: the index holds one, each request one.  When it dies (freed,
+ * expired, reclaimed) it leaves the index and gives its space back at once, the delete of
+ * its row is queued to the metadata writer, and the writer drops the index's reference once
+ * that delete is committed; the last reference unlinks the data file.  So a data file never
+ * goes before its row, and a crash leaves at worst a file without a row, which startup
+ * deletes.
+ *
+ * Space: HARD allocations use at most the hard capacity; SOFT ones the soft capacity plus
+ * the hard capacity that HARD ones do not use.  Invariants (under store->mu):
+ *     hard_used <= hard          hard_used + soft_used <= hard + soft
+ */
+#include "depot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lns_log.h"
+#include "lns_time.h"
+
+/* ---- small helpers --------------------------------------------------------------------- */
+
+int depot_expiry(int64_t now, int64_t duration, int64_t max_duration, int64_t *expires)
+{
+    if (duration == -1)
+        duration = max_duration;
+    else if (duration < 1)
+        return IBP_E_INV_PAR_ATDR;
+    else if (duration > max_duration)
+        return IBP_E_LONG_DURATION;
+    *expires = now + duration;
+    return IBP_OK;
+}
+
+int depot_timeout_ms(int t, int max_timeout)
+{
+    if (t < 1)
+        t = 1;
+    if (t > max_timeout)
+        t = max_timeout;
+    return t * 1000;
+}
+
+int depot_rid_parse(const depot_store_t *st, const char *rid)
+{
+    int v = 0;
+    if (!rid[0] || (rid[0] == '0' && rid[1]) || strlen(rid) > 4)
+        return -1;
+    for (const char *p = rid; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        v = v * 10 + (*p - '0');
+    }
+    return v < st->nres ? v : -1;
+}
+
+void depot_data_name(uint64_t id, char *buf, size_t size)
+{
+    snprintf(buf, size, "%02x/%016llx", (unsigned)(id >> 56), (unsigned long long)id);
+}
+
+/* ---- the index (store->mu held) ----------------------------------------------------------- */
+
+static size_t slot(const depot_store_t *st, uint64_t id)
+{
+    return (size_t)((id ^ (id >> 29)) & (st->nbuckets - 1));
+}
+
+static depot_alloc_t *index_find(depot_store_t *st, uint64_t id)
+{
+    for (depot_alloc_t *a = st->buckets[slot(st, id)]; a; a = a->hnext)
+        if (a->r.id == id)
+            return a;
+    return NULL;
+}
+
+static void index_grow(depot_store_t *st)
+{
+    size_t n = st->nbuckets * 2;
+    depot_alloc_t **nb = calloc(n, sizeof *nb);
+    if (!nb)
+        return; /* longer chains, still correct */
+    for (size_t i = 0; i < st->nbuckets; i++) {
+        depot_alloc_t *a = st->buckets[i], *next;
+        for (; a; a = next) {
+            next = a->hnext;
+            size_t s = (size_t)((a->r.id ^ (a->r.id >> 29)) & (n - 1));
+            a->hnext = nb[s];
+            nb[s] = a;
+        }
+    }
+    free(st->buckets);
+    st->buckets = nb;
+    st->nbuckets = n;
+}
+
+static void index_insert(depot_store_t *st, depot_alloc_t *a)
+{
+    if (st->count >= st->nbuckets)
+        index_grow(st);
+    size_t s = slot(st, a->r.id);
+    a->hnext = st->buckets[s];
+    st->buckets[s] = a;
+    st->count++;
+}
+
+static void index_remove(depot_store_t *st, depot_alloc_t *a)
+{
+    depot_alloc_t **pp = &st->buckets[slot(st, a->r.id)];
+    for (; *pp; pp = &(*pp)->hnext)
+        if (*pp == a) {
+            *pp = a->hnext;
+            st->count--;
+            return;
+        }
+}
+
+static depot_alloc_t *alloc_new(depot_resource_t *res, const depot_row_t *row)
+{
+    depot_alloc_t *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    a->r = *row;
+    a->res = res;
+    a->refcnt = 1; /* the index's */
+    pthread_mutex_init(&a->op_mu, NULL);
+    return a;
+}
+
+static void account(depot_resource_t *res, int reliability, uint64_t size, int add)
+{
+    uint64_t *used = reliability == IBP_HARD ? &res->hard_used : &res->soft_used;
+    *used = add ? *used + size : *used - size;
+}
+
+/* Take a out of the index and give its space back; its row delete is queued and the
+ * index's reference goes with it. */
+static void free_locked(depot_store_t *st, depot_alloc_t *a)
+{
+    if (a->dead)
+        return;
+    a->dead = 1;
+    index_remove(st, a);
+    account(a->res, a->r.reliability, a->r.max_size, 0);
+    a->res->nallocs--;
+    depot_meta_del(a->res->meta, a);
+}
+
+void depot_alloc_release(depot_alloc_t *a)
+{
+    depot_store_t *st = a->res->store;
+    int last;
+    pthread_mutex_lock(&st->mu);
+    last = --a->refcnt == 0;
+    pthread_mutex_unlock(&st->mu);
+    if (!last)
+        return;
+    char name[32];
+    depot_data_name(a->r.id, name, sizeof name);
+    if (unlinkat(a->res->data_fd, name, 0) < 0 && errno != ENOENT)
+        lns_log(LNS_LOG_WARN, "resource %d: cannot delete data of %016llx: %s", a->res->id,
+                (unsigned long long)a->r.id, strerror(errno));
+    pthread_mutex_destroy(&a->op_mu);
+    free(a);
+}
+
+void depot_alloc_snapshot(depot_alloc_t *a, depot_row_t *row)
+{
+    pthread_mutex_lock(&a->res->store->mu);
+    *row = a->r;
+    pthread_mutex_unlock(&a->res->store->mu);
+}
+
+static int gone(const depot_alloc_t *a, int64_t now)
+{
+    return a->dead || now >= a->r.expires;
+}
+
+/* ---- expiry and reclaim (store->mu held) --------------------------------------------------- */
+
+/* Free every expired allocation of res (NULL = all resources) and recompute the earliest
+ * expiry of what is left. */
+static void reap_locked(depot_store_t *st, depot_resource_t *only, int64_t now)
+{
+    int any = 0;
+    for (int i = 0; i < st->nres; i++) {
+        depot_resource_t *res = &st->res[i];
+        if ((!only || only == res) && now >= res->earliest_expiry) {
+            any = 1;
+            res->earliest_expiry = INT64_MAX;
+        }
+    }
+    if (!any)
+        return;
+    for (size_t b = 0; b < st->nbuckets; b++) {
+        depot_alloc_t *a = st->buckets[b], *next;
+        for (; a; a = next) {
+            next = a->hnext;
+            depot_resource_t *res = a->res;
+            if (only && only != res)
+                continue;
+            if (now >= a->r.expires) {
+                lns_log(LNS_LOG_DEBUG, "resource %d: %016llx expired", res->id,
+                        (unsigned long long)a->r.id);
+                free_locked(st, a);
+            } else if (a->r.expires < res->earliest_expiry) {
+                res->earliest_expiry = a->r.expires;
+            }
+        }
+    }
+}
+
+void depot_store_reap(depot_store_t *st)
+{
+    pthread_mutex_lock(&st->mu);
+    reap_locked(st, NULL, lns_now_s());
+    pthread_mutex_unlock(&st->mu);
+}
+
+static int fits(const depot_resource_t *res, int reliability, uint64_t size)
+{
+    uint64_t total = res->cfg.hard + res->cfg.soft, used = res->hard_used + res->soft_used;
+    if (reliability == IBP_HARD && size > res->cfg.hard - res->hard_used)
+        return 0;
+    return size <= total - used;
+}
+
+static int by_expiry(const void *x, const void *y)
+{
+    const depot_alloc_t *a = *(depot_alloc_t *const *)x, *b = *(depot_alloc_t *const *)y;
+    return a->r.expires < b->r.expires ? -1 : a->r.expires > b->r.expires;
+}
+
+/* A HARD request of size fits the hard capacity but soft allocations borrowed the hard
+ * space it needs: free soft ones, those expiring soonest first, until it fits. */
+static int reclaim_soft(depot_store_t *st, depot_resource_t *res, uint64_t size,
+                        depot_alloc_t *exclude)
+{
+    size_t n = 0, cap = 64;
+    depot_alloc_t **v = malloc(cap * sizeof *v);
+    if (!v)
+        return IBP_E_INTERNAL;
+    for (size_t b = 0; b < st->nbuckets; b++)
+        for (depot_alloc_t *a = st->buckets[b]; a; a = a->hnext) {
+            if (a->res != res || a == exclude || a->r.reliability != IBP_SOFT)
+                continue;
+            if (n == cap) {
+                depot_alloc_t **nv = realloc(v, 2 * cap * sizeof *v);
+                if (!nv) {
+                    free(v);
+                    return IBP_E_INTERNAL;
+                }
+                v = nv;
+                cap *= 2;
+            }
+            v[n++] = a;
+        }
+    qsort(v, n, sizeof *v, by_expiry);
+    for (size_t i = 0; i < n && !fits(res, IBP_HARD, size); i++) {
+        lns_log(LNS_LOG_INFO, "resource %d: soft allocation %016llx reclaimed for hard space",
+                res->id, (unsigned long long)v[i]->r.id);
+        free_locked(st, v[i]);
+    }
+    free(v);
+    return fits(res, IBP_HARD, size) ? IBP_OK : IBP_E_WOULD_EXCEED_LIMIT;
+}
+
+/* Make room for size bytes of reliability and account them. */
+static int reserve(depot_store_t *st, depot_resource_t *res, int reliability, uint64_t size,
+                   depot_alloc_t *exclude, int64_t now)
+{
+    if (!fits(res, reliability, size))
+        reap_locked(st, res, now);
+    if (!fits(res, reliability, size)) {
+        if (reliability != IBP_HARD || size > res->cfg.hard - res->hard_used)
+            return IBP_E_WOULD_EXCEED_LIMIT;
+        int rc = reclaim_soft(st, res, size, exclude);
+        if (rc != IBP_OK)
+            return rc;
+    }
+    account(res, reliability, size, 1);
+    return IBP_OK;
+}
+
+/* ---- allocations ------------------------------------------------------------------------ */
+
+int depot_store_allocate(depot_store_t *st, int rid, int reliability, int type, int64_t duration,
+                         uint64_t size, depot_newalloc_t *out)
+{
+    depot_row_t row;
+    depot_meta_op_t op;
+    depot_resource_t *res;
+    depot_alloc_t *a;
+    int64_t now = lns_now_s();
+    int rc;
+
+    if (rid < 0 || rid >= st->nres)
+        return IBP_E_INVALID_RID;
+    if (type != IBP_BYTEARRAY)
+        return IBP_E_TYPE_NOT_SUPPORTED;
+    if (reliability != IBP_SOFT && reliability != IBP_HARD)
+        return IBP_E_INV_PAR_ATRL;
+    if (size == 0 || size > (uint64_t)INT64_MAX)
+        return IBP_E_INV_PAR_SIZE;
+    res = &st->res[rid];
+
+    memset(&row, 0, sizeof row);
+    for (int k = 0; k < 3; k++) {
+        if (depot_random(out->secret[k], DEPOT_SECRET_LEN) < 0 ||
+            depot_typekey_new(&out->typekey[k]) < 0)
+            return IBP_E_INTERNAL;
+        depot_digest(out->secret[k], row.digest[k]);
+        row.typekey[k] = out->typekey[k];
+    }
+    row.reliability = reliability;
+    row.type = type;
+    row.max_size = size;
+    row.read_refs = row.write_refs = 1;
+    if (!(a = alloc_new(res, &row)))
+        return IBP_E_INTERNAL;
+
+    pthread_mutex_lock(&st->mu);
+    rc = depot_expiry(now, duration, res->cfg.max_duration, &a->r.expires);
+    if (rc == IBP_OK)
+        rc = reserve(st, res, reliability, size, NULL, now);
+    if (rc != IBP_OK) {
+        pthread_mutex_unlock(&st->mu);
+        pthread_mutex_destroy(&a->op_mu);
+        free(a);
+        return rc;
+    }
+    do {
+        if (depot_random(&a->r.id, sizeof a->r.id) < 0)
+            a->r.id = ((uint64_t)lns_mono_ns() << 20) ^ (uint64_t)st->count;
+    } while (a->r.id == 0 || index_find(st, a->r.id));
+    index_insert(st, a);
+    res->nallocs++;
+    if (a->r.expires < res->earliest_expiry)
+        res->earliest_expiry = a->r.expires;
+    out->id = a->r.id;
+    depot_meta_put(res->meta, &op, &a->r);
+    pthread_mutex_unlock(&st->mu);
+
+    if (depot_meta_wait(res->meta, &op) < 0) {
+        pthread_mutex_lock(&st->mu);
+        free_locked(st, a);
+        pthread_mutex_unlock(&st->mu);
+        return IBP_E_INTERNAL;
+    }
+    return IBP_OK;
+}
+
+int depot_store_lookup(depot_store_t *st, const char *rid, const char *key, const char *typekey,
+                       depot_alloc_t **ap, int *kind)
+{
+    uint8_t secret[DEPOT_SECRET_LEN], digest[3][DEPOT_DIGEST_LEN];
+    uint32_t tks[3];
+    uint64_t id;
+    depot_alloc_t *a;
+    int want = -1;
+
+    if (depot_key_parse(key, &id, secret) < 0)
+        return IBP_E_CAP_NOT_FOUND;
+    if (rid && rid[0] && (want = depot_rid_parse(st, rid)) < 0)
+        return IBP_E_CAP_NOT_FOUND;
+    pthread_mutex_lock(&st->mu);
+    a = index_find(st, id);
+    if (!a || gone(a, lns_now_s()) || (want >= 0 && a->res->id != want)) {
+        pthread_mutex_unlock(&st->mu);
+        return IBP_E_CAP_NOT_FOUND;
+    }
+    a->refcnt++;
+    memcpy(digest, a->r.digest, sizeof digest);
+    memcpy(tks, a->r.typekey, sizeof tks);
+    pthread_mutex_unlock(&st->mu);
+
+    *kind = depot_key_match((const uint8_t(*)[DEPOT_DIGEST_LEN])digest, tks, secret, typekey);
+    if (*kind < 0) {
+        depot_alloc_release(a);
+        return IBP_E_CAP_NOT_FOUND;
+    }
+    *ap = a;
+    return IBP_OK;
+}
+
+/* ---- the data path ---------------------------------------------------------------------- */
+
+static int data_open(depot_alloc_t *a, int flags)
+{
+    char name[32];
+    depot_data_name(a->r.id, name, sizeof name);
+    return openat(a->res->data_fd, name, flags | O_CLOEXEC, 0640);
+}
+
+int depot_data_open(depot_alloc_t *a)
+{
+    return data_open(a, O_RDONLY);
+}
+
+int depot_write_begin(depot_alloc_t *a, uint64_t offset, uint64_t len, uint64_t *at, int *fd)
+{
+    depot_store_t *st = a->res->store;
+    uint64_t cur = 0;
+    int rc = IBP_OK;
+
+    *fd = -1;
+    pthread_mutex_lock(&a->op_mu);
+    pthread_mutex_lock(&st->mu);
+    if (gone(a, lns_now_s())) {
+        rc = IBP_E_CAP_NOT_FOUND;
+    } else if (a->r.write_refs <= 0) {
+        rc = IBP_E_CAP_ACCESS_DENIED;
+    } else {
+        cur = a->r.cur_size;
+        *at = offset == UINT64_MAX ? cur : offset;
+        if (*at > a->r.max_size || len > a->r.max_size - *at)
+            rc = IBP_E_WOULD_EXCEED_LIMIT;
+    }
+    pthread_mutex_unlock(&st->mu);
+    if (rc == IBP_OK && len > 0) {
+        *fd = data_open(a, O_RDWR | O_CREAT);
+        if (*fd < 0) {
+            lns_log(LNS_LOG_ERROR, "resource %d: cannot open data of %016llx: %s", a->res->id,
+                    (unsigned long long)a->r.id, strerror(errno));
+            rc = IBP_E_FILE_OPEN;
+        } else if (*at > cur && ftruncate(*fd, (off_t)cur) < 0) {
+            rc = IBP_E_FILE_WRITE;
+            close(*fd);
+            *fd = -1;
+        }
+    }
+    if (rc != IBP_OK)
+        pthread_mutex_unlock(&a->op_mu);
+    return rc;
+}
+
+int depot_write_commit(depot_alloc_t *a, int fd, uint64_t end)
+{
+    depot_store_t *st = a->res->store;
+    depot_meta_op_t op;
+    int rc = IBP_OK, queued = 0;
+
+    if (fd >= 0 && st->durability == DEPOT_DUR_FSYNC && fdatasync(fd) < 0) {
+        lns_log(LNS_LOG_ERROR, "resource %d: fdatasync of %016llx: %s", a->res->id,
+                (unsigned long long)a->r.id, strerror(errno));
+        depot_write_abort(a, fd);
+        return IBP_E_FILE_WRITE;
+    }
+    if (fd >= 0)
+        close(fd);
+    pthread_mutex_lock(&st->mu);
+    if (a->dead) {
+        rc = IBP_E_CAP_NOT_FOUND;
+    } else if (end > a->r.cur_size) {
+        a->r.cur_size = end;
+        depot_meta_put(a->res->meta, &op, &a->r);
+        queued = 1;
+    }
+    pthread_mutex_unlock(&st->mu);
+    if (queued && depot_meta_wait(a->res->meta, &op) < 0)
+        rc = IBP_E_INTERNAL;
+    pthread_mutex_unlock(&a->op_mu);
+    return rc;
+}
+
+void depot_write_abort(depot_alloc_t *a, int fd)
+{
+    if (fd >= 0) {
+        struct stat sb;
+        uint64_t cur;
+        pthread_mutex_lock(&a->res->store->mu);
+        cur = a->r.cur_size;
+        pthread_mutex_unlock(&a->res->store->mu);
+        /* Bytes past the size were never acknowledged: drop them (a later gap reads 0). */
+        if (fstat(fd, &sb) == 0 && (uint64_t)sb.st_size > cur && ftruncate(fd, (off_t)cur) < 0)
+            lns_log(LNS_LOG_WARN, "resource %d: cannot trim %016llx: %s", a->res->id,
+                    (unsigned long long)a->r.id, strerror(errno));
+        close(fd);
+    }
+    pthread_mutex_unlock(&a->op_mu);
+}
+
+/* ---- MANAGE -------------------------------------------------------------------------------- */
+
+int depot_store_incr(depot_alloc_t *a, int captype)
+{
+    depot_store_t *st = a->res->store;
+    depot_meta_op_t op;
+    int rc = IBP_OK;
+
+    pthread_mutex_lock(&st->mu);
+    if (gone(a, lns_now_s()))
+        rc = IBP_E_CAP_NOT_FOUND;
+    else if (captype == IBP_READCAP)
+        a->r.read_refs++;
+    else if (captype == IBP_WRITECAP)
+        a->r.write_refs++;
+    else
+        rc = IBP_E_INVALID_PARAMETER;
+    if (rc == IBP_OK)
+        depot_meta_put(a->res->meta, &op, &a->r);
+    pthread_mutex_unlock(&st->mu);
+    if (rc == IBP_OK && depot_meta_wait(a->res->meta, &op) < 0)
+        rc = IBP_E_INTERNAL;
+    return rc;
+}
+
+int depot_store_decr(depot_alloc_t *a, int captype)
+{
+    depot_store_t *st = a->res->store;
+    depot_meta_op_t op, *wait = &op;
+    int rc = IBP_OK;
+
+    pthread_mutex_lock(&st->mu);
+    if (gone(a, lns_now_s())) {
+        rc = IBP_E_CAP_NOT_FOUND;
+    } else if (captype == IBP_READCAP) {
+        if (--a->r.read_refs <= 0) {
+            lns_log(LNS_LOG_DEBUG, "resource %d: %016llx freed (read count 0)", a->res->id,
+                    (unsigned long long)a->r.id);
+            free_locked(st, a); /* our caller's reference keeps a and del_op alive */
+            wait = &a->del_op;
+        } else {
+            depot_meta_put(a->res->meta, &op, &a->r);
+        }
+    } else if (captype == IBP_WRITECAP && a->r.write_refs > 0) {
+        a->r.write_refs--;
+        depot_meta_put(a->res->meta, &op, &a->r);
+    } else {
+        rc = IBP_E_INVALID_PARAMETER;
+    }
+    pthread_mutex_unlock(&st->mu);
+    if (rc == IBP_OK && depot_meta_wait(a->res->meta, wait) < 0)
+        rc = IBP_E_INTERNAL;
+    return rc;
+}
+
+int depot_store_change(depot_alloc_t *a, uint64_t max_size, int64_t duration, int reliability)
+{
+    depot_store_t *st = a->res->store;
+    depot_resource_t *res = a->res;
+    depot_meta_op_t op;
+    int64_t now = lns_now_s(), expires;
+    int rc = IBP_OK;
+
+    if (reliability != 0 && reliability != IBP_SOFT && reliability != IBP_HARD)
+        return IBP_E_INV_PAR_ATRL;
+    if (max_size > (uint64_t)INT64_MAX)
+        return IBP_E_INV_PAR_SIZE;
+    pthread_mutex_lock(&a->op_mu);
+    pthread_mutex_lock(&st->mu);
+    uint64_t new_max = max_size ? max_size : a->r.max_size;
+    int new_rel = reliability ? reliability : a->r.reliability;
+    expires = a->r.expires;
+    if (gone(a, now))
+        rc = IBP_E_CAP_NOT_FOUND;
+    else if (new_max < a->r.cur_size)
+        rc = IBP_E_WOULD_DAMAGE_DATA;
+    else if (duration != 0)
+        rc = depot_expiry(now, duration, res->cfg.max_duration, &expires);
+    if (rc == IBP_OK) {
+        account(res, a->r.reliability, a->r.max_size, 0);
+        rc = reserve(st, res, new_rel, new_max, a, now);
+        if (rc != IBP_OK) {
+            account(res, a->r.reliability, a->r.max_size, 1);
+        } else {
+            a->r.max_size = new_max;
+            a->r.reliability = new_rel;
+            a->r.expires = expires;
+            if (expires < res->earliest_expiry)
+                res->earliest_expiry = expires;
+            depot_meta_put(res->meta, &op, &a->r);
+        }
+    }
+    pthread_mutex_unlock(&st->mu);
+    if (rc == IBP_OK && depot_meta_wait(res->meta, &op) < 0)
+        rc = IBP_E_INTERNAL;
+    pthread_mutex_unlock(&a->op_mu);
+    return rc;
+}
+
+int depot_store_truncate(depot_alloc_t *a, uint64_t new_size)
+{
+    depot_store_t *st = a->res->store;
+    depot_meta_op_t op;
+    uint64_t cur = 0;
+    int rc = IBP_OK, fd;
+
+    pthread_mutex_lock(&a->op_mu);
+    pthread_mutex_lock(&st->mu);
+    if (gone(a, lns_now_s()))
+        rc = IBP_E_CAP_NOT_FOUND;
+    else if (new_size > a->r.max_size)
+        rc = IBP_E_WOULD_EXCEED_LIMIT;
+    else
+        cur = a->r.cur_size;
+    pthread_mutex_unlock(&st->mu);
+    if (rc != IBP_OK) {
+        pthread_mutex_unlock(&a->op_mu);
+        return rc;
+    }
+    fd = data_open(a, O_RDWR | O_CREAT);
+    /* First cut to the smaller size so that stale bytes past cur never reappear. */
+    if (fd < 0 || ftruncate(fd, (off_t)(cur < new_size ? cur : new_size)) < 0 ||
+        ftruncate(fd, (off_t)new_size) < 0 ||
+        (st->durability == DEPOT_DUR_FSYNC && fdatasync(fd) < 0)) {
+        lns_log(LNS_LOG_ERROR, "resource %d: truncate of %016llx: %s", a->res->id,
+                (unsigned long long)a->r.id, strerror(errno));
+        rc = IBP_E_FILE_WRITE;
+    }
+    if (fd >= 0)
+        close(fd);
+    if (rc == IBP_OK) {
+        pthread_mutex_lock(&st->mu);
+        a->r.cur_size = new_size;
+        depot_meta_put(a->res->meta, &op, &a->r);
+        pthread_mutex_unlock(&st->mu);
+        if (depot_meta_wait(a->res->meta, &op) < 0)
+            rc = IBP_E_INTERNAL;
+    }
+    pthread_mutex_unlock(&a->op_mu);
+    return rc;
+}
+
+/* ---- STATUS ------------------------------------------------------------------------------- */
+
+int depot_store_status(depot_store_t *st, int rid, depot_res_status_t *out)
+{
+    if (rid < 0 || rid >= st->nres)
+        return IBP_E_INVALID_RID;
+    pthread_mutex_lock(&st->mu);
+    reap_locked(st, &st->res[rid], lns_now_s());
+    const depot_resource_t *res = &st->res[rid];
+    out->hard = res->cfg.hard;
+    out->soft = res->cfg.soft;
+    out->hard_used = res->hard_used;
+    out->soft_used = res->soft_used;
+    out->nallocs = res->nallocs;
+    out->max_duration = res->cfg.max_duration;
+    pthread_mutex_unlock(&st->mu);
+    return IBP_OK;
+}
+
+int depot_store_set_limits(depot_store_t *st, int rid, uint64_t hard, uint64_t soft,
+                           int64_t max_duration)
+{
+    int rc = IBP_OK;
+    if (rid < 0 || rid >= st->nres)
+        return IBP_E_INVALID_RID;
+    if (hard > (uint64_t)INT64_MAX || soft > (uint64_t)INT64_MAX || max_duration < 0)
+        return IBP_E_INVALID_PARAMETER;
+    pthread_mutex_lock(&st->mu);
+    depot_resource_t *res = &st->res[rid];
+    uint64_t nh = hard ? hard : res->cfg.hard, ns = soft ? soft : res->cfg.soft;
+    if (nh < res->hard_used || nh + ns < res->hard_used + res->soft_used)
+        rc = IBP_E_WOULD_DAMAGE_DATA;
+    else {
+        res->cfg.hard = nh;
+        res->cfg.soft = ns;
+        if (max_duration)
+            res->cfg.max_duration = max_duration;
+    }
+    pthread_mutex_unlock(&st->mu);
+    return rc;
+}
+
+/* ---- open, reaper, close ------------------------------------------------------------------- */
+
+int depot_store_adopt(depot_resource_t *res, const depot_row_t *row)
+{
+    depot_store_t *st = res->store;
+    depot_alloc_t *a;
+
+    if (index_find(st, row->id)) {
+        lns_log(LNS_LOG_WARN, "resource %d: allocation %016llx is on two resources; kept once",
+                res->id, (unsigned long long)row->id);
+        return 0;
+    }
+    if (!(a = alloc_new(res, row)))
+        return -1;
+    index_insert(st, a);
+    account(res, row->reliability, row->max_size, 1);
+    res->nallocs++;
+    if (row->expires < res->earliest_expiry)
+        res->earliest_expiry = row->expires;
+    return 0;
+}
+
+int depot_store_owns(depot_resource_t *res, uint64_t id)
+{
+    depot_alloc_t *a = index_find(res->store, id);
+    return a && a->res == res;
+}
+
+static void *reaper_main(void *arg)
+{
+    depot_store_t *st = arg;
+    pthread_mutex_lock(&st->mu);
+    while (!st->stopping) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 500000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&st->reaper_cv, &st->mu, &ts);
+        if (!st->stopping)
+            reap_locked(st, NULL, lns_now_s());
+    }
+    pthread_mutex_unlock(&st->mu);
+    return NULL;
+}
+
+int depot_store_open(depot_store_t *st, const depot_config_t *cfg, char *err, size_t errlen)
+{
+    memset(st, 0, sizeof *st);
+    pthread_mutex_init(&st->mu, NULL);
+    pthread_cond_init(&st->reaper_cv, NULL);
+    st->durability = cfg->durability;
+    st->nbuckets = 1024;
+    st->buckets = calloc(st->nbuckets, sizeof *st->buckets);
+    if (!st->buckets) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < cfg->nres; i++) {
+        depot_resource_t *res = &st->res[i];
+        res->id = i;
+        res->cfg = cfg->res[i];
+        res->store = st;
+        res->data_fd = -1;
+        res->earliest_expiry = INT64_MAX;
+        st->nres = i + 1;
+        if (depot_resource_open(res, err, errlen) < 0) {
+            depot_store_close(st);
+            return -1;
+        }
+    }
+    if (pthread_create(&st->reaper, NULL, reaper_main, st) != 0) {
+        snprintf(err, errlen, "cannot start the reaper thread");
+        depot_store_close(st);
+        return -1;
+    }
+    st->reaper_running = 1;
+    return 0;
+}
+
+void depot_store_close(depot_store_t *st)
+{
+    if (st->reaper_running) {
+        pthread_mutex_lock(&st->mu);
+        st->stopping = 1;
+        pthread_cond_signal(&st->reaper_cv);
+        pthread_mutex_unlock(&st->mu);
+        pthread_join(st->reaper, NULL);
+        st->reaper_running = 0;
+    }
+    /* The writers commit what is queued and drop the references of deleted rows. */
+    for (int i = 0; i < st->nres; i++)
+        if (st->res[i].meta)
+            depot_meta_close(st->res[i].meta);
+    for (size_t b = 0; b < st->nbuckets && st->buckets; b++) {
+        depot_alloc_t *a = st->buckets[b], *next;
+        for (; a; a = next) {
+            next = a->hnext;
+            pthread_mutex_destroy(&a->op_mu);
+            free(a);
+        }
+    }
+    for (int i = 0; i < st->nres; i++)
+        if (st->res[i].data_fd >= 0)
+            close(st->res[i].data_fd);
+    free(st->buckets);
+    st->buckets = NULL;
+    st->nres = 0;
+    pthread_cond_destroy(&st->reaper_cv);
+    pthread_mutex_destroy(&st->mu);
+}

@@ -1,0 +1,427 @@
+/* test_depot_robust.c -- a real ibp_depot under the things that break servers.
+ *
+ * SIGKILL in the middle of a stream of STOREs (every acknowledged byte must survive the
+ * restart, and nothing unacknowledged may be claimed), clients that vanish or stall in the
+ * middle of a STORE, a thousand simultaneous connections, slowloris clients next to a normal
+ * one, the idle timeout and the connection limit. */
+#include <CUnit/CUnit.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lns_test.h"
+#include "test_depot.h"
+
+typedef struct caps {
+    char key[3][400];
+    char tk[3][32];
+} caps_t;
+
+/* After td_stop: the depot's log has no sanitizer report (ASan, LSan, UBSan). */
+static int log_clean(const test_depot_t *d)
+{
+    char line[4096];
+    int bad = 0;
+    FILE *f = fopen(d->log, "r");
+    if (!f)
+        return 1;
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, "Sanitizer") || strstr(line, "runtime error"))
+            bad++;
+    fclose(f);
+    if (bad)
+        fprintf(stderr, "\n  %s has %d sanitizer lines\n", d->log, bad);
+    return bad == 0;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int code(const char *line)
+{
+    char *end;
+    long v = strtol(line, &end, 10);
+    return end == line ? -1000 : (int)v;
+}
+
+static int reqf(int fd, char *reply, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int reqf(int fd, char *reply, size_t size, const char *fmt, ...)
+{
+    char line[4096], tmp[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (!reply) {
+        reply = tmp;
+        size = sizeof tmp;
+    }
+    if (raw_cmd(fd, line, reply, size) < 0)
+        return -1000;
+    return code(reply);
+}
+
+static int closed_by_peer(int fd, int ms)
+{
+    char c;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, ms) <= 0)
+        return 0;
+    return recv(fd, &c, 1, 0) == 0;
+}
+
+static int allocate(int fd, long size, caps_t *c)
+{
+    char reply[4096], a[3][700];
+    if (reqf(fd, reply, sizeof reply, "1 1 0 2 1 3600 %ld 30\n", size) != 1)
+        return -1;
+    if (sscanf(reply, "1 %699s %699s %699s", a[0], a[1], a[2]) != 3)
+        return -1;
+    for (int k = 0; k < 3; k++) {
+        char rid[16], key[300], tk[32];
+        if (sscanf(a[k], "ibp://%*[^/]/%15[^#]#%299[^/]/%31[^/]/", rid, key, tk) != 3)
+            return -1;
+        snprintf(c->key[k], sizeof c->key[k], "%s#%s", rid, key);
+        snprintf(c->tk[k], sizeof c->tk[k], "%s", tk);
+    }
+    return 1;
+}
+
+static long long probe_size(int fd, const caps_t *c)
+{
+    char reply[512];
+    int rr, wr;
+    unsigned long long cur;
+    if (reqf(fd, reply, sizeof reply, "1 9 %s %s 40 3 0 0 0 30\n", c->key[2], c->tk[2]) != 1 ||
+        sscanf(reply, "1 %d %d %llu", &rr, &wr, &cur) != 3)
+        return -1;
+    return (long long)cur;
+}
+
+/* Pipelined STORE; 1 on "1 \n" + "1 n\n". */
+static int store(int fd, const caps_t *c, const char *buf, size_t n, int timeout)
+{
+    char hdr[512], r1[64], r2[64], want[64];
+    int h = snprintf(hdr, sizeof hdr, "1 2 %s %s %zu %d\n", c->key[1], c->tk[1], n, timeout);
+    if (raw_send(fd, hdr, (size_t)h) < 0 || raw_send(fd, buf, n) < 0)
+        return -1000;
+    if (raw_readline(fd, r1, sizeof r1) < 0 || strcmp(r1, "1 ") != 0)
+        return code(r1);
+    if (raw_readline(fd, r2, sizeof r2) < 0)
+        return -1000;
+    snprintf(want, sizeof want, "1 %zu", n);
+    return strcmp(r2, want) == 0 ? 1 : code(r2);
+}
+
+static int load_check(int fd, const caps_t *c, const char *want, size_t n)
+{
+    char hdr[512], line[64];
+    char *buf = malloc(n ? n : 1);
+    int ok = 0;
+    if (!buf)
+        return 0;
+    if (reqf(fd, line, sizeof line, "1 8 %s %s 0 %zu 60\n", c->key[0], c->tk[0], n) == 1 &&
+        (snprintf(hdr, sizeof hdr, "1 %zu", n), strcmp(line, hdr) == 0) &&
+        raw_read(fd, buf, n) == 0 && memcmp(buf, want, n) == 0)
+        ok = 1;
+    free(buf);
+    return ok;
+}
+
+static void test_sigkill_during_stores(void)
+{
+    enum { CHUNK = 64 * 1024, N = 120 };
+    test_depot_t d;
+    caps_t c;
+    char *data = malloc((size_t)CHUNK * (N + 1));
+    CU_ASSERT_FATAL(data != NULL);
+    lns_test_fill(data, (size_t)CHUNK * (N + 1), 99);
+    CU_ASSERT_FATAL(td_start(&d, NULL) == 0);
+    int fd = td_connect(&d);
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_FATAL(allocate(fd, (long)CHUNK * (N + 1), &c) == 1);
+    size_t acked = 0;
+    for (int i = 0; i < N; i++) {
+        if (store(fd, &c, data + acked, CHUNK, 30) != 1)
+            break;
+        acked += CHUNK;
+    }
+    CU_ASSERT_EQUAL(acked, (size_t)CHUNK * N);
+    /* one more STORE, half sent, when the depot dies */
+    char hdr[512];
+    int h = snprintf(hdr, sizeof hdr, "1 2 %s %s %d 30\n", c.key[1], c.tk[1], CHUNK);
+    CU_ASSERT_EQUAL(raw_send(fd, hdr, (size_t)h), 0);
+    CU_ASSERT_EQUAL(raw_send(fd, data + acked, CHUNK / 2), 0);
+    usleep(100 * 1000);
+    td_kill(&d, SIGKILL);
+    close(fd);
+
+    CU_ASSERT_FATAL(td_restart(&d) == 0);
+    fd = td_connect(&d);
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_EQUAL(probe_size(fd, &c), (long long)acked);
+    CU_ASSERT(load_check(fd, &c, data, acked));
+    /* the allocation goes on from exactly there */
+    CU_ASSERT_EQUAL(store(fd, &c, data + acked, CHUNK, 30), 1);
+    CU_ASSERT(load_check(fd, &c, data, acked + CHUNK));
+    close(fd);
+    td_stop(&d);
+    CU_ASSERT(log_clean(&d));
+    free(data);
+}
+
+static void test_disconnect_mid_store(void)
+{
+    test_depot_t d;
+    caps_t c;
+    char data[8000], hdr[512];
+    lns_test_fill(data, sizeof data, 3);
+    CU_ASSERT_FATAL(td_start(&d, NULL) == 0);
+    int fd = td_connect(&d);
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_FATAL(allocate(fd, 8000, &c) == 1);
+    CU_ASSERT_EQUAL(store(fd, &c, data, 1000, 30), 1);
+    /* 2000 of 5000 bytes, then the client is gone */
+    int h = snprintf(hdr, sizeof hdr, "1 2 %s %s 5000 30\n", c.key[1], c.tk[1]);
+    CU_ASSERT_EQUAL(raw_send(fd, hdr, (size_t)h), 0);
+    CU_ASSERT_EQUAL(raw_send(fd, "\xff\xff\xff\xff\xff\xff\xff\xff", 8), 0);
+    CU_ASSERT_EQUAL(raw_send(fd, data + 1000, 1992), 0);
+    usleep(100 * 1000);
+    close(fd);
+    usleep(200 * 1000);
+    fd = td_connect(&d);
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_EQUAL(probe_size(fd, &c), 1000);
+    /* a stalled STORE (server timeout 1 s): the depot gives up and closes */
+    int sfd = td_connect(&d);
+    CU_ASSERT_FATAL(sfd >= 0);
+    h = snprintf(hdr, sizeof hdr, "1 2 %s %s 3000 1\n", c.key[1], c.tk[1]);
+    CU_ASSERT_EQUAL(raw_send(sfd, hdr, (size_t)h), 0);
+    CU_ASSERT_EQUAL(raw_send(sfd, "zzzz", 4), 0);
+    char line[64];
+    CU_ASSERT_EQUAL(raw_readline(sfd, line, sizeof line), 2);
+    CU_ASSERT(closed_by_peer(sfd, 5000));
+    close(sfd);
+    CU_ASSERT_EQUAL(probe_size(fd, &c), 1000);
+    /* still usable, and the next bytes follow the first 1000 exactly */
+    CU_ASSERT_EQUAL(store(fd, &c, data + 1000, 500, 30), 1);
+    CU_ASSERT(load_check(fd, &c, data, 1500));
+    close(fd);
+    td_stop(&d);
+    CU_ASSERT(log_clean(&d));
+}
+
+static void test_thousand_connections(void)
+{
+    enum { N = 1000 };
+    test_depot_t d;
+    struct rlimit rl;
+    static int fds[N];
+    int opened = 0, answered = 0;
+
+    getrlimit(RLIMIT_NOFILE, &rl);
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    getrlimit(RLIMIT_NOFILE, &rl);
+    CU_ASSERT_FATAL(rl.rlim_cur >= N + 100);
+    CU_ASSERT_FATAL(td_start(&d, NULL) == 0);
+    for (int i = 0; i < N; i++) {
+        fds[i] = td_connect(&d);
+        if (fds[i] >= 0)
+            opened++;
+    }
+    CU_ASSERT_EQUAL(opened, N);
+    /* every connection sends its request while all are open, then all answers are read */
+    for (int i = 0; i < N; i++)
+        if (fds[i] >= 0)
+            raw_send(fds[i], "1 4 0 1 x 30\n", 13);
+    for (int i = 0; i < N; i++) {
+        char line[512];
+        if (fds[i] >= 0 && raw_readline(fds[i], line, sizeof line) > 0 &&
+            strncmp(line, "1 VS:1.4 ", 9) == 0)
+            answered++;
+    }
+    CU_ASSERT_EQUAL(answered, N);
+    /* and a second round on the same connections (keep-alive) */
+    answered = 0;
+    for (int i = 0; i < N; i++) {
+        char line[512];
+        if (fds[i] >= 0 && raw_cmd(fds[i], "1 4 0 1 x 30\n", line, sizeof line) > 0 &&
+            strncmp(line, "1 VS:", 5) == 0)
+            answered++;
+    }
+    CU_ASSERT_EQUAL(answered, N);
+    for (int i = 0; i < N; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    td_stop(&d);
+    CU_ASSERT(log_clean(&d));
+}
+
+typedef struct trickle {
+    int fd;
+    volatile int stop;
+    int sent;
+} trickle_t;
+
+static void *trickle_main(void *arg)
+{
+    trickle_t *t = arg;
+    while (!t->stop && t->sent < 100000) {
+        if (send(t->fd, "x", 1, MSG_NOSIGNAL) != 1)
+            break;
+        t->sent++;
+        usleep(200 * 1000);
+    }
+    return NULL;
+}
+
+static void test_slowloris(void)
+{
+    test_depot_t d;
+    caps_t c;
+    char data[4096], hdr[512];
+    lns_test_fill(data, sizeof data, 1);
+    CU_ASSERT_FATAL(td_start(&d, "--header-timeout 2") == 0);
+    int setup = td_connect(&d);
+    CU_ASSERT_FATAL(setup >= 0);
+    caps_t slow;
+    CU_ASSERT_FATAL(allocate(setup, 1 << 20, &slow) == 1);
+    close(setup);
+
+    /* half a request line, then nothing */
+    int half = td_connect(&d);
+    CU_ASSERT_FATAL(half >= 0);
+    CU_ASSERT_EQUAL(raw_send(half, "1 4 0 ", 6), 0);
+    /* a STORE whose data trickles in, one byte every 200 ms */
+    trickle_t tr = {.fd = td_connect(&d)};
+    CU_ASSERT_FATAL(tr.fd >= 0);
+    int h = snprintf(hdr, sizeof hdr, "1 2 %s %s 100000 30\n", slow.key[1], slow.tk[1]);
+    CU_ASSERT_EQUAL(raw_send(tr.fd, hdr, (size_t)h), 0);
+    pthread_t th;
+    CU_ASSERT_FATAL(pthread_create(&th, NULL, trickle_main, &tr) == 0);
+
+    /* a normal client meanwhile */
+    int fd = td_connect(&d);
+    CU_ASSERT_FATAL(fd >= 0);
+    int64_t worst = 0;
+    int ok = 0;
+    int64_t end = now_ms() + 3000;
+    while (now_ms() < end) {
+        int64_t t0 = now_ms();
+        if (allocate(fd, 4096, &c) == 1 && store(fd, &c, data, sizeof data, 30) == 1 &&
+            load_check(fd, &c, data, sizeof data))
+            ok++;
+        int64_t dt = now_ms() - t0;
+        if (dt > worst)
+            worst = dt;
+        usleep(50 * 1000);
+    }
+    CU_ASSERT(ok >= 10);
+    CU_ASSERT(worst < 1000);
+    /* the half line is cut off by the header timeout (2 s, already passed) */
+    CU_ASSERT(closed_by_peer(half, 2000));
+    close(half);
+    /* the trickling STORE is still alive (it makes progress), and stored nothing yet */
+    long long sz = probe_size(fd, &slow);
+    CU_ASSERT_EQUAL(sz, 0);
+    tr.stop = 1;
+    pthread_join(th, NULL);
+    CU_ASSERT(tr.sent >= 10);
+    close(tr.fd);
+    close(fd);
+    td_stop(&d);
+    CU_ASSERT(log_clean(&d));
+}
+
+static void test_idle_timeout(void)
+{
+    test_depot_t d;
+    CU_ASSERT_FATAL(td_start(&d, "--idle-timeout 1") == 0);
+    int a = td_connect(&d), b = td_connect(&d);
+    CU_ASSERT_FATAL(a >= 0 && b >= 0);
+    CU_ASSERT_EQUAL(reqf(a, NULL, 0, "1 4 0 1 x 30\n"), 1);
+    int64_t t0 = now_ms();
+    CU_ASSERT(closed_by_peer(a, 3000));
+    CU_ASSERT(closed_by_peer(b, 3000));
+    int64_t dt = now_ms() - t0;
+    CU_ASSERT(dt >= 700 && dt < 2500);
+    close(a);
+    close(b);
+    /* a busy connection is not idle */
+    a = td_connect(&d);
+    CU_ASSERT_FATAL(a >= 0);
+    int ok = 0;
+    for (int i = 0; i < 6; i++) {
+        usleep(400 * 1000);
+        ok += reqf(a, NULL, 0, "1 4 0 1 x 30\n") == 1;
+    }
+    CU_ASSERT_EQUAL(ok, 6);
+    close(a);
+    td_stop(&d);
+    CU_ASSERT(log_clean(&d));
+}
+
+static void test_connection_limit(void)
+{
+    test_depot_t d;
+    int fds[5];
+    char line[64];
+    CU_ASSERT_FATAL(td_start(&d, "--max-connections 5") == 0);
+    for (int i = 0; i < 5; i++) {
+        fds[i] = td_connect(&d);
+        CU_ASSERT_FATAL(fds[i] >= 0);
+        CU_ASSERT_EQUAL(reqf(fds[i], NULL, 0, "1 4 0 1 x 30\n"), 1);
+    }
+    int extra = td_connect(&d);
+    CU_ASSERT_FATAL(extra >= 0);
+    CU_ASSERT(raw_readline(extra, line, sizeof line) > 0);
+    CU_ASSERT_STRING_EQUAL(line, "-66 5");
+    CU_ASSERT(closed_by_peer(extra, 2000));
+    close(extra);
+    /* the five are still served; once one closes, a new one gets in */
+    CU_ASSERT_EQUAL(reqf(fds[4], NULL, 0, "1 4 0 1 x 30\n"), 1);
+    close(fds[0]);
+    int ok = 0;
+    for (int i = 0; i < 50 && !ok; i++) {
+        usleep(20 * 1000);
+        int fd = td_connect(&d);
+        if (fd >= 0 && reqf(fd, line, sizeof line, "1 4 0 1 x 30\n") == 1)
+            ok = 1;
+        if (fd >= 0)
+            close(fd);
+    }
+    CU_ASSERT(ok);
+    for (int i = 1; i < 5; i++)
+        close(fds[i]);
+    td_stop(&d);
+    CU_ASSERT(log_clean(&d));
+}
+
+void lns_test_register(void)
+{
+    CU_pSuite s = CU_add_suite("depot_robust", NULL, NULL);
+    CU_add_test(s, "SIGKILL during STOREs, restart", test_sigkill_during_stores);
+    CU_add_test(s, "client gone or stalled mid-STORE", test_disconnect_mid_store);
+    CU_add_test(s, "1000 simultaneous connections", test_thousand_connections);
+    CU_add_test(s, "slowloris does not delay others", test_slowloris);
+    CU_add_test(s, "idle timeout", test_idle_timeout);
+    CU_add_test(s, "connection limit", test_connection_limit);
+}

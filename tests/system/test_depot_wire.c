@@ -1,0 +1,725 @@
+/* test_depot_wire.c -- a real ibp_depot, spoken to byte for byte.
+ *
+ * The exchanges are those of LoCI 1.3.1 (version 0, one connection per operation) and ACCRE
+ * 1.4 (version 1, keep-alive, pipelining) clients as ../shared/reference/ibp-protocol.md
+ * records them, and every answer is checked against docs/ibp-protocol.md: reply formats to
+ * the byte, every error code, what happens to the connection after it, expiry, STATUS and
+ * its password, the event log. */
+#include <CUnit/CUnit.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lns_test.h"
+#include "test_depot.h"
+
+#define PW "s3cret-pw"
+
+static test_depot_t D;
+
+typedef struct caps {
+    char cap[3][700];
+    char key[3][400];   /* "<rid>#<key>", as the 1.4 client sends it */
+    char bare[3][300];  /* "<key>" alone */
+    char tk[3][64];
+} caps_t;
+
+/* After td_stop: the depot's log has no sanitizer report (ASan, LSan, UBSan). */
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int log_clean(const test_depot_t *d)
+{
+    char line[4096];
+    int bad = 0;
+    FILE *f = fopen(d->log, "r");
+    if (!f)
+        return 1;
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, "Sanitizer") || strstr(line, "runtime error"))
+            bad++;
+    fclose(f);
+    if (bad)
+        fprintf(stderr, "\n  %s has %d sanitizer lines\n", d->log, bad);
+    return bad == 0;
+}
+
+static int suite_init(void)
+{
+    return td_start(&D, "--admin-password " PW);
+}
+
+static int suite_clean(void)
+{
+    td_stop(&D);
+    return 0;
+}
+
+static int conn(void)
+{
+    int fd = td_connect(&D);
+    CU_ASSERT_FATAL(fd >= 0);
+    return fd;
+}
+
+/* The reply code of a line, or -1000 if there is none. */
+static int code(const char *line)
+{
+    char *end;
+    long v = strtol(line, &end, 10);
+    return end == line ? -1000 : (int)v;
+}
+
+/* Send a line, read the reply line, return its code. */
+static int req(int fd, const char *line, char *reply, size_t size)
+{
+    char tmp[4096];
+    if (!reply) {
+        reply = tmp;
+        size = sizeof tmp;
+    }
+    if (raw_cmd(fd, line, reply, size) < 0)
+        return -1000;
+    return code(reply);
+}
+
+static int reqf(int fd, char *reply, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int reqf(int fd, char *reply, size_t size, const char *fmt, ...)
+{
+    char line[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    return req(fd, line, reply, size);
+}
+
+/* 1 if the peer closed the connection (EOF) within 2 s, with nothing more to read. */
+static int closed_by_peer(int fd)
+{
+    char c;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 2000) <= 0)
+        return 0;
+    return recv(fd, &c, 1, 0) == 0;
+}
+
+static int split_cap(const char *cap, caps_t *c, int k)
+{
+    char host[300], rid[64], key[300], tk[64], kind[16];
+    int port;
+    if (sscanf(cap, "ibp://%299[^:]:%d/%63[^#]#%299[^/]/%63[^/]/%15s", host, &port, rid, key, tk,
+               kind) != 6)
+        return -1;
+    snprintf(c->cap[k], sizeof c->cap[k], "%s", cap);
+    snprintf(c->key[k], sizeof c->key[k], "%s#%s", rid, key);
+    snprintf(c->bare[k], sizeof c->bare[k], "%s", key);
+    snprintf(c->tk[k], sizeof c->tk[k], "%s", tk);
+    return 0;
+}
+
+/* ALLOCATE on fd (version v) and split the reply; IBP code. */
+static int allocate(int fd, int v, int rel, long dur, long size, caps_t *c)
+{
+    char reply[4096], a[3][700];
+    int rc = v == 0 ? reqf(fd, reply, sizeof reply, "0 1 %d 1 %ld %ld 30\n", rel, dur, size)
+                    : reqf(fd, reply, sizeof reply, "1 1 0 %d 1 %ld %ld 30\n", rel, dur, size);
+    if (rc != 1)
+        return rc;
+    if (sscanf(reply, "1 %699s %699s %699s", a[0], a[1], a[2]) != 3)
+        return -1000;
+    for (int k = 0; k < 3; k++)
+        if (split_cap(a[k], c, k) < 0)
+            return -1001;
+    return 1;
+}
+
+static int new_alloc(caps_t *c, long size)
+{
+    int fd = conn();
+    int rc = allocate(fd, 1, 2, 3600, size, c);
+    close(fd);
+    CU_ASSERT_EQUAL(rc, 1);
+    return rc;
+}
+
+/* Two-phase STORE of n bytes; returns the final code (or the first error). */
+static int store(int fd, int v, const caps_t *c, const void *buf, size_t n)
+{
+    char reply[256];
+    int rc = reqf(fd, reply, sizeof reply, "%d 2 %s %s %zu 30\n", v, c->key[1], c->tk[1], n);
+    if (rc != 1)
+        return rc;
+    if (strcmp(reply, "1 ") != 0)
+        return -1002;
+    if (raw_send(fd, buf, n) < 0 || raw_readline(fd, reply, sizeof reply) < 0)
+        return -1000;
+    char want[64];
+    snprintf(want, sizeof want, "1 %zu", n);
+    return strcmp(reply, want) == 0 ? 1 : code(reply);
+}
+
+/* LOAD n bytes at off into buf; the code. */
+static int load(int fd, int v, const char *key, const char *tk, long off, size_t n, void *buf)
+{
+    char reply[256], want[64];
+    int rc = reqf(fd, reply, sizeof reply, "%d 8 %s %s %ld %zu 30\n", v, key, tk, off, n);
+    if (rc != 1)
+        return rc;
+    snprintf(want, sizeof want, "1 %zu", n);
+    if (strcmp(reply, want) != 0)
+        return -1003;
+    return raw_read(fd, buf, n) == 0 ? 1 : -1000;
+}
+
+static void test_allocate_formats(void)
+{
+    char reply[4096], prefix[64];
+    caps_t c;
+    int fd = conn();
+
+    snprintf(prefix, sizeof prefix, "1 ibp://127.0.0.1:%d/0#", D.port);
+    /* LoCI 1.3.1: version 0, no resource id */
+    CU_ASSERT_EQUAL(req(fd, "0 1 2 1 3600 1024 30\n", reply, sizeof reply), 1);
+    CU_ASSERT_NSTRING_EQUAL(reply, prefix, strlen(prefix));
+    CU_ASSERT_EQUAL(reply[strlen(reply) - 1], ' '); /* the space before the newline */
+    /* ACCRE 1.4: version 1 with resource 0 */
+    CU_ASSERT_EQUAL(req(fd, "1 1 0 1 1 60 4096 30\n", reply, sizeof reply), 1);
+    CU_ASSERT_NSTRING_EQUAL(reply, prefix, strlen(prefix));
+    CU_ASSERT_EQUAL(reply[strlen(reply) - 1], ' ');
+    char a[3][700];
+    CU_ASSERT_EQUAL(sscanf(reply, "1 %699s %699s %699s", a[0], a[1], a[2]), 3);
+    const char *kinds[3] = {"/READ", "/WRITE", "/MANAGE"};
+    for (int k = 0; k < 3; k++) {
+        CU_ASSERT_EQUAL(split_cap(a[k], &c, k), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(a[k], kinds[k]));
+        CU_ASSERT_EQUAL(strlen(c.bare[k]), 48);
+        CU_ASSERT(atol(c.tk[k]) >= 1 && atol(c.tk[k]) <= 2147483647L);
+    }
+    /* each capability has its own secret; the id part is shared */
+    CU_ASSERT(strcmp(c.bare[0], c.bare[1]) != 0 && strcmp(c.bare[1], c.bare[2]) != 0);
+    CU_ASSERT_NSTRING_EQUAL(c.bare[0], c.bare[1], 16);
+    close(fd);
+}
+
+static void test_store_load_v0_v1(void)
+{
+    char data[70000], back[70000], reply[256];
+    caps_t c;
+    lns_test_fill(data, sizeof data, 11);
+    CU_ASSERT_FATAL(new_alloc(&c, 100000) == 1);
+
+    /* LoCI: one connection per operation, two-phase STORE */
+    int fd = conn();
+    CU_ASSERT_EQUAL(store(fd, 0, &c, data, 1000), 1);
+    close(fd);
+    /* 1.4: pipelined STORE, the data right behind the header */
+    fd = conn();
+    char hdr[512];
+    int n = snprintf(hdr, sizeof hdr, "1 2 %s %s %d 30\n", c.key[1], c.tk[1], 69000);
+    CU_ASSERT_EQUAL(raw_send(fd, hdr, (size_t)n), 0);
+    CU_ASSERT_EQUAL(raw_send(fd, data + 1000, 69000), 0);
+    CU_ASSERT_EQUAL(raw_readline(fd, reply, sizeof reply), 2);
+    CU_ASSERT_STRING_EQUAL(reply, "1 ");
+    CU_ASSERT(raw_readline(fd, reply, sizeof reply) > 0);
+    CU_ASSERT_STRING_EQUAL(reply, "1 69000");
+    /* v1 LOAD on the same connection, v0 LOAD with the bare key on a new one */
+    CU_ASSERT_EQUAL(load(fd, 1, c.key[0], c.tk[0], 0, 70000, back), 1);
+    CU_ASSERT_EQUAL(memcmp(back, data, 70000), 0);
+    close(fd);
+    fd = conn();
+    CU_ASSERT_EQUAL(load(fd, 0, c.bare[0], c.tk[0], 500, 1000, back), 1);
+    CU_ASSERT_EQUAL(memcmp(back, data + 500, 1000), 0);
+    /* LOAD of nothing, and beyond the end */
+    CU_ASSERT_EQUAL(reqf(fd, reply, sizeof reply, "1 8 %s %s 70000 0 30\n", c.key[0], c.tk[0]), 1);
+    CU_ASSERT_STRING_EQUAL(reply, "1 0");
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 8 %s %s 69999 2 30\n", c.key[0], c.tk[0]), -30);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "0 8 %s %s 70001 0 30\n", c.key[0], c.tk[0]), -30);
+    /* still usable after those errors */
+    CU_ASSERT_EQUAL(load(fd, 1, c.key[0], c.tk[0], 69990, 10, back), 1);
+    CU_ASSERT_EQUAL(memcmp(back, data + 69990, 10), 0);
+    /* WRITE at an offset (version 1 only) */
+    n = snprintf(hdr, sizeof hdr, "1 13 %s %s 10 5 30\nHELLO", c.key[1], c.tk[1]);
+    CU_ASSERT_EQUAL(raw_send(fd, hdr, (size_t)n), 0);
+    CU_ASSERT(raw_readline(fd, reply, sizeof reply) > 0);
+    CU_ASSERT_STRING_EQUAL(reply, "1 ");
+    CU_ASSERT(raw_readline(fd, reply, sizeof reply) > 0);
+    CU_ASSERT_STRING_EQUAL(reply, "1 5");
+    CU_ASSERT_EQUAL(load(fd, 1, c.key[0], c.tk[0], 8, 9, back), 1);
+    CU_ASSERT_EQUAL(memcmp(back, data + 8, 2), 0);
+    CU_ASSERT_EQUAL(memcmp(back + 2, "HELLO", 5), 0);
+    /* STORE past max_size: -19 and the connection closes */
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 2 %s %s 30001 30\n", c.key[1], c.tk[1]), -19);
+    CU_ASSERT(closed_by_peer(fd));
+    close(fd);
+    /* zero-length STORE */
+    fd = conn();
+    CU_ASSERT_EQUAL(store(fd, 1, &c, "", 0), 1);
+    close(fd);
+}
+
+static void test_manage(void)
+{
+    char reply[512];
+    caps_t c;
+    CU_ASSERT_FATAL(new_alloc(&c, 5000) == 1);
+    int fd = conn();
+    CU_ASSERT_EQUAL(store(fd, 1, &c, "0123456789", 10), 1);
+
+    /* PROBE, version 0 and 1, with any capability */
+    CU_ASSERT_EQUAL(reqf(fd, reply, sizeof reply, "0 9 %s %s 40 3 0 0 0 30\n", c.key[2], c.tk[2]),
+                    1);
+    int rr, wr, rel, type;
+    unsigned long long cur, max;
+    long left;
+    CU_ASSERT_EQUAL(sscanf(reply, "1 %d %d %llu %llu %ld %d %d", &rr, &wr, &cur, &max, &left, &rel,
+                           &type), 7);
+    CU_ASSERT(rr == 1 && wr == 1 && cur == 10 && max == 5000 && rel == 2 && type == 1);
+    CU_ASSERT(left > 3590 && left <= 3600);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 40 1 0 0 0 30\n", c.key[0], c.tk[0]), 1);
+
+    /* INCR / DECR */
+    CU_ASSERT_EQUAL(reqf(fd, reply, sizeof reply, "0 9 %s %s 41 1 30\n", c.key[2], c.tk[2]), 1);
+    CU_ASSERT_STRING_EQUAL(reply, "1 ");
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 41 2 30\n", c.key[2], c.tk[2]), 1);
+    CU_ASSERT_EQUAL(reqf(fd, reply, sizeof reply, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2], c.tk[2]),
+                    1);
+    CU_ASSERT_NSTRING_EQUAL(reply, "1 2 2 10 5000 ", 14);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 42 2 30\n", c.key[2], c.tk[2]), 1);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 41 3 30\n", c.key[2], c.tk[2]), -30);
+    /* only the manage capability changes things */
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 41 1 30\n", c.key[0], c.tk[0]), -7);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 43 1 9000 0 0 30\n", c.key[1], c.tk[1]), -7);
+
+    /* CHNG: size, duration, reliability; all or nothing */
+    CU_ASSERT_EQUAL(reqf(fd, reply, sizeof reply, "0 9 %s %s 43 3 8000 100 1 30\n", c.key[2],
+                         c.tk[2]), 1);
+    CU_ASSERT_STRING_EQUAL(reply, "1 ");
+    CU_ASSERT_EQUAL(reqf(fd, reply, sizeof reply, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2], c.tk[2]),
+                    1);
+    CU_ASSERT_EQUAL(sscanf(reply, "1 %d %d %llu %llu %ld %d %d", &rr, &wr, &cur, &max, &left, &rel,
+                           &type), 7);
+    CU_ASSERT(max == 8000 && rel == 1 && left > 90 && left <= 100);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 43 3 5 0 0 30\n", c.key[2], c.tk[2]), -20);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 43 3 0 3601 0 30\n", c.key[2], c.tk[2]), -28);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 43 3 999999999999 0 0 30\n", c.key[2], c.tk[2]),
+                    -19);
+    CU_ASSERT_EQUAL(reqf(fd, reply, sizeof reply, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2], c.tk[2]),
+                    1);
+    CU_ASSERT_NSTRING_EQUAL(reply, "1 2 1 10 8000 ", 14);
+
+    /* TRUNCATE (version 1 only) */
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 45 4 30\n", c.key[2], c.tk[2]), 1);
+    char back[16];
+    CU_ASSERT_EQUAL(load(fd, 1, c.key[0], c.tk[0], 0, 4, back), 1);
+    CU_ASSERT_EQUAL(memcmp(back, "0123", 4), 0);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 45 8 30\n", c.key[2], c.tk[2]), 1);
+    CU_ASSERT_EQUAL(load(fd, 1, c.key[0], c.tk[0], 0, 8, back), 1);
+    CU_ASSERT_EQUAL(memcmp(back, "0123\0\0\0\0", 8), 0);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 45 8001 30\n", c.key[2], c.tk[2]), -19);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 44 3 0 0 0 30\n", c.key[2], c.tk[2]), -25);
+    close(fd);
+    fd = conn();
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "0 9 %s %s 45 8 30\n", c.key[2], c.tk[2]), -25);
+    close(fd);
+}
+
+static void test_decr_frees(void)
+{
+    char reply[512];
+    caps_t c;
+    int fd = conn();
+    CU_ASSERT_EQUAL_FATAL(allocate(fd, 1, 2, 600, 1 << 20, &c), 1);
+    CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", reply, sizeof reply), 1);
+    long long used0 = atoll(strstr(reply, "UT:") + 3);
+    CU_ASSERT_EQUAL(store(fd, 1, &c, "abc", 3), 1);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 42 1 30\n", c.key[2], c.tk[2]), 1);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2], c.tk[2]), -4);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 8 %s %s 0 3 30\n", c.key[0], c.tk[0]), -4);
+    CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", reply, sizeof reply), 1);
+    CU_ASSERT_EQUAL(atoll(strstr(reply, "UT:") + 3), used0 - (1 << 20));
+    close(fd);
+}
+
+static void test_status(void)
+{
+    char reply[1024], c;
+    int fd = conn();
+    /* version 0: no status code, MB figures, a NUL, then the depot closes */
+    CU_ASSERT(raw_cmd(fd, "0 4 1 x 30\n", reply, sizeof reply) > 0);
+    int hard, hard_used, soft, soft_used, maj, min;
+    long dur;
+    CU_ASSERT_EQUAL(sscanf(reply, "%d %d %d %d %ld %d %d", &hard, &hard_used, &soft, &soft_used,
+                           &dur, &maj, &min), 7);
+    CU_ASSERT(hard == 64 && soft == 64 && dur == 3600 && maj == 1 && min == 4);
+    CU_ASSERT_EQUAL(reply[strlen(reply) - 1], ' ');
+    CU_ASSERT_EQUAL(recv(fd, &c, 1, 0), 1);
+    CU_ASSERT_EQUAL(c, 0);
+    CU_ASSERT(closed_by_peer(fd));
+    close(fd);
+
+    /* version 1: KEY:value */
+    fd = conn();
+    CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", reply, sizeof reply), 1);
+    CU_ASSERT_NSTRING_EQUAL(reply, "1 VS:1.4 RID:0 RT:lns ST:67108864 UT:", 37);
+    CU_ASSERT_PTR_NOT_NULL(strstr(reply, " SS:67108864 SU:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(reply, " DR:3600 NA:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(reply, " VR:"));
+    CU_ASSERT_EQUAL(req(fd, "1 4 5 1 x 30\n", NULL, 0), -50);
+    CU_ASSERT_EQUAL(req(fd, "1 4 0 3 x 30\n", NULL, 0), -25);
+    close(fd);
+
+    /* CHANGE: wrong password refused, right one applied */
+    fd = conn();
+    CU_ASSERT_EQUAL(req(fd, "1 4 0 2 wrong 30\n100000000 0 7200\n", NULL, 0), -29);
+    CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", reply, sizeof reply), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(reply, "ST:67108864 "));
+    CU_ASSERT_EQUAL(req(fd, "1 4 0 2 " PW " 30\n100000000 0 7200\n", reply, sizeof reply), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(reply, "ST:100000000 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(reply, "DR:7200 "));
+    CU_ASSERT_EQUAL(req(fd, "1 4 0 2 " PW " 30\n1 0 0\n", NULL, 0), -20);
+    CU_ASSERT_EQUAL(req(fd, "0 4 2 " PW " 30\n64 64 3600\n", reply, sizeof reply), 1);
+    CU_ASSERT_STRING_EQUAL(reply, "1 ");
+    CU_ASSERT_EQUAL(req(fd, "0 4 2 " PW "x 30\n64 64 3600\n", NULL, 0), -29);
+    CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", reply, sizeof reply), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(reply, "ST:67108864 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(reply, "DR:3600 "));
+    close(fd);
+}
+
+static void test_keepalive(void)
+{
+    char data[4096], back[4096];
+    caps_t c;
+    int fd = conn(), ok = 0;
+    for (int i = 0; i < 100; i++) {
+        lns_test_fill(data, sizeof data, (uint64_t)i);
+        if (allocate(fd, i % 2, 1 + i % 2, 600, 4096, &c) == 1 && store(fd, 1, &c, data, 4096) == 1 &&
+            load(fd, i % 2, c.key[0], c.tk[0], 0, 4096, back) == 1 &&
+            memcmp(back, data, 4096) == 0 &&
+            reqf(fd, NULL, 0, "1 9 %s %s 42 1 30\n", c.key[2], c.tk[2]) == 1)
+            ok++;
+    }
+    CU_ASSERT_EQUAL(ok, 100);
+    close(fd);
+}
+
+static void test_wrong_caps(void)
+{
+    char reply[256], forged[400];
+    caps_t c;
+    CU_ASSERT_FATAL(new_alloc(&c, 1000) == 1);
+    int fd = conn();
+    CU_ASSERT_EQUAL(store(fd, 1, &c, "abcd", 4), 1);
+    /* read cap to STORE: -5, and the depot closes (data might follow) */
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 2 %s %s 4 30\n", c.key[0], c.tk[0]), -5);
+    CU_ASSERT(closed_by_peer(fd));
+    close(fd);
+    fd = conn();
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 8 %s %s 0 4 30\n", c.key[1], c.tk[1]), -6);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 8 %s %s 0 4 30\n", c.key[2], c.tk[2]), -6);
+    /* wrong type key, forged secret, unknown id, old-style key, wrong resource: all -4 */
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 8 %s %s 0 4 30\n", c.key[0], c.tk[1]), -4);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 8 %s 12345 0 4 30\n", c.key[0]), -4);
+    snprintf(forged, sizeof forged, "%s", c.key[0]);
+    char *last = forged + strlen(forged) - 1;
+    *last = *last == 'a' ? 'b' : 'a';
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 8 %s %s 0 4 30\n", forged, c.tk[0]), -4);
+    snprintf(forged, sizeof forged, "0#%s", c.bare[0]);
+    forged[2] = forged[2] == 'f' ? 'e' : 'f';
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 8 %s %s 0 4 30\n", forged, c.tk[0]), -4);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "0 8 IBP-1559871234987123 701197658 0 4 30\n"), -4);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 8 1#%s %s 0 4 30\n", c.bare[0], c.tk[0]), -4);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 40 3 0 0 0 30\n", forged, c.tk[2]), -4);
+    /* the genuine one still works on the same connection */
+    CU_ASSERT_EQUAL(load(fd, 1, c.key[0], c.tk[0], 0, 4, reply), 1);
+    close(fd);
+    /* a write capability with a wrong type key to STORE */
+    fd = conn();
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 2 %s %s 4 30\n", c.key[1], c.tk[0]), -4);
+    close(fd);
+}
+
+static void test_allocate_errors(void)
+{
+    int fd = conn();
+    CU_ASSERT_EQUAL(req(fd, "1 1 0 2 1 3600 209715200 30\n", NULL, 0), -19);
+    CU_ASSERT_EQUAL(req(fd, "1 1 0 1 1 3600 209715200 30\n", NULL, 0), -19);
+    CU_ASSERT_EQUAL(req(fd, "1 1 0 2 1 3601 1024 30\n", NULL, 0), -28);
+    CU_ASSERT_EQUAL(req(fd, "0 1 2 1 99999 1024 30\n", NULL, 0), -28);
+    CU_ASSERT_EQUAL(req(fd, "1 1 0 2 1 0 1024 30\n", NULL, 0), -33);
+    CU_ASSERT_EQUAL(req(fd, "1 1 0 2 1 -2 1024 30\n", NULL, 0), -33);
+    CU_ASSERT_EQUAL(req(fd, "1 1 0 2 1 60 0 30\n", NULL, 0), -36);
+    CU_ASSERT_EQUAL(req(fd, "1 1 0 2 1 60 -5 30\n", NULL, 0), -36);
+    CU_ASSERT_EQUAL(req(fd, "1 1 0 3 1 60 10 30\n", NULL, 0), -34);
+    CU_ASSERT_EQUAL(req(fd, "1 1 7 2 1 60 10 30\n", NULL, 0), -50);
+    CU_ASSERT_EQUAL(req(fd, "1 1 0 2 2 60 10 30\n", NULL, 0), -22);
+    CU_ASSERT_EQUAL(req(fd, "0 1 2 4 60 10 30\n", NULL, 0), -22);
+    /* the connection survived all of these */
+    caps_t c;
+    CU_ASSERT_EQUAL(allocate(fd, 1, 2, -1, 10, &c), 1);
+    close(fd);
+}
+
+/* Lines that must be answered with code and then a closed connection. */
+static void expect_close(const char *line, size_t n, int want)
+{
+    char reply[256];
+    int fd = conn();
+    if (raw_send(fd, line, n) < 0 || raw_readline(fd, reply, sizeof reply) < 0)
+        reply[0] = 0;
+    if (code(reply) != want)
+        fprintf(stderr, "\n  line '%.40s': want %d got '%s'\n", line, want, reply);
+    CU_ASSERT_EQUAL(code(reply), want);
+    CU_ASSERT(closed_by_peer(fd));
+    close(fd);
+}
+
+static void test_malformed(void)
+{
+    static const struct {
+        const char *line;
+        int want;
+    } cases[] = {
+        {"\n", -21},
+        {"   \n", -21},
+        {"1\n", -21},
+        {"1 1 0 2 1 3600\n", -21},
+        {"1 1 0 2 1 3600 1024 30 9\n", -21},
+        {"0 1 2 1 3600 1024\n", -21},
+        {"1 1 0 2 x 3600 1024 30\n", -21},
+        {"1 1 0 2 1 3600 1024 3O\n", -21},
+        {"1 1 0 2 1 +3600 1024 30\n", -21},
+        {"1 1 0 2 1 0x10 1024 30\n", -21},
+        {"1 1 0 2 1 3600 99999999999999999999 30\n", -21},
+        {"1 8 abc\n", -21},
+        {"1 2 k t\n", -21},
+        {"1 9 k t\n", -21},
+        {"1 4 0 1\n", -21},
+        {"1 x\n", -21},
+        {"2 1 0 2 1 3600 1024 30\n", -27},
+        {"-1 1 0 2 1 3600 1024 30\n", -27},
+        {"x\n", -27},
+        {"1 3 a b c\n", -25},
+        {"1 6 a b c\n", -25},
+        {"1 7 a b c\n", -25},
+        {"1 22 a b c\n", -25},
+        {"1 33 a b c\n", -25},
+        {"1 99 a\n", -25},
+        {"0 13 k t 0 1 30\n", -25},
+        {"1 -5 a\n", -25},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        expect_close(cases[i].line, strlen(cases[i].line), cases[i].want);
+    /* binary junk, NUL and control bytes, high bytes */
+    expect_close("\x01\x02\xff\xfe\n", 5, -21);
+    expect_close("1 1 0 2 1\0 3600 1024 30\n", 24, -21);
+    expect_close("1 1 0 2 1 3600 1024 30\t\n", 24, -21);
+    expect_close("1 8 k\xc3\xa9y 1 0 1 30\n", strlen("1 8 k\xc3\xa9y 1 0 1 30\n"), -21);
+    /* an overlong line: -21 and closed, without waiting for its end */
+    char *big = malloc(5000);
+    CU_ASSERT_FATAL(big != NULL);
+    memset(big, '1', 5000);
+    big[1] = ' ';
+    expect_close(big, 5000, -21);
+    big[4999] = '\n';
+    expect_close(big, 5000, -21);
+    free(big);
+    /* a line of exactly 4096 bytes (with its \n) is still read: bad fields, not too long */
+    char line[4096];
+    memset(line, ' ', sizeof line);
+    memcpy(line, "1 4 0 1 x 30", 12);
+    line[4095] = '\n';
+    int fd = conn();
+    CU_ASSERT_EQUAL(raw_send(fd, line, sizeof line), 0);
+    char reply[512];
+    CU_ASSERT(raw_readline(fd, reply, sizeof reply) > 0);
+    CU_ASSERT_NSTRING_EQUAL(reply, "1 VS:", 5);
+    close(fd);
+
+    /* range errors of well-formed numbers keep the connection */
+    fd = conn();
+    CU_ASSERT_EQUAL(req(fd, "1 8 0#0011 1 -1 1 30\n", NULL, 0), -30);
+    CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", NULL, 0), 1);
+    close(fd);
+    /* and the depot still serves everyone */
+    caps_t c;
+    CU_ASSERT_EQUAL(new_alloc(&c, 100), 1);
+}
+
+static void test_expiry(void)
+{
+    char reply[512];
+    caps_t c;
+    int fd = conn();
+    CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", reply, sizeof reply), 1);
+    long long used0 = atoll(strstr(reply, "UT:") + 3);
+    CU_ASSERT_EQUAL_FATAL(allocate(fd, 1, 2, 2, 3 << 20, &c), 1);
+    CU_ASSERT_EQUAL(store(fd, 1, &c, "tick", 4), 1);
+    CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", reply, sizeof reply), 1);
+    CU_ASSERT_EQUAL(atoll(strstr(reply, "UT:") + 3), used0 + (3 << 20));
+    usleep(3100 * 1000);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2], c.tk[2]), -4);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 8 %s %s 0 4 30\n", c.key[0], c.tk[0]), -4);
+    CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", reply, sizeof reply), 1);
+    CU_ASSERT_EQUAL(atoll(strstr(reply, "UT:") + 3), used0);
+    close(fd);
+}
+
+static void test_send(void)
+{
+    test_depot_t t;
+    char data[100000], back[100000], reply[256];
+    caps_t src, dst;
+    CU_ASSERT_FATAL(td_start(&t, NULL) == 0);
+    lns_test_fill(data, sizeof data, 5);
+    CU_ASSERT_FATAL(new_alloc(&src, sizeof data) == 1);
+    int fd = conn();
+    CU_ASSERT_EQUAL(store(fd, 1, &src, data, sizeof data), 1);
+    int tfd = td_connect(&t);
+    CU_ASSERT_FATAL(tfd >= 0);
+    CU_ASSERT_EQUAL(allocate(tfd, 1, 2, 600, 200000, &dst), 1);
+    /* version 1 field order, then version 0 order (target cap before the type key) */
+    CU_ASSERT_EQUAL(reqf(fd, reply, sizeof reply, "1 5 %s %s %s 0 60000 30 30 30\n", src.key[0],
+                         src.tk[0], dst.cap[1]), 1);
+    CU_ASSERT_STRING_EQUAL(reply, "1 60000");
+    CU_ASSERT_EQUAL(reqf(fd, reply, sizeof reply, "0 5 %s %s %s 60000 40000 30 30 30\n",
+                         src.key[0], dst.cap[1], src.tk[0]), 1);
+    CU_ASSERT_STRING_EQUAL(reply, "1 40000");
+    CU_ASSERT_EQUAL(load(tfd, 1, dst.key[0], dst.tk[0], 0, sizeof data, back), 1);
+    CU_ASSERT_EQUAL(memcmp(back, data, sizeof data), 0);
+    /* errors: beyond the end, a write cap as source, a target cap that is not a write cap or
+     * not a capability, the target's own error, no target */
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 5 %s %s %s 99999 2 30 30 30\n", src.key[0], src.tk[0],
+                         dst.cap[1]), -30);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 5 %s %s %s 0 2 30 30 30\n", src.key[1], src.tk[1],
+                         dst.cap[1]), -6);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 5 %s %s %s 0 2 30 30 30\n", src.key[0], src.tk[0],
+                         dst.cap[0]), -8);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 5 %s %s ibp://nowhere/x 0 2 30 30 30\n", src.key[0],
+                         src.tk[0]), -11);
+    caps_t tiny;
+    CU_ASSERT_EQUAL(allocate(tfd, 1, 2, 600, 10, &tiny), 1);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 5 %s %s %s 0 100 30 30 30\n", src.key[0], src.tk[0],
+                         tiny.cap[1]), -19);
+    int port = t.port;
+    td_stop(&t);
+    CU_ASSERT(log_clean(&t));
+    char gone[800];
+    snprintf(gone, sizeof gone, "ibp://127.0.0.1:%d/0#%s/%s/WRITE", port, dst.bare[1], dst.tk[1]);
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 5 %s %s %s 0 2 30 30 5\n", src.key[0], src.tk[0], gone),
+                    -13);
+    close(fd);
+    close(tfd);
+}
+
+static void test_event_log(void)
+{
+    test_depot_t t;
+    caps_t c;
+    char line[8192];
+    CU_ASSERT_FATAL(td_start(&t, NULL) == 0);
+    int fd = td_connect(&t);
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_EQUAL(allocate(fd, 1, 2, 600, 100, &c), 1);                     /* 1 */
+    CU_ASSERT_EQUAL(store(fd, 1, &c, "12345", 5), 1);                         /* 2 */
+    CU_ASSERT_EQUAL(load(fd, 1, c.key[0], c.tk[0], 0, 5, line), 1);           /* 3 */
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 8 %s %s 0 9 30\n", c.key[0], c.tk[0]), -30); /* 4 */
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2], c.tk[2]), 1); /* 5 */
+    CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", NULL, 0), 1);                   /* 6 */
+    CU_ASSERT_EQUAL(req(fd, "1 99\n", NULL, 0), -25);                         /* 7 */
+    close(fd);
+    td_stop(&t);
+    CU_ASSERT(log_clean(&t));
+    CU_ASSERT_EQUAL(td_count_events(&t, "IBP_REQ 127.0.0.1 "), 7);
+    CU_ASSERT_EQUAL(td_count_events(&t, " cmd=STORE "), 1);
+    CU_ASSERT_EQUAL(td_count_events(&t, " result=-30"), 1);
+    CU_ASSERT_EQUAL(td_count_events(&t, " cmd=LOAD "), 2);
+    CU_ASSERT_EQUAL(td_count_events(&t, " bytes=5 "), 2);
+    char id[17];
+    snprintf(id, sizeof id, "%.16s", c.bare[0]);
+    CU_ASSERT_EQUAL(td_count_events(&t, id), 5);
+    for (int k = 0; k < 3; k++) {
+        CU_ASSERT_EQUAL(td_count_events(&t, c.bare[k] + 16), 0); /* no secret */
+        CU_ASSERT_EQUAL(td_count_events(&t, c.bare[k]), 0);
+    }
+    /* the same for the diagnostic log */
+    FILE *f = fopen(t.log, "r");
+    int leaks = 0;
+    while (f && fgets(line, sizeof line, f))
+        for (int k = 0; k < 3; k++)
+            leaks += strstr(line, c.bare[k] + 16) != NULL;
+    if (f)
+        fclose(f);
+    CU_ASSERT_EQUAL(leaks, 0);
+    /* a fixed format: EVENT host sec.nsec key=value... */
+    f = fopen(t.events, "r");
+    CU_ASSERT_FATAL(f != NULL);
+    int good = 0;
+    while (fgets(line, sizeof line, f)) {
+        long long sec;
+        long nsec;
+        char host[64];
+        if (sscanf(line, "IBP_REQ %63s %lld.%9ld client=127.0.0.1:", host, &sec, &nsec) == 3 &&
+            strstr(line, " dur_us=") && strstr(line, " off=") && strstr(line, " len="))
+            good++;
+    }
+    fclose(f);
+    CU_ASSERT_EQUAL(good, 7);
+}
+
+static void test_event_sampling(void)
+{
+    test_depot_t t;
+    CU_ASSERT_FATAL(td_start(&t, "--event-sample 10") == 0);
+    int fd = td_connect(&t);
+    CU_ASSERT_FATAL(fd >= 0);
+    for (int i = 0; i < 100; i++)
+        CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", NULL, 0), 1);
+    close(fd);
+    td_stop(&t);
+    CU_ASSERT(log_clean(&t));
+    CU_ASSERT_EQUAL(td_count_events(&t, "IBP_REQ"), 10);
+}
+
+/* Last: SIGTERM ends the shared depot within the drain time and nothing was reported. */
+static void test_shutdown_clean(void)
+{
+    int64_t t0 = now_ms();
+    int fd = conn(); /* an idle connection must not hold the shutdown up */
+    td_stop(&D);
+    CU_ASSERT(now_ms() - t0 < 3000);
+    CU_ASSERT(log_clean(&D));
+    close(fd);
+}
+
+void lns_test_register(void)
+{
+    CU_pSuite s = CU_add_suite("depot_wire", suite_init, suite_clean);
+    CU_add_test(s, "ALLOCATE v0/v1 reply format", test_allocate_formats);
+    CU_add_test(s, "STORE two-phase and pipelined, LOAD v0/v1, WRITE", test_store_load_v0_v1);
+    CU_add_test(s, "MANAGE PROBE/INCR/DECR/CHNG/TRUNCATE", test_manage);
+    CU_add_test(s, "DECR of the read count frees", test_decr_frees);
+    CU_add_test(s, "STATUS v0/v1 and CHANGE", test_status);
+    CU_add_test(s, "keep-alive", test_keepalive);
+    CU_add_test(s, "wrong capability kinds and forged keys", test_wrong_caps);
+    CU_add_test(s, "ALLOCATE errors", test_allocate_errors);
+    CU_add_test(s, "malformed lines", test_malformed);
+    CU_add_test(s, "expiry", test_expiry);
+    CU_add_test(s, "SEND (third-party copy)", test_send);
+    CU_add_test(s, "event log", test_event_log);
+    CU_add_test(s, "event sampling", test_event_sampling);
+    CU_add_test(s, "shutdown on SIGTERM, clean log", test_shutdown_clean);
+}
