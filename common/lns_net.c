@@ -304,6 +304,10 @@ int lns_rbuf_readline(lns_rbuf_t *rb, char **line, size_t *len, size_t max, int 
         if (nl) {
             *line = rb->buf + rb->start;
             *len = (size_t)(nl - *line);
+            if (*len + 1 > max) { /* one read brought the line and more: still too long */
+                errno = EMSGSIZE;
+                return -1;
+            }
             rb->start += *len + 1;
             if (rb->start == rb->end)
                 rb->start = rb->end = 0;
@@ -331,6 +335,21 @@ int lns_rbuf_readline(lns_rbuf_t *rb, char **line, size_t *len, size_t max, int 
         }
         rb->end += (size_t)r;
     }
+}
+
+size_t lns_rbuf_peek(const lns_rbuf_t *rb, const char **data)
+{
+    *data = rb->buf + rb->start;
+    return rb->end - rb->start;
+}
+
+void lns_rbuf_consume(lns_rbuf_t *rb, size_t n)
+{
+    if (n > rb->end - rb->start)
+        n = rb->end - rb->start;
+    rb->start += n;
+    if (rb->start == rb->end)
+        rb->start = rb->end = 0;
 }
 
 size_t lns_rbuf_take(lns_rbuf_t *rb, void *dst, size_t n)

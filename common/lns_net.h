@@ -61,6 +61,10 @@ int lns_rbuf_readline(lns_rbuf_t *rb, char **line, size_t *len, size_t max, int 
                       int idle_ms, int64_t deadline_ms);
 /* Read exactly n bytes, buffered ones first. 0 ok, -1 error. */
 int lns_rbuf_read(lns_rbuf_t *rb, void *dst, size_t n, int idle_ms, int64_t deadline_ms);
+/* The buffered bytes, without copying: *data points at them; returns how many.  Pair with
+ * lns_rbuf_consume() once they have been used (e.g. written to a file). */
+size_t lns_rbuf_peek(const lns_rbuf_t *rb, const char **data);
+void lns_rbuf_consume(lns_rbuf_t *rb, size_t n);
 /* Take up to n buffered bytes without touching the socket; returns how many. */
 size_t lns_rbuf_take(lns_rbuf_t *rb, void *dst, size_t n);
 

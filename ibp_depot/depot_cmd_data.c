@@ -42,14 +42,13 @@ static int recv_to_file(depot_conn_t *c, int fd, uint64_t off, uint64_t len, int
     uint64_t done = 0;
 
     /* Bytes that arrived with the request line: write them straight from the read buffer. */
-    size_t have = lns_rbuf_pending(rb);
+    const char *early;
+    size_t have = lns_rbuf_peek(rb, &early);
     if (have > 0) {
         size_t n = have < len ? have : (size_t)len;
-        if (pwrite_full(fd, rb->buf + rb->start, n, off) < 0)
+        if (pwrite_full(fd, early, n, off) < 0)
             return IBP_E_FILE_WRITE;
-        rb->start += n;
-        if (rb->start == rb->end)
-            rb->start = rb->end = 0;
+        lns_rbuf_consume(rb, n);
         done = n;
     }
     if (done < len) {
