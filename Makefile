@@ -4,7 +4,7 @@
 #   make SAN=1            AddressSanitizer + UBSan build in build/asan
 #   make test             install missing packages, build both, run every suite in both
 #   make demo             start a local depot and drive it with ibp_tool
-#   make fuzz             libFuzzer on the request parser (FUZZ_SECONDS, default 600)
+#   make fuzz             libFuzzer on the request and exNode parsers (FUZZ_SECONDS each, default 600)
 #   make bench-depot      depot benchmarks against nginx and socat (docs/PERFORMANCE.md)
 #   make install          PREFIX=/usr/local DESTDIR=
 #

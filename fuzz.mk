@@ -1,24 +1,45 @@
 # fuzz.mk -- libFuzzer targets (make fuzz; not part of make test).
 #   make fuzz FUZZ_SECONDS=600
-# Each target is built with clang, -fsanitize=fuzzer,address,undefined, and run for
-# FUZZ_SECONDS from the seed corpus in tests/fuzz/corpus_<name> (copied, so the committed seeds
-# stay small).  Crashes land in build/fuzz/ and fail the run.
+# Targets: fuzz_req (IBP request-line parser), fuzz_xnd (exNode XML parser + writer round trip).
+# Each target is built with clang, -fsanitize=fuzzer,address,undefined, and run in turn for
+# FUZZ_SECONDS each (so make fuzz takes twice FUZZ_SECONDS) from the seed corpus in
+# tests/fuzz/corpus_<name> (copied, so the committed seeds stay small).  Crashes land in
+# build/fuzz/ and fail the run.
 
+# pipefail: the fuzzer's exit status, not tail's, decides whether make fails.
+SHELL = /bin/bash
+.SHELLFLAGS = -o pipefail -c
 CLANG ?= clang
 FUZZ_SECONDS ?= 600
 FB = build/fuzz
 FFLAGS = -g -O1 -std=c11 -D_GNU_SOURCE -Icommon -Iibp_depot \
          -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 
-.PHONY: all run
+XML2_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
+XND_SRC = $(filter-out exnode/xnd_fuzz.c,$(wildcard exnode/xnd_*.c))
+
+.PHONY: all run run_req run_xnd
 all: run
 
 $(FB)/fuzz_req: ibp_depot/ibp_fuzz.c ibp_depot/ibp_proto.c ibp_depot/ibp_proto.h
 	@mkdir -p $(FB)
 	$(CLANG) $(FFLAGS) -o $@ ibp_depot/ibp_fuzz.c ibp_depot/ibp_proto.c
 
-run: $(FB)/fuzz_req
+$(FB)/fuzz_xnd: exnode/xnd_fuzz.c $(XND_SRC) exnode/xnd.h exnode/xnd_internal.h ibp_depot/ibp_cap.c
+	@mkdir -p $(FB)
+	$(CLANG) $(FFLAGS) -Iexnode $(XML2_CFLAGS) -o $@ exnode/xnd_fuzz.c $(XND_SRC) \
+	    ibp_depot/ibp_cap.c -lxml2
+
+run: run_req run_xnd
+
+run_req: $(FB)/fuzz_req
 	@mkdir -p $(FB)/corpus_req
 	cp -n tests/fuzz/corpus_req/* $(FB)/corpus_req/ 2>/dev/null || true
 	cd $(FB) && ./fuzz_req -max_total_time=$(FUZZ_SECONDS) -max_len=4200 \
 	    -print_final_stats=1 corpus_req 2>&1 | tee fuzz_req.log | tail -25
+
+run_xnd: $(FB)/fuzz_xnd
+	@mkdir -p $(FB)/corpus_xnd
+	cp -n tests/fuzz/corpus_xnd/* $(FB)/corpus_xnd/ 2>/dev/null || true
+	cd $(FB) && ./fuzz_xnd -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \
+	    -rss_limit_mb=2048 -print_final_stats=1 corpus_xnd 2>&1 | tee fuzz_xnd.log | tail -25

@@ -1,0 +1,185 @@
+/* xnd_file.c -- exNode files: read with a size limit, write atomically.
+ *
+ * A write goes to a temporary file in the target's directory, is fsync'ed, renamed over the
+ * target and the directory fsync'ed: a crash leaves either the old exNode or the new one,
+ * never half of one, and the temporary name (".<name>.XXXXXX") is never the target's.
+ * "-" is stdin for reading and stdout for writing.
+ */
+#include "xnd_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int read_all(int fd, size_t max, char **out, size_t *len)
+{
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    if (!buf)
+        return XND_E_NOMEM;
+    for (;;) {
+        ssize_t r;
+        if (n == cap) {
+            char *nb;
+            if (cap > max) {
+                free(buf);
+                return XND_E_LIMIT;
+            }
+            if (!(nb = realloc(buf, cap * 2))) {
+                free(buf);
+                return XND_E_NOMEM;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            free(buf);
+            return XND_E_IO;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    if (n > max) {
+        free(buf);
+        return XND_E_LIMIT;
+    }
+    *out = buf;
+    *len = n;
+    return XND_OK;
+}
+
+int xnd_read_file_opts(const char *path, const xnd_opts_t *opts, xnd_t **out, char *err,
+                       size_t errlen)
+{
+    size_t max = opts && opts->max_size ? opts->max_size : XND_DEFAULT_MAX_SIZE;
+    char *buf = NULL, msg[256];
+    size_t len = 0;
+    int fd, rc, saved;
+
+    if (out)
+        *out = NULL;
+    if (!path || !out)
+        return xnd_seterr(err, errlen, XND_E_INVAL, 0, "no path");
+    fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return xnd_seterr(err, errlen, XND_E_IO, 0, "%s: %s", path, strerror(errno));
+    rc = read_all(fd, max, &buf, &len);
+    saved = errno;
+    if (fd != STDIN_FILENO)
+        close(fd);
+    if (rc == XND_E_IO)
+        return xnd_seterr(err, errlen, rc, 0, "%s: %s", path, strerror(saved));
+    if (rc == XND_E_LIMIT)
+        return xnd_seterr(err, errlen, rc, 0, "%s: larger than the limit of %zu bytes", path,
+                          max);
+    if (rc != XND_OK)
+        return xnd_seterr(err, errlen, rc, 0, "%s: out of memory", path);
+    rc = xnd_parse_buf_opts(buf, len, opts, out, msg, sizeof msg);
+    free(buf);
+    if (rc != XND_OK)
+        return xnd_seterr(err, errlen, rc, 0, "%s: %s", path, msg);
+    return XND_OK;
+}
+
+int xnd_read_file(const char *path, xnd_t **out, char *err, size_t errlen)
+{
+    return xnd_read_file_opts(path, NULL, out, err, errlen);
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int xnd_write_file(const xnd_t *x, const char *path, char *err, size_t errlen)
+{
+    char *text = NULL, dir[PATH_MAX], base[PATH_MAX], tmp[PATH_MAX * 2 + 16];
+    char dirbuf[PATH_MAX];
+    size_t len;
+    struct stat st;
+    int fd = -1, dfd, rc;
+    const char *step;
+
+    if (!path || !*path)
+        return xnd_seterr(err, errlen, XND_E_INVAL, 0, "no path");
+    if ((rc = xnd_serialize(x, &text, &len, err, errlen)) != XND_OK)
+        return rc;
+    if (strcmp(path, "-") == 0) {
+        rc = write_all(STDOUT_FILENO, text, len);
+        free(text);
+        if (rc < 0)
+            return xnd_seterr(err, errlen, XND_E_IO, 0, "stdout: %s", strerror(errno));
+        return XND_OK;
+    }
+    if (strlen(path) >= PATH_MAX) {
+        free(text);
+        return xnd_seterr(err, errlen, XND_E_INVAL, 0, "path too long");
+    }
+    strcpy(dir, path);
+    strcpy(base, path);
+    /* dirname() may return a static "." or cut dir in place: keep a copy */
+    snprintf(dirbuf, sizeof dirbuf, "%s", dirname(dir));
+    snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dirbuf, basename(base));
+
+    step = "create temporary file";
+    if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0)
+        goto fail_notmp;
+    /* mkostemp made it 0600; a replaced exNode keeps its mode. */
+    step = "set mode";
+    if (stat(path, &st) == 0 && fchmod(fd, st.st_mode & 07777) < 0)
+        goto fail;
+    step = "write";
+    if (write_all(fd, text, len) < 0)
+        goto fail;
+    step = "fsync";
+    if (fsync(fd) < 0)
+        goto fail;
+    step = "close";
+    rc = close(fd);
+    fd = -1;
+    if (rc < 0)
+        goto fail;
+    step = "rename";
+    if (rename(tmp, path) < 0)
+        goto fail;
+    free(text);
+    /* The rename is durable only once the directory is. */
+    if ((dfd = open(dirbuf, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+        rc = fsync(dfd);
+        close(dfd);
+        if (rc < 0 && errno != EINVAL)
+            return xnd_seterr(err, errlen, XND_E_IO, 0, "%s: fsync of directory: %s", path,
+                              strerror(errno));
+    }
+    return XND_OK;
+fail: {
+    int e = errno;
+    if (fd >= 0)
+        close(fd);
+    unlink(tmp);
+    errno = e;
+}
+fail_notmp:
+    rc = errno;
+    free(text);
+    return xnd_seterr(err, errlen, XND_E_IO, 0, "%s: %s: %s", path, step, strerror(rc));
+}

@@ -1,0 +1,51 @@
+/* xnd_internal.h -- what the files of libexnode share and nobody else sees.
+ *
+ * xnd_raw_t keeps an element we do not interpret (another namespace, or an exnode element we
+ * do not know) as a small tree of qualified names, attributes and text, so that it can be
+ * written back as it came.  xnd_buf_t is the growable output buffer of the serializer.
+ */
+#ifndef LNS_XND_INTERNAL_H
+#define LNS_XND_INTERNAL_H
+
+#include "xnd.h"
+
+#include <stdarg.h>
+
+typedef struct xnd_raw {
+    struct xnd_raw *next;
+    char *name;   /* qualified name as written; NULL for a text node */
+    char *text;   /* text node: the characters */
+    char **attrs; /* name, value, name, value ... (namespace declarations included) */
+    size_t nattrs;
+    struct xnd_raw *kids;
+} xnd_raw_t;
+
+void xnd_raw_free(xnd_raw_t *r); /* the whole sibling chain */
+xnd_raw_t *xnd_raw_copy(const xnd_raw_t *r); /* the whole sibling chain; NULL on OOM */
+
+typedef struct xnd_buf {
+    char *data;
+    size_t len, cap;
+    int oom;
+} xnd_buf_t;
+
+void xnd_buf_put(xnd_buf_t *b, const char *s, size_t n);
+void xnd_buf_puts(xnd_buf_t *b, const char *s);
+
+/* Format "line N: " (if line > 0) and the message into err; returns code. */
+int xnd_seterr(char *err, size_t errlen, int code, int line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* Strict numbers: optional '-', decimal digits, within int64; surrounding XML whitespace
+ * allowed.  0 or -1. */
+int xnd_parse_int(const char *s, int64_t *out);
+int xnd_parse_double(const char *s, double *out);
+/* Parse text as type; XND_OK or XND_E_NUMBER. */
+int xnd_meta_parse_value(xnd_meta_t *m);
+/* Append an entry with name/type (text empty); returns it or NULL. */
+xnd_meta_t *xnd_meta_append(xnd_meta_list_t *l, const char *name, xnd_type type);
+void xnd_meta_free_entry(xnd_meta_t *m);
+const char *xnd_type_name(xnd_type t);
+xnd_func_t *xnd_func_copy(const xnd_func_t *f);
+
+#endif
