@@ -15,24 +15,26 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-start_depot() { # name -> prints port
+start_depot() { # name: starts it in the background; its port is then in $WORK/name/port
     mkdir -p "$WORK/$1"
     "$BIN/ibp_depot" --listen 127.0.0.1 --port 0 --port-file "$WORK/$1/port" \
         --public-host 127.0.0.1 --resource "$WORK/$1/res,hard=256M,soft=256M,max-duration=1d" \
-        --log-file "$WORK/$1/depot.log" --event-log "$WORK/$1/events.log" &
+        --log-file "$WORK/$1/depot.log" --event-log "$WORK/$1/events.log" \
+        >"$WORK/$1/stdout" 2>&1 </dev/null &
     PIDS="$PIDS $!"
     i=0
     while [ ! -s "$WORK/$1/port" ]; do
         i=$((i + 1)); [ $i -gt 500 ] && { echo "demo: depot $1 did not start" >&2; exit 1; }
         sleep 0.02
     done
-    cat "$WORK/$1/port"
 }
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
-A=$(start_depot depotA)
-B=$(start_depot depotB)
+start_depot depotA
+start_depot depotB
+A=$(cat "$WORK/depotA/port")
+B=$(cat "$WORK/depotB/port")
 say "two depots listening on 127.0.0.1:$A and 127.0.0.1:$B"
 
 head -c 3000000 /dev/urandom > "$WORK/file"
