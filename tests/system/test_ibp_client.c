@@ -502,6 +502,17 @@ static void do_errors(int v)
     CU_ASSERT_EQUAL(done, 0);
     CU_ASSERT_EQUAL(ibp_store(c, caps.write, buf, 90, &done), IBP_OK);
     CU_ASSERT_EQUAL(done, 90);
+    /* A refused STORE whose 64 KiB were sent behind the request line (pipelined) still
+     * gets the depot's own error, not a reset, ten times over; and the allocation is intact. */
+    {
+        char *big = calloc(1, 64 * 1024);
+        for (int i = 0; i < 10; i++)
+            CU_ASSERT_EQUAL(ibp_store(c, caps.write, big, 64 * 1024, NULL),
+                            IBP_E_WOULD_EXCEED_LIMIT);
+        free(big);
+        CU_ASSERT_EQUAL(ibp_load(c, caps.read, 0, 10, buf), IBP_OK);
+        CU_ASSERT(memcmp(buf, "0123456789", 10) == 0);
+    }
     /* capacity of the depot (64M hard) */
     CU_ASSERT_EQUAL(alloc(c, &dA, 65 * MiB, 600, IBP_HARD, &caps), IBP_E_WOULD_EXCEED_LIMIT);
     /* attributes out of range */
