@@ -5,7 +5,7 @@ set -eu
 
 PKGS="build-essential pkg-config libssl-dev libsqlite3-dev libcunit1-dev libxml2-dev
 clang libclang-rt-14-dev
-curl socat nginx-light procps"
+curl socat nginx-light procps groff-base"
 
 missing=""
 for p in $PKGS; do
