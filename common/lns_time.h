@@ -12,7 +12,7 @@ int64_t lns_mono_ms(void);
 int64_t lns_now_s(void);
 /* Real time split into seconds and nanoseconds (for NetLogger time stamps). */
 void lns_now_split(int64_t *sec, long *nsec);
-/* A deadline timeout_ms from now on the monotonic clock; timeout_ms < 0 means "never" (INT64_MAX). */
+/* A deadline timeout_ms from now on the monotonic clock; timeout_ms < 0: never (INT64_MAX). */
 int64_t lns_deadline_ms(int timeout_ms);
 /* Milliseconds left until deadline (0 if passed; INT32_MAX-ish for "never"), for poll(). */
 int lns_ms_left(int64_t deadline_ms);

@@ -6,6 +6,7 @@
  * "-" is stdin for reading and stdout for writing.
  */
 #include "xnd_internal.h"
+#include "lns_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -96,20 +97,6 @@ int xnd_read_file(const char *path, xnd_t **out, char *err, size_t errlen)
     return xnd_read_file_opts(path, NULL, out, err, errlen);
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 int xnd_write_file(const xnd_t *x, const char *path, char *err, size_t errlen)
 {
     char *text = NULL, dir[PATH_MAX], base[PATH_MAX], tmp[PATH_MAX * 2 + 16];
@@ -124,7 +111,7 @@ int xnd_write_file(const xnd_t *x, const char *path, char *err, size_t errlen)
     if ((rc = xnd_serialize(x, &text, &len, err, errlen)) != XND_OK)
         return rc;
     if (strcmp(path, "-") == 0) {
-        rc = write_all(STDOUT_FILENO, text, len);
+        rc = lns_fd_write_all(STDOUT_FILENO, text, len, -1);
         free(text);
         if (rc < 0)
             return xnd_seterr(err, errlen, XND_E_IO, 0, "stdout: %s", strerror(errno));
@@ -148,7 +135,7 @@ int xnd_write_file(const xnd_t *x, const char *path, char *err, size_t errlen)
     if (stat(path, &st) == 0 && fchmod(fd, st.st_mode & 07777) < 0)
         goto fail;
     step = "write";
-    if (write_all(fd, text, len) < 0)
+    if (lns_fd_write_all(fd, text, len, -1) < 0)
         goto fail;
     step = "fsync";
     if (fsync(fd) < 0)

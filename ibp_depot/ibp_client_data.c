@@ -4,8 +4,9 @@
  * then no byte is sent), the data, the depot's "1 <n>".  Waiting for the go-ahead costs one
  * round trip but means a refused request never leaves megabytes in flight on a connection
  * the depot is closing.  Up to 64 KiB from memory is the exception: it is sent with the
- * request line at once, since a refusal then costs no more than the round trip saved.  The data leaves from the caller's buffer as is (buffer), through
- * one bounce buffer (fd), or straight from the page cache with sendfile(2) (file).
+ * request line at once, since a refusal then costs no more than the round trip saved.
+ * The data leaves from the caller's buffer as is (buffer), through one bounce buffer (fd),
+ * or straight from the page cache with sendfile(2) (file).
  *
  * LOAD reads "1 <n>" and then n bytes: into the caller's buffer with no copy beyond the
  * few bytes that arrived with the reply line, or through a bounce buffer to an fd.  If
@@ -13,12 +14,12 @@
  * carry bytes of this exchange.
  */
 #include "ibp_client_int.h"
+#include "lns_io.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -31,49 +32,6 @@ typedef struct data_src {
     int fd;
     uint64_t file_offset;
 } data_src_t;
-
-/* Wait for fd (any kind: file, pipe, socket, blocking or not) to be ready. */
-static int fd_wait(int fd, short events, int ms)
-{
-    struct pollfd p = {.fd = fd, .events = events};
-    int rc;
-    do {
-        rc = poll(&p, 1, ms);
-    } while (rc < 0 && errno == EINTR);
-    if (rc == 0)
-        errno = ETIMEDOUT;
-    return rc > 0 ? 0 : -1;
-}
-
-static ssize_t fd_read_some(int fd, void *buf, size_t n, int ms)
-{
-    for (;;) {
-        ssize_t r = read(fd, buf, n);
-        if (r >= 0)
-            return r;
-        if (errno == EINTR)
-            continue;
-        if ((errno != EAGAIN && errno != EWOULDBLOCK) || fd_wait(fd, POLLIN, ms) < 0)
-            return -1;
-    }
-}
-
-static int fd_write_all(int fd, const char *p, size_t n, int ms)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w > 0) {
-            p += w;
-            n -= (size_t)w;
-            continue;
-        }
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) || fd_wait(fd, POLLOUT, ms) < 0)
-            return -1;
-    }
-    return 0;
-}
 
 /* Send len bytes of src on the socket.  IBP_OK or an error. */
 static int send_data(ibp_client_t *c, ibp_conn_t *conn, const data_src_t *src, uint64_t len)
@@ -119,7 +77,7 @@ static int send_data(ibp_client_t *c, ibp_conn_t *conn, const data_src_t *src, u
         return IBP_E_ALLOC_FAILED;
     while (len > 0 && rc == IBP_OK) {
         size_t want = len < cap ? (size_t)len : cap;
-        ssize_t r = fd_read_some(src->fd, chunk, want, io);
+        ssize_t r = lns_fd_read_some(src->fd, chunk, want, io);
         if (r <= 0) {
             rc = IBP_E_FILE_READ; /* an early EOF too: we promised len bytes */
             break;
@@ -330,7 +288,7 @@ int ibp_load_fd(ibp_client_t *c, const char *rcap, uint64_t offset, uint64_t len
             }
             got = (size_t)r;
         }
-        if (fd_write_all(fd, chunk, got, c->o.io_timeout_ms) < 0) {
+        if (lns_fd_write_all(fd, chunk, got, c->o.io_timeout_ms) < 0) {
             rc = IBP_E_FILE_WRITE;
             break;
         }
