@@ -2,8 +2,9 @@
  * connections and command handlers.  Not installed; libdepot.a and the tests use it.
  *
  * Data flows  socket -> depot_server (one thread per connection) -> depot_cmd_* (one
- * handler per command) -> depot_store (index, space, data files) -> depot_meta (SQLite, one
- * writer thread per resource).
+ * handler per command) -> depot_store (index, space, expiry) and depot_data (where the
+ * bytes are: a slot of a depot_slab file for up to 64 KiB, else an own file; the writes) ->
+ * depot_meta (SQLite, one writer thread per resource).
  *
  * Locking order, outermost first, never the other way round:
  *     alloc->op_mu  (serializes STORE/WRITE/TRUNCATE/CHNG of one allocation)
@@ -17,6 +18,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -118,7 +120,7 @@ int depot_key_match(const uint8_t digests[3][DEPOT_DIGEST_LEN], const uint32_t t
 /* The admin password check: 1 if given equals configured (never when none is configured). */
 int depot_password_ok(const char *configured, const char *given);
 
-/* ---- storage (depot_store.c) ------------------------------------------------------------ */
+/* ---- storage: allocations and the index (depot_store.c) ---------------------------------- */
 
 typedef struct depot_store depot_store_t;
 typedef struct depot_resource depot_resource_t;
@@ -137,15 +139,17 @@ typedef struct depot_row {
     int64_t expires;  /* epoch seconds; expired when now >= expires */
     int read_refs;
     int write_refs;
+    uint32_t slab;    /* slot size of the slab file that holds the bytes; 0 = own file */
+    int64_t slot;     /* slot index in that slab file; -1 = own file */
 } depot_row_t;
 
 typedef struct depot_meta_op {
     struct depot_meta_op *next;
     int del;                  /* 0: write row, 1: delete row id */
     depot_row_t row;
-    depot_alloc_t *unref;     /* del: the writer releases it once committed (the file goes
+    depot_alloc_t *unref;     /* del: the writer releases it once committed (the data goes
                                  when the last reference does) */
-    int done;
+    sem_t done;               /* posted by the writer once the op is committed (or failed) */
     int rc;                   /* 0 committed, -1 failed */
 } depot_meta_op_t;
 
@@ -156,8 +160,25 @@ struct depot_alloc {
     int dead;                 /* under store->mu: out of the index, space given back */
     pthread_mutex_t op_mu;
     depot_meta_op_t del_op;   /* the delete of its row, queued once when it dies */
+    uint32_t old_slab;        /* under store->mu: a slot a CHNG moved the bytes out of, */
+    int64_t old_slot;         /* -1 if none; given back once no request holds the allocation */
     depot_alloc_t *hnext;
 };
+
+/* One slab file of a resource: <dir>/slab/<size>, slot i at byte offset i * size. */
+#define DEPOT_SLAB_CLASSES 5
+#define DEPOT_SLOT_MIN 4096u
+#define DEPOT_SLOT_MAX (DEPOT_SLOT_MIN << (DEPOT_SLAB_CLASSES - 1)) /* 64 KiB */
+
+typedef struct depot_slab {
+    int fd;                   /* open for the resource's life */
+    uint32_t size;            /* slot size */
+    int64_t nslots;           /* slots 0..nslots-1 exist: in use or on the free list */
+    int64_t *free;            /* under store->mu: free slots, a stack */
+    size_t nfree, capfree;
+    uint64_t *used;           /* startup only: bitmap of the slots rows claim */
+    size_t usedwords;
+} depot_slab_t;
 
 struct depot_resource {
     int id;
@@ -167,6 +188,7 @@ struct depot_resource {
     uint64_t nallocs;
     int64_t earliest_expiry;  /* no live allocation expires before this */
     int data_fd;              /* <dir>/data, for openat */
+    depot_slab_t slab[DEPOT_SLAB_CLASSES];
     depot_meta_t *meta;
     depot_store_t *store;
 };
@@ -207,26 +229,61 @@ int depot_store_allocate(depot_store_t *st, int rid, int reliability, int type, 
 int depot_store_lookup(depot_store_t *st, const char *rid, const char *key, const char *typekey,
                        depot_alloc_t **a, int *kind);
 void depot_alloc_release(depot_alloc_t *a);
+/* The metadata writer, once the delete of a's row is committed: drop the index's reference
+ * and wake the request that waits for the delete, if one does.  So the waiter's own release
+ * is the last, and the bytes are gone when it answers.  (If the writer's is the last, no one
+ * waits: a waiter holds a reference.) */
+void depot_alloc_deleted(depot_alloc_t *a);
 /* A consistent copy of the row (under the lock). */
 void depot_alloc_snapshot(depot_alloc_t *a, depot_row_t *row);
+/* Freed or expired (store->mu held). */
+int depot_alloc_gone(const depot_alloc_t *a, int64_t now);
+
+/* ---- an allocation's bytes (depot_data.c) ------------------------------------------------ */
+
+/* Where an allocation's bytes are: byte i of the allocation is byte base + i of fd, a slab
+ * file's slot (fd shared, kept open by the resource) or the allocation's own file. */
+typedef struct depot_data {
+    int fd;                   /* -1: none */
+    uint64_t base;
+    int own;                  /* fd is the allocation's own file, closed by depot_data_close */
+} depot_data_t;
+
+/* The bytes of the allocation row describes (a snapshot of a->r), for reading or, with
+ * write, for writing (an own file is created if need be).  0, or -1 with errno (ENOENT: an
+ * own file never written).  A slot stays the allocation's while the caller holds a
+ * reference, even if a CHNG moves the bytes meanwhile. */
+int depot_data_open(depot_resource_t *res, const depot_row_t *row, int write, depot_data_t *d);
+void depot_data_close(depot_data_t *d);
 
 /* The data path of a write.  begin takes op_mu, checks the allocation is alive, the write
  * count and the bounds (offset UINT64_MAX = append at the current size), gives the offset in
- * *at and, for len > 0, the data file open for writing in *fd (else -1), with any stale bytes
- * past the current size dropped so that a gap reads as zeros.  The caller pwrite()s the
- * bytes, then commit (new size made durable, then op_mu released) or abort (size and
- * contents past it unchanged, op_mu released).  Both close fd. */
-int depot_write_begin(depot_alloc_t *a, uint64_t offset, uint64_t len, uint64_t *at, int *fd);
-int depot_write_commit(depot_alloc_t *a, int fd, uint64_t end);
-void depot_write_abort(depot_alloc_t *a, int fd);
-/* Open the allocation's data file read-only; -1 with ENOENT if it was never written. */
-int depot_data_open(depot_alloc_t *a);
+ * the allocation in *at and, for len > 0 or *at past the current size, its bytes open for
+ * writing in *d (else d->fd is -1), with [current size, *at) reading as zeros.  The caller
+ * pwrite()s the bytes at d->base + *at, then commit (new size made durable, then op_mu
+ * released) or abort (size and contents below it unchanged, op_mu released).  Both close
+ * d. */
+int depot_write_begin(depot_alloc_t *a, uint64_t offset, uint64_t len, uint64_t *at,
+                      depot_data_t *d);
+int depot_write_commit(depot_alloc_t *a, depot_data_t *d, uint64_t end);
+void depot_write_abort(depot_alloc_t *a, depot_data_t *d);
+/* MANAGE TRUNCATE: growth reads as zeros. */
+int depot_write_truncate(depot_alloc_t *a, uint64_t new_size);
+/* Copy the bytes of a slab allocation (row: its snapshot; op_mu held, so they stay as they
+ * are) from its slot into a new own file.  0, or -1 with no own file left behind. */
+int depot_data_move(depot_alloc_t *a, const depot_row_t *row);
+/* Delete the own file of allocation id (none is fine). */
+void depot_data_unlink(depot_resource_t *res, uint64_t id);
+/* "<xx>/<16 hex id>": the own file's name under <dir>/data. */
+void depot_data_name(uint64_t id, char *buf, size_t size);
+
+/* ---- MANAGE, STATUS, startup (depot_store.c) ---------------------------------------------- */
 
 /* MANAGE. */
 int depot_store_incr(depot_alloc_t *a, int captype);
 int depot_store_decr(depot_alloc_t *a, int captype);
+/* CHNG: a slab allocation grown past its slot size moves to an own file (depot_data_move). */
 int depot_store_change(depot_alloc_t *a, uint64_t max_size, int64_t duration, int reliability);
-int depot_store_truncate(depot_alloc_t *a, uint64_t new_size);
 
 /* STATUS. */
 typedef struct depot_res_status {
@@ -248,11 +305,30 @@ int depot_timeout_ms(int t, int max_timeout);
  * up; and the two index operations it needs. */
 int depot_resource_open(depot_resource_t *res, char *err, size_t errlen);
 int depot_store_adopt(depot_resource_t *res, const depot_row_t *row);
-int depot_store_owns(depot_resource_t *res, uint64_t id);
-/* "<xx>/<16 hex id>": the data file's name under <dir>/data. */
-void depot_data_name(uint64_t id, char *buf, size_t size);
+/* 1 if a live allocation of res keeps its bytes in the own file of id. */
+int depot_store_owns_file(depot_resource_t *res, uint64_t id);
 /* Resource id text ("0", "1"...) to index, or -1. */
 int depot_rid_parse(const depot_store_t *st, const char *rid);
+
+/* ---- slab files (depot_slab.c) ---------------------------------------------------------- */
+
+/* The slot size for an allocation of max_size bytes (4 KiB..64 KiB), or 0: its own file. */
+uint32_t depot_slot_size(uint64_t max_size);
+/* Create <dir>/slab and open its files.  0 ok, -1 with reason. */
+int depot_slab_open(depot_resource_t *res, char *err, size_t errlen);
+int depot_slab_fd(const depot_resource_t *res, uint32_t size);
+/* A free slot of that size (store->mu held): the last one freed, else a new one at the end. */
+int64_t depot_slab_take(depot_resource_t *res, uint32_t size);
+/* Give a slot back (store->mu not held): its bytes are punched out, then it is free.  Only
+ * once no committed row and no request refers to it. */
+void depot_slab_put(depot_resource_t *res, uint32_t size, int64_t slot);
+/* Startup: a loaded row claims its slot (0, or -1: malformed, or already claimed); once all
+ * rows are loaded, rebuild makes the free lists of the slots no row claims. */
+int depot_slab_claim(depot_resource_t *res, uint32_t size, int64_t slot);
+int depot_slab_rebuild(depot_resource_t *res, char *err, size_t errlen);
+/* Punch a slot out without putting it on a free list (startup, before rebuild). */
+void depot_slab_punch(depot_resource_t *res, uint32_t size, int64_t slot);
+void depot_slab_close(depot_resource_t *res);
 
 /* ---- metadata (depot_meta.c) ------------------------------------------------------------- */
 

@@ -1,10 +1,12 @@
 /* depot_cmd_data.c -- the commands that move bytes: STORE, WRITE, LOAD and SEND.
  *
- * Incoming bytes take one copy: from the socket into a buffer (the connection's read buffer
- * for what came with the request line, its data buffer for the rest), then pwrite() into the
- * data file.  Outgoing bytes take none: the reply line goes out with MSG_MORE and the data
- * follows with sendfile(), so both leave in full segments.  A STORE is acknowledged only
- * after its bytes are in the file and its new size is committed (depot_write_commit).
+ * An allocation's bytes are at (fd, base): a slot of a slab file or its own file
+ * (depot_data_open); byte i of the allocation is byte base + i of fd.  Incoming bytes take
+ * one copy: from the socket into a buffer (the connection's read buffer for what came with
+ * the request line, its data buffer for the rest), then pwrite() into the file.  Outgoing
+ * bytes take none: the reply line goes out with MSG_MORE and the data follows with
+ * sendfile(), so both leave in full segments.  A STORE is acknowledged only after its bytes
+ * are in the file and its new size is committed (depot_write_commit).
  */
 #include "depot.h"
 
@@ -14,25 +16,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "lns_io.h"
 #include "lns_log.h"
 #include "lns_time.h"
 
 #define DATA_CHUNK (256 * 1024)
-
-static int pwrite_full(int fd, const char *p, size_t n, uint64_t off)
-{
-    while (n > 0) {
-        ssize_t w = pwrite(fd, p, n, (off_t)off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-        off += (uint64_t)w;
-    }
-    return 0;
-}
 
 /* Move len bytes from the client to fd at off.  IBP_OK, IBP_E_SOCK_READ (the client broke
  * off or timed out) or IBP_E_FILE_WRITE. */
@@ -46,7 +34,7 @@ static int recv_to_file(depot_conn_t *c, int fd, uint64_t off, uint64_t len, int
     size_t have = lns_rbuf_peek(rb, &early);
     if (have > 0) {
         size_t n = have < len ? have : (size_t)len;
-        if (pwrite_full(fd, early, n, off) < 0)
+        if (lns_pwrite_all(fd, early, n, off) < 0)
             return IBP_E_FILE_WRITE;
         lns_rbuf_consume(rb, n);
         done = n;
@@ -66,7 +54,7 @@ static int recv_to_file(depot_conn_t *c, int fd, uint64_t off, uint64_t len, int
         ssize_t r = lns_read_some(c->fd, c->dbuf, want, timeout_ms, INT64_MAX);
         if (r <= 0)
             return IBP_E_SOCK_READ;
-        if (pwrite_full(fd, c->dbuf, (size_t)r, off + done) < 0)
+        if (lns_pwrite_all(fd, c->dbuf, (size_t)r, off + done) < 0)
             return IBP_E_FILE_WRITE;
         done += (uint64_t)r;
     }
@@ -76,8 +64,9 @@ static int recv_to_file(depot_conn_t *c, int fd, uint64_t off, uint64_t len, int
 int depot_cmd_store(depot_conn_t *c, const ibp_req_t *req)
 {
     depot_alloc_t *a;
+    depot_data_t d;
     uint64_t at = 0;
-    int kind, fd, rc;
+    int kind, rc;
     int tmo = depot_conn_timeout_ms(c, req->timeout);
 
     /* Any failure before the data is in closes the connection: we cannot tell whether the
@@ -93,17 +82,17 @@ int depot_cmd_store(depot_conn_t *c, const ibp_req_t *req)
         goto fail;
     }
     rc = depot_write_begin(a, req->cmd == IBP_CMD_STORE ? UINT64_MAX : req->offset, req->length,
-                           &at, &fd);
+                           &at, &d);
     if (rc != IBP_OK)
         goto fail;
     if (depot_reply(c, 0, "1 \n") < 0) {
-        depot_write_abort(a, fd);
+        depot_write_abort(a, &d);
         depot_alloc_release(a);
         return IBP_E_SOCK_WRITE;
     }
-    rc = recv_to_file(c, fd, at, req->length, tmo);
+    rc = recv_to_file(c, d.fd, d.base + at, req->length, tmo);
     if (rc != IBP_OK) {
-        depot_write_abort(a, fd);
+        depot_write_abort(a, &d);
         depot_alloc_release(a);
         c->close = 1;
         if (rc == IBP_E_SOCK_READ) {
@@ -114,7 +103,7 @@ int depot_cmd_store(depot_conn_t *c, const ibp_req_t *req)
         }
         return depot_reply_err(c, rc);
     }
-    rc = depot_write_commit(a, fd, at + req->length);
+    rc = depot_write_commit(a, &d, at + req->length);
     depot_alloc_release(a);
     if (rc != IBP_OK) {
         c->close = 1;
@@ -130,14 +119,17 @@ fail:
     return depot_reply_err(c, rc);
 }
 
-/* A READ capability and a range inside the current size: the data file opened (or -1 for an
- * empty range) and the allocation reference in *ap.  IBP_OK or the error to answer. */
-static int open_range(depot_conn_t *c, const ibp_req_t *req, depot_alloc_t **ap, int *fdp)
+/* A READ capability and a range inside the current size: the allocation's bytes in *d
+ * (d->fd -1 for an empty range) and its reference in *ap, which keeps them where d says.
+ * IBP_OK or the error to answer. */
+static int open_range(depot_conn_t *c, const ibp_req_t *req, depot_alloc_t **ap,
+                      depot_data_t *d)
 {
     depot_row_t row;
     int kind, rc;
 
-    *fdp = -1;
+    d->fd = -1;
+    d->own = 0;
     rc = depot_store_lookup(c->srv->store, req->rid, req->key, req->typekey, ap, &kind);
     if (rc != IBP_OK)
         return rc;
@@ -148,7 +140,7 @@ static int open_range(depot_conn_t *c, const ibp_req_t *req, depot_alloc_t **ap,
         depot_alloc_snapshot(*ap, &row);
         if (req->offset > row.cur_size || req->length > row.cur_size - req->offset)
             rc = IBP_E_INVALID_PARAMETER;
-        else if (req->length > 0 && (*fdp = depot_data_open(*ap)) < 0) {
+        else if (req->length > 0 && depot_data_open((*ap)->res, &row, 0, d) < 0) {
             lns_log(LNS_LOG_ERROR, "%s: %016llx: cannot open data: %s", c->peer,
                     (unsigned long long)c->ev_alloc, strerror(errno));
             rc = IBP_E_FILE_OPEN;
@@ -162,15 +154,16 @@ static int open_range(depot_conn_t *c, const ibp_req_t *req, depot_alloc_t **ap,
 int depot_cmd_load(depot_conn_t *c, const ibp_req_t *req)
 {
     depot_alloc_t *a;
-    int fd, rc, tmo = depot_conn_timeout_ms(c, req->timeout);
+    depot_data_t d;
+    int rc, tmo = depot_conn_timeout_ms(c, req->timeout);
 
-    rc = open_range(c, req, &a, &fd);
+    rc = open_range(c, req, &a, &d);
     if (rc != IBP_OK)
         return depot_reply_err(c, rc);
     if (depot_reply(c, req->length > 0 ? MSG_MORE : 0, "1 %llu\n",
                     (unsigned long long)req->length) == 0 && req->length > 0) {
-        off_t off = (off_t)req->offset;
-        if (lns_sendfile_full(c->fd, fd, &off, (size_t)req->length, tmo, INT64_MAX) < 0) {
+        off_t off = (off_t)(d.base + req->offset);
+        if (lns_sendfile_full(c->fd, d.fd, &off, (size_t)req->length, tmo, INT64_MAX) < 0) {
             lns_log(LNS_LOG_INFO, "%s: %016llx: LOAD cut short: %s", c->peer,
                     (unsigned long long)c->ev_alloc, strerror(errno));
             c->close = 1; /* the client expects bytes we cannot send: end it */
@@ -179,14 +172,14 @@ int depot_cmd_load(depot_conn_t *c, const ibp_req_t *req)
             c->ev_bytes = req->length;
         }
     }
-    if (fd >= 0)
-        close(fd);
+    depot_data_close(&d);
     depot_alloc_release(a);
     return c->close && rc == IBP_OK ? IBP_E_SOCK_WRITE : rc;
 }
 
-/* STORE len bytes of fd at off to the target depot; version 1 first, 0 if it is an old one. */
-static int send_to(const ibp_req_t *req, int fd, int tmo_ms, uint64_t *copied)
+/* STORE the requested range of d to the target depot; version 1 first, 0 if it is an old
+ * one. */
+static int send_to(const ibp_req_t *req, const depot_data_t *d, int tmo_ms, uint64_t *copied)
 {
     int rc = IBP_E_CONNECTION;
     for (int v = 1; v >= 0; v--) {
@@ -200,7 +193,8 @@ static int send_to(const ibp_req_t *req, int fd, int tmo_ms, uint64_t *copied)
         ibp_client_t *cl = ibp_client_new(&o);
         if (!cl)
             return IBP_E_INTERNAL;
-        rc = ibp_store_file(cl, req->target_cap, fd, req->offset, req->length, copied);
+        rc = ibp_store_file(cl, req->target_cap, d->fd, d->base + req->offset, req->length,
+                            copied);
         ibp_client_free(cl);
         if (rc != IBP_E_PROT_VERS && rc != IBP_E_INVALID_CMD)
             break;
@@ -211,15 +205,16 @@ static int send_to(const ibp_req_t *req, int fd, int tmo_ms, uint64_t *copied)
 int depot_cmd_send(depot_conn_t *c, const ibp_req_t *req)
 {
     depot_alloc_t *a;
+    depot_data_t d;
     uint64_t copied = 0;
-    int fd, rc;
+    int rc;
 
-    rc = open_range(c, req, &a, &fd);
+    rc = open_range(c, req, &a, &d);
     if (rc != IBP_OK)
         return depot_reply_err(c, rc);
     if (req->length > 0) {
-        rc = send_to(req, fd, depot_conn_timeout_ms(c, req->dst_client_timeout), &copied);
-        close(fd);
+        rc = send_to(req, &d, depot_conn_timeout_ms(c, req->dst_client_timeout), &copied);
+        depot_data_close(&d);
     }
     depot_alloc_release(a);
     if (rc != IBP_OK) {

@@ -4,9 +4,10 @@
  * never touch SQLite themselves: they queue a change (a snapshot of the row, or a delete)
  * while holding store->mu, so queue order is the order the changes were made, and wait.  One
  * writer thread per resource takes everything queued, commits it in one transaction, and
- * then wakes the waiters: a request is acknowledged only after its change is committed, and
- * under load one commit carries many requests.  WAL mode; synchronous=NORMAL (a process
- * crash loses nothing committed) or FULL with --durability fsync (neither does a power loss).
+ * then posts the semaphore of each change it carried, so it wakes exactly those waiters: a
+ * request is acknowledged only after its change is committed, and under load one commit
+ * carries many requests.  WAL mode; synchronous=NORMAL (a process crash loses nothing
+ * committed) or FULL with --durability fsync (neither does a power loss).
  */
 #include "depot.h"
 
@@ -25,7 +26,6 @@ struct depot_meta {
     sqlite3_stmt *del;
     pthread_mutex_t mu;
     pthread_cond_t work_cv;   /* writer: something queued, or stop */
-    pthread_cond_t done_cv;   /* waiters: a batch was committed */
     depot_meta_op_t *head, *tail;
     pthread_t writer;
     int running;
@@ -48,15 +48,56 @@ static const char schema[] =
     " cur_size INTEGER NOT NULL,"
     " expires INTEGER NOT NULL,"    /* epoch seconds */
     " read_refs INTEGER NOT NULL,"
-    " write_refs INTEGER NOT NULL);"
+    " write_refs INTEGER NOT NULL,"
+    " slab INTEGER NOT NULL DEFAULT 0,"  /* slot size of the slab file; 0 = own file */
+    " slot INTEGER NOT NULL DEFAULT -1);" /* slot in it; -1 = own file */
     "CREATE TABLE IF NOT EXISTS depot (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-    "INSERT OR IGNORE INTO depot VALUES ('schema', '1');";
+    "INSERT OR IGNORE INTO depot VALUES ('schema', '2');";
+
+/* Schema 1 had no slab files: every allocation has its own file, as the defaults say. */
+static const char schema_1_to_2[] =
+    "BEGIN;"
+    "ALTER TABLE alloc ADD COLUMN slab INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE alloc ADD COLUMN slot INTEGER NOT NULL DEFAULT -1;"
+    "UPDATE depot SET value = '2' WHERE key = 'schema';"
+    "COMMIT;";
+
+#define ALLOC_COLUMNS                                                                          \
+    "id, read_digest, write_digest, manage_digest, read_typekey, write_typekey,"              \
+    " manage_typekey, reliability, type, max_size, cur_size, expires, read_refs, write_refs," \
+    " slab, slot"
 
 static int dberr(depot_meta_t *m, char *err, size_t errlen, const char *what)
 {
     snprintf(err, errlen, "resource %d: %s/depot.db: %s: %s", m->res->id, m->res->cfg.dir, what,
              m->db ? sqlite3_errmsg(m->db) : "out of memory");
     return -1;
+}
+
+/* Bring an older database to the current schema. */
+static int upgrade(depot_meta_t *m, char *err, size_t errlen)
+{
+    sqlite3_stmt *s = NULL;
+    char version[16] = "";
+    if (sqlite3_prepare_v2(m->db, "SELECT value FROM depot WHERE key = 'schema'", -1, &s,
+                           NULL) != SQLITE_OK)
+        return dberr(m, err, errlen, "read schema version");
+    if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+        snprintf(version, sizeof version, "%s", (const char *)sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+    if (strcmp(version, "1") == 0) {
+        if (sqlite3_exec(m->db, schema_1_to_2, NULL, NULL, NULL) != SQLITE_OK) {
+            dberr(m, err, errlen, "upgrade schema 1 to 2");
+            sqlite3_exec(m->db, "ROLLBACK", NULL, NULL, NULL);
+            return -1;
+        }
+        lns_log(LNS_LOG_INFO, "resource %d: metadata upgraded to schema 2", m->res->id);
+    } else if (strcmp(version, "2") != 0) {
+        snprintf(err, errlen, "resource %d: %s/depot.db: unknown schema version '%s'",
+                 m->res->id, m->res->cfg.dir, version);
+        return -1;
+    }
+    return 0;
 }
 
 int depot_meta_open(depot_resource_t *res, int durability, char *err, size_t errlen)
@@ -72,7 +113,6 @@ int depot_meta_open(depot_resource_t *res, int durability, char *err, size_t err
     res->meta = m;
     pthread_mutex_init(&m->mu, NULL);
     pthread_cond_init(&m->work_cv, NULL);
-    pthread_cond_init(&m->done_cv, NULL);
     snprintf(path, sizeof path, "%s/depot.db", res->cfg.dir);
     if (sqlite3_open_v2(path, &m->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
@@ -89,8 +129,11 @@ int depot_meta_open(depot_resource_t *res, int durability, char *err, size_t err
         return dberr(m, err, errlen, "set up");
     if (sqlite3_exec(m->db, schema, NULL, NULL, NULL) != SQLITE_OK)
         return dberr(m, err, errlen, "create schema");
+    if (upgrade(m, err, errlen) < 0)
+        return -1;
     if (sqlite3_prepare_v2(m->db,
-                           "INSERT OR REPLACE INTO alloc VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           "INSERT OR REPLACE INTO alloc (" ALLOC_COLUMNS ")"
+                           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, &m->put, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(m->db, "DELETE FROM alloc WHERE id = ?", -1, &m->del, NULL) !=
             SQLITE_OK)
@@ -115,10 +158,19 @@ static int row_from(sqlite3_stmt *s, depot_row_t *r)
     r->expires = sqlite3_column_int64(s, 11);
     r->read_refs = sqlite3_column_int(s, 12);
     r->write_refs = sqlite3_column_int(s, 13);
+    sqlite3_int64 slab = sqlite3_column_int64(s, 14);
+    r->slot = sqlite3_column_int64(s, 15);
     if (r->reliability != IBP_SOFT && r->reliability != IBP_HARD)
         return -1;
     if (r->cur_size > r->max_size || r->max_size > (uint64_t)INT64_MAX)
         return -1;
+    if (slab == 0 && r->slot == -1)
+        return 0;
+    /* A slot: of a slab size, holding max_size (depot_slab_claim checks the rest). */
+    if (slab < 0 || slab > DEPOT_SLOT_MAX || depot_slot_size((uint64_t)slab) != (uint64_t)slab ||
+        r->max_size > (uint64_t)slab || r->slot < 0)
+        return -1;
+    r->slab = (uint32_t)slab;
     return 0;
 }
 
@@ -130,7 +182,8 @@ int depot_meta_load(depot_meta_t *m, int64_t now, depot_meta_row_fn live, depot_
     size_t ndead = 0, cap = 0;
     int rc, bad = 0;
 
-    if (sqlite3_prepare_v2(m->db, "SELECT * FROM alloc", -1, &s, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(m->db, "SELECT " ALLOC_COLUMNS " FROM alloc", -1, &s, NULL) !=
+        SQLITE_OK)
         return dberr(m, err, errlen, "read");
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         if (row_from(s, &r) < 0) {
@@ -198,6 +251,8 @@ static int exec_op(depot_meta_t *m, const depot_meta_op_t *op)
         sqlite3_bind_int64(s, 12, r->expires);
         sqlite3_bind_int(s, 13, r->read_refs);
         sqlite3_bind_int(s, 14, r->write_refs);
+        sqlite3_bind_int64(s, 15, r->slab);
+        sqlite3_bind_int64(s, 16, r->slot);
     }
     rc = sqlite3_step(s);
     sqlite3_reset(s);
@@ -228,21 +283,19 @@ static void *writer_main(void *arg)
             sqlite3_exec(m->db, "ROLLBACK", NULL, NULL, NULL);
         }
 
-        pthread_mutex_lock(&m->mu);
         for (op = batch; op; op = next) {
-            next = op->next; /* a waited op may vanish as soon as done is set */
+            next = op->next; /* a waited op may vanish as soon as it is posted */
+            op->rc = rc;
             if (op->unref) {
                 op->next = unrefs; /* kept alive by the reference we are to drop */
                 unrefs = op;
+            } else {
+                sem_post(&op->done);
             }
-            op->rc = rc;
-            op->done = 1;
         }
-        pthread_cond_broadcast(&m->done_cv);
-        pthread_mutex_unlock(&m->mu);
         for (op = unrefs; op; op = next) {
             next = op->next;
-            depot_alloc_release(op->unref);
+            depot_alloc_deleted(op->unref); /* drops the reference and posts op */
         }
         pthread_mutex_lock(&m->mu);
     }
@@ -262,12 +315,12 @@ int depot_meta_start(depot_meta_t *m)
 static int enqueue(depot_meta_t *m, depot_meta_op_t *op)
 {
     op->next = NULL;
-    op->done = 0;
     op->rc = 0;
+    sem_init(&op->done, 0, 0);
     pthread_mutex_lock(&m->mu);
     if (m->closed || !m->running) {
-        op->done = 1;
         op->rc = -1;
+        sem_post(&op->done);
         pthread_mutex_unlock(&m->mu);
         return 0;
     }
@@ -306,12 +359,11 @@ void depot_meta_del(depot_meta_t *m, depot_alloc_t *a)
 
 int depot_meta_wait(depot_meta_t *m, depot_meta_op_t *op)
 {
-    pthread_mutex_lock(&m->mu);
-    while (!op->done)
-        pthread_cond_wait(&m->done_cv, &m->mu);
-    int rc = op->rc;
-    pthread_mutex_unlock(&m->mu);
-    return rc;
+    (void)m;
+    while (sem_wait(&op->done) < 0 && errno == EINTR)
+        ;
+    sem_destroy(&op->done);
+    return op->rc;
 }
 
 void depot_meta_close(depot_meta_t *m)
@@ -332,7 +384,6 @@ void depot_meta_close(depot_meta_t *m)
         lns_log(LNS_LOG_WARN, "resource %d: closing the database: %s", m->res->id,
                 sqlite3_errmsg(m->db));
     pthread_cond_destroy(&m->work_cv);
-    pthread_cond_destroy(&m->done_cv);
     pthread_mutex_destroy(&m->mu);
     m->res->meta = NULL;
     free(m);

@@ -1,10 +1,13 @@
-/* depot_recover.c -- opening a resource: its directories, its database, and the cleanup
- * after whatever happened while the depot was down.
+/* depot_recover.c -- opening a resource: its directories, slab files and database, and the
+ * cleanup after whatever happened while the depot was down.
  *
- * Rows are loaded into the index; rows of allocations that expired meanwhile are deleted
- * and then their files; data files with no row (a crash between a row's delete and its
- * file's unlink) are deleted last.  The order keeps the one invariant of the on-disk state:
- * no row claims data that is not in its file.
+ * Rows are loaded into the index, and each row with a slab slot claims it; rows of
+ * allocations that expired meanwhile are deleted and then their data (own file unlinked,
+ * slot punched); the slab free lists are then made of the slots no row claims (no file is
+ * scanned for that); own data files with no row (a crash between a row's delete and its
+ * file's unlink, or during a CHNG that moved a slot to an own file) are deleted last.  The
+ * order keeps the one invariant of the on-disk state: no row claims data that is not where
+ * the row says.
  */
 #include "depot.h"
 
@@ -28,12 +31,16 @@ static int unlink_row(void *ctx, const depot_row_t *row)
 {
     depot_resource_t *res = ctx;
     char name[32];
+    if (row->slab) {
+        depot_slab_punch(res, row->slab, row->slot); /* unclaimed: free after the rebuild */
+        return 0;
+    }
     depot_data_name(row->id, name, sizeof name);
     unlinkat(res->data_fd, name, 0);
     return 0;
 }
 
-/* Delete data files that have no row (a crash between the row delete and the unlink). */
+/* Delete own data files that no row keeps its bytes in. */
 static void remove_orphans(depot_resource_t *res)
 {
     int removed = 0;
@@ -59,7 +66,7 @@ static void remove_orphans(depot_resource_t *res)
                 ok = h >= 0;
                 id = id << 4 | (uint64_t)(h & 0xf);
             }
-            if (!ok || !depot_store_owns(res, id)) {
+            if (!ok || !depot_store_owns_file(res, id)) {
                 if (unlinkat(dirfd(dir), e->d_name, 0) == 0)
                     removed++;
             }
@@ -101,9 +108,13 @@ int depot_resource_open(depot_resource_t *res, char *err, size_t errlen)
             return -1;
         }
     }
+    if (depot_slab_open(res, err, errlen) < 0)
+        return -1;
     if (depot_meta_open(res, res->store->durability, err, errlen) < 0)
         return -1;
     if (depot_meta_load(res->meta, lns_now_s(), adopt_row, unlink_row, res, err, errlen) < 0)
+        return -1;
+    if (depot_slab_rebuild(res, err, errlen) < 0)
         return -1;
     remove_orphans(res);
     if (res->hard_used > res->cfg.hard ||

@@ -1,5 +1,5 @@
 /* depot_store.c -- resources and allocations: the in-memory index, space accounting, soft
- * reclaim, expiry and the data files.
+ * reclaim, expiry, and the MANAGE changes.
  *
  * The index is a hash table from the 64-bit allocation id to its struct, under one mutex
  * (store->mu) that also guards every row field and every resource's accounting; critical
@@ -7,9 +7,10 @@
  * anyone holds a reference: the index holds one, each request one.  When it dies (freed,
  * expired, reclaimed) it leaves the index and gives its space back at once, the delete of
  * its row is queued to the metadata writer, and the writer drops the index's reference once
- * that delete is committed; the last reference unlinks the data file.  So a data file never
- * goes before its row, and a crash leaves at worst a file without a row, which startup
- * deletes.
+ * that delete is committed; the last reference gives the bytes back (punches its slab slot
+ * and frees it, or unlinks its own file).  So data never goes before its row, and a crash
+ * leaves at worst an own file without a row, which startup deletes.
+ * (Where the bytes are and how they are written: depot_data.c.)
  *
  * Space: HARD allocations use at most the hard capacity; SOFT ones the soft capacity plus
  * the hard capacity that HARD ones do not use.  Invariants (under store->mu):
@@ -62,11 +63,6 @@ int depot_rid_parse(const depot_store_t *st, const char *rid)
         v = v * 10 + (*p - '0');
     }
     return v < st->nres ? v : -1;
-}
-
-void depot_data_name(uint64_t id, char *buf, size_t size)
-{
-    snprintf(buf, size, "%02x/%016llx", (unsigned)(id >> 56), (unsigned long long)id);
 }
 
 /* ---- the index (store->mu held) ----------------------------------------------------------- */
@@ -133,6 +129,7 @@ static depot_alloc_t *alloc_new(depot_resource_t *res, const depot_row_t *row)
     a->r = *row;
     a->res = res;
     a->refcnt = 1; /* the index's */
+    a->old_slot = -1;
     pthread_mutex_init(&a->op_mu, NULL);
     return a;
 }
@@ -156,22 +153,53 @@ static void free_locked(depot_store_t *st, depot_alloc_t *a)
     depot_meta_del(a->res->meta, a);
 }
 
+/* No one refers to a any more: give back its bytes and the struct. */
+static void alloc_destroy(depot_alloc_t *a)
+{
+    if (a->old_slot >= 0)
+        depot_slab_put(a->res, a->old_slab, a->old_slot);
+    if (a->r.slab)
+        depot_slab_put(a->res, a->r.slab, a->r.slot);
+    else
+        depot_data_unlink(a->res, a->r.id);
+    pthread_mutex_destroy(&a->op_mu);
+    free(a);
+}
+
 void depot_alloc_release(depot_alloc_t *a)
 {
     depot_store_t *st = a->res->store;
+    uint32_t old_slab = 0;
+    int64_t old_slot = -1;
     int last;
     pthread_mutex_lock(&st->mu);
     last = --a->refcnt == 0;
+    /* Only the index left: no request can still be reading the slot a CHNG moved out of. */
+    if (!last && a->refcnt == 1 && !a->dead && a->old_slot >= 0) {
+        old_slab = a->old_slab;
+        old_slot = a->old_slot;
+        a->old_slot = -1;
+    }
     pthread_mutex_unlock(&st->mu);
+    if (old_slot >= 0)
+        depot_slab_put(a->res, old_slab, old_slot);
+    if (last)
+        alloc_destroy(a);
+}
+
+void depot_alloc_deleted(depot_alloc_t *a)
+{
+    depot_store_t *st = a->res->store;
+    int last;
+    /* The post is made under the lock: no other holder can drop the last reference, and
+     * free a with its del_op, before it. */
+    pthread_mutex_lock(&st->mu);
+    last = --a->refcnt == 0;
     if (!last)
-        return;
-    char name[32];
-    depot_data_name(a->r.id, name, sizeof name);
-    if (unlinkat(a->res->data_fd, name, 0) < 0 && errno != ENOENT)
-        lns_log(LNS_LOG_WARN, "resource %d: cannot delete data of %016llx: %s", a->res->id,
-                (unsigned long long)a->r.id, strerror(errno));
-    pthread_mutex_destroy(&a->op_mu);
-    free(a);
+        sem_post(&a->del_op.done);
+    pthread_mutex_unlock(&st->mu);
+    if (last)
+        alloc_destroy(a);
 }
 
 void depot_alloc_snapshot(depot_alloc_t *a, depot_row_t *row)
@@ -181,7 +209,7 @@ void depot_alloc_snapshot(depot_alloc_t *a, depot_row_t *row)
     pthread_mutex_unlock(&a->res->store->mu);
 }
 
-static int gone(const depot_alloc_t *a, int64_t now)
+int depot_alloc_gone(const depot_alloc_t *a, int64_t now)
 {
     return a->dead || now >= a->r.expires;
 }
@@ -326,8 +354,13 @@ int depot_store_allocate(depot_store_t *st, int rid, int reliability, int type, 
     row.type = type;
     row.max_size = size;
     row.read_refs = row.write_refs = 1;
+    row.slab = depot_slot_size(size);
+    row.slot = -1;
     if (!(a = alloc_new(res, &row)))
         return IBP_E_INTERNAL;
+    /* The id is drawn outside the lock; a collision (never seen) draws again inside. */
+    if (depot_random(&a->r.id, sizeof a->r.id) < 0)
+        a->r.id = 0;
 
     pthread_mutex_lock(&st->mu);
     rc = depot_expiry(now, duration, res->cfg.max_duration, &a->r.expires);
@@ -339,10 +372,11 @@ int depot_store_allocate(depot_store_t *st, int rid, int reliability, int type, 
         free(a);
         return rc;
     }
-    do {
+    while (a->r.id == 0 || index_find(st, a->r.id))
         if (depot_random(&a->r.id, sizeof a->r.id) < 0)
             a->r.id = ((uint64_t)lns_mono_ns() << 20) ^ (uint64_t)st->count;
-    } while (a->r.id == 0 || index_find(st, a->r.id));
+    if (a->r.slab)
+        a->r.slot = depot_slab_take(res, a->r.slab);
     index_insert(st, a);
     res->nallocs++;
     if (a->r.expires < res->earliest_expiry)
@@ -375,7 +409,7 @@ int depot_store_lookup(depot_store_t *st, const char *rid, const char *key, cons
         return IBP_E_CAP_NOT_FOUND;
     pthread_mutex_lock(&st->mu);
     a = index_find(st, id);
-    if (!a || gone(a, lns_now_s()) || (want >= 0 && a->res->id != want)) {
+    if (!a || depot_alloc_gone(a, lns_now_s()) || (want >= 0 && a->res->id != want)) {
         pthread_mutex_unlock(&st->mu);
         return IBP_E_CAP_NOT_FOUND;
     }
@@ -393,103 +427,6 @@ int depot_store_lookup(depot_store_t *st, const char *rid, const char *key, cons
     return IBP_OK;
 }
 
-/* ---- the data path ---------------------------------------------------------------------- */
-
-static int data_open(depot_alloc_t *a, int flags)
-{
-    char name[32];
-    depot_data_name(a->r.id, name, sizeof name);
-    return openat(a->res->data_fd, name, flags | O_CLOEXEC, 0640);
-}
-
-int depot_data_open(depot_alloc_t *a)
-{
-    return data_open(a, O_RDONLY);
-}
-
-int depot_write_begin(depot_alloc_t *a, uint64_t offset, uint64_t len, uint64_t *at, int *fd)
-{
-    depot_store_t *st = a->res->store;
-    uint64_t cur = 0;
-    int rc = IBP_OK;
-
-    *fd = -1;
-    pthread_mutex_lock(&a->op_mu);
-    pthread_mutex_lock(&st->mu);
-    if (gone(a, lns_now_s())) {
-        rc = IBP_E_CAP_NOT_FOUND;
-    } else if (a->r.write_refs <= 0) {
-        rc = IBP_E_CAP_ACCESS_DENIED;
-    } else {
-        cur = a->r.cur_size;
-        *at = offset == UINT64_MAX ? cur : offset;
-        if (*at > a->r.max_size || len > a->r.max_size - *at)
-            rc = IBP_E_WOULD_EXCEED_LIMIT;
-    }
-    pthread_mutex_unlock(&st->mu);
-    if (rc == IBP_OK && len > 0) {
-        *fd = data_open(a, O_RDWR | O_CREAT);
-        if (*fd < 0) {
-            lns_log(LNS_LOG_ERROR, "resource %d: cannot open data of %016llx: %s", a->res->id,
-                    (unsigned long long)a->r.id, strerror(errno));
-            rc = IBP_E_FILE_OPEN;
-        } else if (*at > cur && ftruncate(*fd, (off_t)cur) < 0) {
-            rc = IBP_E_FILE_WRITE;
-            close(*fd);
-            *fd = -1;
-        }
-    }
-    if (rc != IBP_OK)
-        pthread_mutex_unlock(&a->op_mu);
-    return rc;
-}
-
-int depot_write_commit(depot_alloc_t *a, int fd, uint64_t end)
-{
-    depot_store_t *st = a->res->store;
-    depot_meta_op_t op;
-    int rc = IBP_OK, queued = 0;
-
-    if (fd >= 0 && st->durability == DEPOT_DUR_FSYNC && fdatasync(fd) < 0) {
-        lns_log(LNS_LOG_ERROR, "resource %d: fdatasync of %016llx: %s", a->res->id,
-                (unsigned long long)a->r.id, strerror(errno));
-        depot_write_abort(a, fd);
-        return IBP_E_FILE_WRITE;
-    }
-    if (fd >= 0)
-        close(fd);
-    pthread_mutex_lock(&st->mu);
-    if (a->dead) {
-        rc = IBP_E_CAP_NOT_FOUND;
-    } else if (end > a->r.cur_size) {
-        a->r.cur_size = end;
-        depot_meta_put(a->res->meta, &op, &a->r);
-        queued = 1;
-    }
-    pthread_mutex_unlock(&st->mu);
-    if (queued && depot_meta_wait(a->res->meta, &op) < 0)
-        rc = IBP_E_INTERNAL;
-    pthread_mutex_unlock(&a->op_mu);
-    return rc;
-}
-
-void depot_write_abort(depot_alloc_t *a, int fd)
-{
-    if (fd >= 0) {
-        struct stat sb;
-        uint64_t cur;
-        pthread_mutex_lock(&a->res->store->mu);
-        cur = a->r.cur_size;
-        pthread_mutex_unlock(&a->res->store->mu);
-        /* Bytes past the size were never acknowledged: drop them (a later gap reads 0). */
-        if (fstat(fd, &sb) == 0 && (uint64_t)sb.st_size > cur && ftruncate(fd, (off_t)cur) < 0)
-            lns_log(LNS_LOG_WARN, "resource %d: cannot trim %016llx: %s", a->res->id,
-                    (unsigned long long)a->r.id, strerror(errno));
-        close(fd);
-    }
-    pthread_mutex_unlock(&a->op_mu);
-}
-
 /* ---- MANAGE -------------------------------------------------------------------------------- */
 
 int depot_store_incr(depot_alloc_t *a, int captype)
@@ -499,7 +436,7 @@ int depot_store_incr(depot_alloc_t *a, int captype)
     int rc = IBP_OK;
 
     pthread_mutex_lock(&st->mu);
-    if (gone(a, lns_now_s()))
+    if (depot_alloc_gone(a, lns_now_s()))
         rc = IBP_E_CAP_NOT_FOUND;
     else if (captype == IBP_READCAP)
         a->r.read_refs++;
@@ -522,7 +459,7 @@ int depot_store_decr(depot_alloc_t *a, int captype)
     int rc = IBP_OK;
 
     pthread_mutex_lock(&st->mu);
-    if (gone(a, lns_now_s())) {
+    if (depot_alloc_gone(a, lns_now_s())) {
         rc = IBP_E_CAP_NOT_FOUND;
     } else if (captype == IBP_READCAP) {
         if (--a->r.read_refs <= 0) {
@@ -550,6 +487,7 @@ int depot_store_change(depot_alloc_t *a, uint64_t max_size, int64_t duration, in
     depot_store_t *st = a->res->store;
     depot_resource_t *res = a->res;
     depot_meta_op_t op;
+    depot_row_t row;
     int64_t now = lns_now_s(), expires;
     int rc = IBP_OK;
 
@@ -558,11 +496,19 @@ int depot_store_change(depot_alloc_t *a, uint64_t max_size, int64_t duration, in
     if (max_size > (uint64_t)INT64_MAX)
         return IBP_E_INV_PAR_SIZE;
     pthread_mutex_lock(&a->op_mu);
+    depot_alloc_snapshot(a, &row);
+    /* Past its slot the allocation moves to an own file: copied first, while nothing has
+     * changed yet, so that a refusal below only has to delete the copy. */
+    int move = row.slab && max_size > row.slab;
+    if (move && depot_data_move(a, &row) < 0) {
+        pthread_mutex_unlock(&a->op_mu);
+        return IBP_E_FILE_WRITE;
+    }
     pthread_mutex_lock(&st->mu);
     uint64_t new_max = max_size ? max_size : a->r.max_size;
     int new_rel = reliability ? reliability : a->r.reliability;
     expires = a->r.expires;
-    if (gone(a, now))
+    if (depot_alloc_gone(a, now))
         rc = IBP_E_CAP_NOT_FOUND;
     else if (new_max < a->r.cur_size)
         rc = IBP_E_WOULD_DAMAGE_DATA;
@@ -579,54 +525,27 @@ int depot_store_change(depot_alloc_t *a, uint64_t max_size, int64_t duration, in
             a->r.expires = expires;
             if (expires < res->earliest_expiry)
                 res->earliest_expiry = expires;
+            if (move) {
+                a->r.slab = 0;
+                a->r.slot = -1;
+            }
             depot_meta_put(res->meta, &op, &a->r);
         }
     }
     pthread_mutex_unlock(&st->mu);
-    if (rc == IBP_OK && depot_meta_wait(res->meta, &op) < 0)
-        rc = IBP_E_INTERNAL;
-    pthread_mutex_unlock(&a->op_mu);
-    return rc;
-}
-
-int depot_store_truncate(depot_alloc_t *a, uint64_t new_size)
-{
-    depot_store_t *st = a->res->store;
-    depot_meta_op_t op;
-    uint64_t cur = 0;
-    int rc = IBP_OK, fd;
-
-    pthread_mutex_lock(&a->op_mu);
-    pthread_mutex_lock(&st->mu);
-    if (gone(a, lns_now_s()))
-        rc = IBP_E_CAP_NOT_FOUND;
-    else if (new_size > a->r.max_size)
-        rc = IBP_E_WOULD_EXCEED_LIMIT;
-    else
-        cur = a->r.cur_size;
-    pthread_mutex_unlock(&st->mu);
-    if (rc != IBP_OK) {
-        pthread_mutex_unlock(&a->op_mu);
-        return rc;
-    }
-    fd = data_open(a, O_RDWR | O_CREAT);
-    /* First cut to the smaller size so that stale bytes past cur never reappear. */
-    if (fd < 0 || ftruncate(fd, (off_t)(cur < new_size ? cur : new_size)) < 0 ||
-        ftruncate(fd, (off_t)new_size) < 0 ||
-        (st->durability == DEPOT_DUR_FSYNC && fdatasync(fd) < 0)) {
-        lns_log(LNS_LOG_ERROR, "resource %d: truncate of %016llx: %s", a->res->id,
-                (unsigned long long)a->r.id, strerror(errno));
-        rc = IBP_E_FILE_WRITE;
-    }
-    if (fd >= 0)
-        close(fd);
     if (rc == IBP_OK) {
-        pthread_mutex_lock(&st->mu);
-        a->r.cur_size = new_size;
-        depot_meta_put(a->res->meta, &op, &a->r);
-        pthread_mutex_unlock(&st->mu);
-        if (depot_meta_wait(a->res->meta, &op) < 0)
+        if (depot_meta_wait(res->meta, &op) < 0) {
+            /* The row on disk may still name the slot: it stays taken until a restart. */
             rc = IBP_E_INTERNAL;
+        } else if (move) {
+            /* Free once no request still reads it (depot_alloc_release). */
+            pthread_mutex_lock(&st->mu);
+            a->old_slab = row.slab;
+            a->old_slot = row.slot;
+            pthread_mutex_unlock(&st->mu);
+        }
+    } else if (move) {
+        depot_data_unlink(res, row.id);
     }
     pthread_mutex_unlock(&a->op_mu);
     return rc;
@@ -686,6 +605,12 @@ int depot_store_adopt(depot_resource_t *res, const depot_row_t *row)
                 res->id, (unsigned long long)row->id);
         return 0;
     }
+    if (row->slab && depot_slab_claim(res, row->slab, row->slot) < 0) {
+        lns_log(LNS_LOG_ERROR, "resource %d: allocation %016llx names slot %lld of slab %u, "
+                "which another row holds; ignored", res->id, (unsigned long long)row->id,
+                (long long)row->slot, row->slab);
+        return 0;
+    }
     if (!(a = alloc_new(res, row)))
         return -1;
     index_insert(st, a);
@@ -696,10 +621,10 @@ int depot_store_adopt(depot_resource_t *res, const depot_row_t *row)
     return 0;
 }
 
-int depot_store_owns(depot_resource_t *res, uint64_t id)
+int depot_store_owns_file(depot_resource_t *res, uint64_t id)
 {
     depot_alloc_t *a = index_find(res->store, id);
-    return a && a->res == res;
+    return a && a->res == res && !a->r.slab;
 }
 
 static void *reaper_main(void *arg)
@@ -740,6 +665,8 @@ int depot_store_open(depot_store_t *st, const depot_config_t *cfg, char *err, si
         res->cfg = cfg->res[i];
         res->store = st;
         res->data_fd = -1;
+        for (int c = 0; c < DEPOT_SLAB_CLASSES; c++)
+            res->slab[c].fd = -1;
         res->earliest_expiry = INT64_MAX;
         st->nres = i + 1;
         if (depot_resource_open(res, err, errlen) < 0) {
@@ -781,6 +708,8 @@ void depot_store_close(depot_store_t *st)
     for (int i = 0; i < st->nres; i++)
         if (st->res[i].data_fd >= 0)
             close(st->res[i].data_fd);
+    for (int i = 0; i < st->nres; i++)
+        depot_slab_close(&st->res[i]);
     free(st->buckets);
     st->buckets = NULL;
     st->nres = 0;

@@ -1,9 +1,10 @@
 /* test_depot_robust.c -- a real ibp_depot under the things that break servers.
  *
  * SIGKILL in the middle of a stream of STOREs (every acknowledged byte must survive the
- * restart, and nothing unacknowledged may be claimed), clients that vanish or stall in the
- * middle of a STORE, a thousand simultaneous connections, slowloris clients next to a normal
- * one, the idle timeout and the connection limit. */
+ * restart, and nothing unacknowledged may be claimed), the same for small allocations that
+ * share slab files (and the slots freed before the kill are reused without harm), clients
+ * that vanish or stall in the middle of a STORE, a thousand simultaneous connections,
+ * slowloris clients next to a normal one, the idle timeout and the connection limit. */
 #include <CUnit/CUnit.h>
 #include <errno.h>
 #include <poll.h>
@@ -183,6 +184,78 @@ static void test_sigkill_during_stores(void)
     td_stop(&d);
     CU_ASSERT(log_clean(&d));
     free(data);
+}
+
+/* Small allocations share slab files.  Some are freed and one is moved past 64 KiB by a
+ * CHNG, then the depot dies while a STORE into another is half sent.  After the restart each
+ * has exactly its acknowledged bytes, and as many new allocations as there were before
+ * (taking the freed slots) change none of them. */
+static void test_sigkill_slabs(void)
+{
+    enum { N = 60, HALF = N / 2 };
+    static char data[2 * N][65536];
+    test_depot_t d;
+    caps_t c[2 * N];
+    size_t size[2 * N];
+    int live[2 * N];
+
+    CU_ASSERT_FATAL(td_start(&d, NULL) == 0);
+    int fd = td_connect(&d);
+    CU_ASSERT_FATAL(fd >= 0);
+    for (int i = 0; i < N; i++) {
+        size[i] = 1 + (size_t)(i * 7919) % 65536;
+        lns_test_fill(data[i], size[i], (uint64_t)(1000 + i));
+        CU_ASSERT_FATAL(allocate(fd, (long)size[i], &c[i]) == 1);
+        CU_ASSERT_EQUAL(store(fd, &c[i], data[i], size[i], 30), 1);
+        live[i] = 1;
+    }
+    for (int i = 0; i < N; i += 4) {
+        CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 42 1 30\n", c[i].key[2], c[i].tk[2]), 1);
+        live[i] = 0;
+    }
+    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 43 1 200000 0 0 30\n", c[1].key[2],
+                         c[1].tk[2]), 1);
+    /* 3000 bytes acknowledged, then a STORE of 4000 of which 2000 are sent */
+    caps_t k;
+    char kdata[7000], hdr[512];
+    lns_test_fill(kdata, sizeof kdata, 77);
+    CU_ASSERT_FATAL(allocate(fd, sizeof kdata, &k) == 1);
+    CU_ASSERT_EQUAL(store(fd, &k, kdata, 3000, 30), 1);
+    int h = snprintf(hdr, sizeof hdr, "1 2 %s %s 4000 30\n", k.key[1], k.tk[1]);
+    CU_ASSERT_EQUAL(raw_send(fd, hdr, (size_t)h), 0);
+    CU_ASSERT_EQUAL(raw_send(fd, kdata + 3000, 2000), 0);
+    usleep(100 * 1000);
+    td_kill(&d, SIGKILL);
+    close(fd);
+
+    CU_ASSERT_FATAL(td_restart(&d) == 0);
+    fd = td_connect(&d);
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_EQUAL(probe_size(fd, &k), 3000);
+    CU_ASSERT(load_check(fd, &k, kdata, 3000));
+    for (int i = HALF; i < HALF + N; i++) {
+        int j = N + (i - HALF);
+        size[j] = size[i % N];
+        lns_test_fill(data[j], size[j], (uint64_t)(1000 + j));
+        CU_ASSERT_FATAL(allocate(fd, (long)size[j], &c[j]) == 1);
+        CU_ASSERT_EQUAL(store(fd, &c[j], data[j], size[j], 30), 1);
+        live[j] = 1;
+    }
+    CU_ASSERT_EQUAL(store(fd, &k, kdata + 3000, 4000, 30), 1);
+    int bad = 0;
+    for (int i = 0; i < 2 * N; i++) {
+        if (!live[i]) {
+            CU_ASSERT_EQUAL(probe_size(fd, &c[i]), -1);
+        } else if (probe_size(fd, &c[i]) != (long long)size[i] ||
+                   !load_check(fd, &c[i], data[i], size[i])) {
+            bad++;
+        }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(load_check(fd, &k, kdata, sizeof kdata));
+    close(fd);
+    td_stop(&d);
+    CU_ASSERT(log_clean(&d));
 }
 
 static void test_disconnect_mid_store(void)
@@ -419,6 +492,7 @@ void lns_test_register(void)
 {
     CU_pSuite s = CU_add_suite("depot_robust", NULL, NULL);
     CU_add_test(s, "SIGKILL during STOREs, restart", test_sigkill_during_stores);
+    CU_add_test(s, "SIGKILL with slab files, restart", test_sigkill_slabs);
     CU_add_test(s, "client gone or stalled mid-STORE", test_disconnect_mid_store);
     CU_add_test(s, "1000 simultaneous connections", test_thousand_connections);
     CU_add_test(s, "slowloris does not delay others", test_slowloris);

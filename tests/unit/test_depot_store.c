@@ -2,11 +2,13 @@
  *
  * The store runs on a fresh directory per test: allocations, the write path, space
  * accounting and soft reclaim, expiry, the SQLite reload after a restart and the cleanup of
- * orphan files.  Then the parsers of sizes, durations, resources and the whole command line,
- * and the capability keys. */
+ * orphan files; slab files (no file per small allocation, no stale bytes from a reused slot,
+ * CHNG across 64 KiB, free lists rebuilt at restart).  Then the parsers of sizes, durations,
+ * resources and the whole command line, and the capability keys. */
 #include <CUnit/CUnit.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,18 +68,19 @@ static depot_alloc_t *lookup(const depot_newalloc_t *na, int kind, int *rc)
 /* Append (offset UINT64_MAX) or write bytes through the data path. */
 static int put(const depot_newalloc_t *na, uint64_t offset, const void *buf, uint64_t len)
 {
-    int rc, fd;
+    int rc;
     uint64_t at;
+    depot_data_t d;
     depot_alloc_t *a = lookup(na, DEPOT_WRITE, &rc);
     if (!a)
         return rc;
-    rc = depot_write_begin(a, offset, len, &at, &fd);
+    rc = depot_write_begin(a, offset, len, &at, &d);
     if (rc == IBP_OK) {
-        if (len > 0 && pwrite(fd, buf, len, (off_t)at) != (ssize_t)len) {
-            depot_write_abort(a, fd);
+        if (len > 0 && pwrite(d.fd, buf, len, (off_t)(d.base + at)) != (ssize_t)len) {
+            depot_write_abort(a, &d);
             rc = IBP_E_FILE_WRITE;
         } else {
-            rc = depot_write_commit(a, fd, at + len);
+            rc = depot_write_commit(a, &d, at + len);
         }
     }
     depot_alloc_release(a);
@@ -96,24 +99,30 @@ static uint64_t cur_size(const depot_newalloc_t *na)
     return row.cur_size;
 }
 
-/* Read back n bytes at off; 0 if they equal want. */
+/* Read back n bytes at off (inside the current size, as LOAD does); 0 if they equal want. */
 static int check_data(const depot_newalloc_t *na, uint64_t off, const void *want, size_t n)
 {
     int rc;
+    depot_row_t row;
+    depot_data_t d;
     if (n == 0)
         return 0;
-    char *got = malloc(n + 1);
+    char *got = malloc(n);
     depot_alloc_t *a = lookup(na, DEPOT_READ, &rc);
     if (!a || !got) {
         free(got);
+        if (a)
+            depot_alloc_release(a);
         return -1;
     }
-    int fd = depot_data_open(a);
-    ssize_t r = fd >= 0 ? pread(fd, got, n + 1, (off_t)off) : -1;
-    if (fd >= 0)
-        close(fd);
+    depot_alloc_snapshot(a, &row);
+    ssize_t r = -1;
+    if (off + n <= row.cur_size && depot_data_open(a->res, &row, 0, &d) == 0) {
+        r = pread(d.fd, got, n, (off_t)(d.base + off));
+        depot_data_close(&d);
+    }
     depot_alloc_release(a);
-    rc = r >= (ssize_t)n && memcmp(got, want, n) == 0 ? 0 : -1;
+    rc = r == (ssize_t)n && memcmp(got, want, n) == 0 ? 0 : -1;
     free(got);
     return rc;
 }
@@ -153,20 +162,40 @@ static void test_alloc_store_load_free(void)
     CU_ASSERT_EQUAL(status().nallocs, 1);
     CU_ASSERT_EQUAL(status().hard_used, 10000);
 
-    /* free with DECR of the read count; the file goes with the last reference */
-    depot_alloc_t *a = lookup(&na, DEPOT_MANAGE, &rc);
-    CU_ASSERT_FATAL(a != NULL);
-    char path[PATH_MAX + 64];
+    /* 10000 bytes live in the 16 KiB slab, not in a file of their own */
+    char path[PATH_MAX + 64], slab[PATH_MAX + 64];
+    struct stat sb;
     snprintf(path, sizeof path, "%s/data/%02x/%016llx", cfg.res[0].dir, (unsigned)(na.id >> 56),
              (unsigned long long)na.id);
-    CU_ASSERT_EQUAL(access(path, F_OK), 0);
+    snprintf(slab, sizeof slab, "%s/slab/16384", cfg.res[0].dir);
+    CU_ASSERT_EQUAL(access(path, F_OK), -1);
+    CU_ASSERT(stat(slab, &sb) == 0 && sb.st_size >= 10000 && sb.st_blocks > 0);
+
+    /* free with DECR of the read count; the slot is punched out with the last reference */
+    depot_alloc_t *a = lookup(&na, DEPOT_MANAGE, &rc);
+    CU_ASSERT_FATAL(a != NULL);
     CU_ASSERT_EQUAL(depot_store_decr(a, IBP_READCAP), IBP_OK);
     depot_alloc_release(a);
-    CU_ASSERT_EQUAL(access(path, F_OK), -1);
+    CU_ASSERT(stat(slab, &sb) == 0 && sb.st_blocks == 0);
     CU_ASSERT_PTR_NULL(lookup(&na, DEPOT_READ, &rc));
     CU_ASSERT_EQUAL(rc, IBP_E_CAP_NOT_FOUND);
     CU_ASSERT_EQUAL(status().nallocs, 0);
     CU_ASSERT_EQUAL(status().hard_used, 0);
+
+    /* past 64 KiB: an own file, created by the first STORE, gone with the last reference */
+    CU_ASSERT_EQUAL_FATAL(depot_store_allocate(&st, 0, IBP_HARD, IBP_BYTEARRAY, 600, 65537, &na),
+                          IBP_OK);
+    snprintf(path, sizeof path, "%s/data/%02x/%016llx", cfg.res[0].dir, (unsigned)(na.id >> 56),
+             (unsigned long long)na.id);
+    CU_ASSERT_EQUAL(access(path, F_OK), -1);
+    CU_ASSERT_EQUAL(put(&na, UINT64_MAX, buf, sizeof buf), IBP_OK);
+    CU_ASSERT_EQUAL(access(path, F_OK), 0);
+    CU_ASSERT_EQUAL(check_data(&na, 0, buf, sizeof buf), 0);
+    a = lookup(&na, DEPOT_MANAGE, &rc);
+    CU_ASSERT_FATAL(a != NULL);
+    CU_ASSERT_EQUAL(depot_store_decr(a, IBP_READCAP), IBP_OK);
+    depot_alloc_release(a);
+    CU_ASSERT_EQUAL(access(path, F_OK), -1);
     depot_store_close(&st);
 }
 
@@ -189,11 +218,11 @@ static void test_write_gap_and_truncate(void)
 
     depot_alloc_t *a = lookup(&na, DEPOT_MANAGE, &rc);
     CU_ASSERT_FATAL(a != NULL);
-    CU_ASSERT_EQUAL(depot_store_truncate(a, 5), IBP_OK);
+    CU_ASSERT_EQUAL(depot_write_truncate(a, 5), IBP_OK);
     CU_ASSERT_EQUAL(cur_size(&na), 5);
-    CU_ASSERT_EQUAL(depot_store_truncate(a, 20), IBP_OK);
+    CU_ASSERT_EQUAL(depot_write_truncate(a, 20), IBP_OK);
     CU_ASSERT_EQUAL(check_data(&na, 0, "01234\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 20), 0);
-    CU_ASSERT_EQUAL(depot_store_truncate(a, 1001), IBP_E_WOULD_EXCEED_LIMIT);
+    CU_ASSERT_EQUAL(depot_write_truncate(a, 1001), IBP_E_WOULD_EXCEED_LIMIT);
     /* CHNG: not below the current size, not past the free space */
     CU_ASSERT_EQUAL(depot_store_change(a, 10, 0, 0), IBP_E_WOULD_DAMAGE_DATA);
     CU_ASSERT_EQUAL(depot_store_change(a, 2 << 20, 0, 0), IBP_E_WOULD_EXCEED_LIMIT);
@@ -402,6 +431,327 @@ static void test_reload_many_fast(void)
     int64_t ms = lns_mono_ms() - t0;
     CU_ASSERT_EQUAL(status().nallocs, 20000);
     CU_ASSERT(ms < 1000);
+    depot_store_close(&st);
+}
+
+/* ---- slab files -------------------------------------------------------------------------- */
+
+static depot_row_t row_of(const depot_newalloc_t *na)
+{
+    int rc;
+    depot_row_t row;
+    memset(&row, 0xff, sizeof row);
+    depot_alloc_t *a = lookup(na, DEPOT_READ, &rc);
+    if (a) {
+        depot_alloc_snapshot(a, &row);
+        depot_alloc_release(a);
+    }
+    return row;
+}
+
+static int free_alloc(const depot_newalloc_t *na)
+{
+    int rc;
+    depot_alloc_t *a = lookup(na, DEPOT_MANAGE, &rc);
+    if (!a)
+        return rc;
+    rc = depot_store_decr(a, IBP_READCAP);
+    depot_alloc_release(a);
+    return rc;
+}
+
+static int manage(const depot_newalloc_t *na, int truncate, uint64_t size)
+{
+    int rc;
+    depot_alloc_t *a = lookup(na, DEPOT_MANAGE, &rc);
+    if (!a)
+        return rc;
+    rc = truncate ? depot_write_truncate(a, size) : depot_store_change(a, size, 0, 0);
+    depot_alloc_release(a);
+    return rc;
+}
+
+/* Regular files under <dir>/data (there should be none for small allocations). */
+static int count_data_files(void)
+{
+    char cmd[PATH_MAX + 64];
+    int n = -1;
+    snprintf(cmd, sizeof cmd, "find '%s/data' -type f | wc -l", cfg.res[0].dir);
+    FILE *p = popen(cmd, "r");
+    if (p) {
+        if (fscanf(p, "%d", &n) != 1)
+            n = -1;
+        pclose(p);
+    }
+    return n;
+}
+
+static off_t file_size(const char *name)
+{
+    char path[PATH_MAX + 64];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/%s", cfg.res[0].dir, name);
+    return stat(path, &sb) == 0 ? sb.st_size : -1;
+}
+
+/* Write bytes straight into the slab file at an allocation's slot (a slot that still holds
+ * someone's old bytes: a crash before its punch). */
+static void scribble_slot(const depot_row_t *row, int byte)
+{
+    char path[PATH_MAX + 64], *junk = malloc(row->slab);
+    snprintf(path, sizeof path, "%s/slab/%u", cfg.res[0].dir, row->slab);
+    int fd = open(path, O_WRONLY);
+    CU_ASSERT_FATAL(fd >= 0 && junk != NULL);
+    memset(junk, byte, row->slab);
+    CU_ASSERT(pwrite(fd, junk, row->slab, (off_t)(row->slot * row->slab)) == (ssize_t)row->slab);
+    close(fd);
+    free(junk);
+}
+
+static void test_slab_placement(void)
+{
+    static const uint64_t sizes[] = {1, 4096, 4097, 8192, 10000, 16384, 20000, 32768, 40000,
+                                     65535, 65536};
+    static const uint32_t slabs[] = {4096, 4096, 8192, 8192, 16384, 16384, 32768, 32768, 65536,
+                                     65536, 65536};
+    enum { N = sizeof sizes / sizeof sizes[0], ROUNDS = 3 };
+    depot_newalloc_t na[ROUNDS][N];
+    static char buf[65536];
+
+    setup(1 << 30, 0, 3600);
+    CU_ASSERT_FATAL(open_store() == 0);
+    for (int r = 0; r < ROUNDS; r++)
+        for (int i = 0; i < N; i++) {
+            CU_ASSERT_EQUAL_FATAL(depot_store_allocate(&st, 0, IBP_HARD, 1, 600, sizes[i],
+                                                       &na[r][i]), IBP_OK);
+            depot_row_t row = row_of(&na[r][i]);
+            CU_ASSERT_EQUAL(row.slab, slabs[i]);
+            CU_ASSERT(row.slot >= 0);
+            lns_test_fill(buf, sizes[i], (uint64_t)(r * N + i));
+            CU_ASSERT_EQUAL(put(&na[r][i], UINT64_MAX, buf, sizes[i]), IBP_OK);
+        }
+    CU_ASSERT_EQUAL(count_data_files(), 0);
+    /* per round two allocations of each size up to 32 KiB, three of 64 KiB: no gaps */
+    CU_ASSERT_EQUAL(file_size("slab/4096"), 2 * ROUNDS * 4096);
+    CU_ASSERT_EQUAL(file_size("slab/65536"), 3 * ROUNDS * 65536);
+    for (int r = 0; r < ROUNDS; r++)
+        for (int i = 0; i < N; i++) {
+            lns_test_fill(buf, sizes[i], (uint64_t)(r * N + i));
+            CU_ASSERT_EQUAL(check_data(&na[r][i], 0, buf, sizes[i]), 0);
+        }
+    /* one past 64 KiB: its own file */
+    depot_newalloc_t big;
+    CU_ASSERT_EQUAL_FATAL(depot_store_allocate(&st, 0, IBP_HARD, 1, 600, 65537, &big), IBP_OK);
+    CU_ASSERT_EQUAL(row_of(&big).slab, 0);
+    CU_ASSERT_EQUAL(row_of(&big).slot, -1);
+    CU_ASSERT_EQUAL(put(&big, UINT64_MAX, buf, 100), IBP_OK);
+    CU_ASSERT_EQUAL(count_data_files(), 1);
+    depot_store_close(&st);
+}
+
+static void test_slot_reuse_no_stale_bytes(void)
+{
+    depot_newalloc_t a1, a2;
+    char pat[4096], zeros[4096] = {0};
+    depot_data_t d;
+    uint64_t at;
+    int rc;
+
+    setup(1 << 20, 0, 3600);
+    CU_ASSERT_FATAL(open_store() == 0);
+    CU_ASSERT_EQUAL_FATAL(depot_store_allocate(&st, 0, IBP_HARD, 1, 600, 4096, &a1), IBP_OK);
+    memset(pat, 'A', sizeof pat);
+    CU_ASSERT_EQUAL(put(&a1, UINT64_MAX, pat, sizeof pat), IBP_OK);
+    depot_row_t r1 = row_of(&a1);
+    CU_ASSERT_EQUAL(free_alloc(&a1), IBP_OK);
+
+    /* the same class takes the slot just freed */
+    CU_ASSERT_EQUAL_FATAL(depot_store_allocate(&st, 0, IBP_HARD, 1, 600, 3000, &a2), IBP_OK);
+    depot_row_t r2 = row_of(&a2);
+    CU_ASSERT_EQUAL(r2.slab, r1.slab);
+    CU_ASSERT_EQUAL_FATAL(r2.slot, r1.slot);
+    CU_ASSERT_EQUAL(cur_size(&a2), 0);
+    /* as if the punch had never happened: old bytes all over the slot */
+    scribble_slot(&r2, 'A');
+
+    /* a WRITE past the end: the gap reads as zeros, not as the old bytes */
+    CU_ASSERT_EQUAL(put(&a2, 1000, "xyz", 3), IBP_OK);
+    CU_ASSERT_EQUAL(cur_size(&a2), 1003);
+    CU_ASSERT_EQUAL(check_data(&a2, 0, zeros, 1000), 0);
+    CU_ASSERT_EQUAL(check_data(&a2, 1000, "xyz", 3), 0);
+    /* TRUNCATE up: zeros, too */
+    CU_ASSERT_EQUAL(manage(&a2, 1, 3000), IBP_OK);
+    CU_ASSERT_EQUAL(check_data(&a2, 1003, zeros, 3000 - 1003), 0);
+    /* TRUNCATE down and up again: what was cut off does not come back */
+    CU_ASSERT_EQUAL(manage(&a2, 1, 1001), IBP_OK);
+    CU_ASSERT_EQUAL(manage(&a2, 1, 1500), IBP_OK);
+    CU_ASSERT_EQUAL(check_data(&a2, 1000, "x\0\0\0", 4), 0);
+
+    /* an aborted STORE leaves bytes past the size; a later gap must not show them */
+    depot_alloc_t *w = lookup(&a2, DEPOT_WRITE, &rc);
+    CU_ASSERT_FATAL(w != NULL);
+    CU_ASSERT_EQUAL_FATAL(depot_write_begin(w, UINT64_MAX, 1000, &at, &d), IBP_OK);
+    CU_ASSERT_EQUAL(at, 1500);
+    CU_ASSERT(pwrite(d.fd, pat, 1000, (off_t)(d.base + at)) == 1000);
+    depot_write_abort(w, &d);
+    depot_alloc_release(w);
+    CU_ASSERT_EQUAL(cur_size(&a2), 1500);
+    CU_ASSERT_EQUAL(put(&a2, 2900, "end", 3), IBP_OK);
+    CU_ASSERT_EQUAL(check_data(&a2, 1500, zeros, 1400), 0);
+    CU_ASSERT_EQUAL(check_data(&a2, 2900, "end", 3), 0);
+    /* an empty WRITE past the end grows the size: zeros again */
+    scribble_slot(&r2, 'A');
+    CU_ASSERT_EQUAL(manage(&a2, 1, 100), IBP_OK);
+    CU_ASSERT_EQUAL(put(&a2, 3000, "", 0), IBP_OK);
+    CU_ASSERT_EQUAL(cur_size(&a2), 3000);
+    CU_ASSERT_EQUAL(check_data(&a2, 100, zeros, 2900), 0);
+    depot_store_close(&st);
+}
+
+static void test_chng_moves_across_64k(void)
+{
+    depot_newalloc_t na, other;
+    static char buf[200000], zeros[65536];
+    char path[PATH_MAX + 64];
+
+    setup(1 << 30, 0, 3600);
+    CU_ASSERT_FATAL(open_store() == 0);
+    lns_test_fill(buf, sizeof buf, 42);
+    CU_ASSERT_EQUAL_FATAL(depot_store_allocate(&st, 0, IBP_HARD, 1, 600, 40000, &na), IBP_OK);
+    CU_ASSERT_EQUAL(put(&na, UINT64_MAX, buf, 30000), IBP_OK);
+    depot_row_t before = row_of(&na);
+    CU_ASSERT_EQUAL(before.slab, 65536);
+    /* within the slot: only max_size changes */
+    CU_ASSERT_EQUAL(manage(&na, 0, 65536), IBP_OK);
+    CU_ASSERT_EQUAL(row_of(&na).slab, 65536);
+    CU_ASSERT_EQUAL(row_of(&na).slot, before.slot);
+    CU_ASSERT_EQUAL(manage(&na, 0, 35000), IBP_OK); /* down, still >= cur_size: same slot */
+    CU_ASSERT_EQUAL(row_of(&na).slot, before.slot);
+    CU_ASSERT_EQUAL(manage(&na, 0, 29999), IBP_E_WOULD_DAMAGE_DATA);
+    /* past it: moved to an own file, bytes and all */
+    CU_ASSERT_EQUAL(manage(&na, 0, sizeof buf), IBP_OK);
+    depot_row_t after = row_of(&na);
+    CU_ASSERT_EQUAL(after.slab, 0);
+    CU_ASSERT_EQUAL(after.slot, -1);
+    CU_ASSERT_EQUAL(after.max_size, sizeof buf);
+    CU_ASSERT_EQUAL(after.cur_size, 30000);
+    snprintf(path, sizeof path, "%s/data/%02x/%016llx", cfg.res[0].dir, (unsigned)(na.id >> 56),
+             (unsigned long long)na.id);
+    CU_ASSERT_EQUAL(access(path, F_OK), 0);
+    CU_ASSERT_EQUAL(check_data(&na, 0, buf, 30000), 0);
+    CU_ASSERT_EQUAL(put(&na, UINT64_MAX, buf + 30000, sizeof buf - 30000), IBP_OK);
+    CU_ASSERT_EQUAL(check_data(&na, 0, buf, sizeof buf), 0);
+    CU_ASSERT_EQUAL(status().hard_used, sizeof buf);
+
+    /* the old slot is free again (and empty) */
+    CU_ASSERT_EQUAL_FATAL(depot_store_allocate(&st, 0, IBP_HARD, 1, 600, 65536, &other), IBP_OK);
+    CU_ASSERT_EQUAL(row_of(&other).slot, before.slot);
+    CU_ASSERT_EQUAL(manage(&other, 1, 65536), IBP_OK);
+    CU_ASSERT_EQUAL(check_data(&other, 0, zeros, sizeof zeros), 0);
+
+    /* and all of it survives a restart */
+    depot_store_close(&st);
+    CU_ASSERT_FATAL(open_store() == 0);
+    CU_ASSERT_EQUAL(row_of(&na).slab, 0);
+    CU_ASSERT_EQUAL(check_data(&na, 0, buf, sizeof buf), 0);
+    CU_ASSERT_EQUAL(row_of(&other).slot, before.slot);
+    depot_store_close(&st);
+}
+
+static void test_restart_rebuilds_free_lists(void)
+{
+    enum { N = 300 };
+    depot_newalloc_t na[2 * N];
+    int live[2 * N];
+    static char buf[65536];
+
+    setup(1 << 30, 0, 3600);
+    CU_ASSERT_FATAL(open_store() == 0);
+    for (int i = 0; i < N; i++) {
+        uint64_t size = 1 + (uint64_t)(i * 7919) % 65536;
+        CU_ASSERT_EQUAL_FATAL(depot_store_allocate(&st, 0, IBP_HARD, 1, 600, size, &na[i]),
+                              IBP_OK);
+        lns_test_fill(buf, size, (uint64_t)i);
+        CU_ASSERT_EQUAL(put(&na[i], UINT64_MAX, buf, size), IBP_OK);
+        live[i] = 1;
+    }
+    for (int i = 0; i < N; i += 3) {
+        CU_ASSERT_EQUAL(free_alloc(&na[i]), IBP_OK);
+        live[i] = 0;
+    }
+    off_t sizes[DEPOT_SLAB_CLASSES];
+    for (int c = 0; c < DEPOT_SLAB_CLASSES; c++) {
+        char name[32];
+        snprintf(name, sizeof name, "slab/%u", DEPOT_SLOT_MIN << c);
+        sizes[c] = file_size(name);
+    }
+    depot_store_close(&st);
+
+    CU_ASSERT_FATAL(open_store() == 0);
+    /* as many new ones of each size as were freed: they fill the holes, the files do not
+     * grow; and no slot is handed out twice, or someone's bytes would change */
+    for (int i = 0; i < N; i += 3) {
+        int j = N + i;
+        uint64_t size = 1 + (uint64_t)(i * 7919) % 65536;
+        CU_ASSERT_EQUAL_FATAL(depot_store_allocate(&st, 0, IBP_HARD, 1, 600, size, &na[j]),
+                              IBP_OK);
+        lns_test_fill(buf, size, (uint64_t)j);
+        CU_ASSERT_EQUAL(put(&na[j], UINT64_MAX, buf, size), IBP_OK);
+        live[j] = 1;
+    }
+    for (int c = 0; c < DEPOT_SLAB_CLASSES; c++) {
+        char name[32];
+        snprintf(name, sizeof name, "slab/%u", DEPOT_SLOT_MIN << c);
+        CU_ASSERT(file_size(name) <= sizes[c]);
+    }
+    int bad = 0;
+    for (int i = 0; i < 2 * N; i++) {
+        if (i >= N && !live[i])
+            continue;
+        uint64_t size = 1 + (uint64_t)((i % N) * 7919) % 65536;
+        lns_test_fill(buf, size, (uint64_t)i);
+        if (live[i] && check_data(&na[i], 0, buf, size) != 0)
+            bad++;
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(count_data_files(), 0);
+    depot_store_close(&st);
+}
+
+/* A database written before slab files (schema 1, no slab/slot columns) is upgraded: its
+ * allocations keep their own files, new small ones go to slabs. */
+static void test_schema_1_upgrade(void)
+{
+    depot_newalloc_t old, small;
+    static char buf[100000];
+    char path[PATH_MAX + 64];
+    sqlite3 *db = NULL;
+
+    setup(1 << 30, 0, 3600);
+    CU_ASSERT_FATAL(open_store() == 0);
+    lns_test_fill(buf, sizeof buf, 5);
+    CU_ASSERT_EQUAL_FATAL(depot_store_allocate(&st, 0, IBP_HARD, 1, 600, 3000, &old), IBP_OK);
+    CU_ASSERT_EQUAL(manage(&old, 0, sizeof buf), IBP_OK); /* now in its own file */
+    CU_ASSERT_EQUAL(put(&old, UINT64_MAX, buf, sizeof buf), IBP_OK);
+    depot_store_close(&st);
+    snprintf(path, sizeof path, "%s/depot.db", cfg.res[0].dir);
+    CU_ASSERT_FATAL(sqlite3_open(path, &db) == SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_exec(db, "ALTER TABLE alloc DROP COLUMN slab;"
+                                     "ALTER TABLE alloc DROP COLUMN slot;"
+                                     "UPDATE depot SET value = '1' WHERE key = 'schema';",
+                                 NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+
+    CU_ASSERT_FATAL(open_store() == 0);
+    CU_ASSERT_EQUAL(row_of(&old).slab, 0);
+    CU_ASSERT_EQUAL(check_data(&old, 0, buf, sizeof buf), 0);
+    CU_ASSERT_EQUAL_FATAL(depot_store_allocate(&st, 0, IBP_HARD, 1, 600, 100, &small), IBP_OK);
+    CU_ASSERT_EQUAL(row_of(&small).slab, 4096);
+    CU_ASSERT_EQUAL(put(&small, UINT64_MAX, buf, 100), IBP_OK);
+    depot_store_close(&st);
+    CU_ASSERT_FATAL(open_store() == 0);
+    CU_ASSERT_EQUAL(check_data(&old, 0, buf, sizeof buf), 0);
+    CU_ASSERT_EQUAL(check_data(&small, 0, buf, 100), 0);
     depot_store_close(&st);
 }
 
@@ -625,6 +975,11 @@ void lns_test_register(void)
     CU_add_test(s, "expiry in the store", test_expiry_in_store);
     CU_add_test(s, "restart reload, expired and orphan files", test_restart_reload);
     CU_add_test(s, "reload of 20000 allocations", test_reload_many_fast);
+    CU_add_test(s, "small allocations live in slab files", test_slab_placement);
+    CU_add_test(s, "a reused slot never shows old bytes", test_slot_reuse_no_stale_bytes);
+    CU_add_test(s, "CHNG across 64 KiB moves the bytes", test_chng_moves_across_64k);
+    CU_add_test(s, "restart rebuilds the slab free lists", test_restart_rebuilds_free_lists);
+    CU_add_test(s, "schema 1 database upgraded", test_schema_1_upgrade);
     CU_add_test(s, "lookup rejects forged keys", test_lookup_rejects);
     CU_pSuite c = CU_add_suite("depot_config", NULL, NULL);
     CU_add_test(c, "sizes and durations", test_parse_size_duration);
