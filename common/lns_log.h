@@ -1,10 +1,11 @@
 /* lns_log.h -- diagnostic log lines and NetLogger-style event lines.
  *
  * Diagnostics: "2026-11-22T17:40:01Z ibp_depot[123] warn: message" to stderr or a file.
- * Events (docs/logging.md): one line per event,
+ * Events (docs/depot.md, "Event log"): one line per event,
  *     <EVENT> <host> <sec>.<nsec> key=value key=value ...
- * written with a single write(2) on an O_APPEND descriptor, so lines from many threads and
- * processes never interleave.  Values must not contain spaces (callers pass ids, numbers
+ * buffered and written in whole lines by a writer thread at most 50 ms later, on an
+ * O_APPEND descriptor, so lines from many threads and processes never interleave.
+ * lns_event_close() writes out what is buffered.  Values must not contain spaces (callers pass ids, numbers
  * and symbolic names).
  */
 #ifndef LNS_LOG_H

@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -253,4 +255,52 @@ int raw_cmd(int fd, const char *line, char *reply, size_t size)
     if (raw_send(fd, line, strlen(line)) < 0)
         return -1;
     return raw_readline(fd, reply, size);
+}
+
+int raw_code(const char *line)
+{
+    char *end;
+    long v = strtol(line, &end, 10);
+    return end == line ? -1000 : (int)v;
+}
+
+int raw_reqf(int fd, char *reply, size_t size, const char *fmt, ...)
+{
+    char line[8192], tmp[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (!reply) {
+        reply = tmp;
+        size = sizeof tmp;
+    }
+    if (raw_cmd(fd, line, reply, size) < 0)
+        return -1000;
+    return raw_code(reply);
+}
+
+int raw_closed_by_peer(int fd, int ms)
+{
+    char c;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, ms) <= 0)
+        return 0;
+    return recv(fd, &c, 1, 0) == 0;
+}
+
+int td_log_clean(const test_depot_t *d)
+{
+    char line[4096];
+    int bad = 0;
+    FILE *f = fopen(d->log, "r");
+    if (!f)
+        return 1;
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, "Sanitizer") || strstr(line, "runtime error"))
+            bad++;
+    fclose(f);
+    if (bad)
+        fprintf(stderr, "\n  %s has %d sanitizer lines\n", d->log, bad);
+    return bad == 0;
 }

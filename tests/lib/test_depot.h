@@ -43,5 +43,15 @@ int raw_readline(int fd, char *buf, size_t size);
 int raw_read(int fd, void *buf, size_t n);
 /* Send a request line (adds nothing: pass the '\n') and read one reply line into reply. */
 int raw_cmd(int fd, const char *line, char *reply, size_t size);
+/* The status code at the start of a reply line, or -1000 if there is none. */
+int raw_code(const char *line);
+/* printf a request line, send it, read the reply (into reply if not NULL), return its code
+ * (-1000 when the connection failed). */
+int raw_reqf(int fd, char *reply, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* 1 if the peer closed the connection (EOF, nothing more to read) within ms. */
+int raw_closed_by_peer(int fd, int ms);
+/* 1 if the depot's log has no sanitizer report (ASan, LSan, UBSan); else prints and 0. */
+int td_log_clean(const test_depot_t *d);
 
 #endif

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "lns_test.h"
+#include "lns_time.h"
 #include "test_depot.h"
 
 typedef struct caps {
@@ -27,69 +28,10 @@ typedef struct caps {
     char tk[3][32];
 } caps_t;
 
-/* After td_stop: the depot's log has no sanitizer report (ASan, LSan, UBSan). */
-static int log_clean(const test_depot_t *d)
-{
-    char line[4096];
-    int bad = 0;
-    FILE *f = fopen(d->log, "r");
-    if (!f)
-        return 1;
-    while (fgets(line, sizeof line, f))
-        if (strstr(line, "Sanitizer") || strstr(line, "runtime error"))
-            bad++;
-    fclose(f);
-    if (bad)
-        fprintf(stderr, "\n  %s has %d sanitizer lines\n", d->log, bad);
-    return bad == 0;
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int code(const char *line)
-{
-    char *end;
-    long v = strtol(line, &end, 10);
-    return end == line ? -1000 : (int)v;
-}
-
-static int reqf(int fd, char *reply, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int reqf(int fd, char *reply, size_t size, const char *fmt, ...)
-{
-    char line[4096], tmp[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (!reply) {
-        reply = tmp;
-        size = sizeof tmp;
-    }
-    if (raw_cmd(fd, line, reply, size) < 0)
-        return -1000;
-    return code(reply);
-}
-
-static int closed_by_peer(int fd, int ms)
-{
-    char c;
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    if (poll(&p, 1, ms) <= 0)
-        return 0;
-    return recv(fd, &c, 1, 0) == 0;
-}
-
 static int allocate(int fd, long size, caps_t *c)
 {
     char reply[4096], a[3][700];
-    if (reqf(fd, reply, sizeof reply, "1 1 0 2 1 3600 %ld 30\n", size) != 1)
+    if (raw_reqf(fd, reply, sizeof reply, "1 1 0 2 1 3600 %ld 30\n", size) != 1)
         return -1;
     if (sscanf(reply, "1 %699s %699s %699s", a[0], a[1], a[2]) != 3)
         return -1;
@@ -108,7 +50,7 @@ static long long probe_size(int fd, const caps_t *c)
     char reply[512];
     int rr, wr;
     unsigned long long cur;
-    if (reqf(fd, reply, sizeof reply, "1 9 %s %s 40 3 0 0 0 30\n", c->key[2], c->tk[2]) != 1 ||
+    if (raw_reqf(fd, reply, sizeof reply, "1 9 %s %s 40 3 0 0 0 30\n", c->key[2], c->tk[2]) != 1 ||
         sscanf(reply, "1 %d %d %llu", &rr, &wr, &cur) != 3)
         return -1;
     return (long long)cur;
@@ -122,11 +64,11 @@ static int store(int fd, const caps_t *c, const char *buf, size_t n, int timeout
     if (raw_send(fd, hdr, (size_t)h) < 0 || raw_send(fd, buf, n) < 0)
         return -1000;
     if (raw_readline(fd, r1, sizeof r1) < 0 || strcmp(r1, "1 ") != 0)
-        return code(r1);
+        return raw_code(r1);
     if (raw_readline(fd, r2, sizeof r2) < 0)
         return -1000;
     snprintf(want, sizeof want, "1 %zu", n);
-    return strcmp(r2, want) == 0 ? 1 : code(r2);
+    return strcmp(r2, want) == 0 ? 1 : raw_code(r2);
 }
 
 static int load_check(int fd, const caps_t *c, const char *want, size_t n)
@@ -136,7 +78,7 @@ static int load_check(int fd, const caps_t *c, const char *want, size_t n)
     int ok = 0;
     if (!buf)
         return 0;
-    if (reqf(fd, line, sizeof line, "1 8 %s %s 0 %zu 60\n", c->key[0], c->tk[0], n) == 1 &&
+    if (raw_reqf(fd, line, sizeof line, "1 8 %s %s 0 %zu 60\n", c->key[0], c->tk[0], n) == 1 &&
         (snprintf(hdr, sizeof hdr, "1 %zu", n), strcmp(line, hdr) == 0) &&
         raw_read(fd, buf, n) == 0 && memcmp(buf, want, n) == 0)
         ok = 1;
@@ -182,7 +124,7 @@ static void test_sigkill_during_stores(void)
     CU_ASSERT(load_check(fd, &c, data, acked + CHUNK));
     close(fd);
     td_stop(&d);
-    CU_ASSERT(log_clean(&d));
+    CU_ASSERT(td_log_clean(&d));
     free(data);
 }
 
@@ -210,10 +152,10 @@ static void test_sigkill_slabs(void)
         live[i] = 1;
     }
     for (int i = 0; i < N; i += 4) {
-        CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 42 1 30\n", c[i].key[2], c[i].tk[2]), 1);
+        CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 42 1 30\n", c[i].key[2], c[i].tk[2]), 1);
         live[i] = 0;
     }
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 43 1 200000 0 0 30\n", c[1].key[2],
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 43 1 200000 0 0 30\n", c[1].key[2],
                          c[1].tk[2]), 1);
     /* 3000 bytes acknowledged, then a STORE of 4000 of which 2000 are sent */
     caps_t k;
@@ -255,7 +197,7 @@ static void test_sigkill_slabs(void)
     CU_ASSERT(load_check(fd, &k, kdata, sizeof kdata));
     close(fd);
     td_stop(&d);
-    CU_ASSERT(log_clean(&d));
+    CU_ASSERT(td_log_clean(&d));
 }
 
 static void test_disconnect_mid_store(void)
@@ -288,7 +230,7 @@ static void test_disconnect_mid_store(void)
     CU_ASSERT_EQUAL(raw_send(sfd, "zzzz", 4), 0);
     char line[64];
     CU_ASSERT_EQUAL(raw_readline(sfd, line, sizeof line), 2);
-    CU_ASSERT(closed_by_peer(sfd, 5000));
+    CU_ASSERT(raw_closed_by_peer(sfd, 5000));
     close(sfd);
     CU_ASSERT_EQUAL(probe_size(fd, &c), 1000);
     /* still usable, and the next bytes follow the first 1000 exactly */
@@ -296,7 +238,7 @@ static void test_disconnect_mid_store(void)
     CU_ASSERT(load_check(fd, &c, data, 1500));
     close(fd);
     td_stop(&d);
-    CU_ASSERT(log_clean(&d));
+    CU_ASSERT(td_log_clean(&d));
 }
 
 static void test_thousand_connections(void)
@@ -345,7 +287,7 @@ static void test_thousand_connections(void)
         if (fds[i] >= 0)
             close(fds[i]);
     td_stop(&d);
-    CU_ASSERT(log_clean(&d));
+    CU_ASSERT(td_log_clean(&d));
 }
 
 typedef struct trickle {
@@ -396,13 +338,13 @@ static void test_slowloris(void)
     CU_ASSERT_FATAL(fd >= 0);
     int64_t worst = 0;
     int ok = 0;
-    int64_t end = now_ms() + 3000;
-    while (now_ms() < end) {
-        int64_t t0 = now_ms();
+    int64_t end = lns_mono_ms() + 3000;
+    while (lns_mono_ms() < end) {
+        int64_t t0 = lns_mono_ms();
         if (allocate(fd, 4096, &c) == 1 && store(fd, &c, data, sizeof data, 30) == 1 &&
             load_check(fd, &c, data, sizeof data))
             ok++;
-        int64_t dt = now_ms() - t0;
+        int64_t dt = lns_mono_ms() - t0;
         if (dt > worst)
             worst = dt;
         usleep(50 * 1000);
@@ -410,7 +352,7 @@ static void test_slowloris(void)
     CU_ASSERT(ok >= 10);
     CU_ASSERT(worst < 1000);
     /* the half line is cut off by the header timeout (2 s, already passed) */
-    CU_ASSERT(closed_by_peer(half, 2000));
+    CU_ASSERT(raw_closed_by_peer(half, 2000));
     close(half);
     /* the trickling STORE is still alive (it makes progress), and stored nothing yet */
     long long sz = probe_size(fd, &slow);
@@ -421,7 +363,7 @@ static void test_slowloris(void)
     close(tr.fd);
     close(fd);
     td_stop(&d);
-    CU_ASSERT(log_clean(&d));
+    CU_ASSERT(td_log_clean(&d));
 }
 
 static void test_idle_timeout(void)
@@ -430,11 +372,11 @@ static void test_idle_timeout(void)
     CU_ASSERT_FATAL(td_start(&d, "--idle-timeout 1") == 0);
     int a = td_connect(&d), b = td_connect(&d);
     CU_ASSERT_FATAL(a >= 0 && b >= 0);
-    CU_ASSERT_EQUAL(reqf(a, NULL, 0, "1 4 0 1 x 30\n"), 1);
-    int64_t t0 = now_ms();
-    CU_ASSERT(closed_by_peer(a, 3000));
-    CU_ASSERT(closed_by_peer(b, 3000));
-    int64_t dt = now_ms() - t0;
+    CU_ASSERT_EQUAL(raw_reqf(a, NULL, 0, "1 4 0 1 x 30\n"), 1);
+    int64_t t0 = lns_mono_ms();
+    CU_ASSERT(raw_closed_by_peer(a, 3000));
+    CU_ASSERT(raw_closed_by_peer(b, 3000));
+    int64_t dt = lns_mono_ms() - t0;
     CU_ASSERT(dt >= 700 && dt < 2500);
     close(a);
     close(b);
@@ -444,12 +386,12 @@ static void test_idle_timeout(void)
     int ok = 0;
     for (int i = 0; i < 6; i++) {
         usleep(400 * 1000);
-        ok += reqf(a, NULL, 0, "1 4 0 1 x 30\n") == 1;
+        ok += raw_reqf(a, NULL, 0, "1 4 0 1 x 30\n") == 1;
     }
     CU_ASSERT_EQUAL(ok, 6);
     close(a);
     td_stop(&d);
-    CU_ASSERT(log_clean(&d));
+    CU_ASSERT(td_log_clean(&d));
 }
 
 static void test_connection_limit(void)
@@ -461,22 +403,22 @@ static void test_connection_limit(void)
     for (int i = 0; i < 5; i++) {
         fds[i] = td_connect(&d);
         CU_ASSERT_FATAL(fds[i] >= 0);
-        CU_ASSERT_EQUAL(reqf(fds[i], NULL, 0, "1 4 0 1 x 30\n"), 1);
+        CU_ASSERT_EQUAL(raw_reqf(fds[i], NULL, 0, "1 4 0 1 x 30\n"), 1);
     }
     int extra = td_connect(&d);
     CU_ASSERT_FATAL(extra >= 0);
     CU_ASSERT(raw_readline(extra, line, sizeof line) > 0);
     CU_ASSERT_STRING_EQUAL(line, "-66 5");
-    CU_ASSERT(closed_by_peer(extra, 2000));
+    CU_ASSERT(raw_closed_by_peer(extra, 2000));
     close(extra);
     /* the five are still served; once one closes, a new one gets in */
-    CU_ASSERT_EQUAL(reqf(fds[4], NULL, 0, "1 4 0 1 x 30\n"), 1);
+    CU_ASSERT_EQUAL(raw_reqf(fds[4], NULL, 0, "1 4 0 1 x 30\n"), 1);
     close(fds[0]);
     int ok = 0;
     for (int i = 0; i < 50 && !ok; i++) {
         usleep(20 * 1000);
         int fd = td_connect(&d);
-        if (fd >= 0 && reqf(fd, line, sizeof line, "1 4 0 1 x 30\n") == 1)
+        if (fd >= 0 && raw_reqf(fd, line, sizeof line, "1 4 0 1 x 30\n") == 1)
             ok = 1;
         if (fd >= 0)
             close(fd);
@@ -485,7 +427,7 @@ static void test_connection_limit(void)
     for (int i = 1; i < 5; i++)
         close(fds[i]);
     td_stop(&d);
-    CU_ASSERT(log_clean(&d));
+    CU_ASSERT(td_log_clean(&d));
 }
 
 void lns_test_register(void)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "lns_test.h"
+#include "lns_time.h"
 #include "test_depot.h"
 
 #define PW "s3cret-pw"
@@ -29,30 +30,6 @@ typedef struct caps {
     char bare[3][300];  /* "<key>" alone */
     char tk[3][64];
 } caps_t;
-
-/* After td_stop: the depot's log has no sanitizer report (ASan, LSan, UBSan). */
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int log_clean(const test_depot_t *d)
-{
-    char line[4096];
-    int bad = 0;
-    FILE *f = fopen(d->log, "r");
-    if (!f)
-        return 1;
-    while (fgets(line, sizeof line, f))
-        if (strstr(line, "Sanitizer") || strstr(line, "runtime error"))
-            bad++;
-    fclose(f);
-    if (bad)
-        fprintf(stderr, "\n  %s has %d sanitizer lines\n", d->log, bad);
-    return bad == 0;
-}
 
 static int suite_init(void)
 {
@@ -72,14 +49,6 @@ static int conn(void)
     return fd;
 }
 
-/* The reply code of a line, or -1000 if there is none. */
-static int code(const char *line)
-{
-    char *end;
-    long v = strtol(line, &end, 10);
-    return end == line ? -1000 : (int)v;
-}
-
 /* Send a line, read the reply line, return its code. */
 static int req(int fd, const char *line, char *reply, size_t size)
 {
@@ -90,30 +59,7 @@ static int req(int fd, const char *line, char *reply, size_t size)
     }
     if (raw_cmd(fd, line, reply, size) < 0)
         return -1000;
-    return code(reply);
-}
-
-static int reqf(int fd, char *reply, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int reqf(int fd, char *reply, size_t size, const char *fmt, ...)
-{
-    char line[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    return req(fd, line, reply, size);
-}
-
-/* 1 if the peer closed the connection (EOF) within 2 s, with nothing more to read. */
-static int closed_by_peer(int fd)
-{
-    char c;
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    if (poll(&p, 1, 2000) <= 0)
-        return 0;
-    return recv(fd, &c, 1, 0) == 0;
+    return raw_code(reply);
 }
 
 static int split_cap(const char *cap, caps_t *c, int k)
@@ -134,8 +80,8 @@ static int split_cap(const char *cap, caps_t *c, int k)
 static int allocate(int fd, int v, int rel, long dur, long size, caps_t *c)
 {
     char reply[4096], a[3][700];
-    int rc = v == 0 ? reqf(fd, reply, sizeof reply, "0 1 %d 1 %ld %ld 30\n", rel, dur, size)
-                    : reqf(fd, reply, sizeof reply, "1 1 0 %d 1 %ld %ld 30\n", rel, dur, size);
+    int rc = v == 0 ? raw_reqf(fd, reply, sizeof reply, "0 1 %d 1 %ld %ld 30\n", rel, dur, size)
+                    : raw_reqf(fd, reply, sizeof reply, "1 1 0 %d 1 %ld %ld 30\n", rel, dur, size);
     if (rc != 1)
         return rc;
     if (sscanf(reply, "1 %699s %699s %699s", a[0], a[1], a[2]) != 3)
@@ -159,7 +105,7 @@ static int new_alloc(caps_t *c, long size)
 static int store(int fd, int v, const caps_t *c, const void *buf, size_t n)
 {
     char reply[256];
-    int rc = reqf(fd, reply, sizeof reply, "%d 2 %s %s %zu 30\n", v, c->key[1], c->tk[1], n);
+    int rc = raw_reqf(fd, reply, sizeof reply, "%d 2 %s %s %zu 30\n", v, c->key[1], c->tk[1], n);
     if (rc != 1)
         return rc;
     if (strcmp(reply, "1 ") != 0)
@@ -168,14 +114,14 @@ static int store(int fd, int v, const caps_t *c, const void *buf, size_t n)
         return -1000;
     char want[64];
     snprintf(want, sizeof want, "1 %zu", n);
-    return strcmp(reply, want) == 0 ? 1 : code(reply);
+    return strcmp(reply, want) == 0 ? 1 : raw_code(reply);
 }
 
 /* LOAD n bytes at off into buf; the code. */
 static int load(int fd, int v, const char *key, const char *tk, long off, size_t n, void *buf)
 {
     char reply[256], want[64];
-    int rc = reqf(fd, reply, sizeof reply, "%d 8 %s %s %ld %zu 30\n", v, key, tk, off, n);
+    int rc = raw_reqf(fd, reply, sizeof reply, "%d 8 %s %s %ld %zu 30\n", v, key, tk, off, n);
     if (rc != 1)
         return rc;
     snprintf(want, sizeof want, "1 %zu", n);
@@ -243,10 +189,10 @@ static void test_store_load_v0_v1(void)
     CU_ASSERT_EQUAL(load(fd, 0, c.bare[0], c.tk[0], 500, 1000, back), 1);
     CU_ASSERT_EQUAL(memcmp(back, data + 500, 1000), 0);
     /* LOAD of nothing, and beyond the end */
-    CU_ASSERT_EQUAL(reqf(fd, reply, sizeof reply, "1 8 %s %s 70000 0 30\n", c.key[0], c.tk[0]), 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 8 %s %s 70000 0 30\n", c.key[0], c.tk[0]), 1);
     CU_ASSERT_STRING_EQUAL(reply, "1 0");
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 8 %s %s 69999 2 30\n", c.key[0], c.tk[0]), -30);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "0 8 %s %s 70001 0 30\n", c.key[0], c.tk[0]), -30);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 8 %s %s 69999 2 30\n", c.key[0], c.tk[0]), -30);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "0 8 %s %s 70001 0 30\n", c.key[0], c.tk[0]), -30);
     /* still usable after those errors */
     CU_ASSERT_EQUAL(load(fd, 1, c.key[0], c.tk[0], 69990, 10, back), 1);
     CU_ASSERT_EQUAL(memcmp(back, data + 69990, 10), 0);
@@ -261,8 +207,8 @@ static void test_store_load_v0_v1(void)
     CU_ASSERT_EQUAL(memcmp(back, data + 8, 2), 0);
     CU_ASSERT_EQUAL(memcmp(back + 2, "HELLO", 5), 0);
     /* STORE past max_size: -19 and the connection closes */
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 2 %s %s 30001 30\n", c.key[1], c.tk[1]), -19);
-    CU_ASSERT(closed_by_peer(fd));
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 2 %s %s 30001 30\n", c.key[1], c.tk[1]), -19);
+    CU_ASSERT(raw_closed_by_peer(fd, 2000));
     close(fd);
     /* zero-length STORE */
     fd = conn();
@@ -279,7 +225,7 @@ static void test_manage(void)
     CU_ASSERT_EQUAL(store(fd, 1, &c, "0123456789", 10), 1);
 
     /* PROBE, version 0 and 1, with any capability */
-    CU_ASSERT_EQUAL(reqf(fd, reply, sizeof reply, "0 9 %s %s 40 3 0 0 0 30\n", c.key[2], c.tk[2]),
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "0 9 %s %s 40 3 0 0 0 30\n", c.key[2], c.tk[2]),
                     1);
     int rr, wr, rel, type;
     unsigned long long cur, max;
@@ -288,51 +234,51 @@ static void test_manage(void)
                            &type), 7);
     CU_ASSERT(rr == 1 && wr == 1 && cur == 10 && max == 5000 && rel == 2 && type == 1);
     CU_ASSERT(left > 3590 && left <= 3600);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 40 1 0 0 0 30\n", c.key[0], c.tk[0]), 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 40 1 0 0 0 30\n", c.key[0], c.tk[0]), 1);
 
     /* INCR / DECR */
-    CU_ASSERT_EQUAL(reqf(fd, reply, sizeof reply, "0 9 %s %s 41 1 30\n", c.key[2], c.tk[2]), 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "0 9 %s %s 41 1 30\n", c.key[2], c.tk[2]), 1);
     CU_ASSERT_STRING_EQUAL(reply, "1 ");
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 41 2 30\n", c.key[2], c.tk[2]), 1);
-    CU_ASSERT_EQUAL(reqf(fd, reply, sizeof reply, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2], c.tk[2]),
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 41 2 30\n", c.key[2], c.tk[2]), 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2], c.tk[2]),
                     1);
     CU_ASSERT_NSTRING_EQUAL(reply, "1 2 2 10 5000 ", 14);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 42 2 30\n", c.key[2], c.tk[2]), 1);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 41 3 30\n", c.key[2], c.tk[2]), -30);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 42 2 30\n", c.key[2], c.tk[2]), 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 41 3 30\n", c.key[2], c.tk[2]), -30);
     /* only the manage capability changes things */
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 41 1 30\n", c.key[0], c.tk[0]), -7);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 43 1 9000 0 0 30\n", c.key[1], c.tk[1]), -7);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 41 1 30\n", c.key[0], c.tk[0]), -7);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 43 1 9000 0 0 30\n", c.key[1], c.tk[1]), -7);
 
     /* CHNG: size, duration, reliability; all or nothing */
-    CU_ASSERT_EQUAL(reqf(fd, reply, sizeof reply, "0 9 %s %s 43 3 8000 100 1 30\n", c.key[2],
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "0 9 %s %s 43 3 8000 100 1 30\n", c.key[2],
                          c.tk[2]), 1);
     CU_ASSERT_STRING_EQUAL(reply, "1 ");
-    CU_ASSERT_EQUAL(reqf(fd, reply, sizeof reply, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2], c.tk[2]),
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2], c.tk[2]),
                     1);
     CU_ASSERT_EQUAL(sscanf(reply, "1 %d %d %llu %llu %ld %d %d", &rr, &wr, &cur, &max, &left, &rel,
                            &type), 7);
     CU_ASSERT(max == 8000 && rel == 1 && left > 90 && left <= 100);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 43 3 5 0 0 30\n", c.key[2], c.tk[2]), -20);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 43 3 0 3601 0 30\n", c.key[2], c.tk[2]), -28);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 43 3 999999999999 0 0 30\n", c.key[2], c.tk[2]),
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 43 3 5 0 0 30\n", c.key[2], c.tk[2]), -20);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 43 3 0 3601 0 30\n", c.key[2], c.tk[2]), -28);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 43 3 999999999999 0 0 30\n", c.key[2], c.tk[2]),
                     -19);
-    CU_ASSERT_EQUAL(reqf(fd, reply, sizeof reply, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2], c.tk[2]),
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2], c.tk[2]),
                     1);
     CU_ASSERT_NSTRING_EQUAL(reply, "1 2 1 10 8000 ", 14);
 
     /* TRUNCATE (version 1 only) */
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 45 4 30\n", c.key[2], c.tk[2]), 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 45 4 30\n", c.key[2], c.tk[2]), 1);
     char back[16];
     CU_ASSERT_EQUAL(load(fd, 1, c.key[0], c.tk[0], 0, 4, back), 1);
     CU_ASSERT_EQUAL(memcmp(back, "0123", 4), 0);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 45 8 30\n", c.key[2], c.tk[2]), 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 45 8 30\n", c.key[2], c.tk[2]), 1);
     CU_ASSERT_EQUAL(load(fd, 1, c.key[0], c.tk[0], 0, 8, back), 1);
     CU_ASSERT_EQUAL(memcmp(back, "0123\0\0\0\0", 8), 0);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 45 8001 30\n", c.key[2], c.tk[2]), -19);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 44 3 0 0 0 30\n", c.key[2], c.tk[2]), -25);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 45 8001 30\n", c.key[2], c.tk[2]), -19);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 44 3 0 0 0 30\n", c.key[2], c.tk[2]), -25);
     close(fd);
     fd = conn();
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "0 9 %s %s 45 8 30\n", c.key[2], c.tk[2]), -25);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "0 9 %s %s 45 8 30\n", c.key[2], c.tk[2]), -25);
     close(fd);
 }
 
@@ -345,9 +291,9 @@ static void test_decr_frees(void)
     CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", reply, sizeof reply), 1);
     long long used0 = atoll(strstr(reply, "UT:") + 3);
     CU_ASSERT_EQUAL(store(fd, 1, &c, "abc", 3), 1);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 42 1 30\n", c.key[2], c.tk[2]), 1);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2], c.tk[2]), -4);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 8 %s %s 0 3 30\n", c.key[0], c.tk[0]), -4);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 42 1 30\n", c.key[2], c.tk[2]), 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2], c.tk[2]), -4);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 8 %s %s 0 3 30\n", c.key[0], c.tk[0]), -4);
     CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", reply, sizeof reply), 1);
     CU_ASSERT_EQUAL(atoll(strstr(reply, "UT:") + 3), used0 - (1 << 20));
     close(fd);
@@ -367,7 +313,7 @@ static void test_status(void)
     CU_ASSERT_EQUAL(reply[strlen(reply) - 1], ' ');
     CU_ASSERT_EQUAL(recv(fd, &c, 1, 0), 1);
     CU_ASSERT_EQUAL(c, 0);
-    CU_ASSERT(closed_by_peer(fd));
+    CU_ASSERT(raw_closed_by_peer(fd, 2000));
     close(fd);
 
     /* version 1: KEY:value */
@@ -409,7 +355,7 @@ static void test_keepalive(void)
         if (allocate(fd, i % 2, 1 + i % 2, 600, 4096, &c) == 1 && store(fd, 1, &c, data, 4096) == 1 &&
             load(fd, i % 2, c.key[0], c.tk[0], 0, 4096, back) == 1 &&
             memcmp(back, data, 4096) == 0 &&
-            reqf(fd, NULL, 0, "1 9 %s %s 42 1 30\n", c.key[2], c.tk[2]) == 1)
+            raw_reqf(fd, NULL, 0, "1 9 %s %s 42 1 30\n", c.key[2], c.tk[2]) == 1)
             ok++;
     }
     CU_ASSERT_EQUAL(ok, 100);
@@ -424,31 +370,31 @@ static void test_wrong_caps(void)
     int fd = conn();
     CU_ASSERT_EQUAL(store(fd, 1, &c, "abcd", 4), 1);
     /* read cap to STORE: -5, and the depot closes (data might follow) */
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 2 %s %s 4 30\n", c.key[0], c.tk[0]), -5);
-    CU_ASSERT(closed_by_peer(fd));
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 2 %s %s 4 30\n", c.key[0], c.tk[0]), -5);
+    CU_ASSERT(raw_closed_by_peer(fd, 2000));
     close(fd);
     fd = conn();
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 8 %s %s 0 4 30\n", c.key[1], c.tk[1]), -6);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 8 %s %s 0 4 30\n", c.key[2], c.tk[2]), -6);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 8 %s %s 0 4 30\n", c.key[1], c.tk[1]), -6);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 8 %s %s 0 4 30\n", c.key[2], c.tk[2]), -6);
     /* wrong type key, forged secret, unknown id, old-style key, wrong resource: all -4 */
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 8 %s %s 0 4 30\n", c.key[0], c.tk[1]), -4);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 8 %s 12345 0 4 30\n", c.key[0]), -4);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 8 %s %s 0 4 30\n", c.key[0], c.tk[1]), -4);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 8 %s 12345 0 4 30\n", c.key[0]), -4);
     snprintf(forged, sizeof forged, "%s", c.key[0]);
     char *last = forged + strlen(forged) - 1;
     *last = *last == 'a' ? 'b' : 'a';
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 8 %s %s 0 4 30\n", forged, c.tk[0]), -4);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 8 %s %s 0 4 30\n", forged, c.tk[0]), -4);
     snprintf(forged, sizeof forged, "0#%s", c.bare[0]);
     forged[2] = forged[2] == 'f' ? 'e' : 'f';
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 8 %s %s 0 4 30\n", forged, c.tk[0]), -4);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "0 8 IBP-1559871234987123 701197658 0 4 30\n"), -4);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 8 1#%s %s 0 4 30\n", c.bare[0], c.tk[0]), -4);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 40 3 0 0 0 30\n", forged, c.tk[2]), -4);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 8 %s %s 0 4 30\n", forged, c.tk[0]), -4);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "0 8 IBP-1559871234987123 701197658 0 4 30\n"), -4);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 8 1#%s %s 0 4 30\n", c.bare[0], c.tk[0]), -4);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 40 3 0 0 0 30\n", forged, c.tk[2]), -4);
     /* the genuine one still works on the same connection */
     CU_ASSERT_EQUAL(load(fd, 1, c.key[0], c.tk[0], 0, 4, reply), 1);
     close(fd);
     /* a write capability with a wrong type key to STORE */
     fd = conn();
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 2 %s %s 4 30\n", c.key[1], c.tk[0]), -4);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 2 %s %s 4 30\n", c.key[1], c.tk[0]), -4);
     close(fd);
 }
 
@@ -480,10 +426,10 @@ static void expect_close(const char *line, size_t n, int want)
     int fd = conn();
     if (raw_send(fd, line, n) < 0 || raw_readline(fd, reply, sizeof reply) < 0)
         reply[0] = 0;
-    if (code(reply) != want)
+    if (raw_code(reply) != want)
         fprintf(stderr, "\n  line '%.40s': want %d got '%s'\n", line, want, reply);
-    CU_ASSERT_EQUAL(code(reply), want);
-    CU_ASSERT(closed_by_peer(fd));
+    CU_ASSERT_EQUAL(raw_code(reply), want);
+    CU_ASSERT(raw_closed_by_peer(fd, 2000));
     close(fd);
 }
 
@@ -571,8 +517,8 @@ static void test_expiry(void)
     CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", reply, sizeof reply), 1);
     CU_ASSERT_EQUAL(atoll(strstr(reply, "UT:") + 3), used0 + (3 << 20));
     usleep(3100 * 1000);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2], c.tk[2]), -4);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 8 %s %s 0 4 30\n", c.key[0], c.tk[0]), -4);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2], c.tk[2]), -4);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 8 %s %s 0 4 30\n", c.key[0], c.tk[0]), -4);
     CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", reply, sizeof reply), 1);
     CU_ASSERT_EQUAL(atoll(strstr(reply, "UT:") + 3), used0);
     close(fd);
@@ -592,34 +538,34 @@ static void test_send(void)
     CU_ASSERT_FATAL(tfd >= 0);
     CU_ASSERT_EQUAL(allocate(tfd, 1, 2, 600, 200000, &dst), 1);
     /* version 1 field order, then version 0 order (target cap before the type key) */
-    CU_ASSERT_EQUAL(reqf(fd, reply, sizeof reply, "1 5 %s %s %s 0 60000 30 30 30\n", src.key[0],
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 5 %s %s %s 0 60000 30 30 30\n", src.key[0],
                          src.tk[0], dst.cap[1]), 1);
     CU_ASSERT_STRING_EQUAL(reply, "1 60000");
-    CU_ASSERT_EQUAL(reqf(fd, reply, sizeof reply, "0 5 %s %s %s 60000 40000 30 30 30\n",
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "0 5 %s %s %s 60000 40000 30 30 30\n",
                          src.key[0], dst.cap[1], src.tk[0]), 1);
     CU_ASSERT_STRING_EQUAL(reply, "1 40000");
     CU_ASSERT_EQUAL(load(tfd, 1, dst.key[0], dst.tk[0], 0, sizeof data, back), 1);
     CU_ASSERT_EQUAL(memcmp(back, data, sizeof data), 0);
     /* errors: beyond the end, a write cap as source, a target cap that is not a write cap or
      * not a capability, the target's own error, no target */
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 5 %s %s %s 99999 2 30 30 30\n", src.key[0], src.tk[0],
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 5 %s %s %s 99999 2 30 30 30\n", src.key[0], src.tk[0],
                          dst.cap[1]), -30);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 5 %s %s %s 0 2 30 30 30\n", src.key[1], src.tk[1],
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 5 %s %s %s 0 2 30 30 30\n", src.key[1], src.tk[1],
                          dst.cap[1]), -6);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 5 %s %s %s 0 2 30 30 30\n", src.key[0], src.tk[0],
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 5 %s %s %s 0 2 30 30 30\n", src.key[0], src.tk[0],
                          dst.cap[0]), -8);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 5 %s %s ibp://nowhere/x 0 2 30 30 30\n", src.key[0],
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 5 %s %s ibp://nowhere/x 0 2 30 30 30\n", src.key[0],
                          src.tk[0]), -11);
     caps_t tiny;
     CU_ASSERT_EQUAL(allocate(tfd, 1, 2, 600, 10, &tiny), 1);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 5 %s %s %s 0 100 30 30 30\n", src.key[0], src.tk[0],
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 5 %s %s %s 0 100 30 30 30\n", src.key[0], src.tk[0],
                          tiny.cap[1]), -19);
     int port = t.port;
     td_stop(&t);
-    CU_ASSERT(log_clean(&t));
+    CU_ASSERT(td_log_clean(&t));
     char gone[800];
     snprintf(gone, sizeof gone, "ibp://127.0.0.1:%d/0#%s/%s/WRITE", port, dst.bare[1], dst.tk[1]);
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 5 %s %s %s 0 2 30 30 5\n", src.key[0], src.tk[0], gone),
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 5 %s %s %s 0 2 30 30 5\n", src.key[0], src.tk[0], gone),
                     -13);
     close(fd);
     close(tfd);
@@ -636,13 +582,13 @@ static void test_event_log(void)
     CU_ASSERT_EQUAL(allocate(fd, 1, 2, 600, 100, &c), 1);                     /* 1 */
     CU_ASSERT_EQUAL(store(fd, 1, &c, "12345", 5), 1);                         /* 2 */
     CU_ASSERT_EQUAL(load(fd, 1, c.key[0], c.tk[0], 0, 5, line), 1);           /* 3 */
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 8 %s %s 0 9 30\n", c.key[0], c.tk[0]), -30); /* 4 */
-    CU_ASSERT_EQUAL(reqf(fd, NULL, 0, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2], c.tk[2]), 1); /* 5 */
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 8 %s %s 0 9 30\n", c.key[0], c.tk[0]), -30); /* 4 */
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2], c.tk[2]), 1); /* 5 */
     CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", NULL, 0), 1);                   /* 6 */
     CU_ASSERT_EQUAL(req(fd, "1 99\n", NULL, 0), -25);                         /* 7 */
     close(fd);
     td_stop(&t);
-    CU_ASSERT(log_clean(&t));
+    CU_ASSERT(td_log_clean(&t));
     CU_ASSERT_EQUAL(td_count_events(&t, "IBP_REQ 127.0.0.1 "), 7);
     CU_ASSERT_EQUAL(td_count_events(&t, " cmd=STORE "), 1);
     CU_ASSERT_EQUAL(td_count_events(&t, " result=-30"), 1);
@@ -690,18 +636,18 @@ static void test_event_sampling(void)
         CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", NULL, 0), 1);
     close(fd);
     td_stop(&t);
-    CU_ASSERT(log_clean(&t));
+    CU_ASSERT(td_log_clean(&t));
     CU_ASSERT_EQUAL(td_count_events(&t, "IBP_REQ"), 10);
 }
 
 /* Last: SIGTERM ends the shared depot within the drain time and nothing was reported. */
 static void test_shutdown_clean(void)
 {
-    int64_t t0 = now_ms();
+    int64_t t0 = lns_mono_ms();
     int fd = conn(); /* an idle connection must not hold the shutdown up */
     td_stop(&D);
-    CU_ASSERT(now_ms() - t0 < 3000);
-    CU_ASSERT(log_clean(&D));
+    CU_ASSERT(lns_mono_ms() - t0 < 3000);
+    CU_ASSERT(td_log_clean(&D));
     close(fd);
 }
 
