@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -640,6 +641,24 @@ static void test_event_sampling(void)
     CU_ASSERT_EQUAL(td_count_events(&t, "IBP_REQ"), 10);
 }
 
+/* Events are batched, but written within 50 ms: a depot SIGKILLed 300 ms after its last
+ * request has all its lines on disk. */
+static void test_event_log_periodic(void)
+{
+    test_depot_t t;
+    CU_ASSERT_FATAL(td_start(&t, NULL) == 0);
+    int fd = td_connect(&t);
+    CU_ASSERT_FATAL(fd >= 0);
+    for (int i = 0; i < 25; i++)
+        CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", NULL, 0), 1);
+    struct timespec pause = {0, 300 * 1000000L};
+    nanosleep(&pause, NULL);
+    CU_ASSERT_EQUAL(td_count_events(&t, "IBP_REQ"), 25); /* already there, depot running */
+    td_kill(&t, SIGKILL);
+    close(fd);
+    CU_ASSERT_EQUAL(td_count_events(&t, "IBP_REQ"), 25);
+}
+
 /* Last: SIGTERM ends the shared depot within the drain time and nothing was reported. */
 static void test_shutdown_clean(void)
 {
@@ -667,5 +686,6 @@ void lns_test_register(void)
     CU_add_test(s, "SEND (third-party copy)", test_send);
     CU_add_test(s, "event log", test_event_log);
     CU_add_test(s, "event sampling", test_event_sampling);
+    CU_add_test(s, "event log written within 50 ms", test_event_log_periodic);
     CU_add_test(s, "shutdown on SIGTERM, clean log", test_shutdown_clean);
 }
