@@ -90,6 +90,21 @@ static int send_data(ibp_client_t *c, ibp_conn_t *conn, const data_src_t *src, u
     return rc;
 }
 
+/* The request line of a STORE, WRITE or LOAD of len bytes at offset; its length or -1. */
+static int data_request(const ibp_client_t *c, int cmd, const ibp_cap_t *cap, uint64_t offset,
+                        uint64_t len, char *line, size_t size)
+{
+    ibp_req_t req;
+    memset(&req, 0, sizeof req);
+    req.version = c->o.version;
+    req.cmd = cmd;
+    req.timeout = c->o.server_timeout_s;
+    ibp_call_req_cap(&req, cap);
+    req.offset = offset;
+    req.length = len;
+    return ibp_req_format(&req, line, size);
+}
+
 /* STOREs and WRITEs from memory up to this size send their data with the request line. */
 #define IBP_PIPELINE_MAX (64 * 1024)
 
@@ -98,7 +113,6 @@ static int store_common(ibp_client_t *c, const char *wcap, int cmd, uint64_t off
 {
     char line[IBP_MAX_LINE];
     ibp_cap_t cap;
-    ibp_req_t req;
     ibp_reply_t rep;
     ibp_conn_t *conn;
     uint64_t n;
@@ -115,14 +129,7 @@ static int store_common(ibp_client_t *c, const char *wcap, int cmd, uint64_t off
     if (offset + len < offset)
         return IBP_E_INV_PAR_SIZE;
 
-    memset(&req, 0, sizeof req);
-    req.version = c->o.version;
-    req.cmd = cmd;
-    req.timeout = c->o.server_timeout_s;
-    ibp_call_req_cap(&req, &cap);
-    req.offset = offset;
-    req.length = len;
-    if ((linelen = ibp_req_format(&req, line, sizeof line)) < 0)
+    if ((linelen = data_request(c, cmd, &cap, offset, len, line, sizeof line)) < 0)
         return IBP_E_INVALID_PARAMETER;
 
     if (src->kind == SRC_BUF && len <= IBP_PIPELINE_MAX) {
@@ -210,7 +217,6 @@ static int load_begin(ibp_client_t *c, const char *rcap, uint64_t offset, uint64
 {
     char line[IBP_MAX_LINE];
     ibp_cap_t cap;
-    ibp_req_t req;
     ibp_reply_t rep;
     uint64_t n;
     int rc, linelen;
@@ -221,14 +227,7 @@ static int load_begin(ibp_client_t *c, const char *rcap, uint64_t offset, uint64
         return rc;
     if (offset + len < offset)
         return IBP_E_INV_PAR_SIZE;
-    memset(&req, 0, sizeof req);
-    req.version = c->o.version;
-    req.cmd = IBP_CMD_LOAD;
-    req.timeout = c->o.server_timeout_s;
-    ibp_call_req_cap(&req, &cap);
-    req.offset = offset;
-    req.length = len;
-    if ((linelen = ibp_req_format(&req, line, sizeof line)) < 0)
+    if ((linelen = data_request(c, IBP_CMD_LOAD, &cap, offset, len, line, sizeof line)) < 0)
         return IBP_E_INVALID_PARAMETER;
     rc = ibp_call_begin(c, cap.host, cap.port, line, (size_t)linelen, IBP_CALL_KEEP_ON_ERROR, -1,
                         conn, &rep);

@@ -53,14 +53,7 @@ static int conn(void)
 /* Send a line, read the reply line, return its code. */
 static int req(int fd, const char *line, char *reply, size_t size)
 {
-    char tmp[4096];
-    if (!reply) {
-        reply = tmp;
-        size = sizeof tmp;
-    }
-    if (raw_cmd(fd, line, reply, size) < 0)
-        return -1000;
-    return raw_code(reply);
+    return raw_reqf(fd, reply, size, "%s", line);
 }
 
 static int split_cap(const char *cap, caps_t *c, int k)
