@@ -304,3 +304,22 @@ int td_log_clean(const test_depot_t *d)
         fprintf(stderr, "\n  %s has %d sanitizer lines\n", d->log, bad);
     return bad == 0;
 }
+
+int raw_listen_loopback(int *port)
+{
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof sa;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 16) < 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &sl) < 0) {
+        close(fd);
+        return -1;
+    }
+    *port = ntohs(sa.sin_port);
+    return fd;
+}

@@ -35,6 +35,10 @@ int td_connect(const test_depot_t *d);
 /* Count the lines of the depot's event log that contain needle. */
 int td_count_events(const test_depot_t *d, const char *needle);
 
+/* A listening TCP socket on 127.0.0.1 and a port the kernel picked (for scripted peers).
+ * Returns the fd (and *port), or -1. */
+int raw_listen_loopback(int *port);
+
 /* Raw protocol helpers for replaying exchanges byte by byte. */
 int raw_send(int fd, const void *buf, size_t n);
 /* Read one line ('\n' excluded) into buf; returns its length or -1. */

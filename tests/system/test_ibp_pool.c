@@ -229,19 +229,11 @@ static void *fake_main(void *arg)
 
 static int fake_start(fake_t *f, const step_t *steps, int nsteps)
 {
-    struct sockaddr_in sa;
-    socklen_t sl = sizeof sa;
     memset(f, 0, sizeof *f);
     f->steps = steps;
     f->nsteps = nsteps;
-    f->lfd = socket(AF_INET, SOCK_STREAM, 0);
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (f->lfd < 0 || bind(f->lfd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-        listen(f->lfd, 16) < 0 || getsockname(f->lfd, (struct sockaddr *)&sa, &sl) < 0)
+    if ((f->lfd = raw_listen_loopback(&f->port)) < 0)
         return -1;
-    f->port = ntohs(sa.sin_port);
     return pthread_create(&f->th, NULL, fake_main, f) == 0 ? 0 : -1;
 }
 

@@ -87,19 +87,11 @@ static void *peer_main(void *arg)
 
 static int peer_start(peer_t *p, const step_t *steps, int n)
 {
-    struct sockaddr_in sa;
-    socklen_t sl = sizeof sa;
     memset(p, 0, sizeof *p);
     p->steps = steps;
     p->nsteps = n;
-    p->lfd = socket(AF_INET, SOCK_STREAM, 0);
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(p->lfd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(p->lfd, 8) < 0)
+    if ((p->lfd = raw_listen_loopback(&p->port)) < 0)
         return -1;
-    getsockname(p->lfd, (struct sockaddr *)&sa, &sl);
-    p->port = ntohs(sa.sin_port);
     return pthread_create(&p->th, NULL, peer_main, p);
 }
 
