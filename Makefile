@@ -8,8 +8,8 @@
 #   make bench-depot      depot benchmarks against nginx and socat (docs/PERFORMANCE.md)
 #   make install          PREFIX=/usr/local DESTDIR=
 #
-# Sources are found by name: common/*.c and ibp_depot/ibp_*.c make libibp, ibp_depot/depot_*.c
-# the depot, tests/unit/test_*.c and tests/system/test_*.c one test program each.
+# Sources are found by name: common/*.c and ibp_depot/ibp_*.c make libibp (ibp_tool*.c are the
+# tool), ibp_depot/depot_*.c the depot, exnode/xnd_*.c libexnode, tests/unit/test_*.c and tests/system/test_*.c one test program each.
 
 CC      ?= cc
 PREFIX  ?= /usr/local
@@ -39,7 +39,8 @@ LIBS     = -lxml2 -lssl -lcrypto -lsqlite3
 TESTLIBS = -lcunit
 
 COMMON_SRC = $(wildcard common/*.c)
-LIBIBP_SRC = $(filter-out ibp_depot/ibp_tool.c ibp_depot/ibp_fuzz.c,$(wildcard ibp_depot/ibp_*.c))
+TOOL_SRC   = $(wildcard ibp_depot/ibp_tool*.c)
+LIBIBP_SRC = $(filter-out $(TOOL_SRC) ibp_depot/ibp_fuzz.c,$(wildcard ibp_depot/ibp_*.c))
 EXNODE_SRC = $(filter-out exnode/xnd_fuzz.c,$(wildcard exnode/xnd_*.c))
 DEPOT_SRC  = $(filter-out ibp_depot/depot_main.c,$(wildcard ibp_depot/depot_*.c))
 TESTLIB_SRC = $(wildcard tests/lib/*.c)
@@ -95,7 +96,7 @@ $(B)/bin/ibp_depot: $(call obj,ibp_depot/depot_main.c) $(LIBDEPOT_A) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
-$(B)/bin/ibp_tool: $(call obj,ibp_depot/ibp_tool.c) $(LIBIBP_A)
+$(B)/bin/ibp_tool: $(call obj,$(TOOL_SRC)) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 

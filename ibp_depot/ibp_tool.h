@@ -1,0 +1,82 @@
+/* ibp_tool.h -- what the two halves of ibp_tool share: the parsed command line, the command
+ * table's shape, the exit codes and the helpers for errors, output and arguments.
+ * ibp_tool.c parses and dispatches; ibp_tool_cmd.c holds one function per command.
+ * Internal to the tool; not installed. */
+#ifndef LNS_IBP_TOOL_H
+#define LNS_IBP_TOOL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ibp.h"
+
+enum { EX_OK = 0, EX_IBP = 1, EX_USAGE = 2, EX_NET = 3, EX_LOCAL = 4 };
+
+#define STREAM_CHUNK (4u << 20)
+#define DEFAULT_DURATION 3600
+
+/* Options a command accepts (bit mask). */
+enum {
+    O_DURATION = 1 << 0,  /* --duration S */
+    O_RELIAB = 1 << 1,    /* --soft / --hard as flags */
+    O_RID = 1 << 2,       /* --rid R */
+    O_OUTPUT = 1 << 3,    /* -o FILE */
+    O_SIZE = 1 << 4,      /* --size N */
+    O_CAPACITY = 1 << 5,  /* --hard N / --soft N with values */
+    O_PASSWORD = 1 << 6,  /* --password-file F */
+    O_MAXDUR = 1 << 7     /* --max-duration S */
+};
+
+typedef struct tool {
+    const struct command *cmd;
+    int json;
+    ibp_client_opts_t opts;
+    ibp_client_t *client;
+    char *pos[8];
+    int npos;
+    int64_t duration;
+    int duration_set;
+    int reliability;
+    const char *rid;
+    const char *output;
+    uint64_t size;
+    int size_set;
+    uint64_t hard, soft;
+    int64_t max_duration;
+    const char *password_file;
+} tool_t;
+
+typedef struct command {
+    const char *name;
+    const char *args;
+    const char *help;
+    int min_pos, max_pos;
+    unsigned opts;
+    int (*run)(tool_t *t);
+} command_t;
+
+/* ---- helpers (ibp_tool.c) ---- */
+void tool_json_str(FILE *f, const char *s);
+int tool_usage_error(const tool_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int tool_fail(const tool_t *t, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int tool_fail_errno(const tool_t *t, const char *what, const char *path);
+int tool_parse_size(const char *s, uint64_t *out);
+int tool_parse_duration(const char *s, int allow_minus_one, int64_t *out);
+int tool_parse_hostport(const char *s, char *host, size_t size, int *port);
+int tool_need_cap(tool_t *t, const char *s, ibp_captype kind, const char *what);
+
+/* ---- the commands (ibp_tool_cmd.c) ---- */
+int cmd_allocate(tool_t *t);
+int cmd_store(tool_t *t);
+int cmd_write(tool_t *t);
+int cmd_load(tool_t *t);
+int cmd_copy(tool_t *t);
+int cmd_probe(tool_t *t);
+int cmd_incr(tool_t *t);
+int cmd_decr(tool_t *t);
+int cmd_change(tool_t *t);
+int cmd_truncate(tool_t *t);
+int cmd_status(tool_t *t);
+int cmd_status_change(tool_t *t);
+
+#endif
