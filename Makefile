@@ -121,6 +121,7 @@ deps:
 test: deps
 	$(MAKE) tests
 	$(MAKE) SAN=1 tests
+	$(MAKE) -f fuzz.mk smoke
 	@tests/run.sh build/release build/asan
 
 demo: deps all

@@ -18,19 +18,25 @@ FFLAGS = -g -O1 -std=c11 -D_GNU_SOURCE -Icommon -Iibp_depot \
 XML2_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
 XND_SRC = $(filter-out exnode/xnd_fuzz.c,$(wildcard exnode/xnd_*.c))
 
-.PHONY: all run run_req run_xnd
+.PHONY: all run run_req run_xnd smoke
 all: run
 
 $(FB)/fuzz_req: ibp_depot/ibp_fuzz.c ibp_depot/ibp_proto.c ibp_depot/ibp_proto.h
 	@mkdir -p $(FB)
 	$(CLANG) $(FFLAGS) -o $@ ibp_depot/ibp_fuzz.c ibp_depot/ibp_proto.c
 
-$(FB)/fuzz_xnd: exnode/xnd_fuzz.c $(XND_SRC) exnode/xnd.h exnode/xnd_internal.h ibp_depot/ibp_cap.c
+$(FB)/fuzz_xnd: exnode/xnd_fuzz.c $(XND_SRC) exnode/xnd.h exnode/xnd_internal.h ibp_depot/ibp_cap.c common/lns_io.c
 	@mkdir -p $(FB)
 	$(CLANG) $(FFLAGS) -Iexnode $(XML2_CFLAGS) -o $@ exnode/xnd_fuzz.c $(XND_SRC) \
-	    ibp_depot/ibp_cap.c -lxml2
+	    ibp_depot/ibp_cap.c common/lns_io.c -lxml2
 
 run: run_req run_xnd
+
+# make test runs this: both targets build and get through their committed seed corpora
+# (each input once), so a change that breaks a fuzzer's build or its round trip fails CI.
+smoke: $(FB)/fuzz_req $(FB)/fuzz_xnd
+	$(FB)/fuzz_req -runs=0 tests/fuzz/corpus_req 2>&1 | tail -1
+	$(FB)/fuzz_xnd -runs=0 tests/fuzz/corpus_xnd 2>&1 | tail -1
 
 run_req: $(FB)/fuzz_req
 	@mkdir -p $(FB)/corpus_req
