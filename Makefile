@@ -9,7 +9,8 @@
 #   make install          PREFIX=/usr/local DESTDIR=
 #
 # Sources are found by name: common/*.c and ibp_depot/ibp_*.c make libibp (ibp_tool*.c are the
-# tool), ibp_depot/depot_*.c the depot, exnode/xnd_*.c libexnode, tests/unit/test_*.c and tests/system/test_*.c one test program each.
+# tool), ibp_depot/depot_*.c the depot, exnode/xnd_*.c libexnode, lors/lors_*.c liblors,
+# lors/tools/lors_NAME.c the program lors_NAME, tests/unit/test_*.c and tests/system/test_*.c one test program each.
 
 CC      ?= cc
 PREFIX  ?= /usr/local
@@ -32,7 +33,7 @@ endif
 
 WARN     = -Wall -Wextra -Wshadow -Wpointer-arith -Wstrict-prototypes -Wno-unused-parameter
 XML2_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
-CPPFLAGS = -D_GNU_SOURCE -Icommon -Iibp_depot -Iexnode -Itests/lib $(XML2_CFLAGS)
+CPPFLAGS = -D_GNU_SOURCE -Icommon -Iibp_depot -Iexnode -Ilors -Itests/lib $(XML2_CFLAGS)
 CFLAGS   = -std=c11 $(OPT) $(WARN) -fPIC -pthread -MMD -MP
 LDFLAGS  = -pthread $(SANLD)
 LIBS     = -lxml2 -lssl -lcrypto -lsqlite3
@@ -42,6 +43,8 @@ COMMON_SRC = $(wildcard common/*.c)
 TOOL_SRC   = $(wildcard ibp_depot/ibp_tool*.c)
 LIBIBP_SRC = $(filter-out $(TOOL_SRC) ibp_depot/ibp_fuzz.c,$(wildcard ibp_depot/ibp_*.c))
 EXNODE_SRC = $(filter-out exnode/xnd_fuzz.c,$(wildcard exnode/xnd_*.c))
+LORS_SRC   = $(wildcard lors/lors_*.c)
+LORS_TOOLS = $(wildcard lors/tools/*.c)
 DEPOT_SRC  = $(filter-out ibp_depot/depot_main.c,$(wildcard ibp_depot/depot_*.c))
 TESTLIB_SRC = $(wildcard tests/lib/*.c)
 UNIT_SRC   = $(wildcard tests/unit/test_*.c)
@@ -54,6 +57,8 @@ LIBIBP_A  = $(B)/lib/libibp.a
 LIBIBP_SO = $(B)/lib/libibp.so
 LIBDEPOT_A = $(B)/lib/libdepot.a
 LIBEXNODE_A = $(B)/lib/libexnode.a
+LIBLORS_A = $(B)/lib/liblors.a
+LORS_BINS = $(patsubst lors/tools/%.c,$(B)/bin/%,$(LORS_TOOLS))
 PROGS     = $(B)/bin/ibp_depot $(B)/bin/ibp_tool
 UNIT_BINS = $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 SYS_BINS  = $(patsubst tests/system/%.c,$(B)/tests/%,$(SYS_SRC))
@@ -61,7 +66,7 @@ BENCH_BINS = $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
 .PHONY: all tests test deps benchprogs demo fuzz bench bench-depot install uninstall clean
 
-all: $(LIBIBP_A) $(LIBIBP_SO) $(LIBEXNODE_A) $(PROGS)
+all: $(LIBIBP_A) $(LIBIBP_SO) $(LIBEXNODE_A) $(LIBLORS_A) $(PROGS) $(LORS_BINS)
 
 tests: all $(UNIT_BINS) $(SYS_BINS)
 
@@ -88,6 +93,14 @@ $(B)/obj/empty.o:
 
 $(LIBEXNODE_A): | $(B)/obj/empty.o
 
+$(LIBLORS_A): $(call obj,$(LORS_SRC)) | $(B)/obj/empty.o
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $(call obj,$(LORS_SRC)) $(if $(LORS_SRC),,$(B)/obj/empty.o)
+
+$(B)/bin/lors_%: $(call obj,lors/tools/lors_%.c) $(LIBLORS_A) $(LIBEXNODE_A) $(LIBIBP_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
 $(LIBDEPOT_A): $(call obj,$(DEPOT_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
@@ -100,11 +113,11 @@ $(B)/bin/ibp_tool: $(call obj,$(TOOL_SRC)) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
-$(B)/tests/%: $(call obj,tests/unit/%.c) $(call obj,$(TESTLIB_SRC)) $(LIBDEPOT_A) $(LIBEXNODE_A) $(LIBIBP_A)
+$(B)/tests/%: $(call obj,tests/unit/%.c) $(call obj,$(TESTLIB_SRC)) $(LIBDEPOT_A) $(LIBLORS_A) $(LIBEXNODE_A) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(TESTLIBS)
 
-$(B)/tests/%: $(call obj,tests/system/%.c) $(call obj,$(TESTLIB_SRC)) $(LIBDEPOT_A) $(LIBEXNODE_A) $(LIBIBP_A)
+$(B)/tests/%: $(call obj,tests/system/%.c) $(call obj,$(TESTLIB_SRC)) $(LIBDEPOT_A) $(LIBLORS_A) $(LIBEXNODE_A) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(TESTLIBS)
 
