@@ -90,7 +90,11 @@ int tool_fail(const tool_t *t, int err, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "ibp_tool: %s: %s: %s\n", t->cmd->name, what, ibp_strerror(err));
+    /* A network failure names the depot; a depot's own refusal needs no address. */
+    int net = err == IBP_E_CONNECTION || err == IBP_E_CLIENT_TIMEOUT || err == IBP_E_SOCK_READ ||
+              err == IBP_E_SOCK_WRITE || err == IBP_E_OUT_OF_SOCKETS;
+    fprintf(stderr, "ibp_tool: %s: %s: %s%s%s\n", t->cmd->name, what, ibp_strerror(err),
+            net && t->depot[0] ? " at " : "", net ? t->depot : "");
     if (t->json) {
         const char *name = ibp_errname(err);
         printf("{\"error\":{\"code\":%d,\"name\":", err);
@@ -194,11 +198,18 @@ int tool_parse_hostport(const char *s, char *host, size_t size, int *port)
     return 0;
 }
 
+void tool_set_depot(tool_t *t, const char *host, int port)
+{
+    snprintf(t->depot, sizeof t->depot, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+}
+
 int tool_need_cap(tool_t *t, const char *s, ibp_captype kind, const char *what)
 {
     ibp_cap_t cap;
     if (ibp_cap_parse(s, &cap) != IBP_OK)
         return tool_usage_error(t, "%s is not a valid capability: %s", what, s);
+    if (!t->depot[0]) /* the first capability names the depot we connect to */
+        tool_set_depot(t, cap.host, cap.port);
     if (kind && cap.type != kind)
         return tool_usage_error(t, "%s must be a %s capability, not %s", what, ibp_captype_name(kind),
                            ibp_captype_name(cap.type));

@@ -44,6 +44,7 @@ typedef struct tool {
     uint64_t hard, soft;
     int64_t max_duration;
     const char *password_file;
+    char depot[IBP_MAX_HOST + 16]; /* the depot talked to, for error messages */
 } tool_t;
 
 typedef struct command {
@@ -63,6 +64,8 @@ int tool_fail_errno(const tool_t *t, const char *what, const char *path);
 int tool_parse_size(const char *s, uint64_t *out);
 int tool_parse_duration(const char *s, int allow_minus_one, int64_t *out);
 int tool_parse_hostport(const char *s, char *host, size_t size, int *port);
+/* Remember host:port as the depot this command talks to (named in network errors). */
+void tool_set_depot(tool_t *t, const char *host, int port);
 int tool_need_cap(tool_t *t, const char *s, ibp_captype kind, const char *what);
 
 /* ---- the commands (ibp_tool_cmd.c) ---- */

@@ -25,6 +25,7 @@ int cmd_allocate(tool_t *t)
 
     if (tool_parse_hostport(t->pos[0], host, sizeof host, &port) < 0)
         return tool_usage_error(t, "bad depot address '%s'", t->pos[0]);
+    tool_set_depot(t, host, port);
     if (tool_parse_size(t->pos[1], &attr.size) < 0)
         return tool_usage_error(t, "bad size '%s'", t->pos[1]);
     if (t->duration_set)
@@ -358,6 +359,7 @@ int cmd_status(tool_t *t)
     int port, rc;
     if (tool_parse_hostport(t->pos[0], host, sizeof host, &port) < 0)
         return tool_usage_error(t, "bad depot address '%s'", t->pos[0]);
+    tool_set_depot(t, host, port);
     rc = ibp_status(t->client, host, port, t->rid, NULL, &s);
     if (rc != IBP_OK)
         return tool_fail(t, rc, "STATUS of %s:%d", host, port);
@@ -393,6 +395,7 @@ int cmd_status_change(tool_t *t)
     int port, rc, ex;
     if (tool_parse_hostport(t->pos[0], host, sizeof host, &port) < 0)
         return tool_usage_error(t, "bad depot address '%s'", t->pos[0]);
+    tool_set_depot(t, host, port);
     if ((ex = read_password(t, pw, sizeof pw)) != EX_OK)
         return ex;
     rc = ibp_status_change(t->client, host, port, t->rid, pw, t->hard, t->soft, t->max_duration,

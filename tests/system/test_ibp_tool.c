@@ -270,6 +270,12 @@ static void test_exit_codes(void)
     /* nobody there */
     CU_ASSERT_EQUAL(run("$T status 127.0.0.1:1"), 3);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, ibp_strerror(IBP_E_CONNECTION)));
+    /* a network failure names the depot: the one of the capability */
+    CU_ASSERT_EQUAL(run("$T load 'ibp://127.0.0.1:1/0#0011/1/READ' 0 10"), 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, " at 127.0.0.1:1\n"));
+    /* a depot's own refusal does not */
+    CU_ASSERT_EQUAL(run("$T load '%s' 0 10", c.r), 1);
+    CU_ASSERT_PTR_NULL(strstr(err, " at 127.0.0.1:"));
     /* local I/O */
     CU_ASSERT_EQUAL(run("$T store '%s' $D/does-not-exist", c.w), 4);
     CU_ASSERT_EQUAL(run("echo abc | $T store '%s' && $T load '%s' -o $D/no/such/dir/x", c.w, c.r), 4);
