@@ -1,0 +1,815 @@
+/* lors_sched.c -- the download scheduler's decision core (see lors_sched.h, docs/scheduler.md).
+ *
+ * Two ideas make every decision cheap:
+ *  - Each depot keeps a min-heap of the pending blocks it holds a replica of.  Entries are
+ *    removed lazily: the top is checked (block still pending, replica here still eligible)
+ *    and dropped if not; a block that becomes pending again is pushed again.  The lowest
+ *    startable block is the least top over the depots that are alive and below their cap.
+ *  - Blocks in flight live in a small dense array (fly_t, at most one per fetch), so the
+ *    redundancy scan, the "completed ahead" bump and stall detection are O(in flight).
+ *
+ * Invariants: a block is in exactly one state; a block is in flight iff it has a fly_t entry
+ * with 1..R fetches; buffered = bytes of blocks in flight or done and not released, and stays
+ * within cfg.buffer_bytes except by the writer's own block in one corner case (buffer_full).
+ */
+#include "lors_sched.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NONE UINT32_MAX
+#define MAX_TRIES 2 /* a replica is tried at most once per round, and there are two rounds */
+
+enum { ST_PENDING, ST_FLIGHT, ST_DONE, ST_RELEASED, ST_FAILED };
+
+typedef struct rep {
+    uint32_t next; /* next replica of the same block, or NONE */
+    int depot, mapping;
+    uint8_t usable, bad, tries;
+} rep_t;
+
+typedef struct blk {
+    uint32_t rep_head, rep_tail;
+    uint32_t fly;  /* index into s->fly while in flight, else NONE */
+    uint8_t state;
+    uint8_t round; /* replicas with tries < round are eligible */
+} blk_t;
+
+typedef struct fetch {
+    uint32_t gen;  /* id = gen << 32 | slot; bumped when the slot is freed */
+    uint32_t block, rep, next_free;
+    int depot;
+    uint8_t live, redundant;
+    uint64_t start, last, bytes;
+} fetch_t;
+
+typedef struct fly {
+    uint32_t block;
+    uint32_t ahead; /* later blocks completed since the block's first fetch started */
+    int n;
+    uint32_t f[LORS_SCHED_MAX_R];
+} fly_t;
+
+typedef struct heap {
+    uint32_t *v;
+    size_t n, cap;
+} heap_t;
+
+typedef struct depot {
+    int cap, dead, consec, known; /* known: bps has at least one sample */
+    uint64_t retry_at; /* dead: alive again from this time; 0 = dead for good */
+    double bps;
+    heap_t pend;
+    lors_sched_depot_stats_t st;
+} depot_t;
+
+struct lors_sched {
+    lors_sched_cfg_t cfg;
+    uint32_t nblocks;
+    blk_t *blk;
+    rep_t *rep;
+    size_t nrep, caprep;
+    depot_t *dep;
+    fetch_t *fx;
+    uint32_t nfx, capfx, free_fx;
+    fly_t *fly;
+    uint32_t nfly, capfly;
+    uint64_t prebuffer; /* cfg.prebuffer_bytes clamped so that it fits in the buffer */
+    uint32_t first_hole, next_release, failed_min, npending;
+    int started, releasing;
+    lors_sched_totals_t tot;
+};
+
+/* ---- small helpers ---------------------------------------------------------------------- */
+
+static uint64_t blk_off(const lors_sched_t *s, uint32_t b)
+{
+    return s->cfg.off + (uint64_t)b * s->cfg.block_size;
+}
+
+static uint64_t blk_len(const lors_sched_t *s, uint32_t b)
+{
+    uint64_t o = blk_off(s, b), end = s->cfg.off + s->cfg.len;
+    return end - o < s->cfg.block_size ? end - o : s->cfg.block_size;
+}
+
+static int heap_push(heap_t *h, uint32_t x)
+{
+    if (h->n == h->cap) {
+        size_t nc = h->cap ? h->cap * 2 : 16;
+        uint32_t *nv = realloc(h->v, nc * sizeof *nv);
+        if (!nv)
+            return -1;
+        h->v = nv;
+        h->cap = nc;
+    }
+    size_t i = h->n++;
+    while (i > 0 && h->v[(i - 1) / 2] > x) {
+        h->v[i] = h->v[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->v[i] = x;
+    return 0;
+}
+
+static void heap_pop(heap_t *h)
+{
+    uint32_t x = h->v[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n)
+            break;
+        if (c + 1 < h->n && h->v[c + 1] < h->v[c])
+            c++;
+        if (h->v[c] >= x)
+            break;
+        h->v[i] = h->v[c];
+        i = c;
+    }
+    if (h->n)
+        h->v[i] = x;
+}
+
+static int perm_dead(const depot_t *d)
+{
+    return d->dead && d->retry_at == 0;
+}
+
+/* Could this replica ever be fetched again? */
+static int rep_possible(const lors_sched_t *s, const rep_t *r)
+{
+    return r->usable && !r->bad && r->tries < MAX_TRIES && !perm_dead(&s->dep[r->depot]);
+}
+
+/* Eligible in the block's current round, ignoring the depot's state. */
+static int rep_in_round(const lors_sched_t *s, const blk_t *bk, const rep_t *r)
+{
+    return r->usable && !r->bad && r->tries < bk->round;
+}
+
+static int blk_viable(const lors_sched_t *s, uint32_t b)
+{
+    for (uint32_t r = s->blk[b].rep_head; r != NONE; r = s->rep[r].next)
+        if (rep_possible(s, &s->rep[r]))
+            return 1;
+    return 0;
+}
+
+static void mark_failed(lors_sched_t *s, uint32_t b)
+{
+    if (s->blk[b].state == ST_PENDING)
+        s->npending--;
+    s->blk[b].state = ST_FAILED;
+    s->tot.failed++;
+    if (s->failed_min == NONE || b < s->failed_min)
+        s->failed_min = b;
+}
+
+/* Pending blocks that no replica can serve any more.  O(blocks): only at start and when a
+ * depot dies for good. */
+static void scan_failed(lors_sched_t *s)
+{
+    for (uint32_t b = s->first_hole; b < s->nblocks; b++)
+        if (s->blk[b].state == ST_PENDING && !blk_viable(s, b))
+            mark_failed(s, b);
+}
+
+/* Push b on the heap of every depot holding a replica eligible in its round.  A duplicate
+ * entry is harmless: the lazy check drops it. */
+static int push_pending(lors_sched_t *s, uint32_t b)
+{
+    blk_t *bk = &s->blk[b];
+    for (uint32_t r = bk->rep_head; r != NONE; r = s->rep[r].next)
+        if (rep_in_round(s, bk, &s->rep[r]) && heap_push(&s->dep[s->rep[r].depot].pend, b) < 0)
+            return -1;
+    return 0;
+}
+
+/* All replicas on live depots tried in this round: open the next round. */
+static void maybe_next_round(lors_sched_t *s, uint32_t b)
+{
+    blk_t *bk = &s->blk[b];
+    if (bk->round >= MAX_TRIES)
+        return;
+    for (uint32_t r = bk->rep_head; r != NONE; r = s->rep[r].next) {
+        const rep_t *rp = &s->rep[r];
+        if (rep_in_round(s, bk, rp) && !s->dep[rp->depot].dead)
+            return;
+    }
+    bk->round++;
+}
+
+/* The depot's aggregate rate: one fetch's rate times the fetches sharing the depot now. */
+static void ewma_update(const lors_sched_t *s, depot_t *dp, uint64_t bytes, uint64_t ns)
+{
+    double sample = (double)bytes / ((double)(ns ? ns : 1) / 1e9) * dp->st.active;
+    dp->bps = dp->known ? s->cfg.ewma_alpha * sample + (1 - s->cfg.ewma_alpha) * dp->bps : sample;
+    dp->known = 1;
+}
+
+static double depot_score(const lors_sched_t *s, int d, double unknown)
+{
+    const depot_t *dp = &s->dep[d];
+    return (dp->known ? dp->bps : unknown) / (dp->st.active + 1);
+}
+
+/* The best eligible replica of b on a live depot below its cap and not in excl[]. */
+static uint32_t choose_replica(const lors_sched_t *s, uint32_t b, const int *excl, int nexcl)
+{
+    double best_known = 0;
+    for (int d = 0; d < s->cfg.ndepots; d++)
+        if (s->dep[d].bps > best_known)
+            best_known = s->dep[d].bps;
+    double unknown = best_known > 0 ? 2 * best_known : 1.0; /* optimistic: try every depot */
+
+    const blk_t *bk = &s->blk[b];
+    uint32_t best = NONE;
+    double bscore = 0;
+    for (uint32_t r = bk->rep_head; r != NONE; r = s->rep[r].next) {
+        const rep_t *rp = &s->rep[r];
+        const depot_t *dp = &s->dep[rp->depot];
+        if (!rep_in_round(s, bk, rp) || dp->dead || dp->st.active >= dp->cap)
+            continue;
+        int skip = 0;
+        for (int i = 0; i < nexcl; i++)
+            skip |= excl[i] == rp->depot;
+        if (skip)
+            continue;
+        double sc = depot_score(s, rp->depot, unknown);
+        if (best != NONE) {
+            const rep_t *bp = &s->rep[best];
+            int ba = s->dep[bp->depot].st.active;
+            if (sc < bscore || (sc == bscore && (dp->st.active > ba ||
+                                                 (dp->st.active == ba && rp->depot >= bp->depot))))
+                continue;
+        }
+        best = r;
+        bscore = sc;
+    }
+    return best;
+}
+
+static int fly_stalled(const lors_sched_t *s, const fly_t *e, uint64_t now)
+{
+    int n = 0;
+    if (!s->cfg.stall_ns)
+        return 0;
+    for (int i = 0; i < e->n; i++)
+        n += now - s->fx[e->f[i]].last >= s->cfg.stall_ns;
+    return n;
+}
+
+/* ---- fetch bookkeeping ------------------------------------------------------------------ */
+
+static uint64_t fetch_id(const lors_sched_t *s, uint32_t slot)
+{
+    return (uint64_t)s->fx[slot].gen << 32 | slot;
+}
+
+static fetch_t *fetch_get(lors_sched_t *s, uint64_t id)
+{
+    uint32_t slot = (uint32_t)id, gen = (uint32_t)(id >> 32);
+    if (slot >= s->nfx || !s->fx[slot].live || s->fx[slot].gen != gen)
+        return NULL;
+    return &s->fx[slot];
+}
+
+/* Remove fetch slot from its block's fly entry, its depot, and free the slot. */
+static void fetch_end(lors_sched_t *s, uint32_t slot)
+{
+    fetch_t *f = &s->fx[slot];
+    fly_t *e = &s->fly[s->blk[f->block].fly];
+    for (int i = 0; i < e->n; i++)
+        if (e->f[i] == slot) {
+            e->f[i] = e->f[--e->n];
+            break;
+        }
+    s->dep[f->depot].st.active--;
+    s->tot.in_flight--;
+    f->live = 0;
+    f->gen++;
+    if (f->gen == 0)
+        f->gen = 1;
+    f->next_free = s->free_fx;
+    s->free_fx = slot;
+}
+
+static void fly_remove(lors_sched_t *s, uint32_t b)
+{
+    uint32_t i = s->blk[b].fly;
+    s->fly[i] = s->fly[--s->nfly];
+    if (i < s->nfly)
+        s->blk[s->fly[i].block].fly = i;
+    s->blk[b].fly = NONE;
+}
+
+static int fetch_start(lors_sched_t *s, uint32_t b, uint32_t r, uint64_t now, int redundant,
+                       lors_sched_fetch_t *out)
+{
+    uint32_t slot;
+    if (s->nfly == s->capfly) {
+        uint32_t nc = s->capfly ? s->capfly * 2 : 64;
+        fly_t *nf = realloc(s->fly, nc * sizeof *nf);
+        if (!nf)
+            return -1;
+        s->fly = nf;
+        s->capfly = nc;
+    }
+    if (s->free_fx != NONE) {
+        slot = s->free_fx;
+        s->free_fx = s->fx[slot].next_free;
+    } else {
+        if (s->nfx == s->capfx) {
+            uint32_t nc = s->capfx ? s->capfx * 2 : 64;
+            fetch_t *nf = realloc(s->fx, nc * sizeof *nf);
+            if (!nf)
+                return -1;
+            s->fx = nf;
+            s->capfx = nc;
+        }
+        slot = s->nfx++;
+        s->fx[slot].gen = 1;
+    }
+    blk_t *bk = &s->blk[b];
+    rep_t *rp = &s->rep[r];
+    depot_t *dp = &s->dep[rp->depot];
+    if (bk->state == ST_PENDING) {
+        bk->state = ST_FLIGHT;
+        s->npending--;
+        s->tot.buffered += blk_len(s, b);
+        bk->fly = s->nfly++;
+        fly_t *e = &s->fly[bk->fly];
+        e->block = b;
+        e->ahead = 0;
+        e->n = 0;
+    }
+    fly_t *e = &s->fly[bk->fly];
+    e->f[e->n++] = slot;
+
+    fetch_t *f = &s->fx[slot];
+    f->block = b;
+    f->rep = r;
+    f->depot = rp->depot;
+    f->live = 1;
+    f->redundant = (uint8_t)redundant;
+    f->start = f->last = now;
+    f->bytes = 0;
+    rp->tries++;
+    dp->st.active++;
+    dp->st.started++;
+    s->tot.started++;
+    s->tot.in_flight++;
+    if (redundant) {
+        dp->st.redundant_started++;
+        s->tot.redundant_started++;
+    }
+
+    memset(out, 0, sizeof *out);
+    out->id = fetch_id(s, slot);
+    out->block = b;
+    out->off = blk_off(s, b);
+    out->len = blk_len(s, b);
+    out->depot = rp->depot;
+    out->mapping = rp->mapping;
+    out->redundant = redundant;
+    return 0;
+}
+
+/* ---- decisions -------------------------------------------------------------------------- */
+
+/* (a) The lowest in-flight block due a redundant fetch, and the replica for it.  The k-th
+ * extra fetch is due after k*P later completions (a stalled fetch counts as P); in the
+ * endgame any block with fewer than R fetches is due. */
+static int pick_redundant(const lors_sched_t *s, uint64_t now, int endgame, uint32_t *ob,
+                          uint32_t *orep)
+{
+    int P = s->cfg.progress, R = s->cfg.redundancy;
+    uint32_t best = NONE, brep = NONE;
+    if (R <= 1 || (!endgame && P <= 0))
+        return 0;
+    for (uint32_t i = 0; i < s->nfly; i++) {
+        const fly_t *e = &s->fly[i];
+        if (e->n >= R || e->block >= best)
+            continue;
+        if (!endgame &&
+            (uint64_t)e->ahead + (uint64_t)P * fly_stalled(s, e, now) < (uint64_t)P * e->n)
+            continue;
+        int excl[LORS_SCHED_MAX_R];
+        for (int k = 0; k < e->n; k++)
+            excl[k] = s->fx[e->f[k]].depot;
+        uint32_t r = choose_replica(s, e->block, excl, e->n);
+        if (r != NONE) {
+            best = e->block;
+            brep = r;
+        }
+    }
+    if (best == NONE)
+        return 0;
+    *ob = best;
+    *orep = brep;
+    return 1;
+}
+
+/* (c, d) The lowest pending block with an eligible replica on a live depot below its cap:
+ * never-started blocks and failed ones back for a retry alike, lowest offset first. */
+static uint32_t lowest_pending(lors_sched_t *s)
+{
+    uint32_t best = NONE;
+    for (int d = 0; d < s->cfg.ndepots; d++) {
+        depot_t *dp = &s->dep[d];
+        if (dp->dead || dp->st.active >= dp->cap)
+            continue;
+        while (dp->pend.n) {
+            uint32_t b = dp->pend.v[0];
+            const blk_t *bk = &s->blk[b];
+            int ok = 0;
+            if (bk->state == ST_PENDING)
+                for (uint32_t r = bk->rep_head; r != NONE && !ok; r = s->rep[r].next)
+                    ok = s->rep[r].depot == d && rep_in_round(s, bk, &s->rep[r]);
+            if (ok)
+                break;
+            heap_pop(&dp->pend);
+        }
+        if (dp->pend.n && dp->pend.v[0] < best)
+            best = dp->pend.v[0];
+    }
+    return best;
+}
+
+static int prebuffer_met(const lors_sched_t *s)
+{
+    if (s->releasing || s->first_hole >= s->nblocks)
+        return 1;
+    return blk_off(s, s->first_hole) - s->cfg.off >= s->prebuffer;
+}
+
+/* Would starting block b overrun the reorder buffer?  The first hole is always allowed when
+ * the writer is waiting for it (it has nothing else to release, or is still pre-buffering),
+ * and its bytes are kept in reserve while it is pending, so that later blocks cannot shut it
+ * out: the buffer can never fill up with blocks that cannot leave. */
+static int buffer_full(const lors_sched_t *s, uint32_t b)
+{
+    if (!s->cfg.buffer_bytes)
+        return 0;
+    if (b == s->first_hole && (s->next_release == s->first_hole || !prebuffer_met(s)))
+        return 0;
+    uint64_t need = s->tot.buffered + blk_len(s, b);
+    if (b != s->first_hole && s->first_hole < s->nblocks &&
+        s->blk[s->first_hole].state == ST_PENDING)
+        need += blk_len(s, s->first_hole);
+    return need > s->cfg.buffer_bytes;
+}
+
+static uint64_t wait_hint(const lors_sched_t *s, uint64_t now)
+{
+    uint64_t t = 0;
+    for (int d = 0; d < s->cfg.ndepots; d++) {
+        const depot_t *dp = &s->dep[d];
+        if (dp->dead && dp->retry_at > now && (!t || dp->retry_at < t))
+            t = dp->retry_at;
+    }
+    if (s->cfg.stall_ns && s->cfg.redundancy > 1)
+        for (uint32_t i = 0; i < s->nfly; i++)
+            for (int k = 0; k < s->fly[i].n; k++) {
+                uint64_t due = s->fx[s->fly[i].f[k]].last + s->cfg.stall_ns;
+                if (due > now && (!t || due < t))
+                    t = due;
+            }
+    return t;
+}
+
+static lors_sched_action_t failed_action(const lors_sched_t *s, lors_sched_fetch_t *f)
+{
+    f->failed_off = blk_off(s, s->failed_min);
+    f->failed_len = blk_len(s, s->failed_min);
+    return LORS_SCHED_FAILED;
+}
+
+lors_sched_action_t lors_sched_next(lors_sched_t *s, uint64_t now, lors_sched_fetch_t *f)
+{
+    memset(f, 0, sizeof *f);
+    if (!s->started) {
+        s->started = 1;
+        scan_failed(s);
+    }
+    if (s->failed_min != NONE)
+        return failed_action(s, f);
+    if (s->tot.done == s->nblocks)
+        return LORS_SCHED_DONE;
+
+    for (int d = 0; d < s->cfg.ndepots; d++) {
+        depot_t *dp = &s->dep[d];
+        if (dp->dead && dp->retry_at && dp->retry_at <= now) {
+            dp->dead = 0;
+            dp->consec = 0;
+        }
+    }
+
+    uint32_t b, r;
+    if (pick_redundant(s, now, 0, &b, &r))
+        return fetch_start(s, b, r, now, 1, f) < 0 ? LORS_SCHED_WAIT : LORS_SCHED_FETCH;
+
+    b = lowest_pending(s);
+    if (b != NONE) {
+        if (buffer_full(s, b)) {
+            f->wait_until = wait_hint(s, now); /* or when the writer releases */
+            return LORS_SCHED_WAIT;
+        }
+        r = choose_replica(s, b, NULL, 0);
+        assert(r != NONE); /* lowest_pending found b on a live depot below its cap */
+        return fetch_start(s, b, r, now, 0, f) < 0 ? LORS_SCHED_WAIT : LORS_SCHED_FETCH;
+    }
+
+    if (s->cfg.endgame && s->npending == 0 && pick_redundant(s, now, 1, &b, &r))
+        return fetch_start(s, b, r, now, 1, f) < 0 ? LORS_SCHED_WAIT : LORS_SCHED_FETCH;
+
+    f->wait_until = wait_hint(s, now);
+    return LORS_SCHED_WAIT;
+}
+
+/* ---- reports from the streams ----------------------------------------------------------- */
+
+int lors_sched_progress(lors_sched_t *s, uint64_t id, uint64_t bytes, uint64_t now)
+{
+    fetch_t *f = fetch_get(s, id);
+    if (!f)
+        return LORS_SCHED_E_STALE;
+    if (bytes > f->bytes) {
+        f->bytes = bytes;
+        f->last = now;
+    }
+    return 0;
+}
+
+int lors_sched_complete(lors_sched_t *s, uint64_t id, uint64_t now, uint64_t *cancel)
+{
+    fetch_t *f = fetch_get(s, id);
+    if (!f)
+        return LORS_SCHED_E_STALE;
+    uint32_t slot = (uint32_t)id, b = f->block;
+    uint64_t len = blk_len(s, b);
+    depot_t *dp = &s->dep[f->depot];
+
+    ewma_update(s, dp, len, now - f->start);
+    dp->consec = 0;
+    dp->st.blocks_won++;
+    dp->st.bytes_won += len;
+    if (f->redundant)
+        dp->st.redundant_won++;
+    fetch_end(s, slot);
+
+    fly_t *e = &s->fly[s->blk[b].fly];
+    int nc = 0;
+    while (e->n) {
+        uint32_t lo = e->f[0];
+        cancel[nc++] = fetch_id(s, lo);
+        /* a loser's rate is at most what it has shown so far: without that sample, a depot
+         * that always loses would keep its optimistic "unknown" score for ever */
+        ewma_update(s, &s->dep[s->fx[lo].depot], s->fx[lo].bytes, now - s->fx[lo].start);
+        s->dep[s->fx[lo].depot].st.cancelled++;
+        s->tot.cancelled++;
+        fetch_end(s, lo);
+    }
+    fly_remove(s, b);
+    for (uint32_t i = 0; i < s->nfly; i++)
+        if (s->fly[i].block < b)
+            s->fly[i].ahead++;
+
+    s->blk[b].state = ST_DONE;
+    s->tot.done++;
+    s->tot.bytes_done += len;
+    while (s->first_hole < s->nblocks && s->blk[s->first_hole].state >= ST_DONE &&
+           s->blk[s->first_hole].state != ST_FAILED)
+        s->first_hole++;
+    return nc;
+}
+
+int lors_sched_fail(lors_sched_t *s, uint64_t id, uint64_t now, lors_sched_fail_kind_t kind)
+{
+    fetch_t *f = fetch_get(s, id);
+    if (!f)
+        return LORS_SCHED_E_STALE;
+    uint32_t slot = (uint32_t)id, b = f->block;
+    depot_t *dp = &s->dep[f->depot];
+    int died = 0;
+
+    dp->st.failures++;
+    s->tot.failures++;
+    if (kind == LORS_SCHED_FAIL_BAD_DATA) {
+        s->rep[f->rep].bad = 1;
+        dp->st.bad_data++;
+    } else if (++dp->consec >= s->cfg.fail_limit && s->cfg.fail_limit > 0 && !dp->dead) {
+        dp->dead = 1;
+        dp->retry_at = s->cfg.dead_retry_ns ? now + s->cfg.dead_retry_ns : 0;
+        died = dp->retry_at == 0;
+    }
+    fetch_end(s, slot);
+
+    if (s->fly[s->blk[b].fly].n == 0) {
+        fly_remove(s, b);
+        s->blk[b].state = ST_PENDING;
+        s->npending++;
+        s->tot.buffered -= blk_len(s, b);
+        maybe_next_round(s, b);
+        if (!blk_viable(s, b))
+            mark_failed(s, b);
+        else if (push_pending(s, b) < 0)
+            return LORS_SCHED_E_NOMEM;
+    }
+    if (died)
+        scan_failed(s);
+    return s->blk[b].state == ST_FAILED;
+}
+
+int lors_sched_stalled(const lors_sched_t *s, uint64_t now, uint64_t *out, int max)
+{
+    int n = 0;
+    if (!s->cfg.stall_ns)
+        return 0;
+    for (uint32_t i = 0; i < s->nfly && n < max; i++)
+        for (int k = 0; k < s->fly[i].n && n < max; k++) {
+            uint32_t slot = s->fly[i].f[k];
+            if (now - s->fx[slot].last >= s->cfg.stall_ns)
+                out[n++] = fetch_id(s, slot);
+        }
+    return n;
+}
+
+/* ---- the writer ------------------------------------------------------------------------- */
+
+int lors_sched_releasable(const lors_sched_t *s, uint32_t *b)
+{
+    uint32_t nr = s->next_release;
+    if (nr >= s->nblocks || s->blk[nr].state != ST_DONE)
+        return 0;
+    if (!prebuffer_met(s))
+        return 0;
+    *b = nr;
+    return 1;
+}
+
+int lors_sched_released(lors_sched_t *s, uint32_t b)
+{
+    uint32_t nb;
+    if (!lors_sched_releasable(s, &nb) || nb != b)
+        return LORS_SCHED_E_INVAL;
+    s->releasing = 1;
+    s->blk[b].state = ST_RELEASED;
+    s->next_release++;
+    s->tot.released++;
+    s->tot.bytes_released += blk_len(s, b);
+    s->tot.buffered -= blk_len(s, b);
+    return 0;
+}
+
+/* ---- setup and reporting ---------------------------------------------------------------- */
+
+void lors_sched_cfg_init(lors_sched_cfg_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->block_size = 5u << 20;
+    cfg->ndepots = 1;
+    cfg->depot_cap = 4;
+    cfg->redundancy = 2;
+    cfg->progress = 3;
+    cfg->fail_limit = 3;
+    cfg->dead_retry_ns = 30ull * 1000000000ull;
+    cfg->stall_ns = 10ull * 1000000000ull;
+    cfg->ewma_alpha = 0.3;
+    cfg->endgame = 1;
+}
+
+lors_sched_t *lors_sched_new(const lors_sched_cfg_t *cfg)
+{
+    if (!cfg || cfg->len == 0 || cfg->block_size == 0 || cfg->ndepots <= 0 ||
+        cfg->depot_cap <= 0 || cfg->redundancy < 1 || cfg->redundancy > LORS_SCHED_MAX_R ||
+        cfg->progress < 0 || cfg->fail_limit < 0 || !(cfg->ewma_alpha > 0) ||
+        cfg->ewma_alpha > 1 || cfg->off + cfg->len < cfg->off ||
+        (cfg->len - 1) / cfg->block_size + 1 >= NONE) {
+        errno = EINVAL;
+        return NULL;
+    }
+    lors_sched_t *s = calloc(1, sizeof *s);
+    if (!s)
+        goto oom;
+    s->cfg = *cfg;
+    s->nblocks = (uint32_t)((cfg->len - 1) / cfg->block_size + 1);
+    s->blk = malloc(s->nblocks * sizeof *s->blk);
+    s->dep = calloc((size_t)cfg->ndepots, sizeof *s->dep);
+    if (!s->blk || !s->dep)
+        goto oom;
+    for (uint32_t b = 0; b < s->nblocks; b++)
+        s->blk[b] = (blk_t){NONE, NONE, NONE, ST_PENDING, 1};
+    for (int d = 0; d < cfg->ndepots; d++)
+        s->dep[d].cap = cfg->depot_cap;
+    s->npending = s->nblocks;
+    s->free_fx = NONE;
+    s->failed_min = NONE;
+    s->prebuffer = cfg->prebuffer_bytes;
+    if (cfg->buffer_bytes) {
+        uint64_t whole = cfg->buffer_bytes / cfg->block_size * cfg->block_size;
+        if (s->prebuffer > whole)
+            s->prebuffer = whole;
+    }
+    s->tot.blocks = s->nblocks;
+    return s;
+oom:
+    lors_sched_free(s);
+    errno = ENOMEM;
+    return NULL;
+}
+
+void lors_sched_free(lors_sched_t *s)
+{
+    if (!s)
+        return;
+    if (s->dep)
+        for (int d = 0; d < s->cfg.ndepots; d++)
+            free(s->dep[d].pend.v);
+    free(s->dep);
+    free(s->blk);
+    free(s->rep);
+    free(s->fx);
+    free(s->fly);
+    free(s);
+}
+
+uint32_t lors_sched_nblocks(const lors_sched_t *s)
+{
+    return s->nblocks;
+}
+
+int lors_sched_block_range(const lors_sched_t *s, uint32_t b, uint64_t *off, uint64_t *len)
+{
+    if (b >= s->nblocks)
+        return LORS_SCHED_E_INVAL;
+    *off = blk_off(s, b);
+    *len = blk_len(s, b);
+    return 0;
+}
+
+int lors_sched_add_replica(lors_sched_t *s, uint32_t b, int depot, int mapping, int usable)
+{
+    if (s->started || b >= s->nblocks || depot < 0 || depot >= s->cfg.ndepots)
+        return LORS_SCHED_E_INVAL;
+    if (s->nrep == s->caprep) {
+        size_t nc = s->caprep ? s->caprep * 2 : 1024;
+        rep_t *nr = realloc(s->rep, nc * sizeof *nr);
+        if (!nr)
+            return LORS_SCHED_E_NOMEM;
+        s->rep = nr;
+        s->caprep = nc;
+    }
+    if (s->nrep >= NONE)
+        return LORS_SCHED_E_NOMEM;
+    uint32_t r = (uint32_t)s->nrep++;
+    s->rep[r] = (rep_t){NONE, depot, mapping, usable != 0, 0, 0};
+    blk_t *bk = &s->blk[b];
+    if (bk->rep_tail == NONE)
+        bk->rep_head = r;
+    else
+        s->rep[bk->rep_tail].next = r;
+    bk->rep_tail = r;
+    if (usable && heap_push(&s->dep[depot].pend, b) < 0)
+        return LORS_SCHED_E_NOMEM;
+    return 0;
+}
+
+int lors_sched_depot_cap(lors_sched_t *s, int depot, int cap)
+{
+    if (depot < 0 || depot >= s->cfg.ndepots || cap < 1)
+        return LORS_SCHED_E_INVAL;
+    s->dep[depot].cap = cap;
+    return 0;
+}
+
+int lors_sched_depot_dead(lors_sched_t *s, int depot, int dead, uint64_t retry_at)
+{
+    if (depot < 0 || depot >= s->cfg.ndepots)
+        return LORS_SCHED_E_INVAL;
+    depot_t *dp = &s->dep[depot];
+    dp->dead = dead != 0;
+    dp->retry_at = dead ? retry_at : 0;
+    dp->consec = 0;
+    if (perm_dead(dp) && s->started)
+        scan_failed(s);
+    return 0;
+}
+
+int lors_sched_depot_stats(const lors_sched_t *s, int depot, lors_sched_depot_stats_t *st)
+{
+    if (depot < 0 || depot >= s->cfg.ndepots)
+        return LORS_SCHED_E_INVAL;
+    *st = s->dep[depot].st;
+    st->dead = s->dep[depot].dead;
+    st->bps = s->dep[depot].bps;
+    return 0;
+}
+
+void lors_sched_totals(const lors_sched_t *s, lors_sched_totals_t *t)
+{
+    *t = s->tot;
+}

@@ -1,0 +1,730 @@
+/* test_lors_sched.c -- the download scheduler's decision core (lors_sched.c).
+ *
+ * Most cases are simulated downloads: a tiny discrete-event loop plays N streams against
+ * depots with a given bandwidth (a depot's bandwidth is shared by the fetches started on it),
+ * and checks the scheduler's invariants after every step: no depot above its cap, the
+ * reorder buffer within its budget, blocks released once each and in order.  The rest drive
+ * the scheduler by hand, call by call, where the exact decision matters. */
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lns_test.h"
+#include "lors_sched.h"
+
+#define NS 1000000000ull
+#define MAXD 32
+#define MAXEV 256
+
+typedef struct ev {
+    uint64_t id, at;
+    uint32_t block;
+    int depot, fail;
+} ev_t;
+
+typedef struct sim {
+    lors_sched_t *s;
+    int ndepots, streams;
+    double bw[MAXD];      /* bytes/s per depot, shared by its fetches */
+    uint64_t latency;     /* ns per fetch */
+    int fails[MAXD];      /* every fetch on this depot fails (LORS_SCHED_FAIL_DEPOT) */
+    uint32_t slow_block;  /* this block's first fetch takes slow_ns; UINT32_MAX = none */
+    uint64_t slow_ns;
+    int check_budget;     /* assert buffered <= budget at every step */
+    uint64_t budget;
+    /* results */
+    uint64_t now;
+    ev_t ev[MAXEV];
+    int nev;
+    uint32_t released;
+    int peak[MAXD];
+    int bad;              /* invariant violations */
+    int failed;           /* the scheduler answered FAILED */
+    lors_sched_fetch_t failed_f;
+    int failed_block_in_flight;
+    int stuck;            /* nothing in flight, nothing to do, not done */
+} sim_t;
+
+static lors_sched_t *mk(lors_sched_cfg_t *cfg)
+{
+    lors_sched_t *s = lors_sched_new(cfg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    return s;
+}
+
+/* Every block gets a replica on each of the first nrep depots (mapping = depot). */
+static void add_all(lors_sched_t *s, int nrep)
+{
+    for (uint32_t b = 0; b < lors_sched_nblocks(s); b++)
+        for (int d = 0; d < nrep; d++)
+            CU_ASSERT_EQUAL(lors_sched_add_replica(s, b, d, d, 1), 0);
+}
+
+static void sim_init(sim_t *m, lors_sched_t *s, int ndepots, int streams)
+{
+    memset(m, 0, sizeof *m);
+    m->s = s;
+    m->ndepots = ndepots;
+    m->streams = streams;
+    m->latency = 1000000; /* 1 ms */
+    m->slow_block = UINT32_MAX;
+    for (int d = 0; d < ndepots; d++)
+        m->bw[d] = 10e6;
+}
+
+static void sim_check(sim_t *m)
+{
+    lors_sched_totals_t t;
+    lors_sched_totals(m->s, &t);
+    if (m->check_budget && t.buffered > m->budget) {
+        fprintf(stderr, "\n  buffered %llu > budget %llu\n", (unsigned long long)t.buffered,
+                (unsigned long long)m->budget);
+        m->bad++;
+    }
+    for (int d = 0; d < m->ndepots; d++) {
+        lors_sched_depot_stats_t st;
+        lors_sched_depot_stats(m->s, d, &st);
+        if (st.active > m->peak[d])
+            m->peak[d] = st.active;
+    }
+}
+
+static void sim_release(sim_t *m)
+{
+    uint32_t b;
+    while (lors_sched_releasable(m->s, &b)) {
+        if (b != m->released)
+            m->bad++;
+        if (lors_sched_released(m->s, b) != 0)
+            m->bad++;
+        m->released++;
+    }
+}
+
+static void sim_remove(sim_t *m, uint64_t id)
+{
+    for (int i = 0; i < m->nev; i++)
+        if (m->ev[i].id == id) {
+            m->ev[i] = m->ev[--m->nev];
+            return;
+        }
+    m->bad++; /* cancelled a fetch we do not have */
+}
+
+/* Run until DONE and everything released, FAILED, or stuck.  cap_of[d] for checking. */
+static void sim_run(sim_t *m, const int *cap_of)
+{
+    int idle = m->streams;
+    for (;;) {
+        sim_release(m);
+        lors_sched_action_t a = LORS_SCHED_WAIT;
+        lors_sched_fetch_t f;
+        uint64_t wake = 0;
+        while (idle > 0) {
+            a = lors_sched_next(m->s, m->now, &f);
+            if (a != LORS_SCHED_FETCH)
+                break;
+            int on = 0;
+            for (int i = 0; i < m->nev; i++)
+                on += m->ev[i].depot == f.depot;
+            double share = m->bw[f.depot] / (on + 1);
+            ev_t *e = &m->ev[m->nev++];
+            e->id = f.id;
+            e->block = f.block;
+            e->depot = f.depot;
+            e->fail = m->fails[f.depot];
+            e->at = m->now + m->latency + (uint64_t)((double)f.len / share * 1e9);
+            if (f.block == m->slow_block && !f.redundant)
+                e->at = m->now + m->slow_ns;
+            idle--;
+            sim_check(m);
+            if (cap_of && m->peak[f.depot] > cap_of[f.depot])
+                m->bad++;
+        }
+        if (a == LORS_SCHED_WAIT)
+            wake = f.wait_until;
+        if (a == LORS_SCHED_FAILED) {
+            m->failed = 1;
+            m->failed_f = f;
+            for (int i = 0; i < m->nev; i++) {
+                uint64_t off, len;
+                lors_sched_block_range(m->s, m->ev[i].block, &off, &len);
+                if (off == f.failed_off)
+                    m->failed_block_in_flight = 1;
+            }
+            return;
+        }
+        if (m->nev == 0) {
+            if (a == LORS_SCHED_DONE && m->released == lors_sched_nblocks(m->s))
+                return;
+            if (wake > m->now) {
+                m->now = wake;
+                continue;
+            }
+            m->stuck = 1;
+            return;
+        }
+        int k = 0;
+        for (int i = 1; i < m->nev; i++)
+            if (m->ev[i].at < m->ev[k].at)
+                k = i;
+        ev_t e = m->ev[k];
+        if (wake > m->now && wake < e.at) {
+            m->now = wake;
+            continue;
+        }
+        m->ev[k] = m->ev[--m->nev];
+        m->now = e.at;
+        idle++;
+        if (e.fail) {
+            if (lors_sched_fail(m->s, e.id, m->now, LORS_SCHED_FAIL_DEPOT) < 0)
+                m->bad++;
+        } else {
+            uint64_t cancel[LORS_SCHED_MAX_R];
+            int nc = lors_sched_complete(m->s, e.id, m->now, cancel);
+            if (nc < 0)
+                m->bad++;
+            for (int i = 0; i < nc; i++) {
+                sim_remove(m, cancel[i]);
+                idle++;
+            }
+        }
+        sim_check(m);
+    }
+}
+
+static lors_sched_cfg_t base_cfg(uint64_t nblocks, uint64_t bs, int ndepots)
+{
+    lors_sched_cfg_t c;
+    lors_sched_cfg_init(&c);
+    c.off = 0;
+    c.block_size = bs;
+    c.len = nblocks * bs;
+    c.ndepots = ndepots;
+    return c;
+}
+
+/* (1) one depot, in-order fetch, in-order release, budget never exceeded */
+static void test_one_depot(void)
+{
+    lors_sched_cfg_t c = base_cfg(64, 1000, 1);
+    c.buffer_bytes = 4 * 1000;
+    c.redundancy = 1;
+    lors_sched_t *s = mk(&c);
+    add_all(s, 1);
+    sim_t m;
+    sim_init(&m, s, 1, 4);
+    m.check_budget = 1;
+    m.budget = c.buffer_bytes;
+    int caps[1] = {4};
+    sim_run(&m, caps);
+    CU_ASSERT_EQUAL(m.bad, 0);
+    CU_ASSERT_FALSE(m.stuck);
+    CU_ASSERT_FALSE(m.failed);
+    CU_ASSERT_EQUAL(m.released, 64);
+    lors_sched_totals_t t;
+    lors_sched_totals(s, &t);
+    CU_ASSERT_EQUAL(t.bytes_released, 64000);
+    CU_ASSERT_EQUAL(t.buffered, 0);
+    CU_ASSERT_EQUAL(t.started, 64);
+    CU_ASSERT_EQUAL(m.peak[0], 4);
+    lors_sched_fetch_t f;
+    CU_ASSERT_EQUAL(lors_sched_next(s, m.now, &f), LORS_SCHED_DONE);
+    lors_sched_free(s);
+}
+
+/* (2) two depots, one 10x faster: it serves most blocks without being told, from the
+ * throughput estimate alone (R = 1) and with redundancy on (R = 2) */
+static void test_fast_depot_wins(void)
+{
+    for (int R = 1; R <= 2; R++) {
+        lors_sched_cfg_t c = base_cfg(400, 64 * 1024, 2);
+        c.depot_cap = 8;
+        c.redundancy = R;
+        lors_sched_t *s = mk(&c);
+        add_all(s, 2);
+        sim_t m;
+        sim_init(&m, s, 2, 4);
+        m.bw[0] = 1e6;
+        m.bw[1] = 10e6;
+        sim_run(&m, NULL);
+        CU_ASSERT_EQUAL(m.bad, 0);
+        CU_ASSERT_EQUAL(m.released, 400);
+        lors_sched_depot_stats_t slow, fast;
+        lors_sched_depot_stats(s, 0, &slow);
+        lors_sched_depot_stats(s, 1, &fast);
+        printf("\n  R=%d: fast depot won %llu of 400 blocks, slow %llu (%.0f vs %.0f B/s est.)",
+               R, (unsigned long long)fast.blocks_won, (unsigned long long)slow.blocks_won,
+               fast.bps, slow.bps);
+        CU_ASSERT_TRUE(fast.blocks_won >= 320);
+        CU_ASSERT_TRUE(slow.started >= 1); /* the optimistic default tried it */
+        CU_ASSERT_TRUE(fast.bps > 2 * slow.bps);
+        lors_sched_free(s);
+    }
+}
+
+/* (3) a straggler gets a redundant fetch after P later completions; first copy wins, the
+ * loser is cancelled */
+static void test_redundancy(void)
+{
+    lors_sched_cfg_t c = base_cfg(10, 1000, 2);
+    c.redundancy = 2;
+    c.progress = 3;
+    c.endgame = 0;
+    c.stall_ns = 0;
+    lors_sched_t *s = mk(&c);
+    add_all(s, 2);
+    lors_sched_fetch_t f[8], g;
+    uint64_t cancel[LORS_SCHED_MAX_R];
+    for (int i = 0; i < 4; i++) {
+        CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f[i]), LORS_SCHED_FETCH);
+        CU_ASSERT_EQUAL(f[i].block, (uint32_t)i);
+        CU_ASSERT_FALSE(f[i].redundant);
+    }
+    CU_ASSERT_EQUAL(f[0].depot, 0); /* tie: lowest index */
+    CU_ASSERT_EQUAL(f[1].depot, 1); /* tie on score: fewest active */
+    CU_ASSERT_EQUAL(lors_sched_complete(s, f[1].id, 100, cancel), 0);
+    CU_ASSERT_EQUAL(lors_sched_complete(s, f[2].id, 200, cancel), 0);
+    /* two completions ahead of block 0: not yet */
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 300, &f[4]), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL(f[4].block, 4);
+    CU_ASSERT_FALSE(f[4].redundant);
+    CU_ASSERT_EQUAL(lors_sched_complete(s, f[3].id, 400, cancel), 0);
+    /* three: block 0 is due, on the other depot */
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 500, &g), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL(g.block, 0);
+    CU_ASSERT_TRUE(g.redundant);
+    CU_ASSERT_NOT_EQUAL(g.depot, f[0].depot);
+    /* R = 2 reached: the next stream gets new work */
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 600, &f[5]), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL(f[5].block, 5);
+    /* the redundant copy wins; the straggler is cancelled */
+    CU_ASSERT_EQUAL(lors_sched_complete(s, g.id, 700, cancel), 1);
+    CU_ASSERT_EQUAL(cancel[0], f[0].id);
+    CU_ASSERT_EQUAL(lors_sched_complete(s, f[0].id, 800, cancel), LORS_SCHED_E_STALE);
+    CU_ASSERT_EQUAL(lors_sched_fail(s, f[0].id, 800, LORS_SCHED_FAIL_TIMEOUT), LORS_SCHED_E_STALE);
+    lors_sched_depot_stats_t st;
+    lors_sched_depot_stats(s, g.depot, &st);
+    CU_ASSERT_EQUAL(st.redundant_won, 1);
+    CU_ASSERT_EQUAL(st.redundant_started, 1);
+    lors_sched_depot_stats(s, f[0].depot, &st);
+    CU_ASSERT_EQUAL(st.cancelled, 1);
+    uint32_t b;
+    CU_ASSERT_TRUE(lors_sched_releasable(s, &b));
+    CU_ASSERT_EQUAL(b, 0);
+    lors_sched_free(s);
+
+    /* the same in a simulated run: block 3 takes forever on its first fetch */
+    c = base_cfg(50, 1000, 3);
+    c.stall_ns = 0;
+    c.endgame = 0;
+    s = mk(&c);
+    add_all(s, 3);
+    sim_t m;
+    sim_init(&m, s, 3, 6);
+    m.slow_block = 3;
+    m.slow_ns = 3600 * NS;
+    sim_run(&m, NULL);
+    CU_ASSERT_EQUAL(m.bad, 0);
+    CU_ASSERT_EQUAL(m.released, 50);
+    CU_ASSERT_TRUE(m.now < 10 * NS);
+    lors_sched_totals_t t;
+    lors_sched_totals(s, &t);
+    CU_ASSERT_TRUE(t.redundant_started >= 1);
+    CU_ASSERT_TRUE(t.cancelled >= 1);
+    lors_sched_free(s);
+}
+
+/* (4) a depot that dies: its blocks come from the other replicas */
+static void test_depot_dies(void)
+{
+    lors_sched_cfg_t c = base_cfg(100, 1000, 3);
+    c.fail_limit = 3;
+    c.dead_retry_ns = 0;
+    lors_sched_t *s = mk(&c);
+    add_all(s, 3);
+    sim_t m;
+    sim_init(&m, s, 3, 6);
+    m.fails[1] = 1;
+    sim_run(&m, NULL);
+    CU_ASSERT_EQUAL(m.bad, 0);
+    CU_ASSERT_FALSE(m.failed);
+    CU_ASSERT_FALSE(m.stuck);
+    CU_ASSERT_EQUAL(m.released, 100);
+    lors_sched_depot_stats_t st;
+    lors_sched_depot_stats(s, 1, &st);
+    CU_ASSERT_EQUAL(st.blocks_won, 0);
+    CU_ASSERT_TRUE(st.failures >= 3);
+    CU_ASSERT_TRUE(st.dead);
+    CU_ASSERT_TRUE(st.started <= 3 + (uint64_t)c.depot_cap);
+    lors_sched_free(s);
+
+    /* a depot that comes back after its retry time serves again */
+    c.dead_retry_ns = NS / 100;
+    c.fail_limit = 1;
+    s = mk(&c);
+    add_all(s, 3);
+    sim_init(&m, s, 3, 6);
+    m.fails[0] = 1;
+    m.fails[1] = 1;
+    m.fails[2] = 1;
+    lors_sched_fetch_t f;
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL(lors_sched_fail(s, f.id, 0, LORS_SCHED_FAIL_DEPOT), 0);
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL(lors_sched_fail(s, f.id, 0, LORS_SCHED_FAIL_DEPOT), 0);
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL(lors_sched_fail(s, f.id, 0, LORS_SCHED_FAIL_DEPOT), 0);
+    /* all three dead until 10 ms: wait, with the hint */
+    CU_ASSERT_EQUAL(lors_sched_next(s, 0, &f), LORS_SCHED_WAIT);
+    CU_ASSERT_EQUAL(f.wait_until, NS / 100);
+    CU_ASSERT_EQUAL(lors_sched_next(s, NS / 100, &f), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL(f.block, 0); /* the block that failed everywhere, second round */
+    lors_sched_free(s);
+}
+
+/* (5) a block whose only replica is on a dead depot fails with its byte range, and only
+ * once nothing of it is in flight */
+static void test_block_fails(void)
+{
+    lors_sched_cfg_t c = base_cfg(20, 1000, 2);
+    c.off = 777;
+    c.fail_limit = 1;
+    c.dead_retry_ns = 0;
+    lors_sched_t *s = mk(&c);
+    for (uint32_t b = 0; b < 20; b++) {
+        lors_sched_add_replica(s, b, 1, 1, 1);
+        if (b != 5)
+            lors_sched_add_replica(s, b, 0, 0, 1);
+    }
+    sim_t m;
+    sim_init(&m, s, 2, 4);
+    m.fails[1] = 1;
+    sim_run(&m, NULL);
+    CU_ASSERT_TRUE(m.failed);
+    CU_ASSERT_FALSE(m.failed_block_in_flight);
+    CU_ASSERT_EQUAL(m.failed_f.failed_off, 777 + 5 * 1000);
+    CU_ASSERT_EQUAL(m.failed_f.failed_len, 1000);
+    lors_sched_free(s);
+
+    /* by hand: two replicas in flight; the block fails only with the last one */
+    c = base_cfg(1, 1000, 2);
+    c.len = 600;
+    c.off = 50;
+    c.redundancy = 2;
+    c.endgame = 1;
+    s = mk(&c);
+    add_all(s, 2);
+    lors_sched_fetch_t f1, f2, f;
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f1), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f2), LORS_SCHED_FETCH);
+    CU_ASSERT_TRUE(f2.redundant); /* endgame: nothing else pending */
+    CU_ASSERT_NOT_EQUAL(f1.depot, f2.depot);
+    CU_ASSERT_EQUAL(lors_sched_fail(s, f1.id, 1, LORS_SCHED_FAIL_BAD_DATA), 0);
+    CU_ASSERT_EQUAL(lors_sched_next(s, 2, &f), LORS_SCHED_WAIT);
+    CU_ASSERT_EQUAL(lors_sched_fail(s, f2.id, 3, LORS_SCHED_FAIL_BAD_DATA), 1);
+    CU_ASSERT_EQUAL(lors_sched_next(s, 4, &f), LORS_SCHED_FAILED);
+    CU_ASSERT_EQUAL(f.failed_off, 50);
+    CU_ASSERT_EQUAL(f.failed_len, 600);
+    lors_sched_free(s);
+
+    /* a block no replica covers fails before anything is fetched */
+    c = base_cfg(3, 1000, 1);
+    s = mk(&c);
+    lors_sched_add_replica(s, 0, 0, 0, 1);
+    lors_sched_add_replica(s, 1, 0, 0, 0); /* unusable */
+    lors_sched_add_replica(s, 2, 0, 0, 1);
+    CU_ASSERT_EQUAL(lors_sched_next(s, 0, &f), LORS_SCHED_FAILED);
+    CU_ASSERT_EQUAL(f.failed_off, 1000);
+    lors_sched_free(s);
+}
+
+/* (6) reorder buffer full: WAIT, but the block the writer waits for always starts */
+static void test_buffer_full(void)
+{
+    lors_sched_cfg_t c = base_cfg(8, 1000, 2);
+    c.buffer_bytes = 1000; /* exactly one block */
+    c.stall_ns = 0;        /* no stall deadline: the only thing to wait for is the writer */
+    lors_sched_t *s = mk(&c);
+    add_all(s, 2);
+    lors_sched_fetch_t f0, f;
+    uint64_t cancel[LORS_SCHED_MAX_R];
+    uint32_t b;
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f0), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL(f0.block, 0);
+    CU_ASSERT_EQUAL(lors_sched_next(s, 0, &f), LORS_SCHED_WAIT);
+    CU_ASSERT_EQUAL(f.wait_until, 0);
+    CU_ASSERT_EQUAL(lors_sched_complete(s, f0.id, 10, cancel), 0);
+    CU_ASSERT_EQUAL(lors_sched_next(s, 10, &f), LORS_SCHED_WAIT); /* writer holds block 0 */
+    CU_ASSERT_TRUE(lors_sched_releasable(s, &b));
+    CU_ASSERT_EQUAL(lors_sched_released(s, b), 0);
+    CU_ASSERT_EQUAL(lors_sched_next(s, 10, &f), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL(f.block, 1);
+    lors_sched_free(s);
+
+    /* the writer's block is on a depot that is down for a while; later blocks must not take
+     * its place in the buffer */
+    c = base_cfg(8, 1000, 2);
+    c.buffer_bytes = 2000;
+    s = mk(&c);
+    lors_sched_add_replica(s, 0, 0, 0, 1);
+    for (uint32_t k = 1; k < 8; k++)
+        lors_sched_add_replica(s, k, 1, 1, 1);
+    lors_sched_depot_dead(s, 0, 1, 100);
+    lors_sched_fetch_t g1;
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &g1), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL(g1.block, 1);
+    CU_ASSERT_EQUAL(lors_sched_next(s, 0, &f), LORS_SCHED_WAIT); /* room kept for block 0 */
+    CU_ASSERT_EQUAL(lors_sched_complete(s, g1.id, 50, cancel), 0);
+    CU_ASSERT_EQUAL(lors_sched_next(s, 60, &f), LORS_SCHED_WAIT);
+    CU_ASSERT_EQUAL(f.wait_until, 100);
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 100, &f0), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL(f0.block, 0);
+    lors_sched_totals_t t;
+    lors_sched_totals(s, &t);
+    CU_ASSERT_TRUE(t.buffered <= c.buffer_bytes);
+    lors_sched_free(s);
+
+    /* the one case the reserve cannot cover: block 1 was skipped (its depot at its cap) while
+     * block 2 filled the buffer, and the writer is pre-buffering.  Block 1 must still start,
+     * even though that overruns the budget by one block. */
+    c = base_cfg(4, 1000, 2);
+    c.buffer_bytes = 2000;
+    c.prebuffer_bytes = 2000;
+    s = mk(&c);
+    lors_sched_add_replica(s, 0, 0, 0, 1);
+    lors_sched_add_replica(s, 1, 0, 0, 1);
+    lors_sched_add_replica(s, 2, 1, 1, 1);
+    lors_sched_add_replica(s, 3, 1, 1, 1);
+    lors_sched_depot_cap(s, 0, 1);
+    lors_sched_fetch_t h0, h2;
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &h0), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &h2), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL(h0.block, 0);
+    CU_ASSERT_EQUAL(h2.block, 2); /* block 1's depot is at its cap */
+    CU_ASSERT_EQUAL(lors_sched_complete(s, h0.id, 10, cancel), 0);
+    CU_ASSERT_FALSE(lors_sched_releasable(s, &b)); /* 1000 of the 2000 pre-buffer */
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 10, &f), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL(f.block, 1);
+    CU_ASSERT_EQUAL(lors_sched_next(s, 10, &f0), LORS_SCHED_WAIT); /* block 3: no room */
+    lors_sched_free(s);
+
+    /* whole simulated runs with a one-block budget, one and three depots */
+    for (int nd = 1; nd <= 3; nd += 2) {
+        c = base_cfg(40, 1000, nd);
+        c.buffer_bytes = 1000;
+        s = mk(&c);
+        add_all(s, nd);
+        sim_t m;
+        sim_init(&m, s, nd, 5);
+        m.check_budget = 1;
+        m.budget = 1000;
+        sim_run(&m, NULL);
+        CU_ASSERT_EQUAL(m.bad, 0);
+        CU_ASSERT_FALSE(m.stuck);
+        CU_ASSERT_EQUAL(m.released, 40);
+        lors_sched_free(s);
+    }
+}
+
+/* (7) pre-buffer: nothing leaves before prebuffer contiguous bytes are done */
+static void test_prebuffer(void)
+{
+    lors_sched_cfg_t c = base_cfg(10, 1000, 1);
+    c.prebuffer_bytes = 4000;
+    c.buffer_bytes = 8000;
+    lors_sched_t *s = mk(&c);
+    add_all(s, 1);
+    lors_sched_fetch_t f[4];
+    uint64_t cancel[LORS_SCHED_MAX_R];
+    uint32_t b;
+    for (int i = 0; i < 4; i++)
+        CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f[i]), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL(lors_sched_complete(s, f[0].id, 1, cancel), 0);
+    CU_ASSERT_FALSE(lors_sched_releasable(s, &b));
+    CU_ASSERT_EQUAL(lors_sched_complete(s, f[2].id, 2, cancel), 0);
+    CU_ASSERT_EQUAL(lors_sched_complete(s, f[3].id, 3, cancel), 0);
+    CU_ASSERT_FALSE(lors_sched_releasable(s, &b)); /* 1000 contiguous of 3000 done */
+    CU_ASSERT_EQUAL(lors_sched_released(s, 0), LORS_SCHED_E_INVAL);
+    CU_ASSERT_EQUAL(lors_sched_complete(s, f[1].id, 4, cancel), 0);
+    CU_ASSERT_TRUE(lors_sched_releasable(s, &b));
+    CU_ASSERT_EQUAL(b, 0);
+    CU_ASSERT_EQUAL(lors_sched_released(s, 0), 0);
+    CU_ASSERT_TRUE(lors_sched_releasable(s, &b));
+    CU_ASSERT_EQUAL(b, 1);
+    lors_sched_free(s);
+
+    /* a range shorter than the pre-buffer is released once all of it is done */
+    c = base_cfg(3, 1000, 1);
+    c.prebuffer_bytes = 100000;
+    s = mk(&c);
+    add_all(s, 1);
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f[i]), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL(lors_sched_complete(s, f[0].id, 1, cancel), 0);
+    CU_ASSERT_EQUAL(lors_sched_complete(s, f[1].id, 1, cancel), 0);
+    CU_ASSERT_FALSE(lors_sched_releasable(s, &b));
+    CU_ASSERT_EQUAL(lors_sched_complete(s, f[2].id, 1, cancel), 0);
+    CU_ASSERT_TRUE(lors_sched_releasable(s, &b));
+    lors_sched_free(s);
+
+    /* a pre-buffer larger than the buffer cannot deadlock: it is clamped to the buffer */
+    c = base_cfg(30, 1000, 2);
+    c.prebuffer_bytes = 20000;
+    c.buffer_bytes = 5500;
+    s = mk(&c);
+    add_all(s, 2);
+    sim_t m;
+    sim_init(&m, s, 2, 4);
+    m.check_budget = 1;
+    m.budget = 5500;
+    sim_run(&m, NULL);
+    CU_ASSERT_EQUAL(m.bad, 0);
+    CU_ASSERT_EQUAL(m.released, 30);
+    lors_sched_free(s);
+}
+
+/* (8) no depot ever above its connection cap */
+static void test_caps(void)
+{
+    lors_sched_cfg_t c = base_cfg(300, 1000, 3);
+    c.depot_cap = 2;
+    lors_sched_t *s = mk(&c);
+    add_all(s, 3);
+    int caps[3] = {1, 2, 3};
+    lors_sched_depot_cap(s, 0, 1);
+    lors_sched_depot_cap(s, 2, 3);
+    CU_ASSERT_EQUAL(lors_sched_depot_cap(s, 1, 0), LORS_SCHED_E_INVAL);
+    sim_t m;
+    sim_init(&m, s, 3, 20);
+    m.bw[2] = 1e6;
+    sim_run(&m, caps);
+    CU_ASSERT_EQUAL(m.bad, 0);
+    CU_ASSERT_EQUAL(m.released, 300);
+    for (int d = 0; d < 3; d++)
+        CU_ASSERT_EQUAL(m.peak[d], caps[d]); /* reached, never passed */
+    lors_sched_free(s);
+}
+
+/* (9) a sub-range at an unaligned offset with a short last block */
+static void test_subrange(void)
+{
+    lors_sched_cfg_t c = base_cfg(1, 4096, 2);
+    c.off = 1234567;
+    c.len = 10 * 4096 + 123;
+    lors_sched_t *s = mk(&c);
+    CU_ASSERT_EQUAL_FATAL(lors_sched_nblocks(s), 11);
+    uint64_t next = c.off, off, len;
+    for (uint32_t b = 0; b < 11; b++) {
+        CU_ASSERT_EQUAL(lors_sched_block_range(s, b, &off, &len), 0);
+        CU_ASSERT_EQUAL(off, next);
+        CU_ASSERT_EQUAL(len, b < 10 ? 4096u : 123u);
+        next = off + len;
+    }
+    CU_ASSERT_EQUAL(next, c.off + c.len);
+    CU_ASSERT_EQUAL(lors_sched_block_range(s, 11, &off, &len), LORS_SCHED_E_INVAL);
+    add_all(s, 2);
+    sim_t m;
+    sim_init(&m, s, 2, 3);
+    sim_run(&m, NULL);
+    lors_sched_totals_t t;
+    lors_sched_totals(s, &t);
+    CU_ASSERT_EQUAL(m.released, 11);
+    CU_ASSERT_EQUAL(t.bytes_released, c.len);
+    CU_ASSERT_EQUAL(t.bytes_done, c.len);
+    lors_sched_free(s);
+
+    /* exactly aligned: no empty last block */
+    c.len = 3 * 4096;
+    s = mk(&c);
+    CU_ASSERT_EQUAL(lors_sched_nblocks(s), 3);
+    lors_sched_free(s);
+    c.len = 0;
+    CU_ASSERT_PTR_NULL(lors_sched_new(&c));
+}
+
+/* (10) stalled fetches are listed and count toward redundancy */
+static void test_stall(void)
+{
+    lors_sched_cfg_t c = base_cfg(10, 1000, 2);
+    c.stall_ns = NS;
+    c.progress = 3;
+    c.redundancy = 2;
+    c.endgame = 0;
+    lors_sched_t *s = mk(&c);
+    add_all(s, 2);
+    lors_sched_fetch_t f0, f1, g;
+    uint64_t out[8];
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f0), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f1), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL(lors_sched_stalled(s, NS / 2, out, 8), 0);
+    CU_ASSERT_EQUAL(lors_sched_progress(s, f1.id, 10, NS / 2), 0);
+    CU_ASSERT_EQUAL(lors_sched_progress(s, f0.id, 0, NS / 2), 0); /* no new bytes */
+    CU_ASSERT_EQUAL(lors_sched_stalled(s, NS + NS / 5, out, 8), 1);
+    CU_ASSERT_EQUAL(out[0], f0.id);
+    /* block 0 has no completion ahead, but its fetch is stalled: it gets a second one */
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, NS + NS / 5, &g), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL(g.block, 0);
+    CU_ASSERT_TRUE(g.redundant);
+    CU_ASSERT_NOT_EQUAL(g.depot, f0.depot);
+    /* the caller aborts the stalled one */
+    CU_ASSERT_EQUAL(lors_sched_fail(s, f0.id, NS + NS / 5, LORS_SCHED_FAIL_TIMEOUT), 0);
+    CU_ASSERT_EQUAL(lors_sched_stalled(s, NS + NS / 5, out, 8), 0);
+    lors_sched_free(s);
+}
+
+/* (11) 200,000 blocks x 3 replicas x 16 depots, simulated to completion */
+static void test_perf(void)
+{
+    enum { NB = 200000, ND = 16 };
+    lors_sched_cfg_t c = base_cfg(NB, 1 << 20, ND);
+    c.depot_cap = 4;
+    c.buffer_bytes = 256ull << 20;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    lors_sched_t *s = mk(&c);
+    for (uint32_t b = 0; b < NB; b++)
+        for (int k = 0; k < 3; k++)
+            lors_sched_add_replica(s, b, (int)((b * 7 + (uint32_t)k * 5) % ND), k, 1);
+    sim_t m;
+    sim_init(&m, s, ND, 48);
+    for (int d = 0; d < ND; d++)
+        m.bw[d] = 2e6 * (1 + d % 5);
+    m.check_budget = 1;
+    m.budget = c.buffer_bytes;
+    sim_run(&m, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    lors_sched_totals_t t;
+    lors_sched_totals(s, &t);
+    printf("\n  %d blocks x 3 replicas x %d depots: %.3f s (%.0f ns per block), "
+           "%llu fetches, %llu redundant, %llu cancelled\n",
+           NB, ND, secs, secs * 1e9 / NB, (unsigned long long)t.started,
+           (unsigned long long)t.redundant_started, (unsigned long long)t.cancelled);
+    CU_ASSERT_EQUAL(m.bad, 0);
+    CU_ASSERT_EQUAL(m.released, NB);
+#if defined(__SANITIZE_ADDRESS__)
+    CU_ASSERT_TRUE(secs < 15.0);
+#else
+    CU_ASSERT_TRUE(secs < 1.0);
+#endif
+    lors_sched_free(s);
+}
+
+void lns_test_register(void)
+{
+    CU_pSuite s = CU_add_suite("lors_sched", NULL, NULL);
+    CU_add_test(s, "one depot, in order, budget kept", test_one_depot);
+    CU_add_test(s, "fast depot serves most blocks", test_fast_depot_wins);
+    CU_add_test(s, "progress-driven redundancy and cancel", test_redundancy);
+    CU_add_test(s, "a depot dies", test_depot_dies);
+    CU_add_test(s, "unfetchable block fails", test_block_fails);
+    CU_add_test(s, "reorder buffer full, no deadlock", test_buffer_full);
+    CU_add_test(s, "pre-buffer", test_prebuffer);
+    CU_add_test(s, "per-depot connection cap", test_caps);
+    CU_add_test(s, "unaligned sub-range, short last block", test_subrange);
+    CU_add_test(s, "stalled fetches", test_stall);
+    CU_add_test(s, "200k blocks x 3 replicas x 16 depots", test_perf);
+}
