@@ -1,0 +1,138 @@
+/* lors_checksum.c -- end-to-end checksums: the lns_checksum function of a mapping.
+ *
+ * A mapping's digests are those of consecutive checksum blocks of its logical range, so every
+ * replica of a range carries the same string and a reader can check any block it loads
+ * without loading the rest.  The algorithm is any fixed-size OpenSSL EVP digest by name.
+ */
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lors.h"
+#include "lors_checksum.h"
+
+static const EVP_MD *digest_by_name(const char *name)
+{
+    const EVP_MD *md = EVP_get_digestbyname(name);
+    if (!md || (EVP_MD_flags(md) & EVP_MD_FLAG_XOF) || EVP_MD_size(md) <= 0)
+        return NULL;
+    return md;
+}
+
+int lors_ck_init(lors_ck_t *c, const char *algorithm, int64_t blocksize)
+{
+    memset(c, 0, sizeof *c);
+    if (!algorithm || strcmp(algorithm, "none") == 0)
+        return LORS_OK;
+    if (blocksize <= 0)
+        return LORS_E_INVAL;
+    c->md = digest_by_name(algorithm);
+    if (!c->md)
+        return LORS_E_DIGEST;
+    c->ctx = EVP_MD_CTX_new();
+    if (!c->ctx)
+        return LORS_E_NOMEM;
+    c->blocksize = blocksize;
+    return LORS_OK;
+}
+
+static int end_block(lors_ck_t *c)
+{
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned int dl = 0;
+    static const char hexd[] = "0123456789abcdef";
+
+    if (!EVP_DigestFinal_ex(c->ctx, d, &dl))
+        return LORS_E_DIGEST;
+    if (c->hexlen + 2 * dl + 1 > c->hexcap) {
+        size_t nc = c->hexcap ? c->hexcap * 2 : 256;
+        while (nc < c->hexlen + 2 * dl + 1)
+            nc *= 2;
+        char *nh = realloc(c->hex, nc);
+        if (!nh)
+            return LORS_E_NOMEM;
+        c->hex = nh;
+        c->hexcap = nc;
+    }
+    for (unsigned int i = 0; i < dl; i++) {
+        c->hex[c->hexlen++] = hexd[d[i] >> 4];
+        c->hex[c->hexlen++] = hexd[d[i] & 15];
+    }
+    c->hex[c->hexlen] = '\0';
+    c->in_block = 0;
+    return LORS_OK;
+}
+
+int lors_ck_update(lors_ck_t *c, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    if (!c->md)
+        return LORS_OK;
+    while (len > 0) {
+        if (c->in_block == 0 && !EVP_DigestInit_ex(c->ctx, c->md, NULL))
+            return LORS_E_DIGEST;
+        size_t n = (size_t)(c->blocksize - c->in_block);
+        if (n > len)
+            n = len;
+        if (!EVP_DigestUpdate(c->ctx, p, n))
+            return LORS_E_DIGEST;
+        c->in_block += (int64_t)n;
+        p += n;
+        len -= n;
+        if (c->in_block == c->blocksize) {
+            int rc = end_block(c);
+            if (rc != LORS_OK)
+                return rc;
+        }
+    }
+    return LORS_OK;
+}
+
+int lors_ck_finish(lors_ck_t *c, char **hex)
+{
+    *hex = NULL;
+    if (c->md && c->in_block > 0) {
+        int rc = end_block(c);
+        if (rc != LORS_OK)
+            return rc;
+    }
+    *hex = c->hex ? c->hex : strdup("");
+    c->hex = NULL;
+    c->hexlen = c->hexcap = 0;
+    return *hex ? LORS_OK : LORS_E_NOMEM;
+}
+
+void lors_ck_free(lors_ck_t *c)
+{
+    if (c->ctx)
+        EVP_MD_CTX_free(c->ctx);
+    free(c->hex);
+    memset(c, 0, sizeof *c);
+}
+
+int lors_checksum_verify(const xnd_mapping_t *m, const void *data, size_t len)
+{
+    const char *alg = NULL, *want = NULL;
+    int64_t bs = 0;
+    char *got = NULL;
+    lors_ck_t c;
+
+    if (!m || !m->func || strcmp(m->func->name, LORS_CHECKSUM_FUNC) != 0)
+        return LORS_E_INVAL;
+    if (xnd_meta_get_string(&m->func->args, "algorithm", &alg) != XND_OK ||
+        xnd_meta_get_int(&m->func->args, "blocksize", &bs) != XND_OK || bs <= 0 ||
+        xnd_meta_get_string(&m->func->args, "digests", &want) != XND_OK)
+        return LORS_E_DIGEST;
+    if ((int64_t)len != m->logical_length || !digest_by_name(alg))
+        return LORS_E_DIGEST;
+    int rc = lors_ck_init(&c, alg, bs);
+    if (rc == LORS_OK)
+        rc = lors_ck_update(&c, data, len);
+    if (rc == LORS_OK)
+        rc = lors_ck_finish(&c, &got);
+    lors_ck_free(&c);
+    if (rc == LORS_OK && strcmp(got, want) != 0)
+        rc = LORS_E_DIGEST;
+    free(got);
+    return rc;
+}
