@@ -12,90 +12,27 @@
  * with 1..R fetches; buffered = bytes of blocks in flight or done and not released, and stays
  * within cfg.buffer_bytes except by the writer's own block in one corner case (buffer_full).
  */
-#include "lors_sched.h"
+#include "lors_sched_int.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define NONE UINT32_MAX
-#define MAX_TRIES 2 /* a replica is tried at most once per round, and there are two rounds */
-
-enum { ST_PENDING, ST_FLIGHT, ST_DONE, ST_RELEASED, ST_FAILED };
-
-typedef struct rep {
-    uint32_t next; /* next replica of the same block, or NONE */
-    int depot, mapping;
-    uint8_t usable, bad, tries;
-} rep_t;
-
-typedef struct blk {
-    uint32_t rep_head, rep_tail;
-    uint32_t fly;  /* index into s->fly while in flight, else NONE */
-    uint8_t state;
-    uint8_t round; /* replicas with tries < round are eligible */
-} blk_t;
-
-typedef struct fetch {
-    uint32_t gen;  /* id = gen << 32 | slot; bumped when the slot is freed */
-    uint32_t block, rep, next_free;
-    int depot;
-    uint8_t live, redundant;
-    uint64_t start, last, bytes;
-} fetch_t;
-
-typedef struct fly {
-    uint32_t block;
-    uint32_t ahead; /* later blocks completed since the block's first fetch started */
-    int n;
-    uint32_t f[LORS_SCHED_MAX_R];
-} fly_t;
-
-typedef struct heap {
-    uint32_t *v;
-    size_t n, cap;
-} heap_t;
-
-typedef struct depot {
-    int cap, dead, consec, known; /* known: bps has at least one sample */
-    uint64_t retry_at; /* dead: alive again from this time; 0 = dead for good */
-    double bps;
-    heap_t pend;
-    lors_sched_depot_stats_t st;
-} depot_t;
-
-struct lors_sched {
-    lors_sched_cfg_t cfg;
-    uint32_t nblocks;
-    blk_t *blk;
-    rep_t *rep;
-    size_t nrep, caprep;
-    depot_t *dep;
-    fetch_t *fx;
-    uint32_t nfx, capfx, free_fx;
-    fly_t *fly;
-    uint32_t nfly, capfly;
-    uint64_t prebuffer; /* cfg.prebuffer_bytes clamped so that it fits in the buffer */
-    uint32_t first_hole, next_release, failed_min, npending;
-    int started, releasing;
-    lors_sched_totals_t tot;
-};
-
 /* ---- small helpers ---------------------------------------------------------------------- */
 
-static uint64_t blk_off(const lors_sched_t *s, uint32_t b)
+uint64_t sched_blk_off(const lors_sched_t *s, uint32_t b)
 {
     return s->cfg.off + (uint64_t)b * s->cfg.block_size;
 }
 
-static uint64_t blk_len(const lors_sched_t *s, uint32_t b)
+uint64_t sched_blk_len(const lors_sched_t *s, uint32_t b)
 {
-    uint64_t o = blk_off(s, b), end = s->cfg.off + s->cfg.len;
+    uint64_t o = sched_blk_off(s, b), end = s->cfg.off + s->cfg.len;
     return end - o < s->cfg.block_size ? end - o : s->cfg.block_size;
 }
 
-static int heap_push(heap_t *h, uint32_t x)
+int sched_heap_push(heap_t *h, uint32_t x)
 {
     if (h->n == h->cap) {
         size_t nc = h->cap ? h->cap * 2 : 16;
@@ -133,7 +70,7 @@ static void heap_pop(heap_t *h)
         h->v[i] = x;
 }
 
-static int perm_dead(const depot_t *d)
+int sched_perm_dead(const depot_t *d)
 {
     return d->dead && d->retry_at == 0;
 }
@@ -141,7 +78,7 @@ static int perm_dead(const depot_t *d)
 /* Could this replica ever be fetched again? */
 static int rep_possible(const lors_sched_t *s, const rep_t *r)
 {
-    return r->usable && !r->bad && r->tries < MAX_TRIES && !perm_dead(&s->dep[r->depot]);
+    return r->usable && !r->bad && r->tries < MAX_TRIES && !sched_perm_dead(&s->dep[r->depot]);
 }
 
 /* Eligible in the block's current round, ignoring the depot's state. */
@@ -170,7 +107,7 @@ static void mark_failed(lors_sched_t *s, uint32_t b)
 
 /* Pending blocks that no replica can serve any more.  O(blocks): only at start and when a
  * depot dies for good. */
-static void scan_failed(lors_sched_t *s)
+void sched_scan_failed(lors_sched_t *s)
 {
     for (uint32_t b = s->first_hole; b < s->nblocks; b++)
         if (s->blk[b].state == ST_PENDING && !blk_viable(s, b))
@@ -183,7 +120,7 @@ static int push_pending(lors_sched_t *s, uint32_t b)
 {
     blk_t *bk = &s->blk[b];
     for (uint32_t r = bk->rep_head; r != NONE; r = s->rep[r].next)
-        if (rep_in_round(s, bk, &s->rep[r]) && heap_push(&s->dep[s->rep[r].depot].pend, b) < 0)
+        if (rep_in_round(s, bk, &s->rep[r]) && sched_heap_push(&s->dep[s->rep[r].depot].pend, b) < 0)
             return -1;
     return 0;
 }
@@ -339,7 +276,7 @@ static int fetch_start(lors_sched_t *s, uint32_t b, uint32_t r, uint64_t now, in
     if (bk->state == ST_PENDING) {
         bk->state = ST_FLIGHT;
         s->npending--;
-        s->tot.buffered += blk_len(s, b);
+        s->tot.buffered += sched_blk_len(s, b);
         bk->fly = s->nfly++;
         fly_t *e = &s->fly[bk->fly];
         e->block = b;
@@ -370,8 +307,8 @@ static int fetch_start(lors_sched_t *s, uint32_t b, uint32_t r, uint64_t now, in
     memset(out, 0, sizeof *out);
     out->id = fetch_id(s, slot);
     out->block = b;
-    out->off = blk_off(s, b);
-    out->len = blk_len(s, b);
+    out->off = sched_blk_off(s, b);
+    out->len = sched_blk_len(s, b);
     out->depot = rp->depot;
     out->mapping = rp->mapping;
     out->redundant = redundant;
@@ -443,7 +380,7 @@ static int prebuffer_met(const lors_sched_t *s)
 {
     if (s->releasing || s->first_hole >= s->nblocks)
         return 1;
-    return blk_off(s, s->first_hole) - s->cfg.off >= s->prebuffer;
+    return sched_blk_off(s, s->first_hole) - s->cfg.off >= s->prebuffer;
 }
 
 /* Would starting block b overrun the reorder buffer?  The first hole is always allowed when
@@ -456,10 +393,10 @@ static int buffer_full(const lors_sched_t *s, uint32_t b)
         return 0;
     if (b == s->first_hole && (s->next_release == s->first_hole || !prebuffer_met(s)))
         return 0;
-    uint64_t need = s->tot.buffered + blk_len(s, b);
+    uint64_t need = s->tot.buffered + sched_blk_len(s, b);
     if (b != s->first_hole && s->first_hole < s->nblocks &&
         s->blk[s->first_hole].state == ST_PENDING)
-        need += blk_len(s, s->first_hole);
+        need += sched_blk_len(s, s->first_hole);
     return need > s->cfg.buffer_bytes;
 }
 
@@ -483,8 +420,8 @@ static uint64_t wait_hint(const lors_sched_t *s, uint64_t now)
 
 static lors_sched_action_t failed_action(const lors_sched_t *s, lors_sched_fetch_t *f)
 {
-    f->failed_off = blk_off(s, s->failed_min);
-    f->failed_len = blk_len(s, s->failed_min);
+    f->failed_off = sched_blk_off(s, s->failed_min);
+    f->failed_len = sched_blk_len(s, s->failed_min);
     return LORS_SCHED_FAILED;
 }
 
@@ -493,7 +430,7 @@ lors_sched_action_t lors_sched_next(lors_sched_t *s, uint64_t now, lors_sched_fe
     memset(f, 0, sizeof *f);
     if (!s->started) {
         s->started = 1;
-        scan_failed(s);
+        sched_scan_failed(s);
     }
     if (s->failed_min != NONE)
         return failed_action(s, f);
@@ -550,7 +487,7 @@ int lors_sched_complete(lors_sched_t *s, uint64_t id, uint64_t now, uint64_t *ca
     if (!f)
         return LORS_SCHED_E_STALE;
     uint32_t slot = (uint32_t)id, b = f->block;
-    uint64_t len = blk_len(s, b);
+    uint64_t len = sched_blk_len(s, b);
     depot_t *dp = &s->dep[f->depot];
 
     ewma_update(s, dp, len, now - f->start);
@@ -612,7 +549,7 @@ int lors_sched_fail(lors_sched_t *s, uint64_t id, uint64_t now, lors_sched_fail_
         fly_remove(s, b);
         s->blk[b].state = ST_PENDING;
         s->npending++;
-        s->tot.buffered -= blk_len(s, b);
+        s->tot.buffered -= sched_blk_len(s, b);
         maybe_next_round(s, b);
         if (!blk_viable(s, b))
             mark_failed(s, b);
@@ -620,7 +557,7 @@ int lors_sched_fail(lors_sched_t *s, uint64_t id, uint64_t now, lors_sched_fail_
             return LORS_SCHED_E_NOMEM;
     }
     if (died)
-        scan_failed(s);
+        sched_scan_failed(s);
     return s->blk[b].state == ST_FAILED;
 }
 
@@ -660,156 +597,8 @@ int lors_sched_released(lors_sched_t *s, uint32_t b)
     s->blk[b].state = ST_RELEASED;
     s->next_release++;
     s->tot.released++;
-    s->tot.bytes_released += blk_len(s, b);
-    s->tot.buffered -= blk_len(s, b);
+    s->tot.bytes_released += sched_blk_len(s, b);
+    s->tot.buffered -= sched_blk_len(s, b);
     return 0;
 }
 
-/* ---- setup and reporting ---------------------------------------------------------------- */
-
-void lors_sched_cfg_init(lors_sched_cfg_t *cfg)
-{
-    memset(cfg, 0, sizeof *cfg);
-    cfg->block_size = 5u << 20;
-    cfg->ndepots = 1;
-    cfg->depot_cap = 4;
-    cfg->redundancy = 2;
-    cfg->progress = 3;
-    cfg->fail_limit = 3;
-    cfg->dead_retry_ns = 30ull * 1000000000ull;
-    cfg->stall_ns = 10ull * 1000000000ull;
-    cfg->ewma_alpha = 0.3;
-    cfg->endgame = 1;
-}
-
-lors_sched_t *lors_sched_new(const lors_sched_cfg_t *cfg)
-{
-    if (!cfg || cfg->len == 0 || cfg->block_size == 0 || cfg->ndepots <= 0 ||
-        cfg->depot_cap <= 0 || cfg->redundancy < 1 || cfg->redundancy > LORS_SCHED_MAX_R ||
-        cfg->progress < 0 || cfg->fail_limit < 0 || !(cfg->ewma_alpha > 0) ||
-        cfg->ewma_alpha > 1 || cfg->off + cfg->len < cfg->off ||
-        (cfg->len - 1) / cfg->block_size + 1 >= NONE) {
-        errno = EINVAL;
-        return NULL;
-    }
-    lors_sched_t *s = calloc(1, sizeof *s);
-    if (!s)
-        goto oom;
-    s->cfg = *cfg;
-    s->nblocks = (uint32_t)((cfg->len - 1) / cfg->block_size + 1);
-    s->blk = malloc(s->nblocks * sizeof *s->blk);
-    s->dep = calloc((size_t)cfg->ndepots, sizeof *s->dep);
-    if (!s->blk || !s->dep)
-        goto oom;
-    for (uint32_t b = 0; b < s->nblocks; b++)
-        s->blk[b] = (blk_t){NONE, NONE, NONE, ST_PENDING, 1};
-    for (int d = 0; d < cfg->ndepots; d++)
-        s->dep[d].cap = cfg->depot_cap;
-    s->npending = s->nblocks;
-    s->free_fx = NONE;
-    s->failed_min = NONE;
-    s->prebuffer = cfg->prebuffer_bytes;
-    if (cfg->buffer_bytes) {
-        uint64_t whole = cfg->buffer_bytes / cfg->block_size * cfg->block_size;
-        if (s->prebuffer > whole)
-            s->prebuffer = whole;
-    }
-    s->tot.blocks = s->nblocks;
-    return s;
-oom:
-    lors_sched_free(s);
-    errno = ENOMEM;
-    return NULL;
-}
-
-void lors_sched_free(lors_sched_t *s)
-{
-    if (!s)
-        return;
-    if (s->dep)
-        for (int d = 0; d < s->cfg.ndepots; d++)
-            free(s->dep[d].pend.v);
-    free(s->dep);
-    free(s->blk);
-    free(s->rep);
-    free(s->fx);
-    free(s->fly);
-    free(s);
-}
-
-uint32_t lors_sched_nblocks(const lors_sched_t *s)
-{
-    return s->nblocks;
-}
-
-int lors_sched_block_range(const lors_sched_t *s, uint32_t b, uint64_t *off, uint64_t *len)
-{
-    if (b >= s->nblocks)
-        return LORS_SCHED_E_INVAL;
-    *off = blk_off(s, b);
-    *len = blk_len(s, b);
-    return 0;
-}
-
-int lors_sched_add_replica(lors_sched_t *s, uint32_t b, int depot, int mapping, int usable)
-{
-    if (s->started || b >= s->nblocks || depot < 0 || depot >= s->cfg.ndepots)
-        return LORS_SCHED_E_INVAL;
-    if (s->nrep == s->caprep) {
-        size_t nc = s->caprep ? s->caprep * 2 : 1024;
-        rep_t *nr = realloc(s->rep, nc * sizeof *nr);
-        if (!nr)
-            return LORS_SCHED_E_NOMEM;
-        s->rep = nr;
-        s->caprep = nc;
-    }
-    if (s->nrep >= NONE)
-        return LORS_SCHED_E_NOMEM;
-    uint32_t r = (uint32_t)s->nrep++;
-    s->rep[r] = (rep_t){NONE, depot, mapping, usable != 0, 0, 0};
-    blk_t *bk = &s->blk[b];
-    if (bk->rep_tail == NONE)
-        bk->rep_head = r;
-    else
-        s->rep[bk->rep_tail].next = r;
-    bk->rep_tail = r;
-    if (usable && heap_push(&s->dep[depot].pend, b) < 0)
-        return LORS_SCHED_E_NOMEM;
-    return 0;
-}
-
-int lors_sched_depot_cap(lors_sched_t *s, int depot, int cap)
-{
-    if (depot < 0 || depot >= s->cfg.ndepots || cap < 1)
-        return LORS_SCHED_E_INVAL;
-    s->dep[depot].cap = cap;
-    return 0;
-}
-
-int lors_sched_depot_dead(lors_sched_t *s, int depot, int dead, uint64_t retry_at)
-{
-    if (depot < 0 || depot >= s->cfg.ndepots)
-        return LORS_SCHED_E_INVAL;
-    depot_t *dp = &s->dep[depot];
-    dp->dead = dead != 0;
-    dp->retry_at = dead ? retry_at : 0;
-    dp->consec = 0;
-    if (perm_dead(dp) && s->started)
-        scan_failed(s);
-    return 0;
-}
-
-int lors_sched_depot_stats(const lors_sched_t *s, int depot, lors_sched_depot_stats_t *st)
-{
-    if (depot < 0 || depot >= s->cfg.ndepots)
-        return LORS_SCHED_E_INVAL;
-    *st = s->dep[depot].st;
-    st->dead = s->dep[depot].dead;
-    st->bps = s->dep[depot].bps;
-    return 0;
-}
-
-void lors_sched_totals(const lors_sched_t *s, lors_sched_totals_t *t)
-{
-    *t = s->tot;
-}

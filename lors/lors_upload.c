@@ -30,69 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lors.h"
 #include "lors_checksum.h"
-
-#define CHUNK ((int64_t)1 << 20) /* bytes per STORE */
-#define LORS_VERSION_NUMBER 0.82 /* the exNode dialect we write, as LoRS tools read it */
-
-enum source_kind { SRC_MEM, SRC_FILE, SRC_STREAM };
-
-typedef struct chunk {
-    unsigned char *data; /* NULL once released */
-    int64_t off;         /* in the file */
-    int64_t len;
-    int pending;         /* copies that have not stored it yet */
-} chunk_t;
-
-struct frag;
-
-typedef struct stream {
-    struct frag *f;
-    int copy;
-    int depot;      /* index into the depot list */
-    int allocated;
-    ibp_caps_t caps;
-    int64_t start, end; /* epochs */
-    int64_t alloc_len;
-    int next;       /* next chunk to store */
-    int high;       /* chunks below this have been counted off their pending */
-    int busy, done;
-} stream_t;
-
-typedef struct frag {
-    int index;
-    int64_t off;
-    int64_t len;       /* bytes read so far; final once all_read */
-    int64_t alloc_len; /* what each copy allocates */
-    chunk_t *chunks;
-    int nchunks_max, nread;
-    int all_read;
-    int copies_done;
-    char *digests;     /* lowercase hex, once all_read ("" without checksums) */
-    stream_t *streams;
-} frag_t;
-
-typedef struct up {
-    const lors_upload_opts_t *o;
-    ibp_client_t *ibp;
-    lors_report_t *rep;
-    pthread_mutex_t mu, evmu;
-    pthread_cond_t cv;
-
-    enum source_kind src;
-    int fd;
-    int64_t base;             /* SRC_FILE: position of the first byte */
-    const unsigned char *mem; /* SRC_MEM */
-
-    frag_t **frags;
-    int nfrags, capfrags, first_open;
-    int reading_done;
-    int err;                  /* first fatal error; stops everything */
-    int *bad;                 /* per depot: failed during this upload */
-    int *load;                /* per depot: streams placed there */
-    int64_t live, budget;     /* bytes of chunks held, and the most the reader may hold */
-} up_t;
+#include "lors_upload_int.h"
 
 void lors_upload_opts_init(lors_upload_opts_t *o)
 {
@@ -115,323 +54,6 @@ void lors_report_free(lors_report_t *r)
     free(r->issues);
     r->issues = NULL;
     r->nissues = 0;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void emit(up_t *u, lors_event_t *ev)
-{
-    if (!u->o->on_event)
-        return;
-    pthread_mutex_lock(&u->evmu);
-    u->o->on_event(u->o->event_arg, ev);
-    pthread_mutex_unlock(&u->evmu);
-}
-
-static void emit_simple(up_t *u, lors_event_kind kind, const stream_t *s, int64_t off,
-                        int64_t len)
-{
-    lors_event_t ev = {0};
-    ev.kind = kind;
-    ev.depot = &u->o->depots[s->depot];
-    ev.fragment = s->f->index;
-    ev.copy = s->copy;
-    ev.offset = off;
-    ev.length = len;
-    emit(u, &ev);
-}
-
-/* Fail the whole upload (first error wins).  Called with u->mu held. */
-static void fail_locked(up_t *u, int err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void fail_locked(up_t *u, int err, const char *fmt, ...)
-{
-    if (u->err)
-        return;
-    u->err = err;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(u->rep->error, sizeof u->rep->error, fmt, ap);
-    va_end(ap);
-    pthread_cond_broadcast(&u->cv);
-}
-
-
-/* ---- placement ------------------------------------------------------------------------- */
-
-static int used_by_sibling(const up_t *u, const stream_t *s, int d)
-{
-    for (int k = 0; k < u->o->copies; k++)
-        if (k != s->copy && s->f->streams[k].depot == d)
-            return 1;
-    return 0;
-}
-
-/* A depot for s: not bad; if possible holding no other copy of the fragment; then the least
- * loaded, ties broken by the round-robin position.  -1 if every depot is bad. */
-static int choose_depot(const up_t *u, const stream_t *s)
-{
-    int D = (int)u->o->ndepots, best = -1, best_sib = 1, best_load = 0;
-    int first = (int)(((int64_t)s->f->index * u->o->copies + s->copy) % D);
-
-    for (int i = 0; i < D; i++) {
-        int d = (first + i) % D;
-        if (u->bad[d])
-            continue;
-        int sib = used_by_sibling(u, s, d);
-        if (best < 0 || sib < best_sib || (sib == best_sib && u->load[d] < best_load)) {
-            best = d;
-            best_sib = sib;
-            best_load = u->load[d];
-        }
-    }
-    return best;
-}
-
-/* Record a failed depot call of s and move s elsewhere, from the fragment's start.  With
- * u->mu held; *freecaps gets the manage capability to DECR (after unlocking), if any. */
-static void stream_failed(up_t *u, stream_t *s, const char *op, int ibp_rc, char *freecaps,
-                          lors_event_t *ev)
-{
-    lors_report_t *r = u->rep;
-    frag_t *f = s->f;
-    int from = s->depot;
-
-    freecaps[0] = '\0';
-    if (s->allocated)
-        snprintf(freecaps, IBP_MAX_CAP, "%s", s->caps.manage);
-    s->allocated = 0;
-    s->next = 0;
-    u->bad[from] = 1;
-    int to = choose_depot(u, s);
-
-    lors_issue_t *ni = realloc(r->issues, (r->nissues + 1) * sizeof *ni);
-    if (ni) {
-        r->issues = ni;
-        lors_issue_t *is = &ni[r->nissues++];
-        memset(is, 0, sizeof *is);
-        is->depot = u->o->depots[from];
-        is->ibp_err = ibp_rc;
-        snprintf(is->op, sizeof is->op, "%s", op);
-        is->fragment = f->index;
-        is->copy = s->copy;
-        is->offset = f->off;
-        is->length = f->all_read ? f->len : f->alloc_len;
-        is->moved = to >= 0;
-        if (to >= 0)
-            is->moved_to = u->o->depots[to];
-    }
-    memset(ev, 0, sizeof *ev);
-    ev->kind = LORS_EV_FAILURE;
-    ev->depot = &u->o->depots[from];
-    ev->moved_to = to >= 0 ? &u->o->depots[to] : NULL;
-    ev->fragment = f->index;
-    ev->copy = s->copy;
-    ev->offset = f->off;
-    ev->length = f->all_read ? f->len : f->alloc_len;
-    ev->ibp_err = ibp_rc;
-    ev->op = op;
-
-    if (to < 0) {
-        char dn[IBP_MAX_HOST + 80];
-        lors_depot_format(&u->o->depots[from], dn, sizeof dn);
-        fail_locked(u, LORS_E_PLACE,
-                    "fragment %d (bytes %lld-%lld) copy %d: no depot left to store it; last "
-                    "failure: %s %s: %s",
-                    f->index, (long long)f->off, (long long)(f->off + ev->length - 1), s->copy,
-                    op, dn, ibp_strerror(ibp_rc));
-        return;
-    }
-    s->depot = to;
-    u->load[to]++;
-}
-
-/* ---- the workers ----------------------------------------------------------------------- */
-
-static int runnable(const stream_t *s)
-{
-    const frag_t *f = s->f;
-    return !s->busy && !s->done &&
-           (!s->allocated || s->next < f->nread || (f->all_read && s->next == f->nread));
-}
-
-static stream_t *pick(up_t *u)
-{
-    for (int i = u->first_open; i < u->nfrags; i++) {
-        frag_t *f = u->frags[i];
-        if (f->copies_done == u->o->copies) {
-            if (i == u->first_open)
-                u->first_open++;
-            continue;
-        }
-        for (int k = 0; k < u->o->copies; k++)
-            if (runnable(&f->streams[k]))
-                return &f->streams[k];
-    }
-    return NULL;
-}
-
-static int all_done(const up_t *u)
-{
-    if (!u->reading_done)
-        return 0;
-    for (int i = u->first_open; i < u->nfrags; i++)
-        if (u->frags[i]->copies_done < u->o->copies)
-            return 0;
-    return 1;
-}
-
-static void release_chunk(up_t *u, chunk_t *c)
-{
-    if (u->src != SRC_MEM && c->data) {
-        free(c->data);
-        u->live -= c->len;
-        pthread_cond_broadcast(&u->cv);
-    }
-    c->data = NULL;
-}
-
-/* ALLOCATE for s on its depot.  Without u->mu. */
-static int do_allocate(up_t *u, stream_t *s, int64_t alloc_len)
-{
-    const lors_depot_t *d = &u->o->depots[s->depot];
-    ibp_attr_t a = {(uint64_t)alloc_len, u->o->duration_s, u->o->reliability, IBP_BYTEARRAY};
-    int rc = ibp_allocate(u->ibp, d->host, d->port, d->rid[0] ? d->rid : NULL, &a, &s->caps);
-    if (rc != IBP_OK)
-        return rc;
-    s->start = time(NULL);
-    s->end = u->o->duration_s > 0 ? s->start + u->o->duration_s : XND_TIME_UNKNOWN;
-    s->alloc_len = alloc_len;
-    return IBP_OK;
-}
-
-/* STORE chunk c for s: from memory, or read again from the file if it was released. */
-static int do_store(up_t *u, stream_t *s, const chunk_t *c, unsigned char *data)
-{
-    uint64_t stored = 0;
-    unsigned char *tmp = NULL;
-    if (!data) {
-        tmp = malloc((size_t)c->len);
-        if (!tmp)
-            return IBP_E_INTERNAL;
-        ssize_t n = pread(u->fd, tmp, (size_t)c->len, (off_t)(u->base + c->off));
-        if (n != (ssize_t)c->len) {
-            free(tmp);
-            return IBP_E_FILE_READ;
-        }
-        pthread_mutex_lock(&u->mu);
-        u->rep->bytes_reread += c->len;
-        pthread_mutex_unlock(&u->mu);
-        data = tmp;
-    }
-    int rc = ibp_store(u->ibp, s->caps.write, data, (uint64_t)c->len, &stored);
-    if (rc == IBP_OK && stored != (uint64_t)c->len)
-        rc = IBP_E_SOCK_WRITE;
-    free(tmp);
-    return rc;
-}
-
-/* The fragment is all stored: shrink the allocation to it, learn the expiry if the depot
- * chose it.  Neither is needed for the data, so neither fails the copy. */
-static void do_finish(up_t *u, stream_t *s, int64_t len)
-{
-    if (s->alloc_len > len &&
-        ibp_change(u->ibp, s->caps.manage, (uint64_t)len, 0, 0) == IBP_OK)
-        s->alloc_len = len;
-    if (s->end == XND_TIME_UNKNOWN) {
-        ibp_probe_t p;
-        if (ibp_probe(u->ibp, s->caps.manage, &p) == IBP_OK && p.seconds_left >= 0)
-            s->end = time(NULL) + p.seconds_left;
-    }
-}
-
-static void *worker(void *arg)
-{
-    up_t *u = arg;
-    char freecaps[IBP_MAX_CAP];
-    lors_event_t fev;
-
-    pthread_mutex_lock(&u->mu);
-    for (;;) {
-        if (u->err)
-            break;
-        stream_t *s = pick(u);
-        if (!s) {
-            if (all_done(u))
-                break;
-            pthread_cond_wait(&u->cv, &u->mu);
-            continue;
-        }
-        frag_t *f = s->f;
-        s->busy = 1;
-        if (!s->allocated) {
-            int64_t alen = f->alloc_len;
-            pthread_mutex_unlock(&u->mu);
-            int rc = do_allocate(u, s, alen);
-            if (rc == IBP_OK)
-                emit_simple(u, LORS_EV_ALLOCATE, s, f->off, alen);
-            pthread_mutex_lock(&u->mu);
-            s->busy = 0;
-            if (rc == IBP_OK) {
-                s->allocated = 1;
-                continue;
-            }
-            stream_failed(u, s, "ALLOCATE", rc, freecaps, &fev);
-        } else if (s->next < f->nread) {
-            int j = s->next;
-            chunk_t c = f->chunks[j];
-            pthread_mutex_unlock(&u->mu);
-            emit_simple(u, LORS_EV_STORE_START, s, c.off, c.len);
-            /* a restarted copy may not rely on a file chunk's memory: the other copies can
-             * release it at any moment */
-            int rc = do_store(u, s, &c, u->src == SRC_FILE && j < s->high ? NULL : c.data);
-            if (rc == IBP_OK)
-                emit_simple(u, LORS_EV_STORE_END, s, c.off, c.len);
-            pthread_mutex_lock(&u->mu);
-            s->busy = 0;
-            if (rc == IBP_OK) {
-                u->rep->bytes_stored += c.len;
-                s->next++;
-                if (j >= s->high) {
-                    s->high = j + 1;
-                    if (--f->chunks[j].pending == 0 && u->src == SRC_FILE)
-                        release_chunk(u, &f->chunks[j]);
-                }
-                continue;
-            }
-            stream_failed(u, s, "STORE", rc, freecaps, &fev);
-        } else {
-            int64_t len = f->len;
-            pthread_mutex_unlock(&u->mu);
-            do_finish(u, s, len);
-            emit_simple(u, LORS_EV_COPY_DONE, s, f->off, len);
-            pthread_mutex_lock(&u->mu);
-            s->busy = 0;
-            s->done = 1;
-            if (++f->copies_done == u->o->copies) {
-                for (int j = 0; j < f->nread; j++)
-                    release_chunk(u, &f->chunks[j]);
-                pthread_cond_broadcast(&u->cv);
-            }
-            continue;
-        }
-        /* a failure: free what was left on the failed depot, tell, go on (or stop) */
-        pthread_cond_broadcast(&u->cv);
-        pthread_mutex_unlock(&u->mu);
-        if (freecaps[0])
-            ibp_decr(u->ibp, freecaps, IBP_READCAP);
-        emit(u, &fev);
-        pthread_mutex_lock(&u->mu);
-    }
-    pthread_cond_broadcast(&u->cv);
-    pthread_mutex_unlock(&u->mu);
-    return NULL;
 }
 
 /* ---- the reader ------------------------------------------------------------------------ */
@@ -491,9 +113,9 @@ static frag_t *frag_new(up_t *u, int64_t off, int64_t alloc_len)
         stream_t *s = &f->streams[k];
         int d = (int)(((int64_t)f->index * u->o->copies + k) % (int64_t)u->o->ndepots);
         if (u->bad[d])
-            d = choose_depot(u, s);
+            d = up_choose_depot(u, s);
         if (d < 0) {
-            fail_locked(u, LORS_E_PLACE,
+            up_fail_locked(u, LORS_E_PLACE,
                         "fragment %d (bytes %lld-%lld) copy %d: every depot has failed",
                         f->index, (long long)off, (long long)(off + alloc_len - 1), k);
             d = 0;
@@ -515,7 +137,7 @@ static void read_input(up_t *u, int64_t length, int64_t frag_size)
 
     if (rc != LORS_OK) {
         pthread_mutex_lock(&u->mu);
-        fail_locked(u, rc, "checksum algorithm \"%s\": %s", u->o->checksum, lors_strerror(rc));
+        up_fail_locked(u, rc, "checksum algorithm \"%s\": %s", u->o->checksum, lors_strerror(rc));
         pthread_mutex_unlock(&u->mu);
         goto out;
     }
@@ -547,7 +169,7 @@ static void read_input(up_t *u, int64_t length, int64_t frag_size)
                 buf = malloc((size_t)want);
                 if (!buf) {
                     pthread_mutex_lock(&u->mu);
-                    fail_locked(u, LORS_E_NOMEM, "out of memory reading the input");
+                    up_fail_locked(u, LORS_E_NOMEM, "out of memory reading the input");
                     pthread_mutex_unlock(&u->mu);
                     goto out;
                 }
@@ -557,10 +179,10 @@ static void read_input(up_t *u, int64_t length, int64_t frag_size)
                     free(buf);
                     pthread_mutex_lock(&u->mu);
                     if (n < 0)
-                        fail_locked(u, LORS_E_READ, "reading the input at byte %lld: %s",
+                        up_fail_locked(u, LORS_E_READ, "reading the input at byte %lld: %s",
                                     (long long)off, strerror(e));
                     else
-                        fail_locked(u, LORS_E_SHORT,
+                        up_fail_locked(u, LORS_E_SHORT,
                                     "the input ended at byte %lld, before its length %lld",
                                     (long long)(off + n), (long long)length);
                     pthread_mutex_unlock(&u->mu);
@@ -576,7 +198,7 @@ static void read_input(up_t *u, int64_t length, int64_t frag_size)
                 if (u->src != SRC_MEM)
                     free(buf);
                 pthread_mutex_lock(&u->mu);
-                fail_locked(u, rc, "computing checksums: %s", lors_strerror(rc));
+                up_fail_locked(u, rc, "computing checksums: %s", lors_strerror(rc));
                 pthread_mutex_unlock(&u->mu);
                 goto out;
             }
@@ -584,7 +206,7 @@ static void read_input(up_t *u, int64_t length, int64_t frag_size)
             if (!f && !(f = frag_new(u, foff, flen))) {
                 if (u->src != SRC_MEM)
                     free(buf);
-                fail_locked(u, LORS_E_NOMEM, "out of memory");
+                up_fail_locked(u, LORS_E_NOMEM, "out of memory");
                 pthread_mutex_unlock(&u->mu);
                 goto out;
             }
@@ -612,7 +234,7 @@ static void read_input(up_t *u, int64_t length, int64_t frag_size)
             rc = lors_ck_finish(&ck, &hex);
             pthread_mutex_lock(&u->mu);
             if (rc != LORS_OK)
-                fail_locked(u, rc, "computing checksums: %s", lors_strerror(rc));
+                up_fail_locked(u, rc, "computing checksums: %s", lors_strerror(rc));
             f->digests = hex;
             f->all_read = 1;
             pthread_cond_broadcast(&u->cv);
@@ -743,7 +365,7 @@ static int upload(const lors_upload_opts_t *o, enum source_kind src, int fd,
     up_t u;
     pthread_t *tids = NULL;
     int nt = 0, rc;
-    double t0 = now_s();
+    double t0 = up_now_s();
 
     memset(rep, 0, sizeof *rep);
     if (out)
@@ -815,11 +437,11 @@ static int upload(const lors_upload_opts_t *o, enum source_kind src, int fd,
     pthread_mutex_init(&u.evmu, NULL);
     pthread_cond_init(&u.cv, NULL);
     for (nt = 0; nt < o->threads; nt++)
-        if (pthread_create(&tids[nt], NULL, worker, &u) != 0)
+        if (pthread_create(&tids[nt], NULL, up_worker, &u) != 0)
             break;
     if (nt == 0) {
         pthread_mutex_lock(&u.mu);
-        fail_locked(&u, LORS_E_THREAD, "upload: cannot start a worker thread");
+        up_fail_locked(&u, LORS_E_THREAD, "upload: cannot start a worker thread");
         pthread_mutex_unlock(&u.mu);
     } else {
         read_input(&u, length, frag_size);
@@ -855,7 +477,7 @@ done:
     free(tids);
     if (u.ibp)
         ibp_client_free(u.ibp);
-    rep->seconds = now_s() - t0;
+    rep->seconds = up_now_s() - t0;
     if (!report)
         lors_report_free(&localrep);
     return rc;

@@ -1,0 +1,81 @@
+/* lors_sched_int.h -- the scheduler's state, shared by its two files.
+ *
+ * lors_sched.c makes the decisions (next fetch, completion, failure, release);
+ * lors_sched_setup.c builds the state and reports on it.  Internal to liblors.
+ */
+#ifndef LNS_LORS_SCHED_INT_H
+#define LNS_LORS_SCHED_INT_H
+
+#include "lors_sched.h"
+
+#define NONE UINT32_MAX
+#define MAX_TRIES 2 /* a replica is tried at most once per round, and there are two rounds */
+
+enum { ST_PENDING, ST_FLIGHT, ST_DONE, ST_RELEASED, ST_FAILED };
+
+typedef struct rep {
+    uint32_t next; /* next replica of the same block, or NONE */
+    int depot, mapping;
+    uint8_t usable, bad, tries;
+} rep_t;
+
+typedef struct blk {
+    uint32_t rep_head, rep_tail;
+    uint32_t fly;  /* index into s->fly while in flight, else NONE */
+    uint8_t state;
+    uint8_t round; /* replicas with tries < round are eligible */
+} blk_t;
+
+typedef struct fetch {
+    uint32_t gen;  /* id = gen << 32 | slot; bumped when the slot is freed */
+    uint32_t block, rep, next_free;
+    int depot;
+    uint8_t live, redundant;
+    uint64_t start, last, bytes;
+} fetch_t;
+
+typedef struct fly {
+    uint32_t block;
+    uint32_t ahead; /* later blocks completed since the block's first fetch started */
+    int n;
+    uint32_t f[LORS_SCHED_MAX_R];
+} fly_t;
+
+typedef struct heap {
+    uint32_t *v;
+    size_t n, cap;
+} heap_t;
+
+typedef struct depot {
+    int cap, dead, consec, known; /* known: bps has at least one sample */
+    uint64_t retry_at; /* dead: alive again from this time; 0 = dead for good */
+    double bps;
+    heap_t pend;
+    lors_sched_depot_stats_t st;
+} depot_t;
+
+struct lors_sched {
+    lors_sched_cfg_t cfg;
+    uint32_t nblocks;
+    blk_t *blk;
+    rep_t *rep;
+    size_t nrep, caprep;
+    depot_t *dep;
+    fetch_t *fx;
+    uint32_t nfx, capfx, free_fx;
+    fly_t *fly;
+    uint32_t nfly, capfly;
+    uint64_t prebuffer; /* cfg.prebuffer_bytes clamped so that it fits in the buffer */
+    uint32_t first_hole, next_release, failed_min, npending;
+    int started, releasing;
+    lors_sched_totals_t tot;
+};
+
+/* Helpers defined in lors_sched.c and used by lors_sched_setup.c. */
+uint64_t sched_blk_off(const lors_sched_t *s, uint32_t b);
+uint64_t sched_blk_len(const lors_sched_t *s, uint32_t b);
+int sched_heap_push(heap_t *h, uint32_t x);
+int sched_perm_dead(const depot_t *d);
+void sched_scan_failed(lors_sched_t *s);
+
+#endif

@@ -1,0 +1,82 @@
+/* lors_upload_int.h -- the upload engine's state, shared by its two files.
+ *
+ * lors_upload.c is the reader and the result (entry points, input, exNode); lors_upload_store.c
+ * holds the placement of copies on depots and the worker threads that store them.  The data
+ * flow and the locking rule are described at the top of lors_upload.c.  Internal to liblors.
+ */
+#ifndef LNS_LORS_UPLOAD_INT_H
+#define LNS_LORS_UPLOAD_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "lors.h"
+
+#define CHUNK ((int64_t)1 << 20) /* bytes per STORE */
+#define LORS_VERSION_NUMBER 0.82 /* the exNode dialect we write, as LoRS tools read it */
+
+enum source_kind { SRC_MEM, SRC_FILE, SRC_STREAM };
+
+typedef struct chunk {
+    unsigned char *data; /* NULL once released */
+    int64_t off;         /* in the file */
+    int64_t len;
+    int pending;         /* copies that have not stored it yet */
+} chunk_t;
+
+struct frag;
+
+typedef struct stream {
+    struct frag *f;
+    int copy;
+    int depot;      /* index into the depot list */
+    int allocated;
+    ibp_caps_t caps;
+    int64_t start, end; /* epochs */
+    int64_t alloc_len;
+    int next;       /* next chunk to store */
+    int high;       /* chunks below this have been counted off their pending */
+    int busy, done;
+} stream_t;
+
+typedef struct frag {
+    int index;
+    int64_t off;
+    int64_t len;       /* bytes read so far; final once all_read */
+    int64_t alloc_len; /* what each copy allocates */
+    chunk_t *chunks;
+    int nchunks_max, nread;
+    int all_read;
+    int copies_done;
+    char *digests;     /* lowercase hex, once all_read ("" without checksums) */
+    stream_t *streams;
+} frag_t;
+
+typedef struct up {
+    const lors_upload_opts_t *o;
+    ibp_client_t *ibp;
+    lors_report_t *rep;
+    pthread_mutex_t mu, evmu;
+    pthread_cond_t cv;
+
+    enum source_kind src;
+    int fd;
+    int64_t base;             /* SRC_FILE: position of the first byte */
+    const unsigned char *mem; /* SRC_MEM */
+
+    frag_t **frags;
+    int nfrags, capfrags, first_open;
+    int reading_done;
+    int err;                  /* first fatal error; stops everything */
+    int *bad;                 /* per depot: failed during this upload */
+    int *load;                /* per depot: streams placed there */
+    int64_t live, budget;     /* bytes of chunks held, and the most the reader may hold */
+} up_t;
+
+/* lors_upload_store.c */
+double up_now_s(void);
+int up_choose_depot(const up_t *u, const stream_t *s);
+void *up_worker(void *arg);
+void up_fail_locked(up_t *u, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif
