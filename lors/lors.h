@@ -1,7 +1,7 @@
 /* lors.h -- liblors, the Logistical Runtime System: network files made of IBP allocations.
  *
- * liblors turns local bytes into an exNode (upload) and, in later modules, an exNode back
- * into bytes (download), adds and removes replicas (augment, trim), extends their lifetime
+ * liblors turns local bytes into an exNode (upload), an exNode back into bytes (download)
+ * and, in later modules, adds and removes replicas (augment, trim), extends their lifetime
  * (refresh) and lists them (ls).  It talks to depots only through libibp (ibp.h) and builds
  * exNodes only through libexnode (xnd.h).  The lors_* command-line tools use nothing but
  * this header.
@@ -34,7 +34,9 @@ typedef enum lors_err {
     LORS_E_PLACE = -7,     /* a fragment could not be stored on any depot */
     LORS_E_DIGEST = -8,    /* unknown checksum algorithm, or the digest library failed */
     LORS_E_EXNODE = -9,    /* building the exNode failed */
-    LORS_E_THREAD = -10    /* a thread could not be started */
+    LORS_E_THREAD = -10,   /* a thread could not be started */
+    LORS_E_NO_REPLICA = -11, /* download: some byte has no live replica left */
+    LORS_E_WRITE = -12     /* download: writing the output failed (EPIPE: the reader left) */
 } lors_err;
 
 /* Words for any code, including unknown ones.  Never NULL. */
@@ -66,7 +68,13 @@ typedef enum lors_event_kind {
     LORS_EV_STORE_START,  /* a chunk [offset, offset+length) starts towards a depot */
     LORS_EV_STORE_END,    /* that chunk is stored there */
     LORS_EV_FAILURE,      /* a depot failed; the copy moves to moved_to (NULL: nowhere) */
-    LORS_EV_COPY_DONE     /* a copy of a fragment is complete */
+    LORS_EV_COPY_DONE,    /* a copy of a fragment is complete */
+    /* download: fragment = block index, copy = mapping index (exNode document order) */
+    LORS_EV_FETCH_START,  /* a fetch of block [offset, offset+length) starts from depot */
+    LORS_EV_FETCH_END,    /* ... it won: the block is done */
+    LORS_EV_FETCH_FAIL,   /* ... it failed (op "LOAD", "TIMEOUT" or "CHECKSUM"; ibp_err) */
+    LORS_EV_BAD_MAPPING,  /* mapping `copy` delivered bytes that do not match its digests */
+    LORS_EV_WRITE         /* block [offset, offset+length) was written to the output */
 } lors_event_kind;
 
 typedef struct lors_event {
@@ -149,6 +157,71 @@ int lors_upload_fd(const lors_upload_opts_t *o, int fd, int64_t length, const ch
 /* The same from memory. */
 int lors_upload_buf(const lors_upload_opts_t *o, const void *buf, size_t len,
                     const char *filename, xnd_t **out, lors_report_t *report);
+
+/* ---- download ------------------------------------------------------------------------- */
+
+typedef struct lors_download_opts {
+    int threads;              /* worker streams (-t) */
+    int depot_cap;            /* most fetches per depot at once (-a) */
+    int64_t blocksize;        /* block size (-bs); rounded up to the checksum block size */
+    int redundancy;           /* most fetches of one block at once (-r R), 1..8; 1 = none */
+    int progress;             /* later completions before a redundant fetch (-p P); 0 = none */
+    int64_t buffer_bytes;     /* reorder buffer (-M); 0 = unlimited */
+    int64_t prebuffer_bytes;  /* contiguous bytes ready before the first write (-q) */
+    int64_t offset;           /* the sub-range: first byte (-O) */
+    int64_t length;           /* ... and its length (-L); -1 = to the end of the file */
+    int timeout_ms;           /* longest wait for any one read/write progress of a fetch */
+    int stall_ms;             /* a fetch without progress this long gets a redundant one */
+    int fail_limit;           /* consecutive failures after which a depot is given up; 0 never */
+    int verify;               /* 1: check every block against its mapping's lns_checksum */
+    lors_event_fn on_event;   /* NULL: no events */
+    void *event_arg;
+} lors_download_opts_t;
+
+/* Defaults: 8 threads, cap 4 per depot, 1 MiB blocks, R 2, P 3, 64 MiB buffer, no
+ * pre-buffer, the whole file, timeout 30 s, stall 10 s, fail limit 3, verify on. */
+void lors_download_opts_init(lors_download_opts_t *o);
+
+typedef struct lors_dl_depot {
+    lors_depot_t depot;       /* host:port of the read capabilities */
+    uint64_t fetches;         /* fetches started here (redundant ones included) */
+    uint64_t blocks, bytes;   /* blocks won here and their bytes */
+    double seconds;           /* time spent in fetches that won */
+    double mbps;              /* bytes / seconds of the winning fetches, MB/s (1e6) */
+    uint64_t failures;        /* fetches here that failed (any kind) */
+    uint64_t bad_data;        /* ... of which delivered bytes that failed the checksum */
+    uint64_t redundant_started, redundant_won;
+    uint64_t wasted;          /* fetches here that lost a race and were cancelled */
+} lors_dl_depot_t;
+
+typedef struct lors_dl_report {
+    int64_t offset, length;   /* the range asked for (length resolved) */
+    int64_t bytes_written;    /* to out_fd: always a prefix of the range */
+    int64_t bytes_fetched;    /* loaded from depots, losers and checksum padding included */
+    double seconds;
+    uint32_t blocks;
+    int64_t blocksize;        /* after rounding to the checksum grid */
+    int64_t peak_buffered;    /* most bytes of block buffers held at once */
+    int64_t max_fetch_buffer; /* the largest single fetch buffer */
+    lors_dl_depot_t *depots;  /* malloc'd */
+    size_t ndepots;
+    int *bad_mappings;        /* malloc'd: mapping indexes whose data failed the checksum */
+    size_t nbad;
+    int64_t missing_off, missing_len; /* LORS_E_NO_REPLICA: bytes no replica can serve */
+    char error[512];          /* on failure: one line naming the byte range and why */
+} lors_dl_report_t;
+
+void lors_dl_report_free(lors_dl_report_t *r);
+
+/* Download [o->offset, o->offset + o->length) of the network file x to out_fd, in order.
+ * Blocks come from whichever replicas answer first (see docs/lors.md); each is checked
+ * against the lns_checksum of the mapping it came from (o->verify).  On failure the bytes
+ * written are a valid prefix of the range and report->error says why.  report may be NULL;
+ * when given it is filled in both cases (free it with lors_dl_report_free).  x is only read
+ * (it must not change during the call).  SIGPIPE is held back during the call: a reader
+ * that went away is LORS_E_WRITE. */
+int lors_download_fd(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
+                     lors_dl_report_t *report);
 
 /* ---- end-to-end checksums ---------------------------------------------------------------- */
 

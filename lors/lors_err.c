@@ -17,6 +17,8 @@ const char *lors_strerror(int err)
     case LORS_E_DIGEST: return "checksum failure";
     case LORS_E_EXNODE: return "cannot build the exNode";
     case LORS_E_THREAD: return "cannot start a thread";
+    case LORS_E_NO_REPLICA: return "some bytes have no live replica left";
+    case LORS_E_WRITE: return "cannot write the output";
     default: return "unknown liblors error";
     }
 }

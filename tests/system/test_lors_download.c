@@ -1,0 +1,472 @@
+/* test_lors_download.c -- liblors download against real depots: sizes, sub-ranges, pipes,
+ * depots killed, stopped or corrupted mid-download, a range with no replica left, and the
+ * reorder buffer's memory bound.
+ *
+ * Four depots live for the whole program; tests that kill, stop or corrupt a depot start
+ * their own victim.  Every download's output is compared byte for byte with the source
+ * (download() writes to an unlinked temporary file and reads it back). */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ibp.h"
+#include "lns_test.h"
+#include "lors.h"
+#include "test_depot.h"
+#include "xnd.h"
+
+#define ND 4
+#define CKBS 65536
+#define DBS ((int64_t)262144) /* download block size: 4 checksum blocks */
+
+static test_depot_t dep[ND];
+static lors_depot_t ldep[ND];
+static ibp_client_t *cli;
+
+static int start_depot(test_depot_t *d, const char *name)
+{
+    char extra[PATH_MAX + 128];
+    snprintf(extra, sizeof extra, "--resource %s/%s,hard=256M,soft=64M,max-duration=3600",
+             lns_test_tmpdir(), name);
+    return td_start(d, extra);
+}
+
+static void to_lors(const test_depot_t *d, lors_depot_t *l)
+{
+    memset(l, 0, sizeof *l);
+    snprintf(l->host, sizeof l->host, "127.0.0.1");
+    l->port = d->port;
+}
+
+static int suite_init(void)
+{
+    for (int i = 0; i < ND; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "res%d", i);
+        if (start_depot(&dep[i], name) < 0)
+            return -1;
+        to_lors(&dep[i], &ldep[i]);
+    }
+    ibp_client_opts_t o;
+    ibp_client_opts_init(&o);
+    o.io_timeout_ms = 20000;
+    cli = ibp_client_new(&o);
+    return cli ? 0 : -1;
+}
+
+static int suite_clean(void)
+{
+    int clean = 1;
+    for (int i = 0; i < ND; i++) {
+        clean &= td_log_clean(&dep[i]);
+        td_stop(&dep[i]);
+    }
+    ibp_client_free(cli);
+    return clean ? 0 : -1;
+}
+
+static unsigned char *data_of(size_t n, uint64_t seed)
+{
+    unsigned char *p = malloc(n ? n : 1);
+    lns_test_fill(p, n, seed);
+    return p;
+}
+
+/* Upload src over depots d[0..nd) with copies x fragments; fatal on failure. */
+static xnd_t *upload(const lors_depot_t *d, size_t nd, const unsigned char *src, size_t n,
+                     int copies, int frags)
+{
+    lors_upload_opts_t o;
+    lors_report_t rep;
+    xnd_t *x = NULL;
+    lors_upload_opts_init(&o);
+    o.depots = d;
+    o.ndepots = nd;
+    o.copies = copies;
+    o.fragments = frags;
+    o.duration_s = 600;
+    o.threads = 6;
+    o.timeout_s = 20;
+    o.checksum_blocksize = CKBS;
+    int rc = lors_upload_buf(&o, src, n, "dl", &x, &rep);
+    if (rc != LORS_OK)
+        fprintf(stderr, "upload %zu: %s\n", n, rep.error);
+    lors_report_free(&rep);
+    CU_ASSERT_EQUAL_FATAL(rc, LORS_OK);
+    return x;
+}
+
+static void free_xnd(xnd_t *x)
+{
+    for (size_t i = 0; x && i < x->nmaps; i++)
+        ibp_decr(cli, x->maps[i]->cap[XND_MANAGE], IBP_READCAP);
+    xnd_free(x);
+}
+
+static void dopts(lors_download_opts_t *o)
+{
+    lors_download_opts_init(o);
+    o->threads = 6;
+    o->blocksize = DBS;
+    o->timeout_ms = 10000;
+}
+
+/* Download into memory (through an unlinked temporary file); *out malloc'd. */
+static int download(const lors_download_opts_t *o, const xnd_t *x, unsigned char **out,
+                    size_t *outlen, lors_dl_report_t *rep)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/dl.XXXXXX", lns_test_tmpdir());
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    unlink(path);
+    int rc = lors_download_fd(o, x, fd, rep);
+    off_t n = lseek(fd, 0, SEEK_END);
+    *out = malloc(n > 0 ? (size_t)n : 1);
+    *outlen = (size_t)n;
+    CU_ASSERT_EQUAL(pread(fd, *out, (size_t)n, 0), (ssize_t)n);
+    close(fd);
+    if (rc != LORS_OK && rc != LORS_E_NO_REPLICA)
+        fprintf(stderr, "download: %s: %s\n", lors_strerror(rc), rep->error);
+    return rc;
+}
+
+/* Download [off, off+len) (len -1: to the end) and compare with src. */
+static void check_range(const xnd_t *x, const unsigned char *src, size_t n, int64_t off,
+                        int64_t len)
+{
+    lors_download_opts_t o;
+    lors_dl_report_t rep;
+    unsigned char *out;
+    size_t outlen;
+    dopts(&o);
+    o.offset = off;
+    o.length = len;
+    size_t want = len < 0 ? n - (size_t)off : (size_t)len;
+    int rc = download(&o, x, &out, &outlen, &rep);
+    CU_ASSERT_EQUAL(rc, LORS_OK);
+    CU_ASSERT_EQUAL(outlen, want);
+    CU_ASSERT_EQUAL(rep.bytes_written, (int64_t)want);
+    if (outlen == want)
+        CU_ASSERT(memcmp(out, src + off, want) == 0);
+    CU_ASSERT_EQUAL(rep.nbad, 0);
+    CU_ASSERT(rep.peak_buffered <= o.buffer_bytes + o.threads * rep.max_fetch_buffer);
+    lors_dl_report_free(&rep);
+    free(out);
+}
+
+static void test_sizes(void)
+{
+    static const size_t sizes[] = {0, 1, DBS - 1, DBS, DBS + 1};
+    for (int copies = 1; copies <= 3; copies++)
+        for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+            size_t n = sizes[si];
+            unsigned char *src = data_of(n, 100 + si + 10 * (size_t)copies);
+            xnd_t *x = upload(ldep, ND, src, n, copies, 4);
+            check_range(x, src, n, 0, -1);
+            free_xnd(x);
+            free(src);
+        }
+}
+
+static void test_large(void)
+{
+    size_t n = 20 * 1000 * 1000 + 17;
+    unsigned char *src = data_of(n, 7);
+    xnd_t *x = upload(ldep, ND, src, n, 2, 4);
+    lors_download_opts_t o;
+    lors_dl_report_t rep;
+    unsigned char *out;
+    size_t outlen;
+    dopts(&o);
+    CU_ASSERT_EQUAL(download(&o, x, &out, &outlen, &rep), LORS_OK);
+    CU_ASSERT_EQUAL_FATAL(outlen, n);
+    CU_ASSERT(memcmp(out, src, n) == 0);
+    CU_ASSERT_EQUAL(rep.ndepots, ND);
+    uint64_t bytes = 0, blocks = 0;
+    for (size_t d = 0; d < rep.ndepots; d++) {
+        bytes += rep.depots[d].bytes;
+        blocks += rep.depots[d].blocks;
+        CU_ASSERT_EQUAL(rep.depots[d].failures, 0);
+    }
+    CU_ASSERT_EQUAL(bytes, n);
+    CU_ASSERT_EQUAL(blocks, rep.blocks);
+    CU_ASSERT(rep.bytes_fetched >= (int64_t)n);
+    lors_dl_report_free(&rep);
+    free(out);
+    free_xnd(x);
+    free(src);
+}
+
+static void test_subranges(void)
+{
+    size_t n = 3 * 1000 * 1000 + 5; /* fragments of 750002 bytes: off the block grid */
+    unsigned char *src = data_of(n, 8);
+    xnd_t *x = upload(ldep, ND, src, n, 2, 4);
+    check_range(x, src, n, 12345, 1000);              /* inside one block */
+    check_range(x, src, n, 700001, 900000);           /* across a fragment boundary */
+    check_range(x, src, n, 750002 - 3, 7);            /* a few bytes either side of it */
+    check_range(x, src, n, 1, (int64_t)n - 2);
+    check_range(x, src, n, (int64_t)n - 5, 5);
+    check_range(x, src, n, (int64_t)n, 0);
+    check_range(x, src, n, 2 * CKBS + 1, -1);
+
+    lors_download_opts_t o;
+    lors_dl_report_t rep;
+    dopts(&o);
+    o.offset = (int64_t)n - 1;
+    o.length = 2;
+    CU_ASSERT_EQUAL(lors_download_fd(&o, x, 1, &rep), LORS_E_INVAL);
+    CU_ASSERT(strstr(rep.error, "range") != NULL);
+    lors_dl_report_free(&rep);
+    free_xnd(x);
+    free(src);
+}
+
+typedef struct drain {
+    int fd;
+    unsigned char *buf;
+    size_t n, cap;
+    size_t stop_after; /* close early after this many bytes (0: never) */
+} drain_t;
+
+static void *drain_pipe(void *arg)
+{
+    drain_t *d = arg;
+    for (;;) {
+        if (d->stop_after && d->n >= d->stop_after)
+            break;
+        ssize_t r = read(d->fd, d->buf + d->n, d->cap - d->n < 65536 ? d->cap - d->n : 65536);
+        if (r <= 0)
+            break;
+        d->n += (size_t)r;
+    }
+    close(d->fd);
+    return NULL;
+}
+
+static void test_pipe(void)
+{
+    size_t n = 6 * 1000 * 1000 + 3;
+    unsigned char *src = data_of(n, 9);
+    xnd_t *x = upload(ldep, ND, src, n, 2, 4);
+    int p[2];
+    CU_ASSERT_FATAL(pipe(p) == 0);
+    drain_t d = {p[0], malloc(n + 1), 0, n + 1, 0};
+    pthread_t t;
+    pthread_create(&t, NULL, drain_pipe, &d);
+    lors_download_opts_t o;
+    lors_dl_report_t rep;
+    dopts(&o);
+    o.prebuffer_bytes = 4 * DBS;
+    CU_ASSERT_EQUAL(lors_download_fd(&o, x, p[1], &rep), LORS_OK);
+    close(p[1]);
+    pthread_join(t, NULL);
+    CU_ASSERT_EQUAL(d.n, n);
+    CU_ASSERT(d.n == n && memcmp(d.buf, src, n) == 0);
+    lors_dl_report_free(&rep);
+
+    /* the reader goes away after 1 MB: a clean LORS_E_WRITE, no SIGPIPE */
+    CU_ASSERT_FATAL(pipe(p) == 0);
+    drain_t d2 = {p[0], d.buf, 0, n + 1, 1000000};
+    pthread_create(&t, NULL, drain_pipe, &d2);
+    CU_ASSERT_EQUAL(lors_download_fd(&o, x, p[1], &rep), LORS_E_WRITE);
+    CU_ASSERT(strstr(rep.error, "Broken pipe") != NULL);
+    close(p[1]);
+    pthread_join(t, NULL);
+    lors_dl_report_free(&rep);
+    free(d.buf);
+    free_xnd(x);
+    free(src);
+}
+
+/* Act on a victim depot at the k-th block that completes. */
+typedef struct victim {
+    test_depot_t *d;
+    int sig;
+    int at, seen;
+    pthread_mutex_t mu;
+} victim_t;
+
+static void on_ev(void *arg, const lors_event_t *ev)
+{
+    victim_t *v = arg;
+    if (ev->kind != LORS_EV_FETCH_END)
+        return;
+    pthread_mutex_lock(&v->mu);
+    if (++v->seen == v->at)
+        td_kill(v->d, v->sig);
+    pthread_mutex_unlock(&v->mu);
+}
+
+/* 2 copies over three shared depots and a victim; sig sent to it after 5 blocks. */
+static void victim_download(int sig, const char *name)
+{
+    test_depot_t vd;
+    CU_ASSERT_FATAL(start_depot(&vd, name) == 0);
+    lors_depot_t ld[4] = {ldep[0], ldep[1], ldep[2]};
+    to_lors(&vd, &ld[3]);
+    size_t n = 12 * 1000 * 1000 + 1;
+    unsigned char *src = data_of(n, 10 + (uint64_t)sig);
+    xnd_t *x = upload(ld, 4, src, n, 2, 4);
+    victim_t v = {&vd, sig, 5, 0, PTHREAD_MUTEX_INITIALIZER};
+    lors_download_opts_t o;
+    lors_dl_report_t rep;
+    unsigned char *out;
+    size_t outlen;
+    dopts(&o);
+    o.timeout_ms = 2000;
+    o.stall_ms = 1000;
+    o.on_event = on_ev;
+    o.event_arg = &v;
+    int rc = download(&o, x, &out, &outlen, &rep);
+    CU_ASSERT_EQUAL(rc, LORS_OK);
+    CU_ASSERT_EQUAL(outlen, n);
+    CU_ASSERT(outlen == n && memcmp(out, src, n) == 0);
+    CU_ASSERT(v.seen >= 5);
+    CU_ASSERT(rep.seconds < 20);
+    /* the victim cost fetches: failed (refused, timed out) or cancelled (lost the race) */
+    uint64_t hit = 0;
+    for (size_t i = 0; i < rep.ndepots; i++)
+        if (rep.depots[i].depot.port == vd.port)
+            hit = rep.depots[i].failures + rep.depots[i].wasted;
+    CU_ASSERT(hit >= 1);
+    if (getenv("LNS_TEST_VERBOSE"))
+        fprintf(stderr, "%s: %.2f s, victim failures+cancelled %llu\n", name, rep.seconds,
+                (unsigned long long)hit);
+    lors_dl_report_free(&rep);
+    free(out);
+    if (sig == SIGSTOP)
+        kill(vd.pid, SIGCONT);
+    free_xnd(x);
+    td_stop(&vd);
+    free(src);
+}
+
+static void test_killed(void)
+{
+    victim_download(SIGKILL, "killed");
+}
+
+static void test_stopped(void)
+{
+    victim_download(SIGSTOP, "stopped");
+}
+
+/* Copy 0 of a one-fragment file is corrupted in every download block: every block fetched
+ * from it fails its checksum and comes from copy 1; the mapping is reported bad. */
+static void test_corrupt(void)
+{
+    size_t n = 16 * (size_t)DBS - 100;
+    unsigned char *src = data_of(n, 11);
+    xnd_t *x = upload(ldep, ND, src, n, 2, 1);
+    CU_ASSERT_EQUAL_FATAL(x->nmaps, 2);
+    for (size_t off = 1000; off < n; off += (size_t)DBS) {
+        unsigned char junk[4] = {src[off] ^ 0xff, 1, 2, 3};
+        CU_ASSERT_EQUAL(ibp_write(cli, x->maps[0]->cap[XND_WRITE], off, junk, 4, NULL), IBP_OK);
+    }
+    lors_download_opts_t o;
+    lors_dl_report_t rep;
+    unsigned char *out;
+    size_t outlen;
+    dopts(&o);
+    CU_ASSERT_EQUAL(download(&o, x, &out, &outlen, &rep), LORS_OK);
+    CU_ASSERT_EQUAL(outlen, n);
+    CU_ASSERT(outlen == n && memcmp(out, src, n) == 0);
+    CU_ASSERT_EQUAL(rep.nbad, 1);
+    if (rep.nbad == 1)
+        CU_ASSERT_EQUAL(rep.bad_mappings[0], 0);
+    uint64_t bad = 0;
+    for (size_t i = 0; i < rep.ndepots; i++)
+        bad += rep.depots[i].bad_data;
+    CU_ASSERT(bad >= 1);
+    lors_dl_report_free(&rep);
+    free(out);
+
+    /* without verification the corruption goes through: the check is what caught it */
+    o.verify = 0;
+    o.threads = 1;
+    CU_ASSERT_EQUAL(download(&o, x, &out, &outlen, &rep), LORS_OK);
+    CU_ASSERT_EQUAL(rep.nbad, 0);
+    lors_dl_report_free(&rep);
+    free(out);
+    free_xnd(x);
+    free(src);
+}
+
+/* One copy; fragment 2 lives on a depot that is dead: LORS_E_NO_REPLICA naming its bytes,
+ * and what was written is a correct prefix. */
+static void test_no_replica(void)
+{
+    test_depot_t vd;
+    CU_ASSERT_FATAL(start_depot(&vd, "gone") == 0);
+    lors_depot_t ld[4] = {ldep[0], ldep[1], ldep[2]};
+    to_lors(&vd, &ld[2]);
+    ld[3] = ldep[3];
+    size_t n = 4 * 1000 * 1000;
+    unsigned char *src = data_of(n, 12);
+    xnd_t *x = upload(ld, 4, src, n, 1, 4);
+    td_kill(&vd, SIGKILL);
+    lors_download_opts_t o;
+    lors_dl_report_t rep;
+    unsigned char *out;
+    size_t outlen;
+    dopts(&o);
+    o.timeout_ms = 2000;
+    CU_ASSERT_EQUAL(download(&o, x, &out, &outlen, &rep), LORS_E_NO_REPLICA);
+    CU_ASSERT(rep.missing_off >= 2000000 && rep.missing_off + rep.missing_len <= 3000000);
+    CU_ASSERT(rep.missing_len > 0);
+    CU_ASSERT(strstr(rep.error, "bytes ") != NULL);
+    CU_ASSERT(outlen <= 2000000 && outlen == (size_t)rep.bytes_written);
+    CU_ASSERT(memcmp(out, src, outlen) == 0);
+    lors_dl_report_free(&rep);
+    free(out);
+    free_xnd(x);
+    td_stop(&vd);
+    free(src);
+}
+
+/* A reorder buffer of two blocks still downloads 20 MB, within budget + one buffer a stream. */
+static void test_memory_bound(void)
+{
+    size_t n = 20 * 1000 * 1000;
+    unsigned char *src = data_of(n, 13);
+    xnd_t *x = upload(ldep, ND, src, n, 2, 4);
+    lors_download_opts_t o;
+    lors_dl_report_t rep;
+    unsigned char *out;
+    size_t outlen;
+    dopts(&o);
+    o.buffer_bytes = 2 * DBS;
+    CU_ASSERT_EQUAL(download(&o, x, &out, &outlen, &rep), LORS_OK);
+    CU_ASSERT_EQUAL(outlen, n);
+    CU_ASSERT(outlen == n && memcmp(out, src, n) == 0);
+    CU_ASSERT(rep.max_fetch_buffer <= DBS);
+    CU_ASSERT(rep.peak_buffered > 0);
+    CU_ASSERT(rep.peak_buffered <= o.buffer_bytes + o.threads * rep.max_fetch_buffer);
+    if (rep.peak_buffered > o.buffer_bytes + o.threads * rep.max_fetch_buffer)
+        fprintf(stderr, "peak %lld\n", (long long)rep.peak_buffered);
+    lors_dl_report_free(&rep);
+    free(out);
+    free_xnd(x);
+    free(src);
+}
+
+void lns_test_register(void)
+{
+    CU_pSuite s = CU_add_suite("lors download", suite_init, suite_clean);
+    CU_add_test(s, "sizes 0/1/bs-1/bs/bs+1 x copies 1-3", test_sizes);
+    CU_add_test(s, "20 MB, 2 copies", test_large);
+    CU_add_test(s, "sub-ranges", test_subranges);
+    CU_add_test(s, "to a pipe; the reader leaves", test_pipe);
+    CU_add_test(s, "a depot SIGKILLed mid-download", test_killed);
+    CU_add_test(s, "a depot SIGSTOPped mid-download", test_stopped);
+    CU_add_test(s, "a corrupted replica: checksum, other replica, reported", test_corrupt);
+    CU_add_test(s, "one copy, its depot dead: no replica", test_no_replica);
+    CU_add_test(s, "memory bound with a 2-block reorder buffer", test_memory_bound);
+}
