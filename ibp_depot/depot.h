@@ -79,9 +79,8 @@ typedef struct depot_config {
 
 enum { DEPOT_CFG_OK = 0, DEPOT_CFG_EXIT = 1, DEPOT_CFG_ERR = -1 };
 
-/* "4096", "64K", "1G" (powers of 1024; K M G T, either case).  0 ok, -1 bad. */
-int depot_parse_size(const char *s, uint64_t *out);
-/* "3600", "90s", "15m", "2h", "30d".  0 ok, -1 bad (also 0 and negatives). */
+/* Sizes are read with lns_parse_size (common/lns_units.h).  Durations: "3600", "90s", "15m",
+ * "2h", "30d" (lns_parse_seconds), and also -1 for 0 and for more than 100,000 years. */
 int depot_parse_duration(const char *s, int64_t *out);
 /* "DIR[,hard=SIZE][,soft=SIZE][,max-duration=DUR]".  0 ok, -1 with a reason in err. */
 int depot_parse_resource(const char *spec, depot_resource_cfg_t *out, char *err, size_t errlen);

@@ -6,6 +6,8 @@
  * value is reported as one line naming the setting and the reason; nothing is guessed.
  */
 #include "depot.h"
+#include "ibp_proto.h"
+#include "lns_units.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -30,60 +32,13 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
-/* Decimal digits only, no sign, into *v; returns the end or NULL on junk/overflow. */
-static const char *digits(const char *s, uint64_t *v)
-{
-    uint64_t x = 0;
-    if (!isdigit((unsigned char)*s))
-        return NULL;
-    for (; isdigit((unsigned char)*s); s++) {
-        unsigned d = (unsigned)(*s - '0');
-        if (x > (UINT64_MAX - d) / 10)
-            return NULL;
-        x = x * 10 + d;
-    }
-    *v = x;
-    return s;
-}
-
-int depot_parse_size(const char *s, uint64_t *out)
-{
-    uint64_t v, mul = 1;
-    const char *e = digits(s, &v);
-    if (!e)
-        return -1;
-    switch (*e) {
-    case 0: break;
-    case 'k': case 'K': mul = 1ULL << 10; e++; break;
-    case 'm': case 'M': mul = 1ULL << 20; e++; break;
-    case 'g': case 'G': mul = 1ULL << 30; e++; break;
-    case 't': case 'T': mul = 1ULL << 40; e++; break;
-    default: return -1;
-    }
-    if (*e || v > (uint64_t)INT64_MAX / mul)
-        return -1;
-    *out = v * mul;
-    return 0;
-}
-
 int depot_parse_duration(const char *s, int64_t *out)
 {
-    uint64_t v, mul = 1;
-    const char *e = digits(s, &v);
-    if (!e)
+    int64_t v;
+    /* Keep expiry arithmetic (now + duration) far from overflow: at most 100,000 years. */
+    if (lns_parse_seconds(s, &v) < 0 || v == 0 || v > 100000LL * 365 * 86400)
         return -1;
-    switch (*e) {
-    case 0: break;
-    case 's': mul = 1; e++; break;
-    case 'm': mul = 60; e++; break;
-    case 'h': mul = 3600; e++; break;
-    case 'd': mul = 86400; e++; break;
-    default: return -1;
-    }
-    /* Keep expiry arithmetic (now + duration) far from overflow: at most ~3000 years. */
-    if (*e || v == 0 || v > (100000ULL * 365 * 86400) / mul)
-        return -1;
-    *out = (int64_t)(v * mul);
+    *out = v;
     return 0;
 }
 
@@ -110,10 +65,10 @@ int depot_parse_resource(const char *spec, depot_resource_cfg_t *out, char *err,
             return fail(err, errlen, "resource '%s': '%s' is not key=value", spec, tok);
         *eq++ = 0;
         if (strcmp(tok, "hard") == 0) {
-            if (depot_parse_size(eq, &out->hard) < 0)
+            if (lns_parse_size(eq, &out->hard) < 0)
                 return fail(err, errlen, "resource '%s': hard: '%s' is not a size", spec, eq);
         } else if (strcmp(tok, "soft") == 0) {
-            if (depot_parse_size(eq, &out->soft) < 0)
+            if (lns_parse_size(eq, &out->soft) < 0)
                 return fail(err, errlen, "resource '%s': soft: '%s' is not a size", spec, eq);
         } else if (strcmp(tok, "max-duration") == 0) {
             if (depot_parse_duration(eq, &out->max_duration) < 0)
@@ -146,8 +101,7 @@ static int set_int(const char *key, const char *v, int lo, int hi, int *out, cha
                    size_t errlen)
 {
     uint64_t x;
-    const char *e = digits(v, &x);
-    if (!e || *e || x < (uint64_t)lo || x > (uint64_t)hi)
+    if (ibp_parse_u64(v, strlen(v), &x) < 0 || x < (uint64_t)lo || x > (uint64_t)hi)
         return fail(err, errlen, "%s: '%s' is not a whole number from %d to %d", key, v, lo, hi);
     *out = (int)x;
     return 0;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "ibp_tool.h"
+#include "lns_units.h"
 
 static const command_t *find_command(const char *name);
 
@@ -116,55 +117,14 @@ int tool_fail_errno(const tool_t *t, const char *what, const char *path)
 
 /* ---- argument parsing ---- */
 
-int tool_parse_size(const char *s, uint64_t *out)
-{
-    char *end;
-    uint64_t mult = 1, v;
-    if (!s || *s < '0' || *s > '9')
-        return -1;
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno || end == s)
-        return -1;
-    switch (*end) {
-    case 'k': case 'K': mult = 1ull << 10; end++; break;
-    case 'm': case 'M': mult = 1ull << 20; end++; break;
-    case 'g': case 'G': mult = 1ull << 30; end++; break;
-    case 't': case 'T': mult = 1ull << 40; end++; break;
-    default: break;
-    }
-    if (*end || (v && mult > UINT64_MAX / v) || v * mult > (uint64_t)INT64_MAX)
-        return -1;
-    *out = v * mult;
-    return 0;
-}
-
 /* Seconds, with an optional s/m/h/d suffix, or -1 when allow_minus_one. */
 int tool_parse_duration(const char *s, int allow_minus_one, int64_t *out)
 {
-    char *end;
-    long long v, mult = 1;
     if (allow_minus_one && strcmp(s, "-1") == 0) {
         *out = -1;
         return 0;
     }
-    if (*s < '0' || *s > '9')
-        return -1;
-    errno = 0;
-    v = strtoll(s, &end, 10);
-    if (errno)
-        return -1;
-    switch (*end) {
-    case 's': end++; break;
-    case 'm': mult = 60; end++; break;
-    case 'h': mult = 3600; end++; break;
-    case 'd': mult = 86400; end++; break;
-    default: break;
-    }
-    if (*end || v > INT64_MAX / mult)
-        return -1;
-    *out = v * mult;
-    return 0;
+    return lns_parse_seconds(s, out);
 }
 
 /* HOST, HOST:PORT, [V6], [V6]:PORT, or a bare IPv6 literal. */
@@ -317,7 +277,7 @@ static int parse_cmd_opt(tool_t *t, int argc, char **argv, int *i)
         t->reliability = name[2] == 's' ? IBP_SOFT : IBP_HARD;
     } else if ((o & O_CAPACITY) && (!strcmp(name, "--soft") || !strcmp(name, "--hard"))) {
         VALUE();
-        if (tool_parse_size(v, name[2] == 's' ? &t->soft : &t->hard) < 0)
+        if (lns_parse_size(v, name[2] == 's' ? &t->soft : &t->hard) < 0)
             return tool_usage_error(t, "bad size '%s'", v);
     } else if ((o & O_DURATION) && !strcmp(name, "--duration")) {
         VALUE();
@@ -336,7 +296,7 @@ static int parse_cmd_opt(tool_t *t, int argc, char **argv, int *i)
         t->output = v;
     } else if ((o & O_SIZE) && !strcmp(name, "--size")) {
         VALUE();
-        if (tool_parse_size(v, &t->size) < 0)
+        if (lns_parse_size(v, &t->size) < 0)
             return tool_usage_error(t, "bad size '%s'", v);
         t->size_set = 1;
     } else if ((o & O_PASSWORD) && !strcmp(name, "--password-file")) {

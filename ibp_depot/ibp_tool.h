@@ -61,7 +61,6 @@ void tool_json_str(FILE *f, const char *s);
 int tool_usage_error(const tool_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int tool_fail(const tool_t *t, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int tool_fail_errno(const tool_t *t, const char *what, const char *path);
-int tool_parse_size(const char *s, uint64_t *out);
 int tool_parse_duration(const char *s, int allow_minus_one, int64_t *out);
 int tool_parse_hostport(const char *s, char *host, size_t size, int *port);
 /* Remember host:port as the depot this command talks to (named in network errors). */

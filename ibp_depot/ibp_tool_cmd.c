@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ibp_tool.h"
+#include "lns_units.h"
 
 int cmd_allocate(tool_t *t)
 {
@@ -26,7 +27,7 @@ int cmd_allocate(tool_t *t)
     if (tool_parse_hostport(t->pos[0], host, sizeof host, &port) < 0)
         return tool_usage_error(t, "bad depot address '%s'", t->pos[0]);
     tool_set_depot(t, host, port);
-    if (tool_parse_size(t->pos[1], &attr.size) < 0)
+    if (lns_parse_size(t->pos[1], &attr.size) < 0)
         return tool_usage_error(t, "bad size '%s'", t->pos[1]);
     if (t->duration_set)
         attr.duration_s = t->duration;
@@ -162,7 +163,7 @@ int cmd_write(tool_t *t)
     int ex;
     if ((ex = tool_need_cap(t, t->pos[0], IBP_WRITECAP, "WCAP")) != EX_OK)
         return ex;
-    if (tool_parse_size(t->pos[1], &off) < 0)
+    if (lns_parse_size(t->pos[1], &off) < 0)
         return tool_usage_error(t, "bad offset '%s'", t->pos[1]);
     if ((ex = put_data(t, t->pos[0], &off, t->npos > 2 ? t->pos[2] : NULL, &n)) != EX_OK)
         return ex;
@@ -192,10 +193,10 @@ int cmd_load(tool_t *t)
 
     if ((ex = tool_need_cap(t, t->pos[0], IBP_READCAP, "RCAP")) != EX_OK)
         return ex;
-    if (t->npos > 1 && tool_parse_size(t->pos[1], &off) < 0)
+    if (t->npos > 1 && lns_parse_size(t->pos[1], &off) < 0)
         return tool_usage_error(t, "bad offset '%s'", t->pos[1]);
     if (t->npos > 2) {
-        if (tool_parse_size(t->pos[2], &len) < 0)
+        if (lns_parse_size(t->pos[2], &len) < 0)
             return tool_usage_error(t, "bad length '%s'", t->pos[2]);
     } else if ((ex = length_to_end(t, t->pos[0], off, &len)) != EX_OK) {
         return ex;
@@ -225,7 +226,7 @@ int cmd_copy(tool_t *t)
     if (t->npos == 3)
         return tool_usage_error(t, "give both OFFSET and LENGTH, or neither");
     if (t->npos == 4) {
-        if (tool_parse_size(t->pos[2], &off) < 0 || tool_parse_size(t->pos[3], &len) < 0)
+        if (lns_parse_size(t->pos[2], &off) < 0 || lns_parse_size(t->pos[3], &len) < 0)
             return tool_usage_error(t, "bad offset or length");
     } else if ((ex = length_to_end(t, t->pos[0], 0, &len)) != EX_OK) {
         return ex;
@@ -321,7 +322,7 @@ int cmd_truncate(tool_t *t)
     int ex, rc;
     if ((ex = tool_need_cap(t, t->pos[0], IBP_MANAGECAP, "MCAP")) != EX_OK)
         return ex;
-    if (tool_parse_size(t->pos[1], &size) < 0)
+    if (lns_parse_size(t->pos[1], &size) < 0)
         return tool_usage_error(t, "bad size '%s'", t->pos[1]);
     if ((rc = ibp_truncate(t->client, t->pos[0], size)) != IBP_OK)
         return tool_fail(t, rc, "TRUNCATE to %" PRIu64 " bytes", size);

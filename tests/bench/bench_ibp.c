@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "ibp.h"
+#include "lns_units.h"
 #include "lns_net.h"
 #include "lns_time.h"
 
@@ -50,7 +51,7 @@ static const char *usage_text =
     "           N threads (default 16) each loop ALLOCATE(hard) + STORE + LOAD of BYTES\n"
     "           (default 4096), verifying the bytes; prints triples/s and latencies.\n"
     "  freeport prints a TCP port that is free on 127.0.0.1 right now.\n"
-    "Sizes take K, M, G suffixes (powers of 1024).  Output: key=value lines.\n";
+    "Sizes take K, M, G, T suffixes (powers of 1024).  Output: key=value lines.\n";
 
 static void usage_exit(const char *why)
 {
@@ -62,21 +63,10 @@ static void usage_exit(const char *why)
 
 static uint64_t parse_size(const char *s, const char *what)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s)
+    uint64_t v;
+    if (lns_parse_size(s, &v) < 0)
         usage_exit(what);
-    uint64_t mult = 1;
-    if (*end == 'K' || *end == 'k')
-        mult = 1024, end++;
-    else if (*end == 'M' || *end == 'm')
-        mult = MIB, end++;
-    else if (*end == 'G' || *end == 'g')
-        mult = 1024 * MIB, end++;
-    if (*end)
-        usage_exit(what);
-    return (uint64_t)v * mult;
+    return v;
 }
 
 static double secs_since(int64_t t0_ns)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "depot.h"
+#include "lns_units.h"
 #include "lns_log.h"
 #include "lns_test.h"
 #include "lns_time.h"
@@ -761,16 +762,16 @@ static void test_parse_size_duration(void)
 {
     uint64_t v;
     int64_t d;
-    CU_ASSERT(depot_parse_size("4096", &v) == 0 && v == 4096);
-    CU_ASSERT(depot_parse_size("64K", &v) == 0 && v == 65536);
-    CU_ASSERT(depot_parse_size("64M", &v) == 0 && v == 64ULL << 20);
-    CU_ASSERT(depot_parse_size("1g", &v) == 0 && v == 1ULL << 30);
-    CU_ASSERT(depot_parse_size("2T", &v) == 0 && v == 2ULL << 40);
-    CU_ASSERT(depot_parse_size("0", &v) == 0 && v == 0);
+    CU_ASSERT(lns_parse_size("4096", &v) == 0 && v == 4096);
+    CU_ASSERT(lns_parse_size("64K", &v) == 0 && v == 65536);
+    CU_ASSERT(lns_parse_size("64M", &v) == 0 && v == 64ULL << 20);
+    CU_ASSERT(lns_parse_size("1g", &v) == 0 && v == 1ULL << 30);
+    CU_ASSERT(lns_parse_size("2T", &v) == 0 && v == 2ULL << 40);
+    CU_ASSERT(lns_parse_size("0", &v) == 0 && v == 0);
     const char *bad_sizes[] = {"", "-1", "1X", "1.5G", "G", "1GB", " 1", "99999999999999999999",
                                "9000000T"};
     for (size_t i = 0; i < sizeof bad_sizes / sizeof *bad_sizes; i++)
-        CU_ASSERT_EQUAL(depot_parse_size(bad_sizes[i], &v), -1);
+        CU_ASSERT_EQUAL(lns_parse_size(bad_sizes[i], &v), -1);
     CU_ASSERT(depot_parse_duration("3600", &d) == 0 && d == 3600);
     CU_ASSERT(depot_parse_duration("90s", &d) == 0 && d == 90);
     CU_ASSERT(depot_parse_duration("15m", &d) == 0 && d == 900);

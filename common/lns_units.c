@@ -1,0 +1,53 @@
+/* lns_units.c -- sizes and durations as people type them. */
+#include "lns_units.h"
+
+typedef struct unit {
+    char c;
+    uint64_t mul;
+} unit_t;
+
+/* Digits, then an optional one-character suffix whose multiplier is in units[]; an unknown
+ * suffix, trailing junk or a result past INT64_MAX is -1. */
+static int parse(const char *s, const unit_t *units, int nunits, uint64_t *out)
+{
+    uint64_t v = 0, mul = 1;
+    if (!s || *s < '0' || *s > '9')
+        return -1;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        unsigned d = (unsigned)(*s - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    if (*s) {
+        int i;
+        for (i = 0; i < nunits && units[i].c != *s; i++)
+            ;
+        if (i == nunits || s[1])
+            return -1;
+        mul = units[i].mul;
+    }
+    if (v > (uint64_t)INT64_MAX / mul)
+        return -1;
+    *out = v * mul;
+    return 0;
+}
+
+int lns_parse_size(const char *s, uint64_t *out)
+{
+    static const unit_t units[] = {
+        {'k', 1ULL << 10}, {'K', 1ULL << 10}, {'m', 1ULL << 20}, {'M', 1ULL << 20},
+        {'g', 1ULL << 30}, {'G', 1ULL << 30}, {'t', 1ULL << 40}, {'T', 1ULL << 40},
+    };
+    return parse(s, units, 8, out);
+}
+
+int lns_parse_seconds(const char *s, int64_t *out)
+{
+    static const unit_t units[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}};
+    uint64_t v;
+    if (parse(s, units, 4, &v) < 0)
+        return -1;
+    *out = (int64_t)v;
+    return 0;
+}

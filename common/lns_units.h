@@ -1,0 +1,16 @@
+/* lns_units.h -- sizes and durations as people type them: "64M", "1g", "30d", "90s".
+ *
+ * Syntax only: decimal digits, then at most one suffix, nothing else; the result must fit an
+ * int64_t.  What a value may be (non-zero, below some policy limit) is the caller's rule.
+ */
+#ifndef LNS_UNITS_H
+#define LNS_UNITS_H
+
+#include <stdint.h>
+
+/* Bytes with an optional K, M, G or T suffix (powers of 1024, either case). 0 ok, -1 bad. */
+int lns_parse_size(const char *s, uint64_t *out);
+/* Seconds with an optional s, m, h or d suffix. 0 ok, -1 bad. */
+int lns_parse_seconds(const char *s, int64_t *out);
+
+#endif
