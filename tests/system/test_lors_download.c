@@ -18,6 +18,7 @@
 #include "lns_test.h"
 #include "lors.h"
 #include "test_depot.h"
+#include "test_lors.h"
 #include "xnd.h"
 
 #define ND 4
@@ -28,46 +29,14 @@ static test_depot_t dep[ND];
 static lors_depot_t ldep[ND];
 static ibp_client_t *cli;
 
-static int start_depot(test_depot_t *d, const char *name)
-{
-    char extra[PATH_MAX + 128];
-    snprintf(extra, sizeof extra, "--resource %s/%s,hard=256M,soft=64M,max-duration=3600",
-             lns_test_tmpdir(), name);
-    return td_start(d, extra);
-}
-
-static void to_lors(const test_depot_t *d, lors_depot_t *l)
-{
-    memset(l, 0, sizeof *l);
-    snprintf(l->host, sizeof l->host, "127.0.0.1");
-    l->port = d->port;
-}
-
 static int suite_init(void)
 {
-    for (int i = 0; i < ND; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "res%d", i);
-        if (start_depot(&dep[i], name) < 0)
-            return -1;
-        to_lors(&dep[i], &ldep[i]);
-    }
-    ibp_client_opts_t o;
-    ibp_client_opts_init(&o);
-    o.io_timeout_ms = 20000;
-    cli = ibp_client_new(&o);
-    return cli ? 0 : -1;
+    return tl_fleet_start(dep, ldep, ND, &cli);
 }
 
 static int suite_clean(void)
 {
-    int clean = 1;
-    for (int i = 0; i < ND; i++) {
-        clean &= td_log_clean(&dep[i]);
-        td_stop(&dep[i]);
-    }
-    ibp_client_free(cli);
-    return clean ? 0 : -1;
+    return tl_fleet_stop(dep, ND, cli);
 }
 
 static unsigned char *data_of(size_t n, uint64_t seed)
@@ -308,9 +277,9 @@ static void on_ev(void *arg, const lors_event_t *ev)
 static void victim_download(int sig, const char *name)
 {
     test_depot_t vd;
-    CU_ASSERT_FATAL(start_depot(&vd, name) == 0);
+    CU_ASSERT_FATAL(tl_start_depot(&vd, name, "256M") == 0);
     lors_depot_t ld[4] = {ldep[0], ldep[1], ldep[2]};
-    to_lors(&vd, &ld[3]);
+    tl_lors_depot(&vd, &ld[3]);
     size_t n = 12 * 1000 * 1000 + 1;
     unsigned char *src = data_of(n, 10 + (uint64_t)sig);
     xnd_t *x = upload(ld, 4, src, n, 2, 4);
@@ -404,9 +373,9 @@ static void test_corrupt(void)
 static void test_no_replica(void)
 {
     test_depot_t vd;
-    CU_ASSERT_FATAL(start_depot(&vd, "gone") == 0);
+    CU_ASSERT_FATAL(tl_start_depot(&vd, "gone", "256M") == 0);
     lors_depot_t ld[4] = {ldep[0], ldep[1], ldep[2]};
-    to_lors(&vd, &ld[2]);
+    tl_lors_depot(&vd, &ld[2]);
     ld[3] = ldep[3];
     size_t n = 4 * 1000 * 1000;
     unsigned char *src = data_of(n, 12);

@@ -19,6 +19,7 @@
 #include "lns_test.h"
 #include "lors.h"
 #include "test_depot.h"
+#include "test_lors.h"
 #include "xnd.h"
 
 #define ND 4
@@ -29,46 +30,14 @@ static test_depot_t dep[ND];
 static lors_depot_t ldep[ND];
 static ibp_client_t *cli;
 
-static int start_depot(test_depot_t *d, const char *name, const char *hard)
-{
-    char extra[PATH_MAX + 128];
-    snprintf(extra, sizeof extra, "--resource %s/%s,hard=%s,soft=64M,max-duration=3600",
-             lns_test_tmpdir(), name, hard);
-    return td_start(d, extra);
-}
-
-static void to_lors(const test_depot_t *d, lors_depot_t *l)
-{
-    memset(l, 0, sizeof *l);
-    snprintf(l->host, sizeof l->host, "127.0.0.1");
-    l->port = d->port;
-}
-
 static int suite_init(void)
 {
-    for (int i = 0; i < ND; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "res%d", i);
-        if (start_depot(&dep[i], name, "256M") < 0)
-            return -1;
-        to_lors(&dep[i], &ldep[i]);
-    }
-    ibp_client_opts_t o;
-    ibp_client_opts_init(&o);
-    o.io_timeout_ms = 20000;
-    cli = ibp_client_new(&o);
-    return cli ? 0 : -1;
+    return tl_fleet_start(dep, ldep, ND, &cli);
 }
 
 static int suite_clean(void)
 {
-    int clean = 1;
-    for (int i = 0; i < ND; i++) {
-        clean &= td_log_clean(&dep[i]);
-        td_stop(&dep[i]);
-    }
-    ibp_client_free(cli);
-    return clean ? 0 : -1;
+    return tl_fleet_stop(dep, ND, cli);
 }
 
 static void opts(lors_upload_opts_t *o, const lors_depot_t *d, size_t nd, int copies, int frags)
@@ -386,8 +355,8 @@ static void test_depot_dead_before(void)
 {
     test_depot_t dead;
     lors_depot_t l[ND + 1];
-    CU_ASSERT_FATAL(start_depot(&dead, "deadres", "256M") == 0);
-    to_lors(&dead, &l[0]);
+    CU_ASSERT_FATAL(tl_start_depot(&dead, "deadres", "256M") == 0);
+    tl_lors_depot(&dead, &l[0]);
     td_kill(&dead, SIGKILL);
     memcpy(&l[1], ldep, sizeof ldep);
 
@@ -441,8 +410,8 @@ static void killed_mid_upload(int from_pipe)
 {
     test_depot_t victim;
     lors_depot_t l[ND + 1];
-    CU_ASSERT_FATAL(start_depot(&victim, from_pipe ? "victim1" : "victim0", "256M") == 0);
-    to_lors(&victim, &l[0]);
+    CU_ASSERT_FATAL(tl_start_depot(&victim, from_pipe ? "victim1" : "victim0", "256M") == 0);
+    tl_lors_depot(&victim, &l[0]);
     memcpy(&l[1], ldep, sizeof ldep);
     int vport = victim.port;
 
@@ -510,12 +479,12 @@ static void test_all_depots_fail(void)
 {
     test_depot_t small, d1, d2;
     lors_depot_t l[3];
-    CU_ASSERT_FATAL(start_depot(&small, "small", "4M") == 0);
-    CU_ASSERT_FATAL(start_depot(&d1, "dead1", "64M") == 0);
-    CU_ASSERT_FATAL(start_depot(&d2, "dead2", "64M") == 0);
-    to_lors(&small, &l[0]);
-    to_lors(&d1, &l[1]);
-    to_lors(&d2, &l[2]);
+    CU_ASSERT_FATAL(tl_start_depot(&small, "small", "4M") == 0);
+    CU_ASSERT_FATAL(tl_start_depot(&d1, "dead1", "64M") == 0);
+    CU_ASSERT_FATAL(tl_start_depot(&d2, "dead2", "64M") == 0);
+    tl_lors_depot(&small, &l[0]);
+    tl_lors_depot(&d1, &l[1]);
+    tl_lors_depot(&d2, &l[2]);
     td_kill(&d1, SIGKILL);
     td_kill(&d2, SIGKILL);
 
