@@ -144,12 +144,7 @@ static void *ev_writer_main(void *arg)
             break; /* stopping, nothing left */
         if (!ev_stop && ev_len < EV_BUF / 2) {
             struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_nsec += EV_FLUSH_MS * 1000000L;
-            if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-            }
+            lns_cond_deadline(&until, EV_FLUSH_MS * 1000000LL);
             while (!ev_stop && ev_len < EV_BUF / 2 &&
                    pthread_cond_timedwait(&ev_cv, &ev_mu, &until) == 0)
                 ;

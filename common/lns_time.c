@@ -51,3 +51,16 @@ int lns_ms_left(int64_t deadline_ms)
         return INT_MAX;
     return (int)left;
 }
+
+void lns_cond_deadline(struct timespec *ts, int64_t ns)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    if (ns < 0)
+        ns = 0;
+    ts->tv_sec += (time_t)(ns / 1000000000LL);
+    ts->tv_nsec += (long)(ns % 1000000000LL);
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}

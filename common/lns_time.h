@@ -3,6 +3,7 @@
 #define LNS_TIME_H
 
 #include <stdint.h>
+#include <time.h>
 
 /* Nanoseconds on the monotonic clock (never jumps; for timeouts and durations). */
 int64_t lns_mono_ns(void);
@@ -16,5 +17,9 @@ void lns_now_split(int64_t *sec, long *nsec);
 int64_t lns_deadline_ms(int timeout_ms);
 /* Milliseconds left until deadline (0 if passed; INT32_MAX-ish for "never"), for poll(). */
 int lns_ms_left(int64_t deadline_ms);
+
+/* The absolute CLOCK_REALTIME time ns nanoseconds from now, as pthread_cond_timedwait()
+ * takes it (condition variables wait on the real-time clock by default). */
+void lns_cond_deadline(struct timespec *ts, int64_t ns);
 
 #endif

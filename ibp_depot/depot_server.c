@@ -291,12 +291,7 @@ static void drain(depot_server_t *srv)
             deadline = INT64_MAX;
         }
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        lns_cond_deadline(&ts, 100 * 1000000LL);
         pthread_cond_timedwait(&srv->conn_cv, &srv->conn_mu, &ts);
     }
     pthread_mutex_unlock(&srv->conn_mu);

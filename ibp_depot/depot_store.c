@@ -633,12 +633,7 @@ static void *reaper_main(void *arg)
     pthread_mutex_lock(&st->mu);
     while (!st->stopping) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 500000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        lns_cond_deadline(&ts, 500 * 1000000LL);
         pthread_cond_timedwait(&st->reaper_cv, &st->mu, &ts);
         if (!st->stopping)
             reap_locked(st, NULL, lns_now_s());

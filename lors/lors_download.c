@@ -33,6 +33,7 @@
 #include "lors.h"
 #include "lors_checksum.h"
 #include "lors_sched.h"
+#include "lns_time.h"
 
 #define PIECE ((uint64_t)256 << 10) /* bytes per LOAD request */
 #define MAX_THREADS 256
@@ -86,9 +87,7 @@ typedef struct dl {
 
 static uint64_t now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return (uint64_t)lns_mono_ns();
 }
 
 void lors_download_opts_init(lors_download_opts_t *o)
@@ -477,14 +476,7 @@ static void timed_wait_locked(dl_t *dl, uint64_t until)
     if (until == 0 || until > now + TICK_NS)
         until = now + TICK_NS;
     /* the condition variable waits on CLOCK_REALTIME: convert the delay */
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t d = until > now ? until - now : 0;
-    ts.tv_sec += (time_t)(d / 1000000000ull);
-    ts.tv_nsec += (long)(d % 1000000000ull);
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    lns_cond_deadline(&ts, until > now ? (int64_t)(until - now) : 0);
     pthread_cond_timedwait(&dl->cv, &dl->mu, &ts);
 }
 

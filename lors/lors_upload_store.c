@@ -19,12 +19,11 @@
 
 #include "lors_checksum.h"
 #include "lors_upload_int.h"
+#include "lns_time.h"
 
 double up_now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+    return (double)lns_mono_ns() / 1e9;
 }
 
 static void emit(up_t *u, lors_event_t *ev)
