@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lns_io.h"
 #include "lns_time.h"
 
 static char log_prog[64] = "lns";
@@ -120,19 +121,6 @@ void lns_log(int level, const char *fmt, ...)
     va_end(ap);
 }
 
-static void write_all_fd(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return; /* a full disk loses events, never the request that made them */
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
 static void *ev_writer_main(void *arg)
 {
     (void)arg;
@@ -155,7 +143,8 @@ static void *ev_writer_main(void *arg)
         ev_spare = NULL;
         ev_len = 0;
         pthread_mutex_unlock(&ev_mu);
-        write_all_fd(ev_fd, out, n);
+        /* idle 0: a full non-blocking reader (fd:N) loses events instead of stalling us */
+        (void)lns_fd_write_all(ev_fd, out, n, 0);
         pthread_mutex_lock(&ev_mu);
         ev_spare = out;
     }
@@ -203,7 +192,7 @@ void lns_event_close(void)
         pthread_join(ev_writer, NULL);
     ev_writer_on = 0;
     if (ev_fd >= 0 && ev_buf && ev_len > 0)
-        write_all_fd(ev_fd, ev_buf, ev_len);
+        (void)lns_fd_write_all(ev_fd, ev_buf, ev_len, 0);
     ev_len = 0;
     free(ev_buf);
     free(ev_spare);
@@ -255,9 +244,9 @@ void lns_event(const char *event, const char *fmt, ...)
     if (!ev_writer_on || ev_len + (size_t)n > EV_BUF) {
         /* No writer, or it cannot keep up: write this batch ourselves, in order. */
         if (ev_len > 0)
-            write_all_fd(ev_fd, ev_buf, ev_len);
+            (void)lns_fd_write_all(ev_fd, ev_buf, ev_len, 0);
         ev_len = 0;
-        write_all_fd(ev_fd, line, (size_t)n);
+        (void)lns_fd_write_all(ev_fd, line, (size_t)n, 0);
     } else {
         memcpy(ev_buf + ev_len, line, (size_t)n);
         if (ev_len == 0 || ev_len + (size_t)n >= EV_BUF / 2)

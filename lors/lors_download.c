@@ -33,6 +33,7 @@
 #include "lors.h"
 #include "lors_checksum.h"
 #include "lors_sched.h"
+#include "lns_io.h"
 #include "lns_time.h"
 
 #define PIECE ((uint64_t)256 << 10) /* bytes per LOAD request */
@@ -522,22 +523,6 @@ static void *worker(void *arg)
 
 /* ---- the writer ------------------------------------------------------------------------ */
 
-/* Write all of buf; -errno on failure (EPIPE: the reader went away). */
-static int write_all(int fd, const unsigned char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Release blocks in order until all are written or the download stopped; also the watchdog.
  * Returns with dl->mu held. */
 static void writer(dl_t *dl, int out_fd)
@@ -551,7 +536,9 @@ static void writer(dl_t *dl, int out_fd)
             unsigned char *buf = bl->buf;
             size_t buf_len = bl->buf_len;
             pthread_mutex_unlock(&dl->mu);
-            int werr = write_all(out_fd, buf + bl->data_off, (size_t)bl->len);
+            int werr = 0;
+            if (lns_fd_write_all(out_fd, buf + bl->data_off, (size_t)bl->len, -1) < 0)
+                werr = -errno;
             pthread_mutex_lock(&dl->mu);
             if (werr < 0) {
                 dl_fail_locked(dl, LORS_E_WRITE, "writing bytes %lld-%lld to the output: %s",
