@@ -36,7 +36,7 @@ XML2_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr
 CPPFLAGS = -D_GNU_SOURCE -Icommon -Iibp_depot -Iexnode -Ilors -Itests/lib $(XML2_CFLAGS)
 CFLAGS   = -std=c11 $(OPT) $(WARN) -fPIC -pthread -MMD -MP
 LDFLAGS  = -pthread $(SANLD)
-LIBS     = -lxml2 -lssl -lcrypto -lsqlite3
+LIBS     = -lxml2 -lssl -lcrypto -lz -lsqlite3
 TESTLIBS = -lcunit
 
 COMMON_SRC = $(wildcard common/*.c)

@@ -36,7 +36,12 @@ typedef enum lors_err {
     LORS_E_EXNODE = -9,    /* building the exNode failed */
     LORS_E_THREAD = -10,   /* a thread could not be started */
     LORS_E_NO_REPLICA = -11, /* download: some byte has no live replica left */
-    LORS_E_WRITE = -12     /* download: writing the output failed (EPIPE: the reader left) */
+    LORS_E_WRITE = -12,    /* download: writing the output failed (EPIPE: the reader left) */
+    LORS_E_KEY = -13,      /* e2e: no key, a malformed key, or not the key the file was encrypted with */
+    LORS_E_E2E = -14,      /* e2e: transformed data that does not decode (tag or zlib failure) */
+    LORS_E_UNSAFE = -15,   /* trim: would leave bytes with no copy at all (force to do it anyway) */
+    LORS_E_PARTIAL = -16,  /* refresh/trim: some mappings could not be handled (the report lists them) */
+    LORS_E_RC = -17        /* the rc file does not parse (the message names file and line) */
 } lors_err;
 
 /* Words for any code, including unknown ones.  Never NULL. */
@@ -74,7 +79,12 @@ typedef enum lors_event_kind {
     LORS_EV_FETCH_END,    /* ... it won: the block is done */
     LORS_EV_FETCH_FAIL,   /* ... it failed (op "LOAD", "TIMEOUT" or "CHECKSUM"; ibp_err) */
     LORS_EV_BAD_MAPPING,  /* mapping `copy` delivered bytes that do not match its digests */
-    LORS_EV_WRITE         /* block [offset, offset+length) was written to the output */
+    LORS_EV_WRITE,        /* block [offset, offset+length) was written to the output */
+    /* augment */
+    LORS_EV_SEND_START,   /* a depot-to-depot copy of [offset, offset+length) from depot to moved_to */
+    LORS_EV_SEND_END,     /* ... it is complete */
+    LORS_EV_RELAY         /* SEND failed; [offset, offset+length) is relayed through the client
+                           * from depot to moved_to (ibp_err: why SEND failed) */
 } lors_event_kind;
 
 typedef struct lors_event {
@@ -84,7 +94,7 @@ typedef struct lors_event {
     int fragment, copy;           /* numbered from 0 */
     int64_t offset, length;       /* bytes of the file */
     int ibp_err;                  /* LORS_EV_FAILURE: what the depot or libibp said */
-    const char *op;               /* LORS_EV_FAILURE: "ALLOCATE" or "STORE" */
+    const char *op;               /* LORS_EV_FAILURE: "ALLOCATE", "STORE" or "SEND" */
 } lors_event_t;
 
 /* Called from the library's worker threads, one call at a time, never with a library lock
@@ -111,6 +121,11 @@ typedef struct lors_upload_opts {
     int64_t checksum_blocksize; /* bytes per digest */
     lors_event_fn on_event;     /* NULL: no events */
     void *event_arg;
+    /* end-to-end transforms (docs/lors.md, "End-to-end transforms"): applied to frames of
+     * e2e_blocksize plain bytes, in the order named, before striping.  NULL or "" = none. */
+    const char *e2e;            /* "zlib", "aes", "zlib,aes", "aes,zlib" (-z, -a, --e2e) */
+    int64_t e2e_blocksize;      /* plain bytes per frame (-E); 0 = 1 MiB */
+    const unsigned char *key;   /* LORS_KEY_BYTES bytes; needed when e2e names "aes" */
 } lors_upload_opts_t;
 
 /* Defaults: blocksize 5 MiB, 1 copy, 4 fragments, duration 1 day, HARD, 4 threads,
@@ -121,11 +136,12 @@ void lors_upload_opts_init(lors_upload_opts_t *o);
 typedef struct lors_issue {
     lors_depot_t depot;    /* the depot that failed */
     int ibp_err;
-    char op[16];           /* "ALLOCATE" or "STORE" */
+    char op[16];           /* "ALLOCATE", "STORE" or "SEND" */
     int fragment, copy;
     int64_t offset, length; /* the fragment's bytes */
     int moved;             /* 1: the copy went to moved_to; 0: nowhere left */
     lors_depot_t moved_to;
+    int relayed;           /* augment: 1 if the bytes then went through the client instead */
 } lors_issue_t;
 
 typedef struct lors_report {
@@ -136,6 +152,9 @@ typedef struct lors_report {
     int fragments;
     int mappings;
     double seconds;
+    int64_t bytes_sent;    /* augment: copied depot to depot (IBP SEND) */
+    int64_t bytes_relayed; /* augment: copied through this client where SEND failed */
+    int64_t plain_size;    /* e2e: the file's size before the transforms (= size without) */
     lors_issue_t *issues;  /* malloc'd */
     size_t nissues;
     char error[512];       /* on failure: one line naming the fragment/byte range and why */
@@ -176,6 +195,7 @@ typedef struct lors_download_opts {
     int verify;               /* 1: check every block against its mapping's lns_checksum */
     lors_event_fn on_event;   /* NULL: no events */
     void *event_arg;
+    const unsigned char *key; /* LORS_KEY_BYTES bytes: for files whose e2e chain has "aes" */
 } lors_download_opts_t;
 
 /* Defaults: 8 threads, cap 4 per depot, 1 MiB blocks, R 2, P 3, 64 MiB buffer, no
@@ -222,6 +242,150 @@ void lors_dl_report_free(lors_dl_report_t *r);
  * that went away is LORS_E_WRITE. */
 int lors_download_fd(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
                      lors_dl_report_t *report);
+
+/* ---- end-to-end transforms ------------------------------------------------------------- */
+
+#define LORS_KEY_BYTES 32         /* AES-256 */
+#define LORS_E2E_META "lns_e2e"   /* the file-level metadata list that describes the frames */
+
+/* The key for "aes": from the file `path` if given, else from the environment: LNS_KEY
+ * (64 hex digits) or LNS_KEY_FILE (a file's path).  A key file holds 32 raw bytes or 64 hex
+ * digits (a trailing newline allowed) and must not be readable by group or others.
+ * LORS_OK, or LORS_E_KEY with a line in err. */
+int lors_key_load(const char *path, unsigned char key[LORS_KEY_BYTES], char *err, size_t errlen);
+
+/* What an exNode says of its transforms. */
+typedef struct lors_e2e_info {
+    int present;              /* 0: a plain file (the rest is zero) */
+    char chain[64];           /* e.g. "zlib,aes" */
+    int64_t plain_size;       /* bytes after undoing the transforms */
+    int64_t frame_size;       /* plain bytes per frame (the last may be shorter) */
+    int64_t frames;
+} lors_e2e_info_t;
+
+/* LORS_OK (info->present says whether there are transforms) or LORS_E_EXNODE if the
+ * lns_e2e metadata is malformed (err says how). */
+int lors_e2e_info(const xnd_t *x, lors_e2e_info_t *info, char *err, size_t errlen);
+
+/* ---- probing mappings (ls, trim -u, augment -B) ----------------------------------------- */
+
+typedef struct lors_probe {
+    int mapping;              /* index in x->maps */
+    lors_depot_t depot;       /* from the mapping's first capability; depot.host "" if none parses */
+    int alive;                /* 1: the depot answered and the allocation is there; 0: not */
+    int ibp_err;              /* 0, or what the depot or libibp said */
+    int probed;               /* 1: probe holds a PROBE reply (the mapping has a manage cap) */
+    ibp_probe_t probe;
+    int64_t expires;          /* epoch: now + seconds_left if probed, else the exNode's end */
+    char why[96];             /* when not alive: "expired", "connection refused", ... */
+} lors_probe_t;
+
+/* Probe every mapping of x, `threads` at once, each call bounded by timeout_s: PROBE with the
+ * manage capability, else a 1-byte LOAD with the read capability (a zero-length mapping: the
+ * depot's STATUS).  A mapping whose end is past is dead without asking ("expired").
+ * *out is malloc'd, x->nmaps entries in document order. */
+int lors_probe_all(const xnd_t *x, int threads, int timeout_s, lors_probe_t **out);
+
+/* The logical view: x's coverage counting only mappings alive in probes (NULL: all). */
+int lors_ls_logical(const xnd_t *x, const lors_probe_t *probes, xnd_range_t **out, size_t *n);
+
+/* ---- augment: more copies, depot to depot --------------------------------------------- */
+
+typedef struct lors_augment_opts {
+    lors_upload_opts_t up;    /* depots, copies (-c), duration, reliability, threads, timeout,
+                               * on_event; blocksize/fragments/checksum/e2e are not used */
+    int balance;              /* -B: add copies only where fewer than up.copies live ones exist */
+    int64_t offset, length;   /* -O/-L: only mappings holding bytes of this range; length -1 = to the end */
+    int relay;                /* 1 (default): where SEND fails, copy through this client; 0: don't */
+} lors_augment_opts_t;
+
+/* Defaults: those of lors_upload_opts_init, balance 0, the whole file, relay 1. */
+void lors_augment_opts_init(lors_augment_opts_t *o);
+
+/* Add copies of x's data on the depots of o->up.depots.  For each piece of the file (the
+ * live mappings that together cover it, chosen greedily), each new copy is an allocation on
+ * a depot that holds no copy of that piece yet (if possible), filled by IBP SEND from the
+ * source mapping's depot: the bytes do not pass through this client.  Where SEND fails, the
+ * bytes are loaded and stored through the client (o->relay) and the report says so.  A new
+ * mapping repeats its source's range and lns_checksum function.  On LORS_OK the new mappings
+ * are appended to x and, if added is not NULL, *added is a new exNode with x's file metadata
+ * and only the new mappings (-n).  On failure x is unchanged, the allocations made are freed
+ * and report->error names the piece.  report: bytes_sent, bytes_relayed, mappings (added),
+ * issues. */
+int lors_augment(const lors_augment_opts_t *o, xnd_t *x, xnd_t **added, lors_report_t *report);
+
+/* ---- trim: fewer mappings ------------------------------------------------------------- */
+
+typedef struct lors_trim_opts {
+    const int *mappings;      /* -m: mapping numbers (document order, from 0) */
+    size_t nmappings;
+    const lors_depot_t *depots; /* -D/--depot: every mapping on these depots (rid "" = any) */
+    size_t ndepots;
+    int dead;                 /* -u: only mappings found dead (alone: all dead ones) */
+    int free_allocs;          /* -d: DECR the read count of each removed mapping (frees it) */
+    int force;                /* remove even if some byte would be left with no mapping */
+    int threads, timeout_s;   /* for probes and DECRs */
+} lors_trim_opts_t;
+
+void lors_trim_opts_init(lors_trim_opts_t *o); /* 4 threads, 30 s, nothing selected */
+
+typedef struct lors_trim_report {
+    int *removed;             /* malloc'd: the numbers (before removal) of the removed mappings */
+    size_t nremoved;
+    int *unfreed;             /* malloc'd: removed mappings whose DECR failed (-d) */
+    size_t nunfreed;
+    char error[512];
+} lors_trim_report_t;
+
+void lors_trim_report_free(lors_trim_report_t *r);
+
+/* Remove the selected mappings from x (selection: -m numbers and depots, united; with dead,
+ * only those of them found dead, or all dead ones if nothing else is selected).  Unless
+ * force, refuses with LORS_E_UNSAFE (x unchanged) when a byte held by some mapping before
+ * would be held by none after; removing dead mappings never counts as losing bytes.  With
+ * free_allocs the allocations are freed after x is edited; a failed DECR is listed in
+ * unfreed and gives LORS_E_PARTIAL (x is still edited).  A number out of range is
+ * LORS_E_INVAL. */
+int lors_trim(const lors_trim_opts_t *o, xnd_t *x, lors_trim_report_t *report);
+
+/* ---- refresh: longer lifetimes -------------------------------------------------------- */
+
+typedef enum lors_refresh_mode {
+    LORS_REFRESH_ADD = 1,     /* -d T: each mapping's end += T */
+    LORS_REFRESH_FROM_NOW,    /* -s T: end = now + T */
+    LORS_REFRESH_AT,          /* -a TIME: end = TIME (epoch) */
+    LORS_REFRESH_MAX          /* -m: as long as each depot allows */
+} lors_refresh_mode;
+
+typedef struct lors_refresh_opts {
+    lors_refresh_mode mode;
+    int64_t value;            /* seconds (ADD, FROM_NOW) or epoch (AT) */
+    int threads, timeout_s;
+} lors_refresh_opts_t;
+
+void lors_refresh_opts_init(lors_refresh_opts_t *o); /* MAX, 4 threads, 30 s */
+
+typedef struct lors_refresh_item {
+    int mapping;
+    int ok;
+    int ibp_err;
+    int64_t old_end, new_end; /* epochs; new_end as the depot reports it after the change */
+    char why[128];            /* when not ok */
+} lors_refresh_item_t;
+
+typedef struct lors_refresh_report {
+    lors_refresh_item_t *items; /* malloc'd, one per mapping, document order */
+    size_t n;
+    size_t failed;
+    char error[512];
+} lors_refresh_report_t;
+
+void lors_refresh_report_free(lors_refresh_report_t *r);
+
+/* CHNG the duration of every mapping (manage capability needed) and set its end in x to
+ * what the depot then reports (PROBE).  LORS_OK if all succeeded, LORS_E_PARTIAL if some
+ * failed (they keep their old end; the report says why for each). */
+int lors_refresh(const lors_refresh_opts_t *o, xnd_t *x, lors_refresh_report_t *report);
 
 /* ---- end-to-end checksums ---------------------------------------------------------------- */
 

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "lors.h"
+#include "lors_e2e_int.h"
 #include "lors_checksum.h"
 #include "lors_sched.h"
 #include "lns_io.h"
@@ -653,8 +654,8 @@ static int64_t round_blocksize(const dl_t *dl)
     return B;
 }
 
-int lors_download_fd(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
-                     lors_dl_report_t *report)
+int lors__download_plain(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
+                         lors_dl_report_t *report)
 {
     dl_t dl;
     int64_t off = 0, len = 0;

@@ -1,11 +1,16 @@
 #!/bin/sh
 # install-deps.sh -- install the Debian packages lns needs, only those that are missing.
 # Idempotent: when everything is present it checks and exits without touching apt.
+#   scripts/install-deps.sh           what building and `make test` need
+#   scripts/install-deps.sh --bench   also the peers `make bench` measures against (aria2)
 set -eu
 
-PKGS="build-essential pkg-config libssl-dev libsqlite3-dev libcunit1-dev libxml2-dev
+PKGS="build-essential pkg-config libssl-dev libsqlite3-dev libcunit1-dev libxml2-dev zlib1g-dev
 clang libclang-rt-14-dev
 curl socat nginx-light procps groff-base"
+if [ "${1:-}" = "--bench" ]; then
+    PKGS="$PKGS aria2"
+fi
 
 missing=""
 for p in $PKGS; do

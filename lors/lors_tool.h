@@ -1,0 +1,114 @@
+/* lors_tool.h -- what the lors_* programs share: the rc file, exit codes, the event stream
+ * (--events) and the progress bar.  Part of liblors, so that other front ends (the GUI, C
+ * programs) get the same behaviour.  See docs/lors-tools.md and docs/events.md.
+ */
+#ifndef LNS_LORS_TOOL_H
+#define LNS_LORS_TOOL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "lors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- exit codes (the same for every tool; documented in each man page) ------------------- */
+
+enum {
+    LORS_EXIT_OK = 0,
+    LORS_EXIT_USAGE = 2,     /* bad flags or option values, bad rc file */
+    LORS_EXIT_EXNODE = 3,    /* the exNode cannot be read, does not parse or is invalid */
+    LORS_EXIT_IO = 4,        /* a local file: input unreadable, output unwritable, reader gone */
+    LORS_EXIT_DEPOTS = 5,    /* depots: none given, none usable, data could not be placed */
+    LORS_EXIT_NO_DATA = 6,   /* some bytes have no live copy left (download, augment) */
+    LORS_EXIT_INTEGRITY = 7, /* checksum or decryption failure with no good copy; wrong key */
+    LORS_EXIT_PARTIAL = 8,   /* done, except for what the report lists (refresh, trim -d, ls dead) */
+    LORS_EXIT_INTERNAL = 9   /* out of memory, threads, a bug */
+};
+
+/* The exit code for a lors_err (LORS_OK -> 0). */
+int lors_exit_code(int lors_err);
+
+/* ---- the rc file ------------------------------------------------------------------------ */
+
+/* The rc file's settings; a field not set in the file is -1 (numbers) or NULL (strings). */
+typedef struct lors_rc {
+    char path[512];          /* the file read; "" if none */
+    char **lbone_servers;    /* LBONE_SERVER host[:port], in order (several allowed) */
+    size_t nlbone;
+    char *location;          /* LOCATION */
+    int64_t duration_s;      /* DURATION (s/m/h/d suffixes) */
+    int reliability;         /* STORAGE_TYPE HARD|SOFT -> IBP_HARD|IBP_SOFT */
+    int64_t e2e_blocksize;   /* E2E_BLOCKSIZE (K/M/G) */
+    char *e2e_order;         /* E2E_ORDER, e.g. "zlib,aes" (also "zlib aes") */
+    int64_t data_blocksize;  /* DATA_BLOCKSIZE */
+    int fragments;           /* FRAGMENTS_PER_FILE */
+    int copies;              /* COPIES */
+    int threads;             /* THREADS */
+    int maxdepots;           /* MAXDEPOTS */
+    int64_t max_buffer;      /* MAX_INTERNAL_BUFFER */
+    int timeout_s;           /* TIMEOUT */
+    char *depots;            /* DEPOT lines joined with ", " (each line may list several) */
+    int verbose;             /* VERBOSE */
+} lors_rc_t;
+
+/* Read the rc file: path if not NULL, else $LNS_RC, else ~/.xndrc.  Lines are
+ * "KEYWORD value" or "KEYWORD=value"; '#' starts a comment; keywords are case-insensitive.
+ * A missing ~/.xndrc is not an error (rc all unset); a missing file named by path or LNS_RC
+ * is.  Unknown keywords and bad values are LORS_E_RC with "FILE:LINE: ..." in err. */
+int lors_rc_load(const char *path, lors_rc_t *rc, char *err, size_t errlen);
+void lors_rc_free(lors_rc_t *rc);
+
+/* ---- the event stream (--events FILE|fd:N; docs/events.md) ------------------------------ */
+
+#define LORS_EVENTS_VERSION 1
+
+typedef struct lors_evstream lors_evstream_t;
+
+/* Open the stream: "fd:N" writes to an open descriptor, anything else is a file created or
+ * truncated.  Writes the header line "LNS-EVENTS 1 tool=<tool> pid=<pid> time=<epoch>".
+ * NULL on failure with err set. */
+lors_evstream_t *lors_evstream_open(const char *spec, const char *tool, char *err, size_t errlen);
+/* One line per library event; usable as a lors_event_fn with the stream as its arg. */
+void lors_evstream_event(void *stream, const lors_event_t *ev);
+/* A free-form event line: "<ms> <KIND> <fmt...>"; KIND in capitals (BEGIN, END, INFO...). */
+void lors_evstream_printf(lors_evstream_t *es, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Flush and close (a "fd:N" descriptor is not closed).  NULL is fine. */
+void lors_evstream_close(lors_evstream_t *es);
+
+/* ---- the progress bar (stderr, only on a terminal unless forced) ------------------------ */
+
+typedef struct lors_progress lors_progress_t;
+
+/* A bar for total bytes (-1 unknown) on fd, labelled label; NULL if fd is not a terminal
+ * and force is 0 (then all calls below are no-ops on NULL).  Redrawn at most 10 times a
+ * second: bytes done, rate, ETA and each depot's share of the bytes. */
+lors_progress_t *lors_progress_new(int fd, const char *label, int64_t total, int force);
+/* Feed it library events (a lors_event_fn with the bar as arg): FETCH_END/STORE_END/
+ * SEND_END count bytes per depot, WRITE counts bytes done for downloads. */
+void lors_progress_event(void *bar, const lors_event_t *ev);
+/* Or count bytes directly. */
+void lors_progress_add(lors_progress_t *p, int64_t bytes);
+/* Draw the final state, end the line, free. */
+void lors_progress_finish(lors_progress_t *p);
+
+/* ---- fan-out: several consumers of one event feed ---------------------------------------- */
+
+typedef struct lors_event_tee {
+    lors_event_fn fn[4];
+    void *arg[4];
+    int n;
+} lors_event_tee_t;
+
+/* Add a consumer (ignored if fn is NULL or the tee is full). */
+void lors_event_tee_add(lors_event_tee_t *t, lors_event_fn fn, void *arg);
+/* A lors_event_fn with the tee as arg: calls each consumer in order. */
+void lors_event_tee_call(void *tee, const lors_event_t *ev);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
