@@ -1,8 +1,585 @@
-/* lors_e2e.c -- end-to-end transforms (zlib, AES-256-GCM) around the upload and download engines. */
+/* lors_e2e.c -- end-to-end transforms (zlib, AES-256-GCM) around the upload and download engines.
+ *
+ * The engines move stored bytes and know nothing of frames; this file joins them to the
+ * user's plain bytes with a pipe and one thread, so each engine keeps its own guarantees.
+ *
+ * Upload: an encoder thread reads the input once, frame by frame, transforms each frame and
+ * writes it into a pipe; the plain upload engine reads the pipe as an input of unknown
+ * length (so it stripes, checksums and replicates the stored bytes), and the frame table is
+ * then added to its exNode.  If the engine stops, closing the pipe's read end stops the
+ * encoder (EPIPE); if the input fails, the engine has seen a clean end of the pipe and its
+ * allocations are freed here.
+ *
+ * Download: the frames that cover the asked plain range are found in the frame table; a
+ * feeder thread runs the plain download engine on exactly their stored bytes into a pipe;
+ * the calling thread decodes frame by frame and writes only the asked plain bytes.  If it
+ * stops first (a bad frame, a write error), closing the read end stops the feeder.
+ * Memory: the engines' own bounds plus a stored and a plain frame on each side.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/rand.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lns_io.h"
+#include "lns_time.h"
 #include "lors_e2e_int.h"
+
+#define PIPE_BYTES (1 << 20) /* asked of the kernel: fewer context switches per frame */
+
+static double now_s(void)
+{
+    return (double)lns_mono_ns() / 1e9;
+}
+
+/* Read n bytes (fewer only at the end of the input): bytes read, or -1. */
+static int64_t read_full(int fd, unsigned char *buf, int64_t n)
+{
+    int64_t got = 0;
+    while (got < n) {
+        ssize_t r = lns_fd_read_some(fd, buf + got, (size_t)(n - got), -1);
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        got += r;
+    }
+    return got;
+}
+
+/* The encoder's read: like read_full, but gives up (-2) as soon as the engine has stopped
+ * reading the pipe (its read end closed: POLLERR on the write end), so an upload that
+ * failed does not wait for a slow or silent input to send more. */
+static int64_t read_input(int fd, int pipe_wr, unsigned char *buf, int64_t n)
+{
+    int64_t got = 0;
+    while (got < n) {
+        struct pollfd pf[2] = {{.fd = fd, .events = POLLIN}, {.fd = pipe_wr, .events = 0}};
+        if (poll(pf, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (pf[1].revents & (POLLERR | POLLHUP | POLLNVAL))
+            return -2;
+        if (!pf[0].revents)
+            continue;
+        ssize_t r = lns_fd_read_some(fd, buf + got, (size_t)(n - got), -1);
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        got += r;
+    }
+    return got;
+}
+
+static int make_pipe(int p[2])
+{
+    if (pipe2(p, O_CLOEXEC) != 0)
+        return -1;
+    (void)fcntl(p[1], F_SETPIPE_SZ, PIPE_BYTES); /* best effort: the default works too */
+    return 0;
+}
+
+/* SIGPIPE held back in the calling thread: a closed pipe is EPIPE.  *was_pending: whether a
+ * SIGPIPE was already pending (then it is not ours to consume). */
+static void hold_sigpipe(sigset_t *old, int *was_pending)
+{
+    sigset_t set, pending;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &set, old);
+    sigpending(&pending);
+    *was_pending = sigismember(&pending, SIGPIPE);
+}
+
+static void release_sigpipe(const sigset_t *old, int was_pending)
+{
+    sigset_t set, pending;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    if (!was_pending) {
+        struct timespec zero = {0, 0};
+        sigpending(&pending);
+        if (sigismember(&pending, SIGPIPE))
+            sigtimedwait(&set, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+/* ---- upload ------------------------------------------------------------------------------ */
+
+typedef struct enc {
+    lors__e2e_codec_t codec;
+    lors__e2e_desc_t *d;      /* the frame table, filled as frames go out */
+    int in_fd;                /* the input: a descriptor ... */
+    const unsigned char *mem; /* ... or memory */
+    int64_t length;           /* -1: until the end of the input */
+    int out_fd;               /* the pipe's write end; the encoder closes it */
+    int64_t plain_read;
+    int rc;                   /* LORS_OK, or why the encoder stopped */
+    int engine_gone;          /* it stopped because the engine stopped reading */
+    char err[512];
+} enc_t;
+
+static void *encoder(void *arg)
+{
+    enc_t *e = arg;
+    lors__e2e_desc_t *d = e->d;
+    int64_t fs = d->frame_size;
+    unsigned char *plain = e->mem ? NULL : malloc((size_t)fs);
+    unsigned char *st = malloc((size_t)lors__e2e_max_stored(&d->chain, fs));
+    sigset_t old;
+    int was_pending;
+    char why[256];
+
+    hold_sigpipe(&old, &was_pending);
+    if ((!e->mem && !plain) || !st) {
+        e->rc = LORS_E_NOMEM;
+        snprintf(e->err, sizeof e->err, "out of memory for a frame of %lld bytes", (long long)fs);
+    }
+    while (e->rc == LORS_OK) {
+        int64_t want = e->length >= 0 && e->length - e->plain_read < fs
+                           ? e->length - e->plain_read : fs;
+        const unsigned char *src = e->mem ? e->mem + e->plain_read : plain;
+        int64_t n = e->mem ? want : want > 0 ? read_input(e->in_fd, e->out_fd, plain, want) : 0;
+        if (n == -2) {
+            e->rc = LORS_E_WRITE;
+            e->engine_gone = 1;
+            break;
+        }
+        if (n < 0) {
+            e->rc = LORS_E_READ;
+            snprintf(e->err, sizeof e->err, "reading the input at byte %lld: %s",
+                     (long long)e->plain_read, strerror(errno));
+            break;
+        }
+        if (n < want && e->length >= 0) {
+            e->rc = LORS_E_SHORT;
+            snprintf(e->err, sizeof e->err, "the input ended at byte %lld, before its length %lld",
+                     (long long)(e->plain_read + n), (long long)e->length);
+            break;
+        }
+        if (n == 0)
+            break;
+        if (d->frames >= LORS_E2E_MAX_FRAMES) {
+            e->rc = LORS_E_INVAL;
+            snprintf(e->err, sizeof e->err, "the input needs more than %lld frames of %lld bytes: "
+                     "use a larger e2e frame size", (long long)LORS_E2E_MAX_FRAMES, (long long)fs);
+            break;
+        }
+        size_t sl = 0;
+        int rc = lors__e2e_encode(&e->codec, (uint32_t)d->frames, src, (size_t)n, st, &sl, why,
+                                  sizeof why);
+        if (rc == LORS_OK && (rc = lors__e2e_desc_add(d, n, (int64_t)sl)) != LORS_OK)
+            snprintf(why, sizeof why, "out of memory for the frame table");
+        if (rc != LORS_OK) {
+            e->rc = rc;
+            snprintf(e->err, sizeof e->err, "frame %lld (plain bytes %lld-%lld): %s",
+                     (long long)d->frames, (long long)e->plain_read,
+                     (long long)(e->plain_read + n - 1), why);
+            break;
+        }
+        e->plain_read += n;
+        if (lns_fd_write_all(e->out_fd, st, sl, -1) < 0) {
+            e->rc = LORS_E_WRITE;
+            e->engine_gone = 1;
+            break;
+        }
+        if (n < want)
+            break;
+    }
+    close(e->out_fd);
+    release_sigpipe(&old, was_pending);
+    free(plain);
+    free(st);
+    return NULL;
+}
+
+/* A failed input after the engine succeeded: what it stored is not the file. */
+static void discard(const lors_upload_opts_t *o, xnd_t *x)
+{
+    ibp_client_opts_t co;
+    ibp_client_opts_init(&co);
+    co.io_timeout_ms = o->timeout_s * 1000;
+    co.server_timeout_s = o->timeout_s;
+    ibp_client_t *c = ibp_client_new(&co);
+    for (size_t i = 0; c && i < x->nmaps; i++)
+        if (x->maps[i]->cap[XND_MANAGE])
+            ibp_decr(c, x->maps[i]->cap[XND_MANAGE], IBP_READCAP);
+    if (c)
+        ibp_client_free(c);
+    xnd_free(x);
+}
+
+static int upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chain, int fd,
+                      const unsigned char *mem, int64_t length, const char *filename,
+                      xnd_t **out, lors_report_t *rep)
+{
+    double t0 = now_s();
+    int64_t fs = o->e2e_blocksize ? o->e2e_blocksize : LORS_E2E_DEFAULT_FRAME;
+    lors__e2e_desc_t d;
+    enc_t e;
+    int p[2], rc;
+    pthread_t tid;
+
+    if (fs < 1 || fs > LORS_E2E_MAX_FRAME) {
+        snprintf(rep->error, sizeof rep->error,
+                 "upload options: e2e frame size out of range (1..%lld)",
+                 (long long)LORS_E2E_MAX_FRAME);
+        return LORS_E_INVAL;
+    }
+    if (chain->has_aes && !o->key) {
+        snprintf(rep->error, sizeof rep->error, "e2e chain \"%s\": aes needs a key, none given",
+                 chain->name);
+        return LORS_E_KEY;
+    }
+    memset(&d, 0, sizeof d);
+    memset(&e, 0, sizeof e);
+    d.chain = *chain;
+    d.frame_size = fs;
+    if (chain->has_aes) {
+        if (RAND_bytes(d.salt, sizeof d.salt) != 1) {
+            snprintf(rep->error, sizeof rep->error, "no random salt: OpenSSL's RAND_bytes failed");
+            return LORS_E_E2E;
+        }
+        lors__e2e_keyid(o->key, d.keyid);
+    }
+    if ((rc = lors__e2e_codec_init(&e.codec, chain, o->key, d.salt)) != LORS_OK) {
+        snprintf(rep->error, sizeof rep->error, "upload: out of memory");
+        lors__e2e_codec_free(&e.codec);
+        return rc;
+    }
+    if (make_pipe(p) != 0) {
+        snprintf(rep->error, sizeof rep->error, "upload: no pipe for the transformed bytes: %s",
+                 strerror(errno));
+        lors__e2e_codec_free(&e.codec);
+        return LORS_E_READ;
+    }
+    e.d = &d;
+    e.in_fd = fd;
+    e.mem = mem;
+    e.length = length;
+    e.out_fd = p[1];
+    if (pthread_create(&tid, NULL, encoder, &e) != 0) {
+        close(p[0]);
+        close(p[1]);
+        lors__e2e_codec_free(&e.codec);
+        snprintf(rep->error, sizeof rep->error, "upload: cannot start the encoder thread");
+        return LORS_E_THREAD;
+    }
+
+    lors_upload_opts_t po = *o;
+    po.e2e = NULL;
+    po.key = NULL;
+    rc = lors__upload_plain_fd(&po, p[0], -1, filename, out, rep);
+    close(p[0]); /* an encoder still writing gets EPIPE and stops */
+    pthread_join(tid, NULL);
+    lors__e2e_codec_free(&e.codec);
+
+    if (e.rc != LORS_OK && !e.engine_gone) {
+        if (rc == LORS_OK) {
+            discard(o, *out);
+            *out = NULL;
+            rep->mappings = 0;
+        }
+        rc = e.rc;
+        snprintf(rep->error, sizeof rep->error, "%s", e.err);
+    } else if (rc == LORS_OK && d.stored_size != rep->size) {
+        rc = LORS_E_E2E;
+        snprintf(rep->error, sizeof rep->error, "the engine stored %lld bytes, the encoder made "
+                 "%lld", (long long)rep->size, (long long)d.stored_size);
+    } else if (rc == LORS_OK && (rc = lors__e2e_desc_write(&d, *out)) != XND_OK) {
+        snprintf(rep->error, sizeof rep->error, "building the exNode: %s", xnd_strerror(rc));
+        rc = rc == XND_E_NOMEM ? LORS_E_NOMEM : LORS_E_EXNODE;
+    }
+    if (rc != LORS_OK && *out) {
+        discard(o, *out);
+        *out = NULL;
+        rep->mappings = 0;
+    }
+    rep->bytes_read = e.plain_read;
+    rep->plain_size = d.plain_size;
+    rep->seconds = now_s() - t0;
+    lors__e2e_desc_free(&d);
+    return rc;
+}
+
+/* Which path: plain, or transforms (chain parsed into c). */
+static int upload_path(const lors_upload_opts_t *o, lors__e2e_chain_t *c, xnd_t **out,
+                       lors_report_t *rep)
+{
+    memset(rep, 0, sizeof *rep);
+    if (out)
+        *out = NULL;
+    if (!o || !o->e2e || !*o->e2e) {
+        c->n = 0;
+        return LORS_OK;
+    }
+    return lors__e2e_chain_parse(o->e2e, c, rep->error, sizeof rep->error);
+}
+
+int lors_upload_fd(const lors_upload_opts_t *o, int fd, int64_t length, const char *filename,
+                   xnd_t **out, lors_report_t *report)
+{
+    lors_report_t local;
+    lors_report_t *rep = report ? report : &local;
+    lors__e2e_chain_t c;
+    int rc = upload_path(o, &c, out, rep);
+    if (rc == LORS_OK && c.n == 0) {
+        rc = lors__upload_plain_fd(o, fd, length, filename, out, rep);
+        rep->plain_size = rep->size;
+    } else if (rc == LORS_OK && (fd < 0 || length < -1)) {
+        snprintf(rep->error, sizeof rep->error, "upload: bad file descriptor or length");
+        rc = LORS_E_INVAL;
+    } else if (rc == LORS_OK && !out) {
+        snprintf(rep->error, sizeof rep->error, "upload: no place for the exNode");
+        rc = LORS_E_INVAL;
+    } else if (rc == LORS_OK) {
+        rc = upload_e2e(o, &c, fd, NULL, length, filename, out, rep);
+    }
+    if (!report)
+        lors_report_free(&local);
+    return rc;
+}
+
+int lors_upload_buf(const lors_upload_opts_t *o, const void *buf, size_t len,
+                    const char *filename, xnd_t **out, lors_report_t *report)
+{
+    lors_report_t local;
+    lors_report_t *rep = report ? report : &local;
+    lors__e2e_chain_t c;
+    int rc = upload_path(o, &c, out, rep);
+    if (rc == LORS_OK && c.n == 0) {
+        rc = lors__upload_plain_buf(o, buf, len, filename, out, rep);
+        rep->plain_size = rep->size;
+    } else if (rc == LORS_OK && !buf && len > 0) {
+        snprintf(rep->error, sizeof rep->error, "upload: no buffer");
+        rc = LORS_E_INVAL;
+    } else if (rc == LORS_OK && !out) {
+        snprintf(rep->error, sizeof rep->error, "upload: no place for the exNode");
+        rc = LORS_E_INVAL;
+    } else if (rc == LORS_OK) {
+        rc = upload_e2e(o, &c, -1, buf ? buf : (const void *)"", (int64_t)len, filename, out,
+                        rep);
+    }
+    if (!report)
+        lors_report_free(&local);
+    return rc;
+}
+
+/* ---- download ---------------------------------------------------------------------------- */
+
+typedef struct feed {
+    lors_download_opts_t o;   /* the stored range of the frames */
+    const xnd_t *x;
+    int fd;                   /* the pipe's write end; the feeder closes it */
+    lors_dl_report_t rep;
+    int rc;
+} feed_t;
+
+static void *feeder(void *arg)
+{
+    feed_t *f = arg;
+    f->rc = lors__download_plain(&f->o, f->x, f->fd, &f->rep);
+    close(f->fd);
+    return NULL;
+}
+
+/* Decode frames f0..f1 from in_fd and write the plain bytes of [off, end) to out_fd.
+ * LORS_OK; 1 if the stored bytes ended early (the feeder failed); or an error in rep. */
+static int decode_frames(const lors__e2e_desc_t *d, lors__e2e_codec_t *codec, int in_fd,
+                         int out_fd, int64_t off, int64_t end, lors_dl_report_t *rep)
+{
+    int64_t fs = d->frame_size;
+    int64_t f0 = off / fs, f1 = (end - 1) / fs;
+    unsigned char *sbuf = malloc((size_t)lors__e2e_max_stored(&d->chain, fs));
+    unsigned char *pbuf = malloc((size_t)fs);
+    char why[256];
+    int rc = LORS_OK;
+
+    if (!sbuf || !pbuf) {
+        snprintf(rep->error, sizeof rep->error, "out of memory for a frame of %lld bytes",
+                 (long long)fs);
+        rc = LORS_E_NOMEM;
+    }
+    for (int64_t f = f0; rc == LORS_OK && f <= f1; f++) {
+        int64_t so, sl, pl = lors__e2e_frame_plain(d, f), fstart = f * fs;
+        lors__e2e_frame_loc(d, f, &so, &sl);
+        int64_t n = read_full(in_fd, sbuf, sl);
+        if (n != sl) {
+            rc = 1;
+            break;
+        }
+        rc = lors__e2e_decode(codec, (uint32_t)f, sbuf, (size_t)sl, pbuf, (size_t)pl, why,
+                              sizeof why);
+        if (rc != LORS_OK) {
+            snprintf(rep->error, sizeof rep->error, "frame %lld (plain bytes %lld-%lld): %s",
+                     (long long)f, (long long)fstart, (long long)(fstart + pl - 1), why);
+            break;
+        }
+        int64_t a = off > fstart ? off : fstart;
+        int64_t b = end < fstart + pl ? end : fstart + pl;
+        if (lns_fd_write_all(out_fd, pbuf + (a - fstart), (size_t)(b - a), -1) < 0) {
+            snprintf(rep->error, sizeof rep->error, "writing bytes %lld-%lld to the output: %s",
+                     (long long)a, (long long)(b - 1), strerror(errno));
+            rc = LORS_E_WRITE;
+            break;
+        }
+        rep->bytes_written += b - a;
+    }
+    free(sbuf);
+    free(pbuf);
+    return rc;
+}
+
+/* The feeder failed: its report, with the missing stored bytes as plain bytes. */
+static void feeder_failed(const lors__e2e_desc_t *d, const feed_t *fd, int64_t off, int64_t end,
+                          lors_dl_report_t *rep)
+{
+    if (fd->rc == LORS_E_NO_REPLICA && fd->rep.missing_len > 0) {
+        int64_t fa = lors__e2e_frame_at(d, fd->rep.missing_off);
+        int64_t fb = lors__e2e_frame_at(d, fd->rep.missing_off + fd->rep.missing_len - 1);
+        int64_t a = fa * d->frame_size, b = fb * d->frame_size + lors__e2e_frame_plain(d, fb);
+        rep->missing_off = a > off ? a : off;
+        rep->missing_len = (b < end ? b : end) - rep->missing_off;
+        snprintf(rep->error, sizeof rep->error, "plain bytes %lld-%lld (frames %lld-%lld): %.400s",
+                 (long long)rep->missing_off,
+                 (long long)(rep->missing_off + rep->missing_len - 1), (long long)fa,
+                 (long long)fb, fd->rep.error);
+    } else {
+        snprintf(rep->error, sizeof rep->error, "%s", fd->rep.error);
+    }
+}
+
+static int download_e2e(const lors_download_opts_t *o, const xnd_t *x,
+                        const lors__e2e_desc_t *d, int out_fd, lors_dl_report_t *rep)
+{
+    double t0 = now_s();
+    int64_t off = o->offset, len = o->length < 0 ? d->plain_size - o->offset : o->length;
+    char kid[17];
+    feed_t fd;
+    lors__e2e_codec_t codec;
+    int p[2], rc;
+    pthread_t tid;
+
+    if (out_fd < 0) {
+        snprintf(rep->error, sizeof rep->error, "no options, exNode or output");
+        return LORS_E_INVAL;
+    }
+    if (d->chain.has_aes && !o->key) {
+        snprintf(rep->error, sizeof rep->error,
+                 "the file is encrypted (e2e chain \"%s\") and no key was given", d->chain.name);
+        return LORS_E_KEY;
+    }
+    if (d->chain.has_aes) {
+        lors__e2e_keyid(o->key, kid);
+        if (strcmp(kid, d->keyid) != 0) {
+            snprintf(rep->error, sizeof rep->error,
+                     "the key does not match the one this file was encrypted with");
+            return LORS_E_KEY;
+        }
+    }
+    if (off < 0 || off > d->plain_size || len < 0 || len > d->plain_size - off) {
+        snprintf(rep->error, sizeof rep->error, "the range runs past the end of the file");
+        return LORS_E_INVAL;
+    }
+
+    memset(&fd, 0, sizeof fd);
+    fd.o = *o;
+    fd.o.key = NULL;
+    fd.x = x;
+    if (len == 0) {
+        /* nothing to decode; the engine still checks the options */
+        fd.o.offset = fd.o.length = 0;
+        rc = lors__download_plain(&fd.o, x, out_fd, rep);
+        rep->offset = off;
+        rep->length = 0;
+        return rc;
+    }
+    int64_t f0 = off / d->frame_size, f1 = (off + len - 1) / d->frame_size, so, sl, lo, ll;
+    lors__e2e_frame_loc(d, f0, &so, &sl);
+    lors__e2e_frame_loc(d, f1, &lo, &ll);
+    fd.o.offset = so;
+    fd.o.length = lo + ll - so;
+    if ((rc = lors__e2e_codec_init(&codec, &d->chain, o->key, d->salt)) != LORS_OK) {
+        lors__e2e_codec_free(&codec);
+        snprintf(rep->error, sizeof rep->error, "out of memory");
+        return rc;
+    }
+    if (make_pipe(p) != 0) {
+        lors__e2e_codec_free(&codec);
+        snprintf(rep->error, sizeof rep->error, "no pipe for the stored bytes: %s",
+                 strerror(errno));
+        return LORS_E_THREAD;
+    }
+    fd.fd = p[1];
+    if (pthread_create(&tid, NULL, feeder, &fd) != 0) {
+        close(p[0]);
+        close(p[1]);
+        lors__e2e_codec_free(&codec);
+        snprintf(rep->error, sizeof rep->error, "cannot start the download thread");
+        return LORS_E_THREAD;
+    }
+    sigset_t old;
+    int was_pending;
+    hold_sigpipe(&old, &was_pending);
+    lors_dl_report_t mine;
+    memset(&mine, 0, sizeof mine);
+    rc = decode_frames(d, &codec, p[0], out_fd, off, off + len, &mine);
+    close(p[0]); /* a feeder still writing gets EPIPE and stops */
+    pthread_join(tid, NULL);
+    release_sigpipe(&old, was_pending);
+    lors__e2e_codec_free(&codec);
+
+    /* the engine's report (per-depot statistics, bad mappings, ...), in plain bytes */
+    *rep = fd.rep;
+    rep->offset = off;
+    rep->length = len;
+    rep->bytes_written = mine.bytes_written;
+    rep->missing_off = rep->missing_len = 0;
+    if (rc == 1 && fd.rc != LORS_OK) {
+        rc = fd.rc;
+        feeder_failed(d, &fd, off, off + len, rep);
+    } else if (rc == 1) {
+        rc = LORS_E_E2E;
+        snprintf(rep->error, sizeof rep->error, "the stored bytes of frames %lld-%lld ended "
+                 "early (%.400s)", (long long)f0, (long long)f1, fd.rep.error);
+    } else {
+        snprintf(rep->error, sizeof rep->error, "%s", mine.error);
+    }
+    rep->seconds = now_s() - t0;
+    return rc;
+}
 
 int lors_download_fd(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
                      lors_dl_report_t *report)
 {
-    return lors__download_plain(o, x, out_fd, report);
+    lors__e2e_desc_t d;
+    lors_dl_report_t local;
+    lors_dl_report_t *rep = report ? report : &local;
+    int present = 0;
+
+    if (!o || !x)
+        return lors__download_plain(o, x, out_fd, report);
+    memset(rep, 0, sizeof *rep);
+    int rc = lors__e2e_desc_read(x, &d, &present, rep->error, sizeof rep->error);
+    if (rc != LORS_OK || !present) {
+        if (!report)
+            lors_dl_report_free(&local);
+        return rc != LORS_OK ? rc : lors__download_plain(o, x, out_fd, report);
+    }
+    rc = download_e2e(o, x, &d, out_fd, rep);
+    lors__e2e_desc_free(&d);
+    if (!report)
+        lors_dl_report_free(&local);
+    return rc;
 }

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "lors_checksum.h"
+#include "lors_e2e_int.h"
 #include "lors_upload_int.h"
 
 void lors_upload_opts_init(lors_upload_opts_t *o)
@@ -483,8 +484,8 @@ done:
     return rc;
 }
 
-int lors_upload_fd(const lors_upload_opts_t *o, int fd, int64_t length, const char *filename,
-                   xnd_t **out, lors_report_t *report)
+int lors__upload_plain_fd(const lors_upload_opts_t *o, int fd, int64_t length,
+                          const char *filename, xnd_t **out, lors_report_t *report)
 {
     if (fd < 0 || length < -1) {
         if (out)
@@ -498,8 +499,8 @@ int lors_upload_fd(const lors_upload_opts_t *o, int fd, int64_t length, const ch
     return upload(o, SRC_STREAM, fd, NULL, length, filename, out, report);
 }
 
-int lors_upload_buf(const lors_upload_opts_t *o, const void *buf, size_t len,
-                    const char *filename, xnd_t **out, lors_report_t *report)
+int lors__upload_plain_buf(const lors_upload_opts_t *o, const void *buf, size_t len,
+                           const char *filename, xnd_t **out, lors_report_t *report)
 {
     if (!buf && len > 0) {
         if (out)
