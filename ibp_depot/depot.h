@@ -352,6 +352,13 @@ void depot_meta_close(depot_meta_t *m);
 
 typedef struct depot_server depot_server_t;
 
+/* SEND's outgoing connections to target depots (depot_cmd_data.c): pooled libibp clients
+ * shared by every SEND, so that repeated SENDs to one target reuse keep-alive connections.
+ * Made when the server starts listening, freed once it has drained. */
+typedef struct depot_senders depot_senders_t;
+depot_senders_t *depot_senders_new(void);
+void depot_senders_free(depot_senders_t *s);
+
 typedef struct depot_conn {
     depot_server_t *srv;
     int fd;
@@ -377,6 +384,7 @@ struct depot_server {
     pthread_cond_t conn_cv;
     depot_conn_t *conns;
     int nconns;
+    depot_senders_t *senders;
 };
 
 /* Listen as cfg says; 0 ok, -1 with reason. */

@@ -6,11 +6,13 @@
  * the request line, its data buffer for the rest), then pwrite() into the file.  Outgoing
  * bytes take none: the reply line goes out with MSG_MORE and the data follows with
  * sendfile(), so both leave in full segments.  A STORE is acknowledged only after its bytes
- * are in the file and its new size is committed (depot_write_commit).
+ * are in the file and its new size is committed (depot_write_commit).  A SEND is a STORE to
+ * the target depot over a pooled connection, straight from the file with sendfile().
  */
 #include "depot.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -177,25 +179,87 @@ int depot_cmd_load(depot_conn_t *c, const ibp_req_t *req)
     return c->close && rc == IBP_OK ? IBP_E_SOCK_WRITE : rc;
 }
 
+/* ---- SEND's clients ------------------------------------------------------------------------
+ *
+ * A libibp client fixes its timeouts, while each SEND names its own (dst_T, sent to the
+ * target, and dst_client_T, how long we wait on it).  So there is one pooled client per
+ * (version, wait, dst_T) met so far, up to SENDERS_MAX; in practice one per client program,
+ * whose SENDs all ask the same.  Past that, a SEND gets a client of its own, unpooled, as it
+ * would without the table. */
+
+#define SENDERS_MAX 16
+
+typedef struct sender {
+    int version, wait_ms, dst_t;
+    ibp_client_t *cl;
+} sender_t;
+
+struct depot_senders {
+    pthread_mutex_t mu;
+    sender_t s[SENDERS_MAX];
+    int n;
+};
+
+depot_senders_t *depot_senders_new(void)
+{
+    depot_senders_t *s = calloc(1, sizeof *s);
+    if (s)
+        pthread_mutex_init(&s->mu, NULL);
+    return s;
+}
+
+void depot_senders_free(depot_senders_t *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->n; i++)
+        ibp_client_free(s->s[i].cl);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+static ibp_client_t *sender_client(int version, int wait_ms, int dst_t, int pooled)
+{
+    ibp_client_opts_t o;
+    ibp_client_opts_init(&o);
+    o.version = version;
+    o.connect_timeout_ms = wait_ms;
+    o.io_timeout_ms = wait_ms;
+    o.server_timeout_s = dst_t;
+    if (!pooled)
+        o.max_idle_per_depot = 0;
+    return ibp_client_new(&o);
+}
+
+/* The shared client for these settings (made on first use), or NULL if the table is full or
+ * memory is short. */
+static ibp_client_t *sender_shared(depot_senders_t *s, int version, int wait_ms, int dst_t)
+{
+    ibp_client_t *cl = NULL;
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->n && !cl; i++)
+        if (s->s[i].version == version && s->s[i].wait_ms == wait_ms && s->s[i].dst_t == dst_t)
+            cl = s->s[i].cl;
+    if (!cl && s->n < SENDERS_MAX && (cl = sender_client(version, wait_ms, dst_t, 1)))
+        s->s[s->n++] = (sender_t){version, wait_ms, dst_t, cl};
+    pthread_mutex_unlock(&s->mu);
+    return cl;
+}
+
 /* STORE the requested range of d to the target depot; version 1 first, 0 if it is an old
  * one. */
-static int send_to(const ibp_req_t *req, const depot_data_t *d, int tmo_ms, uint64_t *copied)
+static int send_to(depot_senders_t *senders, const ibp_req_t *req, const depot_data_t *d,
+                   int wait_ms, uint64_t *copied)
 {
     int rc = IBP_E_CONNECTION;
+    int dst_t = req->dst_timeout > 0 ? req->dst_timeout : 1;
     for (int v = 1; v >= 0; v--) {
-        ibp_client_opts_t o;
-        ibp_client_opts_init(&o);
-        o.version = v;
-        o.connect_timeout_ms = tmo_ms;
-        o.io_timeout_ms = tmo_ms;
-        o.server_timeout_s = req->dst_timeout > 0 ? req->dst_timeout : 1;
-        o.max_idle_per_depot = 0;
-        ibp_client_t *cl = ibp_client_new(&o);
-        if (!cl)
+        ibp_client_t *cl = sender_shared(senders, v, wait_ms, dst_t), *own = NULL;
+        if (!cl && !(cl = own = sender_client(v, wait_ms, dst_t, 0)))
             return IBP_E_INTERNAL;
         rc = ibp_store_file(cl, req->target_cap, d->fd, d->base + req->offset, req->length,
                             copied);
-        ibp_client_free(cl);
+        ibp_client_free(own);
         if (rc != IBP_E_PROT_VERS && rc != IBP_E_INVALID_CMD)
             break;
     }
@@ -213,7 +277,8 @@ int depot_cmd_send(depot_conn_t *c, const ibp_req_t *req)
     if (rc != IBP_OK)
         return depot_reply_err(c, rc);
     if (req->length > 0) {
-        rc = send_to(req, &d, depot_conn_timeout_ms(c, req->dst_client_timeout), &copied);
+        rc = send_to(c->srv->senders, req, &d, depot_conn_timeout_ms(c, req->dst_client_timeout),
+                     &copied);
         depot_data_close(&d);
     }
     depot_alloc_release(a);

@@ -47,6 +47,14 @@ int depot_server_listen(depot_server_t *srv, char *err, size_t errlen)
     }
     srv->wake_rd = p[0];
     srv->wake_wr = p[1];
+    srv->senders = depot_senders_new();
+    if (!srv->senders) {
+        snprintf(err, errlen, "out of memory");
+        close(p[0]);
+        close(p[1]);
+        close(srv->listen_fd);
+        return -1;
+    }
     pthread_mutex_init(&srv->conn_mu, NULL);
     pthread_cond_init(&srv->conn_cv, NULL);
     return 0;
@@ -333,6 +341,8 @@ int depot_server_run(depot_server_t *srv, int sigfd)
     close(srv->listen_fd);
     srv->listen_fd = -1;
     drain(srv);
+    depot_senders_free(srv->senders); /* no SEND is left running */
+    srv->senders = NULL;
     close(srv->wake_rd);
     close(srv->wake_wr);
     pthread_cond_destroy(&srv->conn_cv);

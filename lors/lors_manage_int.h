@@ -1,0 +1,49 @@
+/* lors_manage_int.h -- what probe, augment, trim and refresh share; internal to liblors.
+ *
+ * These modules work on the mappings of an existing exNode, many depot calls at once: a
+ * small pool of threads takes mapping (or job) numbers from a shared counter, each call
+ * bounded by the user's timeout, all through one pooled libibp client.  The exNode itself is
+ * never touched by the worker threads (xnd_t is not thread-safe): they fill per-item results
+ * and the calling thread applies them after the join.
+ */
+#ifndef LNS_LORS_MANAGE_INT_H
+#define LNS_LORS_MANAGE_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lors.h"
+
+/* The depot of a mapping, from its first capability (read, write, manage) that parses.
+ * 0, or -1 with d zeroed (host "") when none does. */
+int lors__map_depot(const xnd_mapping_t *m, lors_depot_t *d);
+/* 1 if the two name the same depot (host and port; rid only when both give one). */
+int lors__same_depot(const lors_depot_t *a, const lors_depot_t *b);
+
+/* A pooled client for `threads` parallel calls, each bounded by timeout_s.  NULL: no memory. */
+ibp_client_t *lors__client(int timeout_s, int threads);
+
+/* Run fn(arg, i) for every i in [0, n), on up to min(threads, n) threads, the calling one
+ * among them, so it always completes (on fewer threads if some cannot start).  fn runs
+ * without any lock of ours held. */
+void lors__parallel(size_t n, int threads, void (*fn)(void *arg, size_t i), void *arg);
+
+/* Mapping pointer -> document index, for xnd_coverage callbacks that only get the pointer. */
+typedef struct lors__mapidx {
+    const xnd_mapping_t **ptr; /* sorted */
+    size_t *idx;
+    size_t n;
+} lors__mapidx_t;
+
+int lors__mapidx_build(const xnd_t *x, lors__mapidx_t *mi); /* LORS_OK or LORS_E_NOMEM */
+/* The index of m, or (size_t)-1 if m is not one of x's mappings. */
+size_t lors__mapidx_find(const lors__mapidx_t *mi, const xnd_mapping_t *m);
+void lors__mapidx_free(lors__mapidx_t *mi);
+
+/* A short human reason for a libibp error ("no such allocation", "cannot connect", ...). */
+const char *lors__why(int err);
+
+/* "bytes A-B" of [off, off+len) into buf (len 0: "no bytes at A"). */
+void lors__bytes(int64_t off, int64_t len, char *buf, size_t size);
+
+#endif

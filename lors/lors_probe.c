@@ -1,0 +1,147 @@
+/* lors_probe.c -- is each mapping of an exNode still there?  And the logical view built on it.
+ *
+ * One question per mapping, all at once on a few threads: PROBE with the manage capability
+ * (which also tells how long the allocation lives and how many bytes it holds), else a
+ * 1-byte LOAD of the mapping's last byte with the read capability (if that byte is there, the
+ * ones before it are: allocations only grow by appending), else, for a mapping of no bytes,
+ * the depot's STATUS.  A mapping whose end has passed is dead without asking: the depot has
+ * reclaimed it, or will at any moment.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lns_time.h"
+#include "lors_manage_int.h"
+
+typedef struct probe_run {
+    const xnd_t *x;
+    ibp_client_t *ibp;
+    lors_probe_t *out;
+    int64_t now;
+} probe_run_t;
+
+static void dead(lors_probe_t *p, int err, const char *why)
+{
+    p->alive = 0;
+    p->ibp_err = err;
+    snprintf(p->why, sizeof p->why, "%s", why);
+}
+
+static void probe_one(void *arg, size_t i)
+{
+    probe_run_t *r = arg;
+    const xnd_mapping_t *m = r->x->maps[i];
+    lors_probe_t *p = &r->out[i];
+    int rc;
+
+    p->mapping = (int)i;
+    p->expires = m->end.epoch;
+    if (lors__map_depot(m, &p->depot) < 0) {
+        dead(p, 0, "no usable capability");
+        return;
+    }
+    if (m->end.epoch != XND_TIME_UNKNOWN && m->end.epoch <= r->now) {
+        dead(p, 0, "expired");
+        return;
+    }
+    if (m->cap[XND_MANAGE]) {
+        rc = ibp_probe(r->ibp, m->cap[XND_MANAGE], &p->probe);
+        if (rc != IBP_OK) {
+            dead(p, rc, lors__why(rc));
+            return;
+        }
+        p->probed = 1;
+        p->expires = p->probe.seconds_left >= 0 ? lns_now_s() + p->probe.seconds_left
+                                                : XND_TIME_UNKNOWN;
+        uint64_t need = (uint64_t)m->alloc_offset + (uint64_t)m->logical_length;
+        if (p->probe.cur_size < need) {
+            char why[96];
+            snprintf(why, sizeof why, "incomplete: the allocation holds %llu of %llu bytes",
+                     (unsigned long long)p->probe.cur_size, (unsigned long long)need);
+            dead(p, 0, why);
+            return;
+        }
+    } else if (m->cap[XND_READ] && m->logical_length > 0) {
+        unsigned char b;
+        rc = ibp_load(r->ibp, m->cap[XND_READ],
+                      (uint64_t)(m->alloc_offset + m->logical_length - 1), 1, &b);
+        if (rc != IBP_OK) {
+            dead(p, rc, rc == IBP_E_INVALID_PARAMETER ? "incomplete: bytes missing"
+                                                      : lors__why(rc));
+            return;
+        }
+    } else {
+        ibp_depot_status_t st;
+        rc = ibp_status(r->ibp, p->depot.host, p->depot.port, p->depot.rid[0] ? p->depot.rid : NULL,
+                        NULL, &st);
+        if (rc != IBP_OK) {
+            dead(p, rc, lors__why(rc));
+            return;
+        }
+    }
+    p->alive = 1;
+}
+
+int lors_probe_all(const xnd_t *x, int threads, int timeout_s, lors_probe_t **out)
+{
+    if (!out)
+        return LORS_E_INVAL;
+    *out = NULL;
+    if (!x)
+        return LORS_E_INVAL;
+    lors_probe_t *pr = calloc(x->nmaps ? x->nmaps : 1, sizeof *pr);
+    if (!pr)
+        return LORS_E_NOMEM;
+    probe_run_t r = {x, NULL, pr, lns_now_s()};
+    if (x->nmaps > 0) {
+        if (threads < 1)
+            threads = 1;
+        r.ibp = lors__client(timeout_s, threads);
+        if (!r.ibp) {
+            free(pr);
+            return LORS_E_NOMEM;
+        }
+        lors__parallel(x->nmaps, threads, probe_one, &r);
+        ibp_client_free(r.ibp);
+    }
+    *out = pr;
+    return LORS_OK;
+}
+
+/* ---- the logical view ------------------------------------------------------------------ */
+
+typedef struct live_arg {
+    lors__mapidx_t mi;
+    const lors_probe_t *probes;
+} live_arg_t;
+
+static int count_live(const xnd_mapping_t *m, void *arg)
+{
+    live_arg_t *a = arg;
+    size_t i = lors__mapidx_find(&a->mi, m);
+    return i != (size_t)-1 && a->probes[i].alive;
+}
+
+int lors_ls_logical(const xnd_t *x, const lors_probe_t *probes, xnd_range_t **out, size_t *n)
+{
+    if (!out || !n)
+        return LORS_E_INVAL;
+    *out = NULL;
+    *n = 0;
+    if (!x)
+        return LORS_E_INVAL;
+    live_arg_t a = {.probes = probes};
+    int rc;
+    if (probes) {
+        if ((rc = lors__mapidx_build(x, &a.mi)) != LORS_OK)
+            return rc;
+        rc = xnd_coverage(x, count_live, &a, out, n);
+        lors__mapidx_free(&a.mi);
+    } else {
+        rc = xnd_coverage(x, NULL, NULL, out, n);
+    }
+    if (rc == XND_OK)
+        return LORS_OK;
+    return rc == XND_E_NOMEM ? LORS_E_NOMEM : LORS_E_EXNODE;
+}

@@ -1,0 +1,262 @@
+/* lors_trim.c -- remove mappings from an exNode, and optionally free their allocations.
+ *
+ * Order matters for safety: select, check that no byte loses its last copy, edit the exNode,
+ * and only then DECR the allocations.  A trim that fails its check leaves everything as it
+ * was; a DECR that fails afterwards leaves an allocation that expires on its own, which costs
+ * the depot space for a while but never costs the user data.
+ *
+ * "Would lose bytes" counts what a removed mapping held that no kept mapping holds; a removed
+ * mapping found dead held nothing any more, so it never counts.  Deadness is probed only when
+ * it matters: with -u, or when the check without it fails.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lors_manage_int.h"
+
+void lors_trim_opts_init(lors_trim_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->threads = 4;
+    o->timeout_s = 30;
+}
+
+void lors_trim_report_free(lors_trim_report_t *r)
+{
+    if (!r)
+        return;
+    free(r->removed);
+    free(r->unfreed);
+    r->removed = r->unfreed = NULL;
+    r->nremoved = r->nunfreed = 0;
+}
+
+/* ---- the safety check -------------------------------------------------------------------- */
+
+typedef struct kept_arg {
+    lors__mapidx_t mi;
+    const unsigned char *sel;
+} kept_arg_t;
+
+static int count_kept(const xnd_mapping_t *m, void *arg)
+{
+    kept_arg_t *a = arg;
+    size_t i = lors__mapidx_find(&a->mi, m);
+    return i != (size_t)-1 && !a->sel[i];
+}
+
+/* The first byte range a live (or unprobed) selected mapping holds and no kept mapping does:
+ * 1 with *which, *off, *len set; 0 if none; <0 a lors_err. */
+static int find_loss(const xnd_t *x, const unsigned char *sel, const lors_probe_t *probes,
+                     size_t *which, int64_t *off, int64_t *len)
+{
+    kept_arg_t a = {.sel = sel};
+    xnd_range_t *cov = NULL;
+    size_t ncov = 0;
+    int found = 0;
+
+    if (lors__mapidx_build(x, &a.mi) != LORS_OK)
+        return LORS_E_NOMEM;
+    int rc = xnd_coverage(x, count_kept, &a, &cov, &ncov);
+    lors__mapidx_free(&a.mi);
+    if (rc != XND_OK)
+        return rc == XND_E_NOMEM ? LORS_E_NOMEM : LORS_E_EXNODE;
+    for (size_t i = 0; i < x->nmaps && !found; i++) {
+        const xnd_mapping_t *m = x->maps[i];
+        if (!sel[i] || m->logical_length <= 0 || (probes && !probes[i].alive))
+            continue;
+        int64_t a0 = m->exnode_offset, a1 = m->exnode_offset + m->logical_length;
+        for (size_t r = 0; r < ncov; r++) {
+            int64_t b0 = cov[r].offset, b1 = cov[r].offset + cov[r].length;
+            if (cov[r].count == 0 && b0 < a1 && a0 < b1) {
+                *which = i;
+                *off = a0 > b0 ? a0 : b0;
+                *len = (a1 < b1 ? a1 : b1) - *off;
+                found = 1;
+                break;
+            }
+        }
+    }
+    free(cov);
+    return found;
+}
+
+/* ---- freeing ------------------------------------------------------------------------------ */
+
+typedef struct victim {
+    int mapping;   /* number before removal */
+    char *mcap;    /* NULL: none */
+    int gone;      /* known freed already (expired, or the depot said it has no such allocation) */
+    int freed;
+    int rc;        /* the DECR's answer */
+} victim_t;
+
+typedef struct decr_run {
+    victim_t *v;
+    ibp_client_t *ibp;
+} decr_run_t;
+
+static void decr_one(void *arg, size_t i)
+{
+    decr_run_t *r = arg;
+    victim_t *v = &r->v[i];
+    if (v->gone) {
+        v->freed = 1;
+        return;
+    }
+    if (!v->mcap)
+        return;
+    v->rc = ibp_decr(r->ibp, v->mcap, IBP_READCAP);
+    /* an allocation the depot no longer knows is as freed as it gets */
+    v->freed = v->rc == IBP_OK || v->rc == IBP_E_CAP_NOT_FOUND;
+}
+
+/* ---- trim ------------------------------------------------------------------------------- */
+
+static int select_mappings(const lors_trim_opts_t *o, const xnd_t *x, unsigned char *sel,
+                           char *err, size_t errlen)
+{
+    for (size_t k = 0; k < o->nmappings; k++) {
+        int n = o->mappings[k];
+        if (n < 0 || (size_t)n >= x->nmaps) {
+            snprintf(err, errlen, "trim: mapping %d: no such mapping (the exNode has %zu, "
+                     "numbered from 0)", n, x->nmaps);
+            return LORS_E_INVAL;
+        }
+        sel[n] = 1;
+    }
+    for (size_t i = 0; i < x->nmaps && o->ndepots > 0; i++) {
+        lors_depot_t d;
+        if (lors__map_depot(x->maps[i], &d) < 0)
+            continue;
+        for (size_t k = 0; k < o->ndepots && !sel[i]; k++)
+            sel[i] = (unsigned char)lors__same_depot(&o->depots[k], &d);
+    }
+    return LORS_OK;
+}
+
+int lors_trim(const lors_trim_opts_t *o, xnd_t *x, lors_trim_report_t *report)
+{
+    lors_trim_report_t local;
+    lors_trim_report_t *rep = report ? report : &local;
+    unsigned char *sel = NULL;
+    lors_probe_t *probes = NULL;
+    victim_t *v = NULL;
+    size_t nv = 0;
+    int rc;
+
+    memset(rep, 0, sizeof *rep);
+    if (!o || !x || (o->nmappings && !o->mappings) || (o->ndepots && !o->depots)) {
+        snprintf(rep->error, sizeof rep->error, "trim: missing options or exNode");
+        return LORS_E_INVAL;
+    }
+    sel = calloc(x->nmaps ? x->nmaps : 1, 1);
+    if (!sel) {
+        rc = LORS_E_NOMEM;
+        goto nomem;
+    }
+    if ((rc = select_mappings(o, x, sel, rep->error, sizeof rep->error)) != LORS_OK)
+        goto out;
+    int chosen = o->nmappings > 0 || o->ndepots > 0;
+    if (o->dead) {
+        if ((rc = lors_probe_all(x, o->threads, o->timeout_s, &probes)) != LORS_OK)
+            goto nomem;
+        for (size_t i = 0; i < x->nmaps; i++)
+            sel[i] = (unsigned char)((chosen ? sel[i] : 1) && !probes[i].alive);
+    }
+
+    if (!o->force) {
+        size_t which = 0;
+        int64_t off = 0, len = 0;
+        int lost = find_loss(x, sel, probes, &which, &off, &len);
+        if (lost == 1 && !probes) {
+            /* maybe what it held is gone already: ask before refusing */
+            if ((rc = lors_probe_all(x, o->threads, o->timeout_s, &probes)) != LORS_OK)
+                goto nomem;
+            lost = find_loss(x, sel, probes, &which, &off, &len);
+        }
+        if (lost < 0) {
+            rc = lost;
+            goto nomem;
+        }
+        if (lost) {
+            char b[64];
+            lors__bytes(off, len, b, sizeof b);
+            snprintf(rep->error, sizeof rep->error,
+                     "trim: removing mapping %zu would leave %s with no copy (force to remove "
+                     "anyway)", which, b);
+            rc = LORS_E_UNSAFE;
+            goto out;
+        }
+    }
+
+    for (size_t i = 0; i < x->nmaps; i++)
+        nv += sel[i];
+    v = calloc(nv ? nv : 1, sizeof *v);
+    rep->removed = malloc((nv ? nv : 1) * sizeof *rep->removed);
+    if (!v || !rep->removed) {
+        rc = LORS_E_NOMEM;
+        goto nomem;
+    }
+    for (size_t i = 0, k = 0; i < x->nmaps; i++) {
+        if (!sel[i])
+            continue;
+        const xnd_mapping_t *m = x->maps[i];
+        v[k].mapping = (int)i;
+        if (m->cap[XND_MANAGE] && !(v[k].mcap = strdup(m->cap[XND_MANAGE]))) {
+            rc = LORS_E_NOMEM;
+            goto nomem;
+        }
+        v[k].gone = probes && !probes[i].alive &&
+                    (probes[i].ibp_err == IBP_E_CAP_NOT_FOUND ||
+                     strcmp(probes[i].why, "expired") == 0);
+        rep->removed[k++] = (int)i;
+    }
+    for (size_t k = nv; k-- > 0;)
+        xnd_remove(x, (size_t)v[k].mapping);
+    rep->nremoved = nv;
+
+    if (o->free_allocs && nv > 0) {
+        decr_run_t r = {v, lors__client(o->timeout_s, o->threads)};
+        if (!r.ibp) {
+            rc = LORS_E_NOMEM;
+            goto nomem;
+        }
+        lors__parallel(nv, o->threads, decr_one, &r);
+        ibp_client_free(r.ibp);
+        rep->unfreed = malloc(nv * sizeof *rep->unfreed);
+        if (!rep->unfreed) {
+            rc = LORS_E_NOMEM;
+            goto nomem;
+        }
+        const victim_t *first = NULL;
+        for (size_t k = 0; k < nv; k++)
+            if (!v[k].freed) {
+                rep->unfreed[rep->nunfreed++] = v[k].mapping;
+                first = first ? first : &v[k];
+            }
+        if (first) {
+            snprintf(rep->error, sizeof rep->error,
+                     "trim: %zu of %zu removed allocations could not be freed (first: mapping "
+                     "%d: %s); they expire on their own",
+                     rep->nunfreed, nv, first->mapping,
+                     first->mcap ? lors__why(first->rc) : "no manage capability");
+            rc = LORS_E_PARTIAL;
+        }
+    }
+    goto out;
+
+nomem:
+    if (!rep->error[0])
+        snprintf(rep->error, sizeof rep->error, "trim: %s", lors_strerror(rc));
+out:
+    for (size_t k = 0; v && k < nv; k++)
+        free(v[k].mcap);
+    free(v);
+    free(probes);
+    free(sel);
+    if (!report)
+        lors_trim_report_free(&local);
+    return rc;
+}
