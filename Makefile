@@ -121,7 +121,7 @@ $(B)/tests/%: $(call obj,tests/system/%.c) $(call obj,$(TESTLIB_SRC)) $(LIBDEPOT
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(TESTLIBS)
 
-$(B)/bench/%: $(call obj,tests/bench/%.c) $(LIBIBP_A)
+$(B)/bench/%: $(call obj,tests/bench/%.c) $(LIBLORS_A) $(LIBEXNODE_A) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
@@ -149,28 +149,31 @@ bench-depot: deps
 	$(MAKE) benchprogs
 	@tests/bench/bench_depot.sh $(B)
 
+# Every man/*.1 page is installed: ibp_tool(1) and one per lors_* tool.
+MAN1 = $(wildcard man/*.1)
+
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR) \
 	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSCONFDIR)/lns \
 	    $(DESTDIR)$(PREFIX)/lib/systemd/system
-	install -m 755 $(PROGS) $(DESTDIR)$(BINDIR)/
+	install -m 755 $(PROGS) $(LORS_BINS) $(DESTDIR)$(BINDIR)/
 	install -m 644 $(LIBIBP_A) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(LIBIBP_SO) $(DESTDIR)$(LIBDIR)/libibp.so.0
 	ln -sf libibp.so.0 $(DESTDIR)$(LIBDIR)/libibp.so
 	install -m 644 ibp_depot/ibp.h $(DESTDIR)$(INCDIR)/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/.*LNS_VERSION "\(.*\)"/\1/p' ibp_depot/ibp.h)|g' \
 	    scripts/libibp.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libibp.pc
-	install -m 644 man/ibp_tool.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 man/ibp_depot.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 644 scripts/ibp_depot.conf.sample $(DESTDIR)$(SYSCONFDIR)/lns/ibp_depot.conf.sample
 	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
 	    scripts/ibp_depot.service.in > $(DESTDIR)$(PREFIX)/lib/systemd/system/ibp_depot.service
 
 uninstall:
-	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,ibp_depot ibp_tool) \
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,ibp_depot ibp_tool $(notdir $(LORS_BINS))) \
 	    $(DESTDIR)$(LIBDIR)/libibp.a $(DESTDIR)$(LIBDIR)/libibp.so $(DESTDIR)$(LIBDIR)/libibp.so.0 \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/libibp.pc $(DESTDIR)$(INCDIR)/ibp.h \
-	    $(DESTDIR)$(MANDIR)/man1/ibp_tool.1 $(DESTDIR)$(MANDIR)/man8/ibp_depot.8 \
+	    $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN1))) $(DESTDIR)$(MANDIR)/man8/ibp_depot.8 \
 	    $(DESTDIR)$(PREFIX)/lib/systemd/system/ibp_depot.service
 
 clean:

@@ -243,6 +243,15 @@ void lors_dl_report_free(lors_dl_report_t *r);
 int lors_download_fd(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
                      lors_dl_report_t *report);
 
+/* Resume (-R): fd holds file bytes [offset, offset + len) at its positions 0..len.  Check
+ * them against the lns_checksum digests of x's mappings, checksum block by checksum block
+ * from the start (a block is good when the digest of any replica whose checksum block it is
+ * matches), and set *good to the longest verified prefix: complete blocks only, so a tail
+ * that ends inside a block, and anything after the first block that fails or that no
+ * checksum covers, is not counted.  LORS_OK, LORS_E_READ (fd shorter than len or unreadable;
+ * *good still the prefix verified before), LORS_E_INVAL or LORS_E_NOMEM. */
+int lors_verify_prefix(const xnd_t *x, int fd, int64_t offset, int64_t len, int64_t *good);
+
 /* ---- end-to-end transforms ------------------------------------------------------------- */
 
 #define LORS_KEY_BYTES 32         /* AES-256 */

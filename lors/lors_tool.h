@@ -78,6 +78,9 @@ void lors_evstream_printf(lors_evstream_t *es, const char *kind, const char *fmt
     __attribute__((format(printf, 3, 4)));
 /* Flush and close (a "fd:N" descriptor is not closed).  NULL is fine. */
 void lors_evstream_close(lors_evstream_t *es);
+/* A value as an event line carries it: bytes <= ' ', >= 0x7f and '%' become %XX, so a value
+ * never holds a space; "" becomes "-".  out is always terminated (cut if too small). */
+void lors_evstream_encode(const char *in, char *out, size_t size);
 
 /* ---- the progress bar (stderr, only on a terminal unless forced) ------------------------ */
 
@@ -107,6 +110,66 @@ typedef struct lors_event_tee {
 void lors_event_tee_add(lors_event_tee_t *t, lors_event_fn fn, void *arg);
 /* A lors_event_fn with the tee as arg: calls each consumer in order. */
 void lors_event_tee_call(void *tee, const lors_event_t *ev);
+
+/* ---- command-line helpers (lors_cli.c) ---------------------------------------------------
+ * Each helper that can fail prints one line on stderr, "<tool>: <what failed>: <why>", and
+ * returns an exit code (LORS_EXIT_OK when it did not fail) or -1 where noted. */
+
+/* "<tool>: <fmt...>\n" on stderr. */
+void lors_cli_error(const char *tool, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same with " (try '<tool> --help')" appended; returns LORS_EXIT_USAGE. */
+int lors_cli_usage(const char *tool, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "<tool> (lns) LNS_VERSION" on stdout. */
+void lors_cli_version(const char *tool);
+
+/* Option values (opt is the flag as named in messages, e.g. "-t").  0, or -1 after a usage
+ * error line.  int: decimal in [min, max]; size: lns_parse_size; seconds: lns_parse_seconds;
+ * duration: seconds > 0, or "-1"/"max" -> -1 (each depot's maximum). */
+int lors_cli_int(const char *tool, const char *opt, const char *val, int min, int max, int *out);
+int lors_cli_size(const char *tool, const char *opt, const char *val, int64_t *out);
+int lors_cli_seconds(const char *tool, const char *opt, const char *val, int64_t *out);
+int lors_cli_duration(const char *tool, const char *opt, const char *val, int64_t *out);
+
+/* The exNode a tool works on: -f's value (fflag, may be NULL) or the one positional argument
+ * argv[first..argc) -- exactly one of them.  NULL after a usage error line. */
+const char *lors_cli_exnode_arg(const char *tool, const char *fflag, int argc, char **argv,
+                                int first);
+/* Read, parse and check an exNode ("-" = stdin), its e2e description included.
+ * LORS_EXIT_OK, LORS_EXIT_EXNODE or LORS_EXIT_INTERNAL; *x NULL unless OK. */
+int lors_cli_read_exnode(const char *tool, const char *path, xnd_t **x);
+/* xnd_write_file (atomic; "-" = stdout).  LORS_EXIT_OK, LORS_EXIT_IO or LORS_EXIT_INTERNAL. */
+int lors_cli_write_exnode(const char *tool, const xnd_t *x, const char *path);
+
+/* lors_rc_load(path) or, with skip (--no-rc), all unset.  LORS_EXIT_OK or LORS_EXIT_USAGE. */
+int lors_cli_rc(const char *tool, const char *path, int skip, lors_rc_t *rc);
+/* The depots: list (--depot-list) if not NULL, else rc->depots.  None: LORS_EXIT_DEPOTS, and
+ * if lbone_asked (-H/-P/-l) or the rc names an L-Bone server, the message says the L-Bone
+ * client is not built yet (issue 4).  A list that does not parse: LORS_EXIT_USAGE.  *out is
+ * malloc'd (free it). */
+int lors_cli_depots(const char *tool, const char *list, const lors_rc_t *rc, int lbone_asked,
+                    lors_depot_t **out, size_t *n);
+
+/* The event feed of a tool: the --events stream (events NULL: none) and the progress bar
+ * (progress: 1 forced, 0 when stderr is a terminal, -1 never), fanned out by a tee.  Pass
+ * lors_cli_feed_fn(f) and &f->tee as the library's on_event and event_arg. */
+typedef struct lors_cli_feed {
+    lors_evstream_t *es;
+    lors_progress_t *bar;
+    lors_event_tee_t tee;
+} lors_cli_feed_t;
+
+/* LORS_EXIT_OK or LORS_EXIT_IO (the events file cannot be opened). */
+int lors_cli_feed_open(const char *tool, lors_cli_feed_t *f, const char *events,
+                       const char *label, int64_t total, int progress);
+lors_event_fn lors_cli_feed_fn(const lors_cli_feed_t *f); /* NULL when nobody listens */
+void lors_cli_feed_close(lors_cli_feed_t *f);            /* finishes the bar, closes the stream */
+
+/* The depot of a mapping, "host:port[/rid]", from its first capability that parses (read,
+ * write, manage); "-" if none does. */
+void lors_cli_mapping_depot(const xnd_mapping_t *m, char *buf, size_t size);
+
+/* bytes as "512B", "4.0KiB", "17MiB", "1.5GiB" (one decimal below 10) into buf. */
+void lors_cli_human(int64_t bytes, char *buf, size_t size);
 
 #ifdef __cplusplus
 }

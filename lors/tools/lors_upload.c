@@ -1,0 +1,556 @@
+/* lors_upload.c -- lors_upload: a local file (or stdin) into a network file and its exNode.
+ *
+ * A thin front end over lors_upload_fd() (lors.h): settings come from the defaults, then the
+ * rc file, then the flags; the input is read once, from a file or a pipe; the exNode is
+ * written atomically (mode 0600: it holds capabilities) only when every copy of every
+ * fragment is complete.  What the upload had to work around (a depot that refused or broke,
+ * a copy that moved elsewhere) is one line each on stderr even without -V: a copy on another
+ * depot than the one the user picked is something the user must know.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lors.h"
+#include "lors_tool.h"
+
+static const char *TOOL = "lors_upload";
+
+#define MIB ((int64_t)1 << 20)
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"Usage: lors_upload [options] FILE\n"
+"       lors_upload [options] -i < INPUT      (or FILE \"-\")\n"
+"Store a file on IBP depots, striped in fragments and copied, and write its exNode.\n"
+"\n"
+"Input and output:\n"
+"  -f, --file FILE         the file to upload (or give it as the argument)\n"
+"  -i, --stdin             read standard input (length unknown for a pipe)\n"
+"  -o, --output XND        the exNode (default FILE.xnd; from stdin: stdout)\n"
+"  -O, --offset N          upload the input from byte N on (regular files; K, M, G, T)\n"
+"  -L, --length N          ... only N bytes of it\n"
+"Where and how:\n"
+"      --depot-list LIST   depots, \"host[:port][/rid], ...\" (else DEPOT in the rc file)\n"
+"  -m, --max-depots N      use at most the first N depots of the list\n"
+"  -c, --copies N          copies of each fragment (default 1)\n"
+"  -F, --fragments N       fragments per copy when the length is known (default 4)\n"
+"  -bs, --block-size N     fragment size when the length is unknown (default 5M)\n"
+"  -d, --duration T        lifetime (s, m, h, d; -1 or max: each depot's maximum),\n"
+"                          default 1d\n"
+"  -s, --soft / -h, --hard soft or hard storage (default hard)\n"
+"  -t, --threads N         parallel depot calls (default 4)\n"
+"  -T, --timeout T         longest wait of any one depot call (default 3m)\n"
+"  -M, --memory N          bound on the memory held for the data (fewer threads, and\n"
+"                          from a pipe smaller fragments, to fit)\n"
+"End to end:\n"
+"  -k, --checksum ALG      digest per checksum block (default sha256; none)\n"
+"  -E, --e2e-block-size N  bytes per checksum block and per transform frame (default 1M)\n"
+"  -z, --zlib              compress (zlib); -a, --aes: encrypt (AES-256-GCM); the order on\n"
+"                          the command line is the order applied\n"
+"      --e2e LIST          the same as a list: \"zlib,aes\"\n"
+"  -n, --none              no transforms and no checksum\n"
+"      --key-file FILE     the aes key (else $LNS_KEY or $LNS_KEY_FILE); never on the\n"
+"                          command line\n"
+"Reporting:\n"
+"  -V, --verbose           print the layout and what was worked around\n"
+"      --events FILE|fd:N  write the event stream (docs/events.md); -D, --demo: fd:2\n"
+"      --progress          draw the progress bar even when stderr is not a terminal\n"
+"  -q, --quiet             print nothing but errors\n"
+"Settings:\n"
+"  -H, --lbone-host H, -P, --lbone-port P, -l, --location L\n"
+"                          the L-Bone (not built yet: issue 4; give --depot-list)\n"
+"      --rc FILE           the rc file (default $LNS_RC, else ~/.xndrc); --no-rc: none\n"
+"      --help, --version\n"
+"\n"
+"Exit: 0 ok, 2 usage, 4 local I/O, 5 depots, 7 key, 9 internal.  See lors_upload(1).\n");
+}
+
+enum { OPT_DEPOTS = 256, OPT_E2E, OPT_KEY, OPT_EVENTS, OPT_PROGRESS, OPT_RC, OPT_NO_RC,
+       OPT_HELP, OPT_VERSION };
+
+static const struct option longopts[] = {
+    {"file", required_argument, NULL, 'f'},
+    {"stdin", no_argument, NULL, 'i'},
+    {"output", required_argument, NULL, 'o'},
+    {"offset", required_argument, NULL, 'O'},
+    {"length", required_argument, NULL, 'L'},
+    {"depot-list", required_argument, NULL, OPT_DEPOTS},
+    {"max-depots", required_argument, NULL, 'm'},
+    {"copies", required_argument, NULL, 'c'},
+    {"fragments", required_argument, NULL, 'F'},
+    {"bs", required_argument, NULL, 'b'},
+    {"block-size", required_argument, NULL, 'b'},
+    {"duration", required_argument, NULL, 'd'},
+    {"soft", no_argument, NULL, 's'},
+    {"hard", no_argument, NULL, 'h'},
+    {"threads", required_argument, NULL, 't'},
+    {"timeout", required_argument, NULL, 'T'},
+    {"memory", required_argument, NULL, 'M'},
+    {"checksum", required_argument, NULL, 'k'},
+    {"e2e-block-size", required_argument, NULL, 'E'},
+    {"zlib", no_argument, NULL, 'z'},
+    {"aes", no_argument, NULL, 'a'},
+    {"e2e", required_argument, NULL, OPT_E2E},
+    {"none", no_argument, NULL, 'n'},
+    {"des", no_argument, NULL, 'e'},
+    {"xor", no_argument, NULL, 'x'},
+    {"key-file", required_argument, NULL, OPT_KEY},
+    {"verbose", no_argument, NULL, 'V'},
+    {"events", required_argument, NULL, OPT_EVENTS},
+    {"demo", no_argument, NULL, 'D'},
+    {"progress", no_argument, NULL, OPT_PROGRESS},
+    {"quiet", no_argument, NULL, 'q'},
+    {"lbone-host", required_argument, NULL, 'H'},
+    {"lbone-port", required_argument, NULL, 'P'},
+    {"location", required_argument, NULL, 'l'},
+    {"rc", required_argument, NULL, OPT_RC},
+    {"no-rc", no_argument, NULL, OPT_NO_RC},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+/* What the flags said; -1 (-2 where -1 is a value) / NULL = not given. */
+typedef struct flags {
+    const char *file, *output, *depots, *events, *rc, *keyfile, *checksum;
+    char e2e[64];           /* the chain from -z, -a and --e2e, in command-line order */
+    int has_e2e, none, use_stdin, verbose, quiet, progress, no_rc, lbone;
+    int copies, fragments, threads, reliability, maxdepots;
+    int64_t blocksize, duration, timeout, memory, offset, length, e2e_bs;
+} flags_t;
+
+static int add_transform(flags_t *f, const char *name)
+{
+    if (strcmp(name, "none") == 0)
+        return lors_cli_usage(TOOL, "--e2e none: use -n (no transforms and no checksum), or "
+                                    "leave --e2e out");
+    if (strcmp(name, "zlib") != 0 && strcmp(name, "aes") != 0)
+        return lors_cli_usage(TOOL, "transform %s: expected zlib or aes", name);
+    for (char *p = strstr(f->e2e, name); p; p = strstr(p + 1, name))
+        if ((p == f->e2e || p[-1] == ',') && (p[strlen(name)] == '\0' || p[strlen(name)] == ','))
+            return lors_cli_usage(TOOL, "transform %s named twice", name);
+    if (f->e2e[0])
+        strcat(f->e2e, ",");
+    strcat(f->e2e, name);
+    f->has_e2e = 1;
+    return LORS_EXIT_OK;
+}
+
+static int parse_flags(int argc, char **argv, flags_t *f)
+{
+    int c, port, code;
+    memset(f, 0, sizeof *f);
+    f->copies = f->fragments = f->threads = f->reliability = f->maxdepots = -1;
+    f->blocksize = f->duration = f->timeout = f->memory = f->offset = f->length = -2;
+    f->e2e_bs = -2;
+    opterr = 0;
+    while ((c = getopt_long_only(argc, argv, ":f:io:O:L:m:c:F:d:sht:T:M:k:E:zanexVDqH:P:l:",
+                                 longopts, NULL)) != -1) {
+        switch (c) {
+        case 'f': f->file = optarg; break;
+        case 'i': f->use_stdin = 1; break;
+        case 'o': f->output = optarg; break;
+        case 'O':
+            if (lors_cli_size(TOOL, "-O", optarg, &f->offset) < 0)
+                return LORS_EXIT_USAGE;
+            break;
+        case 'L':
+            if (lors_cli_size(TOOL, "-L", optarg, &f->length) < 0)
+                return LORS_EXIT_USAGE;
+            break;
+        case OPT_DEPOTS: f->depots = optarg; break;
+        case 'm':
+            if (lors_cli_int(TOOL, "-m", optarg, 1, 1000000, &f->maxdepots) < 0)
+                return LORS_EXIT_USAGE;
+            break;
+        case 'c':
+            if (lors_cli_int(TOOL, "-c", optarg, 1, 1000, &f->copies) < 0)
+                return LORS_EXIT_USAGE;
+            break;
+        case 'F':
+            if (lors_cli_int(TOOL, "-F", optarg, 1, 1000000, &f->fragments) < 0)
+                return LORS_EXIT_USAGE;
+            break;
+        case 'b':
+            if (lors_cli_size(TOOL, "-bs", optarg, &f->blocksize) < 0)
+                return LORS_EXIT_USAGE;
+            if (f->blocksize < 1)
+                return lors_cli_usage(TOOL, "-bs %s: must be above 0", optarg);
+            break;
+        case 'd':
+            if (lors_cli_duration(TOOL, "-d", optarg, &f->duration) < 0)
+                return LORS_EXIT_USAGE;
+            break;
+        case 's': f->reliability = IBP_SOFT; break;
+        case 'h': f->reliability = IBP_HARD; break;
+        case 't':
+            if (lors_cli_int(TOOL, "-t", optarg, 1, 1024, &f->threads) < 0)
+                return LORS_EXIT_USAGE;
+            break;
+        case 'T':
+            if (lors_cli_seconds(TOOL, "-T", optarg, &f->timeout) < 0)
+                return LORS_EXIT_USAGE;
+            if (f->timeout < 1 || f->timeout > 86400)
+                return lors_cli_usage(TOOL, "-T %s: from 1s to 1d", optarg);
+            break;
+        case 'M':
+            if (lors_cli_size(TOOL, "-M", optarg, &f->memory) < 0)
+                return LORS_EXIT_USAGE;
+            if (f->memory < 2 * MIB)
+                return lors_cli_usage(TOOL, "-M %s: at least 2M", optarg);
+            break;
+        case 'k': f->checksum = optarg; break;
+        case 'E':
+            if (lors_cli_size(TOOL, "-E", optarg, &f->e2e_bs) < 0)
+                return LORS_EXIT_USAGE;
+            if (f->e2e_bs < 1)
+                return lors_cli_usage(TOOL, "-E %s: must be above 0", optarg);
+            break;
+        case 'z':
+        case 'a':
+            if ((code = add_transform(f, c == 'z' ? "zlib" : "aes")) != 0)
+                return code;
+            break;
+        case OPT_E2E: {
+            char list[256];
+            snprintf(list, sizeof list, "%s", optarg);
+            for (char *s = NULL, *t = strtok_r(list, ", \t", &s); t; t = strtok_r(NULL, ", \t", &s))
+                if ((code = add_transform(f, t)) != 0)
+                    return code;
+            break;
+        }
+        case 'n': f->none = 1; break;
+        case 'e':
+            return lors_cli_usage(TOOL, "-e: DES encryption is not supported (a 56-bit key is "
+                                        "no protection); use -a (AES-256-GCM)");
+        case 'x':
+            return lors_cli_usage(TOOL, "-x: XOR \"encryption\" is not supported (it hides "
+                                        "nothing); use -a (AES-256-GCM)");
+        case OPT_KEY: f->keyfile = optarg; break;
+        case 'V': f->verbose = 1; break;
+        case OPT_EVENTS: f->events = optarg; break;
+        case 'D': f->events = "fd:2"; break;
+        case OPT_PROGRESS: f->progress = 1; break;
+        case 'q': f->quiet = 1; break;
+        case 'H':
+        case 'l':
+            f->lbone = 1;
+            break;
+        case 'P':
+            if (lors_cli_int(TOOL, "-P", optarg, 1, 65535, &port) < 0)
+                return LORS_EXIT_USAGE;
+            f->lbone = 1;
+            break;
+        case OPT_RC: f->rc = optarg; break;
+        case OPT_NO_RC: f->no_rc = 1; break;
+        case OPT_HELP: usage(stdout); exit(LORS_EXIT_OK);
+        case OPT_VERSION: lors_cli_version(TOOL); exit(LORS_EXIT_OK);
+        case ':': return lors_cli_usage(TOOL, "%s needs a value", argv[optind - 1]);
+        default: return lors_cli_usage(TOOL, "unknown option %s", argv[optind - 1]);
+        }
+    }
+    if (f->none && (f->has_e2e || f->checksum))
+        return lors_cli_usage(TOOL, "-n (no transforms, no checksum) excludes -z, -a, --e2e "
+                                    "and -k");
+    if (optind < argc - 1)
+        return lors_cli_usage(TOOL, "one file at a time (%s)", argv[optind + 1]);
+    if (optind < argc) {
+        if (f->file)
+            return lors_cli_usage(TOOL, "two inputs: -f %s and %s", f->file, argv[optind]);
+        f->file = argv[optind];
+    }
+    if (f->file && strcmp(f->file, "-") == 0) {
+        f->file = NULL;
+        f->use_stdin = 1;
+    }
+    if (f->file && f->use_stdin)
+        return lors_cli_usage(TOOL, "two inputs: %s and stdin (-i)", f->file);
+    if (!f->file && !f->use_stdin)
+        return lors_cli_usage(TOOL, "no input: give FILE, -f FILE, or -i for stdin");
+    return LORS_EXIT_OK;
+}
+
+/* The input: open it, position it at -O, and find its length (-1: a pipe, unknown). */
+static int open_input(const flags_t *f, int *fd, int64_t *length)
+{
+    struct stat st;
+    const char *name = f->file ? f->file : "stdin";
+    *fd = f->file ? open(f->file, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
+    if (*fd < 0 || fstat(*fd, &st) < 0) {
+        lors_cli_error(TOOL, "%s: %s", name, strerror(errno));
+        return LORS_EXIT_IO;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        lors_cli_error(TOOL, "%s: is a directory", name);
+        return LORS_EXIT_IO;
+    }
+    *length = -1;
+    if (!S_ISREG(st.st_mode)) {
+        if (f->offset >= 0 || f->length >= 0)
+            return lors_cli_usage(TOOL, "-O/-L need a regular file; %s is a pipe or device",
+                                  name);
+        return LORS_EXIT_OK;
+    }
+    int64_t off = f->offset >= 0 ? f->offset : 0;
+    if (off > st.st_size)
+        return lors_cli_usage(TOOL, "-O %" PRId64 ": %s has only %lld bytes", off, name,
+                              (long long)st.st_size);
+    if (f->length >= 0 && f->length > st.st_size - off)
+        return lors_cli_usage(TOOL, "-L %" PRId64 ": %s has only %lld bytes from %" PRId64,
+                              f->length, name, (long long)(st.st_size - off), off);
+    *length = f->length >= 0 ? f->length : st.st_size - off;
+    /* from stdin, -O counts from where the caller left the descriptor: the file's start */
+    if (lseek(*fd, off, SEEK_SET) < 0) {
+        lors_cli_error(TOOL, "%s: seeking to %" PRId64 ": %s", name, off, strerror(errno));
+        return LORS_EXIT_IO;
+    }
+    return LORS_EXIT_OK;
+}
+
+/* Fail before uploading anything if the exNode could not be written afterwards: a finished
+ * upload whose capabilities are lost can only expire. */
+static int check_output(const char *out)
+{
+    char dir[PATH_MAX + 8];
+    if (strcmp(out, "-") == 0)
+        return LORS_EXIT_OK;
+    snprintf(dir, sizeof dir, "%s", out);
+    const char *d = dirname(dir);
+    if (access(d, W_OK | X_OK) != 0) {
+        lors_cli_error(TOOL, "the exNode %s cannot be written: %s: %s", out, d, strerror(errno));
+        return LORS_EXIT_IO;
+    }
+    return LORS_EXIT_OK;
+}
+
+static void print_issues(const lors_report_t *rep)
+{
+    for (size_t i = 0; i < rep->nissues; i++) {
+        const lors_issue_t *is = &rep->issues[i];
+        char from[IBP_MAX_HOST + IBP_MAX_RID + 16], to[IBP_MAX_HOST + IBP_MAX_RID + 16];
+        lors_depot_format(&is->depot, from, sizeof from);
+        lors_depot_format(&is->moved_to, to, sizeof to);
+        long long a = (long long)is->offset, b = (long long)(is->offset + is->length - 1);
+        if (is->moved)
+            lors_cli_error(TOOL, "fragment %d copy %d (bytes %lld-%lld): %s on %s failed (%s); "
+                           "stored on %s instead", is->fragment, is->copy, a, b, is->op, from,
+                           ibp_strerror(is->ibp_err), to);
+        else
+            lors_cli_error(TOOL, "fragment %d copy %d (bytes %lld-%lld): %s on %s failed (%s); "
+                           "no depot left for it", is->fragment, is->copy, a, b, is->op, from,
+                           ibp_strerror(is->ibp_err));
+    }
+}
+
+static void print_report(const lors_upload_opts_t *o, const lors_report_t *rep,
+                         const char *out, const char *notes)
+{
+    char sz[32];
+    int e2e = o->e2e && *o->e2e;
+    int64_t plain = e2e ? rep->plain_size : rep->size;
+    lors_cli_human(plain, sz, sizeof sz);
+    fprintf(stderr, "%s: %s: %" PRId64 " bytes (%s) in %d fragment%s x %d cop%s = %d mappings "
+            "on %zu depot%s\n", TOOL, strcmp(out, "-") ? out : "stdout", plain, sz,
+            rep->fragments, rep->fragments == 1 ? "" : "s", o->copies,
+            o->copies == 1 ? "y" : "ies", rep->mappings, o->ndepots, o->ndepots == 1 ? "" : "s");
+    fprintf(stderr, "%s: checksum %s", TOOL, o->checksum);
+    if (strcmp(o->checksum, "none") != 0)
+        fprintf(stderr, " per %" PRId64 " bytes", o->checksum_blocksize);
+    if (e2e)
+        fprintf(stderr, ", transforms %s per %" PRId64 " bytes (%" PRId64 " bytes stored)",
+                o->e2e, o->e2e_blocksize > 0 ? o->e2e_blocksize : MIB, rep->size);
+    fprintf(stderr, ", %s, duration %s%" PRId64 "s, %d threads\n",
+            o->reliability == IBP_SOFT ? "soft" : "hard", o->duration_s < 0 ? "max " : "",
+            o->duration_s < 0 ? 0 : o->duration_s, o->threads);
+    double mbps = rep->seconds > 0 ? (double)rep->bytes_stored / rep->seconds / 1e6 : 0;
+    fprintf(stderr, "%s: read %" PRId64 " bytes (%" PRId64 " again), stored %" PRId64
+            " bytes in %.2f s (%.1f MB/s); %zu issue%s worked around\n", TOOL, rep->bytes_read,
+            rep->bytes_reread, rep->bytes_stored, rep->seconds, mbps, rep->nissues,
+            rep->nissues == 1 ? "" : "s");
+    if (notes[0])
+        fprintf(stderr, "%s: %s\n", TOOL, notes);
+}
+
+/* The event stream's BEGIN line: what this upload is, for a reader that sees nothing else. */
+static void begin_line(lors_evstream_t *es, const flags_t *f, const lors_upload_opts_t *o,
+                       int64_t length)
+{
+    char file[3 * PATH_MAX], list[4096] = "", d[IBP_MAX_HOST + IBP_MAX_RID + 16];
+    char enc[3 * sizeof list];
+    if (!es)
+        return;
+    lors_evstream_encode(f->file ? f->file : "-", file, sizeof file);
+    for (size_t i = 0; i < o->ndepots && strlen(list) + sizeof d + 2 < sizeof list; i++) {
+        lors_depot_format(&o->depots[i], d, sizeof d);
+        if (i)
+            strcat(list, ",");
+        strcat(list, d);
+    }
+    lors_evstream_encode(list, enc, sizeof enc);
+    lors_evstream_printf(es, "BEGIN", "op=upload file=%s size=%" PRId64 " copies=%d "
+                         "fragments=%d blocksize=%" PRId64 " checksum=%s e2e=%s depots=%s",
+                         file, length, o->copies, o->fragments, o->blocksize, o->checksum,
+                         o->e2e && *o->e2e ? o->e2e : "-", enc);
+}
+
+int main(int argc, char **argv)
+{
+    flags_t f;
+    lors_rc_t rc;
+    lors_cli_feed_t feed;
+    lors_upload_opts_t o;
+    lors_report_t rep;
+    lors_depot_t *depots = NULL;
+    size_t ndepots = 0;
+    xnd_t *x = NULL;
+    unsigned char key[LORS_KEY_BYTES];
+    char notes[256] = "", xndpath[PATH_MAX + 8], namebuf[PATH_MAX], err[512];
+    int code, lrc, rc_loaded = 0, in = -1;
+    int64_t length = -1;
+    const char *out;
+
+    signal(SIGPIPE, SIG_IGN); /* a reader of the exNode that went away: EPIPE, exit 4 */
+    memset(&rep, 0, sizeof rep);
+    memset(&feed, 0, sizeof feed);
+    code = parse_flags(argc, argv, &f);
+    if (code)
+        return code;
+    code = lors_cli_rc(TOOL, f.rc, f.no_rc, &rc);
+    if (code)
+        return code;
+    rc_loaded = 1;
+    code = lors_cli_depots(TOOL, f.depots, &rc, f.lbone, &depots, &ndepots);
+    if (code)
+        goto done;
+
+    lors_upload_opts_init(&o);
+    int maxd = f.maxdepots > 0 ? f.maxdepots : rc.maxdepots > 0 ? rc.maxdepots : 0;
+    o.depots = depots;
+    o.ndepots = maxd > 0 && (size_t)maxd < ndepots ? (size_t)maxd : ndepots;
+    o.copies = f.copies > 0 ? f.copies : rc.copies > 0 ? rc.copies : o.copies;
+    o.fragments = f.fragments > 0 ? f.fragments : rc.fragments > 0 ? rc.fragments : o.fragments;
+    o.blocksize = f.blocksize > 0 ? f.blocksize
+                  : rc.data_blocksize > 0 ? rc.data_blocksize : o.blocksize;
+    o.duration_s = f.duration != -2 ? f.duration : rc.duration_s > 0 ? rc.duration_s
+                                                                     : o.duration_s;
+    o.reliability = f.reliability > 0 ? f.reliability
+                    : rc.reliability > 0 ? rc.reliability : o.reliability;
+    o.threads = f.threads > 0 ? f.threads : rc.threads > 0 ? rc.threads : o.threads;
+    o.timeout_s = f.timeout > 0 ? (int)f.timeout : rc.timeout_s > 0 ? rc.timeout_s : o.timeout_s;
+    int64_t ebs = f.e2e_bs > 0 ? f.e2e_bs : rc.e2e_blocksize > 0 ? rc.e2e_blocksize : 0;
+    if (ebs > 0)
+        o.checksum_blocksize = o.e2e_blocksize = ebs;
+    if (f.none) {
+        o.checksum = "none";
+        o.e2e = NULL;
+    } else {
+        if (f.checksum)
+            o.checksum = f.checksum;
+        o.e2e = f.has_e2e ? f.e2e : rc.e2e_order;
+    }
+    if (!f.quiet && !f.verbose && rc.verbose > 0)
+        f.verbose = 1;
+    if (o.copies > (int)o.ndepots && !f.quiet)
+        lors_cli_error(TOOL, "warning: %d copies on %zu depot%s: some copies share a depot",
+                       o.copies, o.ndepots, o.ndepots == 1 ? "" : "s");
+
+    if (o.e2e && strstr(o.e2e, "aes")) {
+        if (lors_key_load(f.keyfile, key, err, sizeof err) != LORS_OK) {
+            lors_cli_error(TOOL, "the aes key: %s", err);
+            code = LORS_EXIT_INTEGRITY;
+            goto done;
+        }
+        o.key = key;
+    }
+
+    code = open_input(&f, &in, &length);
+    if (code)
+        goto done;
+    if (f.output) {
+        out = f.output;
+    } else if (f.file) {
+        snprintf(xndpath, sizeof xndpath, "%s.xnd", f.file);
+        out = xndpath;
+    } else {
+        out = "-";
+    }
+    code = check_output(out);
+    if (code)
+        goto done;
+
+    /* -M: the engine holds about 2 x threads x 1 MiB, and from a pipe two fragments more */
+    int64_t mem = f.memory > 0 ? f.memory : rc.max_buffer > 0 ? rc.max_buffer : 0;
+    if (mem > 0) {
+        int fit = (int)(mem / (2 * MIB) > 1024 ? 1024 : mem / (2 * MIB));
+        if (fit < 1)
+            fit = 1;
+        if (o.threads > fit) {
+            snprintf(notes, sizeof notes, "-M %" PRId64 ": %d threads instead of %d", mem, fit,
+                     o.threads);
+            o.threads = fit;
+        }
+        if (length < 0 && 2 * o.blocksize + MIB > mem) {
+            int64_t bs = (mem - MIB) / 2;
+            size_t nl = strlen(notes);
+            snprintf(notes + nl, sizeof notes - nl, "%s-M %" PRId64 ": fragments of %" PRId64
+                     " bytes instead of %" PRId64, nl ? "; " : "", mem, bs, o.blocksize);
+            o.blocksize = bs;
+        }
+    }
+
+    code = lors_cli_feed_open(TOOL, &feed, f.events, "upload",
+                              length >= 0 && !(o.e2e && *o.e2e) ? length * o.copies : -1,
+                              f.quiet ? -1 : f.progress);
+    if (code)
+        goto done;
+    o.on_event = lors_cli_feed_fn(&feed);
+    o.event_arg = &feed.tee;
+    begin_line(feed.es, &f, &o, length);
+
+    const char *name = NULL;
+    if (f.file) {
+        snprintf(namebuf, sizeof namebuf, "%s", f.file);
+        name = basename(namebuf);
+    }
+    lrc = lors_upload_fd(&o, in, length, name, &x, &rep);
+    lors_progress_finish(feed.bar); /* end the bar's line before any message */
+    feed.bar = NULL;
+    if (!f.quiet)
+        print_issues(&rep);
+    if (lrc != LORS_OK) {
+        lors_cli_error(TOOL, "%s: %s", f.file ? f.file : "stdin",
+                       rep.error[0] ? rep.error : lors_strerror(lrc));
+        /* the engine names a digest it does not know before it stores anything */
+        code = lrc == LORS_E_DIGEST ? LORS_EXIT_USAGE : lors_exit_code(lrc);
+        goto done;
+    }
+    code = lors_cli_write_exnode(TOOL, x, out);
+    if (code == LORS_EXIT_OK && f.verbose && !f.quiet)
+        print_report(&o, &rep, out, notes);
+
+done:
+    if (feed.es)
+        lors_evstream_printf(feed.es, "END", "bytes=%" PRId64 " seconds=%.3f rc=%d",
+                             rep.bytes_read, rep.seconds, code);
+    lors_cli_feed_close(&feed);
+    memset(key, 0, sizeof key);
+    if (in > STDIN_FILENO)
+        close(in);
+    lors_report_free(&rep);
+    xnd_free(x);
+    free(depots);
+    if (rc_loaded)
+        lors_rc_free(&rc);
+    return code;
+}

@@ -1,0 +1,606 @@
+/* test_lors_tool.c -- liblors's tool support without depots: the rc file parser, exit codes,
+ * the event stream's lines (and its behaviour with a reader that stops reading), the
+ * progress bar, the tee, and lors_verify_prefix on a hand-made exNode. */
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lns_test.h"
+#include "lns_time.h"
+#include "lors.h"
+#include "lors_tool.h"
+#include "xnd.h"
+
+static const char *tpath(const char *name)
+{
+    static char buf[8][4096];
+    static int i;
+    i = (i + 1) % 8;
+    snprintf(buf[i], sizeof buf[i], "%s/%s", lns_test_tmpdir(), name);
+    return buf[i];
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *p = malloc(cap);
+    size_t k;
+    while ((k = fread(p + n, 1, cap - n - 1, f)) > 0) {
+        n += k;
+        if (cap - n < 2)
+            p = realloc(p, cap *= 2);
+    }
+    p[n] = 0;
+    fclose(f);
+    return p;
+}
+
+/* ---- rc file --------------------------------------------------------------------------- */
+
+static int load_text(const char *text, lors_rc_t *rc, char *err, size_t errlen)
+{
+    write_text(tpath("rc"), text);
+    return lors_rc_load(tpath("rc"), rc, err, errlen);
+}
+
+static void test_rc_all_keywords(void)
+{
+    lors_rc_t rc;
+    char err[512];
+    int r = load_text("# a LoRS-style .xndrc\n"
+                      "LBONE_SERVER lbone.example.org 6767\n"
+                      "lbone_server other.example.org:7000   # lower case keyword\n"
+                      "LBONE_SERVER third.example.org\n"
+                      "LOCATION city= Knoxville state= TN\n"
+                      "DURATION 2d\n"
+                      "STORAGE_TYPE soft\n"
+                      "E2E_BLOCKSIZE=256K\n"
+                      "E2E_ORDER zlib_compress aes_encrypt\n"
+                      "DATA_BLOCKSIZE = 2M\n"
+                      "FRAGMENTS_PER_FILE 6\n"
+                      "COPIES 3\n"
+                      "THREADS 12\n"
+                      "MAXDEPOTS 5\n"
+                      "MAX_INTERNAL_BUFFER 48M\n"
+                      "TIMEOUT 3m\n"
+                      "DEPOT a.example.org 6714\n"
+                      "DEPOT b.example.org:6715/2, c.example.org\n"
+                      "\n   \t\n"
+                      "VERBOSE yes\n",
+                      &rc, err, sizeof err);
+    CU_ASSERT_EQUAL_FATAL(r, LORS_OK);
+    CU_ASSERT_STRING_EQUAL(rc.path, tpath("rc"));
+    CU_ASSERT_EQUAL_FATAL(rc.nlbone, 3);
+    CU_ASSERT_STRING_EQUAL(rc.lbone_servers[0], "lbone.example.org:6767");
+    CU_ASSERT_STRING_EQUAL(rc.lbone_servers[1], "other.example.org:7000");
+    CU_ASSERT_STRING_EQUAL(rc.lbone_servers[2], "third.example.org:6767");
+    CU_ASSERT_STRING_EQUAL(rc.location, "city= Knoxville state= TN");
+    CU_ASSERT_EQUAL(rc.duration_s, 2 * 86400);
+    CU_ASSERT_EQUAL(rc.reliability, IBP_SOFT);
+    CU_ASSERT_EQUAL(rc.e2e_blocksize, 256 * 1024);
+    CU_ASSERT_STRING_EQUAL(rc.e2e_order, "zlib,aes");
+    CU_ASSERT_EQUAL(rc.data_blocksize, 2 << 20);
+    CU_ASSERT_EQUAL(rc.fragments, 6);
+    CU_ASSERT_EQUAL(rc.copies, 3);
+    CU_ASSERT_EQUAL(rc.threads, 12);
+    CU_ASSERT_EQUAL(rc.maxdepots, 5);
+    CU_ASSERT_EQUAL(rc.max_buffer, 48 << 20);
+    CU_ASSERT_EQUAL(rc.timeout_s, 180);
+    CU_ASSERT_STRING_EQUAL(rc.depots, "a.example.org:6714, b.example.org:6715/2, c.example.org");
+    CU_ASSERT_EQUAL(rc.verbose, 1);
+    /* the joined DEPOT value is a list the library takes */
+    lors_depot_t *d = NULL;
+    size_t nd = 0;
+    CU_ASSERT_EQUAL(lors_depot_list_parse(rc.depots, &d, &nd, err, sizeof err), LORS_OK);
+    CU_ASSERT_EQUAL(nd, 3);
+    if (nd == 3) {
+        CU_ASSERT_EQUAL(d[0].port, 6714);
+        CU_ASSERT_STRING_EQUAL(d[1].rid, "2");
+    }
+    free(d);
+    lors_rc_free(&rc);
+    CU_ASSERT_EQUAL(rc.nlbone, 0);
+    CU_ASSERT_PTR_NULL(rc.depots);
+    lors_rc_free(&rc); /* twice is harmless */
+}
+
+static void test_rc_unset_and_sources(void)
+{
+    lors_rc_t rc;
+    char err[512];
+    /* comments only: everything unset */
+    CU_ASSERT_EQUAL(load_text("# nothing\n\n", &rc, err, sizeof err), LORS_OK);
+    CU_ASSERT_EQUAL(rc.copies, -1);
+    CU_ASSERT_EQUAL(rc.duration_s, -1);
+    CU_ASSERT_EQUAL(rc.reliability, -1);
+    CU_ASSERT_EQUAL(rc.max_buffer, -1);
+    CU_ASSERT_EQUAL(rc.verbose, -1);
+    CU_ASSERT_PTR_NULL(rc.depots);
+    CU_ASSERT_PTR_NULL(rc.e2e_order);
+    lors_rc_free(&rc);
+
+    /* no path: $LNS_RC, else ~/.xndrc, which may be missing */
+    write_text(tpath("env.rc"), "COPIES 4\n");
+    setenv("LNS_RC", tpath("env.rc"), 1);
+    CU_ASSERT_EQUAL(lors_rc_load(NULL, &rc, err, sizeof err), LORS_OK);
+    CU_ASSERT_EQUAL(rc.copies, 4);
+    lors_rc_free(&rc);
+    unsetenv("LNS_RC");
+    setenv("HOME", lns_test_tmpdir(), 1);
+    unlink(tpath(".xndrc"));
+    CU_ASSERT_EQUAL(lors_rc_load(NULL, &rc, err, sizeof err), LORS_OK);
+    CU_ASSERT_STRING_EQUAL(rc.path, "");
+    CU_ASSERT_EQUAL(rc.copies, -1);
+    lors_rc_free(&rc);
+    write_text(tpath(".xndrc"), "THREADS 7\n");
+    CU_ASSERT_EQUAL(lors_rc_load(NULL, &rc, err, sizeof err), LORS_OK);
+    CU_ASSERT_EQUAL(rc.threads, 7);
+    lors_rc_free(&rc);
+    unlink(tpath(".xndrc"));
+
+    /* a file named but missing is an error, from a path or from LNS_RC */
+    CU_ASSERT_EQUAL(lors_rc_load(tpath("nope.rc"), &rc, err, sizeof err), LORS_E_RC);
+    CU_ASSERT(strstr(err, "nope.rc") != NULL);
+    setenv("LNS_RC", tpath("nope.rc"), 1);
+    CU_ASSERT_EQUAL(lors_rc_load(NULL, &rc, err, sizeof err), LORS_E_RC);
+    unsetenv("LNS_RC");
+    /* /dev/null (what --no-rc amounts to) is an empty file */
+    CU_ASSERT_EQUAL(lors_rc_load("/dev/null", &rc, err, sizeof err), LORS_OK);
+    CU_ASSERT_EQUAL(rc.copies, -1);
+    lors_rc_free(&rc);
+}
+
+static void test_rc_errors(void)
+{
+    static const struct {
+        const char *text;
+        int line;
+        const char *word;
+    } bad[] = {
+        {"COPIES 2\nCOPIS 3\n", 2, "unknown keyword COPIS"},
+        {"COPIES 0\n", 1, "COPIES 0"},
+        {"COPIES 2x\n", 1, "COPIES"},
+        {"COPIES -1\n", 1, "COPIES"},
+        {"THREADS 99999\n", 1, "THREADS"},
+        {"DURATION forever\n", 1, "DURATION"},
+        {"DURATION max\n", 1, "DURATION"},
+        {"DURATION 0\n", 1, "DURATION"},
+        {"STORAGE_TYPE medium\n", 1, "HARD or SOFT"},
+        {"DATA_BLOCKSIZE 5Q\n", 1, "DATA_BLOCKSIZE"},
+        {"\n\nDEPOT host:99999\n", 3, "DEPOT"},
+        {"LBONE_SERVER a b c\n", 1, "LBONE_SERVER"},
+        {"E2E_ORDER zlib des\n", 1, "not supported"},
+        {"E2E_ORDER zlib zlib\n", 1, "twice"},
+        {"E2E_ORDER rot13\n", 1, "rot13"},
+        {"COPIES\n", 1, "needs a value"},
+        {"= 5\n", 1, "expected KEYWORD value"},
+        {"COPIES: 5\n", 1, "expected KEYWORD value"},
+        {"VERBOSE maybe\n", 1, "VERBOSE"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        lors_rc_t rc;
+        char err[512], where[4200];
+        int r = load_text(bad[i].text, &rc, err, sizeof err);
+        CU_ASSERT_EQUAL(r, LORS_E_RC);
+        snprintf(where, sizeof where, "%s:%d: ", tpath("rc"), bad[i].line);
+        if (strncmp(err, where, strlen(where)) != 0 || !strstr(err, bad[i].word)) {
+            fprintf(stderr, "case %zu: %s\n", i, err);
+            CU_FAIL("message does not name file:line and the problem");
+        }
+        CU_ASSERT_PTR_NULL(rc.depots); /* nothing half-loaded */
+        CU_ASSERT_EQUAL(rc.copies, -1);
+        lors_rc_free(&rc);
+    }
+}
+
+static void test_exit_codes(void)
+{
+    CU_ASSERT_EQUAL(lors_exit_code(LORS_OK), 0);
+    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_INVAL), LORS_EXIT_USAGE);
+    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_RC), LORS_EXIT_USAGE);
+    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_EXNODE), LORS_EXIT_EXNODE);
+    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_READ), LORS_EXIT_IO);
+    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_WRITE), LORS_EXIT_IO);
+    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_NODEPOTS), LORS_EXIT_DEPOTS);
+    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_PLACE), LORS_EXIT_DEPOTS);
+    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_NO_REPLICA), LORS_EXIT_NO_DATA);
+    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_KEY), LORS_EXIT_INTEGRITY);
+    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_E2E), LORS_EXIT_INTEGRITY);
+    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_DIGEST), LORS_EXIT_INTEGRITY);
+    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_PARTIAL), LORS_EXIT_PARTIAL);
+    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_NOMEM), LORS_EXIT_INTERNAL);
+    CU_ASSERT_EQUAL(lors_exit_code(-999), LORS_EXIT_INTERNAL);
+}
+
+/* ---- the event stream ------------------------------------------------------------------ */
+
+static void test_encode(void)
+{
+    char b[64];
+    lors_evstream_encode("plain:6714/rid", b, sizeof b);
+    CU_ASSERT_STRING_EQUAL(b, "plain:6714/rid");
+    lors_evstream_encode("a b%c\n\x80", b, sizeof b);
+    CU_ASSERT_STRING_EQUAL(b, "a%20b%25c%0A%80");
+    lors_evstream_encode("", b, sizeof b);
+    CU_ASSERT_STRING_EQUAL(b, "-");
+    lors_evstream_encode(NULL, b, sizeof b);
+    CU_ASSERT_STRING_EQUAL(b, "-");
+    lors_evstream_encode("ab  ", b, 6); /* never cut inside an escape */
+    CU_ASSERT_STRING_EQUAL(b, "ab%20");
+}
+
+/* The lines after the header, without their time stamps. */
+static char *strip_ms(const char *text, char *first_line, size_t fl)
+{
+    const char *nl = strchr(text, '\n');
+    size_t n = nl ? (size_t)(nl - text) : strlen(text);
+    snprintf(first_line, fl, "%.*s", (int)n, text);
+    char *outp = malloc(strlen(text) + 1), *o = outp;
+    for (const char *p = nl ? nl + 1 : text + n; *p;) {
+        const char *sp = strchr(p, ' ');
+        CU_ASSERT_PTR_NOT_NULL_FATAL(sp);
+        for (const char *q = p; q < sp; q++)
+            CU_ASSERT(*q >= '0' && *q <= '9');
+        const char *e = strchr(sp, '\n');
+        size_t k = e ? (size_t)(e - sp) : strlen(sp);
+        memcpy(o, sp + 1, k);
+        o += k;
+        p = e ? e + 1 : sp + k + 1;
+    }
+    *o = 0;
+    return outp;
+}
+
+static void test_event_lines(void)
+{
+    char err[256], header[256];
+    lors_depot_t a = {.host = "a.example.org", .port = 6714, .rid = ""};
+    lors_depot_t b = {.host = "b c", .port = 7000, .rid = "r1"};
+    lors_evstream_t *es = lors_evstream_open(tpath("ev"), "lors_test", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(es);
+    lors_evstream_printf(es, "BEGIN", "op=upload file=%s size=%d", "x", 10);
+    lors_event_t ev = {.kind = LORS_EV_ALLOCATE, .depot = &a, .fragment = 1, .copy = 0,
+                       .offset = 100, .length = 50};
+    lors_evstream_event(es, &ev);
+    ev = (lors_event_t){.kind = LORS_EV_FAILURE, .depot = &a, .moved_to = &b, .fragment = 2,
+                        .copy = 1, .offset = 0, .length = 7, .ibp_err = IBP_E_CAP_NOT_FOUND,
+                        .op = "STORE"};
+    lors_evstream_event(es, &ev);
+    ev.moved_to = NULL;
+    lors_evstream_event(es, &ev);
+    ev = (lors_event_t){.kind = LORS_EV_FETCH_FAIL, .depot = &b, .fragment = 3, .copy = 5,
+                        .offset = 9, .length = 1, .ibp_err = 0, .op = "CHECKSUM"};
+    lors_evstream_event(es, &ev);
+    ev = (lors_event_t){.kind = LORS_EV_WRITE, .fragment = 3, .copy = -1, .offset = 9,
+                        .length = 1};
+    lors_evstream_event(es, &ev);
+    ev = (lors_event_t){.kind = LORS_EV_SEND_END, .depot = &a, .moved_to = &b, .fragment = 0,
+                        .copy = 2, .offset = 0, .length = 4096};
+    lors_evstream_event(es, &ev);
+    ev.kind = (lors_event_kind)99; /* unknown kinds are not written */
+    lors_evstream_event(es, &ev);
+    lors_evstream_printf(es, "END", "bytes=%d seconds=%.3f rc=%d", 10, 0.5, 0);
+    lors_evstream_close(es);
+
+    char *text = read_all(tpath("ev"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    char *body = strip_ms(text, header, sizeof header);
+    int pid = 0;
+    long long t = 0;
+    CU_ASSERT_EQUAL(sscanf(header, "LNS-EVENTS 1 tool=lors_test pid=%d time=%lld", &pid, &t), 2);
+    CU_ASSERT_EQUAL(pid, getpid());
+    CU_ASSERT(llabs(t - (long long)time(NULL)) < 60);
+    const char *nf = ibp_strerror(IBP_E_CAP_NOT_FOUND);
+    char why[256];
+    lors_evstream_encode(nf, why, sizeof why);
+    char want[2048];
+    snprintf(want, sizeof want,
+             "BEGIN op=upload file=x size=10\n"
+             "ALLOCATE depot=a.example.org:6714 frag=1 copy=0 off=100 len=50\n"
+             "FAILURE depot=a.example.org:6714 frag=2 copy=1 off=0 len=7 op=STORE err=%d "
+             "why=%s to=b%%20c:7000/r1\n"
+             "FAILURE depot=a.example.org:6714 frag=2 copy=1 off=0 len=7 op=STORE err=%d "
+             "why=%s to=-\n"
+             "FETCH_FAIL depot=b%%20c:7000/r1 frag=3 copy=5 off=9 len=1 op=CHECKSUM err=0\n"
+             "WRITE frag=3 off=9 len=1\n"
+             "SEND_END depot=a.example.org:6714 frag=0 copy=2 off=0 len=4096 "
+             "to=b%%20c:7000/r1\n"
+             "END bytes=10 seconds=0.500 rc=0 dropped=0\n",
+             IBP_E_CAP_NOT_FOUND, why, IBP_E_CAP_NOT_FOUND, why);
+    CU_ASSERT_STRING_EQUAL(body, want);
+    if (strcmp(body, want) != 0)
+        fprintf(stderr, "got:\n%s\nwant:\n%s", body, want);
+    free(body);
+    free(text);
+
+    /* fd:N writes to an open descriptor and leaves it open; bad specs fail */
+    int fd = open(tpath("ev2"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    char spec[32];
+    snprintf(spec, sizeof spec, "fd:%d", fd);
+    es = lors_evstream_open(spec, "t", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(es);
+    lors_evstream_close(es);
+    CU_ASSERT(write(fd, "more\n", 5) == 5); /* still open */
+    close(fd);
+    text = read_all(tpath("ev2"));
+    CU_ASSERT(text && strncmp(text, "LNS-EVENTS 1 tool=t pid=", 24) == 0 &&
+              strstr(text, "\nmore\n") != NULL);
+    free(text);
+    CU_ASSERT_PTR_NULL(lors_evstream_open("fd:x", "t", err, sizeof err));
+    CU_ASSERT_PTR_NULL(lors_evstream_open("fd:987", "t", err, sizeof err));
+    CU_ASSERT(strstr(err, "987") != NULL);
+    CU_ASSERT_PTR_NULL(lors_evstream_open(tpath("no/such/dir"), "t", err, sizeof err));
+    lors_evstream_close(NULL);
+}
+
+typedef struct feeder {
+    lors_evstream_t *es;
+    int n;
+} feeder_t;
+
+static void *feed_events(void *arg)
+{
+    feeder_t *f = arg;
+    lors_depot_t d = {.host = "127.0.0.1", .port = 6714, .rid = ""};
+    for (int i = 0; i < f->n; i++) {
+        lors_event_t ev = {.kind = LORS_EV_FETCH_END, .depot = &d, .fragment = i, .copy = 0,
+                           .offset = (int64_t)i * 1000, .length = 1000};
+        lors_evstream_event(f->es, &ev);
+    }
+    return NULL;
+}
+
+/* A reader that stops reading: the writers never stall, lines are dropped whole and counted,
+ * and END (written once the reader reads again) says how many. */
+static void test_event_slow_reader(void)
+{
+    int p[2];
+    char err[256], spec[32];
+    CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
+    snprintf(spec, sizeof spec, "fd:%d", p[1]);
+    lors_evstream_t *es = lors_evstream_open(spec, "t", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(es);
+
+    enum { THREADS = 4, EACH = 50000 };
+    pthread_t t[THREADS];
+    feeder_t f = {es, EACH};
+    int64_t t0 = lns_mono_ms();
+    for (int i = 0; i < THREADS; i++)
+        pthread_create(&t[i], NULL, feed_events, &f);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    int64_t took = lns_mono_ms() - t0;
+    CU_ASSERT(took < 5000); /* 200000 events into a pipe nobody reads: no stall */
+
+    /* now read everything, while END goes out */
+    FILE *r = fdopen(p[0], "r");
+    lors_evstream_printf(es, "END", "rc=0");
+    char line[512];
+    long lines = 0, dropped = -1, bad = 0;
+    int saw_end = 0;
+    while (!saw_end && fgets(line, sizeof line, r)) {
+        if (strncmp(line, "LNS-EVENTS", 10) == 0)
+            continue;
+        char *e = strstr(line, " END rc=0 dropped=");
+        if (e) {
+            dropped = atol(e + 18);
+            saw_end = 1;
+        } else if (!strstr(line, " FETCH_END depot=127.0.0.1:6714 frag=") ||
+                   line[strlen(line) - 1] != '\n') {
+            bad++; /* a line cut or mixed with another */
+        } else {
+            lines++;
+        }
+    }
+    lors_evstream_close(es);
+    fclose(r);
+    close(p[1]);
+    CU_ASSERT(saw_end);
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(dropped > 0);
+    CU_ASSERT_EQUAL(lines + dropped, (long)THREADS * EACH);
+}
+
+/* A reader that is gone: writes fail (no SIGPIPE death), close returns promptly. */
+static void test_event_reader_gone(void)
+{
+    int p[2];
+    char err[256], spec[32];
+    CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
+    close(p[0]);
+    snprintf(spec, sizeof spec, "fd:%d", p[1]);
+    lors_evstream_t *es = lors_evstream_open(spec, "t", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(es);
+    feeder_t f = {es, 1000};
+    feed_events(&f);
+    int64_t t0 = lns_mono_ms();
+    lors_evstream_close(es);
+    CU_ASSERT(lns_mono_ms() - t0 < 2000);
+    close(p[1]);
+}
+
+/* ---- progress and tee ------------------------------------------------------------------ */
+
+static void test_progress(void)
+{
+    int p[2];
+    CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
+    CU_ASSERT_PTR_NULL(lors_progress_new(p[1], "x", 100, 0)); /* not a terminal */
+    lors_progress_event(NULL, NULL);
+    lors_progress_add(NULL, 5);
+    lors_progress_finish(NULL);
+
+    lors_progress_t *bar = lors_progress_new(p[1], "download", 4000, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bar);
+    lors_depot_t a = {.host = "a", .port = 6714, .rid = ""};
+    lors_depot_t b = {.host = "b", .port = 6714, .rid = ""};
+    lors_event_t ev = {.kind = LORS_EV_FETCH_END, .depot = &a, .offset = 0, .length = 3000};
+    lors_progress_event(bar, &ev);
+    ev.depot = &b;
+    ev.length = 1000;
+    lors_progress_event(bar, &ev);
+    ev = (lors_event_t){.kind = LORS_EV_WRITE, .offset = 0, .length = 4000};
+    lors_progress_event(bar, &ev);
+    lors_progress_finish(bar);
+    close(p[1]);
+    char buf[8192];
+    ssize_t n = read(p[0], buf, sizeof buf - 1);
+    close(p[0]);
+    CU_ASSERT_FATAL(n > 0);
+    buf[n] = 0;
+    char *last = strrchr(buf, '\r');
+    CU_ASSERT_PTR_NOT_NULL_FATAL(last);
+    CU_ASSERT(strstr(last, "download 100%") != NULL);
+    CU_ASSERT(strstr(last, "a:6714 75% b:6714 25%") != NULL);
+    CU_ASSERT(strstr(last, "MB/s") != NULL);
+    CU_ASSERT_EQUAL(buf[n - 1], '\n');
+}
+
+static int calls[3];
+static void count_a(void *arg, const lors_event_t *ev)
+{
+    calls[0]++;
+    calls[2] = calls[2] * 10 + *(int *)arg;
+}
+
+static void test_tee(void)
+{
+    lors_event_tee_t t = {0};
+    int one = 1, two = 2;
+    lors_event_t ev = {.kind = LORS_EV_WRITE};
+    lors_event_tee_add(&t, count_a, &one);
+    lors_event_tee_add(&t, NULL, &two); /* ignored */
+    lors_event_tee_add(&t, count_a, &two);
+    lors_event_tee_call(&t, &ev);
+    CU_ASSERT_EQUAL(calls[0], 2);
+    CU_ASSERT_EQUAL(calls[2], 12); /* in order */
+    for (int i = 0; i < 10; i++)
+        lors_event_tee_add(&t, count_a, &one);
+    CU_ASSERT_EQUAL(t.n, 4); /* full: the rest ignored */
+}
+
+/* ---- lors_verify_prefix ----------------------------------------------------------------- */
+
+#define VBS 4096
+
+static void hex_digests(const unsigned char *p, size_t n, char *out)
+{
+    for (size_t off = 0; off < n; off += VBS) {
+        unsigned char md[32];
+        unsigned int l;
+        EVP_Digest(p + off, n - off < VBS ? n - off : VBS, md, &l, EVP_sha256(), NULL);
+        for (unsigned int i = 0; i < l; i++)
+            out += sprintf(out, "%02x", md[i]);
+    }
+    *out = 0;
+}
+
+static void add_mapping(xnd_t *x, int64_t off, const unsigned char *data, int64_t len,
+                        int spoil)
+{
+    xnd_mapping_t *m = xnd_mapping_new();
+    char *hex = malloc((size_t)(len / VBS + 2) * 64 + 1);
+    hex_digests(data + off, (size_t)len, hex);
+    if (spoil)
+        hex[0] = hex[0] == '0' ? '1' : '0';
+    m->exnode_offset = off;
+    m->logical_length = len;
+    m->alloc_length = len;
+    xnd_func_t *f = xnd_func_new(LORS_CHECKSUM_FUNC);
+    xnd_meta_set_string(&f->args, "algorithm", "sha256");
+    xnd_meta_set_int(&f->args, "blocksize", VBS);
+    xnd_meta_set_string(&f->args, "digests", hex);
+    xnd_mapping_set_func(m, f);
+    CU_ASSERT_EQUAL(xnd_append(x, m), XND_OK);
+    free(hex);
+}
+
+static int verify(const xnd_t *x, const unsigned char *file, int64_t off, int64_t len)
+{
+    int fd = open(tpath("vp"), O_RDWR | O_CREAT | O_TRUNC, 0600);
+    CU_ASSERT(write(fd, file, (size_t)len) == len);
+    int64_t good = -1;
+    int rc = lors_verify_prefix(x, fd, off, len, &good);
+    close(fd);
+    CU_ASSERT_EQUAL(rc, LORS_OK);
+    return (int)good;
+}
+
+static void test_verify_prefix(void)
+{
+    enum { N = 10 * VBS + 100 };
+    unsigned char *src = malloc(N), *f = malloc(N);
+    lns_test_fill(src, N, 42);
+    xnd_t *x = xnd_new();
+    /* two fragments: [0, 6 blocks) and [6 blocks, N); the first also as a spoiled replica */
+    add_mapping(x, 0, src, 6 * VBS, 1);
+    add_mapping(x, 0, src, 6 * VBS, 0);
+    add_mapping(x, 6 * VBS, src, N - 6 * VBS, 0);
+
+    memcpy(f, src, N);
+    CU_ASSERT_EQUAL(verify(x, f, 0, N), N);              /* all of it, the short last block too */
+    CU_ASSERT_EQUAL(verify(x, f, 0, N - 1), 10 * VBS);   /* the last block incomplete */
+    CU_ASSERT_EQUAL(verify(x, f, 0, 7 * VBS + 5), 7 * VBS);
+    CU_ASSERT_EQUAL(verify(x, f, 0, 0), 0);
+    f[3 * VBS + 17] ^= 1;                                /* damage in block 3 */
+    CU_ASSERT_EQUAL(verify(x, f, 0, N), 3 * VBS);
+    memcpy(f, src, N);
+    f[8 * VBS] ^= 0x80;                                  /* block 8, second fragment */
+    CU_ASSERT_EQUAL(verify(x, f, 0, N), 8 * VBS);
+    /* a sub-range: the file holds bytes from 2 blocks on */
+    CU_ASSERT_EQUAL(verify(x, src + 2 * VBS, 2 * VBS, N - 2 * VBS), N - 2 * VBS);
+    /* starting inside a checksum block: nothing can be checked */
+    CU_ASSERT_EQUAL(verify(x, src + 100, 100, 3 * VBS), 0);
+
+    /* bytes no checksum covers end the prefix */
+    xnd_t *y = xnd_new();
+    add_mapping(y, 0, src, 2 * VBS, 0);
+    CU_ASSERT_EQUAL(verify(y, src, 0, 5 * VBS), 2 * VBS);
+    xnd_free(y);
+
+    /* a file shorter than it is said to be: a read error, the prefix checked so far */
+    int fd = open(tpath("vp"), O_RDWR | O_CREAT | O_TRUNC, 0600);
+    CU_ASSERT(write(fd, src, 2 * VBS) == 2 * VBS);
+    int64_t good = -1;
+    CU_ASSERT_EQUAL(lors_verify_prefix(x, fd, 0, 4 * VBS, &good), LORS_E_READ);
+    CU_ASSERT_EQUAL(good, 2 * VBS);
+    CU_ASSERT_EQUAL(lors_verify_prefix(x, fd, -1, 4, &good), LORS_E_INVAL);
+    close(fd);
+
+    xnd_free(x);
+    free(src);
+    free(f);
+}
+
+void lns_test_register(void)
+{
+    CU_pSuite s = CU_add_suite("lors_tool", NULL, NULL);
+    CU_add_test(s, "rc: every keyword", test_rc_all_keywords);
+    CU_add_test(s, "rc: unset fields and where the file comes from", test_rc_unset_and_sources);
+    CU_add_test(s, "rc: errors name file:line", test_rc_errors);
+    CU_add_test(s, "exit codes", test_exit_codes);
+    CU_add_test(s, "events: value encoding", test_encode);
+    CU_add_test(s, "events: one line per event", test_event_lines);
+    CU_add_test(s, "events: a reader that stops reading", test_event_slow_reader);
+    CU_add_test(s, "events: a reader that is gone", test_event_reader_gone);
+    CU_add_test(s, "progress bar", test_progress);
+    CU_add_test(s, "event tee", test_tee);
+    CU_add_test(s, "verify a prefix against checksums", test_verify_prefix);
+}
