@@ -30,6 +30,20 @@ ssize_t lns_fd_read_some(int fd, void *buf, size_t n, int idle_ms)
     }
 }
 
+ssize_t lns_fd_read_full(int fd, void *buf, size_t n, int idle_ms)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = lns_fd_read_some(fd, (char *)buf + got, n - got, idle_ms);
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
 int lns_fd_write_all(int fd, const void *buf, size_t n, int idle_ms)
 {
     const char *p = buf;

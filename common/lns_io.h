@@ -13,6 +13,8 @@
 
 /* Read at least one byte (up to n): bytes read, 0 at end of file, -1 on error. */
 ssize_t lns_fd_read_some(int fd, void *buf, size_t n, int idle_ms);
+/* Read n bytes, fewer only at end of file: bytes read, or -1 on error (errno). */
+ssize_t lns_fd_read_full(int fd, void *buf, size_t n, int idle_ms);
 /* Write all n bytes. 0 ok, -1 error (errno). */
 int lns_fd_write_all(int fd, const void *buf, size_t n, int idle_ms);
 /* pwrite(2) all n bytes at off. 0 ok, -1 error (errno). */

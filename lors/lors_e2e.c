@@ -39,22 +39,7 @@ static double now_s(void)
     return (double)lns_mono_ns() / 1e9;
 }
 
-/* Read n bytes (fewer only at the end of the input): bytes read, or -1. */
-static int64_t read_full(int fd, unsigned char *buf, int64_t n)
-{
-    int64_t got = 0;
-    while (got < n) {
-        ssize_t r = lns_fd_read_some(fd, buf + got, (size_t)(n - got), -1);
-        if (r < 0)
-            return -1;
-        if (r == 0)
-            break;
-        got += r;
-    }
-    return got;
-}
-
-/* The encoder's read: like read_full, but gives up (-2) as soon as the engine has stopped
+/* The encoder's read: like lns_fd_read_full, but gives up (-2) as soon as the engine has stopped
  * reading the pipe (its read end closed: POLLERR on the write end), so an upload that
  * failed does not wait for a slow or silent input to send more. */
 static int64_t read_input(int fd, int pipe_wr, unsigned char *buf, int64_t n)
@@ -414,7 +399,7 @@ static int decode_frames(const lors__e2e_desc_t *d, lors__e2e_codec_t *codec, in
     for (int64_t f = f0; rc == LORS_OK && f <= f1; f++) {
         int64_t so, sl, pl = lors__e2e_frame_plain(d, f), fstart = f * fs;
         lors__e2e_frame_loc(d, f, &so, &sl);
-        int64_t n = read_full(in_fd, sbuf, sl);
+        int64_t n = lns_fd_read_full(in_fd, sbuf, (size_t)sl, -1);
         if (n != sl) {
             rc = 1;
             break;

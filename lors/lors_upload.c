@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lns_io.h"
 #include "lors_checksum.h"
 #include "lors_e2e_int.h"
 #include "lors_upload_int.h"
@@ -58,23 +59,6 @@ void lors_report_free(lors_report_t *r)
 }
 
 /* ---- the reader ------------------------------------------------------------------------ */
-
-/* Read up to n bytes (fewer only at EOF). */
-static int64_t read_full(int fd, unsigned char *buf, int64_t n)
-{
-    int64_t got = 0;
-    while (got < n) {
-        ssize_t r = read(fd, buf + got, (size_t)(n - got));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -1;
-        if (r == 0)
-            break;
-        got += r;
-    }
-    return got;
-}
 
 /* A new fragment at off whose allocations are alloc_len bytes; with u->mu held. */
 static frag_t *frag_new(up_t *u, int64_t off, int64_t alloc_len)
@@ -174,7 +158,7 @@ static void read_input(up_t *u, int64_t length, int64_t frag_size)
                     pthread_mutex_unlock(&u->mu);
                     goto out;
                 }
-                n = read_full(u->fd, buf, want);
+                n = lns_fd_read_full(u->fd, buf, (size_t)want, -1);
                 if (n < 0 || (n < want && length >= 0)) {
                     int e = errno;
                     free(buf);
