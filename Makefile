@@ -6,11 +6,15 @@
 #   make demo             start a local depot and drive it with ibp_tool
 #   make fuzz             libFuzzer on the request and exNode parsers (FUZZ_SECONDS each, default 600)
 #   make bench-depot      depot benchmarks against nginx and socat (docs/PERFORMANCE.md)
+#   make bench-lors       lors_download against curl and aria2c, and its memory (docs/PERFORMANCE.md)
+#   make bench-lbone      lbone_server with 10,000 depots: query latency, heartbeat rate (docs/PERFORMANCE.md)
 #   make install          PREFIX=/usr/local DESTDIR=
 #
 # Sources are found by name: common/*.c and ibp_depot/ibp_*.c make libibp (ibp_tool*.c are the
 # tool), ibp_depot/depot_*.c the depot, exnode/xnd_*.c libexnode, lors/lors_*.c liblors,
-# lors/tools/lors_NAME.c the program lors_NAME, tests/unit/test_*.c and tests/system/test_*.c one test program each.
+# lors/tools/lors_NAME.c the program lors_NAME, lbone/lbone_srv_*.c + lbone/lbone_server_main.c
+# lbone_server, the other lbone/lbone_*.c liblbone (client, gazetteer, JSON), lbone/tools/NAME.c
+# the program NAME, tests/unit/test_*.c and tests/system/test_*.c one test program each.
 
 CC      ?= cc
 PREFIX  ?= /usr/local
@@ -33,11 +37,13 @@ endif
 
 WARN     = -Wall -Wextra -Wshadow -Wpointer-arith -Wstrict-prototypes -Wno-unused-parameter
 XML2_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
-CPPFLAGS = -D_GNU_SOURCE -Icommon -Iibp_depot -Iexnode -Ilors -Itests/lib $(XML2_CFLAGS)
+CPPFLAGS = -D_GNU_SOURCE -Icommon -Iibp_depot -Iexnode -Ilors -Ilbone -Itests/lib $(XML2_CFLAGS)
 CFLAGS   = -std=c11 $(OPT) $(WARN) -fPIC -pthread -MMD -MP
 LDFLAGS  = -pthread $(SANLD)
 LIBS     = -lxml2 -lssl -lcrypto -lz -lsqlite3
 TESTLIBS = -lcunit
+LBONE_LIBS = -lcurl -lm
+SRV_LIBS = -lmicrohttpd -lm
 
 COMMON_SRC = $(wildcard common/*.c)
 TOOL_SRC   = $(wildcard ibp_depot/ibp_tool*.c)
@@ -45,6 +51,9 @@ LIBIBP_SRC = $(filter-out $(TOOL_SRC) ibp_depot/ibp_fuzz.c,$(wildcard ibp_depot/
 EXNODE_SRC = $(filter-out exnode/xnd_fuzz.c,$(wildcard exnode/xnd_*.c))
 LORS_SRC   = $(wildcard lors/lors_*.c)
 LORS_TOOLS = $(wildcard lors/tools/*.c)
+LBONE_SRV_SRC = $(wildcard lbone/lbone_srv_*.c)
+LBONE_SRC  = $(filter-out $(LBONE_SRV_SRC) lbone/lbone_server_main.c,$(wildcard lbone/lbone_*.c))
+LBONE_TOOLS = $(wildcard lbone/tools/*.c)
 DEPOT_SRC  = $(filter-out ibp_depot/depot_main.c,$(wildcard ibp_depot/depot_*.c))
 TESTLIB_SRC = $(wildcard tests/lib/*.c)
 UNIT_SRC   = $(wildcard tests/unit/test_*.c)
@@ -59,14 +68,17 @@ LIBDEPOT_A = $(B)/lib/libdepot.a
 LIBEXNODE_A = $(B)/lib/libexnode.a
 LIBLORS_A = $(B)/lib/liblors.a
 LORS_BINS = $(patsubst lors/tools/%.c,$(B)/bin/%,$(LORS_TOOLS))
+LIBLBONE_A = $(B)/lib/liblbone.a
+LIBLBONE_SRV_A = $(B)/lib/liblbone_srv.a
+LBONE_BINS = $(B)/bin/lbone_server $(patsubst lbone/tools/%.c,$(B)/bin/%,$(LBONE_TOOLS))
 PROGS     = $(B)/bin/ibp_depot $(B)/bin/ibp_tool
 UNIT_BINS = $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 SYS_BINS  = $(patsubst tests/system/%.c,$(B)/tests/%,$(SYS_SRC))
 BENCH_BINS = $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
-.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot install uninstall clean
+.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-lbone install uninstall clean
 
-all: $(LIBIBP_A) $(LIBIBP_SO) $(LIBEXNODE_A) $(LIBLORS_A) $(PROGS) $(LORS_BINS)
+all: $(LIBIBP_A) $(LIBIBP_SO) $(LIBEXNODE_A) $(LIBLORS_A) $(LIBLBONE_A) $(PROGS) $(LORS_BINS) $(LBONE_BINS)
 
 tests: all $(UNIT_BINS) $(SYS_BINS)
 
@@ -97,29 +109,48 @@ $(LIBLORS_A): $(call obj,$(LORS_SRC)) | $(B)/obj/empty.o
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $(call obj,$(LORS_SRC)) $(if $(LORS_SRC),,$(B)/obj/empty.o)
 
-$(B)/bin/lors_%: $(call obj,lors/tools/lors_%.c) $(LIBLORS_A) $(LIBEXNODE_A) $(LIBIBP_A)
+$(B)/bin/lors_%: $(call obj,lors/tools/lors_%.c) $(LIBLORS_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS)
+
+# The L-Bone: liblbone (what clients link), the server's modules as a library (so unit tests
+# can link them), the server, and the tools of lbone/tools/.
+$(LIBLBONE_A): $(call obj,$(LBONE_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIBLBONE_SRV_A): $(call obj,$(LBONE_SRV_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/bin/lbone_server: $(call obj,lbone/lbone_server_main.c) $(LIBLBONE_SRV_A) $(LIBLBONE_A) $(LIBIBP_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(SRV_LIBS)
+
+$(B)/bin/lbone_%: $(call obj,lbone/tools/lbone_%.c) $(LIBLBONE_A) $(LIBIBP_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS)
 
 $(LIBDEPOT_A): $(call obj,$(DEPOT_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/bin/ibp_depot: $(call obj,ibp_depot/depot_main.c) $(LIBDEPOT_A) $(LIBIBP_A)
+# The depot registers itself with L-Bones through liblbone.
+$(B)/bin/ibp_depot: $(call obj,ibp_depot/depot_main.c) $(LIBDEPOT_A) $(LIBLBONE_A) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS)
 
 $(B)/bin/ibp_tool: $(call obj,$(TOOL_SRC)) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
-$(B)/tests/%: $(call obj,tests/unit/%.c) $(call obj,$(TESTLIB_SRC)) $(LIBDEPOT_A) $(LIBLORS_A) $(LIBEXNODE_A) $(LIBIBP_A)
+$(B)/tests/%: $(call obj,tests/unit/%.c) $(call obj,$(TESTLIB_SRC)) $(LIBDEPOT_A) $(LIBLORS_A) $(LIBLBONE_SRV_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(TESTLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS) $(SRV_LIBS) $(TESTLIBS)
 
-$(B)/tests/%: $(call obj,tests/system/%.c) $(call obj,$(TESTLIB_SRC)) $(LIBDEPOT_A) $(LIBLORS_A) $(LIBEXNODE_A) $(LIBIBP_A)
+$(B)/tests/%: $(call obj,tests/system/%.c) $(call obj,$(TESTLIB_SRC)) $(LIBDEPOT_A) $(LIBLORS_A) $(LIBLBONE_SRV_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(TESTLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS) $(SRV_LIBS) $(TESTLIBS)
 
 $(B)/bench/%: $(call obj,tests/bench/%.c) $(LIBLORS_A) $(LIBEXNODE_A) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
@@ -143,11 +174,20 @@ demo: deps all
 fuzz: deps
 	$(MAKE) -f fuzz.mk FUZZ_SECONDS=$(or $(FUZZ_SECONDS),600)
 
-bench: bench-depot
+bench: bench-depot bench-lors
 
 bench-depot: deps
 	$(MAKE) benchprogs
 	@tests/bench/bench_depot.sh $(B)
+
+bench-lors:
+	@scripts/install-deps.sh --bench
+	$(MAKE) benchprogs
+	@tests/bench/bench_lors.sh $(B)
+
+bench-lbone: deps
+	$(MAKE) benchprogs
+	@tests/bench/bench_lbone.sh $(B)
 
 # Every man/*.1 page is installed: ibp_tool(1) and one per lors_* tool.
 MAN1 = $(wildcard man/*.1)
@@ -156,7 +196,7 @@ install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR) \
 	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSCONFDIR)/lns \
 	    $(DESTDIR)$(PREFIX)/lib/systemd/system
-	install -m 755 $(PROGS) $(LORS_BINS) $(DESTDIR)$(BINDIR)/
+	install -m 755 $(PROGS) $(LORS_BINS) $(LBONE_BINS) $(DESTDIR)$(BINDIR)/
 	install -m 644 $(LIBIBP_A) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(LIBIBP_SO) $(DESTDIR)$(LIBDIR)/libibp.so.0
 	ln -sf libibp.so.0 $(DESTDIR)$(LIBDIR)/libibp.so
@@ -164,17 +204,17 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/.*LNS_VERSION "\(.*\)"/\1/p' ibp_depot/ibp.h)|g' \
 	    scripts/libibp.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libibp.pc
 	install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
-	install -m 644 man/ibp_depot.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 644 man/ibp_depot.8 man/lbone_server.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 644 scripts/ibp_depot.conf.sample $(DESTDIR)$(SYSCONFDIR)/lns/ibp_depot.conf.sample
 	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
 	    scripts/ibp_depot.service.in > $(DESTDIR)$(PREFIX)/lib/systemd/system/ibp_depot.service
 
 uninstall:
-	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,ibp_depot ibp_tool $(notdir $(LORS_BINS))) \
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,ibp_depot ibp_tool $(notdir $(LORS_BINS) $(LBONE_BINS))) \
 	    $(DESTDIR)$(LIBDIR)/libibp.a $(DESTDIR)$(LIBDIR)/libibp.so $(DESTDIR)$(LIBDIR)/libibp.so.0 \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/libibp.pc $(DESTDIR)$(INCDIR)/ibp.h \
 	    $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN1))) $(DESTDIR)$(MANDIR)/man8/ibp_depot.8 \
-	    $(DESTDIR)$(PREFIX)/lib/systemd/system/ibp_depot.service
+	    $(DESTDIR)$(MANDIR)/man8/lbone_server.8 $(DESTDIR)$(PREFIX)/lib/systemd/system/ibp_depot.service
 
 clean:
 	rm -rf build

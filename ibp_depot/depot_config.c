@@ -6,6 +6,7 @@
  * value is reported as one line naming the setting and the reason; nothing is guessed.
  */
 #include "depot.h"
+#include "depot_lbone.h"
 #include "ibp_proto.h"
 #include "lns_units.h"
 
@@ -95,6 +96,7 @@ void depot_config_init(depot_config_t *cfg)
     cfg->durability = DEPOT_DUR_OS;
     cfg->log_level = LNS_LOG_INFO;
     cfg->event_sample = 1;
+    depot_lbone_reset();
 }
 
 static int set_int(const char *key, const char *v, int lo, int hi, int *out, char *err,
@@ -200,6 +202,8 @@ int depot_config_set(depot_config_t *cfg, const char *key, const char *v, char *
     }
     if (strcmp(key, "pid-file") == 0)
         return set_str(key, v, cfg->pid_file, sizeof cfg->pid_file, err, errlen);
+    if (strncmp(key, "lbone", 5) == 0)
+        return depot_lbone_set(key, v, err, errlen);
     return fail(err, errlen, "unknown setting '%s'", key);
 }
 
@@ -280,6 +284,14 @@ static const char usage_text[] =
     "      --event-sample N         log 1 request in N (1 = all, 0 = none; default 1)\n"
     "  -d, --daemon                 run in the background\n"
     "      --pid-file FILE          write the process id to FILE\n"
+    "      --lbone URL              register with this L-Bone and send it heartbeats\n"
+    "      --lbone-token-file FILE  the L-Bone's registry token (first line of FILE)\n"
+    "      --lbone-place PLACE      where the depot is: \"airport= TYS\", \"zip= 37996\"...\n"
+    "      --lbone-lat D, --lbone-lon D   or its latitude and longitude\n"
+    "      --lbone-contact TEXT     who runs the depot\n"
+    "      --lbone-env-connection C, --lbone-env-monitoring H, --lbone-env-power P,\n"
+    "      --lbone-env-firewall yes|no    environment the L-Bone's clients filter on\n"
+    "      --lbone-interval S       heartbeat interval (default: what the L-Bone asks)\n"
     "      --check-config           validate the settings, print a summary, exit\n"
     "  -h, --help                   show this help\n"
     "  -V, --version                show the version\n";
@@ -306,6 +318,17 @@ static const struct option long_opts[] = {
     {"event-sample", required_argument, NULL, OPT_BASE},
     {"daemon", no_argument, NULL, 'd'},
     {"pid-file", required_argument, NULL, OPT_BASE},
+    {"lbone", required_argument, NULL, OPT_BASE},
+    {"lbone-token-file", required_argument, NULL, OPT_BASE},
+    {"lbone-place", required_argument, NULL, OPT_BASE},
+    {"lbone-lat", required_argument, NULL, OPT_BASE},
+    {"lbone-lon", required_argument, NULL, OPT_BASE},
+    {"lbone-contact", required_argument, NULL, OPT_BASE},
+    {"lbone-env-connection", required_argument, NULL, OPT_BASE},
+    {"lbone-env-monitoring", required_argument, NULL, OPT_BASE},
+    {"lbone-env-power", required_argument, NULL, OPT_BASE},
+    {"lbone-env-firewall", required_argument, NULL, OPT_BASE},
+    {"lbone-interval", required_argument, NULL, OPT_BASE},
     {"check-config", no_argument, NULL, OPT_BASE + 1},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -373,6 +396,8 @@ int depot_config_args(depot_config_t *cfg, int argc, char **argv, char *err, siz
                 return fail(err, errlen, "resource: directory %s given twice", cfg->res[i].dir);
     if (!cfg->public_host[0] && gethostname(cfg->public_host, sizeof cfg->public_host - 1) < 0)
         return fail(err, errlen, "public-host: not set and gethostname failed");
+    if (depot_lbone_check(err, errlen) < 0)
+        return DEPOT_CFG_ERR;
     return DEPOT_CFG_OK;
 }
 
@@ -407,4 +432,5 @@ void depot_config_summary(const depot_config_t *cfg, char *buf, size_t size)
         snprintf(buf + n, size - n, ", max-connections %d, durability %s, admin password %s",
                  cfg->max_connections, cfg->durability == DEPOT_DUR_FSYNC ? "fsync" : "os",
                  cfg->admin_password[0] ? "set" : "not set");
+    depot_lbone_summary(buf, size);
 }

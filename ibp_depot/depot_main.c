@@ -7,6 +7,7 @@
  * SIGINT arrive through a signalfd in the accept loop (they are blocked in every thread).
  */
 #include "depot.h"
+#include "depot_lbone.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -187,6 +188,8 @@ int main(int argc, char **argv)
     lns_log(LNS_LOG_INFO, "lns %s listening on %s port %d, %d resource%s, public host %s",
             LNS_VERSION, cfg.listen[0] ? cfg.listen : "*", server.port, cfg.nres,
             cfg.nres == 1 ? "" : "s", cfg.public_host);
+    if (depot_lbone_start(&cfg, &store, server.port, err, sizeof err) < 0)
+        die(DEPOT_EXIT_RUNTIME, "%s", err);
     if (ready_fd >= 0) {
         ssize_t w = write(ready_fd, "0 ready", 7);
         (void)w;
@@ -195,6 +198,7 @@ int main(int argc, char **argv)
     }
 
     depot_server_run(&server, sigfd);
+    depot_lbone_stop();
     depot_store_close(&store);
     close(sigfd);
     if (cfg.pid_file[0])

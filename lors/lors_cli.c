@@ -162,8 +162,8 @@ int lors_cli_rc(const char *tool, const char *path, int skip, lors_rc_t *rc)
     return LORS_EXIT_OK;
 }
 
-int lors_cli_depots(const char *tool, const char *list, const lors_rc_t *rc, int lbone_asked,
-                    lors_depot_t **out, size_t *n)
+int lors_cli_depots(const char *tool, const char *list, const lors_rc_t *rc, lors_depot_t **out,
+                    size_t *n)
 {
     char err[256];
     const char *from = list ? "--depot-list" : "rc file DEPOT";
@@ -172,10 +172,8 @@ int lors_cli_depots(const char *tool, const char *list, const lors_rc_t *rc, int
     if (!list)
         list = rc->depots;
     if (!list) {
-        if (lbone_asked || rc->nlbone)
-            lors_cli_error(tool, "the L-Bone client is not built yet (issue 4); give --depot-list");
-        else
-            lors_cli_error(tool, "no depots: give --depot-list or DEPOT in the rc file");
+        lors_cli_error(tool, "no depots: give --depot-list, DEPOT in the rc file, or an L-Bone "
+                             "(-H/--lbone, LBONE_SERVER in the rc file)");
         return LORS_EXIT_DEPOTS;
     }
     int rcode = lors_depot_list_parse(list, out, n, err, sizeof err);

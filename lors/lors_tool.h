@@ -142,12 +142,11 @@ int lors_cli_write_exnode(const char *tool, const xnd_t *x, const char *path);
 
 /* lors_rc_load(path) or, with skip (--no-rc), all unset.  LORS_EXIT_OK or LORS_EXIT_USAGE. */
 int lors_cli_rc(const char *tool, const char *path, int skip, lors_rc_t *rc);
-/* The depots: list (--depot-list) if not NULL, else rc->depots.  None: LORS_EXIT_DEPOTS, and
- * if lbone_asked (-H/-P/-l) or the rc names an L-Bone server, the message says the L-Bone
- * client is not built yet (issue 4).  A list that does not parse: LORS_EXIT_USAGE.  *out is
- * malloc'd (free it). */
-int lors_cli_depots(const char *tool, const char *list, const lors_rc_t *rc, int lbone_asked,
-                    lors_depot_t **out, size_t *n);
+/* The depots: list (--depot-list) if not NULL, else rc->depots.  None: LORS_EXIT_DEPOTS.  A
+ * list that does not parse: LORS_EXIT_USAGE.  *out is malloc'd (free it).  Depots from the
+ * L-Bone: lors_lbone_depots (lors_lbone.h). */
+int lors_cli_depots(const char *tool, const char *list, const lors_rc_t *rc, lors_depot_t **out,
+                    size_t *n);
 
 /* The event feed of a tool: the --events stream (events NULL: none) and the progress bar
  * (progress: 1 forced, 0 when stderr is a terminal, -1 never), fanned out by a tee.  Pass

@@ -6,6 +6,7 @@
 set -eu
 
 PKGS="build-essential pkg-config libssl-dev libsqlite3-dev libcunit1-dev libxml2-dev zlib1g-dev
+libmicrohttpd-dev libcurl4-openssl-dev
 clang libclang-rt-14-dev
 curl socat nginx-light procps groff-base"
 if [ "${1:-}" = "--bench" ]; then

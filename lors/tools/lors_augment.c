@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "lors.h"
+#include "lors_lbone.h"
 #include "lors_tool.h"
 
 static const char *TOOL = "lors_augment";
@@ -33,6 +34,9 @@ static void usage(FILE *f)
 "  -c, --copies N          copies to add, default 1 (with -B: live copies wanted,\n"
 "                          default the rc file's COPIES, else 1)\n"
 "      --depot-list LIST   depots for the new copies: \"host[:port][/rid], ...\"\n"
+"                          (else the L-Bone, or DEPOT in the rc file)\n"
+"  -m, --max-depots N      use at most N depots (from the L-Bone: ask for N; default\n"
+"                          MAXDEPOTS of the rc file, else 6)\n"
 "  -d, --duration T        lifetime of the new copies (s, m, h, d; -1 or max: each\n"
 "                          depot's maximum), default 1d\n"
 "  -s, --soft / -h, --hard soft or hard storage (default hard)\n"
@@ -46,8 +50,11 @@ static void usage(FILE *f)
 "      --events FILE|fd:N  write the event stream (docs/events.md); -D, --demo: fd:2\n"
 "      --progress          draw the progress bar even when stderr is not a terminal\n"
 "  -q, --quiet             print nothing but errors\n"
-"  -H, --lbone-host H, -P, --lbone-port P, -l, --location L\n"
-"                          the L-Bone (not built yet: issue 4; give --depot-list)\n"
+"  -H, --lbone URL         the L-Bone: http://host:port, host:port or host (also\n"
+"                          --lbone-host); else the rc file's LBONE_SERVER lines, in order\n"
+"  -P, --lbone-port P      its port when -H names none (default 6767)\n"
+"  -l, --location L        new copies nearest to L: \"airport= TYS\", \"zip= 37996\",\n"
+"                          \"lat,lon\", \"city= Knoxville state= TN\"... (rc LOCATION)\n"
 "      --rc FILE           the rc file (default $LNS_RC, else ~/.xndrc); --no-rc: none\n"
 "      --help, --version\n"
 "\n"
@@ -78,6 +85,8 @@ static const struct option longopts[] = {
     {"demo", no_argument, NULL, 'D'},
     {"progress", no_argument, NULL, OPT_PROGRESS},
     {"quiet", no_argument, NULL, 'q'},
+    {"max-depots", required_argument, NULL, 'm'},
+    {"lbone", required_argument, NULL, 'H'},
     {"lbone-host", required_argument, NULL, 'H'},
     {"lbone-port", required_argument, NULL, 'P'},
     {"location", required_argument, NULL, 'l'},
@@ -91,8 +100,9 @@ static const struct option longopts[] = {
 /* What the flags said; -1 / NULL = not given (then the rc file, then the default). */
 typedef struct flags {
     const char *file, *output, *depots, *events, *rc;
-    int new_only, balance, no_relay, verbose, quiet, progress, no_rc, lbone;
-    int copies, threads, reliability;
+    lors_lbone_opts_t lb;   /* -H/--lbone, -P, -l, -m */
+    int new_only, balance, no_relay, verbose, quiet, progress, no_rc;
+    int copies, threads, reliability, maxdepots;
     int64_t duration, timeout, offset, length;
 } flags_t;
 
@@ -100,10 +110,10 @@ static int parse_flags(int argc, char **argv, flags_t *f)
 {
     int c, port;
     memset(f, 0, sizeof *f);
-    f->copies = f->threads = f->reliability = -1;
+    f->copies = f->threads = f->reliability = f->maxdepots = -1;
     f->duration = f->timeout = f->offset = f->length = -2;
     opterr = 0;
-    while ((c = getopt_long_only(argc, argv, ":f:o:nBc:d:sht:T:O:L:VDqH:P:l:", longopts,
+    while ((c = getopt_long_only(argc, argv, ":f:o:nBc:d:sht:T:O:L:VDqH:P:l:m:", longopts,
                                  NULL)) != -1) {
         switch (c) {
         case 'f': f->file = optarg; break;
@@ -146,13 +156,23 @@ static int parse_flags(int argc, char **argv, flags_t *f)
         case OPT_PROGRESS: f->progress = 1; break;
         case 'q': f->quiet = 1; break;
         case 'H':
+            f->lb.server = optarg;
+            f->lb.asked = 1;
+            break;
         case 'l':
-            f->lbone = 1;
+            f->lb.location = optarg;
+            f->lb.asked = 1;
             break;
         case 'P':
             if (lors_cli_int(TOOL, "-P", optarg, 1, 65535, &port) < 0)
                 return LORS_EXIT_USAGE;
-            f->lbone = 1;
+            f->lb.port = port;
+            f->lb.asked = 1;
+            break;
+        case 'm':
+            if (lors_cli_int(TOOL, "-m", optarg, 1, 1000000, &f->maxdepots) < 0)
+                return LORS_EXIT_USAGE;
+            f->lb.count = f->maxdepots;
             break;
         case OPT_RC: f->rc = optarg; break;
         case OPT_NO_RC: f->no_rc = 1; break;
@@ -211,6 +231,28 @@ static void begin_line(lors_evstream_t *es, const char *path, const lors_augment
                          ao->balance, ao->offset, ao->length, ao->relay, enc);
 }
 
+/* The depots for the new copies; from the L-Bone, with room for pieces as large as the
+ * largest mapping. */
+static int pick_depots(const flags_t *f, const lors_rc_t *rc, lors_augment_opts_t *ao,
+                       const xnd_t *x, lors_depot_t **depots, size_t *ndepots)
+{
+    lors_lbone_need_t need = {0, 0, ao->up.reliability, ao->up.duration_s};
+    for (size_t i = 0; i < x->nmaps; i++)
+        if (x->maps[i]->logical_length > need.unit)
+            need.unit = x->maps[i]->logical_length;
+    int64_t size = xnd_size(x);
+    if (need.unit > 0)
+        need.units = (size > 0 ? (size + need.unit - 1) / need.unit : 1) * ao->up.copies;
+    int code = lors_lbone_depots(TOOL, f->depots, rc, &f->lb, &need, ao->up.copies,
+                                 f->verbose && !f->quiet, depots, ndepots);
+    if (code)
+        return code;
+    int maxd = f->maxdepots > 0 ? f->maxdepots : rc->maxdepots > 0 ? rc->maxdepots : 0;
+    ao->up.depots = *depots;
+    ao->up.ndepots = maxd > 0 && (size_t)maxd < *ndepots ? (size_t)maxd : *ndepots;
+    return LORS_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
     flags_t f;
@@ -238,13 +280,8 @@ int main(int argc, char **argv)
     if (code)
         return code;
     rc_loaded = 1;
-    code = lors_cli_depots(TOOL, f.depots, &rc, f.lbone, &depots, &ndepots);
-    if (code)
-        goto done;
 
     lors_augment_opts_init(&ao);
-    ao.up.depots = depots;
-    ao.up.ndepots = ndepots;
     /* rc COPIES is how many copies a file should have: the target of -B, not a number of
      * copies to add on every run */
     ao.up.copies = f.copies > 0 ? f.copies : f.balance && rc.copies > 0 ? rc.copies : 1;
@@ -263,6 +300,9 @@ int main(int argc, char **argv)
         f.verbose = 1;
 
     code = lors_cli_read_exnode(TOOL, path, &x);
+    if (code)
+        goto done;
+    code = pick_depots(&f, &rc, &ao, x, &depots, &ndepots);
     if (code)
         goto done;
     code = lors_cli_feed_open(TOOL, &feed, f.events, "augment", -1,

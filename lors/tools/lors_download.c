@@ -21,6 +21,7 @@
 
 #include "lns_units.h"
 #include "lors.h"
+#include "lors_lbone.h"
 #include "lors_tool.h"
 
 static const char *TOOL = "lors_download";
@@ -55,6 +56,9 @@ static void usage(FILE *f)
 "      --events FILE|fd:N  write the event stream (docs/events.md); -D, --demo: fd:2\n"
 "      --progress          draw the progress bar even when stderr is not a terminal\n"
 "      --quiet             print nothing but errors (-q is the pre-buffer)\n"
+"      --lbone URL         the L-Bone to tell each depot's throughput (else the rc\n"
+"                          file's LBONE_SERVER lines; neither: no report)\n"
+"      --no-report         do not report throughput (also LNS_NO_REPORT=1)\n"
 "      --rc FILE           the rc file (default $LNS_RC, else ~/.xndrc); --no-rc: none\n"
 "      --help, --version\n"
 "\n"
@@ -63,7 +67,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_NO_VERIFY = 256, OPT_KEY, OPT_EVENTS, OPT_PROGRESS, OPT_QUIET, OPT_RC, OPT_NO_RC,
-       OPT_HELP, OPT_VERSION, OPT_BS };
+       OPT_HELP, OPT_VERSION, OPT_BS, OPT_LBONE, OPT_NO_REPORT };
 
 static const struct option longopts[] = {
     {"file", required_argument, NULL, 'f'},
@@ -88,6 +92,8 @@ static const struct option longopts[] = {
     {"demo", no_argument, NULL, 'D'},
     {"progress", no_argument, NULL, OPT_PROGRESS},
     {"quiet", no_argument, NULL, OPT_QUIET},
+    {"lbone", required_argument, NULL, OPT_LBONE},
+    {"no-report", no_argument, NULL, OPT_NO_REPORT},
     {"rc", required_argument, NULL, OPT_RC},
     {"no-rc", no_argument, NULL, OPT_NO_RC},
     {"help", no_argument, NULL, OPT_HELP},
@@ -98,7 +104,8 @@ static const struct option longopts[] = {
 /* What the flags said; -1 (-2 for sizes) / NULL = not given. */
 typedef struct flags {
     const char *file, *output, *events, *rc, *keyfile, *prebuffer;
-    int resume, no_verify, verbose, quiet, progress, no_rc;
+    lors_lbone_opts_t lb;   /* --lbone: where throughput reports go */
+    int resume, no_verify, verbose, quiet, progress, no_rc, no_report;
     int threads, depot_cap, redundancy, pcount, cache;
     int64_t offset, length, blocksize, memory, timeout;
 } flags_t;
@@ -176,6 +183,8 @@ static int parse_flags(int argc, char **argv, flags_t *f)
         case 'D': f->events = "fd:2"; break;
         case OPT_PROGRESS: f->progress = 1; break;
         case OPT_QUIET: f->quiet = 1; break;
+        case OPT_LBONE: f->lb.server = optarg; break;
+        case OPT_NO_REPORT: f->no_report = 1; break;
         case OPT_RC: f->rc = optarg; break;
         case OPT_NO_RC: f->no_rc = 1; break;
         case OPT_HELP: usage(stdout); exit(LORS_EXIT_OK);
@@ -281,6 +290,7 @@ int main(int argc, char **argv)
     lors_dl_report_t rep;
     lors_e2e_info_t e2e;
     xnd_t *x = NULL;
+    lors_lbone_meter_t *meter = NULL;
     unsigned char key[LORS_KEY_BYTES];
     char err[512];
     int code, lrc, rc_loaded = 0, fd = -1;
@@ -401,6 +411,10 @@ int main(int argc, char **argv)
                               f.quiet ? -1 : f.progress);
     if (code)
         goto done;
+    if (!lors_lbone_reports_off(f.no_report)) {
+        meter = lors_lbone_meter_new();
+        lors_event_tee_add(&feed.tee, lors_lbone_meter_event, meter);
+    }
     o.on_event = lors_cli_feed_fn(&feed);
     o.event_arg = &feed.tee;
     if (feed.es) {
@@ -438,6 +452,14 @@ int main(int argc, char **argv)
     }
     if (f.verbose && !f.quiet)
         print_report(&rep);
+    if (lrc == LORS_OK && meter) {
+        char **servers;
+        size_t n;
+        if (lors_lbone_servers(&f.lb, &rc, &servers, &n) == 0) {
+            lors_lbone_meter_send(TOOL, meter, servers, n, f.verbose && !f.quiet);
+            lors_lbone_servers_free(servers, n);
+        }
+    }
 
 done:
     if (feed.es)
@@ -448,6 +470,7 @@ done:
     if (fd > STDOUT_FILENO)
         close(fd);
     lors_dl_report_free(&rep);
+    lors_lbone_meter_free(meter);
     xnd_free(x);
     if (rc_loaded)
         lors_rc_free(&rc);

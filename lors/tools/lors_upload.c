@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "lors.h"
+#include "lors_lbone.h"
 #include "lors_tool.h"
 
 static const char *TOOL = "lors_upload";
@@ -41,8 +42,10 @@ static void usage(FILE *f)
 "  -O, --offset N          upload the input from byte N on (regular files; K, M, G, T)\n"
 "  -L, --length N          ... only N bytes of it\n"
 "Where and how:\n"
-"      --depot-list LIST   depots, \"host[:port][/rid], ...\" (else DEPOT in the rc file)\n"
-"  -m, --max-depots N      use at most the first N depots of the list\n"
+"      --depot-list LIST   depots, \"host[:port][/rid], ...\" (else the L-Bone, or DEPOT\n"
+"                          in the rc file)\n"
+"  -m, --max-depots N      use at most N depots (from the L-Bone: ask for N; default\n"
+"                          MAXDEPOTS of the rc file, else 6)\n"
 "  -c, --copies N          copies of each fragment (default 1)\n"
 "  -F, --fragments N       fragments per copy when the length is known (default 4)\n"
 "  -bs, --block-size N     fragment size when the length is unknown (default 5M)\n"
@@ -67,9 +70,15 @@ static void usage(FILE *f)
 "      --events FILE|fd:N  write the event stream (docs/events.md); -D, --demo: fd:2\n"
 "      --progress          draw the progress bar even when stderr is not a terminal\n"
 "  -q, --quiet             print nothing but errors\n"
+"The L-Bone (depots near a place with room enough, when no --depot-list):\n"
+"  -H, --lbone URL         http://host:port, host:port or host (also --lbone-host);\n"
+"                          else the LBONE_SERVER lines of the rc file, in order\n"
+"  -P, --lbone-port P      its port when -H names none (default 6767)\n"
+"  -l, --location L        nearest to L first: \"airport= TYS\", \"zip= 37996\", \"lat,lon\",\n"
+"                          \"city= Knoxville state= TN\", \"country= NL\"... (rc LOCATION)\n"
+"      --no-report         do not report the depots' throughput to the L-Bone\n"
+"                          (also LNS_NO_REPORT=1)\n"
 "Settings:\n"
-"  -H, --lbone-host H, -P, --lbone-port P, -l, --location L\n"
-"                          the L-Bone (not built yet: issue 4; give --depot-list)\n"
 "      --rc FILE           the rc file (default $LNS_RC, else ~/.xndrc); --no-rc: none\n"
 "      --help, --version\n"
 "\n"
@@ -77,7 +86,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_DEPOTS = 256, OPT_E2E, OPT_KEY, OPT_EVENTS, OPT_PROGRESS, OPT_RC, OPT_NO_RC,
-       OPT_HELP, OPT_VERSION };
+       OPT_NO_REPORT, OPT_HELP, OPT_VERSION };
 
 static const struct option longopts[] = {
     {"file", required_argument, NULL, 'f'},
@@ -111,9 +120,11 @@ static const struct option longopts[] = {
     {"demo", no_argument, NULL, 'D'},
     {"progress", no_argument, NULL, OPT_PROGRESS},
     {"quiet", no_argument, NULL, 'q'},
+    {"lbone", required_argument, NULL, 'H'},
     {"lbone-host", required_argument, NULL, 'H'},
     {"lbone-port", required_argument, NULL, 'P'},
     {"location", required_argument, NULL, 'l'},
+    {"no-report", no_argument, NULL, OPT_NO_REPORT},
     {"rc", required_argument, NULL, OPT_RC},
     {"no-rc", no_argument, NULL, OPT_NO_RC},
     {"help", no_argument, NULL, OPT_HELP},
@@ -124,8 +135,10 @@ static const struct option longopts[] = {
 /* What the flags said; -1 (-2 where -1 is a value) / NULL = not given. */
 typedef struct flags {
     const char *file, *output, *depots, *events, *rc, *keyfile, *checksum;
+    lors_lbone_opts_t lb;   /* -H/--lbone, -P, -l, -m */
+    int no_report;
     char e2e[64];           /* the chain from -z, -a and --e2e, in command-line order */
-    int has_e2e, none, use_stdin, verbose, quiet, progress, no_rc, lbone;
+    int has_e2e, none, use_stdin, verbose, quiet, progress, no_rc;
     int copies, fragments, threads, reliability, maxdepots;
     int64_t blocksize, duration, timeout, memory, offset, length, e2e_bs;
 } flags_t;
@@ -244,14 +257,20 @@ static int parse_flags(int argc, char **argv, flags_t *f)
         case OPT_PROGRESS: f->progress = 1; break;
         case 'q': f->quiet = 1; break;
         case 'H':
+            f->lb.server = optarg;
+            f->lb.asked = 1;
+            break;
         case 'l':
-            f->lbone = 1;
+            f->lb.location = optarg;
+            f->lb.asked = 1;
             break;
         case 'P':
             if (lors_cli_int(TOOL, "-P", optarg, 1, 65535, &port) < 0)
                 return LORS_EXIT_USAGE;
-            f->lbone = 1;
+            f->lb.port = port;
+            f->lb.asked = 1;
             break;
+        case OPT_NO_REPORT: f->no_report = 1; break;
         case OPT_RC: f->rc = optarg; break;
         case OPT_NO_RC: f->no_rc = 1; break;
         case OPT_HELP: usage(stdout); exit(LORS_EXIT_OK);
@@ -404,6 +423,18 @@ static void begin_line(lors_evstream_t *es, const flags_t *f, const lors_upload_
                          o->e2e && *o->e2e ? o->e2e : "-", enc);
 }
 
+/* Tell the L-Bone (-H/--lbone, else the rc file's) what throughput each depot gave. */
+static void report_throughput(const flags_t *f, const lors_rc_t *rc,
+                              const lors_lbone_meter_t *meter)
+{
+    char **servers;
+    size_t n;
+    if (!meter || lors_lbone_servers(&f->lb, rc, &servers, &n) < 0)
+        return;
+    lors_lbone_meter_send(TOOL, meter, servers, n, f->verbose && !f->quiet);
+    lors_lbone_servers_free(servers, n);
+}
+
 int main(int argc, char **argv)
 {
     flags_t f;
@@ -413,6 +444,7 @@ int main(int argc, char **argv)
     lors_report_t rep;
     lors_depot_t *depots = NULL;
     size_t ndepots = 0;
+    lors_lbone_meter_t *meter = NULL;
     xnd_t *x = NULL;
     unsigned char key[LORS_KEY_BYTES];
     char notes[256] = "", xndpath[PATH_MAX + 8], namebuf[PATH_MAX], err[512];
@@ -430,14 +462,8 @@ int main(int argc, char **argv)
     if (code)
         return code;
     rc_loaded = 1;
-    code = lors_cli_depots(TOOL, f.depots, &rc, f.lbone, &depots, &ndepots);
-    if (code)
-        goto done;
 
     lors_upload_opts_init(&o);
-    int maxd = f.maxdepots > 0 ? f.maxdepots : rc.maxdepots > 0 ? rc.maxdepots : 0;
-    o.depots = depots;
-    o.ndepots = maxd > 0 && (size_t)maxd < ndepots ? (size_t)maxd : ndepots;
     o.copies = f.copies > 0 ? f.copies : rc.copies > 0 ? rc.copies : o.copies;
     o.fragments = f.fragments > 0 ? f.fragments : rc.fragments > 0 ? rc.fragments : o.fragments;
     o.blocksize = f.blocksize > 0 ? f.blocksize
@@ -461,9 +487,6 @@ int main(int argc, char **argv)
     }
     if (!f.quiet && !f.verbose && rc.verbose > 0)
         f.verbose = 1;
-    if (o.copies > (int)o.ndepots && !f.quiet)
-        lors_cli_error(TOOL, "warning: %d copies on %zu depot%s: some copies share a depot",
-                       o.copies, o.ndepots, o.ndepots == 1 ? "" : "s");
 
     if (o.e2e && strstr(o.e2e, "aes")) {
         if (lors_key_load(f.keyfile, key, err, sizeof err) != LORS_OK) {
@@ -509,11 +532,35 @@ int main(int argc, char **argv)
         }
     }
 
+    /* The depots, now that the size is known: the L-Bone is asked for room enough. */
+    lors_lbone_need_t need = {o.blocksize, 1, o.reliability, o.duration_s};
+    if (length >= 0) {
+        /* transforms may grow the data a little: AES tags, zlib on incompressible bytes */
+        int64_t stored = o.e2e && *o.e2e ? length + length / 512 + 65536 : length;
+        need.unit = (stored + o.fragments - 1) / o.fragments;
+        need.units = (int64_t)o.fragments * o.copies;
+    }
+    f.lb.count = f.maxdepots > 0 ? f.maxdepots : 0;
+    code = lors_lbone_depots(TOOL, f.depots, &rc, &f.lb, &need, o.copies, f.verbose && !f.quiet,
+                             &depots, &ndepots);
+    if (code)
+        goto done;
+    int maxd = f.maxdepots > 0 ? f.maxdepots : rc.maxdepots > 0 ? rc.maxdepots : 0;
+    o.depots = depots;
+    o.ndepots = maxd > 0 && (size_t)maxd < ndepots ? (size_t)maxd : ndepots;
+    if (o.copies > (int)o.ndepots && !f.quiet)
+        lors_cli_error(TOOL, "warning: %d copies on %zu depot%s: some copies share a depot",
+                       o.copies, o.ndepots, o.ndepots == 1 ? "" : "s");
+
     code = lors_cli_feed_open(TOOL, &feed, f.events, "upload",
                               length >= 0 && !(o.e2e && *o.e2e) ? length * o.copies : -1,
                               f.quiet ? -1 : f.progress);
     if (code)
         goto done;
+    if (!lors_lbone_reports_off(f.no_report)) {
+        meter = lors_lbone_meter_new();
+        lors_event_tee_add(&feed.tee, lors_lbone_meter_event, meter);
+    }
     o.on_event = lors_cli_feed_fn(&feed);
     o.event_arg = &feed.tee;
     begin_line(feed.es, &f, &o, length);
@@ -538,6 +585,7 @@ int main(int argc, char **argv)
     code = lors_cli_write_exnode(TOOL, x, out);
     if (code == LORS_EXIT_OK && f.verbose && !f.quiet)
         print_report(&o, &rep, out, notes);
+    report_throughput(&f, &rc, meter);
 
 done:
     if (feed.es)
@@ -550,6 +598,7 @@ done:
     lors_report_free(&rep);
     xnd_free(x);
     free(depots);
+    lors_lbone_meter_free(meter);
     if (rc_loaded)
         lors_rc_free(&rc);
     return code;

@@ -544,11 +544,11 @@ static void test_usage_errors(void)
     CU_ASSERT(strstr(err, "DES") != NULL);
     CU_ASSERT_EQUAL(run(NULL, NULL, "lors_upload", "--no-rc", "-n", "-z", "x", (char *)NULL), 2);
     CU_ASSERT_EQUAL(run(NULL, NULL, "lors_upload", "--no-rc", (char *)NULL), 2); /* no input */
-    /* no depots: 5, also when the L-Bone is asked for (not built yet) */
+    /* no depots: 5, also when the L-Bone asked for does not answer (a closed loopback port) */
     make_file("nd.bin", 1000, 7);
     CU_ASSERT_EQUAL(run(NULL, NULL, "lors_upload", "--no-rc", tpath("nd.bin"), (char *)NULL), 5);
     CU_ASSERT_EQUAL(lines_of(err), 1);
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_upload", "--no-rc", "-H", "lbone.example.org",
+    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_upload", "--no-rc", "-H", "127.0.0.1", "-P", "1",
                         tpath("nd.bin"), (char *)NULL), 5);
     CU_ASSERT(strstr(err, "L-Bone") != NULL);
     /* an unreadable input: 4, before any depot is touched */

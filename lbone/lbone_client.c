@@ -1,0 +1,288 @@
+/* lbone_client.c -- liblbone's transport: server names to URLs, one HTTP exchange over
+ * libcurl, and the mapping of HTTP answers to lbone_code.
+ *
+ * Each call makes its own curl handle: the L-Bone is asked a few times per tool run or once
+ * per heartbeat interval, so a connection pool would only add shared state between threads.
+ * Answers are capped (LBONE_MAX_ANSWER) and redirects are not followed, so a wrong URL
+ * cannot make a client read without end or wander off to another host.
+ */
+#include "lbone_client_int.h"
+
+#include <ctype.h>
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static atomic_int connect_timeout_ms = 3000;
+static atomic_int total_timeout_ms = 15000;
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+static void curl_init(void)
+{
+    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+const char *lbone_strerror(int code)
+{
+    switch (code) {
+    case LBONE_OK:
+        return "success";
+    case LBONE_E_ARG:
+        return "bad argument";
+    case LBONE_E_NOMEM:
+        return "out of memory";
+    case LBONE_E_CONNECT:
+        return "no answer from the L-Bone";
+    case LBONE_E_PROTOCOL:
+        return "not an L-Bone answer";
+    case LBONE_E_REFUSED:
+        return "request refused by the L-Bone";
+    case LBONE_E_AUTH:
+        return "token or secret refused by the L-Bone";
+    case LBONE_E_NOTFOUND:
+        return "depot not registered at the L-Bone";
+    case LBONE_E_SERVER:
+        return "the L-Bone failed";
+    }
+    return "unknown error";
+}
+
+void lbone_set_timeouts(int connect_ms, int total_ms)
+{
+    if (connect_ms > 0)
+        atomic_store(&connect_timeout_ms, connect_ms);
+    if (total_ms > 0)
+        atomic_store(&total_timeout_ms, total_ms);
+}
+
+int lbone__fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+    va_list ap;
+    if (err && errlen) {
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+int lbone__try_next(int code)
+{
+    return code == LBONE_E_CONNECT || code == LBONE_E_SERVER || code == LBONE_E_PROTOCOL;
+}
+
+static int host_char(int c)
+{
+    return isalnum(c) || c == '.' || c == '-' || c == '_';
+}
+
+int lbone__base_url(const char *server, char *out, size_t size, char *err, size_t errlen)
+{
+    size_t n = server ? strlen(server) : 0;
+    if (!n)
+        return lbone__fail(err, errlen, -1, "L-Bone server: empty name");
+    for (size_t i = 0; i < n; i++)
+        if (!isgraph((unsigned char)server[i]))
+            return lbone__fail(err, errlen, -1, "L-Bone server '%s': blank or control character",
+                               server);
+    if (strstr(server, "://")) {
+        /* A URL is taken as it is (port 80 when none), less a trailing '/'. */
+        if (strncasecmp(server, "http://", 7) != 0 && strncasecmp(server, "https://", 8) != 0)
+            return lbone__fail(err, errlen, -1, "L-Bone server '%s': only http:// and https://",
+                               server);
+        while (n && server[n - 1] == '/')
+            n--;
+        if (n >= size || n <= 8)
+            return lbone__fail(err, errlen, -1, "L-Bone server '%s': bad URL", server);
+        memcpy(out, server, n);
+        out[n] = 0;
+        return 0;
+    }
+    /* host, host:port, [v6], [v6]:port */
+    const char *host = server, *hend, *port = NULL;
+    if (*server == '[') {
+        host = server + 1;
+        hend = strchr(host, ']');
+        if (!hend || hend == host || (hend[1] && hend[1] != ':'))
+            return lbone__fail(err, errlen, -1, "L-Bone server '%s': bad [address]", server);
+        for (const char *p = host; p < hend; p++)
+            if (!isxdigit((unsigned char)*p) && *p != ':' && *p != '.')
+                return lbone__fail(err, errlen, -1, "L-Bone server '%s': bad [address]", server);
+        if (hend[1] == ':')
+            port = hend + 2;
+    } else {
+        hend = strchr(server, ':');
+        if (hend)
+            port = hend + 1;
+        else
+            hend = server + n;
+        for (const char *p = host; p < hend; p++)
+            if (!host_char((unsigned char)*p))
+                return lbone__fail(err, errlen, -1, "L-Bone server '%s': bad host name", server);
+        if (hend == host)
+            return lbone__fail(err, errlen, -1, "L-Bone server '%s': no host", server);
+    }
+    long p = LBONE_DEFAULT_PORT;
+    if (port) {
+        char *end;
+        p = strtol(port, &end, 10);
+        if (!isdigit((unsigned char)*port) || *end || p < 1 || p > 65535)
+            return lbone__fail(err, errlen, -1, "L-Bone server '%s': port must be 1 to 65535",
+                               server);
+    }
+    int w = snprintf(out, size, "http://%s%.*s%s:%ld", *server == '[' ? "[" : "",
+                     (int)(hend - host), host, *server == '[' ? "]" : "", p);
+    if (w < 0 || (size_t)w >= size)
+        return lbone__fail(err, errlen, -1, "L-Bone server '%s': name too long", server);
+    return 0;
+}
+
+int lbone_server_url(const char *server, char *url, size_t size, char *err, size_t errlen)
+{
+    return lbone__base_url(server, url, size, err, errlen);
+}
+
+static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
+{
+    lbone_buf_t *b = arg;
+    size_t n = size * nmemb;
+    if (b->len + n > LBONE_MAX_ANSWER)
+        return 0; /* curl stops with CURLE_WRITE_ERROR */
+    lbone_buf_add(b, data, n);
+    return b->oom ? 0 : n;
+}
+
+static int add_header(struct curl_slist **list, const char *line)
+{
+    struct curl_slist *n = curl_slist_append(*list, line);
+    if (!n)
+        return -1;
+    *list = n;
+    return 0;
+}
+
+int lbone__http(const char *base, const char *path, lbone_http_t *h, char *err, size_t errlen)
+{
+    char url[LBONE_MAX_URL], auth[256], cerr[CURL_ERROR_SIZE] = "";
+    struct curl_slist *hdrs = NULL;
+    int rc = LBONE_OK;
+
+    h->status = 0;
+    lbone_buf_init(&h->answer);
+    pthread_once(&curl_once, curl_init);
+    if (curl_init_rc != CURLE_OK)
+        return lbone__fail(err, errlen, LBONE_E_NOMEM, "libcurl: %s",
+                           curl_easy_strerror(curl_init_rc));
+    if (snprintf(url, sizeof url, "%s%s", base, path) >= (int)sizeof url)
+        return lbone__fail(err, errlen, LBONE_E_ARG, "%s: request URL too long", base);
+    if (h->bearer) {
+        /* A token is one line of printable characters; anything else would forge headers. */
+        for (const char *p = h->bearer; *p; p++)
+            if (!isgraph((unsigned char)*p))
+                return lbone__fail(err, errlen, LBONE_E_ARG, "%s: token holds a blank or control "
+                                                             "character", base);
+        if (snprintf(auth, sizeof auth, "Authorization: Bearer %s", h->bearer) >= (int)sizeof auth)
+            return lbone__fail(err, errlen, LBONE_E_ARG, "%s: token too long", base);
+    }
+    CURL *c = curl_easy_init();
+    if (!c)
+        return lbone__fail(err, errlen, LBONE_E_NOMEM, "%s: libcurl: out of memory", base);
+    /* "Expect:" (empty) saves the 100-continue round trip of a POST or PUT */
+    if (add_header(&hdrs, "Accept: application/json") < 0 || add_header(&hdrs, "Expect:") < 0 ||
+        (h->body && add_header(&hdrs, "Content-Type: application/json") < 0) ||
+        (h->bearer && add_header(&hdrs, auth) < 0)) {
+        curl_slist_free_all(hdrs);
+        curl_easy_cleanup(c);
+        return lbone__fail(err, errlen, LBONE_E_NOMEM, "%s: out of memory", base);
+    }
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)atomic_load(&connect_timeout_ms));
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)atomic_load(&total_timeout_ms));
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "liblbone");
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &h->answer);
+    if (strcmp(h->method, "GET") != 0) {
+        if (strcmp(h->method, "POST") != 0)
+            curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, h->method);
+        if (h->body || strcmp(h->method, "DELETE") != 0) {
+            curl_easy_setopt(c, CURLOPT_POST, 1L);
+            curl_easy_setopt(c, CURLOPT_POSTFIELDS, h->body ? h->body : "");
+            curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)(h->body ? h->body_len : 0));
+        }
+    }
+    CURLcode cc = curl_easy_perform(c);
+    if (cc == CURLE_OK) {
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &h->status);
+    } else if (cc == CURLE_WRITE_ERROR && h->answer.oom) {
+        rc = lbone__fail(err, errlen, LBONE_E_NOMEM, "%s: out of memory for the answer", base);
+    } else if (cc == CURLE_WRITE_ERROR) {
+        rc = lbone__fail(err, errlen, LBONE_E_PROTOCOL, "%s: answer longer than %u MiB", base,
+                         LBONE_MAX_ANSWER >> 20);
+    } else {
+        rc = lbone__fail(err, errlen, LBONE_E_CONNECT, "%s: %s", base,
+                         cerr[0] ? cerr : curl_easy_strerror(cc));
+    }
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(c);
+    return rc;
+}
+
+int lbone__status_error(const char *base, const lbone_http_t *h, char *err, size_t errlen)
+{
+    char reason[256] = "";
+    long st = h->status;
+    if (h->answer.p && h->answer.len) {
+        char jerr[64];
+        lbone_json_doc_t *doc = lbone_json_parse(h->answer.p, h->answer.len, jerr, sizeof jerr);
+        const char *e = doc ? lbone_json_string(lbone_json_get(lbone_json_root(doc), "error"), NULL)
+                            : NULL;
+        if (e)
+            snprintf(reason, sizeof reason, "%s", e);
+        lbone_json_free(doc);
+    }
+    int code = st == 401 || st == 403 ? LBONE_E_AUTH
+             : st == 404              ? LBONE_E_NOTFOUND
+             : st >= 400 && st < 500  ? LBONE_E_REFUSED
+             : st >= 500 && st < 600  ? LBONE_E_SERVER
+                                      : LBONE_E_PROTOCOL;
+    if (reason[0])
+        return lbone__fail(err, errlen, code, "%s: %ld: %s", base, st, reason);
+    return lbone__fail(err, errlen, code, "%s: unexpected HTTP status %ld", base, st);
+}
+
+lbone_json_doc_t *lbone__parse_answer(const char *base, const lbone_http_t *h, char *err,
+                                      size_t errlen)
+{
+    char jerr[160];
+    lbone_json_doc_t *doc = NULL;
+    if (!h->answer.p || !h->answer.len) {
+        lbone__fail(err, errlen, 0, "%s: empty answer", base);
+        return NULL;
+    }
+    doc = lbone_json_parse(h->answer.p, h->answer.len, jerr, sizeof jerr);
+    if (!doc) {
+        lbone__fail(err, errlen, 0, "%s: answer is not JSON: %s", base, jerr);
+        return NULL;
+    }
+    if (lbone_json_type_of(lbone_json_root(doc)) != LBONE_JSON_OBJECT) {
+        lbone_json_free(doc);
+        lbone__fail(err, errlen, 0, "%s: answer is not a JSON object", base);
+        return NULL;
+    }
+    return doc;
+}

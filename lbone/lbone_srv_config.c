@@ -1,0 +1,326 @@
+/* lbone_srv_config.c -- lbone_server's settings: command-line flags and the config file.
+ *
+ * As for ibp_depot: every setting has one name, the long flag name, which is also its key in
+ * the config file ("key = value", '#' starts a comment).  The file is read first and flags
+ * override it.  A bad value is one line naming the setting and the reason; nothing is
+ * guessed.  Durations take s/m/h/d suffixes, sizes K/M/G/T.
+ */
+#include "lbone_srv.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ibp.h"
+#include "lns_log.h"
+#include "lns_units.h"
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+void lbone_config_init(lbone_srv_config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->port = LBONE_DEFAULT_PORT;
+    snprintf(cfg->db, sizeof cfg->db, "/var/lib/lns/lbone.db");
+    cfg->heartbeat_s = 60;
+    cfg->down_after_s = 0;
+    cfg->drop_after_s = 7 * 86400;
+    cfg->probe_interval_s = 600;
+    cfg->probe_threads = 16;
+    cfg->probe_timeout_s = 5;
+    cfg->threads = 4;
+    cfg->max_connections = 1024;
+    cfg->idle_timeout_s = 30;
+    cfg->max_body = 64 * 1024;
+    cfg->report_rate = 60;
+    cfg->max_pairs = 200000;
+    cfg->log_level = LNS_LOG_INFO;
+}
+
+static int set_int(const char *key, const char *v, long lo, long hi, int *out, char *err,
+                   size_t errlen)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (!*v || *end || errno || x < lo || x > hi)
+        return fail(err, errlen, "%s: '%s' is not a whole number from %ld to %ld", key, v, lo, hi);
+    *out = (int)x;
+    return 0;
+}
+
+static int set_secs(const char *key, const char *v, int64_t lo, int64_t hi, int *out, char *err,
+                    size_t errlen)
+{
+    int64_t x;
+    if (lns_parse_seconds(v, &x) < 0 || x < lo || x > hi)
+        return fail(err, errlen, "%s: '%s' is not a duration from %llds to %llds", key, v,
+                    (long long)lo, (long long)hi);
+    *out = (int)x;
+    return 0;
+}
+
+static int set_str(const char *key, const char *v, char *dst, size_t size, char *err,
+                   size_t errlen)
+{
+    if (strlen(v) >= size)
+        return fail(err, errlen, "%s: value too long (at most %zu bytes)", key, size - 1);
+    strcpy(dst, v);
+    return 0;
+}
+
+int lbone_config_set(lbone_srv_config_t *cfg, const char *key, const char *v, char *err,
+                     size_t errlen)
+{
+    static const int64_t year = 366 * 86400;
+    if (strcmp(key, "listen") == 0)
+        return set_str(key, v, cfg->listen, sizeof cfg->listen, err, errlen);
+    if (strcmp(key, "port") == 0)
+        return set_int(key, v, 0, 65535, &cfg->port, err, errlen);
+    if (strcmp(key, "port-file") == 0)
+        return set_str(key, v, cfg->port_file, sizeof cfg->port_file, err, errlen);
+    if (strcmp(key, "db") == 0) {
+        if (!*v)
+            return fail(err, errlen, "db: empty path");
+        return set_str(key, v, cfg->db, sizeof cfg->db, err, errlen);
+    }
+    if (strcmp(key, "token-file") == 0)
+        return set_str(key, v, cfg->token_file, sizeof cfg->token_file, err, errlen);
+    if (strcmp(key, "geo-data") == 0)
+        return set_str(key, v, cfg->geo_data, sizeof cfg->geo_data, err, errlen);
+    if (strcmp(key, "heartbeat") == 0)
+        return set_secs(key, v, 1, 86400, &cfg->heartbeat_s, err, errlen);
+    if (strcmp(key, "down-after") == 0)
+        return set_secs(key, v, 1, year, &cfg->down_after_s, err, errlen);
+    if (strcmp(key, "drop-after") == 0)
+        return set_secs(key, v, 1, 10 * year, &cfg->drop_after_s, err, errlen);
+    if (strcmp(key, "probe-interval") == 0)
+        return set_secs(key, v, 0, year, &cfg->probe_interval_s, err, errlen);
+    if (strcmp(key, "probe-threads") == 0)
+        return set_int(key, v, 1, 1024, &cfg->probe_threads, err, errlen);
+    if (strcmp(key, "probe-timeout") == 0)
+        return set_secs(key, v, 1, 600, &cfg->probe_timeout_s, err, errlen);
+    if (strcmp(key, "threads") == 0)
+        return set_int(key, v, 1, 256, &cfg->threads, err, errlen);
+    if (strcmp(key, "max-connections") == 0)
+        return set_int(key, v, 1, 100000, &cfg->max_connections, err, errlen);
+    if (strcmp(key, "idle-timeout") == 0)
+        return set_secs(key, v, 1, 86400, &cfg->idle_timeout_s, err, errlen);
+    if (strcmp(key, "max-body") == 0) {
+        uint64_t x;
+        if (lns_parse_size(v, &x) < 0 || x < 1024 || x > 16 * 1024 * 1024)
+            return fail(err, errlen, "max-body: '%s' is not a size from 1K to 16M", v);
+        cfg->max_body = x;
+        return 0;
+    }
+    if (strcmp(key, "report-rate") == 0)
+        return set_int(key, v, 1, 1000000, &cfg->report_rate, err, errlen);
+    if (strcmp(key, "max-pairs") == 0)
+        return set_int(key, v, 1, 100000000, &cfg->max_pairs, err, errlen);
+    if (strcmp(key, "log-file") == 0)
+        return set_str(key, v, cfg->log_file, sizeof cfg->log_file, err, errlen);
+    if (strcmp(key, "log-level") == 0) {
+        int l = lns_log_level_parse(v);
+        if (l < 0)
+            return fail(err, errlen, "log-level: '%s' is not error, warn, info or debug", v);
+        cfg->log_level = l;
+        return 0;
+    }
+    if (strcmp(key, "pid-file") == 0)
+        return set_str(key, v, cfg->pid_file, sizeof cfg->pid_file, err, errlen);
+    return fail(err, errlen, "unknown setting '%s'", key);
+}
+
+static char *trim(char *s)
+{
+    char *e;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    e = s + strlen(s);
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' || e[-1] == '\n'))
+        *--e = 0;
+    return s;
+}
+
+int lbone_config_file(lbone_srv_config_t *cfg, const char *path, char *err, size_t errlen)
+{
+    char line[PATH_MAX + 512], why[PATH_MAX + 256];
+    int lineno = 0;
+    FILE *f = fopen(path, "r");
+
+    if (!f)
+        return fail(err, errlen, "config: cannot open %s: %s", path, strerror(errno));
+    while (fgets(line, sizeof line, f)) {
+        char *hash, *eq, *key, *val;
+        lineno++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            fclose(f);
+            return fail(err, errlen, "%s:%d: line too long", path, lineno);
+        }
+        if ((hash = strchr(line, '#')))
+            *hash = 0;
+        key = trim(line);
+        if (!*key)
+            continue;
+        if (!(eq = strchr(key, '='))) {
+            fclose(f);
+            return fail(err, errlen, "%s:%d: expected 'key = value'", path, lineno);
+        }
+        *eq = 0;
+        val = trim(eq + 1);
+        key = trim(key);
+        if (strcmp(key, "config") == 0 || strcmp(key, "check-config") == 0) {
+            fclose(f);
+            return fail(err, errlen, "%s:%d: '%s' cannot be set in a config file", path, lineno,
+                        key);
+        }
+        if (lbone_config_set(cfg, key, val, why, sizeof why) < 0) {
+            fclose(f);
+            return fail(err, errlen, "%s:%d: %s", path, lineno, why);
+        }
+    }
+    fclose(f);
+    return 0;
+}
+
+static const char usage_text[] =
+    "Usage: lbone_server --token-file FILE [options]\n"
+    "The L-Bone: a registry of IBP depots that clients query by space, time, place and\n"
+    "bandwidth (see lbone_server(8) and docs/lbone-api.md).\n"
+    "\n"
+    "  -c, --config FILE          read settings from FILE (flags override it)\n"
+    "  -l, --listen ADDR          address to listen on (default: all)\n"
+    "  -p, --port N               TCP port (default 6767; 0 = any free port)\n"
+    "      --port-file FILE       write the bound port to FILE once serving\n"
+    "      --db FILE              SQLite registry (default /var/lib/lns/lbone.db)\n"
+    "      --token-file FILE      registry token depots must present (first line; required)\n"
+    "      --geo-data FILE        gazetteer records instead of the built-in ones\n"
+    "      --heartbeat DUR        heartbeat interval told to depots (default 60s)\n"
+    "      --down-after DUR       not heard from this long: unavailable (default 3 heartbeats)\n"
+    "      --drop-after DUR       not heard from this long: removed (default 7d)\n"
+    "      --probe-interval DUR   IBP STATUS probe of each depot (default 10m; 0 = no probes,\n"
+    "                             depots count as reachable: for benchmarks only)\n"
+    "      --probe-threads N      probes in parallel (default 16)\n"
+    "      --probe-timeout DUR    a probe's connect and reply timeout (default 5s)\n"
+    "      --threads N            HTTP worker threads (default 4)\n"
+    "      --max-connections N    simultaneous HTTP connections (default 1024)\n"
+    "      --idle-timeout DUR     close idle HTTP connections after (default 30s)\n"
+    "      --max-body SIZE        largest request body (default 64K)\n"
+    "      --report-rate N        bandwidth reports per client address per minute (default 60)\n"
+    "      --max-pairs N          (client network, depot) histories kept (default 200000)\n"
+    "      --log-file FILE        diagnostic log (default stderr)\n"
+    "      --log-level LEVEL      error, warn, info or debug (default info)\n"
+    "      --pid-file FILE        write the process id to FILE\n"
+    "      --check-config         validate the settings, print a summary, exit\n"
+    "  -h, --help                 show this help\n"
+    "  -V, --version              show the version\n";
+
+enum { OPT_BASE = 256 };
+
+static const struct option long_opts[] = {
+    {"config", required_argument, NULL, 'c'},
+    {"listen", required_argument, NULL, 'l'},
+    {"port", required_argument, NULL, 'p'},
+    {"port-file", required_argument, NULL, OPT_BASE},
+    {"db", required_argument, NULL, OPT_BASE},
+    {"token-file", required_argument, NULL, OPT_BASE},
+    {"geo-data", required_argument, NULL, OPT_BASE},
+    {"heartbeat", required_argument, NULL, OPT_BASE},
+    {"down-after", required_argument, NULL, OPT_BASE},
+    {"drop-after", required_argument, NULL, OPT_BASE},
+    {"probe-interval", required_argument, NULL, OPT_BASE},
+    {"probe-threads", required_argument, NULL, OPT_BASE},
+    {"probe-timeout", required_argument, NULL, OPT_BASE},
+    {"threads", required_argument, NULL, OPT_BASE},
+    {"max-connections", required_argument, NULL, OPT_BASE},
+    {"idle-timeout", required_argument, NULL, OPT_BASE},
+    {"max-body", required_argument, NULL, OPT_BASE},
+    {"report-rate", required_argument, NULL, OPT_BASE},
+    {"max-pairs", required_argument, NULL, OPT_BASE},
+    {"log-file", required_argument, NULL, OPT_BASE},
+    {"log-level", required_argument, NULL, OPT_BASE},
+    {"pid-file", required_argument, NULL, OPT_BASE},
+    {"check-config", no_argument, NULL, OPT_BASE + 1},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0}};
+
+static const char short_opts[] = ":c:l:p:hV";
+
+int lbone_config_args(lbone_srv_config_t *cfg, int argc, char **argv, char *err, size_t errlen)
+{
+    int c, idx;
+    char why[PATH_MAX + 256];
+
+    lbone_config_init(cfg);
+    opterr = 0;
+    /* Pass 1: help, version and the config file, which the flags then override. */
+    optind = 0;
+    while ((c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1) {
+        if (c == 'h') {
+            fputs(usage_text, stdout);
+            return LBONE_CFG_EXIT;
+        }
+        if (c == 'V') {
+            printf("lbone_server (lns) %s\n", LNS_VERSION);
+            return LBONE_CFG_EXIT;
+        }
+        if (c == '?')
+            return fail(err, errlen, "unknown option '%s' (see --help)", argv[optind - 1]);
+        if (c == ':')
+            return fail(err, errlen, "option '%s' needs a value", argv[optind - 1]);
+        if (c == 'c' && set_str("config", optarg, cfg->config_file, sizeof cfg->config_file,
+                                err, errlen) < 0)
+            return LBONE_CFG_ERR;
+    }
+    if (optind < argc)
+        return fail(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
+    if (cfg->config_file[0] && lbone_config_file(cfg, cfg->config_file, err, errlen) < 0)
+        return LBONE_CFG_ERR;
+
+    optind = 0;
+    while ((c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1) {
+        const char *key;
+        switch (c) {
+        case 'l': key = "listen"; break;
+        case 'p': key = "port"; break;
+        case OPT_BASE: key = long_opts[idx].name; break;
+        case OPT_BASE + 1: cfg->check_config = 1; continue;
+        default: continue;
+        }
+        if (lbone_config_set(cfg, key, optarg, why, sizeof why) < 0)
+            return fail(err, errlen, "%s", why);
+    }
+    if (!cfg->token_file[0])
+        return fail(err, errlen, "token-file: not set (registration needs a registry token)");
+    if (lbone_srv_down_after_s(cfg) > cfg->drop_after_s)
+        return fail(err, errlen, "drop-after (%ds) must not be shorter than down-after (%ds)",
+                    cfg->drop_after_s, lbone_srv_down_after_s(cfg));
+    return LBONE_CFG_OK;
+}
+
+void lbone_config_summary(const lbone_srv_config_t *cfg, char *buf, size_t size)
+{
+    snprintf(buf, size,
+             "listen %s:%d, db %s, heartbeat %ds, down after %ds, dropped after %ds, "
+             "probes %s (every %ds, %d threads, timeout %ds), %d HTTP threads, "
+             "max %d connections, max body %llu, %d reports/min per address",
+             cfg->listen[0] ? cfg->listen : "*", cfg->port, cfg->db, cfg->heartbeat_s,
+             lbone_srv_down_after_s(cfg), cfg->drop_after_s,
+             cfg->probe_interval_s ? "on" : "OFF", cfg->probe_interval_s, cfg->probe_threads,
+             cfg->probe_timeout_s, cfg->threads, cfg->max_connections,
+             (unsigned long long)cfg->max_body, cfg->report_rate);
+}

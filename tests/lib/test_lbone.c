@@ -1,0 +1,331 @@
+/* test_lbone.c -- start, kill and restart real lbone_server processes, and talk HTTP to them. */
+#include "test_lbone.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lns_test.h"
+
+static int lbone_seq;
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static int spawn(test_lbone_t *l, int port)
+{
+    char portfile[PATH_MAX + 16], portstr[16], cmd[PATH_MAX];
+    char argbuf[sizeof l->args];
+    char *argv[128];
+    int argc = 0;
+
+    snprintf(portfile, sizeof portfile, "%s/port", l->dir);
+    unlink(portfile);
+    snprintf(portstr, sizeof portstr, "%d", port);
+    snprintf(cmd, sizeof cmd, "%s/lbone_server", lns_test_bindir());
+    argv[argc++] = cmd;
+    argv[argc++] = "--listen";
+    argv[argc++] = "127.0.0.1";
+    argv[argc++] = "--port";
+    argv[argc++] = portstr;
+    argv[argc++] = "--port-file";
+    argv[argc++] = portfile;
+    argv[argc++] = "--db";
+    argv[argc++] = l->db;
+    argv[argc++] = "--token-file";
+    argv[argc++] = l->token_file;
+    argv[argc++] = "--log-level";
+    argv[argc++] = "info";
+    snprintf(argbuf, sizeof argbuf, "%s", l->args);
+    for (char *tok = strtok(argbuf, " "); tok && argc < 126; tok = strtok(NULL, " "))
+        argv[argc++] = tok;
+    argv[argc] = NULL;
+
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        int fd = open(l->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execv(cmd, argv);
+        _exit(127);
+    }
+    l->pid = pid;
+    lns_test_track_pid(pid);
+    for (int i = 0; i < 1500; i++) {
+        FILE *f = fopen(portfile, "r");
+        if (f) {
+            int p = 0;
+            int ok = fscanf(f, "%d", &p) == 1 && p > 0;
+            fclose(f);
+            if (ok) {
+                l->port = p;
+                snprintf(l->url, sizeof l->url, "http://127.0.0.1:%d", p);
+                return 0;
+            }
+        }
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            fprintf(stderr, "tlb_start: lbone_server exited (status %d); log %s:\n", st, l->log);
+            char c[PATH_MAX + 16];
+            snprintf(c, sizeof c, "tail -20 '%s' >&2", l->log);
+            if (system(c) != 0)
+                fprintf(stderr, "(no log)\n");
+            lns_test_untrack_pid(pid);
+            l->pid = 0;
+            return -1;
+        }
+        sleep_ms(10);
+    }
+    fprintf(stderr, "tlb_start: lbone_server did not write %s within 15 s\n", portfile);
+    tlb_kill(l, SIGKILL);
+    return -1;
+}
+
+int tlb_start(test_lbone_t *l, const char *extra)
+{
+    memset(l, 0, sizeof *l);
+    int seq = lbone_seq++;
+    snprintf(l->dir, sizeof l->dir, "%s/lbone%d", lns_test_tmpdir(), seq);
+    mkdir(l->dir, 0755);
+    if (snprintf(l->db, sizeof l->db, "%s/lbone.db", l->dir) >= (int)sizeof l->db ||
+        snprintf(l->log, sizeof l->log, "%s/lbone.log", l->dir) >= (int)sizeof l->log ||
+        snprintf(l->token_file, sizeof l->token_file, "%s/token", l->dir) >=
+            (int)sizeof l->token_file)
+        return -1;
+    snprintf(l->token, sizeof l->token, "test-registry-token-%d-%d", (int)getpid(), seq);
+    FILE *f = fopen(l->token_file, "w");
+    if (!f || fprintf(f, "%s\n", l->token) < 0 || fclose(f) != 0) {
+        fprintf(stderr, "tlb_start: cannot write %s\n", l->token_file);
+        return -1;
+    }
+    snprintf(l->args, sizeof l->args, "%s", extra ? extra : "");
+    return spawn(l, 0);
+}
+
+int tlb_restart(test_lbone_t *l)
+{
+    for (int i = 0; i < 50; i++) {
+        if (spawn(l, l->port) == 0)
+            return 0;
+        sleep_ms(100);
+    }
+    return -1;
+}
+
+int tlb_kill(test_lbone_t *l, int sig)
+{
+    if (l->pid <= 0)
+        return -1;
+    if (kill(l->pid, sig) < 0)
+        return -1;
+    if (sig == SIGKILL || sig == SIGTERM || sig == SIGINT) {
+        int st;
+        for (int i = 0; i < 1000; i++) {
+            if (waitpid(l->pid, &st, WNOHANG) == l->pid)
+                break;
+            if (i == 999) {
+                kill(l->pid, SIGKILL);
+                waitpid(l->pid, &st, 0);
+            }
+            sleep_ms(10);
+        }
+        lns_test_untrack_pid(l->pid);
+        l->pid = 0;
+    }
+    return 0;
+}
+
+void tlb_stop(test_lbone_t *l)
+{
+    if (l->pid > 0)
+        tlb_kill(l, SIGTERM);
+}
+
+int tlb_log_clean(const test_lbone_t *l)
+{
+    char line[4096];
+    int bad = 0;
+    FILE *f = fopen(l->log, "r");
+    if (!f)
+        return 1;
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, "Sanitizer") || strstr(line, "runtime error"))
+            bad++;
+    fclose(f);
+    if (bad)
+        fprintf(stderr, "\n  %s has %d sanitizer lines\n", l->log, bad);
+    return bad == 0;
+}
+
+static int connect_port(int port)
+{
+    struct sockaddr_in sa;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((unsigned short)port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct timeval tv = {20, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int tlb_http_raw(int port, const void *req, size_t len, char **resp)
+{
+    const char *p = req;
+    size_t cap = 8192, n = 0;
+    char *buf;
+    int fd = connect_port(port), code = -1;
+
+    if (resp)
+        *resp = NULL;
+    if (fd < 0)
+        return -1;
+    while (len > 0) {
+        ssize_t w = send(fd, p, len, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break; /* the server may answer (413) before taking everything */
+        p += w;
+        len -= (size_t)w;
+    }
+    if (!(buf = malloc(cap))) {
+        close(fd);
+        return -1;
+    }
+    for (;;) {
+        if (n + 1 == cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb)
+                break;
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t r = recv(fd, buf + n, cap - 1 - n, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    buf[n] = 0;
+    if (sscanf(buf, "HTTP/1.%*d %d", &code) != 1)
+        code = -1;
+    char *body = strstr(buf, "\r\n\r\n");
+    if (resp)
+        *resp = strdup(body ? body + 4 : "");
+    free(buf);
+    return code;
+}
+
+int tlb_http(int port, const char *method, const char *path, const char *bearer,
+             const char *body, char **resp)
+{
+    size_t blen = body ? strlen(body) : 0;
+    size_t cap = blen + 1024 + strlen(path);
+    char *req = malloc(cap);
+    char auth[600] = "";
+    if (!req)
+        return -1;
+    if (bearer)
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s\r\n", bearer);
+    int n = snprintf(req, cap,
+                     "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n%s%s",
+                     method, path, port, auth, body ? "Content-Type: application/json\r\n" : "");
+    if (body)
+        n += snprintf(req + n, cap - (size_t)n, "Content-Length: %zu\r\n\r\n", blen);
+    else
+        n += snprintf(req + n, cap - (size_t)n, "\r\n");
+    if (body) {
+        memcpy(req + n, body, blen);
+        n += (int)blen;
+    }
+    int code = tlb_http_raw(port, req, (size_t)n, resp);
+    free(req);
+    return code;
+}
+
+int tlb_json_str(const char *text, const char *key, int n, char *out, size_t size)
+{
+    char pat[128];
+    snprintf(pat, sizeof pat, "\"%s\":\"", key);
+    const char *p = text;
+    for (int i = 0; p; i++) {
+        p = strstr(p, pat);
+        if (!p)
+            return -1;
+        p += strlen(pat);
+        if (i == n) {
+            size_t k = strcspn(p, "\"");
+            if (k >= size)
+                return -1;
+            memcpy(out, p, k);
+            out[k] = 0;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int tlb_count(const char *text, const char *needle)
+{
+    int n = 0;
+    size_t k = strlen(needle);
+    for (const char *p = text; k && (p = strstr(p, needle)); p += k)
+        n++;
+    return n;
+}
+
+int tlb_register(const test_lbone_t *l, const char *json, char *id, char *secret)
+{
+    char *resp = NULL;
+    int code = tlb_http(l->port, "POST", "/v1/depots", l->token, json, &resp);
+    if (code == 201 && resp) {
+        if (id && tlb_json_str(resp, "id", 0, id, 17) < 0)
+            code = -1;
+        if (secret && tlb_json_str(resp, "secret", 0, secret, 65) < 0)
+            code = -1;
+    }
+    free(resp);
+    return code;
+}
+
+void tlb_depot_json(char *buf, size_t size, const char *host, int port, double lat, double lon,
+                    unsigned long long hard_free, unsigned long long soft_free,
+                    long long max_duration, const char *extra)
+{
+    snprintf(buf, size,
+             "{\"host\":\"%s\",\"port\":%d,\"rid\":\"0\",\"hard_total\":%llu,\"hard_free\":%llu,"
+             "\"soft_total\":%llu,\"soft_free\":%llu,\"max_duration\":%lld,\"lat\":%.6f,"
+             "\"lon\":%.6f%s}",
+             host, port, hard_free * 2, hard_free, soft_free * 2, soft_free, max_duration, lat,
+             lon, extra ? extra : "");
+}

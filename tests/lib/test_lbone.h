@@ -1,0 +1,61 @@
+/* test_lbone.h -- start, kill and restart real lbone_server processes, and talk HTTP to them.
+ *
+ * A server is started on 127.0.0.1 with --port 0 and --port-file in a fresh directory under
+ * the test tmpdir, with its own database and registry token.  Every server is tracked and
+ * SIGKILLed at exit, pass or fail.  The HTTP helpers send one request per connection
+ * ("Connection: close") over a raw socket, so a test sees exactly what went over the wire.
+ */
+#ifndef LNS_TEST_LBONE_H
+#define LNS_TEST_LBONE_H
+
+#include <limits.h>
+#include <stddef.h>
+
+typedef struct test_lbone {
+    int pid;              /* 0 when not running */
+    int port;
+    char dir[PATH_MAX];
+    char db[PATH_MAX];
+    char log[PATH_MAX];
+    char token[64];       /* the registry token */
+    char token_file[PATH_MAX];
+    char url[64];         /* "http://127.0.0.1:<port>" */
+    char args[2048];      /* extra arguments, space-separated */
+} test_lbone_t;
+
+/* Start a server in a fresh directory.  extra: more arguments, space-separated (NULL for
+ * none), e.g. "--heartbeat 1 --probe-interval 0".  0, or -1 after printing why. */
+int tlb_start(test_lbone_t *l, const char *extra);
+/* Start again with the same directory, database, token, arguments and port. */
+int tlb_restart(test_lbone_t *l);
+/* Send sig; for SIGKILL/SIGTERM/SIGINT also wait for the process to end. */
+int tlb_kill(test_lbone_t *l, int sig);
+/* SIGTERM, wait, forget. */
+void tlb_stop(test_lbone_t *l);
+/* 1 if the server's log has no sanitizer report; else prints and 0. */
+int tlb_log_clean(const test_lbone_t *l);
+
+/* One HTTP request to port on 127.0.0.1.  bearer: the Authorization token or NULL; body:
+ * NULL for none (sent as application/json otherwise).  Returns the status code (-1 when
+ * the exchange failed); *resp (may be NULL) gets the malloc'd body, NUL-terminated. */
+int tlb_http(int port, const char *method, const char *path, const char *bearer,
+             const char *body, char **resp);
+/* Send raw bytes as a request and return the status code of the reply (-1 on failure);
+ * *resp as above. */
+int tlb_http_raw(int port, const void *req, size_t len, char **resp);
+
+/* POST /v1/depots with the registry token.  On 201 the id and secret are copied out
+ * (id: 17 bytes, secret: 65 bytes).  Returns the status code. */
+int tlb_register(const test_lbone_t *l, const char *json, char *id, char *secret);
+/* A registration body for host:port with coordinates and free space (bytes), max duration
+ * (s); extra: more members to append (",\"env\":{...}") or "". */
+void tlb_depot_json(char *buf, size_t size, const char *host, int port, double lat, double lon,
+                    unsigned long long hard_free, unsigned long long soft_free,
+                    long long max_duration, const char *extra);
+/* The string value of the n-th (from 0) "key":"value" in text, copied to out; -1 if none.
+ * A plain text search, enough for our flat answers. */
+int tlb_json_str(const char *text, const char *key, int n, char *out, size_t size);
+/* Count the occurrences of needle in text. */
+int tlb_count(const char *text, const char *needle);
+
+#endif
