@@ -200,6 +200,19 @@ int ibp_write_fd(ibp_client_t *c, const char *wcap, uint64_t offset, int fd, uin
 
 /* LOAD len bytes at offset into buf. */
 int ibp_load(ibp_client_t *c, const char *rcap, uint64_t offset, uint64_t len, void *buf);
+/* LOAD read piece by piece, for a caller that uses each piece while it is still in cache or
+ * may stop part way.  ibp_loader_start sends the request and checks the reply (len bytes at
+ * offset); ibp_loader_read reads exactly the next n of them into buf (after an error every
+ * later read fails); ibp_loader_free ends the LOAD, pooling the connection only if every byte
+ * was read and nothing went wrong.  ibp_loader_abort may be called from any thread until
+ * ibp_loader_free: a start or read blocked on the depot returns an error at once, a start
+ * not yet begun fails, and the connection is closed, not pooled.  One LOAD per loader. */
+typedef struct ibp_loader ibp_loader_t;
+ibp_loader_t *ibp_loader_new(ibp_client_t *c); /* NULL: out of memory */
+int ibp_loader_start(ibp_loader_t *l, const char *rcap, uint64_t offset, uint64_t len);
+int ibp_loader_read(ibp_loader_t *l, void *buf, size_t n);
+void ibp_loader_abort(ibp_loader_t *l);
+void ibp_loader_free(ibp_loader_t *l);
 /* LOAD len bytes at offset and write them to fd. */
 int ibp_load_fd(ibp_client_t *c, const char *rcap, uint64_t offset, uint64_t len, int fd);
 

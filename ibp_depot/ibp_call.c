@@ -9,6 +9,10 @@
  * reply bytes arrived go to the caller, and the connection is closed, because it can no
  * longer be trusted to be in step.
  *
+ * A call made with an ibp_intr_t can be interrupted from another thread (a LOAD that lost a
+ * race, or whose depot stopped answering): the abort shuts the socket down, and an EOF that
+ * follows an abort is never retried.
+ *
  * An error reply is a complete exchange too: the depot keeps the connection open after
  * it (docs/ibp-protocol.md), except after STORE/WRITE and after -21, -25, -27 and -66,
  * so for the other commands the connection goes back to the pool.
@@ -18,6 +22,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 int ibp_sock_err(int err, int writing)
@@ -159,8 +164,57 @@ static int open_after_error(const ibp_conn_t *conn, int flags, int err)
            err != IBP_E_OUT_OF_SOCKETS;
 }
 
-int ibp_call_begin(ibp_client_t *c, const char *host, int port, const char *req, size_t len,
-                   int flags, int reply_wait_ms, ibp_conn_t **out, ibp_reply_t *rep)
+void ibp_intr_init(ibp_intr_t *i)
+{
+    pthread_mutex_init(&i->mu, NULL);
+    i->fd = -1;
+    i->aborted = 0;
+}
+
+void ibp_intr_destroy(ibp_intr_t *i)
+{
+    pthread_mutex_destroy(&i->mu);
+}
+
+int ibp_intr_attach(ibp_intr_t *i, int fd)
+{
+    pthread_mutex_lock(&i->mu);
+    int ok = !i->aborted;
+    if (ok)
+        i->fd = fd;
+    pthread_mutex_unlock(&i->mu);
+    return ok ? 0 : -1;
+}
+
+void ibp_intr_detach(ibp_intr_t *i)
+{
+    pthread_mutex_lock(&i->mu);
+    i->fd = -1;
+    pthread_mutex_unlock(&i->mu);
+}
+
+/* The fd stays open while attached (the caller detaches before closing it), so the
+ * shutdown never reaches a descriptor number that has been reused. */
+void ibp_intr_abort(ibp_intr_t *i)
+{
+    pthread_mutex_lock(&i->mu);
+    i->aborted = 1;
+    if (i->fd >= 0)
+        shutdown(i->fd, SHUT_RDWR);
+    pthread_mutex_unlock(&i->mu);
+}
+
+int ibp_intr_aborted(ibp_intr_t *i)
+{
+    pthread_mutex_lock(&i->mu);
+    int a = i->aborted;
+    pthread_mutex_unlock(&i->mu);
+    return a;
+}
+
+int ibp_call_begin_intr(ibp_client_t *c, const char *host, int port, const char *req,
+                        size_t len, int flags, int reply_wait_ms, ibp_intr_t *intr,
+                        ibp_conn_t **out, ibp_reply_t *rep)
 {
     int rc, retry;
     if (reply_wait_ms < 0)
@@ -170,12 +224,22 @@ int ibp_call_begin(ibp_client_t *c, const char *host, int port, const char *req,
         rc = ibp_pool_get(c->pool, host, port, attempt == 0, c->o.connect_timeout_ms, &conn);
         if (rc != IBP_OK)
             return rc;
+        if (intr && ibp_intr_attach(intr, conn->fd) < 0) {
+            ibp_pool_put(c->pool, conn); /* nothing was sent on it */
+            return IBP_E_SOCK_READ;
+        }
         rc = call_once(c, conn, req, len, flags, reply_wait_ms, rep, &retry);
         if (rc == IBP_OK) {
             *out = conn;
             return IBP_OK;
         }
-        if (rc < 0 && rc == rep->status && open_after_error(conn, flags, rc))
+        if (intr) {
+            ibp_intr_detach(intr);
+            if (ibp_intr_aborted(intr))
+                retry = 0; /* the EOF was ours */
+        }
+        if (rc < 0 && rc == rep->status && open_after_error(conn, flags, rc) &&
+            !(intr && ibp_intr_aborted(intr)))
             ibp_pool_put(c->pool, conn);
         else
             ibp_conn_close(conn);
@@ -183,6 +247,12 @@ int ibp_call_begin(ibp_client_t *c, const char *host, int port, const char *req,
             break;
     }
     return rc;
+}
+
+int ibp_call_begin(ibp_client_t *c, const char *host, int port, const char *req, size_t len,
+                   int flags, int reply_wait_ms, ibp_conn_t **out, ibp_reply_t *rep)
+{
+    return ibp_call_begin_intr(c, host, port, req, len, flags, reply_wait_ms, NULL, out, rep);
 }
 
 int ibp_call_line(ibp_client_t *c, ibp_conn_t *conn, ibp_reply_t *rep)

@@ -9,7 +9,9 @@
  * or straight from the page cache with sendfile(2) (file).
  *
  * LOAD reads "1 <n>" and then n bytes: into the caller's buffer with no copy beyond the
- * few bytes that arrived with the reply line, or through a bounce buffer to an fd.  If
+ * few bytes that arrived with the reply line (all at once, or piece by piece as the caller
+ * asks through an ibp_loader_t, which another thread may interrupt), or through a bounce
+ * buffer to an fd.  If
  * anything goes wrong part way, the connection is closed, never pooled: it may still
  * carry bytes of this exchange.
  */
@@ -213,7 +215,7 @@ int ibp_write_fd(ibp_client_t *c, const char *wcap, uint64_t offset, int fd, uin
 
 /* Send the LOAD request and check that the reply announces exactly len bytes. */
 static int load_begin(ibp_client_t *c, const char *rcap, uint64_t offset, uint64_t len,
-                      ibp_conn_t **conn)
+                      ibp_intr_t *intr, ibp_conn_t **conn)
 {
     char line[IBP_MAX_LINE];
     ibp_cap_t cap;
@@ -229,11 +231,13 @@ static int load_begin(ibp_client_t *c, const char *rcap, uint64_t offset, uint64
         return IBP_E_INV_PAR_SIZE;
     if ((linelen = data_request(c, IBP_CMD_LOAD, &cap, offset, len, line, sizeof line)) < 0)
         return IBP_E_INVALID_PARAMETER;
-    rc = ibp_call_begin(c, cap.host, cap.port, line, (size_t)linelen, IBP_CALL_KEEP_ON_ERROR, -1,
-                        conn, &rep);
+    rc = ibp_call_begin_intr(c, cap.host, cap.port, line, (size_t)linelen,
+                             IBP_CALL_KEEP_ON_ERROR, -1, intr, conn, &rep);
     if (rc != IBP_OK)
         return rc;
     if (rep.nf != 2 || ibp_parse_u64(rep.f[1], strlen(rep.f[1]), &n) < 0 || n != len) {
+        if (intr)
+            ibp_intr_detach(intr);
         ibp_conn_close(*conn);
         return IBP_E_BAD_FORMAT;
     }
@@ -248,7 +252,7 @@ int ibp_load(ibp_client_t *c, const char *rcap, uint64_t offset, uint64_t len, v
         return IBP_E_INV_PAR_PTR;
     if (len > SIZE_MAX)
         return IBP_E_INV_PAR_SIZE;
-    if ((rc = load_begin(c, rcap, offset, len, &conn)) != IBP_OK)
+    if ((rc = load_begin(c, rcap, offset, len, NULL, &conn)) != IBP_OK)
         return rc;
     if (len > 0 && lns_rbuf_read(&conn->rb, buf, (size_t)len, c->o.io_timeout_ms, INT64_MAX) < 0) {
         rc = ibp_sock_err(errno, 0);
@@ -257,6 +261,74 @@ int ibp_load(ibp_client_t *c, const char *rcap, uint64_t offset, uint64_t len, v
     }
     ibp_call_end(c, conn);
     return IBP_OK;
+}
+
+struct ibp_loader {
+    ibp_client_t *c;
+    ibp_conn_t *conn;  /* from a successful start until ibp_loader_free */
+    uint64_t left;     /* bytes of the reply not read yet */
+    int failed;
+    ibp_intr_t intr;   /* what ibp_loader_abort acts on */
+};
+
+ibp_loader_t *ibp_loader_new(ibp_client_t *c)
+{
+    ibp_loader_t *l = calloc(1, sizeof *l);
+    if (!l)
+        return NULL;
+    l->c = c;
+    ibp_intr_init(&l->intr);
+    return l;
+}
+
+int ibp_loader_start(ibp_loader_t *l, const char *rcap, uint64_t offset, uint64_t len)
+{
+    int rc;
+    if (l->conn || l->failed)
+        return IBP_E_INVALID_PARAMETER;
+    if (len > SIZE_MAX)
+        return IBP_E_INV_PAR_SIZE;
+    if ((rc = load_begin(l->c, rcap, offset, len, &l->intr, &l->conn)) != IBP_OK) {
+        l->conn = NULL;
+        l->failed = 1;
+        return rc;
+    }
+    l->left = len;
+    return IBP_OK;
+}
+
+int ibp_loader_read(ibp_loader_t *l, void *buf, size_t n)
+{
+    if (!l->conn || l->failed)
+        return IBP_E_SOCK_READ;
+    if (n > l->left || (!buf && n > 0))
+        return IBP_E_INV_PAR_SIZE;
+    if (n > 0 && lns_rbuf_read(&l->conn->rb, buf, n, l->c->o.io_timeout_ms, INT64_MAX) < 0) {
+        l->failed = 1;
+        return ibp_sock_err(errno, 0);
+    }
+    l->left -= n;
+    return IBP_OK;
+}
+
+void ibp_loader_abort(ibp_loader_t *l)
+{
+    ibp_intr_abort(&l->intr);
+}
+
+void ibp_loader_free(ibp_loader_t *l)
+{
+    if (!l)
+        return;
+    if (l->conn) {
+        ibp_intr_detach(&l->intr);
+        if (!l->failed && l->left == 0 && !ibp_intr_aborted(&l->intr))
+            ibp_call_end(l->c, l->conn);
+        else
+            ibp_conn_close(l->conn); /* bytes of the reply may still come: never pooled */
+    }
+    ibp_intr_destroy(&l->intr);
+    free(l);
 }
 
 int ibp_load_fd(ibp_client_t *c, const char *rcap, uint64_t offset, uint64_t len, int fd)
@@ -272,7 +344,7 @@ int ibp_load_fd(ibp_client_t *c, const char *rcap, uint64_t offset, uint64_t len
     chunk = malloc(cap ? cap : 1);
     if (!chunk)
         return IBP_E_ALLOC_FAILED;
-    if ((rc = load_begin(c, rcap, offset, len, &conn)) != IBP_OK) {
+    if ((rc = load_begin(c, rcap, offset, len, NULL, &conn)) != IBP_OK) {
         free(chunk);
         return rc;
     }

@@ -11,6 +11,7 @@
 #ifndef LNS_IBP_CLIENT_INT_H
 #define LNS_IBP_CLIENT_INT_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "ibp.h"
@@ -74,6 +75,26 @@ enum {
  * connection.  reply_wait_ms < 0 means the io timeout. */
 int ibp_call_begin(ibp_client_t *c, const char *host, int port, const char *req, size_t len,
                    int flags, int reply_wait_ms, ibp_conn_t **conn, ibp_reply_t *rep);
+/* A way to interrupt a call from another thread (ibp_loader_abort): while the call has a
+ * connection, fd is its socket, and an abort shuts it down, so that a read or write blocked
+ * on a depot that stopped answering returns at once; a call not yet connected does not start. */
+typedef struct ibp_intr {
+    pthread_mutex_t mu;
+    int fd;      /* -1: no connection in use */
+    int aborted;
+} ibp_intr_t;
+void ibp_intr_init(ibp_intr_t *i);
+void ibp_intr_destroy(ibp_intr_t *i);
+/* 0, or -1 if the call was aborted already (then fd is not attached). */
+int ibp_intr_attach(ibp_intr_t *i, int fd);
+void ibp_intr_detach(ibp_intr_t *i);
+void ibp_intr_abort(ibp_intr_t *i);
+int ibp_intr_aborted(ibp_intr_t *i);
+/* ibp_call_begin that ibp_intr_abort(intr) can interrupt (intr may be NULL).  On IBP_OK the
+ * connection stays attached to intr: the caller detaches it before closing or pooling it. */
+int ibp_call_begin_intr(ibp_client_t *c, const char *host, int port, const char *req,
+                        size_t len, int flags, int reply_wait_ms, ibp_intr_t *intr,
+                        ibp_conn_t **conn, ibp_reply_t *rep);
 /* Read the next reply line (e.g. after the data of a STORE).  IBP_OK if its status is 1;
  * otherwise the connection has been closed. */
 int ibp_call_line(ibp_client_t *c, ibp_conn_t *conn, ibp_reply_t *rep);

@@ -8,6 +8,11 @@
  *  - Blocks in flight live in a small dense array (fly_t, at most one per fetch), so the
  *    redundancy scan, the "completed ahead" bump and stall detection are O(in flight).
  *
+ * Redundancy is the one decision that can waste bandwidth, so it has two gates: a block must
+ * be late relative to the fetches in flight (redundancy_step), and the extra fetch must be
+ * expected to save more time than it costs (rescue_pays).  lors_sched_has_work asks the same
+ * decision (decide) without acting on it.
+ *
  * Invariants: a block is in exactly one state; a block is in flight iff it has a fly_t entry
  * with 1..R fetches; buffered = bytes of blocks in flight or done and not released, and stays
  * within cfg.buffer_bytes except by the writer's own block in one corner case (buffer_full).
@@ -16,6 +21,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,11 +145,16 @@ static void maybe_next_round(lors_sched_t *s, uint32_t b)
     bk->round++;
 }
 
-/* The depot's aggregate rate: one fetch's rate times the fetches sharing the depot now. */
+/* Two estimates per depot.  The aggregate rate (one fetch's rate times the fetches sharing
+ * the depot now) ranks replicas, as if the depot were the bottleneck.  One fetch's own rate
+ * is what a new fetch can expect when the bottleneck is shared by every depot (the client's
+ * link or CPU): it keeps redundant fetches honest (rescue_pays). */
 static void ewma_update(const lors_sched_t *s, depot_t *dp, uint64_t bytes, uint64_t ns)
 {
-    double sample = (double)bytes / ((double)(ns ? ns : 1) / 1e9) * dp->st.active;
-    dp->bps = dp->known ? s->cfg.ewma_alpha * sample + (1 - s->cfg.ewma_alpha) * dp->bps : sample;
+    double a = s->cfg.ewma_alpha, one = (double)bytes / ((double)(ns ? ns : 1) / 1e9);
+    double sample = one * dp->st.active;
+    dp->bps = dp->known ? a * sample + (1 - a) * dp->bps : sample;
+    dp->fetch_bps = dp->known ? a * one + (1 - a) * dp->fetch_bps : one;
     dp->known = 1;
 }
 
@@ -317,13 +328,65 @@ static int fetch_start(lors_sched_t *s, uint32_t b, uint32_t r, uint64_t now, in
 
 /* ---- decisions -------------------------------------------------------------------------- */
 
+/* Does a new fetch of e's block from depot d pay?  It must be expected to end earlier than
+ * every fetch of the block in flight by at least its own duration t_new: the time it saves
+ * the writer must be worth the stream time it costs.  A fetch in flight is projected at the
+ * rate it has shown since it started (bytes so far over its age, so a silence slows it
+ * down); one that has shown no bytes yet is written off only once it is older than 2 t_new.
+ * t_new is the block over the rate a new stream can expect on d: the lower of the depot's
+ * score (its aggregate rate shared by one more stream) and the rate its fetches have had
+ * (when the client's link or CPU is what all depots share, that is the honest figure).
+ * When all replicas are healthy the fetch in flight stays ahead, so redundancy costs
+ * nothing.  Nothing measured yet: yes, as optimistic as the replica choice. */
+static int rescue_pays(const lors_sched_t *s, const fly_t *e, int d, uint64_t now)
+{
+    double best_known = 0;
+    for (int k = 0; k < s->cfg.ndepots; k++)
+        if (s->dep[k].bps > best_known)
+            best_known = s->dep[k].bps;
+    if (best_known <= 0)
+        return 1;
+    const depot_t *dp = &s->dep[d];
+    double len = (double)sched_blk_len(s, e->block);
+    double rate = depot_score(s, d, 2 * best_known);
+    if (dp->known && dp->fetch_bps < rate)
+        rate = dp->fetch_bps;
+    double t_new = rate > 0 ? len / rate * 1e9 : HUGE_VAL;
+    for (int i = 0; i < e->n; i++) {
+        const fetch_t *f = &s->fx[e->f[i]];
+        double age = (double)(now - f->start), done = (double)f->bytes, rem;
+        if (done >= len)
+            return 0;
+        if (done > 0)
+            rem = age * (len - done) / done;
+        else
+            rem = age >= 2 * t_new ? HUGE_VAL : 0;
+        if (rem <= 2 * t_new)
+            return 0;
+    }
+    return 1;
+}
+
+/* The "completed ahead" count at which a block with n fetches is due its next one: n x T,
+ * T = max(P, fetches in flight).  With F fetches in flight, a block of normal speed sees
+ * about (its lateness / a fetch's duration) x F later blocks complete first, so jitter alone
+ * reaches P = 3 with a dozen streams.  Scaled with F, the count means "late by about a whole
+ * fetch", whatever the number of streams; P stays the floor for few streams, as in LoRS. */
+static uint64_t redundancy_step(const lors_sched_t *s)
+{
+    uint64_t P = (uint64_t)s->cfg.progress, F = (uint64_t)s->tot.in_flight;
+    return F > P ? F : P;
+}
+
 /* (a) The lowest in-flight block due a redundant fetch, and the replica for it.  The k-th
- * extra fetch is due after k*P later completions (a stalled fetch counts as P); in the
- * endgame any block with fewer than R fetches is due. */
+ * extra fetch is due after k x redundancy_step later completions (a stalled fetch counts as
+ * a whole step), and only if the new fetch is expected to end first (rescue_pays; a stalled
+ * block needs no such proof).  In the endgame the count is not needed. */
 static int pick_redundant(const lors_sched_t *s, uint64_t now, int endgame, uint32_t *ob,
                           uint32_t *orep)
 {
     int P = s->cfg.progress, R = s->cfg.redundancy;
+    uint64_t step = redundancy_step(s);
     uint32_t best = NONE, brep = NONE;
     if (R <= 1 || (!endgame && P <= 0))
         return 0;
@@ -331,14 +394,14 @@ static int pick_redundant(const lors_sched_t *s, uint64_t now, int endgame, uint
         const fly_t *e = &s->fly[i];
         if (e->n >= R || e->block >= best)
             continue;
-        if (!endgame &&
-            (uint64_t)e->ahead + (uint64_t)P * fly_stalled(s, e, now) < (uint64_t)P * e->n)
+        int stalled = fly_stalled(s, e, now);
+        if (!endgame && (uint64_t)e->ahead + step * (uint64_t)stalled < step * (uint64_t)e->n)
             continue;
         int excl[LORS_SCHED_MAX_R];
         for (int k = 0; k < e->n; k++)
             excl[k] = s->fx[e->f[k]].depot;
         uint32_t r = choose_replica(s, e->block, excl, e->n);
-        if (r != NONE) {
+        if (r != NONE && (stalled || rescue_pays(s, e, s->rep[r].depot, now))) {
             best = e->block;
             brep = r;
         }
@@ -425,7 +488,12 @@ static lors_sched_action_t failed_action(const lors_sched_t *s, lors_sched_fetch
     return LORS_SCHED_FAILED;
 }
 
-lors_sched_action_t lors_sched_next(lors_sched_t *s, uint64_t now, lors_sched_fetch_t *f)
+/* The decision of lors_sched_next without acting on it: FETCH with *b, *r and *redundant
+ * set, or WAIT (f->wait_until set), DONE or FAILED (f filled).  Reviving depots whose retry
+ * time has come and dropping stale heap entries are the only changes it makes; both would
+ * happen on any later call anyway. */
+static lors_sched_action_t decide(lors_sched_t *s, uint64_t now, lors_sched_fetch_t *f,
+                                  uint32_t *b, uint32_t *r, int *redundant)
 {
     memset(f, 0, sizeof *f);
     if (!s->started) {
@@ -445,26 +513,47 @@ lors_sched_action_t lors_sched_next(lors_sched_t *s, uint64_t now, lors_sched_fe
         }
     }
 
-    uint32_t b, r;
-    if (pick_redundant(s, now, 0, &b, &r))
-        return fetch_start(s, b, r, now, 1, f) < 0 ? LORS_SCHED_WAIT : LORS_SCHED_FETCH;
+    *redundant = 1;
+    if (pick_redundant(s, now, 0, b, r))
+        return LORS_SCHED_FETCH;
 
-    b = lowest_pending(s);
-    if (b != NONE) {
-        if (buffer_full(s, b)) {
+    *b = lowest_pending(s);
+    if (*b != NONE) {
+        if (buffer_full(s, *b)) {
             f->wait_until = wait_hint(s, now); /* or when the writer releases */
             return LORS_SCHED_WAIT;
         }
-        r = choose_replica(s, b, NULL, 0);
-        assert(r != NONE); /* lowest_pending found b on a live depot below its cap */
-        return fetch_start(s, b, r, now, 0, f) < 0 ? LORS_SCHED_WAIT : LORS_SCHED_FETCH;
+        *r = choose_replica(s, *b, NULL, 0);
+        assert(*r != NONE); /* lowest_pending found b on a live depot below its cap */
+        *redundant = 0;
+        return LORS_SCHED_FETCH;
     }
 
-    if (s->cfg.endgame && s->npending == 0 && pick_redundant(s, now, 1, &b, &r))
-        return fetch_start(s, b, r, now, 1, f) < 0 ? LORS_SCHED_WAIT : LORS_SCHED_FETCH;
+    if (s->cfg.endgame && s->npending == 0 && pick_redundant(s, now, 1, b, r))
+        return LORS_SCHED_FETCH;
 
     f->wait_until = wait_hint(s, now);
     return LORS_SCHED_WAIT;
+}
+
+lors_sched_action_t lors_sched_next(lors_sched_t *s, uint64_t now, lors_sched_fetch_t *f)
+{
+    uint32_t b = NONE, r = NONE;
+    int redundant = 0;
+    lors_sched_action_t a = decide(s, now, f, &b, &r, &redundant);
+    if (a == LORS_SCHED_FETCH && fetch_start(s, b, r, now, redundant, f) < 0) {
+        memset(f, 0, sizeof *f);
+        return LORS_SCHED_WAIT;
+    }
+    return a;
+}
+
+int lors_sched_has_work(lors_sched_t *s, uint64_t now)
+{
+    lors_sched_fetch_t f;
+    uint32_t b = NONE, r = NONE;
+    int redundant = 0;
+    return decide(s, now, &f, &b, &r, &redundant) == LORS_SCHED_FETCH;
 }
 
 /* ---- reports from the streams ----------------------------------------------------------- */

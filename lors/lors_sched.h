@@ -122,6 +122,11 @@ int lors_sched_depot_dead(lors_sched_t *s, int depot, int dead, uint64_t retry_a
 /* What a free stream should do now.  Returns the action and fills *f. */
 lors_sched_action_t lors_sched_next(lors_sched_t *s, uint64_t now, lors_sched_fetch_t *f);
 
+/* 1 if lors_sched_next(s, now, ...) would answer FETCH now, else 0; starts nothing.  An
+ * engine with idle streams asks this after every event to wake exactly as many of them as
+ * there is work for. */
+int lors_sched_has_work(lors_sched_t *s, uint64_t now);
+
 /* bytes: the total received so far by this fetch; any increase resets its stall clock. */
 int lors_sched_progress(lors_sched_t *s, uint64_t id, uint64_t bytes, uint64_t now);
 

@@ -49,7 +49,8 @@ typedef struct heap {
 typedef struct depot {
     int cap, dead, consec, known; /* known: bps has at least one sample */
     uint64_t retry_at; /* dead: alive again from this time; 0 = dead for good */
-    double bps;
+    double bps;       /* EWMA of the depot's aggregate rate (one fetch's rate x its active) */
+    double fetch_bps; /* EWMA of one fetch's own rate, as the fetches have found it */
     heap_t pend;
     lors_sched_depot_stats_t st;
 } depot_t;

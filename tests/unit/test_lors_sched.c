@@ -3,7 +3,8 @@
  * Most cases are simulated downloads: a tiny discrete-event loop plays N streams against
  * depots with a given bandwidth (a depot's bandwidth is shared by the fetches started on it),
  * and checks the scheduler's invariants after every step: no depot above its cap, the
- * reorder buffer within its budget, blocks released once each and in order.  The rest drive
+ * reorder buffer within its budget, blocks released once each and in order, and
+ * lors_sched_has_work agreeing with what lors_sched_next then does.  The rest drive
  * the scheduler by hand, call by call, where the exact decision matters. */
 #include <CUnit/CUnit.h>
 #include <stdio.h>
@@ -123,7 +124,10 @@ static void sim_run(sim_t *m, const int *cap_of)
         lors_sched_fetch_t f;
         uint64_t wake = 0;
         while (idle > 0) {
+            int hw = lors_sched_has_work(m->s, m->now);
             a = lors_sched_next(m->s, m->now, &f);
+            if (hw != (a == LORS_SCHED_FETCH))
+                m->bad++;
             if (a != LORS_SCHED_FETCH)
                 break;
             int on = 0;
@@ -675,6 +679,91 @@ static void test_stall(void)
     lors_sched_free(s);
 }
 
+/* (12) the redundancy trigger scales with the fetches in flight: with 12 streams, a block
+ * that has shown nothing gets its second fetch after 11 later completions (the fetches in
+ * flight when it is decided), not after P = 3 */
+static void test_redundancy_scales(void)
+{
+    lors_sched_cfg_t c = base_cfg(40, 1000, 2);
+    c.depot_cap = 8;
+    c.progress = 3;
+    c.endgame = 0;
+    c.stall_ns = 0;
+    lors_sched_t *s = mk(&c);
+    add_all(s, 2);
+    uint64_t id[40] = {0}, t0 = NS, cancel[LORS_SCHED_MAX_R];
+    lors_sched_fetch_t f;
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f), LORS_SCHED_FETCH);
+    id[f.block] = f.id; /* block 0 starts long before the others and never shows a byte */
+    for (int i = 1; i < 12; i++) {
+        CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, t0, &f), LORS_SCHED_FETCH);
+        id[f.block] = f.id;
+    }
+    int found = 0;
+    for (uint32_t k = 1; k < 20 && !found; k++) {
+        uint64_t now = t0 + 1000 + k;
+        CU_ASSERT_EQUAL_FATAL(lors_sched_complete(s, id[k], now, cancel), 0);
+        CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, now, &f), LORS_SCHED_FETCH);
+        if (f.redundant) {
+            CU_ASSERT_EQUAL(f.block, 0);
+            found = (int)k;
+        } else {
+            id[f.block] = f.id;
+        }
+    }
+    CU_ASSERT_EQUAL(found, 11);
+    lors_sched_free(s);
+}
+
+/* (13) a redundant fetch must pay: a block whose fetch is making normal progress gets none,
+ * even with its later blocks done, in the middle of the file or at the end (endgame); once
+ * that fetch stops showing progress, it does */
+static void test_redundancy_pays(void)
+{
+    lors_sched_cfg_t c = base_cfg(20, 1000, 2);
+    c.progress = 1;
+    c.endgame = 0;
+    c.stall_ns = 0;
+    lors_sched_t *s = mk(&c);
+    add_all(s, 2);
+    lors_sched_fetch_t f[4], g;
+    uint64_t cancel[LORS_SCHED_MAX_R];
+    for (int i = 0; i < 4; i++)
+        CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f[i]), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL(f[0].block, 0);
+    /* block 0 has 900 of its 1000 bytes after 900 ns: 100 ns to go; a new fetch takes 1000 */
+    CU_ASSERT_EQUAL(lors_sched_progress(s, f[0].id, 900, 900), 0);
+    for (int i = 1; i < 4; i++)
+        CU_ASSERT_EQUAL(lors_sched_complete(s, f[i].id, 1000, cancel), 0);
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 1000, &g), LORS_SCHED_FETCH);
+    CU_ASSERT_FALSE(g.redundant); /* three completions ahead, P = 1, and still no */
+    CU_ASSERT_EQUAL(g.block, 4);
+    /* no byte more for 100 us: 11 us to go at that rate, against 1 us for a new fetch */
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 100000, &g), LORS_SCHED_FETCH);
+    CU_ASSERT_TRUE(g.redundant);
+    CU_ASSERT_EQUAL(g.block, 0);
+    CU_ASSERT_NOT_EQUAL(g.depot, f[0].depot);
+    lors_sched_free(s);
+
+    /* the endgame: nothing pending, one block in flight */
+    c = base_cfg(2, 1000, 2);
+    c.endgame = 1;
+    c.stall_ns = 0;
+    s = mk(&c);
+    add_all(s, 2);
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f[0]), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f[1]), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL(lors_sched_progress(s, f[0].id, 900, 900), 0);
+    CU_ASSERT_EQUAL(lors_sched_complete(s, f[1].id, 1000, cancel), 0);
+    CU_ASSERT_FALSE(lors_sched_has_work(s, 1000));
+    CU_ASSERT_EQUAL(lors_sched_next(s, 1000, &g), LORS_SCHED_WAIT);
+    CU_ASSERT_TRUE(lors_sched_has_work(s, 100000));
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 100000, &g), LORS_SCHED_FETCH);
+    CU_ASSERT_TRUE(g.redundant);
+    CU_ASSERT_EQUAL(g.block, 0);
+    lors_sched_free(s);
+}
+
 /* (11) 200,000 blocks x 3 replicas x 16 depots, simulated to completion */
 static void test_perf(void)
 {
@@ -726,5 +815,7 @@ void lns_test_register(void)
     CU_add_test(s, "per-depot connection cap", test_caps);
     CU_add_test(s, "unaligned sub-range, short last block", test_subrange);
     CU_add_test(s, "stalled fetches", test_stall);
+    CU_add_test(s, "redundancy trigger scales with fetches in flight", test_redundancy_scales);
+    CU_add_test(s, "a redundant fetch must pay", test_redundancy_pays);
     CU_add_test(s, "200k blocks x 3 replicas x 16 depots", test_perf);
 }

@@ -1,0 +1,209 @@
+/* lors_download_plan.c -- planning a download: depots, checksums, blocks and replicas.
+ *
+ * Blocks never straddle a mapping boundary: the range is cut at every mapping start and end,
+ * and each segment on the grid of B from the start of a mapping covering it, so that blocks
+ * line up with that mapping's checksum blocks (B is rounded up to the checksum block size).
+ * Each block's replicas are the usable mappings that hold all of it; the longest fetch any of
+ * them needs (checksum padding included) is the size of every fetch buffer (dl->bufsz).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lors_download_int.h"
+
+static void parse_checksum(const xnd_mapping_t *m, ckinfo_t *c)
+{
+    memset(c, 0, sizeof *c);
+    if (!m->func || strcmp(m->func->name, LORS_CHECKSUM_FUNC) != 0)
+        return;
+    if (xnd_meta_get_string(&m->func->args, "algorithm", &c->alg) != XND_OK ||
+        xnd_meta_get_int(&m->func->args, "blocksize", &c->bs) != XND_OK || c->bs <= 0 ||
+        xnd_meta_get_string(&m->func->args, "digests", &c->digests) != XND_OK)
+        return;
+    c->ok = 1;
+}
+
+static int plan_depots(dl_t *dl)
+{
+    const xnd_t *x = dl->x;
+    dl->map_depot = malloc((x->nmaps ? x->nmaps : 1) * sizeof *dl->map_depot);
+    dl->ck = calloc(x->nmaps ? x->nmaps : 1, sizeof *dl->ck);
+    dl->depots = calloc(x->nmaps ? x->nmaps : 1, sizeof *dl->depots);
+    if (!dl->map_depot || !dl->ck || !dl->depots)
+        return LORS_E_NOMEM;
+    for (size_t i = 0; i < x->nmaps; i++) {
+        const xnd_mapping_t *m = x->maps[i];
+        ibp_cap_t cap;
+        dl->map_depot[i] = -1;
+        parse_checksum(m, &dl->ck[i]);
+        if (m->logical_length <= 0 || !m->cap[XND_READ] ||
+            ibp_cap_parse(m->cap[XND_READ], &cap) != IBP_OK)
+            continue;
+        int d;
+        for (d = 0; d < dl->ndepots; d++)
+            if (dl->depots[d].port == cap.port && strcmp(dl->depots[d].host, cap.host) == 0)
+                break;
+        if (d == dl->ndepots) {
+            snprintf(dl->depots[d].host, sizeof dl->depots[d].host, "%s", cap.host);
+            dl->depots[d].port = cap.port;
+            dl->ndepots++;
+        }
+        dl->map_depot[i] = d;
+    }
+    dl->won_seconds = calloc((size_t)dl->ndepots + 1, sizeof *dl->won_seconds);
+    dl->won_bytes = calloc((size_t)dl->ndepots + 1, sizeof *dl->won_bytes);
+    return dl->won_seconds && dl->won_bytes ? LORS_OK : LORS_E_NOMEM;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Append [a, b) cut at base + k*B. */
+static int cut_segment(dl_t *dl, int64_t a, int64_t b, int64_t base, size_t *cap)
+{
+    while (a < b) {
+        int64_t e = base + ((a - base) / dl->B + 1) * dl->B;
+        if (e > b)
+            e = b;
+        if (dl->nblocks == *cap) {
+            size_t nc = *cap ? *cap * 2 : 64;
+            block_t *nb = realloc(dl->blocks, nc * sizeof *nb);
+            if (!nb)
+                return LORS_E_NOMEM;
+            dl->blocks = nb;
+            *cap = nc;
+        }
+        memset(&dl->blocks[dl->nblocks], 0, sizeof dl->blocks[0]);
+        dl->blocks[dl->nblocks].off = a;
+        dl->blocks[dl->nblocks].len = e - a;
+        dl->nblocks++;
+        a = e;
+    }
+    return LORS_OK;
+}
+
+/* Blocks of [off, end): cut at every mapping start and end inside the range, and within each
+ * segment on the grid of B from the start of a mapping covering it, so that blocks line up
+ * with that mapping's checksum blocks. */
+static int plan_blocks(dl_t *dl, int64_t off, int64_t end)
+{
+    const xnd_t *x = dl->x;
+    int64_t *pts = malloc((2 * x->nmaps + 2) * sizeof *pts);
+    size_t np = 0, cap = 0;
+    if (!pts)
+        return LORS_E_NOMEM;
+    pts[np++] = off;
+    pts[np++] = end;
+    for (size_t i = 0; i < x->nmaps; i++) {
+        int64_t a = x->maps[i]->exnode_offset, b = a + x->maps[i]->logical_length;
+        if (a > off && a < end)
+            pts[np++] = a;
+        if (b > off && b < end)
+            pts[np++] = b;
+    }
+    qsort(pts, np, sizeof *pts, cmp_i64);
+    int rc = LORS_OK;
+    for (size_t i = 0; i + 1 < np && rc == LORS_OK; i++) {
+        int64_t a = pts[i], b = pts[i + 1];
+        if (a == b)
+            continue;
+        int64_t base = a;
+        for (size_t k = 0; k < x->nmaps; k++) {
+            const xnd_mapping_t *m = x->maps[k];
+            if (dl->map_depot[k] >= 0 && m->exnode_offset <= a &&
+                m->exnode_offset + m->logical_length >= b) {
+                base = m->exnode_offset;
+                break;
+            }
+        }
+        rc = cut_segment(dl, a, b, base, &cap);
+    }
+    free(pts);
+    return rc;
+}
+
+void lors__dl_fetch_range(const dl_t *dl, uint32_t b, int k, int64_t *fa, int64_t *fb)
+{
+    const xnd_mapping_t *m = dl->x->maps[k];
+    const ckinfo_t *c = &dl->ck[k];
+    int64_t a = dl->blocks[b].off, e = a + dl->blocks[b].len;
+    *fa = a;
+    *fb = e;
+    if (!dl->o->verify || !c->ok)
+        return;
+    int64_t mo = m->exnode_offset, me = mo + m->logical_length;
+    *fa = mo + (a - mo) / c->bs * c->bs;
+    *fb = mo + (e - mo + c->bs - 1) / c->bs * c->bs;
+    if (*fb > me)
+        *fb = me;
+}
+
+static int plan_sched(dl_t *dl)
+{
+    const lors_download_opts_t *o = dl->o;
+    lors_sched_cfg_t cfg;
+    lors_sched_cfg_init(&cfg);
+    cfg.off = 0;
+    cfg.len = (uint64_t)dl->nblocks * (uint64_t)dl->B;
+    cfg.block_size = (uint64_t)dl->B;
+    cfg.ndepots = dl->ndepots > 0 ? dl->ndepots : 1;
+    cfg.depot_cap = o->depot_cap;
+    cfg.redundancy = o->redundancy;
+    cfg.progress = o->progress;
+    cfg.buffer_bytes = (uint64_t)o->buffer_bytes;
+    /* pre-buffer in whole virtual blocks, rounded up */
+    cfg.prebuffer_bytes = (uint64_t)((o->prebuffer_bytes + dl->B - 1) / dl->B) * (uint64_t)dl->B;
+    cfg.fail_limit = o->fail_limit;
+    cfg.dead_retry_ns = 0;
+    cfg.stall_ns = (uint64_t)o->stall_ms * 1000000ull;
+    dl->s = lors_sched_new(&cfg);
+    if (!dl->s)
+        return errno == ENOMEM ? LORS_E_NOMEM : LORS_E_INVAL;
+    const xnd_t *x = dl->x;
+    for (uint32_t b = 0; b < dl->nblocks; b++) {
+        int64_t a = dl->blocks[b].off, e = a + dl->blocks[b].len;
+        for (size_t k = 0; k < x->nmaps; k++) {
+            const xnd_mapping_t *m = x->maps[k];
+            if (dl->map_depot[k] < 0 || m->exnode_offset > a ||
+                m->exnode_offset + m->logical_length < e)
+                continue;
+            if (lors_sched_add_replica(dl->s, b, dl->map_depot[k], (int)k, 1) != LORS_SCHED_OK)
+                return LORS_E_NOMEM;
+            int64_t fa, fb;
+            lors__dl_fetch_range(dl, b, (int)k, &fa, &fb);
+            if ((size_t)(fb - fa) > dl->bufsz)
+                dl->bufsz = (size_t)(fb - fa);
+        }
+    }
+    return LORS_OK;
+}
+
+/* The block size: the asked one rounded up to a multiple of the checksum block size (of the
+ * first mapping that has one), so that blocks line up with checksum blocks. */
+static int64_t round_blocksize(const dl_t *dl)
+{
+    int64_t B = dl->o->blocksize;
+    for (size_t i = 0; dl->o->verify && i < dl->x->nmaps; i++)
+        if (dl->ck[i].ok) {
+            int64_t c = dl->ck[i].bs;
+            return (B + c - 1) / c * c;
+        }
+    return B;
+}
+
+int lors__dl_plan(dl_t *dl, int64_t off, int64_t len)
+{
+    int rc = plan_depots(dl);
+    if (rc != LORS_OK || len <= 0)
+        return rc;
+    dl->B = round_blocksize(dl);
+    rc = plan_blocks(dl, off, off + len);
+    if (rc == LORS_OK)
+        rc = plan_sched(dl);
+    return rc;
+}
