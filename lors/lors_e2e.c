@@ -1,10 +1,10 @@
 /* lors_e2e.c -- end-to-end transforms (zlib, AES-256-GCM) around the upload and download engines.
  *
  * The engines move stored bytes and know nothing of frames; this file joins them to the
- * user's plain bytes with a pipe and one thread, so each engine keeps its own guarantees.
+ * user's plain bytes with a pipe, so each engine keeps its own guarantees.
  *
- * Upload: an encoder thread reads the input once, frame by frame, transforms each frame and
- * writes it into a pipe; the plain upload engine reads the pipe as an input of unknown
+ * Upload: the encoder (lors_e2e_enc.c) reads the input once, frame by frame, transforms the
+ * frames on several threads and writes them in order into a pipe; the plain upload engine reads the pipe as an input of unknown
  * length (so it stripes, checksums and replicates the stored bytes), and the frame table is
  * then added to its exNode.  If the engine stops, closing the pipe's read end stops the
  * encoder (EPIPE); if the input fails, the engine has seen a clean end of the pipe and its
@@ -39,33 +39,6 @@ static double now_s(void)
     return (double)lns_mono_ns() / 1e9;
 }
 
-/* The encoder's read: like lns_fd_read_full, but gives up (-2) as soon as the engine has stopped
- * reading the pipe (its read end closed: POLLERR on the write end), so an upload that
- * failed does not wait for a slow or silent input to send more. */
-static int64_t read_input(int fd, int pipe_wr, unsigned char *buf, int64_t n)
-{
-    int64_t got = 0;
-    while (got < n) {
-        struct pollfd pf[2] = {{.fd = fd, .events = POLLIN}, {.fd = pipe_wr, .events = 0}};
-        if (poll(pf, 2, -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (pf[1].revents & (POLLERR | POLLHUP | POLLNVAL))
-            return -2;
-        if (!pf[0].revents)
-            continue;
-        ssize_t r = lns_fd_read_some(fd, buf + got, (size_t)(n - got), -1);
-        if (r < 0)
-            return -1;
-        if (r == 0)
-            break;
-        got += r;
-    }
-    return got;
-}
-
 static int make_pipe(int p[2])
 {
     if (pipe2(p, O_CLOEXEC) != 0)
@@ -76,7 +49,7 @@ static int make_pipe(int p[2])
 
 /* SIGPIPE held back in the calling thread: a closed pipe is EPIPE.  *was_pending: whether a
  * SIGPIPE was already pending (then it is not ours to consume). */
-static void hold_sigpipe(sigset_t *old, int *was_pending)
+void lors__sigpipe_hold(sigset_t *old, int *was_pending)
 {
     sigset_t set, pending;
     sigemptyset(&set);
@@ -86,7 +59,7 @@ static void hold_sigpipe(sigset_t *old, int *was_pending)
     *was_pending = sigismember(&pending, SIGPIPE);
 }
 
-static void release_sigpipe(const sigset_t *old, int was_pending)
+void lors__sigpipe_release(const sigset_t *old, int was_pending)
 {
     sigset_t set, pending;
     sigemptyset(&set);
@@ -102,90 +75,9 @@ static void release_sigpipe(const sigset_t *old, int was_pending)
 
 /* ---- upload ------------------------------------------------------------------------------ */
 
-typedef struct enc {
-    lors__e2e_codec_t codec;
-    lors__e2e_desc_t *d;      /* the frame table, filled as frames go out */
-    int in_fd;                /* the input: a descriptor ... */
-    const unsigned char *mem; /* ... or memory */
-    int64_t length;           /* -1: until the end of the input */
-    int out_fd;               /* the pipe's write end; the encoder closes it */
-    int64_t plain_read;
-    int rc;                   /* LORS_OK, or why the encoder stopped */
-    int engine_gone;          /* it stopped because the engine stopped reading */
-    char err[512];
-} enc_t;
-
 static void *encoder(void *arg)
 {
-    enc_t *e = arg;
-    lors__e2e_desc_t *d = e->d;
-    int64_t fs = d->frame_size;
-    unsigned char *plain = e->mem ? NULL : malloc((size_t)fs);
-    unsigned char *st = malloc((size_t)lors__e2e_max_stored(&d->chain, fs));
-    sigset_t old;
-    int was_pending;
-    char why[256];
-
-    hold_sigpipe(&old, &was_pending);
-    if ((!e->mem && !plain) || !st) {
-        e->rc = LORS_E_NOMEM;
-        snprintf(e->err, sizeof e->err, "out of memory for a frame of %lld bytes", (long long)fs);
-    }
-    while (e->rc == LORS_OK) {
-        int64_t want = e->length >= 0 && e->length - e->plain_read < fs
-                           ? e->length - e->plain_read : fs;
-        const unsigned char *src = e->mem ? e->mem + e->plain_read : plain;
-        int64_t n = e->mem ? want : want > 0 ? read_input(e->in_fd, e->out_fd, plain, want) : 0;
-        if (n == -2) {
-            e->rc = LORS_E_WRITE;
-            e->engine_gone = 1;
-            break;
-        }
-        if (n < 0) {
-            e->rc = LORS_E_READ;
-            snprintf(e->err, sizeof e->err, "reading the input at byte %lld: %s",
-                     (long long)e->plain_read, strerror(errno));
-            break;
-        }
-        if (n < want && e->length >= 0) {
-            e->rc = LORS_E_SHORT;
-            snprintf(e->err, sizeof e->err, "the input ended at byte %lld, before its length %lld",
-                     (long long)(e->plain_read + n), (long long)e->length);
-            break;
-        }
-        if (n == 0)
-            break;
-        if (d->frames >= LORS_E2E_MAX_FRAMES) {
-            e->rc = LORS_E_INVAL;
-            snprintf(e->err, sizeof e->err, "the input needs more than %lld frames of %lld bytes: "
-                     "use a larger e2e frame size", (long long)LORS_E2E_MAX_FRAMES, (long long)fs);
-            break;
-        }
-        size_t sl = 0;
-        int rc = lors__e2e_encode(&e->codec, (uint32_t)d->frames, src, (size_t)n, st, &sl, why,
-                                  sizeof why);
-        if (rc == LORS_OK && (rc = lors__e2e_desc_add(d, n, (int64_t)sl)) != LORS_OK)
-            snprintf(why, sizeof why, "out of memory for the frame table");
-        if (rc != LORS_OK) {
-            e->rc = rc;
-            snprintf(e->err, sizeof e->err, "frame %lld (plain bytes %lld-%lld): %s",
-                     (long long)d->frames, (long long)e->plain_read,
-                     (long long)(e->plain_read + n - 1), why);
-            break;
-        }
-        e->plain_read += n;
-        if (lns_fd_write_all(e->out_fd, st, sl, -1) < 0) {
-            e->rc = LORS_E_WRITE;
-            e->engine_gone = 1;
-            break;
-        }
-        if (n < want)
-            break;
-    }
-    close(e->out_fd);
-    release_sigpipe(&old, was_pending);
-    free(plain);
-    free(st);
+    lors__e2e_encoder_run(arg);
     return NULL;
 }
 
@@ -212,7 +104,7 @@ static int upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chai
     double t0 = now_s();
     int64_t fs = o->e2e_blocksize ? o->e2e_blocksize : LORS_E2E_DEFAULT_FRAME;
     lors__e2e_desc_t d;
-    enc_t e;
+    lors__e2e_enc_t e;
     int p[2], rc;
     pthread_t tid;
 
@@ -238,18 +130,13 @@ static int upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chai
         }
         lors__e2e_keyid(o->key, d.keyid);
     }
-    if ((rc = lors__e2e_codec_init(&e.codec, chain, o->key, d.salt)) != LORS_OK) {
-        snprintf(rep->error, sizeof rep->error, "upload: out of memory");
-        lors__e2e_codec_free(&e.codec);
-        return rc;
-    }
     if (make_pipe(p) != 0) {
         snprintf(rep->error, sizeof rep->error, "upload: no pipe for the transformed bytes: %s",
                  strerror(errno));
-        lors__e2e_codec_free(&e.codec);
         return LORS_E_READ;
     }
     e.d = &d;
+    e.key = o->key;
     e.in_fd = fd;
     e.mem = mem;
     e.length = length;
@@ -257,7 +144,6 @@ static int upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chai
     if (pthread_create(&tid, NULL, encoder, &e) != 0) {
         close(p[0]);
         close(p[1]);
-        lors__e2e_codec_free(&e.codec);
         snprintf(rep->error, sizeof rep->error, "upload: cannot start the encoder thread");
         return LORS_E_THREAD;
     }
@@ -268,7 +154,6 @@ static int upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chai
     rc = lors__upload_plain_fd(&po, p[0], -1, filename, out, rep);
     close(p[0]); /* an encoder still writing gets EPIPE and stops */
     pthread_join(tid, NULL);
-    lors__e2e_codec_free(&e.codec);
 
     if (e.rc != LORS_OK && !e.engine_gone) {
         if (rc == LORS_OK) {
@@ -516,13 +401,13 @@ static int download_e2e(const lors_download_opts_t *o, const xnd_t *x,
     }
     sigset_t old;
     int was_pending;
-    hold_sigpipe(&old, &was_pending);
+    lors__sigpipe_hold(&old, &was_pending);
     lors_dl_report_t mine;
     memset(&mine, 0, sizeof mine);
     rc = decode_frames(d, &codec, p[0], out_fd, off, off + len, &mine);
     close(p[0]); /* a feeder still writing gets EPIPE and stops */
     pthread_join(tid, NULL);
-    release_sigpipe(&old, was_pending);
+    lors__sigpipe_release(&old, was_pending);
     lors__e2e_codec_free(&codec);
 
     /* the engine's report (per-depot statistics, bad mappings, ...), in plain bytes */

@@ -11,6 +11,7 @@
 #ifndef LNS_LORS_E2E_INT_H
 #define LNS_LORS_E2E_INT_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -79,6 +80,32 @@ int lors__e2e_decode(lors__e2e_codec_t *c, uint32_t index, const unsigned char *
 /* The key's public name: the first 16 hex digits of SHA-256("lns-e2e-keyid" || key). */
 void lors__e2e_keyid(const unsigned char key[LORS_KEY_BYTES], char out[17]);
 
+/* ---- the upload side's encoder (lors_e2e_enc.c) ------------------------------------------ */
+
+typedef struct lors__e2e_desc lors__e2e_desc_t;
+
+typedef struct lors__e2e_enc {
+    lors__e2e_desc_t *d;        /* chain, frame size, salt in; the frame table filled in order */
+    const unsigned char *key;   /* when the chain has aes */
+    int in_fd;                  /* the input: a descriptor ... */
+    const unsigned char *mem;   /* ... or memory */
+    int64_t length;             /* -1: until the end of the input */
+    int out_fd;                 /* the pipe's write end; closed when the encoder returns */
+    int64_t plain_read;         /* out: plain bytes read */
+    int rc;                     /* out: LORS_OK, or why it stopped */
+    int engine_gone;            /* out: it stopped because the pipe's reader left */
+    char err[512];
+} lors__e2e_enc_t;
+
+/* Read e's input once, transform its frames on several threads, write them in frame order
+ * to e->out_fd, append each to e->d, close e->out_fd. */
+void lors__e2e_encoder_run(lors__e2e_enc_t *e);
+
+/* Hold SIGPIPE back for the calling thread (a write to a closed pipe gives EPIPE), and put
+ * things back, dropping a SIGPIPE raised meanwhile unless one was pending before. */
+void lors__sigpipe_hold(sigset_t *old, int *was_pending);
+void lors__sigpipe_release(const sigset_t *old, int was_pending);
+
 /* ---- the frame table in the exNode (lors_e2e_meta.c) --------------------------------------- */
 
 /* `count` consecutive frames of `len` stored bytes, from frame frame0 at stored byte off0. */
@@ -86,7 +113,7 @@ typedef struct lors__e2e_run {
     int64_t len, count, frame0, off0;
 } lors__e2e_run_t;
 
-typedef struct lors__e2e_desc {
+struct lors__e2e_desc {
     lors__e2e_chain_t chain;
     int64_t frame_size;          /* plain bytes per frame */
     int64_t plain_size;
@@ -96,7 +123,7 @@ typedef struct lors__e2e_desc {
     char keyid[17];              /* "" without aes */
     lors__e2e_run_t *runs;       /* the stored lengths, run-length coded, in frame order */
     size_t nruns, capruns;
-} lors__e2e_desc_t;
+};
 
 /* Append the next frame: plain_len plain bytes stored as stored_len.  LORS_OK or NOMEM. */
 int lors__e2e_desc_add(lors__e2e_desc_t *d, int64_t plain_len, int64_t stored_len);
