@@ -4,11 +4,11 @@
  * user's plain bytes with a pipe, so each engine keeps its own guarantees.
  *
  * Upload: the encoder (lors_e2e_enc.c) reads the input once, frame by frame, transforms the
- * frames on several threads and writes them in order into a pipe; the plain upload engine reads the pipe as an input of unknown
- * length (so it stripes, checksums and replicates the stored bytes), and the frame table is
- * then added to its exNode.  If the engine stops, closing the pipe's read end stops the
- * encoder (EPIPE); if the input fails, the engine has seen a clean end of the pipe and its
- * allocations are freed here.
+ * frames on several threads and writes them in order into a pipe; the plain upload engine
+ * reads the pipe as an input of unknown length (so it stripes, checksums and replicates the
+ * stored bytes), and the frame table is then added to its exNode.  If the engine stops,
+ * closing the pipe's read end stops the encoder (EPIPE); if the input fails, the engine has
+ * seen a clean end of the pipe and its allocations are freed here.
  *
  * Download: the frames that cover the asked plain range are found in the frame table; a
  * feeder thread runs the plain download engine on exactly their stored bytes into a pipe;
