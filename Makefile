@@ -4,7 +4,7 @@
 #   make SAN=1            AddressSanitizer + UBSan build in build/asan
 #   make test             install missing packages, build both, run every suite in both
 #   make demo             start a local depot and drive it with ibp_tool
-#   make fuzz             libFuzzer on the request and exNode parsers (FUZZ_SECONDS each, default 600)
+#   make fuzz             libFuzzer on the request, exNode and L-Bone JSON parsers (FUZZ_SECONDS each, default 600)
 #   make bench-depot      depot benchmarks against nginx and socat (docs/PERFORMANCE.md)
 #   make bench-lors       lors_download against curl and aria2c, and its memory (docs/PERFORMANCE.md)
 #   make bench-lbone      lbone_server with 10,000 depots: query latency, heartbeat rate (docs/PERFORMANCE.md)
@@ -206,6 +206,7 @@ install: all
 	install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 man/ibp_depot.8 man/lbone_server.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 644 scripts/ibp_depot.conf.sample $(DESTDIR)$(SYSCONFDIR)/lns/ibp_depot.conf.sample
+	install -m 644 scripts/lbone_server.conf.sample $(DESTDIR)$(SYSCONFDIR)/lns/lbone_server.conf.sample
 	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
 	    scripts/ibp_depot.service.in > $(DESTDIR)$(PREFIX)/lib/systemd/system/ibp_depot.service
 
@@ -214,7 +215,8 @@ uninstall:
 	    $(DESTDIR)$(LIBDIR)/libibp.a $(DESTDIR)$(LIBDIR)/libibp.so $(DESTDIR)$(LIBDIR)/libibp.so.0 \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/libibp.pc $(DESTDIR)$(INCDIR)/ibp.h \
 	    $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN1))) $(DESTDIR)$(MANDIR)/man8/ibp_depot.8 \
-	    $(DESTDIR)$(MANDIR)/man8/lbone_server.8 $(DESTDIR)$(PREFIX)/lib/systemd/system/ibp_depot.service
+	    $(DESTDIR)$(MANDIR)/man8/lbone_server.8 $(DESTDIR)$(PREFIX)/lib/systemd/system/ibp_depot.service \
+	    $(DESTDIR)$(SYSCONFDIR)/lns/lbone_server.conf.sample $(DESTDIR)$(SYSCONFDIR)/lns/ibp_depot.conf.sample
 
 clean:
 	rm -rf build

@@ -1,8 +1,9 @@
 # fuzz.mk -- libFuzzer targets (make fuzz; not part of make test).
 #   make fuzz FUZZ_SECONDS=600
-# Targets: fuzz_req (IBP request-line parser), fuzz_xnd (exNode XML parser + writer round trip).
+# Targets: fuzz_req (IBP request-line parser), fuzz_xnd (exNode XML parser + writer round trip),
+# fuzz_lbone_json (the L-Bone's JSON parser + writer round trip).
 # Each target is built with clang, -fsanitize=fuzzer,address,undefined, and run in turn for
-# FUZZ_SECONDS each (so make fuzz takes twice FUZZ_SECONDS) from the seed corpus in
+# FUZZ_SECONDS each (so make fuzz takes three times FUZZ_SECONDS) from the seed corpus in
 # tests/fuzz/corpus_<name> (copied, so the committed seeds stay small).  Crashes land in
 # build/fuzz/ and fail the run.
 
@@ -18,7 +19,7 @@ FFLAGS = -g -O1 -std=c11 -D_GNU_SOURCE -Icommon -Iibp_depot \
 XML2_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
 XND_SRC = $(filter-out exnode/xnd_fuzz.c,$(wildcard exnode/xnd_*.c))
 
-.PHONY: all run run_req run_xnd smoke
+.PHONY: all run run_req run_xnd run_lbone_json smoke
 all: run
 
 $(FB)/fuzz_req: ibp_depot/ibp_fuzz.c ibp_depot/ibp_proto.c ibp_depot/ibp_proto.h
@@ -30,13 +31,21 @@ $(FB)/fuzz_xnd: exnode/xnd_fuzz.c $(XND_SRC) exnode/xnd.h exnode/xnd_internal.h 
 	$(CLANG) $(FFLAGS) -Iexnode $(XML2_CFLAGS) -o $@ exnode/xnd_fuzz.c $(XND_SRC) \
 	    ibp_depot/ibp_cap.c common/lns_io.c -lxml2
 
-run: run_req run_xnd
+# Not under lbone/: the liblbone rule takes every lbone/lbone_*.c.
+$(FB)/fuzz_lbone_json: tests/fuzz/fuzz_lbone_json.c lbone/lbone_json.c lbone/lbone_buf.c \
+    lbone/lbone_json.h lbone/lbone_buf.h
+	@mkdir -p $(FB)
+	$(CLANG) $(FFLAGS) -Ilbone -o $@ tests/fuzz/fuzz_lbone_json.c lbone/lbone_json.c \
+	    lbone/lbone_buf.c -lm
 
-# make test runs this: both targets build and get through their committed seed corpora
+run: run_req run_xnd run_lbone_json
+
+# make test runs this: every target builds and gets through its committed seed corpus
 # (each input once), so a change that breaks a fuzzer's build or its round trip fails CI.
-smoke: $(FB)/fuzz_req $(FB)/fuzz_xnd
+smoke: $(FB)/fuzz_req $(FB)/fuzz_xnd $(FB)/fuzz_lbone_json
 	$(FB)/fuzz_req -runs=0 tests/fuzz/corpus_req 2>&1 | tail -1
 	$(FB)/fuzz_xnd -runs=0 tests/fuzz/corpus_xnd 2>&1 | tail -1
+	$(FB)/fuzz_lbone_json -runs=0 tests/fuzz/corpus_lbone_json 2>&1 | tail -1
 
 run_req: $(FB)/fuzz_req
 	@mkdir -p $(FB)/corpus_req
@@ -49,3 +58,9 @@ run_xnd: $(FB)/fuzz_xnd
 	cp -n tests/fuzz/corpus_xnd/* $(FB)/corpus_xnd/ 2>/dev/null || true
 	cd $(FB) && ./fuzz_xnd -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \
 	    -rss_limit_mb=2048 -print_final_stats=1 corpus_xnd 2>&1 | tee fuzz_xnd.log | tail -25
+
+run_lbone_json: $(FB)/fuzz_lbone_json
+	@mkdir -p $(FB)/corpus_lbone_json
+	cp -n tests/fuzz/corpus_lbone_json/* $(FB)/corpus_lbone_json/ 2>/dev/null || true
+	cd $(FB) && ./fuzz_lbone_json -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+	    -print_final_stats=1 corpus_lbone_json 2>&1 | tee fuzz_lbone_json.log | tail -25

@@ -3,12 +3,14 @@
 # Idempotent: when everything is present it checks and exits without touching apt.
 #   scripts/install-deps.sh           what building and `make test` need
 #   scripts/install-deps.sh --bench   also the peers `make bench` measures against (aria2)
+# chromium (headless) is for tests/system/test_lbone_page.c, which screenshots the L-Bone page.
 set -eu
 
 PKGS="build-essential pkg-config libssl-dev libsqlite3-dev libcunit1-dev libxml2-dev zlib1g-dev
 libmicrohttpd-dev libcurl4-openssl-dev
 clang libclang-rt-14-dev
-curl socat nginx-light procps groff-base"
+curl socat nginx-light procps groff-base
+chromium"
 if [ "${1:-}" = "--bench" ]; then
     PKGS="$PKGS aria2"
 fi
