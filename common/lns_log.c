@@ -217,25 +217,36 @@ int lns_event_sampled(void)
            == 0;
 }
 
-void lns_event(const char *event, const char *fmt, ...)
+/* One event line, "<EVENT> <host> <sec>.<nsec> fields\n", into line; its length. */
+static int ev_format(char *line, size_t size, const char *event, const char *host,
+                     const char *fmt, va_list ap)
 {
-    char line[1024];
     int64_t sec;
     long nsec;
     int n, k;
+    lns_now_split(&sec, &nsec);
+    n = snprintf(line, size, "%s %s %lld.%09ld ", event, host, (long long)sec, nsec);
+    if (n < 0 || n >= (int)size - 1)
+        n = 0;
+    k = vsnprintf(line + n, size - (size_t)n, fmt, ap);
+    n = k < 0 ? n : n + k;
+    if (n >= (int)size - 1)
+        n = (int)size - 2;
+    line[n++] = '\n';
+    return n;
+}
+
+void lns_event(const char *event, const char *fmt, ...)
+{
+    char line[1024];
+    int n;
     va_list ap;
 
     if (ev_fd < 0)
         return;
-    lns_now_split(&sec, &nsec);
-    n = snprintf(line, sizeof line, "%s %s %lld.%09ld ", event, ev_host, (long long)sec, nsec);
     va_start(ap, fmt);
-    k = vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    n = ev_format(line, sizeof line, event, ev_host, fmt, ap);
     va_end(ap);
-    n = k < 0 ? n : n + k;
-    if (n >= (int)sizeof line - 1)
-        n = (int)sizeof line - 2;
-    line[n++] = '\n';
 
     pthread_mutex_lock(&ev_mu);
     if (!ev_writer_on && !ev_stop &&
@@ -254,4 +265,64 @@ void lns_event(const char *event, const char *fmt, ...)
         ev_len += (size_t)n;
     }
     pthread_mutex_unlock(&ev_mu);
+}
+
+/* ---- private event logs ---------------------------------------------------------------- */
+
+struct lns_evlog {
+    int fd;
+    char host[256];
+    pthread_mutex_t mu;
+};
+
+lns_evlog_t *lns_evlog_open(const char *path, const char *host)
+{
+    lns_evlog_t *l = calloc(1, sizeof *l);
+    if (!l)
+        return NULL;
+    if (!path || !*path) {
+        free(l);
+        errno = EINVAL;
+        return NULL;
+    }
+    l->fd = strncmp(path, "fd:", 3) == 0 ? dup(atoi(path + 3)) : open_append(path);
+    if (l->fd < 0) {
+        int e = errno;
+        free(l);
+        errno = e;
+        return NULL;
+    }
+    if (host && *host)
+        snprintf(l->host, sizeof l->host, "%s", host);
+    else if (gethostname(l->host, sizeof l->host - 1) != 0 || !l->host[0])
+        snprintf(l->host, sizeof l->host, "localhost");
+    for (char *p = l->host; *p; p++)
+        if (*p == ' ')
+            *p = '_'; /* the host is one field */
+    pthread_mutex_init(&l->mu, NULL);
+    return l;
+}
+
+void lns_evlog_write(lns_evlog_t *l, const char *event, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    if (!l)
+        return;
+    /* stamped and written under the mutex: the file's lines are in time order */
+    pthread_mutex_lock(&l->mu);
+    va_start(ap, fmt);
+    int n = ev_format(line, sizeof line, event, l->host, fmt, ap);
+    va_end(ap);
+    (void)lns_fd_write_all(l->fd, line, (size_t)n, 0);
+    pthread_mutex_unlock(&l->mu);
+}
+
+void lns_evlog_close(lns_evlog_t *l)
+{
+    if (!l)
+        return;
+    close(l->fd);
+    pthread_mutex_destroy(&l->mu);
+    free(l);
 }

@@ -33,4 +33,15 @@ int lns_event_on(void);
 int lns_event_sampled(void);
 void lns_event(const char *event, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A private event log in the same format (docs/netlogger.md), for a library that must not
+ * take over the process's event stream (liblors' --netlog): each line is formatted on the
+ * stack and written with one write(2) on an O_APPEND descriptor, under the handle's mutex.
+ * path: a file (appended to) or "fd:N"; host: the <host> of every line (NULL: gethostname).
+ * NULL and errno on failure.  Writing through a NULL handle does nothing. */
+typedef struct lns_evlog lns_evlog_t;
+lns_evlog_t *lns_evlog_open(const char *path, const char *host);
+void lns_evlog_write(lns_evlog_t *l, const char *event, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void lns_evlog_close(lns_evlog_t *l);
+
 #endif

@@ -159,12 +159,28 @@ int depot_cmd_load(depot_conn_t *c, const ibp_req_t *req)
     depot_data_t d;
     int rc, tmo = depot_conn_timeout_ms(c, req->timeout);
 
+    /* The life of a LOAD (docs/netlogger.md): a client matches these lines to its own by
+     * (alloc, off, len).  sendfile reads and sends in one, so READ_START is the send start. */
+    int ev = lns_event_sampled();
     rc = open_range(c, req, &a, &d);
-    if (rc != IBP_OK)
+    if (ev)
+        lns_event("IBP_LOAD_RECV", "client=%s alloc=%016llx off=%llu len=%llu", c->peer,
+                  (unsigned long long)c->ev_alloc, (unsigned long long)req->offset,
+                  (unsigned long long)req->length);
+    if (rc != IBP_OK) {
+        if (ev)
+            lns_event("IBP_LOAD_SEND_END", "client=%s alloc=%016llx off=%llu len=%llu bytes=0 "
+                      "result=%d", c->peer, (unsigned long long)c->ev_alloc,
+                      (unsigned long long)req->offset, (unsigned long long)req->length, rc);
         return depot_reply_err(c, rc);
+    }
     if (depot_reply(c, req->length > 0 ? MSG_MORE : 0, "1 %llu\n",
                     (unsigned long long)req->length) == 0 && req->length > 0) {
         off_t off = (off_t)(d.base + req->offset);
+        if (ev)
+            lns_event("IBP_LOAD_READ_START", "client=%s alloc=%016llx off=%llu len=%llu",
+                      c->peer, (unsigned long long)c->ev_alloc,
+                      (unsigned long long)req->offset, (unsigned long long)req->length);
         if (lns_sendfile_full(c->fd, d.fd, &off, (size_t)req->length, tmo, INT64_MAX) < 0) {
             lns_log(LNS_LOG_INFO, "%s: %016llx: LOAD cut short: %s", c->peer,
                     (unsigned long long)c->ev_alloc, strerror(errno));
@@ -174,6 +190,11 @@ int depot_cmd_load(depot_conn_t *c, const ibp_req_t *req)
             c->ev_bytes = req->length;
         }
     }
+    if (ev)
+        lns_event("IBP_LOAD_SEND_END", "client=%s alloc=%016llx off=%llu len=%llu bytes=%llu "
+                  "result=%d", c->peer, (unsigned long long)c->ev_alloc,
+                  (unsigned long long)req->offset, (unsigned long long)req->length,
+                  (unsigned long long)c->ev_bytes, rc == IBP_OK && !c->close ? 1 : rc);
     depot_data_close(&d);
     depot_alloc_release(a);
     return c->close && rc == IBP_OK ? IBP_E_SOCK_WRITE : rc;

@@ -196,6 +196,8 @@ typedef struct lors_download_opts {
     lors_event_fn on_event;   /* NULL: no events */
     void *event_arg;
     const unsigned char *key; /* LORS_KEY_BYTES bytes: for files whose e2e chain has "aes" */
+    const char *netlog_path;  /* NetLogger event log of every fetch (docs/netlogger.md), appended
+                               * to, or "fd:N"; NULL: none (and no cost) */
 } lors_download_opts_t;
 
 /* Defaults: 8 threads, cap 4 per depot, 1 MiB blocks, R 2, P 3, 64 MiB buffer, no

@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,6 +130,34 @@ static void dl_event(dl_t *dl, lors_event_kind kind, int depot, uint32_t block, 
     pthread_mutex_lock(&dl->evmu);
     dl->o->on_event(dl->o->event_arg, &ev);
     pthread_mutex_unlock(&dl->evmu);
+}
+
+/* ---- the NetLogger fetch events (docs/netlogger.md) ------------------------------------- */
+
+/* One line about fetch f of [fa, fa+len) of the file: the fields every fetch event has, the
+ * key (alloc, aoff, alen) the depot's IBP_LOAD_* lines also carry, then extra.  Without
+ * --netlog, nothing: one test of a NULL pointer. */
+static void netlog_fetch(dl_t *dl, const char *ev, const lors_sched_fetch_t *f, int64_t fa,
+                         size_t len, const char *extra)
+{
+    if (!dl->netlog)
+        return;
+    const xnd_mapping_t *m = dl->x->maps[f->mapping];
+    const lors_depot_t *d = &dl->depots[f->depot];
+    const block_t *bl = &dl->blocks[f->block];
+    /* a read capability's key starts with the allocation's 16-hex id, the part depots log */
+    const char *cap = m->cap[XND_READ], *h = cap ? strchr(cap, '#') : NULL;
+    char alloc[17] = "-";
+    if (h && strlen(h + 1) >= 16)
+        memcpy(alloc, h + 1, 16), alloc[16] = 0;
+    int v6 = strchr(d->host, ':') != NULL;
+    lns_evlog_write(dl->netlog, ev,
+                    "fetch=%s.%llu block=%u off=%lld len=%lld depot=%s%s%s:%d alloc=%s "
+                    "aoff=%lld alen=%zu%s%s",
+                    dl->netlog_run, (unsigned long long)f->id, f->block, (long long)bl->off,
+                    (long long)bl->len, v6 ? "[" : "", d->host, v6 ? "]" : "", d->port, alloc,
+                    (long long)(m->alloc_offset + (fa - m->exnode_offset)), len,
+                    extra ? " " : "", extra ? extra : "");
 }
 
 /* ---- a fetch -------------------------------------------------------------------------- */
@@ -299,6 +328,9 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
         if (ld && (sl->cancelled || sl->aborted || dl->stop))
             stop_slot_locked(sl);
         pthread_mutex_unlock(&dl->mu);
+        if (f->redundant)
+            netlog_fetch(dl, "LORS_REDUNDANT", f, fa, len, NULL);
+        netlog_fetch(dl, "LORS_REQ_SENT", f, fa, len, f->redundant ? "redundant=1" : "redundant=0");
         ierr = ld ? ibp_loader_start(ld, m->cap[XND_READ],
                                      (uint64_t)(m->alloc_offset + (fa - m->exnode_offset)), len)
                   : IBP_E_ALLOC_FAILED;
@@ -340,6 +372,8 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
         pthread_mutex_unlock(&dl->mu);
         ibp_loader_free(ld);
     }
+    if (!gone && !kind && got == len)
+        netlog_fetch(dl, "LORS_RECV_END", f, fa, len, NULL);
     if (checking) {
         if (!gone && !kind && !verify_end(dl, f->mapping, fa, len, &ck)) {
             kind = LORS_SCHED_FAIL_BAD_DATA;
@@ -349,7 +383,7 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
     }
 
     pthread_mutex_lock(&dl->mu);
-    int won = 0;
+    int won = 0, lost = sl->cancelled; /* lost: to another fetch of the block */
     uint64_t now = now_ns();
     if (!gone && (sl->cancelled || dl->stop))
         gone = 1;
@@ -369,7 +403,11 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
             bl->data_off = (size_t)(bl->off - fa);
             dl->won_bytes[f->depot] += (uint64_t)bl->len;
             dl->won_seconds[f->depot] += (double)(now - t0) / 1e9;
+            bl->won_fetch = f->id;
+            bl->won_depot = f->depot;
             buf = NULL;
+        } else {
+            lost = 1; /* complete, but the block was already someone else's */
         }
     } else if (!gone) {
         if (kind == LORS_SCHED_FAIL_BAD_DATA)
@@ -379,11 +417,24 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
     buf_put_locked(dl, buf);
     sl->id = 0;
     sl->cancelled = sl->aborted = 0;
+    /* COMMIT is stamped before the writer can see the block, so it precedes its RELEASE */
+    if (dl->netlog && won)
+        netlog_fetch(dl, "LORS_COMMIT", f, fa, len, checking ? "verified=1" : "verified=0");
     uint32_t nb;
     if (won && lors_sched_releasable(dl->s, &nb))
         pthread_cond_signal(&dl->wcv);
     pthread_mutex_unlock(&dl->mu);
 
+    if (dl->netlog && !won) {
+        char why[64];
+        if (kind) {
+            snprintf(why, sizeof why, "op=%s ibp_err=%d", op, ierr);
+            netlog_fetch(dl, "LORS_FAIL", f, fa, len, why);
+        } else if (lost) {
+            snprintf(why, sizeof why, "got=%llu", (unsigned long long)got);
+            netlog_fetch(dl, "LORS_CANCEL", f, fa, len, why);
+        }
+    }
     if (won)
         dl_event(dl, LORS_EV_FETCH_END, f->depot, f->block, f->mapping, 0, NULL);
     else if (kind) {
@@ -482,6 +533,15 @@ static void writer(dl_t *dl, int out_fd)
                 break;
             }
             lors_sched_released(dl->s, b);
+            if (dl->netlog) {
+                const lors_depot_t *d = &dl->depots[bl->won_depot];
+                int v6 = strchr(d->host, ':') != NULL;
+                lns_evlog_write(dl->netlog, "LORS_RELEASE",
+                                "fetch=%s.%llu block=%u off=%lld len=%lld depot=%s%s%s:%d",
+                                dl->netlog_run, (unsigned long long)bl->won_fetch, b,
+                                (long long)bl->off, (long long)bl->len, v6 ? "[" : "", d->host,
+                                v6 ? "]" : "", d->port);
+            }
             bl->buf = NULL;
             buf_put_locked(dl, buf);
             if (dl->rep)
@@ -607,6 +667,21 @@ int lors__download_plain(const lors_download_opts_t *o, const xnd_t *x, int out_
     pthread_mutex_init(&dl.evmu, NULL);
     pthread_cond_init(&dl.cv, NULL);
     pthread_cond_init(&dl.wcv, NULL);
+    if (o->netlog_path && len > 0) {
+        static atomic_uint runs;
+        snprintf(dl.netlog_run, sizeof dl.netlog_run, "%ld.%u", (long)getpid(),
+                 atomic_fetch_add(&runs, 1) + 1);
+        if (!(dl.netlog = lns_evlog_open(o->netlog_path, NULL))) {
+            if (report)
+                snprintf(report->error, sizeof report->error, "opening the netlog %s: %s",
+                         o->netlog_path, strerror(errno));
+            pthread_cond_destroy(&dl.cv);
+            pthread_cond_destroy(&dl.wcv);
+            pthread_mutex_destroy(&dl.mu);
+            pthread_mutex_destroy(&dl.evmu);
+            return LORS_E_WRITE;
+        }
+    }
 
     /* SIGPIPE held back for this thread; a write to a closed pipe gives EPIPE instead */
     sigset_t pipe_set, old_set;
@@ -687,5 +762,6 @@ int lors__download_plain(const lors_download_opts_t *o, const xnd_t *x, int out_
     pthread_cond_destroy(&dl.wcv);
     pthread_mutex_destroy(&dl.mu);
     pthread_mutex_destroy(&dl.evmu);
+    lns_evlog_close(dl.netlog);
     return rc;
 }

@@ -17,11 +17,14 @@
 
 #include "lors.h"
 #include "lors_sched.h"
+#include "lns_log.h"
 
 typedef struct block {
     int64_t off, len;     /* real bytes of the file */
     unsigned char *buf;   /* done: the winner's buffer (NULL otherwise) */
     size_t data_off;      /* where the block's bytes start in buf */
+    uint64_t won_fetch;   /* --netlog: the fetch that won it, and its depot */
+    int won_depot;
 } block_t;
 
 struct dl;
@@ -69,6 +72,8 @@ typedef struct dl {
     unsigned char **freebufs; /* buffers not in use; room for every buffer carved */
     size_t nfree, capfree, ncarved;
     int64_t buffered, peak, fetched; /* bytes of buffers in use, and their peak */
+    lns_evlog_t *netlog;  /* o->netlog_path open, else NULL: no fetch events */
+    char netlog_run[40];  /* "<pid>.<n>": makes fetch ids unique in a shared log */
 } dl_t;
 
 /* Plan the download of [off, off+len) of dl->x: the depots of its read capabilities, each

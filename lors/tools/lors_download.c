@@ -54,6 +54,7 @@ static void usage(FILE *f)
 "                          $LNS_KEY_FILE); never on the command line\n"
 "  -V, --verbose           print the per-depot report at the end\n"
 "      --events FILE|fd:N  write the event stream (docs/events.md); -D, --demo: fd:2\n"
+"      --netlog FILE|fd:N  append a NetLogger line per fetch step (docs/netlogger.md)\n"
 "      --progress          draw the progress bar even when stderr is not a terminal\n"
 "      --quiet             print nothing but errors (-q is the pre-buffer)\n"
 "      --lbone URL         the L-Bone to tell each depot's throughput (else the rc\n"
@@ -67,7 +68,8 @@ static void usage(FILE *f)
 }
 
 enum { OPT_NO_VERIFY = 256, OPT_KEY, OPT_EVENTS, OPT_PROGRESS, OPT_QUIET, OPT_RC, OPT_NO_RC,
-       OPT_HELP, OPT_VERSION, OPT_BS, OPT_LBONE, OPT_NO_REPORT };
+       OPT_HELP, OPT_VERSION, OPT_BS, OPT_LBONE, OPT_NO_REPORT,
+       OPT_NETLOG };
 
 static const struct option longopts[] = {
     {"file", required_argument, NULL, 'f'},
@@ -89,6 +91,7 @@ static const struct option longopts[] = {
     {"key-file", required_argument, NULL, OPT_KEY},
     {"verbose", no_argument, NULL, 'V'},
     {"events", required_argument, NULL, OPT_EVENTS},
+    {"netlog", required_argument, NULL, OPT_NETLOG},
     {"demo", no_argument, NULL, 'D'},
     {"progress", no_argument, NULL, OPT_PROGRESS},
     {"quiet", no_argument, NULL, OPT_QUIET},
@@ -103,7 +106,7 @@ static const struct option longopts[] = {
 
 /* What the flags said; -1 (-2 for sizes) / NULL = not given. */
 typedef struct flags {
-    const char *file, *output, *events, *rc, *keyfile, *prebuffer;
+    const char *file, *output, *events, *rc, *keyfile, *prebuffer, *netlog;
     lors_lbone_opts_t lb;   /* --lbone: where throughput reports go */
     int resume, no_verify, verbose, quiet, progress, no_rc, no_report;
     int threads, depot_cap, redundancy, pcount, cache;
@@ -180,6 +183,7 @@ static int parse_flags(int argc, char **argv, flags_t *f)
         case OPT_KEY: f->keyfile = optarg; break;
         case 'V': f->verbose = 1; break;
         case OPT_EVENTS: f->events = optarg; break;
+        case OPT_NETLOG: f->netlog = optarg; break;
         case 'D': f->events = "fd:2"; break;
         case OPT_PROGRESS: f->progress = 1; break;
         case OPT_QUIET: f->quiet = 1; break;
@@ -416,6 +420,7 @@ int main(int argc, char **argv)
         lors_event_tee_add(&feed.tee, lors_lbone_meter_event, meter);
     }
     o.on_event = lors_cli_feed_fn(&feed);
+    o.netlog_path = f.netlog;
     o.event_arg = &feed.tee;
     if (feed.es) {
         char xp[3 * PATH_MAX], op[3 * PATH_MAX];

@@ -186,18 +186,24 @@ int td_connect(const test_depot_t *d)
     return fd;
 }
 
-int td_count_events(const test_depot_t *d, const char *needle)
+int td_count_events_of(const test_depot_t *d, const char *event, const char *needle)
 {
     FILE *f = fopen(d->events, "r");
     char line[4096];
+    size_t el = event ? strlen(event) : 0;
     int n = 0;
     if (!f)
         return 0;
     while (fgets(line, sizeof line, f))
-        if (strstr(line, needle))
+        if ((!event || (strncmp(line, event, el) == 0 && line[el] == ' ')) && strstr(line, needle))
             n++;
     fclose(f);
     return n;
+}
+
+int td_count_events(const test_depot_t *d, const char *needle)
+{
+    return td_count_events_of(d, NULL, needle);
 }
 
 int raw_send(int fd, const void *buf, size_t n)

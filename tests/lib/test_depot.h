@@ -34,6 +34,8 @@ void td_stop(test_depot_t *d);
 int td_connect(const test_depot_t *d);
 /* Count the lines of the depot's event log that contain needle. */
 int td_count_events(const test_depot_t *d, const char *needle);
+/* Lines of event `event` (the first word, e.g. "IBP_REQ") containing needle. */
+int td_count_events_of(const test_depot_t *d, const char *event, const char *needle);
 
 /* A listening TCP socket on 127.0.0.1 and a port the kernel picked (for scripted peers).
  * Returns the fd (and *port), or -1. */

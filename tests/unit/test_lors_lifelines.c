@@ -1,0 +1,258 @@
+/* test_lors_lifelines.c -- lors_lifelines' reading, matching, table and PNG.
+ *
+ * A hand-written log with known times gives exact throughputs and fit; the log recorded from a
+ * real 3-depot download (tests/data/netlog/, see its README) must have every released block
+ * matched to its depot lines; the plot must be a PNG of the asked size with valid CRCs and
+ * exactly as many pixel bytes as its IHDR says.
+ */
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "lns_test.h"
+#include "lors_lifelines.h"
+
+static const char *hand_log[] = {
+    /* depot a:1, two fetches of different sizes: delay 2 ms for 1e6 bytes, 4.5 ms for 3e6 */
+    "LORS_REQ_SENT c 100.000000000 fetch=1.1 block=0 off=0 len=1000000 depot=a:1 alloc=aaaa "
+    "aoff=0 alen=1000000 redundant=0",
+    "IBP_LOAD_RECV a 100.000300000 client=x:9 alloc=aaaa off=0 len=1000000",
+    "IBP_LOAD_READ_START a 100.000400000 client=x:9 alloc=aaaa off=0 len=1000000",
+    "IBP_LOAD_SEND_END a 100.001500000 client=x:9 alloc=aaaa off=0 len=1000000 bytes=1000000 "
+    "result=1",
+    "LORS_RECV_END c 100.002000000 fetch=1.1 block=0 off=0 len=1000000 depot=a:1 alloc=aaaa "
+    "aoff=0 alen=1000000",
+    "LORS_COMMIT c 100.002100000 fetch=1.1 block=0 off=0 len=1000000 depot=a:1 alloc=aaaa "
+    "aoff=0 alen=1000000 verified=1",
+    "LORS_RELEASE c 100.002200000 fetch=1.1 block=0 off=0 len=1000000 depot=a:1",
+    "LORS_REQ_SENT c 100.001000000 fetch=1.2 block=1 off=1000000 len=3000000 depot=a:1 "
+    "alloc=aaaa aoff=1000000 alen=3000000 redundant=0",
+    "LORS_RECV_END c 100.005500000 fetch=1.2 block=1 off=1000000 len=3000000 depot=a:1 "
+    "alloc=aaaa aoff=1000000 alen=3000000",
+    "LORS_COMMIT c 100.005600000 fetch=1.2 block=1 off=1000000 len=3000000 depot=a:1 "
+    "alloc=aaaa aoff=1000000 alen=3000000 verified=1",
+    "LORS_RELEASE c 100.005700000 fetch=1.2 block=1 off=1000000 len=3000000 depot=a:1",
+    /* depot b:2: a failure, a redundant fetch that is cancelled, one win */
+    "LORS_REQ_SENT c 100.000000000 fetch=1.3 block=2 off=4000000 len=1000000 depot=b:2 "
+    "alloc=bbbb aoff=0 alen=1000000 redundant=0",
+    "LORS_FAIL c 100.001000000 fetch=1.3 block=2 off=4000000 len=1000000 depot=b:2 "
+    "alloc=bbbb aoff=0 alen=1000000 op=LOAD ibp_err=-3",
+    "LORS_REQ_SENT c 100.001500000 fetch=1.5 block=2 off=4000000 len=1000000 depot=b:2 "
+    "alloc=bbbb aoff=0 alen=1000000 redundant=0",
+    "LORS_REDUNDANT c 100.002000000 fetch=1.4 block=2 off=4000000 len=1000000 depot=b:2 "
+    "alloc=cccc aoff=0 alen=1000000",
+    "LORS_REQ_SENT c 100.002000000 fetch=1.4 block=2 off=4000000 len=1000000 depot=b:2 "
+    "alloc=cccc aoff=0 alen=1000000 redundant=1",
+    "LORS_RECV_END c 100.003500000 fetch=1.5 block=2 off=4000000 len=1000000 depot=b:2 "
+    "alloc=bbbb aoff=0 alen=1000000",
+    "LORS_COMMIT c 100.003600000 fetch=1.5 block=2 off=4000000 len=1000000 depot=b:2 "
+    "alloc=bbbb aoff=0 alen=1000000 verified=1",
+    "LORS_RECV_END c 100.004000000 fetch=1.4 block=2 off=4000000 len=1000000 depot=b:2 "
+    "alloc=cccc aoff=0 alen=1000000",
+    "LORS_CANCEL c 100.004100000 fetch=1.4 block=2 off=4000000 len=1000000 depot=b:2 "
+    "alloc=cccc aoff=0 alen=1000000 got=1000000",
+    "LORS_RELEASE c 100.005800000 fetch=1.5 block=2 off=4000000 len=1000000 depot=b:2",
+    "IBP_REQ a 100.001600000 client=x:9 cmd=LOAD alloc=aaaa off=0 len=1000000 bytes=1000000 "
+    "dur_us=1300 result=1",
+    "not an event line at all",
+    "LORS_COMMIT c 1x0.0 fetch=1.9 block=3",
+};
+
+static void load_hand(lors_ll_t *ll)
+{
+    lors_ll_init(ll);
+    for (size_t i = 0; i < sizeof hand_log / sizeof hand_log[0]; i++)
+        lors_ll_add_line(ll, hand_log[i]);
+    CU_ASSERT_EQUAL_FATAL(lors_ll_analyze(ll), 0);
+}
+
+static const lors_ll_fetch_t *fetch(const lors_ll_t *ll, const char *id)
+{
+    for (size_t i = 0; i < ll->nf; i++)
+        if (strcmp(ll->f[i].id, id) == 0)
+            return &ll->f[i];
+    return NULL;
+}
+
+static void test_hand_table(void)
+{
+    lors_ll_t ll;
+    load_hand(&ll);
+    CU_ASSERT_EQUAL(ll.bad, 1); /* the bad timestamp; the other two are ignored */
+    CU_ASSERT_EQUAL(ll.nf, 5);
+    CU_ASSERT_EQUAL(ll.released, 3);
+    CU_ASSERT_EQUAL(ll.matched, 1);
+    CU_ASSERT_EQUAL(ll.complete, 1);
+    const lors_ll_fetch_t *f = fetch(&ll, "1.1");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(f->t[LORS_LL_DEPOT_RECV], 100000300000LL);
+    CU_ASSERT_EQUAL(f->t[LORS_LL_READ_START], 100000400000LL);
+    CU_ASSERT_EQUAL(f->t[LORS_LL_SEND_END], 100001500000LL);
+    CU_ASSERT_EQUAL(f->t[LORS_LL_RELEASE], 100002200000LL);
+    CU_ASSERT_EQUAL(ll.t0, 100000000000LL);
+    CU_ASSERT_EQUAL(ll.t1, 100005800000LL);
+
+    CU_ASSERT_EQUAL_FATAL(ll.nd, 2);
+    const lors_ll_depot_t *a = &ll.d[0], *b = &ll.d[1];
+    CU_ASSERT_STRING_EQUAL(a->name, "a:1");
+    CU_ASSERT_EQUAL(a->blocks, 2);
+    CU_ASSERT_EQUAL(a->bytes, 4000000);
+    /* 4e6 bytes from 100.000 to 100.0055: 727.27 MB/s */
+    CU_ASSERT_DOUBLE_EQUAL(a->mbps, 4e6 / 0.0055 / 1e6, 1e-6);
+    /* slope (0.0045 - 0.002) / 2e6 = 1.25 ns/byte: 800 MB/s; latency 2 ms - 1.25 ms */
+    CU_ASSERT_EQUAL(a->fit_ok, 1);
+    CU_ASSERT_EQUAL(a->fit_n, 2);
+    CU_ASSERT_DOUBLE_EQUAL(a->fit_mbps, 800.0, 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(a->latency_s, 0.00075, 1e-12);
+    CU_ASSERT_EQUAL(a->failures + a->wasted + a->redundant, 0);
+
+    CU_ASSERT_STRING_EQUAL(b->name, "b:2");
+    CU_ASSERT_EQUAL(b->fetches, 3);
+    CU_ASSERT_EQUAL(b->blocks, 1);
+    CU_ASSERT_EQUAL(b->bytes, 1000000);
+    CU_ASSERT_DOUBLE_EQUAL(b->mbps, 500.0, 1e-6); /* 1e6 bytes in 2 ms */
+    CU_ASSERT_EQUAL(b->failures, 1);
+    CU_ASSERT_EQUAL(b->redundant, 1);
+    CU_ASSERT_EQUAL(b->redundant_won, 0);
+    CU_ASSERT_EQUAL(b->wasted, 1);
+    CU_ASSERT_EQUAL(b->fit_n, 2); /* two fetches of one size: no fit */
+    CU_ASSERT_EQUAL(b->fit_ok, 0);
+
+    char path[512];
+    snprintf(path, sizeof path, "%s/t.json", lns_test_tmpdir());
+    FILE *fp = fopen(path, "w+");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    lors_ll_print_json(&ll, fp);
+    rewind(fp);
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, fp);
+    buf[n] = 0;
+    fclose(fp);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"depot\": \"a:1\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"fit_mbps\": 800.000000"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"latency_ms\": 0.750000"));
+    lors_ll_free(&ll);
+}
+
+/* The data directory next to this file's: tests/unit/x.c -> tests/data/netlog. */
+static void data_dir(char *buf, size_t size)
+{
+    const char *f = __FILE__, *u = strstr(f, "unit/test_lors_lifelines.c");
+    snprintf(buf, size, "%.*sdata/netlog", u ? (int)(u - f) : 0, f);
+}
+
+static void test_recorded(void)
+{
+    char dir[512], path[600], err[256];
+    static const char *files[] = {"client.log", "depot0.log", "depot1.log", "depot2.log"};
+    lors_ll_t ll;
+    lors_ll_init(&ll);
+    data_dir(dir, sizeof dir);
+    size_t releases = 0, reqs = 0;
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        CU_ASSERT_EQUAL_FATAL(lors_ll_add_file(&ll, path, err, sizeof err), 0);
+        FILE *fp = fopen(path, "r");
+        char line[2048];
+        while (fp && fgets(line, sizeof line, fp)) {
+            releases += strncmp(line, "LORS_RELEASE ", 13) == 0;
+            reqs += strncmp(line, "LORS_REQ_SENT ", 14) == 0;
+        }
+        if (fp)
+            fclose(fp);
+    }
+    CU_ASSERT_EQUAL_FATAL(lors_ll_analyze(&ll), 0);
+    CU_ASSERT(releases > 0);
+    CU_ASSERT_EQUAL(ll.bad, 0);
+    CU_ASSERT_EQUAL(ll.released, releases);
+    CU_ASSERT_EQUAL(ll.complete, releases); /* every block: all seven points */
+    CU_ASSERT_EQUAL(ll.matched, reqs);
+    CU_ASSERT_EQUAL(ll.nd, 3);
+    uint64_t bytes = 0, blocks = 0;
+    for (size_t i = 0; i < ll.nd; i++) {
+        bytes += ll.d[i].bytes;
+        blocks += ll.d[i].blocks;
+        CU_ASSERT(ll.d[i].mbps > 0);
+    }
+    CU_ASSERT_EQUAL(blocks, releases);
+    CU_ASSERT_EQUAL(bytes, 3000000); /* the recorded file's size */
+    /* every point of a block comes after the one before it, but for the depot's three, which
+     * are in the depot's clock (the same machine here) */
+    for (size_t i = 0; i < ll.nf; i++)
+        for (int k = 1; k < LORS_LL_NPOINTS; k++)
+            CU_ASSERT(ll.f[i].t[k] >= ll.f[i].t[k - 1]);
+    lors_ll_free(&ll);
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void test_png(void)
+{
+    lors_ll_t ll;
+    char path[512], err[256];
+    load_hand(&ll);
+    snprintf(path, sizeof path, "%s/ll.png", lns_test_tmpdir());
+    CU_ASSERT_EQUAL_FATAL(lors_ll_plot_png(&ll, path, 640, 300, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(lors_ll_plot_png(&ll, path, 10, 10, err, sizeof err), -1);
+    lors_ll_free(&ll);
+
+    FILE *fp = fopen(path, "rb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    static unsigned char png[4 << 20];
+    size_t n = fread(png, 1, sizeof png, fp);
+    fclose(fp);
+    CU_ASSERT_FATAL(n > 8 && memcmp(png, "\x89PNG\r\n\x1a\n", 8) == 0);
+    size_t at = 8, ihdr = 0, iend = 0;
+    uint32_t w = 0, h = 0;
+    unsigned char *idat = malloc(n);
+    size_t idat_len = 0;
+    while (at + 12 <= n) {
+        uint32_t len = get32(png + at);
+        CU_ASSERT_FATAL(at + 12 + len <= n);
+        uLong crc = crc32(0L, png + at + 4, len + 4);
+        CU_ASSERT_EQUAL(crc, get32(png + at + 8 + len));
+        if (memcmp(png + at + 4, "IHDR", 4) == 0) {
+            ihdr++;
+            CU_ASSERT_EQUAL(len, 13);
+            w = get32(png + at + 8);
+            h = get32(png + at + 12);
+            CU_ASSERT_EQUAL(png[at + 16], 8); /* bit depth */
+            CU_ASSERT_EQUAL(png[at + 17], 2); /* RGB */
+        } else if (memcmp(png + at + 4, "IDAT", 4) == 0) {
+            memcpy(idat + idat_len, png + at + 8, len);
+            idat_len += len;
+        } else if (memcmp(png + at + 4, "IEND", 4) == 0) {
+            iend++;
+        }
+        at += 12 + len;
+    }
+    CU_ASSERT_EQUAL(at, n);
+    CU_ASSERT_EQUAL(ihdr, 1);
+    CU_ASSERT_EQUAL(iend, 1);
+    CU_ASSERT_EQUAL(w, 640);
+    CU_ASSERT_EQUAL(h, 300);
+    uLongf rawlen = (uLongf)(640 * 3 + 1) * 300 + 16;
+    unsigned char *raw = malloc(rawlen);
+    CU_ASSERT_EQUAL(uncompress(raw, &rawlen, idat, idat_len), Z_OK);
+    CU_ASSERT_EQUAL(rawlen, (uLongf)(640 * 3 + 1) * 300);
+    /* something was drawn: not every pixel is white */
+    size_t ink = 0;
+    for (uLongf i = 0; i < rawlen; i++)
+        ink += i % (640 * 3 + 1) != 0 && raw[i] != 0xff;
+    CU_ASSERT(ink > 1000);
+    free(raw);
+    free(idat);
+}
+
+void lns_test_register(void)
+{
+    CU_pSuite s = CU_add_suite("lors_lifelines", NULL, NULL);
+    CU_add_test(s, "hand-written log: table and fit", test_hand_table);
+    CU_add_test(s, "recorded 3-depot log: every block matched", test_recorded);
+    CU_add_test(s, "PNG: IHDR, CRCs, pixel bytes", test_png);
+}
