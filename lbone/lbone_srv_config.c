@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ibp.h"
+#include "lns_conf.h"
 #include "lns_log.h"
 #include "lns_units.h"
 
@@ -144,56 +145,14 @@ int lbone_config_set(lbone_srv_config_t *cfg, const char *key, const char *v, ch
     return fail(err, errlen, "unknown setting '%s'", key);
 }
 
-static char *trim(char *s)
+static int conf_set(void *arg, const char *key, const char *value, char *why, size_t whylen)
 {
-    char *e;
-    while (*s == ' ' || *s == '\t')
-        s++;
-    e = s + strlen(s);
-    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' || e[-1] == '\n'))
-        *--e = 0;
-    return s;
+    return lbone_config_set(arg, key, value, why, whylen);
 }
 
 int lbone_config_file(lbone_srv_config_t *cfg, const char *path, char *err, size_t errlen)
 {
-    char line[PATH_MAX + 512], why[PATH_MAX + 256];
-    int lineno = 0;
-    FILE *f = fopen(path, "r");
-
-    if (!f)
-        return fail(err, errlen, "config: cannot open %s: %s", path, strerror(errno));
-    while (fgets(line, sizeof line, f)) {
-        char *hash, *eq, *key, *val;
-        lineno++;
-        if (!strchr(line, '\n') && !feof(f)) {
-            fclose(f);
-            return fail(err, errlen, "%s:%d: line too long", path, lineno);
-        }
-        if ((hash = strchr(line, '#')))
-            *hash = 0;
-        key = trim(line);
-        if (!*key)
-            continue;
-        if (!(eq = strchr(key, '='))) {
-            fclose(f);
-            return fail(err, errlen, "%s:%d: expected 'key = value'", path, lineno);
-        }
-        *eq = 0;
-        val = trim(eq + 1);
-        key = trim(key);
-        if (strcmp(key, "config") == 0 || strcmp(key, "check-config") == 0) {
-            fclose(f);
-            return fail(err, errlen, "%s:%d: '%s' cannot be set in a config file", path, lineno,
-                        key);
-        }
-        if (lbone_config_set(cfg, key, val, why, sizeof why) < 0) {
-            fclose(f);
-            return fail(err, errlen, "%s:%d: %s", path, lineno, why);
-        }
-    }
-    fclose(f);
-    return 0;
+    return lns_conf_read(path, conf_set, cfg, err, errlen);
 }
 
 static const char usage_text[] =
