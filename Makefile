@@ -7,6 +7,7 @@
 #   make fuzz             libFuzzer on the request, exNode and L-Bone JSON parsers (FUZZ_SECONDS each, default 600)
 #   make bench-depot      depot benchmarks against nginx and socat (docs/PERFORMANCE.md)
 #   make bench-lors       lors_download against curl and aria2c, and its memory (docs/PERFORMANCE.md)
+#   make bench-wan        WAN scenarios on a namespace testbed vs aria2c (docs/wan-testbed.md)
 #   make bench-lbone      lbone_server with 10,000 depots: query latency, heartbeat rate (docs/PERFORMANCE.md)
 #   make install          PREFIX=/usr/local DESTDIR=
 #
@@ -76,7 +77,7 @@ UNIT_BINS = $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 SYS_BINS  = $(patsubst tests/system/%.c,$(B)/tests/%,$(SYS_SRC))
 BENCH_BINS = $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
-.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-lbone install uninstall clean
+.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-wan bench-lbone install uninstall clean
 
 all: $(LIBIBP_A) $(LIBIBP_SO) $(LIBEXNODE_A) $(LIBLORS_A) $(LIBLBONE_A) $(PROGS) $(LORS_BINS) $(LBONE_BINS)
 
@@ -112,6 +113,23 @@ $(LIBLORS_A): $(call obj,$(LORS_SRC)) | $(B)/obj/empty.o
 $(B)/bin/lors_%: $(call obj,lors/tools/lors_%.c) $(LIBLORS_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS)
+
+# Players (players/NAME.c -> bin/NAME: lors_play, lns_paced), built, installed and removed
+# with everything else; they link like the lors tools.
+PLAYER_SRC  = $(wildcard players/*.c)
+PLAYER_BINS = $(patsubst players/%.c,$(B)/bin/%,$(PLAYER_SRC))
+all: $(PLAYER_BINS)
+$(PLAYER_BINS): $(B)/bin/%: $(B)/obj/players/%.o $(LIBLORS_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS)
+.PHONY: install-players uninstall-players
+install: install-players
+install-players: $(PLAYER_BINS)
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 755 $(PLAYER_BINS) $(DESTDIR)$(BINDIR)/
+uninstall: uninstall-players
+uninstall-players:
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(PLAYER_BINS)))
 
 # The L-Bone: liblbone (what clients link), the server's modules as a library (so unit tests
 # can link them), the server, and the tools of lbone/tools/.
@@ -184,6 +202,13 @@ bench-lors:
 	@scripts/install-deps.sh --bench
 	$(MAKE) benchprogs
 	@tests/bench/bench_lors.sh $(B)
+
+# Every tests/wan/scenarios/*.scn on the namespace testbed (root, ip, tc; Toxiproxy is
+# installed into build/wan on first use).  WAN_SIZE=64M for a quick pass; table in build/wan.
+bench-wan:
+	@scripts/install-deps.sh --bench
+	$(MAKE) all
+	@tests/wan/bench_wan.sh $(B)
 
 bench-lbone: deps
 	$(MAKE) benchprogs

@@ -1,6 +1,10 @@
 /* lns_units.c -- sizes and durations as people type them. */
 #include "lns_units.h"
 
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
 typedef struct unit {
     char c;
     uint64_t mul;
@@ -49,5 +53,26 @@ int lns_parse_seconds(const char *s, int64_t *out)
     if (parse(s, units, 4, &v) < 0)
         return -1;
     *out = (int64_t)v;
+    return 0;
+}
+
+int lns_parse_rate(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !(v > 0))
+        return -1;
+    switch (*end) {
+    case 'k': case 'K': v *= 1e3; end++; break;
+    case 'm': case 'M': v *= 1e6; end++; break;
+    case 'g': case 'G': v *= 1e9; end++; break;
+    default: break;
+    }
+    if (*end && strcmp(end, "bit/s") != 0 && strcmp(end, "bps") != 0)
+        return -1;
+    if (!(v >= 1 && v <= 1e12)) /* also refuses inf and nan */
+        return -1;
+    *out = v;
     return 0;
 }

@@ -12,5 +12,9 @@
 int lns_parse_size(const char *s, uint64_t *out);
 /* Seconds with an optional s, m, h or d suffix. 0 ok, -1 bad. */
 int lns_parse_seconds(const char *s, int64_t *out);
+/* A bitrate in bits per second: a decimal number (fractions allowed: "1.5M"), an optional
+ * k, M or G suffix (powers of 1000, as bitrates are counted, either case) and optionally
+ * "bit/s" or "bps"; 1 .. 1e12.  0 ok, -1 bad. */
+int lns_parse_rate(const char *s, double *out);
 
 #endif

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lns_units.h"
 #include "lors.h"
 #include "lors_lbone.h"
 #include "lors_tool.h"
@@ -67,6 +68,8 @@ static void usage(FILE *f)
 "                          command line\n"
 "Reporting:\n"
 "  -V, --verbose           print the layout and what was worked around\n"
+"      --bitrate RATE      record a media stream's bits per second (15M: powers of 1000)\n"
+"                          in the exNode, for lors_play's pre-buffer\n"
 "      --events FILE|fd:N  write the event stream (docs/events.md); -D, --demo: fd:2\n"
 "      --progress          draw the progress bar even when stderr is not a terminal\n"
 "  -q, --quiet             print nothing but errors\n"
@@ -86,7 +89,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_DEPOTS = 256, OPT_E2E, OPT_KEY, OPT_EVENTS, OPT_PROGRESS, OPT_RC, OPT_NO_RC,
-       OPT_NO_REPORT, OPT_HELP, OPT_VERSION };
+       OPT_NO_REPORT, OPT_HELP, OPT_VERSION, OPT_BITRATE };
 
 static const struct option longopts[] = {
     {"file", required_argument, NULL, 'f'},
@@ -116,6 +119,7 @@ static const struct option longopts[] = {
     {"xor", no_argument, NULL, 'x'},
     {"key-file", required_argument, NULL, OPT_KEY},
     {"verbose", no_argument, NULL, 'V'},
+    {"bitrate", required_argument, NULL, OPT_BITRATE},
     {"events", required_argument, NULL, OPT_EVENTS},
     {"demo", no_argument, NULL, 'D'},
     {"progress", no_argument, NULL, OPT_PROGRESS},
@@ -141,6 +145,7 @@ typedef struct flags {
     int has_e2e, none, use_stdin, verbose, quiet, progress, no_rc;
     int copies, fragments, threads, reliability, maxdepots;
     int64_t blocksize, duration, timeout, memory, offset, length, e2e_bs;
+    int64_t bitrate;        /* --bitrate, bit/s; 0 = not given */
 } flags_t;
 
 static int add_transform(flags_t *f, const char *name)
@@ -252,6 +257,14 @@ static int parse_flags(int argc, char **argv, flags_t *f)
                                         "nothing); use -a (AES-256-GCM)");
         case OPT_KEY: f->keyfile = optarg; break;
         case 'V': f->verbose = 1; break;
+        case OPT_BITRATE: { /* SI multipliers: 15M = 15,000,000 bit/s */
+            double v;
+            if (lns_parse_rate(optarg, &v) < 0)
+                return lors_cli_usage(TOOL, "--bitrate %s: expected bits per second such as 15M",
+                                      optarg);
+            f->bitrate = (int64_t)v;
+            break;
+        }
         case OPT_EVENTS: f->events = optarg; break;
         case 'D': f->events = "fd:2"; break;
         case OPT_PROGRESS: f->progress = 1; break;
@@ -580,6 +593,11 @@ int main(int argc, char **argv)
                        rep.error[0] ? rep.error : lors_strerror(lrc));
         /* the engine names a digest it does not know before it stores anything */
         code = lrc == LORS_E_DIGEST ? LORS_EXIT_USAGE : lors_exit_code(lrc);
+        goto done;
+    }
+    if (f.bitrate > 0 && xnd_meta_set_int(&x->meta, "bitrate", f.bitrate) != XND_OK) {
+        lors_cli_error(TOOL, "recording the bitrate: out of memory");
+        code = LORS_EXIT_INTERNAL;
         goto done;
     }
     code = lors_cli_write_exnode(TOOL, x, out);

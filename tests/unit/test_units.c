@@ -40,9 +40,28 @@ static void test_seconds(void)
     CU_ASSERT_EQUAL(v, 7);
 }
 
+static void test_rate(void)
+{
+    double v = 7;
+    CU_ASSERT(lns_parse_rate("8000000", &v) == 0 && v == 8e6);
+    CU_ASSERT(lns_parse_rate("15M", &v) == 0 && v == 15e6);
+    CU_ASSERT(lns_parse_rate("1.5m", &v) == 0 && v == 1.5e6);
+    CU_ASSERT(lns_parse_rate("640k", &v) == 0 && v == 640e3);
+    CU_ASSERT(lns_parse_rate("1G", &v) == 0 && v == 1e9);
+    CU_ASSERT(lns_parse_rate("40Mbit/s", &v) == 0 && v == 40e6);
+    CU_ASSERT(lns_parse_rate("56kbps", &v) == 0 && v == 56e3);
+    v = 7;
+    static const char *bad[] = {"", "0", "-1M", "0.5", "15T", "15MB", "M", "1e13", "inf",
+                                "nan", "15 M", "2e400"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CU_ASSERT_EQUAL(lns_parse_rate(bad[i], &v), -1);
+    CU_ASSERT_EQUAL(v, 7);
+}
+
 void lns_test_register(void)
 {
     CU_pSuite s = CU_add_suite("lns_units", NULL, NULL);
     CU_add_test(s, "sizes", test_size);
     CU_add_test(s, "seconds", test_seconds);
+    CU_add_test(s, "bitrates", test_rate);
 }

@@ -1,0 +1,738 @@
+/* lors_play.c -- lors_play: stream a network file into a media player reading stdin.
+ *
+ * A thin front end over lors_download_fd() (lors.h) whose output is a pipe to a player it
+ * spawns: mpv, mplayer, vlc, lns_paced (the measuring stand-in) or any shell command.  What
+ * makes it a player's front end rather than lors_download: settings chosen for playback (small
+ * blocks so the first bytes come early, more streams than depots, a reorder buffer of a few
+ * seconds of stream, a short stall trigger), a pre-buffer given in seconds of stream and
+ * turned into bytes with the stream's bitrate (--bitrate, else the exNode's "bitrate"
+ * metadata that lors_upload --bitrate writes, else ffprobe on the first MiB), and a report of
+ * the stalls.  Two measures of them: lns_paced's underruns when it is the player (the
+ * objective one), and for any player how long the pipe stood empty after the first byte
+ * while the download was still running: a monitor thread samples the pipe's fill level
+ * (FIONREAD) every 2 ms.  An empty pipe means the player could have taken data and none was
+ * there; its own cache may still have covered the gap, so this is an upper bound on what the
+ * viewer saw.  See docs/players.md.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lns_time.h"
+#include "lns_units.h"
+#include "lors.h"
+#include "lors_tool.h"
+
+static const char *TOOL = "lors_play";
+
+#define MIB ((int64_t)1 << 20)
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"Usage: lors_play [options] EXNODE\n"
+"Stream a network file into a media player that reads standard input, with settings\n"
+"chosen for playback, and report how often and how long playback had to wait for data.\n"
+"\n"
+"  -f, --file EXNODE       the exNode (or give it as the argument; - reads stdin)\n"
+"  -P, --player P          mpv, mplayer, vlc, paced (lns_paced: measures underruns) or a\n"
+"                          shell command reading stdin; default the first of mpv, mplayer,\n"
+"                          vlc that is installed\n"
+"      --headless          no video or audio output, real-time pace (servers, tests)\n"
+"  -q, --prebuffer T       seconds of stream downloaded before the player gets any (0.5 ok)\n"
+"  -b, --bitrate RATE      the stream's bits per second (15M; K, M, G are powers of 1000);\n"
+"                          else the exNode's bitrate metadata, else ffprobe on the first MiB\n"
+"  -B, --buffer T          reorder buffer in seconds of stream (default 4)\n"
+"  -t, --threads N         parallel streams (default twice the depots, 8 to 32)\n"
+"  -a, --depot-streams N   most streams on one depot at once (default 4)\n"
+"  -bs, --block-size N     block size (default 512K)\n"
+"  -r, --redundancy R      most fetches of one block at once, 1..8 (default 2)\n"
+"  -T, --timeout T         longest wait for any progress of one depot read (default 10s)\n"
+"  -o, --output FILE       with --player paced: also write the bytes to FILE\n"
+"      --key-file FILE     the aes key of an encrypted file (else $LNS_KEY or $LNS_KEY_FILE)\n"
+"      --events FILE|fd:N  write the event stream (docs/events.md)\n"
+"  -V, --verbose           also the player's own summary (paced) and the per-depot table\n"
+"      --quiet             print nothing but errors\n"
+"      --rc FILE           the rc file (default $LNS_RC, else ~/.xndrc); --no-rc: none\n"
+"      --help, --version\n"
+"\n"
+"Exit: 0 ok (stalls or not: they are reported), 2 usage or no player, 3 exNode,\n"
+"4 the player failed or quit early, 6 some bytes have no live copy, 7 integrity or key,\n"
+"9 internal.  See lors_play(1).\n");
+}
+
+enum { OPT_HEADLESS = 256, OPT_KEY, OPT_EVENTS, OPT_QUIET, OPT_RC, OPT_NO_RC, OPT_HELP,
+       OPT_VERSION, OPT_BS };
+
+static const struct option longopts[] = {
+    {"file", required_argument, NULL, 'f'},
+    {"player", required_argument, NULL, 'P'},
+    {"headless", no_argument, NULL, OPT_HEADLESS},
+    {"prebuffer", required_argument, NULL, 'q'},
+    {"bitrate", required_argument, NULL, 'b'},
+    {"buffer", required_argument, NULL, 'B'},
+    {"threads", required_argument, NULL, 't'},
+    {"depot-streams", required_argument, NULL, 'a'},
+    {"bs", required_argument, NULL, OPT_BS},
+    {"block-size", required_argument, NULL, OPT_BS},
+    {"redundancy", required_argument, NULL, 'r'},
+    {"timeout", required_argument, NULL, 'T'},
+    {"output", required_argument, NULL, 'o'},
+    {"key-file", required_argument, NULL, OPT_KEY},
+    {"events", required_argument, NULL, OPT_EVENTS},
+    {"verbose", no_argument, NULL, 'V'},
+    {"quiet", no_argument, NULL, OPT_QUIET},
+    {"rc", required_argument, NULL, OPT_RC},
+    {"no-rc", no_argument, NULL, OPT_NO_RC},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+typedef struct flags {
+    const char *file, *player, *output, *events, *rc, *keyfile;
+    int headless, verbose, quiet, no_rc;
+    int threads, depot_cap, redundancy;
+    double prebuffer, buffer, bitrate; /* seconds, seconds, bit/s; -1 = not given */
+    int64_t blocksize, timeout;
+} flags_t;
+
+static int opt_secs(const char *opt, const char *val, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(val, &end);
+    if (end == val || errno || (*end && strcmp(end, "s") != 0) || !(v >= 0) || v > 3600)
+        return lors_cli_usage(TOOL, "%s %s: expected seconds from 0 to 3600", opt, val);
+    *out = v;
+    return LORS_EXIT_OK;
+}
+
+static int parse_flags(int argc, char **argv, flags_t *f)
+{
+    int c;
+    memset(f, 0, sizeof *f);
+    f->threads = f->depot_cap = f->redundancy = -1;
+    f->prebuffer = f->buffer = f->bitrate = -1;
+    f->blocksize = f->timeout = -1;
+    opterr = 0;
+    while ((c = getopt_long_only(argc, argv, ":f:P:q:b:B:t:a:r:T:o:V", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'f': f->file = optarg; break;
+        case 'P': f->player = optarg; break;
+        case OPT_HEADLESS: f->headless = 1; break;
+        case 'q':
+            if (opt_secs("--prebuffer", optarg, &f->prebuffer))
+                return LORS_EXIT_USAGE;
+            break;
+        case 'B':
+            if (opt_secs("--buffer", optarg, &f->buffer))
+                return LORS_EXIT_USAGE;
+            if (f->buffer <= 0)
+                return lors_cli_usage(TOOL, "--buffer %s: must be above 0", optarg);
+            break;
+        case 'b':
+            if (lns_parse_rate(optarg, &f->bitrate) < 0)
+                return lors_cli_usage(TOOL, "--bitrate %s: expected bits per second such as 15M",
+                                      optarg);
+            break;
+        case 't':
+            if (lors_cli_int(TOOL, "-t", optarg, 1, 256, &f->threads) < 0)
+                return LORS_EXIT_USAGE;
+            break;
+        case 'a':
+            if (lors_cli_int(TOOL, "-a", optarg, 1, 256, &f->depot_cap) < 0)
+                return LORS_EXIT_USAGE;
+            break;
+        case 'r':
+            if (lors_cli_int(TOOL, "-r", optarg, 1, 8, &f->redundancy) < 0)
+                return LORS_EXIT_USAGE;
+            break;
+        case OPT_BS:
+            if (lors_cli_size(TOOL, "-bs", optarg, &f->blocksize) < 0)
+                return LORS_EXIT_USAGE;
+            if (f->blocksize < 1 || f->blocksize > ((int64_t)1 << 30))
+                return lors_cli_usage(TOOL, "-bs %s: from 1 byte to 1G", optarg);
+            break;
+        case 'T':
+            if (lors_cli_seconds(TOOL, "-T", optarg, &f->timeout) < 0)
+                return LORS_EXIT_USAGE;
+            if (f->timeout < 1 || f->timeout > 86400)
+                return lors_cli_usage(TOOL, "-T %s: from 1s to 1d", optarg);
+            break;
+        case 'o': f->output = optarg; break;
+        case OPT_KEY: f->keyfile = optarg; break;
+        case OPT_EVENTS: f->events = optarg; break;
+        case 'V': f->verbose = 1; break;
+        case OPT_QUIET: f->quiet = 1; break;
+        case OPT_RC: f->rc = optarg; break;
+        case OPT_NO_RC: f->no_rc = 1; break;
+        case OPT_HELP: usage(stdout); exit(LORS_EXIT_OK);
+        case OPT_VERSION: lors_cli_version(TOOL); exit(LORS_EXIT_OK);
+        case ':': return lors_cli_usage(TOOL, "%s needs a value", argv[optind - 1]);
+        default: return lors_cli_usage(TOOL, "unknown option %s", argv[optind - 1]);
+        }
+    }
+    return LORS_EXIT_OK;
+}
+
+/* ---- the player ------------------------------------------------------------------------- */
+
+static int executable(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+static int in_path(const char *name)
+{
+    const char *path = getenv("PATH");
+    char buf[PATH_MAX];
+    if (!path)
+        path = "/usr/bin:/bin";
+    while (*path) {
+        size_t n = strcspn(path, ":");
+        snprintf(buf, sizeof buf, "%.*s/%s", (int)n, path, name);
+        if (n && executable(buf))
+            return 1;
+        path += n + (path[n] == ':');
+    }
+    return 0;
+}
+
+/* lns_paced next to this program (the build's bin/ or the install's), else from PATH. */
+static void paced_path(char *buf, size_t size)
+{
+    char self[PATH_MAX - 32];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = 0;
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = 0;
+            snprintf(buf, size, "%s/lns_paced", self);
+            if (executable(buf))
+                return;
+        }
+    }
+    snprintf(buf, size, "lns_paced");
+}
+
+typedef struct player {
+    char name[16];            /* mpv, mplayer, vlc, paced, cmd */
+    const char *argv[24];
+    char rate[32], json[PATH_MAX], paced[PATH_MAX], jsonopt[PATH_MAX + 16];
+    int pid;
+} player_t;
+
+/* Build the player's command line.  LORS_EXIT_OK or a usage error. */
+static int player_argv(const flags_t *f, double bitrate, player_t *p)
+{
+    const char *want = f->player;
+    int n = 0;
+    if (!want) {
+        static const char *const order[] = {"mpv", "mplayer", "vlc"};
+        for (size_t i = 0; i < sizeof order / sizeof order[0] && !want; i++)
+            if (in_path(order[i]))
+                want = order[i];
+        if (!want)
+            return lors_cli_usage(TOOL, "no player: none of mpv, mplayer, vlc is installed; "
+                                  "name one with --player (paced, or a command)");
+    }
+    snprintf(p->name, sizeof p->name, "%s", want);
+    if (strcmp(want, "mpv") == 0) {
+        /* ao=null still plays in real time; --untimed would not, so it is never used */
+        p->argv[n++] = "mpv";
+        p->argv[n++] = "--no-terminal";
+        p->argv[n++] = "--cache=yes";
+        if (f->headless) {
+            p->argv[n++] = "--vo=null";
+            p->argv[n++] = "--ao=null";
+        }
+        p->argv[n++] = "-";
+    } else if (strcmp(want, "mplayer") == 0) {
+        p->argv[n++] = "mplayer";
+        p->argv[n++] = "-really-quiet";
+        if (f->headless) {
+            p->argv[n++] = "-vo";
+            p->argv[n++] = "null";
+            p->argv[n++] = "-ao";
+            p->argv[n++] = "null";
+        }
+        p->argv[n++] = "-";
+    } else if (strcmp(want, "vlc") == 0) {
+        p->argv[n++] = "vlc";
+        p->argv[n++] = "--play-and-exit";
+        if (f->headless) {
+            p->argv[n++] = "-I";
+            p->argv[n++] = "dummy";
+            p->argv[n++] = "--no-video";
+            p->argv[n++] = "--aout=dummy";
+        }
+        p->argv[n++] = "-";
+    } else if (strcmp(want, "paced") == 0) {
+        if (!(bitrate > 0))
+            return lors_cli_usage(TOOL, "--player paced needs the stream's bitrate: give "
+                                  "--bitrate (the exNode has none and ffprobe could not tell)");
+        paced_path(p->paced, sizeof p->paced);
+        snprintf(p->rate, sizeof p->rate, "%.0f", bitrate);
+        snprintf(p->jsonopt, sizeof p->jsonopt, "--json=%s", p->json);
+        p->argv[n++] = p->paced;
+        p->argv[n++] = "--rate";
+        p->argv[n++] = p->rate;
+        p->argv[n++] = p->jsonopt;
+        if (f->output) {
+            p->argv[n++] = "--output";
+            p->argv[n++] = f->output;
+        }
+        if (!f->verbose)
+            p->argv[n++] = "--quiet";
+    } else {
+        snprintf(p->name, sizeof p->name, "command");
+        p->argv[n++] = "/bin/sh";
+        p->argv[n++] = "-c";
+        p->argv[n++] = want;
+    }
+    p->argv[n] = NULL;
+    if (f->output && strcmp(p->name, "paced") != 0)
+        return lors_cli_usage(TOOL, "--output works with --player paced only");
+    return LORS_EXIT_OK;
+}
+
+/* Start the player with rfd as its stdin.  0 or -1 (message printed). */
+static int player_start(player_t *p, int rfd, int wfd)
+{
+    pid_t pid = fork();
+    if (pid < 0) {
+        lors_cli_error(TOOL, "starting the player: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        signal(SIGPIPE, SIG_DFL);
+        close(wfd);
+        if (dup2(rfd, STDIN_FILENO) < 0)
+            _exit(126);
+        if (rfd != STDIN_FILENO)
+            close(rfd);
+        execvp(p->argv[0], (char *const *)p->argv);
+        fprintf(stderr, "%s: running %s: %s\n", TOOL, p->argv[0], strerror(errno));
+        _exit(127);
+    }
+    p->pid = (int)pid;
+    return 0;
+}
+
+/* Wait for the player; its exit status, 128+signal, or -1. */
+static int player_wait(player_t *p)
+{
+    int st;
+    while (waitpid(p->pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+}
+
+/* ---- the pipe monitor ------------------------------------------------------------------- */
+
+typedef struct monitor {
+    int fd;                   /* the pipe's write end */
+    pthread_t th;
+    pthread_mutex_t mu;
+    int stop;
+    int64_t first_byte_ns;    /* 0 until the pipe first held data */
+    int64_t empty_ns, longest_ns, stretch_from;
+    int stretches;            /* empty stretches of 100 ms or more */
+} monitor_t;
+
+static void stretch_end(monitor_t *m, int64_t now)
+{
+    int64_t d = now - m->stretch_from;
+    m->empty_ns += d;
+    if (d > m->longest_ns)
+        m->longest_ns = d;
+    if (d >= 100000000)
+        m->stretches++;
+    m->stretch_from = 0;
+}
+
+static void *monitor_main(void *arg)
+{
+    monitor_t *m = arg;
+    for (;;) {
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+        int n = 0;
+        int64_t now = lns_mono_ns();
+        pthread_mutex_lock(&m->mu);
+        if (m->stop) {
+            pthread_mutex_unlock(&m->mu);
+            return NULL;
+        }
+        if (ioctl(m->fd, FIONREAD, &n) == 0) {
+            if (n > 0 && !m->first_byte_ns)
+                m->first_byte_ns = now;
+            if (m->first_byte_ns && n == 0 && !m->stretch_from)
+                m->stretch_from = now;
+            else if (n > 0 && m->stretch_from)
+                stretch_end(m, now);
+        }
+        pthread_mutex_unlock(&m->mu);
+    }
+}
+
+/* The download ended (the last bytes are in the pipe): an empty pipe from now on is the end
+ * of the stream, not a wait. */
+static void monitor_stop(monitor_t *m)
+{
+    pthread_mutex_lock(&m->mu);
+    m->stop = 1;
+    if (m->stretch_from)
+        stretch_end(m, lns_mono_ns());
+    pthread_mutex_unlock(&m->mu);
+    pthread_join(m->th, NULL);
+}
+
+/* ---- the stream's bitrate --------------------------------------------------------------- */
+
+static double meta_bitrate(const xnd_t *x)
+{
+    int64_t i;
+    double d;
+    const char *s;
+    if (xnd_meta_get_int(&x->meta, "bitrate", &i) == XND_OK && i > 0)
+        return (double)i;
+    if (xnd_meta_get_double(&x->meta, "bitrate", &d) == XND_OK && d > 0)
+        return d;
+    if (xnd_meta_get_string(&x->meta, "bitrate", &s) == XND_OK && lns_parse_rate(s, &d) == 0)
+        return d;
+    return 0;
+}
+
+/* One ffprobe query on path: the first positive number it prints, or with sum all of them
+ * added; 0 if none ("N/A" reads as 0). */
+static double ffprobe_query(const char *path, const char *entries, int sum)
+{
+    char cmd[512], line[128];
+    double v = 0;
+    snprintf(cmd, sizeof cmd, "ffprobe -v error -show_entries %s -of "
+             "default=noprint_wrappers=1:nokey=1 '%s' 2>/dev/null", entries, path);
+    FILE *p = popen(cmd, "r");
+    while (p && fgets(line, sizeof line, p)) {
+        double x = strtod(line, NULL);
+        if (x > 0 && (sum || v == 0))
+            v = sum ? v + x : x;
+    }
+    if (p)
+        pclose(p);
+    return v;
+}
+
+/* ffprobe on the file's first MiB (downloaded to a temporary file): the container's bitrate,
+ * else the sum of its streams'; 0 if it cannot tell. */
+static double probe_bitrate(const xnd_t *x, int64_t size, const unsigned char *key)
+{
+    char tmp[] = "/tmp/lors_play-XXXXXX";
+    double rate = 0;
+    if (!in_path("ffprobe"))
+        return 0;
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+        return 0;
+    lors_download_opts_t o;
+    lors_download_opts_init(&o);
+    o.length = size < MIB ? size : MIB;
+    o.key = key;
+    int rc = lors_download_fd(&o, x, fd, NULL);
+    close(fd);
+    if (rc == LORS_OK && (rate = ffprobe_query(tmp, "format=bit_rate", 0)) == 0)
+        rate = ffprobe_query(tmp, "stream=bit_rate", 1);
+    unlink(tmp);
+    return rate;
+}
+
+/* ---- lns_paced's results ---------------------------------------------------------------- */
+
+typedef struct paced_result {
+    int ok;
+    long count;
+    double total_s, max_s;
+} paced_result_t;
+
+static double json_number(const char *s, const char *key)
+{
+    const char *p = strstr(s, key);
+    return p ? strtod(p + strlen(key), NULL) : -1;
+}
+
+static void paced_read(const char *path, paced_result_t *r)
+{
+    char buf[4096];
+    FILE *f = fopen(path, "r");
+    memset(r, 0, sizeof *r);
+    if (!f)
+        return;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *u = strstr(buf, "\"underruns\":");
+    if (!u)
+        return;
+    r->count = (long)json_number(u, "\"count\": ");
+    r->total_s = json_number(u, "\"total_s\": ");
+    r->max_s = json_number(u, "\"max_s\": ");
+    r->ok = r->count >= 0 && r->total_s >= 0 && r->max_s >= 0;
+}
+
+/* ---- main ------------------------------------------------------------------------------- */
+
+/* Depots the exNode's mappings live on, counted once each. */
+static int count_depots(const xnd_t *x)
+{
+    char (*seen)[IBP_MAX_HOST + IBP_MAX_RID + 16] = calloc(x->nmaps + 1, sizeof *seen);
+    int n = 0;
+    if (!seen)
+        return 1;
+    for (size_t i = 0; i < x->nmaps; i++) {
+        char d[sizeof seen[0]];
+        lors_cli_mapping_depot(x->maps[i], d, sizeof d);
+        int dup = 0;
+        for (int j = 0; j < n && !dup; j++)
+            dup = strcmp(seen[j], d) == 0;
+        if (!dup)
+            memcpy(seen[n++], d, sizeof d);
+    }
+    free(seen);
+    return n > 0 ? n : 1;
+}
+
+/* lors_download's defaults, then those of playback, then the rc file, then the flags. */
+static void play_opts(const flags_t *f, const lors_rc_t *rc, const xnd_t *x, double bitrate,
+                      lors_download_opts_t *o)
+{
+    int depots = count_depots(x);
+    lors_download_opts_init(o);
+    o->blocksize = 512 * 1024;
+    o->threads = depots * 2 < 8 ? 8 : depots * 2 > 32 ? 32 : depots * 2;
+    o->stall_ms = 1000;   /* a second without progress is a stall worth a second fetch */
+    o->timeout_ms = 10000;
+    if (rc->threads > 0)
+        o->threads = rc->threads > 256 ? 256 : rc->threads;
+    if (rc->timeout_s > 0)
+        o->timeout_ms = 1000 * (rc->timeout_s > 86400 ? 86400 : rc->timeout_s);
+    if (f->threads > 0)
+        o->threads = f->threads;
+    if (f->depot_cap > 0)
+        o->depot_cap = f->depot_cap;
+    if (f->blocksize > 0)
+        o->blocksize = f->blocksize;
+    if (f->redundancy > 0)
+        o->redundancy = f->redundancy;
+    if (f->timeout > 0)
+        o->timeout_ms = (int)(1000 * f->timeout);
+    double Bps = bitrate / 8;
+    if (f->prebuffer > 0)
+        o->prebuffer_bytes = (int64_t)(f->prebuffer * Bps);
+    /* the buffer holds the pre-buffer plus a block in flight on every stream */
+    int64_t floor = o->prebuffer_bytes + (int64_t)o->threads * o->blocksize;
+    int64_t want = bitrate > 0 ? (int64_t)((f->buffer > 0 ? f->buffer : 4) * Bps) : 64 * MIB;
+    o->buffer_bytes = want > floor ? want : floor;
+}
+
+int main(int argc, char **argv)
+{
+    flags_t f;
+    lors_rc_t rc;
+    lors_cli_feed_t feed;
+    lors_download_opts_t o;
+    lors_dl_report_t rep;
+    lors_e2e_info_t e2e;
+    player_t pl;
+    monitor_t mon;
+    paced_result_t pr;
+    xnd_t *x = NULL;
+    unsigned char key[LORS_KEY_BYTES];
+    char err[512];
+    int code, lrc = LORS_OK, rc_loaded = 0, pipefd[2] = {-1, -1}, mon_on = 0, pstatus = -1;
+    double bitrate = -1;
+    const char *path, *bsrc = "none";
+
+    signal(SIGPIPE, SIG_IGN); /* a player that quit is a write error */
+    memset(&rep, 0, sizeof rep);
+    memset(&feed, 0, sizeof feed);
+    memset(&pl, 0, sizeof pl);
+    memset(&pr, 0, sizeof pr);
+    memset(&mon, 0, sizeof mon);
+    code = parse_flags(argc, argv, &f);
+    if (code)
+        return code;
+    path = lors_cli_exnode_arg(TOOL, f.file, argc, argv, optind);
+    if (!path)
+        return LORS_EXIT_USAGE;
+    code = lors_cli_rc(TOOL, f.rc, f.no_rc, &rc);
+    if (code)
+        return code;
+    rc_loaded = 1;
+    code = lors_cli_read_exnode(TOOL, path, &x);
+    if (code)
+        goto done;
+    if (lors_e2e_info(x, &e2e, err, sizeof err) != LORS_OK) {
+        lors_cli_error(TOOL, "%s: %s", path, err);
+        code = LORS_EXIT_EXNODE;
+        goto done;
+    }
+    int64_t size = e2e.present ? e2e.plain_size : xnd_size(x);
+    if (size < 0) {
+        lors_cli_error(TOOL, "%s: the exNode does not say the file's size", path);
+        code = LORS_EXIT_EXNODE;
+        goto done;
+    }
+    if (e2e.present && strstr(e2e.chain, "aes")) {
+        if (lors_key_load(f.keyfile, key, err, sizeof err) != LORS_OK) {
+            lors_cli_error(TOOL, "the aes key: %s", err);
+            code = LORS_EXIT_INTEGRITY;
+            goto done;
+        }
+    }
+    const unsigned char *keyp = e2e.present && strstr(e2e.chain, "aes") ? key : NULL;
+
+    /* the bitrate: needed for a pre-buffer in seconds and by lns_paced */
+    if (f.bitrate > 0) {
+        bitrate = f.bitrate;
+        bsrc = "flag";
+    } else if ((bitrate = meta_bitrate(x)) > 0) {
+        bsrc = "exnode";
+    } else if ((f.prebuffer > 0 || (f.player && strcmp(f.player, "paced") == 0)) &&
+               (bitrate = probe_bitrate(x, size, keyp)) > 0) {
+        bsrc = "ffprobe";
+    }
+    if (f.prebuffer > 0 && !(bitrate > 0)) {
+        code = lors_cli_usage(TOOL, "--prebuffer %g: the stream's bitrate is unknown (the exNode "
+                              "has none and ffprobe could not tell): give --bitrate", f.prebuffer);
+        goto done;
+    }
+    char tmpjson[] = "/tmp/lors_play-json-XXXXXX";
+    int jfd = mkstemp(tmpjson);
+    if (jfd < 0) {
+        lors_cli_error(TOOL, "a temporary file: %s", strerror(errno));
+        code = LORS_EXIT_IO;
+        goto done;
+    }
+    close(jfd);
+    snprintf(pl.json, sizeof pl.json, "%s", tmpjson);
+    code = player_argv(&f, bitrate, &pl);
+    if (code)
+        goto done;
+    play_opts(&f, &rc, x, bitrate, &o);
+    o.key = keyp;
+
+    code = lors_cli_feed_open(TOOL, &feed, f.events, "play", -1, -1);
+    if (code)
+        goto done;
+    o.on_event = lors_cli_feed_fn(&feed);
+    o.event_arg = &feed.tee;
+    if (feed.es) {
+        char xp[3 * PATH_MAX];
+        lors_evstream_encode(path, xp, sizeof xp);
+        lors_evstream_printf(feed.es, "BEGIN", "op=play exnode=%s size=%" PRId64 " player=%s "
+                             "bitrate=%.0f bitrate_from=%s prebuffer=%" PRId64 " buffer=%" PRId64
+                             " threads=%d bs=%" PRId64, xp, size, pl.name, bitrate > 0 ? bitrate
+                             : 0, bsrc, o.prebuffer_bytes, o.buffer_bytes, o.threads, o.blocksize);
+    }
+
+    if (pipe2(pipefd, O_CLOEXEC) < 0) {
+        lors_cli_error(TOOL, "a pipe to the player: %s", strerror(errno));
+        code = LORS_EXIT_IO;
+        goto done;
+    }
+    if (player_start(&pl, pipefd[0], pipefd[1]) < 0) {
+        code = LORS_EXIT_IO;
+        goto done;
+    }
+    close(pipefd[0]);
+    pipefd[0] = -1;
+    mon.fd = pipefd[1];
+    pthread_mutex_init(&mon.mu, NULL);
+    if (pthread_create(&mon.th, NULL, monitor_main, &mon) == 0)
+        mon_on = 1;
+
+    int64_t t0 = lns_mono_ns();
+    lrc = lors_download_fd(&o, x, pipefd[1], &rep);
+    if (mon_on)
+        monitor_stop(&mon);
+    close(pipefd[1]);
+    pipefd[1] = -1;
+    pstatus = player_wait(&pl);
+    if (strcmp(pl.name, "paced") == 0)
+        paced_read(pl.json, &pr);
+
+    if (lrc != LORS_OK && !(lrc == LORS_E_WRITE && pstatus != 0)) {
+        code = lors_exit_code(lrc);
+        lors_cli_error(TOOL, "%s: %s", path, rep.error[0] ? rep.error : lors_strerror(lrc));
+    } else if (pstatus != 0) {
+        code = LORS_EXIT_IO;
+        lors_cli_error(TOOL, "the player (%s) %s %d after %" PRId64 " of %" PRId64 " bytes",
+                       pl.argv[0], pstatus > 128 ? "died of signal" : "exited with status",
+                       pstatus > 128 ? pstatus - 128 : pstatus, rep.bytes_written, size);
+    } else if (strcmp(pl.name, "paced") == 0 && !pr.ok) {
+        code = LORS_EXIT_IO;
+        lors_cli_error(TOOL, "lns_paced left no results in %s", pl.json);
+    }
+    if (!f.quiet) {
+        fprintf(stderr, "%s: %" PRId64 " bytes in %.2f s (%.1f Mbit/s; stream %.1f Mbit/s from "
+                "%s), %u blocks of %" PRId64 ", %d streams; pipe empty %.3f s while "
+                "downloading, longest %.3f s, %d stretches of 100 ms or more\n", TOOL,
+                rep.bytes_written, rep.seconds, rep.seconds > 0 ? rep.bytes_written * 8 / 1e6 /
+                rep.seconds : 0, bitrate > 0 ? bitrate / 1e6 : 0, bsrc, rep.blocks, rep.blocksize,
+                o.threads, mon.empty_ns / 1e9, mon.longest_ns / 1e9, mon.stretches);
+        if (mon.first_byte_ns)
+            fprintf(stderr, "%s: the player's first bytes after %.3f s (pre-buffer %" PRId64
+                    " bytes)\n", TOOL, (mon.first_byte_ns - t0) / 1e9, o.prebuffer_bytes);
+        if (pr.ok)
+            fprintf(stderr, "%s: underruns %ld, %.3f s in all, longest %.3f s (lns_paced)\n",
+                    TOOL, pr.count, pr.total_s, pr.max_s);
+    }
+    if (f.verbose && !f.quiet)
+        for (size_t i = 0; i < rep.ndepots; i++) {
+            char name[IBP_MAX_HOST + IBP_MAX_RID + 16];
+            lors_depot_format(&rep.depots[i].depot, name, sizeof name);
+            fprintf(stderr, "%s: %-24s %6" PRIu64 " blocks %8.1f MB/s %4" PRIu64 " fetches %4"
+                    PRIu64 " failed %4" PRIu64 " cancelled %4" PRIu64 "/%" PRIu64
+                    " redundant won\n", TOOL, name, rep.depots[i].blocks, rep.depots[i].mbps,
+                    rep.depots[i].fetches, rep.depots[i].failures, rep.depots[i].wasted,
+                    rep.depots[i].redundant_won, rep.depots[i].redundant_started);
+        }
+
+done:
+    if (feed.es)
+        lors_evstream_printf(feed.es, "END", "bytes=%" PRId64 " seconds=%.3f player_status=%d "
+                             "pipe_empty=%.3f pipe_empty_max=%.3f underruns=%ld "
+                             "underrun_total=%.3f underrun_max=%.3f rc=%d", rep.bytes_written,
+                             rep.seconds, pstatus, mon.empty_ns / 1e9, mon.longest_ns / 1e9,
+                             pr.ok ? pr.count : -1, pr.total_s, pr.max_s, code);
+    lors_cli_feed_close(&feed);
+    if (pipefd[0] >= 0)
+        close(pipefd[0]);
+    if (pipefd[1] >= 0)
+        close(pipefd[1]);
+    if (pl.json[0])
+        unlink(pl.json);
+    memset(key, 0, sizeof key);
+    lors_dl_report_free(&rep);
+    xnd_free(x);
+    if (rc_loaded)
+        lors_rc_free(&rc);
+    return code;
+}

@@ -1,0 +1,465 @@
+/* test_players.c -- lns_paced (the measuring player) and lors_play, run as a user runs them.
+ *
+ * First lns_paced alone, fed by a writer in this process whose timing we control: a gap of
+ * known length must come out as one underrun of that length, a writer faster than the stream
+ * must give none, and the stream must take its nominal time on the wall clock.  Then
+ * lors_play --player paced --headless over three real depots: the bytes the player got (its
+ * --output) must be the file's, and the stream must play without an underrun, also when a
+ * depot holding one of two copies is SIGKILLed while the stream plays.  When mpv and ffmpeg
+ * are both installed, one more test plays a tiny generated MPEG-TS through mpv; otherwise it
+ * is not registered (a note says so) so that a skip never counts as a pass.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ibp.h"
+#include "lns_test.h"
+#include "lns_time.h"
+#include "lors.h"
+#include "test_depot.h"
+#include "test_lors.h"
+
+#define ND 3
+#define RATE 8000000.0     /* bit/s of the paced-consumer tests */
+
+static test_depot_t dep[ND];
+static lors_depot_t ldep[ND];
+static ibp_client_t *cli;
+static char depots[256];
+static char err[1 << 14];
+
+static const char *tpath(const char *name)
+{
+    static char buf[16][PATH_MAX];
+    static int i;
+    i = (i + 1) % 16;
+    snprintf(buf[i], sizeof buf[i], "%s/%s", lns_test_tmpdir(), name);
+    return buf[i];
+}
+
+static void slurp(const char *path, char *buf, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, size - 1, f) : 0;
+    buf[n] = 0;
+    if (f)
+        fclose(f);
+}
+
+static double now_s(void)
+{
+    return lns_mono_ns() / 1e9;
+}
+
+static void sleep_until(double t)
+{
+    double d = t - now_s();
+    if (d <= 0)
+        return;
+    struct timespec ts = {(time_t)d, (long)((d - (time_t)d) * 1e9)};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+/* Fork and exec bin/<prog> (argv NULL-terminated) with stdin from in_fd (-1: /dev/null) and
+ * stderr to tmpdir/<prog>.err; stdout to /dev/null.  Returns the pid. */
+static pid_t spawn(int in_fd, const char *prog, const char **args)
+{
+    char path[PATH_MAX];
+    const char *argv[64];
+    int argc = 0;
+    snprintf(path, sizeof path, "%s/%s", lns_test_bindir(), prog);
+    argv[argc++] = prog;
+    for (; *args && argc < 63; args++)
+        argv[argc++] = *args;
+    argv[argc] = NULL;
+    char errpath[PATH_MAX];
+    snprintf(errpath, sizeof errpath, "%s/%s.err", lns_test_tmpdir(), prog);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int i = in_fd >= 0 ? in_fd : open("/dev/null", O_RDONLY);
+        int o = open("/dev/null", O_WRONLY);
+        int e = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (i < 0 || o < 0 || e < 0)
+            _exit(126);
+        dup2(i, 0);
+        dup2(o, 1);
+        dup2(e, 2);
+        execv(path, (char *const *)argv);
+        _exit(127);
+    }
+    if (pid > 0)
+        lns_test_track_pid(pid);
+    return pid;
+}
+
+/* Wait for pid; its exit code (stderr in err[]), or -1. */
+static int reap(pid_t pid, const char *prog)
+{
+    int st;
+    if (waitpid(pid, &st, 0) < 0)
+        return -1;
+    lns_test_untrack_pid(pid);
+    char errpath[PATH_MAX];
+    snprintf(errpath, sizeof errpath, "%s/%s.err", lns_test_tmpdir(), prog);
+    slurp(errpath, err, sizeof err);
+    if (getenv("LNS_TEST_VERBOSE"))
+        fprintf(stderr, "\n%s: %s", prog, err);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int run(const char *prog, const char **args)
+{
+    pid_t pid = spawn(-1, prog, args);
+    return pid > 0 ? reap(pid, prog) : -1;
+}
+
+static void sha_file(const char *path, char hex[65])
+{
+    unsigned char buf[65536], md[32];
+    unsigned int mdl = 0;
+    FILE *f = fopen(path, "r");
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    size_t n;
+    hex[0] = 0;
+    if (!f || !c) {
+        if (f)
+            fclose(f);
+        EVP_MD_CTX_free(c);
+        return;
+    }
+    EVP_DigestInit_ex(c, EVP_sha256(), NULL);
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        EVP_DigestUpdate(c, buf, n);
+    EVP_DigestFinal_ex(c, md, &mdl);
+    for (unsigned int i = 0; i < mdl; i++)
+        sprintf(hex + 2 * i, "%02x", md[i]);
+    EVP_MD_CTX_free(c);
+    fclose(f);
+}
+
+static void make_file(const char *path, size_t n, uint64_t seed)
+{
+    unsigned char *p = malloc(n);
+    CU_ASSERT_FATAL(p != NULL);
+    lns_test_fill(p, n, seed);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    CU_ASSERT_FATAL(fwrite(p, 1, n, f) == n);
+    fclose(f);
+    free(p);
+}
+
+/* A number from lns_paced's JSON ("key": value), -1 if absent. */
+static double jnum(const char *json, const char *key)
+{
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\": ", key);
+    const char *p = strstr(json, k);
+    return p ? strtod(p + strlen(k), NULL) : -1;
+}
+
+/* ---- lns_paced on its own -------------------------------------------------------------- */
+
+/* Run lns_paced --rate RATE on a pipe fed by a child that writes `first` bytes, waits until
+ * `resume` seconds after it started, then writes `second` bytes (all as fast as the pipe
+ * takes them).  JSON into json[]; *wall = lns_paced's run time.  Returns its exit code. */
+static int paced_run(size_t first, double resume, size_t second, const char *outfile,
+                     char *json, size_t jsize, double *wall)
+{
+    int p[2];
+    CU_ASSERT_FATAL(pipe2(p, O_CLOEXEC) == 0); /* only the writer may hold the write end */
+    const char *args[] = {"--rate", "8M", "--json=", NULL, NULL, NULL};
+    char jopt[PATH_MAX + 16];
+    snprintf(jopt, sizeof jopt, "--json=%s", tpath("paced.json"));
+    args[2] = jopt;
+    if (outfile) {
+        args[3] = "--output";
+        args[4] = outfile;
+    }
+    double t0 = now_s();
+    pid_t pid = spawn(p[0], "lns_paced", args);
+    close(p[0]);
+    pid_t w = fork();
+    if (w == 0) {
+        unsigned char *buf = malloc(first + second + 1);
+        lns_test_fill(buf, first + second, 7);
+        double start = now_s();
+        int ok = write(p[1], buf, first) == (ssize_t)first;
+        sleep_until(start + resume);
+        ok = ok && write(p[1], buf + first, second) == (ssize_t)second;
+        _exit(ok ? 0 : 1);
+    }
+    close(p[1]);
+    int st;
+    CU_ASSERT(waitpid(w, &st, 0) == w && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    int code = reap(pid, "lns_paced");
+    *wall = now_s() - t0;
+    slurp(tpath("paced.json"), json, jsize);
+    return code;
+}
+
+/* A 300 ms gap in the middle of a 2 s stream: one underrun of 300 ms, where it happened. */
+static void test_paced_gap(void)
+{
+    char json[8192];
+    double wall;
+    CU_ASSERT_EQUAL_FATAL(paced_run(1000000, 1.3, 1000000, NULL, json, sizeof json, &wall), 0);
+    double count = jnum(json, "count"), max = jnum(json, "max_s"), at = jnum(json, "at_s");
+    if (getenv("LNS_TEST_VERBOSE"))
+        fprintf(stderr, "\ngap: %s", json);
+    CU_ASSERT_EQUAL(jnum(json, "bytes"), 2000000);
+    CU_ASSERT_EQUAL(count, 1);
+    CU_ASSERT(max > 0.24 && max < 0.36);
+    CU_ASSERT(jnum(json, "total_s") == max);
+    CU_ASSERT(at > 0.95 && at < 1.05);         /* 1 MB at 8 Mbit/s: dry after 1 s */
+    CU_ASSERT_EQUAL(jnum(json, "byte"), 1000000);
+    CU_ASSERT(wall > 2.24 && wall < 2.6);       /* 2 s of stream + the stall */
+}
+
+/* A writer much faster than the stream: no underrun, and 2 s of stream take 2 s (+/- 2%). */
+static void test_paced_fast(void)
+{
+    char json[8192], a[65], b[65];
+    double wall;
+    const char *out = tpath("paced.out");
+    CU_ASSERT_EQUAL_FATAL(paced_run(1500000, 0, 500000, out, json, sizeof json, &wall), 0);
+    if (getenv("LNS_TEST_VERBOSE"))
+        fprintf(stderr, "\nfast: %.3f s wall: %s", wall, json);
+    CU_ASSERT_EQUAL(jnum(json, "count"), 0);
+    CU_ASSERT_EQUAL(jnum(json, "bytes"), 2000000);
+    CU_ASSERT(jnum(json, "seconds") > 1.96 && jnum(json, "seconds") < 2.04);
+    CU_ASSERT(jnum(json, "measured_bps") > RATE * 0.98 && jnum(json, "measured_bps") < RATE * 1.02);
+    CU_ASSERT(wall > 1.96 && wall < 2.04 + 0.25); /* the wall clock agrees (+ start-up) */
+    CU_ASSERT(jnum(json, "first_byte_s") >= 0 && jnum(json, "first_byte_s") < 0.2);
+    /* --output has exactly the bytes written */
+    unsigned char *buf = malloc(2000000);
+    lns_test_fill(buf, 2000000, 7);
+    FILE *f = fopen(tpath("paced.src"), "w");
+    CU_ASSERT_FATAL(f && fwrite(buf, 1, 2000000, f) == 2000000);
+    fclose(f);
+    free(buf);
+    sha_file(tpath("paced.src"), a);
+    sha_file(out, b);
+    CU_ASSERT_STRING_EQUAL(a, b);
+}
+
+static void test_paced_usage(void)
+{
+    const char *none[] = {NULL};
+    CU_ASSERT_EQUAL(run("lns_paced", none), 2);
+    CU_ASSERT(strstr(err, "--rate is required") != NULL);
+    const char *bad[] = {"--rate", "fast", NULL};
+    CU_ASSERT_EQUAL(run("lns_paced", bad), 2);
+    CU_ASSERT(strstr(err, "--rate fast") != NULL);
+    const char *help[] = {"--help", NULL};
+    CU_ASSERT_EQUAL(run("lns_paced", help), 0);
+    /* empty input: nothing to play, no underrun, still a clean exit */
+    const char *ok[] = {"--rate", "1M", NULL};
+    CU_ASSERT_EQUAL(run("lns_paced", ok), 0);
+    CU_ASSERT(strstr(err, "0 bytes") != NULL && strstr(err, "0 underruns") != NULL);
+}
+
+/* ---- lors_play over real depots -------------------------------------------------------- */
+
+static int suite_init(void)
+{
+    setenv("HOME", lns_test_tmpdir(), 1);
+    unsetenv("LNS_RC");
+    setenv("LNS_NO_REPORT", "1", 1);
+    if (tl_fleet_start(dep, ldep, ND, &cli) < 0)
+        return -1;
+    size_t n = 0;
+    for (int i = 0; i < ND; i++)
+        n += (size_t)snprintf(depots + n, sizeof depots - n, "%s127.0.0.1:%d", i ? "," : "",
+                              dep[i].port);
+    return 0;
+}
+
+static int suite_clean(void)
+{
+    return tl_fleet_stop(dep, ND, cli);
+}
+
+/* Upload tmpdir/src as tmpdir/xnd with the given copies and fragments, bitrate recorded,
+ * checksum blocks of 256 KiB (download blocks are never smaller than those). */
+static int upload(const char *src, const char *xnd, const char *copies, const char *frags)
+{
+    const char *args[] = {"--no-rc", "--depot-list", depots, "-d", "10m", "-c", copies, "-F",
+                          frags, "-E", "256K", "--bitrate", "8M", "-o", tpath(xnd), tpath(src),
+                          NULL};
+    int rc = run("lors_upload", args);
+    if (rc != 0)
+        fprintf(stderr, "lors_upload: exit %d: %s", rc, err);
+    return rc;
+}
+
+/* "underruns N" from lors_play's report; -1 if missing. */
+static long underruns_of(const char *s)
+{
+    const char *p = strstr(s, "underruns ");
+    return p ? strtol(p + 10, NULL, 10) : -1;
+}
+
+static void test_play_paced(void)
+{
+    char a[65], b[65];
+    make_file(tpath("v1.bin"), 3 * 1000 * 1000, 11);
+    CU_ASSERT_EQUAL_FATAL(upload("v1.bin", "v1.xnd", "1", "3"), 0);
+    /* the bitrate comes from the exNode (lors_upload --bitrate) */
+    const char *args[] = {"--no-rc", "--player", "paced", "--headless", "--output",
+                          tpath("v1.out"), tpath("v1.xnd"), NULL};
+    double t0 = now_s();
+    CU_ASSERT_EQUAL(run("lors_play", args), 0);
+    double wall = now_s() - t0;
+    sha_file(tpath("v1.bin"), a);
+    sha_file(tpath("v1.out"), b);
+    CU_ASSERT_STRING_EQUAL(a, b);
+    CU_ASSERT_EQUAL(underruns_of(err), 0);
+    CU_ASSERT(strstr(err, "stream 8.0 Mbit/s from exnode") != NULL);
+    CU_ASSERT(wall > 2.9 && wall < 6);          /* 3 MB at 8 Mbit/s: real-time pace */
+}
+
+static void test_play_usage(void)
+{
+    const char *args[] = {"--no-rc", "--player", "paced", tpath("v1.xnd"), "--prebuffer",
+                          "soon", NULL};
+    CU_ASSERT_EQUAL(run("lors_play", args), 2);
+    CU_ASSERT(strstr(err, "--prebuffer soon") != NULL);
+    const char *nox[] = {"--no-rc", "--player", "paced", tpath("nothing.xnd"), NULL};
+    CU_ASSERT_EQUAL(run("lors_play", nox), 3);
+    /* a player that quits at once: the download's write fails, exit 4 with one line */
+    const char *quit[] = {"--no-rc", "--player", "exit 3", tpath("v1.xnd"), NULL};
+    CU_ASSERT_EQUAL(run("lors_play", quit), 4);
+    CU_ASSERT(strstr(err, "exited with status 3") != NULL);
+    /* a command as the player gets the bytes on stdin */
+    char cmd[PATH_MAX + 32], a[65], b[65];
+    snprintf(cmd, sizeof cmd, "cat > '%s'", tpath("v1.cat"));
+    const char *cat[] = {"--no-rc", "--player", cmd, tpath("v1.xnd"), NULL};
+    CU_ASSERT_EQUAL(run("lors_play", cat), 0);
+    sha_file(tpath("v1.bin"), a);
+    sha_file(tpath("v1.cat"), b);
+    CU_ASSERT_STRING_EQUAL(a, b);
+}
+
+/* 2 copies over 3 depots; one is SIGKILLed while the stream plays.  After a 2 s pre-buffer
+ * the player must not starve, and must get every byte right. */
+static void test_play_depot_killed(void)
+{
+    char a[65], b[65];
+    make_file(tpath("v2.bin"), 8 * 1000 * 1000, 12);
+    CU_ASSERT_EQUAL_FATAL(upload("v2.bin", "v2.xnd", "2", "8"), 0);
+    /* a small buffer, so most of the file is still to fetch when the depot dies */
+    const char *args[] = {"--no-rc", "--player", "paced", "--headless", "--prebuffer", "2",
+                          "--buffer", "1", "-t", "4", "-bs", "256K", "-V", "--output",
+                          tpath("v2.out"), "--events", tpath("v2.ev"), tpath("v2.xnd"), NULL};
+    pid_t pid = spawn(-1, "lors_play", args);
+    CU_ASSERT_FATAL(pid > 0);
+    sleep_until(now_s() + 1.0);
+    CU_ASSERT_EQUAL(waitpid(pid, NULL, WNOHANG), 0); /* still playing: mid-stream */
+    /* the victim: the depot that served most blocks so far, the one the scheduler favours */
+    static char ev[1 << 20];
+    int best = 0, most = -1;
+    slurp(tpath("v2.ev"), ev, sizeof ev);
+    for (int i = 0; i < ND; i++) {
+        char needle[64];
+        int n = 0;
+        snprintf(needle, sizeof needle, "FETCH_END depot=127.0.0.1:%d ", dep[i].port);
+        for (const char *p = strstr(ev, needle); p; p = strstr(p + 1, needle))
+            n++;
+        if (n > most) {
+            most = n;
+            best = i;
+        }
+    }
+    CU_ASSERT(most >= 1);
+    int victim = dep[best].port;
+    td_kill(&dep[best], SIGKILL);
+    CU_ASSERT_EQUAL(reap(pid, "lors_play"), 0);
+    sha_file(tpath("v2.bin"), a);
+    sha_file(tpath("v2.out"), b);
+    CU_ASSERT_STRING_EQUAL(a, b);
+    CU_ASSERT_EQUAL(underruns_of(err), 0);
+    /* the dead depot cost fetches: the kill happened while blocks were still to come */
+    char needle[64];
+    snprintf(needle, sizeof needle, "127.0.0.1:%d ", victim);
+    const char *line = strstr(err, needle);
+    CU_ASSERT_PTR_NOT_NULL(line);
+    unsigned long blocks = 0, fetches = 0, failed = 0, cancelled = 0;
+    double mbps;
+    if (line)
+        sscanf(line + strlen(needle), " %lu blocks %lf MB/s %lu fetches %lu failed %lu cancelled",
+               &blocks, &mbps, &fetches, &failed, &cancelled);
+    if (getenv("LNS_TEST_VERBOSE"))
+        fprintf(stderr, "victim %d: %lu fetches, %lu failed\n", victim, fetches, failed);
+    CU_ASSERT(failed + cancelled >= 1);
+    CU_ASSERT_EQUAL(td_restart(&dep[best]), 0);
+}
+
+/* ---- a real player, when there is one ---------------------------------------------------- */
+
+static int have(const char *prog)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", prog);
+    return system(cmd) == 0;
+}
+
+/* Two seconds of MPEG-TS made by ffmpeg, played by mpv --headless: all of it, exit 0. */
+static void test_play_mpv(void)
+{
+    char cmd[2 * PATH_MAX];
+    snprintf(cmd, sizeof cmd, "ffmpeg -v error -y -f lavfi -i testsrc=size=320x240:rate=25 "
+             "-f lavfi -i sine=frequency=440 -t 2 -c:v mpeg2video -b:v 2M -c:a mp2 -f mpegts "
+             "'%s'", tpath("tiny.ts"));
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    CU_ASSERT_EQUAL_FATAL(upload("tiny.ts", "tiny.xnd", "1", "2"), 0);
+    const char *args[] = {"--no-rc", "--player", "mpv", "--headless", "--prebuffer", "0.5",
+                          "--bitrate", "3M", tpath("tiny.xnd"), NULL};
+    double t0 = now_s();
+    CU_ASSERT_EQUAL(run("lors_play", args), 0);
+    CU_ASSERT(now_s() - t0 > 1.5); /* played in real time, not as fast as it could */
+    /* no bitrate anywhere: ffprobe tells it from the first MiB; it is the file's size over
+     * its 2 s, give or take the muxer's overhead */
+    const char *up[] = {"--no-rc", "--depot-list", depots, "-d", "10m", "-o",
+                        tpath("tiny2.xnd"), tpath("tiny.ts"), NULL};
+    CU_ASSERT_EQUAL_FATAL(run("lors_upload", up), 0);
+    const char *paced[] = {"--no-rc", "--player", "paced", "--prebuffer", "0.5",
+                           tpath("tiny2.xnd"), NULL};
+    CU_ASSERT_EQUAL(run("lors_play", paced), 0);
+    const char *p = strstr(err, "stream ");
+    double mbit = p ? strtod(p + 7, NULL) : 0;
+    CU_ASSERT(strstr(err, "from ffprobe") != NULL);
+    struct stat st;
+    CU_ASSERT_FATAL(stat(tpath("tiny.ts"), &st) == 0);
+    double real = st.st_size * 8 / 2.0 / 1e6;
+    CU_ASSERT(mbit > real * 0.75 && mbit < real * 1.25);
+    CU_ASSERT_EQUAL(underruns_of(err), 0);
+}
+
+void lns_test_register(void)
+{
+    CU_pSuite s = CU_add_suite("lns_paced", NULL, NULL);
+    CU_add_test(s, "a 300 ms gap is one 300 ms underrun", test_paced_gap);
+    CU_add_test(s, "a fast writer: no underrun, rate within 2%", test_paced_fast);
+    CU_add_test(s, "usage and empty input", test_paced_usage);
+    s = CU_add_suite("lors_play", suite_init, suite_clean);
+    CU_add_test(s, "paced player over 3 depots: bytes, no underrun", test_play_paced);
+    CU_add_test(s, "usage, exit codes, a command as the player", test_play_usage);
+    CU_add_test(s, "a depot SIGKILLed mid-stream, 2 copies", test_play_depot_killed);
+    if (have("mpv") && have("ffmpeg"))
+        CU_add_test(s, "mpv --headless plays a generated MPEG-TS", test_play_mpv);
+    else
+        printf("test_players: NOTE: mpv or ffmpeg not installed: the mpv playback test is "
+               "skipped (not counted)\n");
+}

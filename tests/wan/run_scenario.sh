@@ -1,0 +1,294 @@
+#!/bin/bash
+# run_scenario.sh -- run one WAN scenario (tests/wan/scenarios/*.scn) on the namespace testbed:
+# lors_download against aria2c on the same hosts, same run, medians of the rounds.
+#
+#   tests/wan/run_scenario.sh SCENARIO.scn
+#
+# Environment: WAN_RUNS (rounds, default: the file's "runs", at least 3), WAN_SIZE (override the
+# file size, e.g. 64M for a first pass), WAN_RESULTS (append one markdown table row there),
+# TB_BIN (programs, default build/release/bin), TB_KEEP=1 (keep the work directory).
+#
+# Scenario format (one directive a line, # comments; docs/wan-testbed.md):
+#   name TEXT | size N | copies N | fragments N | runs N
+#   host RATE [latency=MS] [jitter=MS]       one line per host, in order host1, host2, ...
+#   hosts COUNT RATE [latency=MS] [jitter=MS]  COUNT identical hosts
+#   at 10s host2 rate 1mbit | at 30% kill host3 | at 12s crash host1
+#     (kill: SIGKILL the host's depot and nginx; crash: also take its link down, silently)
+#   client FLAGS...   extra lors_download flags;  peer FLAGS...  aria2c flags ("peer none": no peer)
+#
+# A round: ours then the peer (the order alternates each round), each from a fresh start of every
+# host (rates reset, killed depots restarted) with the scenario's events replayed while it runs;
+# "at N%" fires when the client namespace has received N% of the file's bytes (wire bytes, read
+# from the namespace's interface counters, so the same rule holds for both clients).  Each client's
+# output is checked with sha256 against the source.  The physical limit is the ideal completion
+# time of a fluid model in which every live link runs at its full rate throughout (the capacity
+# schedule of the events): the figure is reported as a fraction of it.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/wan/testbed.sh
+. "$HERE/testbed.sh"
+
+SCN=${1:?usage: run_scenario.sh SCENARIO.scn}
+[ -r "$SCN" ] || { echo "run_scenario: $SCN: cannot read" >&2; exit 2; }
+
+NAME=$(basename "$SCN" .scn); SIZE_ARG=64M; COPIES=""; FRAGS=""; RUNS=3
+RATES=(); LATS=(); JITS=(); EVENTS=(); CLIENT_FLAGS=""; PEER_FLAGS="-x1 -k1M --disk-cache=0"
+add_host() {
+    local r=$1 l=0 j=0 kv; shift
+    for kv in "$@"; do
+        case $kv in
+        latency=*) l=${kv#latency=}; l=${l%ms} ;;
+        jitter=*) j=${kv#jitter=}; j=${j%ms} ;;
+        *) echo "run_scenario: $SCN: unknown host attribute $kv" >&2; exit 2 ;;
+        esac
+    done
+    RATES+=("$r"); LATS+=("$l"); JITS+=("$j")
+}
+while read -r key rest; do
+    case $key in
+    ''|'#'*) ;;
+    name) NAME=$rest ;;
+    size) SIZE_ARG=$rest ;;
+    copies) COPIES=$rest ;;
+    fragments) FRAGS=$rest ;;
+    runs) RUNS=$rest ;;
+    # shellcheck disable=SC2086
+    host) add_host $rest ;;
+    hosts) set -- $rest; c=$1; shift; for _ in $(seq "$c"); do add_host "$@"; done ;;
+    at) EVENTS+=("$rest") ;;
+    client) CLIENT_FLAGS=$rest ;;
+    peer) PEER_FLAGS=$rest ;;
+    *) echo "run_scenario: $SCN: unknown directive '$key'" >&2; exit 2 ;;
+    esac
+done <"$SCN"
+SIZE_ARG=${WAN_SIZE:-$SIZE_ARG}
+RUNS=${WAN_RUNS:-$RUNS}
+N=${#RATES[@]}
+[ "$N" -ge 1 ] || { echo "run_scenario: $SCN: no hosts" >&2; exit 2; }
+COPIES=${COPIES:-$N}
+FRAGS=${FRAGS:-$N}
+[ "$RUNS" -ge 3 ] || echo "run_scenario: warning: $RUNS rounds (medians want >= 3)" >&2
+
+bytes_of() {
+    case $1 in
+    *G) echo $(( ${1%G} * 1073741824 )) ;;
+    *M) echo $(( ${1%M} * 1048576 )) ;;
+    *K) echo $(( ${1%K} * 1024 )) ;;
+    *) echo "$1" ;;
+    esac
+}
+SIZE=$(bytes_of "$SIZE_ARG")
+median() { sort -g | awk '{ v[NR] = $1 } END { if (!NR) print "nan"; else if (NR % 2) print v[(NR + 1) / 2];
+                                             else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+now() { date +%s.%N; }
+
+for f in ibp_depot lors_upload lors_download; do
+    [ -x "$TB_BIN/$f" ] || { echo "run_scenario: $TB_BIN/$f: not built" >&2; exit 2; }
+done
+PEER=yes
+[ "$PEER_FLAGS" = none ] && PEER=""
+if [ -n "$PEER" ] && ! command -v aria2c >/dev/null; then
+    echo "run_scenario: aria2c not installed (scripts/install-deps.sh --bench)" >&2; exit 2
+fi
+
+# parse_event "WHEN WORDS...": sets when, i (host index), what (kill|rate), val.  The words
+# may come in either order: "at 30% kill host3", "at 10s host2 rate 1mbit".
+parse_event() {
+    local w
+    set -- $1
+    when=$1; shift; i=""; what=""; val=""
+    while [ $# -gt 0 ]; do
+        w=$1; shift
+        case $w in
+        host[0-9]*) i=${w#host} ;;
+        kill) what=kill ;;
+        crash) what=crash ;;
+        rate) what=rate; val=${1:-}; shift || true ;;
+        *) echo "run_scenario: event 'at $when ...': unknown word $w" >&2; exit 2 ;;
+        esac
+    done
+    if [ -z "$i" ] || [ -z "$what" ] || [ "$i" -lt 1 ] || [ "$i" -gt "$N" ]; then
+        echo "run_scenario: event 'at $when ...': needs hostI (1..$N) and kill, crash or rate R" >&2; exit 2
+    fi
+}
+
+# ---- the ideal time: a fluid model over the capacity schedule -----------------------------
+# Events as "t SECONDS|f FRACTION  host I  rate MBIT|kill"; 1 ms steps.
+ideal_time() {
+    local spec="" e when what val i
+    for i in $(seq 1 "$N"); do spec+="r $i $(tb_mbit "${RATES[$((i - 1))]}");"; done
+    for e in "${EVENTS[@]}"; do
+        parse_event "$e"
+        case $when in
+        *%) spec+="f ${when%\%} $i" ;;
+        *s) spec+="t ${when%s} $i" ;;
+        *) spec+="t $when $i" ;;
+        esac
+        if [ "$what" != rate ]; then spec+=" 0;"; else spec+=" $(tb_mbit "$val");"; fi
+    done
+    awk -v spec="$spec" -v size="$SIZE" 'BEGIN {
+        ne = 0; n = split(spec, items, ";")
+        for (k = 1; k <= n; k++) {
+            if (split(items[k], w, " ") < 3) continue
+            if (w[1] == "r") rate[w[2]] = w[3]
+            else { ne++; kind[ne] = w[1]; at[ne] = w[2]; host[ne] = w[3]; val[ne] = w[4]; done[ne] = 0 }
+        }
+        t = 0; got = 0; dt = 0.001
+        while (got < size * 8 && t < 1e5) {
+            for (e = 1; e <= ne; e++)
+                if (!done[e] && ((kind[e] == "t" && t >= at[e]) ||
+                                 (kind[e] == "f" && got >= at[e] / 100 * size * 8))) {
+                    rate[host[e]] = val[e]; done[e] = 1
+                }
+            c = 0; for (h in rate) c += rate[h] * 1e6
+            if (c <= 0) { t = 1e5; break }
+            got += c * dt; t += dt
+        }
+        printf "%.3f\n", t
+    }'
+}
+
+# ---- events during a run -----------------------------------------------------------------
+# run_events BASE_RX START: replay the events in order (each waits for its time or byte share).
+run_events() {
+    local base=$1 start=$2 e when what val i target el
+    for e in "${EVENTS[@]}"; do
+        parse_event "$e"
+        case $when in
+        *%) target=$(awk -v f="${when%\%}" -v s="$SIZE" -v b="$base" 'BEGIN { printf "%d", b + f / 100 * s }')
+            while [ "$(tb_rx_bytes)" -lt "$target" ]; do sleep 0.02; done ;;
+        *) target=${when%s}
+           while :; do
+               el=$(awk -v s="$start" -v n="$(now)" 'BEGIN { print (n - s >= '"$target"') ? 1 : 0 }')
+               [ "$el" = 1 ] && break
+               sleep 0.02
+           done ;;
+        esac
+        el=$(awk -v s="$start" -v n="$(now)" 'BEGIN { printf "%.2f", n - s }')
+        case $what in
+        kill) tb_kill "$i" ;;
+        crash) tb_crash "$i" ;;
+        rate) tb_rate "$i" "$val" ;;
+        *) echo "run_scenario: unknown event '$e'" >&2 ;;
+        esac
+        echo "  event at ${el}s (rx $(( $(tb_rx_bytes) - base )) B): host$i $what ${val:-}" >&2
+    done
+}
+
+# reset_hosts: every host at its own rate, every depot and nginx alive.
+reset_hosts() {
+    local i
+    for i in $(seq 1 "$N"); do
+        tb_rate "$i" "${RATES[$((i - 1))]}"
+        if ! kill -0 "${TB_DEPOT_PID[$i]}" 2>/dev/null; then
+            tb_kill "$i"
+            tb_restart_host "$i" "$HARD_MB" "${LATS[$((i - 1))]}" "${JITS[$((i - 1))]}"
+        fi
+    done
+}
+
+# timed SIDE ROUND: one client run with the events; sets T to its seconds (or "fail"); checks
+# the bytes.  Runs in this shell (not $(...)) so that restarted hosts' pids are kept.
+timed() {
+    local side=$1 round=$2 out base start end pid evpid rc=0 i urls=()
+    out=$TB_WORK/out.$side
+    rm -f "$out" "$out.aria2"
+    reset_hosts
+    sync
+    base=$(tb_rx_bytes)
+    start=$(now)
+    if [ "$side" = ours ]; then
+        # shellcheck disable=SC2086
+        tb_client "$TB_BIN/lors_download" -V --no-report --no-rc $CLIENT_FLAGS -o "$out" \
+            "$TB_WORK/file.xnd" 2>"$TB_WORK/ours.$round.report" &
+    else
+        for i in $(seq 1 "$N"); do urls+=("http://$(tb_addr "$i")/file"); done
+        # shellcheck disable=SC2086
+        tb_client aria2c -q -s"$N" $PEER_FLAGS --allow-overwrite=true --auto-file-renaming=false \
+            --file-allocation=none --max-tries=0 --retry-wait=1 -d "$TB_WORK" -o "out.$side" \
+            "${urls[@]}" >"$TB_WORK/peer.$round.log" 2>&1 &
+    fi
+    pid=$!
+    run_events "$base" "$start" &
+    evpid=$!
+    wait "$pid" || rc=$?
+    end=$(now)
+    kill "$evpid" 2>/dev/null || true
+    wait "$evpid" 2>/dev/null || true
+    if [ "$rc" -ne 0 ]; then
+        echo "run_scenario: $side round $round: exit $rc" >&2
+        tail -5 "$TB_WORK/ours.$round.report" "$TB_WORK/peer.$round.log" 2>/dev/null >&2 || true
+        T=fail; return 0
+    fi
+    if [ "$(sha256sum <"$out" | cut -d' ' -f1)" != "$SUM" ]; then
+        echo "run_scenario: $side round $round: output differs from the source" >&2
+        T=fail; return 0
+    fi
+    rm -f "$out"
+    T=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", b - a }')
+}
+
+for e in "${EVENTS[@]}"; do parse_event "$e"; done
+
+# ---- set up --------------------------------------------------------------------------------
+tb_trap
+tb_sweep
+tb_up "$N"
+HARD_MB=$(( SIZE * COPIES / N / 1048576 * 2 + 64 ))
+for i in $(seq 1 "$N"); do
+    tb_start_host "$i" "$HARD_MB" "${LATS[$((i - 1))]}" "${JITS[$((i - 1))]}"
+done
+head -c "$SIZE" /dev/urandom >"$TB_WORK/www/file"
+SUM=$(sha256sum <"$TB_WORK/www/file" | cut -d' ' -f1)
+LIST=""
+for i in $(seq 1 "$N"); do LIST+="${LIST:+,}$(tb_addr "$i"):6714"; done
+: >"$TB_WORK/empty.rc"
+tb_client "$TB_BIN/lors_upload" --no-rc --no-report --quiet --depot-list "$LIST" -c "$COPIES" \
+    -F "$FRAGS" -d 1d -o "$TB_WORK/file.xnd" "$TB_WORK/www/file"
+for i in $(seq 1 "$N"); do tb_rate "$i" "${RATES[$((i - 1))]}"; done
+IDEAL=$(ideal_time)
+AGG=$(for r in "${RATES[@]}"; do tb_mbit "$r"; echo; done | awk '{ s += $1 } END { printf "%g", s }')
+
+echo "== $NAME ($SCN)"
+echo "command: WAN_RUNS=$RUNS WAN_SIZE=$SIZE_ARG tests/wan/run_scenario.sh $SCN"
+echo "hosts: ${RATES[*]} (latency ms: ${LATS[*]}); file $SIZE_ARG, $COPIES copies x $FRAGS fragments; events: ${EVENTS[*]:-none}"
+echo "ours: lors_download $CLIENT_FLAGS; peer: $([ -n "$PEER" ] && echo "aria2c -s$N $PEER_FLAGS" || echo none)"
+echo "physical limit: aggregate $AGG Mbit/s, ideal time $IDEAL s ($(awk -v s="$SIZE" -v t="$IDEAL" 'BEGIN { printf "%.1f", s * 8 / t / 1e6 }') Mbit/s over the schedule)"
+
+# Untimed warm-up: page caches of the depots' files and nginx's file.
+cat "$TB_WORK"/h*/res/* "$TB_WORK/www/file" >/dev/null 2>&1 || true
+: >"$TB_WORK/t.ours"; : >"$TB_WORK/t.peer"; : >"$TB_WORK/ratio"
+for r in $(seq 1 "$RUNS"); do
+    if [ $((r % 2)) = 1 ]; then order="ours peer"; else order="peer ours"; fi
+    to=""; tp=""
+    for side in $order; do
+        [ "$side" = peer ] && [ -z "$PEER" ] && continue
+        timed "$side" "$r"
+        if [ "$side" = ours ]; then to=$T; else tp=$T; fi
+    done
+    line="round $r: ours ${to}s"
+    [ "$to" != fail ] && echo "$to" >>"$TB_WORK/t.ours"
+    if [ -n "$PEER" ]; then
+        line+=", aria2c ${tp}s"
+        [ "$tp" != fail ] && echo "$tp" >>"$TB_WORK/t.peer"
+        if [ "$to" != fail ] && [ "$tp" != fail ]; then
+            awk -v a="$tp" -v b="$to" 'BEGIN { printf "%.3f\n", a / b }' >>"$TB_WORK/ratio"
+        fi
+    fi
+    echo "$line"
+    # The per-depot report of the round (lors_download -V).
+    { grep -v '^ *$' "$TB_WORK/ours.$r.report" || true; } | sed 's/^/    /' | tail -12
+done
+
+MO=$(median <"$TB_WORK/t.ours"); MP=$(median <"$TB_WORK/t.peer"); MR=$(median <"$TB_WORK/ratio")
+FAILS=$(( RUNS - $(wc -l <"$TB_WORK/t.ours") ))
+mbit() { awk -v s="$SIZE" -v t="$1" 'BEGIN { if (t == "nan" || t <= 0) print "-"; else printf "%.1f", s * 8 / t / 1e6 }'; }
+OF=$(awk -v i="$IDEAL" -v t="$MO" 'BEGIN { if (t == "nan") print "-"; else printf "%.3f", i / t }')
+echo "result: ours median ${MO}s = $(mbit "$MO") Mbit/s, $OF of the ideal (time ${MO}/${IDEAL} = $(awk -v i="$IDEAL" -v t="$MO" 'BEGIN { if (t == "nan") print "-"; else printf "%.3f", t / i }')x ideal); failed rounds $FAILS"
+[ -n "$PEER" ] && echo "result: aria2c median ${MP}s = $(mbit "$MP") Mbit/s; ratio ours/aria2c (speed, median of per-round) $MR"
+if [ -n "${WAN_RESULTS:-}" ]; then
+    printf '| %s | %s | %s | %s | %s Mbit/s, %s s | %s s (%s Mbit/s) | %s | %s | %s | %s |\n' \
+        "$NAME" "$N" "$SIZE_ARG" "$RUNS" "$AGG" "$IDEAL" "$MO" "$(mbit "$MO")" "$OF" \
+        "${PEER:+$MP s ($(mbit "$MP") Mbit/s)}" "${PEER:+$MR}" "$FAILS" >>"$WAN_RESULTS"
+fi
+[ "$FAILS" -eq 0 ]
