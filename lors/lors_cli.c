@@ -136,6 +136,21 @@ int lors_cli_read_exnode(const char *tool, const char *path, xnd_t **x)
     return LORS_EXIT_OK;
 }
 
+int lors_cli_open_exnode(const char *tool, const char *fflag, int argc, char **argv, int first,
+                         const char *rcpath, int no_rc, const char **path, lors_rc_t *rc,
+                         xnd_t **x)
+{
+    int code;
+    *x = NULL;
+    if (!(*path = lors_cli_exnode_arg(tool, fflag, argc, argv, first)))
+        return LORS_EXIT_USAGE;
+    if ((code = lors_cli_rc(tool, rcpath, no_rc, rc)) != LORS_EXIT_OK)
+        return code;
+    if ((code = lors_cli_read_exnode(tool, *path, x)) != LORS_EXIT_OK)
+        lors_rc_free(rc);
+    return code;
+}
+
 int lors_cli_write_exnode(const char *tool, const xnd_t *x, const char *path)
 {
     char err[512];

@@ -137,6 +137,13 @@ const char *lors_cli_exnode_arg(const char *tool, const char *fflag, int argc, c
 /* Read, parse and check an exNode ("-" = stdin), its e2e description included.
  * LORS_EXIT_OK, LORS_EXIT_EXNODE or LORS_EXIT_INTERNAL; *x NULL unless OK. */
 int lors_cli_read_exnode(const char *tool, const char *path, xnd_t **x);
+/* What a tool that works on one exNode does first: its path (lors_cli_exnode_arg), the rc
+ * file (lors_cli_rc), then the exNode (lors_cli_read_exnode).  LORS_EXIT_OK with *path, *rc
+ * and *x set (the caller frees rc and x), or the exit code after one error line, with
+ * nothing left to free. */
+int lors_cli_open_exnode(const char *tool, const char *fflag, int argc, char **argv, int first,
+                         const char *rcpath, int no_rc, const char **path, lors_rc_t *rc,
+                         xnd_t **x);
 /* xnd_write_file (atomic; "-" = stdout).  LORS_EXIT_OK, LORS_EXIT_IO or LORS_EXIT_INTERNAL. */
 int lors_cli_write_exnode(const char *tool, const xnd_t *x, const char *path);
 

@@ -352,16 +352,10 @@ int main(int argc, char **argv)
     code = parse_flags(argc, argv, &f);
     if (code)
         return code;
-    path = lors_cli_exnode_arg(TOOL, f.file, argc, argv, optind);
-    if (!path)
-        return LORS_EXIT_USAGE;
-    code = lors_cli_rc(TOOL, f.rc, f.no_rc, &rc);
+    code = lors_cli_open_exnode(TOOL, f.file, argc, argv, optind, f.rc, f.no_rc, &path, &rc, &x);
     if (code)
         return code;
     rc_loaded = 1;
-    code = lors_cli_read_exnode(TOOL, path, &x);
-    if (code)
-        goto done;
     if (lors_e2e_info(x, &e2e, err, sizeof err) != LORS_OK) { /* checked on reading */
         lors_cli_error(TOOL, "%s: %s", path, err);
         code = LORS_EXIT_EXNODE;

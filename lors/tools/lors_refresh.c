@@ -151,17 +151,11 @@ int main(int argc, char **argv)
     code = parse_flags(argc, argv, &f);
     if (code)
         return code;
-    path = lors_cli_exnode_arg(TOOL, f.file, argc, argv, optind);
-    if (!path)
-        return LORS_EXIT_USAGE;
-    out = f.output ? f.output : path;
-    code = lors_cli_rc(TOOL, f.rc, f.no_rc, &rc);
+    code = lors_cli_open_exnode(TOOL, f.file, argc, argv, optind, f.rc, f.no_rc, &path, &rc, &x);
     if (code)
         return code;
     rc_loaded = 1;
-    code = lors_cli_read_exnode(TOOL, path, &x);
-    if (code)
-        goto done;
+    out = f.output ? f.output : path;
     where = calloc(x->nmaps ? x->nmaps : 1, sizeof *where);
     if (!where) {
         lors_cli_error(TOOL, "out of memory");

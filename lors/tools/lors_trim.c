@@ -221,17 +221,11 @@ int main(int argc, char **argv)
     code = parse_flags(argc, argv, &f);
     if (code)
         return code;
-    path = lors_cli_exnode_arg(TOOL, f.file, argc, argv, optind);
-    if (!path)
-        return LORS_EXIT_USAGE;
-    out = f.output ? f.output : path;
-    code = lors_cli_rc(TOOL, f.rc, f.no_rc, &rc);
+    code = lors_cli_open_exnode(TOOL, f.file, argc, argv, optind, f.rc, f.no_rc, &path, &rc, &x);
     if (code)
         return code;
     rc_loaded = 1;
-    code = lors_cli_read_exnode(TOOL, path, &x);
-    if (code)
-        goto done;
+    out = f.output ? f.output : path;
     code = expand_list(&f, x, &nums, &nnums);
     if (code)
         goto done;
