@@ -67,6 +67,24 @@ const char *lns_test_tmpdir(void)
     return tmpdir;
 }
 
+const char *lns_test_path(const char *name)
+{
+    static char buf[16][4096];
+    static int i;
+    i = (i + 1) % 16;
+    snprintf(buf[i], sizeof buf[i], "%s/%s", lns_test_tmpdir(), name);
+    return buf[i];
+}
+
+void lns_test_slurp(const char *path, char *buf, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, size - 1, f) : 0;
+    buf[n] = 0;
+    if (f)
+        fclose(f);
+}
+
 void lns_test_fill(void *buf, size_t n, uint64_t seed)
 {
     uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;

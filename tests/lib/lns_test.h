@@ -18,6 +18,10 @@ void lns_test_register(void);
 const char *lns_test_bindir(void);
 /* A fresh temporary directory, removed (recursively) at exit even when tests fail. */
 const char *lns_test_tmpdir(void);
+/* <tmpdir>/<name>; the result lives until 16 more calls. */
+const char *lns_test_path(const char *name);
+/* The start of a file as a string: at most size - 1 bytes, NUL-terminated ("" if unreadable). */
+void lns_test_slurp(const char *path, char *buf, size_t size);
 /* Fill buf with deterministic pseudo-random bytes from seed. */
 void lns_test_fill(void *buf, size_t n, uint64_t seed);
 /* Register a child process to be SIGKILLed at exit (crash or not). */

@@ -33,15 +33,6 @@ static int suite_clean(void)
     return 0;
 }
 
-static void slurp(const char *path, char *buf, size_t size)
-{
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, size - 1, f) : 0;
-    buf[n] = 0;
-    if (f)
-        fclose(f);
-}
-
 /* Run "sh -c <cmd>" where $T is the ibp_tool binary and $D the tmpdir; stdout and stderr
  * land in out[] and err[].  Returns the exit code (or -1). */
 static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -58,8 +49,8 @@ static int run(const char *fmt, ...)
     snprintf(full, sizeof full, "T='%s/ibp_tool'; D='%s'; (%s) >'%s' 2>'%s' </dev/null",
              lns_test_bindir(), lns_test_tmpdir(), cmd, o, e);
     int st = system(full);
-    slurp(o, out, sizeof out);
-    slurp(e, err, sizeof err);
+    lns_test_slurp(o, out, sizeof out);
+    lns_test_slurp(e, err, sizeof err);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 

@@ -37,24 +37,6 @@ static test_depot_t dep[ND];
 static ibp_client_t *cli;
 static char out[1 << 16], err[1 << 14];
 
-static const char *tpath(const char *name)
-{
-    static char buf[8][PATH_MAX];
-    static int i;
-    i = (i + 1) % 8;
-    snprintf(buf[i], sizeof buf[i], "%s/%s", lns_test_tmpdir(), name);
-    return buf[i];
-}
-
-static void slurp(const char *path, char *buf, size_t size)
-{
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, size - 1, f) : 0;
-    buf[n] = 0;
-    if (f)
-        fclose(f);
-}
-
 static void msleep(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -73,11 +55,11 @@ static int sh(const char *fmt, ...)
     vsnprintf(cmd, sizeof cmd, fmt, ap);
     va_end(ap);
     snprintf(full, sizeof full, "B='%s'; D='%s'; U='%s'; (%s) >'%s' 2>'%s' </dev/null",
-             lns_test_bindir(), lns_test_tmpdir(), lb.url, cmd, tpath("run.out"),
-             tpath("run.err"));
+             lns_test_bindir(), lns_test_tmpdir(), lb.url, cmd, lns_test_path("run.out"),
+             lns_test_path("run.err"));
     int st = system(full);
-    slurp(tpath("run.out"), out, sizeof out);
-    slurp(tpath("run.err"), err, sizeof err);
+    lns_test_slurp(lns_test_path("run.out"), out, sizeof out);
+    lns_test_slurp(lns_test_path("run.err"), err, sizeof err);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
@@ -405,7 +387,7 @@ static void test_reregister_after_forget(void)
     }
     CU_ASSERT_EQUAL(back, 0);
     char log[1 << 15];
-    slurp(dep[NRT].log, log, sizeof log);
+    lns_test_slurp(dep[NRT].log, log, sizeof log);
     CU_ASSERT_PTR_NOT_NULL(strstr(log, "registering again"));
 }
 
@@ -417,7 +399,7 @@ static void test_lbone_down_and_back(void)
     /* The depots serve on. */
     CU_ASSERT_EQUAL(ibp_status(cli, "127.0.0.1", dep[TYS].port, "0", NULL, &st), IBP_OK);
     char log[1 << 15];
-    slurp(dep[TYS].log, log, sizeof log);
+    lns_test_slurp(dep[TYS].log, log, sizeof log);
     CU_ASSERT_PTR_NOT_NULL(strstr(log, "retrying with backoff"));
     /* Logged once per kind of trouble, not once per attempt. */
     int n = 0;
@@ -429,7 +411,7 @@ static void test_lbone_down_and_back(void)
     for (int i = 0; i < ND; i++)
         CU_ASSERT_EQUAL(wait_listed(dep[i].port, 1, NULL, 15000), 0);
     msleep(1500);
-    slurp(dep[TYS].log, log, sizeof log);
+    lns_test_slurp(dep[TYS].log, log, sizeof log);
     CU_ASSERT_PTR_NOT_NULL(strstr(log, "answers again"));
 }
 
@@ -533,8 +515,8 @@ static void test_upload_nearest(void)
     CU_ASSERT_EQUAL(sh("\"$B/lors_upload\" --no-rc -H \"$U\" -l 'airport= AMS' -m 2 -d 10m -V "
                        "-o \"$D/near.xnd\" \"$D/near.bin\""), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "L-Bone"));
-    int a1 = maps_on(tpath("near.xnd"), dep[AMS1].port, &all);
-    int a2 = maps_on(tpath("near.xnd"), dep[AMS2].port, &all);
+    int a1 = maps_on(lns_test_path("near.xnd"), dep[AMS1].port, &all);
+    int a2 = maps_on(lns_test_path("near.xnd"), dep[AMS2].port, &all);
     CU_ASSERT(all >= 2);
     CU_ASSERT(a1 > 0 && a2 > 0);
     CU_ASSERT_EQUAL(a1 + a2, all);
@@ -568,7 +550,7 @@ static void test_upload_nearest(void)
     /* One depot near Narita, given by coordinates. */
     CU_ASSERT_EQUAL(sh("\"$B/lors_upload\" --no-rc -H \"$U\" -l '35.7,140.4' -m 1 -d 10m "
                        "-o \"$D/nrt.xnd\" \"$D/near.bin\""), 0);
-    CU_ASSERT_EQUAL(maps_on(tpath("nrt.xnd"), dep[NRT].port, &all), all);
+    CU_ASSERT_EQUAL(maps_on(lns_test_path("nrt.xnd"), dep[NRT].port, &all), all);
 
     /* From the rc file: a dead L-Bone first, then ours; LOCATION and MAXDEPOTS. */
     char rc[PATH_MAX + 512];
@@ -577,15 +559,15 @@ static void test_upload_nearest(void)
     CU_ASSERT_EQUAL_FATAL(sh("%s", rc), 0);
     CU_ASSERT_EQUAL(sh("LNS_RC=\"$D/lb.rc\" \"$B/lors_upload\" -d 10m -o \"$D/tys.xnd\" "
                        "\"$D/near.bin\""), 0);
-    CU_ASSERT_EQUAL(maps_on(tpath("tys.xnd"), dep[TYS].port, &all), all);
+    CU_ASSERT_EQUAL(maps_on(lns_test_path("tys.xnd"), dep[TYS].port, &all), all);
     CU_ASSERT(all > 0);
 
     /* lors_augment: one more copy near Amsterdam of the Knoxville file. */
     CU_ASSERT_EQUAL(sh("\"$B/lors_augment\" --no-rc -H \"$U\" -l 'airport= AMS' -m 1 -d 10m "
                        "\"$D/tys.xnd\""), 0);
-    int tys = maps_on(tpath("tys.xnd"), dep[TYS].port, &all);
-    int ams = maps_on(tpath("tys.xnd"), dep[AMS1].port, &all) +
-              maps_on(tpath("tys.xnd"), dep[AMS2].port, &all);
+    int tys = maps_on(lns_test_path("tys.xnd"), dep[TYS].port, &all);
+    int ams = maps_on(lns_test_path("tys.xnd"), dep[AMS1].port, &all) +
+              maps_on(lns_test_path("tys.xnd"), dep[AMS2].port, &all);
     CU_ASSERT(tys > 0 && ams == tys && tys + ams == all);
 
     /* Nothing fits: exit 5 and a line that says so; an unknown place: usage (2). */
@@ -600,7 +582,7 @@ static void test_upload_nearest(void)
     CU_ASSERT_EQUAL(sh("\"$B/lors_upload\" --no-rc -l 'airport= AMS' -d 10m -o \"$D/no.xnd\" "
                        "\"$D/near.bin\""), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "no L-Bone"));
-    CU_ASSERT_EQUAL(access(tpath("no.xnd"), F_OK), -1);
+    CU_ASSERT_EQUAL(access(lns_test_path("no.xnd"), F_OK), -1);
 }
 
 static void test_lbone_query_tool(void)

@@ -46,15 +46,6 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-static const char *tpath(const char *name)
-{
-    static char buf[4][PATH_MAX];
-    static int i;
-    i = (i + 1) % 4;
-    snprintf(buf[i], sizeof buf[i], "%s/%s", lns_test_tmpdir(), name);
-    return buf[i];
-}
-
 /* The whole file, NUL-terminated (caller frees); NULL if it cannot be read. */
 static unsigned char *slurp(const char *path, size_t *len)
 {
@@ -110,7 +101,7 @@ static int run_chromium(const char *bin, const char *flag, const char *url, cons
 {
     char win[64], udd[PATH_MAX + 32];
     snprintf(win, sizeof win, "--window-size=%d,%d", WIN_W, WIN_H);
-    snprintf(udd, sizeof udd, "--user-data-dir=%s", tpath("chromium-profile"));
+    snprintf(udd, sizeof udd, "--user-data-dir=%s", lns_test_path("chromium-profile"));
     /* The flags after --disable-gpu keep the browser from reaching past 127.0.0.1 (first-run
      * pages, component updates, sync) and from scrollbars that would vary the picture. */
     char *const argv[] = {(char *)bin, "--headless=new", "--no-sandbox", "--disable-gpu", win,
@@ -124,7 +115,7 @@ static int run_chromium(const char *bin, const char *flag, const char *url, cons
     if (pid == 0) {
         setpgid(0, 0);
         int o = open(out_file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = open(tpath("chromium.log"), O_WRONLY | O_CREAT | O_APPEND, 0644);
+        int e = open(lns_test_path("chromium.log"), O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (o < 0 || e < 0)
             _exit(126);
         dup2(o, 1);
@@ -139,7 +130,7 @@ static int run_chromium(const char *bin, const char *flag, const char *url, cons
             break;
         if (waited >= CHROMIUM_TIMEOUT_MS) {
             fprintf(stderr, "\n  chromium %s: no exit after %d s; killed (log: %s)\n", flag,
-                    CHROMIUM_TIMEOUT_MS / 1000, tpath("chromium.log"));
+                    CHROMIUM_TIMEOUT_MS / 1000, lns_test_path("chromium.log"));
             kill(-pid, SIGKILL);
             kill(pid, SIGKILL);
             waitpid(pid, &st, 0);
@@ -151,7 +142,7 @@ static int run_chromium(const char *bin, const char *flag, const char *url, cons
     lns_test_untrack_pid(pid);
     kill(-pid, SIGKILL); /* helpers it left behind, if any */
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        char *log = (char *)slurp(tpath("chromium.log"), NULL);
+        char *log = (char *)slurp(lns_test_path("chromium.log"), NULL);
         size_t n = log ? strlen(log) : 0;
         fprintf(stderr, "\n  chromium %s: exit status 0x%x; end of its log:\n%s\n", flag, st,
                 log ? log + (n > 1500 ? n - 1500 : 0) : "(none)");
@@ -408,7 +399,7 @@ static void test_status_page_in_chromium(void)
      * place. */
     const char *url = l.url;
     char dom_file[PATH_MAX];
-    snprintf(dom_file, sizeof dom_file, "%s", tpath("dom.html"));
+    snprintf(dom_file, sizeof dom_file, "%s", lns_test_path("dom.html"));
     CU_ASSERT_FATAL(run_chromium(chromium, "--dump-dom", url, dom_file) == 0);
     char *dom = (char *)slurp(dom_file, NULL);
     CU_ASSERT_FATAL(dom != NULL);
@@ -425,9 +416,9 @@ static void test_status_page_in_chromium(void)
 
     /* The picture: the window's size, not blank, and both state colours on it. */
     char png[PATH_MAX], flag[PATH_MAX + 16];
-    snprintf(png, sizeof png, "%s", tpath("lbone-status.png"));
+    snprintf(png, sizeof png, "%s", lns_test_path("lbone-status.png"));
     snprintf(flag, sizeof flag, "--screenshot=%s", png);
-    CU_ASSERT_FATAL(run_chromium(chromium, flag, url, tpath("screenshot.out")) == 0);
+    CU_ASSERT_FATAL(run_chromium(chromium, flag, url, lns_test_path("screenshot.out")) == 0);
     png_stats_t s;
     int decoded = png_stats(png, &s, why, sizeof why) == 0;
     if (!decoded)

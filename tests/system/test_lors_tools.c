@@ -34,15 +34,6 @@ static ibp_client_t *cli;
 static char depots[512];            /* "127.0.0.1:p0,127.0.0.1:p1 ..." */
 static char out[1 << 16], err[1 << 14];
 
-static const char *tpath(const char *name)
-{
-    static char buf[16][PATH_MAX];
-    static int i;
-    i = (i + 1) % 16;
-    snprintf(buf[i], sizeof buf[i], "%s/%s", lns_test_tmpdir(), name);
-    return buf[i];
-}
-
 static int suite_init(void)
 {
     setenv("HOME", lns_test_tmpdir(), 1);
@@ -61,15 +52,6 @@ static int suite_init(void)
 static int suite_clean(void)
 {
     return tl_fleet_stop(dep, ND, cli);
-}
-
-static void slurp(const char *path, char *buf, size_t size)
-{
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, size - 1, f) : 0;
-    buf[n] = 0;
-    if (f)
-        fclose(f);
 }
 
 static int lines_of(const char *s)
@@ -101,8 +83,8 @@ static int run(const char *env, const char *in, const char *prog, ...)
     pid_t pid = fork();
     if (pid == 0) {
         int i = open(in ? in : "/dev/null", O_RDONLY);
-        int o = open(tpath("run.out"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = open(tpath("run.err"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int o = open(lns_test_path("run.out"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int e = open(lns_test_path("run.err"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (i < 0 || o < 0 || e < 0)
             _exit(126);
         dup2(i, 0);
@@ -116,8 +98,8 @@ static int run(const char *env, const char *in, const char *prog, ...)
     int st = -1;
     if (pid < 0 || waitpid(pid, &st, 0) < 0)
         return -1;
-    slurp(tpath("run.out"), out, sizeof out);
-    slurp(tpath("run.err"), err, sizeof err);
+    lns_test_slurp(lns_test_path("run.out"), out, sizeof out);
+    lns_test_slurp(lns_test_path("run.err"), err, sizeof err);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
@@ -132,11 +114,11 @@ static int sh(const char *fmt, ...)
     vsnprintf(cmd, sizeof cmd, fmt, ap);
     va_end(ap);
     snprintf(full, sizeof full, "B='%s'; D='%s'; L='%s'; (%s) >'%s' 2>'%s' </dev/null",
-             lns_test_bindir(), lns_test_tmpdir(), depots, cmd, tpath("run.out"),
-             tpath("run.err"));
+             lns_test_bindir(), lns_test_tmpdir(), depots, cmd, lns_test_path("run.out"),
+             lns_test_path("run.err"));
     int st = system(full);
-    slurp(tpath("run.out"), out, sizeof out);
-    slurp(tpath("run.err"), err, sizeof err);
+    lns_test_slurp(lns_test_path("run.out"), out, sizeof out);
+    lns_test_slurp(lns_test_path("run.err"), err, sizeof err);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
@@ -153,7 +135,7 @@ static void make_file(const char *name, size_t n, uint64_t seed)
 {
     unsigned char *p = malloc(n ? n : 1);
     lns_test_fill(p, n, seed);
-    write_file(tpath(name), p, n);
+    write_file(lns_test_path(name), p, n);
     free(p);
 }
 
@@ -216,7 +198,7 @@ static void free_xnd_file(const char *path)
 static int upload(const char *src, const char *xnd, const char *extra1, const char *extra2)
 {
     int rc = run(NULL, NULL, "lors_upload", "--no-rc", "--depot-list", depots, "-d", "10m",
-                 "-o", tpath(xnd), tpath(src), extra1, extra2, (char *)NULL);
+                 "-o", lns_test_path(xnd), lns_test_path(src), extra1, extra2, (char *)NULL);
     if (rc != 0)
         fprintf(stderr, "lors_upload: exit %d: %s", rc, err);
     return rc;
@@ -243,39 +225,39 @@ static void test_roundtrip(void)
     CU_ASSERT_EQUAL_FATAL(upload("rt.bin", "rt.xnd", "-c", "2") , 0);
     CU_ASSERT_EQUAL(run(NULL, NULL, "lors_upload", "--no-rc", "--depot-list", depots, "-d",
                         "10m", "-c", "2", "-F", "3", "-bs", "1M", "-t", "3", "-o",
-                        tpath("rt3.xnd"), tpath("rt.bin"), (char *)NULL), 0);
+                        lns_test_path("rt3.xnd"), lns_test_path("rt.bin"), (char *)NULL), 0);
     CU_ASSERT_STRING_EQUAL(out, ""); /* silent on success */
     CU_ASSERT_STRING_EQUAL(err, "");
     struct stat st;
-    CU_ASSERT_EQUAL(stat(tpath("rt3.xnd"), &st), 0);
+    CU_ASSERT_EQUAL(stat(lns_test_path("rt3.xnd"), &st), 0);
     CU_ASSERT_EQUAL(st.st_mode & 0777, 0600); /* it holds capabilities */
-    xnd_t *x = read_xnd(tpath("rt3.xnd"));
+    xnd_t *x = read_xnd(lns_test_path("rt3.xnd"));
     CU_ASSERT_PTR_NOT_NULL_FATAL(x);
     CU_ASSERT_EQUAL(x->nmaps, 6); /* 3 fragments x 2 copies */
     CU_ASSERT_EQUAL(xnd_size(x), 5 * MIB + 12345);
     xnd_free(x);
 
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-o", tpath("rt.out"),
-                        tpath("rt3.xnd"), (char *)NULL), 0);
+    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-o", lns_test_path("rt.out"),
+                        lns_test_path("rt3.xnd"), (char *)NULL), 0);
     CU_ASSERT_STRING_EQUAL(err, "");
-    sha_file(tpath("rt.bin"), 0, -1, a);
-    sha_file(tpath("rt.out"), 0, -1, b);
+    sha_file(lns_test_path("rt.bin"), 0, -1, a);
+    sha_file(lns_test_path("rt.out"), 0, -1, b);
     CU_ASSERT_STRING_EQUAL(a, b);
-    CU_ASSERT_EQUAL(file_size(tpath("rt.out")), 5 * MIB + 12345);
-    free_xnd_file(tpath("rt.xnd"));
-    free_xnd_file(tpath("rt3.xnd"));
+    CU_ASSERT_EQUAL(file_size(lns_test_path("rt.out")), 5 * MIB + 12345);
+    free_xnd_file(lns_test_path("rt.xnd"));
+    free_xnd_file(lns_test_path("rt3.xnd"));
 }
 
 static void test_stdin_and_stdout_pipes(void)
 {
     char a[65], got[65];
     make_file("pipe.bin", 3 * MIB + 777, 2);
-    sha_file(tpath("pipe.bin"), 0, -1, a);
+    sha_file(lns_test_path("pipe.bin"), 0, -1, a);
     /* a pipe: the length is unknown, fragments of -bs; the exNode goes to stdout */
     CU_ASSERT_EQUAL_FATAL(sh("cat \"$D/pipe.bin\" | \"$B/lors_upload\" --no-rc --depot-list \"$L\""
                              " -d 10m -c 2 -bs 1M -i > \"$D/pipe.xnd\""), 0);
     CU_ASSERT_STRING_EQUAL(err, "");
-    xnd_t *x = read_xnd(tpath("pipe.xnd"));
+    xnd_t *x = read_xnd(lns_test_path("pipe.xnd"));
     CU_ASSERT_PTR_NOT_NULL_FATAL(x);
     CU_ASSERT_EQUAL(x->nmaps, 8); /* 4 fragments of at most 1 MiB, 2 copies */
     CU_ASSERT_EQUAL(xnd_size(x), 3 * MIB + 777);
@@ -294,11 +276,11 @@ static void test_stdin_and_stdout_pipes(void)
     /* a reader that leaves early is a write error (4), not a crash */
     CU_ASSERT_EQUAL(sh("(\"$B/lors_download\" --no-rc \"$D/pipe.xnd\"; echo $? >\"$D/pipe.rc\")"
                        " | head -c 10 >/dev/null"), 0);
-    slurp(tpath("pipe.rc"), out, sizeof out);
+    lns_test_slurp(lns_test_path("pipe.rc"), out, sizeof out);
     CU_ASSERT_STRING_EQUAL(out, "4\n");
     CU_ASSERT_EQUAL(lines_of(err), 1);
-    free_xnd_file(tpath("pipe.xnd"));
-    free_xnd_file(tpath("pipe2.xnd"));
+    free_xnd_file(lns_test_path("pipe.xnd"));
+    free_xnd_file(lns_test_path("pipe2.xnd"));
 }
 
 static void test_subrange(void)
@@ -308,33 +290,33 @@ static void test_subrange(void)
     CU_ASSERT_EQUAL_FATAL(upload("sub.bin", "sub.xnd", "-c", "2"), 0);
     /* across fragment boundaries, unaligned */
     CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-O", "1000", "-L", "3000000",
-                        "-o", tpath("sub.out"), tpath("sub.xnd"), (char *)NULL), 0);
-    CU_ASSERT_EQUAL(file_size(tpath("sub.out")), 3000000);
-    sha_file(tpath("sub.bin"), 1000, 3000000, a);
-    sha_file(tpath("sub.out"), 0, -1, b);
+                        "-o", lns_test_path("sub.out"), lns_test_path("sub.xnd"), (char *)NULL), 0);
+    CU_ASSERT_EQUAL(file_size(lns_test_path("sub.out")), 3000000);
+    sha_file(lns_test_path("sub.bin"), 1000, 3000000, a);
+    sha_file(lns_test_path("sub.out"), 0, -1, b);
     CU_ASSERT_STRING_EQUAL(a, b);
     /* -O alone: to the end; K/M suffixes */
     CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-O", "3M", "-o",
-                        tpath("sub2.out"), tpath("sub.xnd"), (char *)NULL), 0);
-    sha_file(tpath("sub.bin"), 3 * MIB, -1, a);
-    sha_file(tpath("sub2.out"), 0, -1, b);
+                        lns_test_path("sub2.out"), lns_test_path("sub.xnd"), (char *)NULL), 0);
+    sha_file(lns_test_path("sub.bin"), 3 * MIB, -1, a);
+    sha_file(lns_test_path("sub2.out"), 0, -1, b);
     CU_ASSERT_STRING_EQUAL(a, b);
     /* past the end: a usage error, one line */
     CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-O", "4M", "-L", "4",
-                        "-o", tpath("sub3.out"), tpath("sub.xnd"), (char *)NULL), 2);
+                        "-o", lns_test_path("sub3.out"), lns_test_path("sub.xnd"), (char *)NULL), 2);
     CU_ASSERT_EQUAL(lines_of(err), 1);
-    free_xnd_file(tpath("sub.xnd"));
+    free_xnd_file(lns_test_path("sub.xnd"));
 }
 
 static void test_resume(void)
 {
     char a[65], b[65], f[PATH_MAX];
-    snprintf(f, sizeof f, "%s", tpath("res.out"));
+    snprintf(f, sizeof f, "%s", lns_test_path("res.out"));
     /* 6 MiB in 3 fragments of 2 MiB: the checksum blocks (1 MiB) are on a 1 MiB grid */
     make_file("res.bin", 6 * MIB, 4);
-    sha_file(tpath("res.bin"), 0, -1, a);
+    sha_file(lns_test_path("res.bin"), 0, -1, a);
     CU_ASSERT_EQUAL_FATAL(upload("res.bin", "res.xnd", "-F", "3"), 0);
-    CU_ASSERT_EQUAL_FATAL(run(NULL, NULL, "lors_download", "--no-rc", "-o", f, tpath("res.xnd"),
+    CU_ASSERT_EQUAL_FATAL(run(NULL, NULL, "lors_download", "--no-rc", "-o", f, lns_test_path("res.xnd"),
                               (char *)NULL), 0);
 
     /* an interrupted run: 3 MiB there, and its last 4 KiB damaged */
@@ -349,10 +331,10 @@ static void test_resume(void)
     /* without checking, the damage stays */
     CU_ASSERT_EQUAL(sh("cp \"$D/res.out\" \"$D/res.nv\" && \"$B/lors_download\" --no-rc "
                        "--no-verify -R -o \"$D/res.nv\" \"$D/res.xnd\""), 0);
-    sha_file(tpath("res.nv"), 0, -1, b);
+    sha_file(lns_test_path("res.nv"), 0, -1, b);
     CU_ASSERT_STRING_NOT_EQUAL(a, b);
 
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-R", "-o", f, tpath("res.xnd"),
+    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-R", "-o", f, lns_test_path("res.xnd"),
                         (char *)NULL), 0);
     CU_ASSERT(strstr(err, "first 2097152 of its 3145728 bytes") != NULL); /* it says it cut */
     CU_ASSERT_EQUAL(lines_of(err), 1);
@@ -360,32 +342,32 @@ static void test_resume(void)
     CU_ASSERT_STRING_EQUAL(a, b);
 
     /* complete: nothing to do */
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-R", "-o", f, tpath("res.xnd"),
+    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-R", "-o", f, lns_test_path("res.xnd"),
                         (char *)NULL), 0);
     CU_ASSERT(strstr(err, "nothing to do") != NULL);
     sha_file(f, 0, -1, b);
     CU_ASSERT_STRING_EQUAL(a, b);
 
     /* -R needs a file */
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-R", tpath("res.xnd"),
+    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-R", lns_test_path("res.xnd"),
                         (char *)NULL), 2);
-    free_xnd_file(tpath("res.xnd"));
+    free_xnd_file(lns_test_path("res.xnd"));
 }
 
 static void test_bad_exnode(void)
 {
     const char *bad = "<?xml version=\"1.0\"?>\n<exnode xmlns=\"http://loci.cs.utk.edu/exnode\">"
                       "<mapping>\n";
-    write_file(tpath("bad.xnd"), bad, strlen(bad));
-    unlink(tpath("bad.out"));
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-o", tpath("bad.out"),
-                        tpath("bad.xnd"), (char *)NULL), 3);
+    write_file(lns_test_path("bad.xnd"), bad, strlen(bad));
+    unlink(lns_test_path("bad.out"));
+    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-o", lns_test_path("bad.out"),
+                        lns_test_path("bad.xnd"), (char *)NULL), 3);
     CU_ASSERT_EQUAL(lines_of(err), 1);
     CU_ASSERT(strncmp(err, "lors_download: ", 15) == 0);
-    CU_ASSERT_EQUAL(access(tpath("bad.out"), F_OK), -1); /* no output file created */
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-o", tpath("bad.out"),
-                        tpath("missing.xnd"), (char *)NULL), 3);
-    CU_ASSERT_EQUAL(access(tpath("bad.out"), F_OK), -1);
+    CU_ASSERT_EQUAL(access(lns_test_path("bad.out"), F_OK), -1); /* no output file created */
+    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-o", lns_test_path("bad.out"),
+                        lns_test_path("missing.xnd"), (char *)NULL), 3);
+    CU_ASSERT_EQUAL(access(lns_test_path("bad.out"), F_OK), -1);
 }
 
 static void test_rc_file(void)
@@ -393,12 +375,12 @@ static void test_rc_file(void)
     char rcfile[2048], env[PATH_MAX + 16];
     snprintf(rcfile, sizeof rcfile, "# settings for the tests\nCOPIES 2\nDURATION=10m\n"
              "DEPOT %s\nTHREADS 3\n", depots);
-    write_file(tpath("rc.good"), rcfile, strlen(rcfile));
+    write_file(lns_test_path("rc.good"), rcfile, strlen(rcfile));
     make_file("rc.bin", MIB + 5, 5);
-    snprintf(env, sizeof env, "LNS_RC=%s", tpath("rc.good"));
-    CU_ASSERT_EQUAL_FATAL(run(env, NULL, "lors_upload", "-o", tpath("rc.xnd"), tpath("rc.bin"),
+    snprintf(env, sizeof env, "LNS_RC=%s", lns_test_path("rc.good"));
+    CU_ASSERT_EQUAL_FATAL(run(env, NULL, "lors_upload", "-o", lns_test_path("rc.xnd"), lns_test_path("rc.bin"),
                               (char *)NULL), 0);
-    xnd_t *x = read_xnd(tpath("rc.xnd"));
+    xnd_t *x = read_xnd(lns_test_path("rc.xnd"));
     CU_ASSERT_PTR_NOT_NULL_FATAL(x);
     CU_ASSERT_EQUAL(x->nmaps, 8); /* 4 fragments (default -F) x 2 copies (rc) */
     for (size_t i = 0; i < x->nmaps; i++) {
@@ -409,36 +391,36 @@ static void test_rc_file(void)
         free(reps);
     }
     xnd_free(x);
-    free_xnd_file(tpath("rc.xnd"));
+    free_xnd_file(lns_test_path("rc.xnd"));
     /* a flag beats the rc file */
-    CU_ASSERT_EQUAL(run(env, NULL, "lors_upload", "-c", "1", "-F", "2", "-o", tpath("rc1.xnd"),
-                        tpath("rc.bin"), (char *)NULL), 0);
-    x = read_xnd(tpath("rc1.xnd"));
+    CU_ASSERT_EQUAL(run(env, NULL, "lors_upload", "-c", "1", "-F", "2", "-o", lns_test_path("rc1.xnd"),
+                        lns_test_path("rc.bin"), (char *)NULL), 0);
+    x = read_xnd(lns_test_path("rc1.xnd"));
     CU_ASSERT_PTR_NOT_NULL_FATAL(x);
     CU_ASSERT_EQUAL(x->nmaps, 2);
     xnd_free(x);
-    free_xnd_file(tpath("rc1.xnd"));
+    free_xnd_file(lns_test_path("rc1.xnd"));
 
     /* --rc names one, --no-rc skips it: then there are no depots */
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_upload", "--rc", tpath("rc.good"), "-o",
-                        tpath("rc2.xnd"), tpath("rc.bin"), (char *)NULL), 0);
-    free_xnd_file(tpath("rc2.xnd"));
-    CU_ASSERT_EQUAL(run(env, NULL, "lors_upload", "--no-rc", "-o", tpath("rc3.xnd"),
-                        tpath("rc.bin"), (char *)NULL), 5);
+    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_upload", "--rc", lns_test_path("rc.good"), "-o",
+                        lns_test_path("rc2.xnd"), lns_test_path("rc.bin"), (char *)NULL), 0);
+    free_xnd_file(lns_test_path("rc2.xnd"));
+    CU_ASSERT_EQUAL(run(env, NULL, "lors_upload", "--no-rc", "-o", lns_test_path("rc3.xnd"),
+                        lns_test_path("rc.bin"), (char *)NULL), 5);
 
     /* a bad line: exit 2 naming file:line, nothing uploaded */
     const char *bad = "COPIES 2\n# fine\nCOPIES two\n";
-    write_file(tpath("rc.bad"), bad, strlen(bad));
-    snprintf(env, sizeof env, "LNS_RC=%s", tpath("rc.bad"));
-    CU_ASSERT_EQUAL(run(env, NULL, "lors_upload", "--depot-list", depots, "-o", tpath("rc4.xnd"),
-                        tpath("rc.bin"), (char *)NULL), 2);
+    write_file(lns_test_path("rc.bad"), bad, strlen(bad));
+    snprintf(env, sizeof env, "LNS_RC=%s", lns_test_path("rc.bad"));
+    CU_ASSERT_EQUAL(run(env, NULL, "lors_upload", "--depot-list", depots, "-o", lns_test_path("rc4.xnd"),
+                        lns_test_path("rc.bin"), (char *)NULL), 2);
     char where[PATH_MAX + 8];
-    snprintf(where, sizeof where, "%s:3:", tpath("rc.bad"));
+    snprintf(where, sizeof where, "%s:3:", lns_test_path("rc.bad"));
     CU_ASSERT(strstr(err, where) != NULL);
     CU_ASSERT_EQUAL(lines_of(err), 1);
-    CU_ASSERT_EQUAL(access(tpath("rc4.xnd"), F_OK), -1);
+    CU_ASSERT_EQUAL(access(lns_test_path("rc4.xnd"), F_OK), -1);
     /* the download reads the rc file too */
-    CU_ASSERT_EQUAL(run(env, NULL, "lors_download", "-o", tpath("rc.out"), tpath("rc1.xnd"),
+    CU_ASSERT_EQUAL(run(env, NULL, "lors_download", "-o", lns_test_path("rc.out"), lns_test_path("rc1.xnd"),
                         (char *)NULL), 2);
 }
 
@@ -458,12 +440,12 @@ static void test_events(void)
     long size = 3 * MIB + 99;
     make_file("ev.bin", (size_t)size, 6);
     CU_ASSERT_EQUAL_FATAL(run(NULL, NULL, "lors_upload", "--no-rc", "--depot-list", depots,
-                              "-d", "10m", "-c", "2", "-E", "256K", "--events", tpath("ev.up"),
-                              "-o", tpath("ev.xnd"), tpath("ev.bin"), (char *)NULL), 0);
+                              "-d", "10m", "-c", "2", "-E", "256K", "--events", lns_test_path("ev.up"),
+                              "-o", lns_test_path("ev.xnd"), lns_test_path("ev.bin"), (char *)NULL), 0);
     CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-bs", "256K", "--events",
-                        tpath("ev.dl"), "-o", tpath("ev.out"), tpath("ev.xnd"), (char *)NULL), 0);
+                        lns_test_path("ev.dl"), "-o", lns_test_path("ev.out"), lns_test_path("ev.xnd"), (char *)NULL), 0);
 
-    FILE *f = fopen(tpath("ev.dl"), "r");
+    FILE *f = fopen(lns_test_path("ev.dl"), "r");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     char line[2048];
     int pid = 0, nend = 0, nbegin = 0, bad = 0;
@@ -514,7 +496,7 @@ static void test_events(void)
     free(sp);
 
     /* the upload's stream: ALLOCATE and COPY_DONE for every copy of every fragment */
-    f = fopen(tpath("ev.up"), "r");
+    f = fopen(lns_test_path("ev.up"), "r");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     int nalloc = 0, ndone = 0, up_end = 0;
     while (fgets(line, sizeof line, f)) {
@@ -526,7 +508,7 @@ static void test_events(void)
     CU_ASSERT_EQUAL(nalloc, 8);
     CU_ASSERT_EQUAL(ndone, 8);
     CU_ASSERT_EQUAL(up_end, 1);
-    free_xnd_file(tpath("ev.xnd"));
+    free_xnd_file(lns_test_path("ev.xnd"));
 }
 
 static void test_usage_errors(void)
@@ -546,14 +528,14 @@ static void test_usage_errors(void)
     CU_ASSERT_EQUAL(run(NULL, NULL, "lors_upload", "--no-rc", (char *)NULL), 2); /* no input */
     /* no depots: 5, also when the L-Bone asked for does not answer (a closed loopback port) */
     make_file("nd.bin", 1000, 7);
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_upload", "--no-rc", tpath("nd.bin"), (char *)NULL), 5);
+    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_upload", "--no-rc", lns_test_path("nd.bin"), (char *)NULL), 5);
     CU_ASSERT_EQUAL(lines_of(err), 1);
     CU_ASSERT_EQUAL(run(NULL, NULL, "lors_upload", "--no-rc", "-H", "127.0.0.1", "-P", "1",
-                        tpath("nd.bin"), (char *)NULL), 5);
+                        lns_test_path("nd.bin"), (char *)NULL), 5);
     CU_ASSERT(strstr(err, "L-Bone") != NULL);
     /* an unreadable input: 4, before any depot is touched */
     CU_ASSERT_EQUAL(run(NULL, NULL, "lors_upload", "--no-rc", "--depot-list", depots,
-                        tpath("no-such-file"), (char *)NULL), 4);
+                        lns_test_path("no-such-file"), (char *)NULL), 4);
     CU_ASSERT_EQUAL(lines_of(err), 1);
 }
 
@@ -567,9 +549,9 @@ static void test_depot_killed(void)
              dep[0].port, dep[1].port);
     make_file("kill.bin", 2 * MIB + 1, 8);
     CU_ASSERT_EQUAL_FATAL(run(NULL, NULL, "lors_upload", "--no-rc", "--depot-list", list, "-d",
-                              "10m", "-c", "2", "-o", tpath("kill.xnd"), tpath("kill.bin"),
+                              "10m", "-c", "2", "-o", lns_test_path("kill.xnd"), lns_test_path("kill.bin"),
                               (char *)NULL), 0);
-    xnd_t *x = read_xnd(tpath("kill.xnd"));
+    xnd_t *x = read_xnd(lns_test_path("kill.xnd"));
     CU_ASSERT_PTR_NOT_NULL_FATAL(x);
     int on_victim = 0;
     char needle[32];
@@ -580,11 +562,11 @@ static void test_depot_killed(void)
     xnd_free(x);
     td_kill(&victim, SIGKILL);
     CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-T", "5", "-o",
-                        tpath("kill.out"), tpath("kill.xnd"), (char *)NULL), 0);
-    sha_file(tpath("kill.bin"), 0, -1, a);
-    sha_file(tpath("kill.out"), 0, -1, b);
+                        lns_test_path("kill.out"), lns_test_path("kill.xnd"), (char *)NULL), 0);
+    sha_file(lns_test_path("kill.bin"), 0, -1, a);
+    sha_file(lns_test_path("kill.out"), 0, -1, b);
     CU_ASSERT_STRING_EQUAL(a, b);
-    free_xnd_file(tpath("kill.xnd"));
+    free_xnd_file(lns_test_path("kill.xnd"));
     td_stop(&victim);
 }
 

@@ -51,15 +51,6 @@ static void revive(void)
             CU_ASSERT_EQUAL(td_restart(&dep[i]), 0);
 }
 
-static void slurp(const char *path, char *buf, size_t size)
-{
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, size - 1, f) : 0;
-    buf[n] = 0;
-    if (f)
-        fclose(f);
-}
-
 /* Run "sh -c <cmd>" with $B the programs' directory and $D the tmpdir, HOME in the tmpdir
  * (no ~/.xndrc) and no LNS_RC; stdout and stderr land in out[] and err[].  Exit code or -1. */
 static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -78,8 +69,8 @@ static int run(const char *fmt, ...)
              "(%s) >'%s' 2>'%s' </dev/null",
              lns_test_bindir(), lns_test_tmpdir(), lns_test_tmpdir(), cmd, o, e);
     int st = system(full);
-    slurp(o, out, sizeof out);
-    slurp(e, err, sizeof err);
+    lns_test_slurp(o, out, sizeof out);
+    lns_test_slurp(e, err, sizeof err);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 

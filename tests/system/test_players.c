@@ -38,24 +38,6 @@ static ibp_client_t *cli;
 static char depots[256];
 static char err[1 << 14];
 
-static const char *tpath(const char *name)
-{
-    static char buf[16][PATH_MAX];
-    static int i;
-    i = (i + 1) % 16;
-    snprintf(buf[i], sizeof buf[i], "%s/%s", lns_test_tmpdir(), name);
-    return buf[i];
-}
-
-static void slurp(const char *path, char *buf, size_t size)
-{
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, size - 1, f) : 0;
-    buf[n] = 0;
-    if (f)
-        fclose(f);
-}
-
 static double now_s(void)
 {
     return lns_mono_ns() / 1e9;
@@ -112,7 +94,7 @@ static int reap(pid_t pid, const char *prog)
     lns_test_untrack_pid(pid);
     char errpath[PATH_MAX];
     snprintf(errpath, sizeof errpath, "%s/%s.err", lns_test_tmpdir(), prog);
-    slurp(errpath, err, sizeof err);
+    lns_test_slurp(errpath, err, sizeof err);
     if (getenv("LNS_TEST_VERBOSE"))
         fprintf(stderr, "\n%s: %s", prog, err);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -181,7 +163,7 @@ static int paced_run(size_t first, double resume, size_t second, const char *out
     CU_ASSERT_FATAL(pipe2(p, O_CLOEXEC) == 0); /* only the writer may hold the write end */
     const char *args[] = {"--rate", "8M", "--json=", NULL, NULL, NULL};
     char jopt[PATH_MAX + 16];
-    snprintf(jopt, sizeof jopt, "--json=%s", tpath("paced.json"));
+    snprintf(jopt, sizeof jopt, "--json=%s", lns_test_path("paced.json"));
     args[2] = jopt;
     if (outfile) {
         args[3] = "--output";
@@ -205,7 +187,7 @@ static int paced_run(size_t first, double resume, size_t second, const char *out
     CU_ASSERT(waitpid(w, &st, 0) == w && WIFEXITED(st) && WEXITSTATUS(st) == 0);
     int code = reap(pid, "lns_paced");
     *wall = now_s() - t0;
-    slurp(tpath("paced.json"), json, jsize);
+    lns_test_slurp(lns_test_path("paced.json"), json, jsize);
     return code;
 }
 
@@ -232,7 +214,7 @@ static void test_paced_fast(void)
 {
     char json[8192], a[65], b[65];
     double wall;
-    const char *out = tpath("paced.out");
+    const char *out = lns_test_path("paced.out");
     CU_ASSERT_EQUAL_FATAL(paced_run(1500000, 0, 500000, out, json, sizeof json, &wall), 0);
     if (getenv("LNS_TEST_VERBOSE"))
         fprintf(stderr, "\nfast: %.3f s wall: %s", wall, json);
@@ -245,11 +227,11 @@ static void test_paced_fast(void)
     /* --output has exactly the bytes written */
     unsigned char *buf = malloc(2000000);
     lns_test_fill(buf, 2000000, 7);
-    FILE *f = fopen(tpath("paced.src"), "w");
+    FILE *f = fopen(lns_test_path("paced.src"), "w");
     CU_ASSERT_FATAL(f && fwrite(buf, 1, 2000000, f) == 2000000);
     fclose(f);
     free(buf);
-    sha_file(tpath("paced.src"), a);
+    sha_file(lns_test_path("paced.src"), a);
     sha_file(out, b);
     CU_ASSERT_STRING_EQUAL(a, b);
 }
@@ -296,7 +278,7 @@ static int suite_clean(void)
 static int upload(const char *src, const char *xnd, const char *copies, const char *frags)
 {
     const char *args[] = {"--no-rc", "--depot-list", depots, "-d", "10m", "-c", copies, "-F",
-                          frags, "-E", "256K", "--bitrate", "8M", "-o", tpath(xnd), tpath(src),
+                          frags, "-E", "256K", "--bitrate", "8M", "-o", lns_test_path(xnd), lns_test_path(src),
                           NULL};
     int rc = run("lors_upload", args);
     if (rc != 0)
@@ -314,16 +296,16 @@ static long underruns_of(const char *s)
 static void test_play_paced(void)
 {
     char a[65], b[65];
-    make_file(tpath("v1.bin"), 3 * 1000 * 1000, 11);
+    make_file(lns_test_path("v1.bin"), 3 * 1000 * 1000, 11);
     CU_ASSERT_EQUAL_FATAL(upload("v1.bin", "v1.xnd", "1", "3"), 0);
     /* the bitrate comes from the exNode (lors_upload --bitrate) */
     const char *args[] = {"--no-rc", "--player", "paced", "--headless", "--output",
-                          tpath("v1.out"), tpath("v1.xnd"), NULL};
+                          lns_test_path("v1.out"), lns_test_path("v1.xnd"), NULL};
     double t0 = now_s();
     CU_ASSERT_EQUAL(run("lors_play", args), 0);
     double wall = now_s() - t0;
-    sha_file(tpath("v1.bin"), a);
-    sha_file(tpath("v1.out"), b);
+    sha_file(lns_test_path("v1.bin"), a);
+    sha_file(lns_test_path("v1.out"), b);
     CU_ASSERT_STRING_EQUAL(a, b);
     CU_ASSERT_EQUAL(underruns_of(err), 0);
     CU_ASSERT(strstr(err, "stream 8.0 Mbit/s from exnode") != NULL);
@@ -332,23 +314,23 @@ static void test_play_paced(void)
 
 static void test_play_usage(void)
 {
-    const char *args[] = {"--no-rc", "--player", "paced", tpath("v1.xnd"), "--prebuffer",
+    const char *args[] = {"--no-rc", "--player", "paced", lns_test_path("v1.xnd"), "--prebuffer",
                           "soon", NULL};
     CU_ASSERT_EQUAL(run("lors_play", args), 2);
     CU_ASSERT(strstr(err, "--prebuffer soon") != NULL);
-    const char *nox[] = {"--no-rc", "--player", "paced", tpath("nothing.xnd"), NULL};
+    const char *nox[] = {"--no-rc", "--player", "paced", lns_test_path("nothing.xnd"), NULL};
     CU_ASSERT_EQUAL(run("lors_play", nox), 3);
     /* a player that quits at once: the download's write fails, exit 4 with one line */
-    const char *quit[] = {"--no-rc", "--player", "exit 3", tpath("v1.xnd"), NULL};
+    const char *quit[] = {"--no-rc", "--player", "exit 3", lns_test_path("v1.xnd"), NULL};
     CU_ASSERT_EQUAL(run("lors_play", quit), 4);
     CU_ASSERT(strstr(err, "exited with status 3") != NULL);
     /* a command as the player gets the bytes on stdin */
     char cmd[PATH_MAX + 32], a[65], b[65];
-    snprintf(cmd, sizeof cmd, "cat > '%s'", tpath("v1.cat"));
-    const char *cat[] = {"--no-rc", "--player", cmd, tpath("v1.xnd"), NULL};
+    snprintf(cmd, sizeof cmd, "cat > '%s'", lns_test_path("v1.cat"));
+    const char *cat[] = {"--no-rc", "--player", cmd, lns_test_path("v1.xnd"), NULL};
     CU_ASSERT_EQUAL(run("lors_play", cat), 0);
-    sha_file(tpath("v1.bin"), a);
-    sha_file(tpath("v1.cat"), b);
+    sha_file(lns_test_path("v1.bin"), a);
+    sha_file(lns_test_path("v1.cat"), b);
     CU_ASSERT_STRING_EQUAL(a, b);
 }
 
@@ -357,12 +339,12 @@ static void test_play_usage(void)
 static void test_play_depot_killed(void)
 {
     char a[65], b[65];
-    make_file(tpath("v2.bin"), 8 * 1000 * 1000, 12);
+    make_file(lns_test_path("v2.bin"), 8 * 1000 * 1000, 12);
     CU_ASSERT_EQUAL_FATAL(upload("v2.bin", "v2.xnd", "2", "8"), 0);
     /* a small buffer, so most of the file is still to fetch when the depot dies */
     const char *args[] = {"--no-rc", "--player", "paced", "--headless", "--prebuffer", "2",
                           "--buffer", "1", "-t", "4", "-bs", "256K", "-V", "--output",
-                          tpath("v2.out"), "--events", tpath("v2.ev"), tpath("v2.xnd"), NULL};
+                          lns_test_path("v2.out"), "--events", lns_test_path("v2.ev"), lns_test_path("v2.xnd"), NULL};
     pid_t pid = spawn(-1, "lors_play", args);
     CU_ASSERT_FATAL(pid > 0);
     sleep_until(now_s() + 1.0);
@@ -370,7 +352,7 @@ static void test_play_depot_killed(void)
     /* the victim: the depot that served most blocks so far, the one the scheduler favours */
     static char ev[1 << 20];
     int best = 0, most = -1;
-    slurp(tpath("v2.ev"), ev, sizeof ev);
+    lns_test_slurp(lns_test_path("v2.ev"), ev, sizeof ev);
     for (int i = 0; i < ND; i++) {
         char needle[64];
         int n = 0;
@@ -386,8 +368,8 @@ static void test_play_depot_killed(void)
     int victim = dep[best].port;
     td_kill(&dep[best], SIGKILL);
     CU_ASSERT_EQUAL(reap(pid, "lors_play"), 0);
-    sha_file(tpath("v2.bin"), a);
-    sha_file(tpath("v2.out"), b);
+    sha_file(lns_test_path("v2.bin"), a);
+    sha_file(lns_test_path("v2.out"), b);
     CU_ASSERT_STRING_EQUAL(a, b);
     CU_ASSERT_EQUAL(underruns_of(err), 0);
     /* the dead depot cost fetches: the kill happened while blocks were still to come */
@@ -421,27 +403,27 @@ static void test_play_mpv(void)
     char cmd[2 * PATH_MAX];
     snprintf(cmd, sizeof cmd, "ffmpeg -v error -y -f lavfi -i testsrc=size=320x240:rate=25 "
              "-f lavfi -i sine=frequency=440 -t 2 -c:v mpeg2video -b:v 2M -c:a mp2 -f mpegts "
-             "'%s'", tpath("tiny.ts"));
+             "'%s'", lns_test_path("tiny.ts"));
     CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
     CU_ASSERT_EQUAL_FATAL(upload("tiny.ts", "tiny.xnd", "1", "2"), 0);
     const char *args[] = {"--no-rc", "--player", "mpv", "--headless", "--prebuffer", "0.5",
-                          "--bitrate", "3M", tpath("tiny.xnd"), NULL};
+                          "--bitrate", "3M", lns_test_path("tiny.xnd"), NULL};
     double t0 = now_s();
     CU_ASSERT_EQUAL(run("lors_play", args), 0);
     CU_ASSERT(now_s() - t0 > 1.5); /* played in real time, not as fast as it could */
     /* no bitrate anywhere: ffprobe tells it from the first MiB; it is the file's size over
      * its 2 s, give or take the muxer's overhead */
     const char *up[] = {"--no-rc", "--depot-list", depots, "-d", "10m", "-o",
-                        tpath("tiny2.xnd"), tpath("tiny.ts"), NULL};
+                        lns_test_path("tiny2.xnd"), lns_test_path("tiny.ts"), NULL};
     CU_ASSERT_EQUAL_FATAL(run("lors_upload", up), 0);
     const char *paced[] = {"--no-rc", "--player", "paced", "--prebuffer", "0.5",
-                           tpath("tiny2.xnd"), NULL};
+                           lns_test_path("tiny2.xnd"), NULL};
     CU_ASSERT_EQUAL(run("lors_play", paced), 0);
     const char *p = strstr(err, "stream ");
     double mbit = p ? strtod(p + 7, NULL) : 0;
     CU_ASSERT(strstr(err, "from ffprobe") != NULL);
     struct stat st;
-    CU_ASSERT_FATAL(stat(tpath("tiny.ts"), &st) == 0);
+    CU_ASSERT_FATAL(stat(lns_test_path("tiny.ts"), &st) == 0);
     double real = st.st_size * 8 / 2.0 / 1e6;
     CU_ASSERT(mbit > real * 0.75 && mbit < real * 1.25);
     CU_ASSERT_EQUAL(underruns_of(err), 0);

@@ -17,15 +17,6 @@
 #include "lors_tool.h"
 #include "xnd.h"
 
-static const char *tpath(const char *name)
-{
-    static char buf[8][4096];
-    static int i;
-    i = (i + 1) % 8;
-    snprintf(buf[i], sizeof buf[i], "%s/%s", lns_test_tmpdir(), name);
-    return buf[i];
-}
-
 static void write_text(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
@@ -56,8 +47,8 @@ static char *read_all(const char *path)
 
 static int load_text(const char *text, lors_rc_t *rc, char *err, size_t errlen)
 {
-    write_text(tpath("rc"), text);
-    return lors_rc_load(tpath("rc"), rc, err, errlen);
+    write_text(lns_test_path("rc"), text);
+    return lors_rc_load(lns_test_path("rc"), rc, err, errlen);
 }
 
 static void test_rc_all_keywords(void)
@@ -86,7 +77,7 @@ static void test_rc_all_keywords(void)
                       "VERBOSE yes\n",
                       &rc, err, sizeof err);
     CU_ASSERT_EQUAL_FATAL(r, LORS_OK);
-    CU_ASSERT_STRING_EQUAL(rc.path, tpath("rc"));
+    CU_ASSERT_STRING_EQUAL(rc.path, lns_test_path("rc"));
     CU_ASSERT_EQUAL_FATAL(rc.nlbone, 3);
     CU_ASSERT_STRING_EQUAL(rc.lbone_servers[0], "lbone.example.org:6767");
     CU_ASSERT_STRING_EQUAL(rc.lbone_servers[1], "other.example.org:7000");
@@ -137,28 +128,28 @@ static void test_rc_unset_and_sources(void)
     lors_rc_free(&rc);
 
     /* no path: $LNS_RC, else ~/.xndrc, which may be missing */
-    write_text(tpath("env.rc"), "COPIES 4\n");
-    setenv("LNS_RC", tpath("env.rc"), 1);
+    write_text(lns_test_path("env.rc"), "COPIES 4\n");
+    setenv("LNS_RC", lns_test_path("env.rc"), 1);
     CU_ASSERT_EQUAL(lors_rc_load(NULL, &rc, err, sizeof err), LORS_OK);
     CU_ASSERT_EQUAL(rc.copies, 4);
     lors_rc_free(&rc);
     unsetenv("LNS_RC");
     setenv("HOME", lns_test_tmpdir(), 1);
-    unlink(tpath(".xndrc"));
+    unlink(lns_test_path(".xndrc"));
     CU_ASSERT_EQUAL(lors_rc_load(NULL, &rc, err, sizeof err), LORS_OK);
     CU_ASSERT_STRING_EQUAL(rc.path, "");
     CU_ASSERT_EQUAL(rc.copies, -1);
     lors_rc_free(&rc);
-    write_text(tpath(".xndrc"), "THREADS 7\n");
+    write_text(lns_test_path(".xndrc"), "THREADS 7\n");
     CU_ASSERT_EQUAL(lors_rc_load(NULL, &rc, err, sizeof err), LORS_OK);
     CU_ASSERT_EQUAL(rc.threads, 7);
     lors_rc_free(&rc);
-    unlink(tpath(".xndrc"));
+    unlink(lns_test_path(".xndrc"));
 
     /* a file named but missing is an error, from a path or from LNS_RC */
-    CU_ASSERT_EQUAL(lors_rc_load(tpath("nope.rc"), &rc, err, sizeof err), LORS_E_RC);
+    CU_ASSERT_EQUAL(lors_rc_load(lns_test_path("nope.rc"), &rc, err, sizeof err), LORS_E_RC);
     CU_ASSERT(strstr(err, "nope.rc") != NULL);
-    setenv("LNS_RC", tpath("nope.rc"), 1);
+    setenv("LNS_RC", lns_test_path("nope.rc"), 1);
     CU_ASSERT_EQUAL(lors_rc_load(NULL, &rc, err, sizeof err), LORS_E_RC);
     unsetenv("LNS_RC");
     /* /dev/null (what --no-rc amounts to) is an empty file */
@@ -199,7 +190,7 @@ static void test_rc_errors(void)
         char err[512], where[4200];
         int r = load_text(bad[i].text, &rc, err, sizeof err);
         CU_ASSERT_EQUAL(r, LORS_E_RC);
-        snprintf(where, sizeof where, "%s:%d: ", tpath("rc"), bad[i].line);
+        snprintf(where, sizeof where, "%s:%d: ", lns_test_path("rc"), bad[i].line);
         if (strncmp(err, where, strlen(where)) != 0 || !strstr(err, bad[i].word)) {
             fprintf(stderr, "case %zu: %s\n", i, err);
             CU_FAIL("message does not name file:line and the problem");
@@ -273,7 +264,7 @@ static void test_event_lines(void)
     char err[256], header[256];
     lors_depot_t a = {.host = "a.example.org", .port = 6714, .rid = ""};
     lors_depot_t b = {.host = "b c", .port = 7000, .rid = "r1"};
-    lors_evstream_t *es = lors_evstream_open(tpath("ev"), "lors_test", err, sizeof err);
+    lors_evstream_t *es = lors_evstream_open(lns_test_path("ev"), "lors_test", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(es);
     lors_evstream_printf(es, "BEGIN", "op=upload file=%s size=%d", "x", 10);
     lors_event_t ev = {.kind = LORS_EV_ALLOCATE, .depot = &a, .fragment = 1, .copy = 0,
@@ -299,7 +290,7 @@ static void test_event_lines(void)
     lors_evstream_printf(es, "END", "bytes=%d seconds=%.3f rc=%d", 10, 0.5, 0);
     lors_evstream_close(es);
 
-    char *text = read_all(tpath("ev"));
+    char *text = read_all(lns_test_path("ev"));
     CU_ASSERT_PTR_NOT_NULL_FATAL(text);
     char *body = strip_ms(text, header, sizeof header);
     int pid = 0;
@@ -331,7 +322,7 @@ static void test_event_lines(void)
     free(text);
 
     /* fd:N writes to an open descriptor and leaves it open; bad specs fail */
-    int fd = open(tpath("ev2"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fd = open(lns_test_path("ev2"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     char spec[32];
     snprintf(spec, sizeof spec, "fd:%d", fd);
     es = lors_evstream_open(spec, "t", err, sizeof err);
@@ -339,14 +330,14 @@ static void test_event_lines(void)
     lors_evstream_close(es);
     CU_ASSERT(write(fd, "more\n", 5) == 5); /* still open */
     close(fd);
-    text = read_all(tpath("ev2"));
+    text = read_all(lns_test_path("ev2"));
     CU_ASSERT(text && strncmp(text, "LNS-EVENTS 1 tool=t pid=", 24) == 0 &&
               strstr(text, "\nmore\n") != NULL);
     free(text);
     CU_ASSERT_PTR_NULL(lors_evstream_open("fd:x", "t", err, sizeof err));
     CU_ASSERT_PTR_NULL(lors_evstream_open("fd:987", "t", err, sizeof err));
     CU_ASSERT(strstr(err, "987") != NULL);
-    CU_ASSERT_PTR_NULL(lors_evstream_open(tpath("no/such/dir"), "t", err, sizeof err));
+    CU_ASSERT_PTR_NULL(lors_evstream_open(lns_test_path("no/such/dir"), "t", err, sizeof err));
     lors_evstream_close(NULL);
 }
 
@@ -534,7 +525,7 @@ static void add_mapping(xnd_t *x, int64_t off, const unsigned char *data, int64_
 
 static int verify(const xnd_t *x, const unsigned char *file, int64_t off, int64_t len)
 {
-    int fd = open(tpath("vp"), O_RDWR | O_CREAT | O_TRUNC, 0600);
+    int fd = open(lns_test_path("vp"), O_RDWR | O_CREAT | O_TRUNC, 0600);
     CU_ASSERT(write(fd, file, (size_t)len) == len);
     int64_t good = -1;
     int rc = lors_verify_prefix(x, fd, off, len, &good);
@@ -576,7 +567,7 @@ static void test_verify_prefix(void)
     xnd_free(y);
 
     /* a file shorter than it is said to be: a read error, the prefix checked so far */
-    int fd = open(tpath("vp"), O_RDWR | O_CREAT | O_TRUNC, 0600);
+    int fd = open(lns_test_path("vp"), O_RDWR | O_CREAT | O_TRUNC, 0600);
     CU_ASSERT(write(fd, src, 2 * VBS) == 2 * VBS);
     int64_t good = -1;
     CU_ASSERT_EQUAL(lors_verify_prefix(x, fd, 0, 4 * VBS, &good), LORS_E_READ);
