@@ -222,6 +222,9 @@ install: all
 	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSCONFDIR)/lns \
 	    $(DESTDIR)$(PREFIX)/lib/systemd/system
 	install -m 755 $(PROGS) $(LORS_BINS) $(LBONE_BINS) $(DESTDIR)$(BINDIR)/
+	install -d $(DESTDIR)$(PREFIX)/share/lns
+	install -m 755 gui/lns_gui $(DESTDIR)$(BINDIR)/
+	install -m 644 gui/world.txt $(DESTDIR)$(PREFIX)/share/lns/
 	install -m 644 $(LIBIBP_A) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(LIBIBP_SO) $(DESTDIR)$(LIBDIR)/libibp.so.0
 	ln -sf libibp.so.0 $(DESTDIR)$(LIBDIR)/libibp.so
@@ -241,7 +244,9 @@ uninstall:
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/libibp.pc $(DESTDIR)$(INCDIR)/ibp.h \
 	    $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN1))) $(DESTDIR)$(MANDIR)/man8/ibp_depot.8 \
 	    $(DESTDIR)$(MANDIR)/man8/lbone_server.8 $(DESTDIR)$(PREFIX)/lib/systemd/system/ibp_depot.service \
-	    $(DESTDIR)$(SYSCONFDIR)/lns/lbone_server.conf.sample $(DESTDIR)$(SYSCONFDIR)/lns/ibp_depot.conf.sample
+	    $(DESTDIR)$(SYSCONFDIR)/lns/lbone_server.conf.sample $(DESTDIR)$(SYSCONFDIR)/lns/ibp_depot.conf.sample \
+	    $(DESTDIR)$(BINDIR)/lns_gui $(DESTDIR)$(PREFIX)/share/lns/world.txt
+	rmdir $(DESTDIR)$(PREFIX)/share/lns 2>/dev/null || true
 
 clean:
 	rm -rf build

@@ -1,0 +1,218 @@
+#!/bin/sh
+# test_gui.sh -- lns_gui under Xvfb: replay recorded event streams, read a real tool's live
+# stream, and check what Tk drew through the GUI's own --selftest dump (canvas items and
+# widget state), never through pixels.
+#   tests/gui/test_gui.sh [BINDIR]        BINDIR: the lns programs (default build/release/bin)
+#   LNS_UPDATE_DOCS=1 tests/gui/test_gui.sh   also rewrites docs/gui-download.png
+# Exit 0: all checks passed; 1: a check failed; 77: no X display could be started (SKIP).
+#
+# The expected numbers come from the streams themselves (counted with awk here), so a GUI
+# that drops or invents blocks fails.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+bin=${1:-$root/build/release/bin}
+gui=$root/gui/lns_gui
+data=$root/tests/data/events
+tmp=$(mktemp -d /tmp/lns_gui_test.XXXXXX)
+fails=0
+pids=""
+cleanup() {
+    for p in $pids; do kill "$p" 2>/dev/null; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+skip() { echo "SKIP test_gui: $*"; exit 77; }
+ok() { echo "ok   $*"; }
+bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+# check NAME WANT GOT
+check() { if [ "$2" = "$3" ]; then ok "$1 = $3"; else bad "$1: want $2, got $3"; fi; }
+# the value of KEY in a selftest dump
+val() { awk -v k="$2" '$1 == k { $1 = ""; sub(/^ /, ""); print; exit }' "$1"; }
+
+command -v tclsh >/dev/null 2>&1 || skip "tclsh not installed (apt-get install tk8.6)"
+command -v Xvfb >/dev/null 2>&1 || skip "Xvfb not installed (scripts/install-deps.sh installs xvfb)"
+
+# A display of our own: Xvfb picks a free number and writes it to fd 3.
+Xvfb -displayfd 3 -screen 0 1280x800x24 -nolisten tcp 3>"$tmp/dpy" >"$tmp/xvfb.log" 2>&1 &
+pids="$pids $!"
+i=0
+while [ ! -s "$tmp/dpy" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -s "$tmp/dpy" ] || skip "Xvfb did not start: $(tail -1 "$tmp/xvfb.log")"
+DISPLAY=:$(head -1 "$tmp/dpy")
+export DISPLAY
+echo "display $DISPLAY"
+
+run_gui() { # OUT ARGS...: run the GUI with --selftest OUT, 60 s at most
+    out=$1; shift
+    timeout 60 "$gui" --selftest "$out" "$@" >"$out.log" 2>&1
+    rc=$?
+    [ $rc -eq 0 ] || { bad "lns_gui $* exited $rc"; sed 's/^/    /' "$out.log"; }
+    [ -s "$out" ] || { bad "lns_gui wrote no selftest dump"; : >"$out"; }
+}
+
+# --- 1. help and option errors need no display
+DISPLAY= "$gui" --help | grep -q -- "--events FILE" && ok "--help" || bad "--help"
+DISPLAY= "$gui" --replay-speed 0 >/dev/null 2>&1; check "bad option exit" 2 $?
+
+# --- 2. replay of a recorded download (3 depots), slowed down so every step is drawn
+ev=$data/download-3depots.events
+size=$(awk '$2 == "BEGIN" { for (i = 3; i <= NF; i++) if ($i ~ /^size=/) print substr($i, 6) }' "$ev")
+nend=$(awk '$2 == "FETCH_END"' "$ev" | wc -l | tr -d ' ')
+ndep=$(grep -c '^[^#]' "$data/depots-3.txt")
+shot=$tmp/gui-download.png
+[ "${LNS_UPDATE_DOCS:-0}" = 1 ] && shot=$root/docs/gui-download.png
+run_gui "$tmp/dl" --depots "$data/depots-3.txt" --events "$ev" --replay-speed 0.02 \
+    --screenshot "$shot" --snap-at 14
+d=$tmp/dl
+check "download: error" "-" "$(val $d error)"
+check "download: op" download "$(val $d op)"
+check "download: stream ended" 1 "$(val $d ended)"
+check "download: depots" "$ndep" "$(val $d depots)"
+check "download: depot markers" "$ndep" "$(val $d depot_markers)"
+check "download: distinct marker colours" "$ndep" "$(awk '$1 == "marker" { print $3 }' $d | sort -u | grep -vc '^-$')"
+[ "$(val $d land)" -gt 200 ] 2>/dev/null && ok "download: land outlines $(val $d land)" || bad "download: land outlines $(val $d land)"
+[ "$(val $d inflight_max)" -ge 1 ] 2>/dev/null && ok "download: blocks in flight seen ($(val $d inflight_max))" || bad "download: no block in flight"
+[ "$(val $d arrows_max)" -ge 1 ] 2>/dev/null && ok "download: arrows seen ($(val $d arrows_max))" || bad "download: no arrows"
+check "download: arrows after END" 0 "$(val $d arrows_now)"
+check "download: blocks done" "$nend" "$(val $d done_blocks)"
+check "download: done boxes" "$nend" "$(val $d done_items)"
+check "download: released edge" "$size of $size" "$(val $d edge)"
+check "download: edge at the bar's end" "$(val $d edge_x | awk '{ print $3 }')" "$(val $d edge_x | awk '{ print $1 }')"
+check "download: throughput graphs" "$ndep" "$(val $d graphs)"
+if head -c 8 "$shot" 2>/dev/null | od -An -c | grep -q 'P   N   G'; then ok "screenshot $shot"; else bad "no PNG screenshot ($(val $d screenshot_error))"; fi
+
+# --- 3. replay of a recorded upload: a row per copy, a box per fragment, all stored
+ev=$data/upload-3depots.events
+copies=$(awk '$2 == "BEGIN" { for (i = 3; i <= NF; i++) if ($i ~ /^copies=/) print substr($i, 8) }' "$ev")
+nalloc=$(awk '$2 == "ALLOCATE" { print $4, $5 }' "$ev" | sort -u | wc -l | tr -d ' ')
+ndone=$(awk '$2 == "COPY_DONE"' "$ev" | wc -l | tr -d ' ')
+run_gui "$tmp/up" --depots "$data/depots-3.txt" --events "$ev" --replay-speed 0.05
+d=$tmp/up
+check "upload: op" upload "$(val $d op)"
+check "upload: depot markers" "$ndep" "$(val $d depot_markers)"
+check "upload: rows" "$copies" "$(val $d rows)"
+check "upload: block boxes" "$nalloc" "$(val $d blocks)"
+check "upload: stored (filled) boxes" "$ndone" "$(val $d stored)"
+[ "$(val $d arrows_max)" -ge 1 ] 2>/dev/null && ok "upload: arrows seen" || bad "upload: no arrows"
+
+# --- 4. another version is refused with a message
+sed '1s/^LNS-EVENTS 1 /LNS-EVENTS 2 /' "$data/download-3depots.events" >"$tmp/v2.events"
+run_gui "$tmp/v2" --depots "$data/depots-3.txt" --events "$tmp/v2.events"
+case "$(val $tmp/v2 error)" in *version_2*) ok "version 2 refused";; *) bad "version 2 not refused: $(val $tmp/v2 error)";; esac
+check "version 2: nothing drawn" 0 "$(val $tmp/v2 done_items)"
+grep -q "version 2" "$tmp/v2.log" && ok "version 2: message on stderr" || bad "version 2: no message"
+
+# --- 5. depots as L-Bone JSON (GET /v1/depots answer), one of them without coordinates
+cat >"$tmp/depots.json" <<'EOF'
+{"depots": [
+ {"id": "a1", "host": "d1.example.org", "port": 6714, "rid": "0", "hard_total": 1000, "hard_free": 250,
+  "soft_total": 0, "soft_free": 0, "max_duration": 86400, "lat": 35.96, "lon": -83.92,
+  "place": "airport TYS (Knoxville, US)", "status": "up", "last_heard": 1, "distance_km": null,
+  "forecast_mbps": null},
+ {"id": "a2", "host": "d2.example.org", "port": 6714, "rid": "0", "hard_total": 1000, "hard_free": 1000,
+  "soft_total": 0, "soft_free": 0, "max_duration": 86400, "lat": -33.87, "lon": 151.21,
+  "place": "Sydney \"AU\"", "status": "up", "last_heard": 1, "distance_km": null, "forecast_mbps": 9.5},
+ {"id": "a3", "host": "d3.example.org", "port": 6715, "rid": "0", "hard_total": 1000, "hard_free": 0,
+  "soft_total": 0, "soft_free": 0, "max_duration": 86400, "lat": null, "lon": null,
+  "place": null, "status": "up", "last_heard": 1, "distance_km": null, "forecast_mbps": null}],
+ "resolved": null}
+EOF
+run_gui "$tmp/js" --depots "$tmp/depots.json" --region -130,-50,160,60
+check "JSON: depots" 3 "$(val $tmp/js depots)"
+# the world is 2.5 px/degree on the 900x450 map; lon -130..160 fills 900 px: 3.103
+check "--region zooms" 3.103 "$(val $tmp/js scale)"
+check "JSON: markers (one has no position)" 2 "$(val $tmp/js depot_markers)"
+case "$(val $tmp/js panel)" in
+    state:_up\|free:_250_B_of_1000_B\|position:_35.96_-83.92\|place:_airport_TYS*) ok "JSON: side panel";;
+    *) bad "JSON: side panel shows $(val $tmp/js panel)";;
+esac
+
+# --- 6. live: the GUI runs lors_upload then lors_download against 3 local depots
+if [ -x "$bin/ibp_depot" ] && [ -x "$bin/lors_upload" ] && [ -x "$bin/lors_download" ]; then
+    list=""
+    : >"$tmp/live-depots.txt"
+    n=0
+    for lat_lon in "35.96 -83.92" "52.37 4.90" "-33.87 151.21"; do
+        n=$((n + 1))
+        mkdir -p "$tmp/dep$n"
+        "$bin/ibp_depot" --listen 127.0.0.1 --port 0 --port-file "$tmp/dep$n/port" \
+            -r "$tmp/dep$n,hard=64M" --log-file "$tmp/dep$n/log" &
+        pids="$pids $!"
+        i=0
+        while [ ! -s "$tmp/dep$n/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+        p=$(cat "$tmp/dep$n/port")
+        list="$list${list:+,}127.0.0.1:$p"
+        echo "127.0.0.1:$p $lat_lon" >>"$tmp/live-depots.txt"
+    done
+    head -c 3000000 /dev/urandom >"$tmp/in.bin"
+    run_gui "$tmp/lu" --depots "$tmp/live-depots.txt" --run \
+        "'$bin/lors_upload' --no-rc --depot-list $list -c 2 -F 5 -o '$tmp/in.xnd' --events fd:1 '$tmp/in.bin'"
+    check "live upload: op" upload "$(val $tmp/lu op)"
+    check "live upload: ended" 1 "$(val $tmp/lu ended)"
+    check "live upload: rows" 2 "$(val $tmp/lu rows)"
+    check "live upload: stored boxes" 10 "$(val $tmp/lu stored)"
+    check "live upload: depots (no strangers)" 3 "$(val $tmp/lu depots)"
+    run_gui "$tmp/ld" --depots "$tmp/live-depots.txt" --run \
+        "'$bin/lors_download' --no-rc --no-report -bs 256K -o '$tmp/out.bin' --events fd:1 '$tmp/in.xnd' | tee '$tmp/ld.events'"
+    check "live download: ended" 1 "$(val $tmp/ld ended)"
+    check "live download: edge" "3000000 of 3000000" "$(val $tmp/ld edge)"
+    check "live download: blocks done" "$(awk '$2 == "FETCH_END"' "$tmp/ld.events" | wc -l | tr -d ' ')" \
+        "$(val $tmp/ld done_blocks)"
+    cmp -s "$tmp/in.bin" "$tmp/out.bin" && ok "live download: same bytes" || bad "live download: bytes differ"
+else
+    echo "(live part not run: no ibp_depot/lors_upload/lors_download in $bin)"
+    bad "live part: programs missing in $bin"
+fi
+
+# --- 7. depots from a real L-Bone: two depots register with their positions
+if [ -x "$bin/lbone_server" ] && [ -x "$bin/ibp_depot" ] && command -v curl >/dev/null 2>&1; then
+    echo "lns-gui-test-token" >"$tmp/token"
+    "$bin/lbone_server" --listen 127.0.0.1 --port 0 --port-file "$tmp/lbone.port" \
+        --db "$tmp/lbone.db" --token-file "$tmp/token" --probe-interval 0 \
+        --heartbeat 1s --down-after 2s \
+        --log-file "$tmp/lbone.log" &
+    pids="$pids $!"
+    i=0
+    while [ ! -s "$tmp/lbone.port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    url=http://127.0.0.1:$(cat "$tmp/lbone.port")
+    for n in 1 2; do
+        mkdir -p "$tmp/lb$n"
+        set -- 48.86 2.35
+        [ $n = 2 ] && set -- -22.91 -43.17
+        "$bin/ibp_depot" --listen 127.0.0.1 --port 0 --port-file "$tmp/lb$n/port" \
+            --public-host 127.0.0.1 -r "$tmp/lb$n,hard=32M" --log-file "$tmp/lb$n/log" \
+            --lbone "$url" --lbone-token-file "$tmp/token" --lbone-lat "$1" --lbone-lon "$2" &
+        pids="$pids $!"
+        lbpid=$!
+    done
+    i=0
+    while [ "$(curl -s "$url/v1/depots?count=10" | grep -o '"host"' | wc -l)" -lt 2 ] && [ $i -lt 100 ]; do
+        sleep 0.1; i=$((i + 1))
+    done
+    run_gui "$tmp/lb" --lbone "$url"
+    check "L-Bone: depots" 2 "$(val $tmp/lb depots)"
+    check "L-Bone: markers" 2 "$(val $tmp/lb depot_markers)"
+    case "$(val $tmp/lb panel)" in
+        state:_up\|free:_32.0_MiB_of_32.0_MiB*) ok "L-Bone: side panel";;
+        *) bad "L-Bone: side panel shows $(val $tmp/lb panel)";;
+    esac
+    case "$(val $tmp/lb status)" in L-Bone:_2_depots_up*) ok "L-Bone: status";; *) bad "L-Bone: status $(val $tmp/lb status)";; esac
+    check "L-Bone: down" 0 "$(val $tmp/lb down)"
+    # a depot that stops its heartbeats is no longer listed: the next refresh shows it down
+    timeout 60 "$gui" --selftest "$tmp/lbr" --selftest-after 8000 --lbone "$url" --refresh 1 \
+        >"$tmp/lbr.log" 2>&1 &
+    guipid=$!
+    sleep 1
+    kill "$lbpid"
+    wait "$guipid" || bad "lns_gui --lbone --refresh 1 failed: $(cat "$tmp/lbr.log")"
+    check "L-Bone refresh: depots" 2 "$(val $tmp/lbr depots)"
+    check "L-Bone refresh: down" 1 "$(val $tmp/lbr down)"
+    check "L-Bone refresh: grey markers" 1 "$(awk '$1 == "marker" && $3 == "#bbbbbb"' "$tmp/lbr" | wc -l | tr -d ' ')"
+else
+    bad "L-Bone part: lbone_server, ibp_depot or curl missing"
+fi
+
+echo "test_gui: $fails failed"
+[ $fails -eq 0 ]

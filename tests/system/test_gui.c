@@ -1,0 +1,75 @@
+/* test_gui.c -- lns_gui inside `make test`: runs tests/gui/test_gui.sh on the build's programs.
+ * The script starts its own Xvfb, replays the recorded event streams of tests/data/events,
+ * drives a real lors_upload and lors_download against three local depots through the GUI's
+ * --run, and checks what Tk drew through the GUI's --selftest dump (see docs/gui.md).
+ *
+ * Without Xvfb or tclsh (wish's Tcl) nothing can be shown: the program registers no test and
+ * prints a "SKIP" line, which tests/run.sh reports as skipped, never as a pass.  If they are
+ * installed but the display still cannot start, that is a failure. */
+#include "lns_test.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SKIP_CODE 77
+
+static char script[PATH_MAX];
+
+/* tests/gui/test_gui.sh relative to the current directory (make test runs from the tree's
+ * root), else to the bin directory (build/<kind>/bin/../../../tests/gui). */
+static int find_script(void)
+{
+    char alt[PATH_MAX];
+    snprintf(alt, sizeof alt, "%s/../../../tests/gui/test_gui.sh", lns_test_bindir());
+    const char *cands[2] = {"tests/gui/test_gui.sh", alt};
+    for (int i = 0; i < 2; i++) {
+        if (access(cands[i], X_OK) == 0) {
+            snprintf(script, sizeof script, "%s", cands[i]);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Run a shell command, echo its output indented, return its exit status (-1: no status). */
+static int run(const char *cmd)
+{
+    FILE *f = popen(cmd, "r");
+    if (!f)
+        return -1;
+    char line[1024];
+    while (fgets(line, sizeof line, f))
+        printf("    %s", line);
+    int st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_gui_script(void)
+{
+    char cmd[3 * PATH_MAX];
+    snprintf(cmd, sizeof cmd, "'%s' '%s' 2>&1", script, lns_test_bindir());
+    int rc = run(cmd);
+    if (rc == SKIP_CODE)
+        printf("test_gui: Xvfb is installed but no display could be started\n");
+    CU_ASSERT_EQUAL(rc, 0);
+}
+
+void lns_test_register(void)
+{
+    CU_pSuite s = CU_add_suite("gui", NULL, NULL);
+    if (find_script() != 0) {
+        printf("test_gui: tests/gui/test_gui.sh not found (run from the source tree)\n");
+        CU_add_test(s, "script present", test_gui_script); /* fails: nothing to run */
+        return;
+    }
+    if (system("command -v Xvfb >/dev/null 2>&1 && command -v tclsh >/dev/null 2>&1") != 0) {
+        printf("SKIP test_gui: Xvfb or tclsh not installed (scripts/install-deps.sh installs "
+               "xvfb and tk8.6)\n");
+        return;
+    }
+    CU_add_test(s, "lns_gui under Xvfb: replay, live upload and download", test_gui_script);
+}
