@@ -1,16 +1,19 @@
 /* lors_sched.c -- the download scheduler's decision core (see lors_sched.h, docs/scheduler.md).
  *
- * Two ideas make every decision cheap:
+ * Three ideas make every decision cheap:
  *  - Each depot keeps a min-heap of the pending blocks it holds a replica of.  Entries are
  *    removed lazily: the top is checked (block still pending, replica here still eligible)
  *    and dropped if not; a block that becomes pending again is pushed again.  The lowest
  *    startable block is the least top over the depots that are alive and below their cap.
  *  - Blocks in flight live in a small dense array (fly_t, at most one per fetch), so the
  *    redundancy scan, the "completed ahead" bump and stall detection are O(in flight).
+ *  - The pending blocks are also kept in a bitmap tree (lors_sched_bits.c), so that lookahead
+ *    (lors_sched_ahead.c) finds "the lowest pending block at or after k" in O(log n).
  *
- * Redundancy is the one decision that can waste bandwidth, so it has two gates: a block must
- * be late relative to the fetches in flight (redundancy_step), and the extra fetch must be
- * expected to save more time than it costs (rescue_pays).  lors_sched_has_work asks the same
+ * Redundancy is the one decision that can waste bandwidth, so it has three gates: a block must
+ * be late relative to the fetches in flight (redundancy_step), not on schedule for the writer
+ * (on_schedule: a slow lookahead fetch is left alone), and the extra fetch must be expected to
+ * save more time than it costs (rescue_pays).  lors_sched_has_work asks the same
  * decision (decide) without acting on it.
  *
  * Invariants: a block is in exactly one state; a block is in flight iff it has a fly_t entry
@@ -88,7 +91,7 @@ static int rep_possible(const lors_sched_t *s, const rep_t *r)
 }
 
 /* Eligible in the block's current round, ignoring the depot's state. */
-static int rep_in_round(const lors_sched_t *s, const blk_t *bk, const rep_t *r)
+int sched_rep_in_round(const lors_sched_t *s, const blk_t *bk, const rep_t *r)
 {
     return r->usable && !r->bad && r->tries < bk->round;
 }
@@ -103,8 +106,10 @@ static int blk_viable(const lors_sched_t *s, uint32_t b)
 
 static void mark_failed(lors_sched_t *s, uint32_t b)
 {
-    if (s->blk[b].state == ST_PENDING)
+    if (s->blk[b].state == ST_PENDING) {
         s->npending--;
+        sched_bits_clear(&s->pending, b);
+    }
     s->blk[b].state = ST_FAILED;
     s->tot.failed++;
     if (s->failed_min == NONE || b < s->failed_min)
@@ -126,7 +131,8 @@ static int push_pending(lors_sched_t *s, uint32_t b)
 {
     blk_t *bk = &s->blk[b];
     for (uint32_t r = bk->rep_head; r != NONE; r = s->rep[r].next)
-        if (rep_in_round(s, bk, &s->rep[r]) && sched_heap_push(&s->dep[s->rep[r].depot].pend, b) < 0)
+        if (sched_rep_in_round(s, bk, &s->rep[r]) &&
+            sched_heap_push(&s->dep[s->rep[r].depot].pend, b) < 0)
             return -1;
     return 0;
 }
@@ -139,7 +145,7 @@ static void maybe_next_round(lors_sched_t *s, uint32_t b)
         return;
     for (uint32_t r = bk->rep_head; r != NONE; r = s->rep[r].next) {
         const rep_t *rp = &s->rep[r];
-        if (rep_in_round(s, bk, rp) && !s->dep[rp->depot].dead)
+        if (sched_rep_in_round(s, bk, rp) && !s->dep[rp->depot].dead)
             return;
     }
     bk->round++;
@@ -179,7 +185,7 @@ static uint32_t choose_replica(const lors_sched_t *s, uint32_t b, const int *exc
     for (uint32_t r = bk->rep_head; r != NONE; r = s->rep[r].next) {
         const rep_t *rp = &s->rep[r];
         const depot_t *dp = &s->dep[rp->depot];
-        if (!rep_in_round(s, bk, rp) || dp->dead || dp->st.active >= dp->cap)
+        if (!sched_rep_in_round(s, bk, rp) || dp->dead || dp->st.active >= dp->cap)
             continue;
         int skip = 0;
         for (int i = 0; i < nexcl; i++)
@@ -287,6 +293,7 @@ static int fetch_start(lors_sched_t *s, uint32_t b, uint32_t r, uint64_t now, in
     if (bk->state == ST_PENDING) {
         bk->state = ST_FLIGHT;
         s->npending--;
+        sched_bits_clear(&s->pending, b);
         s->tot.buffered += sched_blk_len(s, b);
         bk->fly = s->nfly++;
         fly_t *e = &s->fly[bk->fly];
@@ -328,6 +335,46 @@ static int fetch_start(lors_sched_t *s, uint32_t b, uint32_t r, uint64_t now, in
 
 /* ---- decisions -------------------------------------------------------------------------- */
 
+double sched_best_known_bps(const lors_sched_t *s)
+{
+    double best = 0;
+    for (int k = 0; k < s->cfg.ndepots; k++)
+        if (s->dep[k].bps > best)
+            best = s->dep[k].bps;
+    return best;
+}
+
+/* The rate a new fetch on d can expect: the lower of the depot's score (its aggregate rate
+ * shared by one more stream) and the rate its fetches have had (when the client's link or CPU
+ * is what all depots share, that is the honest figure). */
+double sched_new_fetch_bps(const lors_sched_t *s, int d, double best_known)
+{
+    const depot_t *dp = &s->dep[d];
+    double rate = depot_score(s, d, 2 * best_known);
+    if (dp->known && dp->fetch_bps < rate)
+        rate = dp->fetch_bps;
+    return rate;
+}
+
+/* The download's rate: the sum of the live depots' aggregate estimates (0: none known). */
+double sched_aggregate_bps(const lors_sched_t *s)
+{
+    double a = 0;
+    for (int d = 0; d < s->cfg.ndepots; d++)
+        if (!s->dep[d].dead && s->dep[d].known)
+            a += s->dep[d].bps;
+    return a;
+}
+
+/* When the writer will need block b, ns from now: the blocks between the first hole and b at
+ * the download's rate.  The first hole is needed now. */
+double sched_need_ns(const lors_sched_t *s, uint32_t b, double agg)
+{
+    if (b <= s->first_hole || agg <= 0)
+        return 0;
+    return (double)(b - s->first_hole) * (double)s->cfg.block_size / agg * 1e9;
+}
+
 /* Does a new fetch of e's block from depot d pay?  It must be expected to end earlier than
  * every fetch of the block in flight by at least its own duration t_new: the time it saves
  * the writer must be worth the stream time it costs.  A fetch in flight is projected at the
@@ -340,17 +387,11 @@ static int fetch_start(lors_sched_t *s, uint32_t b, uint32_t r, uint64_t now, in
  * nothing.  Nothing measured yet: yes, as optimistic as the replica choice. */
 static int rescue_pays(const lors_sched_t *s, const fly_t *e, int d, uint64_t now)
 {
-    double best_known = 0;
-    for (int k = 0; k < s->cfg.ndepots; k++)
-        if (s->dep[k].bps > best_known)
-            best_known = s->dep[k].bps;
+    double best_known = sched_best_known_bps(s);
     if (best_known <= 0)
         return 1;
-    const depot_t *dp = &s->dep[d];
     double len = (double)sched_blk_len(s, e->block);
-    double rate = depot_score(s, d, 2 * best_known);
-    if (dp->known && dp->fetch_bps < rate)
-        rate = dp->fetch_bps;
+    double rate = sched_new_fetch_bps(s, d, best_known);
     double t_new = rate > 0 ? len / rate * 1e9 : HUGE_VAL;
     for (int i = 0; i < e->n; i++) {
         const fetch_t *f = &s->fx[e->f[i]];
@@ -365,6 +406,32 @@ static int rescue_pays(const lors_sched_t *s, const fly_t *e, int d, uint64_t no
             return 0;
     }
     return 1;
+}
+
+/* Will e's block arrive before the writer needs it?  Its best fetch is projected at the rate it
+ * has shown (bytes over age) or, before its first bytes, at its depot's per-fetch rate; the
+ * writer needs the block once the blocks below it have arrived at the download's rate
+ * (need_ns).  Such a fetch is slow but on schedule (a lookahead fetch on a slow depot): a
+ * second copy would only waste a stream.  The first hole is always needed now. */
+static int on_schedule(const lors_sched_t *s, const fly_t *e, uint64_t now, double agg)
+{
+    double need = sched_need_ns(s, e->block, agg), len = (double)sched_blk_len(s, e->block);
+    if (need <= 0)
+        return 0;
+    for (int i = 0; i < e->n; i++) {
+        const fetch_t *f = &s->fx[e->f[i]];
+        const depot_t *dp = &s->dep[f->depot];
+        double age = (double)(now - f->start), done = (double)f->bytes, rem;
+        if (done > 0)
+            rem = age * (len - done) / done;
+        else if (dp->known && dp->fetch_bps > 0)
+            rem = len / dp->fetch_bps * 1e9 - age;
+        else
+            continue;
+        if (rem <= need)
+            return 1;
+    }
+    return 0;
 }
 
 /* The "completed ahead" count at which a block with n fetches is due its next one: n x T,
@@ -390,12 +457,15 @@ static int pick_redundant(const lors_sched_t *s, uint64_t now, int endgame, uint
     uint32_t best = NONE, brep = NONE;
     if (R <= 1 || (!endgame && P <= 0))
         return 0;
+    double agg = sched_aggregate_bps(s);
     for (uint32_t i = 0; i < s->nfly; i++) {
         const fly_t *e = &s->fly[i];
         if (e->n >= R || e->block >= best)
             continue;
         int stalled = fly_stalled(s, e, now);
         if (!endgame && (uint64_t)e->ahead + step * (uint64_t)stalled < step * (uint64_t)e->n)
+            continue;
+        if (!endgame && !stalled && on_schedule(s, e, now, agg))
             continue;
         int excl[LORS_SCHED_MAX_R];
         for (int k = 0; k < e->n; k++)
@@ -428,7 +498,7 @@ static uint32_t lowest_pending(lors_sched_t *s)
             int ok = 0;
             if (bk->state == ST_PENDING)
                 for (uint32_t r = bk->rep_head; r != NONE && !ok; r = s->rep[r].next)
-                    ok = s->rep[r].depot == d && rep_in_round(s, bk, &s->rep[r]);
+                    ok = s->rep[r].depot == d && sched_rep_in_round(s, bk, &s->rep[r]);
             if (ok)
                 break;
             heap_pop(&dp->pend);
@@ -450,7 +520,7 @@ static int prebuffer_met(const lors_sched_t *s)
  * the writer is waiting for it (it has nothing else to release, or is still pre-buffering),
  * and its bytes are kept in reserve while it is pending, so that later blocks cannot shut it
  * out: the buffer can never fill up with blocks that cannot leave. */
-static int buffer_full(const lors_sched_t *s, uint32_t b)
+int sched_buffer_full(const lors_sched_t *s, uint32_t b)
 {
     if (!s->cfg.buffer_bytes)
         return 0;
@@ -519,13 +589,14 @@ static lors_sched_action_t decide(lors_sched_t *s, uint64_t now, lors_sched_fetc
 
     *b = lowest_pending(s);
     if (*b != NONE) {
-        if (buffer_full(s, *b)) {
+        if (sched_buffer_full(s, *b)) {
             f->wait_until = wait_hint(s, now); /* or when the writer releases */
             return LORS_SCHED_WAIT;
         }
         *r = choose_replica(s, *b, NULL, 0);
         assert(*r != NONE); /* lowest_pending found b on a live depot below its cap */
         *redundant = 0;
+        sched_lookahead(s, b, r);
         return LORS_SCHED_FETCH;
     }
 
@@ -593,8 +664,11 @@ int lors_sched_complete(lors_sched_t *s, uint64_t id, uint64_t now, uint64_t *ca
         uint32_t lo = e->f[0];
         cancel[nc++] = fetch_id(s, lo);
         /* a loser's rate is at most what it has shown so far: without that sample, a depot
-         * that always loses would keep its optimistic "unknown" score for ever */
-        ewma_update(s, &s->dep[s->fx[lo].depot], s->fx[lo].bytes, now - s->fx[lo].start);
+         * that always loses would keep its optimistic "unknown" score for ever.  But a loser
+         * that has reported nothing yet (bytes come in pieces) shows no rate at all: a zero
+         * sample would rank its depot last for good, and lookahead would never use it */
+        if (s->fx[lo].bytes)
+            ewma_update(s, &s->dep[s->fx[lo].depot], s->fx[lo].bytes, now - s->fx[lo].start);
         s->dep[s->fx[lo].depot].st.cancelled++;
         s->tot.cancelled++;
         fetch_end(s, lo);
@@ -638,6 +712,7 @@ int lors_sched_fail(lors_sched_t *s, uint64_t id, uint64_t now, lors_sched_fail_
         fly_remove(s, b);
         s->blk[b].state = ST_PENDING;
         s->npending++;
+        sched_bits_set(&s->pending, b);
         s->tot.buffered -= sched_blk_len(s, b);
         maybe_next_round(s, b);
         if (!blk_viable(s, b))

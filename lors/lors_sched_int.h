@@ -1,7 +1,9 @@
 /* lors_sched_int.h -- the scheduler's state, shared by its two files.
  *
  * lors_sched.c makes the decisions (next fetch, completion, failure, release);
- * lors_sched_setup.c builds the state and reports on it.  Internal to liblors.
+ * lors_sched_ahead.c the lookahead part of "which block next"; lors_sched_bits.c keeps the
+ * set of pending blocks; lors_sched_setup.c builds the state and reports on it.  Internal to
+ * liblors.
  */
 #ifndef LNS_LORS_SCHED_INT_H
 #define LNS_LORS_SCHED_INT_H
@@ -46,6 +48,15 @@ typedef struct heap {
     size_t n, cap;
 } heap_t;
 
+/* A set of block numbers (lors_sched_bits.c): level 0 one bit per block, each level above one
+ * bit per non-empty word of the level below. */
+#define BITS_MAXLEV 6
+typedef struct bits {
+    uint64_t *v[BITS_MAXLEV];
+    uint64_t size[BITS_MAXLEV]; /* words per level */
+    int nlev;
+} bits_t;
+
 typedef struct depot {
     int cap, dead, consec, known; /* known: bps has at least one sample */
     uint64_t retry_at; /* dead: alive again from this time; 0 = dead for good */
@@ -68,6 +79,7 @@ struct lors_sched {
     uint32_t nfly, capfly;
     uint64_t prebuffer; /* cfg.prebuffer_bytes clamped so that it fits in the buffer */
     uint32_t first_hole, next_release, failed_min, npending;
+    bits_t pending; /* the blocks in ST_PENDING, for "lowest pending at or after k" */
     int started, releasing;
     lors_sched_totals_t tot;
 };
@@ -78,5 +90,22 @@ uint64_t sched_blk_len(const lors_sched_t *s, uint32_t b);
 int sched_heap_push(heap_t *h, uint32_t x);
 int sched_perm_dead(const depot_t *d);
 void sched_scan_failed(lors_sched_t *s);
+
+int sched_rep_in_round(const lors_sched_t *s, const blk_t *bk, const rep_t *r);
+int sched_buffer_full(const lors_sched_t *s, uint32_t b);
+double sched_best_known_bps(const lors_sched_t *s);
+double sched_new_fetch_bps(const lors_sched_t *s, int d, double best_known);
+double sched_aggregate_bps(const lors_sched_t *s);
+double sched_need_ns(const lors_sched_t *s, uint32_t b, double agg);
+
+/* lors_sched_ahead.c: given the lowest pending block *b and its best replica *r, maybe a later
+ * block or another depot (lookahead). */
+void sched_lookahead(const lors_sched_t *s, uint32_t *b, uint32_t *r);
+
+int sched_bits_init(bits_t *t, uint32_t n); /* all clear; -1: out of memory */
+void sched_bits_free(bits_t *t);
+void sched_bits_set(bits_t *t, uint32_t b);
+void sched_bits_clear(bits_t *t, uint32_t b);
+uint32_t sched_bits_next(const bits_t *t, uint32_t from); /* lowest set >= from, or NONE */
 
 #endif

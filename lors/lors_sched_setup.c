@@ -44,8 +44,12 @@ lors_sched_t *lors_sched_new(const lors_sched_cfg_t *cfg)
     s->dep = calloc((size_t)cfg->ndepots, sizeof *s->dep);
     if (!s->blk || !s->dep)
         goto oom;
-    for (uint32_t b = 0; b < s->nblocks; b++)
+    if (sched_bits_init(&s->pending, s->nblocks) < 0)
+        goto oom;
+    for (uint32_t b = 0; b < s->nblocks; b++) {
         s->blk[b] = (blk_t){NONE, NONE, NONE, ST_PENDING, 1};
+        sched_bits_set(&s->pending, b);
+    }
     for (int d = 0; d < cfg->ndepots; d++)
         s->dep[d].cap = cfg->depot_cap;
     s->npending = s->nblocks;
@@ -77,6 +81,7 @@ void lors_sched_free(lors_sched_t *s)
     free(s->rep);
     free(s->fx);
     free(s->fly);
+    sched_bits_free(&s->pending);
     free(s);
 }
 

@@ -20,7 +20,7 @@
 #define MAXEV 256
 
 typedef struct ev {
-    uint64_t id, at;
+    uint64_t id, at, start, len;
     uint32_t block;
     int depot, fail;
 } ev_t;
@@ -35,6 +35,7 @@ typedef struct sim {
     uint64_t slow_ns;
     int check_budget;     /* assert buffered <= budget at every step */
     uint64_t budget;
+    int report_progress;  /* before every event, report each fetch's bytes so far (linear) */
     /* results */
     uint64_t now;
     ev_t ev[MAXEV];
@@ -140,6 +141,8 @@ static void sim_run(sim_t *m, const int *cap_of)
             e->depot = f.depot;
             e->fail = m->fails[f.depot];
             e->at = m->now + m->latency + (uint64_t)((double)f.len / share * 1e9);
+            e->start = m->now + m->latency;
+            e->len = f.len;
             if (f.block == m->slow_block && !f.redundant)
                 e->at = m->now + m->slow_ns;
             idle--;
@@ -181,6 +184,14 @@ static void sim_run(sim_t *m, const int *cap_of)
         }
         m->ev[k] = m->ev[--m->nev];
         m->now = e.at;
+        for (int i = 0; m->report_progress && i < m->nev; i++) {
+            const ev_t *p = &m->ev[i];
+            if (m->now > p->start && p->at > p->start && !p->fail)
+                lors_sched_progress(m->s, p->id,
+                                    (uint64_t)((double)p->len * (double)(m->now - p->start) /
+                                               (double)(p->at - p->start)),
+                                    m->now);
+        }
         idle++;
         if (e.fail) {
             if (lors_sched_fail(m->s, e.id, m->now, LORS_SCHED_FAIL_DEPOT) < 0)
@@ -764,6 +775,105 @@ static void test_redundancy_pays(void)
     lors_sched_free(s);
 }
 
+/* (13) lookahead by hand: depot 0 measured at 1e9 B/s, depot 1 at 1e8 B/s (10 us per block).
+ * Depot 1 is idle, so it gets the next stream, but not block 2: in its 10 us the download
+ * fetches 11 blocks, so it gets the block x 1.5 past the first hole: 2 + 17 = 19.  Blocks 2..18
+ * go to depot 0, and block 19 arrives before the writer needs it: nothing is fetched twice. */
+static void test_lookahead(void)
+{
+    lors_sched_cfg_t c = base_cfg(64, 1000, 2);
+    c.progress = 1;
+    c.stall_ns = 0;
+    c.endgame = 0;
+    c.depot_cap = 64;
+    lors_sched_t *s = mk(&c);
+    add_all(s, 2);
+    lors_sched_fetch_t f0, f1, g, slow;
+    uint64_t cancel[LORS_SCHED_MAX_R];
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f0), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f1), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL_FATAL(f0.depot, 0);
+    CU_ASSERT_EQUAL_FATAL(f1.depot, 1);
+    CU_ASSERT_EQUAL(lors_sched_complete(s, f0.id, 1000, cancel), 0);
+    CU_ASSERT_EQUAL(lors_sched_complete(s, f1.id, 10000, cancel), 0);
+    /* both idle: depot 1 gets a stream, for block 19; block 2 stays for depot 0 */
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 10000, &slow), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL(slow.depot, 1);
+    CU_ASSERT_EQUAL(slow.block, 19);
+    CU_ASSERT_FALSE(slow.redundant);
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 10000, &g), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL(g.block, 2);
+    CU_ASSERT_EQUAL(g.depot, 0);
+    /* with one stream per depot, depot 0 takes the blocks below 19 in order */
+    CU_ASSERT_EQUAL(lors_sched_depot_cap(s, 0, 1), 0);
+    CU_ASSERT_EQUAL(lors_sched_depot_cap(s, 1, 1), 0);
+    uint64_t now = 11000;
+    CU_ASSERT_EQUAL(lors_sched_complete(s, g.id, now, cancel), 0);
+    for (uint32_t want = 3; want <= 18; want++) {
+        CU_ASSERT_EQUAL(lors_sched_progress(s, slow.id, (now - 10000) / 10, now), 0);
+        CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, now, &g), LORS_SCHED_FETCH);
+        CU_ASSERT_EQUAL(g.block, want);
+        CU_ASSERT_EQUAL(g.depot, 0);
+        CU_ASSERT_FALSE(g.redundant);
+        now += 1000;
+        if (want == 18) /* the slow block arrives in time, before block 18 is written */
+            CU_ASSERT_EQUAL(lors_sched_complete(s, slow.id, 20000, cancel), 0);
+        CU_ASSERT_EQUAL(lors_sched_complete(s, g.id, now, cancel), 0);
+    }
+    lors_sched_totals_t tt;
+    lors_sched_totals(s, &tt);
+    CU_ASSERT_EQUAL(tt.cancelled, 0);
+    lors_sched_free(s);
+}
+
+/* (12) heterogeneous depots, full replicas (WAN scenario 1 in bytes/s: 20/40/80/160 Mbit/s,
+ * 256 blocks of 1 MiB, 8 streams, cap 4, 64 MiB buffer).  Streams used to go to the best
+ * depot for the lowest pending block, so the slowest depot got a block only when the others
+ * were at their cap, and that block was soon fetched again from a fast depot.  With
+ * lookahead the slow depots fetch blocks the writer needs later: each contributes about its
+ * share, few fetches are wasted, and the simulated time nears the fluid ideal. */
+static void test_heterogeneous(void)
+{
+    enum { NB = 256 };
+    const double mbit[4] = {20, 40, 80, 160};
+    lors_sched_cfg_t c = base_cfg(NB, 1 << 20, 4);
+    c.depot_cap = 4;
+    c.buffer_bytes = 64ull << 20;
+    lors_sched_t *s = mk(&c);
+    add_all(s, 4);
+    sim_t m;
+    sim_init(&m, s, 4, 8);
+    double agg = 0;
+    for (int d = 0; d < 4; d++)
+        agg += m.bw[d] = mbit[d] * 1e6 / 8;
+    m.latency = 2000000; /* 2 ms per request */
+    m.report_progress = 1;
+    m.check_budget = 1;
+    m.budget = c.buffer_bytes;
+    sim_run(&m, NULL);
+    CU_ASSERT_EQUAL(m.bad, 0);
+    CU_ASSERT_FALSE(m.stuck);
+    CU_ASSERT_EQUAL(m.released, NB);
+    double ideal = (double)NB * (1 << 20) / agg, secs = (double)m.now / 1e9;
+    lors_sched_totals_t t;
+    lors_sched_totals(s, &t);
+    printf("\n  ideal %.3f s, simulated %.3f s (%.3f of the aggregate), %llu redundant, "
+           "%llu cancelled; blocks won:", ideal, secs, ideal / secs,
+           (unsigned long long)t.redundant_started, (unsigned long long)t.cancelled);
+    lors_sched_depot_stats_t st[4];
+    for (int d = 0; d < 4; d++) {
+        lors_sched_depot_stats(s, d, &st[d]);
+        printf(" %.0f Mbit/s %llu/%llu", mbit[d], (unsigned long long)st[d].blocks_won,
+               (unsigned long long)st[d].started);
+    }
+    /* fair share of the slowest: NB x 20/300 = 17 blocks */
+    CU_ASSERT_TRUE(st[0].blocks_won >= 12);
+    CU_ASSERT_TRUE(st[1].blocks_won >= 26);
+    CU_ASSERT_TRUE(ideal / secs >= 0.95); /* 0.93 without lookahead */
+    CU_ASSERT_TRUE(t.cancelled <= 8);
+    lors_sched_free(s);
+}
+
 /* (11) 200,000 blocks x 3 replicas x 16 depots, simulated to completion */
 static void test_perf(void)
 {
@@ -817,5 +927,7 @@ void lns_test_register(void)
     CU_add_test(s, "stalled fetches", test_stall);
     CU_add_test(s, "redundancy trigger scales with fetches in flight", test_redundancy_scales);
     CU_add_test(s, "a redundant fetch must pay", test_redundancy_pays);
+    CU_add_test(s, "lookahead: a slow idle depot fetches a later block", test_lookahead);
+    CU_add_test(s, "heterogeneous depots: slow ones used (lookahead)", test_heterogeneous);
     CU_add_test(s, "200k blocks x 3 replicas x 16 depots", test_perf);
 }
