@@ -526,7 +526,6 @@ static void play_opts(const flags_t *f, const lors_rc_t *rc, const xnd_t *x, dou
     lors_download_opts_init(o);
     o->blocksize = 512 * 1024;
     o->threads = depots * 2 < 8 ? 8 : depots * 2 > 32 ? 32 : depots * 2;
-    o->stall_ms = 1000;   /* a second without progress is a stall worth a second fetch */
     o->timeout_ms = 10000;
     if (rc->threads > 0)
         o->threads = rc->threads > 256 ? 256 : rc->threads;
@@ -549,6 +548,13 @@ static void play_opts(const flags_t *f, const lors_rc_t *rc, const xnd_t *x, dou
     int64_t floor = o->prebuffer_bytes + (int64_t)o->threads * o->blocksize;
     int64_t want = bitrate > 0 ? (int64_t)((f->buffer > 0 ? f->buffer : 4) * Bps) : 64 * MIB;
     o->buffer_bytes = want > floor ? want : floor;
+    /* A stall is a fetch that reports no progress (one every 256 KiB piece) for twice the time
+     * a piece takes at the slowest rate playback can live with: the stream's rate shared by
+     * every stream.  A fixed second aborted healthy fetches on slow links (8 x 5 Mbit/s
+     * depots, 16 streams: a piece every ~0.8 s) until no replica was left. */
+    double per_stream = bitrate > 0 ? Bps / o->threads : 0;
+    double piece_ms = per_stream > 0 ? 256.0 * 1024 / per_stream * 1000 : 0;
+    o->stall_ms = piece_ms * 2 > 2000 ? (piece_ms * 2 < 30000 ? (int)(piece_ms * 2) : 30000) : 2000;
 }
 
 int main(int argc, char **argv)
