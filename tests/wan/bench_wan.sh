@@ -5,8 +5,9 @@
 #   tests/wan/bench_wan.sh BUILD_DIR        (environment: WAN_SIZE, WAN_RUNS, WAN_ONLY=glob)
 #
 # Each scenario's full log goes to build/wan/<scenario>.log, the table to build/wan/results.md
-# (also printed).  A failing scenario is reported and the others still run; the exit status
-# says whether all passed their byte checks (targets are judged by reading the table).
+# (also printed), the scaling plot (scenario 6) to build/wan/wan-scaling.png.  A failing
+# scenario is reported and the others still run; the exit status says whether all passed their
+# byte checks (targets are judged by reading the table).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=${1:?usage: bench_wan.sh BUILD_DIR}
@@ -32,6 +33,10 @@ for scn in "$HERE"/scenarios/${WAN_ONLY:-[0-9]*}.scn; do
     fi
     grep '^result:\|^physical' "$OUT/$name.log" || true
 done
+# Scenario 6's plot from the logs just written (docs/wan-scaling.png is the committed one).
+if ls "$OUT"/6-scaling-*.log >/dev/null 2>&1; then
+    WAN_PLOT_ONLY=1 WAN_LOGS=$OUT "$HERE/scaling.sh" "$OUT/wan-scaling.png" || rc=1
+fi
 echo
 cat "$WAN_RESULTS"
 exit $rc

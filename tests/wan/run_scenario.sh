@@ -6,7 +6,11 @@
 #
 # Environment: WAN_RUNS (rounds, default: the file's "runs", at least 3), WAN_SIZE (override the
 # file size, e.g. 64M for a first pass), WAN_RESULTS (append one markdown table row there),
-# TB_BIN (programs, default build/release/bin), TB_KEEP=1 (keep the work directory).
+# TB_BIN (programs, default build/release/bin), TB_KEEP=1 (keep the work directory),
+# WAN_NETLOG=DIR (NetLogger logs for lors_lifelines: DIR/h<i>.events from every depot,
+# DIR/ours.<round>.netlog from lors_download), WAN_MEDIA (the videos' directory, default
+# build/media, made there by tests/media/make_videos.sh when missing), WAN_CLIENT (flags added
+# after the scenario's "client" flags, e.g. "-t 16" for a what-if run), WAN_PEER (replaces "peer").
 #
 # Scenario format (one directive a line, # comments; docs/wan-testbed.md):
 #   name TEXT | size N | copies N | fragments N | runs N
@@ -15,6 +19,10 @@
 #   at 10s host2 rate 1mbit | at 30% kill host3 | at 12s crash host1
 #     (kill: SIGKILL the host's depot and nginx; crash: also take its link down, silently)
 #   client FLAGS...   extra lors_download flags;  peer FLAGS...  aria2c flags ("peer none": no peer)
+#   client play FLAGS...  stream with lors_play --player paced --headless FLAGS instead (no peer):
+#                     the figure is lns_paced's underrun count and duration per round
+#   media NAME | bitrate RATE | upload FLAGS...   the file is video NAME (from WAN_MEDIA) instead
+#                     of random bytes; its bitrate (lors_upload --bitrate); extra lors_upload flags
 #
 # A round: ours then the peer (the order alternates each round), each from a fresh start of every
 # host (rates reset, killed depots restarted) with the scenario's events replayed while it runs;
@@ -33,6 +41,7 @@ SCN=${1:?usage: run_scenario.sh SCENARIO.scn}
 
 NAME=$(basename "$SCN" .scn); SIZE_ARG=64M; COPIES=""; FRAGS=""; RUNS=3
 RATES=(); LATS=(); JITS=(); EVENTS=(); CLIENT_FLAGS=""; PEER_FLAGS="-x1 -k1M --disk-cache=0"
+UNDERRUNS=""; MODE=download; MEDIA=""; BITRATE=""; UPLOAD_FLAGS=""; PEER_SET=""
 add_host() {
     local r=$1 l=0 j=0 kv; shift
     for kv in "$@"; do
@@ -56,12 +65,30 @@ while read -r key rest; do
     host) add_host $rest ;;
     hosts) set -- $rest; c=$1; shift; for _ in $(seq "$c"); do add_host "$@"; done ;;
     at) EVENTS+=("$rest") ;;
-    client) CLIENT_FLAGS=$rest ;;
-    peer) PEER_FLAGS=$rest ;;
+    client) CLIENT_FLAGS=$rest
+            case $rest in play|play\ *) MODE=play; CLIENT_FLAGS=${rest#play} ;; esac ;;
+    peer) PEER_FLAGS=$rest; PEER_SET=1 ;;
+    media) MEDIA=$rest ;;
+    bitrate) BITRATE=$rest ;;
+    upload) UPLOAD_FLAGS=$rest ;;
     *) echo "run_scenario: $SCN: unknown directive '$key'" >&2; exit 2 ;;
     esac
 done <"$SCN"
 SIZE_ARG=${WAN_SIZE:-$SIZE_ARG}
+CLIENT_FLAGS+=${WAN_CLIENT:+ $WAN_CLIENT}
+[ -n "${WAN_PEER:-}" ] && PEER_FLAGS=$WAN_PEER && PEER_SET=1
+# A player is not compared with aria2c: streaming scenarios have no peer unless one is named.
+[ "$MODE" = play ] && [ -z "$PEER_SET" ] && PEER_FLAGS=none
+if [ -n "$MEDIA" ]; then
+    MEDIA_DIR=${WAN_MEDIA:-$TB_ROOT/build/media}
+    if [ ! -s "$MEDIA_DIR/$MEDIA" ]; then
+        "$TB_ROOT/tests/media/make_videos.sh" "$MEDIA_DIR" >&2 ||
+            { echo "run_scenario: cannot make the videos in $MEDIA_DIR" >&2; exit 2; }
+    fi
+    [ -s "$MEDIA_DIR/$MEDIA" ] || { echo "run_scenario: $MEDIA_DIR/$MEDIA: no such video" >&2; exit 2; }
+    SIZE_ARG=$(stat -c %s "$MEDIA_DIR/$MEDIA")
+fi
+[ -n "$BITRATE" ] && UPLOAD_FLAGS="--bitrate $BITRATE $UPLOAD_FLAGS"
 RUNS=${WAN_RUNS:-$RUNS}
 N=${#RATES[@]}
 [ "$N" -ge 1 ] || { echo "run_scenario: $SCN: no hosts" >&2; exit 2; }
@@ -82,7 +109,9 @@ median() { sort -g | awk '{ v[NR] = $1 } END { if (!NR) print "nan"; else if (NR
                                              else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 now() { date +%s.%N; }
 
-for f in ibp_depot lors_upload lors_download; do
+NEED="ibp_depot lors_upload lors_download"
+[ "$MODE" = play ] && NEED+=" lors_play lns_paced"
+for f in $NEED; do
     [ -x "$TB_BIN/$f" ] || { echo "run_scenario: $TB_BIN/$f: not built" >&2; exit 2; }
 done
 PEER=yes
@@ -155,7 +184,7 @@ run_events() {
     for e in "${EVENTS[@]}"; do
         parse_event "$e"
         case $when in
-        *%) target=$(awk -v f="${when%\%}" -v s="$SIZE" -v b="$base" 'BEGIN { printf "%d", b + f / 100 * s }')
+        *%) target=$(awk -v f="${when%\%}" -v s="$SIZE" -v b="$base" 'BEGIN { printf "%.0f", b + f / 100 * s }')
             while [ "$(tb_rx_bytes)" -lt "$target" ]; do sleep 0.02; done ;;
         *) target=${when%s}
            while :; do
@@ -197,14 +226,20 @@ timed() {
     sync
     base=$(tb_rx_bytes)
     start=$(now)
-    if [ "$side" = ours ]; then
+    if [ "$side" = ours ] && [ "$MODE" = play ]; then
         # shellcheck disable=SC2086
-        tb_client "$TB_BIN/lors_download" -V --no-report --no-rc $CLIENT_FLAGS -o "$out" \
-            "$TB_WORK/file.xnd" 2>"$TB_WORK/ours.$round.report" &
+        tb_client $TIME_CMD "$TB_BIN/lors_play" -V --no-rc --player paced --headless $CLIENT_FLAGS \
+            -o "$out" "$TB_WORK/file.xnd" 2>"$TB_WORK/ours.$round.report" &
+    elif [ "$side" = ours ]; then
+        local netlog=()
+        [ -n "${WAN_NETLOG:-}" ] && netlog=(--netlog "$WAN_NETLOG/ours.$round.netlog")
+        # shellcheck disable=SC2086
+        tb_client $TIME_CMD "$TB_BIN/lors_download" -V --no-report --no-rc "${netlog[@]}" $CLIENT_FLAGS \
+            -o "$out" "$TB_WORK/file.xnd" 2>"$TB_WORK/ours.$round.report" &
     else
         for i in $(seq 1 "$N"); do urls+=("http://$(tb_addr "$i")/file"); done
         # shellcheck disable=SC2086
-        tb_client aria2c -q -s"$N" $PEER_FLAGS --allow-overwrite=true --auto-file-renaming=false \
+        tb_client $TIME_CMD aria2c -q -s"$N" $PEER_FLAGS --allow-overwrite=true --auto-file-renaming=false \
             --file-allocation=none --max-tries=0 --retry-wait=1 -d "$TB_WORK" -o "out.$side" \
             "${urls[@]}" >"$TB_WORK/peer.$round.log" 2>&1 &
     fi
@@ -230,6 +265,13 @@ timed() {
 
 for e in "${EVENTS[@]}"; do parse_event "$e"; done
 
+# The client's CPU time per round (what limits it at the top of the scaling scenario).
+TIME_CMD=""
+[ -x /usr/bin/time ] && TIME_CMD="/usr/bin/time -f cpu:_user_%Us_sys_%Ss_%P_of_one_core_maxrss_%MKiB"
+if [ -n "${WAN_NETLOG:-}" ]; then
+    mkdir -p "$WAN_NETLOG"; WAN_NETLOG=$(cd "$WAN_NETLOG" && pwd); export TB_EVENT_LOG=$WAN_NETLOG
+fi
+
 # ---- set up --------------------------------------------------------------------------------
 tb_trap
 tb_sweep
@@ -238,13 +280,15 @@ HARD_MB=$(( SIZE * COPIES / N / 1048576 * 2 + 64 ))
 for i in $(seq 1 "$N"); do
     tb_start_host "$i" "$HARD_MB" "${LATS[$((i - 1))]}" "${JITS[$((i - 1))]}"
 done
-head -c "$SIZE" /dev/urandom >"$TB_WORK/www/file"
+if [ -n "$MEDIA" ]; then cp "$MEDIA_DIR/$MEDIA" "$TB_WORK/www/file"
+else head -c "$SIZE" /dev/urandom >"$TB_WORK/www/file"; fi
 SUM=$(sha256sum <"$TB_WORK/www/file" | cut -d' ' -f1)
 LIST=""
 for i in $(seq 1 "$N"); do LIST+="${LIST:+,}$(tb_addr "$i"):6714"; done
 : >"$TB_WORK/empty.rc"
+# shellcheck disable=SC2086
 tb_client "$TB_BIN/lors_upload" --no-rc --no-report --quiet --depot-list "$LIST" -c "$COPIES" \
-    -F "$FRAGS" -d 1d -o "$TB_WORK/file.xnd" "$TB_WORK/www/file"
+    -F "$FRAGS" -d 1d $UPLOAD_FLAGS -o "$TB_WORK/file.xnd" "$TB_WORK/www/file"
 for i in $(seq 1 "$N"); do tb_rate "$i" "${RATES[$((i - 1))]}"; done
 IDEAL=$(ideal_time)
 AGG=$(for r in "${RATES[@]}"; do tb_mbit "$r"; echo; done | awk '{ s += $1 } END { printf "%g", s }')
@@ -252,7 +296,10 @@ AGG=$(for r in "${RATES[@]}"; do tb_mbit "$r"; echo; done | awk '{ s += $1 } END
 echo "== $NAME ($SCN)"
 echo "command: WAN_RUNS=$RUNS WAN_SIZE=$SIZE_ARG tests/wan/run_scenario.sh $SCN"
 echo "hosts: ${RATES[*]} (latency ms: ${LATS[*]}); file $SIZE_ARG, $COPIES copies x $FRAGS fragments; events: ${EVENTS[*]:-none}"
-echo "ours: lors_download $CLIENT_FLAGS; peer: $([ -n "$PEER" ] && echo "aria2c -s$N $PEER_FLAGS" || echo none)"
+[ -n "$MEDIA" ] && echo "media: $MEDIA, $SIZE bytes${BITRATE:+ at $BITRATE bit/s: $(awk -v s="$SIZE" -v b="$(tb_mbit "$BITRATE")" 'BEGIN { printf "%.1f", s * 8 / b / 1e6 }') s of stream}"
+if [ "$MODE" = play ]; then OURS="lors_play --player paced --headless$CLIENT_FLAGS (underruns: lns_paced)"
+else OURS="lors_download $CLIENT_FLAGS"; fi
+echo "ours: $OURS; peer: $([ -n "$PEER" ] && echo "aria2c -s$N $PEER_FLAGS" || echo none)"
 echo "physical limit: aggregate $AGG Mbit/s, ideal time $IDEAL s ($(awk -v s="$SIZE" -v t="$IDEAL" 'BEGIN { printf "%.1f", s * 8 / t / 1e6 }') Mbit/s over the schedule)"
 
 # Untimed warm-up: page caches of the depots' files and nginx's file.
@@ -275,9 +322,14 @@ for r in $(seq 1 "$RUNS"); do
             awk -v a="$tp" -v b="$to" 'BEGIN { printf "%.3f\n", a / b }' >>"$TB_WORK/ratio"
         fi
     fi
+    [ -n "$PEER" ] && [ -n "$TIME_CMD" ] && line+=" (aria2c $(grep '^cpu:' "$TB_WORK/peer.$r.log" | tail -1 | tr _ ' '))"
     echo "$line"
-    # The per-depot report of the round (lors_download -V).
-    { grep -v '^ *$' "$TB_WORK/ours.$r.report" || true; } | sed 's/^/    /' | tail -12
+    # The per-depot report of the round (lors_download -V), and its CPU time.
+    { grep -v '^ *$' "$TB_WORK/ours.$r.report" || true; } | sed 's/^/    /' | tail -14
+    if [ "$MODE" = play ]; then
+        u=$(sed -n 's/.*underruns \([0-9][0-9]*\),.*/\1/p' "$TB_WORK/ours.$r.report" | tail -1)
+        echo "${u:-?}" >>"$TB_WORK/underruns"
+    fi
 done
 
 MO=$(median <"$TB_WORK/t.ours"); MP=$(median <"$TB_WORK/t.peer"); MR=$(median <"$TB_WORK/ratio")
@@ -285,10 +337,15 @@ FAILS=$(( RUNS - $(wc -l <"$TB_WORK/t.ours") ))
 mbit() { awk -v s="$SIZE" -v t="$1" 'BEGIN { if (t == "nan" || t <= 0) print "-"; else printf "%.1f", s * 8 / t / 1e6 }'; }
 OF=$(awk -v i="$IDEAL" -v t="$MO" 'BEGIN { if (t == "nan") print "-"; else printf "%.3f", i / t }')
 echo "result: ours median ${MO}s = $(mbit "$MO") Mbit/s, $OF of the ideal (time ${MO}/${IDEAL} = $(awk -v i="$IDEAL" -v t="$MO" 'BEGIN { if (t == "nan") print "-"; else printf "%.3f", t / i }')x ideal); failed rounds $FAILS"
+if [ "$MODE" = play ]; then
+    UNDERRUNS=$(tr '\n' ' ' <"$TB_WORK/underruns")
+    echo "result: underruns per round: ${UNDERRUNS}(target 0)"
+fi
 [ -n "$PEER" ] && echo "result: aria2c median ${MP}s = $(mbit "$MP") Mbit/s; ratio ours/aria2c (speed, median of per-round) $MR"
 if [ -n "${WAN_RESULTS:-}" ]; then
     printf '| %s | %s | %s | %s | %s Mbit/s, %s s | %s s (%s Mbit/s) | %s | %s | %s | %s |\n' \
         "$NAME" "$N" "$SIZE_ARG" "$RUNS" "$AGG" "$IDEAL" "$MO" "$(mbit "$MO")" "$OF" \
-        "${PEER:+$MP s ($(mbit "$MP") Mbit/s)}" "${PEER:+$MR}" "$FAILS" >>"$WAN_RESULTS"
+        "${PEER:+$MP s ($(mbit "$MP") Mbit/s)}${UNDERRUNS:+underruns per round: $UNDERRUNS}" "${PEER:+$MR}" \
+        "$FAILS" >>"$WAN_RESULTS"
 fi
 [ "$FAILS" -eq 0 ]

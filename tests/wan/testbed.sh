@@ -3,6 +3,7 @@
 # each host's link capped with tc, optional latency/jitter through Toxiproxy, an ibp_depot and an
 # nginx on every host.  See docs/wan-testbed.md.
 #
+# TB_EVENT_LOG=DIR: every depot writes its NetLogger events to DIR/h<i>.events (docs/netlogger.md).
 # Sourced by run_scenario.sh and short.sh (functions tb_*), or run directly:
 #   tests/wan/testbed.sh check            exit 0 if netns/veth/tbf work here, 77 if not permitted
 #   tests/wan/testbed.sh sweep            remove leftovers of dead runs (lns<pid>- of gone pids)
@@ -155,7 +156,9 @@ tb_start_host() {
     ip -n "$h" link set "${TB_P}h$i" up # after a tb_kill
     bind=$a
     [ "$lat" != 0 ] || [ "$jit" != 0 ] && bind=127.0.0.1
-    ip netns exec "$h" "$TB_BIN/ibp_depot" --listen "$bind" --port 6714 --public-host "$a" \
+    local evlog=()
+    [ -n "${TB_EVENT_LOG:-}" ] && evlog=(--event-log "$TB_EVENT_LOG/h$i.events" --event-sample 1)
+    ip netns exec "$h" "$TB_BIN/ibp_depot" --listen "$bind" --port 6714 --public-host "$a" "${evlog[@]}" \
         --resource "$dir/res,hard=${hard}M,soft=16M,max-duration=86400" \
         --log-level warn >"$dir/depot.log" 2>&1 &
     TB_PIDS+=($!); TB_DEPOT_PID[$i]=$!
@@ -245,9 +248,10 @@ tb_restart_host() {
 tb_client() { ip netns exec "$TB_NS_C" "$@"; }
 
 # tb_rx_bytes: bytes received so far on all the client's links (/proc/PID/net/dev of a process
-# inside the client namespace shows that namespace's counters without a fork of ip).
+# inside the client namespace shows that namespace's counters without a fork of ip).  %.0f, not %d:
+# mawk's %d stops at 2^31 - 1, and a run of several rounds passes 2 GiB.
 tb_rx_bytes() {
-    awk -v p="${TB_P}c" '$1 ~ "^" p { sub(/^[^:]*:/, ""); s += $1 } END { printf "%d\n", s }' \
+    awk -v p="${TB_P}c" '$1 ~ "^" p { sub(/^[^:]*:/, ""); s += $1 } END { printf "%.0f\n", s }' \
         "/proc/$TB_ANCHOR/net/dev" 2>/dev/null || echo 0
 }
 
