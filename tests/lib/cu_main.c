@@ -85,6 +85,31 @@ void lns_test_slurp(const char *path, char *buf, size_t size)
         fclose(f);
 }
 
+int lns_test_find_file(const char *rel, char *out, size_t size)
+{
+    char alt[4096];
+    snprintf(alt, sizeof alt, "%s/../../../%s", lns_test_bindir(), rel);
+    const char *cands[2] = {rel, alt};
+    for (int i = 0; i < 2; i++)
+        if (access(cands[i], X_OK) == 0) {
+            snprintf(out, size, "%s", cands[i]);
+            return 0;
+        }
+    return -1;
+}
+
+int lns_test_run_echo(const char *cmd)
+{
+    FILE *f = popen(cmd, "r");
+    if (!f)
+        return -1;
+    char line[1024];
+    while (fgets(line, sizeof line, f))
+        printf("    %s", line);
+    int st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 void lns_test_fill(void *buf, size_t n, uint64_t seed)
 {
     uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;

@@ -22,6 +22,12 @@ const char *lns_test_tmpdir(void);
 const char *lns_test_path(const char *name);
 /* The start of a file as a string: at most size - 1 bytes, NUL-terminated ("" if unreadable). */
 void lns_test_slurp(const char *path, char *buf, size_t size);
+/* A file of the source tree (e.g. "tests/wan/short.sh"), found relative to the current
+ * directory (make test runs from the root) or to the bin directory (build/<kind>/bin/../../..).
+ * 0 with its path in out, or -1 if it is not there (or not executable). */
+int lns_test_find_file(const char *rel, char *out, size_t size);
+/* Run a shell command, print its output indented; its exit status, or -1 without one. */
+int lns_test_run_echo(const char *cmd);
 /* Fill buf with deterministic pseudo-random bytes from seed. */
 void lns_test_fill(void *buf, size_t n, uint64_t seed);
 /* Register a child process to be SIGKILLed at exit (crash or not). */

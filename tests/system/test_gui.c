@@ -19,40 +19,11 @@
 
 static char script[PATH_MAX];
 
-/* tests/gui/test_gui.sh relative to the current directory (make test runs from the tree's
- * root), else to the bin directory (build/<kind>/bin/../../../tests/gui). */
-static int find_script(void)
-{
-    char alt[PATH_MAX];
-    snprintf(alt, sizeof alt, "%s/../../../tests/gui/test_gui.sh", lns_test_bindir());
-    const char *cands[2] = {"tests/gui/test_gui.sh", alt};
-    for (int i = 0; i < 2; i++) {
-        if (access(cands[i], X_OK) == 0) {
-            snprintf(script, sizeof script, "%s", cands[i]);
-            return 0;
-        }
-    }
-    return -1;
-}
-
-/* Run a shell command, echo its output indented, return its exit status (-1: no status). */
-static int run(const char *cmd)
-{
-    FILE *f = popen(cmd, "r");
-    if (!f)
-        return -1;
-    char line[1024];
-    while (fgets(line, sizeof line, f))
-        printf("    %s", line);
-    int st = pclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void test_gui_script(void)
 {
     char cmd[3 * PATH_MAX];
     snprintf(cmd, sizeof cmd, "'%s' '%s' 2>&1", script, lns_test_bindir());
-    int rc = run(cmd);
+    int rc = lns_test_run_echo(cmd);
     if (rc == SKIP_CODE)
         printf("test_gui: Xvfb is installed but no display could be started\n");
     CU_ASSERT_EQUAL(rc, 0);
@@ -61,7 +32,7 @@ static void test_gui_script(void)
 void lns_test_register(void)
 {
     CU_pSuite s = CU_add_suite("gui", NULL, NULL);
-    if (find_script() != 0) {
+    if (lns_test_find_file("tests/gui/test_gui.sh", script, sizeof script) != 0) {
         printf("test_gui: tests/gui/test_gui.sh not found (run from the source tree)\n");
         CU_add_test(s, "script present", test_gui_script); /* fails: nothing to run */
         return;

@@ -18,43 +18,21 @@
 
 static char script_dir[PATH_MAX];
 
-/* tests/wan relative to the current directory (make test runs from the tree's root), else to
- * the bin directory (build/<kind>/bin/../../../tests/wan). */
+/* The directory of short.sh and testbed.sh. */
 static int find_scripts(void)
 {
-    const char *cands[2] = {"tests/wan", NULL};
-    char alt[PATH_MAX];
-    snprintf(alt, sizeof alt, "%s/../../../tests/wan", lns_test_bindir());
-    cands[1] = alt;
-    for (int i = 0; i < 2; i++) {
-        char p[PATH_MAX + 16];
-        snprintf(p, sizeof p, "%s/short.sh", cands[i]);
-        if (access(p, X_OK) == 0) {
-            snprintf(script_dir, sizeof script_dir, "%s", cands[i]);
-            return 0;
-        }
-    }
-    return -1;
-}
-
-/* Run a shell command, echo its output indented, return its exit status (-1: no status). */
-static int run(const char *cmd)
-{
-    FILE *f = popen(cmd, "r");
-    if (!f)
+    char sh[PATH_MAX];
+    if (lns_test_find_file("tests/wan/short.sh", sh, sizeof sh) != 0)
         return -1;
-    char line[1024];
-    while (fgets(line, sizeof line, f))
-        printf("    %s", line);
-    int st = pclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    snprintf(script_dir, sizeof script_dir, "%.*s", (int)(strrchr(sh, '/') - sh), sh);
+    return 0;
 }
 
 static void test_short_run(void)
 {
     char cmd[3 * PATH_MAX];
     snprintf(cmd, sizeof cmd, "'%s/short.sh' '%s' 2>&1", script_dir, lns_test_bindir());
-    int rc = run(cmd);
+    int rc = lns_test_run_echo(cmd);
     if (rc == SKIP_CODE)
         printf("SKIP test_wan_short: the testbed became unavailable mid-run\n");
     CU_ASSERT_EQUAL(rc, 0);
