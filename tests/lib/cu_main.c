@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_PIDS 256
@@ -108,6 +109,49 @@ int lns_test_run_echo(const char *cmd)
         printf("    %s", line);
     int st = pclose(f);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+void lns_test_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+int lns_test_signal_child(int *pid, int sig)
+{
+    if (*pid <= 0 || kill(*pid, sig) < 0)
+        return -1;
+    if (sig == SIGKILL || sig == SIGTERM || sig == SIGINT) {
+        int st;
+        for (int i = 0; i < 1000; i++) {
+            if (waitpid(*pid, &st, WNOHANG) == *pid)
+                break;
+            if (i == 999) {
+                kill(*pid, SIGKILL);
+                waitpid(*pid, &st, 0);
+            }
+            lns_test_sleep_ms(10);
+        }
+        lns_test_untrack_pid(*pid);
+        *pid = 0;
+    }
+    return 0;
+}
+
+int lns_test_log_clean(const char *path)
+{
+    char line[4096];
+    int bad = 0;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 1;
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, "Sanitizer") || strstr(line, "runtime error"))
+            bad++;
+    fclose(f);
+    if (bad)
+        fprintf(stderr, "\n  %s has %d sanitizer lines\n", path, bad);
+    return bad == 0;
 }
 
 void lns_test_fill(void *buf, size_t n, uint64_t seed)

@@ -30,6 +30,15 @@ int lns_test_find_file(const char *rel, char *out, size_t size);
 int lns_test_run_echo(const char *cmd);
 /* Fill buf with deterministic pseudo-random bytes from seed. */
 void lns_test_fill(void *buf, size_t n, uint64_t seed);
+/* Sleep ms milliseconds. */
+void lns_test_sleep_ms(int ms);
+/* Send sig to the child *pid.  For SIGKILL, SIGTERM and SIGINT also reap it (SIGKILL after
+ * 10 s if it has not gone), untrack it and set *pid to 0.  0, or -1 if there is no child or
+ * kill fails. */
+int lns_test_signal_child(int *pid, int sig);
+/* 1 if the log at path holds no sanitizer report (a missing log is clean), else 0 after a
+ * line on stderr. */
+int lns_test_log_clean(const char *path);
 /* Register a child process to be SIGKILLed at exit (crash or not). */
 void lns_test_track_pid(int pid);
 void lns_test_untrack_pid(int pid);

@@ -23,12 +23,6 @@
 
 static int depot_seq;
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static int spawn(test_depot_t *d, int port)
 {
     char portfile[PATH_MAX + 16], portstr[16], cmd[PATH_MAX];
@@ -105,7 +99,7 @@ static int spawn(test_depot_t *d, int port)
             d->pid = 0;
             return -1;
         }
-        sleep_ms(10);
+        lns_test_sleep_ms(10);
     }
     fprintf(stderr, "td_start: ibp_depot did not write %s within 15 s\n", portfile);
     td_kill(d, SIGKILL);
@@ -130,32 +124,14 @@ int td_restart(test_depot_t *d)
     for (int i = 0; i < 50; i++) {
         if (spawn(d, d->port) == 0)
             return 0;
-        sleep_ms(100);
+        lns_test_sleep_ms(100);
     }
     return -1;
 }
 
 int td_kill(test_depot_t *d, int sig)
 {
-    if (d->pid <= 0)
-        return -1;
-    if (kill(d->pid, sig) < 0)
-        return -1;
-    if (sig == SIGKILL || sig == SIGTERM || sig == SIGINT) {
-        int st;
-        for (int i = 0; i < 1000; i++) {
-            if (waitpid(d->pid, &st, WNOHANG) == d->pid)
-                break;
-            if (i == 999) {
-                kill(d->pid, SIGKILL);
-                waitpid(d->pid, &st, 0);
-            }
-            sleep_ms(10);
-        }
-        lns_test_untrack_pid(d->pid);
-        d->pid = 0;
-    }
-    return 0;
+    return lns_test_signal_child(&d->pid, sig);
 }
 
 void td_stop(test_depot_t *d)
@@ -297,18 +273,7 @@ int raw_closed_by_peer(int fd, int ms)
 
 int td_log_clean(const test_depot_t *d)
 {
-    char line[4096];
-    int bad = 0;
-    FILE *f = fopen(d->log, "r");
-    if (!f)
-        return 1;
-    while (fgets(line, sizeof line, f))
-        if (strstr(line, "Sanitizer") || strstr(line, "runtime error"))
-            bad++;
-    fclose(f);
-    if (bad)
-        fprintf(stderr, "\n  %s has %d sanitizer lines\n", d->log, bad);
-    return bad == 0;
+    return lns_test_log_clean(d->log);
 }
 
 int raw_listen_loopback(int *port)

@@ -20,12 +20,6 @@
 
 static int lbone_seq;
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static int spawn(test_lbone_t *l, int port)
 {
     char portfile[PATH_MAX + 16], portstr[16], cmd[PATH_MAX];
@@ -93,7 +87,7 @@ static int spawn(test_lbone_t *l, int port)
             l->pid = 0;
             return -1;
         }
-        sleep_ms(10);
+        lns_test_sleep_ms(10);
     }
     fprintf(stderr, "tlb_start: lbone_server did not write %s within 15 s\n", portfile);
     tlb_kill(l, SIGKILL);
@@ -126,32 +120,14 @@ int tlb_restart(test_lbone_t *l)
     for (int i = 0; i < 50; i++) {
         if (spawn(l, l->port) == 0)
             return 0;
-        sleep_ms(100);
+        lns_test_sleep_ms(100);
     }
     return -1;
 }
 
 int tlb_kill(test_lbone_t *l, int sig)
 {
-    if (l->pid <= 0)
-        return -1;
-    if (kill(l->pid, sig) < 0)
-        return -1;
-    if (sig == SIGKILL || sig == SIGTERM || sig == SIGINT) {
-        int st;
-        for (int i = 0; i < 1000; i++) {
-            if (waitpid(l->pid, &st, WNOHANG) == l->pid)
-                break;
-            if (i == 999) {
-                kill(l->pid, SIGKILL);
-                waitpid(l->pid, &st, 0);
-            }
-            sleep_ms(10);
-        }
-        lns_test_untrack_pid(l->pid);
-        l->pid = 0;
-    }
-    return 0;
+    return lns_test_signal_child(&l->pid, sig);
 }
 
 void tlb_stop(test_lbone_t *l)
@@ -162,18 +138,7 @@ void tlb_stop(test_lbone_t *l)
 
 int tlb_log_clean(const test_lbone_t *l)
 {
-    char line[4096];
-    int bad = 0;
-    FILE *f = fopen(l->log, "r");
-    if (!f)
-        return 1;
-    while (fgets(line, sizeof line, f))
-        if (strstr(line, "Sanitizer") || strstr(line, "runtime error"))
-            bad++;
-    fclose(f);
-    if (bad)
-        fprintf(stderr, "\n  %s has %d sanitizer lines\n", l->log, bad);
-    return bad == 0;
+    return lns_test_log_clean(l->log);
 }
 
 static int connect_port(int port)
