@@ -81,6 +81,17 @@ int lors_cli_seconds(const char *tool, const char *opt, const char *val, int64_t
     return 0;
 }
 
+int lors_cli_timeout(const char *tool, const char *val, int64_t *out)
+{
+    if (lors_cli_seconds(tool, "-T", val, out) < 0)
+        return -1;
+    if (*out < 1 || *out > 86400) {
+        lors_cli_usage(tool, "-T %s: from 1s to 1d", val);
+        return -1;
+    }
+    return 0;
+}
+
 int lors_cli_duration(const char *tool, const char *opt, const char *val, int64_t *out)
 {
     if (strcmp(val, "-1") == 0 || strcmp(val, "max") == 0) {

@@ -129,6 +129,8 @@ int lors_cli_int(const char *tool, const char *opt, const char *val, int min, in
 int lors_cli_size(const char *tool, const char *opt, const char *val, int64_t *out);
 int lors_cli_seconds(const char *tool, const char *opt, const char *val, int64_t *out);
 int lors_cli_duration(const char *tool, const char *opt, const char *val, int64_t *out);
+/* -T: a duration from 1 s to 1 d.  0, or -1 after a usage error line. */
+int lors_cli_timeout(const char *tool, const char *val, int64_t *out);
 
 /* The exNode a tool works on: -f's value (fflag, may be NULL) or the one positional argument
  * argv[first..argc) -- exactly one of them.  NULL after a usage error line. */

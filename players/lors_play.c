@@ -168,10 +168,8 @@ static int parse_flags(int argc, char **argv, flags_t *f)
                 return lors_cli_usage(TOOL, "-bs %s: from 1 byte to 1G", optarg);
             break;
         case 'T':
-            if (lors_cli_seconds(TOOL, "-T", optarg, &f->timeout) < 0)
+            if (lors_cli_timeout(TOOL, optarg, &f->timeout) < 0)
                 return LORS_EXIT_USAGE;
-            if (f->timeout < 1 || f->timeout > 86400)
-                return lors_cli_usage(TOOL, "-T %s: from 1s to 1d", optarg);
             break;
         case 'o': f->output = optarg; break;
         case OPT_KEY: f->keyfile = optarg; break;

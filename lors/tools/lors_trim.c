@@ -147,10 +147,8 @@ static int parse_flags(int argc, char **argv, flags_t *f)
                 return LORS_EXIT_USAGE;
             break;
         case 'T':
-            if (lors_cli_seconds(TOOL, "-T", optarg, &f->timeout) < 0)
+            if (lors_cli_timeout(TOOL, optarg, &f->timeout) < 0)
                 return LORS_EXIT_USAGE;
-            if (f->timeout < 1 || f->timeout > 86400)
-                return lors_cli_usage(TOOL, "-T %s: from 1s to 1d", optarg);
             break;
         case 'V': f->verbose = 1; break;
         case OPT_RC: f->rc = optarg; break;
