@@ -180,7 +180,9 @@ int lors_upload_buf(const lors_upload_opts_t *o, const void *buf, size_t len,
 /* ---- download ------------------------------------------------------------------------- */
 
 typedef struct lors_download_opts {
-    int threads;              /* worker streams (-t) */
+    int threads;              /* worker streams (-t); 0: automatic, up to depots x depot_cap
+                               * (at most 64), each depot starting with its share of 8 and
+                               * given more where its latency calls for them */
     int depot_cap;            /* most fetches per depot at once (-a) */
     int64_t blocksize;        /* block size (-bs); rounded up to the checksum block size */
     int redundancy;           /* most fetches of one block at once (-r R), 1..8; 1 = none */
@@ -200,7 +202,7 @@ typedef struct lors_download_opts {
                                * to, or "fd:N"; NULL: none (and no cost) */
 } lors_download_opts_t;
 
-/* Defaults: 8 threads, cap 4 per depot, 1 MiB blocks, R 2, P 3, 64 MiB buffer, no
+/* Defaults: automatic threads, cap 4 per depot, 1 MiB blocks, R 2, P 3, 64 MiB buffer, no
  * pre-buffer, the whole file, timeout 30 s, stall 10 s, fail limit 3, verify on. */
 void lors_download_opts_init(lors_download_opts_t *o);
 

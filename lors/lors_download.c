@@ -58,7 +58,7 @@ static uint64_t now_ns(void)
 void lors_download_opts_init(lors_download_opts_t *o)
 {
     memset(o, 0, sizeof *o);
-    o->threads = 8;
+    o->threads = 0; /* automatic: lors__dl_streams */
     o->depot_cap = 4;
     o->blocksize = 1 << 20;
     o->redundancy = 2;
@@ -334,6 +334,12 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
         ierr = ld ? ibp_loader_start(ld, m->cap[XND_READ],
                                      (uint64_t)(m->alloc_offset + (fa - m->exnode_offset)), len)
                   : IBP_E_ALLOC_FAILED;
+        if (ierr == IBP_OK) { /* the reply header: a latency sample for the stream count */
+            pthread_mutex_lock(&dl->mu);
+            if (!sl->cancelled && !dl->stop)
+                lors_sched_replied(dl->s, f->id, now_ns());
+            pthread_mutex_unlock(&dl->mu);
+        }
     }
     while (!kind && got < len) {
         uint64_t n = len - got < PIECE ? len - got : PIECE;
@@ -618,8 +624,8 @@ static int check_opts(const lors_download_opts_t *o, const xnd_t *x, lors_dl_rep
     }
     *off = o->offset;
     *len = o->length < 0 ? size - o->offset : o->length;
-    if (o->threads < 1 || o->threads > MAX_THREADS)
-        bad = "threads must be 1..256";
+    if (o->threads < 0 || o->threads > MAX_THREADS)
+        bad = "threads must be 1..256, or 0 for automatic";
     else if (o->depot_cap < 1)
         bad = "the per-depot cap must be >= 1";
     else if (o->blocksize < 1)
@@ -702,8 +708,8 @@ int lors__download_plain(const lors_download_opts_t *o, const xnd_t *x, int out_
         co.io_timeout_ms = o->timeout_ms;
         co.connect_timeout_ms = o->timeout_ms < 5000 ? o->timeout_ms : 5000;
         co.server_timeout_s = o->timeout_ms / 1000 + 1;
-        co.max_idle_per_depot = o->threads; /* every stream keeps its connection */
-        dl.nthreads = o->threads;
+        dl.nthreads = lors__dl_streams(o, dl.ndepots);
+        co.max_idle_per_depot = dl.nthreads; /* every stream keeps its connection */
         dl.ibp = ibp_client_new(&co);
         dl.slots = calloc((size_t)dl.nthreads, sizeof *dl.slots);
         if (!dl.ibp || !dl.slots) {

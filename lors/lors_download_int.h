@@ -80,6 +80,8 @@ typedef struct dl {
  * mapping's checksum, and when len > 0 the block size, the blocks, dl->bufsz and the scheduler
  * with every block's replicas.  LORS_OK or LORS_E_NOMEM / LORS_E_INVAL (the scheduler). */
 int lors__dl_plan(dl_t *dl, int64_t off, int64_t len);
+/* The worker streams to run: o->threads, or the automatic count for ndepots depots. */
+int lors__dl_streams(const lors_download_opts_t *o, int ndepots);
 /* The bytes a fetch of block b from mapping k loads: the block, widened to whole checksum
  * blocks of the mapping when it is verified. */
 void lors__dl_fetch_range(const dl_t *dl, uint32_t b, int k, int64_t *fa, int64_t *fb);

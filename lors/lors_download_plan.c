@@ -143,6 +143,30 @@ void lors__dl_fetch_range(const dl_t *dl, uint32_t b, int k, int64_t *fa, int64_
         *fb = me;
 }
 
+/* Automatic stream count (-t 0, the default): a depot starts with its share of AUTO_BASE
+ * streams and may grow to its cap where its latency leaves the link idle between fetches
+ * (lors_sched: depot_min; docs/scheduler.md, "Streams per depot"), so every depot's cap must
+ * have a stream: ndepots x cap of them, at most AUTO_MAX.  Idle streams cost a sleeping
+ * thread.  A -t given by the user is used as it is, with the cap fixed. */
+#define AUTO_BASE 8
+#define AUTO_MAX 64
+
+int lors__dl_streams(const lors_download_opts_t *o, int ndepots)
+{
+    if (o->threads > 0)
+        return o->threads;
+    int64_t n = (int64_t)(ndepots > 0 ? ndepots : 1) * o->depot_cap;
+    return n < AUTO_MAX ? (int)n : AUTO_MAX;
+}
+
+static int auto_depot_min(const lors_download_opts_t *o, int ndepots)
+{
+    if (o->threads > 0)
+        return 0;
+    int n = ndepots > 0 ? ndepots : 1;
+    return (AUTO_BASE + n - 1) / n;
+}
+
 static int plan_sched(dl_t *dl)
 {
     const lors_download_opts_t *o = dl->o;
@@ -153,6 +177,7 @@ static int plan_sched(dl_t *dl)
     cfg.block_size = (uint64_t)dl->B;
     cfg.ndepots = dl->ndepots > 0 ? dl->ndepots : 1;
     cfg.depot_cap = o->depot_cap;
+    cfg.depot_min = auto_depot_min(o, cfg.ndepots);
     cfg.redundancy = o->redundancy;
     cfg.progress = o->progress;
     cfg.buffer_bytes = (uint64_t)o->buffer_bytes;

@@ -154,14 +154,85 @@ static void maybe_next_round(lors_sched_t *s, uint32_t b)
 /* Two estimates per depot.  The aggregate rate (one fetch's rate times the fetches sharing
  * the depot now) ranks replicas, as if the depot were the bottleneck.  One fetch's own rate
  * is what a new fetch can expect when the bottleneck is shared by every depot (the client's
- * link or CPU): it keeps redundant fetches honest (rescue_pays). */
+ * link or CPU): it keeps redundant fetches honest (rescue_pays).  Decisions read them through
+ * sched_rates, which may lower them. */
 static void ewma_update(const lors_sched_t *s, depot_t *dp, uint64_t bytes, uint64_t ns)
 {
     double a = s->cfg.ewma_alpha, one = (double)bytes / ((double)(ns ? ns : 1) / 1e9);
     double sample = one * dp->st.active;
-    dp->bps = dp->known ? a * sample + (1 - a) * dp->bps : sample;
-    dp->fetch_bps = dp->known ? a * one + (1 - a) * dp->fetch_bps : one;
+    dp->ewma_bps = dp->known ? a * sample + (1 - a) * dp->ewma_bps : sample;
+    dp->ewma_fetch = dp->known ? a * one + (1 - a) * dp->ewma_fetch : one;
     dp->known = 1;
+}
+
+/* Streams per depot, from the depot's latency L and aggregate rate C (block B): if no fetch's
+ * data overlapped another's round trip, k streams would keep the link busy a fraction
+ * kB/C / (L + kB/C) of the time; for LAT_UTIL of it, k >= LAT_UTIL / (1 - LAT_UTIL) x L C / B.
+ * Never fewer than LAT_STREAMS_MIN (one fetch's request overlapping another's data).  On a LAN
+ * that is 2; behind 100 ms at 25 Mbit/s with 1 MiB blocks it is 3. */
+#define LAT_UTIL 0.9
+#define LAT_STREAMS_MIN 2
+
+/* The rates decisions use, and each depot's fetch allowance, as of now.
+ *
+ * A fetch in flight for `age` has delivered less than its block, so it runs at under
+ * block / age: an upper bound that needs no progress report.  The depot's aggregate rate is at
+ * most the sum of that bound over its fetches in flight, and one fetch's rate at most their
+ * mean.  Young fetches bound nothing; a depot whose link collapsed (a straggler) is caught as
+ * soon as its fetches are older than they should be, long before one of them ends and gives
+ * the EWMA a sample.  Without it the depot keeps its old, fast estimate and keeps getting
+ * blocks it will not deliver.
+ *
+ * With cfg.depot_min set, a depot with a measured latency (lat_ns: the least time from a
+ * fetch's start to the depot's reply, so the round trip without queueing) and rate is allowed
+ * the streams that keep its link busy (above), within [depot_min, cap_max]: more where the
+ * round trip would leave the link idle between one fetch and the next. */
+void sched_rates(lors_sched_t *s, uint64_t now)
+{
+    int D = s->cfg.ndepots;
+    double bs = (double)s->cfg.block_size;
+    for (int d = 0; d < D; d++) {
+        depot_t *dp = &s->dep[d];
+        dp->bps = dp->ewma_bps;
+        dp->fetch_bps = dp->ewma_fetch;
+        dp->cut = 0;
+        dp->cut_n = 0;
+    }
+    for (uint32_t i = 0; i < s->nfly; i++)
+        for (int k = 0; k < s->fly[i].n; k++) {
+            const fetch_t *f = &s->fx[s->fly[i].f[k]];
+            depot_t *dp = &s->dep[f->depot];
+            if (dp->cut_n < 0)
+                continue;
+            if (now <= f->start) {
+                dp->cut_n = -1; /* just started: bounds nothing */
+                continue;
+            }
+            dp->cut += (double)sched_blk_len(s, f->block) / ((double)(now - f->start) / 1e9);
+            dp->cut_n++;
+        }
+    for (int d = 0; d < D; d++) {
+        depot_t *dp = &s->dep[d];
+        if (dp->known && dp->cut_n > 0) {
+            if (dp->cut < dp->bps)
+                dp->bps = dp->cut;
+            if (dp->cut / dp->cut_n < dp->fetch_bps)
+                dp->fetch_bps = dp->cut / dp->cut_n;
+        }
+        int want = dp->cap_max, lo = s->cfg.depot_min;
+        if (lo > 0 && lo < dp->cap_max) {
+            want = lo;
+            if (dp->lat_ns && dp->known) {
+                double k = ceil(LAT_UTIL / (1 - LAT_UTIL) * (double)dp->lat_ns / 1e9 *
+                                dp->ewma_bps / bs);
+                if (k < LAT_STREAMS_MIN)
+                    k = LAT_STREAMS_MIN;
+                if (k > want)
+                    want = k < dp->cap_max ? (int)k : dp->cap_max;
+            }
+        }
+        dp->cap = want;
+    }
 }
 
 static double depot_score(const lors_sched_t *s, int d, double unknown)
@@ -312,6 +383,7 @@ static int fetch_start(lors_sched_t *s, uint32_t b, uint32_t r, uint64_t now, in
     f->redundant = (uint8_t)redundant;
     f->start = f->last = now;
     f->bytes = 0;
+    f->replied = 0;
     rp->tries++;
     dp->st.active++;
     dp->st.started++;
@@ -582,6 +654,7 @@ static lors_sched_action_t decide(lors_sched_t *s, uint64_t now, lors_sched_fetc
             dp->consec = 0;
         }
     }
+    sched_rates(s, now);
 
     *redundant = 1;
     if (pick_redundant(s, now, 0, b, r))
@@ -629,6 +702,21 @@ int lors_sched_has_work(lors_sched_t *s, uint64_t now)
 
 /* ---- reports from the streams ----------------------------------------------------------- */
 
+int lors_sched_replied(lors_sched_t *s, uint64_t id, uint64_t now)
+{
+    fetch_t *f = fetch_get(s, id);
+    if (!f)
+        return LORS_SCHED_E_STALE;
+    if (!f->replied && now >= f->start) {
+        depot_t *dp = &s->dep[f->depot];
+        uint64_t lat = now - f->start;
+        f->replied = 1;
+        if (!dp->lat_ns || lat < dp->lat_ns)
+            dp->lat_ns = lat ? lat : 1;
+    }
+    return 0;
+}
+
 int lors_sched_progress(lors_sched_t *s, uint64_t id, uint64_t bytes, uint64_t now)
 {
     fetch_t *f = fetch_get(s, id);
@@ -667,8 +755,15 @@ int lors_sched_complete(lors_sched_t *s, uint64_t id, uint64_t now, uint64_t *ca
          * that always loses would keep its optimistic "unknown" score for ever.  But a loser
          * that has reported nothing yet (bytes come in pieces) shows no rate at all: a zero
          * sample would rank its depot last for good, and lookahead would never use it */
-        if (s->fx[lo].bytes)
-            ewma_update(s, &s->dep[s->fx[lo].depot], s->fx[lo].bytes, now - s->fx[lo].start);
+        const fetch_t *lf = &s->fx[lo];
+        depot_t *ld = &s->dep[lf->depot];
+        if (lf->bytes)
+            ewma_update(s, ld, lf->bytes, now - lf->start);
+        else if (ld->known && ld->ewma_fetch > 0 &&
+                 (double)(now - lf->start) > 2e9 * (double)len / ld->ewma_fetch)
+            /* ... unless it is overdue: then it ran at under block / age (sched_rates), and
+             * the EWMA must hear it, or the depot is fast again once its fetches are gone */
+            ewma_update(s, ld, len, now - lf->start);
         s->dep[s->fx[lo].depot].st.cancelled++;
         s->tot.cancelled++;
         fetch_end(s, lo);

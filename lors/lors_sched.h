@@ -33,6 +33,10 @@ typedef struct lors_sched_cfg {
     uint64_t block_size;      /* -bs; the last block may be shorter */
     int ndepots;              /* depots are 0 .. ndepots-1 */
     int depot_cap;            /* -a: most fetches per depot at once (per depot: _depot_cap) */
+    int depot_min;            /* 1 .. depot_cap - 1: a depot starts with this many fetches and
+                               * gets more, up to its cap, when its latency times its rate is
+                               * worth more than a block (docs/scheduler.md, "Streams per
+                               * depot"); 0 or >= the cap: always the cap */
     int redundancy;           /* -r R: most fetches of one block at once, 1 .. MAX_R; 1 = none */
     int progress;             /* -p P: later completions before a redundant fetch; 0 = none */
     uint64_t buffer_bytes;    /* -M/-C: done + in-flight unreleased bytes; 0 = unlimited */
@@ -126,6 +130,10 @@ lors_sched_action_t lors_sched_next(lors_sched_t *s, uint64_t now, lors_sched_fe
  * engine with idle streams asks this after every event to wake exactly as many of them as
  * there is work for. */
 int lors_sched_has_work(lors_sched_t *s, uint64_t now);
+
+/* The depot has answered the fetch's request (its reply header came): now - start is a
+ * latency sample for the depot.  Optional; without it the depot keeps depot_min fetches. */
+int lors_sched_replied(lors_sched_t *s, uint64_t id, uint64_t now);
 
 /* bytes: the total received so far by this fetch; any increase resets its stall clock. */
 int lors_sched_progress(lors_sched_t *s, uint64_t id, uint64_t bytes, uint64_t now);

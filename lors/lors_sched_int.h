@@ -34,6 +34,7 @@ typedef struct fetch {
     int depot;
     uint8_t live, redundant;
     uint64_t start, last, bytes;
+    uint8_t replied; /* the depot's reply header has come (lors_sched_replied) */
 } fetch_t;
 
 typedef struct fly {
@@ -58,10 +59,17 @@ typedef struct bits {
 } bits_t;
 
 typedef struct depot {
-    int cap, dead, consec, known; /* known: bps has at least one sample */
+    int cap;     /* fetches allowed at once now: cap_max, or adapted to the latency (sched_rates) */
+    int cap_max; /* cfg.depot_cap or lors_sched_depot_cap */
+    int dead, consec, known; /* known: the EWMAs have at least one sample */
     uint64_t retry_at; /* dead: alive again from this time; 0 = dead for good */
-    double bps;       /* EWMA of the depot's aggregate rate (one fetch's rate x its active) */
-    double fetch_bps; /* EWMA of one fetch's own rate, as the fetches have found it */
+    double ewma_bps;   /* EWMA of the depot's aggregate rate (one fetch's rate x its active) */
+    double ewma_fetch; /* EWMA of one fetch's own rate, as the fetches have found it */
+    double bps, fetch_bps; /* what decisions use: the EWMAs, lowered by what the fetches in
+                            * flight prove (sched_rates) */
+    double cut;        /* sched_rates: sum over the fetches in flight of block / age */
+    int cut_n;         /* ... their number; -1 when one has just started */
+    uint64_t lat_ns;   /* least time from a fetch's start to the depot's reply; 0 = none yet */
     heap_t pend;
     lors_sched_depot_stats_t st;
 } depot_t;
@@ -97,6 +105,7 @@ double sched_best_known_bps(const lors_sched_t *s);
 double sched_new_fetch_bps(const lors_sched_t *s, int d, double best_known);
 double sched_aggregate_bps(const lors_sched_t *s);
 double sched_need_ns(const lors_sched_t *s, uint32_t b, double agg);
+void sched_rates(lors_sched_t *s, uint64_t now);
 
 /* lors_sched_ahead.c: given the lowest pending block *b and its best replica *r, maybe a later
  * block or another depot (lookahead). */

@@ -28,7 +28,7 @@ void lors_sched_cfg_init(lors_sched_cfg_t *cfg)
 lors_sched_t *lors_sched_new(const lors_sched_cfg_t *cfg)
 {
     if (!cfg || cfg->len == 0 || cfg->block_size == 0 || cfg->ndepots <= 0 ||
-        cfg->depot_cap <= 0 || cfg->redundancy < 1 || cfg->redundancy > LORS_SCHED_MAX_R ||
+        cfg->depot_cap <= 0 || cfg->depot_min < 0 || cfg->redundancy < 1 || cfg->redundancy > LORS_SCHED_MAX_R ||
         cfg->progress < 0 || cfg->fail_limit < 0 || !(cfg->ewma_alpha > 0) ||
         cfg->ewma_alpha > 1 || cfg->off + cfg->len < cfg->off ||
         (cfg->len - 1) / cfg->block_size + 1 >= NONE) {
@@ -51,7 +51,8 @@ lors_sched_t *lors_sched_new(const lors_sched_cfg_t *cfg)
         sched_bits_set(&s->pending, b);
     }
     for (int d = 0; d < cfg->ndepots; d++)
-        s->dep[d].cap = cfg->depot_cap;
+        s->dep[d].cap = s->dep[d].cap_max = cfg->depot_cap;
+    sched_rates(s, 0);
     s->npending = s->nblocks;
     s->free_fx = NONE;
     s->failed_min = NONE;
@@ -130,7 +131,8 @@ int lors_sched_depot_cap(lors_sched_t *s, int depot, int cap)
 {
     if (depot < 0 || depot >= s->cfg.ndepots || cap < 1)
         return LORS_SCHED_E_INVAL;
-    s->dep[depot].cap = cap;
+    s->dep[depot].cap = s->dep[depot].cap_max = cap;
+    sched_rates(s, 0);
     return 0;
 }
 

@@ -39,7 +39,8 @@ static void usage(FILE *f)
 "  -L, --length N          ... and only N of them\n"
 "  -R, --resume            OUT holds a prefix from an earlier run: check it against the\n"
 "                          checksums, cut it at the first bad block, fetch the rest\n"
-"  -t, --threads N         parallel streams (default 8)\n"
+"  -t, --threads N         parallel streams (default 0: automatic, 8 to 64 by the depots\n"
+"                          and their latency)\n"
 "  -a, --depot-streams N   most streams on one depot at once (default 4)\n"
 "  -bs, --block-size N     block size (default 1M; rounded up to the checksum block)\n"
 "  -r, --redundancy R      most fetches of one block at once, 1..8 (default 2; 1: none)\n"
@@ -135,7 +136,7 @@ static int parse_flags(int argc, char **argv, flags_t *f)
             break;
         case 'R': f->resume = 1; break;
         case 't':
-            if (lors_cli_int(TOOL, "-t", optarg, 1, 256, &f->threads) < 0)
+            if (lors_cli_int(TOOL, "-t", optarg, 0, 256, &f->threads) < 0)
                 return LORS_EXIT_USAGE;
             break;
         case 'a':

@@ -30,12 +30,18 @@ typedef struct sim {
     int ndepots, streams;
     double bw[MAXD];      /* bytes/s per depot, shared by its fetches */
     uint64_t latency;     /* ns per fetch */
+    uint64_t lat[MAXD];   /* per depot, when not 0 (replaces latency) */
+    int replied;          /* report lors_sched_replied (at start + latency) */
+    uint64_t drop_at;     /* at this time (0: never) depot drop_depot's bandwidth becomes drop_bw */
+    int drop_depot;
+    double drop_bw;
     int fails[MAXD];      /* every fetch on this depot fails (LORS_SCHED_FAIL_DEPOT) */
     uint32_t slow_block;  /* this block's first fetch takes slow_ns; UINT32_MAX = none */
     uint64_t slow_ns;
     int check_budget;     /* assert buffered <= budget at every step */
     uint64_t budget;
     int report_progress;  /* before every event, report each fetch's bytes so far (linear) */
+    uint64_t piece;       /* ... in whole pieces of this size, as the engine does (0: exact) */
     /* results */
     uint64_t now;
     ev_t ev[MAXEV];
@@ -135,13 +141,16 @@ static void sim_run(sim_t *m, const int *cap_of)
             for (int i = 0; i < m->nev; i++)
                 on += m->ev[i].depot == f.depot;
             double share = m->bw[f.depot] / (on + 1);
+            uint64_t lat = m->lat[f.depot] ? m->lat[f.depot] : m->latency;
             ev_t *e = &m->ev[m->nev++];
             e->id = f.id;
             e->block = f.block;
             e->depot = f.depot;
             e->fail = m->fails[f.depot];
-            e->at = m->now + m->latency + (uint64_t)((double)f.len / share * 1e9);
-            e->start = m->now + m->latency;
+            e->at = m->now + lat + (uint64_t)((double)f.len / share * 1e9);
+            e->start = m->now + lat;
+            if (m->replied && lors_sched_replied(m->s, f.id, m->now + lat) != 0)
+                m->bad++;
             e->len = f.len;
             if (f.block == m->slow_block && !f.redundant)
                 e->at = m->now + m->slow_ns;
@@ -177,6 +186,26 @@ static void sim_run(sim_t *m, const int *cap_of)
         for (int i = 1; i < m->nev; i++)
             if (m->ev[i].at < m->ev[k].at)
                 k = i;
+        if (m->drop_at && m->ev[k].at >= m->drop_at) {
+            /* the depot's link drops: what its fetches have left goes at the new rate */
+            m->now = m->drop_at;
+            m->drop_at = 0;
+            int on = 0;
+            for (int i = 0; i < m->nev; i++)
+                on += m->ev[i].depot == m->drop_depot;
+            for (int i = 0; i < m->nev; i++) {
+                ev_t *p = &m->ev[i];
+                if (p->depot != m->drop_depot || p->at <= m->now)
+                    continue;
+                uint64_t from = p->start > m->now ? p->start : m->now;
+                double left = (double)p->len;
+                if (m->now > p->start)
+                    left *= (double)(p->at - m->now) / (double)(p->at - p->start);
+                p->at = from + (uint64_t)(left / (m->drop_bw / on) * 1e9);
+            }
+            m->bw[m->drop_depot] = m->drop_bw;
+            continue;
+        }
         ev_t e = m->ev[k];
         if (wake > m->now && wake < e.at) {
             m->now = wake;
@@ -186,11 +215,13 @@ static void sim_run(sim_t *m, const int *cap_of)
         m->now = e.at;
         for (int i = 0; m->report_progress && i < m->nev; i++) {
             const ev_t *p = &m->ev[i];
-            if (m->now > p->start && p->at > p->start && !p->fail)
-                lors_sched_progress(m->s, p->id,
-                                    (uint64_t)((double)p->len * (double)(m->now - p->start) /
-                                               (double)(p->at - p->start)),
-                                    m->now);
+            if (m->now > p->start && p->at > p->start && !p->fail) {
+                uint64_t got = (uint64_t)((double)p->len * (double)(m->now - p->start) /
+                                          (double)(p->at - p->start));
+                if (m->piece)
+                    got -= got % m->piece;
+                lors_sched_progress(m->s, p->id, got, m->now);
+            }
         }
         idle++;
         if (e.fail) {
@@ -749,7 +780,9 @@ static void test_redundancy_pays(void)
     CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 1000, &g), LORS_SCHED_FETCH);
     CU_ASSERT_FALSE(g.redundant); /* three completions ahead, P = 1, and still no */
     CU_ASSERT_EQUAL(g.block, 4);
-    /* no byte more for 100 us: 11 us to go at that rate, against 1 us for a new fetch */
+    /* no byte more for 100 us: 11 us to go at that rate, against 1 us for a new fetch (block
+     * 4 ends then: a fetch in flight that long would say its depot is slow too) */
+    CU_ASSERT_EQUAL(lors_sched_complete(s, g.id, 100000, cancel), 0);
     CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 100000, &g), LORS_SCHED_FETCH);
     CU_ASSERT_TRUE(g.redundant);
     CU_ASSERT_EQUAL(g.block, 0);
@@ -874,6 +907,94 @@ static void test_heterogeneous(void)
     lors_sched_free(s);
 }
 
+/* Scenario 2 of the WAN testbed, simulated: depots at 20/40/80/160 Mbit/s with a full replica
+ * each; 5 s in, the 160 Mbit/s one drops to 1 Mbit/s.  The ideal is the bytes over the
+ * capacity as it was and then is.  The drop must be seen from the fetches in flight (they
+ * grow old without ending: sched_rates), not when one of them finally ends: that takes
+ * 8 s per block at 1 Mbit/s, and the old estimate would keep feeding the depot blocks. */
+static void test_straggler(void)
+{
+    enum { NB = 512 };
+    const double mbit[4] = {20, 40, 80, 160};
+    lors_sched_cfg_t c = base_cfg(NB, 1 << 20, 4);
+    c.depot_cap = 4;
+    c.buffer_bytes = 64ull << 20;
+    lors_sched_t *s = mk(&c);
+    add_all(s, 4);
+    sim_t m;
+    sim_init(&m, s, 4, 8);
+    double agg = 0;
+    for (int d = 0; d < 4; d++)
+        agg += m.bw[d] = mbit[d] * 1e6 / 8;
+    m.latency = 2000000;
+    m.report_progress = 1;
+    m.check_budget = 1;
+    m.budget = c.buffer_bytes;
+    m.piece = 256 << 10;
+    m.drop_at = 5 * NS;
+    m.drop_depot = 3;
+    m.drop_bw = 1e6 / 8;
+    sim_run(&m, NULL);
+    CU_ASSERT_EQUAL(m.bad, 0);
+    CU_ASSERT_FALSE(m.stuck);
+    CU_ASSERT_EQUAL(m.released, NB);
+    double total = (double)NB * (1 << 20), first = agg * 5;
+    double after = agg - m.bw[0] * 0 - mbit[3] * 1e6 / 8 + m.drop_bw;
+    double ideal = 5 + (total - first) / after, secs = (double)m.now / 1e9;
+    lors_sched_totals_t t;
+    lors_sched_totals(s, &t);
+    printf("\n  straggler: ideal %.2f s, simulated %.2f s (%.3f x ideal), %llu redundant",
+           ideal, secs, secs / ideal, (unsigned long long)t.redundant_started);
+    CU_ASSERT_TRUE(secs <= 1.1 * ideal);
+    lors_sched_free(s);
+}
+
+/* Scenario 4, simulated: 8 depots of 25 Mbit/s behind 100 ms.  One fetch at a time per depot
+ * leaves each link idle for the round trip of every block (0.75 of the aggregate with 1 MiB
+ * blocks); with depot_min the depots get more fetches once their latency is measured, and
+ * with 1 ms of latency they stay at 2 (a LAN needs no more). */
+static double latency_run(uint64_t lat_ns, int depot_min, int *peak)
+{
+    enum { NB = 256, ND = 8 };
+    lors_sched_cfg_t c = base_cfg(NB, 1 << 20, ND);
+    c.depot_cap = depot_min ? 4 : 1;
+    c.depot_min = depot_min;
+    c.buffer_bytes = 64ull << 20;
+    lors_sched_t *s = mk(&c);
+    add_all(s, ND);
+    sim_t m;
+    sim_init(&m, s, ND, ND * c.depot_cap);
+    for (int d = 0; d < ND; d++)
+        m.bw[d] = 25e6 / 8;
+    m.latency = lat_ns;
+    m.replied = 1;
+    m.report_progress = 1;
+    sim_run(&m, NULL);
+    CU_ASSERT_EQUAL(m.bad, 0);
+    CU_ASSERT_EQUAL(m.released, NB);
+    *peak = 0;
+    for (int d = 0; d < ND; d++)
+        if (m.peak[d] > *peak)
+            *peak = m.peak[d];
+    lors_sched_free(s);
+    return (double)NB * (1 << 20) / (ND * 25e6 / 8) / ((double)m.now / 1e9);
+}
+
+static void test_latency_streams(void)
+{
+    int p1, pa, pl;
+    double fixed = latency_run(100000000, 0, &p1);
+    double adapt = latency_run(100000000, 1, &pa);
+    double lan = latency_run(1000000, 1, &pl);
+    printf("\n  100 ms: one fetch per depot %.3f of the aggregate, adaptive %.3f (up to %d per "
+           "depot); 1 ms: up to %d per depot", fixed, adapt, pa, pl);
+    CU_ASSERT_TRUE(adapt >= 0.9);
+    CU_ASSERT_TRUE(adapt > fixed + 0.1);
+    CU_ASSERT_TRUE(pa >= 3);
+    CU_ASSERT_TRUE(pl <= 2);
+    CU_ASSERT_TRUE(lan >= 0.9);
+}
+
 /* (11) 200,000 blocks x 3 replicas x 16 depots, simulated to completion */
 static void test_perf(void)
 {
@@ -929,5 +1050,7 @@ void lns_test_register(void)
     CU_add_test(s, "a redundant fetch must pay", test_redundancy_pays);
     CU_add_test(s, "lookahead: a slow idle depot fetches a later block", test_lookahead);
     CU_add_test(s, "heterogeneous depots: slow ones used (lookahead)", test_heterogeneous);
+    CU_add_test(s, "straggler: a depot drops to 1 Mbit/s", test_straggler);
+    CU_add_test(s, "streams per depot follow the latency", test_latency_streams);
     CU_add_test(s, "200k blocks x 3 replicas x 16 depots", test_perf);
 }

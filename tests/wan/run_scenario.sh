@@ -301,6 +301,12 @@ if [ "$MODE" = play ]; then OURS="lors_play --player paced --headless$CLIENT_FLA
 else OURS="lors_download $CLIENT_FLAGS"; fi
 echo "ours: $OURS; peer: $([ -n "$PEER" ] && echo "aria2c -s$N $PEER_FLAGS" || echo none)"
 echo "physical limit: aggregate $AGG Mbit/s, ideal time $IDEAL s ($(awk -v s="$SIZE" -v t="$IDEAL" 'BEGIN { printf "%.1f", s * 8 / t / 1e6 }') Mbit/s over the schedule)"
+# The caps (tc tbf) count whole frames: a full TCP segment carries 1448 bytes of data (MSS with
+# timestamps) in a 1514-byte Ethernet frame, so no client can move file bytes faster than
+# PAYLOAD_EFF of the caps.  The payload limit is the ideal time over that.
+PAYLOAD_EFF=$(awk 'BEGIN { printf "%.4f", 1448 / 1514 }')
+IDEAL_P=$(awk -v i="$IDEAL" -v e="$PAYLOAD_EFF" 'BEGIN { printf "%.3f", i / e }')
+echo "payload limit: $IDEAL_P s (headers: 1448 data bytes per 1514-byte frame, $PAYLOAD_EFF of the caps)"
 
 # Untimed warm-up: page caches of the depots' files and nginx's file.
 cat "$TB_WORK"/h*/res/* "$TB_WORK/www/file" >/dev/null 2>&1 || true
@@ -336,15 +342,16 @@ MO=$(median <"$TB_WORK/t.ours"); MP=$(median <"$TB_WORK/t.peer"); MR=$(median <"
 FAILS=$(( RUNS - $(wc -l <"$TB_WORK/t.ours") ))
 mbit() { awk -v s="$SIZE" -v t="$1" 'BEGIN { if (t == "nan" || t <= 0) print "-"; else printf "%.1f", s * 8 / t / 1e6 }'; }
 OF=$(awk -v i="$IDEAL" -v t="$MO" 'BEGIN { if (t == "nan") print "-"; else printf "%.3f", i / t }')
-echo "result: ours median ${MO}s = $(mbit "$MO") Mbit/s, $OF of the ideal (time ${MO}/${IDEAL} = $(awk -v i="$IDEAL" -v t="$MO" 'BEGIN { if (t == "nan") print "-"; else printf "%.3f", t / i }')x ideal); failed rounds $FAILS"
+OFP=$(awk -v i="$IDEAL_P" -v t="$MO" 'BEGIN { if (t == "nan") print "-"; else printf "%.3f", i / t }')
+echo "result: ours median ${MO}s = $(mbit "$MO") Mbit/s, $OF of the ideal, $OFP of the payload limit (time ${MO}/${IDEAL} = $(awk -v i="$IDEAL" -v t="$MO" 'BEGIN { if (t == "nan") print "-"; else printf "%.3f", t / i }')x ideal, $(awk -v i="$IDEAL_P" -v t="$MO" 'BEGIN { if (t == "nan") print "-"; else printf "%.3f", t / i }')x the payload limit); failed rounds $FAILS"
 if [ "$MODE" = play ]; then
     UNDERRUNS=$(tr '\n' ' ' <"$TB_WORK/underruns")
     echo "result: underruns per round: ${UNDERRUNS}(target 0)"
 fi
-[ -n "$PEER" ] && echo "result: aria2c median ${MP}s = $(mbit "$MP") Mbit/s; ratio ours/aria2c (speed, median of per-round) $MR"
+[ -n "$PEER" ] && echo "result: aria2c median ${MP}s = $(mbit "$MP") Mbit/s, $(awk -v i="$IDEAL_P" -v t="$MP" 'BEGIN { if (t == "nan") print "-"; else printf "%.3f", i / t }') of the payload limit; ratio ours/aria2c (speed, median of per-round) $MR"
 if [ -n "${WAN_RESULTS:-}" ]; then
     printf '| %s | %s | %s | %s | %s Mbit/s, %s s | %s s (%s Mbit/s) | %s | %s | %s | %s |\n' \
-        "$NAME" "$N" "$SIZE_ARG" "$RUNS" "$AGG" "$IDEAL" "$MO" "$(mbit "$MO")" "$OF" \
+        "$NAME" "$N" "$SIZE_ARG" "$RUNS" "$AGG" "$IDEAL" "$MO" "$(mbit "$MO")" "$OF ($OFP of payload)" \
         "${PEER:+$MP s ($(mbit "$MP") Mbit/s)}${UNDERRUNS:+underruns per round: $UNDERRUNS}" "${PEER:+$MR}" \
         "$FAILS" >>"$WAN_RESULTS"
 fi
