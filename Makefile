@@ -3,7 +3,7 @@
 #   make                  release build in build/release
 #   make SAN=1            AddressSanitizer + UBSan build in build/asan
 #   make test             install missing packages, build both, run every suite in both
-#   make demo             start a local depot and drive it with ibp_tool
+#   make demo             local depots driven by ibp_tool and the lors_* tools, then the map GUI
 #   make fuzz             libFuzzer on the request, exNode and L-Bone JSON parsers (FUZZ_SECONDS each, default 600)
 #   make bench-depot      depot benchmarks against nginx and socat (docs/PERFORMANCE.md)
 #   make bench-lors       lors_download against curl and aria2c, and its memory (docs/PERFORMANCE.md)
@@ -224,7 +224,7 @@ install: all
 	install -m 755 $(PROGS) $(LORS_BINS) $(LBONE_BINS) $(DESTDIR)$(BINDIR)/
 	install -d $(DESTDIR)$(PREFIX)/share/lns
 	install -m 755 gui/lns_gui $(DESTDIR)$(BINDIR)/
-	install -m 644 gui/world.txt $(DESTDIR)$(PREFIX)/share/lns/
+	install -m 644 gui/world.txt gui/lns_gui_panels.tcl gui/lns_json.tcl $(DESTDIR)$(PREFIX)/share/lns/
 	install -m 644 $(LIBIBP_A) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(LIBIBP_SO) $(DESTDIR)$(LIBDIR)/libibp.so.0
 	ln -sf libibp.so.0 $(DESTDIR)$(LIBDIR)/libibp.so
@@ -245,7 +245,7 @@ uninstall:
 	    $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN1))) $(DESTDIR)$(MANDIR)/man8/ibp_depot.8 \
 	    $(DESTDIR)$(MANDIR)/man8/lbone_server.8 $(DESTDIR)$(PREFIX)/lib/systemd/system/ibp_depot.service \
 	    $(DESTDIR)$(SYSCONFDIR)/lns/lbone_server.conf.sample $(DESTDIR)$(SYSCONFDIR)/lns/ibp_depot.conf.sample \
-	    $(DESTDIR)$(BINDIR)/lns_gui $(DESTDIR)$(PREFIX)/share/lns/world.txt
+	    $(DESTDIR)$(BINDIR)/lns_gui $(addprefix $(DESTDIR)$(PREFIX)/share/lns/,world.txt lns_gui_panels.tcl lns_json.tcl)
 	rmdir $(DESTDIR)$(PREFIX)/share/lns 2>/dev/null || true
 
 clean:

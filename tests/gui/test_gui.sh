@@ -1,9 +1,12 @@
 #!/bin/sh
 # test_gui.sh -- lns_gui under Xvfb: replay recorded event streams, read a real tool's live
-# stream, and check what Tk drew through the GUI's own --selftest dump (canvas items and
-# widget state), never through pixels.
+# stream, drive each task panel (upload, augment, trim, refresh, download, play) through a
+# --script against three local depots, open the GUI from `make demo`, and check what Tk drew
+# through the GUI's own --selftest dump (canvas items and widget state), never through
+# pixels; what the panels did is checked with the tools themselves (lors_ls --json, cmp).
 #   tests/gui/test_gui.sh [BINDIR]        BINDIR: the lns programs (default build/release/bin)
-#   LNS_UPDATE_DOCS=1 tests/gui/test_gui.sh   also rewrites docs/gui-download.png
+#   LNS_UPDATE_DOCS=1 tests/gui/test_gui.sh   also rewrites docs/gui-download.png and
+#                                             docs/gui-upload.png
 # Exit 0: all checks passed; 1: a check failed; 77: no X display could be started (SKIP).
 #
 # The expected numbers come from the streams themselves (counted with awk here), so a GUI
@@ -43,6 +46,8 @@ while [ ! -s "$tmp/dpy" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 DISPLAY=:$(head -1 "$tmp/dpy")
 export DISPLAY
 echo "display $DISPLAY"
+
+HOME=$tmp; LNS_NO_REPORT=1; export HOME LNS_NO_REPORT   # the tools: no ~/.xndrc, no reports
 
 run_gui() { # OUT ARGS...: run the GUI with --selftest OUT, 60 s at most
     out=$1; shift
@@ -134,11 +139,11 @@ if [ -x "$bin/ibp_depot" ] && [ -x "$bin/lors_upload" ] && [ -x "$bin/lors_downl
     list=""
     : >"$tmp/live-depots.txt"
     n=0
-    for lat_lon in "35.96 -83.92" "52.37 4.90" "-33.87 151.21"; do
+    for lat_lon in "35.96 -83.92 Knoxville" "52.37 4.90 Amsterdam" "-33.87 151.21 Sydney"; do
         n=$((n + 1))
         mkdir -p "$tmp/dep$n"
         "$bin/ibp_depot" --listen 127.0.0.1 --port 0 --port-file "$tmp/dep$n/port" \
-            -r "$tmp/dep$n,hard=64M" --log-file "$tmp/dep$n/log" &
+            --public-host 127.0.0.1 -r "$tmp/dep$n,hard=64M" --log-file "$tmp/dep$n/log" &
         pids="$pids $!"
         i=0
         while [ ! -s "$tmp/dep$n/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
@@ -210,8 +215,139 @@ if [ -x "$bin/lbone_server" ] && [ -x "$bin/ibp_depot" ] && command -v curl >/de
     check "L-Bone refresh: depots" 2 "$(val $tmp/lbr depots)"
     check "L-Bone refresh: down" 1 "$(val $tmp/lbr down)"
     check "L-Bone refresh: grey markers" 1 "$(awk '$1 == "marker" && $3 == "#bbbbbb"' "$tmp/lbr" | wc -l | tr -d ' ')"
+    # the upload panel with no depot selected and a place: the L-Bone picks near it (-H -l)
+    if [ -x "$bin/lors_upload" ] && [ -s "$tmp/in.bin" ]; then
+        printf '%s\n' "set pv(file) {$tmp/in.bin}" "set pv(out) {$tmp/lb.xnd}" "set pv(place) 48.86,2.35" \
+            "set pv(copies) 1" ".tasks.upload.run invoke" >"$tmp/lbu.tcl"
+        run_gui "$tmp/lbu" --lbone "$url" --bindir "$bin" --script "$tmp/lbu.tcl"
+        check "L-Bone place: exit" 0 "$(val $tmp/lbu run_rc)"
+        case "$(val $tmp/lbu run_args)" in *_-H_${url}_-l_48.86,2.35*) ok "L-Bone place: -H and -l";;
+            *) bad "L-Bone place: argv $(val $tmp/lbu run_args)";; esac
+        p1=$(cat "$tmp/lb1/port")
+        "$bin/lors_ls" --no-rc --json "$tmp/lb.xnd" | tr '{' '\n' | grep -o '"depot":"[^"]*"' | sort -u >"$tmp/lbu.d"
+        check "L-Bone place: on the depot near it" "\"depot\":\"127.0.0.1:$p1/0\"" "$(cat "$tmp/lbu.d")"
+    fi
 else
     bad "L-Bone part: lbone_server, ibp_depot or curl missing"
+fi
+
+# --- 8. the panels: a --script fills a panel's fields, clicks depots and presses Run
+# click_depot KEY: a real mouse click (pointer moved there first) on a depot's marker
+cat >"$tmp/click.tcl" <<'EOF'
+proc click_depot {k} {
+    update
+    lassign [.map coords [.map find withtag "d=$k&&depot"]] x0 y0 x1 y1
+    set x [expr {int(($x0 + $x1) / 2)}]; set y [expr {int(($y0 + $y1) / 2)}]
+    event generate .map <Motion> -x $x -y $y -warp 1
+    update
+    event generate .map <ButtonPress-1> -x $x -y $y
+    event generate .map <ButtonRelease-1> -x $x -y $y
+    update
+}
+EOF
+panel() { # NAME SCRIPT-LINES...: run the GUI on the live depots with that script
+    name=$1; shift
+    printf '%s\n' "source {$tmp/click.tcl}" "$@" >"$tmp/$name.tcl"
+    run_gui "$tmp/$name" --depots "$tmp/live-depots.txt" --bindir "$bin" --script "$tmp/$name.tcl" \
+        ${shot:+--screenshot "$shot"}
+}
+# the mappings of an exNode as "depot expires" lines, from lors_ls --json
+maps() { "$bin/lors_ls" --no-rc --json "$1" | tr '{' '\n' | sed -n 's/.*"depot":"\([^"]*\)".*"expires":\([0-9]*\).*/\1 \2/p'; }
+if [ -x "$bin/lors_augment" ] && [ -x "$bin/lors_trim" ] && [ -x "$bin/lors_refresh" ] &&
+   [ -x "$bin/lors_ls" ] && [ -x "$bin/lors_play" ] && [ -s "$tmp/live-depots.txt" ]; then
+    k1=$(sed -n 1p "$tmp/live-depots.txt" | cut -d' ' -f1)
+    k3=$(sed -n 3p "$tmp/live-depots.txt" | cut -d' ' -f1)
+    # upload: one depot by a click on its marker, one by its place
+    shot=$tmp/gui-upload.png
+    [ "${LNS_UPDATE_DOCS:-0}" = 1 ] && shot=$root/docs/gui-upload.png
+    panel pu ".tasks select .tasks.upload" "set pv(file) {$tmp/in.bin}" "set pv(out) {$tmp/p.xnd}" \
+        "set pv(copies) 2" "set pv(frags) 3" "set pv(dur) 1h" "click_depot $k1" \
+        "set pv(place) amster" "panel_pick_place" "click_depot $k1" ".tasks.upload.run invoke"
+    shot=
+    d=$tmp/pu
+    check "panel upload: exit" 0 "$(val $d run_rc)"
+    check "panel upload: tool" lors_upload "$(val $d run_tool)"
+    [ -s "$tmp/p.xnd" ] && ok "panel upload: exNode written" || bad "panel upload: no exNode"
+    maps "$tmp/p.xnd" >"$tmp/m0"
+    check "panel upload: selected depots (rings)" "2 2" "$(val $d selected) $(val $d rings)"
+    check "panel upload: depots used" 2 "$(cut -d' ' -f1 "$tmp/m0" | sort -u | wc -l | tr -d ' ')"
+    check "panel upload: rows" 2 "$(val $d rows)"
+    check "panel upload: stored boxes = mappings" "$(wc -l <"$tmp/m0" | tr -d ' ')" "$(val $d stored)"
+    case "$(val $d status)" in upload_done:*rc_0) ok "panel upload: status";; *) bad "panel upload: status $(val $d status)";; esac
+    # augment onto the third depot, chosen by place
+    panel pa ".tasks select .tasks.augment" "set pv(aug_xnd) {$tmp/p.xnd}" "set pv(place) SYD" \
+        "panel_pick_place" "set pv(aug_copies) 1" ".tasks.augment.run invoke"
+    maps "$tmp/p.xnd" >"$tmp/m1"
+    check "panel augment: exit" 0 "$(val $tmp/pa run_rc)"
+    check "panel augment: op" augment "$(val $tmp/pa op)"
+    n0=$(wc -l <"$tmp/m0" | tr -d ' '); n1=$(wc -l <"$tmp/m1" | tr -d ' ')
+    [ "$n1" -gt "$n0" ] && ok "panel augment: more mappings ($n0 -> $n1)" || bad "panel augment: mappings $n0 -> $n1"
+    check "panel augment: new ones on $k3" "$((n1 - n0))" "$(grep -c "^$k3" "$tmp/m1")"
+    check "panel augment: stored boxes" "$((n1 - n0))" "$(val $tmp/pa stored)"
+    # trim: every mapping on the third depot, selected by a click
+    panel pt ".tasks select .tasks.trim" "set pv(trim_xnd) {$tmp/p.xnd}" "click_depot $k3" \
+        ".tasks.trim.run invoke"
+    maps "$tmp/p.xnd" >"$tmp/m2"
+    check "panel trim: exit" 0 "$(val $tmp/pt run_rc)"
+    check "panel trim: fewer mappings" "$n0" "$(wc -l <"$tmp/m2" | tr -d ' ')"
+    check "panel trim: none left on $k3" 0 "$(grep -c "^$k3" "$tmp/m2")"
+    # refresh: expiry two days from now, later than every expiry of the 1 h upload
+    panel pr ".tasks select .tasks.refresh" "set pv(ref_xnd) {$tmp/p.xnd}" "set pv(ref_dur) 2d" \
+        ".tasks.refresh.run invoke"
+    maps "$tmp/p.xnd" >"$tmp/m3"
+    check "panel refresh: exit" 0 "$(val $tmp/pr run_rc)"
+    old=$(cut -d' ' -f2 "$tmp/m2" | sort -n | tail -1); new=$(cut -d' ' -f2 "$tmp/m3" | sort -n | head -1)
+    [ -n "$old" ] && [ -n "$new" ] && [ "$new" -gt "$old" ] && ok "panel refresh: expiry later ($old -> $new)" ||
+        bad "panel refresh: expiry $old -> $new"
+    # download to a file
+    panel pd ".tasks select .tasks.download" "set pv(dl_xnd) {$tmp/p.xnd}" "set pv(dl_out) {$tmp/p.out}" \
+        ".tasks.download.run invoke"
+    check "panel download: exit" 0 "$(val $tmp/pd run_rc)"
+    sz=$(wc -c <"$tmp/in.bin" | tr -d ' ')
+    check "panel download: edge" "$sz of $sz" "$(val $tmp/pd edge)"
+    [ "$(sha256sum <"$tmp/in.bin")" = "$(sha256sum <"$tmp/p.out" 2>/dev/null)" ] &&
+        ok "panel download: same SHA-256" || bad "panel download: bytes differ"
+    # play through lors_play and lns_paced at 40 Mbit/s: no underrun
+    panel pp ".tasks select .tasks.play" "set pv(play_xnd) {$tmp/p.xnd}" "set pv(player) paced" \
+        "set pv(headless) 1" "set pv(bitrate) 40M" ".tasks.play.run invoke"
+    check "panel play: exit" 0 "$(val $tmp/pp run_rc)"
+    check "panel play: op" play "$(val $tmp/pp op)"
+    case " $(val $tmp/pp end) " in *" underruns=0 "*) ok "panel play: 0 underruns";; *) bad "panel play: END $(val $tmp/pp end)";; esac
+    check "panel play: edge" "$sz of $sz" "$(val $tmp/pp edge)"
+    # a failing tool: its exit code and its error line reach the status line
+    panel pf "set pv(file) {$tmp/no-such-file}" "set pv(depots) $k1" ".tasks.upload.run invoke"
+    rc=$(val $tmp/pf run_rc)
+    [ "$rc" != 0 ] && [ "$rc" != - ] && ok "panel failure: exit $rc" || bad "panel failure: exit $rc"
+    case "$(val $tmp/pf status)" in "upload_failed_(exit_$rc):_lors_upload:"*no-such-file*) ok "panel failure: status";;
+        *) bad "panel failure: status $(val $tmp/pf status)";; esac
+    # a panel refuses to run with a required field empty
+    panel pe ".tasks.download.run invoke"
+    check "panel refused: nothing run" - "$(val $tmp/pe run_tool)"
+    case "$(val $tmp/pe status)" in download:_the_exNode_is_empty) ok "panel refused: status";;
+        *) bad "panel refused: status $(val $tmp/pe status)";; esac
+    if [ "${LNS_UPDATE_DOCS:-0}" = 1 ] && head -c 8 "$root/docs/gui-upload.png" | od -An -c | grep -q 'P   N   G'; then
+        ok "docs/gui-upload.png"
+    fi
+else
+    bad "panels part: lors_augment, lors_trim, lors_refresh, lors_ls, lors_play or the live depots missing"
+fi
+
+# --- 9. make demo with a display: it opens the GUI on its depots, replaying its upload; the
+# --selftest of LNS_DEMO_GUI_ARGS closes it, and the demo then stops its depots
+demo=$root/scripts/demo.sh
+LNS_DEMO_KEEP=0 LNS_DEMO_GUI_ARGS="--selftest $tmp/demo" timeout 120 "$demo" "$bin" >"$tmp/demo.log" 2>&1
+check "demo with a display: exit" 0 $?
+grep -q "== the map GUI: " "$tmp/demo.log" && ok "demo: opened the GUI" || bad "demo: no GUI ($(tail -1 "$tmp/demo.log"))"
+if [ -s "$tmp/demo" ]; then
+    # lors_ls's physical lines in the demo's output: one stored box per mapping
+    nmap=$(grep -cE '^[0-9]+ [SH-]r' "$tmp/demo.log")
+    check "demo GUI: op" upload "$(val $tmp/demo op)"
+    check "demo GUI: depot markers" 3 "$(val $tmp/demo depot_markers)"
+    check "demo GUI: stored boxes = lors_ls mappings" "$nmap" "$(val $tmp/demo stored)"
+    w=$(sed -n 's/.*depots stopped and \(.*\) removed.*/\1/p' "$tmp/demo.log")
+    [ -n "$w" ] && [ ! -e "$w" ] && ok "demo: $w removed" || bad "demo: work directory '$w' left"
+else
+    bad "demo GUI: no selftest dump"
 fi
 
 echo "test_gui: $fails failed"

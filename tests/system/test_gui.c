@@ -1,7 +1,9 @@
 /* test_gui.c -- lns_gui inside `make test`: runs tests/gui/test_gui.sh on the build's programs.
  * The script starts its own Xvfb, replays the recorded event streams of tests/data/events,
  * drives a real lors_upload and lors_download against three local depots through the GUI's
- * --run, and checks what Tk drew through the GUI's --selftest dump (see docs/gui.md).
+ * --run, drives every task panel through --script (checking what the tools did with
+ * lors_ls --json and cmp), opens the GUI from scripts/demo.sh, and checks what Tk drew
+ * through the GUI's --selftest dump (see docs/gui.md).
  *
  * Without Xvfb or tclsh (wish's Tcl) nothing can be shown: the program registers no test and
  * prints a "SKIP" line, which tests/run.sh reports as skipped, never as a pass.  If they are
@@ -42,5 +44,5 @@ void lns_test_register(void)
                "xvfb and tk8.6)\n");
         return;
     }
-    CU_add_test(s, "lns_gui under Xvfb: replay, live upload and download", test_gui_script);
+    CU_add_test(s, "lns_gui under Xvfb: replay, live runs, panels, demo", test_gui_script);
 }

@@ -1,0 +1,313 @@
+# lns_gui_panels.tcl -- the task panels of lns_gui: upload a file, augment, trim, refresh,
+# download to a file, play through lors_play.  Sourced by lns_gui (next to it, or from
+# $(PREFIX)/share/lns).
+#
+# Key ideas: a panel only builds the argv of the real tool, as a Tcl list, so a file name
+# is never quoted for a shell; the tool runs with its event stream on fd 3, which a tiny
+# `sh -c 'exec "$@" 3>&1 >/dev/null'` turns into the pipe the GUI reads (the tool's own
+# stdout, and a player's under lors_play, go nowhere), and the stream feeds the same
+# transfer view as --run and --events.  What the status line says comes from the stream's
+# END, the exit code and the first line the tool wrote on stderr (its one-line error):
+# never from the tools' human output.  lors_trim and lors_refresh write no stream; they
+# show their exit status only.
+
+# pv(...): the panels' fields.  pv(depots) is the depot selection shared by the panels,
+# "host:port,..." as --depot-list takes it; clicking a marker adds or removes its depot,
+# and a ring on the map shows every selected depot.
+array set pv {
+    file "" depots "" place "" copies 1 frags 4 bs "" dur 1d out ""
+    aug_xnd "" aug_copies 1
+    trim_xnd "" trim_by depot trim_maps "" trim_free 0
+    ref_xnd "" ref_how "from now" ref_dur 1d
+    dl_xnd "" dl_out "" dl_threads ""
+    play_xnd "" player mpv headless 0 bitrate ""
+}
+set run(tool) ""; set run(rc) ""; set run(err) ""; set run(busy) 0
+
+# ---------------------------------------------------------------- layout
+grid .side -rowspan 1
+.side.info configure -height 8
+ttk::notebook .tasks
+grid .tasks -row 2 -column 1 -sticky nsew
+
+# A labelled entry on row ROW of W; BROWSE (open or save) adds a file chooser.
+proc pfield {w row label var {browse ""}} {
+    label $w.l$row -text $label -anchor w
+    entry $w.e$row -textvariable $var -width 14
+    grid $w.l$row -row $row -column 0 -sticky w
+    grid $w.e$row -row $row -column 1 -sticky ew
+    if {$browse ne ""} {
+        button $w.b$row -text "..." -padx 1 -pady 0 -command [list pbrowse $browse $var]
+        grid $w.b$row -row $row -column 2
+    }
+}
+proc pbrowse {how var} {
+    set f [expr {$how eq "open" ? [tk_getOpenFile] : [tk_getSaveFile]}]
+    if {$f ne ""} { set ::$var $f }
+}
+proc ppanel {name title} {
+    set w .tasks.$name
+    frame $w -padx 4 -pady 2
+    .tasks add $w -text $title
+    grid columnconfigure $w 1 -weight 1
+    return $w
+}
+# The place field, with the button that selects the depots matching it.
+proc pplace {w row} {
+    pfield $w $row "place" pv(place)
+    button $w.pick -text "pick" -padx 1 -pady 0 -command panel_pick_place
+    grid $w.pick -row $row -column 2
+}
+proc prun {w row name} {
+    button $w.run -text "Run" -command [list panel_run $name]
+    grid $w.run -row $row -column 1 -sticky e -pady 2
+}
+
+set w [ppanel upload Upload]
+pfield $w 0 "file" pv(file) open
+pfield $w 1 "depots" pv(depots)
+pplace $w 2
+pfield $w 3 "copies" pv(copies)
+pfield $w 4 "fragments" pv(frags)
+pfield $w 5 "block size" pv(bs)
+pfield $w 6 "duration" pv(dur)
+pfield $w 7 "exNode out" pv(out) save
+prun $w 8 upload
+
+set w [ppanel augment Augment]
+pfield $w 0 "exNode" pv(aug_xnd) open
+pfield $w 1 "depots" pv(depots)
+pplace $w 2
+pfield $w 3 "copies" pv(aug_copies)
+prun $w 4 augment
+
+set w [ppanel trim Trim]
+pfield $w 0 "exNode" pv(trim_xnd) open
+radiobutton $w.r1 -text "the selected depots" -variable pv(trim_by) -value depot
+radiobutton $w.r2 -text "mapping numbers:" -variable pv(trim_by) -value maps
+grid $w.r1 -row 1 -column 0 -columnspan 2 -sticky w
+grid $w.r2 -row 2 -column 0 -sticky w
+entry $w.maps -textvariable pv(trim_maps) -width 12
+grid $w.maps -row 2 -column 1 -sticky ew
+pfield $w 3 "depots" pv(depots)
+checkbutton $w.free -text "also free the storage (-d)" -variable pv(trim_free)
+grid $w.free -row 4 -column 0 -columnspan 2 -sticky w
+prun $w 5 trim
+
+set w [ppanel refresh Refresh]
+pfield $w 0 "exNode" pv(ref_xnd) open
+label $w.hl -text "expiry" -anchor w
+tk_optionMenu $w.how pv(ref_how) "from now" "extend by" "max"
+grid $w.hl -row 1 -column 0 -sticky w
+grid $w.how -row 1 -column 1 -sticky w
+pfield $w 2 "duration" pv(ref_dur)
+prun $w 3 refresh
+
+set w [ppanel download Download]
+pfield $w 0 "exNode" pv(dl_xnd) open
+pfield $w 1 "to file" pv(dl_out) save
+pfield $w 2 "streams" pv(dl_threads)
+prun $w 3 download
+
+set w [ppanel play Play]
+pfield $w 0 "exNode" pv(play_xnd) open
+label $w.pl -text "player" -anchor w
+tk_optionMenu $w.player pv(player) mpv mplayer vlc paced
+grid $w.pl -row 1 -column 0 -sticky w
+grid $w.player -row 1 -column 1 -sticky w
+checkbutton $w.hd -text "--headless" -variable pv(headless)
+grid $w.hd -row 2 -column 1 -sticky w
+pfield $w 3 "bitrate" pv(bitrate)
+prun $w 4 play
+unset w
+
+# ---------------------------------------------------------------- depot selection
+proc panel_selected {} {
+    set l {}
+    foreach d [split $::pv(depots) ", "] { if {$d ne ""} { lappend l $d } }
+    return $l
+}
+# The ring around a selected marker; lns_gui's draw_depot calls it after each marker.
+proc panel_ring {key} {
+    .map delete "ring=$key"
+    if {[lsearch -exact [panel_selected] $key] < 0 || $::depot($key,lat) eq ""} return
+    lassign [px $::depot($key,lon) $::depot($key,lat)] x y
+    .map create oval [expr {$x-12}] [expr {$y-12}] [expr {$x+12}] [expr {$y+12}] \
+        -outline black -width 2 -tags [list ring "ring=$key"]
+}
+proc panel_rings {args} { foreach d $::depots { panel_ring $d } }
+trace add variable pv(depots) write panel_rings
+# A click on a marker adds its depot to the selection, or removes it.
+proc panel_toggle {key} {
+    set l [panel_selected]
+    set i [lsearch -exact $l $key]
+    set l [expr {$i < 0 ? [linsert $l end $key] : [lreplace $l $i $i]}]
+    set ::pv(depots) [join $l ,]
+}
+proc panel_click {} {
+    set k [string range [lsearch -inline [.map gettags current] d=*] 2 end]
+    if {$k ne ""} { panel_toggle $k }
+}
+.map bind depot <Button-1> {+panel_click}
+# The depots whose place or name holds the place field's text (any case; the text is
+# plain, not a pattern).
+proc panel_match {place} {
+    set l {}
+    set p [string tolower [string trim $place]]
+    foreach d $::depots {
+        if {[string first $p [string tolower "$d $::depot($d,place)"]] >= 0} { lappend l $d }
+    }
+    return $l
+}
+proc panel_pick_place {} {
+    set m [panel_match $::pv(place)]
+    set ::pv(depots) [join $m ,]
+    set ::status "place \"$::pv(place)\": [llength $m] depots"
+}
+# Where new copies go: the selected depots; else, with --lbone, the L-Bone's choice (near the
+# place: -H -l); else the depots matching the place; else the tool's own (its rc file).
+proc panel_where {} {
+    set sel [panel_selected]
+    if {$sel ne ""} { return [list --depot-list [join $sel ,]] }
+    if {$::pv(place) eq ""} {
+        return [expr {$::opt(lbone) ne "" ? [list -H $::opt(lbone)] : {}}]
+    }
+    if {$::opt(lbone) ne ""} { return [list -H $::opt(lbone) -l $::pv(place)] }
+    set m [panel_match $::pv(place)]
+    if {$m eq ""} { error "no depot's place or name matches \"$::pv(place)\"" }
+    return [list --depot-list [join $m ,]]
+}
+
+# ---------------------------------------------------------------- running the tools
+# The program NAME: in --bindir, else next to lns_gui, else on the PATH.
+proc tool_path {name} {
+    set dir [expr {$::opt(bindir) ne "" ? $::opt(bindir) : [file dirname [file normalize $::argv0]]}]
+    if {[file executable [file join $dir $name]]} { return [file join $dir $name] }
+    set p [auto_execok $name]
+    return [expr {$p ne "" ? [lindex $p 0] : $name}]
+}
+# Add OPT VALUE to the list in ARGVAR when VALUE is not empty.
+proc popt {argvar opt value} {
+    upvar $argvar a
+    if {[string trim $value] ne ""} { lappend a $opt [string trim $value] }
+}
+proc need {value what} {
+    if {[string trim $value] eq ""} { error "$what is empty" }
+    return [string trim $value]
+}
+# The argv of panel NAME's tool, and whether the tool writes an event stream.
+proc panel_argv {name} {
+    global pv
+    switch -- $name {
+        upload {
+            set a [list lors_upload -q -f [need $pv(file) "the file"]]
+            popt a -o $pv(out); popt a -c $pv(copies); popt a -F $pv(frags)
+            popt a -bs $pv(bs); popt a -d $pv(dur)
+            return [list [concat $a [panel_where]] 1]
+        }
+        augment {
+            set a [list lors_augment -q -f [need $pv(aug_xnd) "the exNode"]]
+            popt a -c $pv(aug_copies)
+            return [list [concat $a [panel_where]] 1]
+        }
+        trim {
+            set a [list lors_trim -f [need $pv(trim_xnd) "the exNode"]]
+            if {$pv(trim_by) eq "maps"} {
+                lappend a -m [need $pv(trim_maps) "the mapping list"]
+            } else {
+                set sel [panel_selected]
+                if {$sel eq ""} { error "no depot selected: click the depots to trim on the map" }
+                foreach d $sel { lappend a --depot $d }
+            }
+            if {$pv(trim_free)} { lappend a -d }
+            return [list $a 0]
+        }
+        refresh {
+            set a [list lors_refresh -f [need $pv(ref_xnd) "the exNode"]]
+            switch -- $pv(ref_how) {
+                "from now" { lappend a -s [need $pv(ref_dur) "the duration"] }
+                "extend by" { lappend a -d [need $pv(ref_dur) "the duration"] }
+                default { lappend a -m }
+            }
+            return [list $a 0]
+        }
+        download {
+            set a [list lors_download --quiet -f [need $pv(dl_xnd) "the exNode"] \
+                -o [need $pv(dl_out) "the output file"]]
+            popt a -t $pv(dl_threads)
+            return [list $a 1]
+        }
+        play {
+            set a [list lors_play --quiet -f [need $pv(play_xnd) "the exNode"] -P $pv(player)]
+            if {$pv(headless)} { lappend a --headless }
+            popt a -b $pv(bitrate)
+            return [list $a 1]
+        }
+    }
+    error "no panel $name"
+}
+# A panel's Run button: build the argv, start the tool, feed its stream to the view.
+proc panel_run {name} {
+    global run status
+    # one stream at a time: a panel's tool, --run's or a replay (the view and rch are one)
+    if {$run(busy) || ([info exists ::rch] && $::rch in [chan names])} {
+        set status "$name: wait until the current transfer has ended"; return
+    }
+    if {[catch {panel_argv $name} r]} { panel_refused "$name: $r"; return }
+    lassign $r argv events
+    lset argv 0 [tool_path [lindex $argv 0]]
+    if {$events} { lappend argv --events fd:3 }
+    set run(tool) [file tail [lindex $argv 0]]; set run(argv) $argv
+    set run(rc) ""; set run(err) ""
+    close [file tempfile run(errfile) lns_gui.err]
+    xfer_reset
+    .xfer create text 20 10 -anchor w -text "$name: [lrange $argv 1 end]" -tags title
+    set e [run_start [list sh -c {exec "$@" 3>&1 >/dev/null} lns_gui {*}$argv] $run(errfile)]
+    if {$e ne ""} {
+        file delete $run(errfile)
+        panel_refused "$name: cannot run $run(tool): $e"; return
+    }
+    set run(busy) 1
+    set ::run_done [list panel_done $name $events]
+    set status "$name: $run(tool) running"
+}
+proc panel_refused {msg} {
+    set ::status $msg
+    set ::run(err) $msg
+    if {$::opt(selftest) ne ""} { after 300 selftest }
+}
+# The tool has exited with RC: its exit code and its error line on the status line.
+proc panel_done {name events rc} {
+    global run status st
+    set run(busy) 0; set run(rc) $rc
+    if {![catch {open $run(errfile)} ch]} {
+        while {[gets $ch line] >= 0} { if {[string trim $line] ne ""} { set run(err) $line; break } }
+        close $ch
+    }
+    file delete $run(errfile)
+    if {$rc ne "0"} {
+        set status "$name failed (exit $rc)[expr {$run(err) ne "" ? ": $run(err)" : ""}]"
+    } elseif {!$events} {
+        set status "$name done (exit 0)"
+    } elseif {[dict exists $st(endf) underruns]} {
+        append status ", underruns [dict get $st(endf) underruns]"
+    }
+    if {!$events} {
+        .xfer create text 20 30 -anchor w -text $status -tags result
+    }
+}
+# Lines for the --selftest dump: the last run and the selection.
+proc panels_selftest {} {
+    global run st
+    set o "run_tool [expr {$run(tool) eq "" ? "-" : $run(tool)}]\n"
+    append o "run_rc [expr {$run(rc) eq "" ? "-" : [string map {" " _} $run(rc)]}]\n"
+    append o "run_args [expr {$run(tool) eq "" ? "-" : [string map {" " _} [lrange $run(argv) 1 end]]}]\n"
+    append o "run_err [expr {$run(err) eq "" ? "-" : [string map {" " _} $run(err)]}]\n"
+    set e {}
+    if {$st(endf) ne ""} { dict for {k v} $st(endf) { lappend e $k=$v } }
+    append o "end [expr {$e eq "" ? "-" : [join $e " "]}]\n"
+    append o "selected [llength [panel_selected]]\n"
+    append o "rings [llength [.map find withtag ring]]\n"
+    append o "tab [.tasks tab current -text]\n"
+    return $o
+}
