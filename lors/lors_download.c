@@ -335,6 +335,8 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
                                      (uint64_t)(m->alloc_offset + (fa - m->exnode_offset)), len)
                   : IBP_E_ALLOC_FAILED;
         if (ierr == IBP_OK) { /* the reply header: a latency sample for the stream count */
+            netlog_fetch(dl, "LORS_REPLY", f, fa, len,
+                         f->redundant ? "redundant=1" : "redundant=0");
             pthread_mutex_lock(&dl->mu);
             if (!sl->cancelled && !dl->stop)
                 lors_sched_replied(dl->s, f->id, now_ns());

@@ -7,6 +7,14 @@
  * length) in time order and computes the per-depot table.  The key rule is documented in
  * docs/netlogger.md: the client cannot put an id on the IBP wire, so the allocation id (the
  * public first half of the capability key, which depots log) with the range is the id.
+ *
+ * The fit of delay = latency + size / throughput: a download's blocks mostly have one size, so
+ * a regression of delay on size has nothing to stand on.  LORS_REPLY (the depot's reply header
+ * is in) cuts each fetch's delay into its two terms, measured rather than inferred: the wait
+ * for the reply is the latency (round trip plus the depot's queueing), the rest moves the
+ * bytes.  Medians, because one stalled fetch must not move a depot's figures.  Logs from
+ * before LORS_REPLY keep the least-squares fit, but only where the sizes differ enough to
+ * carry it (docs/netlogger.md, "The fit").
  */
 #include "lors_lifelines.h"
 
@@ -16,8 +24,10 @@
 #include <string.h>
 
 const char *const lors_ll_point_names[LORS_LL_NPOINTS] = {
-    "REQ SENT", "DEPOT RECV", "READ START", "SEND END", "CLIENT RECV", "COMMITTED", "RELEASED",
+    "REQ SENT", "DEPOT RECV", "READ START", "CLIENT REPLY", "SEND END", "CLIENT RECV",
+    "COMMITTED", "RELEASED",
 };
+const char *const lors_ll_fit_names[3] = {"-", "ls", "reply"};
 
 struct lors_ll_dreq {
     char alloc[24], client[64];
@@ -121,9 +131,9 @@ static int client_line(lors_ll_t *ll, const char *ev, int64_t t, const char *fie
 {
     static const char *const names[] = {"LORS_REQ_SENT", "LORS_RECV_END", "LORS_COMMIT",
                                         "LORS_RELEASE", "LORS_REDUNDANT", "LORS_CANCEL",
-                                        "LORS_FAIL"};
+                                        "LORS_FAIL",     "LORS_REPLY"};
     int kind = -1;
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
         if (strcmp(ev, names[i]) == 0)
             kind = i;
     if (kind < 0)
@@ -150,7 +160,8 @@ static int client_line(lors_ll_t *ll, const char *ev, int64_t t, const char *fie
     case 3: f->t[LORS_LL_RELEASE] = t; break;
     case 4: f->redundant = 1; break;
     case 5: f->cancelled = 1; break;
-    default: f->failed = 1; break;
+    case 6: f->failed = 1; break;
+    default: f->t[LORS_LL_REPLY] = t; ll->replies++; break;
     }
     return 1;
 }
@@ -271,38 +282,96 @@ static lors_ll_depot_t *depot_get(lors_ll_t *ll, const char *name, size_t cap)
     return d;
 }
 
-/* Least squares of delay = latency + size / throughput over depot dn's fetches, centred
- * (sums of deviations) so that sizes of a few MB lose no precision. */
-static void fit(lors_ll_t *ll, lors_ll_depot_t *d)
+/* Does fetch f of depot d have the points the fits need: its request, its last byte, and a
+ * size (the LOAD's, alen: what crossed the wire)? */
+static int fit_sample(const lors_ll_fetch_t *f, const lors_ll_depot_t *d)
 {
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    return strcmp(f->depot, d->name) == 0 && f->t[LORS_LL_REQ_SENT] >= 0 &&
+           f->t[LORS_LL_RECV_END] >= 0 && f->alen > 0;
+}
+
+static int by_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of v[0..n), n > 0; sorts v. */
+static double median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, by_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* From LORS_REPLY: latency = median of (REPLY - REQ_SENT), throughput = 1 / median of the
+ * time per byte (RECV_END - REPLY) / size, which is size / median (RECV_END - REPLY) when the
+ * sizes are equal and stays meaningful when they are not.  a and b hold nf doubles each.
+ * 1 if d got a fit. */
+static int fit_reply(const lors_ll_t *ll, lors_ll_depot_t *d, double *a, double *b)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < ll->nf; i++) {
+        const lors_ll_fetch_t *f = &ll->f[i];
+        if (!fit_sample(f, d) || f->t[LORS_LL_REPLY] < 0)
+            continue;
+        a[n] = (double)(f->t[LORS_LL_REPLY] - f->t[LORS_LL_REQ_SENT]) / 1e9;
+        b[n] = (double)(f->t[LORS_LL_RECV_END] - f->t[LORS_LL_REPLY]) / 1e9 / (double)f->alen;
+        n++;
+    }
+    if (n == 0)
+        return 0;
+    double lat = median(a, n), per_byte = median(b, n);
+    if (lat < 0 || per_byte <= 0) /* clocks stepped, or bytes faster than the clock ticks */
+        return 0;
+    d->fit = LORS_LL_FIT_REPLY;
+    d->fit_n = (int)n;
+    d->latency_s = lat;
+    d->fit_mbps = 1.0 / per_byte / 1e6;
+    return 1;
+}
+
+/* Least squares of delay = latency + size / throughput (delay REQ_SENT -> RECV_END), centred
+ * (sums of deviations) so that sizes of a few MB lose no precision.  Taken only when the data
+ * carry it: the sizes span a factor of 2 or more (a 10% spread, as between a file's last block
+ * and the others, leaves the slope to the noise of the delays), the slope is positive, and,
+ * with more than 2 fetches, at least twice its standard error. */
+static void fit_ls(const lors_ll_t *ll, lors_ll_depot_t *d)
+{
+    double sx = 0, sy = 0, sxx = 0, sxy = 0, syy = 0, xmin = 0, xmax = 0;
     int n = 0;
     for (int pass = 0; pass < 2; pass++) {
         double mx = n ? sx / n : 0, my = n ? sy / n : 0;
         for (size_t i = 0; i < ll->nf; i++) {
             const lors_ll_fetch_t *f = &ll->f[i];
-            if (strcmp(f->depot, d->name) != 0 || f->t[LORS_LL_REQ_SENT] < 0 ||
-                f->t[LORS_LL_RECV_END] < 0)
+            if (!fit_sample(f, d))
                 continue;
             double x = (double)f->alen;
             double y = (double)(f->t[LORS_LL_RECV_END] - f->t[LORS_LL_REQ_SENT]) / 1e9;
             if (pass == 0) {
+                if (n == 0 || x < xmin)
+                    xmin = x;
+                if (n == 0 || x > xmax)
+                    xmax = x;
                 sx += x;
                 sy += y;
                 n++;
             } else {
                 sxx += (x - mx) * (x - mx);
                 sxy += (x - mx) * (y - my);
+                syy += (y - my) * (y - my);
             }
         }
     }
     d->fit_n = n;
-    if (n < 2 || sxx <= 0 || sxy <= 0)
+    if (n < 2 || xmax < 2 * xmin || sxx <= 0 || sxy <= 0)
         return;
-    double b = sxy / sxx;
-    d->latency_s = sy / n - b * sx / n;
-    d->fit_mbps = 1.0 / b / 1e6;
-    d->fit_ok = 1;
+    double slope = sxy / sxx, rss = syy - slope * sxy;
+    /* slope / stderr >= 2, stderr^2 = rss / (n - 2) / sxx; no division, rss may be 0 */
+    if (n > 2 && slope * slope * sxx * (n - 2) < 4 * rss)
+        return;
+    d->latency_s = sy / n - slope * sx / n;
+    d->fit_mbps = 1.0 / slope / 1e6;
+    d->fit = LORS_LL_FIT_LS;
 }
 
 int lors_ll_analyze(lors_ll_t *ll)
@@ -332,7 +401,7 @@ int lors_ll_analyze(lors_ll_t *ll)
             ll->released++;
             int all = 1;
             for (int k = 0; k < LORS_LL_NPOINTS; k++)
-                all &= f->t[k] >= 0;
+                all &= f->t[k] >= 0 || (k == LORS_LL_REPLY && ll->replies == 0);
             ll->complete += (size_t)all;
         }
         for (int k = 0; k < LORS_LL_NPOINTS; k++) {
@@ -348,8 +417,11 @@ int lors_ll_analyze(lors_ll_t *ll)
     free(ll->d);
     ll->d = calloc(ll->nf ? ll->nf : 1, sizeof *ll->d);
     ll->nd = 0;
-    if (!ll->d)
+    double *fa = malloc(2 * (ll->nf ? ll->nf : 1) * sizeof *fa); /* fit_reply's samples */
+    if (!ll->d || !fa) {
+        free(fa);
         return -1;
+    }
     for (size_t i = 0; i < ll->nf; i++) {
         const lors_ll_fetch_t *f = &ll->f[i];
         lors_ll_depot_t *d = depot_get(ll, f->depot[0] ? f->depot : "-", ll->nf);
@@ -378,17 +450,20 @@ int lors_ll_analyze(lors_ll_t *ll)
         }
         if (first >= 0 && last > first)
             d->mbps = (double)d->bytes / ((double)(last - first) / 1e9) / 1e6;
-        fit(ll, d);
+        if (!fit_reply(ll, d, fa, fa + ll->nf))
+            fit_ls(ll, d);
+        d->fit_ok = d->fit != LORS_LL_FIT_NONE;
     }
+    free(fa);
     qsort(ll->d, ll->nd, sizeof *ll->d, by_name);
     return 0;
 }
 
 void lors_ll_print_table(const lors_ll_t *ll, FILE *out)
 {
-    fprintf(out, "%-24s %6s %7s %12s %9s %6s %8s %7s %6s %11s %9s %5s\n", "depot", "blocks",
-            "fetches", "bytes", "MB/s", "fails", "red", "red_won", "wasted", "latency_ms", "fit_MB/s",
-            "fit_n");
+    fprintf(out, "%-24s %6s %7s %12s %9s %6s %8s %7s %6s %5s %11s %9s %5s\n", "depot",
+            "blocks", "fetches", "bytes", "MB/s", "fails", "red", "red_won", "wasted", "fit",
+            "latency_ms", "fit_MB/s", "fit_n");
     for (size_t i = 0; i < ll->nd; i++) {
         const lors_ll_depot_t *d = &ll->d[i];
         char lat[32] = "-", fm[32] = "-";
@@ -397,9 +472,9 @@ void lors_ll_print_table(const lors_ll_t *ll, FILE *out)
             snprintf(fm, sizeof fm, "%.2f", d->fit_mbps);
         }
         fprintf(out, "%-24s %6" PRIu64 " %7" PRIu64 " %12" PRIu64 " %9.2f %6" PRIu64 " %8" PRIu64
-                     " %7" PRIu64 " %6" PRIu64 " %11s %9s %5d\n",
+                     " %7" PRIu64 " %6" PRIu64 " %5s %11s %9s %5d\n",
                 d->name, d->blocks, d->fetches, d->bytes, d->mbps, d->failures, d->redundant,
-                d->redundant_won, d->wasted, lat, fm, d->fit_n);
+                d->redundant_won, d->wasted, lors_ll_fit_names[d->fit], lat, fm, d->fit_n);
     }
     fprintf(out, "blocks released %zu, with every point %zu; fetches %zu, matched to depot "
                  "lines %zu; lines %zu, used %zu, malformed %zu\n",
@@ -421,10 +496,10 @@ void lors_ll_print_json(const lors_ll_t *ll, FILE *out)
                 i ? "," : "", d->name, d->fetches, d->blocks, d->bytes, d->mbps, d->failures,
                 d->redundant, d->redundant_won, d->wasted, d->fit_n);
         if (d->fit_ok)
-            fprintf(out, "\"latency_ms\": %.6f, \"fit_mbps\": %.6f}", d->latency_s * 1e3,
-                    d->fit_mbps);
+            fprintf(out, "\"fit\": \"%s\", \"latency_ms\": %.6f, \"fit_mbps\": %.6f}",
+                    lors_ll_fit_names[d->fit], d->latency_s * 1e3, d->fit_mbps);
         else
-            fprintf(out, "\"latency_ms\": null, \"fit_mbps\": null}");
+            fprintf(out, "\"fit\": null, \"latency_ms\": null, \"fit_mbps\": null}");
     }
     fprintf(out, "\n]}\n");
 }

@@ -19,6 +19,7 @@ enum {
     LORS_LL_REQ_SENT = 0, /* LORS_REQ_SENT: the client sends the LOAD */
     LORS_LL_DEPOT_RECV,   /* IBP_LOAD_RECV: the depot has the request */
     LORS_LL_READ_START,   /* IBP_LOAD_READ_START: the depot starts reading (sendfile) */
+    LORS_LL_REPLY,        /* LORS_REPLY: the client has the depot's reply header */
     LORS_LL_SEND_END,     /* IBP_LOAD_SEND_END: the depot has sent the last byte */
     LORS_LL_RECV_END,     /* LORS_RECV_END: the client has the last byte */
     LORS_LL_COMMIT,       /* LORS_COMMIT: verified and taken as the block's copy */
@@ -38,6 +39,16 @@ typedef struct lors_ll_fetch {
     int64_t t[LORS_LL_NPOINTS]; /* ns since the epoch; -1: not in the logs */
 } lors_ll_fetch_t;
 
+/* How a depot's delay = latency + size / throughput was estimated. */
+enum {
+    LORS_LL_FIT_NONE = 0, /* not enough to go on: the table prints "-" */
+    LORS_LL_FIT_LS,       /* least squares of (REQ_SENT -> RECV_END) on size: old logs whose
+                           * sizes span a factor of 2 or more, with a significant slope */
+    LORS_LL_FIT_REPLY,    /* latency = median (REQ_SENT -> REPLY), throughput = 1 / median of
+                           * (REPLY -> RECV_END) / size: whenever the logs have LORS_REPLY */
+};
+extern const char *const lors_ll_fit_names[3]; /* "-", "ls", "reply" */
+
 typedef struct lors_ll_depot {
     char name[96];
     uint64_t fetches;     /* fetches sent to it */
@@ -46,10 +57,12 @@ typedef struct lors_ll_depot {
     double mbps;          /* bytes / (last RECV_END - first REQ_SENT of those), MB/s (1e6) */
     uint64_t failures;    /* LORS_FAIL */
     uint64_t redundant, redundant_won, wasted; /* redundant fetches; of those won; cancelled */
-    int fit_n;            /* fetches in the fit (with REQ_SENT and RECV_END) */
-    int fit_ok;           /* 0: fewer than 2 sizes, or a slope <= 0: no fit */
-    double latency_s;     /* delay = latency + size / throughput, least squares */
-    double fit_mbps;
+    int fit_n;            /* fetches in the fit: with REQ_SENT and RECV_END (and REPLY for
+                           * LORS_LL_FIT_REPLY) */
+    int fit_ok;           /* fit != LORS_LL_FIT_NONE */
+    int fit;              /* LORS_LL_FIT_* */
+    double latency_s;     /* delay = latency + size / throughput */
+    double fit_mbps;      /* throughput, MB/s (1e6) */
 } lors_ll_depot_t;
 
 typedef struct lors_ll_dreq lors_ll_dreq_t; /* a depot's LOAD, internal */
@@ -64,7 +77,9 @@ typedef struct lors_ll {
     size_t lines, used, bad; /* lines read; of those used; malformed */
     size_t matched;       /* fetches given their depot request */
     size_t released;      /* blocks released (fetches with RELEASE) */
-    size_t complete;      /* ... with all LORS_LL_NPOINTS points */
+    size_t complete;      /* ... with all LORS_LL_NPOINTS points (REPLY only required when
+                           * the logs have LORS_REPLY lines: older clients did not write it) */
+    size_t replies;       /* LORS_REPLY lines used */
     int64_t t0, t1;       /* first and last time of any point */
 } lors_ll_t;
 

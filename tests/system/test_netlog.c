@@ -1,5 +1,9 @@
 /* test_netlog.c -- lors_download --netlog against real depots: every block's life is in the
  * logs, client side and depot side, and lors_lifelines pairs them (docs/netlogger.md).
+ *
+ * The blocks all have one size, so the per-depot fit must come from LORS_REPLY: one per fetch
+ * whose bytes all arrived, between its REQ_SENT and RECV_END, counted in the raw log (the
+ * reader would hide a duplicate by keeping the last).
  */
 #include <CUnit/CUnit.h>
 #include <stdio.h>
@@ -57,6 +61,41 @@ static void test_netlog_download(void)
     CU_ASSERT(memcmp(got, src, n) == 0);
     usleep(300 * 1000); /* depots write their events within 50 ms */
 
+    /* per fetch id, from the raw client log: REPLY and RECV_END lines */
+    struct { char id[64]; int replies, ends; } seen[256];
+    int nseen = 0, nreply = 0;
+    fp = fopen(nlog, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    char line[2048];
+    while (fgets(line, sizeof line, fp)) {
+        int reply = strncmp(line, "LORS_REPLY ", 11) == 0;
+        int end = strncmp(line, "LORS_RECV_END ", 14) == 0;
+        const char *id = strstr(line, " fetch=");
+        if ((!reply && !end) || !id)
+            continue;
+        char fid[64];
+        CU_ASSERT_FATAL(sscanf(id + 7, "%63s", fid) == 1);
+        int k = 0;
+        while (k < nseen && strcmp(seen[k].id, fid) != 0)
+            k++;
+        if (k == nseen) {
+            CU_ASSERT_FATAL(nseen < 256);
+            snprintf(seen[nseen].id, sizeof seen[nseen].id, "%s", fid);
+            seen[nseen].replies = seen[nseen].ends = 0;
+            nseen++;
+        }
+        seen[k].replies += reply;
+        seen[k].ends += end;
+        nreply += reply;
+    }
+    fclose(fp);
+    CU_ASSERT(nreply >= 12);
+    for (int k = 0; k < nseen; k++) {
+        CU_ASSERT(seen[k].replies <= 1);
+        if (seen[k].ends)
+            CU_ASSERT_EQUAL(seen[k].replies, 1);
+    }
+
     lors_ll_t ll;
     lors_ll_init(&ll);
     CU_ASSERT_EQUAL(lors_ll_add_file(&ll, nlog, err, sizeof err), 0);
@@ -65,7 +104,8 @@ static void test_netlog_download(void)
     CU_ASSERT_EQUAL_FATAL(lors_ll_analyze(&ll), 0);
     CU_ASSERT_EQUAL(ll.bad, 0);
     CU_ASSERT_EQUAL(ll.released, 12); /* 3 MiB in 256 KiB blocks */
-    CU_ASSERT_EQUAL(ll.complete, ll.released);
+    CU_ASSERT_EQUAL(ll.replies, (size_t)nreply);
+    CU_ASSERT_EQUAL(ll.complete, ll.released); /* REPLY included: the log has them */
     uint64_t bytes = 0;
     for (size_t i = 0; i < ll.nd; i++)
         bytes += ll.d[i].bytes;
@@ -74,6 +114,12 @@ static void test_netlog_download(void)
     for (size_t i = 0; i < ll.nf; i++) {
         const lors_ll_fetch_t *f = &ll.f[i];
         CU_ASSERT(f->t[LORS_LL_REQ_SENT] >= 0);
+        if (f->t[LORS_LL_REPLY] >= 0)
+            CU_ASSERT(f->t[LORS_LL_REPLY] >= f->t[LORS_LL_REQ_SENT]);
+        if (f->t[LORS_LL_RECV_END] >= 0) {
+            CU_ASSERT(f->t[LORS_LL_REPLY] >= 0);
+            CU_ASSERT(f->t[LORS_LL_RECV_END] >= f->t[LORS_LL_REPLY]);
+        }
         if (f->committed) {
             CU_ASSERT(f->t[LORS_LL_DEPOT_RECV] >= f->t[LORS_LL_REQ_SENT]);
             CU_ASSERT(f->t[LORS_LL_SEND_END] >= f->t[LORS_LL_READ_START]);
@@ -88,6 +134,37 @@ static void test_netlog_download(void)
              lns_test_tmpdir());
     CU_ASSERT_EQUAL(system(cmd), 0);
     CU_ASSERT_EQUAL(access(png, R_OK), 0);
+    /* every depot that served a block: a fit from REPLY, with numbers */
+    int fitted = 0;
+    for (size_t i = 0; i < ll.nd; i++) {
+        const lors_ll_depot_t *d = &ll.d[i];
+        if (!d->blocks)
+            continue;
+        CU_ASSERT_EQUAL(d->fit, LORS_LL_FIT_REPLY);
+        CU_ASSERT(d->fit_n >= 1);
+        CU_ASSERT(d->latency_s > 0 && d->latency_s < 5);
+        CU_ASSERT(d->fit_mbps > 0);
+        fitted++;
+    }
+    CU_ASSERT(fitted >= 1);
+    char tpath[600];
+    snprintf(tpath, sizeof tpath, "%s/table.txt", lns_test_tmpdir());
+    fp = fopen(tpath, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    int rows = 0;
+    while (fgets(line, sizeof line, fp)) {
+        char name[128], fit[16], lat[32], mb[32], *e1, *e2;
+        int blocks;
+        if (sscanf(line, "%127s %d %*s %*s %*s %*s %*s %*s %*s %15s %31s %31s", name, &blocks,
+                   fit, lat, mb) != 5 || strncmp(name, "127.0.0.1:", 10) != 0 || blocks == 0)
+            continue;
+        rows++;
+        double l = strtod(lat, &e1), t = strtod(mb, &e2);
+        CU_ASSERT_STRING_EQUAL(fit, "reply");
+        CU_ASSERT(*e1 == 0 && *e2 == 0 && l > 0 && t > 0);
+    }
+    fclose(fp);
+    CU_ASSERT_EQUAL(rows, fitted);
     lors_ll_free(&ll);
 
     free(got);

@@ -1,9 +1,11 @@
 /* test_lors_lifelines.c -- lors_lifelines' reading, matching, table and PNG.
  *
- * A hand-written log with known times gives exact throughputs and fit; the log recorded from a
- * real 3-depot download (tests/data/netlog/, see its README) must have every released block
- * matched to its depot lines; the plot must be a PNG of the asked size with valid CRCs and
- * exactly as many pixel bytes as its IHDR says.
+ * A hand-written log with known times gives exact throughputs and fit; a second one, with a
+ * depot per case, gives each fit method (LORS_REPLY's medians, least squares, none) its exact
+ * figures; the log recorded from a real 3-depot download by a client that did not yet write
+ * LORS_REPLY (tests/data/netlog/, see its README) must have every released block matched to
+ * its depot lines and, its sizes being nearly equal, no fit; the plot must be a PNG of the
+ * asked size with valid CRCs and exactly as many pixel bytes as its IHDR says.
  */
 #include <CUnit/CUnit.h>
 #include <stdio.h>
@@ -103,6 +105,7 @@ static void test_hand_table(void)
     CU_ASSERT_DOUBLE_EQUAL(a->mbps, 4e6 / 0.0055 / 1e6, 1e-6);
     /* slope (0.0045 - 0.002) / 2e6 = 1.25 ns/byte: 800 MB/s; latency 2 ms - 1.25 ms */
     CU_ASSERT_EQUAL(a->fit_ok, 1);
+    CU_ASSERT_EQUAL(a->fit, LORS_LL_FIT_LS);
     CU_ASSERT_EQUAL(a->fit_n, 2);
     CU_ASSERT_DOUBLE_EQUAL(a->fit_mbps, 800.0, 1e-6);
     CU_ASSERT_DOUBLE_EQUAL(a->latency_s, 0.00075, 1e-12);
@@ -119,6 +122,7 @@ static void test_hand_table(void)
     CU_ASSERT_EQUAL(b->wasted, 1);
     CU_ASSERT_EQUAL(b->fit_n, 2); /* two fetches of one size: no fit */
     CU_ASSERT_EQUAL(b->fit_ok, 0);
+    CU_ASSERT_EQUAL(b->fit, LORS_LL_FIT_NONE);
 
     char path[512];
     snprintf(path, sizeof path, "%s/t.json", lns_test_tmpdir());
@@ -132,7 +136,151 @@ static void test_hand_table(void)
     fclose(fp);
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"depot\": \"a:1\""));
     CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"fit_mbps\": 800.000000"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"latency_ms\": 0.750000"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"fit\": \"ls\", \"latency_ms\": 0.750000"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"fit\": null, \"latency_ms\": null"));
+    lors_ll_free(&ll);
+}
+
+/* One depot per case of the fit.  Times are ms after 200 s; REPLY only where said. */
+#define FL(ev, ms, id, depot, size, extra)                                                    \
+    ev " c " #ms " fetch=" id " block=0 off=0 len=" #size " depot=" depot " alloc=" id        \
+       " aoff=0 alen=" #size extra
+static const char *fit_log[] = {
+    /* r:1, one size, REPLY gaps 1, 2, 9 ms and transfers 4, 5, 20 ms: latency 2 ms (median),
+     * 1e6 B / 5 ms = 200 MB/s; fetch r4 replied after 50 ms but never finished: not a sample */
+    FL("LORS_REQ_SENT", 200.000, "r1", "r:1", 1000000, " redundant=0"),
+    FL("LORS_REPLY", 200.001, "r1", "r:1", 1000000, " redundant=0"),
+    FL("LORS_RECV_END", 200.005, "r1", "r:1", 1000000, ""),
+    FL("LORS_REQ_SENT", 200.010, "r2", "r:1", 1000000, " redundant=0"),
+    FL("LORS_REPLY", 200.012, "r2", "r:1", 1000000, " redundant=0"),
+    FL("LORS_RECV_END", 200.017, "r2", "r:1", 1000000, ""),
+    FL("LORS_REQ_SENT", 200.020, "r3", "r:1", 1000000, " redundant=0"),
+    FL("LORS_REPLY", 200.029, "r3", "r:1", 1000000, " redundant=0"),
+    FL("LORS_RECV_END", 200.049, "r3", "r:1", 1000000, ""),
+    FL("LORS_REQ_SENT", 200.030, "r4", "r:1", 1000000, " redundant=1"),
+    FL("LORS_REPLY", 200.080, "r4", "r:1", 1000000, " redundant=1"),
+    FL("LORS_CANCEL", 200.081, "r4", "r:1", 1000000, " got=65536"),
+    /* m:2, sizes 1e6, 2e6, 5e5 with REPLY: REPLY wins over least squares; time per byte 2, 2,
+     * 20 ns: 500 MB/s; REPLY gaps 3, 3, 4 ms: 3 ms */
+    FL("LORS_REQ_SENT", 200.000, "m1", "m:2", 1000000, " redundant=0"),
+    FL("LORS_REPLY", 200.003, "m1", "m:2", 1000000, " redundant=0"),
+    FL("LORS_RECV_END", 200.005, "m1", "m:2", 1000000, ""),
+    FL("LORS_REQ_SENT", 200.010, "m2", "m:2", 2000000, " redundant=0"),
+    FL("LORS_REPLY", 200.013, "m2", "m:2", 2000000, " redundant=0"),
+    FL("LORS_RECV_END", 200.017, "m2", "m:2", 2000000, ""),
+    FL("LORS_REQ_SENT", 200.020, "m3", "m:2", 500000, " redundant=0"),
+    FL("LORS_REPLY", 200.024, "m3", "m:2", 500000, " redundant=0"),
+    FL("LORS_RECV_END", 200.034, "m3", "m:2", 500000, ""),
+    /* e:3, one size, no REPLY (an old log): no fit */
+    FL("LORS_REQ_SENT", 200.000, "e1", "e:3", 1000000, " redundant=0"),
+    FL("LORS_RECV_END", 200.005, "e1", "e:3", 1000000, ""),
+    FL("LORS_REQ_SENT", 200.010, "e2", "e:3", 1000000, " redundant=0"),
+    FL("LORS_RECV_END", 200.016, "e2", "e:3", 1000000, ""),
+    /* n:4, no REPLY, sizes 1e6, 2e6 twice, delays 2, 5 and 3, 5 ms: slope 0.5 ns/B but its
+     * standard error is larger: no fit */
+    FL("LORS_REQ_SENT", 200.000, "n1", "n:4", 1000000, " redundant=0"),
+    FL("LORS_RECV_END", 200.002, "n1", "n:4", 1000000, ""),
+    FL("LORS_REQ_SENT", 200.010, "n2", "n:4", 1000000, " redundant=0"),
+    FL("LORS_RECV_END", 200.015, "n2", "n:4", 1000000, ""),
+    FL("LORS_REQ_SENT", 200.020, "n3", "n:4", 2000000, " redundant=0"),
+    FL("LORS_RECV_END", 200.023, "n3", "n:4", 2000000, ""),
+    FL("LORS_REQ_SENT", 200.030, "n4", "n:4", 2000000, " redundant=0"),
+    FL("LORS_RECV_END", 200.035, "n4", "n:4", 2000000, ""),
+    /* s:5, as n:4 with delays 2.0, 2.2 and 3.0, 3.2 ms: 1 ns/B (1000 MB/s), 1.1 ms */
+    FL("LORS_REQ_SENT", 200.000, "s1", "s:5", 1000000, " redundant=0"),
+    FL("LORS_RECV_END", 200.002, "s1", "s:5", 1000000, ""),
+    FL("LORS_REQ_SENT", 200.010, "s2", "s:5", 1000000, " redundant=0"),
+    FL("LORS_RECV_END", 200.0122, "s2", "s:5", 1000000, ""),
+    FL("LORS_REQ_SENT", 200.020, "s3", "s:5", 2000000, " redundant=0"),
+    FL("LORS_RECV_END", 200.023, "s3", "s:5", 2000000, ""),
+    FL("LORS_REQ_SENT", 200.030, "s4", "s:5", 2000000, " redundant=0"),
+    FL("LORS_RECV_END", 200.0332, "s4", "s:5", 2000000, ""),
+    /* v:6, no REPLY, a block and a last block 10% shorter: an exact line through two points,
+     * but its slope is the delays' noise: no fit */
+    FL("LORS_REQ_SENT", 200.000, "v1", "v:6", 262144, " redundant=0"),
+    FL("LORS_RECV_END", 200.002, "v1", "v:6", 262144, ""),
+    FL("LORS_REQ_SENT", 200.010, "v2", "v:6", 237856, " redundant=0"),
+    FL("LORS_RECV_END", 200.011, "v2", "v:6", 237856, ""),
+};
+
+static void test_fit_methods(void)
+{
+    lors_ll_t ll;
+    lors_ll_init(&ll);
+    for (size_t i = 0; i < sizeof fit_log / sizeof fit_log[0]; i++)
+        CU_ASSERT_EQUAL(lors_ll_add_line(&ll, fit_log[i]), 1);
+    CU_ASSERT_EQUAL_FATAL(lors_ll_analyze(&ll), 0);
+    CU_ASSERT_EQUAL(ll.bad, 0);
+    CU_ASSERT_EQUAL(ll.replies, 7);
+    const lors_ll_fetch_t *f = fetch(&ll, "r3");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(f->t[LORS_LL_REPLY], 200029000000LL);
+    CU_ASSERT_EQUAL(fetch(&ll, "e1")->t[LORS_LL_REPLY], -1);
+    CU_ASSERT_EQUAL_FATAL(ll.nd, 6);
+    /* sorted by name */
+    const lors_ll_depot_t *e = &ll.d[0], *m = &ll.d[1], *n = &ll.d[2], *r = &ll.d[3],
+                          *sd = &ll.d[4], *v = &ll.d[5];
+    CU_ASSERT_STRING_EQUAL(r->name, "r:1");
+    CU_ASSERT_STRING_EQUAL(m->name, "m:2");
+    CU_ASSERT_STRING_EQUAL(e->name, "e:3");
+    CU_ASSERT_STRING_EQUAL(n->name, "n:4");
+    CU_ASSERT_STRING_EQUAL(sd->name, "s:5");
+    CU_ASSERT_STRING_EQUAL(v->name, "v:6");
+
+    CU_ASSERT_EQUAL(r->fit, LORS_LL_FIT_REPLY);
+    CU_ASSERT_EQUAL(r->fit_ok, 1);
+    CU_ASSERT_EQUAL(r->fit_n, 3);
+    CU_ASSERT_DOUBLE_EQUAL(r->latency_s, 0.002, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(r->fit_mbps, 200.0, 1e-6);
+
+    CU_ASSERT_EQUAL(m->fit, LORS_LL_FIT_REPLY);
+    CU_ASSERT_EQUAL(m->fit_n, 3);
+    CU_ASSERT_DOUBLE_EQUAL(m->latency_s, 0.003, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(m->fit_mbps, 500.0, 1e-6);
+
+    CU_ASSERT_EQUAL(e->fit, LORS_LL_FIT_NONE);
+    CU_ASSERT_EQUAL(e->fit_ok, 0);
+    CU_ASSERT_EQUAL(e->fit_n, 2);
+    CU_ASSERT_EQUAL(n->fit, LORS_LL_FIT_NONE);
+    CU_ASSERT_EQUAL(n->fit_n, 4);
+    CU_ASSERT_EQUAL(v->fit, LORS_LL_FIT_NONE);
+    CU_ASSERT_EQUAL(v->fit_n, 2);
+
+    CU_ASSERT_EQUAL(sd->fit, LORS_LL_FIT_LS);
+    CU_ASSERT_EQUAL(sd->fit_n, 4);
+    CU_ASSERT_DOUBLE_EQUAL(sd->latency_s, 0.0011, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(sd->fit_mbps, 1000.0, 1e-3);
+
+    /* the table names the method in its fit column, before latency and throughput */
+    char path[512], line[512];
+    snprintf(path, sizeof path, "%s/fit.txt", lns_test_tmpdir());
+    FILE *fp = fopen(path, "w+");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    lors_ll_print_table(&ll, fp);
+    rewind(fp);
+    int rows = 0;
+    while (fgets(line, sizeof line, fp)) {
+        char name[64], fit[16], lat[32], mb[32];
+        if (sscanf(line, "%63s %*s %*s %*s %*s %*s %*s %*s %*s %15s %31s %31s", name, fit, lat,
+                   mb) != 4 || strchr(name, ':') == NULL)
+            continue;
+        rows++;
+        if (strcmp(name, "r:1") == 0) {
+            CU_ASSERT_STRING_EQUAL(fit, "reply");
+            CU_ASSERT_STRING_EQUAL(lat, "2.000");
+            CU_ASSERT_STRING_EQUAL(mb, "200.00");
+        } else if (strcmp(name, "s:5") == 0) {
+            CU_ASSERT_STRING_EQUAL(fit, "ls");
+            CU_ASSERT_STRING_EQUAL(lat, "1.100");
+            CU_ASSERT_STRING_EQUAL(mb, "1000.00");
+        } else if (strcmp(name, "e:3") == 0) {
+            CU_ASSERT_STRING_EQUAL(fit, "-");
+            CU_ASSERT_STRING_EQUAL(lat, "-");
+            CU_ASSERT_STRING_EQUAL(mb, "-");
+        }
+    }
+    fclose(fp);
+    CU_ASSERT_EQUAL(rows, 6);
     lors_ll_free(&ll);
 }
 
@@ -167,7 +315,8 @@ static void test_recorded(void)
     CU_ASSERT(releases > 0);
     CU_ASSERT_EQUAL(ll.bad, 0);
     CU_ASSERT_EQUAL(ll.released, releases);
-    CU_ASSERT_EQUAL(ll.complete, releases); /* every block: all seven points */
+    CU_ASSERT_EQUAL(ll.replies, 0); /* recorded before LORS_REPLY */
+    CU_ASSERT_EQUAL(ll.complete, releases); /* every block: all points but REPLY */
     CU_ASSERT_EQUAL(ll.matched, reqs);
     CU_ASSERT_EQUAL(ll.nd, 3);
     uint64_t bytes = 0, blocks = 0;
@@ -178,11 +327,22 @@ static void test_recorded(void)
     }
     CU_ASSERT_EQUAL(blocks, releases);
     CU_ASSERT_EQUAL(bytes, 3000000); /* the recorded file's size */
-    /* every point of a block comes after the one before it, but for the depot's three, which
-     * are in the depot's clock (the same machine here) */
-    for (size_t i = 0; i < ll.nf; i++)
-        for (int k = 1; k < LORS_LL_NPOINTS; k++)
-            CU_ASSERT(ll.f[i].t[k] >= ll.f[i].t[k - 1]);
+    /* blocks of 262144 and 237856 bytes, no REPLY: nothing a fit can stand on */
+    for (size_t i = 0; i < ll.nd; i++) {
+        CU_ASSERT_EQUAL(ll.d[i].fit, LORS_LL_FIT_NONE);
+        CU_ASSERT(ll.d[i].fit_n >= 3);
+    }
+    /* every point of a block comes after the one before it that the log has (the depot's three
+     * are in the depot's clock: the same machine here) */
+    for (size_t i = 0; i < ll.nf; i++) {
+        CU_ASSERT_EQUAL(ll.f[i].t[LORS_LL_REPLY], -1);
+        for (int k = 1, prev = 0; k < LORS_LL_NPOINTS; k++) {
+            if (ll.f[i].t[k] < 0)
+                continue;
+            CU_ASSERT(ll.f[i].t[k] >= ll.f[i].t[prev]);
+            prev = k;
+        }
+    }
     lors_ll_free(&ll);
 }
 
@@ -253,6 +413,7 @@ void lns_test_register(void)
 {
     CU_pSuite s = CU_add_suite("lors_lifelines", NULL, NULL);
     CU_add_test(s, "hand-written log: table and fit", test_hand_table);
+    CU_add_test(s, "fit: REPLY medians, least squares, none", test_fit_methods);
     CU_add_test(s, "recorded 3-depot log: every block matched", test_recorded);
     CU_add_test(s, "PNG: IHDR, CRCs, pixel bytes", test_png);
 }
