@@ -144,7 +144,7 @@ void lors__dl_fetch_range(const dl_t *dl, uint32_t b, int k, int64_t *fa, int64_
 }
 
 /* Automatic stream count (-t 0, the default): a depot starts with its share of AUTO_BASE
- * streams and may grow to its cap where its latency leaves the link idle between fetches
+ * streams, at least 2, and may grow to its cap where its latency leaves the link idle between fetches
  * (lors_sched: depot_min; docs/scheduler.md, "Streams per depot"), so every depot's cap must
  * have a stream: ndepots x cap of them, at most AUTO_MAX.  Idle streams cost a sleeping
  * thread.  A -t given by the user is used as it is, with the cap fixed. */
@@ -163,8 +163,8 @@ static int auto_depot_min(const lors_download_opts_t *o, int ndepots)
 {
     if (o->threads > 0)
         return 0;
-    int n = ndepots > 0 ? ndepots : 1;
-    return (AUTO_BASE + n - 1) / n;
+    int n = ndepots > 0 ? ndepots : 1, k = (AUTO_BASE + n - 1) / n;
+    return k > 2 ? k : 2; /* no depot is ever given fewer than 2 (lors_sched: LAT_STREAMS_MIN) */
 }
 
 static int plan_sched(dl_t *dl)

@@ -235,6 +235,29 @@ void sched_rates(lors_sched_t *s, uint64_t now)
     }
 }
 
+/* A fetch on dp of a block of len bytes ends after ns, having received bytes of it (all, if it
+ * won).  Normally a sample for the EWMAs.  But a fetch that ends overdue (older than twice what
+ * the depot's per-fetch estimate expects) says the depot's rate has fallen, and a blend would
+ * keep most of the old figure: each rescue of a straggler's fetch would shave only alpha off
+ * its estimate, and it would keep getting blocks.  So then the bound the fetch proves, len/ns
+ * (exact for a winner; for a loser it had not finished), caps the estimates instead.
+ * "Overdue" is OVERDUE times the expected duration: more fetches sharing a depot, or jitter,
+ * stretch a fetch by less; a link that collapsed, by far more. */
+#define OVERDUE 4.0
+static void rate_sample(const lors_sched_t *s, depot_t *dp, uint64_t bytes, uint64_t len,
+                        uint64_t ns)
+{
+    double secs = (double)(ns ? ns : 1) / 1e9, bound = (double)len / secs;
+    if (dp->known && dp->ewma_fetch > 0 && secs > OVERDUE * (double)len / dp->ewma_fetch) {
+        if (bound < dp->ewma_fetch)
+            dp->ewma_fetch = bound;
+        if (bound * dp->st.active < dp->ewma_bps)
+            dp->ewma_bps = bound * dp->st.active;
+    } else if (bytes) {
+        ewma_update(s, dp, bytes, ns);
+    }
+}
+
 static double depot_score(const lors_sched_t *s, int d, double unknown)
 {
     const depot_t *dp = &s->dep[d];
@@ -738,7 +761,7 @@ int lors_sched_complete(lors_sched_t *s, uint64_t id, uint64_t now, uint64_t *ca
     uint64_t len = sched_blk_len(s, b);
     depot_t *dp = &s->dep[f->depot];
 
-    ewma_update(s, dp, len, now - f->start);
+    rate_sample(s, dp, len, len, now - f->start);
     dp->consec = 0;
     dp->st.blocks_won++;
     dp->st.bytes_won += len;
@@ -754,16 +777,11 @@ int lors_sched_complete(lors_sched_t *s, uint64_t id, uint64_t now, uint64_t *ca
         /* a loser's rate is at most what it has shown so far: without that sample, a depot
          * that always loses would keep its optimistic "unknown" score for ever.  But a loser
          * that has reported nothing yet (bytes come in pieces) shows no rate at all: a zero
-         * sample would rank its depot last for good, and lookahead would never use it */
+         * sample would rank its depot last for good, and lookahead would never use it.
+         * Unless it is overdue: then it ran at under block / age, and the estimates must
+         * hear it, or the depot is fast again once its fetches are gone (rate_sample) */
         const fetch_t *lf = &s->fx[lo];
-        depot_t *ld = &s->dep[lf->depot];
-        if (lf->bytes)
-            ewma_update(s, ld, lf->bytes, now - lf->start);
-        else if (ld->known && ld->ewma_fetch > 0 &&
-                 (double)(now - lf->start) > 2e9 * (double)len / ld->ewma_fetch)
-            /* ... unless it is overdue: then it ran at under block / age (sched_rates), and
-             * the EWMA must hear it, or the depot is fast again once its fetches are gone */
-            ewma_update(s, ld, len, now - lf->start);
+        rate_sample(s, &s->dep[lf->depot], lf->bytes, len, now - lf->start);
         s->dep[s->fx[lo].depot].st.cancelled++;
         s->tot.cancelled++;
         fetch_end(s, lo);

@@ -781,8 +781,8 @@ static void test_redundancy_pays(void)
     CU_ASSERT_FALSE(g.redundant); /* three completions ahead, P = 1, and still no */
     CU_ASSERT_EQUAL(g.block, 4);
     /* no byte more for 100 us: 11 us to go at that rate, against 1 us for a new fetch (block
-     * 4 ends then: a fetch in flight that long would say its depot is slow too) */
-    CU_ASSERT_EQUAL(lors_sched_complete(s, g.id, 100000, cancel), 0);
+     * 4 ends in its 1 us: a fetch in flight for 100 us would say its depot is slow too) */
+    CU_ASSERT_EQUAL(lors_sched_complete(s, g.id, 2000, cancel), 0);
     CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 100000, &g), LORS_SCHED_FETCH);
     CU_ASSERT_TRUE(g.redundant);
     CU_ASSERT_EQUAL(g.block, 0);
