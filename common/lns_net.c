@@ -121,6 +121,12 @@ int lns_wait(int fd, short events, int idle_ms, int64_t deadline_ms)
 
 int lns_connect(const char *host, int port, int timeout_ms)
 {
+    return lns_connect_watched(host, port, timeout_ms, NULL, NULL);
+}
+
+int lns_connect_watched(const char *host, int port, int timeout_ms,
+                        int (*watch)(void *arg, int fd), void *arg)
+{
     struct addrinfo hints, *res = NULL, *ai;
     char portstr[16];
     int fd = -1, saved = ECONNREFUSED;
@@ -142,6 +148,12 @@ int lns_connect(const char *host, int port, int timeout_ms)
             saved = errno;
             continue;
         }
+        if (watch && watch(arg, fd) < 0) {
+            saved = ECANCELED;
+            close(fd);
+            fd = -1;
+            break;
+        }
         if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
             break;
         if (errno == EINPROGRESS) {
@@ -158,6 +170,8 @@ int lns_connect(const char *host, int port, int timeout_ms)
         } else {
             saved = errno;
         }
+        if (watch)
+            watch(arg, -1);
         close(fd);
         fd = -1;
     }

@@ -20,6 +20,11 @@ int lns_listen(const char *addr, int port, int backlog, int *bound_port, char *e
 /* Connect with a timeout; the socket comes back non-blocking with TCP_NODELAY.  Returns the
  * fd or -1 (errno set; EHOSTUNREACH also for a host name that does not resolve). */
 int lns_connect(const char *host, int port, int timeout_ms);
+/* The same, interruptible: watch(arg, fd) is called with each socket before its connection is
+ * waited for (so another thread can shutdown() it to cut the wait short; a negative return
+ * gives up at once, errno ECANCELED), and watch(arg, -1) before that socket is closed. */
+int lns_connect_watched(const char *host, int port, int timeout_ms,
+                        int (*watch)(void *arg, int fd), void *arg);
 int lns_set_nonblock(int fd);
 int lns_set_nodelay(int fd);
 /* "a.b.c.d:port" or "[v6]:port" of the peer, for logs. */

@@ -221,7 +221,8 @@ int ibp_call_begin_intr(ibp_client_t *c, const char *host, int port, const char 
         reply_wait_ms = c->o.io_timeout_ms;
     for (int attempt = 0; attempt < 2; attempt++) {
         ibp_conn_t *conn;
-        rc = ibp_pool_get(c->pool, host, port, attempt == 0, c->o.connect_timeout_ms, &conn);
+        rc = ibp_pool_get(c->pool, host, port, attempt == 0, c->o.connect_timeout_ms, intr,
+                          &conn);
         if (rc != IBP_OK)
             return rc;
         if (intr && ibp_intr_attach(intr, conn->fd) < 0) {

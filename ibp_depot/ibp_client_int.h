@@ -44,8 +44,11 @@ ibp_pool_t *ibp_pool_new(int max_idle, int max_idle_s);
 void ibp_pool_free(ibp_pool_t *p);
 /* A connection to host:port: an idle pooled one that still looks alive (when reuse != 0),
  * else a new one.  IBP_OK, IBP_E_CONNECTION or IBP_E_ALLOC_FAILED. */
+struct ibp_intr;
+/* intr (may be NULL): ibp_intr_abort cuts a connect short (IBP_E_CONNECTION); on IBP_OK a new
+ * connection is left attached to it. */
 int ibp_pool_get(ibp_pool_t *p, const char *host, int port, int reuse, int connect_timeout_ms,
-                 ibp_conn_t **out);
+                 struct ibp_intr *intr, ibp_conn_t **out);
 /* Back into the pool after a clean, complete exchange; closed instead if bytes are
  * buffered or the pool is off. */
 void ibp_pool_put(ibp_pool_t *p, ibp_conn_t *conn);

@@ -145,8 +145,18 @@ static ibp_conn_t *slot_take(ibp_pool_t *p, ibp_slot_t *s)
     return conn;
 }
 
+/* A connect that ibp_intr_abort can cut short: the socket is attached while it connects. */
+static int watch_intr(void *arg, int fd)
+{
+    if (fd < 0) {
+        ibp_intr_detach(arg);
+        return 0;
+    }
+    return ibp_intr_attach(arg, fd);
+}
+
 int ibp_pool_get(ibp_pool_t *p, const char *host, int port, int reuse, int connect_timeout_ms,
-                 ibp_conn_t **out)
+                 struct ibp_intr *intr, ibp_conn_t **out)
 {
     ibp_slot_t *s;
     ibp_conn_t *conn;
@@ -167,11 +177,14 @@ int ibp_pool_get(ibp_pool_t *p, const char *host, int port, int reuse, int conne
         ibp_conn_close(conn);
     }
 
-    fd = lns_connect(host, port, connect_timeout_ms);
+    fd = intr ? lns_connect_watched(host, port, connect_timeout_ms, watch_intr, intr)
+              : lns_connect(host, port, connect_timeout_ms);
     if (fd < 0)
         return IBP_E_CONNECTION;
     conn = calloc(1, sizeof *conn);
     if (!conn || lns_rbuf_init(&conn->rb, fd, IBP_CONN_RBUF) < 0) {
+        if (intr)
+            ibp_intr_detach(intr);
         free(conn);
         close(fd);
         return IBP_E_ALLOC_FAILED;

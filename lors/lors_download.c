@@ -2,7 +2,7 @@
  *
  * Data path: lors__dl_plan (lors_download_plan.c) cuts the range into blocks and lists each
  * block's replicas.  N worker threads ask the scheduler (lors_sched) what to fetch and LOAD
- * it in one request through an ibp_loader_t, reading PIECE bytes at a time: each piece is
+ * it in one request through an ibp_loader_t, reading PIECE (64 KiB) at a time: each piece is
  * hashed (lns_checksum) while it is still in cache and reported as progress, and between
  * pieces the stream notices that its fetch lost, stalled or the download stopped.  The
  * calling thread is the writer: it releases blocks strictly in order to out_fd, and is also
@@ -46,7 +46,9 @@
 #include "lns_io.h"
 #include "lns_time.h"
 
-#define PIECE ((uint64_t)256 << 10) /* bytes read, hashed and reported at a time */
+#define PIECE ((uint64_t)64 << 10) /* bytes read, hashed and reported at a time: small enough
+                                     * that a fetch on a slow link shows progress (64 KiB is
+                                     * 0.1 s at 5 Mbit/s), large enough that the lock costs nothing */
 #define MAX_THREADS 256
 #define TICK_NS 100000000ull        /* the writer's longest sleep: watchdog period */
 

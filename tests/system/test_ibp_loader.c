@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ibp.h"
+#include "lns_net.h"
 #include "lns_test.h"
 #include "lns_time.h"
 #include "test_depot.h"
@@ -194,6 +195,48 @@ static void test_abort_read(void)
     abort_blocked(0);
 }
 
+/* An abort while the start is still connecting: a listener that never accepts, its queue full,
+ * drops the SYN, so the connect would wait for its timeout (the connect that a depot whose
+ * link is clogged or gone makes a fetch wait for; at the end of a download the streams are
+ * joined, so one such connect held the whole download for seconds). */
+static void test_abort_connect(void)
+{
+    int port = 0, fill[3], nfill = 0;
+    int lfd = lns_listen("127.0.0.1", 0, 0, &port, NULL, 0);
+    CU_ASSERT_FATAL(lfd >= 0);
+    for (int i = 0; i < 3; i++) /* fill the accept queue: later SYNs are dropped */
+        if ((fill[nfill] = lns_connect("127.0.0.1", port, 300)) >= 0)
+            nfill++;
+    ibp_client_t *c = client();
+    ibp_caps_t caps;
+    unsigned char *data = stored(c, &dep, 4096, 5, &caps);
+    char rcap[1024], from[32], to[32];
+    snprintf(from, sizeof from, ":%d/", dep.port);
+    snprintf(to, sizeof to, ":%d/", port);
+    const char *at = strstr(caps.read, from);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+    snprintf(rcap, sizeof rcap, "%.*s%s%s", (int)(at - caps.read), caps.read, to,
+             at + strlen(from));
+    blocked_t b = {ibp_loader_new(c), rcap, 4096, malloc(4096), 1, 0, 0,
+                   PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    pthread_t t;
+    pthread_create(&t, NULL, blocked_main, &b);
+    usleep(300 * 1000);
+    int64_t t0 = lns_mono_ms();
+    ibp_loader_abort(b.l);
+    pthread_join(t, NULL);
+    CU_ASSERT_NOT_EQUAL(b.rc, IBP_OK);
+    CU_ASSERT(b.done_ms - t0 < 1000);
+    CU_ASSERT(b.done_ms >= t0); /* it was really blocked in the connect until the abort */
+    ibp_loader_free(b.l);
+    for (int i = 0; i < nfill; i++)
+        close(fill[i]);
+    close(lfd);
+    free(b.buf);
+    free(data);
+    ibp_client_free(c);
+}
+
 /* An abort before the start: the start fails at once and sends nothing. */
 static void test_abort_first(void)
 {
@@ -218,4 +261,5 @@ void lns_test_register(void)
     CU_add_test(s, "abort a start blocked on a stopped depot", test_abort_start);
     CU_add_test(s, "abort a read blocked on a stopped depot", test_abort_read);
     CU_add_test(s, "abort before the start", test_abort_first);
+    CU_add_test(s, "abort a start still connecting", test_abort_connect);
 }
