@@ -546,12 +546,13 @@ static void play_opts(const flags_t *f, const lors_rc_t *rc, const xnd_t *x, dou
     int64_t floor = o->prebuffer_bytes + (int64_t)o->threads * o->blocksize;
     int64_t want = bitrate > 0 ? (int64_t)((f->buffer > 0 ? f->buffer : 4) * Bps) : 64 * MIB;
     o->buffer_bytes = want > floor ? want : floor;
-    /* A stall is a fetch that reports no progress (one every 256 KiB piece) for twice the time
-     * a piece takes at the slowest rate playback can live with: the stream's rate shared by
-     * every stream.  A fixed second aborted healthy fetches on slow links (8 x 5 Mbit/s
-     * depots, 16 streams: a piece every ~0.8 s) until no replica was left. */
+    /* A stall is a fetch that reports no progress (one every 64 KiB piece, lors_download.c)
+     * for twice the time a piece takes at the slowest rate playback can live with: the
+     * stream's rate shared by every stream, and never under 2 s.  A fixed second aborted
+     * healthy fetches on slow links (8 x 5 Mbit/s depots, 16 streams, 256 KiB pieces then:
+     * a piece every ~0.8 s) until no replica was left. */
     double per_stream = bitrate > 0 ? Bps / o->threads : 0;
-    double piece_ms = per_stream > 0 ? 256.0 * 1024 / per_stream * 1000 : 0;
+    double piece_ms = per_stream > 0 ? 64.0 * 1024 / per_stream * 1000 : 0;
     o->stall_ms = piece_ms * 2 > 2000 ? (piece_ms * 2 < 30000 ? (int)(piece_ms * 2) : 30000) : 2000;
 }
 
