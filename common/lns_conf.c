@@ -1,7 +1,14 @@
-/* lns_conf.c -- reading "key = value" configuration files (see lns_conf.h). */
+/* lns_conf.c -- a daemon's settings from "key = value" files and its command line.
+ *
+ * The command line goes through getopt_long, twice over the same argv: the first pass finds
+ * errors, --help, --version and the config file before anything is set, the second feeds each
+ * flag to the same setter as the file, so flags win over the file whatever their order.
+ */
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lns_conf.h"
@@ -57,5 +64,102 @@ int lns_conf_read(const char *path, lns_conf_set_fn set, void *arg, char *err, s
         }
     }
     fclose(f);
+    return rc;
+}
+
+/* Long options come back from getopt_long as LONG_BASE + their index, so that options without
+ * a letter can be told apart; short ones as their letter. */
+enum { LONG_BASE = 256 };
+
+static const lns_conf_opt_t *opt_of(const lns_conf_opt_t *opts, int c)
+{
+    if (c >= LONG_BASE)
+        return &opts[c - LONG_BASE];
+    for (const lns_conf_opt_t *o = opts; o->name; o++)
+        if (o->letter == c)
+            return o;
+    return NULL;
+}
+
+/* Pass 1: LNS_CONF_OK with the last config file (or NULL) in *config, LNS_CONF_EXIT, or
+ * LNS_CONF_ERR. */
+static int first_pass(const lns_conf_cli_t *cli, int argc, char **argv, const char *shorts,
+                      const struct option *longs, const char **config, char *err, size_t errlen)
+{
+    int c;
+    optind = 0;
+    while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+        const lns_conf_opt_t *o = opt_of(cli->opts, c);
+        if (c == ':') {
+            snprintf(err, errlen, "option '%s' needs a value", argv[optind - 1]);
+            return LNS_CONF_ERR;
+        }
+        if (c == '?' || !o) {
+            snprintf(err, errlen, "unknown option '%s' (see --help)", argv[optind - 1]);
+            return LNS_CONF_ERR;
+        }
+        if (strcmp(o->name, "help") == 0) {
+            fputs(cli->usage, stdout);
+            return LNS_CONF_EXIT;
+        }
+        if (strcmp(o->name, "version") == 0) {
+            fputs(cli->version, stdout);
+            return LNS_CONF_EXIT;
+        }
+        if (strcmp(o->name, "config") == 0)
+            *config = optarg;
+    }
+    if (optind < argc) {
+        snprintf(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
+        return LNS_CONF_ERR;
+    }
+    return LNS_CONF_OK;
+}
+
+int lns_conf_args(const lns_conf_cli_t *cli, int argc, char **argv, lns_conf_set_fn set,
+                  void *arg, char *err, size_t errlen)
+{
+    const char *config = NULL;
+    struct option *longs;
+    char *shorts;
+    size_t n = 0, k = 0;
+    int c, rc;
+
+    while (cli->opts[n].name)
+        n++;
+    longs = calloc(n + 1, sizeof *longs);
+    shorts = malloc(2 * n + 2);
+    if (!longs || !shorts) {
+        free(longs);
+        free(shorts);
+        snprintf(err, errlen, "command line: out of memory");
+        return LNS_CONF_ERR;
+    }
+    shorts[k++] = ':'; /* a missing value is ':', told apart from an unknown option '?' */
+    for (size_t i = 0; i < n; i++) {
+        const lns_conf_opt_t *o = &cli->opts[i];
+        longs[i] = (struct option){o->name, o->has_arg ? required_argument : no_argument, NULL,
+                                   LONG_BASE + (int)i};
+        if (o->letter) {
+            shorts[k++] = o->letter;
+            if (o->has_arg)
+                shorts[k++] = ':';
+        }
+    }
+    shorts[k] = 0;
+
+    opterr = 0;
+    rc = first_pass(cli, argc, argv, shorts, longs, &config, err, errlen);
+    if (rc == LNS_CONF_OK && config && set(arg, "config", config, err, errlen) < 0)
+        rc = LNS_CONF_ERR;
+    optind = 0;
+    while (rc == LNS_CONF_OK && (c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+        const lns_conf_opt_t *o = opt_of(cli->opts, c);
+        if (strcmp(o->name, "config") != 0 &&
+            set(arg, o->name, o->has_arg ? optarg : "yes", err, errlen) < 0)
+            rc = LNS_CONF_ERR;
+    }
+    free(longs);
+    free(shorts);
     return rc;
 }

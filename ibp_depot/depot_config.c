@@ -13,7 +13,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,97 +254,76 @@ static const char usage_text[] =
     "  -h, --help                   show this help\n"
     "  -V, --version                show the version\n";
 
-enum { OPT_BASE = 256 };
+static const lns_conf_opt_t opts[] = {
+    {"config", 'c', 1},
+    {"listen", 'l', 1},
+    {"port", 'p', 1},
+    {"port-file", 0, 1},
+    {"resource", 'r', 1},
+    {"public-host", 0, 1},
+    {"admin-password", 0, 1},
+    {"admin-password-file", 0, 1},
+    {"max-connections", 0, 1},
+    {"idle-timeout", 0, 1},
+    {"header-timeout", 0, 1},
+    {"max-timeout", 0, 1},
+    {"durability", 0, 1},
+    {"log-file", 0, 1},
+    {"log-level", 0, 1},
+    {"event-log", 0, 1},
+    {"event-sample", 0, 1},
+    {"daemon", 'd', 0},
+    {"pid-file", 0, 1},
+    {"lbone", 0, 1},
+    {"lbone-token-file", 0, 1},
+    {"lbone-place", 0, 1},
+    {"lbone-lat", 0, 1},
+    {"lbone-lon", 0, 1},
+    {"lbone-contact", 0, 1},
+    {"lbone-env-connection", 0, 1},
+    {"lbone-env-monitoring", 0, 1},
+    {"lbone-env-power", 0, 1},
+    {"lbone-env-firewall", 0, 1},
+    {"lbone-interval", 0, 1},
+    {"check-config", 0, 0},
+    {"help", 'h', 0},
+    {"version", 'V', 0},
+    {NULL, 0, 0}};
 
-static const struct option long_opts[] = {
-    {"config", required_argument, NULL, 'c'},
-    {"listen", required_argument, NULL, 'l'},
-    {"port", required_argument, NULL, 'p'},
-    {"port-file", required_argument, NULL, OPT_BASE},
-    {"resource", required_argument, NULL, 'r'},
-    {"public-host", required_argument, NULL, OPT_BASE},
-    {"admin-password", required_argument, NULL, OPT_BASE},
-    {"admin-password-file", required_argument, NULL, OPT_BASE},
-    {"max-connections", required_argument, NULL, OPT_BASE},
-    {"idle-timeout", required_argument, NULL, OPT_BASE},
-    {"header-timeout", required_argument, NULL, OPT_BASE},
-    {"max-timeout", required_argument, NULL, OPT_BASE},
-    {"durability", required_argument, NULL, OPT_BASE},
-    {"log-file", required_argument, NULL, OPT_BASE},
-    {"log-level", required_argument, NULL, OPT_BASE},
-    {"event-log", required_argument, NULL, OPT_BASE},
-    {"event-sample", required_argument, NULL, OPT_BASE},
-    {"daemon", no_argument, NULL, 'd'},
-    {"pid-file", required_argument, NULL, OPT_BASE},
-    {"lbone", required_argument, NULL, OPT_BASE},
-    {"lbone-token-file", required_argument, NULL, OPT_BASE},
-    {"lbone-place", required_argument, NULL, OPT_BASE},
-    {"lbone-lat", required_argument, NULL, OPT_BASE},
-    {"lbone-lon", required_argument, NULL, OPT_BASE},
-    {"lbone-contact", required_argument, NULL, OPT_BASE},
-    {"lbone-env-connection", required_argument, NULL, OPT_BASE},
-    {"lbone-env-monitoring", required_argument, NULL, OPT_BASE},
-    {"lbone-env-power", required_argument, NULL, OPT_BASE},
-    {"lbone-env-firewall", required_argument, NULL, OPT_BASE},
-    {"lbone-interval", required_argument, NULL, OPT_BASE},
-    {"check-config", no_argument, NULL, OPT_BASE + 1},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},
-    {NULL, 0, NULL, 0}};
+static const lns_conf_cli_t cli = {usage_text, "ibp_depot (lns) " LNS_VERSION "\n", opts};
 
-static const char short_opts[] = ":c:l:p:r:dhV";
+typedef struct {
+    depot_config_t *cfg;
+    int flag_res; /* resources seen among the flags */
+} args_state_t;
+
+/* A setting from the command line: the file ("config") comes before every flag. */
+static int args_set(void *arg, const char *key, const char *value, char *why, size_t whylen)
+{
+    args_state_t *st = arg;
+    depot_config_t *cfg = st->cfg;
+    if (strcmp(key, "config") == 0)
+        return set_str(key, value, cfg->config_file, sizeof cfg->config_file, why, whylen) < 0
+                   ? -1
+                   : depot_config_file(cfg, value, why, whylen);
+    if (strcmp(key, "check-config") == 0) {
+        cfg->check_config = 1;
+        return 0;
+    }
+    if (strcmp(key, "resource") == 0 && !st->flag_res++)
+        cfg->nres = 0; /* flags replace the file's resources */
+    return depot_config_set(cfg, key, value, why, whylen);
+}
 
 int depot_config_args(depot_config_t *cfg, int argc, char **argv, char *err, size_t errlen)
 {
-    int c, idx, flag_res = 0;
-    char why[PATH_MAX + 256];
+    args_state_t st = {cfg, 0};
+    int rc;
 
     depot_config_init(cfg);
-    opterr = 0;
-    /* Pass 1: help, version and the config file, which the flags then override. */
-    optind = 0;
-    while ((c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1) {
-        if (c == 'h') {
-            fputs(usage_text, stdout);
-            return DEPOT_CFG_EXIT;
-        }
-        if (c == 'V') {
-            printf("ibp_depot (lns) %s\n", LNS_VERSION);
-            return DEPOT_CFG_EXIT;
-        }
-        if (c == '?')
-            return fail(err, errlen, "unknown option '%s' (see --help)", argv[optind - 1]);
-        if (c == ':')
-            return fail(err, errlen, "option '%s' needs a value", argv[optind - 1]);
-        if (c == 'c' && set_str("config", optarg, cfg->config_file, sizeof cfg->config_file,
-                                err, errlen) < 0)
-            return DEPOT_CFG_ERR;
-    }
-    if (optind < argc)
-        return fail(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
-    if (cfg->config_file[0] && depot_config_file(cfg, cfg->config_file, err, errlen) < 0)
-        return DEPOT_CFG_ERR;
-
-    optind = 0;
-    while ((c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1) {
-        const char *key = NULL;
-        switch (c) {
-        case 'c': continue;
-        case 'l': key = "listen"; break;
-        case 'p': key = "port"; break;
-        case 'r':
-            if (!flag_res++)
-                cfg->nres = 0; /* flags replace the file's resources */
-            key = "resource";
-            break;
-        case 'd': cfg->daemon = 1; continue;
-        case OPT_BASE: key = long_opts[idx].name; break;
-        case OPT_BASE + 1: cfg->check_config = 1; continue;
-        default: continue;
-        }
-        if (depot_config_set(cfg, key, optarg, why, sizeof why) < 0)
-            return fail(err, errlen, "%s", why);
-    }
+    rc = lns_conf_args(&cli, argc, argv, args_set, &st, err, errlen);
+    if (rc != LNS_CONF_OK)
+        return rc == LNS_CONF_EXIT ? DEPOT_CFG_EXIT : DEPOT_CFG_ERR;
 
     if (cfg->nres == 0)
         return fail(err, errlen, "resource: none configured (use --resource DIR,...)");

@@ -8,7 +8,6 @@
 #include "lbone_srv.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,82 +186,59 @@ static const char usage_text[] =
     "  -h, --help                 show this help\n"
     "  -V, --version              show the version\n";
 
-enum { OPT_BASE = 256 };
+static const lns_conf_opt_t opts[] = {
+    {"config", 'c', 1},
+    {"listen", 'l', 1},
+    {"port", 'p', 1},
+    {"port-file", 0, 1},
+    {"db", 0, 1},
+    {"token-file", 0, 1},
+    {"geo-data", 0, 1},
+    {"heartbeat", 0, 1},
+    {"down-after", 0, 1},
+    {"drop-after", 0, 1},
+    {"probe-interval", 0, 1},
+    {"probe-threads", 0, 1},
+    {"probe-timeout", 0, 1},
+    {"threads", 0, 1},
+    {"max-connections", 0, 1},
+    {"idle-timeout", 0, 1},
+    {"max-body", 0, 1},
+    {"report-rate", 0, 1},
+    {"max-pairs", 0, 1},
+    {"log-file", 0, 1},
+    {"log-level", 0, 1},
+    {"pid-file", 0, 1},
+    {"check-config", 0, 0},
+    {"help", 'h', 0},
+    {"version", 'V', 0},
+    {NULL, 0, 0}};
 
-static const struct option long_opts[] = {
-    {"config", required_argument, NULL, 'c'},
-    {"listen", required_argument, NULL, 'l'},
-    {"port", required_argument, NULL, 'p'},
-    {"port-file", required_argument, NULL, OPT_BASE},
-    {"db", required_argument, NULL, OPT_BASE},
-    {"token-file", required_argument, NULL, OPT_BASE},
-    {"geo-data", required_argument, NULL, OPT_BASE},
-    {"heartbeat", required_argument, NULL, OPT_BASE},
-    {"down-after", required_argument, NULL, OPT_BASE},
-    {"drop-after", required_argument, NULL, OPT_BASE},
-    {"probe-interval", required_argument, NULL, OPT_BASE},
-    {"probe-threads", required_argument, NULL, OPT_BASE},
-    {"probe-timeout", required_argument, NULL, OPT_BASE},
-    {"threads", required_argument, NULL, OPT_BASE},
-    {"max-connections", required_argument, NULL, OPT_BASE},
-    {"idle-timeout", required_argument, NULL, OPT_BASE},
-    {"max-body", required_argument, NULL, OPT_BASE},
-    {"report-rate", required_argument, NULL, OPT_BASE},
-    {"max-pairs", required_argument, NULL, OPT_BASE},
-    {"log-file", required_argument, NULL, OPT_BASE},
-    {"log-level", required_argument, NULL, OPT_BASE},
-    {"pid-file", required_argument, NULL, OPT_BASE},
-    {"check-config", no_argument, NULL, OPT_BASE + 1},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},
-    {NULL, 0, NULL, 0}};
+static const lns_conf_cli_t cli = {usage_text, "lbone_server (lns) " LNS_VERSION "\n", opts};
 
-static const char short_opts[] = ":c:l:p:hV";
+/* A setting from the command line: the file ("config") comes before every flag. */
+static int args_set(void *arg, const char *key, const char *value, char *why, size_t whylen)
+{
+    lbone_srv_config_t *cfg = arg;
+    if (strcmp(key, "config") == 0)
+        return set_str(key, value, cfg->config_file, sizeof cfg->config_file, why, whylen) < 0
+                   ? -1
+                   : lbone_config_file(cfg, value, why, whylen);
+    if (strcmp(key, "check-config") == 0) {
+        cfg->check_config = 1;
+        return 0;
+    }
+    return lbone_config_set(cfg, key, value, why, whylen);
+}
 
 int lbone_config_args(lbone_srv_config_t *cfg, int argc, char **argv, char *err, size_t errlen)
 {
-    int c, idx;
-    char why[PATH_MAX + 256];
+    int rc;
 
     lbone_config_init(cfg);
-    opterr = 0;
-    /* Pass 1: help, version and the config file, which the flags then override. */
-    optind = 0;
-    while ((c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1) {
-        if (c == 'h') {
-            fputs(usage_text, stdout);
-            return LBONE_CFG_EXIT;
-        }
-        if (c == 'V') {
-            printf("lbone_server (lns) %s\n", LNS_VERSION);
-            return LBONE_CFG_EXIT;
-        }
-        if (c == '?')
-            return fail(err, errlen, "unknown option '%s' (see --help)", argv[optind - 1]);
-        if (c == ':')
-            return fail(err, errlen, "option '%s' needs a value", argv[optind - 1]);
-        if (c == 'c' && set_str("config", optarg, cfg->config_file, sizeof cfg->config_file,
-                                err, errlen) < 0)
-            return LBONE_CFG_ERR;
-    }
-    if (optind < argc)
-        return fail(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
-    if (cfg->config_file[0] && lbone_config_file(cfg, cfg->config_file, err, errlen) < 0)
-        return LBONE_CFG_ERR;
-
-    optind = 0;
-    while ((c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1) {
-        const char *key;
-        switch (c) {
-        case 'l': key = "listen"; break;
-        case 'p': key = "port"; break;
-        case OPT_BASE: key = long_opts[idx].name; break;
-        case OPT_BASE + 1: cfg->check_config = 1; continue;
-        default: continue;
-        }
-        if (lbone_config_set(cfg, key, optarg, why, sizeof why) < 0)
-            return fail(err, errlen, "%s", why);
-    }
+    rc = lns_conf_args(&cli, argc, argv, args_set, cfg, err, errlen);
+    if (rc != LNS_CONF_OK)
+        return rc == LNS_CONF_EXIT ? LBONE_CFG_EXIT : LBONE_CFG_ERR;
     if (!cfg->token_file[0])
         return fail(err, errlen, "token-file: not set (registration needs a registry token)");
     if (lbone_srv_down_after_s(cfg) > cfg->drop_after_s)

@@ -18,154 +18,32 @@
 set -euo pipefail
 
 BUILD=${1:?usage: bench_depot.sh BUILD_DIR}
+BENCH_NAME=bench_depot
+. "$(dirname "$0")/lib.sh"
 RUNS=${BENCH_RUNS:-5}
 SIZE_ARG=${BENCH_SIZE:-1G}
 SMALL_SECONDS=${BENCH_SMALL_SECONDS:-8}
 [ "$RUNS" -ge 3 ] || { echo "bench_depot: BENCH_RUNS must be >= 3" >&2; exit 2; }
 
-BIN=$BUILD/bin
 BENCH=$BUILD/bench/bench_ibp
-for f in "$BIN/ibp_depot" "$BENCH"; do
-    [ -x "$f" ] || { echo "bench_depot: $f: not built (make benchprogs)" >&2; exit 2; }
-done
-for t in nginx curl socat; do
-    command -v "$t" >/dev/null 2>&1 || [ -x "/usr/sbin/$t" ] ||
-        { echo "bench_depot: $t: not installed (scripts/install-deps.sh)" >&2; exit 2; }
-done
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+bench_need_built "$BIN/ibp_depot" "$BENCH"
+bench_need_tools scripts/install-deps.sh nginx curl socat
+SIZE=$(bytes_of "$SIZE_ARG")
 
-case $SIZE_ARG in
-*G) SIZE=$(( ${SIZE_ARG%G} * 1024 * 1024 * 1024 )) ;;
-*M) SIZE=$(( ${SIZE_ARG%M} * 1024 * 1024 )) ;;
-*) SIZE=$SIZE_ARG ;;
-esac
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/lns-bench.XXXXXX")
-PIDS=()
-cleanup() {
-    rc=$?
-    set +e
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-    if [ "$rc" -ne 0 ]; then
-        echo "bench_depot: failed (exit $rc); last lines of the server logs:" >&2
-        for l in "$WORK"/*/stderr "$WORK"/nginx/error.log; do
-            [ -s "$l" ] && { echo "--- $l" >&2; tail -5 "$l" >&2; }
-        done
-    fi
-    rm -rf "$WORK"
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
+bench_workdir
 now_ns() { date +%s%N; }
-# MB/s (10^6 bytes) of $1 bytes in $2 ns.
-mbps() { awk -v b="$1" -v ns="$2" 'BEGIN { printf "%.1f", b * 1000 / ns }'; }
-kv() { sed -n "s/\(^\|.* \)$1=\([^ ]*\).*/\2/p" | head -1; }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2];
-                                             else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0) ? a / b : 0 }'; }
-record() { echo "$2" >>"$WORK/res/$1"; }   # record METRIC VALUE
-med() { median <"$WORK/res/$1"; }
-
-mkdir -p "$WORK/res" "$WORK/www"
-FSTYPE=$(findmnt -n -o FSTYPE -T "$WORK" 2>/dev/null || stat -f -c %T "$WORK")
-FSDEV=$(df -P "$WORK" | awk 'NR == 2 { print $1 }')
 
 echo "== bench_depot: machine and command"
 echo "command: BENCH_RUNS=$RUNS BENCH_SIZE=$SIZE_ARG BENCH_SMALL_SECONDS=$SMALL_SECONDS $0 $*"
-echo "machine: nproc=$(nproc) kernel=$(uname -r) cpu=\"$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)\" mem=$(awk '/MemTotal/ { printf "%.1fG", $2 / 1048576 }' /proc/meminfo)"
-echo "data dir: $WORK (fs=$FSTYPE dev=$FSDEV)"
-if [ "$FSTYPE" = tmpfs ] || [ "$FSTYPE" = ramfs ]; then
-    echo "bench_depot: warning: $WORK is on $FSTYPE, not a disk; set TMPDIR to a disk path" >&2
-fi
+bench_describe_machine
 echo "tools: $("$NGINX" -v 2>&1 | sed 's/.*: //') $(curl --version | head -1 | cut -d' ' -f1-2) $(socat -V 2>/dev/null | sed -n 's/^socat version \([^ ]*\).*/socat\/\1/p')"
-
-# ---- servers --------------------------------------------------------------------------
-
-# start_depot NAME EVENT_SAMPLE -> sets PORT_<NAME>
-start_depot() {
-    local name=$1 sample=$2 dir=$WORK/$1
-    mkdir -p "$dir/res"
-    "$BIN/ibp_depot" --listen 127.0.0.1 --port 0 --port-file "$dir/port" \
-        --public-host 127.0.0.1 \
-        --resource "$dir/res,hard=$(( SIZE / 1048576 * 3 + 4096 ))M,soft=16M,max-duration=86400" \
-        --event-log "$dir/events.log" --event-sample "$sample" --log-level warn \
-        >"$dir/stderr" 2>&1 &
-    PIDS+=($!)
-    local pid=$! i
-    printf -v "PID_$name" '%s' "$pid"
-    for i in $(seq 200); do
-        [ -s "$dir/port" ] && break
-        kill -0 "$pid" 2>/dev/null || { echo "bench_depot: depot $name died" >&2; return 1; }
-        sleep 0.05
-    done
-    [ -s "$dir/port" ] || { echo "bench_depot: depot $name did not listen" >&2; return 1; }
-    printf -v "PORT_$name" '%s' "$(tr -d '[:space:]' <"$dir/port")"
-}
-
-start_nginx() {
-    local dir=$WORK/nginx user=""
-    mkdir -p "$dir/tmp"
-    NGINX_PORT=$("$BENCH" freeport)
-    # As root, nginx would hand its workers to "nobody"; keep them the current user.
-    [ "$(id -u)" = 0 ] && user="user $(id -un) $(id -gn);"
-    cat >"$dir/nginx.conf" <<EOF
-$user
-worker_processes auto;
-daemon off;
-master_process on;
-pid $dir/nginx.pid;
-error_log $dir/error.log warn;
-events { worker_connections 256; }
-http {
-    access_log off;
-    sendfile on;
-    tcp_nopush on;
-    keepalive_timeout 60;
-    default_type application/octet-stream;
-    client_body_temp_path $dir/tmp/body;
-    proxy_temp_path $dir/tmp/proxy;
-    fastcgi_temp_path $dir/tmp/fastcgi;
-    uwsgi_temp_path $dir/tmp/uwsgi;
-    scgi_temp_path $dir/tmp/scgi;
-    server {
-        listen 127.0.0.1:$NGINX_PORT;
-        root $WORK/www;
-    }
-}
-EOF
-    "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" >"$dir/stderr" 2>&1 &
-    PIDS+=($!)
-    local pid=$! i
-    NGINX_PID=$pid
-    for i in $(seq 200); do
-        curl -s -o /dev/null -I "http://127.0.0.1:$NGINX_PORT/data.bin" && return 0
-        kill -0 "$pid" 2>/dev/null || { echo "bench_depot: nginx died" >&2; return 1; }
-        sleep 0.05
-    done
-    echo "bench_depot: nginx did not listen" >&2
-    return 1
-}
 
 # ---- one measurement each -------------------------------------------------------------
 #
 # Besides its rate, each server-side measurement reports the CPU time the server process(es)
-# used for it (utime + stime from /proc, in clock ticks): other tenants of this machine steal
-# wall time from us, but not CPU time from the server, so CPU per byte or per operation is
-# the steadier figure for comparing two servers, or a depot with and without its event log.
+# used for it (cpu_ticks): the steadier figure for comparing two servers, or a depot with and
+# without its event log.
 
-TICK_MS=$(( 1000 / $(getconf CLK_TCK) ))
-# Sum of utime + stime of these pids and their live children (nginx: master and workers).
-cpu_ticks() {
-    local p t=0 c
-    for p in "$@" $(for p in "$@"; do pgrep -P "$p"; done); do
-        c=$(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0)
-        t=$(( t + c ))
-    done
-    echo "$t"
-}
 # CPU ms per GB (10^9 bytes): cpu_per_gb TICKS BYTES
 cpu_per_gb() { awk -v t="$1" -v b="$2" -v ms="$TICK_MS" 'BEGIN { printf "%.0f", t * ms * 1e9 / b }'; }
 
@@ -179,7 +57,7 @@ ours_load() {
     out=$("$BENCH" load 127.0.0.1 "$2" "$3" "$SIZE" --conns "$4" --req 8M)
     t1=$(now_ns)
     c1=$(cpu_ticks "$1")
-    if [ "$4" -eq 1 ]; then rate=$(echo "$out" | kv mbps); else rate=$(mbps "$SIZE" $(( t1 - t0 ))); fi
+    if [ "$4" -eq 1 ]; then rate=$(echo "$out" | kv mbps); else rate=$(mbps "$SIZE" "$(( t1 - t0 ))e-9"); fi
     echo "$rate $(cpu_per_gb $(( c1 - c0 )) "$SIZE")"
 }
 
@@ -213,7 +91,7 @@ nginx_load4() {   # 4 curls with Range requests in parallel; total bytes / wall 
     done
     [ "$got" = "$SIZE" ] || { echo "bench_depot: range curls got $got bytes" >&2; return 1; }
     c1=$(cpu_ticks "$NGINX_PID")
-    echo "$(mbps "$SIZE" $(( t1 - t0 ))) $(cpu_per_gb $(( c1 - c0 )) "$SIZE")"
+    echo "$(mbps "$SIZE" "$(( t1 - t0 ))e-9") $(cpu_per_gb $(( c1 - c0 )) "$SIZE")"
 }
 
 ours_store() {   # ours_store PORT -> MB/s of one STORE of SIZE bytes sent with sendfile
@@ -237,7 +115,7 @@ socat_store() {   # socat TCP -> file, timed from the sender's start to the rece
     t1=$(now_ns)
     [ "$(stat -c %s "$out")" = "$SIZE" ] || { echo "bench_depot: socat wrote a short file" >&2; return 1; }
     rm -f "$out"
-    mbps "$SIZE" $(( t1 - t0 ))
+    mbps "$SIZE" "$(( t1 - t0 ))e-9"
 }
 
 # This machine is a VM whose free memory goes back to the host a few seconds after it is
@@ -264,9 +142,13 @@ ours_small() {
 
 echo "== setup"
 head -c "$SIZE" /dev/urandom >"$WORK/www/data.bin"
-start_depot A 0     # the depot measured against the peers: event log on, sampling 0 (off)
-start_depot B 1     # the same with every event written
-start_nginx
+# Hard storage of each depot: three times the file and 4 GiB.
+HARD_MB=$(( SIZE / 1048576 * 3 + 4096 ))
+# A: the depot measured against the peers, event log on, sampling 0 (off); B: every event.
+start_depot A "$HARD_MB" --event-log "$WORK/A/events.log" --event-sample 0
+start_depot B "$HARD_MB" --event-log "$WORK/B/events.log" --event-sample 1
+start_nginx nginx
+NGINX_PORT=$NGPORT_nginx NGINX_PID=$PID_nginx
 echo "depot A: port $PORT_A --event-sample 0; depot B: port $PORT_B --event-sample 1; nginx: port $NGINX_PORT (worker_processes auto, sendfile on)"
 for d in A B; do
     port_var=PORT_$d
@@ -332,7 +214,6 @@ done
 
 # ---- summary --------------------------------------------------------------------------
 
-verdict() { awk -v x="$1" -v t="$2" 'BEGIN { print (x >= t) ? "met" : "NOT met" }'; }
 echo "== summary: medians of $RUNS rounds (MB = 10^6 bytes; ratio = median of per-round ratios, [ratio of medians])"
 l1a=$(med load1_ours); l1n=$(med load1_nginx); l1r=$(med load1_ratio)
 echo "load_1conn   ours_mbps=$l1a nginx_mbps=$l1n ratio=$l1r [$(ratio "$l1a" "$l1n")] target>=1.0 $(verdict "$l1r" 1.0)"

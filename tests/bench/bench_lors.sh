@@ -25,6 +25,8 @@
 set -euo pipefail
 
 BUILD=${1:?usage: bench_lors.sh BUILD_DIR}
+BENCH_NAME=bench_lors
+. "$(dirname "$0")/lib.sh"
 RUNS=${BENCH_RUNS:-7}
 SIZE_ARG=${BENCH_SIZE:-512M}
 BIG_ARG=${BENCH_BIG:-4G}
@@ -36,143 +38,25 @@ ARIA2=${BENCH_ARIA2:--s4 -x4 -k1M --disk-cache=0}
 DEFAULT_BUFFER_MB=64 # lors_download_opts_init: buffer_bytes = 64 MiB
 [ "$RUNS" -ge 3 ] || { echo "bench_lors: BENCH_RUNS must be >= 3" >&2; exit 2; }
 
-BIN=$BUILD/bin
 DRIVER=$BUILD/bench/bench_lors_dl
-for f in "$BIN/ibp_depot" "$DRIVER" "$BUILD/bench/bench_ibp"; do
-    [ -x "$f" ] || { echo "bench_lors: $f: not built (make benchprogs)" >&2; exit 2; }
-done
-for t in nginx curl aria2c; do
-    command -v "$t" >/dev/null 2>&1 || [ -x "/usr/sbin/$t" ] ||
-        { echo "bench_lors: $t: not installed (scripts/install-deps.sh --bench)" >&2; exit 2; }
-done
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+bench_need_built "$BIN/ibp_depot" "$DRIVER" "$BUILD/bench/bench_ibp"
+bench_need_tools "scripts/install-deps.sh --bench" nginx curl aria2c
 if [ -x "$BIN/lors_upload" ] && [ -x "$BIN/lors_download" ]; then
     UPLOAD=("$BIN/lors_upload"); DOWNLOAD=("$BIN/lors_download"); OURS_NAME=lors_download
 else
     UPLOAD=("$DRIVER" upload); DOWNLOAD=("$DRIVER" download); OURS_NAME="bench_lors_dl download"
 fi
-
-bytes_of() {
-    case $1 in
-    *G) echo $(( ${1%G} * 1024 * 1024 * 1024 )) ;;
-    *M) echo $(( ${1%M} * 1024 * 1024 )) ;;
-    *) echo "$1" ;;
-    esac
-}
 SIZE=$(bytes_of "$SIZE_ARG")
 BIG=$(bytes_of "$BIG_ARG")
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/lns-bench-lors.XXXXXX")
-PIDS=()
-cleanup() {
-    rc=$?
-    set +e
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-    if [ "$rc" -ne 0 ]; then
-        echo "bench_lors: failed (exit $rc); last lines of the logs:" >&2
-        for l in "$WORK"/*/stderr "$WORK"/*/error.log "$WORK"/client.err; do
-            [ -s "$l" ] && { echo "--- $l" >&2; tail -5 "$l" >&2; }
-        done
-    fi
-    rm -rf "$WORK"
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# MB/s (10^6 bytes) of $1 bytes in $2 seconds.
-mbps() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.1f", (s > 0) ? b / s / 1e6 : 0 }'; }
-kv() { sed -n "s/\(^\|.* \)$1=\([^ ]*\).*/\2/p" | tail -1; }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2];
-                                             else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0) ? a / b : 0 }'; }
-record() { echo "$2" >>"$WORK/res/$1"; }
-med() { median <"$WORK/res/$1"; }
-
-mkdir -p "$WORK/res" "$WORK/www"
+bench_workdir
 : >"$WORK/empty.rc"
 export LNS_RC=$WORK/empty.rc # no ~/.xndrc settings in the measurement
-FSTYPE=$(findmnt -n -o FSTYPE -T "$WORK" 2>/dev/null || stat -f -c %T "$WORK")
 
 echo "== bench_lors: machine and command"
 echo "command: BENCH_RUNS=$RUNS BENCH_SIZE=$SIZE_ARG BENCH_BIG=$BIG_ARG BENCH_OURS1='$OURS1' BENCH_OURS4='$OURS4' BENCH_ARIA2='$ARIA2' $0 $*"
-echo "machine: nproc=$(nproc) kernel=$(uname -r) cpu=\"$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)\" mem=$(awk '/MemTotal/ { printf "%.1fG", $2 / 1048576 }' /proc/meminfo) load=\"$(cut -d' ' -f1-3 /proc/loadavg)\""
-echo "data dir: $WORK (fs=$FSTYPE)"
-if [ "$FSTYPE" = tmpfs ] || [ "$FSTYPE" = ramfs ]; then
-    echo "bench_lors: warning: $WORK is on $FSTYPE, not a disk; set TMPDIR to a disk path" >&2
-fi
+bench_describe_machine
 echo "ours: $OURS_NAME; peers: $("$NGINX" -v 2>&1 | sed 's/.*: //') $(curl --version | head -1 | cut -d' ' -f1-2) $(aria2c --version | head -1 | sed 's/ version /\//')"
-
-# ---- servers --------------------------------------------------------------------------
-
-# start_depot NAME: sets PORT_<NAME>.  Room for the bench file's copy and the big file's.
-start_depot() {
-    local name=$1 dir=$WORK/$1 i
-    mkdir -p "$dir/res"
-    "$BIN/ibp_depot" --listen 127.0.0.1 --port 0 --port-file "$dir/port" \
-        --public-host 127.0.0.1 \
-        --resource "$dir/res,hard=$(( (SIZE + BIG) / 1048576 + 1024 ))M,soft=16M,max-duration=86400" \
-        --log-level warn >"$dir/stderr" 2>&1 &
-    PIDS+=($!)
-    local pid=$!
-    printf -v "PID_$name" '%s' "$pid"
-    for i in $(seq 200); do
-        [ -s "$dir/port" ] && break
-        kill -0 "$pid" 2>/dev/null || { echo "bench_lors: depot $name died" >&2; return 1; }
-        sleep 0.05
-    done
-    [ -s "$dir/port" ] || { echo "bench_lors: depot $name did not listen" >&2; return 1; }
-    printf -v "PORT_$name" '%s' "$(tr -d '[:space:]' <"$dir/port")"
-}
-
-# start_nginx NAME: one nginx (master + workers) serving $WORK/www; sets NGPORT_<NAME>.
-start_nginx() {
-    local name=$1 dir=$WORK/$1 user="" port i
-    mkdir -p "$dir/tmp"
-    port=$("$BUILD/bench/bench_ibp" freeport)
-    # As root, nginx would hand its workers to "nobody"; keep them the current user.
-    [ "$(id -u)" = 0 ] && user="user $(id -un) $(id -gn);"
-    cat >"$dir/nginx.conf" <<EOF
-$user
-worker_processes auto;
-daemon off;
-master_process on;
-pid $dir/nginx.pid;
-error_log $dir/error.log warn;
-events { worker_connections 256; }
-http {
-    access_log off;
-    sendfile on;
-    tcp_nopush on;
-    keepalive_timeout 60;
-    default_type application/octet-stream;
-    client_body_temp_path $dir/tmp/body;
-    proxy_temp_path $dir/tmp/proxy;
-    fastcgi_temp_path $dir/tmp/fastcgi;
-    uwsgi_temp_path $dir/tmp/uwsgi;
-    scgi_temp_path $dir/tmp/scgi;
-    server {
-        listen 127.0.0.1:$port;
-        root $WORK/www;
-    }
-}
-EOF
-    "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" >"$dir/stderr" 2>&1 &
-    PIDS+=($!)
-    local pid=$!
-    printf -v "PID_$name" '%s' "$pid"
-    for i in $(seq 200); do
-        if curl -s -o /dev/null -I "http://127.0.0.1:$port/data.bin"; then
-            printf -v "NGPORT_$name" '%s' "$port"
-            return 0
-        fi
-        kill -0 "$pid" 2>/dev/null || { echo "bench_lors: nginx $name died" >&2; return 1; }
-        sleep 0.05
-    done
-    echo "bench_lors: nginx $name did not listen" >&2
-    return 1
-}
 
 # ---- one measurement each -------------------------------------------------------------
 
@@ -185,18 +69,9 @@ timed() {
     echo "$(echo "$out" | kv seconds) $(echo "$out" | kv maxrss_kb) $(echo "$out" | kv cpu_s)"
 }
 
-# CPU time of a server (and its children: nginx's workers), in ms, from /proc.  Other tenants
-# steal wall time from both sides, not CPU time: CPU per GB is the steadier figure of the
-# work each side does (ours hashes every byte; curl does not).
-TICK_MS=$(( 1000 / $(getconf CLK_TCK) ))
-server_ms() {
-    local p t=0 c
-    for p in "$1" $(pgrep -P "$1"); do
-        c=$(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0)
-        t=$(( t + c ))
-    done
-    echo $(( t * TICK_MS ))
-}
+# CPU time of a server and its children, in ms (see cpu_ticks): CPU per GB is the steadier
+# figure of the work each side does (ours hashes every byte; curl does not).
+server_ms() { echo $(( $(cpu_ticks "$1") * TICK_MS )); }
 # CPU ms per GB (10^9 bytes) of client seconds $1 and server ms $2 for SIZE bytes.
 cpu_per_gb() { awk -v c="$1" -v s="$2" -v b="$SIZE" 'BEGIN { printf "%.0f", (c * 1000 + s) * 1e9 / b }'; }
 
@@ -236,7 +111,8 @@ aria4() {
 
 echo "== setup"
 head -c "$SIZE" /dev/urandom >"$WORK/www/data.bin"
-for d in A B C D; do start_depot $d; done
+# Room for the bench file's copy and the big file's on each depot.
+for d in A B C D; do start_depot $d $(( (SIZE + BIG) / 1048576 + 1024 )); done
 for n in N0 N1 N2 N3; do start_nginx $n; done
 ALL="127.0.0.1:$PORT_A,127.0.0.1:$PORT_B,127.0.0.1:$PORT_C,127.0.0.1:$PORT_D"
 echo "depots: $ALL; nginx: 127.0.0.1:$NGPORT_N0 $NGPORT_N1 $NGPORT_N2 $NGPORT_N3 (worker_processes auto, sendfile on)"
@@ -307,7 +183,6 @@ fi
 
 # ---- summary --------------------------------------------------------------------------
 
-verdict() { awk -v x="$1" -v t="$2" 'BEGIN { print (x >= t) ? "met" : "NOT met" }'; }
 echo "== summary: medians of $RUNS rounds (MB = 10^6 bytes; ratio = median of per-round ratios, [ratio of medians]); output /dev/null; ours verifies SHA-256"
 oa=$(med one_ours); oc=$(med one_curl); orr=$(med one_ratio); os=$(med one_curl_self)
 echo "one_depot    ours_mbps=$oa curl_mbps=$oc ratio=$orr [$(ratio "$oa" "$oc")] target>=1.0 $(verdict "$orr" 1.0)   (ours: $OURS1)"

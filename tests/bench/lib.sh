@@ -1,0 +1,176 @@
+# lib.sh -- what the loopback benchmarks share: checks, a work directory cleaned up by a trap,
+# the statistics of rounds, the machine line, and starting ibp_depot and nginx servers.
+#
+#   BENCH_NAME=bench_x; BUILD=...; . "$(dirname "$0")/lib.sh"
+#
+# Sourced by bench_depot.sh and bench_lors.sh (bash, set -euo pipefail), after they set
+# BENCH_NAME (the prefix of every message) and BUILD (the build directory).  bench_workdir
+# makes $WORK; every server started here runs on 127.0.0.1, on a port the kernel picks, and
+# its pid goes in PIDS, which the EXIT trap stops before it removes $WORK, also on failure or
+# Ctrl-C, after showing the end of every log on failure.
+
+BIN=$BUILD/bin
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+
+# bench_need_built FILE...: exit 2 unless each one is an executable of the build.
+bench_need_built() {
+    local f
+    for f in "$@"; do
+        [ -x "$f" ] || { echo "$BENCH_NAME: $f: not built (make benchprogs)" >&2; exit 2; }
+    done
+}
+
+# bench_need_tools HINT TOOL...: exit 2 unless each tool is installed; HINT says how.
+bench_need_tools() {
+    local hint=$1 t
+    shift
+    for t in "$@"; do
+        command -v "$t" >/dev/null 2>&1 || [ -x "/usr/sbin/$t" ] ||
+            { echo "$BENCH_NAME: $t: not installed ($hint)" >&2; exit 2; }
+    done
+}
+
+# Bytes of a size with an optional M or G (MiB, GiB) suffix.
+bytes_of() {
+    case $1 in
+    *G) echo $(( ${1%G} * 1024 * 1024 * 1024 )) ;;
+    *M) echo $(( ${1%M} * 1024 * 1024 )) ;;
+    *) echo "$1" ;;
+    esac
+}
+
+bench_cleanup() {
+    local rc=$? p l
+    set +e
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    if [ "$rc" -ne 0 ]; then
+        echo "$BENCH_NAME: failed (exit $rc); last lines of the logs:" >&2
+        for l in "$WORK"/*/stderr "$WORK"/*/error.log "$WORK"/client.err; do
+            [ -s "$l" ] && { echo "--- $l" >&2; tail -5 "$l" >&2; }
+        done
+    fi
+    rm -rf "$WORK"
+    exit "$rc"
+}
+
+# bench_workdir: WORK (with res/ for record and www/ for nginx) under TMPDIR, and the traps.
+bench_workdir() {
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/lns-$BENCH_NAME.XXXXXX")
+    PIDS=()
+    trap bench_cleanup EXIT
+    trap 'exit 130' INT TERM
+    mkdir -p "$WORK/res" "$WORK/www"
+}
+
+# ---- statistics of rounds ---------------------------------------------------------------
+
+# MB/s (10^6 bytes) of $1 bytes in $2 seconds (awk's numbers: "12e-9" is 12 ns).
+mbps() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.1f", (s > 0) ? b / s / 1e6 : 0 }'; }
+# The value of "KEY=value" in the last line of stdin that has one.
+kv() { sed -n "s/\(^\|.* \)$1=\([^ ]*\).*/\2/p" | tail -1; }
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2];
+                                             else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0) ? a / b : 0 }'; }
+record() { echo "$2" >>"$WORK/res/$1"; }   # record METRIC VALUE
+med() { median <"$WORK/res/$1"; }
+verdict() { awk -v x="$1" -v t="$2" 'BEGIN { print (x >= t) ? "met" : "NOT met" }'; }
+
+# CPU time (utime + stime from /proc, in clock ticks of TICK_MS) of these pids and their live
+# children (nginx: master and workers).  Other tenants of this machine steal wall time from
+# both sides, not CPU time: CPU per byte is the steadier figure of the work a server does.
+TICK_MS=$(( 1000 / $(getconf CLK_TCK) ))
+cpu_ticks() {
+    local p t=0 c
+    for p in "$@" $(for p in "$@"; do pgrep -P "$p"; done); do
+        c=$(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0)
+        t=$(( t + c ))
+    done
+    echo "$t"
+}
+
+# ---- the machine --------------------------------------------------------------------------
+
+# Print the machine and data directory lines; warn if $WORK is not on a disk.
+bench_describe_machine() {
+    local fstype fsdev
+    fstype=$(findmnt -n -o FSTYPE -T "$WORK" 2>/dev/null || stat -f -c %T "$WORK")
+    fsdev=$(df -P "$WORK" | awk 'NR == 2 { print $1 }')
+    echo "machine: nproc=$(nproc) kernel=$(uname -r) cpu=\"$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)\" mem=$(awk '/MemTotal/ { printf "%.1fG", $2 / 1048576 }' /proc/meminfo) load=\"$(cut -d' ' -f1-3 /proc/loadavg)\""
+    echo "data dir: $WORK (fs=$fstype dev=$fsdev)"
+    if [ "$fstype" = tmpfs ] || [ "$fstype" = ramfs ]; then
+        echo "$BENCH_NAME: warning: $WORK is on $fstype, not a disk; set TMPDIR to a disk path" >&2
+    fi
+}
+
+# ---- servers ------------------------------------------------------------------------------
+
+# start_depot NAME HARD_MB [IBP_DEPOT_FLAGS...]: a depot with one resource of HARD_MB MiB hard
+# storage in $WORK/NAME; sets PID_<NAME>, and PORT_<NAME> once it listens.
+start_depot() {
+    local name=$1 hard=$2 dir=$WORK/$1 pid i
+    shift 2
+    mkdir -p "$dir/res"
+    "$BIN/ibp_depot" --listen 127.0.0.1 --port 0 --port-file "$dir/port" \
+        --public-host 127.0.0.1 --resource "$dir/res,hard=${hard}M,soft=16M,max-duration=86400" \
+        --log-level warn "$@" >"$dir/stderr" 2>&1 &
+    pid=$!
+    PIDS+=("$pid")
+    printf -v "PID_$name" '%s' "$pid"
+    for i in $(seq 200); do
+        [ -s "$dir/port" ] && break
+        kill -0 "$pid" 2>/dev/null || { echo "$BENCH_NAME: depot $name died" >&2; return 1; }
+        sleep 0.05
+    done
+    [ -s "$dir/port" ] || { echo "$BENCH_NAME: depot $name did not listen" >&2; return 1; }
+    printf -v "PORT_$name" '%s' "$(tr -d '[:space:]' <"$dir/port")"
+}
+
+# start_nginx NAME: one nginx (master + workers, sendfile on) serving $WORK/www, whose
+# data.bin must exist; sets PID_<NAME>, and NGPORT_<NAME> once it serves that file.
+start_nginx() {
+    local name=$1 dir=$WORK/$1 user="" port pid i
+    mkdir -p "$dir/tmp"
+    port=$("$BUILD/bench/bench_ibp" freeport)
+    # As root, nginx would hand its workers to "nobody"; keep them the current user.
+    [ "$(id -u)" = 0 ] && user="user $(id -un) $(id -gn);"
+    cat >"$dir/nginx.conf" <<EOF
+$user
+worker_processes auto;
+daemon off;
+master_process on;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections 256; }
+http {
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_timeout 60;
+    default_type application/octet-stream;
+    client_body_temp_path $dir/tmp/body;
+    proxy_temp_path $dir/tmp/proxy;
+    fastcgi_temp_path $dir/tmp/fastcgi;
+    uwsgi_temp_path $dir/tmp/uwsgi;
+    scgi_temp_path $dir/tmp/scgi;
+    server {
+        listen 127.0.0.1:$port;
+        root $WORK/www;
+    }
+}
+EOF
+    "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" >"$dir/stderr" 2>&1 &
+    pid=$!
+    PIDS+=("$pid")
+    printf -v "PID_$name" '%s' "$pid"
+    for i in $(seq 200); do
+        if curl -s -o /dev/null -I "http://127.0.0.1:$port/data.bin"; then
+            printf -v "NGPORT_$name" '%s' "$port"
+            return 0
+        fi
+        kill -0 "$pid" 2>/dev/null || { echo "$BENCH_NAME: nginx $name died" >&2; return 1; }
+        sleep 0.05
+    done
+    echo "$BENCH_NAME: nginx $name did not listen" >&2
+    return 1
+}
