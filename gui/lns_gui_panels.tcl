@@ -8,8 +8,8 @@
 # stdout, and a player's under lors_play, go nowhere), and the stream feeds the same
 # transfer view as --run and --events.  What the status line says comes from the stream's
 # END, the exit code and the first line the tool wrote on stderr (its one-line error):
-# never from the tools' human output.  lors_trim and lors_refresh write no stream; they
-# show their exit status only.
+# never from the tools' human output.  Trim and refresh draw the network file's mappings
+# from their stream (MAPPING, then TRIM or REFRESH per mapping acted on; see the end).
 
 # pv(...): the panels' fields.  pv(depots) is the depot selection shared by the panels,
 # "host:port,..." as --depot-list takes it; clicking a marker adds or removes its depot,
@@ -195,7 +195,7 @@ proc need {value what} {
     if {[string trim $value] eq ""} { error "$what is empty" }
     return [string trim $value]
 }
-# The argv of panel NAME's tool, and whether the tool writes an event stream.
+# The argv of panel NAME's tool (every one writes an event stream).
 proc panel_argv {name} {
     global pv
     switch -- $name {
@@ -203,12 +203,12 @@ proc panel_argv {name} {
             set a [list lors_upload -q -f [need $pv(file) "the file"]]
             popt a -o $pv(out); popt a -c $pv(copies); popt a -F $pv(frags)
             popt a -bs $pv(bs); popt a -d $pv(dur)
-            return [list [concat $a [panel_where]] 1]
+            return [concat $a [panel_where]]
         }
         augment {
             set a [list lors_augment -q -f [need $pv(aug_xnd) "the exNode"]]
             popt a -c $pv(aug_copies)
-            return [list [concat $a [panel_where]] 1]
+            return [concat $a [panel_where]]
         }
         trim {
             set a [list lors_trim -f [need $pv(trim_xnd) "the exNode"]]
@@ -220,7 +220,7 @@ proc panel_argv {name} {
                 foreach d $sel { lappend a --depot $d }
             }
             if {$pv(trim_free)} { lappend a -d }
-            return [list $a 0]
+            return $a
         }
         refresh {
             set a [list lors_refresh -f [need $pv(ref_xnd) "the exNode"]]
@@ -229,19 +229,19 @@ proc panel_argv {name} {
                 "extend by" { lappend a -d [need $pv(ref_dur) "the duration"] }
                 default { lappend a -m }
             }
-            return [list $a 0]
+            return $a
         }
         download {
             set a [list lors_download --quiet -f [need $pv(dl_xnd) "the exNode"] \
                 -o [need $pv(dl_out) "the output file"]]
             popt a -t $pv(dl_threads)
-            return [list $a 1]
+            return $a
         }
         play {
             set a [list lors_play --quiet -f [need $pv(play_xnd) "the exNode"] -P $pv(player)]
             if {$pv(headless)} { lappend a --headless }
             popt a -b $pv(bitrate)
-            return [list $a 1]
+            return $a
         }
     }
     error "no panel $name"
@@ -253,10 +253,9 @@ proc panel_run {name} {
     if {$run(busy) || ([info exists ::rch] && $::rch in [chan names])} {
         set status "$name: wait until the current transfer has ended"; return
     }
-    if {[catch {panel_argv $name} r]} { panel_refused "$name: $r"; return }
-    lassign $r argv events
+    if {[catch {panel_argv $name} argv]} { panel_refused "$name: $argv"; return }
     lset argv 0 [tool_path [lindex $argv 0]]
-    if {$events} { lappend argv --events fd:3 }
+    lappend argv --events fd:3
     set run(tool) [file tail [lindex $argv 0]]; set run(argv) $argv
     set run(rc) ""; set run(err) ""
     close [file tempfile run(errfile) lns_gui.err]
@@ -268,7 +267,7 @@ proc panel_run {name} {
         panel_refused "$name: cannot run $run(tool): $e"; return
     }
     set run(busy) 1
-    set ::run_done [list panel_done $name $events]
+    set ::run_done [list panel_done $name]
     set status "$name: $run(tool) running"
 }
 proc panel_refused {msg} {
@@ -277,7 +276,7 @@ proc panel_refused {msg} {
     if {$::opt(selftest) ne ""} { after 300 selftest }
 }
 # The tool has exited with RC: its exit code and its error line on the status line.
-proc panel_done {name events rc} {
+proc panel_done {name rc} {
     global run status st
     set run(busy) 0; set run(rc) $rc
     if {![catch {open $run(errfile)} ch]} {
@@ -287,13 +286,8 @@ proc panel_done {name events rc} {
     file delete $run(errfile)
     if {$rc ne "0"} {
         set status "$name failed (exit $rc)[expr {$run(err) ne "" ? ": $run(err)" : ""}]"
-    } elseif {!$events} {
-        set status "$name done (exit 0)"
     } elseif {[dict exists $st(endf) underruns]} {
         append status ", underruns [dict get $st(endf) underruns]"
-    }
-    if {!$events} {
-        .xfer create text 20 30 -anchor w -text $status -tags result
     }
 }
 # Lines for the --selftest dump: the last run and the selection.
@@ -309,5 +303,99 @@ proc panels_selftest {} {
     append o "selected [llength [panel_selected]]\n"
     append o "rings [llength [.map find withtag ring]]\n"
     append o "tab [.tasks tab current -text]\n"
+    foreach t {mbox removed unfreed refreshed mfailed} {
+        append o "$t [llength [.xfer find withtag $t]]\n"
+    }
+    append o "expiry [expr {$::mv(first) eq "" ? "-" : "$::mv(first) $::mv(last)"}]\n"
     return $o
+}
+
+# ---------------------------------------------------------------- trim and refresh view
+# The stream lists the exNode first (MAPPING, copy 0 first): each mapping is a box over its
+# bytes, in the first copy row where it overlaps no box yet -- the rows of an upload's
+# copies -- outlined in its depot's colour (for a trim also filled: stored).  TRIM turns a box to the removed style (grey,
+# dashed, crossed; the cross red when its storage could not be freed); REFRESH fills it
+# with the depot's colour after a flash; FAILURE outlines it red and dashed.  mv(rows) holds
+# each row's {off end} intervals; mv(first) and mv(last) the earliest and latest new
+# expiry a REFRESH gave; mv(freed) the TRIMs whose storage was freed.
+array set mv {rows {} first "" last "" freed 0}
+proc mapping_event {kind f d} {
+    global st mv
+    set k [dict get $f copy]; set tag "m=$k"
+    set colour [expr {$d ne "" ? $::depot($d,colour) : "black"}]
+    switch -- $kind {
+        MAPPING {
+            if {$k == 0} { array set mv {rows {} first "" last "" freed 0} }
+            set a [dict get $f off]; set b [expr {$a + [dict get $f len]}]
+            for {set r 0} {$r < [llength $mv(rows)]} {incr r} {
+                set free 1
+                foreach iv [lindex $mv(rows) $r] {
+                    if {$a < [lindex $iv 1] && [lindex $iv 0] < $b} { set free 0; break }
+                }
+                if {$free} break
+            }
+            if {$r == [llength $mv(rows)]} {
+                lappend mv(rows) {}
+                .xfer create text 54 [expr {50 + 22 * $r + 7}] -anchor e -text "copy $r" \
+                    -font TkSmallCaptionFont -tags rowlabel
+                set st(rows) [llength $mv(rows)]
+            }
+            lset mv(rows) $r [linsert [lindex $mv(rows) $r] end [list $a $b]]
+            if {$st(size) > 0} {
+                set x0 [bx $a]; set x1 [expr {[bx $b] - 2}]
+            } else { set x0 [expr {60 + 24 * $k}]; set x1 [expr {$x0 + 20}] }
+            set y [expr {50 + 22 * $r}]
+            # a trim starts from the stored copies; a refresh fills a box once it is extended
+            .xfer create rectangle $x0 $y $x1 [expr {$y + 14}] -outline $colour -width 2 \
+                -fill [expr {$st(op) eq "trim" ? $colour : ""}] -tags [list mbox $tag]
+        }
+        TRIM {
+            .xfer itemconfigure $tag -fill #eeeeee -outline #999999 -dash {2 2}
+            .xfer addtag removed withtag $tag
+            set freed [expr {[dict exists $f freed] ? [dict get $f freed] : ""}]
+            set unfreed [expr {$freed eq "0"}]
+            if {$unfreed} { .xfer addtag unfreed withtag $tag }
+            if {$freed eq "1"} { incr mv(freed) }
+            lassign [.xfer coords $tag] x0 y0 x1 y1
+            if {$x0 ne ""} {
+                .xfer create line $x0 $y0 $x1 $y1 -fill [expr {$unfreed ? "red" : "#999999"}] -tags cross
+            }
+        }
+        REFRESH {
+            .xfer itemconfigure $tag -fill $colour -outline yellow -width 4
+            .xfer addtag refreshed withtag $tag
+            after 300 [list .xfer itemconfigure $tag -outline black -width 2]
+            set e [expr {[dict exists $f new_end] ? [dict get $f new_end] : ""}]
+            if {[string is integer -strict $e]} {
+                if {$mv(first) eq "" || $e < $mv(first)} { set mv(first) $e }
+                if {$mv(last) eq "" || $e > $mv(last)} { set mv(last) $e }
+            }
+        }
+        FAILURE {
+            .xfer itemconfigure $tag -outline red -dash {2 2}
+            .xfer addtag mfailed withtag $tag
+        }
+    }
+}
+# The status line at a trim's or refresh's END: what was done, and the new expiry.
+proc mapping_status {f} {
+    global st mv
+    set n [llength [.xfer find withtag mbox]]
+    set rc [dict get $f rc]
+    if {$st(op) eq "trim"} {
+        set s "trim done: [llength [.xfer find withtag removed]] of $n mappings removed"
+        set nu [llength [.xfer find withtag unfreed]]
+        if {$mv(freed) || $nu} { append s " ($mv(freed) freed[expr {$nu ? ", $nu not" : ""}])" }
+        return "$s, rc $rc"
+    }
+    set s "refresh done: [llength [.xfer find withtag refreshed]] of $n mappings extended"
+    if {$mv(first) ne ""} {
+        set fmt {%Y-%m-%d %H:%M:%S}
+        append s ", expiry [clock format $mv(first) -format $fmt -gmt 1]"
+        if {$mv(last) != $mv(first)} { append s " to [clock format $mv(last) -format $fmt -gmt 1]" }
+        append s " UTC"
+    }
+    set nf [llength [.xfer find withtag mfailed]]
+    if {$nf} { append s ", $nf failed" }
+    return "$s, rc $rc"
 }

@@ -83,8 +83,15 @@ typedef enum lors_event_kind {
     /* augment */
     LORS_EV_SEND_START,   /* a depot-to-depot copy of [offset, offset+length) from depot to moved_to */
     LORS_EV_SEND_END,     /* ... it is complete */
-    LORS_EV_RELAY         /* SEND failed; [offset, offset+length) is relayed through the client
+    LORS_EV_RELAY,        /* SEND failed; [offset, offset+length) is relayed through the client
                            * from depot to moved_to (ibp_err: why SEND failed) */
+    /* trim and refresh: fragment = copy = the mapping's number (document order, before the
+     * trim); offset/length = its bytes of the file; depot = its depot */
+    LORS_EV_TRIM,         /* the mapping was removed from the exNode; freed says what became
+                           * of its allocation (0: op "DECR" or "NOCAP" and ibp_err say why) */
+    LORS_EV_REFRESH       /* the mapping's end went from old_end to new_end (as the depot now
+                           * reports it); one that failed is a LORS_EV_FAILURE instead, op
+                           * "CHANGE", "PROBE", "NOCAP" (no manage capability) or "PAST" */
 } lors_event_kind;
 
 typedef struct lors_event {
@@ -94,7 +101,11 @@ typedef struct lors_event {
     int fragment, copy;           /* numbered from 0 */
     int64_t offset, length;       /* bytes of the file */
     int ibp_err;                  /* LORS_EV_FAILURE: what the depot or libibp said */
-    const char *op;               /* LORS_EV_FAILURE: "ALLOCATE", "STORE" or "SEND" */
+    const char *op;               /* LORS_EV_FAILURE: "ALLOCATE", "STORE" or "SEND" (refresh:
+                                   * see LORS_EV_REFRESH; trim: LORS_EV_TRIM) */
+    int freed;                    /* LORS_EV_TRIM: 1 freed (or already gone), 0 not (op, ibp_err),
+                                   * -1 not asked (no free_allocs) */
+    int64_t old_end, new_end;     /* LORS_EV_REFRESH: epochs; XND_TIME_UNKNOWN if not known */
 } lors_event_t;
 
 /* Called from the library's worker threads, one call at a time, never with a library lock
@@ -338,6 +349,8 @@ typedef struct lors_trim_opts {
     int free_allocs;          /* -d: DECR the read count of each removed mapping (frees it) */
     int force;                /* remove even if some byte would be left with no mapping */
     int threads, timeout_s;   /* for probes and DECRs */
+    lors_event_fn on_event;   /* NULL: no events; else one LORS_EV_TRIM per removed mapping */
+    void *event_arg;
 } lors_trim_opts_t;
 
 void lors_trim_opts_init(lors_trim_opts_t *o); /* 4 threads, 30 s, nothing selected */
@@ -358,7 +371,8 @@ void lors_trim_report_free(lors_trim_report_t *r);
  * would be held by none after; removing dead mappings never counts as losing bytes.  With
  * free_allocs the allocations are freed after x is edited; a failed DECR is listed in
  * unfreed and gives LORS_E_PARTIAL (x is still edited).  A number out of range is
- * LORS_E_INVAL. */
+ * LORS_E_INVAL.  o->on_event gets one LORS_EV_TRIM per removed mapping once x is edited
+ * (with free_allocs: as each DECR answers, from the worker threads); none when refused. */
 int lors_trim(const lors_trim_opts_t *o, xnd_t *x, lors_trim_report_t *report);
 
 /* ---- refresh: longer lifetimes -------------------------------------------------------- */
@@ -374,6 +388,9 @@ typedef struct lors_refresh_opts {
     lors_refresh_mode mode;
     int64_t value;            /* seconds (ADD, FROM_NOW) or epoch (AT) */
     int threads, timeout_s;
+    lors_event_fn on_event;   /* NULL: no events; else per mapping, as its depot answers, a
+                               * LORS_EV_REFRESH or a LORS_EV_FAILURE */
+    void *event_arg;
 } lors_refresh_opts_t;
 
 void lors_refresh_opts_init(lors_refresh_opts_t *o); /* MAX, 4 threads, 30 s */
@@ -397,7 +414,8 @@ void lors_refresh_report_free(lors_refresh_report_t *r);
 
 /* CHNG the duration of every mapping (manage capability needed) and set its end in x to
  * what the depot then reports (PROBE).  LORS_OK if all succeeded, LORS_E_PARTIAL if some
- * failed (they keep their old end; the report says why for each). */
+ * failed (they keep their old end; the report says why for each).  o->on_event hears of
+ * each mapping from the worker threads as its depot answers (before x is edited). */
 int lors_refresh(const lors_refresh_opts_t *o, xnd_t *x, lors_refresh_report_t *report);
 
 /* ---- end-to-end checksums ---------------------------------------------------------------- */

@@ -84,6 +84,8 @@ static const char *kind_name(lors_event_kind k)
     case LORS_EV_SEND_START: return "SEND_START";
     case LORS_EV_SEND_END: return "SEND_END";
     case LORS_EV_RELAY: return "RELAY";
+    case LORS_EV_TRIM: return "TRIM";
+    case LORS_EV_REFRESH: return "REFRESH";
     }
     return NULL;
 }
@@ -126,7 +128,7 @@ static int event_line(int64_t ms, const lors_event_t *ev, char *buf, size_t size
         ADD(" op=%s", v);
     }
     if (ev->kind == LORS_EV_FAILURE || ev->kind == LORS_EV_FETCH_FAIL ||
-        ev->kind == LORS_EV_RELAY) {
+        ev->kind == LORS_EV_RELAY || (ev->kind == LORS_EV_TRIM && ev->freed == 0)) {
         ADD(" err=%d", ev->ibp_err);
         if (ev->ibp_err != 0) {
             lors_evstream_encode(ibp_strerror(ev->ibp_err), v, sizeof v);
@@ -138,6 +140,22 @@ static int event_line(int64_t ms, const lors_event_t *ev, char *buf, size_t size
         ADD(" to=%s", d);
     } else if (ev->kind == LORS_EV_FAILURE) {
         ADD(" to=-");
+    }
+    /* the keys of one kind only come after the common ones */
+    if (ev->kind == LORS_EV_TRIM) {
+        if (ev->freed < 0)
+            ADD(" freed=-");
+        else
+            ADD(" freed=%d", ev->freed);
+    }
+    if (ev->kind == LORS_EV_REFRESH) {
+        const int64_t t[2] = {ev->old_end, ev->new_end};
+        for (int i = 0; i < 2; i++) {
+            if (t[i] == XND_TIME_UNKNOWN)
+                ADD(" %s=-", i ? "new_end" : "old_end");
+            else
+                ADD(" %s=%lld", i ? "new_end" : "old_end", (long long)t[i]);
+        }
     }
     ADD("\n");
 #undef ADD

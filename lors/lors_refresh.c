@@ -4,8 +4,10 @@
  * "seconds from now", or -1 for the depot's maximum), then PROBE, because the end the depot
  * actually keeps is what the exNode must say: a depot may round, and with -1 only it knows.
  * The workers fill one item each; the calling thread writes the new ends into the exNode
- * after the join (an xnd_t is not thread-safe).
+ * after the join (an xnd_t is not thread-safe).  Events go out from the workers as each
+ * depot answers, so a viewer sees a slow depot as slow, not a silence until the end.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,39 +37,36 @@ typedef struct refresh_run {
     const xnd_t *x;
     ibp_client_t *ibp;
     lors_refresh_item_t *items;
+    pthread_mutex_t evmu;       /* one event at a time, as lors_event_fn promises */
 } refresh_run_t;
 
-static void fail(lors_refresh_item_t *it, int err, const char *why)
+/* Mark it failed; returns op, the step that failed, for the event. */
+static const char *fail(lors_refresh_item_t *it, const char *op, int err, const char *why)
 {
     it->ok = 0;
     it->ibp_err = err;
     snprintf(it->why, sizeof it->why, "%s", why);
+    return op;
 }
 
-static void refresh_one(void *arg, size_t i)
+/* Refresh mapping i: NULL when done, else the step that failed ("CHANGE", "PROBE", "NOCAP",
+ * "PAST"), it saying why. */
+static const char *refresh_do(refresh_run_t *r, const xnd_mapping_t *m, lors_refresh_item_t *it)
 {
-    refresh_run_t *r = arg;
-    const xnd_mapping_t *m = r->x->maps[i];
-    lors_refresh_item_t *it = &r->items[i];
     const char *mcap = m->cap[XND_MANAGE];
     ibp_probe_t p;
     int64_t now = lns_now_s(), duration = -1;
     int rc;
 
-    it->mapping = (int)i;
     it->old_end = it->new_end = m->end.epoch;
-    if (!mcap) {
-        fail(it, 0, "no manage capability");
-        return;
-    }
+    if (!mcap)
+        return fail(it, "NOCAP", 0, "no manage capability");
     switch (r->o->mode) {
     case LORS_REFRESH_ADD:
         if (it->old_end == XND_TIME_UNKNOWN) {
             /* the exNode does not say when it ends: the depot does */
-            if ((rc = ibp_probe(r->ibp, mcap, &p)) != IBP_OK) {
-                fail(it, rc, lors__why(rc));
-                return;
-            }
+            if ((rc = ibp_probe(r->ibp, mcap, &p)) != IBP_OK)
+                return fail(it, "PROBE", rc, lors__why(rc));
             it->old_end = now + p.seconds_left;
         }
         duration = it->old_end + r->o->value - now;
@@ -76,23 +75,46 @@ static void refresh_one(void *arg, size_t i)
     case LORS_REFRESH_AT: duration = r->o->value - now; break;
     case LORS_REFRESH_MAX: duration = -1; break;
     }
-    if (duration == 0 || duration < -1 || (duration == -1 && r->o->mode != LORS_REFRESH_MAX)) {
-        fail(it, 0, "the new end is in the past");
-        return;
-    }
-    if ((rc = ibp_change(r->ibp, mcap, 0, duration, 0)) != IBP_OK) {
-        fail(it, rc, lors__why(rc));
-        return;
-    }
+    if (duration == 0 || duration < -1 || (duration == -1 && r->o->mode != LORS_REFRESH_MAX))
+        return fail(it, "PAST", 0, "the new end is in the past");
+    if ((rc = ibp_change(r->ibp, mcap, 0, duration, 0)) != IBP_OK)
+        return fail(it, "CHANGE", rc, lors__why(rc));
     if ((rc = ibp_probe(r->ibp, mcap, &p)) != IBP_OK) {
         char why[sizeof it->why];
         snprintf(why, sizeof why, "changed, but the PROBE that reads the new end failed: %s",
                  lors__why(rc));
-        fail(it, rc, why);
-        return;
+        return fail(it, "PROBE", rc, why);
     }
     it->new_end = lns_now_s() + p.seconds_left;
     it->ok = 1;
+    return NULL;
+}
+
+static void refresh_one(void *arg, size_t i)
+{
+    refresh_run_t *r = arg;
+    const xnd_mapping_t *m = r->x->maps[i];
+    lors_refresh_item_t *it = &r->items[i];
+    lors_depot_t d;
+    lors_event_t ev;
+
+    it->mapping = (int)i;
+    const char *op = refresh_do(r, m, it);
+    if (!r->o->on_event)
+        return;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = op ? LORS_EV_FAILURE : LORS_EV_REFRESH;
+    ev.depot = lors__map_depot(m, &d) == 0 ? &d : NULL;
+    ev.fragment = ev.copy = (int)i;
+    ev.offset = m->exnode_offset;
+    ev.length = m->logical_length;
+    ev.op = op;
+    ev.ibp_err = it->ibp_err;
+    ev.old_end = it->old_end;
+    ev.new_end = it->new_end;
+    pthread_mutex_lock(&r->evmu);
+    r->o->on_event(r->o->event_arg, &ev);
+    pthread_mutex_unlock(&r->evmu);
 }
 
 int lors_refresh(const lors_refresh_opts_t *o, xnd_t *x, lors_refresh_report_t *report)
@@ -113,7 +135,8 @@ int lors_refresh(const lors_refresh_opts_t *o, xnd_t *x, lors_refresh_report_t *
         return LORS_E_INVAL;
     }
     rep->items = calloc(x->nmaps ? x->nmaps : 1, sizeof *rep->items);
-    refresh_run_t r = {o, x, lors__client(o->timeout_s, o->threads), rep->items};
+    refresh_run_t r = {.o = o, .x = x, .ibp = lors__client(o->timeout_s, o->threads),
+                       .items = rep->items};
     if (!rep->items || !r.ibp) {
         if (r.ibp)
             ibp_client_free(r.ibp);
@@ -122,7 +145,9 @@ int lors_refresh(const lors_refresh_opts_t *o, xnd_t *x, lors_refresh_report_t *
         return LORS_E_NOMEM;
     }
     rep->n = x->nmaps;
+    pthread_mutex_init(&r.evmu, NULL);
     lors__parallel(x->nmaps, o->threads, refresh_one, &r);
+    pthread_mutex_destroy(&r.evmu);
     ibp_client_free(r.ibp);
 
     int rc = LORS_OK;
@@ -130,7 +155,7 @@ int lors_refresh(const lors_refresh_opts_t *o, xnd_t *x, lors_refresh_report_t *
     for (size_t i = 0; i < rep->n; i++) {
         lors_refresh_item_t *it = &rep->items[i];
         if (it->ok && xnd_mapping_set_time(x->maps[i], 1, it->new_end) != XND_OK) {
-            fail(it, 0, "out of memory writing the new end into the exNode");
+            fail(it, NULL, 0, "out of memory writing the new end into the exNode");
             rc = LORS_E_NOMEM;
         }
         if (!it->ok && rep->failed++ == 0)

@@ -76,6 +76,9 @@ void lors_evstream_event(void *stream, const lors_event_t *ev);
 /* A free-form event line: "<ms> <KIND> <fmt...>"; KIND in capitals (BEGIN, END, INFO...). */
 void lors_evstream_printf(lors_evstream_t *es, const char *kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* lors_trim and lors_refresh, after BEGIN: one MAPPING line per mapping of x, in document
+ * order (depot frag copy off len end; frag = copy = the mapping's number).  NULL es: none. */
+void lors_evstream_mappings(lors_evstream_t *es, const xnd_t *x);
 /* Flush and close (a "fd:N" descriptor is not closed).  NULL is fine. */
 void lors_evstream_close(lors_evstream_t *es);
 /* A value as an event line carries it: bytes <= ' ', >= 0x7f and '%' become %XX, so a value

@@ -8,7 +8,11 @@
  * "Would lose bytes" counts what a removed mapping held that no kept mapping holds; a removed
  * mapping found dead held nothing any more, so it never counts.  Deadness is probed only when
  * it matters: with -u, or when the check without it fails.
+ *
+ * Each removed mapping is reported once (LORS_EV_TRIM), when its fate is known: right after
+ * the edit, or with -d when its DECR has answered, so a viewer sees the frees as they happen.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,14 +91,37 @@ static int find_loss(const xnd_t *x, const unsigned char *sel, const lors_probe_
 typedef struct victim {
     int mapping;   /* number before removal */
     char *mcap;    /* NULL: none */
+    lors_depot_t depot;         /* for the event, taken before the mapping leaves x */
+    int has_depot;
+    int64_t off, len;
     int gone;      /* known freed already (expired, or the depot said it has no such allocation) */
     int freed;
     int rc;        /* the DECR's answer */
 } victim_t;
 
+/* The LORS_EV_TRIM of v; freed: 1, 0 or -1 (not asked). */
+static void trim_event(const lors_trim_opts_t *o, const victim_t *v, int freed)
+{
+    lors_event_t ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = LORS_EV_TRIM;
+    ev.depot = v->has_depot ? &v->depot : NULL;
+    ev.fragment = ev.copy = v->mapping;
+    ev.offset = v->off;
+    ev.length = v->len;
+    ev.freed = freed;
+    if (freed == 0) {
+        ev.op = v->mcap ? "DECR" : "NOCAP";
+        ev.ibp_err = v->rc;
+    }
+    o->on_event(o->event_arg, &ev);
+}
+
 typedef struct decr_run {
     victim_t *v;
     ibp_client_t *ibp;
+    const lors_trim_opts_t *o;
+    pthread_mutex_t evmu;       /* one event at a time, as lors_event_fn promises */
 } decr_run_t;
 
 static void decr_one(void *arg, size_t i)
@@ -103,13 +130,16 @@ static void decr_one(void *arg, size_t i)
     victim_t *v = &r->v[i];
     if (v->gone) {
         v->freed = 1;
-        return;
+    } else if (v->mcap) {
+        v->rc = ibp_decr(r->ibp, v->mcap, IBP_READCAP);
+        /* an allocation the depot no longer knows is as freed as it gets */
+        v->freed = v->rc == IBP_OK || v->rc == IBP_E_CAP_NOT_FOUND;
     }
-    if (!v->mcap)
-        return;
-    v->rc = ibp_decr(r->ibp, v->mcap, IBP_READCAP);
-    /* an allocation the depot no longer knows is as freed as it gets */
-    v->freed = v->rc == IBP_OK || v->rc == IBP_E_CAP_NOT_FOUND;
+    if (r->o->on_event) {
+        pthread_mutex_lock(&r->evmu);
+        trim_event(r->o, v, v->freed);
+        pthread_mutex_unlock(&r->evmu);
+    }
 }
 
 /* ---- trim ------------------------------------------------------------------------------- */
@@ -204,6 +234,9 @@ int lors_trim(const lors_trim_opts_t *o, xnd_t *x, lors_trim_report_t *report)
             continue;
         const xnd_mapping_t *m = x->maps[i];
         v[k].mapping = (int)i;
+        v[k].has_depot = lors__map_depot(m, &v[k].depot) == 0;
+        v[k].off = m->exnode_offset;
+        v[k].len = m->logical_length;
         if (m->cap[XND_MANAGE] && !(v[k].mcap = strdup(m->cap[XND_MANAGE]))) {
             rc = LORS_E_NOMEM;
             goto nomem;
@@ -216,14 +249,19 @@ int lors_trim(const lors_trim_opts_t *o, xnd_t *x, lors_trim_report_t *report)
     for (size_t k = nv; k-- > 0;)
         xnd_remove(x, (size_t)v[k].mapping);
     rep->nremoved = nv;
+    if (!o->free_allocs && o->on_event)
+        for (size_t k = 0; k < nv; k++)
+            trim_event(o, &v[k], -1);
 
     if (o->free_allocs && nv > 0) {
-        decr_run_t r = {v, lors__client(o->timeout_s, o->threads)};
+        decr_run_t r = {.v = v, .ibp = lors__client(o->timeout_s, o->threads), .o = o};
         if (!r.ibp) {
             rc = LORS_E_NOMEM;
             goto nomem;
         }
+        pthread_mutex_init(&r.evmu, NULL);
         lors__parallel(nv, o->threads, decr_one, &r);
+        pthread_mutex_destroy(&r.evmu);
         ibp_client_free(r.ibp);
         rep->unfreed = malloc(nv * sizeof *rep->unfreed);
         if (!rep->unfreed) {

@@ -5,13 +5,17 @@
  * more time than the depot granted.  The exNode is written when at least the refresh ran,
  * also when some mappings failed: those that succeeded have new ends worth keeping.  Each
  * failure is one line on stderr naming the mapping, its depot and why; the exit code is 8.
+ * --events writes BEGIN, the exNode as read (MAPPING lines), one REFRESH or FAILURE per
+ * mapping as its depot answers, and END with the exit code (docs/events.md).
  */
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lns_time.h"
 #include "lors.h"
 #include "lors_tool.h"
 
@@ -35,14 +39,17 @@ static void usage(FILE *f)
 "  -t, --threads N         parallel depot calls (default 4)\n"
 "  -T, --timeout T         longest wait of any one depot call (default 30s)\n"
 "  -V, --verbose           print each mapping's old and new expiry\n"
+"      --events FILE|fd:N  write the event stream (docs/events.md): BEGIN, MAPPING per\n"
+"                          mapping, REFRESH or FAILURE per mapping, END; -D, --demo: fd:2\n"
 "      --rc FILE           the rc file (default $LNS_RC, else ~/.xndrc); --no-rc: none\n"
 "      --help, --version\n"
 "\n"
-"Exit: 0 ok, 2 usage, 3 exNode, 4 local I/O, 8 some mappings could not be extended\n"
-"(each is named on stderr; the others were), 9 internal.  See lors_refresh(1).\n");
+"Exit: 0 ok, 2 usage, 3 exNode, 4 local I/O (also the events file), 8 some\n"
+"mappings could not be extended (each is named on stderr; the others were),\n"
+"9 internal.  See lors_refresh(1).\n");
 }
 
-enum { OPT_RC = 256, OPT_NO_RC, OPT_HELP, OPT_VERSION };
+enum { OPT_EVENTS = 256, OPT_RC, OPT_NO_RC, OPT_HELP, OPT_VERSION };
 
 static const struct option longopts[] = {
     {"file", required_argument, NULL, 'f'},
@@ -54,6 +61,8 @@ static const struct option longopts[] = {
     {"threads", required_argument, NULL, 't'},
     {"timeout", required_argument, NULL, 'T'},
     {"verbose", no_argument, NULL, 'V'},
+    {"events", required_argument, NULL, OPT_EVENTS},
+    {"demo", no_argument, NULL, 'D'},
     {"rc", required_argument, NULL, OPT_RC},
     {"no-rc", no_argument, NULL, OPT_NO_RC},
     {"help", no_argument, NULL, OPT_HELP},
@@ -62,7 +71,7 @@ static const struct option longopts[] = {
 };
 
 typedef struct flags {
-    const char *file, *output, *rc;
+    const char *file, *output, *rc, *events;
     int mode, nmodes, verbose, no_rc, threads;
     int64_t value, timeout;
 } flags_t;
@@ -82,7 +91,7 @@ static int parse_flags(int argc, char **argv, flags_t *f)
     f->threads = -1;
     f->timeout = -1;
     opterr = 0;
-    while ((c = getopt_long_only(argc, argv, ":f:o:d:s:a:mt:T:V", longopts, NULL)) != -1) {
+    while ((c = getopt_long_only(argc, argv, ":f:o:d:s:a:mt:T:VD", longopts, NULL)) != -1) {
         switch (c) {
         case 'f': f->file = optarg; break;
         case 'o': f->output = optarg; break;
@@ -110,6 +119,8 @@ static int parse_flags(int argc, char **argv, flags_t *f)
                 return LORS_EXIT_USAGE;
             break;
         case 'V': f->verbose = 1; break;
+        case OPT_EVENTS: f->events = optarg; break;
+        case 'D': f->events = "fd:2"; break;
         case OPT_RC: f->rc = optarg; break;
         case OPT_NO_RC: f->no_rc = 1; break;
         case OPT_HELP: usage(stdout); exit(LORS_EXIT_OK);
@@ -133,19 +144,37 @@ static void fmt_time(int64_t t, char *buf, size_t size)
         xnd_time_format(t, buf, size);
 }
 
+/* The event stream's BEGIN line: what this refresh is, for a reader that sees nothing else. */
+static void begin_line(lors_evstream_t *es, const char *path, const xnd_t *x,
+                       const lors_refresh_opts_t *ro)
+{
+    static const char *const mode[] = {"-", "extend", "from-now", "at", "max"};
+    char file[3 * 4096];
+    lors_evstream_encode(path, file, sizeof file);
+    lors_evstream_printf(es, "BEGIN", "op=refresh exnode=%s size=%" PRId64 " mappings=%zu "
+                         "mode=%s value=%" PRId64, file, xnd_size(x), x->nmaps,
+                         mode[ro->mode >= LORS_REFRESH_ADD && ro->mode <= LORS_REFRESH_MAX
+                                  ? ro->mode : 0],
+                         ro->mode == LORS_REFRESH_MAX ? -1 : ro->value);
+}
+
 int main(int argc, char **argv)
 {
     flags_t f;
     lors_rc_t rc;
+    lors_cli_feed_t feed;
     lors_refresh_opts_t ro;
     lors_refresh_report_t rep;
     xnd_t *x = NULL;
     int code, lrc, rc_loaded = 0;
     char (*where)[IBP_MAX_HOST + 96] = NULL;
+    int64_t bytes = 0, start;
+    double secs = 0;
     const char *path, *out;
 
     signal(SIGPIPE, SIG_IGN); /* a reader of the exNode that went away: EPIPE, exit 4 */
     memset(&rep, 0, sizeof rep);
+    memset(&feed, 0, sizeof feed);
     code = parse_flags(argc, argv, &f);
     if (code)
         return code;
@@ -171,8 +200,22 @@ int main(int argc, char **argv)
                                                                      : ro.timeout_s;
     if (!f.verbose && rc.verbose > 0)
         f.verbose = 1;
+    code = lors_cli_feed_open(TOOL, &feed, f.events, "refresh", -1, -1);
+    if (code)
+        goto done;
+    ro.on_event = lors_cli_feed_fn(&feed);
+    ro.event_arg = &feed.tee;
+    if (feed.es) {
+        begin_line(feed.es, path, x, &ro);
+        lors_evstream_mappings(feed.es, x);
+    }
 
+    start = lns_mono_ns();
     lrc = lors_refresh(&ro, x, &rep);
+    secs = (double)(lns_mono_ns() - start) / 1e9;
+    for (size_t i = 0; i < rep.n; i++)
+        if (rep.items[i].ok && (size_t)rep.items[i].mapping < x->nmaps)
+            bytes += x->maps[rep.items[i].mapping]->logical_length;
     if (lrc != LORS_OK && lrc != LORS_E_PARTIAL) {
         lors_cli_error(TOOL, "%s: %s", path, rep.error[0] ? rep.error : lors_strerror(lrc));
         code = lors_exit_code(lrc);
@@ -197,6 +240,10 @@ int main(int argc, char **argv)
     code = lrc == LORS_E_PARTIAL ? LORS_EXIT_PARTIAL : LORS_EXIT_OK;
 
 done:
+    if (feed.es)
+        lors_evstream_printf(feed.es, "END", "bytes=%" PRId64 " seconds=%.3f rc=%d", bytes,
+                             secs, code);
+    lors_cli_feed_close(&feed);
     lors_refresh_report_free(&rep);
     xnd_free(x);
     free(where);

@@ -5,15 +5,18 @@
  * --force, a trim that would leave some byte with no copy at all is refused and the exNode is
  * not touched (not even rewritten).  With -d the exNode is written even when some DECRs
  * fail, since the mappings are gone from it either way; the failures are listed and the exit
- * code is 8.
+ * code is 8.  --events writes BEGIN, the exNode as read (MAPPING lines), one TRIM per removed
+ * mapping as the library reports it, and END with the exit code (docs/events.md).
  */
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lns_time.h"
 #include "lors.h"
 #include "lors_tool.h"
 
@@ -41,15 +44,17 @@ static void usage(FILE *f)
 "  -t, --threads N         parallel depot calls (default 4)\n"
 "  -T, --timeout T         longest wait of any one depot call (default 30s)\n"
 "  -V, --verbose           print the numbers of the removed mappings\n"
+"      --events FILE|fd:N  write the event stream (docs/events.md): BEGIN, MAPPING per\n"
+"                          mapping, TRIM per removed one, END; -D, --demo: fd:2\n"
 "      --rc FILE           the rc file (default $LNS_RC, else ~/.xndrc); --no-rc: none\n"
 "      --help, --version\n"
 "\n"
-"Exit: 0 ok, 2 usage, 3 exNode, 4 local I/O, 6 the trim would leave bytes with no copy\n"
-"(nothing changed), 8 removed but some allocations could not be freed, 9 internal.\n"
-"See lors_trim(1).\n");
+"Exit: 0 ok, 2 usage, 3 exNode, 4 local I/O (also the events file), 6 the trim\n"
+"would leave bytes with no copy (nothing changed), 8 removed but some allocations\n"
+"could not be freed, 9 internal.  See lors_trim(1).\n");
 }
 
-enum { OPT_DEPOT = 256, OPT_FORCE, OPT_RC, OPT_NO_RC, OPT_HELP, OPT_VERSION };
+enum { OPT_DEPOT = 256, OPT_FORCE, OPT_EVENTS, OPT_RC, OPT_NO_RC, OPT_HELP, OPT_VERSION };
 
 static const struct option longopts[] = {
     {"file", required_argument, NULL, 'f'},
@@ -63,6 +68,8 @@ static const struct option longopts[] = {
     {"threads", required_argument, NULL, 't'},
     {"timeout", required_argument, NULL, 'T'},
     {"verbose", no_argument, NULL, 'V'},
+    {"events", required_argument, NULL, OPT_EVENTS},
+    {"demo", no_argument, NULL, 'D'},
     {"rc", required_argument, NULL, OPT_RC},
     {"no-rc", no_argument, NULL, OPT_NO_RC},
     {"help", no_argument, NULL, OPT_HELP},
@@ -71,7 +78,7 @@ static const struct option longopts[] = {
 };
 
 typedef struct flags {
-    const char *file, *output, *rc;
+    const char *file, *output, *rc, *events;
     int ranges[MAX_RANGES][2]; /* -m: inclusive [lo, hi] */
     size_t nranges;
     lors_depot_t depots[MAX_DEPOTS];
@@ -123,7 +130,7 @@ static int parse_flags(int argc, char **argv, flags_t *f)
     f->threads = -1;
     f->timeout = -1;
     opterr = 0;
-    while ((c = getopt_long_only(argc, argv, ":f:o:m:udnt:T:V", longopts, NULL)) != -1) {
+    while ((c = getopt_long_only(argc, argv, ":f:o:m:udnt:T:VD", longopts, NULL)) != -1) {
         switch (c) {
         case 'f': f->file = optarg; break;
         case 'o': f->output = optarg; break;
@@ -151,6 +158,8 @@ static int parse_flags(int argc, char **argv, flags_t *f)
                 return LORS_EXIT_USAGE;
             break;
         case 'V': f->verbose = 1; break;
+        case OPT_EVENTS: f->events = optarg; break;
+        case 'D': f->events = "fd:2"; break;
         case OPT_RC: f->rc = optarg; break;
         case OPT_NO_RC: f->no_rc = 1; break;
         case OPT_HELP: usage(stdout); exit(LORS_EXIT_OK);
@@ -202,20 +211,45 @@ static int expand_list(const flags_t *f, const xnd_t *x, int **out, size_t *n)
     return LORS_EXIT_OK;
 }
 
+/* The event stream's BEGIN line: what this trim is, for a reader that sees nothing else. */
+static void begin_line(lors_evstream_t *es, const char *path, const xnd_t *x,
+                       const lors_trim_opts_t *to)
+{
+    char file[3 * 4096];
+    lors_evstream_encode(path, file, sizeof file);
+    lors_evstream_printf(es, "BEGIN", "op=trim exnode=%s size=%" PRId64 " mappings=%zu "
+                         "selected=%zu depots=%zu dead=%d free=%d force=%d", file, xnd_size(x),
+                         x->nmaps, to->nmappings, to->ndepots, to->dead, to->free_allocs,
+                         to->force);
+}
+
+/* The bytes the removed mappings held (what END calls the bytes the trim handled). */
+static int64_t removed_bytes(const lors_trim_report_t *rep, const int64_t *len)
+{
+    int64_t n = 0;
+    for (size_t i = 0; i < rep->nremoved; i++)
+        n += len[rep->removed[i]];
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     flags_t f;
     lors_rc_t rc;
+    lors_cli_feed_t feed;
     lors_trim_opts_t to;
     lors_trim_report_t rep;
     xnd_t *x = NULL;
     int *nums = NULL, code, lrc, rc_loaded = 0;
     size_t nnums = 0;
     char (*where)[IBP_MAX_HOST + 96] = NULL;
+    int64_t *len = NULL, t0;
+    double secs = 0;
     const char *path, *out;
 
     signal(SIGPIPE, SIG_IGN); /* a reader of the exNode that went away: EPIPE, exit 4 */
     memset(&rep, 0, sizeof rep);
+    memset(&feed, 0, sizeof feed);
     code = parse_flags(argc, argv, &f);
     if (code)
         return code;
@@ -227,15 +261,19 @@ int main(int argc, char **argv)
     code = expand_list(&f, x, &nums, &nnums);
     if (code)
         goto done;
-    /* the depots of the mappings, named before they leave the exNode, for the messages */
+    /* the depots and lengths of the mappings, taken before they leave the exNode, for the
+     * messages and the END line */
     where = calloc(x->nmaps ? x->nmaps : 1, sizeof *where);
-    if (!where) {
+    len = calloc(x->nmaps ? x->nmaps : 1, sizeof *len);
+    if (!where || !len) {
         lors_cli_error(TOOL, "out of memory");
         code = LORS_EXIT_INTERNAL;
         goto done;
     }
-    for (size_t i = 0; i < x->nmaps; i++)
+    for (size_t i = 0; i < x->nmaps; i++) {
         lors_cli_mapping_depot(x->maps[i], where[i], sizeof where[i]);
+        len[i] = x->maps[i]->logical_length;
+    }
 
     lors_trim_opts_init(&to);
     to.mappings = nums;
@@ -250,8 +288,19 @@ int main(int argc, char **argv)
                                                                      : to.timeout_s;
     if (!f.verbose && rc.verbose > 0)
         f.verbose = 1;
+    code = lors_cli_feed_open(TOOL, &feed, f.events, "trim", -1, -1);
+    if (code)
+        goto done;
+    to.on_event = lors_cli_feed_fn(&feed);
+    to.event_arg = &feed.tee;
+    if (feed.es) {
+        begin_line(feed.es, path, x, &to);
+        lors_evstream_mappings(feed.es, x);
+    }
 
+    t0 = lns_mono_ns();
     lrc = lors_trim(&to, x, &rep);
+    secs = (double)(lns_mono_ns() - t0) / 1e9;
     if (lrc != LORS_OK && lrc != LORS_E_PARTIAL) {
         lors_cli_error(TOOL, "%s: %s", path, rep.error[0] ? rep.error : lors_strerror(lrc));
         code = lors_exit_code(lrc);
@@ -278,10 +327,15 @@ int main(int argc, char **argv)
     code = lrc == LORS_E_PARTIAL ? LORS_EXIT_PARTIAL : LORS_EXIT_OK;
 
 done:
+    if (feed.es)
+        lors_evstream_printf(feed.es, "END", "bytes=%" PRId64 " seconds=%.3f rc=%d",
+                             len ? removed_bytes(&rep, len) : 0, secs, code);
+    lors_cli_feed_close(&feed);
     lors_trim_report_free(&rep);
     xnd_free(x);
     free(nums);
     free(where);
+    free(len);
     if (rc_loaded)
         lors_rc_free(&rc);
     return code;

@@ -291,6 +291,16 @@ if [ -x "$bin/lors_augment" ] && [ -x "$bin/lors_trim" ] && [ -x "$bin/lors_refr
     check "panel trim: exit" 0 "$(val $tmp/pt run_rc)"
     check "panel trim: fewer mappings" "$n0" "$(wc -l <"$tmp/m2" | tr -d ' ')"
     check "panel trim: none left on $k3" 0 "$(grep -c "^$k3" "$tmp/m2")"
+    # what its stream drew: a box per mapping lors_ls listed before, in rows of copies (3
+    # fragments each), those on $k3 turned to the removed style
+    nk3=$(grep -c "^$k3" "$tmp/m1")
+    check "panel trim: op" trim "$(val $tmp/pt op)"
+    check "panel trim: mapping boxes" "$n1" "$(val $tmp/pt mbox)"
+    check "panel trim: copy rows" "$((n1 / 3))" "$(val $tmp/pt rows)"
+    check "panel trim: removed boxes" "$nk3" "$(val $tmp/pt removed)"
+    check "panel trim: refreshed, failed" "0 0" "$(val $tmp/pt refreshed) $(val $tmp/pt mfailed)"
+    case "$(val $tmp/pt status)" in "trim_done:_${nk3}_of_${n1}_mappings_removed,_rc_0") ok "panel trim: status";;
+        *) bad "panel trim: status $(val $tmp/pt status)";; esac
     # refresh: expiry two days from now, later than every expiry of the 1 h upload
     panel pr ".tasks select .tasks.refresh" "set pv(ref_xnd) {$tmp/p.xnd}" "set pv(ref_dur) 2d" \
         ".tasks.refresh.run invoke"
@@ -299,6 +309,24 @@ if [ -x "$bin/lors_augment" ] && [ -x "$bin/lors_trim" ] && [ -x "$bin/lors_refr
     old=$(cut -d' ' -f2 "$tmp/m2" | sort -n | tail -1); new=$(cut -d' ' -f2 "$tmp/m3" | sort -n | head -1)
     [ -n "$old" ] && [ -n "$new" ] && [ "$new" -gt "$old" ] && ok "panel refresh: expiry later ($old -> $new)" ||
         bad "panel refresh: expiry $old -> $new"
+    # what its stream drew: every mapping lors_ls lists extended (filled), and the earliest
+    # and latest new expiry within 2 s of lors_ls's (the depot is probed a moment later)
+    n3=$(wc -l <"$tmp/m3" | tr -d ' ')
+    check "panel refresh: op" refresh "$(val $tmp/pr op)"
+    check "panel refresh: mapping boxes" "$n3" "$(val $tmp/pr mbox)"
+    check "panel refresh: refreshed boxes" "$n3" "$(val $tmp/pr refreshed)"
+    check "panel refresh: removed, failed" "0 0" "$(val $tmp/pr removed) $(val $tmp/pr mfailed)"
+    last=$(cut -d' ' -f2 "$tmp/m3" | sort -n | tail -1)
+    set -- $(val $tmp/pr expiry)
+    if [ $# -eq 2 ] && [ $(($1 - new)) -ge -2 ] && [ $(($1 - new)) -le 2 ] &&
+       [ $(($2 - last)) -ge -2 ] && [ $(($2 - last)) -le 2 ]; then
+        ok "panel refresh: expiry $1 $2 (lors_ls: $new $last)"
+    else
+        bad "panel refresh: expiry $* (lors_ls: $new $last)"
+    fi
+    when=$(date -u -d "@${1:-0}" '+%Y-%m-%d_%H:%M:%S')
+    case "$(val $tmp/pr status)" in "refresh_done:_${n3}_of_${n3}_mappings_extended,_expiry_${when}_"*"UTC,_rc_0")
+        ok "panel refresh: status";; *) bad "panel refresh: status $(val $tmp/pr status) (want expiry $when)";; esac
     # download to a file
     panel pd ".tasks select .tasks.download" "set pv(dl_xnd) {$tmp/p.xnd}" "set pv(dl_out) {$tmp/p.out}" \
         ".tasks.download.run invoke"

@@ -7,6 +7,7 @@
  * (probed with libibp, or read back with lors_download).  Tests that kill a depot revive it
  * at the start of the next test, so a failed assertion cannot leave the fleet short.
  */
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -183,6 +184,124 @@ static int count_lines_with(const char *text, const char *needle)
     return n;
 }
 
+/* ---- event streams (--events) against lors_ls --json ---- */
+
+#define MAXM 16
+
+/* A mapping as lors_ls --json shows it. */
+typedef struct lsmap {
+    char depot[128];
+    long long off, len, expires;
+} lsmap_t;
+
+/* The mappings of the lors_ls --json document in out[] into m; their number, or -1. */
+static int ls_maps(lsmap_t *m)
+{
+    const char *p = strstr(out, "\"mappings\":[");
+    int n = 0;
+    if (!p || !tj_valid(out))
+        return -1;
+    for (; n < MAXM && (p = strstr(p, "{\"n\":")) != NULL; p++, n++) {
+        const char *d = strstr(p, "\"depot\":\"");
+        if (!d || sscanf(d + 9, "%127[^\"]", m[n].depot) != 1)
+            return -1;
+        m[n].off = tj_nth_int(p, "offset", 0);
+        m[n].len = tj_nth_int(p, "length", 0);
+        m[n].expires = tj_nth_int(p, "expires", 0);
+    }
+    return n;
+}
+
+/* The value of key in one event line, as an integer; LLONG_MIN if absent or "-". */
+static long long evi(const char *line, const char *key)
+{
+    char pat[40];
+    snprintf(pat, sizeof pat, " %s=", key);
+    const char *p = strstr(line, pat);
+    return p && p[strlen(pat)] != '-' ? strtoll(p + strlen(pat), NULL, 10) : LLONG_MIN;
+}
+
+/* What a lors_trim or lors_refresh stream said, per mapping (by its number before the run). */
+typedef struct evsum {
+    int nmapping, ntrim, nrefresh, nfailure, end, rc;
+    long long bytes;          /* END's */
+    char kind[MAXM];          /* 'T', 'R', 'F' or 0: the one line that acted on mapping k */
+    long long freed[MAXM], old_end[MAXM], new_end[MAXM];
+    char op[MAXM][12];        /* FAILURE: the step that failed */
+} evsum_t;
+
+/* The port of "host:port[/rid]". */
+static int port_of(const char *depot)
+{
+    const char *c = strrchr(depot, ':');
+    return c ? atoi(c + 1) : -1;
+}
+
+/* Read the stream in file D/name, written by tool for the mappings b[0..nb) (lors_ls --json
+ * before): the header, BEGIN, one MAPPING per mapping, and every line that names a mapping
+ * with that mapping's depot and bytes.  0, or -1 after a failed assertion. */
+static int ev_read(const char *name, const char *tool, const lsmap_t *b, int nb, evsum_t *e)
+{
+    char hdr[64], *save = NULL;
+    memset(e, 0, sizeof *e);
+    if (run("cat \"$D/%s\"", name) != 0)
+        return -1;
+    snprintf(hdr, sizeof hdr, "LNS-EVENTS 1 tool=%s ", tool);
+    CU_ASSERT(strncmp(out, hdr, strlen(hdr)) == 0);
+    CU_ASSERT_EQUAL(count_lines_with(out, " BEGIN op="), 1);
+    for (char *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        char kind[16] = "", want[160];
+        if (sscanf(l, "%*d %15s", kind) != 1)
+            continue;
+        if (strcmp(kind, "END") == 0) {
+            e->end++;
+            e->rc = (int)evi(l, "rc");
+            e->bytes = evi(l, "bytes");
+            continue;
+        }
+        int isk = strcmp(kind, "TRIM") == 0 ? 'T' : strcmp(kind, "REFRESH") == 0 ? 'R'
+                  : strcmp(kind, "FAILURE") == 0 ? 'F' : strcmp(kind, "MAPPING") == 0 ? 'M' : 0;
+        if (!isk)
+            continue;
+        long long k = evi(l, "copy");
+        CU_ASSERT_EQUAL(evi(l, "frag"), k);
+        if (k < 0 || k >= nb) {
+            CU_FAIL("an event names a mapping that is not there");
+            return -1;
+        }
+        /* the depot, as lors_ls names it, and the mapping's bytes */
+        snprintf(want, sizeof want, " depot=%s ", b[k].depot);
+        CU_ASSERT_PTR_NOT_NULL(strstr(l, want));
+        CU_ASSERT_EQUAL(evi(l, "off"), b[k].off);
+        CU_ASSERT_EQUAL(evi(l, "len"), b[k].len);
+        if (isk == 'M') {
+            CU_ASSERT_EQUAL(k, e->nmapping); /* in document order */
+            e->nmapping++;
+            continue;
+        }
+        CU_ASSERT_EQUAL(e->kind[k], 0); /* one line per mapping acted on */
+        e->kind[k] = (char)isk;
+        e->ntrim += isk == 'T';
+        e->nrefresh += isk == 'R';
+        e->nfailure += isk == 'F';
+        e->freed[k] = evi(l, "freed");
+        e->old_end[k] = evi(l, "old_end");
+        e->new_end[k] = evi(l, "new_end");
+        const char *op = strstr(l, " op=");
+        if (op)
+            sscanf(op + 4, "%11[^ ]", e->op[k]);
+    }
+    CU_ASSERT_EQUAL(e->nmapping, nb);
+    CU_ASSERT_EQUAL(e->end, 1);
+    return 0;
+}
+
+/* lors_ls --json of xnd into m: the number of mappings, or -1. */
+static int ls_json(const char *xnd, lsmap_t *m)
+{
+    return run("$B/lors_ls --json '%s'", xnd) == 0 || out[0] == '{' ? ls_maps(m) : -1;
+}
+
 static void test_json_checker(void)
 {
     CU_ASSERT(tj_valid("{\"a\":[1,-2.5e3,true,null,\"x\\n\\u00e9\"],\"b\":{}}\n"));
@@ -347,7 +466,27 @@ static void test_trim_numbers_and_depot(void)
     size_t on = 0;
     for (size_t i = 0; i < x1->nmaps; i++)
         on += cap_port(x1->maps[i]->cap[XND_READ]) == port;
-    CU_ASSERT_EQUAL(run("$B/lors_trim --depot 127.0.0.1:%d '%s'", port, xnd), 0);
+    lsmap_t b[MAXM], a[MAXM];
+    evsum_t e;
+    int nb = ls_json(xnd, b);
+    CU_ASSERT_EQUAL_FATAL(nb, (int)x1->nmaps);
+    CU_ASSERT_EQUAL(run("$B/lors_trim --depot 127.0.0.1:%d --events \"$D/trim.ev\" '%s'", port,
+                        xnd), 0);
+    /* the stream: one TRIM per mapping that lors_ls no longer lists, as it listed it */
+    CU_ASSERT_EQUAL(ls_json(xnd, a), nb - (int)on);
+    if (ev_read("trim.ev", "lors_trim", b, nb, &e) == 0) {
+        long long bytes = 0;
+        CU_ASSERT_EQUAL(e.ntrim, (int)on);
+        for (int k = 0; k < nb; k++) {
+            CU_ASSERT_EQUAL(e.kind[k] == 'T', port_of(b[k].depot) == port);
+            if (e.kind[k] == 'T') {
+                CU_ASSERT_EQUAL(e.freed[k], LLONG_MIN); /* freed=-: no -d */
+                bytes += b[k].len;
+            }
+        }
+        CU_ASSERT_EQUAL(e.rc, 0);
+        CU_ASSERT_EQUAL(e.bytes, bytes);
+    }
     xnd_t *x2 = load(xnd);
     CU_ASSERT_PTR_NOT_NULL_FATAL(x2);
     CU_ASSERT_EQUAL(x2->nmaps, x1->nmaps - on);
@@ -407,8 +546,20 @@ static void test_trim_dead_and_free(void)
     snprintf(m0, sizeof m0, "%s", x->maps[0]->cap[XND_MANAGE]);
     ibp_probe_t p;
     CU_ASSERT_EQUAL(ibp_probe(cli, m0, &p), IBP_OK);
-    CU_ASSERT_EQUAL(run("$B/lors_trim -d -m 0 --force '%s'", xnd), 0);
+    lsmap_t b[MAXM];
+    evsum_t e;
+    int nb = ls_json(xnd, b);
+    CU_ASSERT_EQUAL(nb, 2);
+    CU_ASSERT_EQUAL(run("$B/lors_trim -d -m 0 --force --events fd:3 '%s' 3>\"$D/trimd.ev\"",
+                        xnd), 0);
     CU_ASSERT_NOT_EQUAL(ibp_probe(cli, m0, &p), IBP_OK);
+    if (nb > 0 && ev_read("trimd.ev", "lors_trim", b, nb, &e) == 0) {
+        CU_ASSERT_EQUAL(e.ntrim, 1);
+        CU_ASSERT_EQUAL(e.kind[0], 'T');
+        CU_ASSERT_EQUAL(e.freed[0], 1);
+        CU_ASSERT_EQUAL(e.rc, 0);
+        CU_ASSERT_EQUAL(e.bytes, b[0].len);
+    }
     xnd_free(x);
     x = load(xnd);
     CU_ASSERT_PTR_NOT_NULL_FATAL(x);
@@ -425,10 +576,20 @@ static void test_trim_refuses_last_copy(void)
     snprintf(before, sizeof before, "%s.before", xnd);
     CU_ASSERT_EQUAL_FATAL(run("cp '%s' '%s'", xnd, before), 0);
 
-    CU_ASSERT_EQUAL(run("$B/lors_trim -m 1 '%s'", xnd), 6);
+    lsmap_t b[MAXM];
+    evsum_t e;
+    int nb = ls_json(xnd, b);
+    CU_ASSERT_EQUAL(nb, 2);
+    CU_ASSERT_EQUAL(run("$B/lors_trim -m 1 --events \"$D/trim6.ev\" '%s'", xnd), 6);
     CU_ASSERT(strncmp(err, "lors_trim: ", 11) == 0);
     CU_ASSERT_EQUAL(count_lines_with(err, "\n"), 1);
     CU_ASSERT(same_file(xnd, before));
+    /* refused: no TRIM, and END says so */
+    if (nb > 0 && ev_read("trim6.ev", "lors_trim", b, nb, &e) == 0) {
+        CU_ASSERT_EQUAL(e.ntrim, 0);
+        CU_ASSERT_EQUAL(e.rc, 6);
+        CU_ASSERT_EQUAL(e.bytes, 0);
+    }
     CU_ASSERT_EQUAL(run("$B/lors_trim -d --depot 127.0.0.1:%d '%s'", dep[0].port, xnd), 6);
     CU_ASSERT(same_file(xnd, before));
     CU_ASSERT(downloads_equal(xnd, src));
@@ -481,11 +642,27 @@ static void test_refresh_modes(void)
     int64_t now = (int64_t)time(NULL);
     CU_ASSERT(ends_within(xnd, now + 590, now + 605));
 
-    CU_ASSERT_EQUAL(run("$B/lors_refresh -s 30m '%s'", xnd), 0);
+    lsmap_t b[MAXM], a[MAXM];
+    evsum_t e;
+    int nb = ls_json(xnd, b);
+    CU_ASSERT_EQUAL(nb, 2);
+    CU_ASSERT_EQUAL(run("$B/lors_refresh -s 30m --events \"$D/ref.ev\" '%s'", xnd), 0);
     CU_ASSERT_EQUAL(err[0], 0);
     now = (int64_t)time(NULL);
     CU_ASSERT(ends_within(xnd, now + 1790, now + 1805));
     CU_ASSERT(ls_agrees(xnd));
+    /* one REFRESH per mapping: the expiry lors_ls showed before, the one it shows now */
+    CU_ASSERT_EQUAL(ls_json(xnd, a), nb);
+    if (nb > 0 && ev_read("ref.ev", "lors_refresh", b, nb, &e) == 0) {
+        CU_ASSERT_EQUAL(e.nrefresh, nb);
+        for (int k = 0; k < nb; k++) {
+            CU_ASSERT(llabs(e.old_end[k] - b[k].expires) <= 3);
+            CU_ASSERT(llabs(e.new_end[k] - a[k].expires) <= 3);
+            CU_ASSERT(e.new_end[k] >= now + 1790);
+        }
+        CU_ASSERT_EQUAL(e.rc, 0);
+        CU_ASSERT_EQUAL(e.bytes, b[0].len + b[1].len);
+    }
 
     CU_ASSERT_EQUAL(run("$B/lors_refresh -V -d 5m '%s'", xnd), 0);
     CU_ASSERT_EQUAL(count_lines_with(err, " -> "), 2);
@@ -517,14 +694,30 @@ static void test_refresh_dead_depot(void)
     CU_ASSERT_EQUAL_FATAL(upload(200000, 7, 2, 1, dlist(0, 4, -1), NULL, src, xnd), 0);
     xnd_t *x0 = load(xnd);
     CU_ASSERT_PTR_NOT_NULL_FATAL(x0);
+    lsmap_t b[MAXM], a[MAXM];
+    evsum_t e;
+    int nb = ls_json(xnd, b);
+    CU_ASSERT_EQUAL_FATAL(nb, 2);
     CU_ASSERT_EQUAL(td_kill(&dep[4], SIGKILL), 0);
     int dead = cap_port(x0->maps[0]->cap[XND_READ]) == dep[4].port ? 0 : 1;
 
-    CU_ASSERT_EQUAL(run("$B/lors_refresh -s 40m '%s'", xnd), 8);
+    CU_ASSERT_EQUAL(run("$B/lors_refresh -s 40m --events \"$D/ref8.ev\" '%s'", xnd), 8);
     char want[128];
     snprintf(want, sizeof want, "lors_refresh: mapping %d (127.0.0.1:%d", dead, dep[4].port);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, want));
     CU_ASSERT_EQUAL(count_lines_with(err, "\n"), 1);
+    CU_ASSERT_EQUAL(ls_json(xnd, a), nb);
+    if (ev_read("ref8.ev", "lors_refresh", b, nb, &e) == 0) {
+        /* the dead depot's mapping: a FAILURE of the CHNG; the other: extended */
+        CU_ASSERT_EQUAL(e.kind[dead], 'F');
+        CU_ASSERT_STRING_EQUAL(e.op[dead], "CHANGE");
+        CU_ASSERT_EQUAL(port_of(b[dead].depot), dep[4].port);
+        CU_ASSERT_EQUAL(e.kind[1 - dead], 'R');
+        CU_ASSERT(llabs(e.new_end[1 - dead] - a[1 - dead].expires) <= 3);
+        CU_ASSERT_EQUAL(e.nfailure + e.nrefresh, 2);
+        CU_ASSERT_EQUAL(e.rc, 8);
+        CU_ASSERT_EQUAL(e.bytes, b[1 - dead].len);
+    }
     /* the live one was extended and recorded, the dead one kept its end */
     xnd_t *x1 = load(xnd);
     CU_ASSERT_PTR_NOT_NULL_FATAL(x1);
