@@ -89,6 +89,8 @@ static void dl_fail_locked(dl_t *dl, int rc, const char *fmt, ...)
 
 /* Interrupt the LOAD of slot sl, whose flags say why: a read blocked on a depot that stopped
  * answering returns at once instead of after the I/O timeout.  With dl->mu held. */
+static void kick_locked(dl_t *dl);
+
 static void stop_slot_locked(slot_t *sl)
 {
     if (sl->ld)
@@ -340,8 +342,10 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
             netlog_fetch(dl, "LORS_REPLY", f, fa, len,
                          f->redundant ? "redundant=1" : "redundant=0");
             pthread_mutex_lock(&dl->mu);
-            if (!sl->cancelled && !dl->stop)
+            if (!sl->cancelled && !dl->stop) {
                 lors_sched_replied(dl->s, f->id, now_ns());
+                kick_locked(dl); /* the depot may be allowed more streams now */
+            }
             pthread_mutex_unlock(&dl->mu);
         }
     }

@@ -172,6 +172,10 @@ static void ewma_update(const lors_sched_t *s, depot_t *dp, uint64_t bytes, uint
  * that is 2; behind 100 ms at 25 Mbit/s with 1 MiB blocks it is 3. */
 #define LAT_UTIL 0.9
 #define LAT_STREAMS_MIN 2
+/* A depot this far away (least reply latency) whose rate is not known yet gets its cap at
+ * once: the first completion takes several round trips, and the rule above would keep it at
+ * depot_min until then. */
+#define LAT_WAN_NS 10000000ull
 
 /* The rates decisions use, and each depot's fetch allowance, as of now.
  *
@@ -222,7 +226,9 @@ void sched_rates(lors_sched_t *s, uint64_t now)
         int want = dp->cap_max, lo = s->cfg.depot_min;
         if (lo > 0 && lo < dp->cap_max) {
             want = lo;
-            if (dp->lat_ns && dp->known) {
+            if (dp->lat_ns >= LAT_WAN_NS && !dp->known)
+                want = dp->cap_max; /* far, rate unknown: assumed fast, as in choose_replica */
+            else if (dp->lat_ns && dp->known) {
                 double k = ceil(LAT_UTIL / (1 - LAT_UTIL) * (double)dp->lat_ns / 1e9 *
                                 dp->ewma_bps / bs);
                 if (k < LAT_STREAMS_MIN)
