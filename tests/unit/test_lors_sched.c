@@ -865,24 +865,36 @@ static void test_lookahead(void)
  * were at their cap, and that block was soon fetched again from a fast depot.  With
  * lookahead the slow depots fetch blocks the writer needs later: each contributes about its
  * share, few fetches are wasted, and the simulated time nears the fluid ideal. */
+static const double hetero_mbit[4] = {20, 40, 80, 160};
+
+/* WAN scenario 1's depots: nb blocks of 1 MiB, full replicas on 4 depots at 20/40/80/160
+ * Mbit/s, 8 streams, cap 4, 64 MiB buffer, 2 ms per request, progress reported; returns the
+ * aggregate rate (bytes/s). */
+static double hetero_setup(sim_t *m, lors_sched_t **s, uint32_t nb)
+{
+    lors_sched_cfg_t c = base_cfg(nb, 1 << 20, 4);
+    c.depot_cap = 4;
+    c.buffer_bytes = 64ull << 20;
+    *s = mk(&c);
+    add_all(*s, 4);
+    sim_init(m, *s, 4, 8);
+    double agg = 0;
+    for (int d = 0; d < 4; d++)
+        agg += m->bw[d] = hetero_mbit[d] * 1e6 / 8;
+    m->latency = 2000000;
+    m->report_progress = 1;
+    m->check_budget = 1;
+    m->budget = c.buffer_bytes;
+    return agg;
+}
+
 static void test_heterogeneous(void)
 {
     enum { NB = 256 };
-    const double mbit[4] = {20, 40, 80, 160};
-    lors_sched_cfg_t c = base_cfg(NB, 1 << 20, 4);
-    c.depot_cap = 4;
-    c.buffer_bytes = 64ull << 20;
-    lors_sched_t *s = mk(&c);
-    add_all(s, 4);
+    const double *mbit = hetero_mbit;
+    lors_sched_t *s;
     sim_t m;
-    sim_init(&m, s, 4, 8);
-    double agg = 0;
-    for (int d = 0; d < 4; d++)
-        agg += m.bw[d] = mbit[d] * 1e6 / 8;
-    m.latency = 2000000; /* 2 ms per request */
-    m.report_progress = 1;
-    m.check_budget = 1;
-    m.budget = c.buffer_bytes;
+    double agg = hetero_setup(&m, &s, NB);
     sim_run(&m, NULL);
     CU_ASSERT_EQUAL(m.bad, 0);
     CU_ASSERT_FALSE(m.stuck);
@@ -915,21 +927,9 @@ static void test_heterogeneous(void)
 static void test_straggler(void)
 {
     enum { NB = 512 };
-    const double mbit[4] = {20, 40, 80, 160};
-    lors_sched_cfg_t c = base_cfg(NB, 1 << 20, 4);
-    c.depot_cap = 4;
-    c.buffer_bytes = 64ull << 20;
-    lors_sched_t *s = mk(&c);
-    add_all(s, 4);
+    lors_sched_t *s;
     sim_t m;
-    sim_init(&m, s, 4, 8);
-    double agg = 0;
-    for (int d = 0; d < 4; d++)
-        agg += m.bw[d] = mbit[d] * 1e6 / 8;
-    m.latency = 2000000;
-    m.report_progress = 1;
-    m.check_budget = 1;
-    m.budget = c.buffer_bytes;
+    double agg = hetero_setup(&m, &s, NB);
     m.piece = 256 << 10;
     m.drop_at = 5 * NS;
     m.drop_depot = 3;
@@ -939,7 +939,7 @@ static void test_straggler(void)
     CU_ASSERT_FALSE(m.stuck);
     CU_ASSERT_EQUAL(m.released, NB);
     double total = (double)NB * (1 << 20), first = agg * 5;
-    double after = agg - m.bw[0] * 0 - mbit[3] * 1e6 / 8 + m.drop_bw;
+    double after = agg - hetero_mbit[3] * 1e6 / 8 + m.drop_bw;
     double ideal = 5 + (total - first) / after, secs = (double)m.now / 1e9;
     lors_sched_totals_t t;
     lors_sched_totals(s, &t);
