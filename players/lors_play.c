@@ -56,8 +56,8 @@ static void usage(FILE *f)
 "  -b, --bitrate RATE      the stream's bits per second (15M; K, M, G are powers of 1000);\n"
 "                          else the exNode's bitrate metadata, else ffprobe on the first MiB\n"
 "  -B, --buffer T          reorder buffer in seconds of stream (default 4)\n"
-"  -t, --threads N         parallel streams (default twice the depots, 8 to 32)\n"
-"  -a, --depot-streams N   most streams on one depot at once (default 4)\n"
+"  -t, --threads N         parallel streams (default: depots x -a)\n"
+"  -a, --depot-streams N   most streams on one depot at once (default: 8 / depots, 1 to 4)\n"
 "  -bs, --block-size N     block size (default 512K)\n"
 "  -r, --redundancy R      most fetches of one block at once, 1..8 (default 2)\n"
 "  -T, --timeout T         longest wait for any progress of one depot read (default 10s)\n"
@@ -523,7 +523,12 @@ static void play_opts(const flags_t *f, const lors_rc_t *rc, const xnd_t *x, dou
     int depots = count_depots(x);
     lors_download_opts_init(o);
     o->blocksize = 512 * 1024;
-    o->threads = depots * 2 < 8 ? 8 : depots * 2 > 32 ? 32 : depots * 2;
+    /* Playback wants each block soon, not the most bytes per second: a block shared by k
+     * fetches on one link takes k times as long to arrive.  So about 8 streams spread one
+     * per depot where there are 8 or more depots (8 x 5 Mbit/s links: 0 underruns with one,
+     * 1-8 per minute with up to 4 of 16 streams on a depot), more per depot where there are
+     * few of them, and never more than 4 (lors_download's cap). */
+    o->depot_cap = (8 + depots - 1) / depots > 4 ? 4 : (8 + depots - 1) / depots;
     o->timeout_ms = 10000;
     if (rc->threads > 0)
         o->threads = rc->threads > 256 ? 256 : rc->threads;
@@ -533,6 +538,8 @@ static void play_opts(const flags_t *f, const lors_rc_t *rc, const xnd_t *x, dou
         o->threads = f->threads;
     if (f->depot_cap > 0)
         o->depot_cap = f->depot_cap;
+    if (f->threads <= 0 && rc->threads <= 0)
+        o->threads = depots * o->depot_cap > 256 ? 256 : depots * o->depot_cap;
     if (f->blocksize > 0)
         o->blocksize = f->blocksize;
     if (f->redundancy > 0)
