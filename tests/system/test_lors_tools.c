@@ -1,144 +1,38 @@
 /* test_lors_tools.c -- the lors_upload and lors_download programs, run as a user runs them.
  *
- * Four depots live for the whole program.  Each run is a real process of the build's bin/:
- * run() forks and execs a program with stdin from a file (or /dev/null) and stdout and stderr
- * in files of the test tmpdir; sh() goes through /bin/sh -c for pipelines ("cat f |
- * lors_upload -i", "lors_download x | sha256sum").  Checked: data equality by SHA-256, exit
- * codes, the one-line error format, the rc file, resume, and the event stream.  HOME points
- * at the tmpdir and LNS_RC is unset, so the tester's own ~/.xndrc never leaks in. */
-#include <errno.h>
+ * Four depots live for the whole program.  Each run is a real process of the build's bin/
+ * (tests/lib/test_tools.h): tt_run() forks and execs a program with stdin from a file (or
+ * /dev/null) and stdout and stderr in files of the test tmpdir; tt_sh() goes through /bin/sh -c
+ * for pipelines ("cat f | lors_upload -i", "lors_download x | sha256sum").  Checked: data
+ * equality by SHA-256, exit codes, the one-line error format, the rc file, resume, and the
+ * event stream.  HOME points at the tmpdir and LNS_RC is unset, so the tester's own ~/.xndrc
+ * never leaks in. */
 #include <fcntl.h>
+#include <limits.h>
 #include <openssl/evp.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "ibp.h"
 #include "lns_test.h"
 #include "lors.h"
-#include "test_depot.h"
 #include "test_lors.h"
+#include "test_tools.h"
 #include "xnd.h"
 
 #define ND 4
 #define MIB (1 << 20)
 
-static test_depot_t dep[ND];
-static lors_depot_t ldep[ND];
-static ibp_client_t *cli;
-static char depots[512];            /* "127.0.0.1:p0,127.0.0.1:p1 ..." */
-static char out[1 << 16], err[1 << 14];
-
-static int suite_init(void)
-{
-    setenv("HOME", lns_test_tmpdir(), 1);
-    unsetenv("LNS_RC");
-    unsetenv("LNS_KEY");
-    unsetenv("LNS_KEY_FILE");
-    if (tl_fleet_start(dep, ldep, ND, &cli) < 0)
-        return -1;
-    size_t n = 0;
-    for (int i = 0; i < ND; i++)
-        n += (size_t)snprintf(depots + n, sizeof depots - n, "%s127.0.0.1:%d",
-                              i == 0 ? "" : i == 2 ? " " : ",", dep[i].port);
-    return 0;
-}
-
-static int suite_clean(void)
-{
-    return tl_fleet_stop(dep, ND, cli);
-}
-
-static int lines_of(const char *s)
-{
-    int n = 0;
-    for (; *s; s++)
-        n += *s == '\n';
-    return n;
-}
-
-/* Run bin/<prog> with the NULL-terminated arguments; stdin from in (NULL: /dev/null), env
- * "NAME=value" added (NULL: none).  stdout and stderr land in out[] and err[] (and the files
- * run.out, run.err).  Returns the exit code, or -1 if it did not exit. */
-static int run(const char *env, const char *in, const char *prog, ...)
-{
-    char path[PATH_MAX];
-    const char *argv[64];
-    int argc = 0;
-    va_list ap;
-    snprintf(path, sizeof path, "%s/%s", lns_test_bindir(), prog);
-    argv[argc++] = prog;
-    va_start(ap, prog);
-    const char *a;
-    while ((a = va_arg(ap, const char *)) != NULL && argc < 63)
-        argv[argc++] = a;
-    va_end(ap);
-    argv[argc] = NULL;
-
-    pid_t pid = fork();
-    if (pid == 0) {
-        int i = open(in ? in : "/dev/null", O_RDONLY);
-        int o = open(lns_test_path("run.out"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = open(lns_test_path("run.err"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (i < 0 || o < 0 || e < 0)
-            _exit(126);
-        dup2(i, 0);
-        dup2(o, 1);
-        dup2(e, 2);
-        if (env)
-            putenv((char *)env);
-        execv(path, (char *const *)argv);
-        _exit(127);
-    }
-    int st = -1;
-    if (pid < 0 || waitpid(pid, &st, 0) < 0)
-        return -1;
-    lns_test_slurp(lns_test_path("run.out"), out, sizeof out);
-    lns_test_slurp(lns_test_path("run.err"), err, sizeof err);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-/* sh -c with $B = bin dir, $D = tmpdir, $L = the depot list; output as for run(). */
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int sh(const char *fmt, ...)
-{
-    char cmd[4096], full[4096 + 4 * PATH_MAX + 1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    snprintf(full, sizeof full, "B='%s'; D='%s'; L='%s'; (%s) >'%s' 2>'%s' </dev/null",
-             lns_test_bindir(), lns_test_tmpdir(), depots, cmd, lns_test_path("run.out"),
-             lns_test_path("run.err"));
-    int st = system(full);
-    lns_test_slurp(lns_test_path("run.out"), out, sizeof out);
-    lns_test_slurp(lns_test_path("run.err"), err, sizeof err);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static void write_file(const char *path, const void *p, size_t n)
-{
-    FILE *f = fopen(path, "w");
-    CU_ASSERT_FATAL(f != NULL);
-    CU_ASSERT_FATAL(fwrite(p, 1, n, f) == n);
-    fclose(f);
-}
+static tt_env_t T;
 
 /* A file of n pseudo-random bytes at tmpdir/name. */
 static void make_file(const char *name, size_t n, uint64_t seed)
 {
-    unsigned char *p = malloc(n ? n : 1);
-    lns_test_fill(p, n, seed);
-    write_file(lns_test_path(name), p, n);
-    free(p);
+    CU_ASSERT_EQUAL_FATAL(tt_make_file(lns_test_path(name), n, seed), 0);
 }
-
 /* SHA-256 of [off, off+len) of a file (len -1: to the end), as hex. */
 static void sha_file(const char *path, long off, long len, char hex[65])
 {
@@ -176,31 +70,13 @@ static long file_size(const char *path)
     return stat(path, &st) == 0 ? (long)st.st_size : -1;
 }
 
-static xnd_t *read_xnd(const char *path)
-{
-    xnd_t *x = NULL;
-    char e[256];
-    if (xnd_read_file(path, &x, e, sizeof e) != XND_OK)
-        fprintf(stderr, "%s: %s\n", path, e);
-    return x;
-}
-
-/* Free the allocations of an exNode the tools made (they would expire anyway). */
-static void free_xnd_file(const char *path)
-{
-    xnd_t *x = read_xnd(path);
-    for (size_t i = 0; x && i < x->nmaps; i++)
-        ibp_decr(cli, x->maps[i]->cap[XND_MANAGE], IBP_READCAP);
-    xnd_free(x);
-}
-
 /* Upload tmpdir/src to tmpdir/xnd over the fleet; 0 or the exit code (printed). */
 static int upload(const char *src, const char *xnd, const char *extra1, const char *extra2)
 {
-    int rc = run(NULL, NULL, "lors_upload", "--no-rc", "--depot-list", depots, "-d", "10m",
-                 "-o", lns_test_path(xnd), lns_test_path(src), extra1, extra2, (char *)NULL);
+    int rc = tt_run(&T, NULL, NULL, "lors_upload", "--no-rc", "--depot-list", T.depots, "-d", "10m",
+                    "-o", lns_test_path(xnd), lns_test_path(src), extra1, extra2, (char *)NULL);
     if (rc != 0)
-        fprintf(stderr, "lors_upload: exit %d: %s", rc, err);
+        fprintf(stderr, "lors_upload: exit %d: %s", rc, T.err);
     return rc;
 }
 
@@ -208,13 +84,13 @@ static int upload(const char *src, const char *xnd, const char *extra1, const ch
 
 static void test_help_version(void)
 {
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_upload", "--help", (char *)NULL), 0);
-    CU_ASSERT(strstr(out, "Usage: lors_upload") != NULL);
-    CU_ASSERT(strstr(out, "--depot-list") != NULL);
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--help", (char *)NULL), 0);
-    CU_ASSERT(strstr(out, "Usage: lors_download") != NULL);
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--version", (char *)NULL), 0);
-    CU_ASSERT_STRING_EQUAL(out, "lors_download (lns) " LNS_VERSION "\n");
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_upload", "--help", (char *)NULL), 0);
+    CU_ASSERT(strstr(T.out, "Usage: lors_upload") != NULL);
+    CU_ASSERT(strstr(T.out, "--depot-list") != NULL);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--help", (char *)NULL), 0);
+    CU_ASSERT(strstr(T.out, "Usage: lors_download") != NULL);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--version", (char *)NULL), 0);
+    CU_ASSERT_STRING_EQUAL(T.out, "lors_download (lns) " LNS_VERSION "\n");
 }
 
 static void test_roundtrip(void)
@@ -223,29 +99,29 @@ static void test_roundtrip(void)
     make_file("rt.bin", 5 * MIB + 12345, 1);
     /* LoRS spelling: single-dash long options */
     CU_ASSERT_EQUAL_FATAL(upload("rt.bin", "rt.xnd", "-c", "2") , 0);
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_upload", "--no-rc", "--depot-list", depots, "-d",
-                        "10m", "-c", "2", "-F", "3", "-bs", "1M", "-t", "3", "-o",
-                        lns_test_path("rt3.xnd"), lns_test_path("rt.bin"), (char *)NULL), 0);
-    CU_ASSERT_STRING_EQUAL(out, ""); /* silent on success */
-    CU_ASSERT_STRING_EQUAL(err, "");
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_upload", "--no-rc", "--depot-list", T.depots, "-d",
+                           "10m", "-c", "2", "-F", "3", "-bs", "1M", "-t", "3", "-o",
+                           lns_test_path("rt3.xnd"), lns_test_path("rt.bin"), (char *)NULL), 0);
+    CU_ASSERT_STRING_EQUAL(T.out, ""); /* silent on success */
+    CU_ASSERT_STRING_EQUAL(T.err, "");
     struct stat st;
     CU_ASSERT_EQUAL(stat(lns_test_path("rt3.xnd"), &st), 0);
     CU_ASSERT_EQUAL(st.st_mode & 0777, 0600); /* it holds capabilities */
-    xnd_t *x = read_xnd(lns_test_path("rt3.xnd"));
+    xnd_t *x = tt_load(lns_test_path("rt3.xnd"));
     CU_ASSERT_PTR_NOT_NULL_FATAL(x);
     CU_ASSERT_EQUAL(x->nmaps, 6); /* 3 fragments x 2 copies */
     CU_ASSERT_EQUAL(xnd_size(x), 5 * MIB + 12345);
     xnd_free(x);
 
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-o", lns_test_path("rt.out"),
-                        lns_test_path("rt3.xnd"), (char *)NULL), 0);
-    CU_ASSERT_STRING_EQUAL(err, "");
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-o",
+                           lns_test_path("rt.out"), lns_test_path("rt3.xnd"), (char *)NULL), 0);
+    CU_ASSERT_STRING_EQUAL(T.err, "");
     sha_file(lns_test_path("rt.bin"), 0, -1, a);
     sha_file(lns_test_path("rt.out"), 0, -1, b);
     CU_ASSERT_STRING_EQUAL(a, b);
     CU_ASSERT_EQUAL(file_size(lns_test_path("rt.out")), 5 * MIB + 12345);
-    free_xnd_file(lns_test_path("rt.xnd"));
-    free_xnd_file(lns_test_path("rt3.xnd"));
+    tt_free_all(&T, lns_test_path("rt.xnd"));
+    tt_free_all(&T, lns_test_path("rt3.xnd"));
 }
 
 static void test_stdin_and_stdout_pipes(void)
@@ -254,33 +130,35 @@ static void test_stdin_and_stdout_pipes(void)
     make_file("pipe.bin", 3 * MIB + 777, 2);
     sha_file(lns_test_path("pipe.bin"), 0, -1, a);
     /* a pipe: the length is unknown, fragments of -bs; the exNode goes to stdout */
-    CU_ASSERT_EQUAL_FATAL(sh("cat \"$D/pipe.bin\" | \"$B/lors_upload\" --no-rc --depot-list \"$L\""
-                             " -d 10m -c 2 -bs 1M -i > \"$D/pipe.xnd\""), 0);
-    CU_ASSERT_STRING_EQUAL(err, "");
-    xnd_t *x = read_xnd(lns_test_path("pipe.xnd"));
+    CU_ASSERT_EQUAL_FATAL(tt_sh(&T, "cat \"$D/pipe.bin\" | \"$B/lors_upload\" --no-rc "
+                                "--depot-list \"$L\" -d 10m -c 2 -bs 1M -i > \"$D/pipe.xnd\""), 0);
+    CU_ASSERT_STRING_EQUAL(T.err, "");
+    xnd_t *x = tt_load(lns_test_path("pipe.xnd"));
     CU_ASSERT_PTR_NOT_NULL_FATAL(x);
     CU_ASSERT_EQUAL(x->nmaps, 8); /* 4 fragments of at most 1 MiB, 2 copies */
     CU_ASSERT_EQUAL(xnd_size(x), 3 * MIB + 777);
     xnd_free(x);
     /* "-" as the file is stdin too */
-    CU_ASSERT_EQUAL(sh("\"$B/lors_upload\" --no-rc --depot-list \"$L\" -d 10m - "
-                       "< \"$D/pipe.bin\" > \"$D/pipe2.xnd\""), 0);
+    CU_ASSERT_EQUAL(tt_sh(&T, "\"$B/lors_upload\" --no-rc --depot-list \"$L\" -d 10m - "
+                          "< \"$D/pipe.bin\" > \"$D/pipe2.xnd\""), 0);
 
     /* the default output is stdout: straight into sha256sum */
-    CU_ASSERT_EQUAL(sh("\"$B/lors_download\" --no-rc \"$D/pipe.xnd\" | sha256sum"), 0);
-    CU_ASSERT(sscanf(out, "%64s", got) == 1);
+    CU_ASSERT_EQUAL(tt_sh(&T, "\"$B/lors_download\" --no-rc \"$D/pipe.xnd\" | sha256sum"), 0);
+    CU_ASSERT(sscanf(T.out, "%64s", got) == 1);
     CU_ASSERT_STRING_EQUAL(got, a);
-    CU_ASSERT_EQUAL(sh("\"$B/lors_download\" --no-rc -f - < \"$D/pipe2.xnd\" | sha256sum"), 0);
-    CU_ASSERT(sscanf(out, "%64s", got) == 1);
+    CU_ASSERT_EQUAL(tt_sh(&T, "\"$B/lors_download\" --no-rc -f - < \"$D/pipe2.xnd\" | sha256sum"),
+                    0);
+    CU_ASSERT(sscanf(T.out, "%64s", got) == 1);
     CU_ASSERT_STRING_EQUAL(got, a);
     /* a reader that leaves early is a write error (4), not a crash */
-    CU_ASSERT_EQUAL(sh("(\"$B/lors_download\" --no-rc \"$D/pipe.xnd\"; echo $? >\"$D/pipe.rc\")"
-                       " | head -c 10 >/dev/null"), 0);
-    lns_test_slurp(lns_test_path("pipe.rc"), out, sizeof out);
-    CU_ASSERT_STRING_EQUAL(out, "4\n");
-    CU_ASSERT_EQUAL(lines_of(err), 1);
-    free_xnd_file(lns_test_path("pipe.xnd"));
-    free_xnd_file(lns_test_path("pipe2.xnd"));
+    CU_ASSERT_EQUAL(tt_sh(&T,
+                          "(\"$B/lors_download\" --no-rc \"$D/pipe.xnd\"; echo $? >\"$D/pipe.rc\")"
+                          " | head -c 10 >/dev/null"), 0);
+    lns_test_slurp(lns_test_path("pipe.rc"), T.out, sizeof T.out);
+    CU_ASSERT_STRING_EQUAL(T.out, "4\n");
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+    tt_free_all(&T, lns_test_path("pipe.xnd"));
+    tt_free_all(&T, lns_test_path("pipe2.xnd"));
 }
 
 static void test_subrange(void)
@@ -289,23 +167,24 @@ static void test_subrange(void)
     make_file("sub.bin", 4 * MIB + 3, 3);
     CU_ASSERT_EQUAL_FATAL(upload("sub.bin", "sub.xnd", "-c", "2"), 0);
     /* across fragment boundaries, unaligned */
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-O", "1000", "-L", "3000000",
-                        "-o", lns_test_path("sub.out"), lns_test_path("sub.xnd"), (char *)NULL), 0);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-O", "1000", "-L",
+                           "3000000", "-o", lns_test_path("sub.out"), lns_test_path("sub.xnd"),
+                           (char *)NULL), 0);
     CU_ASSERT_EQUAL(file_size(lns_test_path("sub.out")), 3000000);
     sha_file(lns_test_path("sub.bin"), 1000, 3000000, a);
     sha_file(lns_test_path("sub.out"), 0, -1, b);
     CU_ASSERT_STRING_EQUAL(a, b);
     /* -O alone: to the end; K/M suffixes */
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-O", "3M", "-o",
-                        lns_test_path("sub2.out"), lns_test_path("sub.xnd"), (char *)NULL), 0);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-O", "3M", "-o",
+                           lns_test_path("sub2.out"), lns_test_path("sub.xnd"), (char *)NULL), 0);
     sha_file(lns_test_path("sub.bin"), 3 * MIB, -1, a);
     sha_file(lns_test_path("sub2.out"), 0, -1, b);
     CU_ASSERT_STRING_EQUAL(a, b);
     /* past the end: a usage error, one line */
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-O", "4M", "-L", "4",
-                        "-o", lns_test_path("sub3.out"), lns_test_path("sub.xnd"), (char *)NULL), 2);
-    CU_ASSERT_EQUAL(lines_of(err), 1);
-    free_xnd_file(lns_test_path("sub.xnd"));
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-O", "4M", "-L", "4", "-o",
+                           lns_test_path("sub3.out"), lns_test_path("sub.xnd"), (char *)NULL), 2);
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+    tt_free_all(&T, lns_test_path("sub.xnd"));
 }
 
 static void test_resume(void)
@@ -316,8 +195,8 @@ static void test_resume(void)
     make_file("res.bin", 6 * MIB, 4);
     sha_file(lns_test_path("res.bin"), 0, -1, a);
     CU_ASSERT_EQUAL_FATAL(upload("res.bin", "res.xnd", "-F", "3"), 0);
-    CU_ASSERT_EQUAL_FATAL(run(NULL, NULL, "lors_download", "--no-rc", "-o", f, lns_test_path("res.xnd"),
-                              (char *)NULL), 0);
+    CU_ASSERT_EQUAL_FATAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-o", f,
+                                 lns_test_path("res.xnd"), (char *)NULL), 0);
 
     /* an interrupted run: 3 MiB there, and its last 4 KiB damaged */
     CU_ASSERT_EQUAL_FATAL(truncate(f, 3 * MIB), 0);
@@ -329,44 +208,45 @@ static void test_resume(void)
     close(fd);
 
     /* without checking, the damage stays */
-    CU_ASSERT_EQUAL(sh("cp \"$D/res.out\" \"$D/res.nv\" && \"$B/lors_download\" --no-rc "
-                       "--no-verify -R -o \"$D/res.nv\" \"$D/res.xnd\""), 0);
+    CU_ASSERT_EQUAL(tt_sh(&T, "cp \"$D/res.out\" \"$D/res.nv\" && \"$B/lors_download\" --no-rc "
+                          "--no-verify -R -o \"$D/res.nv\" \"$D/res.xnd\""), 0);
     sha_file(lns_test_path("res.nv"), 0, -1, b);
     CU_ASSERT_STRING_NOT_EQUAL(a, b);
 
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-R", "-o", f, lns_test_path("res.xnd"),
-                        (char *)NULL), 0);
-    CU_ASSERT(strstr(err, "first 2097152 of its 3145728 bytes") != NULL); /* it says it cut */
-    CU_ASSERT_EQUAL(lines_of(err), 1);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-R", "-o", f,
+                           lns_test_path("res.xnd"), (char *)NULL), 0);
+    CU_ASSERT(strstr(T.err, "first 2097152 of its 3145728 bytes") != NULL); /* it says it cut */
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
     sha_file(f, 0, -1, b);
     CU_ASSERT_STRING_EQUAL(a, b);
 
     /* complete: nothing to do */
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-R", "-o", f, lns_test_path("res.xnd"),
-                        (char *)NULL), 0);
-    CU_ASSERT(strstr(err, "nothing to do") != NULL);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-R", "-o", f,
+                           lns_test_path("res.xnd"), (char *)NULL), 0);
+    CU_ASSERT(strstr(T.err, "nothing to do") != NULL);
     sha_file(f, 0, -1, b);
     CU_ASSERT_STRING_EQUAL(a, b);
 
     /* -R needs a file */
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-R", lns_test_path("res.xnd"),
-                        (char *)NULL), 2);
-    free_xnd_file(lns_test_path("res.xnd"));
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-R",
+                           lns_test_path("res.xnd"), (char *)NULL), 2);
+    tt_free_all(&T, lns_test_path("res.xnd"));
 }
 
 static void test_bad_exnode(void)
 {
     const char *bad = "<?xml version=\"1.0\"?>\n<exnode xmlns=\"http://loci.cs.utk.edu/exnode\">"
                       "<mapping>\n";
-    write_file(lns_test_path("bad.xnd"), bad, strlen(bad));
+    CU_ASSERT_EQUAL_FATAL(tt_write_file(lns_test_path("bad.xnd"), bad, strlen(bad)), 0);
     unlink(lns_test_path("bad.out"));
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-o", lns_test_path("bad.out"),
-                        lns_test_path("bad.xnd"), (char *)NULL), 3);
-    CU_ASSERT_EQUAL(lines_of(err), 1);
-    CU_ASSERT(strncmp(err, "lors_download: ", 15) == 0);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-o",
+                           lns_test_path("bad.out"), lns_test_path("bad.xnd"), (char *)NULL), 3);
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+    CU_ASSERT(strncmp(T.err, "lors_download: ", 15) == 0);
     CU_ASSERT_EQUAL(access(lns_test_path("bad.out"), F_OK), -1); /* no output file created */
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-o", lns_test_path("bad.out"),
-                        lns_test_path("missing.xnd"), (char *)NULL), 3);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-o",
+                           lns_test_path("bad.out"), lns_test_path("missing.xnd"), (char *)NULL),
+                    3);
     CU_ASSERT_EQUAL(access(lns_test_path("bad.out"), F_OK), -1);
 }
 
@@ -374,13 +254,13 @@ static void test_rc_file(void)
 {
     char rcfile[2048], env[PATH_MAX + 16];
     snprintf(rcfile, sizeof rcfile, "# settings for the tests\nCOPIES 2\nDURATION=10m\n"
-             "DEPOT %s\nTHREADS 3\n", depots);
-    write_file(lns_test_path("rc.good"), rcfile, strlen(rcfile));
+             "DEPOT %s\nTHREADS 3\n", T.depots);
+    CU_ASSERT_EQUAL_FATAL(tt_write_file(lns_test_path("rc.good"), rcfile, strlen(rcfile)), 0);
     make_file("rc.bin", MIB + 5, 5);
     snprintf(env, sizeof env, "LNS_RC=%s", lns_test_path("rc.good"));
-    CU_ASSERT_EQUAL_FATAL(run(env, NULL, "lors_upload", "-o", lns_test_path("rc.xnd"), lns_test_path("rc.bin"),
-                              (char *)NULL), 0);
-    xnd_t *x = read_xnd(lns_test_path("rc.xnd"));
+    CU_ASSERT_EQUAL_FATAL(tt_run(&T, env, NULL, "lors_upload", "-o", lns_test_path("rc.xnd"),
+                                 lns_test_path("rc.bin"), (char *)NULL), 0);
+    xnd_t *x = tt_load(lns_test_path("rc.xnd"));
     CU_ASSERT_PTR_NOT_NULL_FATAL(x);
     CU_ASSERT_EQUAL(x->nmaps, 8); /* 4 fragments (default -F) x 2 copies (rc) */
     for (size_t i = 0; i < x->nmaps; i++) {
@@ -391,37 +271,37 @@ static void test_rc_file(void)
         free(reps);
     }
     xnd_free(x);
-    free_xnd_file(lns_test_path("rc.xnd"));
+    tt_free_all(&T, lns_test_path("rc.xnd"));
     /* a flag beats the rc file */
-    CU_ASSERT_EQUAL(run(env, NULL, "lors_upload", "-c", "1", "-F", "2", "-o", lns_test_path("rc1.xnd"),
-                        lns_test_path("rc.bin"), (char *)NULL), 0);
-    x = read_xnd(lns_test_path("rc1.xnd"));
+    CU_ASSERT_EQUAL(tt_run(&T, env, NULL, "lors_upload", "-c", "1", "-F", "2", "-o",
+                           lns_test_path("rc1.xnd"), lns_test_path("rc.bin"), (char *)NULL), 0);
+    x = tt_load(lns_test_path("rc1.xnd"));
     CU_ASSERT_PTR_NOT_NULL_FATAL(x);
     CU_ASSERT_EQUAL(x->nmaps, 2);
     xnd_free(x);
-    free_xnd_file(lns_test_path("rc1.xnd"));
+    tt_free_all(&T, lns_test_path("rc1.xnd"));
 
     /* --rc names one, --no-rc skips it: then there are no depots */
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_upload", "--rc", lns_test_path("rc.good"), "-o",
-                        lns_test_path("rc2.xnd"), lns_test_path("rc.bin"), (char *)NULL), 0);
-    free_xnd_file(lns_test_path("rc2.xnd"));
-    CU_ASSERT_EQUAL(run(env, NULL, "lors_upload", "--no-rc", "-o", lns_test_path("rc3.xnd"),
-                        lns_test_path("rc.bin"), (char *)NULL), 5);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_upload", "--rc", lns_test_path("rc.good"), "-o",
+                           lns_test_path("rc2.xnd"), lns_test_path("rc.bin"), (char *)NULL), 0);
+    tt_free_all(&T, lns_test_path("rc2.xnd"));
+    CU_ASSERT_EQUAL(tt_run(&T, env, NULL, "lors_upload", "--no-rc", "-o", lns_test_path("rc3.xnd"),
+                           lns_test_path("rc.bin"), (char *)NULL), 5);
 
     /* a bad line: exit 2 naming file:line, nothing uploaded */
     const char *bad = "COPIES 2\n# fine\nCOPIES two\n";
-    write_file(lns_test_path("rc.bad"), bad, strlen(bad));
+    CU_ASSERT_EQUAL_FATAL(tt_write_file(lns_test_path("rc.bad"), bad, strlen(bad)), 0);
     snprintf(env, sizeof env, "LNS_RC=%s", lns_test_path("rc.bad"));
-    CU_ASSERT_EQUAL(run(env, NULL, "lors_upload", "--depot-list", depots, "-o", lns_test_path("rc4.xnd"),
-                        lns_test_path("rc.bin"), (char *)NULL), 2);
+    CU_ASSERT_EQUAL(tt_run(&T, env, NULL, "lors_upload", "--depot-list", T.depots, "-o",
+                           lns_test_path("rc4.xnd"), lns_test_path("rc.bin"), (char *)NULL), 2);
     char where[PATH_MAX + 8];
     snprintf(where, sizeof where, "%s:3:", lns_test_path("rc.bad"));
-    CU_ASSERT(strstr(err, where) != NULL);
-    CU_ASSERT_EQUAL(lines_of(err), 1);
+    CU_ASSERT(strstr(T.err, where) != NULL);
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
     CU_ASSERT_EQUAL(access(lns_test_path("rc4.xnd"), F_OK), -1);
     /* the download reads the rc file too */
-    CU_ASSERT_EQUAL(run(env, NULL, "lors_download", "-o", lns_test_path("rc.out"), lns_test_path("rc1.xnd"),
-                        (char *)NULL), 2);
+    CU_ASSERT_EQUAL(tt_run(&T, env, NULL, "lors_download", "-o", lns_test_path("rc.out"),
+                           lns_test_path("rc1.xnd"), (char *)NULL), 2);
 }
 
 /* [off, off+len) of every "KIND ... off=N len=N" line, for a coverage check */
@@ -439,11 +319,13 @@ static void test_events(void)
 {
     long size = 3 * MIB + 99;
     make_file("ev.bin", (size_t)size, 6);
-    CU_ASSERT_EQUAL_FATAL(run(NULL, NULL, "lors_upload", "--no-rc", "--depot-list", depots,
-                              "-d", "10m", "-c", "2", "-E", "256K", "--events", lns_test_path("ev.up"),
-                              "-o", lns_test_path("ev.xnd"), lns_test_path("ev.bin"), (char *)NULL), 0);
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-bs", "256K", "--events",
-                        lns_test_path("ev.dl"), "-o", lns_test_path("ev.out"), lns_test_path("ev.xnd"), (char *)NULL), 0);
+    CU_ASSERT_EQUAL_FATAL(tt_run(&T, NULL, NULL, "lors_upload", "--no-rc", "--depot-list", T.depots,
+                                 "-d", "10m", "-c", "2", "-E", "256K", "--events",
+                                 lns_test_path("ev.up"), "-o", lns_test_path("ev.xnd"),
+                                 lns_test_path("ev.bin"), (char *)NULL), 0);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-bs", "256K", "--events",
+                           lns_test_path("ev.dl"), "-o", lns_test_path("ev.out"),
+                           lns_test_path("ev.xnd"), (char *)NULL), 0);
 
     FILE *f = fopen(lns_test_path("ev.dl"), "r");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
@@ -508,35 +390,39 @@ static void test_events(void)
     CU_ASSERT_EQUAL(nalloc, 8);
     CU_ASSERT_EQUAL(ndone, 8);
     CU_ASSERT_EQUAL(up_end, 1);
-    free_xnd_file(lns_test_path("ev.xnd"));
+    tt_free_all(&T, lns_test_path("ev.xnd"));
 }
 
 static void test_usage_errors(void)
 {
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_upload", "--no-rc", "--frobnicate", "x",
-                        (char *)NULL), 2);
-    CU_ASSERT_EQUAL(lines_of(err), 1);
-    CU_ASSERT(strncmp(err, "lors_upload: ", 13) == 0);
-    CU_ASSERT(strstr(err, "--frobnicate") != NULL);
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-Z", "x.xnd", (char *)NULL), 2);
-    CU_ASSERT_EQUAL(lines_of(err), 1);
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_upload", "--no-rc", "-c", "zero", "x", (char *)NULL),
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_upload", "--no-rc", "--frobnicate", "x",
+                           (char *)NULL), 2);
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+    CU_ASSERT(strncmp(T.err, "lors_upload: ", 13) == 0);
+    CU_ASSERT(strstr(T.err, "--frobnicate") != NULL);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-Z", "x.xnd", (char *)NULL),
                     2);
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_upload", "--no-rc", "-e", "x", (char *)NULL), 2);
-    CU_ASSERT(strstr(err, "DES") != NULL);
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_upload", "--no-rc", "-n", "-z", "x", (char *)NULL), 2);
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_upload", "--no-rc", (char *)NULL), 2); /* no input */
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_upload", "--no-rc", "-c", "zero", "x",
+                           (char *)NULL), 2);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_upload", "--no-rc", "-e", "x", (char *)NULL), 2);
+    CU_ASSERT(strstr(T.err, "DES") != NULL);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_upload", "--no-rc", "-n", "-z", "x", (char *)NULL),
+                    2);
+    /* no input */
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_upload", "--no-rc", (char *)NULL), 2);
     /* no depots: 5, also when the L-Bone asked for does not answer (a closed loopback port) */
     make_file("nd.bin", 1000, 7);
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_upload", "--no-rc", lns_test_path("nd.bin"), (char *)NULL), 5);
-    CU_ASSERT_EQUAL(lines_of(err), 1);
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_upload", "--no-rc", "-H", "127.0.0.1", "-P", "1",
-                        lns_test_path("nd.bin"), (char *)NULL), 5);
-    CU_ASSERT(strstr(err, "L-Bone") != NULL);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_upload", "--no-rc", lns_test_path("nd.bin"),
+                           (char *)NULL), 5);
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_upload", "--no-rc", "-H", "127.0.0.1", "-P", "1",
+                           lns_test_path("nd.bin"), (char *)NULL), 5);
+    CU_ASSERT(strstr(T.err, "L-Bone") != NULL);
     /* an unreadable input: 4, before any depot is touched */
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_upload", "--no-rc", "--depot-list", depots,
-                        lns_test_path("no-such-file"), (char *)NULL), 4);
-    CU_ASSERT_EQUAL(lines_of(err), 1);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_upload", "--no-rc", "--depot-list", T.depots,
+                           lns_test_path("no-such-file"), (char *)NULL), 4);
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
 }
 
 /* A depot of two copies killed before the download: the other copy serves, exit 0. */
@@ -546,12 +432,12 @@ static void test_depot_killed(void)
     char list[256], a[65], b[65];
     CU_ASSERT_EQUAL_FATAL(tl_start_depot(&victim, "victim", "64M"), 0);
     snprintf(list, sizeof list, "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", victim.port,
-             dep[0].port, dep[1].port);
+             T.dep[0].port, T.dep[1].port);
     make_file("kill.bin", 2 * MIB + 1, 8);
-    CU_ASSERT_EQUAL_FATAL(run(NULL, NULL, "lors_upload", "--no-rc", "--depot-list", list, "-d",
-                              "10m", "-c", "2", "-o", lns_test_path("kill.xnd"), lns_test_path("kill.bin"),
-                              (char *)NULL), 0);
-    xnd_t *x = read_xnd(lns_test_path("kill.xnd"));
+    CU_ASSERT_EQUAL_FATAL(tt_run(&T, NULL, NULL, "lors_upload", "--no-rc", "--depot-list", list,
+                                 "-d", "10m", "-c", "2", "-o", lns_test_path("kill.xnd"),
+                                 lns_test_path("kill.bin"), (char *)NULL), 0);
+    xnd_t *x = tt_load(lns_test_path("kill.xnd"));
     CU_ASSERT_PTR_NOT_NULL_FATAL(x);
     int on_victim = 0;
     char needle[32];
@@ -561,18 +447,18 @@ static void test_depot_killed(void)
     CU_ASSERT(on_victim > 0); /* the victim holds copies that now must come from elsewhere */
     xnd_free(x);
     td_kill(&victim, SIGKILL);
-    CU_ASSERT_EQUAL(run(NULL, NULL, "lors_download", "--no-rc", "-T", "5", "-o",
-                        lns_test_path("kill.out"), lns_test_path("kill.xnd"), (char *)NULL), 0);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-T", "5", "-o",
+                           lns_test_path("kill.out"), lns_test_path("kill.xnd"), (char *)NULL), 0);
     sha_file(lns_test_path("kill.bin"), 0, -1, a);
     sha_file(lns_test_path("kill.out"), 0, -1, b);
     CU_ASSERT_STRING_EQUAL(a, b);
-    free_xnd_file(lns_test_path("kill.xnd"));
+    tt_free_all(&T, lns_test_path("kill.xnd"));
     td_stop(&victim);
 }
 
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lors_tools", suite_init, suite_clean);
+    CU_pSuite s = tt_add_suite(&T, "lors_tools", ND);
     CU_add_test(s, "help and version", test_help_version);
     CU_add_test(s, "upload and download a file", test_roundtrip);
     CU_add_test(s, "stdin and stdout pipes", test_stdin_and_stdout_pipes);

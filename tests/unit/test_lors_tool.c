@@ -259,6 +259,19 @@ static char *strip_ms(const char *text, char *first_line, size_t fl)
     return outp;
 }
 
+/* The stream in file path must be want, without its time stamps; its header into header. */
+static void expect_stream(const char *path, const char *want, char *header, size_t hl)
+{
+    char *text = read_all(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    char *body = strip_ms(text, header, hl);
+    CU_ASSERT_STRING_EQUAL(body, want);
+    if (strcmp(body, want) != 0)
+        fprintf(stderr, "got:\n%s\nwant:\n%s", body, want);
+    free(body);
+    free(text);
+}
+
 static void test_event_lines(void)
 {
     char err[256], header[256];
@@ -290,14 +303,6 @@ static void test_event_lines(void)
     lors_evstream_printf(es, "END", "bytes=%d seconds=%.3f rc=%d", 10, 0.5, 0);
     lors_evstream_close(es);
 
-    char *text = read_all(lns_test_path("ev"));
-    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
-    char *body = strip_ms(text, header, sizeof header);
-    int pid = 0;
-    long long t = 0;
-    CU_ASSERT_EQUAL(sscanf(header, "LNS-EVENTS 1 tool=lors_test pid=%d time=%lld", &pid, &t), 2);
-    CU_ASSERT_EQUAL(pid, getpid());
-    CU_ASSERT(llabs(t - (long long)time(NULL)) < 60);
     const char *nf = ibp_strerror(IBP_E_CAP_NOT_FOUND);
     char why[256];
     lors_evstream_encode(nf, why, sizeof why);
@@ -315,11 +320,12 @@ static void test_event_lines(void)
              "to=b%%20c:7000/r1\n"
              "END bytes=10 seconds=0.500 rc=0 dropped=0\n",
              IBP_E_CAP_NOT_FOUND, why, IBP_E_CAP_NOT_FOUND, why);
-    CU_ASSERT_STRING_EQUAL(body, want);
-    if (strcmp(body, want) != 0)
-        fprintf(stderr, "got:\n%s\nwant:\n%s", body, want);
-    free(body);
-    free(text);
+    expect_stream(lns_test_path("ev"), want, header, sizeof header);
+    int pid = 0;
+    long long t = 0;
+    CU_ASSERT_EQUAL(sscanf(header, "LNS-EVENTS 1 tool=lors_test pid=%d time=%lld", &pid, &t), 2);
+    CU_ASSERT_EQUAL(pid, getpid());
+    CU_ASSERT(llabs(t - (long long)time(NULL)) < 60);
 
     /* fd:N writes to an open descriptor and leaves it open; bad specs fail */
     int fd = open(lns_test_path("ev2"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -330,7 +336,7 @@ static void test_event_lines(void)
     lors_evstream_close(es);
     CU_ASSERT(write(fd, "more\n", 5) == 5); /* still open */
     close(fd);
-    text = read_all(lns_test_path("ev2"));
+    char *text = read_all(lns_test_path("ev2"));
     CU_ASSERT(text && strncmp(text, "LNS-EVENTS 1 tool=t pid=", 24) == 0 &&
               strstr(text, "\nmore\n") != NULL);
     free(text);
@@ -339,6 +345,86 @@ static void test_event_lines(void)
     CU_ASSERT(strstr(err, "987") != NULL);
     CU_ASSERT_PTR_NULL(lors_evstream_open(lns_test_path("no/such/dir"), "t", err, sizeof err));
     lors_evstream_close(NULL);
+}
+
+/* The lines of lors_trim and lors_refresh: MAPPING (the exNode as read), TRIM, REFRESH, and a
+ * refresh's FAILURE.  Their own keys come last; "-" stands for what is not known or not asked. */
+static void test_event_lines_manage(void)
+{
+    char err[256], header[256];
+    lors_depot_t a = {.host = "a.example.org", .port = 6714, .rid = "0"};
+    lors_evstream_t *es = lors_evstream_open(lns_test_path("evm"), "lors_trim", err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(es);
+
+    /* two mappings: one with a manage capability and an end, one with neither */
+    xnd_t *x = xnd_new();
+    xnd_mapping_t *m = xnd_mapping_new();
+    m->logical_length = 100;
+    CU_ASSERT_EQUAL(xnd_mapping_set_cap(m, XND_MANAGE, "ibp://a.example.org:6714/0#k3y/t1/MANAGE"),
+                    XND_OK);
+    CU_ASSERT_EQUAL(xnd_mapping_set_time(m, 1, 1795386450), XND_OK);
+    CU_ASSERT_EQUAL(xnd_append(x, m), XND_OK);
+    m = xnd_mapping_new();
+    m->exnode_offset = 100;
+    m->logical_length = 50;
+    CU_ASSERT_EQUAL(xnd_mapping_set_cap(m, XND_READ, "not a capability"), XND_OK);
+    CU_ASSERT_EQUAL(xnd_append(x, m), XND_OK);
+    lors_evstream_mappings(es, x);
+    lors_evstream_mappings(NULL, x); /* no stream: nothing, no crash */
+    xnd_free(x);
+
+    /* TRIM: freed=- (no -d), 1, and 0 with the step and error; no depot when none parses */
+    lors_event_t ev = {.kind = LORS_EV_TRIM, .depot = &a, .fragment = 0, .copy = 0,
+                       .offset = 0, .length = 100, .freed = -1};
+    lors_evstream_event(es, &ev);
+    ev.freed = 1;
+    lors_evstream_event(es, &ev);
+    ev.freed = 0;
+    ev.op = "DECR";
+    ev.ibp_err = IBP_E_CAP_NOT_FOUND;
+    lors_evstream_event(es, &ev);
+    ev = (lors_event_t){.kind = LORS_EV_TRIM, .fragment = 1, .copy = 1, .offset = 100,
+                        .length = 50, .freed = 0, .op = "NOCAP"};
+    lors_evstream_event(es, &ev);
+
+    /* REFRESH: an old end not known, then both; a refresh that failed is a FAILURE, to=- */
+    ev = (lors_event_t){.kind = LORS_EV_REFRESH, .depot = &a, .fragment = 0, .copy = 0,
+                        .offset = 0, .length = 100, .old_end = XND_TIME_UNKNOWN,
+                        .new_end = 1795390050};
+    lors_evstream_event(es, &ev);
+    ev.old_end = 1795386450;
+    lors_evstream_event(es, &ev);
+    ev.new_end = XND_TIME_UNKNOWN;
+    lors_evstream_event(es, &ev);
+    ev = (lors_event_t){.kind = LORS_EV_FAILURE, .depot = &a, .fragment = 0, .copy = 0,
+                        .offset = 0, .length = 100, .op = "CHANGE",
+                        .ibp_err = IBP_E_CAP_NOT_FOUND};
+    lors_evstream_event(es, &ev);
+    lors_evstream_printf(es, "END", "bytes=%d seconds=%.3f rc=%d", 100, 0.25, 8);
+    lors_evstream_close(es);
+
+    char why[256], want[2048];
+    lors_evstream_encode(ibp_strerror(IBP_E_CAP_NOT_FOUND), why, sizeof why);
+    snprintf(want, sizeof want,
+             "MAPPING depot=a.example.org:6714/0 frag=0 copy=0 off=0 len=100 end=1795386450\n"
+             "MAPPING depot=- frag=1 copy=1 off=100 len=50 end=-\n"
+             "TRIM depot=a.example.org:6714/0 frag=0 copy=0 off=0 len=100 freed=-\n"
+             "TRIM depot=a.example.org:6714/0 frag=0 copy=0 off=0 len=100 freed=1\n"
+             "TRIM depot=a.example.org:6714/0 frag=0 copy=0 off=0 len=100 op=DECR err=%d "
+             "why=%s freed=0\n"
+             "TRIM frag=1 copy=1 off=100 len=50 op=NOCAP err=0 freed=0\n"
+             "REFRESH depot=a.example.org:6714/0 frag=0 copy=0 off=0 len=100 old_end=- "
+             "new_end=1795390050\n"
+             "REFRESH depot=a.example.org:6714/0 frag=0 copy=0 off=0 len=100 "
+             "old_end=1795386450 new_end=1795390050\n"
+             "REFRESH depot=a.example.org:6714/0 frag=0 copy=0 off=0 len=100 "
+             "old_end=1795386450 new_end=-\n"
+             "FAILURE depot=a.example.org:6714/0 frag=0 copy=0 off=0 len=100 op=CHANGE err=%d "
+             "why=%s to=-\n"
+             "END bytes=100 seconds=0.250 rc=8 dropped=0\n",
+             IBP_E_CAP_NOT_FOUND, why, IBP_E_CAP_NOT_FOUND, why);
+    expect_stream(lns_test_path("evm"), want, header, sizeof header);
+    CU_ASSERT(strncmp(header, "LNS-EVENTS 1 tool=lors_trim pid=", 32) == 0);
 }
 
 typedef struct feeder {
@@ -589,6 +675,7 @@ void lns_test_register(void)
     CU_add_test(s, "exit codes", test_exit_codes);
     CU_add_test(s, "events: value encoding", test_encode);
     CU_add_test(s, "events: one line per event", test_event_lines);
+    CU_add_test(s, "events: MAPPING, TRIM, REFRESH lines", test_event_lines_manage);
     CU_add_test(s, "events: a reader that stops reading", test_event_slow_reader);
     CU_add_test(s, "events: a reader that is gone", test_event_reader_gone);
     CU_add_test(s, "progress bar", test_progress);
