@@ -627,10 +627,15 @@ int sched_buffer_full(const lors_sched_t *s, uint32_t b)
         return 0;
     if (b == s->first_hole && (s->next_release == s->first_hole || !prebuffer_met(s)))
         return 0;
+    /* every pending block below b keeps its room: the writer needs them first.  Only the
+     * first hole's used to, and when the depots of a block were busy (at their cap), later
+     * blocks took the whole buffer; the skipped block was then fetched alone, just in time
+     * (a streaming player starved: test_streaming) */
     uint64_t need = s->tot.buffered + sched_blk_len(s, b);
-    if (b != s->first_hole && s->first_hole < s->nblocks &&
-        s->blk[s->first_hole].state == ST_PENDING)
-        need += sched_blk_len(s, s->first_hole);
+    for (uint32_t k = sched_bits_next(&s->pending, s->first_hole);
+         k != NONE && k < b && need <= s->cfg.buffer_bytes;
+         k = k + 1 < s->nblocks ? sched_bits_next(&s->pending, k + 1) : NONE)
+        need += sched_blk_len(s, k);
     return need > s->cfg.buffer_bytes;
 }
 
