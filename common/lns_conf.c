@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,25 @@ static char *trim(char *s)
     while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' || e[-1] == '\n'))
         *--e = 0;
     return s;
+}
+
+int lns_conf_fail(char *why, size_t whylen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, whylen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int lns_conf_str(const char *key, const char *value, char *dst, size_t size, char *why,
+                 size_t whylen)
+{
+    if (strlen(value) >= size)
+        return lns_conf_fail(why, whylen, "%s: value too long (at most %zu bytes)", key,
+                             size - 1);
+    strcpy(dst, value);
+    return 0;
 }
 
 int lns_conf_read(const char *path, lns_conf_set_fn set, void *arg, char *err, size_t errlen)

@@ -16,6 +16,13 @@
 typedef int (*lns_conf_set_fn)(void *arg, const char *key, const char *value, char *why,
                                size_t whylen);
 
+/* Helpers for setters: write the printf-style message to why and return -1; copy value into
+ * dst[size] (-1 with "KEY: value too long (at most N bytes)" when it does not fit). */
+int lns_conf_fail(char *why, size_t whylen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int lns_conf_str(const char *key, const char *value, char *dst, size_t size, char *why,
+                 size_t whylen);
+
 /* Read path and apply each setting in order with set(arg, ...).  0, or -1 with
  * "PATH:LINE: why" (or why the file cannot be read) in err; settings before the bad line
  * have been applied. */

@@ -8,7 +8,6 @@
 #include "lbone_srv.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,18 +16,6 @@
 #include "lns_conf.h"
 #include "lns_log.h"
 #include "lns_units.h"
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 void lbone_config_init(lbone_srv_config_t *cfg)
 {
@@ -57,7 +44,8 @@ static int set_int(const char *key, const char *v, long lo, long hi, int *out, c
     errno = 0;
     long x = strtol(v, &end, 10);
     if (!*v || *end || errno || x < lo || x > hi)
-        return fail(err, errlen, "%s: '%s' is not a whole number from %ld to %ld", key, v, lo, hi);
+        return lns_conf_fail(err, errlen,
+                             "%s: '%s' is not a whole number from %ld to %ld", key, v, lo, hi);
     *out = (int)x;
     return 0;
 }
@@ -67,18 +55,9 @@ static int set_secs(const char *key, const char *v, int64_t lo, int64_t hi, int 
 {
     int64_t x;
     if (lns_parse_seconds(v, &x) < 0 || x < lo || x > hi)
-        return fail(err, errlen, "%s: '%s' is not a duration from %llds to %llds", key, v,
-                    (long long)lo, (long long)hi);
+        return lns_conf_fail(err, errlen, "%s: '%s' is not a duration from %llds to %llds", key, v,
+                             (long long)lo, (long long)hi);
     *out = (int)x;
-    return 0;
-}
-
-static int set_str(const char *key, const char *v, char *dst, size_t size, char *err,
-                   size_t errlen)
-{
-    if (strlen(v) >= size)
-        return fail(err, errlen, "%s: value too long (at most %zu bytes)", key, size - 1);
-    strcpy(dst, v);
     return 0;
 }
 
@@ -87,20 +66,20 @@ int lbone_config_set(lbone_srv_config_t *cfg, const char *key, const char *v, ch
 {
     static const int64_t year = 366 * 86400;
     if (strcmp(key, "listen") == 0)
-        return set_str(key, v, cfg->listen, sizeof cfg->listen, err, errlen);
+        return lns_conf_str(key, v, cfg->listen, sizeof cfg->listen, err, errlen);
     if (strcmp(key, "port") == 0)
         return set_int(key, v, 0, 65535, &cfg->port, err, errlen);
     if (strcmp(key, "port-file") == 0)
-        return set_str(key, v, cfg->port_file, sizeof cfg->port_file, err, errlen);
+        return lns_conf_str(key, v, cfg->port_file, sizeof cfg->port_file, err, errlen);
     if (strcmp(key, "db") == 0) {
         if (!*v)
-            return fail(err, errlen, "db: empty path");
-        return set_str(key, v, cfg->db, sizeof cfg->db, err, errlen);
+            return lns_conf_fail(err, errlen, "db: empty path");
+        return lns_conf_str(key, v, cfg->db, sizeof cfg->db, err, errlen);
     }
     if (strcmp(key, "token-file") == 0)
-        return set_str(key, v, cfg->token_file, sizeof cfg->token_file, err, errlen);
+        return lns_conf_str(key, v, cfg->token_file, sizeof cfg->token_file, err, errlen);
     if (strcmp(key, "geo-data") == 0)
-        return set_str(key, v, cfg->geo_data, sizeof cfg->geo_data, err, errlen);
+        return lns_conf_str(key, v, cfg->geo_data, sizeof cfg->geo_data, err, errlen);
     if (strcmp(key, "heartbeat") == 0)
         return set_secs(key, v, 1, 86400, &cfg->heartbeat_s, err, errlen);
     if (strcmp(key, "down-after") == 0)
@@ -122,7 +101,7 @@ int lbone_config_set(lbone_srv_config_t *cfg, const char *key, const char *v, ch
     if (strcmp(key, "max-body") == 0) {
         uint64_t x;
         if (lns_parse_size(v, &x) < 0 || x < 1024 || x > 16 * 1024 * 1024)
-            return fail(err, errlen, "max-body: '%s' is not a size from 1K to 16M", v);
+            return lns_conf_fail(err, errlen, "max-body: '%s' is not a size from 1K to 16M", v);
         cfg->max_body = x;
         return 0;
     }
@@ -131,17 +110,18 @@ int lbone_config_set(lbone_srv_config_t *cfg, const char *key, const char *v, ch
     if (strcmp(key, "max-pairs") == 0)
         return set_int(key, v, 1, 100000000, &cfg->max_pairs, err, errlen);
     if (strcmp(key, "log-file") == 0)
-        return set_str(key, v, cfg->log_file, sizeof cfg->log_file, err, errlen);
+        return lns_conf_str(key, v, cfg->log_file, sizeof cfg->log_file, err, errlen);
     if (strcmp(key, "log-level") == 0) {
         int l = lns_log_level_parse(v);
         if (l < 0)
-            return fail(err, errlen, "log-level: '%s' is not error, warn, info or debug", v);
+            return lns_conf_fail(err, errlen,
+                                 "log-level: '%s' is not error, warn, info or debug", v);
         cfg->log_level = l;
         return 0;
     }
     if (strcmp(key, "pid-file") == 0)
-        return set_str(key, v, cfg->pid_file, sizeof cfg->pid_file, err, errlen);
-    return fail(err, errlen, "unknown setting '%s'", key);
+        return lns_conf_str(key, v, cfg->pid_file, sizeof cfg->pid_file, err, errlen);
+    return lns_conf_fail(err, errlen, "unknown setting '%s'", key);
 }
 
 static int conf_set(void *arg, const char *key, const char *value, char *why, size_t whylen)
@@ -221,7 +201,7 @@ static int args_set(void *arg, const char *key, const char *value, char *why, si
 {
     lbone_srv_config_t *cfg = arg;
     if (strcmp(key, "config") == 0)
-        return set_str(key, value, cfg->config_file, sizeof cfg->config_file, why, whylen) < 0
+        return lns_conf_str(key, value, cfg->config_file, sizeof cfg->config_file, why, whylen) < 0
                    ? -1
                    : lbone_config_file(cfg, value, why, whylen);
     if (strcmp(key, "check-config") == 0) {
@@ -240,10 +220,12 @@ int lbone_config_args(lbone_srv_config_t *cfg, int argc, char **argv, char *err,
     if (rc != LNS_CONF_OK)
         return rc == LNS_CONF_EXIT ? LBONE_CFG_EXIT : LBONE_CFG_ERR;
     if (!cfg->token_file[0])
-        return fail(err, errlen, "token-file: not set (registration needs a registry token)");
+        return lns_conf_fail(err, errlen,
+                             "token-file: not set (registration needs a registry token)");
     if (lbone_srv_down_after_s(cfg) > cfg->drop_after_s)
-        return fail(err, errlen, "drop-after (%ds) must not be shorter than down-after (%ds)",
-                    cfg->drop_after_s, lbone_srv_down_after_s(cfg));
+        return lns_conf_fail(err, errlen,
+                             "drop-after (%ds) must not be shorter than down-after (%ds)",
+                             cfg->drop_after_s, lbone_srv_down_after_s(cfg));
     return LBONE_CFG_OK;
 }
 
