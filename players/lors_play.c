@@ -528,7 +528,8 @@ static void play_opts(const flags_t *f, const lors_rc_t *rc, const xnd_t *x, dou
      * per depot where there are 8 or more depots (8 x 5 Mbit/s links: 0 underruns with one,
      * 1-8 per minute with up to 4 of 16 streams on a depot), more per depot where there are
      * few of them, and never more than 4 (lors_download's cap). */
-    o->depot_cap = (8 + depots - 1) / depots > 4 ? 4 : (8 + depots - 1) / depots;
+    int share = (8 + depots - 1) / depots;
+    o->depot_cap = share > 4 ? 4 : share;
     o->timeout_ms = 10000;
     if (rc->threads > 0)
         o->threads = rc->threads > 256 ? 256 : rc->threads;
