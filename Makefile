@@ -11,11 +11,20 @@
 #   make bench-lbone      lbone_server with 10,000 depots: query latency, heartbeat rate (docs/PERFORMANCE.md)
 #   make install          PREFIX=/usr/local DESTDIR=
 #
-# Sources are found by name: common/*.c and ibp_depot/ibp_*.c make libibp (ibp_tool*.c are the
-# tool), ibp_depot/depot_*.c the depot, exnode/xnd_*.c libexnode, lors/lors_*.c liblors,
-# lors/tools/lors_NAME.c the program lors_NAME, lbone/lbone_srv_*.c + lbone/lbone_server_main.c
-# lbone_server, the other lbone/lbone_*.c liblbone (client, gazetteer, JSON), lbone/tools/NAME.c
-# the program NAME, tests/unit/test_*.c and tests/system/test_*.c one test program each.
+# One folder, one layer (docs/layout.md).  Sources are found by folder:
+#   common/*.c                 shared helpers, linked into libibp
+#   ibp/*.c                    libibp, the IBP client library (ibp.h)
+#   depot/depot_*.c            the depot server, depot/depot_main.c its program ibp_depot
+#   exnode/*.c                 libexnode (xnd.h)
+#   lors/*.c                   liblors, the LoRS engines (lors.h)
+#   lbone/*.c                  liblbone, the L-Bone client library (lbone.h)
+#   lbone/server/*.c           lbone_server
+#   tools/tool_*.c             the programs' own support library (tool.h): options, rc file,
+#                              progress bar, event stream, exit codes
+#   tools/NAME.c, NAME_*.c     the program NAME (TOOL_PROGS below)
+#   tools/lifelines/           lors_lifelines and its analysis
+#   players/NAME.c             lors_play, lns_paced
+#   tests/{unit,system}/test_*.c one test program each; tests/fuzz/ the fuzz targets (fuzz.mk)
 
 CC      ?= cc
 PREFIX  ?= /usr/local
@@ -38,7 +47,8 @@ endif
 
 WARN     = -Wall -Wextra -Wshadow -Wpointer-arith -Wstrict-prototypes -Wno-unused-parameter
 XML2_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
-CPPFLAGS = -D_GNU_SOURCE -Icommon -Iibp_depot -Iexnode -Ilors -Ilbone -Itests/lib $(XML2_CFLAGS)
+CPPFLAGS = -D_GNU_SOURCE -Icommon -Iibp -Iexnode -Ilors -Ilbone -Idepot -Ilbone/server -Itools \
+           -Itools/lifelines -Itests/lib $(XML2_CFLAGS)
 CFLAGS   = -std=c11 $(OPT) $(WARN) -fPIC -pthread -MMD -MP
 LDFLAGS  = -pthread $(SANLD)
 LIBS     = -lxml2 -lssl -lcrypto -lz -lsqlite3
@@ -47,15 +57,16 @@ LBONE_LIBS = -lcurl -lm
 SRV_LIBS = -lmicrohttpd -lm
 
 COMMON_SRC = $(wildcard common/*.c)
-TOOL_SRC   = $(wildcard ibp_depot/ibp_tool*.c)
-LIBIBP_SRC = $(filter-out $(TOOL_SRC) ibp_depot/ibp_fuzz.c,$(wildcard ibp_depot/ibp_*.c))
-EXNODE_SRC = $(filter-out exnode/xnd_fuzz.c,$(wildcard exnode/xnd_*.c))
-LORS_SRC   = $(wildcard lors/lors_*.c)
-LORS_TOOLS = $(wildcard lors/tools/*.c)
-LBONE_SRV_SRC = $(wildcard lbone/lbone_srv_*.c)
-LBONE_SRC  = $(filter-out $(LBONE_SRV_SRC) lbone/lbone_server_main.c,$(wildcard lbone/lbone_*.c))
-LBONE_TOOLS = $(wildcard lbone/tools/*.c)
-DEPOT_SRC  = $(filter-out ibp_depot/depot_main.c,$(wildcard ibp_depot/depot_*.c))
+LIBIBP_SRC = $(wildcard ibp/*.c)
+EXNODE_SRC = $(wildcard exnode/*.c)
+LORS_SRC   = $(wildcard lors/*.c)
+LBONE_SRC  = $(wildcard lbone/*.c)
+LBONE_SRV_SRC = $(filter-out lbone/server/lbone_server_main.c,$(wildcard lbone/server/*.c))
+DEPOT_SRC  = $(filter-out depot/depot_main.c,$(wildcard depot/depot_*.c))
+TOOLLIB_SRC = $(wildcard tools/tool_*.c)
+LIFELINES_SRC = $(filter-out tools/lifelines/lors_lifelines.c,$(wildcard tools/lifelines/*.c))
+TOOL_PROGS = ibp_tool lbone_query lors_upload lors_download lors_augment lors_trim lors_refresh \
+             lors_ls
 TESTLIB_SRC = $(wildcard tests/lib/*.c)
 UNIT_SRC   = $(wildcard tests/unit/test_*.c)
 SYS_SRC    = $(wildcard tests/system/test_*.c)
@@ -68,18 +79,21 @@ LIBIBP_SO = $(B)/lib/libibp.so
 LIBDEPOT_A = $(B)/lib/libdepot.a
 LIBEXNODE_A = $(B)/lib/libexnode.a
 LIBLORS_A = $(B)/lib/liblors.a
-LORS_BINS = $(patsubst lors/tools/%.c,$(B)/bin/%,$(LORS_TOOLS))
+LIBTOOL_A = $(B)/lib/libtool.a
+LIBLIFELINES_A = $(B)/lib/liblifelines.a
 LIBLBONE_A = $(B)/lib/liblbone.a
 LIBLBONE_SRV_A = $(B)/lib/liblbone_srv.a
-LBONE_BINS = $(B)/bin/lbone_server $(patsubst lbone/tools/%.c,$(B)/bin/%,$(LBONE_TOOLS))
-PROGS     = $(B)/bin/ibp_depot $(B)/bin/ibp_tool
+TOOL_BINS = $(addprefix $(B)/bin/,$(TOOL_PROGS)) $(B)/bin/lors_lifelines
+SERVER_BINS = $(B)/bin/ibp_depot $(B)/bin/lbone_server
 UNIT_BINS = $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 SYS_BINS  = $(patsubst tests/system/%.c,$(B)/tests/%,$(SYS_SRC))
 BENCH_BINS = $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRC))
+# Everything a program may link, top layer first (static archives resolve left to right).
+ALL_LIBS_A = $(LIBTOOL_A) $(LIBLORS_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
 
 .PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-wan bench-lbone install uninstall clean
 
-all: $(LIBIBP_A) $(LIBIBP_SO) $(LIBEXNODE_A) $(LIBLORS_A) $(LIBLBONE_A) $(PROGS) $(LORS_BINS) $(LBONE_BINS)
+all: $(LIBIBP_A) $(LIBIBP_SO) $(LIBEXNODE_A) $(LIBLORS_A) $(LIBLBONE_A) $(SERVER_BINS) $(TOOL_BINS)
 
 tests: all $(UNIT_BINS) $(SYS_BINS)
 
@@ -110,7 +124,23 @@ $(LIBLORS_A): $(call obj,$(LORS_SRC)) | $(B)/obj/empty.o
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $(call obj,$(LORS_SRC)) $(if $(LORS_SRC),,$(B)/obj/empty.o)
 
-$(B)/bin/lors_%: $(call obj,lors/tools/lors_%.c) $(LIBLORS_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
+$(LIBTOOL_A): $(call obj,$(TOOLLIB_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIBLIFELINES_A): $(call obj,$(LIFELINES_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+# tools/NAME.c and tools/NAME_*.c make the program NAME.
+define tool_prog
+$(B)/bin/$(1): $(call obj,$(wildcard tools/$(1).c tools/$(1)_*.c)) $(ALL_LIBS_A)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(LIBS) $$(LBONE_LIBS)
+endef
+$(foreach p,$(TOOL_PROGS),$(eval $(call tool_prog,$(p))))
+
+$(B)/bin/lors_lifelines: $(call obj,tools/lifelines/lors_lifelines.c) $(LIBLIFELINES_A) $(ALL_LIBS_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS)
 
@@ -119,7 +149,7 @@ $(B)/bin/lors_%: $(call obj,lors/tools/lors_%.c) $(LIBLORS_A) $(LIBLBONE_A) $(LI
 PLAYER_SRC  = $(wildcard players/*.c)
 PLAYER_BINS = $(patsubst players/%.c,$(B)/bin/%,$(PLAYER_SRC))
 all: $(PLAYER_BINS)
-$(PLAYER_BINS): $(B)/bin/%: $(B)/obj/players/%.o $(LIBLORS_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
+$(PLAYER_BINS): $(B)/bin/%: $(B)/obj/players/%.o $(ALL_LIBS_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS)
 .PHONY: install-players uninstall-players
@@ -132,7 +162,7 @@ uninstall-players:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(PLAYER_BINS)))
 
 # The L-Bone: liblbone (what clients link), the server's modules as a library (so unit tests
-# can link them), the server, and the tools of lbone/tools/.
+# can link them), and the server.
 $(LIBLBONE_A): $(call obj,$(LBONE_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
@@ -141,32 +171,27 @@ $(LIBLBONE_SRV_A): $(call obj,$(LBONE_SRV_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/bin/lbone_server: $(call obj,lbone/lbone_server_main.c) $(LIBLBONE_SRV_A) $(LIBLBONE_A) $(LIBIBP_A)
+$(B)/bin/lbone_server: $(call obj,lbone/server/lbone_server_main.c) $(LIBLBONE_SRV_A) $(LIBLBONE_A) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(SRV_LIBS)
-
-$(B)/bin/lbone_%: $(call obj,lbone/tools/lbone_%.c) $(LIBLBONE_A) $(LIBIBP_A)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS)
 
 $(LIBDEPOT_A): $(call obj,$(DEPOT_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
 # The depot registers itself with L-Bones through liblbone.
-$(B)/bin/ibp_depot: $(call obj,ibp_depot/depot_main.c) $(LIBDEPOT_A) $(LIBLBONE_A) $(LIBIBP_A)
+$(B)/bin/ibp_depot: $(call obj,depot/depot_main.c) $(LIBDEPOT_A) $(LIBLBONE_A) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS)
 
-$(B)/bin/ibp_tool: $(call obj,$(TOOL_SRC)) $(LIBIBP_A)
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+TEST_LINK = $(call obj,$(TESTLIB_SRC)) $(LIBDEPOT_A) $(LIBLIFELINES_A) $(LIBTOOL_A) $(LIBLORS_A) \
+            $(LIBLBONE_SRV_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
 
-$(B)/tests/%: $(call obj,tests/unit/%.c) $(call obj,$(TESTLIB_SRC)) $(LIBDEPOT_A) $(LIBLORS_A) $(LIBLBONE_SRV_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
+$(B)/tests/%: $(call obj,tests/unit/%.c) $(TEST_LINK)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS) $(SRV_LIBS) $(TESTLIBS)
 
-$(B)/tests/%: $(call obj,tests/system/%.c) $(call obj,$(TESTLIB_SRC)) $(LIBDEPOT_A) $(LIBLORS_A) $(LIBLBONE_SRV_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
+$(B)/tests/%: $(call obj,tests/system/%.c) $(TEST_LINK)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS) $(SRV_LIBS) $(TESTLIBS)
 
@@ -221,15 +246,15 @@ install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR) \
 	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSCONFDIR)/lns \
 	    $(DESTDIR)$(PREFIX)/lib/systemd/system
-	install -m 755 $(PROGS) $(LORS_BINS) $(LBONE_BINS) $(DESTDIR)$(BINDIR)/
+	install -m 755 $(SERVER_BINS) $(TOOL_BINS) $(DESTDIR)$(BINDIR)/
 	install -d $(DESTDIR)$(PREFIX)/share/lns
 	install -m 755 gui/lns_gui $(DESTDIR)$(BINDIR)/
 	install -m 644 gui/world.txt gui/lns_gui_panels.tcl gui/lns_json.tcl $(DESTDIR)$(PREFIX)/share/lns/
 	install -m 644 $(LIBIBP_A) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(LIBIBP_SO) $(DESTDIR)$(LIBDIR)/libibp.so.0
 	ln -sf libibp.so.0 $(DESTDIR)$(LIBDIR)/libibp.so
-	install -m 644 ibp_depot/ibp.h $(DESTDIR)$(INCDIR)/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/.*LNS_VERSION "\(.*\)"/\1/p' ibp_depot/ibp.h)|g' \
+	install -m 644 ibp/ibp.h $(DESTDIR)$(INCDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/.*LNS_VERSION "\(.*\)"/\1/p' common/lns_version.h)|g' \
 	    scripts/libibp.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libibp.pc
 	install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 man/ibp_depot.8 man/lbone_server.8 $(DESTDIR)$(MANDIR)/man8/
@@ -239,7 +264,7 @@ install: all
 	    scripts/ibp_depot.service.in > $(DESTDIR)$(PREFIX)/lib/systemd/system/ibp_depot.service
 
 uninstall:
-	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,ibp_depot ibp_tool $(notdir $(LORS_BINS) $(LBONE_BINS))) \
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(SERVER_BINS) $(TOOL_BINS))) \
 	    $(DESTDIR)$(LIBDIR)/libibp.a $(DESTDIR)$(LIBDIR)/libibp.so $(DESTDIR)$(LIBDIR)/libibp.so.0 \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/libibp.pc $(DESTDIR)$(INCDIR)/ibp.h \
 	    $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN1))) $(DESTDIR)$(MANDIR)/man8/ibp_depot.8 \

@@ -13,25 +13,25 @@ SHELL = /bin/bash
 CLANG ?= clang
 FUZZ_SECONDS ?= 600
 FB = build/fuzz
-FFLAGS = -g -O1 -std=c11 -D_GNU_SOURCE -Icommon -Iibp_depot \
+FFLAGS = -g -O1 -std=c11 -D_GNU_SOURCE -Icommon -Iibp \
          -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 
 XML2_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
-XND_SRC = $(filter-out exnode/xnd_fuzz.c,$(wildcard exnode/xnd_*.c))
+XND_SRC = $(wildcard exnode/*.c)
 
 .PHONY: all run run_req run_xnd run_lbone_json smoke
 all: run
 
-$(FB)/fuzz_req: ibp_depot/ibp_fuzz.c ibp_depot/ibp_proto.c ibp_depot/ibp_proto.h
+$(FB)/fuzz_req: tests/fuzz/fuzz_req.c ibp/ibp_proto.c ibp/ibp_proto.h
 	@mkdir -p $(FB)
-	$(CLANG) $(FFLAGS) -o $@ ibp_depot/ibp_fuzz.c ibp_depot/ibp_proto.c
+	$(CLANG) $(FFLAGS) -o $@ tests/fuzz/fuzz_req.c ibp/ibp_proto.c
 
-$(FB)/fuzz_xnd: exnode/xnd_fuzz.c $(XND_SRC) exnode/xnd.h exnode/xnd_internal.h ibp_depot/ibp_cap.c common/lns_io.c
+$(FB)/fuzz_xnd: tests/fuzz/fuzz_xnd.c $(XND_SRC) exnode/xnd.h exnode/xnd_internal.h ibp/ibp_cap.c common/lns_io.c
 	@mkdir -p $(FB)
-	$(CLANG) $(FFLAGS) -Iexnode $(XML2_CFLAGS) -o $@ exnode/xnd_fuzz.c $(XND_SRC) \
-	    ibp_depot/ibp_cap.c common/lns_io.c -lxml2
+	$(CLANG) $(FFLAGS) -Iexnode $(XML2_CFLAGS) -o $@ tests/fuzz/fuzz_xnd.c $(XND_SRC) \
+	    ibp/ibp_cap.c common/lns_io.c -lxml2
 
-# Not under lbone/: the liblbone rule takes every lbone/lbone_*.c.
+# Every fuzz target lives in tests/fuzz/, beside its seed corpus.
 $(FB)/fuzz_lbone_json: tests/fuzz/fuzz_lbone_json.c lbone/lbone_json.c lbone/lbone_buf.c \
     lbone/lbone_json.h lbone/lbone_buf.h
 	@mkdir -p $(FB)

@@ -31,6 +31,7 @@
 #include "lns_io.h"
 #include "lns_time.h"
 #include "lns_units.h"
+#include "lns_version.h"
 
 static const char *TOOL = "lns_paced";
 

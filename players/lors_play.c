@@ -34,7 +34,7 @@
 #include "lns_time.h"
 #include "lns_units.h"
 #include "lors.h"
-#include "lors_tool.h"
+#include "tool.h"
 
 static const char *TOOL = "lors_play";
 
@@ -116,9 +116,9 @@ static int opt_secs(const char *opt, const char *val, double *out)
     errno = 0;
     double v = strtod(val, &end);
     if (end == val || errno || (*end && strcmp(end, "s") != 0) || !(v >= 0) || v > 3600)
-        return lors_cli_usage(TOOL, "%s %s: expected seconds from 0 to 3600", opt, val);
+        return tool_usage(TOOL, "%s %s: expected seconds from 0 to 3600", opt, val);
     *out = v;
-    return LORS_EXIT_OK;
+    return TOOL_EXIT_OK;
 }
 
 static int parse_flags(int argc, char **argv, flags_t *f)
@@ -136,40 +136,40 @@ static int parse_flags(int argc, char **argv, flags_t *f)
         case OPT_HEADLESS: f->headless = 1; break;
         case 'q':
             if (opt_secs("--prebuffer", optarg, &f->prebuffer))
-                return LORS_EXIT_USAGE;
+                return TOOL_EXIT_USAGE;
             break;
         case 'B':
             if (opt_secs("--buffer", optarg, &f->buffer))
-                return LORS_EXIT_USAGE;
+                return TOOL_EXIT_USAGE;
             if (f->buffer <= 0)
-                return lors_cli_usage(TOOL, "--buffer %s: must be above 0", optarg);
+                return tool_usage(TOOL, "--buffer %s: must be above 0", optarg);
             break;
         case 'b':
             if (lns_parse_rate(optarg, &f->bitrate) < 0)
-                return lors_cli_usage(TOOL, "--bitrate %s: expected bits per second such as 15M",
+                return tool_usage(TOOL, "--bitrate %s: expected bits per second such as 15M",
                                       optarg);
             break;
         case 't':
-            if (lors_cli_int(TOOL, "-t", optarg, 1, 256, &f->threads) < 0)
-                return LORS_EXIT_USAGE;
+            if (tool_int(TOOL, "-t", optarg, 1, 256, &f->threads) < 0)
+                return TOOL_EXIT_USAGE;
             break;
         case 'a':
-            if (lors_cli_int(TOOL, "-a", optarg, 1, 256, &f->depot_cap) < 0)
-                return LORS_EXIT_USAGE;
+            if (tool_int(TOOL, "-a", optarg, 1, 256, &f->depot_cap) < 0)
+                return TOOL_EXIT_USAGE;
             break;
         case 'r':
-            if (lors_cli_int(TOOL, "-r", optarg, 1, 8, &f->redundancy) < 0)
-                return LORS_EXIT_USAGE;
+            if (tool_int(TOOL, "-r", optarg, 1, 8, &f->redundancy) < 0)
+                return TOOL_EXIT_USAGE;
             break;
         case OPT_BS:
-            if (lors_cli_size(TOOL, "-bs", optarg, &f->blocksize) < 0)
-                return LORS_EXIT_USAGE;
+            if (tool_size(TOOL, "-bs", optarg, &f->blocksize) < 0)
+                return TOOL_EXIT_USAGE;
             if (f->blocksize < 1 || f->blocksize > ((int64_t)1 << 30))
-                return lors_cli_usage(TOOL, "-bs %s: from 1 byte to 1G", optarg);
+                return tool_usage(TOOL, "-bs %s: from 1 byte to 1G", optarg);
             break;
         case 'T':
-            if (lors_cli_timeout(TOOL, optarg, &f->timeout) < 0)
-                return LORS_EXIT_USAGE;
+            if (tool_timeout(TOOL, optarg, &f->timeout) < 0)
+                return TOOL_EXIT_USAGE;
             break;
         case 'o': f->output = optarg; break;
         case OPT_KEY: f->keyfile = optarg; break;
@@ -178,13 +178,13 @@ static int parse_flags(int argc, char **argv, flags_t *f)
         case OPT_QUIET: f->quiet = 1; break;
         case OPT_RC: f->rc = optarg; break;
         case OPT_NO_RC: f->no_rc = 1; break;
-        case OPT_HELP: usage(stdout); exit(LORS_EXIT_OK);
-        case OPT_VERSION: lors_cli_version(TOOL); exit(LORS_EXIT_OK);
-        case ':': return lors_cli_usage(TOOL, "%s needs a value", argv[optind - 1]);
-        default: return lors_cli_usage(TOOL, "unknown option %s", argv[optind - 1]);
+        case OPT_HELP: usage(stdout); exit(TOOL_EXIT_OK);
+        case OPT_VERSION: tool_version(TOOL); exit(TOOL_EXIT_OK);
+        case ':': return tool_usage(TOOL, "%s needs a value", argv[optind - 1]);
+        default: return tool_usage(TOOL, "unknown option %s", argv[optind - 1]);
         }
     }
-    return LORS_EXIT_OK;
+    return TOOL_EXIT_OK;
 }
 
 /* ---- the player ------------------------------------------------------------------------- */
@@ -236,7 +236,7 @@ typedef struct player {
     int pid;
 } player_t;
 
-/* Build the player's command line.  LORS_EXIT_OK or a usage error. */
+/* Build the player's command line.  TOOL_EXIT_OK or a usage error. */
 static int player_argv(const flags_t *f, double bitrate, player_t *p)
 {
     const char *want = f->player;
@@ -247,7 +247,7 @@ static int player_argv(const flags_t *f, double bitrate, player_t *p)
             if (in_path(order[i]))
                 want = order[i];
         if (!want)
-            return lors_cli_usage(TOOL, "no player: none of mpv, mplayer, vlc is installed; "
+            return tool_usage(TOOL, "no player: none of mpv, mplayer, vlc is installed; "
                                   "name one with --player (paced, or a command)");
     }
     snprintf(p->name, sizeof p->name, "%s", want);
@@ -283,7 +283,7 @@ static int player_argv(const flags_t *f, double bitrate, player_t *p)
         p->argv[n++] = "-";
     } else if (strcmp(want, "paced") == 0) {
         if (!(bitrate > 0))
-            return lors_cli_usage(TOOL, "--player paced needs the stream's bitrate: give "
+            return tool_usage(TOOL, "--player paced needs the stream's bitrate: give "
                                   "--bitrate (the exNode has none and ffprobe could not tell)");
         paced_path(p->paced, sizeof p->paced);
         snprintf(p->rate, sizeof p->rate, "%.0f", bitrate);
@@ -306,8 +306,8 @@ static int player_argv(const flags_t *f, double bitrate, player_t *p)
     }
     p->argv[n] = NULL;
     if (f->output && strcmp(p->name, "paced") != 0)
-        return lors_cli_usage(TOOL, "--output works with --player paced only");
-    return LORS_EXIT_OK;
+        return tool_usage(TOOL, "--output works with --player paced only");
+    return TOOL_EXIT_OK;
 }
 
 /* Start the player with rfd as its stdin.  0 or -1 (message printed). */
@@ -315,7 +315,7 @@ static int player_start(player_t *p, int rfd, int wfd)
 {
     pid_t pid = fork();
     if (pid < 0) {
-        lors_cli_error(TOOL, "starting the player: %s", strerror(errno));
+        tool_error(TOOL, "starting the player: %s", strerror(errno));
         return -1;
     }
     if (pid == 0) {
@@ -505,7 +505,7 @@ static int count_depots(const xnd_t *x)
         return 1;
     for (size_t i = 0; i < x->nmaps; i++) {
         char d[sizeof seen[0]];
-        lors_cli_mapping_depot(x->maps[i], d, sizeof d);
+        tool_mapping_depot(x->maps[i], d, sizeof d);
         int dup = 0;
         for (int j = 0; j < n && !dup; j++)
             dup = strcmp(seen[j], d) == 0;
@@ -517,7 +517,7 @@ static int count_depots(const xnd_t *x)
 }
 
 /* lors_download's defaults, then those of playback, then the rc file, then the flags. */
-static void play_opts(const flags_t *f, const lors_rc_t *rc, const xnd_t *x, double bitrate,
+static void play_opts(const flags_t *f, const tool_rc_t *rc, const xnd_t *x, double bitrate,
                       lors_download_opts_t *o)
 {
     int depots = count_depots(x);
@@ -567,8 +567,8 @@ static void play_opts(const flags_t *f, const lors_rc_t *rc, const xnd_t *x, dou
 int main(int argc, char **argv)
 {
     flags_t f;
-    lors_rc_t rc;
-    lors_cli_feed_t feed;
+    tool_rc_t rc;
+    tool_feed_t feed;
     lors_download_opts_t o;
     lors_dl_report_t rep;
     lors_e2e_info_t e2e;
@@ -591,25 +591,25 @@ int main(int argc, char **argv)
     code = parse_flags(argc, argv, &f);
     if (code)
         return code;
-    code = lors_cli_open_exnode(TOOL, f.file, argc, argv, optind, f.rc, f.no_rc, &path, &rc, &x);
+    code = tool_open_exnode(TOOL, f.file, argc, argv, optind, f.rc, f.no_rc, &path, &rc, &x);
     if (code)
         return code;
     rc_loaded = 1;
     if (lors_e2e_info(x, &e2e, err, sizeof err) != LORS_OK) {
-        lors_cli_error(TOOL, "%s: %s", path, err);
-        code = LORS_EXIT_EXNODE;
+        tool_error(TOOL, "%s: %s", path, err);
+        code = TOOL_EXIT_EXNODE;
         goto done;
     }
     int64_t size = e2e.present ? e2e.plain_size : xnd_size(x);
     if (size < 0) {
-        lors_cli_error(TOOL, "%s: the exNode does not say the file's size", path);
-        code = LORS_EXIT_EXNODE;
+        tool_error(TOOL, "%s: the exNode does not say the file's size", path);
+        code = TOOL_EXIT_EXNODE;
         goto done;
     }
     if (e2e.present && strstr(e2e.chain, "aes")) {
         if (lors_key_load(f.keyfile, key, err, sizeof err) != LORS_OK) {
-            lors_cli_error(TOOL, "the aes key: %s", err);
-            code = LORS_EXIT_INTEGRITY;
+            tool_error(TOOL, "the aes key: %s", err);
+            code = TOOL_EXIT_INTEGRITY;
             goto done;
         }
     }
@@ -626,15 +626,15 @@ int main(int argc, char **argv)
         bsrc = "ffprobe";
     }
     if (f.prebuffer > 0 && !(bitrate > 0)) {
-        code = lors_cli_usage(TOOL, "--prebuffer %g: the stream's bitrate is unknown (the exNode "
+        code = tool_usage(TOOL, "--prebuffer %g: the stream's bitrate is unknown (the exNode "
                               "has none and ffprobe could not tell): give --bitrate", f.prebuffer);
         goto done;
     }
     char tmpjson[] = "/tmp/lors_play-json-XXXXXX";
     int jfd = mkstemp(tmpjson);
     if (jfd < 0) {
-        lors_cli_error(TOOL, "a temporary file: %s", strerror(errno));
-        code = LORS_EXIT_IO;
+        tool_error(TOOL, "a temporary file: %s", strerror(errno));
+        code = TOOL_EXIT_IO;
         goto done;
     }
     close(jfd);
@@ -645,27 +645,27 @@ int main(int argc, char **argv)
     play_opts(&f, &rc, x, bitrate, &o);
     o.key = keyp;
 
-    code = lors_cli_feed_open(TOOL, &feed, f.events, "play", -1, -1);
+    code = tool_feed_open(TOOL, &feed, f.events, "play", -1, -1);
     if (code)
         goto done;
-    o.on_event = lors_cli_feed_fn(&feed);
+    o.on_event = tool_feed_fn(&feed);
     o.event_arg = &feed.tee;
     if (feed.es) {
         char xp[3 * PATH_MAX];
-        lors_evstream_encode(path, xp, sizeof xp);
-        lors_evstream_printf(feed.es, "BEGIN", "op=play exnode=%s size=%" PRId64 " player=%s "
+        tool_events_encode(path, xp, sizeof xp);
+        tool_events_printf(feed.es, "BEGIN", "op=play exnode=%s size=%" PRId64 " player=%s "
                              "bitrate=%.0f bitrate_from=%s prebuffer=%" PRId64 " buffer=%" PRId64
                              " threads=%d bs=%" PRId64, xp, size, pl.name, bitrate > 0 ? bitrate
                              : 0, bsrc, o.prebuffer_bytes, o.buffer_bytes, o.threads, o.blocksize);
     }
 
     if (pipe2(pipefd, O_CLOEXEC) < 0) {
-        lors_cli_error(TOOL, "a pipe to the player: %s", strerror(errno));
-        code = LORS_EXIT_IO;
+        tool_error(TOOL, "a pipe to the player: %s", strerror(errno));
+        code = TOOL_EXIT_IO;
         goto done;
     }
     if (player_start(&pl, pipefd[0], pipefd[1]) < 0) {
-        code = LORS_EXIT_IO;
+        code = TOOL_EXIT_IO;
         goto done;
     }
     close(pipefd[0]);
@@ -686,16 +686,16 @@ int main(int argc, char **argv)
         paced_read(pl.json, &pr);
 
     if (lrc != LORS_OK && !(lrc == LORS_E_WRITE && pstatus != 0)) {
-        code = lors_exit_code(lrc);
-        lors_cli_error(TOOL, "%s: %s", path, rep.error[0] ? rep.error : lors_strerror(lrc));
+        code = tool_exit_code(lrc);
+        tool_error(TOOL, "%s: %s", path, rep.error[0] ? rep.error : lors_strerror(lrc));
     } else if (pstatus != 0) {
-        code = LORS_EXIT_IO;
-        lors_cli_error(TOOL, "the player (%s) %s %d after %" PRId64 " of %" PRId64 " bytes",
+        code = TOOL_EXIT_IO;
+        tool_error(TOOL, "the player (%s) %s %d after %" PRId64 " of %" PRId64 " bytes",
                        pl.argv[0], pstatus > 128 ? "died of signal" : "exited with status",
                        pstatus > 128 ? pstatus - 128 : pstatus, rep.bytes_written, size);
     } else if (strcmp(pl.name, "paced") == 0 && !pr.ok) {
-        code = LORS_EXIT_IO;
-        lors_cli_error(TOOL, "lns_paced left no results in %s", pl.json);
+        code = TOOL_EXIT_IO;
+        tool_error(TOOL, "lns_paced left no results in %s", pl.json);
     }
     if (!f.quiet) {
         fprintf(stderr, "%s: %" PRId64 " bytes in %.2f s (%.1f Mbit/s; stream %.1f Mbit/s from "
@@ -724,12 +724,12 @@ int main(int argc, char **argv)
 
 done:
     if (feed.es)
-        lors_evstream_printf(feed.es, "END", "bytes=%" PRId64 " seconds=%.3f player_status=%d "
+        tool_events_printf(feed.es, "END", "bytes=%" PRId64 " seconds=%.3f player_status=%d "
                              "pipe_empty=%.3f pipe_empty_max=%.3f underruns=%ld "
                              "underrun_total=%.3f underrun_max=%.3f rc=%d", rep.bytes_written,
                              rep.seconds, pstatus, mon.empty_ns / 1e9, mon.longest_ns / 1e9,
                              pr.ok ? pr.count : -1, pr.total_s, pr.max_s, code);
-    lors_cli_feed_close(&feed);
+    tool_feed_close(&feed);
     if (pipefd[0] >= 0)
         close(pipefd[0]);
     if (pipefd[1] >= 0)
@@ -740,6 +740,6 @@ done:
     lors_dl_report_free(&rep);
     xnd_free(x);
     if (rc_loaded)
-        lors_rc_free(&rc);
+        tool_rc_free(&rc);
     return code;
 }

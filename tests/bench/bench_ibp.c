@@ -29,6 +29,7 @@
 #include "lns_units.h"
 #include "lns_net.h"
 #include "lns_time.h"
+#include "lns_version.h"
 
 enum { EXIT_IBP = 1, EXIT_USAGE = 2, EXIT_VERIFY = 3, EXIT_SYS = 4 };
 

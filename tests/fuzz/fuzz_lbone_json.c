@@ -7,7 +7,7 @@
  * give the same bytes.  Numbers are written with full precision here (integers as
  * integers, others always with a fraction or exponent), since lbone_json_put_number rounds
  * on purpose.  This file lives under
- * tests/fuzz/, not lbone/, so the liblbone rule (lbone/lbone_*.c) does not pick it up.
+ * tests/fuzz/, with the other fuzz targets.
  */
 #include <stdint.h>
 #include <stdio.h>

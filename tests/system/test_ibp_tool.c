@@ -17,6 +17,7 @@
 #include "ibp.h"
 #include "lns_test.h"
 #include "test_depot.h"
+#include "lns_version.h"
 
 static test_depot_t dA, dB;
 static char out[1 << 16], err[1 << 14];

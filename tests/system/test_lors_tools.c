@@ -22,6 +22,7 @@
 #include "test_lors.h"
 #include "test_tools.h"
 #include "xnd.h"
+#include "lns_version.h"
 
 #define ND 4
 #define MIB (1 << 20)

@@ -17,6 +17,7 @@
 #include "lns_test.h"
 #include "test_json.h"
 #include "test_tools.h"
+#include "lns_version.h"
 
 #define ND 5
 

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "lns_test.h"
-#include "lors_lifelines.h"
+#include "lifelines.h"
 #include "test_lors.h"
 #include "xnd.h"
 

@@ -14,7 +14,7 @@
 #include <zlib.h>
 
 #include "lns_test.h"
-#include "lors_lifelines.h"
+#include "lifelines.h"
 
 static const char *hand_log[] = {
     /* depot a:1, two fetches of different sizes: delay 2 ms for 1e6 bytes, 4.5 ms for 3e6 */

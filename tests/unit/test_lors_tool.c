@@ -1,4 +1,4 @@
-/* test_lors_tool.c -- liblors's tool support without depots: the rc file parser, exit codes,
+/* test_lors_tool.c -- tools/tool.h without depots: the rc file parser, exit codes,
  * the event stream's lines (and its behaviour with a reader that stops reading), the
  * progress bar, the tee, and lors_verify_prefix on a hand-made exNode. */
 #include <errno.h>
@@ -14,7 +14,7 @@
 #include "lns_test.h"
 #include "lns_time.h"
 #include "lors.h"
-#include "lors_tool.h"
+#include "tool.h"
 #include "xnd.h"
 
 static void write_text(const char *path, const char *text)
@@ -45,15 +45,15 @@ static char *read_all(const char *path)
 
 /* ---- rc file --------------------------------------------------------------------------- */
 
-static int load_text(const char *text, lors_rc_t *rc, char *err, size_t errlen)
+static int load_text(const char *text, tool_rc_t *rc, char *err, size_t errlen)
 {
     write_text(lns_test_path("rc"), text);
-    return lors_rc_load(lns_test_path("rc"), rc, err, errlen);
+    return tool_rc_load(lns_test_path("rc"), rc, err, errlen);
 }
 
 static void test_rc_all_keywords(void)
 {
-    lors_rc_t rc;
+    tool_rc_t rc;
     char err[512];
     int r = load_text("# a LoRS-style .xndrc\n"
                       "LBONE_SERVER lbone.example.org 6767\n"
@@ -106,15 +106,15 @@ static void test_rc_all_keywords(void)
         CU_ASSERT_STRING_EQUAL(d[1].rid, "2");
     }
     free(d);
-    lors_rc_free(&rc);
+    tool_rc_free(&rc);
     CU_ASSERT_EQUAL(rc.nlbone, 0);
     CU_ASSERT_PTR_NULL(rc.depots);
-    lors_rc_free(&rc); /* twice is harmless */
+    tool_rc_free(&rc); /* twice is harmless */
 }
 
 static void test_rc_unset_and_sources(void)
 {
-    lors_rc_t rc;
+    tool_rc_t rc;
     char err[512];
     /* comments only: everything unset */
     CU_ASSERT_EQUAL(load_text("# nothing\n\n", &rc, err, sizeof err), LORS_OK);
@@ -125,37 +125,37 @@ static void test_rc_unset_and_sources(void)
     CU_ASSERT_EQUAL(rc.verbose, -1);
     CU_ASSERT_PTR_NULL(rc.depots);
     CU_ASSERT_PTR_NULL(rc.e2e_order);
-    lors_rc_free(&rc);
+    tool_rc_free(&rc);
 
     /* no path: $LNS_RC, else ~/.xndrc, which may be missing */
     write_text(lns_test_path("env.rc"), "COPIES 4\n");
     setenv("LNS_RC", lns_test_path("env.rc"), 1);
-    CU_ASSERT_EQUAL(lors_rc_load(NULL, &rc, err, sizeof err), LORS_OK);
+    CU_ASSERT_EQUAL(tool_rc_load(NULL, &rc, err, sizeof err), LORS_OK);
     CU_ASSERT_EQUAL(rc.copies, 4);
-    lors_rc_free(&rc);
+    tool_rc_free(&rc);
     unsetenv("LNS_RC");
     setenv("HOME", lns_test_tmpdir(), 1);
     unlink(lns_test_path(".xndrc"));
-    CU_ASSERT_EQUAL(lors_rc_load(NULL, &rc, err, sizeof err), LORS_OK);
+    CU_ASSERT_EQUAL(tool_rc_load(NULL, &rc, err, sizeof err), LORS_OK);
     CU_ASSERT_STRING_EQUAL(rc.path, "");
     CU_ASSERT_EQUAL(rc.copies, -1);
-    lors_rc_free(&rc);
+    tool_rc_free(&rc);
     write_text(lns_test_path(".xndrc"), "THREADS 7\n");
-    CU_ASSERT_EQUAL(lors_rc_load(NULL, &rc, err, sizeof err), LORS_OK);
+    CU_ASSERT_EQUAL(tool_rc_load(NULL, &rc, err, sizeof err), LORS_OK);
     CU_ASSERT_EQUAL(rc.threads, 7);
-    lors_rc_free(&rc);
+    tool_rc_free(&rc);
     unlink(lns_test_path(".xndrc"));
 
     /* a file named but missing is an error, from a path or from LNS_RC */
-    CU_ASSERT_EQUAL(lors_rc_load(lns_test_path("nope.rc"), &rc, err, sizeof err), LORS_E_RC);
+    CU_ASSERT_EQUAL(tool_rc_load(lns_test_path("nope.rc"), &rc, err, sizeof err), LORS_E_RC);
     CU_ASSERT(strstr(err, "nope.rc") != NULL);
     setenv("LNS_RC", lns_test_path("nope.rc"), 1);
-    CU_ASSERT_EQUAL(lors_rc_load(NULL, &rc, err, sizeof err), LORS_E_RC);
+    CU_ASSERT_EQUAL(tool_rc_load(NULL, &rc, err, sizeof err), LORS_E_RC);
     unsetenv("LNS_RC");
     /* /dev/null (what --no-rc amounts to) is an empty file */
-    CU_ASSERT_EQUAL(lors_rc_load("/dev/null", &rc, err, sizeof err), LORS_OK);
+    CU_ASSERT_EQUAL(tool_rc_load("/dev/null", &rc, err, sizeof err), LORS_OK);
     CU_ASSERT_EQUAL(rc.copies, -1);
-    lors_rc_free(&rc);
+    tool_rc_free(&rc);
 }
 
 static void test_rc_errors(void)
@@ -186,7 +186,7 @@ static void test_rc_errors(void)
         {"VERBOSE maybe\n", 1, "VERBOSE"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        lors_rc_t rc;
+        tool_rc_t rc;
         char err[512], where[4200];
         int r = load_text(bad[i].text, &rc, err, sizeof err);
         CU_ASSERT_EQUAL(r, LORS_E_RC);
@@ -197,27 +197,27 @@ static void test_rc_errors(void)
         }
         CU_ASSERT_PTR_NULL(rc.depots); /* nothing half-loaded */
         CU_ASSERT_EQUAL(rc.copies, -1);
-        lors_rc_free(&rc);
+        tool_rc_free(&rc);
     }
 }
 
 static void test_exit_codes(void)
 {
-    CU_ASSERT_EQUAL(lors_exit_code(LORS_OK), 0);
-    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_INVAL), LORS_EXIT_USAGE);
-    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_RC), LORS_EXIT_USAGE);
-    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_EXNODE), LORS_EXIT_EXNODE);
-    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_READ), LORS_EXIT_IO);
-    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_WRITE), LORS_EXIT_IO);
-    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_NODEPOTS), LORS_EXIT_DEPOTS);
-    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_PLACE), LORS_EXIT_DEPOTS);
-    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_NO_REPLICA), LORS_EXIT_NO_DATA);
-    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_KEY), LORS_EXIT_INTEGRITY);
-    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_E2E), LORS_EXIT_INTEGRITY);
-    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_DIGEST), LORS_EXIT_INTEGRITY);
-    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_PARTIAL), LORS_EXIT_PARTIAL);
-    CU_ASSERT_EQUAL(lors_exit_code(LORS_E_NOMEM), LORS_EXIT_INTERNAL);
-    CU_ASSERT_EQUAL(lors_exit_code(-999), LORS_EXIT_INTERNAL);
+    CU_ASSERT_EQUAL(tool_exit_code(LORS_OK), 0);
+    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_INVAL), TOOL_EXIT_USAGE);
+    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_RC), TOOL_EXIT_USAGE);
+    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_EXNODE), TOOL_EXIT_EXNODE);
+    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_READ), TOOL_EXIT_IO);
+    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_WRITE), TOOL_EXIT_IO);
+    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_NODEPOTS), TOOL_EXIT_DEPOTS);
+    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_PLACE), TOOL_EXIT_DEPOTS);
+    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_NO_REPLICA), TOOL_EXIT_NO_DATA);
+    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_KEY), TOOL_EXIT_INTEGRITY);
+    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_E2E), TOOL_EXIT_INTEGRITY);
+    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_DIGEST), TOOL_EXIT_INTEGRITY);
+    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_PARTIAL), TOOL_EXIT_PARTIAL);
+    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_NOMEM), TOOL_EXIT_INTERNAL);
+    CU_ASSERT_EQUAL(tool_exit_code(-999), TOOL_EXIT_INTERNAL);
 }
 
 /* ---- the event stream ------------------------------------------------------------------ */
@@ -225,15 +225,15 @@ static void test_exit_codes(void)
 static void test_encode(void)
 {
     char b[64];
-    lors_evstream_encode("plain:6714/rid", b, sizeof b);
+    tool_events_encode("plain:6714/rid", b, sizeof b);
     CU_ASSERT_STRING_EQUAL(b, "plain:6714/rid");
-    lors_evstream_encode("a b%c\n\x80", b, sizeof b);
+    tool_events_encode("a b%c\n\x80", b, sizeof b);
     CU_ASSERT_STRING_EQUAL(b, "a%20b%25c%0A%80");
-    lors_evstream_encode("", b, sizeof b);
+    tool_events_encode("", b, sizeof b);
     CU_ASSERT_STRING_EQUAL(b, "-");
-    lors_evstream_encode(NULL, b, sizeof b);
+    tool_events_encode(NULL, b, sizeof b);
     CU_ASSERT_STRING_EQUAL(b, "-");
-    lors_evstream_encode("ab  ", b, 6); /* never cut inside an escape */
+    tool_events_encode("ab  ", b, 6); /* never cut inside an escape */
     CU_ASSERT_STRING_EQUAL(b, "ab%20");
 }
 
@@ -277,35 +277,35 @@ static void test_event_lines(void)
     char err[256], header[256];
     lors_depot_t a = {.host = "a.example.org", .port = 6714, .rid = ""};
     lors_depot_t b = {.host = "b c", .port = 7000, .rid = "r1"};
-    lors_evstream_t *es = lors_evstream_open(lns_test_path("ev"), "lors_test", err, sizeof err);
+    tool_events_t *es = tool_events_open(lns_test_path("ev"), "lors_test", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(es);
-    lors_evstream_printf(es, "BEGIN", "op=upload file=%s size=%d", "x", 10);
+    tool_events_printf(es, "BEGIN", "op=upload file=%s size=%d", "x", 10);
     lors_event_t ev = {.kind = LORS_EV_ALLOCATE, .depot = &a, .fragment = 1, .copy = 0,
                        .offset = 100, .length = 50};
-    lors_evstream_event(es, &ev);
+    tool_events_event(es, &ev);
     ev = (lors_event_t){.kind = LORS_EV_FAILURE, .depot = &a, .moved_to = &b, .fragment = 2,
                         .copy = 1, .offset = 0, .length = 7, .ibp_err = IBP_E_CAP_NOT_FOUND,
                         .op = "STORE"};
-    lors_evstream_event(es, &ev);
+    tool_events_event(es, &ev);
     ev.moved_to = NULL;
-    lors_evstream_event(es, &ev);
+    tool_events_event(es, &ev);
     ev = (lors_event_t){.kind = LORS_EV_FETCH_FAIL, .depot = &b, .fragment = 3, .copy = 5,
                         .offset = 9, .length = 1, .ibp_err = 0, .op = "CHECKSUM"};
-    lors_evstream_event(es, &ev);
+    tool_events_event(es, &ev);
     ev = (lors_event_t){.kind = LORS_EV_WRITE, .fragment = 3, .copy = -1, .offset = 9,
                         .length = 1};
-    lors_evstream_event(es, &ev);
+    tool_events_event(es, &ev);
     ev = (lors_event_t){.kind = LORS_EV_SEND_END, .depot = &a, .moved_to = &b, .fragment = 0,
                         .copy = 2, .offset = 0, .length = 4096};
-    lors_evstream_event(es, &ev);
+    tool_events_event(es, &ev);
     ev.kind = (lors_event_kind)99; /* unknown kinds are not written */
-    lors_evstream_event(es, &ev);
-    lors_evstream_printf(es, "END", "bytes=%d seconds=%.3f rc=%d", 10, 0.5, 0);
-    lors_evstream_close(es);
+    tool_events_event(es, &ev);
+    tool_events_printf(es, "END", "bytes=%d seconds=%.3f rc=%d", 10, 0.5, 0);
+    tool_events_close(es);
 
     const char *nf = ibp_strerror(IBP_E_CAP_NOT_FOUND);
     char why[256];
-    lors_evstream_encode(nf, why, sizeof why);
+    tool_events_encode(nf, why, sizeof why);
     char want[2048];
     snprintf(want, sizeof want,
              "BEGIN op=upload file=x size=10\n"
@@ -331,20 +331,20 @@ static void test_event_lines(void)
     int fd = open(lns_test_path("ev2"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     char spec[32];
     snprintf(spec, sizeof spec, "fd:%d", fd);
-    es = lors_evstream_open(spec, "t", err, sizeof err);
+    es = tool_events_open(spec, "t", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(es);
-    lors_evstream_close(es);
+    tool_events_close(es);
     CU_ASSERT(write(fd, "more\n", 5) == 5); /* still open */
     close(fd);
     char *text = read_all(lns_test_path("ev2"));
     CU_ASSERT(text && strncmp(text, "LNS-EVENTS 1 tool=t pid=", 24) == 0 &&
               strstr(text, "\nmore\n") != NULL);
     free(text);
-    CU_ASSERT_PTR_NULL(lors_evstream_open("fd:x", "t", err, sizeof err));
-    CU_ASSERT_PTR_NULL(lors_evstream_open("fd:987", "t", err, sizeof err));
+    CU_ASSERT_PTR_NULL(tool_events_open("fd:x", "t", err, sizeof err));
+    CU_ASSERT_PTR_NULL(tool_events_open("fd:987", "t", err, sizeof err));
     CU_ASSERT(strstr(err, "987") != NULL);
-    CU_ASSERT_PTR_NULL(lors_evstream_open(lns_test_path("no/such/dir"), "t", err, sizeof err));
-    lors_evstream_close(NULL);
+    CU_ASSERT_PTR_NULL(tool_events_open(lns_test_path("no/such/dir"), "t", err, sizeof err));
+    tool_events_close(NULL);
 }
 
 /* The lines of lors_trim and lors_refresh: MAPPING (the exNode as read), TRIM, REFRESH, and a
@@ -353,7 +353,7 @@ static void test_event_lines_manage(void)
 {
     char err[256], header[256];
     lors_depot_t a = {.host = "a.example.org", .port = 6714, .rid = "0"};
-    lors_evstream_t *es = lors_evstream_open(lns_test_path("evm"), "lors_trim", err, sizeof err);
+    tool_events_t *es = tool_events_open(lns_test_path("evm"), "lors_trim", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(es);
 
     /* two mappings: one with a manage capability and an end, one with neither */
@@ -369,42 +369,42 @@ static void test_event_lines_manage(void)
     m->logical_length = 50;
     CU_ASSERT_EQUAL(xnd_mapping_set_cap(m, XND_READ, "not a capability"), XND_OK);
     CU_ASSERT_EQUAL(xnd_append(x, m), XND_OK);
-    lors_evstream_mappings(es, x);
-    lors_evstream_mappings(NULL, x); /* no stream: nothing, no crash */
+    tool_events_mappings(es, x);
+    tool_events_mappings(NULL, x); /* no stream: nothing, no crash */
     xnd_free(x);
 
     /* TRIM: freed=- (no -d), 1, and 0 with the step and error; no depot when none parses */
     lors_event_t ev = {.kind = LORS_EV_TRIM, .depot = &a, .fragment = 0, .copy = 0,
                        .offset = 0, .length = 100, .freed = -1};
-    lors_evstream_event(es, &ev);
+    tool_events_event(es, &ev);
     ev.freed = 1;
-    lors_evstream_event(es, &ev);
+    tool_events_event(es, &ev);
     ev.freed = 0;
     ev.op = "DECR";
     ev.ibp_err = IBP_E_CAP_NOT_FOUND;
-    lors_evstream_event(es, &ev);
+    tool_events_event(es, &ev);
     ev = (lors_event_t){.kind = LORS_EV_TRIM, .fragment = 1, .copy = 1, .offset = 100,
                         .length = 50, .freed = 0, .op = "NOCAP"};
-    lors_evstream_event(es, &ev);
+    tool_events_event(es, &ev);
 
     /* REFRESH: an old end not known, then both; a refresh that failed is a FAILURE, to=- */
     ev = (lors_event_t){.kind = LORS_EV_REFRESH, .depot = &a, .fragment = 0, .copy = 0,
                         .offset = 0, .length = 100, .old_end = XND_TIME_UNKNOWN,
                         .new_end = 1795390050};
-    lors_evstream_event(es, &ev);
+    tool_events_event(es, &ev);
     ev.old_end = 1795386450;
-    lors_evstream_event(es, &ev);
+    tool_events_event(es, &ev);
     ev.new_end = XND_TIME_UNKNOWN;
-    lors_evstream_event(es, &ev);
+    tool_events_event(es, &ev);
     ev = (lors_event_t){.kind = LORS_EV_FAILURE, .depot = &a, .fragment = 0, .copy = 0,
                         .offset = 0, .length = 100, .op = "CHANGE",
                         .ibp_err = IBP_E_CAP_NOT_FOUND};
-    lors_evstream_event(es, &ev);
-    lors_evstream_printf(es, "END", "bytes=%d seconds=%.3f rc=%d", 100, 0.25, 8);
-    lors_evstream_close(es);
+    tool_events_event(es, &ev);
+    tool_events_printf(es, "END", "bytes=%d seconds=%.3f rc=%d", 100, 0.25, 8);
+    tool_events_close(es);
 
     char why[256], want[2048];
-    lors_evstream_encode(ibp_strerror(IBP_E_CAP_NOT_FOUND), why, sizeof why);
+    tool_events_encode(ibp_strerror(IBP_E_CAP_NOT_FOUND), why, sizeof why);
     snprintf(want, sizeof want,
              "MAPPING depot=a.example.org:6714/0 frag=0 copy=0 off=0 len=100 end=1795386450\n"
              "MAPPING depot=- frag=1 copy=1 off=100 len=50 end=-\n"
@@ -428,7 +428,7 @@ static void test_event_lines_manage(void)
 }
 
 typedef struct feeder {
-    lors_evstream_t *es;
+    tool_events_t *es;
     int n;
 } feeder_t;
 
@@ -439,7 +439,7 @@ static void *feed_events(void *arg)
     for (int i = 0; i < f->n; i++) {
         lors_event_t ev = {.kind = LORS_EV_FETCH_END, .depot = &d, .fragment = i, .copy = 0,
                            .offset = (int64_t)i * 1000, .length = 1000};
-        lors_evstream_event(f->es, &ev);
+        tool_events_event(f->es, &ev);
     }
     return NULL;
 }
@@ -452,7 +452,7 @@ static void test_event_slow_reader(void)
     char err[256], spec[32];
     CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
     snprintf(spec, sizeof spec, "fd:%d", p[1]);
-    lors_evstream_t *es = lors_evstream_open(spec, "t", err, sizeof err);
+    tool_events_t *es = tool_events_open(spec, "t", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(es);
 
     enum { THREADS = 4, EACH = 50000 };
@@ -468,7 +468,7 @@ static void test_event_slow_reader(void)
 
     /* now read everything, while END goes out */
     FILE *r = fdopen(p[0], "r");
-    lors_evstream_printf(es, "END", "rc=0");
+    tool_events_printf(es, "END", "rc=0");
     char line[512];
     long lines = 0, dropped = -1, bad = 0;
     int saw_end = 0;
@@ -486,7 +486,7 @@ static void test_event_slow_reader(void)
             lines++;
         }
     }
-    lors_evstream_close(es);
+    tool_events_close(es);
     fclose(r);
     close(p[1]);
     CU_ASSERT(saw_end);
@@ -503,12 +503,12 @@ static void test_event_reader_gone(void)
     CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
     close(p[0]);
     snprintf(spec, sizeof spec, "fd:%d", p[1]);
-    lors_evstream_t *es = lors_evstream_open(spec, "t", err, sizeof err);
+    tool_events_t *es = tool_events_open(spec, "t", err, sizeof err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(es);
     feeder_t f = {es, 1000};
     feed_events(&f);
     int64_t t0 = lns_mono_ms();
-    lors_evstream_close(es);
+    tool_events_close(es);
     CU_ASSERT(lns_mono_ms() - t0 < 2000);
     close(p[1]);
 }
@@ -519,23 +519,23 @@ static void test_progress(void)
 {
     int p[2];
     CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
-    CU_ASSERT_PTR_NULL(lors_progress_new(p[1], "x", 100, 0)); /* not a terminal */
-    lors_progress_event(NULL, NULL);
-    lors_progress_add(NULL, 5);
-    lors_progress_finish(NULL);
+    CU_ASSERT_PTR_NULL(tool_progress_new(p[1], "x", 100, 0)); /* not a terminal */
+    tool_progress_event(NULL, NULL);
+    tool_progress_add(NULL, 5);
+    tool_progress_finish(NULL);
 
-    lors_progress_t *bar = lors_progress_new(p[1], "download", 4000, 1);
+    tool_progress_t *bar = tool_progress_new(p[1], "download", 4000, 1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(bar);
     lors_depot_t a = {.host = "a", .port = 6714, .rid = ""};
     lors_depot_t b = {.host = "b", .port = 6714, .rid = ""};
     lors_event_t ev = {.kind = LORS_EV_FETCH_END, .depot = &a, .offset = 0, .length = 3000};
-    lors_progress_event(bar, &ev);
+    tool_progress_event(bar, &ev);
     ev.depot = &b;
     ev.length = 1000;
-    lors_progress_event(bar, &ev);
+    tool_progress_event(bar, &ev);
     ev = (lors_event_t){.kind = LORS_EV_WRITE, .offset = 0, .length = 4000};
-    lors_progress_event(bar, &ev);
-    lors_progress_finish(bar);
+    tool_progress_event(bar, &ev);
+    tool_progress_finish(bar);
     close(p[1]);
     char buf[8192];
     ssize_t n = read(p[0], buf, sizeof buf - 1);
@@ -559,17 +559,17 @@ static void count_a(void *arg, const lors_event_t *ev)
 
 static void test_tee(void)
 {
-    lors_event_tee_t t = {0};
+    tool_tee_t t = {0};
     int one = 1, two = 2;
     lors_event_t ev = {.kind = LORS_EV_WRITE};
-    lors_event_tee_add(&t, count_a, &one);
-    lors_event_tee_add(&t, NULL, &two); /* ignored */
-    lors_event_tee_add(&t, count_a, &two);
-    lors_event_tee_call(&t, &ev);
+    tool_tee_add(&t, count_a, &one);
+    tool_tee_add(&t, NULL, &two); /* ignored */
+    tool_tee_add(&t, count_a, &two);
+    tool_tee_call(&t, &ev);
     CU_ASSERT_EQUAL(calls[0], 2);
     CU_ASSERT_EQUAL(calls[2], 12); /* in order */
     for (int i = 0; i < 10; i++)
-        lors_event_tee_add(&t, count_a, &one);
+        tool_tee_add(&t, count_a, &one);
     CU_ASSERT_EQUAL(t.n, 4); /* full: the rest ignored */
 }
 

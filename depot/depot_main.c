@@ -1,0 +1,211 @@
+/* depot_main.c -- ibp_depot: start up, serve, shut down.
+ *
+ * Order matters: settings are checked and the socket is bound before the process detaches,
+ * so that errors reach the terminal with their exit code; threads start only after the fork
+ * (a fork keeps only the calling thread); the port file is written last, when the depot
+ * really answers, because scripts and tests use it as the readiness signal.  SIGTERM and
+ * SIGINT arrive through a signalfd in the accept loop (they are blocked in every thread).
+ */
+#include "depot.h"
+#include "depot_lbone.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lns_log.h"
+#include "lns_version.h"
+
+static depot_config_t cfg;
+static depot_store_t store;
+static depot_server_t server;
+static int ready_fd = -1; /* daemon mode: the pipe the waiting parent reads */
+
+static void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+
+static void die(int code, const char *fmt, ...)
+{
+    char msg[PATH_MAX + 512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (ready_fd >= 0) {
+        char buf[sizeof msg + 16];
+        int n = snprintf(buf, sizeof buf, "%d %s", code, msg);
+        ssize_t w = write(ready_fd, buf, (size_t)(n < (int)sizeof buf ? n : (int)sizeof buf - 1));
+        (void)w;
+    } else {
+        fprintf(stderr, "ibp_depot: %s\n", msg);
+    }
+    if (cfg.log_file[0]) /* else the line above already went to stderr */
+        lns_log(LNS_LOG_ERROR, "%s", msg);
+    exit(code);
+}
+
+/* Relative paths would break once a daemon moves to "/". */
+static void absolutize(char *path, size_t size)
+{
+    char cwd[PATH_MAX], tmp[PATH_MAX * 2 + 2];
+    if (!path[0] || path[0] == '/' || !getcwd(cwd, sizeof cwd))
+        return;
+    snprintf(tmp, sizeof tmp, "%s/%s", cwd, path);
+    if (strlen(tmp) < size)
+        strcpy(path, tmp);
+}
+
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur < (rlim_t)cfg.max_connections * 2 + 64)
+        lns_log(LNS_LOG_WARN, "open file limit %llu is low for %d connections",
+                (unsigned long long)rl.rlim_cur, cfg.max_connections);
+}
+
+/* Detach; the original process waits on a pipe until the daemon is ready or failed, and
+ * exits with the daemon's exit code, so "ibp_depot -d" fails loudly like the foreground. */
+static void daemonize(void)
+{
+    int p[2];
+    if (pipe(p) < 0)
+        die(DEPOT_EXIT_DAEMON, "daemon: pipe: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0)
+        die(DEPOT_EXIT_DAEMON, "daemon: fork: %s", strerror(errno));
+    if (pid > 0) {
+        char buf[PATH_MAX + 600];
+        ssize_t n, got = 0;
+        close(p[1]);
+        while ((n = read(p[0], buf + got, sizeof buf - 1 - (size_t)got)) > 0)
+            got += n;
+        buf[got] = 0;
+        if (got == 0) {
+            fprintf(stderr, "ibp_depot: the daemon exited during startup (see its log)\n");
+            _exit(DEPOT_EXIT_DAEMON);
+        }
+        int code = atoi(buf);
+        char *msg = strchr(buf, ' ');
+        if (code != 0 && msg)
+            fprintf(stderr, "ibp_depot: %s\n", msg + 1);
+        _exit(code);
+    }
+    close(p[0]);
+    if (setsid() < 0)
+        die(DEPOT_EXIT_DAEMON, "daemon: setsid: %s", strerror(errno));
+    pid = fork();
+    if (pid < 0)
+        die(DEPOT_EXIT_DAEMON, "daemon: fork: %s", strerror(errno));
+    if (pid > 0)
+        _exit(0);
+    ready_fd = p[1];
+    if (chdir("/") < 0)
+        die(DEPOT_EXIT_DAEMON, "daemon: chdir /: %s", strerror(errno));
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+        dup2(null, 0);
+        dup2(null, 1);
+        if (cfg.log_file[0])
+            dup2(null, 2);
+        if (null > 2)
+            close(null);
+    }
+}
+
+static void write_file(const char *path, long value, const char *what)
+{
+    char tmp[PATH_MAX + 8], buf[32];
+    int n = snprintf(buf, sizeof buf, "%ld\n", value);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0 || write(fd, buf, (size_t)n) != n || close(fd) < 0 || rename(tmp, path) < 0)
+        die(DEPOT_EXIT_DAEMON, "%s: cannot write %s: %s", what, path, strerror(errno));
+}
+
+int main(int argc, char **argv)
+{
+    char err[PATH_MAX + 512];
+    sigset_t sigs;
+    int sigfd;
+
+    switch (depot_config_args(&cfg, argc, argv, err, sizeof err)) {
+    case DEPOT_CFG_EXIT: return DEPOT_EXIT_OK;
+    case DEPOT_CFG_ERR:
+        fprintf(stderr, "ibp_depot: %s\n", err);
+        return DEPOT_EXIT_CONFIG;
+    default: break;
+    }
+    if (cfg.check_config) {
+        depot_config_summary(&cfg, err, sizeof err);
+        printf("ibp_depot: configuration OK: %s\n", err);
+        return DEPOT_EXIT_OK;
+    }
+    for (int i = 0; i < cfg.nres; i++)
+        absolutize(cfg.res[i].dir, sizeof cfg.res[i].dir);
+    absolutize(cfg.pid_file, sizeof cfg.pid_file);
+    absolutize(cfg.port_file, sizeof cfg.port_file);
+
+    if (lns_log_open("ibp_depot", cfg.log_file, cfg.log_level) < 0)
+        die(DEPOT_EXIT_CONFIG, "log-file: cannot open %s: %s", cfg.log_file, strerror(errno));
+    if (lns_event_open(cfg.event_log, cfg.public_host, cfg.event_sample) < 0)
+        die(DEPOT_EXIT_CONFIG, "event-log: cannot open %s: %s", cfg.event_log, strerror(errno));
+    raise_nofile();
+
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+
+    server.cfg = &cfg;
+    server.store = &store;
+    if (depot_server_listen(&server, err, sizeof err) < 0)
+        die(DEPOT_EXIT_NETWORK, "listen: %s", err);
+    if (cfg.daemon)
+        daemonize();
+    /* After the fork: a signalfd belongs to the process that made it. */
+    sigfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+    if (sigfd < 0)
+        die(DEPOT_EXIT_RUNTIME, "signalfd: %s", strerror(errno));
+    if (cfg.pid_file[0])
+        write_file(cfg.pid_file, (long)getpid(), "pid-file");
+    if (depot_store_open(&store, &cfg, err, sizeof err) < 0)
+        die(DEPOT_EXIT_STORAGE, "%s", err);
+    if (cfg.port_file[0])
+        write_file(cfg.port_file, server.port, "port-file");
+    lns_log(LNS_LOG_INFO, "lns %s listening on %s port %d, %d resource%s, public host %s",
+            LNS_VERSION, cfg.listen[0] ? cfg.listen : "*", server.port, cfg.nres,
+            cfg.nres == 1 ? "" : "s", cfg.public_host);
+    if (depot_lbone_start(&cfg, &store, server.port, err, sizeof err) < 0)
+        die(DEPOT_EXIT_RUNTIME, "%s", err);
+    if (ready_fd >= 0) {
+        ssize_t w = write(ready_fd, "0 ready", 7);
+        (void)w;
+        close(ready_fd);
+        ready_fd = -1;
+    }
+
+    depot_server_run(&server, sigfd);
+    depot_lbone_stop();
+    depot_store_close(&store);
+    close(sigfd);
+    if (cfg.pid_file[0])
+        unlink(cfg.pid_file);
+    lns_log(LNS_LOG_INFO, "stopped");
+    lns_event_close();
+    lns_log_close();
+    return DEPOT_EXIT_OK;
+}

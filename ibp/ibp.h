@@ -1,0 +1,269 @@
+/* ibp.h -- libibp, the IBP client library: capabilities, errors and one call per command.
+ *
+ * Everything a program needs to talk to IBP depots (ours, LoCI 1.3 and ACCRE 1.4 ones) over
+ * the wire protocol described in docs/ibp-protocol.md.  All calls are thread-safe; an
+ * ibp_client_t holds a pool of keep-alive connections per depot, shared by the threads that
+ * use it.  Every call returns IBP_OK (1) or a negative ibp_err; ibp_strerror() turns it into
+ * words.  Sizes and offsets are uint64_t on our side and decimal on the wire.
+ */
+#ifndef LNS_IBP_H
+#define LNS_IBP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define IBP_DEFAULT_PORT 6714
+
+/* Error codes: the IBP wire codes (negative), plus IBP_OK.  The wire numbers are fixed by the
+ * protocol; do not renumber. */
+typedef enum ibp_err {
+    IBP_OK = 1,
+    IBP_E_GENERIC = -1,
+    IBP_E_SOCK_READ = -2,
+    IBP_E_SOCK_WRITE = -3,
+    IBP_E_CAP_NOT_FOUND = -4,
+    IBP_E_CAP_NOT_WRITE = -5,
+    IBP_E_CAP_NOT_READ = -6,
+    IBP_E_CAP_NOT_MANAGE = -7,
+    IBP_E_INVALID_WRITE_CAP = -8,
+    IBP_E_INVALID_READ_CAP = -9,
+    IBP_E_INVALID_MANAGE_CAP = -10,
+    IBP_E_WRONG_CAP_FORMAT = -11,
+    IBP_E_CAP_ACCESS_DENIED = -12,
+    IBP_E_CONNECTION = -13,
+    IBP_E_FILE_OPEN = -14,
+    IBP_E_FILE_READ = -15,
+    IBP_E_FILE_WRITE = -16,
+    IBP_E_FILE_ACCESS = -17,
+    IBP_E_FILE_SEEK = -18,
+    IBP_E_WOULD_EXCEED_LIMIT = -19,
+    IBP_E_WOULD_DAMAGE_DATA = -20,
+    IBP_E_BAD_FORMAT = -21,
+    IBP_E_TYPE_NOT_SUPPORTED = -22,
+    IBP_E_RSRC_UNAVAIL = -23,
+    IBP_E_INTERNAL = -24,
+    IBP_E_INVALID_CMD = -25,
+    IBP_E_WOULD_BLOCK = -26,
+    IBP_E_PROT_VERS = -27,
+    IBP_E_LONG_DURATION = -28,
+    IBP_E_WRONG_PASSWD = -29,
+    IBP_E_INVALID_PARAMETER = -30,
+    IBP_E_INV_PAR_HOST = -31,
+    IBP_E_INV_PAR_PORT = -32,
+    IBP_E_INV_PAR_ATDR = -33,
+    IBP_E_INV_PAR_ATRL = -34,
+    IBP_E_INV_PAR_ATTP = -35,
+    IBP_E_INV_PAR_SIZE = -36,
+    IBP_E_INV_PAR_PTR = -37,
+    IBP_E_ALLOC_FAILED = -38,
+    IBP_E_CLIENT_TIMEOUT = -42,
+    IBP_E_WOULD_EXCEED_POLICY = -45,
+    IBP_E_SERVER_TIMEOUT = -46,
+    IBP_E_SERVER_RECOVERING = -47,
+    IBP_E_CAP_DELETING = -48,
+    IBP_E_UNKNOWN_RS = -49,
+    IBP_E_INVALID_RID = -50,
+    IBP_E_QUEUE_FULL = -53,
+    IBP_E_CHKSUM = -63,
+    IBP_E_CHKSUM_TYPE = -64,
+    IBP_E_CHKSUM_BLOCKSIZE = -65,
+    IBP_E_OUT_OF_SOCKETS = -66
+} ibp_err;
+
+/* Words for any code, including unknown ones ("unknown IBP error -77"). Never NULL. */
+const char *ibp_strerror(int err);
+/* Short symbolic name ("CAP_NOT_FOUND", "OK"), or NULL for unknown codes. */
+const char *ibp_errname(int err);
+
+/* Command numbers (second field of a request line). */
+enum ibp_cmd {
+    IBP_CMD_ALLOCATE = 1,
+    IBP_CMD_STORE = 2,
+    IBP_CMD_DELIVER = 3,
+    IBP_CMD_STATUS = 4,
+    IBP_CMD_SEND = 5,
+    IBP_CMD_MCOPY = 6,
+    IBP_CMD_REMOTE_STORE = 7,
+    IBP_CMD_LOAD = 8,
+    IBP_CMD_MANAGE = 9,
+    IBP_CMD_WRITE = 13
+};
+
+/* MANAGE sub-commands. */
+enum ibp_mcmd {
+    IBP_PROBE = 40,
+    IBP_INCR = 41,
+    IBP_DECR = 42,
+    IBP_CHNG = 43,
+    IBP_CONFIG = 44,
+    IBP_TRUNCATE = 45
+};
+
+/* STATUS sub-commands. */
+enum ibp_scmd { IBP_ST_INQ = 1, IBP_ST_CHANGE = 2 };
+
+/* Capability kinds; the numbers are the wire captype of MANAGE. */
+typedef enum ibp_captype { IBP_READCAP = 1, IBP_WRITECAP = 2, IBP_MANAGECAP = 3 } ibp_captype;
+
+enum ibp_reliability { IBP_SOFT = 1, IBP_HARD = 2 };
+enum ibp_alloc_type { IBP_BYTEARRAY = 1, IBP_BUFFER = 2, IBP_FIFO = 3, IBP_CIRQ = 4 };
+
+/* ---- capabilities ------------------------------------------------------------------- */
+
+#define IBP_MAX_HOST 256
+#define IBP_MAX_RID 64
+#define IBP_MAX_KEY 256
+#define IBP_MAX_CAP 640 /* longest capability string we format or accept, with NUL */
+
+/* A parsed capability.  1.4 form: ibp://host:port/<rid>#<key>/<typekey>/READ|WRITE|MANAGE.
+ * Old form: ibp://host:port/<key>/<typekey>/READ|WRITE|MANAGE (rid is then empty).
+ * typekey is kept as text: old depots use an integer, ours a decimal number too. */
+typedef struct ibp_cap {
+    char host[IBP_MAX_HOST];
+    int port;
+    char rid[IBP_MAX_RID];   /* "" in the old form */
+    char key[IBP_MAX_KEY];   /* without the rid# prefix */
+    char typekey[IBP_MAX_KEY];
+    ibp_captype type;
+} ibp_cap_t;
+
+/* Parse a capability string; IBP_OK or IBP_E_WRONG_CAP_FORMAT.  Strict: no spaces, port
+ * 1..65535, host/rid/key/typekey within the size limits and free of '/', '#', spaces and
+ * control characters, kind READ, WRITE or MANAGE. */
+int ibp_cap_parse(const char *s, ibp_cap_t *cap);
+/* Format into buf (size >= IBP_MAX_CAP is always enough); returns IBP_OK or
+ * IBP_E_INVALID_PARAMETER if it does not fit.  Uses the 1.4 form when rid is non-empty. */
+int ibp_cap_format(const ibp_cap_t *cap, char *buf, size_t size);
+/* The key as sent on the wire: "<rid>#<key>" in the 1.4 form, "<key>" in the old form. */
+int ibp_cap_wire_key(const ibp_cap_t *cap, char *buf, size_t size);
+const char *ibp_captype_name(ibp_captype t); /* "READ", "WRITE", "MANAGE"; "UNKNOWN" otherwise */
+
+/* The three capabilities returned by ALLOCATE. */
+typedef struct ibp_caps {
+    char read[IBP_MAX_CAP];
+    char write[IBP_MAX_CAP];
+    char manage[IBP_MAX_CAP];
+} ibp_caps_t;
+
+/* ---- the client ---------------------------------------------------------------------- */
+
+typedef struct ibp_client_opts {
+    int version;              /* wire protocol version: 1 (default) or 0 */
+    int connect_timeout_ms;   /* default 5000 */
+    int io_timeout_ms;        /* longest wait for any single read/write progress; default 60000 */
+    int server_timeout_s;     /* srv_timeout sent in requests; default 60 */
+    int max_idle_per_depot;   /* pooled idle connections kept per depot; default 8, 0 = no pooling */
+    int max_idle_s;           /* pooled connections idle longer than this are not reused; default 30 */
+} ibp_client_opts_t;
+
+typedef struct ibp_client ibp_client_t;
+
+/* Fill opts with the defaults above. */
+void ibp_client_opts_init(ibp_client_opts_t *opts);
+/* opts may be NULL for defaults.  Returns NULL only when out of memory. */
+ibp_client_t *ibp_client_new(const ibp_client_opts_t *opts);
+/* Closes all pooled connections.  No call may be in progress. */
+void ibp_client_free(ibp_client_t *c);
+
+/* Allocation attributes for ALLOCATE and CHNG. */
+typedef struct ibp_attr {
+    uint64_t size;         /* max size in bytes */
+    int64_t duration_s;    /* seconds from now; -1 = as long as the depot allows */
+    int reliability;       /* IBP_SOFT or IBP_HARD */
+    int type;              /* IBP_BYTEARRAY */
+} ibp_attr_t;
+
+/* ALLOCATE on host:port, resource rid (NULL or "" = the depot's default, "0"). */
+int ibp_allocate(ibp_client_t *c, const char *host, int port, const char *rid,
+                 const ibp_attr_t *attr, ibp_caps_t *caps);
+
+/* STORE: append len bytes at the current end.  *stored (may be NULL) gets the count. */
+int ibp_store(ibp_client_t *c, const char *wcap, const void *buf, uint64_t len, uint64_t *stored);
+/* STORE len bytes read from fd (a file, pipe or socket; read sequentially). */
+int ibp_store_fd(ibp_client_t *c, const char *wcap, int fd, uint64_t len, uint64_t *stored);
+/* STORE len bytes of the regular file file_fd starting at file_offset, with sendfile(2) (no
+ * copy through user space; the file position is not used or moved).  The depot uses it for SEND.
+ * SIGPIPE is held back for the calling thread during the transfer, so callers need not ignore it. */
+int ibp_store_file(ibp_client_t *c, const char *wcap, int file_fd, uint64_t file_offset,
+                   uint64_t len, uint64_t *stored);
+/* WRITE len bytes at offset (version 1 only). */
+int ibp_write(ibp_client_t *c, const char *wcap, uint64_t offset, const void *buf, uint64_t len,
+              uint64_t *written);
+int ibp_write_fd(ibp_client_t *c, const char *wcap, uint64_t offset, int fd, uint64_t len,
+                 uint64_t *written);
+
+/* LOAD len bytes at offset into buf. */
+int ibp_load(ibp_client_t *c, const char *rcap, uint64_t offset, uint64_t len, void *buf);
+/* LOAD read piece by piece, for a caller that uses each piece while it is still in cache or
+ * may stop part way.  ibp_loader_start sends the request and checks the reply (len bytes at
+ * offset); ibp_loader_read reads exactly the next n of them into buf (after an error every
+ * later read fails); ibp_loader_free ends the LOAD, pooling the connection only if every byte
+ * was read and nothing went wrong.  ibp_loader_abort may be called from any thread until
+ * ibp_loader_free: a start or read blocked on the depot returns an error at once, a start
+ * not yet begun fails, and the connection is closed, not pooled.  One LOAD per loader. */
+typedef struct ibp_loader ibp_loader_t;
+ibp_loader_t *ibp_loader_new(ibp_client_t *c); /* NULL: out of memory */
+int ibp_loader_start(ibp_loader_t *l, const char *rcap, uint64_t offset, uint64_t len);
+int ibp_loader_read(ibp_loader_t *l, void *buf, size_t n);
+void ibp_loader_abort(ibp_loader_t *l);
+void ibp_loader_free(ibp_loader_t *l);
+/* LOAD len bytes at offset and write them to fd. */
+int ibp_load_fd(ibp_client_t *c, const char *rcap, uint64_t offset, uint64_t len, int fd);
+
+/* SEND: ask the depot of rcap to append len bytes at offset to the allocation of the remote
+ * write capability dst_wcap (third-party copy; the bytes do not pass through us). */
+int ibp_send(ibp_client_t *c, const char *rcap, const char *dst_wcap, uint64_t offset,
+             uint64_t len, uint64_t *copied);
+
+typedef struct ibp_probe {
+    int read_refs;
+    int write_refs;
+    uint64_t cur_size;
+    uint64_t max_size;
+    int64_t seconds_left;
+    int reliability;
+    int type;
+} ibp_probe_t;
+
+int ibp_probe(ibp_client_t *c, const char *mcap, ibp_probe_t *out);
+/* INCR/DECR the read (IBP_READCAP) or write (IBP_WRITECAP) reference count.  A DECR of the
+ * read count to zero frees the allocation. */
+int ibp_incr(ibp_client_t *c, const char *mcap, ibp_captype which);
+int ibp_decr(ibp_client_t *c, const char *mcap, ibp_captype which);
+/* CHNG: new max size, duration from now, reliability.  A field of 0 leaves it unchanged
+ * (duration -1 = the depot's maximum). */
+int ibp_change(ibp_client_t *c, const char *mcap, uint64_t max_size, int64_t duration_s,
+               int reliability);
+/* TRUNCATE: set the current size (drop bytes past it, or extend with zeros up to max size). */
+int ibp_truncate(ibp_client_t *c, const char *mcap, uint64_t new_size);
+
+/* Depot status from STATUS INQ. */
+typedef struct ibp_depot_status {
+    char version[32];       /* "1.4" style version of the depot, "" if not told */
+    char rid[IBP_MAX_RID];
+    uint64_t hard_total;    /* bytes */
+    uint64_t hard_used;
+    uint64_t soft_total;
+    uint64_t soft_used;
+    int64_t max_duration_s;
+    int allocations;        /* -1 if not told */
+} ibp_depot_status_t;
+
+/* STATUS INQ of resource rid (NULL = default); password may be NULL. */
+int ibp_status(ibp_client_t *c, const char *host, int port, const char *rid, const char *password,
+               ibp_depot_status_t *out);
+/* STATUS CHANGE: new hard and soft capacity (bytes) and max duration (s) of resource rid;
+ * a field of 0 leaves it unchanged.  Needs the depot's admin password. */
+int ibp_status_change(ibp_client_t *c, const char *host, int port, const char *rid,
+                      const char *password, uint64_t hard_total, uint64_t soft_total,
+                      int64_t max_duration_s, ibp_depot_status_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

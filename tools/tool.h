@@ -1,0 +1,189 @@
+/* tool.h -- what the command-line programs share: the rc file, exit codes, the event stream
+ * (--events) and the progress bar.  The front end's own library (build/.../libtool.a), built
+ * only on the public headers of liblors, libexnode and libibp; the engines never call it.
+ * See docs/lors-tools.md and docs/events.md.
+ */
+#ifndef LNS_TOOL_H
+#define LNS_TOOL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "lors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- exit codes (the same for every tool; documented in each man page) ------------------- */
+
+enum {
+    TOOL_EXIT_OK = 0,
+    TOOL_EXIT_USAGE = 2,     /* bad flags or option values, bad rc file */
+    TOOL_EXIT_EXNODE = 3,    /* the exNode cannot be read, does not parse or is invalid */
+    TOOL_EXIT_IO = 4,        /* a local file: input unreadable, output unwritable, reader gone */
+    TOOL_EXIT_DEPOTS = 5,    /* depots: none given, none usable, data could not be placed */
+    TOOL_EXIT_NO_DATA = 6,   /* some bytes have no live copy left (download, augment) */
+    TOOL_EXIT_INTEGRITY = 7, /* checksum or decryption failure with no good copy; wrong key */
+    TOOL_EXIT_PARTIAL = 8,   /* done, except for what the report lists (refresh, trim -d, ls dead) */
+    TOOL_EXIT_INTERNAL = 9   /* out of memory, threads, a bug */
+};
+
+/* The exit code for a lors_err (LORS_OK -> 0). */
+int tool_exit_code(int lors_err);
+
+/* ---- the rc file ------------------------------------------------------------------------ */
+
+/* The rc file's settings; a field not set in the file is -1 (numbers) or NULL (strings). */
+typedef struct tool_rc {
+    char path[512];          /* the file read; "" if none */
+    char **lbone_servers;    /* LBONE_SERVER host[:port], in order (several allowed) */
+    size_t nlbone;
+    char *location;          /* LOCATION */
+    int64_t duration_s;      /* DURATION (s/m/h/d suffixes) */
+    int reliability;         /* STORAGE_TYPE HARD|SOFT -> IBP_HARD|IBP_SOFT */
+    int64_t e2e_blocksize;   /* E2E_BLOCKSIZE (K/M/G) */
+    char *e2e_order;         /* E2E_ORDER, e.g. "zlib,aes" (also "zlib aes") */
+    int64_t data_blocksize;  /* DATA_BLOCKSIZE */
+    int fragments;           /* FRAGMENTS_PER_FILE */
+    int copies;              /* COPIES */
+    int threads;             /* THREADS */
+    int maxdepots;           /* MAXDEPOTS */
+    int64_t max_buffer;      /* MAX_INTERNAL_BUFFER */
+    int timeout_s;           /* TIMEOUT */
+    char *depots;            /* DEPOT lines joined with ", " (each line may list several) */
+    int verbose;             /* VERBOSE */
+} tool_rc_t;
+
+/* Read the rc file: path if not NULL, else $LNS_RC, else ~/.xndrc.  Lines are
+ * "KEYWORD value" or "KEYWORD=value"; '#' starts a comment; keywords are case-insensitive.
+ * A missing ~/.xndrc is not an error (rc all unset); a missing file named by path or LNS_RC
+ * is.  Unknown keywords and bad values are LORS_E_RC with "FILE:LINE: ..." in err. */
+int tool_rc_load(const char *path, tool_rc_t *rc, char *err, size_t errlen);
+void tool_rc_free(tool_rc_t *rc);
+
+/* ---- the event stream (--events FILE|fd:N; docs/events.md) ------------------------------ */
+
+#define TOOL_EVENTS_VERSION 1
+
+typedef struct tool_events tool_events_t;
+
+/* Open the stream: "fd:N" writes to an open descriptor, anything else is a file created or
+ * truncated.  Writes the header line "LNS-EVENTS 1 tool=<tool> pid=<pid> time=<epoch>".
+ * NULL on failure with err set. */
+tool_events_t *tool_events_open(const char *spec, const char *tool, char *err, size_t errlen);
+/* One line per library event; usable as a lors_event_fn with the stream as its arg. */
+void tool_events_event(void *stream, const lors_event_t *ev);
+/* A free-form event line: "<ms> <KIND> <fmt...>"; KIND in capitals (BEGIN, END, INFO...). */
+void tool_events_printf(tool_events_t *es, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* lors_trim and lors_refresh, after BEGIN: one MAPPING line per mapping of x, in document
+ * order (depot frag copy off len end; frag = copy = the mapping's number).  NULL es: none. */
+void tool_events_mappings(tool_events_t *es, const xnd_t *x);
+/* Flush and close (a "fd:N" descriptor is not closed).  NULL is fine. */
+void tool_events_close(tool_events_t *es);
+/* A value as an event line carries it: bytes <= ' ', >= 0x7f and '%' become %XX, so a value
+ * never holds a space; "" becomes "-".  out is always terminated (cut if too small). */
+void tool_events_encode(const char *in, char *out, size_t size);
+
+/* ---- the progress bar (stderr, only on a terminal unless forced) ------------------------ */
+
+typedef struct tool_progress tool_progress_t;
+
+/* A bar for total bytes (-1 unknown) on fd, labelled label; NULL if fd is not a terminal
+ * and force is 0 (then all calls below are no-ops on NULL).  Redrawn at most 10 times a
+ * second: bytes done, rate, ETA and each depot's share of the bytes. */
+tool_progress_t *tool_progress_new(int fd, const char *label, int64_t total, int force);
+/* Feed it library events (a lors_event_fn with the bar as arg): FETCH_END/STORE_END/
+ * SEND_END count bytes per depot, WRITE counts bytes done for downloads. */
+void tool_progress_event(void *bar, const lors_event_t *ev);
+/* Or count bytes directly. */
+void tool_progress_add(tool_progress_t *p, int64_t bytes);
+/* Draw the final state, end the line, free. */
+void tool_progress_finish(tool_progress_t *p);
+
+/* ---- fan-out: several consumers of one event feed ---------------------------------------- */
+
+typedef struct tool_tee {
+    lors_event_fn fn[4];
+    void *arg[4];
+    int n;
+} tool_tee_t;
+
+/* Add a consumer (ignored if fn is NULL or the tee is full). */
+void tool_tee_add(tool_tee_t *t, lors_event_fn fn, void *arg);
+/* A lors_event_fn with the tee as arg: calls each consumer in order. */
+void tool_tee_call(void *tee, const lors_event_t *ev);
+
+/* ---- command-line helpers (tool_cli.c) ---------------------------------------------------
+ * Each helper that can fail prints one line on stderr, "<tool>: <what failed>: <why>", and
+ * returns an exit code (TOOL_EXIT_OK when it did not fail) or -1 where noted. */
+
+/* "<tool>: <fmt...>\n" on stderr. */
+void tool_error(const char *tool, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same with " (try '<tool> --help')" appended; returns TOOL_EXIT_USAGE. */
+int tool_usage(const char *tool, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "<tool> (lns) LNS_VERSION" on stdout. */
+void tool_version(const char *tool);
+
+/* Option values (opt is the flag as named in messages, e.g. "-t").  0, or -1 after a usage
+ * error line.  int: decimal in [min, max]; size: lns_parse_size; seconds: lns_parse_seconds;
+ * duration: seconds > 0, or "-1"/"max" -> -1 (each depot's maximum). */
+int tool_int(const char *tool, const char *opt, const char *val, int min, int max, int *out);
+int tool_size(const char *tool, const char *opt, const char *val, int64_t *out);
+int tool_seconds(const char *tool, const char *opt, const char *val, int64_t *out);
+int tool_duration(const char *tool, const char *opt, const char *val, int64_t *out);
+/* -T: a duration from 1 s to 1 d.  0, or -1 after a usage error line. */
+int tool_timeout(const char *tool, const char *val, int64_t *out);
+
+/* The exNode a tool works on: -f's value (fflag, may be NULL) or the one positional argument
+ * argv[first..argc) -- exactly one of them.  NULL after a usage error line. */
+const char *tool_exnode_arg(const char *tool, const char *fflag, int argc, char **argv,
+                                int first);
+/* Read, parse and check an exNode ("-" = stdin), its e2e description included.
+ * TOOL_EXIT_OK, TOOL_EXIT_EXNODE or TOOL_EXIT_INTERNAL; *x NULL unless OK. */
+int tool_read_exnode(const char *tool, const char *path, xnd_t **x);
+/* What a tool that works on one exNode does first: its path (tool_exnode_arg), the rc
+ * file (tool_rc), then the exNode (tool_read_exnode).  TOOL_EXIT_OK with *path, *rc
+ * and *x set (the caller frees rc and x), or the exit code after one error line, with
+ * nothing left to free. */
+int tool_open_exnode(const char *tool, const char *fflag, int argc, char **argv, int first,
+                         const char *rcpath, int no_rc, const char **path, tool_rc_t *rc,
+                         xnd_t **x);
+/* xnd_write_file (atomic; "-" = stdout).  TOOL_EXIT_OK, TOOL_EXIT_IO or TOOL_EXIT_INTERNAL. */
+int tool_write_exnode(const char *tool, const xnd_t *x, const char *path);
+
+/* tool_rc_load(path) or, with skip (--no-rc), all unset.  TOOL_EXIT_OK or TOOL_EXIT_USAGE. */
+int tool_rc(const char *tool, const char *path, int skip, tool_rc_t *rc);
+/* The depots: list (--depot-list) if not NULL, else rc->depots.  None: TOOL_EXIT_DEPOTS.  A
+ * list that does not parse: TOOL_EXIT_USAGE.  *out is malloc'd (free it).  Depots from the
+ * L-Bone: tool_lbone_depots (tool_lbone.h). */
+int tool_depots(const char *tool, const char *list, const tool_rc_t *rc, lors_depot_t **out,
+                    size_t *n);
+
+/* The event feed of a tool: the --events stream (events NULL: none) and the progress bar
+ * (progress: 1 forced, 0 when stderr is a terminal, -1 never), fanned out by a tee.  Pass
+ * tool_feed_fn(f) and &f->tee as the library's on_event and event_arg. */
+typedef struct tool_feed {
+    tool_events_t *es;
+    tool_progress_t *bar;
+    tool_tee_t tee;
+} tool_feed_t;
+
+/* TOOL_EXIT_OK or TOOL_EXIT_IO (the events file cannot be opened). */
+int tool_feed_open(const char *tool, tool_feed_t *f, const char *events,
+                       const char *label, int64_t total, int progress);
+lors_event_fn tool_feed_fn(const tool_feed_t *f); /* NULL when nobody listens */
+void tool_feed_close(tool_feed_t *f);            /* finishes the bar, closes the stream */
+
+/* The depot of a mapping, "host:port[/rid]", from its first capability that parses (read,
+ * write, manage); "-" if none does. */
+void tool_mapping_depot(const xnd_mapping_t *m, char *buf, size_t size);
+
+/* bytes as "512B", "4.0KiB", "17MiB", "1.5GiB" (one decimal below 10) into buf. */
+void tool_human(int64_t bytes, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

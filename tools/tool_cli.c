@@ -1,0 +1,289 @@
+/* tool_cli.c -- what the lors_* programs share on the command line: error lines, option
+ * values, the exNode argument, reading and writing exNodes, the rc file, depots, and the
+ * event feed (--events and the progress bar).
+ *
+ * The point is that every tool says the same thing the same way: one line on stderr,
+ * "lors_NAME: <what failed>: <why>", and the exit code of tool.h.  Each helper that can
+ * fail prints its own line and hands back the exit code, so a tool's main() reads as a
+ * sequence of steps with "if (rc) goto out".
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lns_units.h"
+#include "tool.h"
+#include "lns_version.h"
+
+void tool_error(const char *tool, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s: ", tool);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int tool_usage(const char *tool, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s: ", tool);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (try '%s --help')\n", tool);
+    return TOOL_EXIT_USAGE;
+}
+
+void tool_version(const char *tool)
+{
+    printf("%s (lns) %s\n", tool, LNS_VERSION);
+}
+
+/* ---- option values ---- */
+
+int tool_int(const char *tool, const char *opt, const char *val, int min, int max,
+                 int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(val, &end, 10);
+    if (errno || end == val || *end || v < min || v > max) {
+        tool_usage(tool, "%s %s: expected a whole number from %d to %d", opt, val, min, max);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+int tool_size(const char *tool, const char *opt, const char *val, int64_t *out)
+{
+    uint64_t v;
+    if (lns_parse_size(val, &v) < 0) {
+        tool_usage(tool, "%s %s: expected a size (digits with an optional K, M, G or T)",
+                       opt, val);
+        return -1;
+    }
+    *out = (int64_t)v;
+    return 0;
+}
+
+int tool_seconds(const char *tool, const char *opt, const char *val, int64_t *out)
+{
+    if (lns_parse_seconds(val, out) < 0) {
+        tool_usage(tool, "%s %s: expected a duration (digits with an optional s, m, h or d)",
+                       opt, val);
+        return -1;
+    }
+    return 0;
+}
+
+int tool_timeout(const char *tool, const char *val, int64_t *out)
+{
+    if (tool_seconds(tool, "-T", val, out) < 0)
+        return -1;
+    if (*out < 1 || *out > 86400) {
+        tool_usage(tool, "-T %s: from 1s to 1d", val);
+        return -1;
+    }
+    return 0;
+}
+
+int tool_duration(const char *tool, const char *opt, const char *val, int64_t *out)
+{
+    if (strcmp(val, "-1") == 0 || strcmp(val, "max") == 0) {
+        *out = -1;
+        return 0;
+    }
+    if (lns_parse_seconds(val, out) < 0 || *out == 0) {
+        tool_usage(tool, "%s %s: expected a duration (s, m, h, d), -1 or max", opt, val);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the exNode ---- */
+
+const char *tool_exnode_arg(const char *tool, const char *fflag, int argc, char **argv,
+                                int first)
+{
+    int npos = argc - first;
+    if (npos > 1 || (npos == 1 && fflag)) {
+        tool_usage(tool, "one exNode at a time (%s)", npos > 1 ? argv[first + 1]
+                                                                   : argv[first]);
+        return NULL;
+    }
+    if (npos == 1)
+        return argv[first];
+    if (!fflag)
+        tool_usage(tool, "no exNode given (-f FILE, or FILE; - for stdin)");
+    return fflag;
+}
+
+int tool_read_exnode(const char *tool, const char *path, xnd_t **x)
+{
+    char err[512];
+    lors_e2e_info_t info;
+    int rc = xnd_read_file(path, x, err, sizeof err);
+    if (rc == XND_E_NOMEM) {
+        tool_error(tool, "%s: out of memory", path);
+        return TOOL_EXIT_INTERNAL;
+    }
+    if (rc != XND_OK) {
+        tool_error(tool, "%s", err); /* the line already names the file */
+        return TOOL_EXIT_EXNODE;
+    }
+    /* A transform description we cannot read would make every later step lie about sizes. */
+    rc = lors_e2e_info(*x, &info, err, sizeof err);
+    if (rc != LORS_OK) {
+        tool_error(tool, "%s: %s", path, err);
+        xnd_free(*x);
+        *x = NULL;
+        return rc == LORS_E_NOMEM ? TOOL_EXIT_INTERNAL : TOOL_EXIT_EXNODE;
+    }
+    return TOOL_EXIT_OK;
+}
+
+int tool_open_exnode(const char *tool, const char *fflag, int argc, char **argv, int first,
+                         const char *rcpath, int no_rc, const char **path, tool_rc_t *rc,
+                         xnd_t **x)
+{
+    int code;
+    *x = NULL;
+    if (!(*path = tool_exnode_arg(tool, fflag, argc, argv, first)))
+        return TOOL_EXIT_USAGE;
+    if ((code = tool_rc(tool, rcpath, no_rc, rc)) != TOOL_EXIT_OK)
+        return code;
+    if ((code = tool_read_exnode(tool, *path, x)) != TOOL_EXIT_OK)
+        tool_rc_free(rc);
+    return code;
+}
+
+int tool_write_exnode(const char *tool, const xnd_t *x, const char *path)
+{
+    char err[512];
+    int rc = xnd_write_file(x, path, err, sizeof err);
+    if (rc == XND_OK)
+        return TOOL_EXIT_OK;
+    tool_error(tool, "writing the exNode %s: %s", strcmp(path, "-") ? path : "to stdout",
+                   err);
+    return rc == XND_E_IO ? TOOL_EXIT_IO : TOOL_EXIT_INTERNAL;
+}
+
+/* ---- settings ---- */
+
+int tool_rc(const char *tool, const char *path, int skip, tool_rc_t *rc)
+{
+    char err[512];
+    /* --no-rc reads an empty file: "all unset", exactly as tool_rc_load leaves it */
+    if (skip)
+        path = "/dev/null";
+    if (tool_rc_load(path, rc, err, sizeof err) != LORS_OK) {
+        tool_error(tool, "rc file: %s", err);
+        return TOOL_EXIT_USAGE;
+    }
+    return TOOL_EXIT_OK;
+}
+
+int tool_depots(const char *tool, const char *list, const tool_rc_t *rc, lors_depot_t **out,
+                    size_t *n)
+{
+    char err[256];
+    const char *from = list ? "--depot-list" : "rc file DEPOT";
+    *out = NULL;
+    *n = 0;
+    if (!list)
+        list = rc->depots;
+    if (!list) {
+        tool_error(tool, "no depots: give --depot-list, DEPOT in the rc file, or an L-Bone "
+                             "(-H/--lbone, LBONE_SERVER in the rc file)");
+        return TOOL_EXIT_DEPOTS;
+    }
+    int rcode = lors_depot_list_parse(list, out, n, err, sizeof err);
+    if (rcode == LORS_E_NODEPOTS) {
+        tool_error(tool, "%s: the list is empty", from);
+        return TOOL_EXIT_DEPOTS;
+    }
+    if (rcode != LORS_OK) {
+        tool_error(tool, "%s: %s", from, rcode == LORS_E_NOMEM ? "out of memory" : err);
+        return rcode == LORS_E_NOMEM ? TOOL_EXIT_INTERNAL : TOOL_EXIT_USAGE;
+    }
+    return TOOL_EXIT_OK;
+}
+
+/* ---- the event feed ---- */
+
+int tool_feed_open(const char *tool, tool_feed_t *f, const char *events,
+                       const char *label, int64_t total, int progress)
+{
+    char err[256];
+    memset(f, 0, sizeof *f);
+    if (events) {
+        f->es = tool_events_open(events, tool, err, sizeof err);
+        if (!f->es) {
+            tool_error(tool, "--events %s: %s", events, err);
+            return TOOL_EXIT_IO;
+        }
+        tool_tee_add(&f->tee, tool_events_event, f->es);
+    }
+    if (progress >= 0) {
+        f->bar = tool_progress_new(STDERR_FILENO, label, total, progress > 0);
+        if (f->bar)
+            tool_tee_add(&f->tee, tool_progress_event, f->bar);
+    }
+    return TOOL_EXIT_OK;
+}
+
+lors_event_fn tool_feed_fn(const tool_feed_t *f)
+{
+    return f->tee.n ? tool_tee_call : NULL;
+}
+
+void tool_feed_close(tool_feed_t *f)
+{
+    tool_progress_finish(f->bar);
+    tool_events_close(f->es);
+    f->bar = NULL;
+    f->es = NULL;
+    f->tee.n = 0;
+}
+
+/* ---- output ---- */
+
+void tool_human(int64_t bytes, char *buf, size_t size)
+{
+    static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double v = (double)bytes;
+    int u = 0;
+    if (bytes < 1024) {
+        snprintf(buf, size, "%lldB", (long long)bytes);
+        return;
+    }
+    while (v >= 1024 && u < 6) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, size, v < 10 ? "%.1f%s" : "%.0f%s", v, unit[u]);
+}
+
+void tool_mapping_depot(const xnd_mapping_t *m, char *buf, size_t size)
+{
+    static const xnd_capkind order[] = {XND_READ, XND_WRITE, XND_MANAGE};
+    for (int i = 0; i < 3; i++) {
+        ibp_cap_t c;
+        lors_depot_t d;
+        if (!m->cap[order[i]] || ibp_cap_parse(m->cap[order[i]], &c) != IBP_OK)
+            continue;
+        memset(&d, 0, sizeof d);
+        snprintf(d.host, sizeof d.host, "%s", c.host);
+        d.port = c.port;
+        snprintf(d.rid, sizeof d.rid, "%s", c.rid);
+        lors_depot_format(&d, buf, size);
+        return;
+    }
+    snprintf(buf, size, "-");
+}

@@ -1,0 +1,26 @@
+/* tool_events_map.c -- the MAPPING lines with which lors_trim and lors_refresh open their
+ * event streams (docs/events.md).
+ *
+ * A trim or refresh reports only the mappings it acts on (TRIM, REFRESH, FAILURE).  A reader
+ * that draws the file -- the GUI's copy rows -- also needs the ones left alone, so the tool
+ * first lists the exNode as it read it, numbered as those events number them.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "tool.h"
+
+void tool_events_mappings(tool_events_t *es, const xnd_t *x)
+{
+    for (size_t i = 0; es && x && i < x->nmaps; i++) {
+        const xnd_mapping_t *m = x->maps[i];
+        char raw[IBP_MAX_HOST + IBP_MAX_RID + 16], dep[3 * sizeof raw], end[24] = "-";
+        tool_mapping_depot(m, raw, sizeof raw);
+        tool_events_encode(raw, dep, sizeof dep);
+        if (m->end.epoch != XND_TIME_UNKNOWN)
+            snprintf(end, sizeof end, "%" PRId64, m->end.epoch);
+        tool_events_printf(es, "MAPPING", "depot=%s frag=%zu copy=%zu off=%" PRId64
+                             " len=%" PRId64 " end=%s", dep, i, i, m->exnode_offset,
+                             m->logical_length, end);
+    }
+}

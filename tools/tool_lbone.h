@@ -1,0 +1,68 @@
+/* tool_lbone.h -- the LoRS tools and the L-Bone: which depots to use, and what throughput
+ * they showed.  Part of the tools' library (built on liblbone, lbone/lbone.h).
+ *
+ * Where the depots come from, first match wins: --depot-list; the L-Bone when the command
+ * line names one or asks for a place (-H, -P, --lbone, -l); DEPOT lines of the rc file; its
+ * LBONE_SERVER lines.  The L-Bone servers are -H/--lbone if given, else LBONE_SERVER lines,
+ * tried in order until one answers.
+ */
+#ifndef LNS_TOOL_LBONE_H
+#define LNS_TOOL_LBONE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lors.h"
+#include "tool.h"
+
+typedef struct tool_lbone_opts {
+    const char *server;   /* -H / --lbone: URL, host:port or host; NULL: the rc file's */
+    int port;             /* -P: port of servers named without one; 0: 6767 */
+    const char *location; /* -l; NULL: the rc file's LOCATION */
+    int count;            /* -m; 0: MAXDEPOTS of the rc file, else 6 (at least the copies) */
+    int asked;            /* 1 if -H, -P, --lbone or -l was on the command line */
+} tool_lbone_opts_t;
+
+/* The servers to ask, in order (*out malloc'd strings; *n may be 0).  0, or -1 (no memory). */
+int tool_lbone_servers(const tool_lbone_opts_t *lb, const tool_rc_t *rc, char ***out, size_t *n);
+void tool_lbone_servers_free(char **servers, size_t n);
+
+/* What is to be placed: `units` pieces of at most `unit` bytes each (fragments x copies),
+ * spread round-robin over the depots, on reliability (IBP_HARD or IBP_SOFT) storage for
+ * duration_s (< 0: as long as each depot allows). */
+typedef struct tool_lbone_need {
+    int64_t unit;
+    int64_t units;
+    int reliability;
+    int64_t duration_s;
+} tool_lbone_need_t;
+
+/* The depots for an upload or augment, in order of preference (see above).  From the
+ * L-Bone: lb->count depots (at least as many as copies) with room for their share of need,
+ * nearest to the location first.  verbose: one line naming the L-Bone, the place and the
+ * depots with their distances.  Prints its own error line; returns TOOL_EXIT_OK,
+ * TOOL_EXIT_USAGE, TOOL_EXIT_DEPOTS or TOOL_EXIT_INTERNAL.  *out is malloc'd (free it). */
+int tool_lbone_depots(const char *tool, const char *list, const tool_rc_t *rc,
+                      const tool_lbone_opts_t *lb, const tool_lbone_need_t *need, int copies,
+                      int verbose, lors_depot_t **out, size_t *n);
+
+/* ---- throughput reports -------------------------------------------------------------- */
+
+/* 1 when reports are off: the tool's --no-report, or LNS_NO_REPORT=1 in the environment. */
+int tool_lbone_reports_off(int no_report_flag);
+
+/* Measures each depot's throughput from a transfer's events: bytes of STORE_END/FETCH_END,
+ * over the time from the depot's first START to its last END.  Use tool_lbone_meter_event
+ * as a lors_event_fn with the meter as its argument (events come one at a time). */
+typedef struct tool_lbone_meter tool_lbone_meter_t;
+
+tool_lbone_meter_t *tool_lbone_meter_new(void);
+void tool_lbone_meter_event(void *meter, const lors_event_t *ev);
+/* Send what was measured to the first of servers that takes it, with short timeouts.  A
+ * report that cannot be sent is only a warning (printed with verbose): the transfer itself
+ * went well.  Returns the number of depots reported. */
+size_t tool_lbone_meter_send(const char *tool, const tool_lbone_meter_t *m, char **servers,
+                             size_t nservers, int verbose);
+void tool_lbone_meter_free(tool_lbone_meter_t *m);
+
+#endif
