@@ -24,295 +24,213 @@
 #include "lors.h"
 #include "tool_lbone.h"
 #include "tool.h"
+#include "tool_opt.h"
 
 static const char *TOOL = "lors_upload";
 
 #define MIB ((int64_t)1 << 20)
 
-static void usage(FILE *f)
+/* What the defaults, the rc file and the flags said (tool_opt.h); TOOL_UNSET: not given. */
+typedef struct settings {
+    tool_common_t c;
+    const char *file, *output, *depots, *keyfile, *checksum;
+    tool_lbone_opts_t lb;   /* -H/--lbone, -P, -l, -m */
+    int no_report, none, use_stdin, copies, fragments, reliability;
+    char e2e[64];           /* the chain from -z, -a and --e2e, in command-line order */
+    int e2e_from;           /* where e2e came from: TOOL_FROM_RC or TOOL_FROM_ARGV; 0: none */
+    int64_t blocksize, duration, memory, offset, length, e2e_bs;
+    int64_t bitrate;        /* --bitrate, bit/s; 0 = not given */
+} settings_t;
+
+#define S(field) TOOL_OFF(settings_t, field)
+
+/* -z, -a, --e2e and E2E_ORDER: transforms in the order given.  The command line's chain
+ * replaces the rc file's. */
+static int set_e2e(void *sp, const tool_opt_t *o, const char *name, const char *val,
+                   tool_from from, char *err, size_t errlen)
 {
-    fprintf(f,
-"Usage: lors_upload [options] FILE\n"
-"       lors_upload [options] -i < INPUT      (or FILE \"-\")\n"
-"Store a file on IBP depots, striped in fragments and copied, and write its exNode.\n"
-"\n"
-"Input and output:\n"
-"  -f, --file FILE         the file to upload (or give it as the argument)\n"
-"  -i, --stdin             read standard input (length unknown for a pipe)\n"
-"  -o, --output XND        the exNode (default FILE.xnd; from stdin: stdout)\n"
-"  -O, --offset N          upload the input from byte N on (regular files; K, M, G, T)\n"
-"  -L, --length N          ... only N bytes of it\n"
-"Where and how:\n"
-"      --depot-list LIST   depots, \"host[:port][/rid], ...\" (else the L-Bone, or DEPOT\n"
-"                          in the rc file)\n"
-"  -m, --max-depots N      use at most N depots (from the L-Bone: ask for N; default\n"
-"                          MAXDEPOTS of the rc file, else 6)\n"
-"  -c, --copies N          copies of each fragment (default 1)\n"
-"  -F, --fragments N       fragments per copy when the length is known (default 4)\n"
-"  -bs, --block-size N     fragment size when the length is unknown (default 5M)\n"
-"  -d, --duration T        lifetime (s, m, h, d; -1 or max: each depot's maximum),\n"
-"                          default 1d\n"
-"  -s, --soft / -h, --hard soft or hard storage (default hard)\n"
-"  -t, --threads N         parallel depot calls (default 4)\n"
-"  -T, --timeout T         longest wait of any one depot call (default 3m)\n"
-"  -M, --memory N          bound on the memory held for the data (fewer threads, and\n"
-"                          from a pipe smaller fragments, to fit)\n"
-"End to end:\n"
-"  -k, --checksum ALG      digest per checksum block (default sha256; none)\n"
-"  -E, --e2e-block-size N  bytes per checksum block and per transform frame (default 1M)\n"
-"  -z, --zlib              compress (zlib); -a, --aes: encrypt (AES-256-GCM); the order on\n"
-"                          the command line is the order applied\n"
-"      --e2e LIST          the same as a list: \"zlib,aes\"\n"
-"  -n, --none              no transforms and no checksum\n"
-"      --key-file FILE     the aes key (else $LNS_KEY or $LNS_KEY_FILE); never on the\n"
-"                          command line\n"
-"Reporting:\n"
-"  -V, --verbose           print the layout and what was worked around\n"
-"      --bitrate RATE      record a media stream's bits per second (15M: powers of 1000)\n"
-"                          in the exNode, for lors_play's pre-buffer\n"
-"      --events FILE|fd:N  write the event stream (docs/events.md); -D, --demo: fd:2\n"
-"      --progress          draw the progress bar even when stderr is not a terminal\n"
-"  -q, --quiet             print nothing but errors\n"
-"The L-Bone (depots near a place with room enough, when no --depot-list):\n"
-"  -H, --lbone URL         http://host:port, host:port or host (also --lbone-host);\n"
-"                          else the LBONE_SERVER lines of the rc file, in order\n"
-"  -P, --lbone-port P      its port when -H names none (default 6767)\n"
-"  -l, --location L        nearest to L first: \"airport= TYS\", \"zip= 37996\", \"lat,lon\",\n"
-"                          \"city= Knoxville state= TN\", \"country= NL\"... (rc LOCATION)\n"
-"      --no-report         do not report the depots' throughput to the L-Bone\n"
-"                          (also LNS_NO_REPORT=1)\n"
-"Settings:\n"
-"      --rc FILE           the rc file (default $LNS_RC, else ~/.xndrc); --no-rc: none\n"
-"      --help, --version\n"
-"\n"
-"Exit: 0 ok, 2 usage, 4 local I/O, 5 depots, 7 key, 9 internal.  See lors_upload(1).\n");
+    settings_t *s = sp;
+    char list[256];
+    if (s->e2e_from != (int)from)
+        s->e2e[0] = '\0';
+    s->e2e_from = (int)from;
+    snprintf(list, sizeof list, "%s", val ? val : o->letter == 'z' ? "zlib" : "aes");
+    int items = 0, none = 0;
+    for (char *sv = NULL, *t = strtok_r(list, ", \t", &sv); t; t = strtok_r(NULL, ", \t", &sv)) {
+        const char *n = t;
+        items++;
+        if (strcasecmp(t, "zlib_compress") == 0)
+            n = "zlib";
+        else if (strcasecmp(t, "aes_encrypt") == 0)
+            n = "aes";
+        if (strcasecmp(n, "none") == 0) {
+            if (from == TOOL_FROM_ARGV) {
+                snprintf(err, errlen, "--e2e none: use -n (no transforms and no checksum), or "
+                         "leave --e2e out");
+                return -1;
+            }
+            none = 1;
+            continue;
+        }
+        if (strncasecmp(n, "des", 3) == 0 || strncasecmp(n, "xor", 3) == 0) {
+            snprintf(err, errlen, "%s: %s is not supported (weak); use aes", name, n);
+            return -1;
+        }
+        if (strcasecmp(n, "zlib") != 0 && strcasecmp(n, "aes") != 0) {
+            snprintf(err, errlen, "%s: unknown transform %s (expected zlib or aes)", name, n);
+            return -1;
+        }
+        for (char *p = strstr(s->e2e, n); p; p = strstr(p + 1, n))
+            if ((p == s->e2e || p[-1] == ',') && (p[strlen(n)] == '\0' || p[strlen(n)] == ',')) {
+                snprintf(err, errlen, "%s: transform %s named twice", name, n);
+                return -1;
+            }
+        if (s->e2e[0])
+            strcat(s->e2e, ",");
+        strcat(s->e2e, strcasecmp(n, "zlib") == 0 ? "zlib" : "aes");
+    }
+    if (none && items > 1) {
+        snprintf(err, errlen, "%s: none cannot be combined with transforms", name);
+        return -1;
+    }
+    return 0;
 }
 
-enum { OPT_DEPOTS = 256, OPT_E2E, OPT_KEY, OPT_EVENTS, OPT_PROGRESS, OPT_RC, OPT_NO_RC,
-       OPT_NO_REPORT, OPT_HELP, OPT_VERSION, OPT_BITRATE };
+static int set_rejected(void *sp, const tool_opt_t *o, const char *name, const char *val,
+                        tool_from from, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "%s", o->letter == 'e'
+             ? "-e: DES encryption is not supported (a 56-bit key is no protection); use -a "
+               "(AES-256-GCM)"
+             : "-x: XOR \"encryption\" is not supported (it hides nothing); use -a (AES-256-GCM)");
+    return -1;
+}
 
-static const struct option longopts[] = {
-    {"file", required_argument, NULL, 'f'},
-    {"stdin", no_argument, NULL, 'i'},
-    {"output", required_argument, NULL, 'o'},
-    {"offset", required_argument, NULL, 'O'},
-    {"length", required_argument, NULL, 'L'},
-    {"depot-list", required_argument, NULL, OPT_DEPOTS},
-    {"max-depots", required_argument, NULL, 'm'},
-    {"copies", required_argument, NULL, 'c'},
-    {"fragments", required_argument, NULL, 'F'},
-    {"bs", required_argument, NULL, 'b'},
-    {"block-size", required_argument, NULL, 'b'},
-    {"duration", required_argument, NULL, 'd'},
-    {"soft", no_argument, NULL, 's'},
-    {"hard", no_argument, NULL, 'h'},
-    {"threads", required_argument, NULL, 't'},
-    {"timeout", required_argument, NULL, 'T'},
-    {"memory", required_argument, NULL, 'M'},
-    {"checksum", required_argument, NULL, 'k'},
-    {"e2e-block-size", required_argument, NULL, 'E'},
-    {"zlib", no_argument, NULL, 'z'},
-    {"aes", no_argument, NULL, 'a'},
-    {"e2e", required_argument, NULL, OPT_E2E},
-    {"none", no_argument, NULL, 'n'},
-    {"des", no_argument, NULL, 'e'},
-    {"xor", no_argument, NULL, 'x'},
-    {"key-file", required_argument, NULL, OPT_KEY},
-    {"verbose", no_argument, NULL, 'V'},
-    {"bitrate", required_argument, NULL, OPT_BITRATE},
-    {"events", required_argument, NULL, OPT_EVENTS},
-    {"demo", no_argument, NULL, 'D'},
-    {"progress", no_argument, NULL, OPT_PROGRESS},
-    {"quiet", no_argument, NULL, 'q'},
-    {"lbone", required_argument, NULL, 'H'},
-    {"lbone-host", required_argument, NULL, 'H'},
-    {"lbone-port", required_argument, NULL, 'P'},
-    {"location", required_argument, NULL, 'l'},
-    {"no-report", no_argument, NULL, OPT_NO_REPORT},
-    {"rc", required_argument, NULL, OPT_RC},
-    {"no-rc", no_argument, NULL, OPT_NO_RC},
-    {"help", no_argument, NULL, OPT_HELP},
-    {"version", no_argument, NULL, OPT_VERSION},
-    {NULL, 0, NULL, 0},
+/* SI multipliers: 15M = 15,000,000 bit/s */
+static int set_bitrate(void *sp, const tool_opt_t *o, const char *name, const char *val,
+                       tool_from from, char *err, size_t errlen)
+{
+    double v;
+    if (lns_parse_rate(val, &v) < 0) {
+        snprintf(err, errlen, "%s %s: expected bits per second such as 15M", name, val);
+        return -1;
+    }
+    ((settings_t *)sp)->bitrate = (int64_t)v;
+    return 0;
+}
+
+static const tool_opt_t opts[] = {
+    TOOL_OPT_HEADING("Input and output:"),
+    {TOOL_OPT_STR, "file", 'f', NULL, S(file), 0, 0, NULL, "FILE",
+     "the file to upload (or give it as the argument)", NULL},
+    {TOOL_OPT_SWITCH, "stdin", 'i', NULL, S(use_stdin), 1, 0, NULL, NULL,
+     "read standard input (length unknown for a pipe)", NULL},
+    {TOOL_OPT_STR, "output", 'o', NULL, S(output), 0, 0, NULL, "XND",
+     "the exNode (default FILE.xnd; from stdin: stdout)", NULL},
+    {TOOL_OPT_SIZE, "offset", 'O', NULL, S(offset), 0, INT64_MAX, NULL, "N",
+     "upload the input from byte N on (regular files; K, M, G, T)", NULL},
+    {TOOL_OPT_SIZE, "length", 'L', NULL, S(length), 0, INT64_MAX, NULL, "N",
+     "... only N bytes of it", NULL},
+    TOOL_OPT_HEADING("Where and how:"),
+    {TOOL_OPT_STR, "depot-list", 0, NULL, S(depots), 0, 0, NULL, "LIST",
+     "depots, \"host[:port][/rid], ...\" (else the L-Bone, or DEPOT\nin the rc file)", NULL},
+    {TOOL_OPT_FN, "max-depots", 'm', NULL, S(lb), 1, 1000000, NULL, "N",
+     "use at most N depots (from the L-Bone: ask for N; default\nMAXDEPOTS of the rc file, "
+     "else 6)", tool_lbone_opt},
+    {TOOL_OPT_INT, "copies", 'c', "COPIES", S(copies), 1, 1000, "1", "N",
+     "copies of each fragment", NULL},
+    {TOOL_OPT_INT, "fragments", 'F', "FRAGMENTS_PER_FILE", S(fragments), 1, 1000000, "4", "N",
+     "fragments per copy when the length is known", NULL},
+    {TOOL_OPT_SIZE, "bs|block-size", 0, "DATA_BLOCKSIZE", S(blocksize), 1, INT64_MAX, "5M",
+     "N", "fragment size when the length is unknown", NULL},
+    {TOOL_OPT_DURATION, "duration", 'd', "DURATION", S(duration), 1, INT64_MAX, "1d", "T",
+     "lifetime (s, m, h, d; -1 or max: each depot's maximum)", NULL},
+    {TOOL_OPT_SWITCH, "soft", 's', NULL, S(reliability), IBP_SOFT, 0, NULL, NULL,
+     "soft storage", NULL},
+    {TOOL_OPT_SWITCH, "hard", 'h', NULL, S(reliability), IBP_HARD, 0, NULL, NULL,
+     "hard storage (the default)", NULL},
+    {TOOL_OPT_FN, NULL, 0, "STORAGE_TYPE", S(reliability), 0, 0, NULL, NULL, NULL,
+     tool_opt_storage},
+    TOOL_OPT_THREADS(1, "4", "parallel depot calls"),
+    TOOL_OPT_TIMEOUT("3m", "longest wait of any one depot call"),
+    {TOOL_OPT_SIZE, "memory", 'M', "MAX_INTERNAL_BUFFER", S(memory), 2 << 20, INT64_MAX, NULL,
+     "N", "bound on the memory held for the data (fewer threads, and\nfrom a pipe smaller "
+     "fragments, to fit)", NULL},
+    TOOL_OPT_HEADING("End to end:"),
+    {TOOL_OPT_STR, "checksum", 'k', NULL, S(checksum), 0, 0, NULL, "ALG",
+     "digest per checksum block (default sha256; none)", NULL},
+    {TOOL_OPT_SIZE, "e2e-block-size", 'E', "E2E_BLOCKSIZE", S(e2e_bs), 1, INT64_MAX, NULL, "N",
+     "bytes per checksum block and per transform frame (default 1M)", NULL},
+    {TOOL_OPT_FN, "zlib", 'z', NULL, 0, 0, 0, NULL, NULL,
+     "compress (zlib); -a, --aes: encrypt (AES-256-GCM); the order on\nthe command line is "
+     "the order applied", set_e2e},
+    {TOOL_OPT_FN, "aes", 'a', NULL, 0, 0, 0, NULL, NULL, NULL, set_e2e},
+    {TOOL_OPT_FN, "e2e", 0, "E2E_ORDER", 0, 0, 0, NULL, "LIST",
+     "the same as a list: \"zlib,aes\"", set_e2e},
+    {TOOL_OPT_SWITCH, "none", 'n', NULL, S(none), 1, 0, NULL, NULL,
+     "no transforms and no checksum", NULL},
+    {TOOL_OPT_FN, "des", 'e', NULL, 0, 0, 0, NULL, NULL, NULL, set_rejected},
+    {TOOL_OPT_FN, "xor", 'x', NULL, 0, 0, 0, NULL, NULL, NULL, set_rejected},
+    {TOOL_OPT_STR, "key-file", 0, NULL, S(keyfile), 0, 0, NULL, "FILE",
+     "the aes key (else $LNS_KEY or $LNS_KEY_FILE); never on the\ncommand line", NULL},
+    TOOL_OPT_HEADING("Reporting:"),
+    TOOL_OPT_VERBOSE("print the layout and what was worked around"),
+    {TOOL_OPT_FN, "bitrate", 0, NULL, 0, 0, 0, NULL, "RATE",
+     "record a media stream's bits per second (15M: powers of 1000)\nin the exNode, for "
+     "lors_play's pre-buffer", set_bitrate},
+    TOOL_OPT_EVENTS,
+    TOOL_OPT_PROGRESS,
+    TOOL_OPT_QUIET('q'),
+    TOOL_OPT_HEADING("The L-Bone (depots near a place with room enough, when no --depot-list):"),
+    TOOL_OPT_LBONE(S(lb)),
+    {TOOL_OPT_SWITCH, "no-report", 0, NULL, S(no_report), 1, 0, NULL, NULL,
+     "do not report the depots' throughput to the L-Bone\n(also LNS_NO_REPORT=1)", NULL},
+    TOOL_OPT_HEADING("Settings:"),
+    TOOL_OPT_SETTINGS,
+    TOOL_OPT_TABLE_END,
 };
 
-/* What the flags said; -1 (-2 where -1 is a value) / NULL = not given. */
-typedef struct flags {
-    const char *file, *output, *depots, *events, *rc, *keyfile, *checksum;
-    tool_lbone_opts_t lb;   /* -H/--lbone, -P, -l, -m */
-    int no_report;
-    char e2e[64];           /* the chain from -z, -a and --e2e, in command-line order */
-    int has_e2e, none, use_stdin, verbose, quiet, progress, no_rc;
-    int copies, fragments, threads, reliability, maxdepots;
-    int64_t blocksize, duration, timeout, memory, offset, length, e2e_bs;
-    int64_t bitrate;        /* --bitrate, bit/s; 0 = not given */
-} flags_t;
+static const tool_cmd_t cmd = {
+    "lors_upload",
+    "Usage: lors_upload [options] FILE\n"
+    "       lors_upload [options] -i < INPUT      (or FILE \"-\")\n"
+    "Store a file on IBP depots, striped in fragments and copied, and write its exNode.\n\n",
+    "\nExit: 0 ok, 2 usage, 4 local I/O, 5 depots, 7 key, 9 internal.  See lors_upload(1).\n",
+    opts,
+};
 
-static int add_transform(flags_t *f, const char *name)
+static int parse_flags(int argc, char **argv, settings_t *f)
 {
-    if (strcmp(name, "none") == 0)
-        return tool_usage(TOOL, "--e2e none: use -n (no transforms and no checksum), or "
-                                    "leave --e2e out");
-    if (strcmp(name, "zlib") != 0 && strcmp(name, "aes") != 0)
-        return tool_usage(TOOL, "transform %s: expected zlib or aes", name);
-    for (char *p = strstr(f->e2e, name); p; p = strstr(p + 1, name))
-        if ((p == f->e2e || p[-1] == ',') && (p[strlen(name)] == '\0' || p[strlen(name)] == ','))
-            return tool_usage(TOOL, "transform %s named twice", name);
-    if (f->e2e[0])
-        strcat(f->e2e, ",");
-    strcat(f->e2e, name);
-    f->has_e2e = 1;
-    return TOOL_EXIT_OK;
-}
-
-static int parse_flags(int argc, char **argv, flags_t *f)
-{
-    int c, port, code;
+    int first, code;
     memset(f, 0, sizeof *f);
-    f->copies = f->fragments = f->threads = f->reliability = f->maxdepots = -1;
-    f->blocksize = f->duration = f->timeout = f->memory = f->offset = f->length = -2;
-    f->e2e_bs = -2;
-    opterr = 0;
-    while ((c = getopt_long_only(argc, argv, ":f:io:O:L:m:c:F:d:sht:T:M:k:E:zanexVDqH:P:l:",
-                                 longopts, NULL)) != -1) {
-        switch (c) {
-        case 'f': f->file = optarg; break;
-        case 'i': f->use_stdin = 1; break;
-        case 'o': f->output = optarg; break;
-        case 'O':
-            if (tool_size(TOOL, "-O", optarg, &f->offset) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'L':
-            if (tool_size(TOOL, "-L", optarg, &f->length) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case OPT_DEPOTS: f->depots = optarg; break;
-        case 'm':
-            if (tool_int(TOOL, "-m", optarg, 1, 1000000, &f->maxdepots) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'c':
-            if (tool_int(TOOL, "-c", optarg, 1, 1000, &f->copies) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'F':
-            if (tool_int(TOOL, "-F", optarg, 1, 1000000, &f->fragments) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'b':
-            if (tool_size(TOOL, "-bs", optarg, &f->blocksize) < 0)
-                return TOOL_EXIT_USAGE;
-            if (f->blocksize < 1)
-                return tool_usage(TOOL, "-bs %s: must be above 0", optarg);
-            break;
-        case 'd':
-            if (tool_duration(TOOL, "-d", optarg, &f->duration) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 's': f->reliability = IBP_SOFT; break;
-        case 'h': f->reliability = IBP_HARD; break;
-        case 't':
-            if (tool_int(TOOL, "-t", optarg, 1, 1024, &f->threads) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'T':
-            if (tool_timeout(TOOL, optarg, &f->timeout) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'M':
-            if (tool_size(TOOL, "-M", optarg, &f->memory) < 0)
-                return TOOL_EXIT_USAGE;
-            if (f->memory < 2 * MIB)
-                return tool_usage(TOOL, "-M %s: at least 2M", optarg);
-            break;
-        case 'k': f->checksum = optarg; break;
-        case 'E':
-            if (tool_size(TOOL, "-E", optarg, &f->e2e_bs) < 0)
-                return TOOL_EXIT_USAGE;
-            if (f->e2e_bs < 1)
-                return tool_usage(TOOL, "-E %s: must be above 0", optarg);
-            break;
-        case 'z':
-        case 'a':
-            if ((code = add_transform(f, c == 'z' ? "zlib" : "aes")) != 0)
-                return code;
-            break;
-        case OPT_E2E: {
-            char list[256];
-            snprintf(list, sizeof list, "%s", optarg);
-            for (char *s = NULL, *t = strtok_r(list, ", \t", &s); t; t = strtok_r(NULL, ", \t", &s))
-                if ((code = add_transform(f, t)) != 0)
-                    return code;
-            break;
-        }
-        case 'n': f->none = 1; break;
-        case 'e':
-            return tool_usage(TOOL, "-e: DES encryption is not supported (a 56-bit key is "
-                                        "no protection); use -a (AES-256-GCM)");
-        case 'x':
-            return tool_usage(TOOL, "-x: XOR \"encryption\" is not supported (it hides "
-                                        "nothing); use -a (AES-256-GCM)");
-        case OPT_KEY: f->keyfile = optarg; break;
-        case 'V': f->verbose = 1; break;
-        case OPT_BITRATE: { /* SI multipliers: 15M = 15,000,000 bit/s */
-            double v;
-            if (lns_parse_rate(optarg, &v) < 0)
-                return tool_usage(TOOL, "--bitrate %s: expected bits per second such as 15M",
-                                      optarg);
-            f->bitrate = (int64_t)v;
-            break;
-        }
-        case OPT_EVENTS: f->events = optarg; break;
-        case 'D': f->events = "fd:2"; break;
-        case OPT_PROGRESS: f->progress = 1; break;
-        case 'q': f->quiet = 1; break;
-        case 'H':
-            f->lb.server = optarg;
-            f->lb.asked = 1;
-            break;
-        case 'l':
-            f->lb.location = optarg;
-            f->lb.asked = 1;
-            break;
-        case 'P':
-            if (tool_int(TOOL, "-P", optarg, 1, 65535, &port) < 0)
-                return TOOL_EXIT_USAGE;
-            f->lb.port = port;
-            f->lb.asked = 1;
-            break;
-        case OPT_NO_REPORT: f->no_report = 1; break;
-        case OPT_RC: f->rc = optarg; break;
-        case OPT_NO_RC: f->no_rc = 1; break;
-        case OPT_HELP: usage(stdout); exit(TOOL_EXIT_OK);
-        case OPT_VERSION: tool_version(TOOL); exit(TOOL_EXIT_OK);
-        case ':': return tool_usage(TOOL, "%s needs a value", argv[optind - 1]);
-        default: return tool_usage(TOOL, "unknown option %s", argv[optind - 1]);
-        }
-    }
-    if (f->none && (f->has_e2e || f->checksum))
-        return tool_usage(TOOL, "-n (no transforms, no checksum) excludes -z, -a, --e2e "
-                                    "and -k");
-    if (optind < argc - 1)
-        return tool_usage(TOOL, "one file at a time (%s)", argv[optind + 1]);
-    if (optind < argc) {
-        if (f->file)
-            return tool_usage(TOOL, "two inputs: -f %s and %s", f->file, argv[optind]);
-        f->file = argv[optind];
-    }
-    if (f->file && strcmp(f->file, "-") == 0) {
+    if ((code = tool_opt_parse(&cmd, argc, argv, f, &first)) != TOOL_EXIT_OK)
+        return code;
+    code = TOOL_EXIT_USAGE;
+    if (f->none && (f->e2e_from == TOOL_FROM_ARGV || f->checksum))
+        tool_usage(TOOL, "-n (no transforms, no checksum) excludes -z, -a, --e2e and -k");
+    else if (first < argc - 1)
+        tool_usage(TOOL, "one file at a time (%s)", argv[first + 1]);
+    else if (first < argc && f->file)
+        tool_usage(TOOL, "two inputs: -f %s and %s", f->file, argv[first]);
+    else
+        code = TOOL_EXIT_OK;
+    if (code == TOOL_EXIT_OK && first < argc)
+        f->file = argv[first];
+    if (code == TOOL_EXIT_OK && f->file && strcmp(f->file, "-") == 0) {
         f->file = NULL;
         f->use_stdin = 1;
     }
-    if (f->file && f->use_stdin)
-        return tool_usage(TOOL, "two inputs: %s and stdin (-i)", f->file);
-    if (!f->file && !f->use_stdin)
-        return tool_usage(TOOL, "no input: give FILE, -f FILE, or -i for stdin");
-    return TOOL_EXIT_OK;
+    if (code == TOOL_EXIT_OK && f->file && f->use_stdin)
+        code = tool_usage(TOOL, "two inputs: %s and stdin (-i)", f->file);
+    else if (code == TOOL_EXIT_OK && !f->file && !f->use_stdin)
+        code = tool_usage(TOOL, "no input: give FILE, -f FILE, or -i for stdin");
+    if (code != TOOL_EXIT_OK)
+        tool_opt_free(f);
+    return code;
 }
 
 /* The input: open it, position it at -O, and find its length (-1: a pipe, unknown). */
-static int open_input(const flags_t *f, int *fd, int64_t *length)
+static int open_input(const settings_t *f, int *fd, int64_t *length)
 {
     struct stat st;
     const char *name = f->file ? f->file : "stdin";
@@ -413,7 +331,7 @@ static void print_report(const lors_upload_opts_t *o, const lors_report_t *rep,
 }
 
 /* The event stream's BEGIN line: what this upload is, for a reader that sees nothing else. */
-static void begin_line(tool_events_t *es, const flags_t *f, const lors_upload_opts_t *o,
+static void begin_line(tool_events_t *es, const settings_t *f, const lors_upload_opts_t *o,
                        int64_t length)
 {
     char file[3 * PATH_MAX], list[4096] = "", d[IBP_MAX_HOST + IBP_MAX_RID + 16];
@@ -435,21 +353,19 @@ static void begin_line(tool_events_t *es, const flags_t *f, const lors_upload_op
 }
 
 /* Tell the L-Bone (-H/--lbone, else the rc file's) what throughput each depot gave. */
-static void report_throughput(const flags_t *f, const tool_rc_t *rc,
-                              const tool_lbone_meter_t *meter)
+static void report_throughput(const settings_t *f, const tool_lbone_meter_t *meter)
 {
     char **servers;
     size_t n;
-    if (!meter || tool_lbone_servers(&f->lb, rc, &servers, &n) < 0)
+    if (!meter || tool_lbone_servers(&f->lb, &f->c.rc, &servers, &n) < 0)
         return;
-    tool_lbone_meter_send(TOOL, meter, servers, n, f->verbose && !f->quiet);
+    tool_lbone_meter_send(TOOL, meter, servers, n, f->c.verbose && !f->c.quiet);
     tool_lbone_servers_free(servers, n);
 }
 
 int main(int argc, char **argv)
 {
-    flags_t f;
-    tool_rc_t rc;
+    settings_t f;
     tool_feed_t feed;
     lors_upload_opts_t o;
     lors_report_t rep;
@@ -469,35 +385,27 @@ int main(int argc, char **argv)
     code = parse_flags(argc, argv, &f);
     if (code)
         return code;
-    code = tool_rc(TOOL, f.rc, f.no_rc, &rc);
-    if (code)
-        return code;
     rc_loaded = 1;
 
     lors_upload_opts_init(&o);
-    o.copies = f.copies > 0 ? f.copies : rc.copies > 0 ? rc.copies : o.copies;
-    o.fragments = f.fragments > 0 ? f.fragments : rc.fragments > 0 ? rc.fragments : o.fragments;
-    o.blocksize = f.blocksize > 0 ? f.blocksize
-                  : rc.data_blocksize > 0 ? rc.data_blocksize : o.blocksize;
-    o.duration_s = f.duration != -2 ? f.duration : rc.duration_s > 0 ? rc.duration_s
-                                                                     : o.duration_s;
-    o.reliability = f.reliability > 0 ? f.reliability
-                    : rc.reliability > 0 ? rc.reliability : o.reliability;
-    o.threads = f.threads > 0 ? f.threads : rc.threads > 0 ? rc.threads : o.threads;
-    o.timeout_s = f.timeout > 0 ? (int)f.timeout : rc.timeout_s > 0 ? rc.timeout_s : o.timeout_s;
-    int64_t ebs = f.e2e_bs > 0 ? f.e2e_bs : rc.e2e_blocksize > 0 ? rc.e2e_blocksize : 0;
-    if (ebs > 0)
-        o.checksum_blocksize = o.e2e_blocksize = ebs;
+    o.copies = f.copies;
+    o.fragments = f.fragments;
+    o.blocksize = f.blocksize;
+    o.duration_s = f.duration;
+    o.reliability = f.reliability ? f.reliability : IBP_HARD;
+    o.threads = f.c.threads;
+    o.timeout_s = (int)f.c.timeout;
+    if (f.e2e_bs != TOOL_UNSET)
+        o.checksum_blocksize = o.e2e_blocksize = f.e2e_bs;
     if (f.none) {
         o.checksum = "none";
         o.e2e = NULL;
     } else {
         if (f.checksum)
             o.checksum = f.checksum;
-        o.e2e = f.has_e2e ? f.e2e : rc.e2e_order;
+        o.e2e = f.e2e_from ? f.e2e : NULL;
     }
-    if (!f.quiet && !f.verbose && rc.verbose > 0)
-        f.verbose = 1;
+    int verbose = f.c.verbose && !f.c.quiet;
 
     if (o.e2e && strstr(o.e2e, "aes")) {
         if (lors_key_load(f.keyfile, key, err, sizeof err) != LORS_OK) {
@@ -524,7 +432,7 @@ int main(int argc, char **argv)
         goto done;
 
     /* -M: the engine holds about 2 x threads x 1 MiB, and from a pipe two fragments more */
-    int64_t mem = f.memory > 0 ? f.memory : rc.max_buffer > 0 ? rc.max_buffer : 0;
+    int64_t mem = f.memory > 0 ? f.memory : 0;
     if (mem > 0) {
         int fit = (int)(mem / (2 * MIB) > 1024 ? 1024 : mem / (2 * MIB));
         if (fit < 1)
@@ -551,21 +459,20 @@ int main(int argc, char **argv)
         need.unit = (stored + o.fragments - 1) / o.fragments;
         need.units = (int64_t)o.fragments * o.copies;
     }
-    f.lb.count = f.maxdepots > 0 ? f.maxdepots : 0;
-    code = tool_lbone_depots(TOOL, f.depots, &rc, &f.lb, &need, o.copies, f.verbose && !f.quiet,
+    code = tool_lbone_depots(TOOL, f.depots, &f.c.rc, &f.lb, &need, o.copies, verbose,
                              &depots, &ndepots);
     if (code)
         goto done;
-    int maxd = f.maxdepots > 0 ? f.maxdepots : rc.maxdepots > 0 ? rc.maxdepots : 0;
+    int maxd = f.lb.count > 0 ? f.lb.count : f.c.rc.maxdepots > 0 ? f.c.rc.maxdepots : 0;
     o.depots = depots;
     o.ndepots = maxd > 0 && (size_t)maxd < ndepots ? (size_t)maxd : ndepots;
-    if (o.copies > (int)o.ndepots && !f.quiet)
+    if (o.copies > (int)o.ndepots && !f.c.quiet)
         tool_error(TOOL, "warning: %d copies on %zu depot%s: some copies share a depot",
                        o.copies, o.ndepots, o.ndepots == 1 ? "" : "s");
 
-    code = tool_feed_open(TOOL, &feed, f.events, "upload",
+    code = tool_feed_open(TOOL, &feed, f.c.events, "upload",
                               length >= 0 && !(o.e2e && *o.e2e) ? length * o.copies : -1,
-                              f.quiet ? -1 : f.progress);
+                              f.c.quiet ? -1 : f.c.progress);
     if (code)
         goto done;
     if (!tool_lbone_reports_off(f.no_report)) {
@@ -584,7 +491,7 @@ int main(int argc, char **argv)
     lrc = lors_upload_fd(&o, in, length, name, &x, &rep);
     tool_progress_finish(feed.bar); /* end the bar's line before any message */
     feed.bar = NULL;
-    if (!f.quiet)
+    if (!f.c.quiet)
         print_issues(&rep);
     if (lrc != LORS_OK) {
         tool_error(TOOL, "%s: %s", f.file ? f.file : "stdin",
@@ -599,9 +506,9 @@ int main(int argc, char **argv)
         goto done;
     }
     code = tool_write_exnode(TOOL, x, out);
-    if (code == TOOL_EXIT_OK && f.verbose && !f.quiet)
+    if (code == TOOL_EXIT_OK && verbose)
         print_report(&o, &rep, out, notes);
-    report_throughput(&f, &rc, meter);
+    report_throughput(&f, meter);
 
 done:
     if (feed.es)
@@ -616,6 +523,6 @@ done:
     free(depots);
     tool_lbone_meter_free(meter);
     if (rc_loaded)
-        tool_rc_free(&rc);
+        tool_opt_free(&f);
     return code;
 }

@@ -61,6 +61,15 @@ typedef struct tool_rc {
  * is.  Unknown keywords and bad values are LORS_E_RC with "FILE:LINE: ..." in err. */
 int tool_rc_load(const char *path, tool_rc_t *rc, char *err, size_t errlen);
 void tool_rc_free(tool_rc_t *rc);
+/* The same file with each "KEYWORD value" line handed to fn (tool_opt.c: a program's own
+ * settings), which returns LORS_OK or an error with "FILE:LINE: why" in err. */
+typedef int (*tool_rc_line_fn)(void *arg, const char *file, int line, const char *kw, char *val,
+                               char *err, size_t errlen);
+int tool_rc_read(const char *path, tool_rc_t *rc, tool_rc_line_fn fn, void *arg, char *err,
+                 size_t errlen);
+/* One line as tool_rc_load takes it, into rc. */
+int tool_rc_keyword(tool_rc_t *rc, const char *file, int line, const char *kw, char *val,
+                    char *err, size_t errlen);
 
 /* ---- the event stream (--events FILE|fd:N; docs/events.md) ------------------------------ */
 

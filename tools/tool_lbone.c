@@ -164,6 +164,30 @@ int tool_lbone_depots(const char *tool, const char *list, const tool_rc_t *rc,
     return tool_depots(tool, list, rc, out, n);
 }
 
+/* -H/--lbone (--lbone alone in lors_download: where reports go), -P, -l and -m: on the
+ * command line they ask the L-Bone. */
+int tool_lbone_opt(void *s, const tool_opt_t *o, const char *name, const char *val,
+                   tool_from from, char *err, size_t errlen)
+{
+    tool_lbone_opts_t *lb = (tool_lbone_opts_t *)((char *)s + o->off);
+    if (o->letter == 'P' || o->letter == 'm') {
+        tool_opt_t as_int = *o;
+        as_int.type = TOOL_OPT_INT;
+        as_int.off = o->letter == 'P' ? offsetof(tool_lbone_opts_t, port)
+                                      : offsetof(tool_lbone_opts_t, count);
+        if (tool_opt_set(lb, &as_int, name, val, from, err, errlen) < 0)
+            return -1;
+        lb->asked |= o->letter == 'P';
+        return 0;
+    }
+    if (o->letter == 'l')
+        lb->location = val;
+    else
+        lb->server = val;
+    lb->asked = 1;
+    return 0;
+}
+
 /* ---- throughput reports ---- */
 
 int tool_lbone_reports_off(int no_report_flag)

@@ -14,6 +14,7 @@
 
 #include "lors.h"
 #include "tool.h"
+#include "tool_opt.h"
 
 typedef struct tool_lbone_opts {
     const char *server;   /* -H / --lbone: URL, host:port or host; NULL: the rc file's */
@@ -22,6 +23,19 @@ typedef struct tool_lbone_opts {
     int count;            /* -m; 0: MAXDEPOTS of the rc file, else 6 (at least the copies) */
     int asked;            /* 1 if -H, -P, --lbone or -l was on the command line */
 } tool_lbone_opts_t;
+
+/* The options that set a tool_lbone_opts_t (off: its offset in the settings). */
+int tool_lbone_opt(void *s, const tool_opt_t *o, const char *name, const char *val,
+                   tool_from from, char *err, size_t errlen);
+#define TOOL_OPT_LBONE(off) \
+    {TOOL_OPT_FN, "lbone|lbone-host", 'H', NULL, off, 0, 0, NULL, "URL", \
+     "http://host:port, host:port or host (also --lbone-host);\nelse the LBONE_SERVER lines " \
+     "of the rc file, in order", tool_lbone_opt}, \
+    {TOOL_OPT_FN, "lbone-port", 'P', NULL, off, 1, 65535, NULL, "P", \
+     "its port when -H names none (default 6767)", tool_lbone_opt}, \
+    {TOOL_OPT_FN, "location", 'l', NULL, off, 0, 0, NULL, "L", \
+     "nearest to L first: \"airport= TYS\", \"zip= 37996\", \"lat,lon\",\n" \
+     "\"city= Knoxville state= TN\", \"country= NL\"... (rc LOCATION)", tool_lbone_opt}
 
 /* The servers to ask, in order (*out malloc'd strings; *n may be 0).  0, or -1 (no memory). */
 int tool_lbone_servers(const tool_lbone_opts_t *lb, const tool_rc_t *rc, char ***out, size_t *n);

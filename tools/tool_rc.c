@@ -23,6 +23,8 @@ typedef struct rcparse {
     int line;
     char *err;
     size_t errlen;
+    tool_rc_line_fn fn;  /* each "KEYWORD value" line goes here (NULL: keyword()) */
+    void *arg;
 } rcparse_t;
 
 static int fail(rcparse_t *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -222,6 +224,18 @@ static int kw_e2e(rcparse_t *p, const char *kw, char *v)
     return set_str(&p->rc->e2e_order, out);
 }
 
+static int keyword(rcparse_t *p, const char *kw, char *v);
+
+int tool_rc_keyword(tool_rc_t *rc, const char *file, int line, const char *kw, char *val,
+                    char *err, size_t errlen)
+{
+    rcparse_t p = {rc, file, line, err, errlen, NULL, NULL};
+    int r = keyword(&p, kw, val);
+    if (r == LORS_E_NOMEM)
+        fail(&p, "out of memory");
+    return r;
+}
+
 static int keyword(rcparse_t *p, const char *kw, char *v)
 {
     tool_rc_t *rc = p->rc;
@@ -323,14 +337,20 @@ static int parse_line(rcparse_t *p, char *s)
     *end = '\0';
     if (!*s)
         return fail(p, "%s needs a value", kw);
-    return keyword(p, kw, s);
+    return p->fn ? p->fn(p->arg, p->file, p->line, kw, s, p->err, p->errlen) : keyword(p, kw, s);
 }
 
 int tool_rc_load(const char *path, tool_rc_t *rc, char *err, size_t errlen)
 {
+    return tool_rc_read(path, rc, NULL, NULL, err, errlen);
+}
+
+int tool_rc_read(const char *path, tool_rc_t *rc, tool_rc_line_fn fn, void *arg, char *err,
+                 size_t errlen)
+{
     char home_rc[512];
     int optional = 0;
-    rcparse_t p = {rc, NULL, 0, err, errlen};
+    rcparse_t p = {rc, NULL, 0, err, errlen, fn, arg};
 
     rc_unset(rc);
     if (errlen)

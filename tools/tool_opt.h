@@ -1,0 +1,152 @@
+/* tool_opt.h -- every setting of a program declared once: its long name, short letter, rc-file
+ * keyword, type, bounds, default and help line, in one table per program.
+ *
+ * From that table come the command line (getopt_long_only, so LoRS's one-dash long options
+ * such as -bs work beside --block-size), the rc file (~/.xndrc: each "KEYWORD value" line
+ * goes through the same setter as the flag, as curl feeds .curlrc through the parser of its
+ * argv), the defaults, the bounds and their messages, and --help.  Precedence is the table's
+ * defaults < rc file < flags.  tests/unit/test_tool_opt.c checks the engine, and each program's
+ * man page is checked against its --help.
+ *
+ * A program's settings struct starts with a tool_common_t, so the options every program has
+ * (TOOL_OPT_RC etc. below) can be declared once for all of them.
+ */
+#ifndef LNS_TOOL_OPT_H
+#define LNS_TOOL_OPT_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tool.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A field that no default, rc line or flag set. */
+#define TOOL_UNSET_INT INT_MIN
+#define TOOL_UNSET INT64_MIN
+
+/* The off of an entry with no field (--help, --version). */
+#define TOOL_NOFIELD ((size_t)-1)
+
+/* The most parallel depot calls (or streams) any tool takes. */
+#define TOOL_MAX_THREADS 256
+
+typedef enum tool_opt_type {
+    TOOL_OPT_END = 0,   /* ends a table */
+    TOOL_OPT_SECTION,   /* a heading in --help: help is its text */
+    TOOL_OPT_SWITCH,    /* no value: the int field becomes min (from the rc file: yes/no, on/off,
+                           true/false or a number) */
+    TOOL_OPT_STR,       /* const char *, kept as given */
+    TOOL_OPT_INT,       /* int in [min, max] */
+    TOOL_OPT_SIZE,      /* int64_t bytes in [min, max]: digits with K, M, G or T */
+    TOOL_OPT_SECONDS,   /* int64_t seconds in [min, max]: digits with s, m, h or d */
+    TOOL_OPT_DURATION,  /* int64_t seconds in [min, max], or -1/max: each depot's maximum */
+    TOOL_OPT_FN         /* set by the entry's own function */
+} tool_opt_type;
+
+typedef struct tool_opt tool_opt_t;
+
+/* Where a value comes from: defaults, the rc file, the command line. */
+typedef enum { TOOL_FROM_DEFAULT, TOOL_FROM_RC, TOOL_FROM_ARGV } tool_from;
+
+/* A TOOL_OPT_FN setter: 0, or -1 with "NAME VALUE: why" in err.  name is the option as the
+ * user wrote it ("-c", "--copies", "COPIES"); val is NULL for a switch.  A string kept from
+ * the rc file lives as long as the program. */
+typedef int (*tool_opt_fn)(void *settings, const tool_opt_t *o, const char *name,
+                           const char *val, tool_from from, char *err, size_t errlen);
+
+struct tool_opt {
+    tool_opt_type type;
+    const char *name;   /* long name; aliases after '|' ("bs|block-size"); NULL: rc file only */
+    char letter;        /* short option, or 0 */
+    const char *rc;     /* the rc file's keyword, or NULL */
+    size_t off;         /* offsetof the field in the program's settings */
+    int64_t min, max;   /* bounds; a switch's value is min */
+    const char *def;    /* the default, as text through the setter; NULL: unset */
+    const char *arg;    /* the value's name in --help ("N", "FILE"); NULL: a switch */
+    const char *help;   /* one line; '\n' continues it, indented */
+    tool_opt_fn fn;     /* TOOL_OPT_FN */
+};
+
+/* What every program has, first in its settings struct. */
+typedef struct tool_common {
+    const char *rcfile;  /* --rc */
+    int no_rc;           /* --no-rc */
+    int verbose;         /* -V, rc VERBOSE */
+    int quiet;           /* -q or --quiet */
+    int progress;        /* --progress */
+    const char *events;  /* --events FILE|fd:N, -D */
+    int threads;         /* -t, rc THREADS */
+    int64_t timeout;     /* -T, rc TIMEOUT */
+    tool_rc_t rc;        /* the rc file's other settings: DEPOT, LBONE_SERVER, LOCATION... */
+} tool_common_t;
+
+/* A program: its name, the lines of --help before the options and after them, its table. */
+typedef struct tool_cmd {
+    const char *name;
+    const char *synopsis;
+    const char *epilog;
+    const tool_opt_t *opts;
+} tool_cmd_t;
+
+/* Parse: defaults, then the rc file (--rc FILE, else $LNS_RC, else ~/.xndrc; none with
+ * --no-rc), then argv.  --help and --version print and exit 0.  TOOL_EXIT_OK with *first the
+ * index of the first operand in argv (reordered: operands last), or TOOL_EXIT_USAGE after
+ * one line on stderr.  settings must start with a tool_common_t; free it with
+ * tool_opt_free. */
+int tool_opt_parse(const tool_cmd_t *cmd, int argc, char **argv, void *settings, int *first);
+void tool_opt_free(void *settings);
+
+/* --help's text for cmd on f. */
+void tool_opt_usage(const tool_cmd_t *cmd, FILE *f);
+
+/* The setters of the plain types, for a TOOL_OPT_FN that adds a check of its own. */
+int tool_opt_set(void *settings, const tool_opt_t *o, const char *name, const char *val,
+                 tool_from from, char *err, size_t errlen);
+
+#define TOOL_OFF(type, field) offsetof(type, field)
+#define TOOL_C(field) offsetof(tool_common_t, field)
+
+/* ---- what every program declares the same way ---------------------------------------- */
+
+#define TOOL_OPT_VERBOSE(help) \
+    {TOOL_OPT_SWITCH, "verbose", 'V', "VERBOSE", TOOL_C(verbose), 1, 0, NULL, NULL, help, NULL}
+#define TOOL_OPT_QUIET(letter) \
+    {TOOL_OPT_SWITCH, "quiet", letter, NULL, TOOL_C(quiet), 1, 0, NULL, NULL, \
+     "print nothing but errors", NULL}
+#define TOOL_OPT_PROGRESS \
+    {TOOL_OPT_SWITCH, "progress", 0, NULL, TOOL_C(progress), 1, 0, NULL, NULL, \
+     "draw the progress bar even when stderr is not a terminal", NULL}
+#define TOOL_OPT_EVENTS \
+    {TOOL_OPT_STR, "events", 0, NULL, TOOL_C(events), 0, 0, NULL, "FILE|fd:N", \
+     "write the event stream (docs/events.md)", NULL}, \
+    {TOOL_OPT_FN, "demo", 'D', NULL, TOOL_C(events), 0, 0, NULL, NULL, \
+     "the event stream on stderr (--events fd:2)", tool_opt_demo}
+#define TOOL_OPT_THREADS(min, def, help) \
+    {TOOL_OPT_INT, "threads", 't', "THREADS", TOOL_C(threads), min, TOOL_MAX_THREADS, def, "N", \
+     help, NULL}
+#define TOOL_OPT_TIMEOUT(def, help) \
+    {TOOL_OPT_SECONDS, "timeout", 'T', "TIMEOUT", TOOL_C(timeout), 1, 86400, def, "T", help, NULL}
+#define TOOL_OPT_SETTINGS \
+    {TOOL_OPT_STR, "rc", 0, NULL, TOOL_C(rcfile), 0, 0, NULL, "FILE", \
+     "the rc file (default $LNS_RC, else ~/.xndrc)", NULL}, \
+    {TOOL_OPT_SWITCH, "no-rc", 0, NULL, TOOL_C(no_rc), 1, 0, NULL, NULL, "read no rc file", NULL}, \
+    {TOOL_OPT_SWITCH, "help", 0, NULL, TOOL_NOFIELD, 0, 0, NULL, NULL, "this text", NULL}, \
+    {TOOL_OPT_SWITCH, "version", 0, NULL, TOOL_NOFIELD, 0, 0, NULL, NULL, "the version", NULL}
+#define TOOL_OPT_HEADING(text) {TOOL_OPT_SECTION, NULL, 0, NULL, TOOL_NOFIELD, 0, 0, NULL, NULL, text, NULL}
+#define TOOL_OPT_TABLE_END {TOOL_OPT_END, NULL, 0, NULL, TOOL_NOFIELD, 0, 0, NULL, NULL, NULL, NULL}
+
+/* Setters of the entries above. */
+/* STORAGE_TYPE HARD|SOFT into an int field (IBP_HARD, IBP_SOFT). */
+int tool_opt_storage(void *s, const tool_opt_t *o, const char *name, const char *val,
+                     tool_from from, char *err, size_t errlen);
+int tool_opt_demo(void *s, const tool_opt_t *o, const char *name, const char *val,
+                  tool_from from, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
