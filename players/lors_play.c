@@ -35,157 +35,91 @@
 #include "lns_units.h"
 #include "lors.h"
 #include "tool.h"
+#include "tool_opt.h"
 
 static const char *TOOL = "lors_play";
 
 #define MIB ((int64_t)1 << 20)
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-"Usage: lors_play [options] EXNODE\n"
-"Stream a network file into a media player that reads standard input, with settings\n"
-"chosen for playback, and report how often and how long playback had to wait for data.\n"
-"\n"
-"  -f, --file EXNODE       the exNode (or give it as the argument; - reads stdin)\n"
-"  -P, --player P          mpv, mplayer, vlc, paced (lns_paced: measures underruns) or a\n"
-"                          shell command reading stdin; default the first of mpv, mplayer,\n"
-"                          vlc that is installed\n"
-"      --headless          no video or audio output, real-time pace (servers, tests)\n"
-"  -q, --prebuffer T       seconds of stream downloaded before the player gets any (0.5 ok)\n"
-"  -b, --bitrate RATE      the stream's bits per second (15M; K, M, G are powers of 1000);\n"
-"                          else the exNode's bitrate metadata, else ffprobe on the first MiB\n"
-"  -B, --buffer T          reorder buffer in seconds of stream (default 4)\n"
-"  -t, --threads N         parallel streams (default: depots x -a)\n"
-"  -a, --depot-streams N   most streams on one depot at once (default: 8 / depots, 1 to 4)\n"
-"  -bs, --block-size N     block size (default 512K)\n"
-"  -r, --redundancy R      most fetches of one block at once, 1..8 (default 2)\n"
-"  -T, --timeout T         longest wait for any progress of one depot read (default 10s)\n"
-"  -o, --output FILE       with --player paced: also write the bytes to FILE\n"
-"      --key-file FILE     the aes key of an encrypted file (else $LNS_KEY or $LNS_KEY_FILE)\n"
-"      --events FILE|fd:N  write the event stream (docs/events.md)\n"
-"  -V, --verbose           also the player's own summary (paced) and the per-depot table\n"
-"      --quiet             print nothing but errors\n"
-"      --rc FILE           the rc file (default $LNS_RC, else ~/.xndrc); --no-rc: none\n"
-"      --help, --version\n"
-"\n"
-"Exit: 0 ok (stalls or not: they are reported), 2 usage or no player, 3 exNode,\n"
-"4 the player failed or quit early, 6 some bytes have no live copy, 7 integrity or key,\n"
-"9 internal.  See lors_play(1).\n");
-}
+typedef struct settings {
+    tool_common_t c;
+    const char *file, *player, *output, *keyfile;
+    int headless, depot_cap, redundancy;
+    double prebuffer, buffer, bitrate; /* seconds, seconds, bit/s; 0 = not given */
+    int64_t blocksize;
+} settings_t;
 
-enum { OPT_HEADLESS = 256, OPT_KEY, OPT_EVENTS, OPT_QUIET, OPT_RC, OPT_NO_RC, OPT_HELP,
-       OPT_VERSION, OPT_BS };
+#define S(field) TOOL_OFF(settings_t, field)
 
-static const struct option longopts[] = {
-    {"file", required_argument, NULL, 'f'},
-    {"player", required_argument, NULL, 'P'},
-    {"headless", no_argument, NULL, OPT_HEADLESS},
-    {"prebuffer", required_argument, NULL, 'q'},
-    {"bitrate", required_argument, NULL, 'b'},
-    {"buffer", required_argument, NULL, 'B'},
-    {"threads", required_argument, NULL, 't'},
-    {"depot-streams", required_argument, NULL, 'a'},
-    {"bs", required_argument, NULL, OPT_BS},
-    {"block-size", required_argument, NULL, OPT_BS},
-    {"redundancy", required_argument, NULL, 'r'},
-    {"timeout", required_argument, NULL, 'T'},
-    {"output", required_argument, NULL, 'o'},
-    {"key-file", required_argument, NULL, OPT_KEY},
-    {"events", required_argument, NULL, OPT_EVENTS},
-    {"verbose", no_argument, NULL, 'V'},
-    {"quiet", no_argument, NULL, OPT_QUIET},
-    {"rc", required_argument, NULL, OPT_RC},
-    {"no-rc", no_argument, NULL, OPT_NO_RC},
-    {"help", no_argument, NULL, OPT_HELP},
-    {"version", no_argument, NULL, OPT_VERSION},
-    {NULL, 0, NULL, 0},
-};
-
-typedef struct flags {
-    const char *file, *player, *output, *events, *rc, *keyfile;
-    int headless, verbose, quiet, no_rc;
-    int threads, depot_cap, redundancy;
-    double prebuffer, buffer, bitrate; /* seconds, seconds, bit/s; -1 = not given */
-    int64_t blocksize, timeout;
-} flags_t;
-
-static int opt_secs(const char *opt, const char *val, double *out)
+/* --prebuffer and --buffer: seconds of stream, 0 to 3600 (a buffer above 0). */
+static int set_secs(void *sp, const tool_opt_t *o, const char *name, const char *val,
+                    tool_from from, char *err, size_t errlen)
 {
     char *end;
     errno = 0;
     double v = strtod(val, &end);
     if (end == val || errno || (*end && strcmp(end, "s") != 0) || !(v >= 0) || v > 3600)
-        return tool_usage(TOOL, "%s %s: expected seconds from 0 to 3600", opt, val);
-    *out = v;
-    return TOOL_EXIT_OK;
+        return snprintf(err, errlen, "%s %s: expected seconds from 0 to 3600", name, val), -1;
+    if (o->min > 0 && v <= 0)
+        return snprintf(err, errlen, "%s %s: must be above 0", name, val), -1;
+    *(double *)((char *)sp + o->off) = v;
+    return 0;
 }
 
-static int parse_flags(int argc, char **argv, flags_t *f)
+static int set_bitrate(void *sp, const tool_opt_t *o, const char *name, const char *val,
+                       tool_from from, char *err, size_t errlen)
 {
-    int c;
-    memset(f, 0, sizeof *f);
-    f->threads = f->depot_cap = f->redundancy = -1;
-    f->prebuffer = f->buffer = f->bitrate = -1;
-    f->blocksize = f->timeout = -1;
-    opterr = 0;
-    while ((c = getopt_long_only(argc, argv, ":f:P:q:b:B:t:a:r:T:o:V", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'f': f->file = optarg; break;
-        case 'P': f->player = optarg; break;
-        case OPT_HEADLESS: f->headless = 1; break;
-        case 'q':
-            if (opt_secs("--prebuffer", optarg, &f->prebuffer))
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'B':
-            if (opt_secs("--buffer", optarg, &f->buffer))
-                return TOOL_EXIT_USAGE;
-            if (f->buffer <= 0)
-                return tool_usage(TOOL, "--buffer %s: must be above 0", optarg);
-            break;
-        case 'b':
-            if (lns_parse_rate(optarg, &f->bitrate) < 0)
-                return tool_usage(TOOL, "--bitrate %s: expected bits per second such as 15M",
-                                      optarg);
-            break;
-        case 't':
-            if (tool_int(TOOL, "-t", optarg, 1, 256, &f->threads) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'a':
-            if (tool_int(TOOL, "-a", optarg, 1, 256, &f->depot_cap) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'r':
-            if (tool_int(TOOL, "-r", optarg, 1, 8, &f->redundancy) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case OPT_BS:
-            if (tool_size(TOOL, "-bs", optarg, &f->blocksize) < 0)
-                return TOOL_EXIT_USAGE;
-            if (f->blocksize < 1 || f->blocksize > ((int64_t)1 << 30))
-                return tool_usage(TOOL, "-bs %s: from 1 byte to 1G", optarg);
-            break;
-        case 'T':
-            if (tool_timeout(TOOL, optarg, &f->timeout) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'o': f->output = optarg; break;
-        case OPT_KEY: f->keyfile = optarg; break;
-        case OPT_EVENTS: f->events = optarg; break;
-        case 'V': f->verbose = 1; break;
-        case OPT_QUIET: f->quiet = 1; break;
-        case OPT_RC: f->rc = optarg; break;
-        case OPT_NO_RC: f->no_rc = 1; break;
-        case OPT_HELP: usage(stdout); exit(TOOL_EXIT_OK);
-        case OPT_VERSION: tool_version(TOOL); exit(TOOL_EXIT_OK);
-        case ':': return tool_usage(TOOL, "%s needs a value", argv[optind - 1]);
-        default: return tool_usage(TOOL, "unknown option %s", argv[optind - 1]);
-        }
-    }
-    return TOOL_EXIT_OK;
+    if (lns_parse_rate(val, &((settings_t *)sp)->bitrate) < 0)
+        return snprintf(err, errlen, "%s %s: expected bits per second such as 15M", name,
+                        val), -1;
+    return 0;
 }
+
+static const tool_opt_t opts[] = {
+    {TOOL_OPT_STR, "file", 'f', NULL, S(file), 0, 0, NULL, "EXNODE",
+     "the exNode (or give it as the argument; - reads stdin)", NULL},
+    {TOOL_OPT_STR, "player", 'P', NULL, S(player), 0, 0, NULL, "P",
+     "mpv, mplayer, vlc, paced (lns_paced: measures underruns) or a\nshell command reading "
+     "stdin; default the first of mpv, mplayer,\nvlc that is installed", NULL},
+    {TOOL_OPT_SWITCH, "headless", 0, NULL, S(headless), 1, 0, NULL, NULL,
+     "no video or audio output, real-time pace (servers, tests)", NULL},
+    {TOOL_OPT_FN, "prebuffer", 'q', NULL, S(prebuffer), 0, 0, NULL, "T",
+     "seconds of stream downloaded before the player gets any (0.5 ok)", set_secs},
+    {TOOL_OPT_FN, "bitrate", 'b', NULL, 0, 0, 0, NULL, "RATE",
+     "the stream's bits per second (15M; K, M, G are powers of 1000);\nelse the exNode's "
+     "bitrate metadata, else ffprobe on the first MiB", set_bitrate},
+    {TOOL_OPT_FN, "buffer", 'B', NULL, S(buffer), 1, 0, NULL, "T",
+     "reorder buffer in seconds of stream (default 4)", set_secs},
+    TOOL_OPT_THREADS(1, NULL, "parallel streams (default: depots x -a)"),
+    {TOOL_OPT_INT, "depot-streams", 'a', NULL, S(depot_cap), 1, TOOL_MAX_THREADS, NULL, "N",
+     "most streams on one depot at once (default: 8 / depots, 1 to 4)", NULL},
+    {TOOL_OPT_SIZE, "bs|block-size", 0, NULL, S(blocksize), 1, 1 << 30, "512K", "N",
+     "block size", NULL},
+    {TOOL_OPT_INT, "redundancy", 'r', NULL, S(redundancy), 1, 8, "2", "R",
+     "most fetches of one block at once, 1..8", NULL},
+    TOOL_OPT_TIMEOUT("10s", "longest wait for any progress of one depot read"),
+    {TOOL_OPT_STR, "output", 'o', NULL, S(output), 0, 0, NULL, "FILE",
+     "with --player paced: also write the bytes to FILE", NULL},
+    {TOOL_OPT_STR, "key-file", 0, NULL, S(keyfile), 0, 0, NULL, "FILE",
+     "the aes key of an encrypted file (else $LNS_KEY or $LNS_KEY_FILE)", NULL},
+    {TOOL_OPT_STR, "events", 0, NULL, TOOL_C(events), 0, 0, NULL, "FILE|fd:N",
+     "write the event stream (docs/events.md)", NULL},
+    TOOL_OPT_VERBOSE("also the player's own summary (paced) and the per-depot table"),
+    TOOL_OPT_QUIET(0),
+    TOOL_OPT_SETTINGS,
+    TOOL_OPT_TABLE_END,
+};
+
+static const tool_cmd_t command = {
+    "lors_play",
+    "Usage: lors_play [options] EXNODE\n"
+    "Stream a network file into a media player that reads standard input, with settings\n"
+    "chosen for playback, and report how often and how long playback had to wait for data.\n\n",
+    "\nExit: 0 ok (stalls or not: they are reported), 2 usage or no player, 3 exNode,\n"
+    "4 the player failed or quit early, 6 some bytes have no live copy, 7 integrity or key,\n"
+    "9 internal.  See lors_play(1).\n",
+    opts,
+};
 
 /* ---- the player ------------------------------------------------------------------------- */
 
@@ -237,7 +171,7 @@ typedef struct player {
 } player_t;
 
 /* Build the player's command line.  TOOL_EXIT_OK or a usage error. */
-static int player_argv(const flags_t *f, double bitrate, player_t *p)
+static int player_argv(const settings_t *f, double bitrate, player_t *p)
 {
     const char *want = f->player;
     int n = 0;
@@ -296,7 +230,7 @@ static int player_argv(const flags_t *f, double bitrate, player_t *p)
             p->argv[n++] = "--output";
             p->argv[n++] = f->output;
         }
-        if (!f->verbose)
+        if (!f->c.verbose)
             p->argv[n++] = "--quiet";
     } else {
         snprintf(p->name, sizeof p->name, "command");
@@ -517,36 +451,26 @@ static int count_depots(const xnd_t *x)
 }
 
 /* lors_download's defaults, then those of playback, then the rc file, then the flags. */
-static void play_opts(const flags_t *f, const tool_rc_t *rc, const xnd_t *x, double bitrate,
+static void play_opts(const settings_t *f, const xnd_t *x, double bitrate,
                       lors_download_opts_t *o)
 {
     int depots = count_depots(x);
     lors_download_opts_init(o);
-    o->blocksize = 512 * 1024;
+    o->blocksize = f->blocksize;
     /* Playback wants each block soon, not the most bytes per second: a block shared by k
      * fetches on one link takes k times as long to arrive.  So about 8 streams spread one
      * per depot where there are 8 or more depots (8 x 5 Mbit/s links: 0 underruns with one,
      * 1-8 per minute with up to 4 of 16 streams on a depot), more per depot where there are
      * few of them, and never more than 4 (lors_download's cap). */
     int share = (8 + depots - 1) / depots;
-    o->depot_cap = share > 4 ? 4 : share;
-    o->timeout_ms = 10000;
-    if (rc->threads > 0)
-        o->threads = rc->threads > 256 ? 256 : rc->threads;
-    if (rc->timeout_s > 0)
-        o->timeout_ms = 1000 * (rc->timeout_s > 86400 ? 86400 : rc->timeout_s);
-    if (f->threads > 0)
-        o->threads = f->threads;
-    if (f->depot_cap > 0)
-        o->depot_cap = f->depot_cap;
-    if (f->threads <= 0 && rc->threads <= 0)
-        o->threads = depots * o->depot_cap > 256 ? 256 : depots * o->depot_cap;
-    if (f->blocksize > 0)
-        o->blocksize = f->blocksize;
-    if (f->redundancy > 0)
-        o->redundancy = f->redundancy;
-    if (f->timeout > 0)
-        o->timeout_ms = (int)(1000 * f->timeout);
+    o->depot_cap = f->depot_cap != TOOL_UNSET_INT ? f->depot_cap : share > 4 ? 4 : share;
+    o->timeout_ms = (int)(1000 * f->c.timeout);
+    o->redundancy = f->redundancy;
+    if (f->c.threads != TOOL_UNSET_INT)
+        o->threads = f->c.threads;
+    else
+        o->threads = depots * o->depot_cap > TOOL_MAX_THREADS ? TOOL_MAX_THREADS
+                                                              : depots * o->depot_cap;
     double Bps = bitrate / 8;
     if (f->prebuffer > 0)
         o->prebuffer_bytes = (int64_t)(f->prebuffer * Bps);
@@ -566,8 +490,7 @@ static void play_opts(const flags_t *f, const tool_rc_t *rc, const xnd_t *x, dou
 
 int main(int argc, char **argv)
 {
-    flags_t f;
-    tool_rc_t rc;
+    settings_t f;
     tool_feed_t feed;
     lors_download_opts_t o;
     lors_dl_report_t rep;
@@ -578,7 +501,7 @@ int main(int argc, char **argv)
     xnd_t *x = NULL;
     unsigned char key[LORS_KEY_BYTES];
     char err[512];
-    int code, lrc = LORS_OK, rc_loaded = 0, pipefd[2] = {-1, -1}, mon_on = 0, pstatus = -1;
+    int first, code, lrc = LORS_OK, rc_loaded = 0, pipefd[2] = {-1, -1}, mon_on = 0, pstatus = -1;
     double bitrate = -1;
     const char *path, *bsrc = "none";
 
@@ -588,13 +511,14 @@ int main(int argc, char **argv)
     memset(&pl, 0, sizeof pl);
     memset(&pr, 0, sizeof pr);
     memset(&mon, 0, sizeof mon);
-    code = parse_flags(argc, argv, &f);
-    if (code)
-        return code;
-    code = tool_open_exnode(TOOL, f.file, argc, argv, optind, f.rc, f.no_rc, &path, &rc, &x);
+    memset(&f, 0, sizeof f);
+    code = tool_opt_parse(&command, argc, argv, &f, &first);
     if (code)
         return code;
     rc_loaded = 1;
+    code = tool_open_exnode(TOOL, f.file, argc, argv, first, &path, &x);
+    if (code)
+        goto done;
     if (lors_e2e_info(x, &e2e, err, sizeof err) != LORS_OK) {
         tool_error(TOOL, "%s: %s", path, err);
         code = TOOL_EXIT_EXNODE;
@@ -642,10 +566,10 @@ int main(int argc, char **argv)
     code = player_argv(&f, bitrate, &pl);
     if (code)
         goto done;
-    play_opts(&f, &rc, x, bitrate, &o);
+    play_opts(&f, x, bitrate, &o);
     o.key = keyp;
 
-    code = tool_feed_open(TOOL, &feed, f.events, "play", -1, -1);
+    code = tool_feed_open(TOOL, &feed, f.c.events, "play", -1, -1);
     if (code)
         goto done;
     o.on_event = tool_feed_fn(&feed);
@@ -697,7 +621,7 @@ int main(int argc, char **argv)
         code = TOOL_EXIT_IO;
         tool_error(TOOL, "lns_paced left no results in %s", pl.json);
     }
-    if (!f.quiet) {
+    if (!f.c.quiet) {
         fprintf(stderr, "%s: %" PRId64 " bytes in %.2f s (%.1f Mbit/s; stream %.1f Mbit/s from "
                 "%s), %u blocks of %" PRId64 ", %d streams; pipe empty %.3f s while "
                 "downloading, longest %.3f s, %d stretches of 100 ms or more\n", TOOL,
@@ -711,7 +635,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "%s: underruns %ld, %.3f s in all, longest %.3f s (lns_paced)\n",
                     TOOL, pr.count, pr.total_s, pr.max_s);
     }
-    if (f.verbose && !f.quiet)
+    if (f.c.verbose && !f.c.quiet)
         for (size_t i = 0; i < rep.ndepots; i++) {
             char name[IBP_MAX_HOST + IBP_MAX_RID + 16];
             lors_depot_format(&rep.depots[i].depot, name, sizeof name);
@@ -740,6 +664,6 @@ done:
     lors_dl_report_free(&rep);
     xnd_free(x);
     if (rc_loaded)
-        tool_rc_free(&rc);
+        tool_opt_free(&f);
     return code;
 }

@@ -16,172 +16,76 @@
 #include "lors.h"
 #include "tool_lbone.h"
 #include "tool.h"
+#include "tool_opt.h"
 
 static const char *TOOL = "lors_augment";
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-"Usage: lors_augment [options] EXNODE\n"
-"Add copies of a network file's data on more depots.  The bytes go depot to depot (IBP\n"
-"SEND); where that fails they are relayed through this client and the tool says so.\n"
-"\n"
-"  -f, --file EXNODE       the exNode (or give it as the argument; - reads stdin)\n"
-"  -o, --output FILE       write the result here (default: rewrite EXNODE in place;\n"
-"                          from stdin: stdout)\n"
-"  -n, --new-only          write only the new copies to -o (which is then required)\n"
-"  -B, --balance           add copies only where fewer than -c live copies exist\n"
-"  -c, --copies N          copies to add, default 1 (with -B: live copies wanted,\n"
-"                          default the rc file's COPIES, else 1)\n"
-"      --depot-list LIST   depots for the new copies: \"host[:port][/rid], ...\"\n"
-"                          (else the L-Bone, or DEPOT in the rc file)\n"
-"  -m, --max-depots N      use at most N depots (from the L-Bone: ask for N; default\n"
-"                          MAXDEPOTS of the rc file, else 6)\n"
-"  -d, --duration T        lifetime of the new copies (s, m, h, d; -1 or max: each\n"
-"                          depot's maximum), default 1d\n"
-"  -s, --soft / -h, --hard soft or hard storage (default hard)\n"
-"  -t, --threads N         parallel depot calls (default 4)\n"
-"  -T, --timeout T         longest wait of any one depot call (default 3m)\n"
-"  -O, --offset N          only the pieces holding bytes from N on (K, M, G, T)\n"
-"  -L, --length N          ... and before N + this\n"
-"      --no-relay          fail a piece whose SEND fails instead of copying it through\n"
-"                          this client\n"
-"  -V, --verbose           print a report at the end\n"
-"      --events FILE|fd:N  write the event stream (docs/events.md); -D, --demo: fd:2\n"
-"      --progress          draw the progress bar even when stderr is not a terminal\n"
-"  -q, --quiet             print nothing but errors\n"
-"  -H, --lbone URL         the L-Bone: http://host:port, host:port or host (also\n"
-"                          --lbone-host); else the rc file's LBONE_SERVER lines, in order\n"
-"  -P, --lbone-port P      its port when -H names none (default 6767)\n"
-"  -l, --location L        new copies nearest to L: \"airport= TYS\", \"zip= 37996\",\n"
-"                          \"lat,lon\", \"city= Knoxville state= TN\"... (rc LOCATION)\n"
-"      --rc FILE           the rc file (default $LNS_RC, else ~/.xndrc); --no-rc: none\n"
-"      --help, --version\n"
-"\n"
-"Exit: 0 ok, 2 usage, 3 exNode, 4 local I/O, 5 depots, 6 no live copy of some bytes,\n"
-"9 internal.  See lors_augment(1).\n");
-}
+/* What the defaults, the rc file and the flags said (tool_opt.h). */
+typedef struct settings {
+    tool_common_t c;
+    const char *file, *output, *depots;
+    tool_lbone_opts_t lb;   /* -H/--lbone, -P, -l, -m */
+    int new_only, balance, no_relay, copies, reliability;
+    int64_t duration, offset, length;
+} settings_t;
 
-enum { OPT_DEPOTS = 256, OPT_NO_RELAY, OPT_EVENTS, OPT_PROGRESS, OPT_RC, OPT_NO_RC, OPT_HELP,
-       OPT_VERSION };
+#define S(field) TOOL_OFF(settings_t, field)
 
-static const struct option longopts[] = {
-    {"file", required_argument, NULL, 'f'},
-    {"output", required_argument, NULL, 'o'},
-    {"new-only", no_argument, NULL, 'n'},
-    {"balance", no_argument, NULL, 'B'},
-    {"copies", required_argument, NULL, 'c'},
-    {"depot-list", required_argument, NULL, OPT_DEPOTS},
-    {"duration", required_argument, NULL, 'd'},
-    {"soft", no_argument, NULL, 's'},
-    {"hard", no_argument, NULL, 'h'},
-    {"threads", required_argument, NULL, 't'},
-    {"timeout", required_argument, NULL, 'T'},
-    {"offset", required_argument, NULL, 'O'},
-    {"length", required_argument, NULL, 'L'},
-    {"no-relay", no_argument, NULL, OPT_NO_RELAY},
-    {"verbose", no_argument, NULL, 'V'},
-    {"events", required_argument, NULL, OPT_EVENTS},
-    {"demo", no_argument, NULL, 'D'},
-    {"progress", no_argument, NULL, OPT_PROGRESS},
-    {"quiet", no_argument, NULL, 'q'},
-    {"max-depots", required_argument, NULL, 'm'},
-    {"lbone", required_argument, NULL, 'H'},
-    {"lbone-host", required_argument, NULL, 'H'},
-    {"lbone-port", required_argument, NULL, 'P'},
-    {"location", required_argument, NULL, 'l'},
-    {"rc", required_argument, NULL, OPT_RC},
-    {"no-rc", no_argument, NULL, OPT_NO_RC},
-    {"help", no_argument, NULL, OPT_HELP},
-    {"version", no_argument, NULL, OPT_VERSION},
-    {NULL, 0, NULL, 0},
+static const tool_opt_t opts[] = {
+    {TOOL_OPT_STR, "file", 'f', NULL, S(file), 0, 0, NULL, "EXNODE",
+     "the exNode (or give it as the argument; - reads stdin)", NULL},
+    {TOOL_OPT_STR, "output", 'o', NULL, S(output), 0, 0, NULL, "FILE",
+     "write the result here (default: rewrite EXNODE in place;\nfrom stdin: stdout)", NULL},
+    {TOOL_OPT_SWITCH, "new-only", 'n', NULL, S(new_only), 1, 0, NULL, NULL,
+     "write only the new copies to -o (which is then required)", NULL},
+    {TOOL_OPT_SWITCH, "balance", 'B', NULL, S(balance), 1, 0, NULL, NULL,
+     "add copies only where fewer than -c live copies exist", NULL},
+    /* no rc keyword: rc COPIES is how many copies a file should have, the target of -B,
+     * not a number of copies to add on every run */
+    {TOOL_OPT_INT, "copies", 'c', NULL, S(copies), 1, 64, NULL, "N",
+     "copies to add, default 1 (with -B: live copies wanted,\ndefault the rc file's COPIES, "
+     "else 1)", NULL},
+    TOOL_OPT_DEPOTS(S(depots), S(lb)),
+    {TOOL_OPT_DURATION, "duration", 'd', "DURATION", S(duration), 1, INT64_MAX, "1d", "T",
+     "lifetime of the new copies (s, m, h, d; -1 or max: each\ndepot's maximum)", NULL},
+    TOOL_OPT_STORAGE(S(reliability)),
+    TOOL_OPT_THREADS(1, "4", "parallel depot calls"),
+    TOOL_OPT_TIMEOUT("3m", "longest wait of any one depot call"),
+    {TOOL_OPT_SIZE, "offset", 'O', NULL, S(offset), 0, INT64_MAX, NULL, "N",
+     "only the pieces holding bytes from N on (K, M, G, T)", NULL},
+    {TOOL_OPT_SIZE, "length", 'L', NULL, S(length), 0, INT64_MAX, NULL, "N",
+     "... and before N + this", NULL},
+    {TOOL_OPT_SWITCH, "no-relay", 0, NULL, S(no_relay), 1, 0, NULL, NULL,
+     "fail a piece whose SEND fails instead of copying it through\nthis client", NULL},
+    TOOL_OPT_VERBOSE("print a report at the end"),
+    TOOL_OPT_EVENTS,
+    TOOL_OPT_PROGRESS,
+    TOOL_OPT_QUIET('q'),
+    TOOL_OPT_LBONE(S(lb)),
+    TOOL_OPT_SETTINGS,
+    TOOL_OPT_TABLE_END,
 };
 
-/* What the flags said; -1 / NULL = not given (then the rc file, then the default). */
-typedef struct flags {
-    const char *file, *output, *depots, *events, *rc;
-    tool_lbone_opts_t lb;   /* -H/--lbone, -P, -l, -m */
-    int new_only, balance, no_relay, verbose, quiet, progress, no_rc;
-    int copies, threads, reliability, maxdepots;
-    int64_t duration, timeout, offset, length;
-} flags_t;
+static const tool_cmd_t cmd = {
+    "lors_augment",
+    "Usage: lors_augment [options] EXNODE\n"
+    "Add copies of a network file's data on more depots.  The bytes go depot to depot (IBP\n"
+    "SEND); where that fails they are relayed through this client and the tool says so.\n\n",
+    "\nExit: 0 ok, 2 usage, 3 exNode, 4 local I/O, 5 depots, 6 no live copy of some bytes,\n"
+    "9 internal.  See lors_augment(1).\n",
+    opts,
+};
 
-static int parse_flags(int argc, char **argv, flags_t *f)
+static int parse_flags(int argc, char **argv, settings_t *f, int *first)
 {
-    int c, port;
+    int code;
     memset(f, 0, sizeof *f);
-    f->copies = f->threads = f->reliability = f->maxdepots = -1;
-    f->duration = f->timeout = f->offset = f->length = -2;
-    opterr = 0;
-    while ((c = getopt_long_only(argc, argv, ":f:o:nBc:d:sht:T:O:L:VDqH:P:l:m:", longopts,
-                                 NULL)) != -1) {
-        switch (c) {
-        case 'f': f->file = optarg; break;
-        case 'o': f->output = optarg; break;
-        case 'n': f->new_only = 1; break;
-        case 'B': f->balance = 1; break;
-        case 'c':
-            if (tool_int(TOOL, "-c", optarg, 1, 64, &f->copies) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case OPT_DEPOTS: f->depots = optarg; break;
-        case 'd':
-            if (tool_duration(TOOL, "-d", optarg, &f->duration) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 's': f->reliability = IBP_SOFT; break;
-        case 'h': f->reliability = IBP_HARD; break;
-        case 't':
-            if (tool_int(TOOL, "-t", optarg, 1, 256, &f->threads) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'T':
-            if (tool_timeout(TOOL, optarg, &f->timeout) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'O':
-            if (tool_size(TOOL, "-O", optarg, &f->offset) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'L':
-            if (tool_size(TOOL, "-L", optarg, &f->length) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case OPT_NO_RELAY: f->no_relay = 1; break;
-        case 'V': f->verbose = 1; break;
-        case OPT_EVENTS: f->events = optarg; break;
-        case 'D': f->events = "fd:2"; break;
-        case OPT_PROGRESS: f->progress = 1; break;
-        case 'q': f->quiet = 1; break;
-        case 'H':
-            f->lb.server = optarg;
-            f->lb.asked = 1;
-            break;
-        case 'l':
-            f->lb.location = optarg;
-            f->lb.asked = 1;
-            break;
-        case 'P':
-            if (tool_int(TOOL, "-P", optarg, 1, 65535, &port) < 0)
-                return TOOL_EXIT_USAGE;
-            f->lb.port = port;
-            f->lb.asked = 1;
-            break;
-        case 'm':
-            if (tool_int(TOOL, "-m", optarg, 1, 1000000, &f->maxdepots) < 0)
-                return TOOL_EXIT_USAGE;
-            f->lb.count = f->maxdepots;
-            break;
-        case OPT_RC: f->rc = optarg; break;
-        case OPT_NO_RC: f->no_rc = 1; break;
-        case OPT_HELP: usage(stdout); exit(TOOL_EXIT_OK);
-        case OPT_VERSION: tool_version(TOOL); exit(TOOL_EXIT_OK);
-        case ':': return tool_usage(TOOL, "%s needs a value", argv[optind - 1]);
-        default: return tool_usage(TOOL, "unknown option %s", argv[optind - 1]);
-        }
-    }
-    if (f->new_only && !f->output)
+    if ((code = tool_opt_parse(&cmd, argc, argv, f, first)) != TOOL_EXIT_OK)
+        return code;
+    if (f->new_only && !f->output) {
+        tool_opt_free(f);
         return tool_usage(TOOL, "-n writes only the new copies: give -o FILE for them");
+    }
     return TOOL_EXIT_OK;
 }
 
@@ -231,7 +135,7 @@ static void begin_line(tool_events_t *es, const char *path, const lors_augment_o
 
 /* The depots for the new copies; from the L-Bone, with room for pieces as large as the
  * largest mapping. */
-static int pick_depots(const flags_t *f, const tool_rc_t *rc, lors_augment_opts_t *ao,
+static int pick_depots(const settings_t *f, lors_augment_opts_t *ao,
                        const xnd_t *x, lors_depot_t **depots, size_t *ndepots)
 {
     tool_lbone_need_t need = {0, 0, ao->up.reliability, ao->up.duration_s};
@@ -241,11 +145,11 @@ static int pick_depots(const flags_t *f, const tool_rc_t *rc, lors_augment_opts_
     int64_t size = xnd_size(x);
     if (need.unit > 0)
         need.units = (size > 0 ? (size + need.unit - 1) / need.unit : 1) * ao->up.copies;
-    int code = tool_lbone_depots(TOOL, f->depots, rc, &f->lb, &need, ao->up.copies,
-                                 f->verbose && !f->quiet, depots, ndepots);
+    int code = tool_lbone_depots(TOOL, f->depots, &f->c.rc, &f->lb, &need, ao->up.copies,
+                                 f->c.verbose && !f->c.quiet, depots, ndepots);
     if (code)
         return code;
-    int maxd = f->maxdepots > 0 ? f->maxdepots : rc->maxdepots > 0 ? rc->maxdepots : 0;
+    int maxd = f->lb.count > 0 ? f->lb.count : f->c.rc.maxdepots > 0 ? f->c.rc.maxdepots : 0;
     ao->up.depots = *depots;
     ao->up.ndepots = maxd > 0 && (size_t)maxd < *ndepots ? (size_t)maxd : *ndepots;
     return TOOL_EXIT_OK;
@@ -253,58 +157,50 @@ static int pick_depots(const flags_t *f, const tool_rc_t *rc, lors_augment_opts_
 
 int main(int argc, char **argv)
 {
-    flags_t f;
-    tool_rc_t rc;
+    settings_t f;
     tool_feed_t feed;
     lors_augment_opts_t ao;
     lors_report_t rep;
     lors_depot_t *depots = NULL;
     size_t ndepots = 0;
     xnd_t *x = NULL, *added = NULL;
-    int code, lrc, rc_loaded = 0;
+    int code, lrc, rc_loaded = 0, first;
     const char *path, *out;
 
     signal(SIGPIPE, SIG_IGN); /* a reader of the exNode that went away: EPIPE, exit 4 */
     memset(&rep, 0, sizeof rep);
     memset(&feed, 0, sizeof feed);
-    code = parse_flags(argc, argv, &f);
-    if (code)
-        return code;
-    path = tool_exnode_arg(TOOL, f.file, argc, argv, optind);
-    if (!path)
-        return TOOL_EXIT_USAGE;
-    out = f.output ? f.output : path;
-    code = tool_rc(TOOL, f.rc, f.no_rc, &rc);
+    code = parse_flags(argc, argv, &f, &first);
     if (code)
         return code;
     rc_loaded = 1;
+    path = tool_exnode_arg(TOOL, f.file, argc, argv, first);
+    if (!path) {
+        code = TOOL_EXIT_USAGE;
+        goto done;
+    }
+    out = f.output ? f.output : path;
 
     lors_augment_opts_init(&ao);
-    /* rc COPIES is how many copies a file should have: the target of -B, not a number of
-     * copies to add on every run */
-    ao.up.copies = f.copies > 0 ? f.copies : f.balance && rc.copies > 0 ? rc.copies : 1;
-    ao.up.duration_s = f.duration != -2 ? f.duration : rc.duration_s > 0 ? rc.duration_s
-                                                                         : ao.up.duration_s;
-    ao.up.reliability = f.reliability > 0 ? f.reliability
-                        : rc.reliability > 0 ? rc.reliability : ao.up.reliability;
-    ao.up.threads = f.threads > 0 ? f.threads : rc.threads > 0 ? rc.threads : ao.up.threads;
-    ao.up.timeout_s = f.timeout > 0 ? (int)f.timeout
-                      : rc.timeout_s > 0 ? rc.timeout_s : ao.up.timeout_s;
+    ao.up.copies = f.copies != TOOL_UNSET_INT ? f.copies
+                   : f.balance && f.c.rc.copies > 0 ? f.c.rc.copies : 1;
+    ao.up.duration_s = f.duration;
+    ao.up.reliability = f.reliability ? f.reliability : IBP_HARD;
+    ao.up.threads = f.c.threads;
+    ao.up.timeout_s = (int)f.c.timeout;
     ao.balance = f.balance;
     ao.offset = f.offset >= 0 ? f.offset : 0;
     ao.length = f.length >= 0 ? f.length : -1;
     ao.relay = !f.no_relay;
-    if (!f.quiet && !f.verbose && rc.verbose > 0)
-        f.verbose = 1;
 
     code = tool_read_exnode(TOOL, path, &x);
     if (code)
         goto done;
-    code = pick_depots(&f, &rc, &ao, x, &depots, &ndepots);
+    code = pick_depots(&f, &ao, x, &depots, &ndepots);
     if (code)
         goto done;
-    code = tool_feed_open(TOOL, &feed, f.events, "augment", -1,
-                              f.quiet ? -1 : f.progress);
+    code = tool_feed_open(TOOL, &feed, f.c.events, "augment", -1,
+                              f.c.quiet ? -1 : f.c.progress);
     if (code)
         goto done;
     ao.up.on_event = tool_feed_fn(&feed);
@@ -314,7 +210,7 @@ int main(int argc, char **argv)
     lrc = lors_augment(&ao, x, f.new_only ? &added : NULL, &rep);
     tool_progress_finish(feed.bar); /* end the bar's line before any message */
     feed.bar = NULL;
-    if (!f.quiet)
+    if (!f.c.quiet)
         print_issues(&rep);
     if (lrc != LORS_OK) {
         tool_error(TOOL, "%s: %s", path, rep.error[0] ? rep.error : lors_strerror(lrc));
@@ -324,7 +220,7 @@ int main(int argc, char **argv)
     code = tool_write_exnode(TOOL, f.new_only ? added : x, out);
     if (code)
         goto done;
-    if (f.verbose && !f.quiet)
+    if (f.c.verbose && !f.c.quiet)
         fprintf(stderr, "%s: %d new mapping%s; %" PRId64 " bytes copied depot to depot, %" PRId64
                 " relayed through this client; %.2f s\n", TOOL, rep.mappings,
                 rep.mappings == 1 ? "" : "s", rep.bytes_sent, rep.bytes_relayed, rep.seconds);
@@ -339,6 +235,6 @@ done:
     xnd_free(x);
     free(depots);
     if (rc_loaded)
-        tool_rc_free(&rc);
+        tool_opt_free(&f);
     return code;
 }

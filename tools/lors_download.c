@@ -23,181 +23,108 @@
 #include "lors.h"
 #include "tool_lbone.h"
 #include "tool.h"
+#include "tool_opt.h"
 
 static const char *TOOL = "lors_download";
 
-static void usage(FILE *f)
+/* What the defaults, the rc file and the flags said (tool_opt.h). */
+typedef struct settings {
+    tool_common_t c;
+    const char *file, *output, *keyfile, *prebuffer, *netlog;
+    tool_lbone_opts_t lb;   /* --lbone: where throughput reports go */
+    int resume, no_verify, no_report;
+    int depot_cap, redundancy, pcount, cache;
+    int64_t offset, length, blocksize, memory;
+} settings_t;
+
+#define S(field) TOOL_OFF(settings_t, field)
+
+/* -q: a size checked now, kept as written: a plain number counts blocks. */
+static int set_prebuffer(void *sp, const tool_opt_t *o, const char *name, const char *val,
+                         tool_from from, char *err, size_t errlen)
 {
-    fprintf(f,
-"Usage: lors_download [options] EXNODE\n"
-"Fetch a network file's bytes from whichever replicas answer best, many streams at once,\n"
-"and write them in order to a file or to stdout (so a player can read them as they come).\n"
-"\n"
-"  -f, --file EXNODE       the exNode (or give it as the argument; - reads stdin)\n"
-"  -o, --output OUT        where the bytes go (default -: stdout)\n"
-"  -O, --offset N          only the bytes from N on (K, M, G, T)\n"
-"  -L, --length N          ... and only N of them\n"
-"  -R, --resume            OUT holds a prefix from an earlier run: check it against the\n"
-"                          checksums, cut it at the first bad block, fetch the rest\n"
-"  -t, --threads N         parallel streams (default 0: automatic, 8 to 64 by the depots\n"
-"                          and their latency)\n"
-"  -a, --depot-streams N   most streams on one depot at once (default 4)\n"
-"  -bs, --block-size N     block size (default 1M; rounded up to the checksum block)\n"
-"  -r, --redundancy R      most fetches of one block at once, 1..8 (default 2; 1: none)\n"
-"  -p, --progress-count P  later blocks done before a lagging block gets a redundant\n"
-"                          fetch (default 3; 0: never)\n"
-"  -q, --prebuffer N       bytes ready before the first write (a plain number: blocks)\n"
-"  -C, --cache N           reorder buffer of N blocks\n"
-"  -M, --memory N          reorder buffer in bytes (default 64M; with -C the smaller wins)\n"
-"  -T, --timeout T         longest wait for any progress of one depot read (default 30s)\n"
-"      --no-verify         do not check blocks (or the -R prefix) against the checksums\n"
-"      --key-file FILE     the aes key of an encrypted file (else $LNS_KEY or\n"
-"                          $LNS_KEY_FILE); never on the command line\n"
-"  -V, --verbose           print the per-depot report at the end\n"
-"      --events FILE|fd:N  write the event stream (docs/events.md); -D, --demo: fd:2\n"
-"      --netlog FILE|fd:N  append a NetLogger line per fetch step (docs/netlogger.md)\n"
-"      --progress          draw the progress bar even when stderr is not a terminal\n"
-"      --quiet             print nothing but errors (-q is the pre-buffer)\n"
-"      --lbone URL         the L-Bone to tell each depot's throughput (else the rc\n"
-"                          file's LBONE_SERVER lines; neither: no report)\n"
-"      --no-report         do not report throughput (also LNS_NO_REPORT=1)\n"
-"      --rc FILE           the rc file (default $LNS_RC, else ~/.xndrc); --no-rc: none\n"
-"      --help, --version\n"
-"\n"
-"Exit: 0 ok, 2 usage, 3 exNode, 4 local I/O, 6 some bytes have no live copy,\n"
-"7 integrity or key, 9 internal.  See lors_download(1).\n");
+    int64_t v;
+    tool_opt_t as_size = *o;
+    as_size.type = TOOL_OPT_SIZE;
+    as_size.off = 0;
+    if (tool_opt_set(&v, &as_size, name, val, from, err, errlen) < 0)
+        return -1;
+    ((settings_t *)sp)->prebuffer = val;
+    return 0;
 }
 
-enum { OPT_NO_VERIFY = 256, OPT_KEY, OPT_EVENTS, OPT_PROGRESS, OPT_QUIET, OPT_RC, OPT_NO_RC,
-       OPT_HELP, OPT_VERSION, OPT_BS, OPT_LBONE, OPT_NO_REPORT,
-       OPT_NETLOG };
-
-static const struct option longopts[] = {
-    {"file", required_argument, NULL, 'f'},
-    {"output", required_argument, NULL, 'o'},
-    {"offset", required_argument, NULL, 'O'},
-    {"length", required_argument, NULL, 'L'},
-    {"resume", no_argument, NULL, 'R'},
-    {"threads", required_argument, NULL, 't'},
-    {"depot-streams", required_argument, NULL, 'a'},
-    {"bs", required_argument, NULL, OPT_BS},
-    {"block-size", required_argument, NULL, OPT_BS},
-    {"redundancy", required_argument, NULL, 'r'},
-    {"progress-count", required_argument, NULL, 'p'},
-    {"prebuffer", required_argument, NULL, 'q'},
-    {"cache", required_argument, NULL, 'C'},
-    {"memory", required_argument, NULL, 'M'},
-    {"timeout", required_argument, NULL, 'T'},
-    {"no-verify", no_argument, NULL, OPT_NO_VERIFY},
-    {"key-file", required_argument, NULL, OPT_KEY},
-    {"verbose", no_argument, NULL, 'V'},
-    {"events", required_argument, NULL, OPT_EVENTS},
-    {"netlog", required_argument, NULL, OPT_NETLOG},
-    {"demo", no_argument, NULL, 'D'},
-    {"progress", no_argument, NULL, OPT_PROGRESS},
-    {"quiet", no_argument, NULL, OPT_QUIET},
-    {"lbone", required_argument, NULL, OPT_LBONE},
-    {"no-report", no_argument, NULL, OPT_NO_REPORT},
-    {"rc", required_argument, NULL, OPT_RC},
-    {"no-rc", no_argument, NULL, OPT_NO_RC},
-    {"help", no_argument, NULL, OPT_HELP},
-    {"version", no_argument, NULL, OPT_VERSION},
-    {NULL, 0, NULL, 0},
+static const tool_opt_t opts[] = {
+    {TOOL_OPT_STR, "file", 'f', NULL, S(file), 0, 0, NULL, "EXNODE",
+     "the exNode (or give it as the argument; - reads stdin)", NULL},
+    {TOOL_OPT_STR, "output", 'o', NULL, S(output), 0, 0, NULL, "OUT",
+     "where the bytes go (default -: stdout)", NULL},
+    {TOOL_OPT_SIZE, "offset", 'O', NULL, S(offset), 0, INT64_MAX, NULL, "N",
+     "only the bytes from N on (K, M, G, T)", NULL},
+    {TOOL_OPT_SIZE, "length", 'L', NULL, S(length), 0, INT64_MAX, NULL, "N",
+     "... and only N of them", NULL},
+    {TOOL_OPT_SWITCH, "resume", 'R', NULL, S(resume), 1, 0, NULL, NULL,
+     "OUT holds a prefix from an earlier run: check it against the\nchecksums, cut it at the "
+     "first bad block, fetch the rest", NULL},
+    TOOL_OPT_THREADS(0, "0", "parallel streams (default 0: automatic, 8 to 64 by the depots\n"
+                     "and their latency)"),
+    {TOOL_OPT_INT, "depot-streams", 'a', NULL, S(depot_cap), 1, TOOL_MAX_THREADS, "4", "N",
+     "most streams on one depot at once", NULL},
+    {TOOL_OPT_SIZE, "bs|block-size", 0, "DATA_BLOCKSIZE", S(blocksize), 1, 1 << 30, "1M", "N",
+     "block size (default 1M; rounded up to the checksum block)", NULL},
+    {TOOL_OPT_INT, "redundancy", 'r', NULL, S(redundancy), 1, 8, "2", "R",
+     "most fetches of one block at once, 1..8 (default 2; 1: none)", NULL},
+    {TOOL_OPT_INT, "progress-count", 'p', NULL, S(pcount), 0, 1000000, "3", "P",
+     "later blocks done before a lagging block gets a redundant\nfetch (default 3; 0: never)",
+     NULL},
+    {TOOL_OPT_FN, "prebuffer", 'q', NULL, 0, 0, INT64_MAX, NULL, "N",
+     "bytes ready before the first write (a plain number: blocks)", set_prebuffer},
+    {TOOL_OPT_INT, "cache", 'C', NULL, S(cache), 1, 1000000, NULL, "N",
+     "reorder buffer of N blocks", NULL},
+    {TOOL_OPT_SIZE, "memory", 'M', "MAX_INTERNAL_BUFFER", S(memory), 1, INT64_MAX, "64M", "N",
+     "reorder buffer in bytes (default 64M; with -C the smaller wins)", NULL},
+    TOOL_OPT_TIMEOUT("30s", "longest wait for any progress of one depot read"),
+    {TOOL_OPT_SWITCH, "no-verify", 0, NULL, S(no_verify), 1, 0, NULL, NULL,
+     "do not check blocks (or the -R prefix) against the checksums", NULL},
+    {TOOL_OPT_STR, "key-file", 0, NULL, S(keyfile), 0, 0, NULL, "FILE",
+     "the aes key of an encrypted file (else $LNS_KEY or\n$LNS_KEY_FILE); never on the "
+     "command line", NULL},
+    TOOL_OPT_VERBOSE("print the per-depot report at the end"),
+    TOOL_OPT_EVENTS,
+    {TOOL_OPT_STR, "netlog", 0, NULL, S(netlog), 0, 0, NULL, "FILE|fd:N",
+     "append a NetLogger line per fetch step (docs/netlogger.md)", NULL},
+    TOOL_OPT_PROGRESS,
+    {TOOL_OPT_SWITCH, "quiet", 0, NULL, TOOL_C(quiet), 1, 0, NULL, NULL,
+     "print nothing but errors (-q is the pre-buffer)", NULL},
+    {TOOL_OPT_FN, "lbone", 0, NULL, S(lb), 0, 0, NULL, "URL",
+     "the L-Bone to tell each depot's throughput (else the rc\nfile's LBONE_SERVER lines; "
+     "neither: no report)", tool_lbone_opt},
+    {TOOL_OPT_SWITCH, "no-report", 0, NULL, S(no_report), 1, 0, NULL, NULL,
+     "do not report throughput (also LNS_NO_REPORT=1)", NULL},
+    TOOL_OPT_SETTINGS,
+    TOOL_OPT_TABLE_END,
 };
 
-/* What the flags said; -1 (-2 for sizes) / NULL = not given. */
-typedef struct flags {
-    const char *file, *output, *events, *rc, *keyfile, *prebuffer, *netlog;
-    tool_lbone_opts_t lb;   /* --lbone: where throughput reports go */
-    int resume, no_verify, verbose, quiet, progress, no_rc, no_report;
-    int threads, depot_cap, redundancy, pcount, cache;
-    int64_t offset, length, blocksize, memory, timeout;
-} flags_t;
+static const tool_cmd_t cmd = {
+    "lors_download",
+    "Usage: lors_download [options] EXNODE\n"
+    "Fetch a network file's bytes from whichever replicas answer best, many streams at once,\n"
+    "and write them in order to a file or to stdout (so a player can read them as they come).\n"
+    "\n",
+    "\nExit: 0 ok, 2 usage, 3 exNode, 4 local I/O, 6 some bytes have no live copy,\n"
+    "7 integrity or key, 9 internal.  See lors_download(1).\n",
+    opts,
+};
 
-static int parse_flags(int argc, char **argv, flags_t *f)
+static int parse_flags(int argc, char **argv, settings_t *f, int *first)
 {
-    int c;
+    int code;
     memset(f, 0, sizeof *f);
-    f->threads = f->depot_cap = f->redundancy = f->pcount = f->cache = -1;
-    f->offset = f->length = f->blocksize = f->memory = f->timeout = -2;
-    opterr = 0;
-    while ((c = getopt_long_only(argc, argv, ":f:o:O:L:Rt:a:r:p:q:C:M:T:VD", longopts,
-                                 NULL)) != -1) {
-        switch (c) {
-        case 'f': f->file = optarg; break;
-        case 'o': f->output = optarg; break;
-        case 'O':
-            if (tool_size(TOOL, "-O", optarg, &f->offset) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'L':
-            if (tool_size(TOOL, "-L", optarg, &f->length) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'R': f->resume = 1; break;
-        case 't':
-            if (tool_int(TOOL, "-t", optarg, 0, 256, &f->threads) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'a':
-            if (tool_int(TOOL, "-a", optarg, 1, 256, &f->depot_cap) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case OPT_BS:
-            if (tool_size(TOOL, "-bs", optarg, &f->blocksize) < 0)
-                return TOOL_EXIT_USAGE;
-            if (f->blocksize < 1 || f->blocksize > ((int64_t)1 << 30))
-                return tool_usage(TOOL, "-bs %s: from 1 byte to 1G", optarg);
-            break;
-        case 'r':
-            if (tool_int(TOOL, "-r", optarg, 1, 8, &f->redundancy) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'p':
-            if (tool_int(TOOL, "-p", optarg, 0, 1000000, &f->pcount) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'q': {
-            int64_t v;
-            if (tool_size(TOOL, "-q", optarg, &v) < 0)
-                return TOOL_EXIT_USAGE;
-            f->prebuffer = optarg;
-            break;
-        }
-        case 'C':
-            if (tool_int(TOOL, "-C", optarg, 1, 1000000, &f->cache) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'M':
-            if (tool_size(TOOL, "-M", optarg, &f->memory) < 0)
-                return TOOL_EXIT_USAGE;
-            if (f->memory < 1)
-                return tool_usage(TOOL, "-M %s: must be above 0", optarg);
-            break;
-        case 'T':
-            if (tool_timeout(TOOL, optarg, &f->timeout) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case OPT_NO_VERIFY: f->no_verify = 1; break;
-        case OPT_KEY: f->keyfile = optarg; break;
-        case 'V': f->verbose = 1; break;
-        case OPT_EVENTS: f->events = optarg; break;
-        case OPT_NETLOG: f->netlog = optarg; break;
-        case 'D': f->events = "fd:2"; break;
-        case OPT_PROGRESS: f->progress = 1; break;
-        case OPT_QUIET: f->quiet = 1; break;
-        case OPT_LBONE: f->lb.server = optarg; break;
-        case OPT_NO_REPORT: f->no_report = 1; break;
-        case OPT_RC: f->rc = optarg; break;
-        case OPT_NO_RC: f->no_rc = 1; break;
-        case OPT_HELP: usage(stdout); exit(TOOL_EXIT_OK);
-        case OPT_VERSION: tool_version(TOOL); exit(TOOL_EXIT_OK);
-        case ':': return tool_usage(TOOL, "%s needs a value", argv[optind - 1]);
-        default: return tool_usage(TOOL, "unknown option %s", argv[optind - 1]);
-        }
-    }
-    if (f->resume && (!f->output || strcmp(f->output, "-") == 0))
+    if ((code = tool_opt_parse(&cmd, argc, argv, f, first)) != TOOL_EXIT_OK)
+        return code;
+    if (f->resume && (!f->output || strcmp(f->output, "-") == 0)) {
+        tool_opt_free(f);
         return tool_usage(TOOL, "-R resumes a file: give -o FILE");
+    }
     return TOOL_EXIT_OK;
 }
 
@@ -210,7 +137,7 @@ static int has_checksums(const xnd_t *x)
 }
 
 /* -R: how much of OUT to keep.  *skip: bytes of the range already there and trusted. */
-static int resume_point(const flags_t *f, const xnd_t *x, int e2e, int fd, int64_t off,
+static int resume_point(const settings_t *f, const xnd_t *x, int e2e, int fd, int64_t off,
                         int64_t len, int64_t *skip)
 {
     struct stat st;
@@ -229,12 +156,12 @@ static int resume_point(const flags_t *f, const xnd_t *x, int e2e, int fd, int64
     int64_t good = have;
     if (have > 0 && !f->no_verify) {
         if (e2e) {
-            if (!f->quiet)
+            if (!f->c.quiet)
                 tool_error(TOOL, "%s: a transformed file's bytes cannot be checked against "
                                "its checksums; keeping its %" PRId64 " bytes as they are",
                                f->output, have);
         } else if (!has_checksums(x)) {
-            if (!f->quiet)
+            if (!f->c.quiet)
                 tool_error(TOOL, "%s: the exNode has no checksums; keeping its %" PRId64
                                " bytes unchecked", f->output, have);
         } else {
@@ -252,7 +179,7 @@ static int resume_point(const flags_t *f, const xnd_t *x, int e2e, int fd, int64
                            strerror(errno));
             return TOOL_EXIT_IO;
         }
-        if (!f->quiet)
+        if (!f->c.quiet)
             tool_error(TOOL, "%s: the first %" PRId64 " of its %" PRId64 " bytes match the "
                            "checksums, the rest failed or could not be checked; cut it there and "
                            "resuming from byte %" PRId64, f->output, good, have, off + good);
@@ -286,8 +213,7 @@ static void print_report(const lors_dl_report_t *r)
 
 int main(int argc, char **argv)
 {
-    flags_t f;
-    tool_rc_t rc;
+    settings_t f;
     tool_feed_t feed;
     lors_download_opts_t o;
     lors_dl_report_t rep;
@@ -296,20 +222,20 @@ int main(int argc, char **argv)
     tool_lbone_meter_t *meter = NULL;
     unsigned char key[LORS_KEY_BYTES];
     char err[512];
-    int code, lrc, rc_loaded = 0, fd = -1;
+    int code, lrc, rc_loaded = 0, fd = -1, first;
     int64_t size, off, len, skip = 0;
     const char *path, *out;
 
     signal(SIGPIPE, SIG_IGN); /* a reader that went away is a write error: exit 4 */
     memset(&rep, 0, sizeof rep);
     memset(&feed, 0, sizeof feed);
-    code = parse_flags(argc, argv, &f);
-    if (code)
-        return code;
-    code = tool_open_exnode(TOOL, f.file, argc, argv, optind, f.rc, f.no_rc, &path, &rc, &x);
+    code = parse_flags(argc, argv, &f, &first);
     if (code)
         return code;
     rc_loaded = 1;
+    code = tool_open_exnode(TOOL, f.file, argc, argv, first, &path, &x);
+    if (code)
+        goto done;
     out = f.output ? f.output : "-";
     if (lors_e2e_info(x, &e2e, err, sizeof err) != LORS_OK) {
         tool_error(TOOL, "%s: %s", path, err);
@@ -318,30 +244,21 @@ int main(int argc, char **argv)
     }
 
     lors_download_opts_init(&o);
-    o.threads = f.threads > 0 ? f.threads : rc.threads > 0 ? (rc.threads > 256 ? 256 : rc.threads)
-                                                           : o.threads;
-    o.depot_cap = f.depot_cap > 0 ? f.depot_cap : o.depot_cap;
-    o.blocksize = f.blocksize > 0 ? f.blocksize
-                  : rc.data_blocksize > 0 ? rc.data_blocksize : o.blocksize;
-    o.redundancy = f.redundancy > 0 ? f.redundancy : o.redundancy;
-    o.progress = f.pcount >= 0 ? f.pcount : o.progress;
-    if (f.timeout > 0 || rc.timeout_s > 0)
-        o.timeout_ms = (int)(1000 * (f.timeout > 0 ? f.timeout : rc.timeout_s > 86400 ? 86400
-                                                                                 : rc.timeout_s));
+    o.threads = f.c.threads;
+    o.depot_cap = f.depot_cap;
+    o.blocksize = f.blocksize;
+    o.redundancy = f.redundancy;
+    o.progress = f.pcount;
+    o.timeout_ms = (int)(1000 * f.c.timeout);
     o.verify = !f.no_verify;
-    int64_t mem = f.memory > 0 ? f.memory : rc.max_buffer > 0 ? rc.max_buffer : 0;
-    if (mem > 0 || f.cache > 0) {
-        int64_t cache = f.cache > 0 ? f.cache * o.blocksize : INT64_MAX;
-        o.buffer_bytes = mem > 0 && mem < cache ? mem : cache;
-    }
+    int64_t cache = f.cache > 0 ? f.cache * o.blocksize : INT64_MAX;
+    o.buffer_bytes = f.memory < cache ? f.memory : cache;
     if (f.prebuffer) { /* a plain number counts blocks; with a suffix, bytes */
         uint64_t v = 0;
         lns_parse_size(f.prebuffer, &v); /* checked in parse_flags */
         o.prebuffer_bytes = strspn(f.prebuffer, "0123456789") == strlen(f.prebuffer)
                                 ? (int64_t)v * o.blocksize : (int64_t)v;
     }
-    if (!f.quiet && !f.verbose && rc.verbose > 0)
-        f.verbose = 1;
 
     /* the range, in the file's (plain) bytes */
     size = e2e.present ? e2e.plain_size : xnd_size(x);
@@ -389,7 +306,7 @@ int main(int argc, char **argv)
         if (code)
             goto done;
         if (skip >= len) {
-            if (!f.quiet)
+            if (!f.c.quiet)
                 tool_error(TOOL, "%s: already holds the %" PRId64 " bytes asked for; nothing "
                                "to do", out, len);
             goto done;
@@ -404,8 +321,8 @@ int main(int argc, char **argv)
     o.length = len - skip;
 
     /* the engine's events count stored bytes: for a transformed file, not the plain ones */
-    code = tool_feed_open(TOOL, &feed, f.events, "download", e2e.present ? -1 : o.length,
-                              f.quiet ? -1 : f.progress);
+    code = tool_feed_open(TOOL, &feed, f.c.events, "download", e2e.present ? -1 : o.length,
+                              f.c.quiet ? -1 : f.c.progress);
     if (code)
         goto done;
     if (!tool_lbone_reports_off(f.no_report)) {
@@ -448,13 +365,13 @@ int main(int argc, char **argv)
             code = TOOL_EXIT_IO;
         }
     }
-    if (f.verbose && !f.quiet)
+    if (f.c.verbose && !f.c.quiet)
         print_report(&rep);
     if (lrc == LORS_OK && meter) {
         char **servers;
         size_t n;
-        if (tool_lbone_servers(&f.lb, &rc, &servers, &n) == 0) {
-            tool_lbone_meter_send(TOOL, meter, servers, n, f.verbose && !f.quiet);
+        if (tool_lbone_servers(&f.lb, &f.c.rc, &servers, &n) == 0) {
+            tool_lbone_meter_send(TOOL, meter, servers, n, f.c.verbose && !f.c.quiet);
             tool_lbone_servers_free(servers, n);
         }
     }
@@ -471,6 +388,6 @@ done:
     tool_lbone_meter_free(meter);
     xnd_free(x);
     if (rc_loaded)
-        tool_rc_free(&rc);
+        tool_opt_free(&f);
     return code;
 }

@@ -17,88 +17,55 @@
 
 #include "lors.h"
 #include "tool.h"
+#include "tool_opt.h"
 
 static const char *TOOL = "lors_ls";
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-"Usage: lors_ls [options] EXNODE\n"
-"Show a network file's mappings and which of them are alive.\n"
-"\n"
-"  -f, --file EXNODE       the exNode (or give it as the argument; - reads stdin)\n"
-"  -l, --logical           the logical view: file ranges and their live copies\n"
-"  -p, --physical          the physical view: one line per mapping (default: both)\n"
-"  -h, --human             sizes as KiB, MiB, GiB\n"
-"      --json              one JSON document: metadata, e2e, ranges, mappings, probes\n"
-"  -t, --threads N         probes at once (default 8)\n"
-"  -T, --timeout T         longest wait of any one probe (default 10s)\n"
-"      --no-probe          ask no depot; only the exNode's expiry times count\n"
-"      --rc FILE           the rc file (default $LNS_RC, else ~/.xndrc); --no-rc: none\n"
-"      --help, --version\n"
-"\n"
-"Physical: N FLAGS REFS DEPOT OFFSET LENGTH EXPIRY STATUS, FLAGS = S|H (soft, hard, - not\n"
-"probed), r, w, m (capabilities present), a (byte array); STATUS alive or dead: why.\n"
-"Logical: OFFSET LENGTH LIVE_COPIES, and GAP where no live copy is left.\n"
-"Exit: 0 ok, 2 usage, 3 exNode, 8 some bytes have no live copy, 9 internal.\n"
-"See lors_ls(1).\n");
-}
+typedef struct settings {
+    tool_common_t c;
+    const char *file;
+    int logical, physical, human, json, no_probe;
+} settings_t;
 
-enum { OPT_JSON = 256, OPT_NO_PROBE, OPT_RC, OPT_NO_RC, OPT_HELP, OPT_VERSION };
+#define S(field) TOOL_OFF(settings_t, field)
 
-static const struct option longopts[] = {
-    {"file", required_argument, NULL, 'f'},
-    {"logical", no_argument, NULL, 'l'},
-    {"physical", no_argument, NULL, 'p'},
-    {"human", no_argument, NULL, 'h'},
-    {"json", no_argument, NULL, OPT_JSON},
-    {"threads", required_argument, NULL, 't'},
-    {"timeout", required_argument, NULL, 'T'},
-    {"no-probe", no_argument, NULL, OPT_NO_PROBE},
-    {"rc", required_argument, NULL, OPT_RC},
-    {"no-rc", no_argument, NULL, OPT_NO_RC},
-    {"help", no_argument, NULL, OPT_HELP},
-    {"version", no_argument, NULL, OPT_VERSION},
-    {NULL, 0, NULL, 0},
+static const tool_opt_t opts[] = {
+    {TOOL_OPT_STR, "file", 'f', NULL, S(file), 0, 0, NULL, "EXNODE",
+     "the exNode (or give it as the argument; - reads stdin)", NULL},
+    {TOOL_OPT_SWITCH, "logical", 'l', NULL, S(logical), 1, 0, NULL, NULL,
+     "the logical view: file ranges and their live copies", NULL},
+    {TOOL_OPT_SWITCH, "physical", 'p', NULL, S(physical), 1, 0, NULL, NULL,
+     "the physical view: one line per mapping (default: both)", NULL},
+    {TOOL_OPT_SWITCH, "human", 'h', NULL, S(human), 1, 0, NULL, NULL,
+     "sizes as KiB, MiB, GiB", NULL},
+    {TOOL_OPT_SWITCH, "json", 0, NULL, S(json), 1, 0, NULL, NULL,
+     "one JSON document: metadata, e2e, ranges, mappings, probes", NULL},
+    TOOL_OPT_THREADS(1, "8", "probes at once"),
+    TOOL_OPT_TIMEOUT("10s", "longest wait of any one probe"),
+    {TOOL_OPT_SWITCH, "no-probe", 0, NULL, S(no_probe), 1, 0, NULL, NULL,
+     "ask no depot; only the exNode's expiry times count", NULL},
+    TOOL_OPT_SETTINGS,
+    TOOL_OPT_TABLE_END,
 };
 
-typedef struct flags {
-    const char *file, *rc;
-    int logical, physical, human, json, no_probe, no_rc, threads;
-    int64_t timeout;
-} flags_t;
+static const tool_cmd_t cmd = {
+    "lors_ls",
+    "Usage: lors_ls [options] EXNODE\n"
+    "Show a network file's mappings and which of them are alive.\n\n",
+    "\nPhysical: N FLAGS REFS DEPOT OFFSET LENGTH EXPIRY STATUS, FLAGS = S|H (soft, hard, - not\n"
+    "probed), r, w, m (capabilities present), a (byte array); STATUS alive or dead: why.\n"
+    "Logical: OFFSET LENGTH LIVE_COPIES, and GAP where no live copy is left.\n"
+    "Exit: 0 ok, 2 usage, 3 exNode, 8 some bytes have no live copy, 9 internal.\n"
+    "See lors_ls(1).\n",
+    opts,
+};
 
-static int parse_flags(int argc, char **argv, flags_t *f)
+static int parse_flags(int argc, char **argv, settings_t *f, int *first)
 {
-    int c;
+    int code;
     memset(f, 0, sizeof *f);
-    f->threads = -1;
-    f->timeout = -1;
-    opterr = 0;
-    while ((c = getopt_long_only(argc, argv, ":f:lpht:T:", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'f': f->file = optarg; break;
-        case 'l': f->logical = 1; break;
-        case 'p': f->physical = 1; break;
-        case 'h': f->human = 1; break;
-        case OPT_JSON: f->json = 1; break;
-        case 't':
-            if (tool_int(TOOL, "-t", optarg, 1, 256, &f->threads) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'T':
-            if (tool_timeout(TOOL, optarg, &f->timeout) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case OPT_NO_PROBE: f->no_probe = 1; break;
-        case OPT_RC: f->rc = optarg; break;
-        case OPT_NO_RC: f->no_rc = 1; break;
-        case OPT_HELP: usage(stdout); exit(TOOL_EXIT_OK);
-        case OPT_VERSION: tool_version(TOOL); exit(TOOL_EXIT_OK);
-        case ':': return tool_usage(TOOL, "%s needs a value", argv[optind - 1]);
-        default: return tool_usage(TOOL, "unknown option %s", argv[optind - 1]);
-        }
-    }
+    if ((code = tool_opt_parse(&cmd, argc, argv, f, first)) != TOOL_EXIT_OK)
+        return code;
     if (!f->logical && !f->physical)
         f->logical = f->physical = 1;
     return TOOL_EXIT_OK;
@@ -146,7 +113,7 @@ static void caps_flags(const xnd_mapping_t *m, char *buf)
 
 /* ---- text ---- */
 
-static void print_text(const flags_t *f, const xnd_t *x, const lors_e2e_info_t *e2e,
+static void print_text(const settings_t *f, const xnd_t *x, const lors_e2e_info_t *e2e,
                        const lors_probe_t *pr, char (*where)[IBP_MAX_HOST + 96],
                        const xnd_range_t *rg, size_t nrg)
 {
@@ -254,7 +221,7 @@ static void json_time(int64_t t)
     printf("%" PRId64 ",\"expires_utc\":\"%s\"", t, buf);
 }
 
-static void print_json(const char *path, const flags_t *f, const xnd_t *x,
+static void print_json(const char *path, const settings_t *f, const xnd_t *x,
                        const lors_e2e_info_t *e2e, const lors_probe_t *pr,
                        char (*where)[IBP_MAX_HOST + 96], const xnd_range_t *rg, size_t nrg,
                        int complete)
@@ -335,25 +302,24 @@ static int gap_summary(const xnd_range_t *rg, size_t nrg, char *buf, size_t size
 
 int main(int argc, char **argv)
 {
-    flags_t f;
-    tool_rc_t rc;
+    settings_t f;
     lors_e2e_info_t e2e;
     lors_probe_t *pr = NULL;
     xnd_range_t *rg = NULL;
     size_t nrg = 0;
     xnd_t *x = NULL;
-    int code, lrc, rc_loaded = 0, complete = 1;
+    int code, lrc, rc_loaded = 0, complete = 1, first;
     char (*where)[IBP_MAX_HOST + 96] = NULL;
     char err[256], gaps[160];
     const char *path;
 
-    code = parse_flags(argc, argv, &f);
-    if (code)
-        return code;
-    code = tool_open_exnode(TOOL, f.file, argc, argv, optind, f.rc, f.no_rc, &path, &rc, &x);
+    code = parse_flags(argc, argv, &f, &first);
     if (code)
         return code;
     rc_loaded = 1;
+    code = tool_open_exnode(TOOL, f.file, argc, argv, first, &path, &x);
+    if (code)
+        goto done;
     if (lors_e2e_info(x, &e2e, err, sizeof err) != LORS_OK) { /* checked on reading */
         tool_error(TOOL, "%s: %s", path, err);
         code = TOOL_EXIT_EXNODE;
@@ -372,8 +338,7 @@ int main(int argc, char **argv)
         pr = probes_from_exnode(x);
         lrc = pr ? LORS_OK : LORS_E_NOMEM;
     } else {
-        int threads = f.threads > 0 ? f.threads : rc.threads > 0 ? rc.threads : 8;
-        int timeout = f.timeout > 0 ? (int)f.timeout : rc.timeout_s > 0 ? rc.timeout_s : 10;
+        int threads = f.c.threads, timeout = (int)f.c.timeout;
         lrc = lors_probe_all(x, threads, timeout, &pr);
     }
     if (lrc == LORS_OK)
@@ -407,6 +372,6 @@ done:
     free(where);
     xnd_free(x);
     if (rc_loaded)
-        tool_rc_free(&rc);
+        tool_opt_free(&f);
     return code;
 }

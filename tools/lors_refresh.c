@@ -18,119 +18,85 @@
 #include "lns_time.h"
 #include "lors.h"
 #include "tool.h"
+#include "tool_opt.h"
 
 static const char *TOOL = "lors_refresh";
 
-static void usage(FILE *f)
+typedef struct settings {
+    tool_common_t c;
+    const char *file, *output;
+    int mode, nmodes;
+    int64_t value;
+} settings_t;
+
+#define S(field) TOOL_OFF(settings_t, field)
+
+/* -d, -s, -a and -m: one way to say the new expiry. */
+static int set_mode(void *sp, const tool_opt_t *o, const char *name, const char *val,
+                    tool_from from, char *err, size_t errlen)
 {
-    fprintf(f,
-"Usage: lors_refresh [options] EXNODE\n"
-"Extend the lifetime of every allocation of a network file, and record the new expiry\n"
-"times in its exNode.\n"
-"\n"
-"  -f, --file EXNODE       the exNode (or give it as the argument; - reads stdin)\n"
-"  -o, --output FILE       write the result here (default: rewrite EXNODE in place;\n"
-"                          from stdin: stdout)\n"
-"  -d, --extend T          each mapping's expiry + T (s, m, h, d)\n"
-"  -s, --from-now T        expiry = now + T\n"
-"  -a, --at TIME           expiry = TIME: \"YYYY-MM-DD HH:MM:SS\" (UTC) or seconds since\n"
-"                          the epoch\n"
-"  -m, --max               as long as each depot allows (the default)\n"
-"  -t, --threads N         parallel depot calls (default 4)\n"
-"  -T, --timeout T         longest wait of any one depot call (default 30s)\n"
-"  -V, --verbose           print each mapping's old and new expiry\n"
-"      --events FILE|fd:N  write the event stream (docs/events.md): BEGIN, MAPPING per\n"
-"                          mapping, REFRESH or FAILURE per mapping, END; -D, --demo: fd:2\n"
-"      --rc FILE           the rc file (default $LNS_RC, else ~/.xndrc); --no-rc: none\n"
-"      --help, --version\n"
-"\n"
-"Exit: 0 ok, 2 usage, 3 exNode, 4 local I/O (also the events file), 8 some\n"
-"mappings could not be extended (each is named on stderr; the others were),\n"
-"9 internal.  See lors_refresh(1).\n");
+    settings_t *f = sp;
+    int mode;
+    if (o->letter == 'd' || o->letter == 's') {
+        tool_opt_t as_seconds = *o;
+        as_seconds.type = TOOL_OPT_SECONDS;
+        as_seconds.off = S(value);
+        if (tool_opt_set(f, &as_seconds, name, val, from, err, errlen) < 0)
+            return -1;
+        mode = o->letter == 'd' ? LORS_REFRESH_ADD : LORS_REFRESH_FROM_NOW;
+    } else if (o->letter == 'a') {
+        if (xnd_time_parse(val, &f->value) < 0)
+            return snprintf(err, errlen, "-a %s: expected \"YYYY-MM-DD HH:MM:SS\" (UTC) or "
+                            "seconds since the epoch", val), -1;
+        mode = LORS_REFRESH_AT;
+    } else {
+        mode = LORS_REFRESH_MAX;
+    }
+    if (f->nmodes++ && f->mode != mode)
+        return snprintf(err, errlen, "-d, -s, -a and -m are alternatives: give one"), -1;
+    f->mode = mode;
+    return 0;
 }
 
-enum { OPT_EVENTS = 256, OPT_RC, OPT_NO_RC, OPT_HELP, OPT_VERSION };
-
-static const struct option longopts[] = {
-    {"file", required_argument, NULL, 'f'},
-    {"output", required_argument, NULL, 'o'},
-    {"extend", required_argument, NULL, 'd'},
-    {"from-now", required_argument, NULL, 's'},
-    {"at", required_argument, NULL, 'a'},
-    {"max", no_argument, NULL, 'm'},
-    {"threads", required_argument, NULL, 't'},
-    {"timeout", required_argument, NULL, 'T'},
-    {"verbose", no_argument, NULL, 'V'},
-    {"events", required_argument, NULL, OPT_EVENTS},
-    {"demo", no_argument, NULL, 'D'},
-    {"rc", required_argument, NULL, OPT_RC},
-    {"no-rc", no_argument, NULL, OPT_NO_RC},
-    {"help", no_argument, NULL, OPT_HELP},
-    {"version", no_argument, NULL, OPT_VERSION},
-    {NULL, 0, NULL, 0},
+static const tool_opt_t opts[] = {
+    {TOOL_OPT_STR, "file", 'f', NULL, S(file), 0, 0, NULL, "EXNODE",
+     "the exNode (or give it as the argument; - reads stdin)", NULL},
+    {TOOL_OPT_STR, "output", 'o', NULL, S(output), 0, 0, NULL, "FILE",
+     "write the result here (default: rewrite EXNODE in place;\nfrom stdin: stdout)", NULL},
+    {TOOL_OPT_FN, "extend", 'd', NULL, 0, 1, INT64_MAX, NULL, "T",
+     "each mapping's expiry + T (s, m, h, d)", set_mode},
+    {TOOL_OPT_FN, "from-now", 's', NULL, 0, 1, INT64_MAX, NULL, "T", "expiry = now + T",
+     set_mode},
+    {TOOL_OPT_FN, "at", 'a', NULL, 0, 0, 0, NULL, "TIME",
+     "expiry = TIME: \"YYYY-MM-DD HH:MM:SS\" (UTC) or seconds since\nthe epoch", set_mode},
+    {TOOL_OPT_FN, "max", 'm', NULL, 0, 0, 0, NULL, NULL,
+     "as long as each depot allows (the default)", set_mode},
+    TOOL_OPT_THREADS(1, "4", "parallel depot calls"),
+    TOOL_OPT_TIMEOUT("30s", "longest wait of any one depot call"),
+    TOOL_OPT_VERBOSE("print each mapping's old and new expiry"),
+    TOOL_OPT_EVENTS,
+    TOOL_OPT_SETTINGS,
+    TOOL_OPT_TABLE_END,
 };
 
-typedef struct flags {
-    const char *file, *output, *rc, *events;
-    int mode, nmodes, verbose, no_rc, threads;
-    int64_t value, timeout;
-} flags_t;
+static const tool_cmd_t cmd = {
+    "lors_refresh",
+    "Usage: lors_refresh [options] EXNODE\n"
+    "Extend the lifetime of every allocation of a network file, and record the new expiry\n"
+    "times in its exNode.\n\n",
+    "\nThe event stream: BEGIN, MAPPING per mapping, REFRESH or FAILURE per mapping, END.\n"
+    "Exit: 0 ok, 2 usage, 3 exNode, 4 local I/O (also the events file), 8 some\n"
+    "mappings could not be extended (each is named on stderr; the others were),\n"
+    "9 internal.  See lors_refresh(1).\n",
+    opts,
+};
 
-static int set_mode(flags_t *f, int mode)
+static int parse_flags(int argc, char **argv, settings_t *f, int *first)
 {
-    if (f->nmodes++ && f->mode != mode)
-        return tool_usage(TOOL, "-d, -s, -a and -m are alternatives: give one");
-    f->mode = mode;
-    return TOOL_EXIT_OK;
-}
-
-static int parse_flags(int argc, char **argv, flags_t *f)
-{
-    int c, code = 0;
+    int code;
     memset(f, 0, sizeof *f);
-    f->threads = -1;
-    f->timeout = -1;
-    opterr = 0;
-    while ((c = getopt_long_only(argc, argv, ":f:o:d:s:a:mt:T:VD", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'f': f->file = optarg; break;
-        case 'o': f->output = optarg; break;
-        case 'd':
-        case 's':
-            if (tool_seconds(TOOL, c == 'd' ? "-d" : "-s", optarg, &f->value) < 0)
-                return TOOL_EXIT_USAGE;
-            if (f->value == 0)
-                return tool_usage(TOOL, "-%c %s: give a time longer than 0", c, optarg);
-            code = set_mode(f, c == 'd' ? LORS_REFRESH_ADD : LORS_REFRESH_FROM_NOW);
-            break;
-        case 'a':
-            if (xnd_time_parse(optarg, &f->value) < 0)
-                return tool_usage(TOOL, "-a %s: expected \"YYYY-MM-DD HH:MM:SS\" (UTC) or "
-                                      "seconds since the epoch", optarg);
-            code = set_mode(f, LORS_REFRESH_AT);
-            break;
-        case 'm': code = set_mode(f, LORS_REFRESH_MAX); break;
-        case 't':
-            if (tool_int(TOOL, "-t", optarg, 1, 256, &f->threads) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'T':
-            if (tool_timeout(TOOL, optarg, &f->timeout) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'V': f->verbose = 1; break;
-        case OPT_EVENTS: f->events = optarg; break;
-        case 'D': f->events = "fd:2"; break;
-        case OPT_RC: f->rc = optarg; break;
-        case OPT_NO_RC: f->no_rc = 1; break;
-        case OPT_HELP: usage(stdout); exit(TOOL_EXIT_OK);
-        case OPT_VERSION: tool_version(TOOL); exit(TOOL_EXIT_OK);
-        case ':': return tool_usage(TOOL, "%s needs a value", argv[optind - 1]);
-        default: return tool_usage(TOOL, "unknown option %s", argv[optind - 1]);
-        }
-        if (code)
-            return code;
-    }
+    if ((code = tool_opt_parse(&cmd, argc, argv, f, first)) != TOOL_EXIT_OK)
+        return code;
     if (!f->nmodes)
         f->mode = LORS_REFRESH_MAX;
     return TOOL_EXIT_OK;
@@ -160,13 +126,12 @@ static void begin_line(tool_events_t *es, const char *path, const xnd_t *x,
 
 int main(int argc, char **argv)
 {
-    flags_t f;
-    tool_rc_t rc;
+    settings_t f;
     tool_feed_t feed;
     lors_refresh_opts_t ro;
     lors_refresh_report_t rep;
     xnd_t *x = NULL;
-    int code, lrc, rc_loaded = 0;
+    int code, lrc, rc_loaded = 0, first;
     char (*where)[IBP_MAX_HOST + 96] = NULL;
     int64_t bytes = 0, start;
     double secs = 0;
@@ -175,13 +140,13 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN); /* a reader of the exNode that went away: EPIPE, exit 4 */
     memset(&rep, 0, sizeof rep);
     memset(&feed, 0, sizeof feed);
-    code = parse_flags(argc, argv, &f);
-    if (code)
-        return code;
-    code = tool_open_exnode(TOOL, f.file, argc, argv, optind, f.rc, f.no_rc, &path, &rc, &x);
+    code = parse_flags(argc, argv, &f, &first);
     if (code)
         return code;
     rc_loaded = 1;
+    code = tool_open_exnode(TOOL, f.file, argc, argv, first, &path, &x);
+    if (code)
+        goto done;
     out = f.output ? f.output : path;
     where = calloc(x->nmaps ? x->nmaps : 1, sizeof *where);
     if (!where) {
@@ -195,12 +160,9 @@ int main(int argc, char **argv)
     lors_refresh_opts_init(&ro);
     ro.mode = (lors_refresh_mode)f.mode;
     ro.value = f.value;
-    ro.threads = f.threads > 0 ? f.threads : rc.threads > 0 ? rc.threads : ro.threads;
-    ro.timeout_s = f.timeout > 0 ? (int)f.timeout : rc.timeout_s > 0 ? rc.timeout_s
-                                                                     : ro.timeout_s;
-    if (!f.verbose && rc.verbose > 0)
-        f.verbose = 1;
-    code = tool_feed_open(TOOL, &feed, f.events, "refresh", -1, -1);
+    ro.threads = f.c.threads;
+    ro.timeout_s = (int)f.c.timeout;
+    code = tool_feed_open(TOOL, &feed, f.c.events, "refresh", -1, -1);
     if (code)
         goto done;
     ro.on_event = tool_feed_fn(&feed);
@@ -234,7 +196,7 @@ int main(int argc, char **argv)
         if (!it->ok)
             tool_error(TOOL, "mapping %d (%s): not extended: %s", it->mapping, dep,
                            it->why[0] ? it->why : ibp_strerror(it->ibp_err));
-        else if (f.verbose)
+        else if (f.c.verbose)
             fprintf(stderr, "%s: mapping %d (%s): %s -> %s\n", TOOL, it->mapping, dep, t0, t1);
     }
     code = lrc == LORS_E_PARTIAL ? TOOL_EXIT_PARTIAL : TOOL_EXIT_OK;
@@ -248,6 +210,6 @@ done:
     xnd_free(x);
     free(where);
     if (rc_loaded)
-        tool_rc_free(&rc);
+        tool_opt_free(&f);
     return code;
 }

@@ -19,77 +19,28 @@
 #include "lns_time.h"
 #include "lors.h"
 #include "tool.h"
+#include "tool_opt.h"
 
 static const char *TOOL = "lors_trim";
 
 #define MAX_DEPOTS 64
 #define MAX_RANGES 1024
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-"Usage: lors_trim [options] EXNODE\n"
-"Remove mappings (copies) from a network file's exNode; with -d also free their storage.\n"
-"\n"
-"  -f, --file EXNODE       the exNode (or give it as the argument; - reads stdin)\n"
-"  -o, --output FILE       write the result here (default: rewrite EXNODE in place;\n"
-"                          from stdin: stdout)\n"
-"  -m, --mappings LIST     these mapping numbers, as lors_ls shows them: \"0,3,5-7\"\n"
-"      --depot H:P[/RID]   every mapping on this depot (repeatable)\n"
-"  -u, --dead              only mappings whose depot or allocation is gone (alone: all\n"
-"                          of those)\n"
-"  -d, --free              also free the allocations (DECR of the read count)\n"
-"  -n, --exnode-only       only edit the exNode (the default)\n"
-"      --force             remove even if some bytes are left with no copy at all\n"
-"  -t, --threads N         parallel depot calls (default 4)\n"
-"  -T, --timeout T         longest wait of any one depot call (default 30s)\n"
-"  -V, --verbose           print the numbers of the removed mappings\n"
-"      --events FILE|fd:N  write the event stream (docs/events.md): BEGIN, MAPPING per\n"
-"                          mapping, TRIM per removed one, END; -D, --demo: fd:2\n"
-"      --rc FILE           the rc file (default $LNS_RC, else ~/.xndrc); --no-rc: none\n"
-"      --help, --version\n"
-"\n"
-"Exit: 0 ok, 2 usage, 3 exNode, 4 local I/O (also the events file), 6 the trim\n"
-"would leave bytes with no copy (nothing changed), 8 removed but some allocations\n"
-"could not be freed, 9 internal.  See lors_trim(1).\n");
-}
-
-enum { OPT_DEPOT = 256, OPT_FORCE, OPT_EVENTS, OPT_RC, OPT_NO_RC, OPT_HELP, OPT_VERSION };
-
-static const struct option longopts[] = {
-    {"file", required_argument, NULL, 'f'},
-    {"output", required_argument, NULL, 'o'},
-    {"mappings", required_argument, NULL, 'm'},
-    {"depot", required_argument, NULL, OPT_DEPOT},
-    {"dead", no_argument, NULL, 'u'},
-    {"free", no_argument, NULL, 'd'},
-    {"exnode-only", no_argument, NULL, 'n'},
-    {"force", no_argument, NULL, OPT_FORCE},
-    {"threads", required_argument, NULL, 't'},
-    {"timeout", required_argument, NULL, 'T'},
-    {"verbose", no_argument, NULL, 'V'},
-    {"events", required_argument, NULL, OPT_EVENTS},
-    {"demo", no_argument, NULL, 'D'},
-    {"rc", required_argument, NULL, OPT_RC},
-    {"no-rc", no_argument, NULL, OPT_NO_RC},
-    {"help", no_argument, NULL, OPT_HELP},
-    {"version", no_argument, NULL, OPT_VERSION},
-    {NULL, 0, NULL, 0},
-};
-
-typedef struct flags {
-    const char *file, *output, *rc, *events;
+typedef struct settings {
+    tool_common_t c;
+    const char *file, *output;
     int ranges[MAX_RANGES][2]; /* -m: inclusive [lo, hi] */
     size_t nranges;
     lors_depot_t depots[MAX_DEPOTS];
     size_t ndepots;
-    int dead, free_allocs, exnode_only, force, verbose, no_rc, threads;
-    int64_t timeout;
-} flags_t;
+    int dead, free_allocs, exnode_only, force;
+} settings_t;
 
 /* "0,3,5-7" into f->ranges.  Checked against the exNode's size later, once it is read. */
-static int parse_list(flags_t *f, const char *s)
+static int set_list(void *sp, const tool_opt_t *o, const char *name, const char *s,
+                    tool_from from, char *err, size_t errlen)
 {
+    settings_t *f = sp;
     const char *p = s;
     while (*p) {
         char *end;
@@ -106,7 +57,7 @@ static int parse_list(flags_t *f, const char *s)
         if (lo > INT_MAX || hi > INT_MAX || hi < lo)
             goto bad;
         if (f->nranges == MAX_RANGES)
-            return tool_usage(TOOL, "-m: more than %d numbers or ranges", MAX_RANGES);
+            return snprintf(err, errlen, "-m: more than %d numbers or ranges", MAX_RANGES), -1;
         f->ranges[f->nranges][0] = (int)lo;
         f->ranges[f->nranges][1] = (int)hi;
         f->nranges++;
@@ -118,66 +69,83 @@ static int parse_list(flags_t *f, const char *s)
     }
     if (p == s)
         goto bad;
-    return TOOL_EXIT_OK;
+    return 0;
 bad:
-    return tool_usage(TOOL, "-m %s: expected mapping numbers like 0,3,5-7", s);
+    snprintf(err, errlen, "-m %s: expected mapping numbers like 0,3,5-7", s);
+    return -1;
 }
 
-static int parse_flags(int argc, char **argv, flags_t *f)
+/* --depot, repeatable */
+static int set_depot(void *sp, const tool_opt_t *o, const char *name, const char *val,
+                     tool_from from, char *err, size_t errlen)
 {
-    int c, code;
+    settings_t *f = sp;
+    if (f->ndepots == MAX_DEPOTS)
+        return snprintf(err, errlen, "--depot: at most %d", MAX_DEPOTS), -1;
+    if (lors_depot_parse(val, &f->depots[f->ndepots]) != LORS_OK)
+        return snprintf(err, errlen, "--depot %s: expected host[:port][/rid]", val), -1;
+    f->ndepots++;
+    return 0;
+}
+
+#define S(field) TOOL_OFF(settings_t, field)
+
+static const tool_opt_t opts[] = {
+    {TOOL_OPT_STR, "file", 'f', NULL, S(file), 0, 0, NULL, "EXNODE",
+     "the exNode (or give it as the argument; - reads stdin)", NULL},
+    {TOOL_OPT_STR, "output", 'o', NULL, S(output), 0, 0, NULL, "FILE",
+     "write the result here (default: rewrite EXNODE in place;\nfrom stdin: stdout)", NULL},
+    {TOOL_OPT_FN, "mappings", 'm', NULL, 0, 0, 0, NULL, "LIST",
+     "these mapping numbers, as lors_ls shows them: \"0,3,5-7\"", set_list},
+    {TOOL_OPT_FN, "depot", 0, NULL, 0, 0, 0, NULL, "H:P[/RID]",
+     "every mapping on this depot (repeatable)", set_depot},
+    {TOOL_OPT_SWITCH, "dead", 'u', NULL, S(dead), 1, 0, NULL, NULL,
+     "only mappings whose depot or allocation is gone (alone: all\nof those)", NULL},
+    {TOOL_OPT_SWITCH, "free", 'd', NULL, S(free_allocs), 1, 0, NULL, NULL,
+     "also free the allocations (DECR of the read count)", NULL},
+    {TOOL_OPT_SWITCH, "exnode-only", 'n', NULL, S(exnode_only), 1, 0, NULL, NULL,
+     "only edit the exNode (the default)", NULL},
+    {TOOL_OPT_SWITCH, "force", 0, NULL, S(force), 1, 0, NULL, NULL,
+     "remove even if some bytes are left with no copy at all", NULL},
+    TOOL_OPT_THREADS(1, "4", "parallel depot calls"),
+    TOOL_OPT_TIMEOUT("30s", "longest wait of any one depot call"),
+    TOOL_OPT_VERBOSE("print the numbers of the removed mappings"),
+    TOOL_OPT_EVENTS,
+    TOOL_OPT_SETTINGS,
+    TOOL_OPT_TABLE_END,
+};
+
+static const tool_cmd_t cmd = {
+    "lors_trim",
+    "Usage: lors_trim [options] EXNODE\n"
+    "Remove mappings (copies) from a network file's exNode; with -d also free their storage.\n"
+    "\n",
+    "\nThe event stream: BEGIN, MAPPING per mapping, TRIM per removed one, END.\n"
+    "Exit: 0 ok, 2 usage, 3 exNode, 4 local I/O (also the events file), 6 the trim\n"
+    "would leave bytes with no copy (nothing changed), 8 removed but some allocations\n"
+    "could not be freed, 9 internal.  See lors_trim(1).\n",
+    opts,
+};
+
+
+static int parse_flags(int argc, char **argv, settings_t *f, int *first)
+{
+    int code;
     memset(f, 0, sizeof *f);
-    f->threads = -1;
-    f->timeout = -1;
-    opterr = 0;
-    while ((c = getopt_long_only(argc, argv, ":f:o:m:udnt:T:VD", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'f': f->file = optarg; break;
-        case 'o': f->output = optarg; break;
-        case 'm':
-            if ((code = parse_list(f, optarg)) != 0)
-                return code;
-            break;
-        case OPT_DEPOT:
-            if (f->ndepots == MAX_DEPOTS)
-                return tool_usage(TOOL, "--depot: at most %d", MAX_DEPOTS);
-            if (lors_depot_parse(optarg, &f->depots[f->ndepots]) != LORS_OK)
-                return tool_usage(TOOL, "--depot %s: expected host[:port][/rid]", optarg);
-            f->ndepots++;
-            break;
-        case 'u': f->dead = 1; break;
-        case 'd': f->free_allocs = 1; break;
-        case 'n': f->exnode_only = 1; break;
-        case OPT_FORCE: f->force = 1; break;
-        case 't':
-            if (tool_int(TOOL, "-t", optarg, 1, 256, &f->threads) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'T':
-            if (tool_timeout(TOOL, optarg, &f->timeout) < 0)
-                return TOOL_EXIT_USAGE;
-            break;
-        case 'V': f->verbose = 1; break;
-        case OPT_EVENTS: f->events = optarg; break;
-        case 'D': f->events = "fd:2"; break;
-        case OPT_RC: f->rc = optarg; break;
-        case OPT_NO_RC: f->no_rc = 1; break;
-        case OPT_HELP: usage(stdout); exit(TOOL_EXIT_OK);
-        case OPT_VERSION: tool_version(TOOL); exit(TOOL_EXIT_OK);
-        case ':': return tool_usage(TOOL, "%s needs a value", argv[optind - 1]);
-        default: return tool_usage(TOOL, "unknown option %s", argv[optind - 1]);
-        }
-    }
+    if ((code = tool_opt_parse(&cmd, argc, argv, f, first)) != TOOL_EXIT_OK)
+        return code;
     if (f->free_allocs && f->exnode_only)
-        return tool_usage(TOOL, "-d frees the allocations, -n only edits the exNode: "
+        code = tool_usage(TOOL, "-d frees the allocations, -n only edits the exNode: "
                               "choose one");
-    if (!f->nranges && !f->ndepots && !f->dead)
-        return tool_usage(TOOL, "nothing to remove: give -m, --depot or -u");
-    return TOOL_EXIT_OK;
+    else if (!f->nranges && !f->ndepots && !f->dead)
+        code = tool_usage(TOOL, "nothing to remove: give -m, --depot or -u");
+    if (code)
+        tool_opt_free(f);
+    return code;
 }
 
 /* The -m ranges as a sorted list of distinct numbers, each checked against the exNode. */
-static int expand_list(const flags_t *f, const xnd_t *x, int **out, size_t *n)
+static int expand_list(const settings_t *f, const xnd_t *x, int **out, size_t *n)
 {
     unsigned char *sel;
     *out = NULL;
@@ -234,13 +202,12 @@ static int64_t removed_bytes(const lors_trim_report_t *rep, const int64_t *len)
 
 int main(int argc, char **argv)
 {
-    flags_t f;
-    tool_rc_t rc;
+    settings_t f;
     tool_feed_t feed;
     lors_trim_opts_t to;
     lors_trim_report_t rep;
     xnd_t *x = NULL;
-    int *nums = NULL, code, lrc, rc_loaded = 0;
+    int *nums = NULL, code, lrc, rc_loaded = 0, first;
     size_t nnums = 0;
     char (*where)[IBP_MAX_HOST + 96] = NULL;
     int64_t *len = NULL, t0;
@@ -250,13 +217,13 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN); /* a reader of the exNode that went away: EPIPE, exit 4 */
     memset(&rep, 0, sizeof rep);
     memset(&feed, 0, sizeof feed);
-    code = parse_flags(argc, argv, &f);
-    if (code)
-        return code;
-    code = tool_open_exnode(TOOL, f.file, argc, argv, optind, f.rc, f.no_rc, &path, &rc, &x);
+    code = parse_flags(argc, argv, &f, &first);
     if (code)
         return code;
     rc_loaded = 1;
+    code = tool_open_exnode(TOOL, f.file, argc, argv, first, &path, &x);
+    if (code)
+        goto done;
     out = f.output ? f.output : path;
     code = expand_list(&f, x, &nums, &nnums);
     if (code)
@@ -283,12 +250,9 @@ int main(int argc, char **argv)
     to.dead = f.dead;
     to.free_allocs = f.free_allocs;
     to.force = f.force;
-    to.threads = f.threads > 0 ? f.threads : rc.threads > 0 ? rc.threads : to.threads;
-    to.timeout_s = f.timeout > 0 ? (int)f.timeout : rc.timeout_s > 0 ? rc.timeout_s
-                                                                     : to.timeout_s;
-    if (!f.verbose && rc.verbose > 0)
-        f.verbose = 1;
-    code = tool_feed_open(TOOL, &feed, f.events, "trim", -1, -1);
+    to.threads = f.c.threads;
+    to.timeout_s = (int)f.c.timeout;
+    code = tool_feed_open(TOOL, &feed, f.c.events, "trim", -1, -1);
     if (code)
         goto done;
     to.on_event = tool_feed_fn(&feed);
@@ -318,7 +282,7 @@ int main(int argc, char **argv)
                        "could not be freed", k, k >= 0 && (size_t)k < x->nmaps + rep.nremoved
                                                     ? where[k] : "-");
     }
-    if (f.verbose) {
+    if (f.c.verbose) {
         fprintf(stderr, "%s: removed%s:", TOOL, f.free_allocs ? " and freed" : "");
         for (size_t i = 0; i < rep.nremoved; i++)
             fprintf(stderr, " %d", rep.removed[i]);
@@ -337,6 +301,6 @@ done:
     free(where);
     free(len);
     if (rc_loaded)
-        tool_rc_free(&rc);
+        tool_opt_free(&f);
     return code;
 }

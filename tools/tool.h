@@ -135,16 +135,6 @@ int tool_usage(const char *tool, const char *fmt, ...) __attribute__((format(pri
 /* "<tool> (lns) LNS_VERSION" on stdout. */
 void tool_version(const char *tool);
 
-/* Option values (opt is the flag as named in messages, e.g. "-t").  0, or -1 after a usage
- * error line.  int: decimal in [min, max]; size: lns_parse_size; seconds: lns_parse_seconds;
- * duration: seconds > 0, or "-1"/"max" -> -1 (each depot's maximum). */
-int tool_int(const char *tool, const char *opt, const char *val, int min, int max, int *out);
-int tool_size(const char *tool, const char *opt, const char *val, int64_t *out);
-int tool_seconds(const char *tool, const char *opt, const char *val, int64_t *out);
-int tool_duration(const char *tool, const char *opt, const char *val, int64_t *out);
-/* -T: a duration from 1 s to 1 d.  0, or -1 after a usage error line. */
-int tool_timeout(const char *tool, const char *val, int64_t *out);
-
 /* The exNode a tool works on: -f's value (fflag, may be NULL) or the one positional argument
  * argv[first..argc) -- exactly one of them.  NULL after a usage error line. */
 const char *tool_exnode_arg(const char *tool, const char *fflag, int argc, char **argv,
@@ -152,13 +142,11 @@ const char *tool_exnode_arg(const char *tool, const char *fflag, int argc, char 
 /* Read, parse and check an exNode ("-" = stdin), its e2e description included.
  * TOOL_EXIT_OK, TOOL_EXIT_EXNODE or TOOL_EXIT_INTERNAL; *x NULL unless OK. */
 int tool_read_exnode(const char *tool, const char *path, xnd_t **x);
-/* What a tool that works on one exNode does first: its path (tool_exnode_arg), the rc
- * file (tool_rc), then the exNode (tool_read_exnode).  TOOL_EXIT_OK with *path, *rc
- * and *x set (the caller frees rc and x), or the exit code after one error line, with
- * nothing left to free. */
+/* What a tool that works on one exNode does after its options: its path (tool_exnode_arg),
+ * then the exNode (tool_read_exnode).  TOOL_EXIT_OK with *path and *x set (the caller frees
+ * x), or the exit code after one error line. */
 int tool_open_exnode(const char *tool, const char *fflag, int argc, char **argv, int first,
-                         const char *rcpath, int no_rc, const char **path, tool_rc_t *rc,
-                         xnd_t **x);
+                     const char **path, xnd_t **x);
 /* xnd_write_file (atomic; "-" = stdout).  TOOL_EXIT_OK, TOOL_EXIT_IO or TOOL_EXIT_INTERNAL. */
 int tool_write_exnode(const char *tool, const xnd_t *x, const char *path);
 

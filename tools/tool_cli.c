@@ -7,14 +7,12 @@
  * fail prints its own line and hands back the exit code, so a tool's main() reads as a
  * sequence of steps with "if (rc) goto out".
  */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "lns_units.h"
 #include "tool.h"
 #include "lns_version.h"
 
@@ -42,68 +40,6 @@ int tool_usage(const char *tool, const char *fmt, ...)
 void tool_version(const char *tool)
 {
     printf("%s (lns) %s\n", tool, LNS_VERSION);
-}
-
-/* ---- option values ---- */
-
-int tool_int(const char *tool, const char *opt, const char *val, int min, int max,
-                 int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(val, &end, 10);
-    if (errno || end == val || *end || v < min || v > max) {
-        tool_usage(tool, "%s %s: expected a whole number from %d to %d", opt, val, min, max);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
-}
-
-int tool_size(const char *tool, const char *opt, const char *val, int64_t *out)
-{
-    uint64_t v;
-    if (lns_parse_size(val, &v) < 0) {
-        tool_usage(tool, "%s %s: expected a size (digits with an optional K, M, G or T)",
-                       opt, val);
-        return -1;
-    }
-    *out = (int64_t)v;
-    return 0;
-}
-
-int tool_seconds(const char *tool, const char *opt, const char *val, int64_t *out)
-{
-    if (lns_parse_seconds(val, out) < 0) {
-        tool_usage(tool, "%s %s: expected a duration (digits with an optional s, m, h or d)",
-                       opt, val);
-        return -1;
-    }
-    return 0;
-}
-
-int tool_timeout(const char *tool, const char *val, int64_t *out)
-{
-    if (tool_seconds(tool, "-T", val, out) < 0)
-        return -1;
-    if (*out < 1 || *out > 86400) {
-        tool_usage(tool, "-T %s: from 1s to 1d", val);
-        return -1;
-    }
-    return 0;
-}
-
-int tool_duration(const char *tool, const char *opt, const char *val, int64_t *out)
-{
-    if (strcmp(val, "-1") == 0 || strcmp(val, "max") == 0) {
-        *out = -1;
-        return 0;
-    }
-    if (lns_parse_seconds(val, out) < 0 || *out == 0) {
-        tool_usage(tool, "%s %s: expected a duration (s, m, h, d), -1 or max", opt, val);
-        return -1;
-    }
-    return 0;
 }
 
 /* ---- the exNode ---- */
@@ -149,18 +85,12 @@ int tool_read_exnode(const char *tool, const char *path, xnd_t **x)
 }
 
 int tool_open_exnode(const char *tool, const char *fflag, int argc, char **argv, int first,
-                         const char *rcpath, int no_rc, const char **path, tool_rc_t *rc,
-                         xnd_t **x)
+                     const char **path, xnd_t **x)
 {
-    int code;
     *x = NULL;
     if (!(*path = tool_exnode_arg(tool, fflag, argc, argv, first)))
         return TOOL_EXIT_USAGE;
-    if ((code = tool_rc(tool, rcpath, no_rc, rc)) != TOOL_EXIT_OK)
-        return code;
-    if ((code = tool_read_exnode(tool, *path, x)) != TOOL_EXIT_OK)
-        tool_rc_free(rc);
-    return code;
+    return tool_read_exnode(tool, *path, x);
 }
 
 int tool_write_exnode(const char *tool, const xnd_t *x, const char *path)

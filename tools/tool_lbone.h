@@ -27,6 +27,13 @@ typedef struct tool_lbone_opts {
 /* The options that set a tool_lbone_opts_t (off: its offset in the settings). */
 int tool_lbone_opt(void *s, const tool_opt_t *o, const char *name, const char *val,
                    tool_from from, char *err, size_t errlen);
+/* --depot-list into a const char * field, and -m into the tool_lbone_opts_t at lb. */
+#define TOOL_OPT_DEPOTS(list, lb) \
+    {TOOL_OPT_STR, "depot-list", 0, NULL, list, 0, 0, NULL, "LIST", \
+     "depots, \"host[:port][/rid], ...\" (else the L-Bone, or DEPOT\nin the rc file)", NULL}, \
+    {TOOL_OPT_FN, "max-depots", 'm', NULL, lb, 1, 1000000, NULL, "N", \
+     "use at most N depots (from the L-Bone: ask for N; default\nMAXDEPOTS of the rc file, " \
+     "else 6)", tool_lbone_opt}
 #define TOOL_OPT_LBONE(off) \
     {TOOL_OPT_FN, "lbone|lbone-host", 'H', NULL, off, 0, 0, NULL, "URL", \
      "http://host:port, host:port or host (also --lbone-host);\nelse the LBONE_SERVER lines " \

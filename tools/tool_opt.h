@@ -136,6 +136,12 @@ int tool_opt_set(void *settings, const tool_opt_t *o, const char *name, const ch
     {TOOL_OPT_SWITCH, "no-rc", 0, NULL, TOOL_C(no_rc), 1, 0, NULL, NULL, "read no rc file", NULL}, \
     {TOOL_OPT_SWITCH, "help", 0, NULL, TOOL_NOFIELD, 0, 0, NULL, NULL, "this text", NULL}, \
     {TOOL_OPT_SWITCH, "version", 0, NULL, TOOL_NOFIELD, 0, 0, NULL, NULL, "the version", NULL}
+/* -s, -h and STORAGE_TYPE into an int field: IBP_SOFT or IBP_HARD (0: not said, hard). */
+#define TOOL_OPT_STORAGE(off) \
+    {TOOL_OPT_SWITCH, "soft", 's', NULL, off, IBP_SOFT, 0, NULL, NULL, "soft storage", NULL}, \
+    {TOOL_OPT_SWITCH, "hard", 'h', NULL, off, IBP_HARD, 0, NULL, NULL, \
+     "hard storage (the default)", NULL}, \
+    {TOOL_OPT_FN, NULL, 0, "STORAGE_TYPE", off, 0, 0, NULL, NULL, NULL, tool_opt_storage}
 #define TOOL_OPT_HEADING(text) {TOOL_OPT_SECTION, NULL, 0, NULL, TOOL_NOFIELD, 0, 0, NULL, NULL, text, NULL}
 #define TOOL_OPT_TABLE_END {TOOL_OPT_END, NULL, 0, NULL, TOOL_NOFIELD, 0, 0, NULL, NULL, NULL, NULL}
 

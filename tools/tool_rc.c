@@ -16,6 +16,7 @@
 
 #include "lns_units.h"
 #include "tool.h"
+#include "tool_opt.h"
 
 typedef struct rcparse {
     tool_rc_t *rc;
@@ -250,14 +251,14 @@ static int keyword(rcparse_t *p, const char *kw, char *v)
         return set_str(&rc->location, v);
     if (strcasecmp(kw, "E2E_ORDER") == 0)
         return kw_e2e(p, kw, v);
-    if (strcasecmp(kw, "DURATION") == 0)
-        return parse_seconds(p, kw, v, 0, &rc->duration_s); /* "max" is -1: unset */
+    if (strcasecmp(kw, "DURATION") == 0) /* "max" (each depot's maximum) is -1 */
+        return parse_seconds(p, kw, v, 1, &rc->duration_s);
     if (strcasecmp(kw, "TIMEOUT") == 0) {
         int64_t s;
         if ((r = parse_seconds(p, kw, v, 0, &s)) != LORS_OK)
             return r;
-        if (s > 86400 * 365)
-            return fail(p, "%s %s: longer than a year", kw, v);
+        if (s > 86400)
+            return fail(p, "%s %s: longer than a day", kw, v);
         rc->timeout_s = (int)s;
         return LORS_OK;
     }
@@ -284,7 +285,7 @@ static int keyword(rcparse_t *p, const char *kw, char *v)
     else if (strcasecmp(kw, "COPIES") == 0)
         field = &rc->copies, max = 1000;
     else if (strcasecmp(kw, "THREADS") == 0)
-        field = &rc->threads, max = 1024;
+        field = &rc->threads, max = TOOL_MAX_THREADS;
     else if (strcasecmp(kw, "MAXDEPOTS") == 0)
         field = &rc->maxdepots;
     if (field) {

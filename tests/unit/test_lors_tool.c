@@ -171,7 +171,7 @@ static void test_rc_errors(void)
         {"COPIES -1\n", 1, "COPIES"},
         {"THREADS 99999\n", 1, "THREADS"},
         {"DURATION forever\n", 1, "DURATION"},
-        {"DURATION max\n", 1, "DURATION"},
+        {"TIMEOUT 2d\n", 1, "TIMEOUT"},
         {"DURATION 0\n", 1, "DURATION"},
         {"STORAGE_TYPE medium\n", 1, "HARD or SOFT"},
         {"DATA_BLOCKSIZE 5Q\n", 1, "DATA_BLOCKSIZE"},
