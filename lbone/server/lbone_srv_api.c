@@ -266,8 +266,7 @@ int lbone_api_heartbeat(lbone_srv_t *s, const char *id, const char *bearer, cons
             if (rc == 0)
                 rc = lbone_api_error(out, 400, "unknown field '%.64s' (a heartbeat carries "
                                                "hard_total, hard_free, soft_total, soft_free, "
-                                               "max_duration)",
-                                     k);
+                                               "max_duration)", k);
             json_decref(doc);
             return rc;
         }
