@@ -53,8 +53,8 @@ CFLAGS   = -std=c11 $(OPT) $(WARN) -fPIC -pthread -MMD -MP
 LDFLAGS  = -pthread $(SANLD)
 LIBS     = -lxml2 -lssl -lcrypto -lz -lsqlite3
 TESTLIBS = -lcunit
-LBONE_LIBS = -lcurl -lm
-SRV_LIBS = -lmicrohttpd -lm
+LBONE_LIBS = -lcurl -ljansson -lm
+SRV_LIBS = -lmicrohttpd -ljansson -lm
 
 COMMON_SRC = $(wildcard common/*.c)
 LIBIBP_SRC = $(wildcard ibp/*.c)

@@ -1,7 +1,7 @@
 # fuzz.mk -- libFuzzer targets (make fuzz; not part of make test).
 #   make fuzz FUZZ_SECONDS=600
 # Targets: fuzz_req (IBP request-line parser), fuzz_xnd (exNode XML parser + writer round trip),
-# fuzz_lbone_json (the L-Bone's JSON parser + writer round trip).
+# fuzz_lbone_json (the L-Bone's JSON decoding through jansson + writer round trip).
 # Each target is built with clang, -fsanitize=fuzzer,address,undefined, and run in turn for
 # FUZZ_SECONDS each (so make fuzz takes three times FUZZ_SECONDS) from the seed corpus in
 # tests/fuzz/corpus_<name> (copied, so the committed seeds stay small).  Crashes land in
@@ -36,7 +36,7 @@ $(FB)/fuzz_lbone_json: tests/fuzz/fuzz_lbone_json.c lbone/lbone_json.c lbone/lbo
     lbone/lbone_json.h lbone/lbone_buf.h
 	@mkdir -p $(FB)
 	$(CLANG) $(FFLAGS) -Ilbone -o $@ tests/fuzz/fuzz_lbone_json.c lbone/lbone_json.c \
-	    lbone/lbone_buf.c -lm
+	    lbone/lbone_buf.c -ljansson -lm
 
 run: run_req run_xnd run_lbone_json
 

@@ -248,12 +248,11 @@ int lbone__status_error(const char *base, const lbone_http_t *h, char *err, size
     long st = h->status;
     if (h->answer.p && h->answer.len) {
         char jerr[64];
-        lbone_json_doc_t *doc = lbone_json_parse(h->answer.p, h->answer.len, jerr, sizeof jerr);
-        const char *e = doc ? lbone_json_string(lbone_json_get(lbone_json_root(doc), "error"), NULL)
-                            : NULL;
+        json_t *doc = lbone_json_parse(h->answer.p, h->answer.len, jerr, sizeof jerr);
+        const char *e = json_string_value(json_object_get(doc, "error"));
         if (e)
             snprintf(reason, sizeof reason, "%s", e);
-        lbone_json_free(doc);
+        json_decref(doc);
     }
     int code = st == 401 || st == 403 ? LBONE_E_AUTH
              : st == 404              ? LBONE_E_NOTFOUND
@@ -265,11 +264,10 @@ int lbone__status_error(const char *base, const lbone_http_t *h, char *err, size
     return lbone__fail(err, errlen, code, "%s: unexpected HTTP status %ld", base, st);
 }
 
-lbone_json_doc_t *lbone__parse_answer(const char *base, const lbone_http_t *h, char *err,
-                                      size_t errlen)
+json_t *lbone__parse_answer(const char *base, const lbone_http_t *h, char *err, size_t errlen)
 {
     char jerr[160];
-    lbone_json_doc_t *doc = NULL;
+    json_t *doc = NULL;
     if (!h->answer.p || !h->answer.len) {
         lbone__fail(err, errlen, 0, "%s: empty answer", base);
         return NULL;
@@ -279,8 +277,8 @@ lbone_json_doc_t *lbone__parse_answer(const char *base, const lbone_http_t *h, c
         lbone__fail(err, errlen, 0, "%s: answer is not JSON: %s", base, jerr);
         return NULL;
     }
-    if (lbone_json_type_of(lbone_json_root(doc)) != LBONE_JSON_OBJECT) {
-        lbone_json_free(doc);
+    if (!json_is_object(doc)) {
+        json_decref(doc);
         lbone__fail(err, errlen, 0, "%s: answer is not a JSON object", base);
         return NULL;
     }

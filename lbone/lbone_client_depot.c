@@ -135,17 +135,16 @@ int lbone_register(const char *server, const char *token, const lbone_announce_t
     if (rc == LBONE_OK && h.status != 201 && h.status != 200)
         rc = lbone__status_error(base, &h, err, errlen);
     if (rc == LBONE_OK) {
-        lbone_json_doc_t *doc = lbone__parse_answer(base, &h, err, errlen);
-        const lbone_json_t *root = doc ? lbone_json_root(doc) : NULL;
-        const char *id = lbone_json_string(lbone_json_get(root, "id"), NULL);
-        const char *secret = lbone_json_string(lbone_json_get(root, "secret"), NULL);
+        json_t *doc = lbone__parse_answer(base, &h, err, errlen);
+        const char *id = json_string_value(json_object_get(doc, "id"));
+        const char *secret = json_string_value(json_object_get(doc, "secret"));
         int64_t hb = 0;
         if (!doc) {
             rc = LBONE_E_PROTOCOL;
         } else if (!id || !secret || !*id || strlen(id) >= sizeof out->id || !*secret ||
                    strlen(secret) >= sizeof out->secret ||
                    strspn(id, "0123456789abcdefABCDEF-_") != strlen(id) ||
-                   lbone_json_int(lbone_json_get(root, "heartbeat_s"), &hb) < 0 || hb < 1 ||
+                   lbone_json_int(json_object_get(doc, "heartbeat_s"), &hb) < 0 || hb < 1 ||
                    hb > 86400) {
             rc = lbone__fail(err, errlen, LBONE_E_PROTOCOL, "%s: registration answer without a "
                                                             "usable id, secret and heartbeat_s", base);
@@ -154,7 +153,7 @@ int lbone_register(const char *server, const char *token, const lbone_announce_t
             snprintf(out->secret, sizeof out->secret, "%s", secret);
             out->heartbeat_s = (int)hb;
         }
-        lbone_json_free(doc);
+        json_decref(doc);
     }
     lbone_buf_free(&h.answer);
     return rc;
@@ -189,11 +188,11 @@ int lbone_heartbeat(const char *server, lbone_session_t *s, const lbone_announce
         /* The L-Bone may change the interval; keep the old one if the answer does not say. */
         char jerr[16];
         int64_t hb;
-        lbone_json_doc_t *doc = lbone_json_parse(h.answer.p, h.answer.len, jerr, sizeof jerr);
-        if (doc && lbone_json_int(lbone_json_get(lbone_json_root(doc), "heartbeat_s"), &hb) == 0 &&
-            hb >= 1 && hb <= 86400)
+        json_t *doc = lbone_json_parse(h.answer.p, h.answer.len, jerr, sizeof jerr);
+        if (lbone_json_int(json_object_get(doc, "heartbeat_s"), &hb) == 0 && hb >= 1 &&
+            hb <= 86400)
             s->heartbeat_s = (int)hb;
-        lbone_json_free(doc);
+        json_decref(doc);
     }
     lbone_buf_free(&h.answer);
     return rc;

@@ -37,8 +37,7 @@ int lbone__status_error(const char *base, const lbone_http_t *h, char *err, size
 int lbone__try_next(int code);
 
 /* Parse h's answer as a JSON object; NULL with err ("base: ...") if it is not one. */
-lbone_json_doc_t *lbone__parse_answer(const char *base, const lbone_http_t *h, char *err,
-                                      size_t errlen);
+json_t *lbone__parse_answer(const char *base, const lbone_http_t *h, char *err, size_t errlen);
 
 int lbone__fail(char *err, size_t errlen, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -82,38 +82,38 @@ static int build_query(const lbone_request_t *req, lbone_buf_t *b, char *err, si
     return b->oom ? lbone__fail(err, errlen, LBONE_E_NOMEM, "L-Bone query: out of memory") : 0;
 }
 
-static void copy_str(char *dst, size_t size, const lbone_json_t *v)
+static void copy_str(char *dst, size_t size, const json_t *v)
 {
-    const char *s = lbone_json_string(v, NULL);
+    const char *s = json_string_value(v);
     snprintf(dst, size, "%s", s ? s : "");
 }
 
-static double get_num(const lbone_json_t *obj, const char *key)
+static double get_num(const json_t *obj, const char *key)
 {
-    double d;
-    return lbone_json_number(lbone_json_get(obj, key), &d) == 0 ? d : NAN;
+    const json_t *v = json_object_get(obj, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-static int64_t get_int(const lbone_json_t *obj, const char *key)
+static int64_t get_int(const json_t *obj, const char *key)
 {
     int64_t i;
-    return lbone_json_int(lbone_json_get(obj, key), &i) == 0 ? i : -1;
+    return lbone_json_int(json_object_get(obj, key), &i) == 0 ? i : -1;
 }
 
-static int read_depot(const lbone_json_t *o, lbone_depot_info_t *d)
+static int read_depot(const json_t *o, lbone_depot_info_t *d)
 {
-    const char *host = lbone_json_string(lbone_json_get(o, "host"), NULL);
+    const char *host = json_string_value(json_object_get(o, "host"));
     int64_t port = get_int(o, "port");
-    if (lbone_json_type_of(o) != LBONE_JSON_OBJECT || !host || !*host ||
+    if (!json_is_object(o) || !host || !*host ||
         strlen(host) >= sizeof d->host || port < 1 || port > 65535)
         return -1;
     memset(d, 0, sizeof *d);
     snprintf(d->host, sizeof d->host, "%s", host);
     d->port = (int)port;
-    copy_str(d->id, sizeof d->id, lbone_json_get(o, "id"));
-    copy_str(d->rid, sizeof d->rid, lbone_json_get(o, "rid"));
-    copy_str(d->place, sizeof d->place, lbone_json_get(o, "place"));
-    copy_str(d->status, sizeof d->status, lbone_json_get(o, "status"));
+    copy_str(d->id, sizeof d->id, json_object_get(o, "id"));
+    copy_str(d->rid, sizeof d->rid, json_object_get(o, "rid"));
+    copy_str(d->place, sizeof d->place, json_object_get(o, "place"));
+    copy_str(d->status, sizeof d->status, json_object_get(o, "status"));
     d->hard_free = get_int(o, "hard_free");
     d->soft_free = get_int(o, "soft_free");
     d->max_duration = get_int(o, "max_duration");
@@ -129,23 +129,22 @@ static int read_depot(const lbone_json_t *o, lbone_depot_info_t *d)
 static int read_answer(const char *base, lbone_http_t *h, lbone_result_t *res, char *err,
                        size_t errlen)
 {
-    lbone_json_doc_t *doc = lbone__parse_answer(base, h, err, errlen);
+    json_t *doc = lbone__parse_answer(base, h, err, errlen);
     if (!doc)
         return LBONE_E_PROTOCOL;
-    const lbone_json_t *root = lbone_json_root(doc);
-    const lbone_json_t *list = lbone_json_get(root, "depots");
+    json_t *list = json_object_get(doc, "depots"), *o;
     int rc = LBONE_OK;
-    if (lbone_json_type_of(list) != LBONE_JSON_ARRAY) {
+    if (!json_is_array(list)) {
         rc = lbone__fail(err, errlen, LBONE_E_PROTOCOL, "%s: answer has no \"depots\" list", base);
         goto out;
     }
-    size_t n = lbone_json_count(list), i = 0;
+    size_t n = json_array_size(list), i;
     res->depots = calloc(n ? n : 1, sizeof *res->depots);
     if (!res->depots) {
         rc = lbone__fail(err, errlen, LBONE_E_NOMEM, "%s: out of memory for %zu depots", base, n);
         goto out;
     }
-    for (const lbone_json_t *o = lbone_json_child(list); o; o = lbone_json_next(o), i++) {
+    json_array_foreach (list, i, o) {
         if (read_depot(o, &res->depots[i]) < 0) {
             rc = lbone__fail(err, errlen, LBONE_E_PROTOCOL,
                              "%s: depot %zu of the answer has no host or a bad port", base, i + 1);
@@ -153,16 +152,16 @@ static int read_answer(const char *base, lbone_http_t *h, lbone_result_t *res, c
         }
     }
     res->n = n;
-    const lbone_json_t *where = lbone_json_get(root, "resolved");
-    if (lbone_json_type_of(where) == LBONE_JSON_OBJECT) {
+    const json_t *where = json_object_get(doc, "resolved");
+    if (json_is_object(where)) {
         res->resolved = 1;
         res->lat = get_num(where, "lat");
         res->lon = get_num(where, "lon");
-        copy_str(res->place, sizeof res->place, lbone_json_get(where, "name"));
+        copy_str(res->place, sizeof res->place, json_object_get(where, "name"));
     }
     res->json = lbone_buf_take(&h->answer, NULL);
 out:
-    lbone_json_free(doc);
+    json_decref(doc);
     if (rc != LBONE_OK)
         lbone_result_free(res);
     return rc;

@@ -100,7 +100,7 @@ const char *lbone_env_connection_name(int idx); /* NULL for -1 */
 int lbone_env_power_parse(const char *s);
 const char *lbone_env_power_name(int idx);
 /* The registration's "env" object.  0, or -1 and a reason. */
-int lbone_env_from_json(const lbone_json_t *v, lbone_env_t *out, char *err, size_t errlen);
+int lbone_env_from_json(json_t *v, lbone_env_t *out, char *err, size_t errlen);
 /* One query parameter (connection, monitoring, power, firewall) into want.  1 if key is an
  * environment key and v is good, 0 if key is not one, -1 bad value (reason in err). */
 int lbone_env_query_param(lbone_env_t *want, const char *key, const char *v, char *err,

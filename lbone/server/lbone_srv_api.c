@@ -67,7 +67,7 @@ static int rid_ok(const char *r)
     return 1;
 }
 
-static int get_u64(const lbone_json_t *v, uint64_t *out)
+static int get_u64(const json_t *v, uint64_t *out)
 {
     int64_t i;
     if (lbone_json_int(v, &i) < 0 || i < 0)
@@ -76,13 +76,13 @@ static int get_u64(const lbone_json_t *v, uint64_t *out)
     return 0;
 }
 
-static int parse_doc(lbone_json_doc_t **doc, const char *body, size_t len, lbone_buf_t *out)
+static int parse_doc(json_t **doc, const char *body, size_t len, lbone_buf_t *out)
 {
     char why[160];
     if (!(*doc = lbone_json_parse(body, len, why, sizeof why)))
         return lbone_api_error(out, 400, "malformed JSON: %s", why);
-    if (lbone_json_type_of(lbone_json_root(*doc)) != LBONE_JSON_OBJECT) {
-        lbone_json_free(*doc);
+    if (!json_is_object(*doc)) {
+        json_decref(*doc);
         *doc = NULL;
         return lbone_api_error(out, 400, "the body must be a JSON object");
     }
@@ -91,7 +91,8 @@ static int parse_doc(lbone_json_doc_t **doc, const char *body, size_t len, lbone
 
 /* The space fields shared by registration and heartbeat.  1 handled, 0 not one of them,
  * 400 after writing the error. */
-static int space_field(const lbone_json_t *m, lbone_depot_t *d, int *mask, lbone_buf_t *out)
+static int space_field(const char *k, const json_t *m, lbone_depot_t *d, int *mask,
+                       lbone_buf_t *out)
 {
     static const struct {
         const char *key;
@@ -99,7 +100,6 @@ static int space_field(const lbone_json_t *m, lbone_depot_t *d, int *mask, lbone
     } f[] = {{"hard_total", LBONE_HB_HARD_TOTAL}, {"hard_free", LBONE_HB_HARD_FREE},
              {"soft_total", LBONE_HB_SOFT_TOTAL}, {"soft_free", LBONE_HB_SOFT_FREE},
              {"max_duration", LBONE_HB_MAX_DURATION}};
-    const char *k = lbone_json_key(m);
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
         if (strcmp(k, f[i].key) != 0)
             continue;
@@ -119,22 +119,21 @@ static int space_field(const lbone_json_t *m, lbone_depot_t *d, int *mask, lbone
     return 0;
 }
 
-static int text_field(const lbone_json_t *m, char *dst, size_t size, lbone_buf_t *out)
+static int text_field(const char *k, const json_t *m, char *dst, size_t size, lbone_buf_t *out)
 {
-    size_t n;
-    const char *s = lbone_json_string(m, &n);
+    const char *s = json_string_value(m);
+    size_t n = json_string_length(m);
     if (!s)
-        return lbone_api_error(out, 400, "%s: must be a string", lbone_json_key(m));
+        return lbone_api_error(out, 400, "%s: must be a string", k);
     if (n >= size)
-        return lbone_api_error(out, 400, "%s: longer than %zu bytes", lbone_json_key(m), size - 1);
+        return lbone_api_error(out, 400, "%s: longer than %zu bytes", k, size - 1);
     if (!clean_text(s))
-        return lbone_api_error(out, 400, "%s: control characters are not allowed",
-                               lbone_json_key(m));
+        return lbone_api_error(out, 400, "%s: control characters are not allowed", k);
     memcpy(dst, s, n + 1);
     return 0;
 }
 
-static int parse_registration(const lbone_json_t *root, lbone_depot_t *d, lbone_buf_t *out)
+static int parse_registration(json_t *root, lbone_depot_t *d, lbone_buf_t *out)
 {
     int mask = 0, has_lat = 0, has_lon = 0, has_place = 0, rc;
     char place[LBONE_MAX_TEXT] = "";
@@ -142,15 +141,16 @@ static int parse_registration(const lbone_json_t *root, lbone_depot_t *d, lbone_
     memset(d, 0, sizeof *d);
     strcpy(d->rid, "0");
     lbone_env_unknown(&d->env);
-    for (const lbone_json_t *m = lbone_json_child(root); m; m = lbone_json_next(m)) {
-        const char *k = lbone_json_key(m);
+    const char *k;
+    json_t *m;
+    json_object_foreach (root, k, m) {
         int64_t i;
         double x;
-        if ((rc = space_field(m, d, &mask, out)) != 0) {
+        if ((rc = space_field(k, m, d, &mask, out)) != 0) {
             if (rc != 1)
                 return rc;
         } else if (strcmp(k, "host") == 0) {
-            if ((rc = text_field(m, d->host, sizeof d->host, out)) != 0)
+            if ((rc = text_field(k, m, d->host, sizeof d->host, out)) != 0)
                 return rc;
             if (!host_ok(d->host))
                 return lbone_api_error(out, 400, "host: not a host name or address");
@@ -159,13 +159,13 @@ static int parse_registration(const lbone_json_t *root, lbone_depot_t *d, lbone_
                 return lbone_api_error(out, 400, "port: must be 1 to 65535");
             d->port = (int)i;
         } else if (strcmp(k, "rid") == 0) {
-            if ((rc = text_field(m, d->rid, sizeof d->rid, out)) != 0)
+            if ((rc = text_field(k, m, d->rid, sizeof d->rid, out)) != 0)
                 return rc;
             if (!rid_ok(d->rid))
                 return lbone_api_error(out, 400, "rid: letters, digits, '.', '-', '_' only");
         } else if (strcmp(k, "lat") == 0 || strcmp(k, "lon") == 0) {
             int is_lat = k[1] == 'a';
-            if (lbone_json_number(m, &x) < 0 || fabs(x) > (is_lat ? 90 : 180))
+            if (!json_is_number(m) || fabs(x = json_number_value(m)) > (is_lat ? 90 : 180))
                 return lbone_api_error(out, 400, "%s: must be a number of degrees within +-%d", k,
                                        is_lat ? 90 : 180);
             if (is_lat) {
@@ -176,11 +176,11 @@ static int parse_registration(const lbone_json_t *root, lbone_depot_t *d, lbone_
                 has_lon = 1;
             }
         } else if (strcmp(k, "place") == 0) {
-            if ((rc = text_field(m, place, sizeof place, out)) != 0)
+            if ((rc = text_field(k, m, place, sizeof place, out)) != 0)
                 return rc;
             has_place = 1;
         } else if (strcmp(k, "contact") == 0) {
-            if ((rc = text_field(m, d->contact, sizeof d->contact, out)) != 0)
+            if ((rc = text_field(k, m, d->contact, sizeof d->contact, out)) != 0)
                 return rc;
         } else if (strcmp(k, "env") == 0) {
             char why[256];
@@ -218,7 +218,7 @@ static int parse_registration(const lbone_json_t *root, lbone_depot_t *d, lbone_
 int lbone_api_register(lbone_srv_t *s, const char *bearer, const char *body, size_t len,
                        lbone_buf_t *out)
 {
-    lbone_json_doc_t *doc;
+    json_t *doc;
     lbone_depot_t d;
     char id[LBONE_ID_LEN + 1], secret[LBONE_SECRET_LEN + 1], why[256];
     int rc;
@@ -229,8 +229,8 @@ int lbone_api_register(lbone_srv_t *s, const char *bearer, const char *body, siz
         return lbone_api_error(out, 403, "wrong registry token");
     if ((rc = parse_doc(&doc, body, len, out)) != 0)
         return rc;
-    rc = parse_registration(lbone_json_root(doc), &d, out);
-    lbone_json_free(doc);
+    rc = parse_registration(doc, &d, out);
+    json_decref(doc);
     if (rc != 0)
         return rc;
     if ((rc = lbone_core_register(s, &d, id, secret, why, sizeof why)) != 201)
@@ -246,7 +246,7 @@ int lbone_api_register(lbone_srv_t *s, const char *bearer, const char *body, siz
 int lbone_api_heartbeat(lbone_srv_t *s, const char *id, const char *bearer, const char *body,
                         size_t len, lbone_buf_t *out)
 {
-    lbone_json_doc_t *doc = NULL;
+    json_t *doc = NULL;
     lbone_depot_t upd;
     int mask = 0, rc;
     char why[256];
@@ -258,19 +258,19 @@ int lbone_api_heartbeat(lbone_srv_t *s, const char *id, const char *bearer, cons
     if (len > 0) {
         if ((rc = parse_doc(&doc, body, len, out)) != 0)
             return rc;
-        for (const lbone_json_t *m = lbone_json_child(lbone_json_root(doc)); m;
-             m = lbone_json_next(m)) {
-            if ((rc = space_field(m, &upd, &mask, out)) == 1)
+        const char *k;
+        json_t *m;
+        json_object_foreach (doc, k, m) {
+            if ((rc = space_field(k, m, &upd, &mask, out)) == 1)
                 continue;
             if (rc == 0)
                 rc = lbone_api_error(out, 400, "unknown field '%.64s' (a heartbeat carries "
                                                "hard_total, hard_free, soft_total, soft_free, "
-                                               "max_duration)",
-                                     lbone_json_key(m));
-            lbone_json_free(doc);
+                                               "max_duration)", k);
+            json_decref(doc);
             return rc;
         }
-        lbone_json_free(doc);
+        json_decref(doc);
     }
     if ((rc = lbone_core_heartbeat(s, id, bearer, &upd, mask, why, sizeof why)) != 200)
         return lbone_api_error(out, rc, "%s", why);
@@ -393,56 +393,58 @@ static int depot_by_hostport(lbone_srv_t *s, const char *hp, char *id)
 int lbone_api_reports(lbone_srv_t *s, const char *net, const char *body, size_t len,
                       lbone_buf_t *out)
 {
-    lbone_json_doc_t *doc;
+    json_t *doc;
     report_t rep[MAX_REPORTS];
     size_t n = 0;
     int rc;
 
     if ((rc = parse_doc(&doc, body, len, out)) != 0)
         return rc;
-    const lbone_json_t *root = lbone_json_root(doc), *list = lbone_json_get(root, "reports");
-    if (lbone_json_count(root) != 1 || lbone_json_type_of(list) != LBONE_JSON_ARRAY) {
-        lbone_json_free(doc);
+    json_t *list = json_object_get(doc, "reports");
+    if (json_object_size(doc) != 1 || !json_is_array(list)) {
+        json_decref(doc);
         return lbone_api_error(out, 400, "the body must be {\"reports\": [...]}");
     }
-    if (lbone_json_count(list) > MAX_REPORTS) {
-        lbone_json_free(doc);
+    if (json_array_size(list) > MAX_REPORTS) {
+        json_decref(doc);
         return lbone_api_error(out, 400, "at most %d reports per request", MAX_REPORTS);
     }
-    for (const lbone_json_t *r = lbone_json_child(list); r; r = lbone_json_next(r), n++) {
-        const char *hp = lbone_json_string(lbone_json_get(r, "depot"), NULL);
+    json_t *r;
+    json_array_foreach (list, n, r) {
+        const char *hp = json_string_value(json_object_get(r, "depot"));
         double mbps = 0, secs = 0;
         int64_t bytes = 0;
         size_t known = 0;
         rc = 0;
-        if (lbone_json_type_of(r) != LBONE_JSON_OBJECT)
+        if (!json_is_object(r))
             rc = lbone_api_error(out, 400, "reports[%zu]: must be an object", n);
         else if (!hp || depot_by_hostport(s, hp, rep[n].depot) < 0)
             rc = lbone_api_error(out, 400, "reports[%zu].depot: must be \"host:port\"", n);
-        else if (lbone_json_number(lbone_json_get(r, "mbps"), &mbps) < 0 || !(mbps > 0) ||
-                 mbps > 1e7)
+        else if (!json_is_number(json_object_get(r, "mbps")) ||
+                 !((mbps = json_number_value(json_object_get(r, "mbps"))) > 0) || mbps > 1e7)
             rc = lbone_api_error(out, 400, "reports[%zu].mbps: must be a number above 0", n);
         known = 2;
-        if (!rc && lbone_json_get(r, "bytes")) {
+        if (!rc && json_object_get(r, "bytes")) {
             known++;
-            if (lbone_json_int(lbone_json_get(r, "bytes"), &bytes) < 0 || bytes < 0)
+            if (lbone_json_int(json_object_get(r, "bytes"), &bytes) < 0 || bytes < 0)
                 rc = lbone_api_error(out, 400, "reports[%zu].bytes: must be a whole number >= 0", n);
         }
-        if (!rc && lbone_json_get(r, "seconds")) {
+        if (!rc && json_object_get(r, "seconds")) {
             known++;
-            if (lbone_json_number(lbone_json_get(r, "seconds"), &secs) < 0 || secs < 0)
+            if (!json_is_number(json_object_get(r, "seconds")) ||
+                (secs = json_number_value(json_object_get(r, "seconds"))) < 0)
                 rc = lbone_api_error(out, 400, "reports[%zu].seconds: must be a number >= 0", n);
         }
-        if (!rc && lbone_json_count(r) != known)
+        if (!rc && json_object_size(r) != known)
             rc = lbone_api_error(out, 400, "reports[%zu]: unknown field (depot, mbps, bytes, "
                                            "seconds)", n);
         if (rc) {
-            lbone_json_free(doc);
+            json_decref(doc);
             return rc;
         }
         rep[n].mbps = mbps;
     }
-    lbone_json_free(doc);
+    json_decref(doc);
 
     int64_t now = lns_now_s() * 1000;
     size_t used = 0;

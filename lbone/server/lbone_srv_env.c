@@ -75,19 +75,20 @@ static void conn_list(char *buf, size_t size)
         n += (size_t)snprintf(buf + n, size - n, "%s%s", i ? " " : "", connections[i]);
 }
 
-int lbone_env_from_json(const lbone_json_t *v, lbone_env_t *out, char *err, size_t errlen)
+int lbone_env_from_json(json_t *v, lbone_env_t *out, char *err, size_t errlen)
 {
+    const char *k;
+    json_t *m;
     lbone_env_unknown(out);
-    if (lbone_json_type_of(v) != LBONE_JSON_OBJECT) {
+    if (!json_is_object(v)) {
         snprintf(err, errlen, "env: must be an object");
         return -1;
     }
-    for (const lbone_json_t *m = lbone_json_child(v); m; m = lbone_json_next(m)) {
-        const char *k = lbone_json_key(m), *str;
+    json_object_foreach (v, k, m) {
+        const char *str;
         int64_t i;
-        int b;
         if (strcmp(k, "connection") == 0) {
-            if (!(str = lbone_json_string(m, NULL)) ||
+            if (!(str = json_string_value(m)) ||
                 (out->connection = lbone_env_connection_parse(str)) < 0) {
                 char list[256];
                 conn_list(list, sizeof list);
@@ -101,16 +102,16 @@ int lbone_env_from_json(const lbone_json_t *v, lbone_env_t *out, char *err, size
             }
             out->monitoring = (int)i;
         } else if (strcmp(k, "power") == 0) {
-            if (!(str = lbone_json_string(m, NULL)) || (out->power = lbone_env_power_parse(str)) < 0) {
+            if (!(str = json_string_value(m)) || (out->power = lbone_env_power_parse(str)) < 0) {
                 snprintf(err, errlen, "env.power: must be none, ups or generator");
                 return -1;
             }
         } else if (strcmp(k, "firewall") == 0) {
-            if (lbone_json_bool(m, &b) < 0) {
+            if (!json_is_boolean(m)) {
                 snprintf(err, errlen, "env.firewall: must be true or false");
                 return -1;
             }
-            out->open = !b;
+            out->open = json_is_false(m);
         } else {
             snprintf(err, errlen, "env: unknown attribute (connection, monitoring, power, firewall)");
             return -1;

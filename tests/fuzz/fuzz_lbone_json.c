@@ -1,13 +1,13 @@
-/* fuzz_lbone_json.c -- libFuzzer target for the L-Bone's JSON parser (make fuzz).
+/* fuzz_lbone_json.c -- libFuzzer target for the L-Bone's JSON decoding and writer (make fuzz).
  *
- * Every registration, heartbeat, report and query answer goes through lbone_json_parse, so
- * it is fuzzed for more than crashes: a tree the parser accepts must be consistent (counts,
- * keys found by lbone_json_get, strings without NUL), it must write back out through
- * lbone_json_put_string as JSON that parses to the same tree, and writing that again must
- * give the same bytes.  Numbers are written with full precision here (integers as
- * integers, others always with a fraction or exponent), since lbone_json_put_number rounds
- * on purpose.  This file lives under
- * tests/fuzz/, with the other fuzz targets.
+ * Every registration, heartbeat, report and query answer goes through lbone_json_parse
+ * (jansson under the L-Bone's limits), so it is fuzzed for more than crashes: every refusal
+ * names an offset; a tree it accepts must respect the limits (nesting, strings without NUL,
+ * no duplicate keys found by json_object_get), lbone_json_int must agree with jansson's
+ * integers, and the tree must write back out through lbone_json_put_string as JSON that
+ * parses to an equal tree, and writing that again must give the same bytes (so member order
+ * survives too).  Numbers are written with full precision here (integers as integers, others
+ * always with a fraction or exponent), since lbone_json_put_number rounds on purpose.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -17,107 +17,81 @@
 #include "lbone_buf.h"
 #include "lbone_json.h"
 
-static void check_tree(const lbone_json_t *v, int depth)
+static void check_tree(json_t *v, int depth)
 {
-    if (depth > LBONE_JSON_MAX_DEPTH)
-        abort();
-    lbone_json_type t = lbone_json_type_of(v);
-    if (t == LBONE_JSON_STRING) {
-        size_t n;
-        const char *s = lbone_json_string(v, &n);
-        if (!s || strlen(s) != n)
+    const char *k;
+    json_t *m;
+    size_t i, n = 0;
+    int64_t x;
+    switch (json_typeof(v)) {
+    case JSON_STRING:
+        if (strlen(json_string_value(v)) != json_string_length(v))
             abort();
         return;
-    }
-    if (t != LBONE_JSON_ARRAY && t != LBONE_JSON_OBJECT)
-        return;
-    size_t n = 0;
-    for (const lbone_json_t *c = lbone_json_child(v); c; c = lbone_json_next(c), n++) {
-        if (t == LBONE_JSON_OBJECT &&
-            (!lbone_json_key(c) || lbone_json_get(v, lbone_json_key(c)) != c))
-            abort(); /* keys are unique, so get must find exactly this member */
-        check_tree(c, depth + 1);
-    }
-    if (n != lbone_json_count(v))
-        abort();
-}
-
-static void write_value(lbone_buf_t *b, const lbone_json_t *v)
-{
-    int flag;
-    int64_t i;
-    double d;
-    switch (lbone_json_type_of(v)) {
-    case LBONE_JSON_NULL: lbone_buf_puts(b, "null"); break;
-    case LBONE_JSON_BOOL:
-        lbone_json_bool(v, &flag);
-        lbone_buf_puts(b, flag ? "true" : "false");
-        break;
-    case LBONE_JSON_NUMBER:
-        if (lbone_json_int(v, &i) == 0)
-            lbone_buf_printf(b, "%lld", (long long)i);
-        else if (lbone_json_number(v, &d) == 0) {
-            /* Whether a number is an integer depends on how it is written: keep a fraction
-             * or an exponent, so 2^63 - 1000.5 (integral once rounded) stays a non-integer. */
-            char t[40];
-            snprintf(t, sizeof t, "%.17g", d);
-            lbone_buf_printf(b, "%s%s", t, strpbrk(t, ".e") ? "" : ".0");
-        } else
+    case JSON_INTEGER:
+        if (lbone_json_int(v, &x) != 0 || x != json_integer_value(v))
             abort();
-        break;
-    case LBONE_JSON_STRING: lbone_json_put_string(b, lbone_json_string(v, NULL)); break;
-    case LBONE_JSON_ARRAY:
-    case LBONE_JSON_OBJECT: {
-        int obj = lbone_json_type_of(v) == LBONE_JSON_OBJECT;
-        lbone_buf_puts(b, obj ? "{" : "[");
-        for (const lbone_json_t *c = lbone_json_child(v); c; c = lbone_json_next(c)) {
-            if (c != lbone_json_child(v))
-                lbone_buf_puts(b, ",");
-            if (obj) {
-                lbone_json_put_string(b, lbone_json_key(c));
-                lbone_buf_puts(b, ":");
-            }
-            write_value(b, c);
+        return;
+    case JSON_OBJECT:
+        if (depth >= LBONE_JSON_MAX_DEPTH)
+            abort();
+        json_object_foreach (v, k, m) {
+            if (json_object_get(v, k) != m)
+                abort(); /* keys are unique, so get must find exactly this member */
+            check_tree(m, depth + 1);
+            n++;
         }
-        lbone_buf_puts(b, obj ? "}" : "]");
-        break;
-    }
+        if (n != json_object_size(v))
+            abort();
+        return;
+    case JSON_ARRAY:
+        if (depth >= LBONE_JSON_MAX_DEPTH)
+            abort();
+        json_array_foreach (v, i, m)
+            check_tree(m, depth + 1);
+        return;
+    default: return;
     }
 }
 
-static int same(const lbone_json_t *a, const lbone_json_t *b)
+static void write_value(lbone_buf_t *b, json_t *v)
 {
-    lbone_json_type t = lbone_json_type_of(a);
-    if (t != lbone_json_type_of(b))
-        return 0;
-    int x, y;
-    int64_t i, j;
-    double d, e;
-    size_t n, m;
-    switch (t) {
-    case LBONE_JSON_NULL: return 1;
-    case LBONE_JSON_BOOL: return lbone_json_bool(a, &x) == 0 && lbone_json_bool(b, &y) == 0 && x == y;
-    case LBONE_JSON_NUMBER:
-        if (lbone_json_number(a, &d) || lbone_json_number(b, &e) || d != e)
-            return 0;
-        x = lbone_json_int(a, &i) == 0;
-        y = lbone_json_int(b, &j) == 0;
-        return x == y && (!x || i == j);
-    case LBONE_JSON_STRING: {
-        const char *s = lbone_json_string(a, &n), *r = lbone_json_string(b, &m);
-        return n == m && memcmp(s, r, n) == 0;
+    const char *k;
+    json_t *m;
+    size_t i;
+    char t[40];
+    int first = 1;
+    switch (json_typeof(v)) {
+    case JSON_NULL: lbone_buf_puts(b, "null"); break;
+    case JSON_TRUE: lbone_buf_puts(b, "true"); break;
+    case JSON_FALSE: lbone_buf_puts(b, "false"); break;
+    case JSON_INTEGER: lbone_buf_printf(b, "%lld", (long long)json_integer_value(v)); break;
+    case JSON_REAL:
+        /* Keep a fraction or an exponent, so the number stays a real when parsed back. */
+        snprintf(t, sizeof t, "%.17g", json_real_value(v));
+        lbone_buf_printf(b, "%s%s", t, strpbrk(t, ".e") ? "" : ".0");
+        break;
+    case JSON_STRING: lbone_json_put_string(b, json_string_value(v)); break;
+    case JSON_ARRAY:
+        lbone_buf_puts(b, "[");
+        json_array_foreach (v, i, m) {
+            lbone_buf_puts(b, i ? "," : "");
+            write_value(b, m);
+        }
+        lbone_buf_puts(b, "]");
+        break;
+    case JSON_OBJECT:
+        lbone_buf_puts(b, "{");
+        json_object_foreach (v, k, m) {
+            lbone_buf_puts(b, first ? "" : ",");
+            first = 0;
+            lbone_json_put_string(b, k);
+            lbone_buf_puts(b, ":");
+            write_value(b, m);
+        }
+        lbone_buf_puts(b, "}");
+        break;
     }
-    case LBONE_JSON_ARRAY:
-    case LBONE_JSON_OBJECT: break;
-    }
-    if (lbone_json_count(a) != lbone_json_count(b))
-        return 0;
-    const lbone_json_t *c = lbone_json_child(a), *k = lbone_json_child(b);
-    for (; c && k; c = lbone_json_next(c), k = lbone_json_next(k))
-        if ((t == LBONE_JSON_OBJECT && strcmp(lbone_json_key(c), lbone_json_key(k)) != 0) ||
-            !same(c, k))
-            return 0;
-    return !c && !k;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -125,13 +99,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char err[160];
-    lbone_json_doc_t *doc = lbone_json_parse((const char *)data, size, err, sizeof err);
-    if (!doc) {
+    json_t *root = lbone_json_parse((const char *)data, size, err, sizeof err);
+    if (!root) {
         if (strncmp(err, "offset ", 7) != 0)
             abort(); /* every error names where it happened */
         return 0;
     }
-    const lbone_json_t *root = lbone_json_root(doc);
     check_tree(root, 0);
 
     lbone_buf_t b1, b2;
@@ -140,15 +113,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     write_value(&b1, root);
     if (b1.oom)
         abort();
-    lbone_json_doc_t *back = lbone_json_parse(b1.p, b1.len, err, sizeof err);
-    if (!back || !same(root, lbone_json_root(back)))
+    json_t *back = lbone_json_parse(b1.p, b1.len, err, sizeof err);
+    if (!back || !json_equal(root, back))
         abort();
-    write_value(&b2, lbone_json_root(back));
+    write_value(&b2, back);
     if (b2.oom || b1.len != b2.len || memcmp(b1.p, b2.p, b1.len) != 0)
         abort();
     lbone_buf_free(&b1);
     lbone_buf_free(&b2);
-    lbone_json_free(back);
-    lbone_json_free(doc);
+    json_decref(back);
+    json_decref(root);
     return 0;
 }

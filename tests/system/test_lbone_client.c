@@ -599,14 +599,14 @@ static void test_lbone_query_tool(void)
 
     CU_ASSERT_EQUAL(sh("\"$B/lbone_query\" --lbone \"$U\" -l 'zip= 37996' -m 1 --json"), 0);
     char e[256];
-    lbone_json_doc_t *doc = lbone_json_parse(out, strlen(out), e, sizeof e);
+    json_t *doc = lbone_json_parse(out, strlen(out), e, sizeof e);
     CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
-    const lbone_json_t *list = lbone_json_get(lbone_json_root(doc), "depots");
-    CU_ASSERT_EQUAL(lbone_json_count(list), 1);
+    const json_t *list = json_object_get(doc, "depots");
+    CU_ASSERT_EQUAL(json_array_size(list), 1);
     int64_t port = 0;
-    lbone_json_int(lbone_json_get(lbone_json_child(list), "port"), &port);
+    lbone_json_int(json_object_get(json_array_get(list, 0), "port"), &port);
     CU_ASSERT_EQUAL(port, dep[TYS].port);
-    lbone_json_free(doc);
+    json_decref(doc);
 
     CU_ASSERT_EQUAL(sh("\"$B/lbone_query\" -H 127.0.0.1 -P %d -h 1T", lb.port), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "0 depots"));

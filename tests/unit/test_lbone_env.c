@@ -11,10 +11,10 @@ static lbone_env_t env_of(const char *json)
 {
     lbone_env_t e;
     char err[256];
-    lbone_json_doc_t *d = lbone_json_parse(json, strlen(json), NULL, 0);
+    json_t *d = lbone_json_parse(json, strlen(json), NULL, 0);
     CU_ASSERT_FATAL(d != NULL);
-    CU_ASSERT(lbone_env_from_json(lbone_json_root(d), &e, err, sizeof err) == 0);
-    lbone_json_free(d);
+    CU_ASSERT(lbone_env_from_json(d, &e, err, sizeof err) == 0);
+    json_decref(d);
     return e;
 }
 
@@ -64,10 +64,10 @@ static void test_env_order(void)
                                 "{\"firewall\":\"no\"}", "{\"x\":1}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         lbone_env_t e;
-        lbone_json_doc_t *d = lbone_json_parse(bad[i], strlen(bad[i]), NULL, 0);
+        json_t *d = lbone_json_parse(bad[i], strlen(bad[i]), NULL, 0);
         CU_ASSERT_FATAL(d != NULL);
-        CU_ASSERT(lbone_env_from_json(lbone_json_root(d), &e, err, sizeof err) == -1);
-        lbone_json_free(d);
+        CU_ASSERT(lbone_env_from_json(d, &e, err, sizeof err) == -1);
+        json_decref(d);
     }
     lbone_buf_t b;
     lbone_buf_init(&b);
