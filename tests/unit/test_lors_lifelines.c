@@ -530,9 +530,16 @@ static void test_plot_recorded(void)
     lors_ll_free(&ll);
 }
 
+/* After the last plot: cairo's and fontconfig's caches freed, for LeakSanitizer. */
+static int plot_exit(void)
+{
+    lors_ll_plot_exit();
+    return 0;
+}
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lors_lifelines", NULL, NULL);
+    CU_pSuite s = CU_add_suite("lors_lifelines", NULL, plot_exit);
     CU_add_test(s, "hand-written log: table and fit", test_hand_table);
     CU_add_test(s, "fit: REPLY medians, least squares, none", test_fit_methods);
     CU_add_test(s, "recorded 3-depot log: every block matched", test_recorded);

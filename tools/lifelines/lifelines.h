@@ -124,5 +124,9 @@ int lors_ll_plot_frame(const lors_ll_t *ll, int w, int h, lors_ll_frame_t *fr, c
 /* The plot as a w x h PNG (8-bit RGB); 0 or -1 with err. */
 int lors_ll_plot_png(const lors_ll_t *ll, const char *path, int w, int h, char *err,
                      size_t errlen);
+/* Free what cairo and fontconfig keep for the whole process (font caches, the font
+ * configuration), so that a leak checker at exit finds nothing: call once, after the last plot
+ * of the process. */
+void lors_ll_plot_exit(void);
 
 #endif

@@ -11,6 +11,7 @@
 #include "lifelines.h"
 
 #include <cairo.h>
+#include <fontconfig/fontconfig.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -476,4 +477,10 @@ int lors_ll_plot_png(const lors_ll_t *ll, const char *path, int w, int h, char *
     cairo_destroy(cr);
     cairo_surface_destroy(s);
     return rc;
+}
+
+void lors_ll_plot_exit(void)
+{
+    cairo_debug_reset_static_data();
+    FcFini();
 }
