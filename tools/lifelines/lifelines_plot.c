@@ -166,8 +166,8 @@ static int lay_out(cairo_t *cr, const lors_ll_t *ll, int w, int h, layout_t *lo,
         return -1;
     }
     memset(lo, 0, sizeof *lo);
-    double fs = fmin(h / 48.0, w / 70.0);
-    lo->fs = fs = fmax(8.0, fmin(fs, 16.0));
+    double fs = fmin(h / 36.0, w / 70.0);
+    lo->fs = fs = fmax(9.0, fmin(fs, 14.0));
     double margin = fs;
     cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
     cairo_set_font_size(cr, fs);
@@ -397,6 +397,9 @@ static void draw_axes(cairo_t *cr, const lors_ll_t *ll, const layout_t *lo, int 
              ll->nf, ll->released, ll->nd);
     cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
     cairo_set_font_size(cr, fs * 1.2);
+    double tw = text_w(cr, title);
+    if (tw > w - 2 * fs) /* a narrow plot: the title shrinks to fit */
+        cairo_set_font_size(cr, fs * 1.2 * (w - 2 * fs) / tw);
     text_at(cr, w / 2.0, lo->title_y, 0.5, title);
     cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
     cairo_set_font_size(cr, fs);

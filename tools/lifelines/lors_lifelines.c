@@ -23,7 +23,7 @@ static void usage(FILE *out)
 "wasted, and a fit of delay = latency + size / throughput: column fit says how,\n"
 "\"reply\" from LORS_REPLY, \"ls\" least squares over varied sizes, \"-\" none).\n"
 "\n"
-"  -o, --output FILE.png   write the life-line plot\n"
+"  -o, --output FILE.png   write the life-line plot: a lane per depot, a bar per fetch\n"
 "      --size WxH          the plot's size in pixels (default 1200x600)\n"
 "      --json              the table as JSON\n"
 "      --help, --version\n"
