@@ -52,7 +52,9 @@ CPPFLAGS = -D_GNU_SOURCE -Icommon -Iibp -Iexnode -Ilors -Ilbone -Idepot -Ilbone/
 CFLAGS   = -std=c11 $(OPT) $(WARN) -fPIC -pthread -MMD -MP
 LDFLAGS  = -pthread $(SANLD)
 LIBS     = -lxml2 -lssl -lcrypto -lz -lsqlite3
-TESTLIBS = -lcunit
+TESTLIBS = -lcunit $(CAIRO_LIBS)
+CAIRO_CFLAGS := $(shell pkg-config --cflags cairo fontconfig 2>/dev/null)
+CAIRO_LIBS := $(shell pkg-config --libs cairo fontconfig 2>/dev/null || echo -lcairo -lfontconfig)
 LBONE_LIBS = -lcurl -ljansson -lm
 SRV_LIBS = -lmicrohttpd -ljansson -lm
 
@@ -128,6 +130,7 @@ $(LIBTOOL_A): $(call obj,$(TOOLLIB_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+$(call obj,$(LIFELINES_SRC) tests/unit/test_lors_lifelines.c): CPPFLAGS += $(CAIRO_CFLAGS)
 $(LIBLIFELINES_A): $(call obj,$(LIFELINES_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
@@ -142,7 +145,7 @@ $(foreach p,$(TOOL_PROGS),$(eval $(call tool_prog,$(p))))
 
 $(B)/bin/lors_lifelines: $(call obj,tools/lifelines/lors_lifelines.c) $(LIBLIFELINES_A) $(ALL_LIBS_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS) $(CAIRO_LIBS)
 
 # Players (players/NAME.c -> bin/NAME: lors_play, lns_paced), built, installed and removed
 # with everything else; they link like the lors tools.

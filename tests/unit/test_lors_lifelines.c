@@ -4,14 +4,16 @@
  * depot per case, gives each fit method (LORS_REPLY's medians, least squares, none) its exact
  * figures; the log recorded from a real 3-depot download by a client that did not yet write
  * LORS_REPLY (tests/data/netlog/, see its README) must have every released block matched to
- * its depot lines and, its sizes being nearly equal, no fit; the plot must be a PNG of the
- * asked size with valid CRCs and exactly as many pixel bytes as its IHDR says.
+ * its depot lines and, its sizes being nearly equal, no fit.  The plot is read back with
+ * cairo: a PNG of the asked size, and at the times the logs give each fetch, its bar's colour
+ * in its depot's lane (the hand log: won, failed, redundant and lost, hatched), and nothing
+ * where no fetch was running.
  */
 #include <CUnit/CUnit.h>
+#include <cairo.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "lns_test.h"
 #include "lifelines.h"
@@ -346,74 +348,203 @@ static void test_recorded(void)
     lors_ll_free(&ll);
 }
 
-static uint32_t get32(const unsigned char *p)
+/* ---- the plot, read back with cairo ------------------------------------------------------ */
+
+typedef struct image {
+    cairo_surface_t *s;
+    const unsigned char *p;
+    int w, h, stride;
+} image_t;
+
+/* The PNG at path, which must be w x h 8-bit RGB. */
+static int image_load(image_t *im, const char *path, int w, int h)
 {
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+    im->s = cairo_image_surface_create_from_png(path);
+    CU_ASSERT_EQUAL_FATAL(cairo_surface_status(im->s), CAIRO_STATUS_SUCCESS);
+    CU_ASSERT_EQUAL(cairo_image_surface_get_format(im->s), CAIRO_FORMAT_RGB24);
+    im->w = cairo_image_surface_get_width(im->s);
+    im->h = cairo_image_surface_get_height(im->s);
+    im->stride = cairo_image_surface_get_stride(im->s);
+    im->p = cairo_image_surface_get_data(im->s);
+    CU_ASSERT_EQUAL(im->w, w);
+    CU_ASSERT_EQUAL(im->h, h);
+    return im->w == w && im->h == h && im->p;
 }
 
-static void test_png(void)
+static uint32_t pixel(const image_t *im, int x, int y)
+{
+    uint32_t v;
+    memcpy(&v, im->p + (size_t)y * (size_t)im->stride + (size_t)x * 4, 4);
+    return v & 0xffffff;
+}
+
+static int near(uint32_t a, uint32_t b)
+{
+    for (int sh = 0; sh < 24; sh += 8) {
+        int d = (int)(a >> sh & 0xff) - (int)(b >> sh & 0xff);
+        if (d < -2 || d > 2)
+            return 0;
+    }
+    return 1;
+}
+
+/* Pixels of colour c in the column at t seconds after the first event, inside lane `lane`. */
+static int lane_count(const image_t *im, const lors_ll_frame_t *fr, size_t lane, double t,
+                      uint32_t c)
+{
+    int x = (int)(fr->left + t / fr->span_s * (fr->right - fr->left));
+    int y0 = (int)(fr->top + (double)lane * fr->lane_h) + 1;
+    int y1 = (int)(fr->top + (double)(lane + 1) * fr->lane_h) - 1;
+    int n = 0;
+    for (int y = y0; y < y1; y++)
+        n += near(pixel(im, x, y), c);
+    return n;
+}
+
+/* Nothing drawn in the column at t in the lane: only light greys (background, shading,
+ * grid), no bar's colour or edge. */
+static int lane_empty(const image_t *im, const lors_ll_frame_t *fr, size_t lane, double t)
+{
+    int x = (int)(fr->left + t / fr->span_s * (fr->right - fr->left));
+    int y0 = (int)(fr->top + (double)lane * fr->lane_h) + 2;
+    int y1 = (int)(fr->top + (double)(lane + 1) * fr->lane_h) - 2;
+    for (int y = y0; y < y1; y++) {
+        uint32_t c = pixel(im, x, y);
+        if ((c & 0xff) < 0xc0 || (c >> 8 & 0xff) != (c & 0xff) || (c >> 16) != (c & 0xff))
+            return 0;
+    }
+    return 1;
+}
+
+static void test_plot_size(void)
 {
     lors_ll_t ll;
     char path[512], err[256];
     load_hand(&ll);
-    snprintf(path, sizeof path, "%s/ll.png", lns_test_tmpdir());
-    CU_ASSERT_EQUAL_FATAL(lors_ll_plot_png(&ll, path, 640, 300, err, sizeof err), 0);
+    snprintf(path, sizeof path, "%s/ll-size.png", lns_test_tmpdir());
     CU_ASSERT_EQUAL(lors_ll_plot_png(&ll, path, 10, 10, err, sizeof err), -1);
-    lors_ll_free(&ll);
-
-    FILE *fp = fopen(path, "rb");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
-    static unsigned char png[4 << 20];
-    size_t n = fread(png, 1, sizeof png, fp);
-    fclose(fp);
-    CU_ASSERT_FATAL(n > 8 && memcmp(png, "\x89PNG\r\n\x1a\n", 8) == 0);
-    size_t at = 8, ihdr = 0, iend = 0;
-    uint32_t w = 0, h = 0;
-    unsigned char *idat = malloc(n);
-    size_t idat_len = 0;
-    while (at + 12 <= n) {
-        uint32_t len = get32(png + at);
-        CU_ASSERT_FATAL(at + 12 + len <= n);
-        uLong crc = crc32(0L, png + at + 4, len + 4);
-        CU_ASSERT_EQUAL(crc, get32(png + at + 8 + len));
-        if (memcmp(png + at + 4, "IHDR", 4) == 0) {
-            ihdr++;
-            CU_ASSERT_EQUAL(len, 13);
-            w = get32(png + at + 8);
-            h = get32(png + at + 12);
-            CU_ASSERT_EQUAL(png[at + 16], 8); /* bit depth */
-            CU_ASSERT_EQUAL(png[at + 17], 2); /* RGB */
-        } else if (memcmp(png + at + 4, "IDAT", 4) == 0) {
-            memcpy(idat + idat_len, png + at + 8, len);
-            idat_len += len;
-        } else if (memcmp(png + at + 4, "IEND", 4) == 0) {
-            iend++;
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "10x10"));
+    CU_ASSERT_EQUAL(lors_ll_plot_png(&ll, "/nonexistent/dir/x.png", 640, 300, err, sizeof err),
+                    -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "/nonexistent/dir/x.png"));
+    static const int sizes[][2] = {{320, 200}, {641, 301}, {1200, 600}};
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL_FATAL(lors_ll_plot_png(&ll, path, sizes[i][0], sizes[i][1], err,
+                                               sizeof err), 0);
+        image_t im;
+        if (image_load(&im, path, sizes[i][0], sizes[i][1])) {
+            size_t ink = 0; /* something was drawn: not every pixel is white */
+            for (int y = 0; y < im.h; y++)
+                for (int x = 0; x < im.w; x++)
+                    ink += pixel(&im, x, y) != 0xffffff;
+            CU_ASSERT(ink > 1000);
         }
-        at += 12 + len;
+        cairo_surface_destroy(im.s);
     }
-    CU_ASSERT_EQUAL(at, n);
-    CU_ASSERT_EQUAL(ihdr, 1);
-    CU_ASSERT_EQUAL(iend, 1);
-    CU_ASSERT_EQUAL(w, 640);
-    CU_ASSERT_EQUAL(h, 300);
-    uLongf rawlen = (uLongf)(640 * 3 + 1) * 300 + 16;
-    unsigned char *raw = malloc(rawlen);
-    CU_ASSERT_EQUAL(uncompress(raw, &rawlen, idat, idat_len), Z_OK);
-    CU_ASSERT_EQUAL(rawlen, (uLongf)(640 * 3 + 1) * 300);
-    /* something was drawn: not every pixel is white */
-    size_t ink = 0;
-    for (uLongf i = 0; i < rawlen; i++)
-        ink += i % (640 * 3 + 1) != 0 && raw[i] != 0xff;
-    CU_ASSERT(ink > 1000);
-    free(raw);
-    free(idat);
+    lors_ll_free(&ll);
+}
+
+/* The hand-written log's fetches where the log put them, in ms after the first event (100.000):
+ * a:1 (lane 0): 1.1 won 0-2.1, 1.2 won 1.0-5.6.  b:2 (lane 1): 1.3 failed 0-1.0, 1.5 won
+ * 1.5-3.6, 1.4 redundant and cancelled 2.0-4.1; nothing from 1.0 to 1.5 nor after 4.1. */
+static void test_plot_hand(void)
+{
+    lors_ll_t ll;
+    lors_ll_frame_t fr;
+    char path[512], err[256];
+    load_hand(&ll);
+    snprintf(path, sizeof path, "%s/ll-hand.png", lns_test_tmpdir());
+    CU_ASSERT_EQUAL_FATAL(lors_ll_plot_png(&ll, path, 640, 300, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(lors_ll_plot_frame(&ll, 640, 300, &fr, err, sizeof err), 0);
+    CU_ASSERT(fr.span_s >= 0.0058 && fr.span_s < 0.0058 * 1.5);
+    CU_ASSERT(fr.left > 0 && fr.right > fr.left && fr.right <= 640);
+    CU_ASSERT(fr.top > 0 && fr.lane_h > 20 && fr.top + 2 * fr.lane_h < 300);
+    CU_ASSERT_EQUAL(lors_ll_bar_kind(fetch(&ll, "1.1")), LORS_LL_BAR_WON);
+    CU_ASSERT_EQUAL(lors_ll_bar_kind(fetch(&ll, "1.3")), LORS_LL_BAR_FAILED);
+    CU_ASSERT_EQUAL(lors_ll_bar_kind(fetch(&ll, "1.4")), LORS_LL_BAR_REDUNDANT);
+    CU_ASSERT_EQUAL(fetch(&ll, "1.3")->t_stop, 100001000000LL);
+    CU_ASSERT_EQUAL(fetch(&ll, "1.4")->t_stop, 100004100000LL);
+    const uint32_t *c = lors_ll_bar_rgb;
+    image_t im;
+    if (image_load(&im, path, 640, 300)) {
+        CU_ASSERT(lane_count(&im, &fr, 0, 0.0005, c[LORS_LL_BAR_WON]) > 10);
+        CU_ASSERT(lane_count(&im, &fr, 0, 0.0015, c[LORS_LL_BAR_WON]) > 10);
+        CU_ASSERT(lane_count(&im, &fr, 0, 0.0045, c[LORS_LL_BAR_WON]) > 10);
+        for (double t = 0.0001; t < 0.0058; t += 0.0001) {
+            CU_ASSERT_EQUAL(lane_count(&im, &fr, 0, t, c[LORS_LL_BAR_FAILED]), 0);
+            CU_ASSERT_EQUAL(lane_count(&im, &fr, 0, t, c[LORS_LL_BAR_REDUNDANT]), 0);
+        }
+        CU_ASSERT(lane_empty(&im, &fr, 0, 0.0057));
+        CU_ASSERT(lane_count(&im, &fr, 1, 0.0005, c[LORS_LL_BAR_FAILED]) > 5);
+        CU_ASSERT(lane_empty(&im, &fr, 1, 0.00125));
+        CU_ASSERT(lane_count(&im, &fr, 1, 0.0025, c[LORS_LL_BAR_WON]) > 5);
+        CU_ASSERT(lane_count(&im, &fr, 1, 0.0025, c[LORS_LL_BAR_REDUNDANT]) > 2);
+        CU_ASSERT_EQUAL(lane_count(&im, &fr, 1, 0.0025, c[LORS_LL_BAR_FAILED]), 0);
+        CU_ASSERT(lane_count(&im, &fr, 1, 0.0039, c[LORS_LL_BAR_REDUNDANT]) > 2);
+        CU_ASSERT_EQUAL(lane_count(&im, &fr, 1, 0.0039, c[LORS_LL_BAR_WON]), 0);
+        CU_ASSERT(lane_empty(&im, &fr, 1, 0.0045));
+        CU_ASSERT(lane_empty(&im, &fr, 1, 0.0055));
+        /* the redundant fetch lost: hatched, white lines through its colour */
+        CU_ASSERT(lane_count(&im, &fr, 1, 0.0030, 0xffffff) > 0);
+        CU_ASSERT(lane_count(&im, &fr, 1, 0.0030, 0xffffff) <
+                  lane_count(&im, &fr, 1, 0.0030, c[LORS_LL_BAR_REDUNDANT]) * 2);
+    }
+    cairo_surface_destroy(im.s);
+    lors_ll_free(&ll);
+}
+
+/* The recorded download: every block's winning fetch in its depot's lane over its span. */
+static void test_plot_recorded(void)
+{
+    char dir[512], path[600], err[256];
+    static const char *files[] = {"client.log", "depot0.log", "depot1.log", "depot2.log"};
+    lors_ll_t ll;
+    lors_ll_frame_t fr;
+    lors_ll_init(&ll);
+    data_dir(dir, sizeof dir);
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        CU_ASSERT_EQUAL_FATAL(lors_ll_add_file(&ll, path, err, sizeof err), 0);
+    }
+    CU_ASSERT_EQUAL_FATAL(lors_ll_analyze(&ll), 0);
+    snprintf(path, sizeof path, "%s/ll-rec.png", lns_test_tmpdir());
+    CU_ASSERT_EQUAL_FATAL(lors_ll_plot_png(&ll, path, 1200, 600, err, sizeof err), 0);
+    CU_ASSERT_EQUAL_FATAL(lors_ll_plot_frame(&ll, 1200, 600, &fr, err, sizeof err), 0);
+    image_t im;
+    size_t seen = 0;
+    if (image_load(&im, path, 1200, 600))
+        for (size_t i = 0; i < ll.nf; i++) {
+            const lors_ll_fetch_t *f = &ll.f[i];
+            size_t lane = 0;
+            while (lane < ll.nd && strcmp(ll.d[lane].name, f->depot) != 0)
+                lane++;
+            CU_ASSERT_FATAL(lane < ll.nd && f->committed);
+            double mid = (double)(f->t[LORS_LL_REQ_SENT] + f->t[LORS_LL_COMMIT]) / 2;
+            double t = (mid - (double)ll.t0) / 1e9;
+            int n = lane_count(&im, &fr, lane, t, lors_ll_bar_rgb[LORS_LL_BAR_WON]);
+            CU_ASSERT(n > 5);
+            seen += n > 5;
+        }
+    CU_ASSERT_EQUAL(seen, ll.nf);
+    cairo_surface_destroy(im.s);
+    lors_ll_free(&ll);
+}
+
+/* After the last plot: cairo's and fontconfig's caches freed, for LeakSanitizer. */
+static int plot_exit(void)
+{
+    lors_ll_plot_exit();
+    return 0;
 }
 
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lors_lifelines", NULL, NULL);
+    CU_pSuite s = CU_add_suite("lors_lifelines", NULL, plot_exit);
     CU_add_test(s, "hand-written log: table and fit", test_hand_table);
     CU_add_test(s, "fit: REPLY medians, least squares, none", test_fit_methods);
     CU_add_test(s, "recorded 3-depot log: every block matched", test_recorded);
-    CU_add_test(s, "PNG: IHDR, CRCs, pixel bytes", test_png);
+    CU_add_test(s, "plot: sizes, errors, a PNG cairo reads back", test_plot_size);
+    CU_add_test(s, "plot: each fetch of the hand log in its lane, time and colour",
+                test_plot_hand);
+    CU_add_test(s, "plot: the recorded log's fetches in their lanes", test_plot_recorded);
 }

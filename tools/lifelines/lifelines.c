@@ -124,6 +124,7 @@ static lors_ll_fetch_t *fetch_get(lors_ll_t *ll, const char *id)
     snprintf(f->id, sizeof f->id, "%s", id);
     for (int k = 0; k < LORS_LL_NPOINTS; k++)
         f->t[k] = -1;
+    f->t_stop = -1;
     return f;
 }
 
@@ -159,8 +160,8 @@ static int client_line(lors_ll_t *ll, const char *ev, int64_t t, const char *fie
     case 2: f->t[LORS_LL_COMMIT] = t; f->committed = 1; break;
     case 3: f->t[LORS_LL_RELEASE] = t; break;
     case 4: f->redundant = 1; break;
-    case 5: f->cancelled = 1; break;
-    case 6: f->failed = 1; break;
+    case 5: f->cancelled = 1; f->t_stop = t; break;
+    case 6: f->failed = 1; f->t_stop = t; break;
     default: f->t[LORS_LL_REPLY] = t; ll->replies++; break;
     }
     return 1;
@@ -404,13 +405,14 @@ int lors_ll_analyze(lors_ll_t *ll)
                 all &= f->t[k] >= 0 || (k == LORS_LL_REPLY && ll->replies == 0);
             ll->complete += (size_t)all;
         }
-        for (int k = 0; k < LORS_LL_NPOINTS; k++) {
-            if (f->t[k] < 0)
+        for (int k = 0; k <= LORS_LL_NPOINTS; k++) {
+            int64_t t = k < LORS_LL_NPOINTS ? f->t[k] : f->t_stop;
+            if (t < 0)
                 continue;
-            if (ll->t0 < 0 || f->t[k] < ll->t0)
-                ll->t0 = f->t[k];
-            if (f->t[k] > ll->t1)
-                ll->t1 = f->t[k];
+            if (ll->t0 < 0 || t < ll->t0)
+                ll->t0 = t;
+            if (t > ll->t1)
+                ll->t1 = t;
         }
     }
 

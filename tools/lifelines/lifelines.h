@@ -37,6 +37,7 @@ typedef struct lors_ll_fetch {
     int64_t off, len;     /* the block's bytes in the file */
     int redundant, failed, cancelled, committed;
     int64_t t[LORS_LL_NPOINTS]; /* ns since the epoch; -1: not in the logs */
+    int64_t t_stop;       /* LORS_FAIL or LORS_CANCEL: when it was given up; -1 neither */
 } lors_ll_fetch_t;
 
 /* How a depot's delay = latency + size / throughput was estimated. */
@@ -80,7 +81,7 @@ typedef struct lors_ll {
     size_t complete;      /* ... with all LORS_LL_NPOINTS points (REPLY only required when
                            * the logs have LORS_REPLY lines: older clients did not write it) */
     size_t replies;       /* LORS_REPLY lines used */
-    int64_t t0, t1;       /* first and last time of any point */
+    int64_t t0, t1;       /* first and last time of any point or t_stop */
 } lors_ll_t;
 
 void lors_ll_init(lors_ll_t *ll);
@@ -95,11 +96,37 @@ int lors_ll_analyze(lors_ll_t *ll);
 void lors_ll_print_table(const lors_ll_t *ll, FILE *out);
 void lors_ll_print_json(const lors_ll_t *ll, FILE *out);
 
-/* The life-line plot as a w x h PNG (lors_lifelines_plot.c): one polyline per released block
- * through its points, coloured by depot, with axes and a legend.  0 or -1 with err. */
+/* ---- the plot (lifelines_plot.c, drawn with cairo) ----------------------------------------
+ * One lane per depot, in ll->d's order, labelled with its name; each fetch a bar in its depot's
+ * lane from its request (REQ_SENT) to its end: COMMIT when it won, else LORS_FAIL or
+ * LORS_CANCEL, else the last point the logs have.  Fetches that overlap in time share the lane
+ * in rows.  The colour says what became of the fetch; a fetch that lost is hatched. */
+enum {
+    LORS_LL_BAR_WON = 0,   /* committed, not redundant */
+    LORS_LL_BAR_REDUNDANT, /* a redundant fetch (LORS_REDUNDANT), won or lost */
+    LORS_LL_BAR_CANCELLED, /* lost the race to another fetch of its block (LORS_CANCEL) */
+    LORS_LL_BAR_FAILED,    /* LORS_FAIL, also outlined */
+    LORS_LL_BAR_OPEN,      /* none of those in the logs: cut off or still running */
+    LORS_LL_NBARS
+};
+extern const uint32_t lors_ll_bar_rgb[LORS_LL_NBARS]; /* 0xRRGGBB, by LORS_LL_BAR_* */
+int lors_ll_bar_kind(const lors_ll_fetch_t *f);
+
+/* Where the plot puts time and lanes, for readers of the image (the tests). */
+typedef struct lors_ll_frame {
+    double left, right; /* x of time ll->t0 and of ll->t0 + span_s */
+    double span_s;      /* seconds the time axis covers: (t1 - t0) rounded up to a tick */
+    double top, lane_h; /* lane i is y in [top + i * lane_h, top + (i + 1) * lane_h) */
+} lors_ll_frame_t;
+/* The frame of a w x h plot of ll; 0 or -1 with err (size out of 320x200 .. 8000x8000). */
+int lors_ll_plot_frame(const lors_ll_t *ll, int w, int h, lors_ll_frame_t *fr, char *err,
+                       size_t errlen);
+/* The plot as a w x h PNG (8-bit RGB); 0 or -1 with err. */
 int lors_ll_plot_png(const lors_ll_t *ll, const char *path, int w, int h, char *err,
                      size_t errlen);
-/* An RGB image (3 bytes a pixel, rows top down) as a PNG file; 0 or -1 (errno). */
-int lors_png_write(const char *path, const unsigned char *rgb, int w, int h);
+/* Free what cairo and fontconfig keep for the whole process (font caches, the font
+ * configuration), so that a leak checker at exit finds nothing: call once, after the last plot
+ * of the process. */
+void lors_ll_plot_exit(void);
 
 #endif

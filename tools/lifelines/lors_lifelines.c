@@ -1,7 +1,7 @@
 /* lors_lifelines -- life-line plot and per-depot table from NetLogger event logs.
  *
- * Thin: reading, matching and the table are lors_lifelines.c, the plot lors_lifelines_plot.c
- * (liblors), where the tests reach them.  See lors_lifelines(1) and docs/netlogger.md.
+ * Thin: reading, matching and the table are lifelines.c, the plot (cairo) lifelines_plot.c,
+ * both in liblifelines.a, where the tests reach them.  See lors_lifelines(1) and docs/netlogger.md.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -23,7 +23,7 @@ static void usage(FILE *out)
 "wasted, and a fit of delay = latency + size / throughput: column fit says how,\n"
 "\"reply\" from LORS_REPLY, \"ls\" least squares over varied sizes, \"-\" none).\n"
 "\n"
-"  -o, --output FILE.png   write the life-line plot\n"
+"  -o, --output FILE.png   write the life-line plot: a lane per depot, a bar per fetch\n"
 "      --size WxH          the plot's size in pixels (default 1200x600)\n"
 "      --json              the table as JSON\n"
 "      --help, --version\n"
@@ -86,9 +86,12 @@ int main(int argc, char **argv)
                         "--netlog missing?)\n", TOOL);
         rc = TOOL_EXIT_NO_DATA;
     }
-    if (png && lors_ll_plot_png(&ll, png, w, h, err, sizeof err) < 0) {
-        fprintf(stderr, "%s: %s\n", TOOL, err);
-        rc = TOOL_EXIT_IO;
+    if (png) {
+        if (lors_ll_plot_png(&ll, png, w, h, err, sizeof err) < 0) {
+            fprintf(stderr, "%s: %s\n", TOOL, err);
+            rc = TOOL_EXIT_IO;
+        }
+        lors_ll_plot_exit();
     }
     lors_ll_free(&ll);
     return rc;
