@@ -9,10 +9,11 @@
 #   make bench-lors       lors_download against curl and aria2c, and its memory (docs/PERFORMANCE.md)
 #   make bench-wan        WAN scenarios on a namespace testbed vs aria2c (docs/wan-testbed.md)
 #   make bench-lbone      lbone_server with 10,000 depots: query latency, heartbeat rate (docs/PERFORMANCE.md)
-#   make install          PREFIX=/usr/local DESTDIR=
+#   make install          PREFIX=/usr/local DESTDIR= (programs; libibp, libexnode, liblors, liblbone
+#                         as .a and .so with their headers and pkg-config files)
 #
 # One folder, one layer (docs/layout.md).  Sources are found by folder:
-#   common/*.c                 shared helpers, linked into libibp
+#   common/*.c                 shared helpers: in libibp.a, and as hidden copies in each .so
 #   ibp/*.c                    libibp, the IBP client library (ibp.h)
 #   depot/depot_*.c            the depot server, depot/depot_main.c its program ibp_depot
 #   exnode/*.c                 libexnode (xnd.h)
@@ -49,7 +50,9 @@ WARN     = -Wall -Wextra -Wshadow -Wpointer-arith -Wstrict-prototypes -Wno-unuse
 XML2_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
 CPPFLAGS = -D_GNU_SOURCE -Icommon -Iibp -Iexnode -Ilors -Ilbone -Idepot -Ilbone/server -Itools \
            -Itools/lifelines -Itests/lib $(XML2_CFLAGS)
-CFLAGS   = -std=c11 $(OPT) $(WARN) -fPIC -pthread -MMD -MP
+# -fvisibility=hidden: a shared library exports only what its public header declares between
+# "#pragma GCC visibility push(default)" and "pop" (ibp.h, xnd.h, lors.h, lbone.h).
+CFLAGS   = -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread -MMD -MP
 LDFLAGS  = -pthread $(SANLD)
 LIBS     = -lxml2 -lssl -lcrypto -lz -lsqlite3
 TESTLIBS = -lcunit $(CAIRO_LIBS)
@@ -76,14 +79,18 @@ BENCH_SRC  = $(wildcard tests/bench/bench_*.c)
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
+LIBCOMMON_A = $(B)/lib/liblns_common.a
 LIBIBP_A  = $(B)/lib/libibp.a
 LIBIBP_SO = $(B)/lib/libibp.so
 LIBDEPOT_A = $(B)/lib/libdepot.a
 LIBEXNODE_A = $(B)/lib/libexnode.a
+LIBEXNODE_SO = $(B)/lib/libexnode.so
 LIBLORS_A = $(B)/lib/liblors.a
+LIBLORS_SO = $(B)/lib/liblors.so
 LIBTOOL_A = $(B)/lib/libtool.a
 LIBLIFELINES_A = $(B)/lib/liblifelines.a
 LIBLBONE_A = $(B)/lib/liblbone.a
+LIBLBONE_SO = $(B)/lib/liblbone.so
 LIBLBONE_SRV_A = $(B)/lib/liblbone_srv.a
 TOOL_BINS = $(addprefix $(B)/bin/,$(TOOL_PROGS)) $(B)/bin/lors_lifelines
 SERVER_BINS = $(B)/bin/ibp_depot $(B)/bin/lbone_server
@@ -95,11 +102,18 @@ ALL_LIBS_A = $(LIBTOOL_A) $(LIBLORS_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
 
 .PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-wan bench-lbone install uninstall clean
 
-all: $(LIBIBP_A) $(LIBIBP_SO) $(LIBEXNODE_A) $(LIBLORS_A) $(LIBLBONE_A) $(SERVER_BINS) $(TOOL_BINS)
+# The installed libraries, each as .a and .so (soname lib<name>.so.0), and their public headers
+# (lors.h includes ibp.h and xnd.h).
+INSTALL_LIBS = libibp libexnode liblors liblbone
+LIBS_SO = $(LIBIBP_SO) $(LIBEXNODE_SO) $(LIBLORS_SO) $(LIBLBONE_SO)
+PUBLIC_HEADERS = ibp/ibp.h exnode/xnd.h lors/lors.h lbone/lbone.h
+
+all: $(LIBIBP_A) $(LIBEXNODE_A) $(LIBLORS_A) $(LIBLBONE_A) $(LIBS_SO) $(SERVER_BINS) $(TOOL_BINS)
 
 tests: all $(UNIT_BINS) $(SYS_BINS)
 
-$(B)/obj/%.o: %.c
+# Objects depend on the Makefile too: a change of flags (such as -fvisibility) rebuilds them.
+$(B)/obj/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
@@ -107,9 +121,28 @@ $(LIBIBP_A): $(call obj,$(COMMON_SRC) $(LIBIBP_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(LIBIBP_SO): $(call obj,$(COMMON_SRC) $(LIBIBP_SRC))
+# Shared libraries.  The common/ helpers are internal: each .so takes the few it calls from
+# liblns_common.a (an archive, so only the members it needs) as hidden copies of its own, and
+# exports none of them.  None of those helpers keeps state that two libraries would have to
+# share (liblors and liblbone use the stateless I/O, clock and event-log-handle calls).
+# -z defs: each .so names every library it needs.
+$(LIBCOMMON_A): $(call obj,$(COMMON_SRC))
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,-soname,libibp.so.0 $(LDFLAGS) -o $@ $^ $(LIBS)
+	rm -f $@ && ar rcs $@ $^
+
+SO_LINK = $(CC) -shared -Wl,-z,defs -Wl,-soname,$(notdir $@).0 $(LDFLAGS) -o $@
+
+$(LIBIBP_SO): $(call obj,$(LIBIBP_SRC)) $(LIBCOMMON_A)
+	$(SO_LINK) $^
+
+$(LIBEXNODE_SO): $(call obj,$(EXNODE_SRC)) $(LIBCOMMON_A) $(LIBIBP_SO)
+	$(SO_LINK) $^ -lxml2
+
+$(LIBLORS_SO): $(call obj,$(LORS_SRC)) $(LIBCOMMON_A) $(LIBEXNODE_SO) $(LIBIBP_SO)
+	$(SO_LINK) $^ -lcrypto -lz
+
+$(LIBLBONE_SO): $(call obj,$(LBONE_SRC)) $(LIBCOMMON_A)
+	$(SO_LINK) $^ -lcurl -lm
 
 # ar needs at least one member; an empty layer gets an empty placeholder object.
 $(LIBEXNODE_A): $(call obj,$(EXNODE_SRC))
@@ -242,6 +275,8 @@ bench-lbone: deps
 	$(MAKE) benchprogs
 	@tests/bench/bench_lbone.sh $(B)
 
+VERSION := $(shell sed -n 's/.*LNS_VERSION "\(.*\)"/\1/p' common/lns_version.h)
+
 # Every man/*.1 page is installed: ibp_tool(1) and one per lors_* tool.
 MAN1 = $(wildcard man/*.1)
 
@@ -253,12 +288,14 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/share/lns
 	install -m 755 gui/lns_gui $(DESTDIR)$(BINDIR)/
 	install -m 644 gui/world.txt gui/lns_gui_panels.tcl gui/lns_json.tcl $(DESTDIR)$(PREFIX)/share/lns/
-	install -m 644 $(LIBIBP_A) $(DESTDIR)$(LIBDIR)/
-	install -m 755 $(LIBIBP_SO) $(DESTDIR)$(LIBDIR)/libibp.so.0
-	ln -sf libibp.so.0 $(DESTDIR)$(LIBDIR)/libibp.so
-	install -m 644 ibp/ibp.h $(DESTDIR)$(INCDIR)/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/.*LNS_VERSION "\(.*\)"/\1/p' common/lns_version.h)|g' \
-	    scripts/libibp.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libibp.pc
+	for l in $(INSTALL_LIBS); do \
+	    install -m 644 $(B)/lib/$$l.a $(DESTDIR)$(LIBDIR)/ && \
+	    install -m 755 $(B)/lib/$$l.so $(DESTDIR)$(LIBDIR)/$$l.so.0 && \
+	    ln -sf $$l.so.0 $(DESTDIR)$(LIBDIR)/$$l.so && \
+	    sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	        scripts/$$l.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/$$l.pc || exit 1; \
+	done
+	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(INCDIR)/
 	install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 man/ibp_depot.8 man/lbone_server.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 644 scripts/ibp_depot.conf.sample $(DESTDIR)$(SYSCONFDIR)/lns/ibp_depot.conf.sample
@@ -268,13 +305,13 @@ install: all
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(SERVER_BINS) $(TOOL_BINS))) \
-	    $(DESTDIR)$(LIBDIR)/libibp.a $(DESTDIR)$(LIBDIR)/libibp.so $(DESTDIR)$(LIBDIR)/libibp.so.0 \
-	    $(DESTDIR)$(LIBDIR)/pkgconfig/libibp.pc $(DESTDIR)$(INCDIR)/ibp.h \
+	    $(foreach l,$(INSTALL_LIBS),$(addprefix $(DESTDIR)$(LIBDIR)/,$(l).a $(l).so $(l).so.0 pkgconfig/$(l).pc)) \
+	    $(addprefix $(DESTDIR)$(INCDIR)/,$(notdir $(PUBLIC_HEADERS))) \
 	    $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN1))) $(DESTDIR)$(MANDIR)/man8/ibp_depot.8 \
 	    $(DESTDIR)$(MANDIR)/man8/lbone_server.8 $(DESTDIR)$(PREFIX)/lib/systemd/system/ibp_depot.service \
 	    $(DESTDIR)$(SYSCONFDIR)/lns/lbone_server.conf.sample $(DESTDIR)$(SYSCONFDIR)/lns/ibp_depot.conf.sample \
 	    $(DESTDIR)$(BINDIR)/lns_gui $(addprefix $(DESTDIR)$(PREFIX)/share/lns/,world.txt lns_gui_panels.tcl lns_json.tcl)
-	rmdir $(DESTDIR)$(PREFIX)/share/lns 2>/dev/null || true
+	rmdir $(DESTDIR)$(PREFIX)/share/lns $(DESTDIR)$(INCDIR) 2>/dev/null || true
 
 clean:
 	rm -rf build

@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#pragma GCC visibility push(default) /* the library's exports: what this header declares */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -241,4 +243,5 @@ int xnd_write_file(const xnd_t *x, const char *path, char *err, size_t errlen);
 }
 #endif
 
+#pragma GCC visibility pop
 #endif

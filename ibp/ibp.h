@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#pragma GCC visibility push(default) /* the library's exports: what this header declares */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -266,4 +268,5 @@ int ibp_status_change(ibp_client_t *c, const char *host, int port, const char *r
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
 #endif

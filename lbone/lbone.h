@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#pragma GCC visibility push(default) /* the library's exports: what this header declares */
+
 #ifndef LBONE_DEFAULT_PORT
 #define LBONE_DEFAULT_PORT 6767
 #endif
@@ -147,4 +149,5 @@ int lbone_heartbeat(const char *server, lbone_session_t *s, const lbone_announce
 /* DELETE /v1/depots/{id} with the depot's secret. */
 int lbone_unregister(const char *server, const lbone_session_t *s, char *err, size_t errlen);
 
+#pragma GCC visibility pop
 #endif

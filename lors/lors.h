@@ -19,6 +19,8 @@
 #include "ibp.h"
 #include "xnd.h"
 
+#pragma GCC visibility push(default) /* the library's exports: what this header declares */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -430,4 +432,5 @@ int lors_checksum_verify(const xnd_mapping_t *m, const void *data, size_t len);
 #ifdef __cplusplus
 }
 #endif
+#pragma GCC visibility pop
 #endif

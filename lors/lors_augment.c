@@ -334,7 +334,7 @@ int lors_augment(const lors_augment_opts_t *o, xnd_t *x, xnd_t **added, lors_rep
             rc = LORS_E_NOMEM;
             goto out;
         }
-        lors__parallel((size_t)a.njobs, o->up.threads, aug_run_job, &a);
+        lors__parallel((size_t)a.njobs, o->up.threads, lors__aug_run_job, &a);
     }
     rc = a.err;
     if (rc == LORS_OK)

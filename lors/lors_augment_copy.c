@@ -303,7 +303,7 @@ static void finish(aug_t *a, aug_job_t *j)
         j->end = lns_now_s() + p.seconds_left;
 }
 
-void aug_run_job(void *arg, size_t i)
+void lors__aug_run_job(void *arg, size_t i)
 {
     aug_t *a = arg;
     aug_job_t *j = &a->jobs[i];

@@ -59,6 +59,6 @@ typedef struct aug {
 } aug_t;
 
 /* lors_augment_copy.c: run job i (a lors__parallel function; arg is the aug_t). */
-void aug_run_job(void *arg, size_t i);
+void lors__aug_run_job(void *arg, size_t i);
 
 #endif

@@ -30,18 +30,18 @@
 
 /* ---- small helpers ---------------------------------------------------------------------- */
 
-uint64_t sched_blk_off(const lors_sched_t *s, uint32_t b)
+uint64_t lors__sched_blk_off(const lors_sched_t *s, uint32_t b)
 {
     return s->cfg.off + (uint64_t)b * s->cfg.block_size;
 }
 
-uint64_t sched_blk_len(const lors_sched_t *s, uint32_t b)
+uint64_t lors__sched_blk_len(const lors_sched_t *s, uint32_t b)
 {
-    uint64_t o = sched_blk_off(s, b), end = s->cfg.off + s->cfg.len;
+    uint64_t o = lors__sched_blk_off(s, b), end = s->cfg.off + s->cfg.len;
     return end - o < s->cfg.block_size ? end - o : s->cfg.block_size;
 }
 
-int sched_heap_push(heap_t *h, uint32_t x)
+int lors__sched_heap_push(heap_t *h, uint32_t x)
 {
     if (h->n == h->cap) {
         size_t nc = h->cap ? h->cap * 2 : 16;
@@ -79,7 +79,7 @@ static void heap_pop(heap_t *h)
         h->v[i] = x;
 }
 
-int sched_perm_dead(const depot_t *d)
+int lors__sched_perm_dead(const depot_t *d)
 {
     return d->dead && d->retry_at == 0;
 }
@@ -87,11 +87,12 @@ int sched_perm_dead(const depot_t *d)
 /* Could this replica ever be fetched again? */
 static int rep_possible(const lors_sched_t *s, const rep_t *r)
 {
-    return r->usable && !r->bad && r->tries < MAX_TRIES && !sched_perm_dead(&s->dep[r->depot]);
+    return r->usable && !r->bad && r->tries < MAX_TRIES &&
+           !lors__sched_perm_dead(&s->dep[r->depot]);
 }
 
 /* Eligible in the block's current round, ignoring the depot's state. */
-int sched_rep_in_round(const lors_sched_t *s, const blk_t *bk, const rep_t *r)
+int lors__sched_rep_in_round(const lors_sched_t *s, const blk_t *bk, const rep_t *r)
 {
     return r->usable && !r->bad && r->tries < bk->round;
 }
@@ -108,7 +109,7 @@ static void mark_failed(lors_sched_t *s, uint32_t b)
 {
     if (s->blk[b].state == ST_PENDING) {
         s->npending--;
-        sched_bits_clear(&s->pending, b);
+        lors__sched_bits_clear(&s->pending, b);
     }
     s->blk[b].state = ST_FAILED;
     s->tot.failed++;
@@ -118,7 +119,7 @@ static void mark_failed(lors_sched_t *s, uint32_t b)
 
 /* Pending blocks that no replica can serve any more.  O(blocks): only at start and when a
  * depot dies for good. */
-void sched_scan_failed(lors_sched_t *s)
+void lors__sched_scan_failed(lors_sched_t *s)
 {
     for (uint32_t b = s->first_hole; b < s->nblocks; b++)
         if (s->blk[b].state == ST_PENDING && !blk_viable(s, b))
@@ -131,8 +132,8 @@ static int push_pending(lors_sched_t *s, uint32_t b)
 {
     blk_t *bk = &s->blk[b];
     for (uint32_t r = bk->rep_head; r != NONE; r = s->rep[r].next)
-        if (sched_rep_in_round(s, bk, &s->rep[r]) &&
-            sched_heap_push(&s->dep[s->rep[r].depot].pend, b) < 0)
+        if (lors__sched_rep_in_round(s, bk, &s->rep[r]) &&
+            lors__sched_heap_push(&s->dep[s->rep[r].depot].pend, b) < 0)
             return -1;
     return 0;
 }
@@ -145,7 +146,7 @@ static void maybe_next_round(lors_sched_t *s, uint32_t b)
         return;
     for (uint32_t r = bk->rep_head; r != NONE; r = s->rep[r].next) {
         const rep_t *rp = &s->rep[r];
-        if (sched_rep_in_round(s, bk, rp) && !s->dep[rp->depot].dead)
+        if (lors__sched_rep_in_round(s, bk, rp) && !s->dep[rp->depot].dead)
             return;
     }
     bk->round++;
@@ -155,7 +156,7 @@ static void maybe_next_round(lors_sched_t *s, uint32_t b)
  * the depot now) ranks replicas, as if the depot were the bottleneck.  One fetch's own rate
  * is what a new fetch can expect when the bottleneck is shared by every depot (the client's
  * link or CPU): it keeps redundant fetches honest (rescue_pays).  Decisions read them through
- * sched_rates, which may lower them. */
+ * lors__sched_rates, which may lower them. */
 static void ewma_update(const lors_sched_t *s, depot_t *dp, uint64_t bytes, uint64_t ns)
 {
     double a = s->cfg.ewma_alpha, one = (double)bytes / ((double)(ns ? ns : 1) / 1e9);
@@ -191,7 +192,7 @@ static void ewma_update(const lors_sched_t *s, depot_t *dp, uint64_t bytes, uint
  * fetch's start to the depot's reply, so the round trip without queueing) and rate is allowed
  * the streams that keep its link busy (above), within [depot_min, cap_max]: more where the
  * round trip would leave the link idle between one fetch and the next. */
-void sched_rates(lors_sched_t *s, uint64_t now)
+void lors__sched_rates(lors_sched_t *s, uint64_t now)
 {
     int D = s->cfg.ndepots;
     double bs = (double)s->cfg.block_size;
@@ -212,7 +213,7 @@ void sched_rates(lors_sched_t *s, uint64_t now)
                 dp->cut_n = -1; /* just started: bounds nothing */
                 continue;
             }
-            dp->cut += (double)sched_blk_len(s, f->block) / ((double)(now - f->start) / 1e9);
+            dp->cut += (double)lors__sched_blk_len(s, f->block) / ((double)(now - f->start) / 1e9);
             dp->cut_n++;
         }
     for (int d = 0; d < D; d++) {
@@ -285,7 +286,7 @@ static uint32_t choose_replica(const lors_sched_t *s, uint32_t b, const int *exc
     for (uint32_t r = bk->rep_head; r != NONE; r = s->rep[r].next) {
         const rep_t *rp = &s->rep[r];
         const depot_t *dp = &s->dep[rp->depot];
-        if (!sched_rep_in_round(s, bk, rp) || dp->dead || dp->st.active >= dp->cap)
+        if (!lors__sched_rep_in_round(s, bk, rp) || dp->dead || dp->st.active >= dp->cap)
             continue;
         int skip = 0;
         for (int i = 0; i < nexcl; i++)
@@ -393,8 +394,8 @@ static int fetch_start(lors_sched_t *s, uint32_t b, uint32_t r, uint64_t now, in
     if (bk->state == ST_PENDING) {
         bk->state = ST_FLIGHT;
         s->npending--;
-        sched_bits_clear(&s->pending, b);
-        s->tot.buffered += sched_blk_len(s, b);
+        lors__sched_bits_clear(&s->pending, b);
+        s->tot.buffered += lors__sched_blk_len(s, b);
         bk->fly = s->nfly++;
         fly_t *e = &s->fly[bk->fly];
         e->block = b;
@@ -426,8 +427,8 @@ static int fetch_start(lors_sched_t *s, uint32_t b, uint32_t r, uint64_t now, in
     memset(out, 0, sizeof *out);
     out->id = fetch_id(s, slot);
     out->block = b;
-    out->off = sched_blk_off(s, b);
-    out->len = sched_blk_len(s, b);
+    out->off = lors__sched_blk_off(s, b);
+    out->len = lors__sched_blk_len(s, b);
     out->depot = rp->depot;
     out->mapping = rp->mapping;
     out->redundant = redundant;
@@ -436,7 +437,7 @@ static int fetch_start(lors_sched_t *s, uint32_t b, uint32_t r, uint64_t now, in
 
 /* ---- decisions -------------------------------------------------------------------------- */
 
-double sched_best_known_bps(const lors_sched_t *s)
+double lors__sched_best_known_bps(const lors_sched_t *s)
 {
     double best = 0;
     for (int k = 0; k < s->cfg.ndepots; k++)
@@ -448,7 +449,7 @@ double sched_best_known_bps(const lors_sched_t *s)
 /* The rate a new fetch on d can expect: the lower of the depot's score (its aggregate rate
  * shared by one more stream) and the rate its fetches have had (when the client's link or CPU
  * is what all depots share, that is the honest figure). */
-double sched_new_fetch_bps(const lors_sched_t *s, int d, double best_known)
+double lors__sched_new_fetch_bps(const lors_sched_t *s, int d, double best_known)
 {
     const depot_t *dp = &s->dep[d];
     double rate = depot_score(s, d, 2 * best_known);
@@ -458,7 +459,7 @@ double sched_new_fetch_bps(const lors_sched_t *s, int d, double best_known)
 }
 
 /* The download's rate: the sum of the live depots' aggregate estimates (0: none known). */
-double sched_aggregate_bps(const lors_sched_t *s)
+double lors__sched_aggregate_bps(const lors_sched_t *s)
 {
     double a = 0;
     for (int d = 0; d < s->cfg.ndepots; d++)
@@ -469,7 +470,7 @@ double sched_aggregate_bps(const lors_sched_t *s)
 
 /* When the writer will need block b, ns from now: the blocks between the first hole and b at
  * the download's rate.  The first hole is needed now. */
-double sched_need_ns(const lors_sched_t *s, uint32_t b, double agg)
+double lors__sched_need_ns(const lors_sched_t *s, uint32_t b, double agg)
 {
     if (b <= s->first_hole || agg <= 0)
         return 0;
@@ -488,11 +489,11 @@ double sched_need_ns(const lors_sched_t *s, uint32_t b, double agg)
  * nothing.  Nothing measured yet: yes, as optimistic as the replica choice. */
 static int rescue_pays(const lors_sched_t *s, const fly_t *e, int d, uint64_t now)
 {
-    double best_known = sched_best_known_bps(s);
+    double best_known = lors__sched_best_known_bps(s);
     if (best_known <= 0)
         return 1;
-    double len = (double)sched_blk_len(s, e->block);
-    double rate = sched_new_fetch_bps(s, d, best_known);
+    double len = (double)lors__sched_blk_len(s, e->block);
+    double rate = lors__sched_new_fetch_bps(s, d, best_known);
     double t_new = rate > 0 ? len / rate * 1e9 : HUGE_VAL;
     for (int i = 0; i < e->n; i++) {
         const fetch_t *f = &s->fx[e->f[i]];
@@ -516,7 +517,8 @@ static int rescue_pays(const lors_sched_t *s, const fly_t *e, int d, uint64_t no
  * second copy would only waste a stream.  The first hole is always needed now. */
 static int on_schedule(const lors_sched_t *s, const fly_t *e, uint64_t now, double agg)
 {
-    double need = sched_need_ns(s, e->block, agg), len = (double)sched_blk_len(s, e->block);
+    double need = lors__sched_need_ns(s, e->block, agg);
+    double len = (double)lors__sched_blk_len(s, e->block);
     if (need <= 0)
         return 0;
     for (int i = 0; i < e->n; i++) {
@@ -558,7 +560,7 @@ static int pick_redundant(const lors_sched_t *s, uint64_t now, int endgame, uint
     uint32_t best = NONE, brep = NONE;
     if (R <= 1 || (!endgame && P <= 0))
         return 0;
-    double agg = sched_aggregate_bps(s);
+    double agg = lors__sched_aggregate_bps(s);
     for (uint32_t i = 0; i < s->nfly; i++) {
         const fly_t *e = &s->fly[i];
         if (e->n >= R || e->block >= best)
@@ -599,7 +601,7 @@ static uint32_t lowest_pending(lors_sched_t *s)
             int ok = 0;
             if (bk->state == ST_PENDING)
                 for (uint32_t r = bk->rep_head; r != NONE && !ok; r = s->rep[r].next)
-                    ok = s->rep[r].depot == d && sched_rep_in_round(s, bk, &s->rep[r]);
+                    ok = s->rep[r].depot == d && lors__sched_rep_in_round(s, bk, &s->rep[r]);
             if (ok)
                 break;
             heap_pop(&dp->pend);
@@ -614,14 +616,14 @@ static int prebuffer_met(const lors_sched_t *s)
 {
     if (s->releasing || s->first_hole >= s->nblocks)
         return 1;
-    return sched_blk_off(s, s->first_hole) - s->cfg.off >= s->prebuffer;
+    return lors__sched_blk_off(s, s->first_hole) - s->cfg.off >= s->prebuffer;
 }
 
 /* Would starting block b overrun the reorder buffer?  The first hole is always allowed when
  * the writer is waiting for it (it has nothing else to release, or is still pre-buffering),
  * and its bytes are kept in reserve while it is pending, so that later blocks cannot shut it
  * out: the buffer can never fill up with blocks that cannot leave. */
-int sched_buffer_full(const lors_sched_t *s, uint32_t b)
+int lors__sched_buffer_full(const lors_sched_t *s, uint32_t b)
 {
     if (!s->cfg.buffer_bytes)
         return 0;
@@ -631,11 +633,11 @@ int sched_buffer_full(const lors_sched_t *s, uint32_t b)
      * first hole's used to, and when the depots of a block were busy (at their cap), later
      * blocks took the whole buffer; the skipped block was then fetched alone, just in time
      * (a streaming player starved: test_streaming) */
-    uint64_t need = s->tot.buffered + sched_blk_len(s, b);
-    for (uint32_t k = sched_bits_next(&s->pending, s->first_hole);
+    uint64_t need = s->tot.buffered + lors__sched_blk_len(s, b);
+    for (uint32_t k = lors__sched_bits_next(&s->pending, s->first_hole);
          k != NONE && k < b && need <= s->cfg.buffer_bytes;
-         k = k + 1 < s->nblocks ? sched_bits_next(&s->pending, k + 1) : NONE)
-        need += sched_blk_len(s, k);
+         k = k + 1 < s->nblocks ? lors__sched_bits_next(&s->pending, k + 1) : NONE)
+        need += lors__sched_blk_len(s, k);
     return need > s->cfg.buffer_bytes;
 }
 
@@ -659,8 +661,8 @@ static uint64_t wait_hint(const lors_sched_t *s, uint64_t now)
 
 static lors_sched_action_t failed_action(const lors_sched_t *s, lors_sched_fetch_t *f)
 {
-    f->failed_off = sched_blk_off(s, s->failed_min);
-    f->failed_len = sched_blk_len(s, s->failed_min);
+    f->failed_off = lors__sched_blk_off(s, s->failed_min);
+    f->failed_len = lors__sched_blk_len(s, s->failed_min);
     return LORS_SCHED_FAILED;
 }
 
@@ -674,7 +676,7 @@ static lors_sched_action_t decide(lors_sched_t *s, uint64_t now, lors_sched_fetc
     memset(f, 0, sizeof *f);
     if (!s->started) {
         s->started = 1;
-        sched_scan_failed(s);
+        lors__sched_scan_failed(s);
     }
     if (s->failed_min != NONE)
         return failed_action(s, f);
@@ -688,7 +690,7 @@ static lors_sched_action_t decide(lors_sched_t *s, uint64_t now, lors_sched_fetc
             dp->consec = 0;
         }
     }
-    sched_rates(s, now);
+    lors__sched_rates(s, now);
 
     *redundant = 1;
     if (pick_redundant(s, now, 0, b, r))
@@ -696,14 +698,14 @@ static lors_sched_action_t decide(lors_sched_t *s, uint64_t now, lors_sched_fetc
 
     *b = lowest_pending(s);
     if (*b != NONE) {
-        if (sched_buffer_full(s, *b)) {
+        if (lors__sched_buffer_full(s, *b)) {
             f->wait_until = wait_hint(s, now); /* or when the writer releases */
             return LORS_SCHED_WAIT;
         }
         *r = choose_replica(s, *b, NULL, 0);
         assert(*r != NONE); /* lowest_pending found b on a live depot below its cap */
         *redundant = 0;
-        sched_lookahead(s, b, r);
+        lors__sched_lookahead(s, b, r);
         return LORS_SCHED_FETCH;
     }
 
@@ -769,7 +771,7 @@ int lors_sched_complete(lors_sched_t *s, uint64_t id, uint64_t now, uint64_t *ca
     if (!f)
         return LORS_SCHED_E_STALE;
     uint32_t slot = (uint32_t)id, b = f->block;
-    uint64_t len = sched_blk_len(s, b);
+    uint64_t len = lors__sched_blk_len(s, b);
     depot_t *dp = &s->dep[f->depot];
 
     rate_sample(s, dp, len, len, now - f->start);
@@ -836,8 +838,8 @@ int lors_sched_fail(lors_sched_t *s, uint64_t id, uint64_t now, lors_sched_fail_
         fly_remove(s, b);
         s->blk[b].state = ST_PENDING;
         s->npending++;
-        sched_bits_set(&s->pending, b);
-        s->tot.buffered -= sched_blk_len(s, b);
+        lors__sched_bits_set(&s->pending, b);
+        s->tot.buffered -= lors__sched_blk_len(s, b);
         maybe_next_round(s, b);
         if (!blk_viable(s, b))
             mark_failed(s, b);
@@ -845,7 +847,7 @@ int lors_sched_fail(lors_sched_t *s, uint64_t id, uint64_t now, lors_sched_fail_
             return LORS_SCHED_E_NOMEM;
     }
     if (died)
-        sched_scan_failed(s);
+        lors__sched_scan_failed(s);
     return s->blk[b].state == ST_FAILED;
 }
 
@@ -885,8 +887,8 @@ int lors_sched_released(lors_sched_t *s, uint32_t b)
     s->blk[b].state = ST_RELEASED;
     s->next_release++;
     s->tot.released++;
-    s->tot.bytes_released += sched_blk_len(s, b);
-    s->tot.buffered -= sched_blk_len(s, b);
+    s->tot.bytes_released += lors__sched_blk_len(s, b);
+    s->tot.buffered -= lors__sched_blk_len(s, b);
     return 0;
 }
 

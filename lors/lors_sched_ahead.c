@@ -21,7 +21,7 @@ static uint32_t rep_on(const lors_sched_t *s, uint32_t b, int d)
 {
     const blk_t *bk = &s->blk[b];
     for (uint32_t r = bk->rep_head; r != NONE; r = s->rep[r].next)
-        if (s->rep[r].depot == d && sched_rep_in_round(s, bk, &s->rep[r]))
+        if (s->rep[r].depot == d && lors__sched_rep_in_round(s, bk, &s->rep[r]))
             return r;
     return NONE;
 }
@@ -48,14 +48,14 @@ static uint32_t lookahead_block(const lors_sched_t *s, int d, double t_ns, doubl
         target = from;
     if (target >= s->nblocks)
         return NONE;
-    uint32_t b = sched_bits_next(&s->pending, (uint32_t)target);
+    uint32_t b = lors__sched_bits_next(&s->pending, (uint32_t)target);
     for (int i = 0; b != NONE && i < LOOKAHEAD_TRIES; i++) {
         uint32_t r = rep_on(s, b, d);
-        if (r != NONE && !sched_buffer_full(s, b)) {
+        if (r != NONE && !lors__sched_buffer_full(s, b)) {
             *orep = r;
             return b;
         }
-        b = b + 1 < s->nblocks ? sched_bits_next(&s->pending, b + 1) : NONE;
+        b = b + 1 < s->nblocks ? lors__sched_bits_next(&s->pending, b + 1) : NONE;
     }
     return NONE;
 }
@@ -72,15 +72,16 @@ static uint32_t lookahead_block(const lors_sched_t *s, int d, double t_ns, doubl
  *      fetches a block ahead instead, and the lowest block waits for a fast depot.
  * The lowest block stays pending, so it is the next stream's; nothing happens before a rate
  * is known. */
-void sched_lookahead(const lors_sched_t *s, uint32_t *b, uint32_t *r)
+void lors__sched_lookahead(const lors_sched_t *s, uint32_t *b, uint32_t *r)
 {
-    double agg = sched_aggregate_bps(s), best = sched_best_known_bps(s);
+    double agg = lors__sched_aggregate_bps(s), best = lors__sched_best_known_bps(s);
     if (agg <= 0)
         return;
     double len = (double)s->cfg.block_size;
     uint32_t b0 = *b, ri, lb;
     int d0 = s->rep[*r].depot, di = -1;
-    double t0 = len / sched_new_fetch_bps(s, d0, best) * 1e9, need0 = sched_need_ns(s, b0, agg);
+    double t0 = len / lors__sched_new_fetch_bps(s, d0, best) * 1e9;
+    double need0 = lors__sched_need_ns(s, b0, agg);
 
     for (int d = 0; d < s->cfg.ndepots; d++) {
         const depot_t *dp = &s->dep[d];
@@ -89,7 +90,7 @@ void sched_lookahead(const lors_sched_t *s, uint32_t *b, uint32_t *r)
             di = d;
     }
     if (di >= 0) {
-        double ti = len / sched_new_fetch_bps(s, di, best) * 1e9;
+        double ti = len / lors__sched_new_fetch_bps(s, di, best) * 1e9;
         if (ti <= need0 + t0 && (ri = rep_on(s, b0, di)) != NONE) {
             *r = ri;
             return;

@@ -9,7 +9,7 @@
 
 #include <stdlib.h>
 
-int sched_bits_init(bits_t *t, uint32_t n)
+int lors__sched_bits_init(bits_t *t, uint32_t n)
 {
     uint64_t words = ((uint64_t)n + 63) / 64;
     t->nlev = 0;
@@ -26,14 +26,14 @@ int sched_bits_init(bits_t *t, uint32_t n)
     return 0;
 }
 
-void sched_bits_free(bits_t *t)
+void lors__sched_bits_free(bits_t *t)
 {
     for (int l = 0; l < t->nlev; l++)
         free(t->v[l]);
     t->nlev = 0;
 }
 
-void sched_bits_set(bits_t *t, uint32_t b)
+void lors__sched_bits_set(bits_t *t, uint32_t b)
 {
     uint64_t i = b;
     for (int l = 0; l < t->nlev; l++, i >>= 6) {
@@ -44,7 +44,7 @@ void sched_bits_set(bits_t *t, uint32_t b)
     }
 }
 
-void sched_bits_clear(bits_t *t, uint32_t b)
+void lors__sched_bits_clear(bits_t *t, uint32_t b)
 {
     uint64_t i = b;
     for (int l = 0; l < t->nlev; l++, i >>= 6) {
@@ -70,7 +70,7 @@ static uint64_t find(const bits_t *t, int l, uint64_t i)
     return (up << 6) + (uint64_t)__builtin_ctzll(t->v[l][up]);
 }
 
-uint32_t sched_bits_next(const bits_t *t, uint32_t from)
+uint32_t lors__sched_bits_next(const bits_t *t, uint32_t from)
 {
     uint64_t p = t->nlev ? find(t, 0, from) : UINT64_MAX;
     return p == UINT64_MAX ? NONE : (uint32_t)p;

@@ -59,15 +59,16 @@ typedef struct bits {
 } bits_t;
 
 typedef struct depot {
-    int cap;     /* fetches allowed at once now: cap_max, or adapted to the latency (sched_rates) */
+    int cap;     /* fetches allowed at once now: cap_max, or adapted to the latency
+                    (lors__sched_rates) */
     int cap_max; /* cfg.depot_cap or lors_sched_depot_cap */
     int dead, consec, known; /* known: the EWMAs have at least one sample */
     uint64_t retry_at; /* dead: alive again from this time; 0 = dead for good */
     double ewma_bps;   /* EWMA of the depot's aggregate rate (one fetch's rate x its active) */
     double ewma_fetch; /* EWMA of one fetch's own rate, as the fetches have found it */
     double bps, fetch_bps; /* what decisions use: the EWMAs, lowered by what the fetches in
-                            * flight prove (sched_rates) */
-    double cut;        /* sched_rates: sum over the fetches in flight of block / age */
+                            * flight prove (lors__sched_rates) */
+    double cut;        /* lors__sched_rates: sum over the fetches in flight of block / age */
     int cut_n;         /* ... their number; -1 when one has just started */
     uint64_t lat_ns;   /* least time from a fetch's start to the depot's reply; 0 = none yet */
     heap_t pend;
@@ -93,28 +94,28 @@ struct lors_sched {
 };
 
 /* Helpers defined in lors_sched.c and used by lors_sched_setup.c. */
-uint64_t sched_blk_off(const lors_sched_t *s, uint32_t b);
-uint64_t sched_blk_len(const lors_sched_t *s, uint32_t b);
-int sched_heap_push(heap_t *h, uint32_t x);
-int sched_perm_dead(const depot_t *d);
-void sched_scan_failed(lors_sched_t *s);
+uint64_t lors__sched_blk_off(const lors_sched_t *s, uint32_t b);
+uint64_t lors__sched_blk_len(const lors_sched_t *s, uint32_t b);
+int lors__sched_heap_push(heap_t *h, uint32_t x);
+int lors__sched_perm_dead(const depot_t *d);
+void lors__sched_scan_failed(lors_sched_t *s);
 
-int sched_rep_in_round(const lors_sched_t *s, const blk_t *bk, const rep_t *r);
-int sched_buffer_full(const lors_sched_t *s, uint32_t b);
-double sched_best_known_bps(const lors_sched_t *s);
-double sched_new_fetch_bps(const lors_sched_t *s, int d, double best_known);
-double sched_aggregate_bps(const lors_sched_t *s);
-double sched_need_ns(const lors_sched_t *s, uint32_t b, double agg);
-void sched_rates(lors_sched_t *s, uint64_t now);
+int lors__sched_rep_in_round(const lors_sched_t *s, const blk_t *bk, const rep_t *r);
+int lors__sched_buffer_full(const lors_sched_t *s, uint32_t b);
+double lors__sched_best_known_bps(const lors_sched_t *s);
+double lors__sched_new_fetch_bps(const lors_sched_t *s, int d, double best_known);
+double lors__sched_aggregate_bps(const lors_sched_t *s);
+double lors__sched_need_ns(const lors_sched_t *s, uint32_t b, double agg);
+void lors__sched_rates(lors_sched_t *s, uint64_t now);
 
 /* lors_sched_ahead.c: given the lowest pending block *b and its best replica *r, maybe a later
  * block or another depot (lookahead). */
-void sched_lookahead(const lors_sched_t *s, uint32_t *b, uint32_t *r);
+void lors__sched_lookahead(const lors_sched_t *s, uint32_t *b, uint32_t *r);
 
-int sched_bits_init(bits_t *t, uint32_t n); /* all clear; -1: out of memory */
-void sched_bits_free(bits_t *t);
-void sched_bits_set(bits_t *t, uint32_t b);
-void sched_bits_clear(bits_t *t, uint32_t b);
-uint32_t sched_bits_next(const bits_t *t, uint32_t from); /* lowest set >= from, or NONE */
+int lors__sched_bits_init(bits_t *t, uint32_t n); /* all clear; -1: out of memory */
+void lors__sched_bits_free(bits_t *t);
+void lors__sched_bits_set(bits_t *t, uint32_t b);
+void lors__sched_bits_clear(bits_t *t, uint32_t b);
+uint32_t lors__sched_bits_next(const bits_t *t, uint32_t from); /* lowest set >= from, or NONE */
 
 #endif

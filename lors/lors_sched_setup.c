@@ -44,15 +44,15 @@ lors_sched_t *lors_sched_new(const lors_sched_cfg_t *cfg)
     s->dep = calloc((size_t)cfg->ndepots, sizeof *s->dep);
     if (!s->blk || !s->dep)
         goto oom;
-    if (sched_bits_init(&s->pending, s->nblocks) < 0)
+    if (lors__sched_bits_init(&s->pending, s->nblocks) < 0)
         goto oom;
     for (uint32_t b = 0; b < s->nblocks; b++) {
         s->blk[b] = (blk_t){NONE, NONE, NONE, ST_PENDING, 1};
-        sched_bits_set(&s->pending, b);
+        lors__sched_bits_set(&s->pending, b);
     }
     for (int d = 0; d < cfg->ndepots; d++)
         s->dep[d].cap = s->dep[d].cap_max = cfg->depot_cap;
-    sched_rates(s, 0);
+    lors__sched_rates(s, 0);
     s->npending = s->nblocks;
     s->free_fx = NONE;
     s->failed_min = NONE;
@@ -82,7 +82,7 @@ void lors_sched_free(lors_sched_t *s)
     free(s->rep);
     free(s->fx);
     free(s->fly);
-    sched_bits_free(&s->pending);
+    lors__sched_bits_free(&s->pending);
     free(s);
 }
 
@@ -95,8 +95,8 @@ int lors_sched_block_range(const lors_sched_t *s, uint32_t b, uint64_t *off, uin
 {
     if (b >= s->nblocks)
         return LORS_SCHED_E_INVAL;
-    *off = sched_blk_off(s, b);
-    *len = sched_blk_len(s, b);
+    *off = lors__sched_blk_off(s, b);
+    *len = lors__sched_blk_len(s, b);
     return 0;
 }
 
@@ -122,7 +122,7 @@ int lors_sched_add_replica(lors_sched_t *s, uint32_t b, int depot, int mapping, 
     else
         s->rep[bk->rep_tail].next = r;
     bk->rep_tail = r;
-    if (usable && sched_heap_push(&s->dep[depot].pend, b) < 0)
+    if (usable && lors__sched_heap_push(&s->dep[depot].pend, b) < 0)
         return LORS_SCHED_E_NOMEM;
     return 0;
 }
@@ -132,7 +132,7 @@ int lors_sched_depot_cap(lors_sched_t *s, int depot, int cap)
     if (depot < 0 || depot >= s->cfg.ndepots || cap < 1)
         return LORS_SCHED_E_INVAL;
     s->dep[depot].cap = s->dep[depot].cap_max = cap;
-    sched_rates(s, 0);
+    lors__sched_rates(s, 0);
     return 0;
 }
 
@@ -144,8 +144,8 @@ int lors_sched_depot_dead(lors_sched_t *s, int depot, int dead, uint64_t retry_a
     dp->dead = dead != 0;
     dp->retry_at = dead ? retry_at : 0;
     dp->consec = 0;
-    if (sched_perm_dead(dp) && s->started)
-        sched_scan_failed(s);
+    if (lors__sched_perm_dead(dp) && s->started)
+        lors__sched_scan_failed(s);
     return 0;
 }
 

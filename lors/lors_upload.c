@@ -98,9 +98,9 @@ static frag_t *frag_new(up_t *u, int64_t off, int64_t alloc_len)
         stream_t *s = &f->streams[k];
         int d = (int)(((int64_t)f->index * u->o->copies + k) % (int64_t)u->o->ndepots);
         if (u->bad[d])
-            d = up_choose_depot(u, s);
+            d = lors__up_choose_depot(u, s);
         if (d < 0) {
-            up_fail_locked(u, LORS_E_PLACE,
+            lors__up_fail_locked(u, LORS_E_PLACE,
                         "fragment %d (bytes %lld-%lld) copy %d: every depot has failed",
                         f->index, (long long)off, (long long)(off + alloc_len - 1), k);
             d = 0;
@@ -122,7 +122,8 @@ static void read_input(up_t *u, int64_t length, int64_t frag_size)
 
     if (rc != LORS_OK) {
         pthread_mutex_lock(&u->mu);
-        up_fail_locked(u, rc, "checksum algorithm \"%s\": %s", u->o->checksum, lors_strerror(rc));
+        lors__up_fail_locked(u, rc, "checksum algorithm \"%s\": %s", u->o->checksum,
+                             lors_strerror(rc));
         pthread_mutex_unlock(&u->mu);
         goto out;
     }
@@ -154,7 +155,7 @@ static void read_input(up_t *u, int64_t length, int64_t frag_size)
                 buf = malloc((size_t)want);
                 if (!buf) {
                     pthread_mutex_lock(&u->mu);
-                    up_fail_locked(u, LORS_E_NOMEM, "out of memory reading the input");
+                    lors__up_fail_locked(u, LORS_E_NOMEM, "out of memory reading the input");
                     pthread_mutex_unlock(&u->mu);
                     goto out;
                 }
@@ -164,10 +165,10 @@ static void read_input(up_t *u, int64_t length, int64_t frag_size)
                     free(buf);
                     pthread_mutex_lock(&u->mu);
                     if (n < 0)
-                        up_fail_locked(u, LORS_E_READ, "reading the input at byte %lld: %s",
+                        lors__up_fail_locked(u, LORS_E_READ, "reading the input at byte %lld: %s",
                                     (long long)off, strerror(e));
                     else
-                        up_fail_locked(u, LORS_E_SHORT,
+                        lors__up_fail_locked(u, LORS_E_SHORT,
                                     "the input ended at byte %lld, before its length %lld",
                                     (long long)(off + n), (long long)length);
                     pthread_mutex_unlock(&u->mu);
@@ -183,7 +184,7 @@ static void read_input(up_t *u, int64_t length, int64_t frag_size)
                 if (u->src != SRC_MEM)
                     free(buf);
                 pthread_mutex_lock(&u->mu);
-                up_fail_locked(u, rc, "computing checksums: %s", lors_strerror(rc));
+                lors__up_fail_locked(u, rc, "computing checksums: %s", lors_strerror(rc));
                 pthread_mutex_unlock(&u->mu);
                 goto out;
             }
@@ -191,7 +192,7 @@ static void read_input(up_t *u, int64_t length, int64_t frag_size)
             if (!f && !(f = frag_new(u, foff, flen))) {
                 if (u->src != SRC_MEM)
                     free(buf);
-                up_fail_locked(u, LORS_E_NOMEM, "out of memory");
+                lors__up_fail_locked(u, LORS_E_NOMEM, "out of memory");
                 pthread_mutex_unlock(&u->mu);
                 goto out;
             }
@@ -219,7 +220,7 @@ static void read_input(up_t *u, int64_t length, int64_t frag_size)
             rc = lors_ck_finish(&ck, &hex);
             pthread_mutex_lock(&u->mu);
             if (rc != LORS_OK)
-                up_fail_locked(u, rc, "computing checksums: %s", lors_strerror(rc));
+                lors__up_fail_locked(u, rc, "computing checksums: %s", lors_strerror(rc));
             f->digests = hex;
             f->all_read = 1;
             pthread_cond_broadcast(&u->cv);
@@ -350,7 +351,7 @@ static int upload(const lors_upload_opts_t *o, enum source_kind src, int fd,
     up_t u;
     pthread_t *tids = NULL;
     int nt = 0, rc;
-    double t0 = up_now_s();
+    double t0 = lors__up_now_s();
 
     memset(rep, 0, sizeof *rep);
     if (out)
@@ -422,11 +423,11 @@ static int upload(const lors_upload_opts_t *o, enum source_kind src, int fd,
     pthread_mutex_init(&u.evmu, NULL);
     pthread_cond_init(&u.cv, NULL);
     for (nt = 0; nt < o->threads; nt++)
-        if (pthread_create(&tids[nt], NULL, up_worker, &u) != 0)
+        if (pthread_create(&tids[nt], NULL, lors__up_worker, &u) != 0)
             break;
     if (nt == 0) {
         pthread_mutex_lock(&u.mu);
-        up_fail_locked(&u, LORS_E_THREAD, "upload: cannot start a worker thread");
+        lors__up_fail_locked(&u, LORS_E_THREAD, "upload: cannot start a worker thread");
         pthread_mutex_unlock(&u.mu);
     } else {
         read_input(&u, length, frag_size);
@@ -462,7 +463,7 @@ done:
     free(tids);
     if (u.ibp)
         ibp_client_free(u.ibp);
-    rep->seconds = up_now_s() - t0;
+    rep->seconds = lors__up_now_s() - t0;
     if (!report)
         lors_report_free(&localrep);
     return rc;

@@ -74,9 +74,10 @@ typedef struct up {
 } up_t;
 
 /* lors_upload_store.c */
-double up_now_s(void);
-int up_choose_depot(const up_t *u, const stream_t *s);
-void *up_worker(void *arg);
-void up_fail_locked(up_t *u, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+double lors__up_now_s(void);
+int lors__up_choose_depot(const up_t *u, const stream_t *s);
+void *lors__up_worker(void *arg);
+void lors__up_fail_locked(up_t *u, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif

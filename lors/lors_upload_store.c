@@ -21,7 +21,7 @@
 #include "lors_upload_int.h"
 #include "lns_time.h"
 
-double up_now_s(void)
+double lors__up_now_s(void)
 {
     return (double)lns_mono_ns() / 1e9;
 }
@@ -49,7 +49,7 @@ static void emit_simple(up_t *u, lors_event_kind kind, const stream_t *s, int64_
 }
 
 /* Fail the whole upload (first error wins).  Called with u->mu held. */
-void up_fail_locked(up_t *u, int err, const char *fmt, ...)
+void lors__up_fail_locked(up_t *u, int err, const char *fmt, ...)
 {
     if (u->err)
         return;
@@ -74,7 +74,7 @@ static int used_by_sibling(const up_t *u, const stream_t *s, int d)
 
 /* A depot for s: not bad; if possible holding no other copy of the fragment; then the least
  * loaded, ties broken by the round-robin position.  -1 if every depot is bad. */
-int up_choose_depot(const up_t *u, const stream_t *s)
+int lors__up_choose_depot(const up_t *u, const stream_t *s)
 {
     int D = (int)u->o->ndepots, best = -1, best_sib = 1, best_load = 0;
     int first = (int)(((int64_t)s->f->index * u->o->copies + s->copy) % D);
@@ -108,7 +108,7 @@ static void stream_failed(up_t *u, stream_t *s, const char *op, int ibp_rc, char
     s->allocated = 0;
     s->next = 0;
     u->bad[from] = 1;
-    int to = up_choose_depot(u, s);
+    int to = lors__up_choose_depot(u, s);
 
     lors_issue_t *ni = realloc(r->issues, (r->nissues + 1) * sizeof *ni);
     if (ni) {
@@ -140,7 +140,7 @@ static void stream_failed(up_t *u, stream_t *s, const char *op, int ibp_rc, char
     if (to < 0) {
         char dn[IBP_MAX_HOST + 80];
         lors_depot_format(&u->o->depots[from], dn, sizeof dn);
-        up_fail_locked(u, LORS_E_PLACE,
+        lors__up_fail_locked(u, LORS_E_PLACE,
                     "fragment %d (bytes %lld-%lld) copy %d: no depot left to store it; last "
                     "failure: %s %s: %s",
                     f->index, (long long)f->off, (long long)(f->off + ev->length - 1), s->copy,
@@ -250,7 +250,7 @@ static void do_finish(up_t *u, stream_t *s, int64_t len)
     }
 }
 
-void *up_worker(void *arg)
+void *lors__up_worker(void *arg)
 {
     up_t *u = arg;
     char freecaps[IBP_MAX_CAP];

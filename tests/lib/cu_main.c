@@ -88,7 +88,7 @@ void lns_test_slurp(const char *path, char *buf, size_t size)
 
 int lns_test_find_file(const char *rel, char *out, size_t size)
 {
-    char alt[4096];
+    char alt[sizeof bindir + 4096];
     snprintf(alt, sizeof alt, "%s/../../../%s", lns_test_bindir(), rel);
     const char *cands[2] = {rel, alt};
     for (int i = 0; i < 2; i++)

@@ -1,6 +1,8 @@
-/* test_install.c -- make install: the files land under DESTDIR/PREFIX, and a program built
- * against the installed header and library (found through the installed pkg-config file)
- * runs.  Runs from the top of the source tree, as tests/run.sh does. */
+/* test_install.c -- make install: the files land under DESTDIR/PREFIX, and for each of the
+ * four libraries a program (tests/data/install/use_<lib>.c) built against the installed
+ * headers and shared library, found through the installed pkg-config file, runs.  The programs
+ * are plain cc builds against the release libraries that make install installs, whichever
+ * build this test comes from.  Runs from the top of the source tree, as tests/run.sh does. */
 #include <CUnit/CUnit.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +32,24 @@ static int exists(const char *rel)
     return stat(p, &st) == 0;
 }
 
+/* Build tests/data/install/use_<lib>.c with pkg-config's flags for lib (PKG_CONFIG_PATH into
+ * DESTDIR, --define-prefix so the paths point there too), check it needs lib<name>.so.0 (not
+ * the static archive) and run it with LD_LIBRARY_PATH.  1 if it built and ran. */
+static int use_library(const char *lib)
+{
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd,
+             "set -e; src=\"$PWD/tests/data/install/use_%s.c\"; cd '%s'; "
+             "export PKG_CONFIG_PATH='%s/opt/lns/lib/pkgconfig' LD_LIBRARY_PATH='%s/opt/lns/lib'; "
+             "cc -Wall -Werror -o use_%s \"$src\" $(pkg-config --define-prefix --cflags --libs %s); "
+             "readelf -d use_%s | grep -q 'NEEDED.*\\[%s\\.so\\.0\\]'; ./use_%s",
+             lib, lns_test_tmpdir(), dest, dest, lib, lib, lib, lib, lib);
+    int rc = system(cmd);
+    if (rc != 0)
+        fprintf(stderr, "\n  failed (%d): %s", rc, cmd);
+    return rc == 0;
+}
+
 static void test_install(void)
 {
     snprintf(dest, sizeof dest, "%s/dest", lns_test_tmpdir());
@@ -44,7 +64,15 @@ static void test_install(void)
         "/opt/lns/bin/ibp_depot",           "/opt/lns/bin/ibp_tool",
         "/opt/lns/lib/libibp.a",            "/opt/lns/lib/libibp.so",
         "/opt/lns/lib/libibp.so.0",         "/opt/lns/lib/pkgconfig/libibp.pc",
-        "/opt/lns/include/lns/ibp.h",       "/opt/lns/share/man/man1/ibp_tool.1",
+        "/opt/lns/lib/libexnode.a",         "/opt/lns/lib/libexnode.so",
+        "/opt/lns/lib/libexnode.so.0",      "/opt/lns/lib/pkgconfig/libexnode.pc",
+        "/opt/lns/lib/liblors.a",           "/opt/lns/lib/liblors.so",
+        "/opt/lns/lib/liblors.so.0",        "/opt/lns/lib/pkgconfig/liblors.pc",
+        "/opt/lns/lib/liblbone.a",          "/opt/lns/lib/liblbone.so",
+        "/opt/lns/lib/liblbone.so.0",       "/opt/lns/lib/pkgconfig/liblbone.pc",
+        "/opt/lns/include/lns/ibp.h",       "/opt/lns/include/lns/xnd.h",
+        "/opt/lns/include/lns/lors.h",      "/opt/lns/include/lns/lbone.h",
+        "/opt/lns/share/man/man1/ibp_tool.1",
         "/opt/lns/share/man/man8/ibp_depot.8", "/opt/lns/etc/lns/ibp_depot.conf.sample",
         "/opt/lns/lib/systemd/system/ibp_depot.service",
     };
@@ -65,30 +93,13 @@ static void test_install(void)
                         dest, conf),
                     0);
 
-    /* A program built only from what was installed. */
-    char src[8192];
-    snprintf(src, sizeof src, "%s/prog.c", lns_test_tmpdir());
-    FILE *f = fopen(src, "w");
-    CU_ASSERT_FATAL(f != NULL);
-    fputs("#include <ibp.h>\n#include <stdio.h>\n#include <string.h>\n"
-          "int main(void) {\n"
-          "  ibp_cap_t c;\n"
-          "  if (ibp_cap_parse(\"ibp://h:6714/0#abc/5/READ\", &c) != IBP_OK) return 1;\n"
-          "  if (strcmp(ibp_errname(IBP_E_CAP_NOT_FOUND), \"CAP_NOT_FOUND\")) return 2;\n"
-          "  ibp_client_t *cl = ibp_client_new(NULL); if (!cl) return 3;\n"
-          "  ibp_client_free(cl); puts(\"installed libibp works\"); return 0; }\n",
-          f);
-    fclose(f);
-    char cmd[16384];
-    snprintf(cmd, sizeof cmd,
-             "cd '%s' && export PKG_CONFIG_PATH='%s/opt/lns/lib/pkgconfig' && "
-             "cc -o prog prog.c $(pkg-config --define-prefix --cflags --libs libibp) "
-             "-Wl,-rpath,'%s/opt/lns/lib' && ./prog",
-             lns_test_tmpdir(), dest, dest);
-    if (system(cmd) != 0) {
-        fprintf(stderr, "\n  failed: %s\n", cmd);
-        CU_FAIL("a program built against the installed libibp");
-    }
+    /* For each library a program built only from what was installed, linked to the .so. */
+    static const char *const libs[] = {"libibp", "libexnode", "liblors", "liblbone"};
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++)
+        if (!use_library(libs[i])) {
+            fprintf(stderr, "\n  (a program against the installed %s)", libs[i]);
+            CU_FAIL("a program built against an installed library");
+        }
 
     /* Man pages render without warnings. */
     CU_ASSERT_EQUAL(run("cd '%s/opt/lns/share/man' && for m in man1/ibp_tool.1 man8/ibp_depot.8;"

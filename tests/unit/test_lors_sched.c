@@ -974,7 +974,7 @@ static void test_heterogeneous(void)
 /* Scenario 2 of the WAN testbed, simulated: depots at 20/40/80/160 Mbit/s with a full replica
  * each; 5 s in, the 160 Mbit/s one drops to 1 Mbit/s.  The ideal is the bytes over the
  * capacity as it was and then is.  The drop must be seen from the fetches in flight (they
- * grow old without ending: sched_rates), not when one of them finally ends: that takes
+ * grow old without ending: lors__sched_rates), not when one of them finally ends: that takes
  * 8 s per block at 1 Mbit/s, and the old estimate would keep feeding the depot blocks. */
 static void test_straggler(void)
 {
