@@ -430,16 +430,19 @@ static void test_memory_bound(void)
     free(src);
 }
 
+static const lns_test_case tests[] = {
+    {"sizes 0/1/bs-1/bs/bs+1 x copies 1-3", test_sizes},
+    {"20 MB, 2 copies", test_large},
+    {"sub-ranges", test_subranges},
+    {"to a pipe; the reader leaves", test_pipe},
+    {"a depot SIGKILLed mid-download", test_killed},
+    {"a depot SIGSTOPped mid-download", test_stopped},
+    {"a corrupted replica: checksum, other replica, reported", test_corrupt},
+    {"one copy, its depot dead: no replica", test_no_replica},
+    {"memory bound with a 2-block reorder buffer", test_memory_bound},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lors download", suite_init, suite_clean);
-    CU_add_test(s, "sizes 0/1/bs-1/bs/bs+1 x copies 1-3", test_sizes);
-    CU_add_test(s, "20 MB, 2 copies", test_large);
-    CU_add_test(s, "sub-ranges", test_subranges);
-    CU_add_test(s, "to a pipe; the reader leaves", test_pipe);
-    CU_add_test(s, "a depot SIGKILLed mid-download", test_killed);
-    CU_add_test(s, "a depot SIGSTOPped mid-download", test_stopped);
-    CU_add_test(s, "a corrupted replica: checksum, other replica, reported", test_corrupt);
-    CU_add_test(s, "one copy, its depot dead: no replica", test_no_replica);
-    CU_add_test(s, "memory bound with a 2-block reorder buffer", test_memory_bound);
+    LNS_TEST_SUITE("lors download", suite_init, suite_clean, tests);
 }

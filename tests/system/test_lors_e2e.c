@@ -579,15 +579,18 @@ static void test_reader_leaves(void)
     free(src);
 }
 
+static const lns_test_case tests[] = {
+    {"round trips: 4 chains x 6 sizes, 2 copies, via XML", test_round_trips},
+    {"from a pipe and a file; an input that ends early", test_fd_inputs},
+    {"sub-ranges across frames", test_subranges},
+    {"compressible data shrinks", test_compressible},
+    {"keys: none, wrong, not needed", test_keys},
+    {"corruption: checksum repairs, tag and zlib catch", test_corruption},
+    {"a frame with no replica", test_no_replica},
+    {"the reader leaves", test_reader_leaves},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lors e2e", suite_init, suite_clean);
-    CU_add_test(s, "round trips: 4 chains x 6 sizes, 2 copies, via XML", test_round_trips);
-    CU_add_test(s, "from a pipe and a file; an input that ends early", test_fd_inputs);
-    CU_add_test(s, "sub-ranges across frames", test_subranges);
-    CU_add_test(s, "compressible data shrinks", test_compressible);
-    CU_add_test(s, "keys: none, wrong, not needed", test_keys);
-    CU_add_test(s, "corruption: checksum repairs, tag and zlib catch", test_corruption);
-    CU_add_test(s, "a frame with no replica", test_no_replica);
-    CU_add_test(s, "the reader leaves", test_reader_leaves);
+    LNS_TEST_SUITE("lors e2e", suite_init, suite_clean, tests);
 }

@@ -828,19 +828,20 @@ static void test_strerror(void)
         CU_ASSERT(strstr(lors_strerror(codes[i]), "unknown") == NULL);
 }
 
+static const lns_test_case tests[] = {
+    {"augment by SEND; the source dies; download from the copies", test_augment_send},
+    {"SENDs to one target share the depot's pooled connection", test_send_pooled},
+    {"SEND refused: relay, move, or fail leaving nothing", test_augment_relay},
+    {"augment -B, -n, -O/-L, dead copies, nothing to copy from", test_augment_balance},
+    {"probe and the logical view with a dead depot", test_probe_logical},
+    {"trim by number and depot, -d, unsafe, force, out of range", test_trim},
+    {"trim -u and -u -d with a dead depot", test_trim_dead},
+    {"refresh ADD, FROM_NOW, AT, MAX, past, too long", test_refresh},
+    {"refresh with a dead depot and an expired mapping", test_refresh_dead_expired},
+    {"words for the new error codes", test_strerror},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lors manage", suite_init, suite_clean);
-    CU_add_test(s, "augment by SEND; the source dies; download from the copies", test_augment_send);
-    CU_add_test(s, "SENDs to one target share the depot's pooled connection", test_send_pooled);
-    CU_add_test(s, "SEND refused: relay, move, or fail leaving nothing", test_augment_relay);
-    CU_add_test(s, "augment -B, -n, -O/-L, dead copies, nothing to copy from",
-                test_augment_balance);
-    CU_add_test(s, "probe and the logical view with a dead depot", test_probe_logical);
-    CU_add_test(s, "trim by number and depot, -d, unsafe, force, out of range", test_trim);
-    CU_add_test(s, "trim -u and -u -d with a dead depot", test_trim_dead);
-    CU_add_test(s, "refresh ADD, FROM_NOW, AT, MAX, past, too long", test_refresh);
-    CU_add_test(s, "refresh with a dead depot and an expired mapping",
-                test_refresh_dead_expired);
-    CU_add_test(s, "words for the new error codes", test_strerror);
+    LNS_TEST_SUITE("lors manage", suite_init, suite_clean, tests);
 }

@@ -580,16 +580,19 @@ static void test_options_events(void)
     free(src);
 }
 
+static const lns_test_case tests[] = {
+    {"sizes 0/1/bs-1/bs/bs+1 x copies 1-3 x fragments 1/4", test_sizes_copies_fragments},
+    {"20 MB from file and memory", test_large},
+    {"pipe of unknown length, read once", test_pipe_unknown_length},
+    {"pipe of known length", test_pipe_known_length},
+    {"a depot dead before the upload", test_depot_dead_before},
+    {"a depot killed mid-upload (file)", test_killed_mid_upload_file},
+    {"a depot killed mid-upload (pipe)", test_killed_mid_upload_pipe},
+    {"every depot fails: clean error, nothing left", test_all_depots_fail},
+    {"options, checksums, events", test_options_events},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lors upload", suite_init, suite_clean);
-    CU_add_test(s, "sizes 0/1/bs-1/bs/bs+1 x copies 1-3 x fragments 1/4", test_sizes_copies_fragments);
-    CU_add_test(s, "20 MB from file and memory", test_large);
-    CU_add_test(s, "pipe of unknown length, read once", test_pipe_unknown_length);
-    CU_add_test(s, "pipe of known length", test_pipe_known_length);
-    CU_add_test(s, "a depot dead before the upload", test_depot_dead_before);
-    CU_add_test(s, "a depot killed mid-upload (file)", test_killed_mid_upload_file);
-    CU_add_test(s, "a depot killed mid-upload (pipe)", test_killed_mid_upload_pipe);
-    CU_add_test(s, "every depot fails: clean error, nothing left", test_all_depots_fail);
-    CU_add_test(s, "options, checksums, events", test_options_events);
+    LNS_TEST_SUITE("lors upload", suite_init, suite_clean, tests);
 }

@@ -173,9 +173,11 @@ static void test_netlog_download(void)
     CU_ASSERT_EQUAL(tl_fleet_stop(dep, ND, cli), 0);
 }
 
+static const lns_test_case tests[] = {
+    {"lors_download --netlog: every block's client and depot events", test_netlog_download},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("netlog", NULL, NULL);
-    CU_add_test(s, "lors_download --netlog: every block's client and depot events",
-                test_netlog_download);
+    LNS_TEST_SUITE("netlog", NULL, NULL, tests);
 }

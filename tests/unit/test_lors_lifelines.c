@@ -409,11 +409,14 @@ static void test_png(void)
     free(idat);
 }
 
+static const lns_test_case tests[] = {
+    {"hand-written log: table and fit", test_hand_table},
+    {"fit: REPLY medians, least squares, none", test_fit_methods},
+    {"recorded 3-depot log: every block matched", test_recorded},
+    {"PNG: IHDR, CRCs, pixel bytes", test_png},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lors_lifelines", NULL, NULL);
-    CU_add_test(s, "hand-written log: table and fit", test_hand_table);
-    CU_add_test(s, "fit: REPLY medians, least squares, none", test_fit_methods);
-    CU_add_test(s, "recorded 3-depot log: every block matched", test_recorded);
-    CU_add_test(s, "PNG: IHDR, CRCs, pixel bytes", test_png);
+    LNS_TEST_SUITE("lors_lifelines", NULL, NULL, tests);
 }
