@@ -54,6 +54,13 @@ int lns_test_signal_child(int *pid, int sig);
 /* 1 if the log at path holds no sanitizer report (a missing log is clean), else 0 after a
  * line on stderr. */
 int lns_test_log_clean(const char *path);
+/* Start the server program prog of the bin directory: --listen 127.0.0.1 --port port (0: the
+ * kernel picks) --port-file dir/port, then the NULL-terminated args and the space-separated
+ * words of extra; its stdout and stderr appended to log.  Waits up to 15 s for the port file;
+ * tries times in all, 100 ms apart (a restart's old port may sit in TIME_WAIT).  The port, the
+ * process in *pid and tracked; or -1 after printing why, with no process left. */
+int lns_test_start_server(const char *prog, const char *dir, int port, const char *const *args,
+                          const char *extra, const char *log, int tries, int *pid);
 /* Register a child process to be SIGKILLed at exit (crash or not). */
 void lns_test_track_pid(int pid);
 void lns_test_untrack_pid(int pid);
