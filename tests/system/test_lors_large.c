@@ -96,13 +96,8 @@ static void round_trip(int copies, int frags, int64_t blocksize, int stream)
     uint64_t used0 = fleet_used();
     uint64_t used_during;
 
-    lors_upload_opts_init(&uo);
-    uo.depots = ldep;
-    uo.ndepots = ND;
-    uo.copies = copies;
-    uo.fragments = frags;
+    tl_upload_opts(&uo, ldep, ND, copies, frags);
     uo.blocksize = blocksize;
-    uo.duration_s = 600;
     uo.timeout_s = 30;
     int in = open(src_path, O_RDONLY);
     CU_ASSERT_FATAL(in >= 0);

@@ -31,13 +31,7 @@ static void test_netlog_download(void)
     lors_upload_opts_t uo;
     lors_report_t rep;
     xnd_t *x = NULL;
-    lors_upload_opts_init(&uo);
-    uo.depots = ld;
-    uo.ndepots = ND;
-    uo.copies = 2;
-    uo.fragments = 6;
-    uo.duration_s = 600;
-    uo.timeout_s = 20;
+    tl_upload_opts(&uo, ld, ND, 2, 6);
     uo.checksum_blocksize = 256 << 10;
     int rc = lors_upload_buf(&uo, src, n, "nl", &x, &rep);
     lors_report_free(&rep);
