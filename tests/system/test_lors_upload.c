@@ -42,15 +42,9 @@ static int suite_clean(void)
 
 static void opts(lors_upload_opts_t *o, const lors_depot_t *d, size_t nd, int copies, int frags)
 {
-    lors_upload_opts_init(o);
-    o->depots = d;
-    o->ndepots = nd;
-    o->copies = copies;
-    o->fragments = frags;
+    tl_upload_opts(o, d, nd, copies, frags);
     o->blocksize = BS;
-    o->duration_s = 600;
     o->threads = 6;
-    o->timeout_s = 20;
     o->checksum_blocksize = CKBS;
 }
 
