@@ -64,8 +64,7 @@ int td_kill(test_depot_t *d, int sig)
 
 void td_stop(test_depot_t *d)
 {
-    if (d->pid > 0)
-        td_kill(d, SIGTERM);
+    lns_test_signal_child(&d->pid, SIGTERM); /* nothing when it is not running */
 }
 
 int td_connect(const test_depot_t *d)

@@ -64,8 +64,7 @@ int tlb_kill(test_lbone_t *l, int sig)
 
 void tlb_stop(test_lbone_t *l)
 {
-    if (l->pid > 0)
-        tlb_kill(l, SIGTERM);
+    lns_test_signal_child(&l->pid, SIGTERM); /* nothing when it is not running */
 }
 
 int tlb_log_clean(const test_lbone_t *l)
