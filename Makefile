@@ -142,7 +142,7 @@ $(LIBLORS_SO): $(call obj,$(LORS_SRC)) $(LIBCOMMON_A) $(LIBEXNODE_SO) $(LIBIBP_S
 	$(SO_LINK) $^ -lcrypto -lz
 
 $(LIBLBONE_SO): $(call obj,$(LBONE_SRC)) $(LIBCOMMON_A)
-	$(SO_LINK) $^ -lcurl -lm
+	$(SO_LINK) $^ -lcurl -ljansson -lm
 
 # ar needs at least one member; an empty layer gets an empty placeholder object.
 $(LIBEXNODE_A): $(call obj,$(EXNODE_SRC))

@@ -241,10 +241,12 @@ static int parse_port(const char *s)
 
 /* ---- fill and store ------------------------------------------------------------------ */
 
-static int cmd_fill(opts_t *o)
+/* fill keeps the allocation and prints its capabilities; store times the ALLOCATE too and
+ * frees the allocation unless --keep. */
+static int cmd_store(opts_t *o, int fill)
 {
     if (o->npos != 3)
-        usage_exit("fill HOST PORT SIZE");
+        usage_exit(fill ? "fill HOST PORT SIZE" : "store HOST PORT SIZE");
     const char *host = o->pos[0];
     int port = parse_port(o->pos[1]);
     uint64_t size = parse_size(o->pos[2], "bad SIZE");
@@ -253,36 +255,7 @@ static int cmd_fill(opts_t *o)
     unsigned char *buf = NULL;
     if (fd < 0) {
         buf = xmalloc(bufsz);
-        fill_pattern(buf, bufsz, 1);
-    }
-    ibp_client_t *c = client_new(1);
-    ibp_caps_t caps;
-    allocate(c, host, port, size, o->duration, &caps);
-    int64_t t0 = lns_mono_ns();
-    store_bytes(c, caps.write, size, fd, o->chunk, buf);
-    double s = secs_since(t0);
-    printf("op=fill bytes=%" PRIu64 " seconds=%.6f mbps=%.1f\n", size, s, size / s / 1e6);
-    printf("rcap=%s\nwcap=%s\nmcap=%s\n", caps.read, caps.write, caps.manage);
-    ibp_client_free(c);
-    free(buf);
-    if (fd >= 0)
-        close(fd);
-    return 0;
-}
-
-static int cmd_store(opts_t *o)
-{
-    if (o->npos != 3)
-        usage_exit("store HOST PORT SIZE");
-    const char *host = o->pos[0];
-    int port = parse_port(o->pos[1]);
-    uint64_t size = parse_size(o->pos[2], "bad SIZE");
-    int fd = o->from ? open_source(o->from, size) : -1;
-    uint64_t bufsz = o->chunk ? o->chunk : size;
-    unsigned char *buf = NULL;
-    if (fd < 0) {
-        buf = xmalloc(bufsz);
-        fill_pattern(buf, bufsz, 2);
+        fill_pattern(buf, bufsz, fill ? 1 : 2);
     }
     ibp_client_t *c = client_new(1);
     ibp_caps_t caps;
@@ -292,16 +265,19 @@ static int cmd_store(opts_t *o)
     int64_t t0 = lns_mono_ns();
     store_bytes(c, caps.write, size, fd, o->chunk, buf);
     double s = secs_since(t0);
-    printf("op=store bytes=%" PRIu64 " chunk=%" PRIu64 " source=%s seconds=%.6f "
-           "alloc_ms=%.3f mbps=%.1f\n",
-           size, o->chunk ? o->chunk : size, fd >= 0 ? "file" : "memory", s, alloc_s * 1e3,
-           size / s / 1e6);
-    if (!o->keep) {
+    if (fill)
+        printf("op=fill bytes=%" PRIu64 " seconds=%.6f mbps=%.1f\n", size, s, size / s / 1e6);
+    else
+        printf("op=store bytes=%" PRIu64 " chunk=%" PRIu64 " source=%s seconds=%.6f "
+               "alloc_ms=%.3f mbps=%.1f\n",
+               size, o->chunk ? o->chunk : size, fd >= 0 ? "file" : "memory", s,
+               alloc_s * 1e3, size / s / 1e6);
+    if (fill || o->keep) {
+        printf("rcap=%s\nwcap=%s\nmcap=%s\n", caps.read, caps.write, caps.manage);
+    } else {
         int rc = ibp_decr(c, caps.manage, IBP_READCAP);
         if (rc != IBP_OK)
             die_ibp("MANAGE DECR (free)", rc);
-    } else {
-        printf("rcap=%s\nwcap=%s\nmcap=%s\n", caps.read, caps.write, caps.manage);
     }
     ibp_client_free(c);
     free(buf);
@@ -619,11 +595,11 @@ int main(int argc, char **argv)
     opts_t o;
     parse_opts(argc - 2, argv + 2, &o);
     if (!strcmp(cmd, "fill"))
-        return cmd_fill(&o);
+        return cmd_store(&o, 1);
     if (!strcmp(cmd, "load"))
         return cmd_load(&o);
     if (!strcmp(cmd, "store"))
-        return cmd_store(&o);
+        return cmd_store(&o, 0);
     if (!strcmp(cmd, "smallops"))
         return cmd_smallops(&o);
     usage_exit("unknown command");

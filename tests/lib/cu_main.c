@@ -166,6 +166,15 @@ void lns_test_fill(void *buf, size_t n, uint64_t seed)
     }
 }
 
+CU_pSuite lns_test_add_suite(const char *name, CU_InitializeFunc init, CU_CleanupFunc clean,
+                             const lns_test_case *tests, size_t n)
+{
+    CU_pSuite s = CU_add_suite(name, init, clean);
+    for (size_t i = 0; i < n; i++)
+        CU_add_test(s, tests[i].name, tests[i].fn);
+    return s;
+}
+
 void lns_test_track_pid(int pid)
 {
     for (int i = 0; i < MAX_PIDS; i++)

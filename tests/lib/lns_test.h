@@ -1,7 +1,8 @@
 /* lns_test.h -- what every test program shares: the CUnit main and small helpers.
  *
- * A test file defines lns_test_register(), which adds its suites with CU_add_suite /
- * CU_add_test; tests/lib/cu_main.c provides main().  Each program prints CUnit's report and,
+ * A test file defines lns_test_register(), which adds its suites: a table of lns_test_case
+ * per suite handed to LNS_TEST_SUITE (or CU_add_suite / CU_add_test where the tests depend on
+ * what the machine has); tests/lib/cu_main.c provides main().  Each program prints CUnit's report and,
  * last, one line "RESULT <program> <passed> <failed>" that tests/run.sh adds up.
  */
 #ifndef LNS_TEST_H
@@ -13,6 +14,20 @@
 
 /* Defined by each test program. */
 void lns_test_register(void);
+
+/* One test of a suite's table: the name CUnit reports and the function. */
+typedef struct {
+    const char *name;
+    CU_TestFunc fn;
+} lns_test_case;
+
+/* Add a suite (init and clean may be NULL) and its n tests in order; the suite.  A failure
+ * sets CUnit's error, which main() counts as a failed test. */
+CU_pSuite lns_test_add_suite(const char *name, CU_InitializeFunc init, CU_CleanupFunc clean,
+                             const lns_test_case *tests, size_t n);
+/* The same for a table that is an array in scope. */
+#define LNS_TEST_SUITE(name, init, clean, table) \
+    lns_test_add_suite((name), (init), (clean), (table), sizeof(table) / sizeof((table)[0]))
 
 /* Directory of the programs under test (the build's bin/): $LNS_BIN, else <dir of argv[0]>/../bin. */
 const char *lns_test_bindir(void);
@@ -39,6 +54,13 @@ int lns_test_signal_child(int *pid, int sig);
 /* 1 if the log at path holds no sanitizer report (a missing log is clean), else 0 after a
  * line on stderr. */
 int lns_test_log_clean(const char *path);
+/* Start the server program prog of the bin directory: --listen 127.0.0.1 --port port (0: the
+ * kernel picks) --port-file dir/port, then the NULL-terminated args and the space-separated
+ * words of extra; its stdout and stderr appended to log.  Waits up to 15 s for the port file;
+ * tries times in all, 100 ms apart (a restart's old port may sit in TIME_WAIT).  The port, the
+ * process in *pid and tracked; or -1 after printing why, with no process left. */
+int lns_test_start_server(const char *prog, const char *dir, int port, const char *const *args,
+                          const char *extra, const char *log, int tries, int *pid);
 /* Register a child process to be SIGKILLed at exit (crash or not). */
 void lns_test_track_pid(int pid);
 void lns_test_untrack_pid(int pid);

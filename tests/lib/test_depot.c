@@ -3,7 +3,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -15,7 +14,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,87 +21,22 @@
 
 static int depot_seq;
 
-static int spawn(test_depot_t *d, int port)
+static int spawn(test_depot_t *d, int port, int tries)
 {
-    char portfile[PATH_MAX + 16], portstr[16], cmd[PATH_MAX];
-    char argbuf[sizeof d->args];
-    char *argv[128];
-    int argc = 0;
-
-    snprintf(portfile, sizeof portfile, "%s/port", d->dir);
-    unlink(portfile);
-    snprintf(portstr, sizeof portstr, "%d", port);
-    snprintf(cmd, sizeof cmd, "%s/ibp_depot", lns_test_bindir());
-
-    argv[argc++] = cmd;
-    argv[argc++] = "--listen";
-    argv[argc++] = "127.0.0.1";
-    argv[argc++] = "--port";
-    argv[argc++] = portstr;
-    argv[argc++] = "--port-file";
-    argv[argc++] = portfile;
-    argv[argc++] = "--public-host";
-    argv[argc++] = "127.0.0.1";
-    argv[argc++] = "--event-log";
-    argv[argc++] = d->events;
-    argv[argc++] = "--log-level";
-    argv[argc++] = "info";
-    snprintf(argbuf, sizeof argbuf, "%s", d->args);
-    int has_resource = strstr(d->args, "--resource") != NULL;
-    static char resbuf[PATH_MAX + 64];
-    if (!has_resource) {
-        snprintf(resbuf, sizeof resbuf, "%s/res0,hard=64M,soft=64M,max-duration=3600", d->dir);
-        argv[argc++] = "--resource";
-        argv[argc++] = resbuf;
+    char res[PATH_MAX + 64];
+    const char *args[] = {"--public-host", "127.0.0.1", "--event-log", d->events,
+                          "--log-level", "info", NULL, NULL, NULL};
+    if (!strstr(d->args, "--resource")) {
+        snprintf(res, sizeof res, "%s/res0,hard=64M,soft=64M,max-duration=3600", d->dir);
+        args[6] = "--resource";
+        args[7] = res;
     }
-    for (char *tok = strtok(argbuf, " "); tok && argc < 126; tok = strtok(NULL, " "))
-        argv[argc++] = tok;
-    argv[argc] = NULL;
-
-    pid_t pid = fork();
-    if (pid < 0)
+    int p = lns_test_start_server("ibp_depot", d->dir, port, args, d->args, d->log, tries,
+                                  &d->pid);
+    if (p < 0)
         return -1;
-    if (pid == 0) {
-        int fd = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        execv(cmd, argv);
-        _exit(127);
-    }
-    d->pid = pid;
-    lns_test_track_pid(pid);
-
-    /* Wait up to 15 s for the port file (the ASan build starts slowly). */
-    for (int i = 0; i < 1500; i++) {
-        FILE *f = fopen(portfile, "r");
-        if (f) {
-            int p = 0;
-            int ok = fscanf(f, "%d", &p) == 1 && p > 0;
-            fclose(f);
-            if (ok) {
-                d->port = p;
-                return 0;
-            }
-        }
-        int st;
-        if (waitpid(pid, &st, WNOHANG) == pid) {
-            fprintf(stderr, "td_start: ibp_depot exited (status %d); log %s:\n", st, d->log);
-            char c[PATH_MAX + 16];
-            snprintf(c, sizeof c, "tail -20 '%s' >&2", d->log);
-            if (system(c) != 0)
-                fprintf(stderr, "(no log)\n");
-            lns_test_untrack_pid(pid);
-            d->pid = 0;
-            return -1;
-        }
-        lns_test_sleep_ms(10);
-    }
-    fprintf(stderr, "td_start: ibp_depot did not write %s within 15 s\n", portfile);
-    td_kill(d, SIGKILL);
-    return -1;
+    d->port = p;
+    return 0;
 }
 
 int td_start(test_depot_t *d, const char *extra)
@@ -115,18 +48,13 @@ int td_start(test_depot_t *d, const char *extra)
         snprintf(d->events, sizeof d->events, "%s/events.log", d->dir) >= (int)sizeof d->events)
         return -1;
     snprintf(d->args, sizeof d->args, "%s", extra ? extra : "");
-    return spawn(d, 0);
+    return spawn(d, 0, 1);
 }
 
 int td_restart(test_depot_t *d)
 {
     /* The old port may sit in TIME_WAIT for a moment; SO_REUSEADDR covers that, retry anyway. */
-    for (int i = 0; i < 50; i++) {
-        if (spawn(d, d->port) == 0)
-            return 0;
-        lns_test_sleep_ms(100);
-    }
-    return -1;
+    return spawn(d, d->port, 50);
 }
 
 int td_kill(test_depot_t *d, int sig)
@@ -136,8 +64,7 @@ int td_kill(test_depot_t *d, int sig)
 
 void td_stop(test_depot_t *d)
 {
-    if (d->pid > 0)
-        td_kill(d, SIGTERM);
+    lns_test_signal_child(&d->pid, SIGTERM); /* nothing when it is not running */
 }
 
 int td_connect(const test_depot_t *d)
@@ -182,19 +109,24 @@ int td_count_events(const test_depot_t *d, const char *needle)
     return td_count_events_of(d, NULL, needle);
 }
 
-int raw_send(int fd, const void *buf, size_t n)
+/* Send (sending) or receive all n bytes, again after EINTR; 0, or -1 on error or EOF. */
+static int raw_all(int fd, char *p, size_t n, int sending)
 {
-    const char *p = buf;
     while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
+        ssize_t r = sending ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
+        if (r < 0 && errno == EINTR)
             continue;
-        if (w <= 0)
+        if (r <= 0)
             return -1;
-        p += w;
-        n -= (size_t)w;
+        p += r;
+        n -= (size_t)r;
     }
     return 0;
+}
+
+int raw_send(int fd, const void *buf, size_t n)
+{
+    return raw_all(fd, (char *)buf, n, 1);
 }
 
 int raw_readline(int fd, char *buf, size_t size)
@@ -219,17 +151,7 @@ int raw_readline(int fd, char *buf, size_t size)
 
 int raw_read(int fd, void *buf, size_t n)
 {
-    char *p = buf;
-    while (n > 0) {
-        ssize_t r = recv(fd, p, n, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
+    return raw_all(fd, buf, n, 0);
 }
 
 int raw_cmd(int fd, const char *line, char *reply, size_t size)

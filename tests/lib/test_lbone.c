@@ -3,7 +3,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,7 +11,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,78 +18,17 @@
 
 static int lbone_seq;
 
-static int spawn(test_lbone_t *l, int port)
+static int spawn(test_lbone_t *l, int port, int tries)
 {
-    char portfile[PATH_MAX + 16], portstr[16], cmd[PATH_MAX];
-    char argbuf[sizeof l->args];
-    char *argv[128];
-    int argc = 0;
-
-    snprintf(portfile, sizeof portfile, "%s/port", l->dir);
-    unlink(portfile);
-    snprintf(portstr, sizeof portstr, "%d", port);
-    snprintf(cmd, sizeof cmd, "%s/lbone_server", lns_test_bindir());
-    argv[argc++] = cmd;
-    argv[argc++] = "--listen";
-    argv[argc++] = "127.0.0.1";
-    argv[argc++] = "--port";
-    argv[argc++] = portstr;
-    argv[argc++] = "--port-file";
-    argv[argc++] = portfile;
-    argv[argc++] = "--db";
-    argv[argc++] = l->db;
-    argv[argc++] = "--token-file";
-    argv[argc++] = l->token_file;
-    argv[argc++] = "--log-level";
-    argv[argc++] = "info";
-    snprintf(argbuf, sizeof argbuf, "%s", l->args);
-    for (char *tok = strtok(argbuf, " "); tok && argc < 126; tok = strtok(NULL, " "))
-        argv[argc++] = tok;
-    argv[argc] = NULL;
-
-    pid_t pid = fork();
-    if (pid < 0)
+    const char *args[] = {"--db", l->db, "--token-file", l->token_file,
+                          "--log-level", "info", NULL};
+    int p = lns_test_start_server("lbone_server", l->dir, port, args, l->args, l->log, tries,
+                                  &l->pid);
+    if (p < 0)
         return -1;
-    if (pid == 0) {
-        int fd = open(l->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        execv(cmd, argv);
-        _exit(127);
-    }
-    l->pid = pid;
-    lns_test_track_pid(pid);
-    for (int i = 0; i < 1500; i++) {
-        FILE *f = fopen(portfile, "r");
-        if (f) {
-            int p = 0;
-            int ok = fscanf(f, "%d", &p) == 1 && p > 0;
-            fclose(f);
-            if (ok) {
-                l->port = p;
-                snprintf(l->url, sizeof l->url, "http://127.0.0.1:%d", p);
-                return 0;
-            }
-        }
-        int st;
-        if (waitpid(pid, &st, WNOHANG) == pid) {
-            fprintf(stderr, "tlb_start: lbone_server exited (status %d); log %s:\n", st, l->log);
-            char c[PATH_MAX + 16];
-            snprintf(c, sizeof c, "tail -20 '%s' >&2", l->log);
-            if (system(c) != 0)
-                fprintf(stderr, "(no log)\n");
-            lns_test_untrack_pid(pid);
-            l->pid = 0;
-            return -1;
-        }
-        lns_test_sleep_ms(10);
-    }
-    fprintf(stderr, "tlb_start: lbone_server did not write %s within 15 s\n", portfile);
-    tlb_kill(l, SIGKILL);
-    return -1;
+    l->port = p;
+    snprintf(l->url, sizeof l->url, "http://127.0.0.1:%d", p);
+    return 0;
 }
 
 int tlb_start(test_lbone_t *l, const char *extra)
@@ -112,17 +49,12 @@ int tlb_start(test_lbone_t *l, const char *extra)
         return -1;
     }
     snprintf(l->args, sizeof l->args, "%s", extra ? extra : "");
-    return spawn(l, 0);
+    return spawn(l, 0, 1);
 }
 
 int tlb_restart(test_lbone_t *l)
 {
-    for (int i = 0; i < 50; i++) {
-        if (spawn(l, l->port) == 0)
-            return 0;
-        lns_test_sleep_ms(100);
-    }
-    return -1;
+    return spawn(l, l->port, 50);
 }
 
 int tlb_kill(test_lbone_t *l, int sig)
@@ -132,8 +64,7 @@ int tlb_kill(test_lbone_t *l, int sig)
 
 void tlb_stop(test_lbone_t *l)
 {
-    if (l->pid > 0)
-        tlb_kill(l, SIGTERM);
+    lns_test_signal_child(&l->pid, SIGTERM); /* nothing when it is not running */
 }
 
 int tlb_log_clean(const test_lbone_t *l)

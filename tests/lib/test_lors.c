@@ -1,9 +1,12 @@
 /* test_lors.c -- real depots as liblors sees them, for the lors system tests. */
 #include "test_lors.h"
 
+#include <CUnit/CUnit.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lns_test.h"
 
@@ -47,4 +50,48 @@ int tl_fleet_stop(test_depot_t *dep, int n, ibp_client_t *cli)
     }
     ibp_client_free(cli);
     return clean ? 0 : -1;
+}
+
+unsigned char *tl_data(size_t n, uint64_t seed)
+{
+    unsigned char *p = malloc(n ? n : 1);
+    lns_test_fill(p, n, seed);
+    return p;
+}
+
+void tl_upload_opts(lors_upload_opts_t *o, const lors_depot_t *d, size_t nd, int copies,
+                    int frags)
+{
+    lors_upload_opts_init(o);
+    o->depots = d;
+    o->ndepots = nd;
+    o->copies = copies;
+    o->fragments = frags;
+    o->duration_s = 600;
+    o->timeout_s = 20;
+}
+
+int tl_download_mem(const lors_download_opts_t *o, const xnd_t *x, unsigned char **out,
+                    size_t *outlen, lors_dl_report_t *rep)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/dl.XXXXXX", lns_test_tmpdir());
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    unlink(path);
+    int rc = lors_download_fd(o, x, fd, rep);
+    off_t n = lseek(fd, 0, SEEK_END);
+    *out = malloc(n > 0 ? (size_t)n : 1);
+    *outlen = (size_t)n;
+    CU_ASSERT_EQUAL(pread(fd, *out, (size_t)n, 0), (ssize_t)n);
+    close(fd);
+    return rc;
+}
+
+void tl_free_xnd(ibp_client_t *cli, xnd_t *x)
+{
+    for (size_t i = 0; x && i < x->nmaps; i++)
+        if (x->maps[i]->cap[XND_MANAGE])
+            ibp_decr(cli, x->maps[i]->cap[XND_MANAGE], IBP_READCAP);
+    xnd_free(x);
 }

@@ -9,6 +9,7 @@
 #include "ibp.h"
 #include "lors.h"
 #include "test_depot.h"
+#include "xnd.h"
 
 /* Start a depot with one resource <tmpdir>/<name>, hard=<hard>, soft=64M, max-duration=3600. */
 int tl_start_depot(test_depot_t *d, const char *name, const char *hard);
@@ -18,5 +19,19 @@ void tl_lors_depot(const test_depot_t *d, lors_depot_t *l);
 int tl_fleet_start(test_depot_t *dep, lors_depot_t *ldep, int n, ibp_client_t **cli);
 /* Stop them; 0 if every depot's log is free of sanitizer reports, else -1. */
 int tl_fleet_stop(test_depot_t *dep, int n, ibp_client_t *cli);
+
+/* n deterministic bytes from seed, malloc'd (at least 1 byte, so n may be 0). */
+unsigned char *tl_data(size_t n, uint64_t seed);
+/* Upload options over depots d[0..nd) with copies x frags, 600 s, a 20 s timeout; the rest
+ * liblors's defaults. */
+void tl_upload_opts(lors_upload_opts_t *o, const lors_depot_t *d, size_t nd, int copies,
+                    int frags);
+/* Download x into memory through an unlinked temporary file; *out malloc'd, *outlen its
+ * length; lors_download_fd's code. */
+int tl_download_mem(const lors_download_opts_t *o, const xnd_t *x, unsigned char **out,
+                    size_t *outlen, lors_dl_report_t *rep);
+/* DECR the allocations x still has a manage capability for (errors ignored: depots may be
+ * dead), then free x (may be NULL). */
+void tl_free_xnd(ibp_client_t *cli, xnd_t *x);
 
 #endif

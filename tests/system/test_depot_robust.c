@@ -430,14 +430,17 @@ static void test_connection_limit(void)
     CU_ASSERT(td_log_clean(&d));
 }
 
+static const lns_test_case tests[] = {
+    {"SIGKILL during STOREs, restart", test_sigkill_during_stores},
+    {"SIGKILL with slab files, restart", test_sigkill_slabs},
+    {"client gone or stalled mid-STORE", test_disconnect_mid_store},
+    {"1000 simultaneous connections", test_thousand_connections},
+    {"slowloris does not delay others", test_slowloris},
+    {"idle timeout", test_idle_timeout},
+    {"connection limit", test_connection_limit},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("depot_robust", NULL, NULL);
-    CU_add_test(s, "SIGKILL during STOREs, restart", test_sigkill_during_stores);
-    CU_add_test(s, "SIGKILL with slab files, restart", test_sigkill_slabs);
-    CU_add_test(s, "client gone or stalled mid-STORE", test_disconnect_mid_store);
-    CU_add_test(s, "1000 simultaneous connections", test_thousand_connections);
-    CU_add_test(s, "slowloris does not delay others", test_slowloris);
-    CU_add_test(s, "idle timeout", test_idle_timeout);
-    CU_add_test(s, "connection limit", test_connection_limit);
+    LNS_TEST_SUITE("depot_robust", NULL, NULL, tests);
 }

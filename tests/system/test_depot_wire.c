@@ -669,22 +669,25 @@ static void test_shutdown_clean(void)
     close(fd);
 }
 
+static const lns_test_case tests[] = {
+    {"ALLOCATE v0/v1 reply format", test_allocate_formats},
+    {"STORE two-phase and pipelined, LOAD v0/v1, WRITE", test_store_load_v0_v1},
+    {"MANAGE PROBE/INCR/DECR/CHNG/TRUNCATE", test_manage},
+    {"DECR of the read count frees", test_decr_frees},
+    {"STATUS v0/v1 and CHANGE", test_status},
+    {"keep-alive", test_keepalive},
+    {"wrong capability kinds and forged keys", test_wrong_caps},
+    {"ALLOCATE errors", test_allocate_errors},
+    {"malformed lines", test_malformed},
+    {"expiry", test_expiry},
+    {"SEND (third-party copy)", test_send},
+    {"event log", test_event_log},
+    {"event sampling", test_event_sampling},
+    {"event log written within 50 ms", test_event_log_periodic},
+    {"shutdown on SIGTERM, clean log", test_shutdown_clean},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("depot_wire", suite_init, suite_clean);
-    CU_add_test(s, "ALLOCATE v0/v1 reply format", test_allocate_formats);
-    CU_add_test(s, "STORE two-phase and pipelined, LOAD v0/v1, WRITE", test_store_load_v0_v1);
-    CU_add_test(s, "MANAGE PROBE/INCR/DECR/CHNG/TRUNCATE", test_manage);
-    CU_add_test(s, "DECR of the read count frees", test_decr_frees);
-    CU_add_test(s, "STATUS v0/v1 and CHANGE", test_status);
-    CU_add_test(s, "keep-alive", test_keepalive);
-    CU_add_test(s, "wrong capability kinds and forged keys", test_wrong_caps);
-    CU_add_test(s, "ALLOCATE errors", test_allocate_errors);
-    CU_add_test(s, "malformed lines", test_malformed);
-    CU_add_test(s, "expiry", test_expiry);
-    CU_add_test(s, "SEND (third-party copy)", test_send);
-    CU_add_test(s, "event log", test_event_log);
-    CU_add_test(s, "event sampling", test_event_sampling);
-    CU_add_test(s, "event log written within 50 ms", test_event_log_periodic);
-    CU_add_test(s, "shutdown on SIGTERM, clean log", test_shutdown_clean);
+    LNS_TEST_SUITE("depot_wire", suite_init, suite_clean, tests);
 }

@@ -253,13 +253,16 @@ static void test_abort_first(void)
     ibp_client_free(c);
 }
 
+static const lns_test_case tests[] = {
+    {"pieces of any size, errors", test_pieces},
+    {"freed part way: not pooled", test_partial_not_pooled},
+    {"abort a start blocked on a stopped depot", test_abort_start},
+    {"abort a read blocked on a stopped depot", test_abort_read},
+    {"abort before the start", test_abort_first},
+    {"abort a start still connecting", test_abort_connect},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("ibp loader", suite_init, suite_clean);
-    CU_add_test(s, "pieces of any size, errors", test_pieces);
-    CU_add_test(s, "freed part way: not pooled", test_partial_not_pooled);
-    CU_add_test(s, "abort a start blocked on a stopped depot", test_abort_start);
-    CU_add_test(s, "abort a read blocked on a stopped depot", test_abort_read);
-    CU_add_test(s, "abort before the start", test_abort_first);
-    CU_add_test(s, "abort a start still connecting", test_abort_connect);
+    LNS_TEST_SUITE("ibp loader", suite_init, suite_clean, tests);
 }

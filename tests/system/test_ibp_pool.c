@@ -576,21 +576,27 @@ static void test_depot_stopped(void)
     td_stop(&d);
 }
 
+static const lns_test_case real_depot_tests[] = {
+    {"one connection for many requests", test_reuse},
+    {"max idle age", test_max_idle_age},
+    {"depot closes idle connections", test_idle_close},
+    {"8 threads on one client", test_concurrency},
+    {"depot killed", test_depot_killed},
+    {"depot stopped: timeouts", test_depot_stopped},
+};
+
+static const lns_test_case fake_depot_tests[] = {
+    {"retry on a reused connection", test_retry_reused},
+    {"no retry on a new connection", test_no_retry_fresh},
+    {"retry only once", test_retry_once},
+    {"-66 out of sockets", test_out_of_sockets},
+    {"reply forms", test_reply_forms},
+    {"version 0 status forms", test_status_v0_forms},
+    {"io timeout", test_timeout_fake},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("pool with real depots", NULL, NULL);
-    CU_add_test(s, "one connection for many requests", test_reuse);
-    CU_add_test(s, "max idle age", test_max_idle_age);
-    CU_add_test(s, "depot closes idle connections", test_idle_close);
-    CU_add_test(s, "8 threads on one client", test_concurrency);
-    CU_add_test(s, "depot killed", test_depot_killed);
-    CU_add_test(s, "depot stopped: timeouts", test_depot_stopped);
-    s = CU_add_suite("retry rule and replies (fake depot)", NULL, NULL);
-    CU_add_test(s, "retry on a reused connection", test_retry_reused);
-    CU_add_test(s, "no retry on a new connection", test_no_retry_fresh);
-    CU_add_test(s, "retry only once", test_retry_once);
-    CU_add_test(s, "-66 out of sockets", test_out_of_sockets);
-    CU_add_test(s, "reply forms", test_reply_forms);
-    CU_add_test(s, "version 0 status forms", test_status_v0_forms);
-    CU_add_test(s, "io timeout", test_timeout_fake);
+    LNS_TEST_SUITE("pool with real depots", NULL, NULL, real_depot_tests);
+    LNS_TEST_SUITE("retry rule and replies (fake depot)", NULL, NULL, fake_depot_tests);
 }

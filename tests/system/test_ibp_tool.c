@@ -291,15 +291,18 @@ static void test_timeout(void)
     td_stop(&d);
 }
 
+static const lns_test_case tests[] = {
+    {"allocate, probe (plain and --json)", test_allocate_plain_and_json},
+    {"store, load, write with files", test_store_load_file},
+    {"10 MiB through pipes", test_streaming},
+    {"copy", test_copy},
+    {"incr, decr, change, truncate", test_manage},
+    {"status, status-change", test_status},
+    {"exit codes", test_exit_codes},
+    {"timeout", test_timeout},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("ibp_tool", suite_init, suite_clean);
-    CU_add_test(s, "allocate, probe (plain and --json)", test_allocate_plain_and_json);
-    CU_add_test(s, "store, load, write with files", test_store_load_file);
-    CU_add_test(s, "10 MiB through pipes", test_streaming);
-    CU_add_test(s, "copy", test_copy);
-    CU_add_test(s, "incr, decr, change, truncate", test_manage);
-    CU_add_test(s, "status, status-change", test_status);
-    CU_add_test(s, "exit codes", test_exit_codes);
-    CU_add_test(s, "timeout", test_timeout);
+    LNS_TEST_SUITE("ibp_tool", suite_init, suite_clean, tests);
 }

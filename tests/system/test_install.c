@@ -109,8 +109,11 @@ static void test_install(void)
                     0);
 }
 
+static const lns_test_case tests[] = {
+    {"install under DESTDIR and build against it", test_install},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("make install", NULL, NULL);
-    CU_add_test(s, "install under DESTDIR and build against it", test_install);
+    LNS_TEST_SUITE("make install", NULL, NULL, tests);
 }

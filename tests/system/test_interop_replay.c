@@ -223,10 +223,13 @@ static void test_garbage_replies(void)
     peer_finish(&p);
 }
 
+static const lns_test_case tests[] = {
+    {"LoCI 1.3.1 depot (version 0)", test_loci_v0},
+    {"ACCRE 1.4 depot (version 1)", test_accre_v1},
+    {"garbage replies", test_garbage_replies},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("interop replay", NULL, NULL);
-    CU_add_test(s, "LoCI 1.3.1 depot (version 0)", test_loci_v0);
-    CU_add_test(s, "ACCRE 1.4 depot (version 1)", test_accre_v1);
-    CU_add_test(s, "garbage replies", test_garbage_replies);
+    LNS_TEST_SUITE("interop replay", NULL, NULL, tests);
 }

@@ -619,17 +619,20 @@ static void test_lbone_query_tool(void)
     CU_ASSERT_EQUAL(sh("\"$B/lbone_query\" --version"), 0);
 }
 
+static const lns_test_case tests[] = {
+    {"query: order by distance, fields", test_query_order_and_fields},
+    {"query: filters and refusals", test_query_filters},
+    {"failover", test_failover},
+    {"heartbeats carry free space", test_heartbeat_free_space},
+    {"re-registration after a 404", test_reregister_after_forget},
+    {"L-Bone down and back", test_lbone_down_and_back},
+    {"depot start and stop", test_depot_start_stop},
+    {"depot config errors", test_depot_config_errors},
+    {"lors tools: nearest depots, reports", test_upload_nearest},
+    {"lbone_query", test_lbone_query_tool},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lbone client", suite_init, suite_clean);
-    CU_add_test(s, "query: order by distance, fields", test_query_order_and_fields);
-    CU_add_test(s, "query: filters and refusals", test_query_filters);
-    CU_add_test(s, "failover", test_failover);
-    CU_add_test(s, "heartbeats carry free space", test_heartbeat_free_space);
-    CU_add_test(s, "re-registration after a 404", test_reregister_after_forget);
-    CU_add_test(s, "L-Bone down and back", test_lbone_down_and_back);
-    CU_add_test(s, "depot start and stop", test_depot_start_stop);
-    CU_add_test(s, "depot config errors", test_depot_config_errors);
-    CU_add_test(s, "lors tools: nearest depots, reports", test_upload_nearest);
-    CU_add_test(s, "lbone_query", test_lbone_query_tool);
+    LNS_TEST_SUITE("lbone client", suite_init, suite_clean, tests);
 }

@@ -461,9 +461,11 @@ static int suite_init(void)
     return 0;
 }
 
+static const lns_test_case tests[] = {
+    {"status page in headless Chromium: DOM and screenshot", test_status_page_in_chromium},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lbone_page", suite_init, NULL);
-    CU_add_test(s, "status page in headless Chromium: DOM and screenshot",
-                test_status_page_in_chromium);
+    LNS_TEST_SUITE("lbone_page", suite_init, NULL, tests);
 }

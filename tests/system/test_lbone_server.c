@@ -666,16 +666,19 @@ static void test_command_line(void)
     CU_ASSERT(system(cmd) == 0);
 }
 
+static const lns_test_case tests[] = {
+    {"register, heartbeat, down, dropped (real depots)", test_register_heartbeat_expiry},
+    {"registry token and depot secrets", test_auth},
+    {"query filters: space, duration, environment", test_query_filters},
+    {"order by distance (TYS, AMS, NRT) and bandwidth", test_order_distance_bandwidth},
+    {"unreachable depots are not handed out", test_unreachable},
+    {"malformed, oversized and injected input", test_hostile_input},
+    {"restart keeps the registry", test_restart_keeps_registry},
+    {"reports, forecasts, rate limit", test_reports_rate_limit},
+    {"command line and config file", test_command_line},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lbone server", NULL, NULL);
-    CU_add_test(s, "register, heartbeat, down, dropped (real depots)", test_register_heartbeat_expiry);
-    CU_add_test(s, "registry token and depot secrets", test_auth);
-    CU_add_test(s, "query filters: space, duration, environment", test_query_filters);
-    CU_add_test(s, "order by distance (TYS, AMS, NRT) and bandwidth", test_order_distance_bandwidth);
-    CU_add_test(s, "unreachable depots are not handed out", test_unreachable);
-    CU_add_test(s, "malformed, oversized and injected input", test_hostile_input);
-    CU_add_test(s, "restart keeps the registry", test_restart_keeps_registry);
-    CU_add_test(s, "reports, forecasts, rate limit", test_reports_rate_limit);
-    CU_add_test(s, "command line and config file", test_command_line);
+    LNS_TEST_SUITE("lbone server", NULL, NULL, tests);
 }

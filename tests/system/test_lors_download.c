@@ -39,13 +39,6 @@ static int suite_clean(void)
     return tl_fleet_stop(dep, ND, cli);
 }
 
-static unsigned char *data_of(size_t n, uint64_t seed)
-{
-    unsigned char *p = malloc(n ? n : 1);
-    lns_test_fill(p, n, seed);
-    return p;
-}
-
 /* Upload src over depots d[0..nd) with copies x fragments; fatal on failure. */
 static xnd_t *upload(const lors_depot_t *d, size_t nd, const unsigned char *src, size_t n,
                      int copies, int frags)
@@ -53,14 +46,8 @@ static xnd_t *upload(const lors_depot_t *d, size_t nd, const unsigned char *src,
     lors_upload_opts_t o;
     lors_report_t rep;
     xnd_t *x = NULL;
-    lors_upload_opts_init(&o);
-    o.depots = d;
-    o.ndepots = nd;
-    o.copies = copies;
-    o.fragments = frags;
-    o.duration_s = 600;
+    tl_upload_opts(&o, d, nd, copies, frags);
     o.threads = 6;
-    o.timeout_s = 20;
     o.checksum_blocksize = CKBS;
     int rc = lors_upload_buf(&o, src, n, "dl", &x, &rep);
     if (rc != LORS_OK)
@@ -68,13 +55,6 @@ static xnd_t *upload(const lors_depot_t *d, size_t nd, const unsigned char *src,
     lors_report_free(&rep);
     CU_ASSERT_EQUAL_FATAL(rc, LORS_OK);
     return x;
-}
-
-static void free_xnd(xnd_t *x)
-{
-    for (size_t i = 0; x && i < x->nmaps; i++)
-        ibp_decr(cli, x->maps[i]->cap[XND_MANAGE], IBP_READCAP);
-    xnd_free(x);
 }
 
 static void dopts(lors_download_opts_t *o)
@@ -85,21 +65,11 @@ static void dopts(lors_download_opts_t *o)
     o->timeout_ms = 10000;
 }
 
-/* Download into memory (through an unlinked temporary file); *out malloc'd. */
+/* tl_download_mem, saying why it failed (a missing replica is expected). */
 static int download(const lors_download_opts_t *o, const xnd_t *x, unsigned char **out,
                     size_t *outlen, lors_dl_report_t *rep)
 {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/dl.XXXXXX", lns_test_tmpdir());
-    int fd = mkstemp(path);
-    CU_ASSERT_FATAL(fd >= 0);
-    unlink(path);
-    int rc = lors_download_fd(o, x, fd, rep);
-    off_t n = lseek(fd, 0, SEEK_END);
-    *out = malloc(n > 0 ? (size_t)n : 1);
-    *outlen = (size_t)n;
-    CU_ASSERT_EQUAL(pread(fd, *out, (size_t)n, 0), (ssize_t)n);
-    close(fd);
+    int rc = tl_download_mem(o, x, out, outlen, rep);
     if (rc != LORS_OK && rc != LORS_E_NO_REPLICA)
         fprintf(stderr, "download: %s: %s\n", lors_strerror(rc), rep->error);
     return rc;
@@ -135,10 +105,10 @@ static void test_sizes(void)
     for (int copies = 1; copies <= 3; copies++)
         for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
             size_t n = sizes[si];
-            unsigned char *src = data_of(n, 100 + si + 10 * (size_t)copies);
+            unsigned char *src = tl_data(n, 100 + si + 10 * (size_t)copies);
             xnd_t *x = upload(ldep, ND, src, n, copies, 4);
             check_range(x, src, n, 0, -1);
-            free_xnd(x);
+            tl_free_xnd(cli, x);
             free(src);
         }
 }
@@ -146,7 +116,7 @@ static void test_sizes(void)
 static void test_large(void)
 {
     size_t n = 20 * 1000 * 1000 + 17;
-    unsigned char *src = data_of(n, 7);
+    unsigned char *src = tl_data(n, 7);
     xnd_t *x = upload(ldep, ND, src, n, 2, 4);
     lors_download_opts_t o;
     lors_dl_report_t rep;
@@ -168,14 +138,14 @@ static void test_large(void)
     CU_ASSERT(rep.bytes_fetched >= (int64_t)n);
     lors_dl_report_free(&rep);
     free(out);
-    free_xnd(x);
+    tl_free_xnd(cli, x);
     free(src);
 }
 
 static void test_subranges(void)
 {
     size_t n = 3 * 1000 * 1000 + 5; /* fragments of 750002 bytes: off the block grid */
-    unsigned char *src = data_of(n, 8);
+    unsigned char *src = tl_data(n, 8);
     xnd_t *x = upload(ldep, ND, src, n, 2, 4);
     check_range(x, src, n, 12345, 1000);              /* inside one block */
     check_range(x, src, n, 700001, 900000);           /* across a fragment boundary */
@@ -193,7 +163,7 @@ static void test_subranges(void)
     CU_ASSERT_EQUAL(lors_download_fd(&o, x, 1, &rep), LORS_E_INVAL);
     CU_ASSERT(strstr(rep.error, "range") != NULL);
     lors_dl_report_free(&rep);
-    free_xnd(x);
+    tl_free_xnd(cli, x);
     free(src);
 }
 
@@ -222,7 +192,7 @@ static void *drain_pipe(void *arg)
 static void test_pipe(void)
 {
     size_t n = 6 * 1000 * 1000 + 3;
-    unsigned char *src = data_of(n, 9);
+    unsigned char *src = tl_data(n, 9);
     xnd_t *x = upload(ldep, ND, src, n, 2, 4);
     int p[2];
     CU_ASSERT_FATAL(pipe(p) == 0);
@@ -250,7 +220,7 @@ static void test_pipe(void)
     pthread_join(t, NULL);
     lors_dl_report_free(&rep);
     free(d.buf);
-    free_xnd(x);
+    tl_free_xnd(cli, x);
     free(src);
 }
 
@@ -281,7 +251,7 @@ static void victim_download(int sig, const char *name)
     lors_depot_t ld[4] = {ldep[0], ldep[1], ldep[2]};
     tl_lors_depot(&vd, &ld[3]);
     size_t n = 12 * 1000 * 1000 + 1;
-    unsigned char *src = data_of(n, 10 + (uint64_t)sig);
+    unsigned char *src = tl_data(n, 10 + (uint64_t)sig);
     xnd_t *x = upload(ld, 4, src, n, 2, 4);
     victim_t v = {&vd, sig, 5, 0, PTHREAD_MUTEX_INITIALIZER};
     lors_download_opts_t o;
@@ -316,7 +286,7 @@ static void victim_download(int sig, const char *name)
     free(out);
     if (sig == SIGSTOP)
         kill(vd.pid, SIGCONT);
-    free_xnd(x);
+    tl_free_xnd(cli, x);
     td_stop(&vd);
     free(src);
 }
@@ -336,7 +306,7 @@ static void test_stopped(void)
 static void test_corrupt(void)
 {
     size_t n = 16 * (size_t)DBS - 100;
-    unsigned char *src = data_of(n, 11);
+    unsigned char *src = tl_data(n, 11);
     xnd_t *x = upload(ldep, ND, src, n, 2, 1);
     CU_ASSERT_EQUAL_FATAL(x->nmaps, 2);
     for (size_t off = 1000; off < n; off += (size_t)DBS) {
@@ -368,7 +338,7 @@ static void test_corrupt(void)
     CU_ASSERT_EQUAL(rep.nbad, 0);
     lors_dl_report_free(&rep);
     free(out);
-    free_xnd(x);
+    tl_free_xnd(cli, x);
     free(src);
 }
 
@@ -382,7 +352,7 @@ static void test_no_replica(void)
     tl_lors_depot(&vd, &ld[2]);
     ld[3] = ldep[3];
     size_t n = 4 * 1000 * 1000;
-    unsigned char *src = data_of(n, 12);
+    unsigned char *src = tl_data(n, 12);
     xnd_t *x = upload(ld, 4, src, n, 1, 4);
     td_kill(&vd, SIGKILL);
     lors_download_opts_t o;
@@ -399,7 +369,7 @@ static void test_no_replica(void)
     CU_ASSERT(memcmp(out, src, outlen) == 0);
     lors_dl_report_free(&rep);
     free(out);
-    free_xnd(x);
+    tl_free_xnd(cli, x);
     td_stop(&vd);
     free(src);
 }
@@ -408,7 +378,7 @@ static void test_no_replica(void)
 static void test_memory_bound(void)
 {
     size_t n = 20 * 1000 * 1000;
-    unsigned char *src = data_of(n, 13);
+    unsigned char *src = tl_data(n, 13);
     xnd_t *x = upload(ldep, ND, src, n, 2, 4);
     lors_download_opts_t o;
     lors_dl_report_t rep;
@@ -426,20 +396,23 @@ static void test_memory_bound(void)
         fprintf(stderr, "peak %lld\n", (long long)rep.peak_buffered);
     lors_dl_report_free(&rep);
     free(out);
-    free_xnd(x);
+    tl_free_xnd(cli, x);
     free(src);
 }
 
+static const lns_test_case tests[] = {
+    {"sizes 0/1/bs-1/bs/bs+1 x copies 1-3", test_sizes},
+    {"20 MB, 2 copies", test_large},
+    {"sub-ranges", test_subranges},
+    {"to a pipe; the reader leaves", test_pipe},
+    {"a depot SIGKILLed mid-download", test_killed},
+    {"a depot SIGSTOPped mid-download", test_stopped},
+    {"a corrupted replica: checksum, other replica, reported", test_corrupt},
+    {"one copy, its depot dead: no replica", test_no_replica},
+    {"memory bound with a 2-block reorder buffer", test_memory_bound},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lors download", suite_init, suite_clean);
-    CU_add_test(s, "sizes 0/1/bs-1/bs/bs+1 x copies 1-3", test_sizes);
-    CU_add_test(s, "20 MB, 2 copies", test_large);
-    CU_add_test(s, "sub-ranges", test_subranges);
-    CU_add_test(s, "to a pipe; the reader leaves", test_pipe);
-    CU_add_test(s, "a depot SIGKILLed mid-download", test_killed);
-    CU_add_test(s, "a depot SIGSTOPped mid-download", test_stopped);
-    CU_add_test(s, "a corrupted replica: checksum, other replica, reported", test_corrupt);
-    CU_add_test(s, "one copy, its depot dead: no replica", test_no_replica);
-    CU_add_test(s, "memory bound with a 2-block reorder buffer", test_memory_bound);
+    LNS_TEST_SUITE("lors download", suite_init, suite_clean, tests);
 }

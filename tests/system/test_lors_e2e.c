@@ -46,23 +46,11 @@ static int suite_clean(void)
     return tl_fleet_stop(dep, ND, cli);
 }
 
-static unsigned char *data_of(size_t n, uint64_t seed)
-{
-    unsigned char *p = malloc(n ? n : 1);
-    lns_test_fill(p, n, seed);
-    return p;
-}
-
 static void uopts(lors_upload_opts_t *o, const char *chain, int copies)
 {
-    lors_upload_opts_init(o);
-    o->depots = ldep;
-    o->ndepots = ND;
-    o->copies = copies;
+    tl_upload_opts(o, ldep, ND, copies, 4);
     o->blocksize = 512 * 1024;
-    o->duration_s = 600;
     o->threads = 4;
-    o->timeout_s = 20;
     o->checksum_blocksize = CKBS;
     o->e2e = chain;
     o->e2e_blocksize = FRAME;
@@ -89,13 +77,6 @@ static xnd_t *upload_buf(const lors_upload_opts_t *o, const unsigned char *src, 
     return x;
 }
 
-static void free_xnd(xnd_t *x)
-{
-    for (size_t i = 0; x && i < x->nmaps; i++)
-        ibp_decr(cli, x->maps[i]->cap[XND_MANAGE], IBP_READCAP);
-    xnd_free(x);
-}
-
 /* Bytes held by the fleet (every test frees what it stored). */
 static uint64_t fleet_used(void)
 {
@@ -106,24 +87,6 @@ static uint64_t fleet_used(void)
         used += st.hard_used;
     }
     return used;
-}
-
-/* Download into memory through an unlinked temporary file; *out malloc'd. */
-static int download(const lors_download_opts_t *o, const xnd_t *x, unsigned char **out,
-                    size_t *outlen, lors_dl_report_t *rep)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/dl.XXXXXX", lns_test_tmpdir());
-    int fd = mkstemp(path);
-    CU_ASSERT_FATAL(fd >= 0);
-    unlink(path);
-    int rc = lors_download_fd(o, x, fd, rep);
-    off_t n = lseek(fd, 0, SEEK_END);
-    *out = malloc(n > 0 ? (size_t)n : 1);
-    *outlen = (size_t)n;
-    CU_ASSERT_EQUAL(pread(fd, *out, (size_t)n, 0), (ssize_t)n);
-    close(fd);
-    return rc;
 }
 
 /* Download [off, off+len) (len -1: to the end) and compare with src. */
@@ -138,7 +101,7 @@ static void check_range(const xnd_t *x, const unsigned char *src, size_t n, int6
     o.offset = off;
     o.length = len;
     size_t want = len < 0 ? n - (size_t)off : (size_t)len;
-    int rc = download(&o, x, &out, &outlen, &rep);
+    int rc = tl_download_mem(&o, x, &out, &outlen, &rep);
     if (rc != LORS_OK)
         fprintf(stderr, "download %lld+%lld: %s\n", (long long)off, (long long)len, rep.error);
     CU_ASSERT_EQUAL(rc, LORS_OK);
@@ -162,7 +125,7 @@ static void test_round_trips(void)
     for (int ci = 0; ci < 4; ci++)
         for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
             size_t n = sizes[si];
-            unsigned char *src = data_of(n, 100 + si + 10 * (size_t)ci);
+            unsigned char *src = tl_data(n, 100 + si + 10 * (size_t)ci);
             lors_upload_opts_t o;
             lors_report_t rep;
             uopts(&o, chains[ci], 2);
@@ -196,7 +159,7 @@ static void test_round_trips(void)
             check_range(y, src, n, 0, -1, NULL);
             free(xml);
             xnd_free(y);
-            free_xnd(x);
+            tl_free_xnd(cli, x);
             free(src);
         }
 }
@@ -225,7 +188,7 @@ static void *write_pipe(void *arg)
 static void test_fd_inputs(void)
 {
     size_t n = 2 * 1000 * 1000 + 333;
-    unsigned char *src = data_of(n, 21);
+    unsigned char *src = tl_data(n, 21);
     lors_upload_opts_t o;
     lors_report_t rep;
     xnd_t *x = NULL;
@@ -243,7 +206,7 @@ static void test_fd_inputs(void)
     CU_ASSERT_EQUAL(rep.plain_size, (int64_t)n);
     lors_report_free(&rep);
     check_range(x, src, n, 0, -1, NULL);
-    free_xnd(x);
+    tl_free_xnd(cli, x);
 
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/in.XXXXXX", lns_test_tmpdir());
@@ -257,7 +220,7 @@ static void test_fd_inputs(void)
     CU_ASSERT_EQUAL(rep.plain_size, (int64_t)n - 2000);
     lors_report_free(&rep);
     check_range(x, src + 1000, n - 2000, 0, -1, NULL);
-    free_xnd(x);
+    tl_free_xnd(cli, x);
 
     /* the input ends before its length: an error, no exNode, nothing left on the depots */
     uint64_t before = fleet_used();
@@ -276,7 +239,7 @@ static void test_fd_inputs(void)
 static void test_subranges(void)
 {
     size_t n = 3 * 1000 * 1000 + 5;
-    unsigned char *src = data_of(n, 22);
+    unsigned char *src = tl_data(n, 22);
     for (int ci = 0; ci < 4; ci++) {
         lors_upload_opts_t o;
         lors_report_t rep;
@@ -304,7 +267,7 @@ static void test_subranges(void)
         CU_ASSERT_EQUAL(lors_download_fd(&d, x, 1, &dr), LORS_E_INVAL);
         CU_ASSERT(strstr(dr.error, "range") != NULL);
         lors_dl_report_free(&dr);
-        free_xnd(x);
+        tl_free_xnd(cli, x);
     }
     free(src);
 }
@@ -327,7 +290,7 @@ static void test_compressible(void)
     lors_report_free(&rep);
     check_range(x, src, n, 0, -1, NULL);
     check_range(x, src, n, 999999, 1000001, NULL);
-    free_xnd(x);
+    tl_free_xnd(cli, x);
 
     /* encrypted before compressed: nothing to gain, the chain order matters */
     uopts(&o, "aes,zlib", 1);
@@ -335,14 +298,14 @@ static void test_compressible(void)
     CU_ASSERT(rep.size > (int64_t)n);
     lors_report_free(&rep);
     check_range(x, src, n, 0, -1, NULL);
-    free_xnd(x);
+    tl_free_xnd(cli, x);
     free(src);
 }
 
 static void test_keys(void)
 {
     size_t n = 500000;
-    unsigned char *src = data_of(n, 23);
+    unsigned char *src = tl_data(n, 23);
     lors_upload_opts_t o;
     lors_report_t rep;
     lors_download_opts_t d;
@@ -373,7 +336,7 @@ static void test_keys(void)
     lors_report_free(&rep);
     dopts(&d);
     d.key = key2;
-    CU_ASSERT_EQUAL(download(&d, x, &out, &outlen, &dr), LORS_E_KEY);
+    CU_ASSERT_EQUAL(tl_download_mem(&d, x, &out, &outlen, &dr), LORS_E_KEY);
     CU_ASSERT(strstr(dr.error, "the key does not match the one this file was encrypted with") !=
               NULL);
     CU_ASSERT_EQUAL(outlen, 0);
@@ -381,22 +344,22 @@ static void test_keys(void)
     lors_dl_report_free(&dr);
     free(out);
     d.key = NULL;
-    CU_ASSERT_EQUAL(download(&d, x, &out, &outlen, &dr), LORS_E_KEY);
+    CU_ASSERT_EQUAL(tl_download_mem(&d, x, &out, &outlen, &dr), LORS_E_KEY);
     CU_ASSERT_EQUAL(outlen, 0);
     CU_ASSERT(strstr(dr.error, "no key") != NULL);
     lors_dl_report_free(&dr);
     free(out);
     /* a zlib-only file needs no key */
-    free_xnd(x);
+    tl_free_xnd(cli, x);
     uopts(&o, "zlib", 1);
     o.key = NULL;
     x = upload_buf(&o, src, n, &rep);
     lors_report_free(&rep);
-    CU_ASSERT_EQUAL(download(&d, x, &out, &outlen, &dr), LORS_OK);
+    CU_ASSERT_EQUAL(tl_download_mem(&d, x, &out, &outlen, &dr), LORS_OK);
     CU_ASSERT(outlen == n && memcmp(out, src, n) == 0);
     lors_dl_report_free(&dr);
     free(out);
-    free_xnd(x);
+    tl_free_xnd(cli, x);
     free(src);
 }
 
@@ -434,7 +397,7 @@ static int64_t frame_middle(const xnd_t *x, int64_t f)
 static void test_corruption(void)
 {
     size_t n = 1500000;
-    unsigned char *src = data_of(n, 24);
+    unsigned char *src = tl_data(n, 24);
     lors_upload_opts_t o;
     lors_report_t rep;
     lors_download_opts_t d;
@@ -452,14 +415,14 @@ static void test_corruption(void)
              a < x->maps[i]->exnode_offset + x->maps[i]->logical_length; a += CKBS)
             CU_ASSERT_EQUAL(flip_stored(x, a, 0), 1);
     dopts(&d);
-    CU_ASSERT_EQUAL(download(&d, x, &out, &outlen, &dr), LORS_OK);
+    CU_ASSERT_EQUAL(tl_download_mem(&d, x, &out, &outlen, &dr), LORS_OK);
     CU_ASSERT(outlen == n && memcmp(out, src, n) == 0);
     CU_ASSERT(dr.nbad >= 1);
     for (size_t i = 0; i < dr.nbad; i++)
         CU_ASSERT(dr.bad_mappings[i] % 2 == 0);
     lors_dl_report_free(&dr);
     free(out);
-    free_xnd(x);
+    tl_free_xnd(cli, x);
 
     /* checksums off and every replica damaged: the GCM tag catches it, names the frame, and
      * what was written is exactly the frames before it */
@@ -468,7 +431,7 @@ static void test_corruption(void)
     x = upload_buf(&o, src, n, &rep);
     lors_report_free(&rep);
     CU_ASSERT_EQUAL(flip_stored(x, frame_middle(x, 5), 1), 2);
-    CU_ASSERT_EQUAL(download(&d, x, &out, &outlen, &dr), LORS_E_E2E);
+    CU_ASSERT_EQUAL(tl_download_mem(&d, x, &out, &outlen, &dr), LORS_E_E2E);
     CU_ASSERT(strstr(dr.error, "frame 5 ") != NULL);
     CU_ASSERT(strstr(dr.error, "authentication failed") != NULL);
     CU_ASSERT(strstr(dr.error, "327680-393215") != NULL); /* its plain bytes */
@@ -479,7 +442,7 @@ static void test_corruption(void)
     free(out);
     /* a range before the damage still downloads */
     check_range(x, src, n, 0, 5 * FRAME, NULL);
-    free_xnd(x);
+    tl_free_xnd(cli, x);
 
     /* zlib alone, no checksums: zlib's own check catches it */
     uopts(&o, "zlib", 1);
@@ -487,12 +450,12 @@ static void test_corruption(void)
     x = upload_buf(&o, src, n, &rep);
     lors_report_free(&rep);
     CU_ASSERT_EQUAL(flip_stored(x, frame_middle(x, 2), 1), 1);
-    CU_ASSERT_EQUAL(download(&d, x, &out, &outlen, &dr), LORS_E_E2E);
+    CU_ASSERT_EQUAL(tl_download_mem(&d, x, &out, &outlen, &dr), LORS_E_E2E);
     CU_ASSERT(strstr(dr.error, "frame 2 ") != NULL && strstr(dr.error, "zlib") != NULL);
     CU_ASSERT_EQUAL(outlen, 2 * FRAME);
     lors_dl_report_free(&dr);
     free(out);
-    free_xnd(x);
+    tl_free_xnd(cli, x);
     free(src);
 }
 
@@ -500,7 +463,7 @@ static void test_corruption(void)
 static void test_no_replica(void)
 {
     size_t n = 3 * 1000 * 1000;
-    unsigned char *src = data_of(n, 25);
+    unsigned char *src = tl_data(n, 25);
     lors_upload_opts_t o;
     lors_report_t rep;
     lors_download_opts_t d;
@@ -515,7 +478,7 @@ static void test_no_replica(void)
     int64_t s0 = gone->exnode_offset, s1 = s0 + gone->logical_length;
     CU_ASSERT_EQUAL(xnd_remove(x, 2), XND_OK);
     dopts(&d);
-    CU_ASSERT_EQUAL(download(&d, x, &out, &outlen, &dr), LORS_E_NO_REPLICA);
+    CU_ASSERT_EQUAL(tl_download_mem(&d, x, &out, &outlen, &dr), LORS_E_NO_REPLICA);
     /* the plain bytes of the frames that had stored bytes in the missing piece */
     int64_t fa = s0 / (FRAME + 16), fb = (s1 - 1) / (FRAME + 16);
     CU_ASSERT(dr.missing_off >= fa * FRAME && dr.missing_off < (fb + 1) * FRAME);
@@ -528,7 +491,7 @@ static void test_no_replica(void)
     free(out);
     ibp_decr(cli, gone->cap[XND_MANAGE], IBP_READCAP);
     xnd_mapping_free(gone);
-    free_xnd(x);
+    tl_free_xnd(cli, x);
     free(src);
 }
 
@@ -555,7 +518,7 @@ static void *drain_pipe(void *arg)
 static void test_reader_leaves(void)
 {
     size_t n = 2 * 1000 * 1000;
-    unsigned char *src = data_of(n, 26);
+    unsigned char *src = tl_data(n, 26);
     lors_upload_opts_t o;
     lors_report_t rep;
     uopts(&o, "zlib,aes", 2);
@@ -575,19 +538,22 @@ static void test_reader_leaves(void)
     close(p[1]);
     pthread_join(t, NULL);
     lors_dl_report_free(&r);
-    free_xnd(x);
+    tl_free_xnd(cli, x);
     free(src);
 }
 
+static const lns_test_case tests[] = {
+    {"round trips: 4 chains x 6 sizes, 2 copies, via XML", test_round_trips},
+    {"from a pipe and a file; an input that ends early", test_fd_inputs},
+    {"sub-ranges across frames", test_subranges},
+    {"compressible data shrinks", test_compressible},
+    {"keys: none, wrong, not needed", test_keys},
+    {"corruption: checksum repairs, tag and zlib catch", test_corruption},
+    {"a frame with no replica", test_no_replica},
+    {"the reader leaves", test_reader_leaves},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lors e2e", suite_init, suite_clean);
-    CU_add_test(s, "round trips: 4 chains x 6 sizes, 2 copies, via XML", test_round_trips);
-    CU_add_test(s, "from a pipe and a file; an input that ends early", test_fd_inputs);
-    CU_add_test(s, "sub-ranges across frames", test_subranges);
-    CU_add_test(s, "compressible data shrinks", test_compressible);
-    CU_add_test(s, "keys: none, wrong, not needed", test_keys);
-    CU_add_test(s, "corruption: checksum repairs, tag and zlib catch", test_corruption);
-    CU_add_test(s, "a frame with no replica", test_no_replica);
-    CU_add_test(s, "the reader leaves", test_reader_leaves);
+    LNS_TEST_SUITE("lors e2e", suite_init, suite_clean, tests);
 }

@@ -96,13 +96,8 @@ static void round_trip(int copies, int frags, int64_t blocksize, int stream)
     uint64_t used0 = fleet_used();
     uint64_t used_during;
 
-    lors_upload_opts_init(&uo);
-    uo.depots = ldep;
-    uo.ndepots = ND;
-    uo.copies = copies;
-    uo.fragments = frags;
+    tl_upload_opts(&uo, ldep, ND, copies, frags);
     uo.blocksize = blocksize;
-    uo.duration_s = 600;
     uo.timeout_s = 30;
     int in = open(src_path, O_RDONLY);
     CU_ASSERT_FATAL(in >= 0);
@@ -183,11 +178,14 @@ static void test_stream_odd_blocks(void)
     round_trip(2, 4, 3 * 1000 * 1000 + 1, 1); /* unknown length: 34 fragments of an odd size */
 }
 
+static const lns_test_case tests[] = {
+    {"100 MB, 1 copy, 1 fragment", test_one_copy_one_fragment},
+    {"100 MB, 2 copies, 4 fragments", test_two_copies_four_fragments},
+    {"100 MB, 3 copies, 7 fragments", test_three_copies_seven_fragments},
+    {"100 MB as a stream, 2 copies, odd block size", test_stream_odd_blocks},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lors_large", suite_init, suite_clean);
-    CU_add_test(s, "100 MB, 1 copy, 1 fragment", test_one_copy_one_fragment);
-    CU_add_test(s, "100 MB, 2 copies, 4 fragments", test_two_copies_four_fragments);
-    CU_add_test(s, "100 MB, 3 copies, 7 fragments", test_three_copies_seven_fragments);
-    CU_add_test(s, "100 MB as a stream, 2 copies, odd block size", test_stream_odd_blocks);
+    LNS_TEST_SUITE("lors_large", suite_init, suite_clean, tests);
 }

@@ -55,27 +55,15 @@ static void victim(test_depot_t *v, lors_depot_t *lv, const char *extra)
     tl_lors_depot(v, lv);
 }
 
-static unsigned char *data_of(size_t n, uint64_t seed)
-{
-    unsigned char *p = malloc(n ? n : 1);
-    lns_test_fill(p, n, seed);
-    return p;
-}
-
 static xnd_t *upload(const lors_depot_t *d, size_t nd, const unsigned char *src, size_t n,
                      int copies, int frags, int64_t duration)
 {
     lors_upload_opts_t o;
     lors_report_t rep;
     xnd_t *x = NULL;
-    lors_upload_opts_init(&o);
-    o.depots = d;
-    o.ndepots = nd;
-    o.copies = copies;
-    o.fragments = frags;
+    tl_upload_opts(&o, d, nd, copies, frags);
     o.duration_s = duration;
     o.threads = 4;
-    o.timeout_s = 20;
     o.checksum_blocksize = CKBS;
     int rc = lors_upload_buf(&o, src, n, "managed", &x, &rep);
     if (rc != LORS_OK)
@@ -83,15 +71,6 @@ static xnd_t *upload(const lors_depot_t *d, size_t nd, const unsigned char *src,
     lors_report_free(&rep);
     CU_ASSERT_EQUAL_FATAL(rc, LORS_OK);
     return x;
-}
-
-/* Free what is left of x's allocations (depots may be dead: errors ignored). */
-static void free_xnd(xnd_t *x)
-{
-    for (size_t i = 0; x && i < x->nmaps; i++)
-        if (x->maps[i]->cap[XND_MANAGE])
-            ibp_decr(cli, x->maps[i]->cap[XND_MANAGE], IBP_READCAP);
-    xnd_free(x);
 }
 
 /* 1 if downloading x (checksums verified) gives exactly src. */
@@ -207,7 +186,7 @@ static void test_augment_send(void)
     test_depot_t v;
     lors_depot_t lv;
     size_t n = 3 * 1000 * 1000 + 17;
-    unsigned char *src = data_of(n, 41);
+    unsigned char *src = tl_data(n, 41);
     victim(&v, &lv, NULL);
     xnd_t *x = upload(&lv, 1, src, n, 1, 3, 600);
     CU_ASSERT_EQUAL(x->nmaps, 3);
@@ -271,7 +250,7 @@ static void test_augment_send(void)
 
     td_kill(&v, SIGKILL);
     CU_ASSERT(downloads_as(x, src, n, 4));
-    free_xnd(x);
+    tl_free_xnd(cli, x);
     free(src);
 }
 
@@ -281,7 +260,7 @@ static void test_send_pooled(void)
     test_depot_t s, t;
     lors_depot_t ls, lt;
     size_t n = 400000;
-    unsigned char *src = data_of(n, 42);
+    unsigned char *src = tl_data(n, 42);
     victim(&s, &ls, NULL);
     victim(&t, &lt, NULL);
     xnd_t *x = upload(&ls, 1, src, n, 1, 4, 600);
@@ -300,7 +279,7 @@ static void test_send_pooled(void)
     CU_ASSERT_EQUAL(nstores, 4);
     CU_ASSERT_EQUAL(nports, 1); /* one connection for the four SENDs */
     CU_ASSERT(downloads_as(x, src, n, 2));
-    free_xnd(x);
+    tl_free_xnd(cli, x);
     td_stop(&s); /* the source frees its pooled SEND clients: no leak, no report */
     td_stop(&t);
     CU_ASSERT(td_log_clean(&s));
@@ -327,7 +306,7 @@ static void test_augment_relay(void)
     test_depot_t t;
     lors_depot_t lt[2];
     size_t n = 1500000;
-    unsigned char *src = data_of(n, 43);
+    unsigned char *src = tl_data(n, 43);
     victim(&t, &lt[0], "--max-connections 1");
     lt[1] = ldep[4];
     xnd_t *x = upload(&ldep[3], 1, src, n, 1, 2, 600);
@@ -397,7 +376,7 @@ static void test_augment_relay(void)
     CU_ASSERT_EQUAL(rep.issues[0].relayed, 0);
     lors_report_free(&rep);
     CU_ASSERT_EQUAL(one->nmaps, 2);
-    free_xnd(one);
+    tl_free_xnd(cli, one);
 
     /* no relay, no other depot: fails, x unchanged, the allocation made is freed */
     sleep_ms(200);
@@ -420,7 +399,7 @@ static void test_augment_relay(void)
     CU_ASSERT_EQUAL(rc, IBP_OK);
     CU_ASSERT_EQUAL(st.allocations, 0);
 
-    free_xnd(x);
+    tl_free_xnd(cli, x);
     td_stop(&t);
     CU_ASSERT(td_log_clean(&t));
     free(src);
@@ -430,7 +409,7 @@ static void test_augment_relay(void)
 static void test_augment_balance(void)
 {
     size_t n = 800000;
-    unsigned char *src = data_of(n, 44);
+    unsigned char *src = tl_data(n, 44);
     xnd_t *x = upload(ldep, 4, src, n, 1, 4, 600);
     lors_augment_opts_t o;
     lors_report_t rep;
@@ -475,7 +454,7 @@ static void test_augment_balance(void)
     CU_ASSERT_EQUAL(x->maps[8]->exnode_offset, 0);
     lors_report_free(&rep);
     CU_ASSERT(downloads_as(x, src, n, 4));
-    free_xnd(x);
+    tl_free_xnd(cli, x);
 
     /* a dead copy does not count: two copies each, one depot killed, -B -c 2 adds one each */
     test_depot_t v;
@@ -509,7 +488,7 @@ static void test_augment_balance(void)
     CU_ASSERT_EQUAL(lors_augment(&o, x, NULL, &rep), LORS_E_NO_REPLICA);
     CU_ASSERT(strstr(rep.error, "no live copy") != NULL);
     lors_report_free(&rep);
-    free_xnd(x);
+    tl_free_xnd(cli, x);
     free(src);
 }
 
@@ -520,7 +499,7 @@ static void test_probe_logical(void)
     test_depot_t v;
     lors_depot_t lv[2];
     size_t n = 600000;
-    unsigned char *src = data_of(n, 45);
+    unsigned char *src = tl_data(n, 45);
     victim(&v, &lv[0], NULL);
     lv[1] = ldep[1];
     xnd_t *x = upload(lv, 2, src, n, 2, 2, 600); /* copy 0 on the victim, copy 1 on dep 1 */
@@ -573,7 +552,7 @@ static void test_probe_logical(void)
     CU_ASSERT_EQUAL(r[1].offset, x->maps[2]->exnode_offset);
     free(r);
     free(pr);
-    free_xnd(x);
+    tl_free_xnd(cli, x);
     free(src);
 }
 
@@ -591,7 +570,7 @@ static lors_trim_opts_t topts(const int *m, size_t nm)
 static void test_trim(void)
 {
     size_t n = 500000;
-    unsigned char *src = data_of(n, 46);
+    unsigned char *src = tl_data(n, 46);
     lors_trim_report_t r;
     /* [f0 on dep0, f0 on dep1, f1 on dep0, f1 on dep1] */
     xnd_t *x = upload(ldep, 2, src, n, 2, 2, 600);
@@ -656,7 +635,7 @@ static void test_trim_dead(void)
     test_depot_t v;
     lors_depot_t lv[2];
     size_t n = 500000;
-    unsigned char *src = data_of(n, 47);
+    unsigned char *src = tl_data(n, 47);
     lors_trim_report_t r;
     victim(&v, &lv[0], NULL);
     lv[1] = ldep[4];
@@ -684,7 +663,7 @@ static void test_trim_dead(void)
     CU_ASSERT_EQUAL(x->nmaps, 2);
     CU_ASSERT(downloads_as(x, src, n, 2));
 
-    free_xnd(x);
+    tl_free_xnd(cli, x);
 
     /* the only copy, dead: removing it loses nothing, so it is not refused */
     test_depot_t w;
@@ -713,7 +692,7 @@ static int near(int64_t a, int64_t b)
 static void test_refresh(void)
 {
     size_t n = 300000;
-    unsigned char *src = data_of(n, 48);
+    unsigned char *src = tl_data(n, 48);
     xnd_t *x = upload(ldep, 2, src, n, 1, 2, 600);
     lors_refresh_opts_t o;
     lors_refresh_report_t r;
@@ -771,7 +750,7 @@ static void test_refresh(void)
     o.value = 0;
     CU_ASSERT_EQUAL(lors_refresh(&o, x, &r), LORS_E_INVAL);
     lors_refresh_report_free(&r);
-    free_xnd(x);
+    tl_free_xnd(cli, x);
     free(src);
 }
 
@@ -780,7 +759,7 @@ static void test_refresh_dead_expired(void)
     test_depot_t v;
     lors_depot_t lv[2];
     size_t n = 300000;
-    unsigned char *src = data_of(n, 49);
+    unsigned char *src = tl_data(n, 49);
     lors_refresh_opts_t o;
     lors_refresh_report_t r;
     victim(&v, &lv[0], NULL);
@@ -801,7 +780,7 @@ static void test_refresh_dead_expired(void)
     CU_ASSERT(near(x->maps[1]->end.epoch, time(NULL) + 3600));
     CU_ASSERT_EQUAL(x->maps[0]->end.epoch, end0);
     lors_refresh_report_free(&r);
-    free_xnd(x);
+    tl_free_xnd(cli, x);
 
     /* expired: dead to the probe without asking, and refresh fails for it */
     x = upload(&ldep[2], 1, src, n, 1, 1, 2);
@@ -828,19 +807,20 @@ static void test_strerror(void)
         CU_ASSERT(strstr(lors_strerror(codes[i]), "unknown") == NULL);
 }
 
+static const lns_test_case tests[] = {
+    {"augment by SEND; the source dies; download from the copies", test_augment_send},
+    {"SENDs to one target share the depot's pooled connection", test_send_pooled},
+    {"SEND refused: relay, move, or fail leaving nothing", test_augment_relay},
+    {"augment -B, -n, -O/-L, dead copies, nothing to copy from", test_augment_balance},
+    {"probe and the logical view with a dead depot", test_probe_logical},
+    {"trim by number and depot, -d, unsafe, force, out of range", test_trim},
+    {"trim -u and -u -d with a dead depot", test_trim_dead},
+    {"refresh ADD, FROM_NOW, AT, MAX, past, too long", test_refresh},
+    {"refresh with a dead depot and an expired mapping", test_refresh_dead_expired},
+    {"words for the new error codes", test_strerror},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lors manage", suite_init, suite_clean);
-    CU_add_test(s, "augment by SEND; the source dies; download from the copies", test_augment_send);
-    CU_add_test(s, "SENDs to one target share the depot's pooled connection", test_send_pooled);
-    CU_add_test(s, "SEND refused: relay, move, or fail leaving nothing", test_augment_relay);
-    CU_add_test(s, "augment -B, -n, -O/-L, dead copies, nothing to copy from",
-                test_augment_balance);
-    CU_add_test(s, "probe and the logical view with a dead depot", test_probe_logical);
-    CU_add_test(s, "trim by number and depot, -d, unsafe, force, out of range", test_trim);
-    CU_add_test(s, "trim -u and -u -d with a dead depot", test_trim_dead);
-    CU_add_test(s, "refresh ADD, FROM_NOW, AT, MAX, past, too long", test_refresh);
-    CU_add_test(s, "refresh with a dead depot and an expired mapping",
-                test_refresh_dead_expired);
-    CU_add_test(s, "words for the new error codes", test_strerror);
+    LNS_TEST_SUITE("lors manage", suite_init, suite_clean, tests);
 }

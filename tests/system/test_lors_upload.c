@@ -42,23 +42,10 @@ static int suite_clean(void)
 
 static void opts(lors_upload_opts_t *o, const lors_depot_t *d, size_t nd, int copies, int frags)
 {
-    lors_upload_opts_init(o);
-    o->depots = d;
-    o->ndepots = nd;
-    o->copies = copies;
-    o->fragments = frags;
+    tl_upload_opts(o, d, nd, copies, frags);
     o->blocksize = BS;
-    o->duration_s = 600;
     o->threads = 6;
-    o->timeout_s = 20;
     o->checksum_blocksize = CKBS;
-}
-
-static unsigned char *data_of(size_t n, uint64_t seed)
-{
-    unsigned char *p = malloc(n ? n : 1);
-    lns_test_fill(p, n, seed);
-    return p;
 }
 
 static int cap_port(const char *cap)
@@ -174,7 +161,7 @@ static void test_sizes_copies_fragments(void)
 {
     static const size_t sizes[] = {0, 1, BS - 1, BS, BS + 1};
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
-        unsigned char *src = data_of(sizes[si], 100 + si);
+        unsigned char *src = tl_data(sizes[si], 100 + si);
         for (int c = 1; c <= 3; c++)
             for (int F = 1; F <= 4; F += 3) {
                 lors_upload_opts_t o;
@@ -208,7 +195,7 @@ static void test_large(void)
 {
     static const struct { int c, F, from_file; } cases[] = {{1, 4, 1}, {2, 4, 0}, {3, 1, 1}};
     size_t n = 20u * 1000 * 1000 + 17;
-    unsigned char *src = data_of(n, 7);
+    unsigned char *src = tl_data(n, 7);
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/large.bin", lns_test_tmpdir());
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
@@ -297,7 +284,7 @@ static void test_pipe_unknown_length(void)
     static const size_t sizes[] = {0, 1, BS - 1, BS, BS + 1, 5 * BS + 12345};
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
         size_t n = sizes[si];
-        unsigned char *src = data_of(n, 300 + si);
+        unsigned char *src = tl_data(n, 300 + si);
         lors_upload_opts_t o;
         lors_report_t rep;
         xnd_t *x = NULL;
@@ -326,7 +313,7 @@ static void test_pipe_unknown_length(void)
 static void test_pipe_known_length(void)
 {
     size_t n = 3 * BS + 5;
-    unsigned char *src = data_of(n, 41);
+    unsigned char *src = tl_data(n, 41);
     lors_upload_opts_t o;
     lors_report_t rep;
     xnd_t *x = NULL;
@@ -361,7 +348,7 @@ static void test_depot_dead_before(void)
     memcpy(&l[1], ldep, sizeof ldep);
 
     size_t n = 6 * 1000 * 1000;
-    unsigned char *src = data_of(n, 55);
+    unsigned char *src = tl_data(n, 55);
     lors_upload_opts_t o;
     lors_report_t rep;
     xnd_t *x = NULL;
@@ -416,7 +403,7 @@ static void killed_mid_upload(int from_pipe)
     int vport = victim.port;
 
     size_t n = 12 * 1000 * 1000 + 3;
-    unsigned char *src = data_of(n, 77 + from_pipe);
+    unsigned char *src = tl_data(n, 77 + from_pipe);
     lors_upload_opts_t o;
     lors_report_t rep;
     xnd_t *x = NULL;
@@ -490,7 +477,7 @@ static void test_all_depots_fail(void)
 
     /* 8 MB in 2 MB fragments: the one live depot holds 4 MB, then refuses */
     size_t n = 8 * 1000 * 1000;
-    unsigned char *src = data_of(n, 99);
+    unsigned char *src = tl_data(n, 99);
     lors_upload_opts_t o;
     lors_report_t rep;
     xnd_t *x = (xnd_t *)1;
@@ -534,7 +521,7 @@ static void count_events(void *arg, const lors_event_t *ev)
 static void test_options_events(void)
 {
     size_t n = 2 * 1000 * 1000;
-    unsigned char *src = data_of(n, 5);
+    unsigned char *src = tl_data(n, 5);
     lors_upload_opts_t o;
     lors_report_t rep;
     xnd_t *x = NULL;
@@ -580,16 +567,19 @@ static void test_options_events(void)
     free(src);
 }
 
+static const lns_test_case tests[] = {
+    {"sizes 0/1/bs-1/bs/bs+1 x copies 1-3 x fragments 1/4", test_sizes_copies_fragments},
+    {"20 MB from file and memory", test_large},
+    {"pipe of unknown length, read once", test_pipe_unknown_length},
+    {"pipe of known length", test_pipe_known_length},
+    {"a depot dead before the upload", test_depot_dead_before},
+    {"a depot killed mid-upload (file)", test_killed_mid_upload_file},
+    {"a depot killed mid-upload (pipe)", test_killed_mid_upload_pipe},
+    {"every depot fails: clean error, nothing left", test_all_depots_fail},
+    {"options, checksums, events", test_options_events},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lors upload", suite_init, suite_clean);
-    CU_add_test(s, "sizes 0/1/bs-1/bs/bs+1 x copies 1-3 x fragments 1/4", test_sizes_copies_fragments);
-    CU_add_test(s, "20 MB from file and memory", test_large);
-    CU_add_test(s, "pipe of unknown length, read once", test_pipe_unknown_length);
-    CU_add_test(s, "pipe of known length", test_pipe_known_length);
-    CU_add_test(s, "a depot dead before the upload", test_depot_dead_before);
-    CU_add_test(s, "a depot killed mid-upload (file)", test_killed_mid_upload_file);
-    CU_add_test(s, "a depot killed mid-upload (pipe)", test_killed_mid_upload_pipe);
-    CU_add_test(s, "every depot fails: clean error, nothing left", test_all_depots_fail);
-    CU_add_test(s, "options, checksums, events", test_options_events);
+    LNS_TEST_SUITE("lors upload", suite_init, suite_clean, tests);
 }

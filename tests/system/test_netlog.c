@@ -31,13 +31,7 @@ static void test_netlog_download(void)
     lors_upload_opts_t uo;
     lors_report_t rep;
     xnd_t *x = NULL;
-    lors_upload_opts_init(&uo);
-    uo.depots = ld;
-    uo.ndepots = ND;
-    uo.copies = 2;
-    uo.fragments = 6;
-    uo.duration_s = 600;
-    uo.timeout_s = 20;
+    tl_upload_opts(&uo, ld, ND, 2, 6);
     uo.checksum_blocksize = 256 << 10;
     int rc = lors_upload_buf(&uo, src, n, "nl", &x, &rep);
     lors_report_free(&rep);
@@ -173,9 +167,11 @@ static void test_netlog_download(void)
     CU_ASSERT_EQUAL(tl_fleet_stop(dep, ND, cli), 0);
 }
 
+static const lns_test_case tests[] = {
+    {"lors_download --netlog: every block's client and depot events", test_netlog_download},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("netlog", NULL, NULL);
-    CU_add_test(s, "lors_download --netlog: every block's client and depot events",
-                test_netlog_download);
+    LNS_TEST_SUITE("netlog", NULL, NULL, tests);
 }

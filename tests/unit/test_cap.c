@@ -253,18 +253,24 @@ static void test_strerror(void)
     CU_ASSERT_PTR_NULL(ibp_errname(2));
 }
 
+static const lns_test_case cap_tests[] = {
+    {"parse 1.4 form", test_parse_v14},
+    {"parse old form", test_parse_old_form},
+    {"IPv6 hosts", test_parse_ipv6},
+    {"round trips", test_round_trip},
+    {"malformed rejected", test_reject},
+    {"overlong fields", test_overlong},
+    {"format limits", test_format_limits},
+    {"wire key", test_wire_key},
+    {"captype names", test_captype_name},
+};
+
+static const lns_test_case error_tests[] = {
+    {"strerror and errname", test_strerror},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("capabilities", NULL, NULL);
-    CU_add_test(s, "parse 1.4 form", test_parse_v14);
-    CU_add_test(s, "parse old form", test_parse_old_form);
-    CU_add_test(s, "IPv6 hosts", test_parse_ipv6);
-    CU_add_test(s, "round trips", test_round_trip);
-    CU_add_test(s, "malformed rejected", test_reject);
-    CU_add_test(s, "overlong fields", test_overlong);
-    CU_add_test(s, "format limits", test_format_limits);
-    CU_add_test(s, "wire key", test_wire_key);
-    CU_add_test(s, "captype names", test_captype_name);
-    s = CU_add_suite("errors", NULL, NULL);
-    CU_add_test(s, "strerror and errname", test_strerror);
+    LNS_TEST_SUITE("capabilities", NULL, NULL, cap_tests);
+    LNS_TEST_SUITE("errors", NULL, NULL, error_tests);
 }

@@ -141,12 +141,15 @@ static void test_help_version(void)
     CU_ASSERT_STRING_EQUAL(out, "");
 }
 
+static const lns_test_case tests[] = {
+    {"--opt=value, --opt value, -x value, -xvalue", test_value_forms},
+    {"switches without a value", test_switches},
+    {"unknown option, missing value, stray argument, setter error", test_errors},
+    {"the config file before every flag", test_config_first},
+    {"--help and --version", test_help_version},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lns_conf_args", NULL, NULL);
-    CU_add_test(s, "--opt=value, --opt value, -x value, -xvalue", test_value_forms);
-    CU_add_test(s, "switches without a value", test_switches);
-    CU_add_test(s, "unknown option, missing value, stray argument, setter error", test_errors);
-    CU_add_test(s, "the config file before every flag", test_config_first);
-    CU_add_test(s, "--help and --version", test_help_version);
+    LNS_TEST_SUITE("lns_conf_args", NULL, NULL, tests);
 }

@@ -964,28 +964,37 @@ static void test_lookup_rejects(void)
     depot_store_close(&st);
 }
 
+static const lns_test_case store_tests[] = {
+    {"allocate, store, load back, free", test_alloc_store_load_free},
+    {"write gap, truncate, change, write count", test_write_gap_and_truncate},
+    {"space accounting hard/soft", test_space_accounting},
+    {"soft reclaim order", test_soft_reclaim_order},
+    {"expiry arithmetic and timeout clamping", test_expiry_arithmetic},
+    {"expiry in the store", test_expiry_in_store},
+    {"restart reload, expired and orphan files", test_restart_reload},
+    {"reload of 20000 allocations", test_reload_many_fast},
+    {"small allocations live in slab files", test_slab_placement},
+    {"a reused slot never shows old bytes", test_slot_reuse_no_stale_bytes},
+    {"CHNG across 64 KiB moves the bytes", test_chng_moves_across_64k},
+    {"restart rebuilds the slab free lists", test_restart_rebuilds_free_lists},
+    {"schema 1 database upgraded", test_schema_1_upgrade},
+    {"lookup rejects forged keys", test_lookup_rejects},
+};
+
+static const lns_test_case config_tests[] = {
+    {"sizes and durations", test_parse_size_duration},
+    {"resource specifications", test_parse_resource},
+    {"flags and config file", test_config_args_and_file},
+};
+
+static const lns_test_case key_tests[] = {
+    {"generation and verification", test_keys},
+};
+
 void lns_test_register(void)
 {
     lns_log_open("test_depot_store", NULL, LNS_LOG_ERROR);
-    CU_pSuite s = CU_add_suite("depot_store", NULL, NULL);
-    CU_add_test(s, "allocate, store, load back, free", test_alloc_store_load_free);
-    CU_add_test(s, "write gap, truncate, change, write count", test_write_gap_and_truncate);
-    CU_add_test(s, "space accounting hard/soft", test_space_accounting);
-    CU_add_test(s, "soft reclaim order", test_soft_reclaim_order);
-    CU_add_test(s, "expiry arithmetic and timeout clamping", test_expiry_arithmetic);
-    CU_add_test(s, "expiry in the store", test_expiry_in_store);
-    CU_add_test(s, "restart reload, expired and orphan files", test_restart_reload);
-    CU_add_test(s, "reload of 20000 allocations", test_reload_many_fast);
-    CU_add_test(s, "small allocations live in slab files", test_slab_placement);
-    CU_add_test(s, "a reused slot never shows old bytes", test_slot_reuse_no_stale_bytes);
-    CU_add_test(s, "CHNG across 64 KiB moves the bytes", test_chng_moves_across_64k);
-    CU_add_test(s, "restart rebuilds the slab free lists", test_restart_rebuilds_free_lists);
-    CU_add_test(s, "schema 1 database upgraded", test_schema_1_upgrade);
-    CU_add_test(s, "lookup rejects forged keys", test_lookup_rejects);
-    CU_pSuite c = CU_add_suite("depot_config", NULL, NULL);
-    CU_add_test(c, "sizes and durations", test_parse_size_duration);
-    CU_add_test(c, "resource specifications", test_parse_resource);
-    CU_add_test(c, "flags and config file", test_config_args_and_file);
-    CU_pSuite k = CU_add_suite("depot_keys", NULL, NULL);
-    CU_add_test(k, "generation and verification", test_keys);
+    LNS_TEST_SUITE("depot_store", NULL, NULL, store_tests);
+    LNS_TEST_SUITE("depot_config", NULL, NULL, config_tests);
+    LNS_TEST_SUITE("depot_keys", NULL, NULL, key_tests);
 }

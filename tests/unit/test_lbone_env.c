@@ -150,11 +150,14 @@ static void test_secrets(void)
     CU_ASSERT(!lbone_secret_matches("", h) && !lbone_secret_matches(NULL, h));
 }
 
+static const lns_test_case tests[] = {
+    {"environment: a value matches anything better", test_env_order},
+    {"rate limit per address", test_rate_limit},
+    {"registry indexes", test_registry_index},
+    {"secrets: random, hashed, compared", test_secrets},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lbone server modules", NULL, NULL);
-    CU_add_test(s, "environment: a value matches anything better", test_env_order);
-    CU_add_test(s, "rate limit per address", test_rate_limit);
-    CU_add_test(s, "registry indexes", test_registry_index);
-    CU_add_test(s, "secrets: random, hashed, compared", test_secrets);
+    LNS_TEST_SUITE("lbone server modules", NULL, NULL, tests);
 }

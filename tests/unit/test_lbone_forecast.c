@@ -178,16 +178,19 @@ static void test_client_net(void)
     CU_ASSERT(lbone_client_net(NULL, out, sizeof out) == -1);
 }
 
+static const lns_test_case tests[] = {
+    {"empty series and the first measurement", test_empty_and_first},
+    {"constant series: exact, ties to the last value", test_constant_ties},
+    {"level shift: the last value wins", test_level_shift_follows_last},
+    {"isolated spikes: the median wins", test_spikes_follow_median},
+    {"noise around a level: a smoother wins", test_noise_follows_a_smoother},
+    {"recent error decides, not cumulative", test_recent_error_decides},
+    {"median window and ring", test_median_window},
+    {"history per (network, depot), bounded", test_history_table},
+    {"client network /24 and /48", test_client_net},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lbone forecast", NULL, NULL);
-    CU_add_test(s, "empty series and the first measurement", test_empty_and_first);
-    CU_add_test(s, "constant series: exact, ties to the last value", test_constant_ties);
-    CU_add_test(s, "level shift: the last value wins", test_level_shift_follows_last);
-    CU_add_test(s, "isolated spikes: the median wins", test_spikes_follow_median);
-    CU_add_test(s, "noise around a level: a smoother wins", test_noise_follows_a_smoother);
-    CU_add_test(s, "recent error decides, not cumulative", test_recent_error_decides);
-    CU_add_test(s, "median window and ring", test_median_window);
-    CU_add_test(s, "history per (network, depot), bounded", test_history_table);
-    CU_add_test(s, "client network /24 and /48", test_client_net);
+    LNS_TEST_SUITE("lbone forecast", NULL, NULL, tests);
 }

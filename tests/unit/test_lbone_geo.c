@@ -218,15 +218,18 @@ static void test_datafile(void)
     near("airport= TYS", 35.8108, -83.9939, 10);
 }
 
+static const lns_test_case tests[] = {
+    {"airports", test_airports},
+    {"zips", test_zips},
+    {"cities", test_cities},
+    {"states and countries", test_regions},
+    {"lat,lon and syntax", test_latlon_and_syntax},
+    {"precedence", test_precedence},
+    {"distance", test_distance},
+    {"data file", test_datafile},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lbone_geo", NULL, NULL);
-    CU_add_test(s, "airports", test_airports);
-    CU_add_test(s, "zips", test_zips);
-    CU_add_test(s, "cities", test_cities);
-    CU_add_test(s, "states and countries", test_regions);
-    CU_add_test(s, "lat,lon and syntax", test_latlon_and_syntax);
-    CU_add_test(s, "precedence", test_precedence);
-    CU_add_test(s, "distance", test_distance);
-    CU_add_test(s, "data file", test_datafile);
+    LNS_TEST_SUITE("lbone_geo", NULL, NULL, tests);
 }

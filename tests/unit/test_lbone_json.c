@@ -194,12 +194,15 @@ static void test_writer_round_trip(void)
     lbone_buf_free(&b);
 }
 
+static const lns_test_case tests[] = {
+    {"valid documents, order, the integer rule", test_valid},
+    {"invalid documents are refused with an offset", test_invalid},
+    {"documents above LBONE_JSON_MAX_BYTES are refused", test_size_limit},
+    {"every truncation of a document fails cleanly", test_truncations},
+    {"writer output parses back; HTML escaping", test_writer_round_trip},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lbone json", NULL, NULL);
-    CU_add_test(s, "valid documents, order, the integer rule", test_valid);
-    CU_add_test(s, "invalid documents are refused with an offset", test_invalid);
-    CU_add_test(s, "documents above LBONE_JSON_MAX_BYTES are refused", test_size_limit);
-    CU_add_test(s, "every truncation of a document fails cleanly", test_truncations);
-    CU_add_test(s, "writer output parses back; HTML escaping", test_writer_round_trip);
+    LNS_TEST_SUITE("lbone json", NULL, NULL, tests);
 }

@@ -107,11 +107,14 @@ static void test_strerror(void)
     CU_ASSERT_STRING_EQUAL(lors_strerror(-999), "unknown liblors error");
 }
 
+static const lns_test_case tests[] = {
+    {"good forms", test_good},
+    {"bad forms", test_bad},
+    {"lists", test_list},
+    {"strerror", test_strerror},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lors depot lists", NULL, NULL);
-    CU_add_test(s, "good forms", test_good);
-    CU_add_test(s, "bad forms", test_bad);
-    CU_add_test(s, "lists", test_list);
-    CU_add_test(s, "strerror", test_strerror);
+    LNS_TEST_SUITE("lors depot lists", NULL, NULL, tests);
 }

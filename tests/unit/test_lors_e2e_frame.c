@@ -484,15 +484,18 @@ static void test_key_load(void)
     unsetenv("LNS_KEY_FILE");
 }
 
+static const lns_test_case tests[] = {
+    {"chains", test_chains},
+    {"codec round trips", test_codec_round_trips},
+    {"codec: tampering, wrong index/salt/key", test_codec_tampering},
+    {"key id", test_keyid},
+    {"frame table: write, XML, read", test_table_round_trip},
+    {"frame table: malformations refused", test_table_malformed},
+    {"frame table: 100,000 frames", test_table_many_frames},
+    {"lors_key_load", test_key_load},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lors e2e frames", NULL, NULL);
-    CU_add_test(s, "chains", test_chains);
-    CU_add_test(s, "codec round trips", test_codec_round_trips);
-    CU_add_test(s, "codec: tampering, wrong index/salt/key", test_codec_tampering);
-    CU_add_test(s, "key id", test_keyid);
-    CU_add_test(s, "frame table: write, XML, read", test_table_round_trip);
-    CU_add_test(s, "frame table: malformations refused", test_table_malformed);
-    CU_add_test(s, "frame table: 100,000 frames", test_table_many_frames);
-    CU_add_test(s, "lors_key_load", test_key_load);
+    LNS_TEST_SUITE("lors e2e frames", NULL, NULL, tests);
 }

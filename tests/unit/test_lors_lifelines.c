@@ -537,14 +537,16 @@ static int plot_exit(void)
     return 0;
 }
 
+static const lns_test_case tests[] = {
+    {"hand-written log: table and fit", test_hand_table},
+    {"fit: REPLY medians, least squares, none", test_fit_methods},
+    {"recorded 3-depot log: every block matched", test_recorded},
+    {"plot: sizes, errors, a PNG cairo reads back", test_plot_size},
+    {"plot: each fetch of the hand log in its lane, time and colour", test_plot_hand},
+    {"plot: the recorded log's fetches in their lanes", test_plot_recorded},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lors_lifelines", NULL, plot_exit);
-    CU_add_test(s, "hand-written log: table and fit", test_hand_table);
-    CU_add_test(s, "fit: REPLY medians, least squares, none", test_fit_methods);
-    CU_add_test(s, "recorded 3-depot log: every block matched", test_recorded);
-    CU_add_test(s, "plot: sizes, errors, a PNG cairo reads back", test_plot_size);
-    CU_add_test(s, "plot: each fetch of the hand log in its lane, time and colour",
-                test_plot_hand);
-    CU_add_test(s, "plot: the recorded log's fetches in their lanes", test_plot_recorded);
+    LNS_TEST_SUITE("lors_lifelines", NULL, plot_exit, tests);
 }

@@ -1128,25 +1128,28 @@ static void test_perf(void)
     lors_sched_free(s);
 }
 
+static const lns_test_case tests[] = {
+    {"one depot, in order, budget kept", test_one_depot},
+    {"fast depot serves most blocks", test_fast_depot_wins},
+    {"progress-driven redundancy and cancel", test_redundancy},
+    {"a depot dies", test_depot_dies},
+    {"unfetchable block fails", test_block_fails},
+    {"reorder buffer full, no deadlock", test_buffer_full},
+    {"pre-buffer", test_prebuffer},
+    {"per-depot connection cap", test_caps},
+    {"unaligned sub-range, short last block", test_subrange},
+    {"stalled fetches", test_stall},
+    {"redundancy trigger scales with fetches in flight", test_redundancy_scales},
+    {"a redundant fetch must pay", test_redundancy_pays},
+    {"lookahead: a slow idle depot fetches a later block", test_lookahead},
+    {"heterogeneous depots: slow ones used (lookahead)", test_heterogeneous},
+    {"straggler: a depot drops to 1 Mbit/s", test_straggler},
+    {"streams per depot follow the latency", test_latency_streams},
+    {"streaming: a paced player never starves", test_streaming},
+    {"200k blocks x 3 replicas x 16 depots", test_perf},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lors_sched", NULL, NULL);
-    CU_add_test(s, "one depot, in order, budget kept", test_one_depot);
-    CU_add_test(s, "fast depot serves most blocks", test_fast_depot_wins);
-    CU_add_test(s, "progress-driven redundancy and cancel", test_redundancy);
-    CU_add_test(s, "a depot dies", test_depot_dies);
-    CU_add_test(s, "unfetchable block fails", test_block_fails);
-    CU_add_test(s, "reorder buffer full, no deadlock", test_buffer_full);
-    CU_add_test(s, "pre-buffer", test_prebuffer);
-    CU_add_test(s, "per-depot connection cap", test_caps);
-    CU_add_test(s, "unaligned sub-range, short last block", test_subrange);
-    CU_add_test(s, "stalled fetches", test_stall);
-    CU_add_test(s, "redundancy trigger scales with fetches in flight", test_redundancy_scales);
-    CU_add_test(s, "a redundant fetch must pay", test_redundancy_pays);
-    CU_add_test(s, "lookahead: a slow idle depot fetches a later block", test_lookahead);
-    CU_add_test(s, "heterogeneous depots: slow ones used (lookahead)", test_heterogeneous);
-    CU_add_test(s, "straggler: a depot drops to 1 Mbit/s", test_straggler);
-    CU_add_test(s, "streams per depot follow the latency", test_latency_streams);
-    CU_add_test(s, "streaming: a paced player never starves", test_streaming);
-    CU_add_test(s, "200k blocks x 3 replicas x 16 depots", test_perf);
+    LNS_TEST_SUITE("lors_sched", NULL, NULL, tests);
 }

@@ -130,11 +130,14 @@ static void test_eof(void)
     close(sp[0]);
 }
 
+static const lns_test_case tests[] = {
+    {"lines and buffered data", test_lines},
+    {"overlong line without newline", test_no_newline_overflow},
+    {"timeouts", test_timeouts},
+    {"early EOF", test_eof},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lns_net", setup, teardown);
-    CU_add_test(s, "lines and buffered data", test_lines);
-    CU_add_test(s, "overlong line without newline", test_no_newline_overflow);
-    CU_add_test(s, "timeouts", test_timeouts);
-    CU_add_test(s, "early EOF", test_eof);
+    LNS_TEST_SUITE("lns_net", setup, teardown, tests);
 }

@@ -447,16 +447,19 @@ static void test_format_refuses(void)
     CU_ASSERT_EQUAL(ibp_req_format(&r, buf, sizeof buf), -1);
 }
 
+static const lns_test_case tests[] = {
+    {"allocate", test_allocate},
+    {"store/write/load", test_store_write_load},
+    {"send", test_send},
+    {"manage", test_manage},
+    {"status", test_status},
+    {"junk", test_junk},
+    {"numbers and reply fields", test_numbers},
+    {"format/parse round trip", test_roundtrip},
+    {"format refuses bad input", test_format_refuses},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("ibp_proto", NULL, NULL);
-    CU_add_test(s, "allocate", test_allocate);
-    CU_add_test(s, "store/write/load", test_store_write_load);
-    CU_add_test(s, "send", test_send);
-    CU_add_test(s, "manage", test_manage);
-    CU_add_test(s, "status", test_status);
-    CU_add_test(s, "junk", test_junk);
-    CU_add_test(s, "numbers and reply fields", test_numbers);
-    CU_add_test(s, "format/parse round trip", test_roundtrip);
-    CU_add_test(s, "format refuses bad input", test_format_refuses);
+    LNS_TEST_SUITE("ibp_proto", NULL, NULL, tests);
 }

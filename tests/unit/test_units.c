@@ -58,10 +58,13 @@ static void test_rate(void)
     CU_ASSERT_EQUAL(v, 7);
 }
 
+static const lns_test_case tests[] = {
+    {"sizes", test_size},
+    {"seconds", test_seconds},
+    {"bitrates", test_rate},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lns_units", NULL, NULL);
-    CU_add_test(s, "sizes", test_size);
-    CU_add_test(s, "seconds", test_seconds);
-    CU_add_test(s, "bitrates", test_rate);
+    LNS_TEST_SUITE("lns_units", NULL, NULL, tests);
 }

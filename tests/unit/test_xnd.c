@@ -628,14 +628,17 @@ static void test_time(void)
     CU_ASSERT_STRING_EQUAL(buf, "2026-11-22 10:40:50");
 }
 
+static const lns_test_case tests[] = {
+    {"the DLT sample", test_sample},
+    {"sample round trip, byte for byte", test_roundtrip},
+    {"unknown metadata, functions, elements survive", test_unknown_survives},
+    {"deep copies", test_copy},
+    {"typed metadata API", test_meta_api},
+    {"sorted view, find, replicas, coverage", test_coverage},
+    {"dates", test_time},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("exnode", NULL, NULL);
-    CU_add_test(s, "the DLT sample", test_sample);
-    CU_add_test(s, "sample round trip, byte for byte", test_roundtrip);
-    CU_add_test(s, "unknown metadata, functions, elements survive", test_unknown_survives);
-    CU_add_test(s, "deep copies", test_copy);
-    CU_add_test(s, "typed metadata API", test_meta_api);
-    CU_add_test(s, "sorted view, find, replicas, coverage", test_coverage);
-    CU_add_test(s, "dates", test_time);
+    LNS_TEST_SUITE("exnode", NULL, NULL, tests);
 }

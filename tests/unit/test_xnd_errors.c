@@ -466,16 +466,19 @@ static void test_huge_numbers(void)
     run_cases(cases, sizeof cases / sizeof cases[0], NULL);
 }
 
+static const lns_test_case tests[] = {
+    {"validation: code, message, line", test_validation},
+    {"lax mode", test_lax},
+    {"billion laughs refused quickly", test_billion_laughs},
+    {"external entities and DTDs never fetched", test_external_refs},
+    {"namespaces", test_namespaces},
+    {"every truncation fails cleanly", test_truncated},
+    {"nesting depth limit", test_nesting},
+    {"size limit, junk, arguments", test_limits},
+    {"huge numbers", test_huge_numbers},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("exnode errors", NULL, NULL);
-    CU_add_test(s, "validation: code, message, line", test_validation);
-    CU_add_test(s, "lax mode", test_lax);
-    CU_add_test(s, "billion laughs refused quickly", test_billion_laughs);
-    CU_add_test(s, "external entities and DTDs never fetched", test_external_refs);
-    CU_add_test(s, "namespaces", test_namespaces);
-    CU_add_test(s, "every truncation fails cleanly", test_truncated);
-    CU_add_test(s, "nesting depth limit", test_nesting);
-    CU_add_test(s, "size limit, junk, arguments", test_limits);
-    CU_add_test(s, "huge numbers", test_huge_numbers);
+    LNS_TEST_SUITE("exnode errors", NULL, NULL, tests);
 }

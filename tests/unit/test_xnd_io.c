@@ -396,12 +396,15 @@ static void test_write_failures(void)
     xnd_free(big);
 }
 
+static const lns_test_case tests[] = {
+    {"write, read, modes, errors", test_write_read},
+    {"stdin and stdout", test_stdio},
+    {"readers never see half an exNode", test_atomic_under_readers},
+    {"failed writes leave the old file and no temporary", test_write_failures},
+    {"100,000 mappings", test_100k},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("exnode files and speed", NULL, NULL);
-    CU_add_test(s, "write, read, modes, errors", test_write_read);
-    CU_add_test(s, "stdin and stdout", test_stdio);
-    CU_add_test(s, "readers never see half an exNode", test_atomic_under_readers);
-    CU_add_test(s, "failed writes leave the old file and no temporary", test_write_failures);
-    CU_add_test(s, "100,000 mappings", test_100k);
+    LNS_TEST_SUITE("exnode files and speed", NULL, NULL, tests);
 }
