@@ -133,8 +133,11 @@ static void test_man_pages(void)
         check_tool(tools[i]);
 }
 
+static const lns_test_case tests[] = {
+    {"man pages name the options of --help", test_man_pages},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("tool_docs", NULL, NULL);
-    CU_add_test(s, "man pages name the options of --help", test_man_pages);
+    LNS_TEST_SUITE("tool_docs", NULL, NULL, tests);
 }

@@ -144,10 +144,13 @@ static void test_usage(void)
     free(text);
 }
 
+static const lns_test_case tests[] = {
+    {"defaults < rc file < flags", test_precedence},
+    {"bad values and keywords", test_errors},
+    {"--help from the table", test_usage},
+};
+
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("tool_opt", NULL, NULL);
-    CU_add_test(s, "defaults < rc file < flags", test_precedence);
-    CU_add_test(s, "bad values and keywords", test_errors);
-    CU_add_test(s, "--help from the table", test_usage);
+    LNS_TEST_SUITE("tool_opt", NULL, NULL, tests);
 }
