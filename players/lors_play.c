@@ -43,7 +43,7 @@ static const char *TOOL = "lors_play";
 
 typedef struct settings {
     tool_common_t c;
-    const char *file, *player, *output, *keyfile;
+    const char *player, *output, *keyfile;
     int headless, depot_cap, redundancy;
     double prebuffer, buffer, bitrate; /* seconds, seconds, bit/s; 0 = not given */
     int64_t blocksize;
@@ -76,8 +76,7 @@ static int set_bitrate(void *sp, const tool_opt_t *o, const char *name, const ch
 }
 
 static const tool_opt_t opts[] = {
-    {TOOL_OPT_STR, "file", 'f', NULL, S(file), 0, 0, NULL, "EXNODE",
-     "the exNode (or give it as the argument; - reads stdin)", NULL},
+    TOOL_OPT_EXNODE,
     {TOOL_OPT_STR, "player", 'P', NULL, S(player), 0, 0, NULL, "P",
      "mpv, mplayer, vlc, paced (lns_paced: measures underruns) or a\nshell command reading "
      "stdin; default the first of mpv, mplayer,\nvlc that is installed", NULL},
@@ -118,7 +117,7 @@ static const tool_cmd_t command = {
     "\nExit: 0 ok (stalls or not: they are reported), 2 usage or no player, 3 exNode,\n"
     "4 the player failed or quit early, 6 some bytes have no live copy, 7 integrity or key,\n"
     "9 internal.  See lors_play(1).\n",
-    opts,
+    opts, sizeof(settings_t), NULL,
 };
 
 /* ---- the player ------------------------------------------------------------------------- */
@@ -501,7 +500,7 @@ int main(int argc, char **argv)
     xnd_t *x = NULL;
     unsigned char key[LORS_KEY_BYTES];
     char err[512];
-    int first, code, lrc = LORS_OK, rc_loaded = 0, pipefd[2] = {-1, -1}, mon_on = 0, pstatus = -1;
+    int code, lrc = LORS_OK, pipefd[2] = {-1, -1}, mon_on = 0, pstatus = -1;
     double bitrate = -1;
     const char *path, *bsrc = "none";
 
@@ -511,14 +510,9 @@ int main(int argc, char **argv)
     memset(&pl, 0, sizeof pl);
     memset(&pr, 0, sizeof pr);
     memset(&mon, 0, sizeof mon);
-    memset(&f, 0, sizeof f);
-    code = tool_opt_parse(&command, argc, argv, &f, &first);
+    code = tool_opt_exnode(&command, argc, argv, &f, &path, &x);
     if (code)
         return code;
-    rc_loaded = 1;
-    code = tool_open_exnode(TOOL, f.file, argc, argv, first, &path, &x);
-    if (code)
-        goto done;
     if (lors_e2e_info(x, &e2e, err, sizeof err) != LORS_OK) {
         tool_error(TOOL, "%s: %s", path, err);
         code = TOOL_EXIT_EXNODE;
@@ -663,7 +657,6 @@ done:
     memset(key, 0, sizeof key);
     lors_dl_report_free(&rep);
     xnd_free(x);
-    if (rc_loaded)
-        tool_opt_free(&f);
+    tool_opt_free(&f);
     return code;
 }

@@ -23,7 +23,7 @@ static const char *TOOL = "lors_augment";
 /* What the defaults, the rc file and the flags said (tool_opt.h). */
 typedef struct settings {
     tool_common_t c;
-    const char *file, *output, *depots;
+    const char *output, *depots;
     tool_lbone_opts_t lb;   /* -H/--lbone, -P, -l, -m */
     int new_only, balance, no_relay, copies, reliability;
     int64_t duration, offset, length;
@@ -32,10 +32,8 @@ typedef struct settings {
 #define S(field) TOOL_OFF(settings_t, field)
 
 static const tool_opt_t opts[] = {
-    {TOOL_OPT_STR, "file", 'f', NULL, S(file), 0, 0, NULL, "EXNODE",
-     "the exNode (or give it as the argument; - reads stdin)", NULL},
-    {TOOL_OPT_STR, "output", 'o', NULL, S(output), 0, 0, NULL, "FILE",
-     "write the result here (default: rewrite EXNODE in place;\nfrom stdin: stdout)", NULL},
+    TOOL_OPT_EXNODE,
+    TOOL_OPT_REWRITE(S(output)),
     {TOOL_OPT_SWITCH, "new-only", 'n', NULL, S(new_only), 1, 0, NULL, NULL,
      "write only the new copies to -o (which is then required)", NULL},
     {TOOL_OPT_SWITCH, "balance", 'B', NULL, S(balance), 1, 0, NULL, NULL,
@@ -66,6 +64,14 @@ static const tool_opt_t opts[] = {
     TOOL_OPT_TABLE_END,
 };
 
+static int check(void *sp, int argc, char **argv, int first)
+{
+    const settings_t *f = sp;
+    if (f->new_only && !f->output)
+        return tool_usage(TOOL, "-n writes only the new copies: give -o FILE for them");
+    return TOOL_EXIT_OK;
+}
+
 static const tool_cmd_t cmd = {
     "lors_augment",
     "Usage: lors_augment [options] EXNODE\n"
@@ -73,21 +79,9 @@ static const tool_cmd_t cmd = {
     "SEND); where that fails they are relayed through this client and the tool says so.\n\n",
     "\nExit: 0 ok, 2 usage, 3 exNode, 4 local I/O, 5 depots, 6 no live copy of some bytes,\n"
     "9 internal.  See lors_augment(1).\n",
-    opts,
+    opts, sizeof(settings_t), check,
 };
 
-static int parse_flags(int argc, char **argv, settings_t *f, int *first)
-{
-    int code;
-    memset(f, 0, sizeof *f);
-    if ((code = tool_opt_parse(&cmd, argc, argv, f, first)) != TOOL_EXIT_OK)
-        return code;
-    if (f->new_only && !f->output) {
-        tool_opt_free(f);
-        return tool_usage(TOOL, "-n writes only the new copies: give -o FILE for them");
-    }
-    return TOOL_EXIT_OK;
-}
 
 /* One line per piece that did not go depot to depot, or whose copy moved elsewhere. */
 static void print_issues(const lors_report_t *rep)
@@ -164,21 +158,15 @@ int main(int argc, char **argv)
     lors_depot_t *depots = NULL;
     size_t ndepots = 0;
     xnd_t *x = NULL, *added = NULL;
-    int code, lrc, rc_loaded = 0, first;
+    int code, lrc;
     const char *path, *out;
 
     signal(SIGPIPE, SIG_IGN); /* a reader of the exNode that went away: EPIPE, exit 4 */
     memset(&rep, 0, sizeof rep);
     memset(&feed, 0, sizeof feed);
-    code = parse_flags(argc, argv, &f, &first);
+    code = tool_opt_exnode(&cmd, argc, argv, &f, &path, &x);
     if (code)
         return code;
-    rc_loaded = 1;
-    path = tool_exnode_arg(TOOL, f.file, argc, argv, first);
-    if (!path) {
-        code = TOOL_EXIT_USAGE;
-        goto done;
-    }
     out = f.output ? f.output : path;
 
     lors_augment_opts_init(&ao);
@@ -193,9 +181,6 @@ int main(int argc, char **argv)
     ao.length = f.length >= 0 ? f.length : -1;
     ao.relay = !f.no_relay;
 
-    code = tool_read_exnode(TOOL, path, &x);
-    if (code)
-        goto done;
     code = pick_depots(&f, &ao, x, &depots, &ndepots);
     if (code)
         goto done;
@@ -234,7 +219,6 @@ done:
     xnd_free(added);
     xnd_free(x);
     free(depots);
-    if (rc_loaded)
-        tool_opt_free(&f);
+    tool_opt_free(&f);
     return code;
 }

@@ -30,7 +30,7 @@ static const char *TOOL = "lors_download";
 /* What the defaults, the rc file and the flags said (tool_opt.h). */
 typedef struct settings {
     tool_common_t c;
-    const char *file, *output, *keyfile, *prebuffer, *netlog;
+    const char *output, *keyfile, *prebuffer, *netlog;
     tool_lbone_opts_t lb;   /* --lbone: where throughput reports go */
     int resume, no_verify, no_report;
     int depot_cap, redundancy, pcount, cache;
@@ -54,8 +54,7 @@ static int set_prebuffer(void *sp, const tool_opt_t *o, const char *name, const 
 }
 
 static const tool_opt_t opts[] = {
-    {TOOL_OPT_STR, "file", 'f', NULL, S(file), 0, 0, NULL, "EXNODE",
-     "the exNode (or give it as the argument; - reads stdin)", NULL},
+    TOOL_OPT_EXNODE,
     {TOOL_OPT_STR, "output", 'o', NULL, S(output), 0, 0, NULL, "OUT",
      "where the bytes go (default -: stdout)", NULL},
     {TOOL_OPT_SIZE, "offset", 'O', NULL, S(offset), 0, INT64_MAX, NULL, "N",
@@ -104,6 +103,14 @@ static const tool_opt_t opts[] = {
     TOOL_OPT_TABLE_END,
 };
 
+static int check(void *sp, int argc, char **argv, int first)
+{
+    const settings_t *f = sp;
+    if (f->resume && (!f->output || strcmp(f->output, "-") == 0))
+        return tool_usage(TOOL, "-R resumes a file: give -o FILE");
+    return TOOL_EXIT_OK;
+}
+
 static const tool_cmd_t cmd = {
     "lors_download",
     "Usage: lors_download [options] EXNODE\n"
@@ -112,21 +119,9 @@ static const tool_cmd_t cmd = {
     "\n",
     "\nExit: 0 ok, 2 usage, 3 exNode, 4 local I/O, 6 some bytes have no live copy,\n"
     "7 integrity or key, 9 internal.  See lors_download(1).\n",
-    opts,
+    opts, sizeof(settings_t), check,
 };
 
-static int parse_flags(int argc, char **argv, settings_t *f, int *first)
-{
-    int code;
-    memset(f, 0, sizeof *f);
-    if ((code = tool_opt_parse(&cmd, argc, argv, f, first)) != TOOL_EXIT_OK)
-        return code;
-    if (f->resume && (!f->output || strcmp(f->output, "-") == 0)) {
-        tool_opt_free(f);
-        return tool_usage(TOOL, "-R resumes a file: give -o FILE");
-    }
-    return TOOL_EXIT_OK;
-}
 
 static int has_checksums(const xnd_t *x)
 {
@@ -222,20 +217,16 @@ int main(int argc, char **argv)
     tool_lbone_meter_t *meter = NULL;
     unsigned char key[LORS_KEY_BYTES];
     char err[512];
-    int code, lrc, rc_loaded = 0, fd = -1, first;
+    int code, lrc, fd = -1;
     int64_t size, off, len, skip = 0;
     const char *path, *out;
 
     signal(SIGPIPE, SIG_IGN); /* a reader that went away is a write error: exit 4 */
     memset(&rep, 0, sizeof rep);
     memset(&feed, 0, sizeof feed);
-    code = parse_flags(argc, argv, &f, &first);
+    code = tool_opt_exnode(&cmd, argc, argv, &f, &path, &x);
     if (code)
         return code;
-    rc_loaded = 1;
-    code = tool_open_exnode(TOOL, f.file, argc, argv, first, &path, &x);
-    if (code)
-        goto done;
     out = f.output ? f.output : "-";
     if (lors_e2e_info(x, &e2e, err, sizeof err) != LORS_OK) {
         tool_error(TOOL, "%s: %s", path, err);
@@ -255,7 +246,7 @@ int main(int argc, char **argv)
     o.buffer_bytes = f.memory < cache ? f.memory : cache;
     if (f.prebuffer) { /* a plain number counts blocks; with a suffix, bytes */
         uint64_t v = 0;
-        lns_parse_size(f.prebuffer, &v); /* checked in parse_flags */
+        lns_parse_size(f.prebuffer, &v); /* checked by set_prebuffer */
         o.prebuffer_bytes = strspn(f.prebuffer, "0123456789") == strlen(f.prebuffer)
                                 ? (int64_t)v * o.blocksize : (int64_t)v;
     }
@@ -387,7 +378,6 @@ done:
     lors_dl_report_free(&rep);
     tool_lbone_meter_free(meter);
     xnd_free(x);
-    if (rc_loaded)
-        tool_opt_free(&f);
+    tool_opt_free(&f);
     return code;
 }

@@ -23,15 +23,13 @@ static const char *TOOL = "lors_ls";
 
 typedef struct settings {
     tool_common_t c;
-    const char *file;
     int logical, physical, human, json, no_probe;
 } settings_t;
 
 #define S(field) TOOL_OFF(settings_t, field)
 
 static const tool_opt_t opts[] = {
-    {TOOL_OPT_STR, "file", 'f', NULL, S(file), 0, 0, NULL, "EXNODE",
-     "the exNode (or give it as the argument; - reads stdin)", NULL},
+    TOOL_OPT_EXNODE,
     {TOOL_OPT_SWITCH, "logical", 'l', NULL, S(logical), 1, 0, NULL, NULL,
      "the logical view: file ranges and their live copies", NULL},
     {TOOL_OPT_SWITCH, "physical", 'p', NULL, S(physical), 1, 0, NULL, NULL,
@@ -48,6 +46,15 @@ static const tool_opt_t opts[] = {
     TOOL_OPT_TABLE_END,
 };
 
+/* Neither view asked for: both. */
+static int check(void *sp, int argc, char **argv, int first)
+{
+    settings_t *f = sp;
+    if (!f->logical && !f->physical)
+        f->logical = f->physical = 1;
+    return TOOL_EXIT_OK;
+}
+
 static const tool_cmd_t cmd = {
     "lors_ls",
     "Usage: lors_ls [options] EXNODE\n"
@@ -57,19 +64,9 @@ static const tool_cmd_t cmd = {
     "Logical: OFFSET LENGTH LIVE_COPIES, and GAP where no live copy is left.\n"
     "Exit: 0 ok, 2 usage, 3 exNode, 8 some bytes have no live copy, 9 internal.\n"
     "See lors_ls(1).\n",
-    opts,
+    opts, sizeof(settings_t), check,
 };
 
-static int parse_flags(int argc, char **argv, settings_t *f, int *first)
-{
-    int code;
-    memset(f, 0, sizeof *f);
-    if ((code = tool_opt_parse(&cmd, argc, argv, f, first)) != TOOL_EXIT_OK)
-        return code;
-    if (!f->logical && !f->physical)
-        f->logical = f->physical = 1;
-    return TOOL_EXIT_OK;
-}
 
 /* --no-probe: what the exNode alone says.  Dead only when its end is past. */
 static lors_probe_t *probes_from_exnode(const xnd_t *x)
@@ -308,18 +305,14 @@ int main(int argc, char **argv)
     xnd_range_t *rg = NULL;
     size_t nrg = 0;
     xnd_t *x = NULL;
-    int code, lrc, rc_loaded = 0, complete = 1, first;
+    int code, lrc, complete = 1;
     char (*where)[IBP_MAX_HOST + 96] = NULL;
     char err[256], gaps[160];
     const char *path;
 
-    code = parse_flags(argc, argv, &f, &first);
+    code = tool_opt_exnode(&cmd, argc, argv, &f, &path, &x);
     if (code)
         return code;
-    rc_loaded = 1;
-    code = tool_open_exnode(TOOL, f.file, argc, argv, first, &path, &x);
-    if (code)
-        goto done;
     if (lors_e2e_info(x, &e2e, err, sizeof err) != LORS_OK) { /* checked on reading */
         tool_error(TOOL, "%s: %s", path, err);
         code = TOOL_EXIT_EXNODE;
@@ -371,7 +364,6 @@ done:
     free(rg);
     free(where);
     xnd_free(x);
-    if (rc_loaded)
-        tool_opt_free(&f);
+    tool_opt_free(&f);
     return code;
 }

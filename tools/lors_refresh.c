@@ -24,7 +24,7 @@ static const char *TOOL = "lors_refresh";
 
 typedef struct settings {
     tool_common_t c;
-    const char *file, *output;
+    const char *output;
     int mode, nmodes;
     int64_t value;
 } settings_t;
@@ -59,10 +59,8 @@ static int set_mode(void *sp, const tool_opt_t *o, const char *name, const char 
 }
 
 static const tool_opt_t opts[] = {
-    {TOOL_OPT_STR, "file", 'f', NULL, S(file), 0, 0, NULL, "EXNODE",
-     "the exNode (or give it as the argument; - reads stdin)", NULL},
-    {TOOL_OPT_STR, "output", 'o', NULL, S(output), 0, 0, NULL, "FILE",
-     "write the result here (default: rewrite EXNODE in place;\nfrom stdin: stdout)", NULL},
+    TOOL_OPT_EXNODE,
+    TOOL_OPT_REWRITE(S(output)),
     {TOOL_OPT_FN, "extend", 'd', NULL, 0, 1, INT64_MAX, NULL, "T",
      "each mapping's expiry + T (s, m, h, d)", set_mode},
     {TOOL_OPT_FN, "from-now", 's', NULL, 0, 1, INT64_MAX, NULL, "T", "expiry = now + T",
@@ -79,6 +77,15 @@ static const tool_opt_t opts[] = {
     TOOL_OPT_TABLE_END,
 };
 
+/* No mode given: as long as each depot allows. */
+static int check(void *sp, int argc, char **argv, int first)
+{
+    settings_t *f = sp;
+    if (!f->nmodes)
+        f->mode = LORS_REFRESH_MAX;
+    return TOOL_EXIT_OK;
+}
+
 static const tool_cmd_t cmd = {
     "lors_refresh",
     "Usage: lors_refresh [options] EXNODE\n"
@@ -88,19 +95,9 @@ static const tool_cmd_t cmd = {
     "Exit: 0 ok, 2 usage, 3 exNode, 4 local I/O (also the events file), 8 some\n"
     "mappings could not be extended (each is named on stderr; the others were),\n"
     "9 internal.  See lors_refresh(1).\n",
-    opts,
+    opts, sizeof(settings_t), check,
 };
 
-static int parse_flags(int argc, char **argv, settings_t *f, int *first)
-{
-    int code;
-    memset(f, 0, sizeof *f);
-    if ((code = tool_opt_parse(&cmd, argc, argv, f, first)) != TOOL_EXIT_OK)
-        return code;
-    if (!f->nmodes)
-        f->mode = LORS_REFRESH_MAX;
-    return TOOL_EXIT_OK;
-}
 
 static void fmt_time(int64_t t, char *buf, size_t size)
 {
@@ -131,7 +128,7 @@ int main(int argc, char **argv)
     lors_refresh_opts_t ro;
     lors_refresh_report_t rep;
     xnd_t *x = NULL;
-    int code, lrc, rc_loaded = 0, first;
+    int code, lrc;
     char (*where)[IBP_MAX_HOST + 96] = NULL;
     int64_t bytes = 0, start;
     double secs = 0;
@@ -140,13 +137,9 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN); /* a reader of the exNode that went away: EPIPE, exit 4 */
     memset(&rep, 0, sizeof rep);
     memset(&feed, 0, sizeof feed);
-    code = parse_flags(argc, argv, &f, &first);
+    code = tool_opt_exnode(&cmd, argc, argv, &f, &path, &x);
     if (code)
         return code;
-    rc_loaded = 1;
-    code = tool_open_exnode(TOOL, f.file, argc, argv, first, &path, &x);
-    if (code)
-        goto done;
     out = f.output ? f.output : path;
     where = calloc(x->nmaps ? x->nmaps : 1, sizeof *where);
     if (!where) {
@@ -209,7 +202,6 @@ done:
     lors_refresh_report_free(&rep);
     xnd_free(x);
     free(where);
-    if (rc_loaded)
-        tool_opt_free(&f);
+    tool_opt_free(&f);
     return code;
 }

@@ -28,7 +28,7 @@ static const char *TOOL = "lors_trim";
 
 typedef struct settings {
     tool_common_t c;
-    const char *file, *output;
+    const char *output;
     int ranges[MAX_RANGES][2]; /* -m: inclusive [lo, hi] */
     size_t nranges;
     lors_depot_t depots[MAX_DEPOTS];
@@ -91,10 +91,8 @@ static int set_depot(void *sp, const tool_opt_t *o, const char *name, const char
 #define S(field) TOOL_OFF(settings_t, field)
 
 static const tool_opt_t opts[] = {
-    {TOOL_OPT_STR, "file", 'f', NULL, S(file), 0, 0, NULL, "EXNODE",
-     "the exNode (or give it as the argument; - reads stdin)", NULL},
-    {TOOL_OPT_STR, "output", 'o', NULL, S(output), 0, 0, NULL, "FILE",
-     "write the result here (default: rewrite EXNODE in place;\nfrom stdin: stdout)", NULL},
+    TOOL_OPT_EXNODE,
+    TOOL_OPT_REWRITE(S(output)),
     {TOOL_OPT_FN, "mappings", 'm', NULL, 0, 0, 0, NULL, "LIST",
      "these mapping numbers, as lors_ls shows them: \"0,3,5-7\"", set_list},
     {TOOL_OPT_FN, "depot", 0, NULL, 0, 0, 0, NULL, "H:P[/RID]",
@@ -115,6 +113,18 @@ static const tool_opt_t opts[] = {
     TOOL_OPT_TABLE_END,
 };
 
+/* -d and -n exclude each other, and something must be chosen. */
+static int check(void *sp, int argc, char **argv, int first)
+{
+    const settings_t *f = sp;
+    if (f->free_allocs && f->exnode_only)
+        return tool_usage(TOOL, "-d frees the allocations, -n only edits the exNode: "
+                                "choose one");
+    if (!f->nranges && !f->ndepots && !f->dead)
+        return tool_usage(TOOL, "nothing to remove: give -m, --depot or -u");
+    return TOOL_EXIT_OK;
+}
+
 static const tool_cmd_t cmd = {
     "lors_trim",
     "Usage: lors_trim [options] EXNODE\n"
@@ -124,25 +134,10 @@ static const tool_cmd_t cmd = {
     "Exit: 0 ok, 2 usage, 3 exNode, 4 local I/O (also the events file), 6 the trim\n"
     "would leave bytes with no copy (nothing changed), 8 removed but some allocations\n"
     "could not be freed, 9 internal.  See lors_trim(1).\n",
-    opts,
+    opts, sizeof(settings_t), check,
 };
 
 
-static int parse_flags(int argc, char **argv, settings_t *f, int *first)
-{
-    int code;
-    memset(f, 0, sizeof *f);
-    if ((code = tool_opt_parse(&cmd, argc, argv, f, first)) != TOOL_EXIT_OK)
-        return code;
-    if (f->free_allocs && f->exnode_only)
-        code = tool_usage(TOOL, "-d frees the allocations, -n only edits the exNode: "
-                              "choose one");
-    else if (!f->nranges && !f->ndepots && !f->dead)
-        code = tool_usage(TOOL, "nothing to remove: give -m, --depot or -u");
-    if (code)
-        tool_opt_free(f);
-    return code;
-}
 
 /* The -m ranges as a sorted list of distinct numbers, each checked against the exNode. */
 static int expand_list(const settings_t *f, const xnd_t *x, int **out, size_t *n)
@@ -207,7 +202,7 @@ int main(int argc, char **argv)
     lors_trim_opts_t to;
     lors_trim_report_t rep;
     xnd_t *x = NULL;
-    int *nums = NULL, code, lrc, rc_loaded = 0, first;
+    int *nums = NULL, code, lrc;
     size_t nnums = 0;
     char (*where)[IBP_MAX_HOST + 96] = NULL;
     int64_t *len = NULL, t0;
@@ -217,13 +212,9 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN); /* a reader of the exNode that went away: EPIPE, exit 4 */
     memset(&rep, 0, sizeof rep);
     memset(&feed, 0, sizeof feed);
-    code = parse_flags(argc, argv, &f, &first);
+    code = tool_opt_exnode(&cmd, argc, argv, &f, &path, &x);
     if (code)
         return code;
-    rc_loaded = 1;
-    code = tool_open_exnode(TOOL, f.file, argc, argv, first, &path, &x);
-    if (code)
-        goto done;
     out = f.output ? f.output : path;
     code = expand_list(&f, x, &nums, &nnums);
     if (code)
@@ -300,7 +291,6 @@ done:
     free(nums);
     free(where);
     free(len);
-    if (rc_loaded)
-        tool_opt_free(&f);
+    tool_opt_free(&f);
     return code;
 }

@@ -182,44 +182,38 @@ static const tool_opt_t opts[] = {
     TOOL_OPT_TABLE_END,
 };
 
+/* One input: FILE, -f FILE, or stdin (-i, or FILE "-"); -n excludes transforms. */
+static int check(void *sp, int argc, char **argv, int first)
+{
+    settings_t *f = sp;
+    if (f->none && (f->e2e_from == TOOL_FROM_ARGV || f->checksum))
+        return tool_usage(TOOL, "-n (no transforms, no checksum) excludes -z, -a, --e2e and "
+                                "-k");
+    if (first < argc - 1)
+        return tool_usage(TOOL, "one file at a time (%s)", argv[first + 1]);
+    if (first < argc && f->file)
+        return tool_usage(TOOL, "two inputs: -f %s and %s", f->file, argv[first]);
+    if (first < argc)
+        f->file = argv[first];
+    if (f->file && strcmp(f->file, "-") == 0) {
+        f->file = NULL;
+        f->use_stdin = 1;
+    }
+    if (f->file && f->use_stdin)
+        return tool_usage(TOOL, "two inputs: %s and stdin (-i)", f->file);
+    if (!f->file && !f->use_stdin)
+        return tool_usage(TOOL, "no input: give FILE, -f FILE, or -i for stdin");
+    return TOOL_EXIT_OK;
+}
+
 static const tool_cmd_t cmd = {
     "lors_upload",
     "Usage: lors_upload [options] FILE\n"
     "       lors_upload [options] -i < INPUT      (or FILE \"-\")\n"
     "Store a file on IBP depots, striped in fragments and copied, and write its exNode.\n\n",
     "\nExit: 0 ok, 2 usage, 4 local I/O, 5 depots, 7 key, 9 internal.  See lors_upload(1).\n",
-    opts,
+    opts, sizeof(settings_t), check,
 };
-
-static int parse_flags(int argc, char **argv, settings_t *f)
-{
-    int first, code;
-    memset(f, 0, sizeof *f);
-    if ((code = tool_opt_parse(&cmd, argc, argv, f, &first)) != TOOL_EXIT_OK)
-        return code;
-    code = TOOL_EXIT_USAGE;
-    if (f->none && (f->e2e_from == TOOL_FROM_ARGV || f->checksum))
-        tool_usage(TOOL, "-n (no transforms, no checksum) excludes -z, -a, --e2e and -k");
-    else if (first < argc - 1)
-        tool_usage(TOOL, "one file at a time (%s)", argv[first + 1]);
-    else if (first < argc && f->file)
-        tool_usage(TOOL, "two inputs: -f %s and %s", f->file, argv[first]);
-    else
-        code = TOOL_EXIT_OK;
-    if (code == TOOL_EXIT_OK && first < argc)
-        f->file = argv[first];
-    if (code == TOOL_EXIT_OK && f->file && strcmp(f->file, "-") == 0) {
-        f->file = NULL;
-        f->use_stdin = 1;
-    }
-    if (code == TOOL_EXIT_OK && f->file && f->use_stdin)
-        code = tool_usage(TOOL, "two inputs: %s and stdin (-i)", f->file);
-    else if (code == TOOL_EXIT_OK && !f->file && !f->use_stdin)
-        code = tool_usage(TOOL, "no input: give FILE, -f FILE, or -i for stdin");
-    if (code != TOOL_EXIT_OK)
-        tool_opt_free(f);
-    return code;
-}
 
 /* The input: open it, position it at -O, and find its length (-1: a pipe, unknown). */
 static int open_input(const settings_t *f, int *fd, int64_t *length)
@@ -367,17 +361,16 @@ int main(int argc, char **argv)
     xnd_t *x = NULL;
     unsigned char key[LORS_KEY_BYTES];
     char notes[256] = "", xndpath[PATH_MAX + 8], namebuf[PATH_MAX], err[512];
-    int code, lrc, rc_loaded = 0, in = -1;
+    int code, lrc, first, in = -1;
     int64_t length = -1;
     const char *out;
 
     signal(SIGPIPE, SIG_IGN); /* a reader of the exNode that went away: EPIPE, exit 4 */
     memset(&rep, 0, sizeof rep);
     memset(&feed, 0, sizeof feed);
-    code = parse_flags(argc, argv, &f);
+    code = tool_opt_parse(&cmd, argc, argv, &f, &first);
     if (code)
         return code;
-    rc_loaded = 1;
 
     lors_upload_opts_init(&o);
     o.copies = f.copies;
@@ -514,7 +507,6 @@ done:
     xnd_free(x);
     free(depots);
     tool_lbone_meter_free(meter);
-    if (rc_loaded)
-        tool_opt_free(&f);
+    tool_opt_free(&f);
     return code;
 }

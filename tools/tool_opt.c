@@ -261,7 +261,7 @@ int tool_opt_parse(const tool_cmd_t *cmd, int argc, char **argv, void *s, int *f
     char err[640], name[64];
     int code = TOOL_EXIT_OK, ch;
 
-    memset(&c->rc, 0, sizeof c->rc);
+    memset(s, 0, cmd->size);
     if (argtab_build(cmd->opts, &t) < 0) {
         tool_error(cmd->name, "out of memory");
         return TOOL_EXIT_INTERNAL;
@@ -341,9 +341,23 @@ int tool_opt_parse(const tool_cmd_t *cmd, int argc, char **argv, void *s, int *f
         }
     }
     *first = optind;
+    if (cmd->check)
+        code = cmd->check(s, argc, argv, optind);
 out:
     argtab_free(&t);
     if (code != TOOL_EXIT_OK)
+        tool_opt_free(s);
+    return code;
+}
+
+int tool_opt_exnode(const tool_cmd_t *cmd, int argc, char **argv, void *s,
+                    const char **path, xnd_t **x)
+{
+    int first, code = tool_opt_parse(cmd, argc, argv, s, &first);
+    *x = NULL;
+    if (code == TOOL_EXIT_OK &&
+        (code = tool_open_exnode(cmd->name, ((tool_common_t *)s)->file, argc, argv, first,
+                                 path, x)) != TOOL_EXIT_OK)
         tool_opt_free(s);
     return code;
 }

@@ -73,6 +73,7 @@ struct tool_opt {
 
 /* What every program has, first in its settings struct. */
 typedef struct tool_common {
+    const char *file;    /* -f: the exNode of the programs that work on one */
     const char *rcfile;  /* --rc */
     int no_rc;           /* --no-rc */
     int verbose;         /* -V, rc VERBOSE */
@@ -84,20 +85,29 @@ typedef struct tool_common {
     tool_rc_t rc;        /* the rc file's other settings: DEPOT, LBONE_SERVER, LOCATION... */
 } tool_common_t;
 
-/* A program: its name, the lines of --help before the options and after them, its table. */
+/* A program: its name, the lines of --help before the options and after them, its table,
+ * the size of its settings, and what it checks once every flag is in (its operands argv[first..]
+ * too): an exit code after one line on stderr, or TOOL_EXIT_OK.  check may be NULL. */
 typedef struct tool_cmd {
     const char *name;
     const char *synopsis;
     const char *epilog;
     const tool_opt_t *opts;
+    size_t size;
+    int (*check)(void *settings, int argc, char **argv, int first);
 } tool_cmd_t;
 
-/* Parse: defaults, then the rc file (--rc FILE, else $LNS_RC, else ~/.xndrc; none with
- * --no-rc), then argv.  --help and --version print and exit 0.  TOOL_EXIT_OK with *first the
- * index of the first operand in argv (reordered: operands last), or TOOL_EXIT_USAGE after
- * one line on stderr.  settings must start with a tool_common_t; free it with
- * tool_opt_free. */
+/* Parse into settings (cmd->size bytes, cleared first): defaults, then the rc file (--rc FILE,
+ * else $LNS_RC, else ~/.xndrc; none with --no-rc), then argv, then cmd->check.  --help and
+ * --version print and exit 0.  TOOL_EXIT_OK with *first the index of the first operand in
+ * argv (reordered: operands last), or the exit code after one line on stderr (nothing then
+ * to free).  settings must start with a tool_common_t; free it with tool_opt_free. */
 int tool_opt_parse(const tool_cmd_t *cmd, int argc, char **argv, void *settings, int *first);
+/* The same for a program that works on one exNode (-f FILE or one operand): then reads it
+ * (tool_open_exnode).  TOOL_EXIT_OK with *path and *x set, or the exit code after one line,
+ * with nothing left to free. */
+int tool_opt_exnode(const tool_cmd_t *cmd, int argc, char **argv, void *settings,
+                    const char **path, xnd_t **x);
 void tool_opt_free(void *settings);
 
 /* --help's text for cmd on f. */
@@ -142,6 +152,13 @@ int tool_opt_set(void *settings, const tool_opt_t *o, const char *name, const ch
     {TOOL_OPT_SWITCH, "hard", 'h', NULL, off, IBP_HARD, 0, NULL, NULL, \
      "hard storage (the default)", NULL}, \
     {TOOL_OPT_FN, NULL, 0, "STORAGE_TYPE", off, 0, 0, NULL, NULL, NULL, tool_opt_storage}
+/* -f EXNODE, and -o FILE for the programs that rewrite the exNode they read. */
+#define TOOL_OPT_EXNODE \
+    {TOOL_OPT_STR, "file", 'f', NULL, TOOL_C(file), 0, 0, NULL, "EXNODE", \
+     "the exNode (or give it as the argument; - reads stdin)", NULL}
+#define TOOL_OPT_REWRITE(off) \
+    {TOOL_OPT_STR, "output", 'o', NULL, off, 0, 0, NULL, "FILE", \
+     "write the result here (default: rewrite EXNODE in place;\nfrom stdin: stdout)", NULL}
 #define TOOL_OPT_HEADING(text) {TOOL_OPT_SECTION, NULL, 0, NULL, TOOL_NOFIELD, 0, 0, NULL, NULL, text, NULL}
 #define TOOL_OPT_TABLE_END {TOOL_OPT_END, NULL, 0, NULL, TOOL_NOFIELD, 0, 0, NULL, NULL, NULL, NULL}
 

@@ -35,7 +35,8 @@ static const tool_opt_t opts[] = {
     TOOL_OPT_TABLE_END,
 };
 
-static const tool_cmd_t cmd = {"test_tool", "Usage: test_tool [options]\n", NULL, opts};
+static const tool_cmd_t cmd = {"test_tool", "Usage: test_tool [options]\n", NULL, opts,
+                               sizeof(settings_t), NULL};
 
 /* Parse argv (a NULL-ended list) with the rc file holding rc (NULL: --no-rc). */
 static int parse(const char *rc, settings_t *s, int *first, ...)
