@@ -83,29 +83,6 @@ static const tool_cmd_t cmd = {
 };
 
 
-/* One line per piece that did not go depot to depot, or whose copy moved elsewhere. */
-static void print_issues(const lors_report_t *rep)
-{
-    for (size_t i = 0; i < rep->nissues; i++) {
-        const lors_issue_t *is = &rep->issues[i];
-        char from[IBP_MAX_HOST + IBP_MAX_RID + 16], to[IBP_MAX_HOST + IBP_MAX_RID + 16];
-        lors_depot_format(&is->depot, from, sizeof from);
-        lors_depot_format(&is->moved_to, to, sizeof to);
-        long long a = (long long)is->offset, b = (long long)(is->offset + is->length - 1);
-        if (is->relayed)
-            tool_error(TOOL, "piece %d (bytes %lld-%lld): %s from %s to %s failed (%s); "
-                           "relayed through this client", is->fragment, a, b, is->op, from, to,
-                           ibp_strerror(is->ibp_err));
-        else if (is->moved)
-            tool_error(TOOL, "piece %d (bytes %lld-%lld): %s on %s failed (%s); the copy "
-                           "went to %s", is->fragment, a, b, is->op, from,
-                           ibp_strerror(is->ibp_err), to);
-        else
-            tool_error(TOOL, "piece %d (bytes %lld-%lld): %s on %s failed (%s); no depot "
-                           "left for it", is->fragment, a, b, is->op, from,
-                           ibp_strerror(is->ibp_err));
-    }
-}
 
 /* The event stream's BEGIN line: what this augment is, for a reader that sees nothing else. */
 static void begin_line(tool_events_t *es, const char *path, const lors_augment_opts_t *ao)
@@ -196,7 +173,7 @@ int main(int argc, char **argv)
     tool_progress_finish(feed.bar); /* end the bar's line before any message */
     feed.bar = NULL;
     if (!f.c.quiet)
-        print_issues(&rep);
+        tool_print_issues(TOOL, &rep, 1);
     if (lrc != LORS_OK) {
         tool_error(TOOL, "%s: %s", path, rep.error[0] ? rep.error : lors_strerror(lrc));
         code = tool_exit_code(lrc);

@@ -268,24 +268,6 @@ static int check_output(const char *out)
     return TOOL_EXIT_OK;
 }
 
-static void print_issues(const lors_report_t *rep)
-{
-    for (size_t i = 0; i < rep->nissues; i++) {
-        const lors_issue_t *is = &rep->issues[i];
-        char from[IBP_MAX_HOST + IBP_MAX_RID + 16], to[IBP_MAX_HOST + IBP_MAX_RID + 16];
-        lors_depot_format(&is->depot, from, sizeof from);
-        lors_depot_format(&is->moved_to, to, sizeof to);
-        long long a = (long long)is->offset, b = (long long)(is->offset + is->length - 1);
-        if (is->moved)
-            tool_error(TOOL, "fragment %d copy %d (bytes %lld-%lld): %s on %s failed (%s); "
-                           "stored on %s instead", is->fragment, is->copy, a, b, is->op, from,
-                           ibp_strerror(is->ibp_err), to);
-        else
-            tool_error(TOOL, "fragment %d copy %d (bytes %lld-%lld): %s on %s failed (%s); "
-                           "no depot left for it", is->fragment, is->copy, a, b, is->op, from,
-                           ibp_strerror(is->ibp_err));
-    }
-}
 
 static void print_report(const lors_upload_opts_t *o, const lors_report_t *rep,
                          const char *out, const char *notes)
@@ -477,7 +459,7 @@ int main(int argc, char **argv)
     tool_progress_finish(feed.bar); /* end the bar's line before any message */
     feed.bar = NULL;
     if (!f.c.quiet)
-        print_issues(&rep);
+        tool_print_issues(TOOL, &rep, 0);
     if (lrc != LORS_OK) {
         tool_error(TOOL, "%s: %s", f.file ? f.file : "stdin",
                        rep.error[0] ? rep.error : lors_strerror(lrc));

@@ -173,6 +173,10 @@ int tool_feed_open(const char *tool, tool_feed_t *f, const char *events,
 lors_event_fn tool_feed_fn(const tool_feed_t *f); /* NULL when nobody listens */
 void tool_feed_close(tool_feed_t *f);            /* finishes the bar, closes the stream */
 
+/* One line on stderr per issue an upload (pieces 0: "fragment F copy C") or an augment
+ * (pieces 1: "piece P") worked around, or could not. */
+void tool_print_issues(const char *tool, const lors_report_t *rep, int pieces);
+
 /* The depot of a mapping, "host:port[/rid]", from its first capability that parses (read,
  * write, manage); "-" if none does. */
 void tool_mapping_depot(const xnd_mapping_t *m, char *buf, size_t size);

@@ -145,6 +145,35 @@ int tool_depots(const char *tool, const char *list, const tool_rc_t *rc, lors_de
     return TOOL_EXIT_OK;
 }
 
+/* ---- reports ---- */
+
+void tool_print_issues(const char *tool, const lors_report_t *rep, int pieces)
+{
+    for (size_t i = 0; i < rep->nissues; i++) {
+        const lors_issue_t *is = &rep->issues[i];
+        char from[IBP_MAX_HOST + IBP_MAX_RID + 16], to[IBP_MAX_HOST + IBP_MAX_RID + 16];
+        char what[64];
+        lors_depot_format(&is->depot, from, sizeof from);
+        lors_depot_format(&is->moved_to, to, sizeof to);
+        if (pieces)
+            snprintf(what, sizeof what, "piece %d", is->fragment);
+        else
+            snprintf(what, sizeof what, "fragment %d copy %d", is->fragment, is->copy);
+        long long a = (long long)is->offset, b = (long long)(is->offset + is->length - 1);
+        if (is->relayed)
+            tool_error(tool, "%s (bytes %lld-%lld): %s from %s to %s failed (%s); relayed "
+                       "through this client", what, a, b, is->op, from, to,
+                       ibp_strerror(is->ibp_err));
+        else if (is->moved)
+            tool_error(tool, "%s (bytes %lld-%lld): %s on %s failed (%s); %s %s%s", what, a, b,
+                       is->op, from, ibp_strerror(is->ibp_err),
+                       pieces ? "the copy went to" : "stored on", to, pieces ? "" : " instead");
+        else
+            tool_error(tool, "%s (bytes %lld-%lld): %s on %s failed (%s); no depot left for it",
+                       what, a, b, is->op, from, ibp_strerror(is->ibp_err));
+    }
+}
+
 /* ---- the event feed ---- */
 
 int tool_feed_open(const char *tool, tool_feed_t *f, const char *events,
