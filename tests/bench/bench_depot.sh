@@ -17,13 +17,10 @@
 # temporary directory, also on failure or Ctrl-C.
 set -euo pipefail
 
-BUILD=${1:?usage: bench_depot.sh BUILD_DIR}
-BENCH_NAME=bench_depot
 . "$(dirname "$0")/lib.sh"
-RUNS=${BENCH_RUNS:-5}
+bench_runs 5
 SIZE_ARG=${BENCH_SIZE:-1G}
 SMALL_SECONDS=${BENCH_SMALL_SECONDS:-8}
-[ "$RUNS" -ge 3 ] || { echo "bench_depot: BENCH_RUNS must be >= 3" >&2; exit 2; }
 
 BENCH=$BUILD/bench/bench_ibp
 bench_need_built "$BIN/ibp_depot" "$BENCH"

@@ -24,10 +24,8 @@
 # stops every process this script started and removes its directory, also on failure.
 set -euo pipefail
 
-BUILD=${1:?usage: bench_lors.sh BUILD_DIR}
-BENCH_NAME=bench_lors
 . "$(dirname "$0")/lib.sh"
-RUNS=${BENCH_RUNS:-7}
+bench_runs 7
 SIZE_ARG=${BENCH_SIZE:-512M}
 BIG_ARG=${BENCH_BIG:-4G}
 OURS1=${BENCH_OURS1:--t 4 -a 4}
@@ -36,7 +34,6 @@ OURS4=${BENCH_OURS4:--t 4 -a 2}
 # cache (with one, every byte is copied once more before the write to /dev/null).
 ARIA2=${BENCH_ARIA2:--s4 -x4 -k1M --disk-cache=0}
 DEFAULT_BUFFER_MB=64 # lors_download_opts_init: buffer_bytes = 64 MiB
-[ "$RUNS" -ge 3 ] || { echo "bench_lors: BENCH_RUNS must be >= 3" >&2; exit 2; }
 
 DRIVER=$BUILD/bench/bench_lors_dl
 bench_need_built "$BIN/ibp_depot" "$DRIVER" "$BUILD/bench/bench_ibp"

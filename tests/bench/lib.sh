@@ -1,14 +1,17 @@
 # lib.sh -- what the loopback benchmarks share: checks, a work directory cleaned up by a trap,
 # the statistics of rounds, the machine line, and starting ibp_depot and nginx servers.
 #
-#   BENCH_NAME=bench_x; BUILD=...; . "$(dirname "$0")/lib.sh"
+#   . "$(dirname "$0")/lib.sh"; bench_runs 5
 #
-# Sourced by bench_depot.sh and bench_lors.sh (bash, set -euo pipefail), after they set
-# BENCH_NAME (the prefix of every message) and BUILD (the build directory).  bench_workdir
+# Sourced by bench_depot.sh and bench_lors.sh (bash, set -euo pipefail) with their arguments:
+# it sets BENCH_NAME (the script's name, the prefix of every message) and BUILD (the build
+# directory, the one argument).  bench_workdir
 # makes $WORK; every server started here runs on 127.0.0.1, on a port the kernel picks, and
 # its pid goes in PIDS, which the EXIT trap stops before it removes $WORK, also on failure or
 # Ctrl-C, after showing the end of every log on failure.
 
+BENCH_NAME=$(basename "$0" .sh)
+BUILD=${1:?usage: $BENCH_NAME.sh BUILD_DIR}
 BIN=$BUILD/bin
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
@@ -28,6 +31,13 @@ bench_need_tools() {
         command -v "$t" >/dev/null 2>&1 || [ -x "/usr/sbin/$t" ] ||
             { echo "$BENCH_NAME: $t: not installed ($hint)" >&2; exit 2; }
     done
+}
+
+# bench_runs DEFAULT: RUNS from BENCH_RUNS (else DEFAULT); exit 2 below 3, where a median of
+# per-round ratios means little.
+bench_runs() {
+    RUNS=${BENCH_RUNS:-$1}
+    [ "$RUNS" -ge 3 ] || { echo "$BENCH_NAME: BENCH_RUNS must be >= 3" >&2; exit 2; }
 }
 
 # Bytes of a size with an optional M or G (MiB, GiB) suffix.

@@ -111,6 +111,16 @@ int lns_test_run_echo(const char *cmd)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+void lns_test_script(const char *path, const char *skip_why)
+{
+    char cmd[3 * PATH_MAX];
+    snprintf(cmd, sizeof cmd, "'%s' '%s' 2>&1", path, lns_test_bindir());
+    int rc = lns_test_run_echo(cmd);
+    if (rc == 77)
+        printf("%s\n", skip_why);
+    CU_ASSERT_EQUAL(rc, 0);
+}
+
 void lns_test_sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};

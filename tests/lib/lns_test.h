@@ -43,6 +43,10 @@ void lns_test_slurp(const char *path, char *buf, size_t size);
 int lns_test_find_file(const char *rel, char *out, size_t size);
 /* Run a shell command, print its output indented; its exit status, or -1 without one. */
 int lns_test_run_echo(const char *cmd);
+/* Run a test script with the bin directory as its one argument and print its output; it must
+ * exit 0.  Exit 77 means it could not run here: skip_why is printed first, and the test still
+ * fails. */
+void lns_test_script(const char *path, const char *skip_why);
 /* Fill buf with deterministic pseudo-random bytes from seed. */
 void lns_test_fill(void *buf, size_t n, uint64_t seed);
 /* Sleep ms milliseconds. */

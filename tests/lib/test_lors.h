@@ -19,6 +19,14 @@ void tl_lors_depot(const test_depot_t *d, lors_depot_t *l);
 int tl_fleet_start(test_depot_t *dep, lors_depot_t *ldep, int n, ibp_client_t **cli);
 /* Stop them; 0 if every depot's log is free of sanitizer reports, else -1. */
 int tl_fleet_stop(test_depot_t *dep, int n, ibp_client_t *cli);
+/* A program's one fleet of n depots: the statics dep, ldep and cli, and fleet_start and
+ * fleet_stop to start and stop it (as CUnit suite functions, or called from them). */
+#define TL_FLEET(n)                                                                            \
+    static test_depot_t dep[n];                                                                \
+    static lors_depot_t ldep[n];                                                               \
+    static ibp_client_t *cli;                                                                  \
+    static int fleet_start(void) { return tl_fleet_start(dep, ldep, n, &cli); }                \
+    static int fleet_stop(void) { return tl_fleet_stop(dep, n, cli); }
 
 /* n deterministic bytes from seed, malloc'd (at least 1 byte, so n may be 0). */
 unsigned char *tl_data(size_t n, uint64_t seed);

@@ -252,58 +252,71 @@ static void fake_cap(const fake_t *f, const char *kind, char *buf, size_t size)
     snprintf(buf, size, "ibp://127.0.0.1:%d/0#0123456789abcdef/42/%s", f->port, kind);
 }
 
+/* What a scripted case starts with: the fake depot, a capability of one kind on it, and a
+ * client with the given io timeout. */
+typedef struct scene {
+    fake_t f;
+    char cap[256];
+    ibp_client_t *c;
+} scene_t;
+
+static void scene_start(scene_t *sc, const step_t *steps, int nsteps, const char *kind, int io_ms)
+{
+    CU_ASSERT_EQUAL_FATAL(fake_start(&sc->f, steps, nsteps), 0);
+    fake_cap(&sc->f, kind, sc->cap, sizeof sc->cap);
+    sc->c = client_with(8, 30, io_ms);
+}
+
+static void scene_end(scene_t *sc)
+{
+    ibp_client_free(sc->c);
+    fake_stop(&sc->f);
+}
+
+/* Two probes in a row, what each must return, and what the depot then has seen. */
+static void probe_twice(scene_t *sc, ibp_probe_t *p, int first, int second, int conns,
+                        int requests)
+{
+    CU_ASSERT_EQUAL(ibp_probe(sc->c, sc->cap, p), first);
+    CU_ASSERT_EQUAL(ibp_probe(sc->c, sc->cap, p), second);
+    CU_ASSERT_EQUAL(sc->f.conns, conns);
+    CU_ASSERT_EQUAL(sc->f.requests, requests);
+}
+
 /* A pooled connection closed by the depot as the request arrives: retried once, quietly. */
 static void test_retry_reused(void)
 {
     static const step_t steps[] = {{PROBE_OK, 0, KEEP}, {NULL, 0, CLOSE}, {PROBE_OK, 0, KEEP}};
-    fake_t f;
-    char cap[256];
+    scene_t sc;
     ibp_probe_t p;
-    CU_ASSERT_EQUAL_FATAL(fake_start(&f, steps, NSTEPS(steps)), 0);
-    fake_cap(&f, "MANAGE", cap, sizeof cap);
-    ibp_client_t *c = client_with(8, 30, 5000);
-    CU_ASSERT_EQUAL(ibp_probe(c, cap, &p), IBP_OK);
-    CU_ASSERT_EQUAL(ibp_probe(c, cap, &p), IBP_OK);
+    scene_start(&sc, steps, NSTEPS(steps), "MANAGE", 5000);
+    probe_twice(&sc, &p, IBP_OK, IBP_OK, 2, 3);
     CU_ASSERT_EQUAL(p.cur_size, 10);
-    CU_ASSERT_EQUAL(f.conns, 2);
-    CU_ASSERT_EQUAL(f.requests, 3);
-    ibp_client_free(c);
-    fake_stop(&f);
+    scene_end(&sc);
 }
 
 /* The same on a new connection is the depot's failure, not a stale pool: no retry. */
 static void test_no_retry_fresh(void)
 {
     static const step_t steps[] = {{NULL, 0, CLOSE}, {PROBE_OK, 0, KEEP}};
-    fake_t f;
-    char cap[256];
+    scene_t sc;
     ibp_probe_t p;
-    CU_ASSERT_EQUAL_FATAL(fake_start(&f, steps, NSTEPS(steps)), 0);
-    fake_cap(&f, "READ", cap, sizeof cap);
-    ibp_client_t *c = client_with(8, 30, 5000);
-    CU_ASSERT_EQUAL(ibp_probe(c, cap, &p), IBP_E_SOCK_READ);
-    CU_ASSERT_EQUAL(f.requests, 1);
-    CU_ASSERT_EQUAL(f.conns, 1);
-    ibp_client_free(c);
-    fake_stop(&f);
+    scene_start(&sc, steps, NSTEPS(steps), "READ", 5000);
+    CU_ASSERT_EQUAL(ibp_probe(sc.c, sc.cap, &p), IBP_E_SOCK_READ);
+    CU_ASSERT_EQUAL(sc.f.requests, 1);
+    CU_ASSERT_EQUAL(sc.f.conns, 1);
+    scene_end(&sc);
 }
 
 /* Only once: a second failure on the new connection is returned. */
 static void test_retry_once(void)
 {
     static const step_t steps[] = {{PROBE_OK, 0, KEEP}, {NULL, 0, CLOSE}, {NULL, 0, CLOSE}};
-    fake_t f;
-    char cap[256];
+    scene_t sc;
     ibp_probe_t p;
-    CU_ASSERT_EQUAL_FATAL(fake_start(&f, steps, NSTEPS(steps)), 0);
-    fake_cap(&f, "READ", cap, sizeof cap);
-    ibp_client_t *c = client_with(8, 30, 5000);
-    CU_ASSERT_EQUAL(ibp_probe(c, cap, &p), IBP_OK);
-    CU_ASSERT_EQUAL(ibp_probe(c, cap, &p), IBP_E_SOCK_READ);
-    CU_ASSERT_EQUAL(f.requests, 3);
-    CU_ASSERT_EQUAL(f.conns, 2);
-    ibp_client_free(c);
-    fake_stop(&f);
+    scene_start(&sc, steps, NSTEPS(steps), "READ", 5000);
+    probe_twice(&sc, &p, IBP_OK, IBP_E_SOCK_READ, 2, 3);
+    scene_end(&sc);
 }
 
 /* "-66": the depot wants us to back off, so it is returned, not retried, even on a pooled
@@ -312,20 +325,13 @@ static void test_out_of_sockets(void)
 {
     static const step_t steps[] = {
         {PROBE_OK, 0, KEEP}, {"-66 5\n", 0, CLOSE}, {PROBE_OK, 0, KEEP}};
-    fake_t f;
-    char cap[256];
+    scene_t sc;
     ibp_probe_t p;
-    CU_ASSERT_EQUAL_FATAL(fake_start(&f, steps, NSTEPS(steps)), 0);
-    fake_cap(&f, "READ", cap, sizeof cap);
-    ibp_client_t *c = client_with(8, 30, 5000);
-    CU_ASSERT_EQUAL(ibp_probe(c, cap, &p), IBP_OK);
-    CU_ASSERT_EQUAL(ibp_probe(c, cap, &p), IBP_E_OUT_OF_SOCKETS);
-    CU_ASSERT_EQUAL(f.conns, 1);
-    CU_ASSERT_EQUAL(f.requests, 2);
-    CU_ASSERT_EQUAL(ibp_probe(c, cap, &p), IBP_OK);
-    CU_ASSERT_EQUAL(f.conns, 2);
-    ibp_client_free(c);
-    fake_stop(&f);
+    scene_start(&sc, steps, NSTEPS(steps), "READ", 5000);
+    probe_twice(&sc, &p, IBP_OK, IBP_E_OUT_OF_SOCKETS, 1, 2);
+    CU_ASSERT_EQUAL(ibp_probe(sc.c, sc.cap, &p), IBP_OK);
+    CU_ASSERT_EQUAL(sc.f.conns, 2);
+    scene_end(&sc);
 }
 
 /* Replies with odd white space are fine; malformed ones are BAD_FORMAT and never pooled. */
@@ -343,13 +349,13 @@ static void test_reply_forms(void)
         {"1 10\nabc", 0, CLOSE},                /* 9: LOAD cut short */
         {"1 \n", 0, KEEP},                      /* 10: INCR ok */
     };
-    fake_t f;
-    char rcap[256], mcap[256], buf[16];
+    scene_t sc;
+    char mcap[256], buf[16];
     ibp_probe_t p;
-    CU_ASSERT_EQUAL_FATAL(fake_start(&f, steps, NSTEPS(steps)), 0);
-    fake_cap(&f, "READ", rcap, sizeof rcap);
-    fake_cap(&f, "MANAGE", mcap, sizeof mcap);
-    ibp_client_t *c = client_with(8, 30, 5000);
+    scene_start(&sc, steps, NSTEPS(steps), "READ", 5000);
+    fake_cap(&sc.f, "MANAGE", mcap, sizeof mcap);
+    ibp_client_t *c = sc.c;
+    const char *rcap = sc.cap;
     CU_ASSERT_EQUAL(ibp_probe(c, rcap, &p), IBP_E_CAP_NOT_FOUND);
     CU_ASSERT_EQUAL(ibp_probe(c, rcap, &p), IBP_OK);
     CU_ASSERT_EQUAL(p.read_refs, 1);
@@ -366,10 +372,9 @@ static void test_reply_forms(void)
     CU_ASSERT_EQUAL(ibp_incr(c, mcap, IBP_READCAP), IBP_OK);
     /* a depot error (1) keeps the connection, so 1..4 share one; every malformed reply
      * (4..9) costs its connection */
-    CU_ASSERT_EQUAL(f.requests, 10);
-    CU_ASSERT_EQUAL(f.conns, 7);
-    ibp_client_free(c);
-    fake_stop(&f);
+    CU_ASSERT_EQUAL(sc.f.requests, 10);
+    CU_ASSERT_EQUAL(sc.f.conns, 7);
+    scene_end(&sc);
 }
 
 /* Version-0 STATUS: no status field, a NUL, then the close. */
@@ -408,18 +413,14 @@ static void test_status_v0_forms(void)
 static void test_timeout_fake(void)
 {
     static const step_t steps[] = {{NULL, 0, HANG}};
-    fake_t f;
-    char cap[256];
+    scene_t sc;
     ibp_probe_t p;
-    CU_ASSERT_EQUAL_FATAL(fake_start(&f, steps, NSTEPS(steps)), 0);
-    fake_cap(&f, "READ", cap, sizeof cap);
-    ibp_client_t *c = client_with(8, 30, 500);
+    scene_start(&sc, steps, NSTEPS(steps), "READ", 500);
     int64_t t0 = now_ms();
-    CU_ASSERT_EQUAL(ibp_probe(c, cap, &p), IBP_E_CLIENT_TIMEOUT);
+    CU_ASSERT_EQUAL(ibp_probe(sc.c, sc.cap, &p), IBP_E_CLIENT_TIMEOUT);
     int64_t dt = now_ms() - t0;
     CU_ASSERT(dt >= 450 && dt < 2000);
-    ibp_client_free(c);
-    fake_stop(&f);
+    scene_end(&sc);
 }
 
 /* ---- concurrency ---- */

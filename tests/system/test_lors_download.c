@@ -25,19 +25,7 @@
 #define CKBS 65536
 #define DBS ((int64_t)262144) /* download block size: 4 checksum blocks */
 
-static test_depot_t dep[ND];
-static lors_depot_t ldep[ND];
-static ibp_client_t *cli;
-
-static int suite_init(void)
-{
-    return tl_fleet_start(dep, ldep, ND, &cli);
-}
-
-static int suite_clean(void)
-{
-    return tl_fleet_stop(dep, ND, cli);
-}
+TL_FLEET(ND)
 
 /* Upload src over depots d[0..nd) with copies x fragments; fatal on failure. */
 static xnd_t *upload(const lors_depot_t *d, size_t nd, const unsigned char *src, size_t n,
@@ -414,5 +402,5 @@ static const lns_test_case tests[] = {
 
 void lns_test_register(void)
 {
-    LNS_TEST_SUITE("lors download", suite_init, suite_clean, tests);
+    LNS_TEST_SUITE("lors download", fleet_start, fleet_stop, tests);
 }

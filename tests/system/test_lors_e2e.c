@@ -28,9 +28,7 @@
 #define FRAME ((int64_t)65536)
 #define CKBS 16384
 
-static test_depot_t dep[ND];
-static lors_depot_t ldep[ND];
-static ibp_client_t *cli;
+TL_FLEET(ND)
 static const char *chains[] = {"zlib", "aes", "zlib,aes", "aes,zlib"};
 static unsigned char key[LORS_KEY_BYTES], key2[LORS_KEY_BYTES];
 
@@ -38,12 +36,7 @@ static int suite_init(void)
 {
     lns_test_fill(key, sizeof key, 4242);
     lns_test_fill(key2, sizeof key2, 4343);
-    return tl_fleet_start(dep, ldep, ND, &cli);
-}
-
-static int suite_clean(void)
-{
-    return tl_fleet_stop(dep, ND, cli);
+    return fleet_start();
 }
 
 static void uopts(lors_upload_opts_t *o, const char *chain, int copies)
@@ -555,5 +548,5 @@ static const lns_test_case tests[] = {
 
 void lns_test_register(void)
 {
-    LNS_TEST_SUITE("lors e2e", suite_init, suite_clean, tests);
+    LNS_TEST_SUITE("lors e2e", suite_init, fleet_stop, tests);
 }

@@ -23,20 +23,8 @@
 #define ND 5
 #define CKBS 65536
 
-static test_depot_t dep[ND];
-static lors_depot_t ldep[ND];
-static ibp_client_t *cli;
+TL_FLEET(ND)
 static int nvictims;
-
-static int suite_init(void)
-{
-    return tl_fleet_start(dep, ldep, ND, &cli);
-}
-
-static int suite_clean(void)
-{
-    return tl_fleet_stop(dep, ND, cli);
-}
 
 static void sleep_ms(int ms)
 {
@@ -822,5 +810,5 @@ static const lns_test_case tests[] = {
 
 void lns_test_register(void)
 {
-    LNS_TEST_SUITE("lors manage", suite_init, suite_clean, tests);
+    LNS_TEST_SUITE("lors manage", fleet_start, fleet_stop, tests);
 }

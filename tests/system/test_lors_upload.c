@@ -26,19 +26,7 @@
 #define BS ((int64_t)1572867) /* 1.5 MiB + 3: block-size fragments span two STORE chunks */
 #define CKBS 65536
 
-static test_depot_t dep[ND];
-static lors_depot_t ldep[ND];
-static ibp_client_t *cli;
-
-static int suite_init(void)
-{
-    return tl_fleet_start(dep, ldep, ND, &cli);
-}
-
-static int suite_clean(void)
-{
-    return tl_fleet_stop(dep, ND, cli);
-}
+TL_FLEET(ND)
 
 static void opts(lors_upload_opts_t *o, const lors_depot_t *d, size_t nd, int copies, int frags)
 {
@@ -581,5 +569,5 @@ static const lns_test_case tests[] = {
 
 void lns_test_register(void)
 {
-    LNS_TEST_SUITE("lors upload", suite_init, suite_clean, tests);
+    LNS_TEST_SUITE("lors upload", fleet_start, fleet_stop, tests);
 }

@@ -75,6 +75,20 @@ static void add_all(lors_sched_t *s, int nrep)
             CU_ASSERT_EQUAL(lors_sched_add_replica(s, b, d, d, 1), 0);
 }
 
+/* A scheduler with every block on each of its depots, as most cases want. */
+static lors_sched_t *mk_full(lors_sched_cfg_t *cfg)
+{
+    lors_sched_t *s = mk(cfg);
+    add_all(s, cfg->ndepots);
+    return s;
+}
+
+/* The scheduler's next answer must be a fetch; the case cannot go on otherwise. */
+static void next_fetch(lors_sched_t *s, uint64_t now, lors_sched_fetch_t *f)
+{
+    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, now, f), LORS_SCHED_FETCH);
+}
+
 static void sim_init(sim_t *m, lors_sched_t *s, int ndepots, int streams)
 {
     memset(m, 0, sizeof *m);
@@ -293,6 +307,14 @@ static void sim_run(sim_t *m, const int *cap_of)
     }
 }
 
+/* A whole simulated run: no invariant broken and every block released. */
+static void sim_all(sim_t *m, const int *cap_of, uint32_t nblocks)
+{
+    sim_run(m, cap_of);
+    CU_ASSERT_EQUAL(m->bad, 0);
+    CU_ASSERT_EQUAL(m->released, nblocks);
+}
+
 static lors_sched_cfg_t base_cfg(uint64_t nblocks, uint64_t bs, int ndepots)
 {
     lors_sched_cfg_t c;
@@ -304,24 +326,32 @@ static lors_sched_cfg_t base_cfg(uint64_t nblocks, uint64_t bs, int ndepots)
     return c;
 }
 
+/* For cases that want the redundancy trigger alone: a second fetch after `progress` later
+ * completions, no endgame, no stall deadline. */
+static lors_sched_cfg_t trigger_cfg(uint64_t nblocks, int ndepots, int progress)
+{
+    lors_sched_cfg_t c = base_cfg(nblocks, 1000, ndepots);
+    c.progress = progress;
+    c.endgame = 0;
+    c.stall_ns = 0;
+    return c;
+}
+
 /* (1) one depot, in-order fetch, in-order release, budget never exceeded */
 static void test_one_depot(void)
 {
     lors_sched_cfg_t c = base_cfg(64, 1000, 1);
     c.buffer_bytes = 4 * 1000;
     c.redundancy = 1;
-    lors_sched_t *s = mk(&c);
-    add_all(s, 1);
+    lors_sched_t *s = mk_full(&c);
     sim_t m;
     sim_init(&m, s, 1, 4);
     m.check_budget = 1;
     m.budget = c.buffer_bytes;
     int caps[1] = {4};
-    sim_run(&m, caps);
-    CU_ASSERT_EQUAL(m.bad, 0);
+    sim_all(&m, caps, 64);
     CU_ASSERT_FALSE(m.stuck);
     CU_ASSERT_FALSE(m.failed);
-    CU_ASSERT_EQUAL(m.released, 64);
     lors_sched_totals_t t;
     lors_sched_totals(s, &t);
     CU_ASSERT_EQUAL(t.bytes_released, 64000);
@@ -341,15 +371,12 @@ static void test_fast_depot_wins(void)
         lors_sched_cfg_t c = base_cfg(400, 64 * 1024, 2);
         c.depot_cap = 8;
         c.redundancy = R;
-        lors_sched_t *s = mk(&c);
-        add_all(s, 2);
+        lors_sched_t *s = mk_full(&c);
         sim_t m;
         sim_init(&m, s, 2, 4);
         m.bw[0] = 1e6;
         m.bw[1] = 10e6;
-        sim_run(&m, NULL);
-        CU_ASSERT_EQUAL(m.bad, 0);
-        CU_ASSERT_EQUAL(m.released, 400);
+        sim_all(&m, NULL, 400);
         lors_sched_depot_stats_t slow, fast;
         lors_sched_depot_stats(s, 0, &slow);
         lors_sched_depot_stats(s, 1, &fast);
@@ -367,17 +394,13 @@ static void test_fast_depot_wins(void)
  * loser is cancelled */
 static void test_redundancy(void)
 {
-    lors_sched_cfg_t c = base_cfg(10, 1000, 2);
+    lors_sched_cfg_t c = trigger_cfg(10, 2, 3);
     c.redundancy = 2;
-    c.progress = 3;
-    c.endgame = 0;
-    c.stall_ns = 0;
-    lors_sched_t *s = mk(&c);
-    add_all(s, 2);
+    lors_sched_t *s = mk_full(&c);
     lors_sched_fetch_t f[8], g;
     uint64_t cancel[LORS_SCHED_MAX_R];
     for (int i = 0; i < 4; i++) {
-        CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f[i]), LORS_SCHED_FETCH);
+        next_fetch(s, 0, &f[i]);
         CU_ASSERT_EQUAL(f[i].block, (uint32_t)i);
         CU_ASSERT_FALSE(f[i].redundant);
     }
@@ -386,17 +409,17 @@ static void test_redundancy(void)
     CU_ASSERT_EQUAL(lors_sched_complete(s, f[1].id, 100, cancel), 0);
     CU_ASSERT_EQUAL(lors_sched_complete(s, f[2].id, 200, cancel), 0);
     /* two completions ahead of block 0: not yet */
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 300, &f[4]), LORS_SCHED_FETCH);
+    next_fetch(s, 300, &f[4]);
     CU_ASSERT_EQUAL(f[4].block, 4);
     CU_ASSERT_FALSE(f[4].redundant);
     CU_ASSERT_EQUAL(lors_sched_complete(s, f[3].id, 400, cancel), 0);
     /* three: block 0 is due, on the other depot */
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 500, &g), LORS_SCHED_FETCH);
+    next_fetch(s, 500, &g);
     CU_ASSERT_EQUAL(g.block, 0);
     CU_ASSERT_TRUE(g.redundant);
     CU_ASSERT_NOT_EQUAL(g.depot, f[0].depot);
     /* R = 2 reached: the next stream gets new work */
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 600, &f[5]), LORS_SCHED_FETCH);
+    next_fetch(s, 600, &f[5]);
     CU_ASSERT_EQUAL(f[5].block, 5);
     /* the redundant copy wins; the straggler is cancelled */
     CU_ASSERT_EQUAL(lors_sched_complete(s, g.id, 700, cancel), 1);
@@ -418,15 +441,12 @@ static void test_redundancy(void)
     c = base_cfg(50, 1000, 3);
     c.stall_ns = 0;
     c.endgame = 0;
-    s = mk(&c);
-    add_all(s, 3);
+    s = mk_full(&c);
     sim_t m;
     sim_init(&m, s, 3, 6);
     m.slow_block = 3;
     m.slow_ns = 3600 * NS;
-    sim_run(&m, NULL);
-    CU_ASSERT_EQUAL(m.bad, 0);
-    CU_ASSERT_EQUAL(m.released, 50);
+    sim_all(&m, NULL, 50);
     CU_ASSERT_TRUE(m.now < 10 * NS);
     lors_sched_totals_t t;
     lors_sched_totals(s, &t);
@@ -441,16 +461,13 @@ static void test_depot_dies(void)
     lors_sched_cfg_t c = base_cfg(100, 1000, 3);
     c.fail_limit = 3;
     c.dead_retry_ns = 0;
-    lors_sched_t *s = mk(&c);
-    add_all(s, 3);
+    lors_sched_t *s = mk_full(&c);
     sim_t m;
     sim_init(&m, s, 3, 6);
     m.fails[1] = 1;
-    sim_run(&m, NULL);
-    CU_ASSERT_EQUAL(m.bad, 0);
+    sim_all(&m, NULL, 100);
     CU_ASSERT_FALSE(m.failed);
     CU_ASSERT_FALSE(m.stuck);
-    CU_ASSERT_EQUAL(m.released, 100);
     lors_sched_depot_stats_t st;
     lors_sched_depot_stats(s, 1, &st);
     CU_ASSERT_EQUAL(st.blocks_won, 0);
@@ -462,18 +479,17 @@ static void test_depot_dies(void)
     /* a depot that comes back after its retry time serves again */
     c.dead_retry_ns = NS / 100;
     c.fail_limit = 1;
-    s = mk(&c);
-    add_all(s, 3);
+    s = mk_full(&c);
     sim_init(&m, s, 3, 6);
     m.fails[0] = 1;
     m.fails[1] = 1;
     m.fails[2] = 1;
     lors_sched_fetch_t f;
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f), LORS_SCHED_FETCH);
+    next_fetch(s, 0, &f);
     CU_ASSERT_EQUAL(lors_sched_fail(s, f.id, 0, LORS_SCHED_FAIL_DEPOT), 0);
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f), LORS_SCHED_FETCH);
+    next_fetch(s, 0, &f);
     CU_ASSERT_EQUAL(lors_sched_fail(s, f.id, 0, LORS_SCHED_FAIL_DEPOT), 0);
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f), LORS_SCHED_FETCH);
+    next_fetch(s, 0, &f);
     CU_ASSERT_EQUAL(lors_sched_fail(s, f.id, 0, LORS_SCHED_FAIL_DEPOT), 0);
     /* all three dead until 10 ms: wait, with the hint */
     CU_ASSERT_EQUAL(lors_sched_next(s, 0, &f), LORS_SCHED_WAIT);
@@ -513,11 +529,10 @@ static void test_block_fails(void)
     c.off = 50;
     c.redundancy = 2;
     c.endgame = 1;
-    s = mk(&c);
-    add_all(s, 2);
+    s = mk_full(&c);
     lors_sched_fetch_t f1, f2, f;
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f1), LORS_SCHED_FETCH);
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f2), LORS_SCHED_FETCH);
+    next_fetch(s, 0, &f1);
+    next_fetch(s, 0, &f2);
     CU_ASSERT_TRUE(f2.redundant); /* endgame: nothing else pending */
     CU_ASSERT_NOT_EQUAL(f1.depot, f2.depot);
     CU_ASSERT_EQUAL(lors_sched_fail(s, f1.id, 1, LORS_SCHED_FAIL_BAD_DATA), 0);
@@ -545,12 +560,11 @@ static void test_buffer_full(void)
     lors_sched_cfg_t c = base_cfg(8, 1000, 2);
     c.buffer_bytes = 1000; /* exactly one block */
     c.stall_ns = 0;        /* no stall deadline: the only thing to wait for is the writer */
-    lors_sched_t *s = mk(&c);
-    add_all(s, 2);
+    lors_sched_t *s = mk_full(&c);
     lors_sched_fetch_t f0, f;
     uint64_t cancel[LORS_SCHED_MAX_R];
     uint32_t b;
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f0), LORS_SCHED_FETCH);
+    next_fetch(s, 0, &f0);
     CU_ASSERT_EQUAL(f0.block, 0);
     CU_ASSERT_EQUAL(lors_sched_next(s, 0, &f), LORS_SCHED_WAIT);
     CU_ASSERT_EQUAL(f.wait_until, 0);
@@ -572,13 +586,13 @@ static void test_buffer_full(void)
         lors_sched_add_replica(s, k, 1, 1, 1);
     lors_sched_depot_dead(s, 0, 1, 100);
     lors_sched_fetch_t g1;
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &g1), LORS_SCHED_FETCH);
+    next_fetch(s, 0, &g1);
     CU_ASSERT_EQUAL(g1.block, 1);
     CU_ASSERT_EQUAL(lors_sched_next(s, 0, &f), LORS_SCHED_WAIT); /* room kept for block 0 */
     CU_ASSERT_EQUAL(lors_sched_complete(s, g1.id, 50, cancel), 0);
     CU_ASSERT_EQUAL(lors_sched_next(s, 60, &f), LORS_SCHED_WAIT);
     CU_ASSERT_EQUAL(f.wait_until, 100);
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 100, &f0), LORS_SCHED_FETCH);
+    next_fetch(s, 100, &f0);
     CU_ASSERT_EQUAL(f0.block, 0);
     lors_sched_totals_t t;
     lors_sched_totals(s, &t);
@@ -599,12 +613,12 @@ static void test_buffer_full(void)
     lors_sched_add_replica(s, 3, 1, 1, 1);
     lors_sched_depot_cap(s, 0, 1);
     lors_sched_fetch_t h0, h2;
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &h0), LORS_SCHED_FETCH);
+    next_fetch(s, 0, &h0);
     CU_ASSERT_EQUAL(h0.block, 0);
     CU_ASSERT_EQUAL(lors_sched_next(s, 0, &h2), LORS_SCHED_WAIT); /* block 2: block 1's room */
     CU_ASSERT_EQUAL(lors_sched_complete(s, h0.id, 10, cancel), 0);
     CU_ASSERT_FALSE(lors_sched_releasable(s, &b)); /* 1000 of the 2000 pre-buffer */
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 10, &f), LORS_SCHED_FETCH);
+    next_fetch(s, 10, &f);
     CU_ASSERT_EQUAL(f.block, 1);
     CU_ASSERT_EQUAL(lors_sched_next(s, 10, &f0), LORS_SCHED_WAIT); /* block 3: no room */
     lors_sched_free(s);
@@ -613,16 +627,13 @@ static void test_buffer_full(void)
     for (int nd = 1; nd <= 3; nd += 2) {
         c = base_cfg(40, 1000, nd);
         c.buffer_bytes = 1000;
-        s = mk(&c);
-        add_all(s, nd);
+        s = mk_full(&c);
         sim_t m;
         sim_init(&m, s, nd, 5);
         m.check_budget = 1;
         m.budget = 1000;
-        sim_run(&m, NULL);
-        CU_ASSERT_EQUAL(m.bad, 0);
+        sim_all(&m, NULL, 40);
         CU_ASSERT_FALSE(m.stuck);
-        CU_ASSERT_EQUAL(m.released, 40);
         lors_sched_free(s);
     }
 }
@@ -633,13 +644,12 @@ static void test_prebuffer(void)
     lors_sched_cfg_t c = base_cfg(10, 1000, 1);
     c.prebuffer_bytes = 4000;
     c.buffer_bytes = 8000;
-    lors_sched_t *s = mk(&c);
-    add_all(s, 1);
+    lors_sched_t *s = mk_full(&c);
     lors_sched_fetch_t f[4];
     uint64_t cancel[LORS_SCHED_MAX_R];
     uint32_t b;
     for (int i = 0; i < 4; i++)
-        CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f[i]), LORS_SCHED_FETCH);
+        next_fetch(s, 0, &f[i]);
     CU_ASSERT_EQUAL(lors_sched_complete(s, f[0].id, 1, cancel), 0);
     CU_ASSERT_FALSE(lors_sched_releasable(s, &b));
     CU_ASSERT_EQUAL(lors_sched_complete(s, f[2].id, 2, cancel), 0);
@@ -657,10 +667,9 @@ static void test_prebuffer(void)
     /* a range shorter than the pre-buffer is released once all of it is done */
     c = base_cfg(3, 1000, 1);
     c.prebuffer_bytes = 100000;
-    s = mk(&c);
-    add_all(s, 1);
+    s = mk_full(&c);
     for (int i = 0; i < 3; i++)
-        CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f[i]), LORS_SCHED_FETCH);
+        next_fetch(s, 0, &f[i]);
     CU_ASSERT_EQUAL(lors_sched_complete(s, f[0].id, 1, cancel), 0);
     CU_ASSERT_EQUAL(lors_sched_complete(s, f[1].id, 1, cancel), 0);
     CU_ASSERT_FALSE(lors_sched_releasable(s, &b));
@@ -672,15 +681,12 @@ static void test_prebuffer(void)
     c = base_cfg(30, 1000, 2);
     c.prebuffer_bytes = 20000;
     c.buffer_bytes = 5500;
-    s = mk(&c);
-    add_all(s, 2);
+    s = mk_full(&c);
     sim_t m;
     sim_init(&m, s, 2, 4);
     m.check_budget = 1;
     m.budget = 5500;
-    sim_run(&m, NULL);
-    CU_ASSERT_EQUAL(m.bad, 0);
-    CU_ASSERT_EQUAL(m.released, 30);
+    sim_all(&m, NULL, 30);
     lors_sched_free(s);
 }
 
@@ -689,8 +695,7 @@ static void test_caps(void)
 {
     lors_sched_cfg_t c = base_cfg(300, 1000, 3);
     c.depot_cap = 2;
-    lors_sched_t *s = mk(&c);
-    add_all(s, 3);
+    lors_sched_t *s = mk_full(&c);
     int caps[3] = {1, 2, 3};
     lors_sched_depot_cap(s, 0, 1);
     lors_sched_depot_cap(s, 2, 3);
@@ -698,9 +703,7 @@ static void test_caps(void)
     sim_t m;
     sim_init(&m, s, 3, 20);
     m.bw[2] = 1e6;
-    sim_run(&m, caps);
-    CU_ASSERT_EQUAL(m.bad, 0);
-    CU_ASSERT_EQUAL(m.released, 300);
+    sim_all(&m, caps, 300);
     for (int d = 0; d < 3; d++)
         CU_ASSERT_EQUAL(m.peak[d], caps[d]); /* reached, never passed */
     lors_sched_free(s);
@@ -751,19 +754,18 @@ static void test_stall(void)
     c.progress = 3;
     c.redundancy = 2;
     c.endgame = 0;
-    lors_sched_t *s = mk(&c);
-    add_all(s, 2);
+    lors_sched_t *s = mk_full(&c);
     lors_sched_fetch_t f0, f1, g;
     uint64_t out[8];
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f0), LORS_SCHED_FETCH);
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f1), LORS_SCHED_FETCH);
+    next_fetch(s, 0, &f0);
+    next_fetch(s, 0, &f1);
     CU_ASSERT_EQUAL(lors_sched_stalled(s, NS / 2, out, 8), 0);
     CU_ASSERT_EQUAL(lors_sched_progress(s, f1.id, 10, NS / 2), 0);
     CU_ASSERT_EQUAL(lors_sched_progress(s, f0.id, 0, NS / 2), 0); /* no new bytes */
     CU_ASSERT_EQUAL(lors_sched_stalled(s, NS + NS / 5, out, 8), 1);
     CU_ASSERT_EQUAL(out[0], f0.id);
     /* block 0 has no completion ahead, but its fetch is stalled: it gets a second one */
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, NS + NS / 5, &g), LORS_SCHED_FETCH);
+    next_fetch(s, NS + NS / 5, &g);
     CU_ASSERT_EQUAL(g.block, 0);
     CU_ASSERT_TRUE(g.redundant);
     CU_ASSERT_NOT_EQUAL(g.depot, f0.depot);
@@ -778,26 +780,22 @@ static void test_stall(void)
  * flight when it is decided), not after P = 3 */
 static void test_redundancy_scales(void)
 {
-    lors_sched_cfg_t c = base_cfg(40, 1000, 2);
+    lors_sched_cfg_t c = trigger_cfg(40, 2, 3);
     c.depot_cap = 8;
-    c.progress = 3;
-    c.endgame = 0;
-    c.stall_ns = 0;
-    lors_sched_t *s = mk(&c);
-    add_all(s, 2);
+    lors_sched_t *s = mk_full(&c);
     uint64_t id[40] = {0}, t0 = NS, cancel[LORS_SCHED_MAX_R];
     lors_sched_fetch_t f;
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f), LORS_SCHED_FETCH);
+    next_fetch(s, 0, &f);
     id[f.block] = f.id; /* block 0 starts long before the others and never shows a byte */
     for (int i = 1; i < 12; i++) {
-        CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, t0, &f), LORS_SCHED_FETCH);
+        next_fetch(s, t0, &f);
         id[f.block] = f.id;
     }
     int found = 0;
     for (uint32_t k = 1; k < 20 && !found; k++) {
         uint64_t now = t0 + 1000 + k;
         CU_ASSERT_EQUAL_FATAL(lors_sched_complete(s, id[k], now, cancel), 0);
-        CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, now, &f), LORS_SCHED_FETCH);
+        next_fetch(s, now, &f);
         if (f.redundant) {
             CU_ASSERT_EQUAL(f.block, 0);
             found = (int)k;
@@ -814,28 +812,24 @@ static void test_redundancy_scales(void)
  * that fetch stops showing progress, it does */
 static void test_redundancy_pays(void)
 {
-    lors_sched_cfg_t c = base_cfg(20, 1000, 2);
-    c.progress = 1;
-    c.endgame = 0;
-    c.stall_ns = 0;
-    lors_sched_t *s = mk(&c);
-    add_all(s, 2);
+    lors_sched_cfg_t c = trigger_cfg(20, 2, 1);
+    lors_sched_t *s = mk_full(&c);
     lors_sched_fetch_t f[4], g;
     uint64_t cancel[LORS_SCHED_MAX_R];
     for (int i = 0; i < 4; i++)
-        CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f[i]), LORS_SCHED_FETCH);
+        next_fetch(s, 0, &f[i]);
     CU_ASSERT_EQUAL(f[0].block, 0);
     /* block 0 has 900 of its 1000 bytes after 900 ns: 100 ns to go; a new fetch takes 1000 */
     CU_ASSERT_EQUAL(lors_sched_progress(s, f[0].id, 900, 900), 0);
     for (int i = 1; i < 4; i++)
         CU_ASSERT_EQUAL(lors_sched_complete(s, f[i].id, 1000, cancel), 0);
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 1000, &g), LORS_SCHED_FETCH);
+    next_fetch(s, 1000, &g);
     CU_ASSERT_FALSE(g.redundant); /* three completions ahead, P = 1, and still no */
     CU_ASSERT_EQUAL(g.block, 4);
     /* no byte more for 100 us: 11 us to go at that rate, against 1 us for a new fetch (block
      * 4 ends in its 1 us: a fetch in flight for 100 us would say its depot is slow too) */
     CU_ASSERT_EQUAL(lors_sched_complete(s, g.id, 2000, cancel), 0);
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 100000, &g), LORS_SCHED_FETCH);
+    next_fetch(s, 100000, &g);
     CU_ASSERT_TRUE(g.redundant);
     CU_ASSERT_EQUAL(g.block, 0);
     CU_ASSERT_NOT_EQUAL(g.depot, f[0].depot);
@@ -845,16 +839,15 @@ static void test_redundancy_pays(void)
     c = base_cfg(2, 1000, 2);
     c.endgame = 1;
     c.stall_ns = 0;
-    s = mk(&c);
-    add_all(s, 2);
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f[0]), LORS_SCHED_FETCH);
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f[1]), LORS_SCHED_FETCH);
+    s = mk_full(&c);
+    next_fetch(s, 0, &f[0]);
+    next_fetch(s, 0, &f[1]);
     CU_ASSERT_EQUAL(lors_sched_progress(s, f[0].id, 900, 900), 0);
     CU_ASSERT_EQUAL(lors_sched_complete(s, f[1].id, 1000, cancel), 0);
     CU_ASSERT_FALSE(lors_sched_has_work(s, 1000));
     CU_ASSERT_EQUAL(lors_sched_next(s, 1000, &g), LORS_SCHED_WAIT);
     CU_ASSERT_TRUE(lors_sched_has_work(s, 100000));
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 100000, &g), LORS_SCHED_FETCH);
+    next_fetch(s, 100000, &g);
     CU_ASSERT_TRUE(g.redundant);
     CU_ASSERT_EQUAL(g.block, 0);
     lors_sched_free(s);
@@ -866,27 +859,23 @@ static void test_redundancy_pays(void)
  * go to depot 0, and block 19 arrives before the writer needs it: nothing is fetched twice. */
 static void test_lookahead(void)
 {
-    lors_sched_cfg_t c = base_cfg(64, 1000, 2);
-    c.progress = 1;
-    c.stall_ns = 0;
-    c.endgame = 0;
+    lors_sched_cfg_t c = trigger_cfg(64, 2, 1);
     c.depot_cap = 64;
-    lors_sched_t *s = mk(&c);
-    add_all(s, 2);
+    lors_sched_t *s = mk_full(&c);
     lors_sched_fetch_t f0, f1, g, slow;
     uint64_t cancel[LORS_SCHED_MAX_R];
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f0), LORS_SCHED_FETCH);
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 0, &f1), LORS_SCHED_FETCH);
+    next_fetch(s, 0, &f0);
+    next_fetch(s, 0, &f1);
     CU_ASSERT_EQUAL_FATAL(f0.depot, 0);
     CU_ASSERT_EQUAL_FATAL(f1.depot, 1);
     CU_ASSERT_EQUAL(lors_sched_complete(s, f0.id, 1000, cancel), 0);
     CU_ASSERT_EQUAL(lors_sched_complete(s, f1.id, 10000, cancel), 0);
     /* both idle: depot 1 gets a stream, for block 19; block 2 stays for depot 0 */
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 10000, &slow), LORS_SCHED_FETCH);
+    next_fetch(s, 10000, &slow);
     CU_ASSERT_EQUAL(slow.depot, 1);
     CU_ASSERT_EQUAL(slow.block, 19);
     CU_ASSERT_FALSE(slow.redundant);
-    CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, 10000, &g), LORS_SCHED_FETCH);
+    next_fetch(s, 10000, &g);
     CU_ASSERT_EQUAL(g.block, 2);
     CU_ASSERT_EQUAL(g.depot, 0);
     /* with one stream per depot, depot 0 takes the blocks below 19 in order */
@@ -896,7 +885,7 @@ static void test_lookahead(void)
     CU_ASSERT_EQUAL(lors_sched_complete(s, g.id, now, cancel), 0);
     for (uint32_t want = 3; want <= 18; want++) {
         CU_ASSERT_EQUAL(lors_sched_progress(s, slow.id, (now - 10000) / 10, now), 0);
-        CU_ASSERT_EQUAL_FATAL(lors_sched_next(s, now, &g), LORS_SCHED_FETCH);
+        next_fetch(s, now, &g);
         CU_ASSERT_EQUAL(g.block, want);
         CU_ASSERT_EQUAL(g.depot, 0);
         CU_ASSERT_FALSE(g.redundant);
@@ -927,8 +916,7 @@ static double hetero_setup(sim_t *m, lors_sched_t **s, uint32_t nb)
     lors_sched_cfg_t c = base_cfg(nb, 1 << 20, 4);
     c.depot_cap = 4;
     c.buffer_bytes = 64ull << 20;
-    *s = mk(&c);
-    add_all(*s, 4);
+    *s = mk_full(&c);
     sim_init(m, *s, 4, 8);
     double agg = 0;
     for (int d = 0; d < 4; d++)
@@ -947,10 +935,8 @@ static void test_heterogeneous(void)
     lors_sched_t *s;
     sim_t m;
     double agg = hetero_setup(&m, &s, NB);
-    sim_run(&m, NULL);
-    CU_ASSERT_EQUAL(m.bad, 0);
+    sim_all(&m, NULL, NB);
     CU_ASSERT_FALSE(m.stuck);
-    CU_ASSERT_EQUAL(m.released, NB);
     double ideal = (double)NB * (1 << 20) / agg, secs = (double)m.now / 1e9;
     lors_sched_totals_t t;
     lors_sched_totals(s, &t);
@@ -986,10 +972,8 @@ static void test_straggler(void)
     m.drop_at = 5 * NS;
     m.drop_depot = 3;
     m.drop_bw = 1e6 / 8;
-    sim_run(&m, NULL);
-    CU_ASSERT_EQUAL(m.bad, 0);
+    sim_all(&m, NULL, NB);
     CU_ASSERT_FALSE(m.stuck);
-    CU_ASSERT_EQUAL(m.released, NB);
     double total = (double)NB * (1 << 20), first = agg * 5;
     double after = agg - hetero_mbit[3] * 1e6 / 8 + m.drop_bw;
     double ideal = 5 + (total - first) / after, secs = (double)m.now / 1e9;
@@ -1012,8 +996,7 @@ static double latency_run(uint64_t lat_ns, int depot_min, int *peak)
     c.depot_cap = depot_min ? 4 : 1;
     c.depot_min = depot_min;
     c.buffer_bytes = 64ull << 20;
-    lors_sched_t *s = mk(&c);
-    add_all(s, ND);
+    lors_sched_t *s = mk_full(&c);
     sim_t m;
     sim_init(&m, s, ND, ND * c.depot_cap);
     for (int d = 0; d < ND; d++)
@@ -1021,9 +1004,7 @@ static double latency_run(uint64_t lat_ns, int depot_min, int *peak)
     m.latency = lat_ns;
     m.replied = 1;
     m.report_progress = 1;
-    sim_run(&m, NULL);
-    CU_ASSERT_EQUAL(m.bad, 0);
-    CU_ASSERT_EQUAL(m.released, NB);
+    sim_all(&m, NULL, NB);
     *peak = 0;
     for (int d = 0; d < ND; d++)
         if (m.peak[d] > *peak)
@@ -1078,10 +1059,8 @@ static void test_streaming(void)
     m.play_buf = 80 << 10;
     m.check_budget = 1;
     m.budget = c.buffer_bytes + (512 << 10); /* the writer's block may overrun it by one */
-    sim_run(&m, NULL);
-    CU_ASSERT_EQUAL(m.bad, 0);
+    sim_all(&m, NULL, NB);
     CU_ASSERT_FALSE(m.stuck);
-    CU_ASSERT_EQUAL(m.released, NB);
     printf("\n  streaming: %d underruns, %.3f s starved, played from %.2f s, last byte out at "
            "%.2f s", m.underruns, (double)m.stalled / 1e9, (double)m.play_t0 / 1e9,
            (double)m.now / 1e9);
