@@ -16,10 +16,8 @@
 typedef int (*lns_conf_set_fn)(void *arg, const char *key, const char *value, char *why,
                                size_t whylen);
 
-/* Helpers for setters: write the printf-style message to why and return -1; copy value into
+/* A helper for setters (whose errors go through lns_err_set, lns_err.h): copy value into
  * dst[size] (-1 with "KEY: value too long (at most N bytes)" when it does not fit). */
-int lns_conf_fail(char *why, size_t whylen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 int lns_conf_str(const char *key, const char *value, char *dst, size_t size, char *why,
                  size_t whylen);
 

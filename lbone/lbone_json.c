@@ -8,6 +8,7 @@
  * than its escaped form, which bounds each string's arena space by its input length.
  */
 #include "lbone_json.h"
+#include "lns_err.h"
 
 #include <errno.h>
 #include <math.h>
@@ -71,7 +72,7 @@ static int fail(parser_t *ps, const char *what)
 {
     if (!ps->failed) {
         ps->failed = 1;
-        snprintf(ps->err, ps->errlen, "offset %zu: %s", (size_t)(ps->p - ps->start), what);
+        lns_err_set(ps->err, ps->errlen, "offset %zu: %s", (size_t)(ps->p - ps->start), what);
     }
     return -1;
 }
@@ -454,7 +455,7 @@ lbone_json_doc_t *lbone_json_parse(const char *text, size_t len, char *err, size
         errlen = sizeof dummy;
     }
     if (!doc) {
-        snprintf(err, errlen, "out of memory");
+        lns_err_set(err, errlen, "out of memory");
         return NULL;
     }
     memset(&ps, 0, sizeof ps);
