@@ -26,11 +26,11 @@ static char *trim(char *s)
     return s;
 }
 
-int lns_conf_str(const char *key, const char *value, char *dst, size_t size, char *why,
-                 size_t whylen)
+int lns_conf_str(const char *key, const char *value, char *dst, size_t size, char *err,
+                 size_t errlen)
 {
     if (strlen(value) >= size)
-        return lns_err_set(why, whylen, "%s: value too long (at most %zu bytes)", key,
+        return lns_err_set(err, errlen, "%s: value too long (at most %zu bytes)", key,
                            size - 1);
     strcpy(dst, value);
     return 0;

@@ -196,9 +196,9 @@ int depot_config_set(depot_config_t *cfg, const char *key, const char *v, char *
     return lns_err_set(err, errlen, "unknown setting '%s'", key);
 }
 
-static int conf_set(void *arg, const char *key, const char *value, char *why, size_t whylen)
+static int conf_set(void *arg, const char *key, const char *value, char *err, size_t errlen)
 {
-    return depot_config_set(arg, key, value, why, whylen);
+    return depot_config_set(arg, key, value, err, errlen);
 }
 
 int depot_config_file(depot_config_t *cfg, const char *path, char *err, size_t errlen)
@@ -287,21 +287,21 @@ typedef struct {
 } args_state_t;
 
 /* A setting from the command line: the file ("config") comes before every flag. */
-static int args_set(void *arg, const char *key, const char *value, char *why, size_t whylen)
+static int args_set(void *arg, const char *key, const char *value, char *err, size_t errlen)
 {
     args_state_t *st = arg;
     depot_config_t *cfg = st->cfg;
     if (strcmp(key, "config") == 0)
-        return lns_conf_str(key, value, cfg->config_file, sizeof cfg->config_file, why, whylen) < 0
+        return lns_conf_str(key, value, cfg->config_file, sizeof cfg->config_file, err, errlen) < 0
                    ? -1
-                   : depot_config_file(cfg, value, why, whylen);
+                   : depot_config_file(cfg, value, err, errlen);
     if (strcmp(key, "check-config") == 0) {
         cfg->check_config = 1;
         return 0;
     }
     if (strcmp(key, "resource") == 0 && !st->flag_res++)
         cfg->nres = 0; /* flags replace the file's resources */
-    return depot_config_set(cfg, key, value, why, whylen);
+    return depot_config_set(cfg, key, value, err, errlen);
 }
 
 int depot_config_args(depot_config_t *cfg, int argc, char **argv, char *err, size_t errlen)

@@ -68,14 +68,14 @@ int lors__e2e_codec_init(lors__e2e_codec_t *c, const lors__e2e_chain_t *chain,
 void lors__e2e_codec_free(lors__e2e_codec_t *c); /* wipes the key */
 /* Transform frame `index` (in[0..inlen), inlen >= 1) into out, which holds at least
  * lors__e2e_max_stored(inlen) bytes.  LORS_OK, LORS_E_NOMEM or LORS_E_E2E (a library
- * failure, with why). */
+ * failure, with err). */
 int lors__e2e_encode(lors__e2e_codec_t *c, uint32_t index, const unsigned char *in,
-                     size_t inlen, unsigned char *out, size_t *outlen, char *why, size_t whylen);
-/* Undo it: out receives exactly plain_len bytes or the call fails with LORS_E_E2E and why
+                     size_t inlen, unsigned char *out, size_t *outlen, char *err, size_t errlen);
+/* Undo it: out receives exactly plain_len bytes or the call fails with LORS_E_E2E and err
  * ("authentication failed: ...", "zlib: ..."). */
 int lors__e2e_decode(lors__e2e_codec_t *c, uint32_t index, const unsigned char *in,
-                     size_t inlen, unsigned char *out, size_t plain_len, char *why,
-                     size_t whylen);
+                     size_t inlen, unsigned char *out, size_t plain_len, char *err,
+                     size_t errlen);
 
 /* The key's public name: the first 16 hex digits of SHA-256("lns-e2e-keyid" || key). */
 void lors__e2e_keyid(const unsigned char key[LORS_KEY_BYTES], char out[17]);

@@ -126,9 +126,9 @@ int lbone_config_set(lbone_srv_config_t *cfg, const char *key, const char *v, ch
     return lns_err_set(err, errlen, "unknown setting '%s'", key);
 }
 
-static int conf_set(void *arg, const char *key, const char *value, char *why, size_t whylen)
+static int conf_set(void *arg, const char *key, const char *value, char *err, size_t errlen)
 {
-    return lbone_config_set(arg, key, value, why, whylen);
+    return lbone_config_set(arg, key, value, err, errlen);
 }
 
 int lbone_config_file(lbone_srv_config_t *cfg, const char *path, char *err, size_t errlen)
@@ -199,18 +199,18 @@ static const lns_conf_opt_t opts[] = {
 static const lns_conf_cli_t cli = {usage_text, "lbone_server (lns) " LNS_VERSION "\n", opts};
 
 /* A setting from the command line: the file ("config") comes before every flag. */
-static int args_set(void *arg, const char *key, const char *value, char *why, size_t whylen)
+static int args_set(void *arg, const char *key, const char *value, char *err, size_t errlen)
 {
     lbone_srv_config_t *cfg = arg;
     if (strcmp(key, "config") == 0)
-        return lns_conf_str(key, value, cfg->config_file, sizeof cfg->config_file, why, whylen) < 0
+        return lns_conf_str(key, value, cfg->config_file, sizeof cfg->config_file, err, errlen) < 0
                    ? -1
-                   : lbone_config_file(cfg, value, why, whylen);
+                   : lbone_config_file(cfg, value, err, errlen);
     if (strcmp(key, "check-config") == 0) {
         cfg->check_config = 1;
         return 0;
     }
-    return lbone_config_set(cfg, key, value, why, whylen);
+    return lbone_config_set(cfg, key, value, err, errlen);
 }
 
 int lbone_config_args(lbone_srv_config_t *cfg, int argc, char **argv, char *err, size_t errlen)
