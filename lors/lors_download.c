@@ -780,3 +780,28 @@ int lors__download_plain(const lors_download_opts_t *o, const xnd_t *x, int out_
     lns_evlog_close(dl.netlog);
     return rc;
 }
+
+/* The public entry point: plain, or through the transforms (lors_e2e.c). */
+int lors_download_fd(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
+                     lors_dl_report_t *report)
+{
+    lors__e2e_desc_t d;
+    lors_dl_report_t local;
+    lors_dl_report_t *rep = report ? report : &local;
+    int present = 0;
+
+    if (!o || !x)
+        return lors__download_plain(o, x, out_fd, report);
+    memset(rep, 0, sizeof *rep);
+    int rc = lors__e2e_desc_read(x, &d, &present, rep->error, sizeof rep->error);
+    if (rc != LORS_OK || !present) {
+        if (!report)
+            lors_dl_report_free(&local);
+        return rc != LORS_OK ? rc : lors__download_plain(o, x, out_fd, report);
+    }
+    rc = lors__download_e2e(o, x, &d, out_fd, rep);
+    lors__e2e_desc_free(&d);
+    if (!report)
+        lors_dl_report_free(&local);
+    return rc;
+}

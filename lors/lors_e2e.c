@@ -15,6 +15,8 @@
  * the calling thread decodes frame by frame and writes only the asked plain bytes.  If it
  * stops first (a bad frame, a write error), closing the read end stops the feeder.
  * Memory: the engines' own bounds plus a stored and a plain frame on each side.
+ * lors_upload_fd/_buf (lors_upload.c) and lors_download_fd (lors_download.c) call in here
+ * only when the file has a chain.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -98,9 +100,9 @@ static void discard(const lors_upload_opts_t *o, xnd_t *x)
     xnd_free(x);
 }
 
-static int upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chain, int fd,
-                      const unsigned char *mem, int64_t length, const char *filename,
-                      xnd_t **out, lors_report_t *rep)
+int lors__upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chain, int fd,
+                     const unsigned char *mem, int64_t length, const char *filename,
+                     xnd_t **out, lors_report_t *rep)
 {
     double t0 = now_s();
     int64_t fs = o->e2e_blocksize ? o->e2e_blocksize : LORS_E2E_DEFAULT_FRAME;
@@ -180,69 +182,6 @@ static int upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chai
     rep->plain_size = d.plain_size;
     rep->seconds = now_s() - t0;
     lors__e2e_desc_free(&d);
-    return rc;
-}
-
-/* Which path: plain, or transforms (chain parsed into c). */
-static int upload_path(const lors_upload_opts_t *o, lors__e2e_chain_t *c, xnd_t **out,
-                       lors_report_t *rep)
-{
-    memset(rep, 0, sizeof *rep);
-    if (out)
-        *out = NULL;
-    if (!o || !o->e2e || !*o->e2e) {
-        c->n = 0;
-        return LORS_OK;
-    }
-    return lors__e2e_chain_parse(o->e2e, c, rep->error, sizeof rep->error);
-}
-
-int lors_upload_fd(const lors_upload_opts_t *o, int fd, int64_t length, const char *filename,
-                   xnd_t **out, lors_report_t *report)
-{
-    lors_report_t local;
-    lors_report_t *rep = report ? report : &local;
-    lors__e2e_chain_t c;
-    int rc = upload_path(o, &c, out, rep);
-    if (rc == LORS_OK && c.n == 0) {
-        rc = lors__upload_plain_fd(o, fd, length, filename, out, rep);
-        rep->plain_size = rep->size;
-    } else if (rc == LORS_OK && (fd < 0 || length < -1)) {
-        lors__report_error(rep, "upload: bad file descriptor or length");
-        rc = LORS_E_INVAL;
-    } else if (rc == LORS_OK && !out) {
-        lors__report_error(rep, "upload: no place for the exNode");
-        rc = LORS_E_INVAL;
-    } else if (rc == LORS_OK) {
-        rc = upload_e2e(o, &c, fd, NULL, length, filename, out, rep);
-    }
-    if (!report)
-        lors_report_free(&local);
-    return rc;
-}
-
-int lors_upload_buf(const lors_upload_opts_t *o, const void *buf, size_t len,
-                    const char *filename, xnd_t **out, lors_report_t *report)
-{
-    lors_report_t local;
-    lors_report_t *rep = report ? report : &local;
-    lors__e2e_chain_t c;
-    int rc = upload_path(o, &c, out, rep);
-    if (rc == LORS_OK && c.n == 0) {
-        rc = lors__upload_plain_buf(o, buf, len, filename, out, rep);
-        rep->plain_size = rep->size;
-    } else if (rc == LORS_OK && !buf && len > 0) {
-        lors__report_error(rep, "upload: no buffer");
-        rc = LORS_E_INVAL;
-    } else if (rc == LORS_OK && !out) {
-        lors__report_error(rep, "upload: no place for the exNode");
-        rc = LORS_E_INVAL;
-    } else if (rc == LORS_OK) {
-        rc = upload_e2e(o, &c, -1, buf ? buf : (const void *)"", (int64_t)len, filename, out,
-                        rep);
-    }
-    if (!report)
-        lors_report_free(&local);
     return rc;
 }
 
@@ -330,8 +269,8 @@ static void feeder_failed(const lors__e2e_desc_t *d, const feed_t *fd, int64_t o
     }
 }
 
-static int download_e2e(const lors_download_opts_t *o, const xnd_t *x,
-                        const lors__e2e_desc_t *d, int out_fd, lors_dl_report_t *rep)
+int lors__download_e2e(const lors_download_opts_t *o, const xnd_t *x, const lors__e2e_desc_t *d,
+                       int out_fd, lors_dl_report_t *rep)
 {
     double t0 = now_s();
     int64_t off = o->offset, len = o->length < 0 ? d->plain_size - o->offset : o->length;
@@ -426,29 +365,5 @@ static int download_e2e(const lors_download_opts_t *o, const xnd_t *x,
         lors__report_error(rep, "%s", mine.error);
     }
     rep->seconds = now_s() - t0;
-    return rc;
-}
-
-int lors_download_fd(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
-                     lors_dl_report_t *report)
-{
-    lors__e2e_desc_t d;
-    lors_dl_report_t local;
-    lors_dl_report_t *rep = report ? report : &local;
-    int present = 0;
-
-    if (!o || !x)
-        return lors__download_plain(o, x, out_fd, report);
-    memset(rep, 0, sizeof *rep);
-    int rc = lors__e2e_desc_read(x, &d, &present, rep->error, sizeof rep->error);
-    if (rc != LORS_OK || !present) {
-        if (!report)
-            lors_dl_report_free(&local);
-        return rc != LORS_OK ? rc : lors__download_plain(o, x, out_fd, report);
-    }
-    rc = download_e2e(o, x, &d, out_fd, rep);
-    lors__e2e_desc_free(&d);
-    if (!report)
-        lors_dl_report_free(&local);
     return rc;
 }

@@ -498,3 +498,68 @@ int lors__upload_plain_buf(const lors_upload_opts_t *o, const void *buf, size_t 
     }
     return upload(o, SRC_MEM, -1, buf, (int64_t)len, filename, out, report);
 }
+
+/* ---- the public entry points: plain, or through the transforms (lors_e2e.c) ------------ */
+
+/* Which path: plain, or transforms (chain parsed into c). */
+static int upload_path(const lors_upload_opts_t *o, lors__e2e_chain_t *c, xnd_t **out,
+                       lors_report_t *rep)
+{
+    memset(rep, 0, sizeof *rep);
+    if (out)
+        *out = NULL;
+    if (!o || !o->e2e || !*o->e2e) {
+        c->n = 0;
+        return LORS_OK;
+    }
+    return lors__e2e_chain_parse(o->e2e, c, rep->error, sizeof rep->error);
+}
+
+int lors_upload_fd(const lors_upload_opts_t *o, int fd, int64_t length, const char *filename,
+                   xnd_t **out, lors_report_t *report)
+{
+    lors_report_t local;
+    lors_report_t *rep = report ? report : &local;
+    lors__e2e_chain_t c;
+    int rc = upload_path(o, &c, out, rep);
+    if (rc == LORS_OK && c.n == 0) {
+        rc = lors__upload_plain_fd(o, fd, length, filename, out, rep);
+        rep->plain_size = rep->size;
+    } else if (rc == LORS_OK && (fd < 0 || length < -1)) {
+        lors__report_error(rep, "upload: bad file descriptor or length");
+        rc = LORS_E_INVAL;
+    } else if (rc == LORS_OK && !out) {
+        lors__report_error(rep, "upload: no place for the exNode");
+        rc = LORS_E_INVAL;
+    } else if (rc == LORS_OK) {
+        rc = lors__upload_e2e(o, &c, fd, NULL, length, filename, out, rep);
+    }
+    if (!report)
+        lors_report_free(&local);
+    return rc;
+}
+
+int lors_upload_buf(const lors_upload_opts_t *o, const void *buf, size_t len,
+                    const char *filename, xnd_t **out, lors_report_t *report)
+{
+    lors_report_t local;
+    lors_report_t *rep = report ? report : &local;
+    lors__e2e_chain_t c;
+    int rc = upload_path(o, &c, out, rep);
+    if (rc == LORS_OK && c.n == 0) {
+        rc = lors__upload_plain_buf(o, buf, len, filename, out, rep);
+        rep->plain_size = rep->size;
+    } else if (rc == LORS_OK && !buf && len > 0) {
+        lors__report_error(rep, "upload: no buffer");
+        rc = LORS_E_INVAL;
+    } else if (rc == LORS_OK && !out) {
+        lors__report_error(rep, "upload: no place for the exNode");
+        rc = LORS_E_INVAL;
+    } else if (rc == LORS_OK) {
+        rc = lors__upload_e2e(o, &c, -1, buf ? buf : (const void *)"", (int64_t)len, filename,
+                              out, rep);
+    }
+    if (!report)
+        lors_report_free(&local);
+    return rc;
+}
