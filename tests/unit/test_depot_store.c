@@ -966,7 +966,7 @@ static void test_lookup_rejects(void)
 
 void lns_test_register(void)
 {
-    lns_log_open("test_depot_store", NULL, LNS_LOG_ERROR);
+    lns_log_open("test_depot_store", NULL, LNS_LOG_ERROR, NULL, 0);
     CU_pSuite s = CU_add_suite("depot_store", NULL, NULL);
     CU_add_test(s, "allocate, store, load back, free", test_alloc_store_load_free);
     CU_add_test(s, "write gap, truncate, change, write count", test_write_gap_and_truncate);
