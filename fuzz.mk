@@ -26,17 +26,18 @@ $(FB)/fuzz_req: tests/fuzz/fuzz_req.c ibp/ibp_proto.c ibp/ibp_proto.h
 	@mkdir -p $(FB)
 	$(CLANG) $(FFLAGS) -o $@ tests/fuzz/fuzz_req.c ibp/ibp_proto.c
 
-$(FB)/fuzz_xnd: tests/fuzz/fuzz_xnd.c $(XND_SRC) exnode/xnd.h exnode/xnd_internal.h ibp/ibp_cap.c common/lns_io.c
+$(FB)/fuzz_xnd: tests/fuzz/fuzz_xnd.c $(XND_SRC) exnode/xnd.h exnode/xnd_internal.h ibp/ibp_cap.c \
+    common/lns_io.c common/lns_err.c
 	@mkdir -p $(FB)
 	$(CLANG) $(FFLAGS) -Iexnode $(XML2_CFLAGS) -o $@ tests/fuzz/fuzz_xnd.c $(XND_SRC) \
-	    ibp/ibp_cap.c common/lns_io.c -lxml2
+	    ibp/ibp_cap.c common/lns_io.c common/lns_err.c -lxml2
 
 # Every fuzz target lives in tests/fuzz/, beside its seed corpus.
 $(FB)/fuzz_lbone_json: tests/fuzz/fuzz_lbone_json.c lbone/lbone_json.c lbone/lbone_buf.c \
-    lbone/lbone_json.h lbone/lbone_buf.h
+    common/lns_err.c lbone/lbone_json.h lbone/lbone_buf.h
 	@mkdir -p $(FB)
 	$(CLANG) $(FFLAGS) -Ilbone -o $@ tests/fuzz/fuzz_lbone_json.c lbone/lbone_json.c \
-	    lbone/lbone_buf.c -ljansson -lm
+	    lbone/lbone_buf.c common/lns_err.c -ljansson -lm
 
 run: run_req run_xnd run_lbone_json
 

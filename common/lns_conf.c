@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "lns_conf.h"
+#include "lns_err.h"
 
 static char *trim(char *s)
 {
@@ -25,21 +26,12 @@ static char *trim(char *s)
     return s;
 }
 
-int lns_conf_fail(char *why, size_t whylen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-int lns_conf_str(const char *key, const char *value, char *dst, size_t size, char *why,
-                 size_t whylen)
+int lns_conf_str(const char *key, const char *value, char *dst, size_t size, char *err,
+                 size_t errlen)
 {
     if (strlen(value) >= size)
-        return lns_conf_fail(why, whylen, "%s: value too long (at most %zu bytes)", key,
-                             size - 1);
+        return lns_err_set(err, errlen, "%s: value too long (at most %zu bytes)", key,
+                           size - 1);
     strcpy(dst, value);
     return 0;
 }
@@ -51,14 +43,14 @@ int lns_conf_read(const char *path, lns_conf_set_fn set, void *arg, char *err, s
     FILE *f = fopen(path, "r");
 
     if (!f) {
-        snprintf(err, errlen, "config: cannot open %s: %s", path, strerror(errno));
+        lns_err_set(err, errlen, "config: cannot open %s: %s", path, strerror(errno));
         return -1;
     }
     while (rc == 0 && fgets(line, sizeof line, f)) {
         char *hash, *eq, *key, *val;
         lineno++;
         if (!strchr(line, '\n') && !feof(f)) {
-            snprintf(err, errlen, "%s:%d: line too long", path, lineno);
+            lns_err_set(err, errlen, "%s:%d: line too long", path, lineno);
             rc = -1;
             break;
         }
@@ -68,7 +60,7 @@ int lns_conf_read(const char *path, lns_conf_set_fn set, void *arg, char *err, s
         if (!*key)
             continue;
         if (!(eq = strchr(key, '='))) {
-            snprintf(err, errlen, "%s:%d: expected 'key = value'", path, lineno);
+            lns_err_set(err, errlen, "%s:%d: expected 'key = value'", path, lineno);
             rc = -1;
             break;
         }
@@ -76,10 +68,11 @@ int lns_conf_read(const char *path, lns_conf_set_fn set, void *arg, char *err, s
         val = trim(eq + 1);
         key = trim(key);
         if (strcmp(key, "config") == 0 || strcmp(key, "check-config") == 0) {
-            snprintf(err, errlen, "%s:%d: '%s' cannot be set in a config file", path, lineno, key);
+            lns_err_set(err, errlen, "%s:%d: '%s' cannot be set in a config file", path, lineno,
+                        key);
             rc = -1;
         } else if (set(arg, key, val, why, sizeof why) < 0) {
-            snprintf(err, errlen, "%s:%d: %s", path, lineno, why);
+            lns_err_set(err, errlen, "%s:%d: %s", path, lineno, why);
             rc = -1;
         }
     }
@@ -111,11 +104,11 @@ static int first_pass(const lns_conf_cli_t *cli, int argc, char **argv, const ch
     while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
         const lns_conf_opt_t *o = opt_of(cli->opts, c);
         if (c == ':') {
-            snprintf(err, errlen, "option '%s' needs a value", argv[optind - 1]);
+            lns_err_set(err, errlen, "option '%s' needs a value", argv[optind - 1]);
             return LNS_CONF_ERR;
         }
         if (c == '?' || !o) {
-            snprintf(err, errlen, "unknown option '%s' (see --help)", argv[optind - 1]);
+            lns_err_set(err, errlen, "unknown option '%s' (see --help)", argv[optind - 1]);
             return LNS_CONF_ERR;
         }
         if (strcmp(o->name, "help") == 0) {
@@ -130,7 +123,7 @@ static int first_pass(const lns_conf_cli_t *cli, int argc, char **argv, const ch
             *config = optarg;
     }
     if (optind < argc) {
-        snprintf(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
+        lns_err_set(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
         return LNS_CONF_ERR;
     }
     return LNS_CONF_OK;
@@ -152,7 +145,7 @@ int lns_conf_args(const lns_conf_cli_t *cli, int argc, char **argv, lns_conf_set
     if (!longs || !shorts) {
         free(longs);
         free(shorts);
-        snprintf(err, errlen, "command line: out of memory");
+        lns_err_set(err, errlen, "command line: out of memory");
         return LNS_CONF_ERR;
     }
     shorts[k++] = ':'; /* a missing value is ':', told apart from an unknown option '?' */

@@ -12,16 +12,14 @@
 
 #include <stddef.h>
 
-/* Applies one setting: 0, or -1 with one line in why. */
-typedef int (*lns_conf_set_fn)(void *arg, const char *key, const char *value, char *why,
-                               size_t whylen);
+/* Applies one setting: 0, or -1 with one line in err. */
+typedef int (*lns_conf_set_fn)(void *arg, const char *key, const char *value, char *err,
+                               size_t errlen);
 
-/* Helpers for setters: write the printf-style message to why and return -1; copy value into
+/* A helper for setters (whose errors go through lns_err_set, lns_err.h): copy value into
  * dst[size] (-1 with "KEY: value too long (at most N bytes)" when it does not fit). */
-int lns_conf_fail(char *why, size_t whylen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-int lns_conf_str(const char *key, const char *value, char *dst, size_t size, char *why,
-                 size_t whylen);
+int lns_conf_str(const char *key, const char *value, char *dst, size_t size, char *err,
+                 size_t errlen);
 
 /* Read path and apply each setting in order with set(arg, ...).  0, or -1 with
  * "PATH:LINE: why" (or why the file cannot be read) in err; settings before the bad line
@@ -52,7 +50,7 @@ enum { LNS_CONF_OK = 0, LNS_CONF_EXIT = 1, LNS_CONF_ERR = -1 };
  * order.
  * LNS_CONF_OK, LNS_CONF_EXIT, or LNS_CONF_ERR with one line in err: "unknown option '--x'
  * (see --help)", "option '--x' needs a value", "unexpected argument 'x' (see --help)", or
- * set's own why.  Uses getopt_long, so it is not reentrant. */
+ * set's own err.  Uses getopt_long, so it is not reentrant. */
 int lns_conf_args(const lns_conf_cli_t *cli, int argc, char **argv, lns_conf_set_fn set,
                   void *arg, char *err, size_t errlen);
 

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lns_err.h"
 #include "lns_io.h"
 #include "lns_time.h"
 
@@ -47,14 +48,15 @@ static int open_append(const char *path)
     return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
 }
 
-int lns_log_open(const char *prog, const char *path, int level)
+int lns_log_open(const char *prog, const char *path, int level, char *err, size_t errlen)
 {
     snprintf(log_prog, sizeof log_prog, "%s", prog);
     log_level = level;
     if (path && *path && strcmp(path, "-") != 0) {
         int fd = open_append(path);
         if (fd < 0)
-            return -1;
+            return lns_err_set(err, errlen, "log-file: cannot open %s: %s", path,
+                               strerror(errno));
         if (log_fd > 2)
             close(log_fd);
         log_fd = fd;
@@ -152,7 +154,7 @@ static void *ev_writer_main(void *arg)
     return NULL;
 }
 
-int lns_event_open(const char *path, const char *host, int sample)
+int lns_event_open(const char *path, const char *host, int sample, char *err, size_t errlen)
 {
     lns_event_close();
     if (host && *host)
@@ -168,13 +170,13 @@ int lns_event_open(const char *path, const char *host, int sample)
         ev_fd = open_append(path);
     }
     if (ev_fd < 0)
-        return -1;
+        return lns_err_set(err, errlen, "event-log: cannot open %s: %s", path, strerror(errno));
     ev_buf = malloc(EV_BUF);
     ev_spare = malloc(EV_BUF);
     if (!ev_buf || !ev_spare) {
         lns_event_close();
-        errno = ENOMEM;
-        return -1;
+        return lns_err_set(err, errlen, "event-log: cannot open %s: %s", path,
+                           strerror(ENOMEM));
     }
     ev_len = 0;
     ev_stop = 0;

@@ -12,11 +12,13 @@
 #define LNS_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 enum lns_log_level { LNS_LOG_ERROR = 0, LNS_LOG_WARN = 1, LNS_LOG_INFO = 2, LNS_LOG_DEBUG = 3 };
 
-/* prog: the program name in every line; path: NULL or "-" for stderr. 0 ok, -1 (errno). */
-int lns_log_open(const char *prog, const char *path, int level);
+/* prog: the program name in every line; path: NULL or "-" for stderr.  0, or -1 with
+ * "log-file: cannot open PATH: why" in err. */
+int lns_log_open(const char *prog, const char *path, int level, char *err, size_t errlen);
 void lns_log_close(void);
 int lns_log_level_parse(const char *s); /* "error".."debug" -> level, or -1 */
 void lns_log_set_level(int level);
@@ -25,8 +27,9 @@ void lns_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 void lns_vlog(int level, const char *fmt, va_list ap);
 
 /* The event stream.  host: the name written in every line.  sample: write 1 event in
- * `sample` (1 = all, 0 = events off). */
-int lns_event_open(const char *path, const char *host, int sample);
+ * `sample` (1 = all, 0 = events off).  0, or -1 with "event-log: cannot open PATH: why" in
+ * err. */
+int lns_event_open(const char *path, const char *host, int sample, char *err, size_t errlen);
 void lns_event_close(void);
 int lns_event_on(void);
 /* Returns 1 if this event should be written (sampling), 0 if not; cheap. */

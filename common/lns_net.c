@@ -2,6 +2,7 @@
  *
  * All sockets are non-blocking and every wait goes through lns_wait(), so the one rule
  * "no socket operation without a timeout" is enforced in a single place. */
+#include "lns_err.h"
 #include "lns_net.h"
 
 #include <arpa/inet.h>
@@ -50,8 +51,8 @@ int lns_listen(const char *addr, int port, int backlog, int *bound_port, char *e
     rc = getaddrinfo(addr, portstr, &hints, &res);
     if (rc != 0) {
         if (err)
-            snprintf(err, errlen, "cannot resolve listen address %s: %s", addr ? addr : "*",
-                     gai_strerror(rc));
+            lns_err_set(err, errlen, "cannot resolve listen address %s: %s", addr ? addr : "*",
+                        gai_strerror(rc));
         errno = EADDRNOTAVAIL;
         return -1;
     }
@@ -79,8 +80,8 @@ int lns_listen(const char *addr, int port, int backlog, int *bound_port, char *e
     freeaddrinfo(res);
     if (fd < 0) {
         if (err)
-            snprintf(err, errlen, "cannot listen on %s port %d: %s", addr ? addr : "*", port,
-                     strerror(saved));
+            lns_err_set(err, errlen, "cannot listen on %s port %d: %s", addr ? addr : "*", port,
+                        strerror(saved));
         errno = saved;
         return -1;
     }

@@ -9,6 +9,7 @@
 #include "depot_lbone.h"
 #include "ibp_proto.h"
 #include "lns_conf.h"
+#include "lns_err.h"
 #include "lns_units.h"
 
 #include <ctype.h>
@@ -37,43 +38,43 @@ int depot_parse_resource(const char *spec, depot_resource_cfg_t *out, char *err,
     char *save = NULL, *tok;
 
     if (snprintf(buf, sizeof buf, "%s", spec) >= (int)sizeof buf)
-        return lns_conf_fail(err, errlen, "resource: specification too long");
+        return lns_err_set(err, errlen, "resource: specification too long");
     memset(out, 0, sizeof *out);
     out->hard = DEPOT_DEFAULT_SIZE;
     out->soft = DEPOT_DEFAULT_SIZE;
     out->max_duration = DEPOT_DEFAULT_MAX_DURATION;
     tok = strtok_r(buf, ",", &save);
     if (!tok || !*tok || strchr(tok, '='))
-        return lns_conf_fail(err, errlen, "resource '%s': must start with a directory", spec);
+        return lns_err_set(err, errlen, "resource '%s': must start with a directory", spec);
     if (strlen(tok) >= sizeof out->dir)
-        return lns_conf_fail(err, errlen, "resource '%s': directory name too long", spec);
+        return lns_err_set(err, errlen, "resource '%s': directory name too long", spec);
     strcpy(out->dir, tok);
     while ((tok = strtok_r(NULL, ",", &save))) {
         char *eq = strchr(tok, '=');
         if (!eq)
-            return lns_conf_fail(err, errlen, "resource '%s': '%s' is not key=value", spec, tok);
+            return lns_err_set(err, errlen, "resource '%s': '%s' is not key=value", spec, tok);
         *eq++ = 0;
         if (strcmp(tok, "hard") == 0) {
             if (lns_parse_size(eq, &out->hard) < 0)
-                return lns_conf_fail(err, errlen,
-                                     "resource '%s': hard: '%s' is not a size", spec, eq);
+                return lns_err_set(err, errlen,
+                                   "resource '%s': hard: '%s' is not a size", spec, eq);
         } else if (strcmp(tok, "soft") == 0) {
             if (lns_parse_size(eq, &out->soft) < 0)
-                return lns_conf_fail(err, errlen,
-                                     "resource '%s': soft: '%s' is not a size", spec, eq);
+                return lns_err_set(err, errlen,
+                                   "resource '%s': soft: '%s' is not a size", spec, eq);
         } else if (strcmp(tok, "max-duration") == 0) {
             if (depot_parse_duration(eq, &out->max_duration) < 0)
-                return lns_conf_fail(err, errlen,
-                                     "resource '%s': max-duration: '%s' is not a duration",
-                                     spec, eq);
+                return lns_err_set(err, errlen,
+                                   "resource '%s': max-duration: '%s' is not a duration",
+                                   spec, eq);
         } else {
-            return lns_conf_fail(err, errlen,
-                                 "resource '%s': unknown option '%s' (hard, soft, max-duration)",
-                                 spec, tok);
+            return lns_err_set(err, errlen,
+                               "resource '%s': unknown option '%s' (hard, soft, max-duration)",
+                               spec, tok);
         }
     }
     if (out->hard == 0 && out->soft == 0)
-        return lns_conf_fail(err, errlen, "resource '%s': hard and soft are both 0", spec);
+        return lns_err_set(err, errlen, "resource '%s': hard and soft are both 0", spec);
     return 0;
 }
 
@@ -96,8 +97,8 @@ static int set_int(const char *key, const char *v, int lo, int hi, int *out, cha
 {
     uint64_t x;
     if (ibp_parse_u64(v, strlen(v), &x) < 0 || x < (uint64_t)lo || x > (uint64_t)hi)
-        return lns_conf_fail(err, errlen,
-                             "%s: '%s' is not a whole number from %d to %d", key, v, lo, hi);
+        return lns_err_set(err, errlen,
+                           "%s: '%s' is not a whole number from %d to %d", key, v, lo, hi);
     *out = (int)x;
     return 0;
 }
@@ -107,8 +108,8 @@ static int read_password_file(depot_config_t *cfg, const char *path, char *err, 
     char line[IBP_MAX_PASSWORD + 2];
     FILE *f = fopen(path, "r");
     if (!f)
-        return lns_conf_fail(err, errlen,
-                             "admin-password-file: cannot open %s: %s", path, strerror(errno));
+        return lns_err_set(err, errlen,
+                           "admin-password-file: cannot open %s: %s", path, strerror(errno));
     if (!fgets(line, sizeof line, f))
         line[0] = 0;
     fclose(f);
@@ -127,8 +128,8 @@ int depot_config_set(depot_config_t *cfg, const char *key, const char *v, char *
         return lns_conf_str(key, v, cfg->port_file, sizeof cfg->port_file, err, errlen);
     if (strcmp(key, "resource") == 0) {
         if (cfg->nres == DEPOT_MAX_RESOURCES)
-            return lns_conf_fail(err, errlen,
-                                 "resource: at most %d resources", DEPOT_MAX_RESOURCES);
+            return lns_err_set(err, errlen,
+                               "resource: at most %d resources", DEPOT_MAX_RESOURCES);
         if (depot_parse_resource(v, &cfg->res[cfg->nres], err, errlen) < 0)
             return -1;
         cfg->nres++;
@@ -136,14 +137,14 @@ int depot_config_set(depot_config_t *cfg, const char *key, const char *v, char *
     }
     if (strcmp(key, "public-host") == 0) {
         if (!*v || strpbrk(v, "/:# \t"))
-            return lns_conf_fail(err, errlen, "public-host: '%s' is not a host name", v);
+            return lns_err_set(err, errlen, "public-host: '%s' is not a host name", v);
         return lns_conf_str(key, v, cfg->public_host, sizeof cfg->public_host, err, errlen);
     }
     if (strcmp(key, "admin-password") == 0) {
         for (const char *p = v; *p; p++)
             if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e)
-                return lns_conf_fail(err, errlen,
-                                     "admin-password: only printable ASCII without spaces");
+                return lns_err_set(err, errlen,
+                                   "admin-password: only printable ASCII without spaces");
         return lns_conf_str(key, v, cfg->admin_password, sizeof cfg->admin_password, err, errlen);
     }
     if (strcmp(key, "admin-password-file") == 0)
@@ -162,7 +163,7 @@ int depot_config_set(depot_config_t *cfg, const char *key, const char *v, char *
         else if (strcmp(v, "fsync") == 0)
             cfg->durability = DEPOT_DUR_FSYNC;
         else
-            return lns_conf_fail(err, errlen, "durability: '%s' is not os or fsync", v);
+            return lns_err_set(err, errlen, "durability: '%s' is not os or fsync", v);
         return 0;
     }
     if (strcmp(key, "log-file") == 0)
@@ -170,8 +171,8 @@ int depot_config_set(depot_config_t *cfg, const char *key, const char *v, char *
     if (strcmp(key, "log-level") == 0) {
         int l = lns_log_level_parse(v);
         if (l < 0)
-            return lns_conf_fail(err, errlen,
-                                 "log-level: '%s' is not error, warn, info or debug", v);
+            return lns_err_set(err, errlen,
+                               "log-level: '%s' is not error, warn, info or debug", v);
         cfg->log_level = l;
         return 0;
     }
@@ -185,19 +186,19 @@ int depot_config_set(depot_config_t *cfg, const char *key, const char *v, char *
         else if (strcmp(v, "no") == 0 || strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
             cfg->daemon = 0;
         else
-            return lns_conf_fail(err, errlen, "daemon: '%s' is not yes or no", v);
+            return lns_err_set(err, errlen, "daemon: '%s' is not yes or no", v);
         return 0;
     }
     if (strcmp(key, "pid-file") == 0)
         return lns_conf_str(key, v, cfg->pid_file, sizeof cfg->pid_file, err, errlen);
     if (strncmp(key, "lbone", 5) == 0)
         return depot_lbone_set(key, v, err, errlen);
-    return lns_conf_fail(err, errlen, "unknown setting '%s'", key);
+    return lns_err_set(err, errlen, "unknown setting '%s'", key);
 }
 
-static int conf_set(void *arg, const char *key, const char *value, char *why, size_t whylen)
+static int conf_set(void *arg, const char *key, const char *value, char *err, size_t errlen)
 {
-    return depot_config_set(arg, key, value, why, whylen);
+    return depot_config_set(arg, key, value, err, errlen);
 }
 
 int depot_config_file(depot_config_t *cfg, const char *path, char *err, size_t errlen)
@@ -286,21 +287,21 @@ typedef struct {
 } args_state_t;
 
 /* A setting from the command line: the file ("config") comes before every flag. */
-static int args_set(void *arg, const char *key, const char *value, char *why, size_t whylen)
+static int args_set(void *arg, const char *key, const char *value, char *err, size_t errlen)
 {
     args_state_t *st = arg;
     depot_config_t *cfg = st->cfg;
     if (strcmp(key, "config") == 0)
-        return lns_conf_str(key, value, cfg->config_file, sizeof cfg->config_file, why, whylen) < 0
+        return lns_conf_str(key, value, cfg->config_file, sizeof cfg->config_file, err, errlen) < 0
                    ? -1
-                   : depot_config_file(cfg, value, why, whylen);
+                   : depot_config_file(cfg, value, err, errlen);
     if (strcmp(key, "check-config") == 0) {
         cfg->check_config = 1;
         return 0;
     }
     if (strcmp(key, "resource") == 0 && !st->flag_res++)
         cfg->nres = 0; /* flags replace the file's resources */
-    return depot_config_set(cfg, key, value, why, whylen);
+    return depot_config_set(cfg, key, value, err, errlen);
 }
 
 int depot_config_args(depot_config_t *cfg, int argc, char **argv, char *err, size_t errlen)
@@ -314,14 +315,14 @@ int depot_config_args(depot_config_t *cfg, int argc, char **argv, char *err, siz
         return rc == LNS_CONF_EXIT ? DEPOT_CFG_EXIT : DEPOT_CFG_ERR;
 
     if (cfg->nres == 0)
-        return lns_conf_fail(err, errlen, "resource: none configured (use --resource DIR,...)");
+        return lns_err_set(err, errlen, "resource: none configured (use --resource DIR,...)");
     for (int i = 0; i < cfg->nres; i++)
         for (int j = 0; j < i; j++)
             if (strcmp(cfg->res[i].dir, cfg->res[j].dir) == 0)
-                return lns_conf_fail(err, errlen,
-                                     "resource: directory %s given twice", cfg->res[i].dir);
+                return lns_err_set(err, errlen,
+                                   "resource: directory %s given twice", cfg->res[i].dir);
     if (!cfg->public_host[0] && gethostname(cfg->public_host, sizeof cfg->public_host - 1) < 0)
-        return lns_conf_fail(err, errlen, "public-host: not set and gethostname failed");
+        return lns_err_set(err, errlen, "public-host: not set and gethostname failed");
     if (depot_lbone_check(err, errlen) < 0)
         return DEPOT_CFG_ERR;
     return DEPOT_CFG_OK;

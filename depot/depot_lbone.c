@@ -22,6 +22,7 @@
 
 #include "lbone.h"
 #include "lbone_geo.h"
+#include "lns_err.h"
 #include "lns_log.h"
 #include "lns_time.h"
 #include "lns_units.h"
@@ -59,12 +60,6 @@ static struct {
     char trouble[64]; /* the kind of the last problem logged ("heartbeat -3"), to log each once */
 } run = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
-static int fail(char *err, size_t errlen, const char *what, const char *v, const char *why)
-{
-    snprintf(err, errlen, "%s: '%s' %s", what, v, why);
-    return -1;
-}
-
 void depot_lbone_reset(void)
 {
     memset(&set, 0, sizeof set);
@@ -76,9 +71,9 @@ static int copy(char *dst, size_t size, const char *key, const char *v, char *er
 {
     for (const char *p = v; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            return fail(err, errlen, key, v, "holds a control character");
+            return lns_err_set(err, errlen, "%s: '%s' holds a control character", key, v);
     if (strlen(v) >= size) {
-        snprintf(err, errlen, "%s: value too long (at most %zu bytes)", key, size - 1);
+        lns_err_set(err, errlen, "%s: value too long (at most %zu bytes)", key, size - 1);
         return -1;
     }
     strcpy(dst, v);
@@ -92,7 +87,8 @@ static int degrees(const char *key, const char *v, double limit, double *out, ch
     errno = 0;
     double d = strtod(v, &end);
     if (!*v || *end || errno || !isfinite(d) || fabs(d) > limit) {
-        snprintf(err, errlen, "%s: '%s' is not a number of degrees within +-%.0f", key, v, limit);
+        lns_err_set(err, errlen, "%s: '%s' is not a number of degrees within +-%.0f", key, v,
+                    limit);
         return -1;
     }
     *out = d;
@@ -122,21 +118,23 @@ int depot_lbone_set(const char *key, const char *v, char *err, size_t errlen)
     if (strcmp(key, "lbone-env-connection") == 0) {
         if (!*v || strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789") !=
                        strlen(v))
-            return fail(err, errlen, key, v, "is not a connection (T1, T3, OC3, 1G, 10G...)");
+            return lns_err_set(err, errlen,
+                               "%s: '%s' is not a connection (T1, T3, OC3, 1G, 10G...)",
+                               key, v);
         return copy(set.connection, sizeof set.connection, key, v, err, errlen);
     }
     if (strcmp(key, "lbone-env-monitoring") == 0) {
         char *end;
         long h = strtol(v, &end, 10);
         if (!*v || *end || h < 0 || h > 24)
-            return fail(err, errlen, key, v, "is not 0 to 24 hours a day");
+            return lns_err_set(err, errlen, "%s: '%s' is not 0 to 24 hours a day", key, v);
         set.monitoring = (int)h;
         return 0;
     }
     if (strcmp(key, "lbone-env-power") == 0) {
         if (strcasecmp(v, "none") != 0 && strcasecmp(v, "ups") != 0 &&
             strcasecmp(v, "generator") != 0)
-            return fail(err, errlen, key, v, "is not none, ups or generator");
+            return lns_err_set(err, errlen, "%s: '%s' is not none, ups or generator", key, v);
         return copy(set.power, sizeof set.power, key, v, err, errlen);
     }
     if (strcmp(key, "lbone-env-firewall") == 0) {
@@ -145,17 +143,17 @@ int depot_lbone_set(const char *key, const char *v, char *err, size_t errlen)
         else if (strcmp(v, "no") == 0 || strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
             set.firewall = 0;
         else
-            return fail(err, errlen, key, v, "is not yes or no");
+            return lns_err_set(err, errlen, "%s: '%s' is not yes or no", key, v);
         return 0;
     }
     if (strcmp(key, "lbone-interval") == 0) {
         int64_t s;
         if (lns_parse_seconds(v, &s) < 0 || s < 1 || s > 86400)
-            return fail(err, errlen, key, v, "is not a duration of 1s to 1d");
+            return lns_err_set(err, errlen, "%s: '%s' is not a duration of 1s to 1d", key, v);
         set.interval = (int)s;
         return 0;
     }
-    snprintf(err, errlen, "unknown setting '%s'", key);
+    lns_err_set(err, errlen, "unknown setting '%s'", key);
     return -1;
 }
 
@@ -164,8 +162,8 @@ static int read_token(char *err, size_t errlen)
     char line[sizeof set.token + 2];
     FILE *f = fopen(set.token_file, "r");
     if (!f) {
-        snprintf(err, errlen, "lbone-token-file: cannot open %s: %s", set.token_file,
-                 strerror(errno));
+        lns_err_set(err, errlen, "lbone-token-file: cannot open %s: %s", set.token_file,
+                    strerror(errno));
         return -1;
     }
     if (!fgets(line, sizeof line, f))
@@ -177,9 +175,9 @@ static int read_token(char *err, size_t errlen)
         if ((unsigned char)line[i] <= 0x20 || (unsigned char)line[i] >= 0x7f)
             n = 0;
     if (n == 0 || n >= sizeof set.token) {
-        snprintf(err, errlen, "lbone-token-file: %s: the first line must be the registry token "
-                              "(printable, no blanks, under %zu characters)",
-                 set.token_file, sizeof set.token);
+        lns_err_set(err, errlen, "lbone-token-file: %s: the first line must be the registry token "
+                    "(printable, no blanks, under %zu characters)",
+                    set.token_file, sizeof set.token);
         return -1;
     }
     strcpy(set.token, line);
@@ -192,26 +190,26 @@ int depot_lbone_check(char *err, size_t errlen)
         if (set.token_file[0] || set.place[0] || set.has_lat || set.has_lon || set.contact[0] ||
             set.connection[0] || set.monitoring >= 0 || set.power[0] || set.firewall >= 0 ||
             set.interval) {
-            snprintf(err, errlen, "lbone: L-Bone settings given but no L-Bone (--lbone URL)");
+            lns_err_set(err, errlen, "lbone: L-Bone settings given but no L-Bone (--lbone URL)");
             return -1;
         }
         return 0;
     }
     char url[512], why[256];
     if (lbone_server_url(set.url, url, sizeof url, why, sizeof why) < 0) {
-        snprintf(err, errlen, "lbone: %s", why);
+        lns_err_set(err, errlen, "lbone: %s", why);
         return -1;
     }
     if (!set.token_file[0]) {
-        snprintf(err, errlen, "lbone-token-file: needed to register with %s", set.url);
+        lns_err_set(err, errlen, "lbone-token-file: needed to register with %s", set.url);
         return -1;
     }
     if (set.has_lat != set.has_lon) {
-        snprintf(err, errlen, "lbone-lat, lbone-lon: give both or neither");
+        lns_err_set(err, errlen, "lbone-lat, lbone-lon: give both or neither");
         return -1;
     }
     if (set.has_lat && set.place[0]) {
-        snprintf(err, errlen, "lbone-place: give a place or lbone-lat/lbone-lon, not both");
+        lns_err_set(err, errlen, "lbone-place: give a place or lbone-lat/lbone-lon, not both");
         return -1;
     }
     if (set.place[0]) {
@@ -219,7 +217,7 @@ int depot_lbone_check(char *err, size_t errlen)
          * at start instead of a refused registration in the log. */
         lbone_place_t p;
         if (lbone_geo_resolve(set.place, &p, why, sizeof why) < 0) {
-            snprintf(err, errlen, "lbone-place: %s", why);
+            lns_err_set(err, errlen, "lbone-place: %s", why);
             return -1;
         }
     }
@@ -380,7 +378,7 @@ int depot_lbone_start(const depot_config_t *cfg, depot_store_t *store, int port,
     lbone_set_timeouts(2000, 10000);
     int e = pthread_create(&run.thread, NULL, announcer, NULL);
     if (e) {
-        snprintf(err, errlen, "L-Bone: cannot start the announcing thread: %s", strerror(e));
+        lns_err_set(err, errlen, "L-Bone: cannot start the announcing thread: %s", strerror(e));
         return -1;
     }
     run.running = 1;

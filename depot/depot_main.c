@@ -157,10 +157,9 @@ int main(int argc, char **argv)
     absolutize(cfg.pid_file, sizeof cfg.pid_file);
     absolutize(cfg.port_file, sizeof cfg.port_file);
 
-    if (lns_log_open("ibp_depot", cfg.log_file, cfg.log_level) < 0)
-        die(DEPOT_EXIT_CONFIG, "log-file: cannot open %s: %s", cfg.log_file, strerror(errno));
-    if (lns_event_open(cfg.event_log, cfg.public_host, cfg.event_sample) < 0)
-        die(DEPOT_EXIT_CONFIG, "event-log: cannot open %s: %s", cfg.event_log, strerror(errno));
+    if (lns_log_open("ibp_depot", cfg.log_file, cfg.log_level, err, sizeof err) < 0 ||
+        lns_event_open(cfg.event_log, cfg.public_host, cfg.event_sample, err, sizeof err) < 0)
+        die(DEPOT_EXIT_CONFIG, "%s", err);
     raise_nofile();
 
     signal(SIGPIPE, SIG_IGN);

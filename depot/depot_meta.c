@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lns_err.h"
 #include "lns_log.h"
 
 struct depot_meta {
@@ -69,8 +70,8 @@ static const char schema_1_to_2[] =
 
 static int dberr(depot_meta_t *m, char *err, size_t errlen, const char *what)
 {
-    snprintf(err, errlen, "resource %d: %s/depot.db: %s: %s", m->res->id, m->res->cfg.dir, what,
-             m->db ? sqlite3_errmsg(m->db) : "out of memory");
+    lns_err_set(err, errlen, "resource %d: %s/depot.db: %s: %s", m->res->id, m->res->cfg.dir, what,
+                m->db ? sqlite3_errmsg(m->db) : "out of memory");
     return -1;
 }
 
@@ -93,8 +94,8 @@ static int upgrade(depot_meta_t *m, char *err, size_t errlen)
         }
         lns_log(LNS_LOG_INFO, "resource %d: metadata upgraded to schema 2", m->res->id);
     } else if (strcmp(version, "2") != 0) {
-        snprintf(err, errlen, "resource %d: %s/depot.db: unknown schema version '%s'",
-                 m->res->id, m->res->cfg.dir, version);
+        lns_err_set(err, errlen, "resource %d: %s/depot.db: unknown schema version '%s'",
+                    m->res->id, m->res->cfg.dir, version);
         return -1;
     }
     return 0;
@@ -106,7 +107,7 @@ int depot_meta_open(depot_resource_t *res, int durability, char *err, size_t err
     depot_meta_t *m = calloc(1, sizeof *m);
 
     if (!m) {
-        snprintf(err, errlen, "out of memory");
+        lns_err_set(err, errlen, "out of memory");
         return -1;
     }
     m->res = res;
@@ -205,7 +206,7 @@ int depot_meta_load(depot_meta_t *m, int64_t now, depot_meta_row_fn live, depot_
     sqlite3_finalize(s);
     if (rc != SQLITE_DONE) {
         free(dead);
-        return rc == SQLITE_ROW ? (snprintf(err, errlen, "out of memory"), -1)
+        return rc == SQLITE_ROW ? (lns_err_set(err, errlen, "out of memory"), -1)
                                 : dberr(m, err, errlen, "read");
     }
     if (bad)

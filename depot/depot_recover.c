@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lns_err.h"
 #include "lns_log.h"
 #include "lns_time.h"
 
@@ -84,27 +85,27 @@ int depot_resource_open(depot_resource_t *res, char *err, size_t errlen)
     int64_t t0 = lns_mono_ms();
 
     if (mkdir(res->cfg.dir, 0750) < 0 && errno != EEXIST) {
-        snprintf(err, errlen, "resource %d: cannot create %s: %s", res->id, res->cfg.dir,
-                 strerror(errno));
+        lns_err_set(err, errlen, "resource %d: cannot create %s: %s", res->id, res->cfg.dir,
+                    strerror(errno));
         return -1;
     }
     snprintf(path, sizeof path, "%s/data", res->cfg.dir);
     if (mkdir(path, 0750) < 0 && errno != EEXIST) {
-        snprintf(err, errlen, "resource %d: cannot create %s: %s", res->id, path,
-                 strerror(errno));
+        lns_err_set(err, errlen, "resource %d: cannot create %s: %s", res->id, path,
+                    strerror(errno));
         return -1;
     }
     res->data_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (res->data_fd < 0) {
-        snprintf(err, errlen, "resource %d: cannot open %s: %s", res->id, path, strerror(errno));
+        lns_err_set(err, errlen, "resource %d: cannot open %s: %s", res->id, path, strerror(errno));
         return -1;
     }
     for (unsigned d = 0; d < 256; d++) {
         char sub[4];
         snprintf(sub, sizeof sub, "%02x", d);
         if (mkdirat(res->data_fd, sub, 0750) < 0 && errno != EEXIST) {
-            snprintf(err, errlen, "resource %d: cannot create %s/%s: %s", res->id, path, sub,
-                     strerror(errno));
+            lns_err_set(err, errlen, "resource %d: cannot create %s/%s: %s", res->id, path, sub,
+                        strerror(errno));
             return -1;
         }
     }

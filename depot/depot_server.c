@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "lns_err.h"
 #include "lns_log.h"
 #include "lns_time.h"
 
@@ -41,7 +42,7 @@ int depot_server_listen(depot_server_t *srv, char *err, size_t errlen)
     if (srv->listen_fd < 0)
         return -1;
     if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
-        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        lns_err_set(err, errlen, "pipe: %s", strerror(errno));
         close(srv->listen_fd);
         return -1;
     }
@@ -49,7 +50,7 @@ int depot_server_listen(depot_server_t *srv, char *err, size_t errlen)
     srv->wake_wr = p[1];
     srv->senders = depot_senders_new();
     if (!srv->senders) {
-        snprintf(err, errlen, "out of memory");
+        lns_err_set(err, errlen, "out of memory");
         close(p[0]);
         close(p[1]);
         close(srv->listen_fd);

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lns_err.h"
 #include "lns_log.h"
 
 static int class_of(uint32_t size)
@@ -48,8 +49,8 @@ int depot_slab_open(depot_resource_t *res, char *err, size_t errlen)
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/slab", res->cfg.dir);
     if (mkdir(path, 0750) < 0 && errno != EEXIST) {
-        snprintf(err, errlen, "resource %d: cannot create %s: %s", res->id, path,
-                 strerror(errno));
+        lns_err_set(err, errlen, "resource %d: cannot create %s: %s", res->id, path,
+                    strerror(errno));
         return -1;
     }
     for (int c = 0; c < DEPOT_SLAB_CLASSES; c++) {
@@ -58,8 +59,8 @@ int depot_slab_open(depot_resource_t *res, char *err, size_t errlen)
         snprintf(path, sizeof path, "%s/slab/%u", res->cfg.dir, sl->size);
         sl->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
         if (sl->fd < 0) {
-            snprintf(err, errlen, "resource %d: cannot open %s: %s", res->id, path,
-                     strerror(errno));
+            lns_err_set(err, errlen, "resource %d: cannot open %s: %s", res->id, path,
+                        strerror(errno));
             return -1;
         }
     }
@@ -149,7 +150,7 @@ int depot_slab_rebuild(depot_resource_t *res, char *err, size_t errlen)
         sl->capfree = nfree > 256 ? nfree : 256;
         sl->free = malloc(sl->capfree * sizeof *sl->free);
         if (!sl->free) {
-            snprintf(err, errlen, "out of memory");
+            lns_err_set(err, errlen, "out of memory");
             return -1;
         }
         /* Highest first, so that the lowest free slot is taken first. */

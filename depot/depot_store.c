@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lns_err.h"
 #include "lns_log.h"
 #include "lns_time.h"
 
@@ -651,7 +652,7 @@ int depot_store_open(depot_store_t *st, const depot_config_t *cfg, char *err, si
     st->nbuckets = 1024;
     st->buckets = calloc(st->nbuckets, sizeof *st->buckets);
     if (!st->buckets) {
-        snprintf(err, errlen, "out of memory");
+        lns_err_set(err, errlen, "out of memory");
         return -1;
     }
     for (int i = 0; i < cfg->nres; i++) {
@@ -670,7 +671,7 @@ int depot_store_open(depot_store_t *st, const depot_config_t *cfg, char *err, si
         }
     }
     if (pthread_create(&st->reaper, NULL, reaper_main, st) != 0) {
-        snprintf(err, errlen, "cannot start the reaper thread");
+        lns_err_set(err, errlen, "cannot start the reaper thread");
         depot_store_close(st);
         return -1;
     }

@@ -2,6 +2,9 @@
 #include "xnd_internal.h"
 
 #include <stdio.h>
+#include <string.h>
+
+#include "lns_err.h"
 
 const char *xnd_strerror(int err)
 {
@@ -27,15 +30,15 @@ const char *xnd_strerror(int err)
 int xnd_seterr(char *err, size_t errlen, int code, int line, const char *fmt, ...)
 {
     va_list ap;
-    int n = 0;
+    size_t n = 0;
     if (!err || errlen == 0)
         return code;
-    if (line > 0)
-        n = snprintf(err, errlen, "line %d: ", line);
-    if (n < 0 || (size_t)n >= errlen)
-        return code;
+    if (line > 0) {
+        lns_err_set(err, errlen, "line %d: ", line);
+        n = strlen(err);
+    }
     va_start(ap, fmt);
-    vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+    lns_err_vset(err + n, errlen - n, fmt, ap);
     va_end(ap);
     return code;
 }

@@ -32,7 +32,7 @@ typedef struct xnd_buf {
 void xnd_buf_put(xnd_buf_t *b, const char *s, size_t n);
 void xnd_buf_puts(xnd_buf_t *b, const char *s);
 
-/* Format "line N: " (if line > 0) and the message into err; returns code. */
+/* exnode's setter, lns_err_set with "line N: " (if line > 0) before the message; returns code. */
 int xnd_seterr(char *err, size_t errlen, int code, int line, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 

@@ -7,6 +7,7 @@
  * cannot make a client read without end or wander off to another host.
  */
 #include "lbone_client_int.h"
+#include "lns_err.h"
 
 #include <ctype.h>
 #include <curl/curl.h>
@@ -64,11 +65,9 @@ void lbone_set_timeouts(int connect_ms, int total_ms)
 int lbone__fail(char *err, size_t errlen, int code, const char *fmt, ...)
 {
     va_list ap;
-    if (err && errlen) {
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
+    va_start(ap, fmt);
+    lns_err_vset(err, errlen, fmt, ap);
+    va_end(ap);
     return code;
 }
 

@@ -8,6 +8,7 @@
  */
 #include "lbone_geo.h"
 #include "lbone_geo_int.h"
+#include "lns_err.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -24,17 +25,6 @@
 enum { K_AIRPORT, K_ZIP, K_CITY, K_STATE, K_COUNTRY, K_HOST, K_COUNT };
 static const char *const keyword_names[K_COUNT] = {"airport", "zip", "city", "state", "country",
                                                    "host"};
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static void set_place(lbone_place_t *out, double lat, double lon, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -91,8 +81,8 @@ static int parse_latlon(const char *s, lbone_place_t *out, char *err, size_t err
     if (*end)
         return 0;
     if (!isfinite(lat) || !isfinite(lon) || lat < -90 || lat > 90 || lon < -180 || lon > 180)
-        return fail(err, errlen, "location '%s': latitude must be in [-90,90], longitude in "
-                                 "[-180,180]", s);
+        return lns_err_set(err, errlen, "location '%s': latitude must be in [-90,90], longitude in "
+                           "[-180,180]", s);
     set_place(out, lat, lon, "%.4f,%.4f", lat, lon);
     return 1;
 }
@@ -115,8 +105,8 @@ static int parse_keywords(char *s, const char *loc, char *vals[K_COUNT], char *e
             char *eq = strchr(kw, '=');
             if (eq)
                 *eq = 0;
-            return fail(err, errlen, "location '%s': expected 'keyword= value' at '%s'", loc,
-                        trim(kw));
+            return lns_err_set(err, errlen, "location '%s': expected 'keyword= value' at '%s'", loc,
+                               trim(kw));
         }
         *kwend = 0;
         char *val = ++p;
@@ -129,7 +119,7 @@ static int parse_keywords(char *s, const char *loc, char *vals[K_COUNT], char *e
             while (w > val && isalpha((unsigned char)w[-1]))
                 w--;
             if (w > val && !isspace((unsigned char)w[-1]))
-                return fail(err, errlen, "location '%s': '=' inside a value", loc);
+                return lns_err_set(err, errlen, "location '%s': '=' inside a value", loc);
             p = w;
             if (w > val)
                 w[-1] = 0; /* cut the value before the next keyword */
@@ -141,15 +131,19 @@ static int parse_keywords(char *s, const char *loc, char *vals[K_COUNT], char *e
             if (strcasecmp(kw, keyword_names[k]) == 0)
                 break;
         if (k == K_COUNT)
-            return fail(err, errlen, "location '%s': unknown keyword '%s' (airport, zip, city, "
-                                     "state, country)", loc, kw);
+            return lns_err_set(err, errlen,
+                               "location '%s': unknown keyword '%s' (airport, zip, city, "
+                               "state, country)", loc, kw);
         if (vals[k])
-            return fail(err, errlen, "location '%s': '%s=' given twice", loc, keyword_names[k]);
+            return lns_err_set(err, errlen, "location '%s': '%s=' given twice", loc,
+                               keyword_names[k]);
         if (p == val && next)
-            return fail(err, errlen, "location '%s': '%s=' has no value", loc, keyword_names[k]);
+            return lns_err_set(err, errlen, "location '%s': '%s=' has no value", loc,
+                               keyword_names[k]);
         vals[k] = trim(val);
         if (!*vals[k])
-            return fail(err, errlen, "location '%s': '%s=' has no value", loc, keyword_names[k]);
+            return lns_err_set(err, errlen, "location '%s': '%s=' has no value", loc,
+                               keyword_names[k]);
     }
     return 0;
 }
@@ -160,11 +154,12 @@ static int resolve_zip(const geo_tables_t *t, const char *v, const char *loc, lb
     /* Five digits, or ZIP+4 whose extra four digits say nothing more about the place. */
     if (strspn(v, "0123456789") != 5 || (v[5] && (v[5] != '-' || strspn(v + 6, "0123456789") != 4 ||
                                                   v[10])))
-        return fail(err, errlen, "location '%s': zip '%s' is not a 5-digit US zip code", loc, v);
+        return lns_err_set(err, errlen, "location '%s': zip '%s' is not a 5-digit US zip code", loc,
+                           v);
     unsigned zip = (unsigned)strtoul(v, NULL, 10);
     const geo_zip_t *z = lbone_geo__zip_nearest(t, zip);
     if (!z)
-        return fail(err, errlen, "location '%s': the gazetteer has no zip codes", loc);
+        return lns_err_set(err, errlen, "location '%s': the gazetteer has no zip codes", loc);
     if (z->zip == zip)
         set_place(out, z->lat, z->lon, "zip %05u (%s, %s)", z->zip, z->city, z->state);
     else
@@ -180,12 +175,14 @@ static int resolve_city(const geo_tables_t *t, char *vals[K_COUNT], const char *
     const char *city = vals[K_CITY];
     const geo_region_t *state = NULL, *country = NULL;
     if (vals[K_STATE] && !(state = lbone_geo__state(t, vals[K_STATE])))
-        return fail(err, errlen, "location '%s': unknown US state '%s'", loc, vals[K_STATE]);
+        return lns_err_set(err, errlen, "location '%s': unknown US state '%s'", loc, vals[K_STATE]);
     if (vals[K_COUNTRY] && !(country = lbone_geo__country(t, vals[K_COUNTRY])))
-        return fail(err, errlen, "location '%s': unknown country '%s'", loc, vals[K_COUNTRY]);
+        return lns_err_set(err, errlen, "location '%s': unknown country '%s'", loc,
+                           vals[K_COUNTRY]);
     if (state && country && strcmp(country->code, "US") != 0)
-        return fail(err, errlen, "location '%s': state= is a US state, but country= is %s", loc,
-                    country->code);
+        return lns_err_set(err, errlen, "location '%s': state= is a US state, but country= is %s",
+                           loc,
+                           country->code);
     const char *cc = state ? "US" : country ? country->code : NULL;
     const geo_city_t *c = lbone_geo__city(t, city, cc, state ? state->code : NULL);
     if (c) {
@@ -216,7 +213,7 @@ static int resolve_city(const geo_tables_t *t, char *vals[K_COUNT], const char *
                   country->code, country->name, city);
         return 0;
     }
-    return fail(err, errlen, "location '%s': city '%s' not found", loc, city);
+    return lns_err_set(err, errlen, "location '%s': city '%s' not found", loc, city);
 }
 
 int lbone_geo_resolve(const char *location, lbone_place_t *out, char *err, size_t errlen)
@@ -225,22 +222,23 @@ int lbone_geo_resolve(const char *location, lbone_place_t *out, char *err, size_
     char *vals[K_COUNT];
 
     if (!location)
-        return fail(err, errlen, "location: none given");
+        return lns_err_set(err, errlen, "location: none given");
     if (strlen(location) > GEO_MAX_LOCATION)
-        return fail(err, errlen, "location: longer than %d characters", GEO_MAX_LOCATION);
+        return lns_err_set(err, errlen, "location: longer than %d characters", GEO_MAX_LOCATION);
     for (const char *c = location; *c; c++)
         if ((unsigned char)*c < 32 && *c != '\t')
-            return fail(err, errlen, "location: contains a control character");
+            return lns_err_set(err, errlen, "location: contains a control character");
     memcpy(buf, location, strlen(location) + 1);
     char *s = trim(buf);
     if (!*s)
-        return fail(err, errlen, "location: empty");
+        return lns_err_set(err, errlen, "location: empty");
     if (!strchr(s, '=')) {
         int rc = parse_latlon(s, out, err, errlen);
         if (rc < 0)
             return -1;
         if (rc == 0)
-            return fail(err, errlen, "location '%s': neither 'lat,lon' nor 'keyword= value'", s);
+            return lns_err_set(err, errlen, "location '%s': neither 'lat,lon' nor 'keyword= value'",
+                               s);
         return 0;
     }
     char loc[GEO_MAX_LOCATION + 1];
@@ -248,8 +246,9 @@ int lbone_geo_resolve(const char *location, lbone_place_t *out, char *err, size_
     if (parse_keywords(s, loc, vals, err, errlen) < 0)
         return -1;
     if (vals[K_HOST])
-        return fail(err, errlen, "location '%s': 'host=' is resolved by the L-Bone server from its "
-                                 "registry, not by the gazetteer", loc);
+        return lns_err_set(err, errlen,
+                           "location '%s': 'host=' is resolved by the L-Bone server from its "
+                           "registry, not by the gazetteer", loc);
 
     const geo_tables_t *t = lbone_geo__tables(err, errlen);
     if (!t)
@@ -259,8 +258,8 @@ int lbone_geo_resolve(const char *location, lbone_place_t *out, char *err, size_
     if (vals[K_AIRPORT]) {
         const geo_airport_t *a = lbone_geo__airport(t, vals[K_AIRPORT]);
         if (!a)
-            return fail(err, errlen, "location '%s': no airport with IATA code '%s'", loc,
-                        vals[K_AIRPORT]);
+            return lns_err_set(err, errlen, "location '%s': no airport with IATA code '%s'", loc,
+                               vals[K_AIRPORT]);
         set_place(out, a->lat, a->lon, "airport %s (%s, %s)", a->code, a->city, a->country);
         return 0;
     }
@@ -269,13 +268,15 @@ int lbone_geo_resolve(const char *location, lbone_place_t *out, char *err, size_
     if (vals[K_STATE]) {
         const geo_region_t *r = lbone_geo__state(t, vals[K_STATE]);
         if (!r)
-            return fail(err, errlen, "location '%s': unknown US state '%s'", loc, vals[K_STATE]);
+            return lns_err_set(err, errlen, "location '%s': unknown US state '%s'", loc,
+                               vals[K_STATE]);
         set_place(out, r->lat, r->lon, "state %s (%s)", r->code, r->name);
         return 0;
     }
     const geo_region_t *r = lbone_geo__country(t, vals[K_COUNTRY]);
     if (!r)
-        return fail(err, errlen, "location '%s': unknown country '%s'", loc, vals[K_COUNTRY]);
+        return lns_err_set(err, errlen, "location '%s': unknown country '%s'", loc,
+                           vals[K_COUNTRY]);
     set_place(out, r->lat, r->lon, "country %s (%s)", r->code, r->name);
     return 0;
 }

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lns_err.h"
 #include "lns_io.h"
 
 extern const char lbone_geo_data[];
@@ -179,7 +180,7 @@ static geo_tables_t *tables_parse(char *text, char *err, size_t errlen)
         !t->countries) {
         tables_free(t);
         errno = ENOMEM;
-        snprintf(err, errlen, "gazetteer: out of memory");
+        lns_err_set(err, errlen, "gazetteer: out of memory");
         return NULL;
     }
     size_t line = 0;
@@ -203,7 +204,7 @@ static geo_tables_t *tables_parse(char *text, char *err, size_t errlen)
                 }
             }
             if (nf < 2 || strlen(f[0]) != 1 || add_record(t, f, nf) < 0) {
-                snprintf(err, errlen, "gazetteer: record %zu is malformed", line);
+                lns_err_set(err, errlen, "gazetteer: record %zu is malformed", line);
                 tables_free(t);
                 errno = EINVAL;
                 return NULL;
@@ -240,7 +241,7 @@ static char *read_file(const char *path, char *err, size_t errlen)
         close(fd);
     if (e) {
         free(buf);
-        snprintf(err, errlen, "gazetteer %s: %s", path, strerror(e));
+        lns_err_set(err, errlen, "gazetteer %s: %s", path, strerror(e));
         errno = e;
         return NULL;
     }
@@ -260,7 +261,7 @@ static int geo_open_locked(const char *datafile, char *err, size_t errlen)
         if (text)
             memcpy(text, lbone_geo_data, lbone_geo_data_len + 1);
         else
-            snprintf(err, errlen, "gazetteer: out of memory");
+            lns_err_set(err, errlen, "gazetteer: out of memory");
     }
     if (!text)
         return -1;

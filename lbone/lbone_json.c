@@ -6,6 +6,7 @@
  * API sends).  Every error names its byte offset, like the errors jansson reports.
  */
 #include "lbone_json.h"
+#include "lns_err.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -44,18 +45,18 @@ json_t *lbone_json_parse(const char *text, size_t len, char *err, size_t errlen)
         errlen = sizeof dummy;
     }
     if (len > LBONE_JSON_MAX_BYTES) {
-        snprintf(err, errlen, "offset %u: larger than %u bytes", LBONE_JSON_MAX_BYTES,
+        lns_err_set(err, errlen, "offset %u: larger than %u bytes", LBONE_JSON_MAX_BYTES,
                  LBONE_JSON_MAX_BYTES);
         return NULL;
     }
     if ((at = too_deep_at(text, len)) >= 0) {
-        snprintf(err, errlen, "offset %ld: nesting deeper than %d", at, LBONE_JSON_MAX_DEPTH);
+        lns_err_set(err, errlen, "offset %ld: nesting deeper than %d", at, LBONE_JSON_MAX_DEPTH);
         return NULL;
     }
     /* Without JSON_ALLOW_NUL, "\u0000" is refused, so every string is a C string. */
     json_t *v = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
     if (!v)
-        snprintf(err, errlen, "offset %d: %s", je.position, je.text);
+        lns_err_set(err, errlen, "offset %d: %s", je.position, je.text);
     return v;
 }
 

@@ -18,6 +18,7 @@
 
 #include "lns_time.h"
 #include "lors_augment_int.h"
+#include "lors_report.h"
 #include "lors_manage_int.h"
 
 void lors_augment_opts_init(lors_augment_opts_t *o)
@@ -52,7 +53,7 @@ static int check_opts(const lors_augment_opts_t *o, char *err, size_t errlen)
     else if (o->offset < 0 || o->length < -1)
         what = "offset must be >= 0 and length >= 0 (or -1: to the end)";
     if (what)
-        snprintf(err, errlen, "augment: %s", what);
+        lns_err_set(err, errlen, "augment: %s", what);
     return what ? rc : LORS_OK;
 }
 
@@ -102,9 +103,9 @@ static int cover(aug_t *a, const xnd_t *x, const lors_probe_t *pr, int64_t from,
                 char b[64];
                 int64_t end = lost_end < next ? lost_end : next;
                 lors__bytes(pos, (end < to ? end : to) - pos, b, sizeof b);
-                snprintf(a->rep->error, sizeof a->rep->error,
-                         "augment: %s have no live copy to copy from (mapping %zu: %s)", b, dead,
-                         pr[dead].alive ? "no read capability" : pr[dead].why);
+                lors__report_error(a->rep,
+                                   "augment: %s have no live copy to copy from (mapping %zu: %s)",
+                                   b, dead, pr[dead].alive ? "no read capability" : pr[dead].why);
                 return LORS_E_NO_REPLICA;
             }
             pos = next;
@@ -257,8 +258,8 @@ static int build_result(aug_t *a, xnd_t *x, xnd_t **added)
         while (x->nmaps > n0)
             xnd_remove(x, x->nmaps - 1);
         xnd_free(ad);
-        snprintf(a->rep->error, sizeof a->rep->error, "augment: building the exNode: %s",
-                 xnd_strerror(rc));
+        lors__report_error(a->rep, "augment: building the exNode: %s",
+                           xnd_strerror(rc));
         return rc == XND_E_NOMEM ? LORS_E_NOMEM : LORS_E_EXNODE;
     }
     if (added)
@@ -293,7 +294,7 @@ int lors_augment(const lors_augment_opts_t *o, xnd_t *x, xnd_t **added, lors_rep
     if (added)
         *added = NULL;
     if (!o || !x) {
-        snprintf(rep->error, sizeof rep->error, "augment: missing options or exNode");
+        lors__report_error(rep, "augment: missing options or exNode");
         return LORS_E_INVAL;
     }
     if ((rc = check_opts(o, rep->error, sizeof rep->error)) != LORS_OK)
@@ -347,7 +348,7 @@ int lors_augment(const lors_augment_opts_t *o, xnd_t *x, xnd_t **added, lors_rep
 
 out:
     if (rc != LORS_OK && !rep->error[0])
-        snprintf(rep->error, sizeof rep->error, "augment: %s", lors_strerror(rc));
+        lors__report_error(rep, "augment: %s", lors_strerror(rc));
     if (a.ibp)
         ibp_client_free(a.ibp);
     free(pr);

@@ -18,6 +18,7 @@
 
 #include "lns_time.h"
 #include "lors_augment_int.h"
+#include "lors_report.h"
 #include "lors_manage_int.h"
 
 enum blame { OK_DONE = 0, BLAME_TARGET, BLAME_SOURCE, STOPPED };
@@ -64,7 +65,7 @@ static void fatal_locked(aug_t *a, int err, const char *fmt, ...)
     a->err = err;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(a->rep->error, sizeof a->rep->error, fmt, ap);
+    lors__report_verror(a->rep, fmt, ap);
     va_end(ap);
 }
 

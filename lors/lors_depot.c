@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "lors.h"
+#include "lns_err.h"
 
 static int host_char(int c)
 {
@@ -131,8 +132,8 @@ int lors_depot_list_parse(const char *s, lors_depot_t **out, size_t *n, char *er
         }
         if (parse_one(start, (size_t)(p - start), &v[nv]) != LORS_OK) {
             if (err && errlen)
-                snprintf(err, errlen, "depot %zu: \"%.*s\" is not host[:port][/rid]", nv + 1,
-                         (int)(p - start > 200 ? 200 : p - start), start);
+                lns_err_set(err, errlen, "depot %zu: \"%.*s\" is not host[:port][/rid]", nv + 1,
+                            (int)(p - start > 200 ? 200 : p - start), start);
             free(v);
             return LORS_E_DEPOT;
         }
@@ -140,7 +141,7 @@ int lors_depot_list_parse(const char *s, lors_depot_t **out, size_t *n, char *er
     }
     if (nv == 0) {
         if (err && errlen)
-            snprintf(err, errlen, "the depot list is empty");
+            lns_err_set(err, errlen, "the depot list is empty");
         free(v);
         return LORS_E_NODEPOTS;
     }

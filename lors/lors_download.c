@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "lors.h"
+#include "lors_report.h"
 #include "lors_e2e_int.h"
 #include "lors_checksum.h"
 #include "lors_download_int.h"
@@ -105,7 +106,7 @@ static void dl_fail_locked(dl_t *dl, int rc, const char *fmt, ...)
         if (dl->rep) {
             va_list ap;
             va_start(ap, fmt);
-            vsnprintf(dl->rep->error, sizeof dl->rep->error, fmt, ap);
+            lors__report_verror(dl->rep, fmt, ap);
             va_end(ap);
         }
     }
@@ -646,7 +647,7 @@ static int check_opts(const lors_download_opts_t *o, const xnd_t *x, lors_dl_rep
     else if (o->offset < 0 || o->offset > size || *len < 0 || *len > size - o->offset)
         bad = "the range runs past the end of the file";
     if (bad && r)
-        snprintf(r->error, sizeof r->error, "%s", bad);
+        lors__report_error(r, "%s", bad);
     return bad ? LORS_E_INVAL : LORS_OK;
 }
 
@@ -663,7 +664,7 @@ int lors__download_plain(const lors_download_opts_t *o, const xnd_t *x, int out_
         memset(report, 0, sizeof *report);
     if (!o || !x || out_fd < 0) {
         if (report)
-            snprintf(report->error, sizeof report->error, "no options, exNode or output");
+            lors__report_error(report, "no options, exNode or output");
         return LORS_E_INVAL;
     }
     int rc = check_opts(o, x, report, &off, &len);
@@ -687,8 +688,8 @@ int lors__download_plain(const lors_download_opts_t *o, const xnd_t *x, int out_
                  atomic_fetch_add(&runs, 1) + 1);
         if (!(dl.netlog = lns_evlog_open(o->netlog_path, NULL))) {
             if (report)
-                snprintf(report->error, sizeof report->error, "opening the netlog %s: %s",
-                         o->netlog_path, strerror(errno));
+                lors__report_error(report, "opening the netlog %s: %s",
+                                   o->netlog_path, strerror(errno));
             pthread_cond_destroy(&dl.cv);
             pthread_cond_destroy(&dl.wcv);
             pthread_mutex_destroy(&dl.mu);
@@ -708,8 +709,8 @@ int lors__download_plain(const lors_download_opts_t *o, const xnd_t *x, int out_
 
     rc = lors__dl_plan(&dl, off, len);
     if (rc != LORS_OK && report)
-        snprintf(report->error, sizeof report->error, "planning %u blocks: %s", dl.nblocks,
-                 lors_strerror(rc));
+        lors__report_error(report, "planning %u blocks: %s", dl.nblocks,
+                           lors_strerror(rc));
     if (rc == LORS_OK && len > 0) {
         ibp_client_opts_t co;
         ibp_client_opts_init(&co);
@@ -723,7 +724,7 @@ int lors__download_plain(const lors_download_opts_t *o, const xnd_t *x, int out_
         if (!dl.ibp || !dl.slots) {
             rc = LORS_E_NOMEM;
             if (report)
-                snprintf(report->error, sizeof report->error, "out of memory");
+                lors__report_error(report, "out of memory");
         }
     }
     if (rc == LORS_OK && len > 0) {
@@ -736,7 +737,7 @@ int lors__download_plain(const lors_download_opts_t *o, const xnd_t *x, int out_
         if (nt == 0) {
             rc = LORS_E_THREAD;
             if (report)
-                snprintf(report->error, sizeof report->error, "cannot start a worker thread");
+                lors__report_error(report, "cannot start a worker thread");
         } else {
             writer(&dl, out_fd);
             dl.stop = 1; /* workers still waiting or loading (e.g. after a write error) leave */
@@ -777,5 +778,30 @@ int lors__download_plain(const lors_download_opts_t *o, const xnd_t *x, int out_
     pthread_mutex_destroy(&dl.mu);
     pthread_mutex_destroy(&dl.evmu);
     lns_evlog_close(dl.netlog);
+    return rc;
+}
+
+/* The public entry point: plain, or through the transforms (lors_e2e.c). */
+int lors_download_fd(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
+                     lors_dl_report_t *report)
+{
+    lors__e2e_desc_t d;
+    lors_dl_report_t local;
+    lors_dl_report_t *rep = report ? report : &local;
+    int present = 0;
+
+    if (!o || !x)
+        return lors__download_plain(o, x, out_fd, report);
+    memset(rep, 0, sizeof *rep);
+    int rc = lors__e2e_desc_read(x, &d, &present, rep->error, sizeof rep->error);
+    if (rc != LORS_OK || !present) {
+        if (!report)
+            lors_dl_report_free(&local);
+        return rc != LORS_OK ? rc : lors__download_plain(o, x, out_fd, report);
+    }
+    rc = lors__download_e2e(o, x, &d, out_fd, rep);
+    lors__e2e_desc_free(&d);
+    if (!report)
+        lors_dl_report_free(&local);
     return rc;
 }

@@ -15,6 +15,8 @@
  * the calling thread decodes frame by frame and writes only the asked plain bytes.  If it
  * stops first (a bad frame, a write error), closing the read end stops the feeder.
  * Memory: the engines' own bounds plus a stored and a plain frame on each side.
+ * lors_upload_fd/_buf (lors_upload.c) and lors_download_fd (lors_download.c) call in here
+ * only when the file has a chain.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +33,7 @@
 #include "lns_io.h"
 #include "lns_time.h"
 #include "lors_e2e_int.h"
+#include "lors_report.h"
 
 #define PIPE_BYTES (1 << 20) /* asked of the kernel: fewer context switches per frame */
 
@@ -97,9 +100,9 @@ static void discard(const lors_upload_opts_t *o, xnd_t *x)
     xnd_free(x);
 }
 
-static int upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chain, int fd,
-                      const unsigned char *mem, int64_t length, const char *filename,
-                      xnd_t **out, lors_report_t *rep)
+int lors__upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chain, int fd,
+                     const unsigned char *mem, int64_t length, const char *filename,
+                     xnd_t **out, lors_report_t *rep)
 {
     double t0 = now_s();
     int64_t fs = o->e2e_blocksize ? o->e2e_blocksize : LORS_E2E_DEFAULT_FRAME;
@@ -109,14 +112,13 @@ static int upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chai
     pthread_t tid;
 
     if (fs < 1 || fs > LORS_E2E_MAX_FRAME) {
-        snprintf(rep->error, sizeof rep->error,
-                 "upload options: e2e frame size out of range (1..%lld)",
-                 (long long)LORS_E2E_MAX_FRAME);
+        lors__report_error(rep, "upload options: e2e frame size out of range (1..%lld)",
+                           (long long)LORS_E2E_MAX_FRAME);
         return LORS_E_INVAL;
     }
     if (chain->has_aes && !o->key) {
-        snprintf(rep->error, sizeof rep->error, "e2e chain \"%s\": aes needs a key, none given",
-                 chain->name);
+        lors__report_error(rep, "e2e chain \"%s\": aes needs a key, none given",
+                           chain->name);
         return LORS_E_KEY;
     }
     memset(&d, 0, sizeof d);
@@ -125,14 +127,14 @@ static int upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chai
     d.frame_size = fs;
     if (chain->has_aes) {
         if (RAND_bytes(d.salt, sizeof d.salt) != 1) {
-            snprintf(rep->error, sizeof rep->error, "no random salt: OpenSSL's RAND_bytes failed");
+            lors__report_error(rep, "no random salt: OpenSSL's RAND_bytes failed");
             return LORS_E_E2E;
         }
         lors__e2e_keyid(o->key, d.keyid);
     }
     if (make_pipe(p) != 0) {
-        snprintf(rep->error, sizeof rep->error, "upload: no pipe for the transformed bytes: %s",
-                 strerror(errno));
+        lors__report_error(rep, "upload: no pipe for the transformed bytes: %s",
+                           strerror(errno));
         return LORS_E_READ;
     }
     e.d = &d;
@@ -144,7 +146,7 @@ static int upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chai
     if (pthread_create(&tid, NULL, encoder, &e) != 0) {
         close(p[0]);
         close(p[1]);
-        snprintf(rep->error, sizeof rep->error, "upload: cannot start the encoder thread");
+        lors__report_error(rep, "upload: cannot start the encoder thread");
         return LORS_E_THREAD;
     }
 
@@ -162,13 +164,13 @@ static int upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chai
             rep->mappings = 0;
         }
         rc = e.rc;
-        snprintf(rep->error, sizeof rep->error, "%s", e.err);
+        lors__report_error(rep, "%s", e.err);
     } else if (rc == LORS_OK && d.stored_size != rep->size) {
         rc = LORS_E_E2E;
-        snprintf(rep->error, sizeof rep->error, "the engine stored %lld bytes, the encoder made "
-                 "%lld", (long long)rep->size, (long long)d.stored_size);
+        lors__report_error(rep, "the engine stored %lld bytes, the encoder made "
+                           "%lld", (long long)rep->size, (long long)d.stored_size);
     } else if (rc == LORS_OK && (rc = lors__e2e_desc_write(&d, *out)) != XND_OK) {
-        snprintf(rep->error, sizeof rep->error, "building the exNode: %s", xnd_strerror(rc));
+        lors__report_error(rep, "building the exNode: %s", xnd_strerror(rc));
         rc = rc == XND_E_NOMEM ? LORS_E_NOMEM : LORS_E_EXNODE;
     }
     if (rc != LORS_OK && *out) {
@@ -180,69 +182,6 @@ static int upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chai
     rep->plain_size = d.plain_size;
     rep->seconds = now_s() - t0;
     lors__e2e_desc_free(&d);
-    return rc;
-}
-
-/* Which path: plain, or transforms (chain parsed into c). */
-static int upload_path(const lors_upload_opts_t *o, lors__e2e_chain_t *c, xnd_t **out,
-                       lors_report_t *rep)
-{
-    memset(rep, 0, sizeof *rep);
-    if (out)
-        *out = NULL;
-    if (!o || !o->e2e || !*o->e2e) {
-        c->n = 0;
-        return LORS_OK;
-    }
-    return lors__e2e_chain_parse(o->e2e, c, rep->error, sizeof rep->error);
-}
-
-int lors_upload_fd(const lors_upload_opts_t *o, int fd, int64_t length, const char *filename,
-                   xnd_t **out, lors_report_t *report)
-{
-    lors_report_t local;
-    lors_report_t *rep = report ? report : &local;
-    lors__e2e_chain_t c;
-    int rc = upload_path(o, &c, out, rep);
-    if (rc == LORS_OK && c.n == 0) {
-        rc = lors__upload_plain_fd(o, fd, length, filename, out, rep);
-        rep->plain_size = rep->size;
-    } else if (rc == LORS_OK && (fd < 0 || length < -1)) {
-        snprintf(rep->error, sizeof rep->error, "upload: bad file descriptor or length");
-        rc = LORS_E_INVAL;
-    } else if (rc == LORS_OK && !out) {
-        snprintf(rep->error, sizeof rep->error, "upload: no place for the exNode");
-        rc = LORS_E_INVAL;
-    } else if (rc == LORS_OK) {
-        rc = upload_e2e(o, &c, fd, NULL, length, filename, out, rep);
-    }
-    if (!report)
-        lors_report_free(&local);
-    return rc;
-}
-
-int lors_upload_buf(const lors_upload_opts_t *o, const void *buf, size_t len,
-                    const char *filename, xnd_t **out, lors_report_t *report)
-{
-    lors_report_t local;
-    lors_report_t *rep = report ? report : &local;
-    lors__e2e_chain_t c;
-    int rc = upload_path(o, &c, out, rep);
-    if (rc == LORS_OK && c.n == 0) {
-        rc = lors__upload_plain_buf(o, buf, len, filename, out, rep);
-        rep->plain_size = rep->size;
-    } else if (rc == LORS_OK && !buf && len > 0) {
-        snprintf(rep->error, sizeof rep->error, "upload: no buffer");
-        rc = LORS_E_INVAL;
-    } else if (rc == LORS_OK && !out) {
-        snprintf(rep->error, sizeof rep->error, "upload: no place for the exNode");
-        rc = LORS_E_INVAL;
-    } else if (rc == LORS_OK) {
-        rc = upload_e2e(o, &c, -1, buf ? buf : (const void *)"", (int64_t)len, filename, out,
-                        rep);
-    }
-    if (!report)
-        lors_report_free(&local);
     return rc;
 }
 
@@ -277,8 +216,8 @@ static int decode_frames(const lors__e2e_desc_t *d, lors__e2e_codec_t *codec, in
     int rc = LORS_OK;
 
     if (!sbuf || !pbuf) {
-        snprintf(rep->error, sizeof rep->error, "out of memory for a frame of %lld bytes",
-                 (long long)fs);
+        lors__report_error(rep, "out of memory for a frame of %lld bytes",
+                           (long long)fs);
         rc = LORS_E_NOMEM;
     }
     for (int64_t f = f0; rc == LORS_OK && f <= f1; f++) {
@@ -292,15 +231,15 @@ static int decode_frames(const lors__e2e_desc_t *d, lors__e2e_codec_t *codec, in
         rc = lors__e2e_decode(codec, (uint32_t)f, sbuf, (size_t)sl, pbuf, (size_t)pl, why,
                               sizeof why);
         if (rc != LORS_OK) {
-            snprintf(rep->error, sizeof rep->error, "frame %lld (plain bytes %lld-%lld): %s",
-                     (long long)f, (long long)fstart, (long long)(fstart + pl - 1), why);
+            lors__report_error(rep, "frame %lld (plain bytes %lld-%lld): %s",
+                               (long long)f, (long long)fstart, (long long)(fstart + pl - 1), why);
             break;
         }
         int64_t a = off > fstart ? off : fstart;
         int64_t b = end < fstart + pl ? end : fstart + pl;
         if (lns_fd_write_all(out_fd, pbuf + (a - fstart), (size_t)(b - a), -1) < 0) {
-            snprintf(rep->error, sizeof rep->error, "writing bytes %lld-%lld to the output: %s",
-                     (long long)a, (long long)(b - 1), strerror(errno));
+            lors__report_error(rep, "writing bytes %lld-%lld to the output: %s",
+                               (long long)a, (long long)(b - 1), strerror(errno));
             rc = LORS_E_WRITE;
             break;
         }
@@ -321,17 +260,17 @@ static void feeder_failed(const lors__e2e_desc_t *d, const feed_t *fd, int64_t o
         int64_t a = fa * d->frame_size, b = fb * d->frame_size + lors__e2e_frame_plain(d, fb);
         rep->missing_off = a > off ? a : off;
         rep->missing_len = (b < end ? b : end) - rep->missing_off;
-        snprintf(rep->error, sizeof rep->error, "plain bytes %lld-%lld (frames %lld-%lld): %.400s",
-                 (long long)rep->missing_off,
-                 (long long)(rep->missing_off + rep->missing_len - 1), (long long)fa,
-                 (long long)fb, fd->rep.error);
+        lors__report_error(rep, "plain bytes %lld-%lld (frames %lld-%lld): %.400s",
+                           (long long)rep->missing_off,
+                           (long long)(rep->missing_off + rep->missing_len - 1), (long long)fa,
+                           (long long)fb, fd->rep.error);
     } else {
-        snprintf(rep->error, sizeof rep->error, "%s", fd->rep.error);
+        lors__report_error(rep, "%s", fd->rep.error);
     }
 }
 
-static int download_e2e(const lors_download_opts_t *o, const xnd_t *x,
-                        const lors__e2e_desc_t *d, int out_fd, lors_dl_report_t *rep)
+int lors__download_e2e(const lors_download_opts_t *o, const xnd_t *x, const lors__e2e_desc_t *d,
+                       int out_fd, lors_dl_report_t *rep)
 {
     double t0 = now_s();
     int64_t off = o->offset, len = o->length < 0 ? d->plain_size - o->offset : o->length;
@@ -342,24 +281,23 @@ static int download_e2e(const lors_download_opts_t *o, const xnd_t *x,
     pthread_t tid;
 
     if (out_fd < 0) {
-        snprintf(rep->error, sizeof rep->error, "no options, exNode or output");
+        lors__report_error(rep, "no options, exNode or output");
         return LORS_E_INVAL;
     }
     if (d->chain.has_aes && !o->key) {
-        snprintf(rep->error, sizeof rep->error,
-                 "the file is encrypted (e2e chain \"%s\") and no key was given", d->chain.name);
+        lors__report_error(rep, "the file is encrypted (e2e chain \"%s\") and no key was given",
+                           d->chain.name);
         return LORS_E_KEY;
     }
     if (d->chain.has_aes) {
         lors__e2e_keyid(o->key, kid);
         if (strcmp(kid, d->keyid) != 0) {
-            snprintf(rep->error, sizeof rep->error,
-                     "the key does not match the one this file was encrypted with");
+            lors__report_error(rep, "the key does not match the one this file was encrypted with");
             return LORS_E_KEY;
         }
     }
     if (off < 0 || off > d->plain_size || len < 0 || len > d->plain_size - off) {
-        snprintf(rep->error, sizeof rep->error, "the range runs past the end of the file");
+        lors__report_error(rep, "the range runs past the end of the file");
         return LORS_E_INVAL;
     }
 
@@ -382,13 +320,13 @@ static int download_e2e(const lors_download_opts_t *o, const xnd_t *x,
     fd.o.length = lo + ll - so;
     if ((rc = lors__e2e_codec_init(&codec, &d->chain, o->key, d->salt)) != LORS_OK) {
         lors__e2e_codec_free(&codec);
-        snprintf(rep->error, sizeof rep->error, "out of memory");
+        lors__report_error(rep, "out of memory");
         return rc;
     }
     if (make_pipe(p) != 0) {
         lors__e2e_codec_free(&codec);
-        snprintf(rep->error, sizeof rep->error, "no pipe for the stored bytes: %s",
-                 strerror(errno));
+        lors__report_error(rep, "no pipe for the stored bytes: %s",
+                           strerror(errno));
         return LORS_E_THREAD;
     }
     fd.fd = p[1];
@@ -396,7 +334,7 @@ static int download_e2e(const lors_download_opts_t *o, const xnd_t *x,
         close(p[0]);
         close(p[1]);
         lors__e2e_codec_free(&codec);
-        snprintf(rep->error, sizeof rep->error, "cannot start the download thread");
+        lors__report_error(rep, "cannot start the download thread");
         return LORS_E_THREAD;
     }
     sigset_t old;
@@ -421,35 +359,11 @@ static int download_e2e(const lors_download_opts_t *o, const xnd_t *x,
         feeder_failed(d, &fd, off, off + len, rep);
     } else if (rc == 1) {
         rc = LORS_E_E2E;
-        snprintf(rep->error, sizeof rep->error, "the stored bytes of frames %lld-%lld ended "
-                 "early (%.400s)", (long long)f0, (long long)f1, fd.rep.error);
+        lors__report_error(rep, "the stored bytes of frames %lld-%lld ended "
+                           "early (%.400s)", (long long)f0, (long long)f1, fd.rep.error);
     } else {
-        snprintf(rep->error, sizeof rep->error, "%s", mine.error);
+        lors__report_error(rep, "%s", mine.error);
     }
     rep->seconds = now_s() - t0;
-    return rc;
-}
-
-int lors_download_fd(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
-                     lors_dl_report_t *report)
-{
-    lors__e2e_desc_t d;
-    lors_dl_report_t local;
-    lors_dl_report_t *rep = report ? report : &local;
-    int present = 0;
-
-    if (!o || !x)
-        return lors__download_plain(o, x, out_fd, report);
-    memset(rep, 0, sizeof *rep);
-    int rc = lors__e2e_desc_read(x, &d, &present, rep->error, sizeof rep->error);
-    if (rc != LORS_OK || !present) {
-        if (!report)
-            lors_dl_report_free(&local);
-        return rc != LORS_OK ? rc : lors__download_plain(o, x, out_fd, report);
-    }
-    rc = download_e2e(o, x, &d, out_fd, rep);
-    lors__e2e_desc_free(&d);
-    if (!report)
-        lors_dl_report_free(&local);
     return rc;
 }

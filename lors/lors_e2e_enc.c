@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lns_err.h"
 #include "lns_io.h"
 #include "lors_e2e_int.h"
 
@@ -67,7 +68,7 @@ static void fail_locked(pipeline_t *p, int rc, int engine_gone, const char *fmt,
         if (fmt) {
             va_list ap;
             va_start(ap, fmt);
-            vsnprintf(p->e->err, sizeof p->e->err, fmt, ap);
+            lns_err_vset(p->e->err, sizeof p->e->err, fmt, ap);
             va_end(ap);
         }
     }

@@ -22,6 +22,7 @@
 #include <zlib.h>
 
 #include "lors_e2e_int.h"
+#include "lns_err.h"
 
 #define ZLIB_LEVEL 6
 
@@ -43,13 +44,13 @@ int lors__e2e_chain_parse(const char *s, lors__e2e_chain_t *c, char *err, size_t
         else if (n == 3 && strncasecmp(p, "aes", 3) == 0)
             step = LORS_E2E_AES;
         if (!step) {
-            snprintf(err, errlen, "e2e chain \"%s\": unknown transform \"%.*s\" (zlib or aes)",
-                     s, (int)(n < 32 ? n : 32), p);
+            lns_err_set(err, errlen, "e2e chain \"%s\": unknown transform \"%.*s\" (zlib or aes)",
+                        s, (int)(n < 32 ? n : 32), p);
             return LORS_E_INVAL;
         }
         for (int i = 0; i < c->n; i++)
             if (c->steps[i] == step) {
-                snprintf(err, errlen, "e2e chain \"%s\": \"%.*s\" named twice", s, (int)n, p);
+                lns_err_set(err, errlen, "e2e chain \"%s\": \"%.*s\" named twice", s, (int)n, p);
                 return LORS_E_INVAL;
             }
         c->steps[c->n++] = step;
@@ -166,7 +167,7 @@ static int aes_open(lors__e2e_codec_t *c, uint32_t index, const unsigned char *i
 }
 
 int lors__e2e_encode(lors__e2e_codec_t *c, uint32_t index, const unsigned char *in,
-                     size_t inlen, unsigned char *out, size_t *outlen, char *why, size_t whylen)
+                     size_t inlen, unsigned char *out, size_t *outlen, char *err, size_t errlen)
 {
     const unsigned char *src = in;
     size_t srclen = inlen;
@@ -186,12 +187,12 @@ int lors__e2e_encode(lors__e2e_codec_t *c, uint32_t index, const unsigned char *
             uLongf zl = compressBound((uLong)srclen);
             int zr = compress2(dst, &zl, src, (uLong)srclen, ZLIB_LEVEL);
             if (zr != Z_OK) {
-                snprintf(why, whylen, "zlib compress: %s", zError(zr));
+                lns_err_set(err, errlen, "zlib compress: %s", zError(zr));
                 return zr == Z_MEM_ERROR ? LORS_E_NOMEM : LORS_E_E2E;
             }
             dstlen = zl;
         } else if (aes_seal(c, index, src, srclen, dst, &dstlen) != LORS_OK) {
-            snprintf(why, whylen, "AES-256-GCM encryption failed in OpenSSL");
+            lns_err_set(err, errlen, "AES-256-GCM encryption failed in OpenSSL");
             return LORS_E_E2E;
         }
         src = dst;
@@ -204,8 +205,8 @@ int lors__e2e_encode(lors__e2e_codec_t *c, uint32_t index, const unsigned char *
 }
 
 int lors__e2e_decode(lors__e2e_codec_t *c, uint32_t index, const unsigned char *in,
-                     size_t inlen, unsigned char *out, size_t plain_len, char *why,
-                     size_t whylen)
+                     size_t inlen, unsigned char *out, size_t plain_len, char *err,
+                     size_t errlen)
 {
     const unsigned char *src = in;
     size_t srclen = inlen;
@@ -227,24 +228,25 @@ int lors__e2e_decode(lors__e2e_codec_t *c, uint32_t index, const unsigned char *
             int zr = uncompress2(dst, &dl, src, &sl);
             if (zr != Z_OK || dl != want || sl != srclen) {
                 if (zr == Z_OK || zr == Z_BUF_ERROR)
-                    snprintf(why, whylen, "zlib: the frame does not decompress to %zu bytes",
-                             want);
+                    lns_err_set(err, errlen, "zlib: the frame does not decompress to %zu bytes",
+                                want);
                 else
-                    snprintf(why, whylen, "zlib: %s", zError(zr));
+                    lns_err_set(err, errlen, "zlib: %s", zError(zr));
                 return zr == Z_MEM_ERROR ? LORS_E_NOMEM : LORS_E_E2E;
             }
             srclen = dl;
         } else {
             if (srclen < LORS_E2E_TAG || (i == 0 && srclen - LORS_E2E_TAG != plain_len)) {
-                snprintf(why, whylen, "aes: %zu bytes are not the plain bytes plus the %d-byte tag",
-                         srclen, LORS_E2E_TAG);
+                lns_err_set(err, errlen,
+                            "aes: %zu bytes are not the plain bytes plus the %d-byte tag",
+                            srclen, LORS_E2E_TAG);
                 return LORS_E_E2E;
             }
             int ok = aes_open(c, index, src, srclen, dst);
             if (ok != 1) {
-                snprintf(why, whylen, ok == 0 ? "authentication failed: the data or its place "
-                                                "was altered (AES-GCM tag mismatch)"
-                                              : "AES-256-GCM decryption failed in OpenSSL");
+                lns_err_set(err, errlen, ok == 0 ? "authentication failed: the data or its place "
+                            "was altered (AES-GCM tag mismatch)"
+                            : "AES-256-GCM decryption failed in OpenSSL");
                 return LORS_E_E2E;
             }
             srclen -= LORS_E2E_TAG;
@@ -253,7 +255,7 @@ int lors__e2e_decode(lors__e2e_codec_t *c, uint32_t index, const unsigned char *
     }
     if (c->chain.n == 0) {
         if (inlen != plain_len) {
-            snprintf(why, whylen, "%zu bytes where %zu were expected", inlen, plain_len);
+            lns_err_set(err, errlen, "%zu bytes where %zu were expected", inlen, plain_len);
             return LORS_E_E2E;
         }
         memcpy(out, in, inlen);

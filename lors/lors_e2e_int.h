@@ -5,7 +5,9 @@
  * compress, then encrypt), the results concatenated.  The upload and download engines move
  * those stored bytes as they are (lors__upload_plain_*, lors__download_plain); lors_e2e.c
  * puts the frame codec (lors_e2e_frame.c) between them and the user's bytes, and the
- * frame table (lors_e2e_meta.c) in the exNode's lns_e2e metadata.  docs/lors.md,
+ * frame table (lors_e2e_meta.c) in the exNode's lns_e2e metadata.  The public entry points
+ * (lors_upload_fd/_buf in lors_upload.c, lors_download_fd in lors_download.c) take the plain
+ * engine, or lors__upload_e2e / lors__download_e2e when the file has a chain.  docs/lors.md,
  * "End-to-end transforms", has the format.
  */
 #ifndef LNS_LORS_E2E_INT_H
@@ -68,14 +70,14 @@ int lors__e2e_codec_init(lors__e2e_codec_t *c, const lors__e2e_chain_t *chain,
 void lors__e2e_codec_free(lors__e2e_codec_t *c); /* wipes the key */
 /* Transform frame `index` (in[0..inlen), inlen >= 1) into out, which holds at least
  * lors__e2e_max_stored(inlen) bytes.  LORS_OK, LORS_E_NOMEM or LORS_E_E2E (a library
- * failure, with why). */
+ * failure, with err). */
 int lors__e2e_encode(lors__e2e_codec_t *c, uint32_t index, const unsigned char *in,
-                     size_t inlen, unsigned char *out, size_t *outlen, char *why, size_t whylen);
-/* Undo it: out receives exactly plain_len bytes or the call fails with LORS_E_E2E and why
+                     size_t inlen, unsigned char *out, size_t *outlen, char *err, size_t errlen);
+/* Undo it: out receives exactly plain_len bytes or the call fails with LORS_E_E2E and err
  * ("authentication failed: ...", "zlib: ..."). */
 int lors__e2e_decode(lors__e2e_codec_t *c, uint32_t index, const unsigned char *in,
-                     size_t inlen, unsigned char *out, size_t plain_len, char *why,
-                     size_t whylen);
+                     size_t inlen, unsigned char *out, size_t plain_len, char *err,
+                     size_t errlen);
 
 /* The key's public name: the first 16 hex digits of SHA-256("lns-e2e-keyid" || key). */
 void lors__e2e_keyid(const unsigned char key[LORS_KEY_BYTES], char out[17]);
@@ -143,5 +145,16 @@ int lors__e2e_desc_write(const lors__e2e_desc_t *d, xnd_t *x);
 void lors__e2e_desc_free(lors__e2e_desc_t *d);
 /* Exactly len == 2n hex digits (either case) into out[n]; 0, or -1 if they are not. */
 int lors__e2e_from_hex(const char *s, size_t len, unsigned char *out, size_t n);
+
+/* ---- the engines joined to the codec (lors_e2e.c) ---------------------------------------- */
+
+/* lors_upload_fd / lors_upload_buf through the chain: the input is fd, or mem[length] when
+ * fd < 0; *out gets the exNode with its frame table. */
+int lors__upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chain, int fd,
+                     const unsigned char *mem, int64_t length, const char *filename,
+                     xnd_t **out, lors_report_t *rep);
+/* lors_download_fd on a transformed file described by d: the asked plain bytes to out_fd. */
+int lors__download_e2e(const lors_download_opts_t *o, const xnd_t *x, const lors__e2e_desc_t *d,
+                       int out_fd, lors_dl_report_t *rep);
 
 #endif

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "lors_e2e_int.h"
+#include "lns_err.h"
 
 #define KEY_FILE_MAX 80 /* more than 64 hex digits and a CRLF: not a key file */
 
@@ -41,18 +42,18 @@ static int key_from_file(const char *path, const char *via, unsigned char key[LO
     struct stat st;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) {
-        snprintf(err, errlen, "key file %s%s: %s", path, via, strerror(errno));
+        lns_err_set(err, errlen, "key file %s%s: %s", path, via, strerror(errno));
         return LORS_E_KEY;
     }
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "key file %s%s: not a regular file", path, via);
+        lns_err_set(err, errlen, "key file %s%s: not a regular file", path, via);
         close(fd);
         return LORS_E_KEY;
     }
     if (st.st_mode & (S_IRGRP | S_IROTH)) {
-        snprintf(err, errlen, "key file %s%s is readable by group or others (mode %04o): "
-                 "refusing it; chmod 600 it (and make a new key if others may have read it)",
-                 path, via, (unsigned)(st.st_mode & 07777));
+        lns_err_set(err, errlen, "key file %s%s is readable by group or others (mode %04o): "
+                    "refusing it; chmod 600 it (and make a new key if others may have read it)",
+                    path, via, (unsigned)(st.st_mode & 07777));
         close(fd);
         return LORS_E_KEY;
     }
@@ -61,7 +62,7 @@ static int key_from_file(const char *path, const char *via, unsigned char key[LO
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
-            snprintf(err, errlen, "key file %s%s: %s", path, via, strerror(errno));
+            lns_err_set(err, errlen, "key file %s%s: %s", path, via, strerror(errno));
             close(fd);
             OPENSSL_cleanse(buf, sizeof buf);
             return LORS_E_KEY;
@@ -74,8 +75,8 @@ static int key_from_file(const char *path, const char *via, unsigned char key[LO
     OPENSSL_cleanse(buf, sizeof buf);
     if (bad) {
         OPENSSL_cleanse(key, LORS_KEY_BYTES);
-        snprintf(err, errlen, "key file %s%s: not a key (%d raw bytes, or %d hex digits and "
-                 "an optional newline)", path, via, LORS_KEY_BYTES, 2 * LORS_KEY_BYTES);
+        lns_err_set(err, errlen, "key file %s%s: not a key (%d raw bytes, or %d hex digits and "
+                    "an optional newline)", path, via, LORS_KEY_BYTES, 2 * LORS_KEY_BYTES);
         return LORS_E_KEY;
     }
     return LORS_OK;
@@ -94,7 +95,7 @@ int lors_key_load(const char *path, unsigned char key[LORS_KEY_BYTES], char *err
     if (hex && *hex) {
         if (lors__e2e_from_hex(hex, strlen(hex), key, LORS_KEY_BYTES) != 0) {
             OPENSSL_cleanse(key, LORS_KEY_BYTES);
-            snprintf(err, errlen, "LNS_KEY: not a key (%d hex digits)", 2 * LORS_KEY_BYTES);
+            lns_err_set(err, errlen, "LNS_KEY: not a key (%d hex digits)", 2 * LORS_KEY_BYTES);
             return LORS_E_KEY;
         }
         return LORS_OK;
@@ -102,7 +103,7 @@ int lors_key_load(const char *path, unsigned char key[LORS_KEY_BYTES], char *err
     const char *file = getenv("LNS_KEY_FILE");
     if (file && *file)
         return key_from_file(file, " (LNS_KEY_FILE)", key, err, errlen);
-    snprintf(err, errlen, "no key: give a key file, or set LNS_KEY (%d hex digits) or "
-             "LNS_KEY_FILE", 2 * LORS_KEY_BYTES);
+    lns_err_set(err, errlen, "no key: give a key file, or set LNS_KEY (%d hex digits) or "
+                "LNS_KEY_FILE", 2 * LORS_KEY_BYTES);
     return LORS_E_KEY;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "lors_e2e_int.h"
+#include "lns_err.h"
 
 #define ITEM_MAX 48 /* "LEN*COUNT," with two int64s */
 
@@ -187,7 +188,7 @@ static int bad(char *err, size_t errlen, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    snprintf(err, errlen, "%s metadata: %s", LORS_E2E_META, what);
+    lns_err_set(err, errlen, "%s metadata: %s", LORS_E2E_META, what);
     return LORS_E_EXNODE;
 }
 
@@ -335,7 +336,7 @@ int lors_e2e_info(const xnd_t *x, lors_e2e_info_t *info, char *err, size_t errle
     if (info)
         memset(info, 0, sizeof *info);
     if (!x || !info) {
-        snprintf(err, errlen, "lors_e2e_info: no exNode or no place for the answer");
+        lns_err_set(err, errlen, "lors_e2e_info: no exNode or no place for the answer");
         return LORS_E_INVAL;
     }
     int rc = lors__e2e_desc_read(x, &d, &present, err, errlen);

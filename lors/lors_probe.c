@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lns_err.h"
 #include "lns_time.h"
 #include "lors_manage_int.h"
 
@@ -25,7 +26,7 @@ static void dead(lors_probe_t *p, int err, const char *why)
 {
     p->alive = 0;
     p->ibp_err = err;
-    snprintf(p->why, sizeof p->why, "%s", why);
+    lns_err_set(p->why, sizeof p->why, "%s", why);
 }
 
 static void probe_one(void *arg, size_t i)

@@ -14,6 +14,7 @@
 
 #include "lns_time.h"
 #include "lors_manage_int.h"
+#include "lors_report.h"
 
 void lors_refresh_opts_init(lors_refresh_opts_t *o)
 {
@@ -41,11 +42,11 @@ typedef struct refresh_run {
 } refresh_run_t;
 
 /* Mark it failed; returns op, the step that failed, for the event. */
-static const char *fail(lors_refresh_item_t *it, const char *op, int err, const char *why)
+static const char *item_failed(lors_refresh_item_t *it, const char *op, int err, const char *why)
 {
     it->ok = 0;
     it->ibp_err = err;
-    snprintf(it->why, sizeof it->why, "%s", why);
+    lns_err_set(it->why, sizeof it->why, "%s", why);
     return op;
 }
 
@@ -60,13 +61,13 @@ static const char *refresh_do(refresh_run_t *r, const xnd_mapping_t *m, lors_ref
 
     it->old_end = it->new_end = m->end.epoch;
     if (!mcap)
-        return fail(it, "NOCAP", 0, "no manage capability");
+        return item_failed(it, "NOCAP", 0, "no manage capability");
     switch (r->o->mode) {
     case LORS_REFRESH_ADD:
         if (it->old_end == XND_TIME_UNKNOWN) {
             /* the exNode does not say when it ends: the depot does */
             if ((rc = ibp_probe(r->ibp, mcap, &p)) != IBP_OK)
-                return fail(it, "PROBE", rc, lors__why(rc));
+                return item_failed(it, "PROBE", rc, lors__why(rc));
             it->old_end = now + p.seconds_left;
         }
         duration = it->old_end + r->o->value - now;
@@ -76,14 +77,14 @@ static const char *refresh_do(refresh_run_t *r, const xnd_mapping_t *m, lors_ref
     case LORS_REFRESH_MAX: duration = -1; break;
     }
     if (duration == 0 || duration < -1 || (duration == -1 && r->o->mode != LORS_REFRESH_MAX))
-        return fail(it, "PAST", 0, "the new end is in the past");
+        return item_failed(it, "PAST", 0, "the new end is in the past");
     if ((rc = ibp_change(r->ibp, mcap, 0, duration, 0)) != IBP_OK)
-        return fail(it, "CHANGE", rc, lors__why(rc));
+        return item_failed(it, "CHANGE", rc, lors__why(rc));
     if ((rc = ibp_probe(r->ibp, mcap, &p)) != IBP_OK) {
         char why[sizeof it->why];
         snprintf(why, sizeof why, "changed, but the PROBE that reads the new end failed: %s",
                  lors__why(rc));
-        return fail(it, "PROBE", rc, why);
+        return item_failed(it, "PROBE", rc, why);
     }
     it->new_end = lns_now_s() + p.seconds_left;
     it->ok = 1;
@@ -131,7 +132,7 @@ int lors_refresh(const lors_refresh_opts_t *o, xnd_t *x, lors_refresh_report_t *
     else if ((o->mode == LORS_REFRESH_ADD || o->mode == LORS_REFRESH_FROM_NOW) && o->value <= 0)
         bad = "the time to add must be positive";
     if (bad) {
-        snprintf(rep->error, sizeof rep->error, "refresh: %s", bad);
+        lors__report_error(rep, "refresh: %s", bad);
         return LORS_E_INVAL;
     }
     rep->items = calloc(x->nmaps ? x->nmaps : 1, sizeof *rep->items);
@@ -141,7 +142,7 @@ int lors_refresh(const lors_refresh_opts_t *o, xnd_t *x, lors_refresh_report_t *
         if (r.ibp)
             ibp_client_free(r.ibp);
         lors_refresh_report_free(rep);
-        snprintf(rep->error, sizeof rep->error, "refresh: out of memory");
+        lors__report_error(rep, "refresh: out of memory");
         return LORS_E_NOMEM;
     }
     rep->n = x->nmaps;
@@ -155,16 +156,16 @@ int lors_refresh(const lors_refresh_opts_t *o, xnd_t *x, lors_refresh_report_t *
     for (size_t i = 0; i < rep->n; i++) {
         lors_refresh_item_t *it = &rep->items[i];
         if (it->ok && xnd_mapping_set_time(x->maps[i], 1, it->new_end) != XND_OK) {
-            fail(it, NULL, 0, "out of memory writing the new end into the exNode");
+            item_failed(it, NULL, 0, "out of memory writing the new end into the exNode");
             rc = LORS_E_NOMEM;
         }
         if (!it->ok && rep->failed++ == 0)
             first = i;
     }
     if (rep->failed > 0) {
-        snprintf(rep->error, sizeof rep->error,
-                 "refresh: %zu of %zu mappings not refreshed; mapping %zu: %s", rep->failed,
-                 rep->n, first, rep->items[first].why);
+        lors__report_error(rep, "refresh: %zu of %zu mappings not refreshed; mapping %zu: %s",
+                           rep->failed,
+                           rep->n, first, rep->items[first].why);
         if (rc == LORS_OK)
             rc = LORS_E_PARTIAL;
     }

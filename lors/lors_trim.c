@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "lors_manage_int.h"
+#include "lors_report.h"
 
 void lors_trim_opts_init(lors_trim_opts_t *o)
 {
@@ -150,8 +151,8 @@ static int select_mappings(const lors_trim_opts_t *o, const xnd_t *x, unsigned c
     for (size_t k = 0; k < o->nmappings; k++) {
         int n = o->mappings[k];
         if (n < 0 || (size_t)n >= x->nmaps) {
-            snprintf(err, errlen, "trim: mapping %d: no such mapping (the exNode has %zu, "
-                     "numbered from 0)", n, x->nmaps);
+            lns_err_set(err, errlen, "trim: mapping %d: no such mapping (the exNode has %zu, "
+                        "numbered from 0)", n, x->nmaps);
             return LORS_E_INVAL;
         }
         sel[n] = 1;
@@ -178,7 +179,7 @@ int lors_trim(const lors_trim_opts_t *o, xnd_t *x, lors_trim_report_t *report)
 
     memset(rep, 0, sizeof *rep);
     if (!o || !x || (o->nmappings && !o->mappings) || (o->ndepots && !o->depots)) {
-        snprintf(rep->error, sizeof rep->error, "trim: missing options or exNode");
+        lors__report_error(rep, "trim: missing options or exNode");
         return LORS_E_INVAL;
     }
     sel = calloc(x->nmaps ? x->nmaps : 1, 1);
@@ -213,9 +214,9 @@ int lors_trim(const lors_trim_opts_t *o, xnd_t *x, lors_trim_report_t *report)
         if (lost) {
             char b[64];
             lors__bytes(off, len, b, sizeof b);
-            snprintf(rep->error, sizeof rep->error,
-                     "trim: removing mapping %zu would leave %s with no copy (force to remove "
-                     "anyway)", which, b);
+            lors__report_error(rep,
+                               "trim: removing mapping %zu would leave %s with no copy "
+                               "(force to remove anyway)", which, b);
             rc = LORS_E_UNSAFE;
             goto out;
         }
@@ -275,11 +276,11 @@ int lors_trim(const lors_trim_opts_t *o, xnd_t *x, lors_trim_report_t *report)
                 first = first ? first : &v[k];
             }
         if (first) {
-            snprintf(rep->error, sizeof rep->error,
-                     "trim: %zu of %zu removed allocations could not be freed (first: mapping "
-                     "%d: %s); they expire on their own",
-                     rep->nunfreed, nv, first->mapping,
-                     first->mcap ? lors__why(first->rc) : "no manage capability");
+            lors__report_error(rep,
+                               "trim: %zu of %zu removed allocations could not be freed "
+                               "(first: mapping %d: %s); they expire on their own",
+                               rep->nunfreed, nv, first->mapping,
+                               first->mcap ? lors__why(first->rc) : "no manage capability");
             rc = LORS_E_PARTIAL;
         }
     }
@@ -287,7 +288,7 @@ int lors_trim(const lors_trim_opts_t *o, xnd_t *x, lors_trim_report_t *report)
 
 nomem:
     if (!rep->error[0])
-        snprintf(rep->error, sizeof rep->error, "trim: %s", lors_strerror(rc));
+        lors__report_error(rep, "trim: %s", lors_strerror(rc));
 out:
     for (size_t k = 0; v && k < nv; k++)
         free(v[k].mcap);

@@ -33,6 +33,7 @@
 #include "lns_io.h"
 #include "lors_checksum.h"
 #include "lors_e2e_int.h"
+#include "lors_report.h"
 #include "lors_upload_int.h"
 
 void lors_upload_opts_init(lors_upload_opts_t *o)
@@ -293,8 +294,8 @@ static int build_exnode(up_t *u, const char *filename, int64_t size, xnd_t **out
     }
     if (rc != XND_OK) {
         xnd_free(x);
-        snprintf(u->rep->error, sizeof u->rep->error, "building the exNode: %s",
-                 xnd_strerror(rc));
+        lors__report_error(u->rep, "building the exNode: %s",
+                           xnd_strerror(rc));
         return rc == XND_E_NOMEM ? LORS_E_NOMEM : LORS_E_EXNODE;
     }
     *out = x;
@@ -338,7 +339,7 @@ static int check_opts(const lors_upload_opts_t *o, char *err, size_t errlen)
     else if (o->checksum && strcmp(o->checksum, "none") != 0 && o->checksum_blocksize <= 0)
         what = "checksum block size must be positive";
     if (what)
-        snprintf(err, errlen, "upload options: %s", what);
+        lns_err_set(err, errlen, "upload options: %s", what);
     return what ? LORS_E_INVAL : LORS_OK;
 }
 
@@ -357,7 +358,7 @@ static int upload(const lors_upload_opts_t *o, enum source_kind src, int fd,
     if (out)
         *out = NULL;
     if (!out) {
-        snprintf(rep->error, sizeof rep->error, "upload: no place for the exNode");
+        lors__report_error(rep, "upload: no place for the exNode");
         return LORS_E_INVAL;
     }
     if ((rc = check_opts(o, rep->error, sizeof rep->error)) != LORS_OK)
@@ -367,8 +368,8 @@ static int upload(const lors_upload_opts_t *o, enum source_kind src, int fd,
         rc = lors_ck_init(&ck, o->checksum, o->checksum_blocksize);
         lors_ck_free(&ck);
         if (rc != LORS_OK) {
-            snprintf(rep->error, sizeof rep->error, "checksum algorithm \"%s\": %s",
-                     o->checksum, lors_strerror(rc));
+            lors__report_error(rep, "checksum algorithm \"%s\": %s",
+                               o->checksum, lors_strerror(rc));
             return rc;
         }
     }
@@ -415,7 +416,7 @@ static int upload(const lors_upload_opts_t *o, enum source_kind src, int fd,
     u.load = calloc(o->ndepots, sizeof *u.load);
     tids = calloc((size_t)o->threads, sizeof *tids);
     if (!u.ibp || !u.bad || !u.load || !tids) {
-        snprintf(rep->error, sizeof rep->error, "upload: out of memory");
+        lors__report_error(rep, "upload: out of memory");
         rc = LORS_E_NOMEM;
         goto done;
     }
@@ -477,7 +478,7 @@ int lors__upload_plain_fd(const lors_upload_opts_t *o, int fd, int64_t length,
             *out = NULL;
         if (report) {
             memset(report, 0, sizeof *report);
-            snprintf(report->error, sizeof report->error, "upload: bad file descriptor or length");
+            lors__report_error(report, "upload: bad file descriptor or length");
         }
         return LORS_E_INVAL;
     }
@@ -492,9 +493,74 @@ int lors__upload_plain_buf(const lors_upload_opts_t *o, const void *buf, size_t 
             *out = NULL;
         if (report) {
             memset(report, 0, sizeof *report);
-            snprintf(report->error, sizeof report->error, "upload: no buffer");
+            lors__report_error(report, "upload: no buffer");
         }
         return LORS_E_INVAL;
     }
     return upload(o, SRC_MEM, -1, buf, (int64_t)len, filename, out, report);
+}
+
+/* ---- the public entry points: plain, or through the transforms (lors_e2e.c) ------------ */
+
+/* Which path: plain, or transforms (chain parsed into c). */
+static int upload_path(const lors_upload_opts_t *o, lors__e2e_chain_t *c, xnd_t **out,
+                       lors_report_t *rep)
+{
+    memset(rep, 0, sizeof *rep);
+    if (out)
+        *out = NULL;
+    if (!o || !o->e2e || !*o->e2e) {
+        c->n = 0;
+        return LORS_OK;
+    }
+    return lors__e2e_chain_parse(o->e2e, c, rep->error, sizeof rep->error);
+}
+
+int lors_upload_fd(const lors_upload_opts_t *o, int fd, int64_t length, const char *filename,
+                   xnd_t **out, lors_report_t *report)
+{
+    lors_report_t local;
+    lors_report_t *rep = report ? report : &local;
+    lors__e2e_chain_t c;
+    int rc = upload_path(o, &c, out, rep);
+    if (rc == LORS_OK && c.n == 0) {
+        rc = lors__upload_plain_fd(o, fd, length, filename, out, rep);
+        rep->plain_size = rep->size;
+    } else if (rc == LORS_OK && (fd < 0 || length < -1)) {
+        lors__report_error(rep, "upload: bad file descriptor or length");
+        rc = LORS_E_INVAL;
+    } else if (rc == LORS_OK && !out) {
+        lors__report_error(rep, "upload: no place for the exNode");
+        rc = LORS_E_INVAL;
+    } else if (rc == LORS_OK) {
+        rc = lors__upload_e2e(o, &c, fd, NULL, length, filename, out, rep);
+    }
+    if (!report)
+        lors_report_free(&local);
+    return rc;
+}
+
+int lors_upload_buf(const lors_upload_opts_t *o, const void *buf, size_t len,
+                    const char *filename, xnd_t **out, lors_report_t *report)
+{
+    lors_report_t local;
+    lors_report_t *rep = report ? report : &local;
+    lors__e2e_chain_t c;
+    int rc = upload_path(o, &c, out, rep);
+    if (rc == LORS_OK && c.n == 0) {
+        rc = lors__upload_plain_buf(o, buf, len, filename, out, rep);
+        rep->plain_size = rep->size;
+    } else if (rc == LORS_OK && !buf && len > 0) {
+        lors__report_error(rep, "upload: no buffer");
+        rc = LORS_E_INVAL;
+    } else if (rc == LORS_OK && !out) {
+        lors__report_error(rep, "upload: no place for the exNode");
+        rc = LORS_E_INVAL;
+    } else if (rc == LORS_OK) {
+        rc = lors__upload_e2e(o, &c, -1, buf ? buf : (const void *)"", (int64_t)len, filename,
+                              out, rep);
+    }
+    if (!report)
+        lors_report_free(&local);
+    return rc;
 }

@@ -19,6 +19,7 @@
 
 #include "lors_checksum.h"
 #include "lors_upload_int.h"
+#include "lors_report.h"
 #include "lns_time.h"
 
 double lors__up_now_s(void)
@@ -56,7 +57,7 @@ void lors__up_fail_locked(up_t *u, int err, const char *fmt, ...)
     u->err = err;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(u->rep->error, sizeof u->rep->error, fmt, ap);
+    lors__report_verror(u->rep, fmt, ap);
     va_end(ap);
     pthread_cond_broadcast(&u->cv);
 }

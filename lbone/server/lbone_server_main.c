@@ -81,8 +81,8 @@ int main(int argc, char **argv)
         printf("lbone_server: configuration OK: %s\n", err);
         return LBONE_EXIT_OK;
     }
-    if (lns_log_open("lbone_server", cfg.log_file, cfg.log_level) < 0)
-        die(LBONE_EXIT_CONFIG, "log-file: cannot open %s: %s", cfg.log_file, strerror(errno));
+    if (lns_log_open("lbone_server", cfg.log_file, cfg.log_level, err, sizeof err) < 0)
+        die(LBONE_EXIT_CONFIG, "%s", err);
 
     signal(SIGPIPE, SIG_IGN);
     sigemptyset(&sigs);

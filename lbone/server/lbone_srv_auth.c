@@ -6,6 +6,7 @@
  * tells nothing about how many leading bytes matched (or how long the secret is).
  */
 #include "lbone_srv.h"
+#include "lns_err.h"
 
 #include <errno.h>
 #include <openssl/crypto.h>
@@ -58,7 +59,7 @@ int lbone_token_load(const char *path, uint8_t hash[LBONE_HASH_LEN], char *err, 
     char line[1024];
     FILE *f = fopen(path, "r");
     if (!f) {
-        snprintf(err, errlen, "token-file: cannot open %s: %s", path, strerror(errno));
+        lns_err_set(err, errlen, "token-file: cannot open %s: %s", path, strerror(errno));
         return -1;
     }
     if (!fgets(line, sizeof line, f))
@@ -67,14 +68,16 @@ int lbone_token_load(const char *path, uint8_t hash[LBONE_HASH_LEN], char *err, 
     line[strcspn(line, "\r\n")] = 0;
     size_t n = strlen(line);
     if (n < 16 || n > 512) {
-        snprintf(err, errlen, "token-file: %s: the token must be 16 to 512 characters on the first line",
-                 path);
+        lns_err_set(err, errlen,
+                    "token-file: %s: the token must be 16 to 512 characters on the first line",
+                    path);
         return -1;
     }
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)line[i] < 0x21 || (unsigned char)line[i] > 0x7e) {
-            snprintf(err, errlen, "token-file: %s: the token must be printable ASCII without spaces",
-                     path);
+            lns_err_set(err, errlen,
+                        "token-file: %s: the token must be printable ASCII without spaces",
+                        path);
             return -1;
         }
     lbone_sha256(line, n, hash);

@@ -14,6 +14,7 @@
 
 #include "ibp.h"
 #include "lns_conf.h"
+#include "lns_err.h"
 #include "lns_log.h"
 #include "lns_units.h"
 #include "lns_version.h"
@@ -45,8 +46,8 @@ static int set_int(const char *key, const char *v, long lo, long hi, int *out, c
     errno = 0;
     long x = strtol(v, &end, 10);
     if (!*v || *end || errno || x < lo || x > hi)
-        return lns_conf_fail(err, errlen,
-                             "%s: '%s' is not a whole number from %ld to %ld", key, v, lo, hi);
+        return lns_err_set(err, errlen,
+                           "%s: '%s' is not a whole number from %ld to %ld", key, v, lo, hi);
     *out = (int)x;
     return 0;
 }
@@ -56,8 +57,8 @@ static int set_secs(const char *key, const char *v, int64_t lo, int64_t hi, int 
 {
     int64_t x;
     if (lns_parse_seconds(v, &x) < 0 || x < lo || x > hi)
-        return lns_conf_fail(err, errlen, "%s: '%s' is not a duration from %llds to %llds", key, v,
-                             (long long)lo, (long long)hi);
+        return lns_err_set(err, errlen, "%s: '%s' is not a duration from %llds to %llds", key, v,
+                           (long long)lo, (long long)hi);
     *out = (int)x;
     return 0;
 }
@@ -74,7 +75,7 @@ int lbone_config_set(lbone_srv_config_t *cfg, const char *key, const char *v, ch
         return lns_conf_str(key, v, cfg->port_file, sizeof cfg->port_file, err, errlen);
     if (strcmp(key, "db") == 0) {
         if (!*v)
-            return lns_conf_fail(err, errlen, "db: empty path");
+            return lns_err_set(err, errlen, "db: empty path");
         return lns_conf_str(key, v, cfg->db, sizeof cfg->db, err, errlen);
     }
     if (strcmp(key, "token-file") == 0)
@@ -102,7 +103,7 @@ int lbone_config_set(lbone_srv_config_t *cfg, const char *key, const char *v, ch
     if (strcmp(key, "max-body") == 0) {
         uint64_t x;
         if (lns_parse_size(v, &x) < 0 || x < 1024 || x > 16 * 1024 * 1024)
-            return lns_conf_fail(err, errlen, "max-body: '%s' is not a size from 1K to 16M", v);
+            return lns_err_set(err, errlen, "max-body: '%s' is not a size from 1K to 16M", v);
         cfg->max_body = x;
         return 0;
     }
@@ -115,19 +116,19 @@ int lbone_config_set(lbone_srv_config_t *cfg, const char *key, const char *v, ch
     if (strcmp(key, "log-level") == 0) {
         int l = lns_log_level_parse(v);
         if (l < 0)
-            return lns_conf_fail(err, errlen,
-                                 "log-level: '%s' is not error, warn, info or debug", v);
+            return lns_err_set(err, errlen,
+                               "log-level: '%s' is not error, warn, info or debug", v);
         cfg->log_level = l;
         return 0;
     }
     if (strcmp(key, "pid-file") == 0)
         return lns_conf_str(key, v, cfg->pid_file, sizeof cfg->pid_file, err, errlen);
-    return lns_conf_fail(err, errlen, "unknown setting '%s'", key);
+    return lns_err_set(err, errlen, "unknown setting '%s'", key);
 }
 
-static int conf_set(void *arg, const char *key, const char *value, char *why, size_t whylen)
+static int conf_set(void *arg, const char *key, const char *value, char *err, size_t errlen)
 {
-    return lbone_config_set(arg, key, value, why, whylen);
+    return lbone_config_set(arg, key, value, err, errlen);
 }
 
 int lbone_config_file(lbone_srv_config_t *cfg, const char *path, char *err, size_t errlen)
@@ -198,18 +199,18 @@ static const lns_conf_opt_t opts[] = {
 static const lns_conf_cli_t cli = {usage_text, "lbone_server (lns) " LNS_VERSION "\n", opts};
 
 /* A setting from the command line: the file ("config") comes before every flag. */
-static int args_set(void *arg, const char *key, const char *value, char *why, size_t whylen)
+static int args_set(void *arg, const char *key, const char *value, char *err, size_t errlen)
 {
     lbone_srv_config_t *cfg = arg;
     if (strcmp(key, "config") == 0)
-        return lns_conf_str(key, value, cfg->config_file, sizeof cfg->config_file, why, whylen) < 0
+        return lns_conf_str(key, value, cfg->config_file, sizeof cfg->config_file, err, errlen) < 0
                    ? -1
-                   : lbone_config_file(cfg, value, why, whylen);
+                   : lbone_config_file(cfg, value, err, errlen);
     if (strcmp(key, "check-config") == 0) {
         cfg->check_config = 1;
         return 0;
     }
-    return lbone_config_set(cfg, key, value, why, whylen);
+    return lbone_config_set(cfg, key, value, err, errlen);
 }
 
 int lbone_config_args(lbone_srv_config_t *cfg, int argc, char **argv, char *err, size_t errlen)
@@ -221,12 +222,12 @@ int lbone_config_args(lbone_srv_config_t *cfg, int argc, char **argv, char *err,
     if (rc != LNS_CONF_OK)
         return rc == LNS_CONF_EXIT ? LBONE_CFG_EXIT : LBONE_CFG_ERR;
     if (!cfg->token_file[0])
-        return lns_conf_fail(err, errlen,
-                             "token-file: not set (registration needs a registry token)");
+        return lns_err_set(err, errlen,
+                           "token-file: not set (registration needs a registry token)");
     if (lbone_srv_down_after_s(cfg) > cfg->drop_after_s)
-        return lns_conf_fail(err, errlen,
-                             "drop-after (%ds) must not be shorter than down-after (%ds)",
-                             cfg->drop_after_s, lbone_srv_down_after_s(cfg));
+        return lns_err_set(err, errlen,
+                           "drop-after (%ds) must not be shorter than down-after (%ds)",
+                           cfg->drop_after_s, lbone_srv_down_after_s(cfg));
     return LBONE_CFG_OK;
 }
 

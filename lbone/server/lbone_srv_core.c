@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lns_err.h"
 #include "lns_log.h"
 #include "lns_time.h"
 
@@ -64,19 +65,14 @@ int lbone_srv_status(const lbone_srv_t *s, const lbone_depot_t *d, int64_t now_m
     return d->probe_state == LBONE_PROBE_FAILED ? LBONE_ST_UNREACHABLE : LBONE_ST_PROBING;
 }
 
-static int fail(char *err, size_t errlen, int code, const char *msg)
-{
-    snprintf(err, errlen, "%s", msg);
-    return code;
-}
-
 int lbone_core_register(lbone_srv_t *s, lbone_depot_t *in, char *id, char *secret,
                         char *err, size_t errlen)
 {
     lbone_depot_t *d = malloc(sizeof *d);
     if (!d || lbone_random_hex(secret, LBONE_SECRET_LEN / 2) < 0) {
         free(d);
-        return fail(err, errlen, 500, "out of memory or no randomness");
+        lns_err_set(err, errlen, "out of memory or no randomness");
+        return 500;
     }
     *d = *in;
     lbone_sha256(secret, strlen(secret), d->secret_hash);
@@ -99,7 +95,8 @@ int lbone_core_register(lbone_srv_t *s, lbone_depot_t *in, char *id, char *secre
                 pthread_rwlock_unlock(&s->reg.lock);
                 lbone_db_unlock(s->db);
                 free(d);
-                return fail(err, errlen, 500, "no randomness for an id");
+                lns_err_set(err, errlen, "no randomness for an id");
+                return 500;
             }
         } while (lbone_reg_find_id(&s->reg, d->id));
     }
@@ -108,7 +105,8 @@ int lbone_core_register(lbone_srv_t *s, lbone_depot_t *in, char *id, char *secre
     if (lbone_db_put(s->db, d) < 0) {
         lbone_db_unlock(s->db);
         free(d);
-        return fail(err, errlen, 500, "the registry database refused the write");
+        lns_err_set(err, errlen, "the registry database refused the write");
+        return 500;
     }
     pthread_rwlock_wrlock(&s->reg.lock);
     if (old)
@@ -121,7 +119,8 @@ int lbone_core_register(lbone_srv_t *s, lbone_depot_t *in, char *id, char *secre
         lbone_db_delete(s->db, d->id);
         lbone_db_unlock(s->db);
         free(d);
-        return fail(err, errlen, 500, "out of memory");
+        lns_err_set(err, errlen, "out of memory");
+        return 500;
     }
     lbone_db_unlock(s->db);
     strcpy(id, d->id);
@@ -142,11 +141,13 @@ int lbone_core_heartbeat(lbone_srv_t *s, const char *id, const char *bearer,
     pthread_rwlock_unlock(&s->reg.lock);
     if (!d) {
         lbone_db_unlock(s->db);
-        return fail(err, errlen, 404, "unknown depot id (register again)");
+        lns_err_set(err, errlen, "unknown depot id (register again)");
+        return 404;
     }
     if (!lbone_secret_matches(bearer, tmp.secret_hash)) {
         lbone_db_unlock(s->db);
-        return fail(err, errlen, 403, "wrong secret for this depot");
+        lns_err_set(err, errlen, "wrong secret for this depot");
+        return 403;
     }
     if (mask & LBONE_HB_HARD_TOTAL)
         tmp.hard_total = upd->hard_total;
@@ -160,12 +161,14 @@ int lbone_core_heartbeat(lbone_srv_t *s, const char *id, const char *bearer,
         tmp.max_duration = upd->max_duration;
     if (tmp.hard_free > tmp.hard_total || tmp.soft_free > tmp.soft_total) {
         lbone_db_unlock(s->db);
-        return fail(err, errlen, 400, "free space above the total");
+        lns_err_set(err, errlen, "free space above the total");
+        return 400;
     }
     tmp.last_heard_ms = now_epoch_ms();
     if (lbone_db_heartbeat(s->db, &tmp) < 0) {
         lbone_db_unlock(s->db);
-        return fail(err, errlen, 500, "the registry database refused the write");
+        lns_err_set(err, errlen, "the registry database refused the write");
+        return 500;
     }
     pthread_rwlock_wrlock(&s->reg.lock);
     d->hard_total = tmp.hard_total;
@@ -212,16 +215,20 @@ int lbone_core_delete(lbone_srv_t *s, const char *id, const char *bearer, char *
     pthread_rwlock_unlock(&s->reg.lock);
     if (!d) {
         lbone_db_unlock(s->db);
-        return fail(err, errlen, 404, "unknown depot id");
+        lns_err_set(err, errlen, "unknown depot id");
+        return 404;
     }
     if (!lbone_secret_matches(bearer, hash) && !lbone_secret_matches(bearer, s->token_hash)) {
         lbone_db_unlock(s->db);
-        return fail(err, errlen, 403, "neither this depot's secret nor the registry token");
+        lns_err_set(err, errlen, "neither this depot's secret nor the registry token");
+        return 403;
     }
     int rc = drop(s, d);
     lbone_db_unlock(s->db);
-    if (rc < 0)
-        return fail(err, errlen, 500, "the registry database refused the delete");
+    if (rc < 0) {
+        lns_err_set(err, errlen, "the registry database refused the delete");
+        return 500;
+    }
     lns_log(LNS_LOG_INFO, "deleted depot %s", id);
     return 204;
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lns_err.h"
 #include "lns_log.h"
 
 #define SCHEMA_VERSION 1
@@ -43,7 +44,7 @@ static const char schema[] =
 static int prep(lbone_db_t *db, sqlite3_stmt **st, const char *sql, char *err, size_t errlen)
 {
     if (sqlite3_prepare_v3(db->h, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "db: preparing a statement: %s", sqlite3_errmsg(db->h));
+        lns_err_set(err, errlen, "db: preparing a statement: %s", sqlite3_errmsg(db->h));
         return -1;
     }
     return 0;
@@ -53,7 +54,7 @@ static int exec(lbone_db_t *db, const char *sql, char *err, size_t errlen)
 {
     char *msg = NULL;
     if (sqlite3_exec(db->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        snprintf(err, errlen, "db: %s", msg ? msg : sqlite3_errmsg(db->h));
+        lns_err_set(err, errlen, "db: %s", msg ? msg : sqlite3_errmsg(db->h));
         sqlite3_free(msg);
         return -1;
     }
@@ -86,8 +87,8 @@ static int check_version(lbone_db_t *db, const char *path, char *err, size_t err
         return exec(db, sql, err, errlen);
     }
     if (version != SCHEMA_VERSION) {
-        snprintf(err, errlen, "db: %s has schema version %d, this lbone_server knows %d", path,
-                 version, SCHEMA_VERSION);
+        lns_err_set(err, errlen, "db: %s has schema version %d, this lbone_server knows %d", path,
+                    version, SCHEMA_VERSION);
         return -1;
     }
     return 0;
@@ -97,14 +98,14 @@ lbone_db_t *lbone_db_open(const char *path, char *err, size_t errlen)
 {
     lbone_db_t *db = calloc(1, sizeof *db);
     if (!db) {
-        snprintf(err, errlen, "db: out of memory");
+        lns_err_set(err, errlen, "db: out of memory");
         return NULL;
     }
     pthread_mutex_init(&db->mu, NULL);
     if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
                                           SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "db: cannot open %s: %s", path,
-                 db->h ? sqlite3_errmsg(db->h) : "out of memory");
+        lns_err_set(err, errlen, "db: cannot open %s: %s", path,
+                    db->h ? sqlite3_errmsg(db->h) : "out of memory");
         lbone_db_close(db);
         return NULL;
     }
@@ -187,7 +188,7 @@ int lbone_db_load(lbone_db_t *db, lbone_reg_t *r, char *err, size_t errlen)
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         lbone_depot_t *d = calloc(1, sizeof *d);
         if (!d) {
-            snprintf(err, errlen, "db: out of memory loading depots");
+            lns_err_set(err, errlen, "db: out of memory loading depots");
             sqlite3_reset(st);
             return -1;
         }
@@ -228,7 +229,7 @@ int lbone_db_load(lbone_db_t *db, lbone_reg_t *r, char *err, size_t errlen)
     }
     sqlite3_reset(st);
     if (rc != SQLITE_DONE) {
-        snprintf(err, errlen, "db: loading depots: %s", sqlite3_errmsg(db->h));
+        lns_err_set(err, errlen, "db: loading depots: %s", sqlite3_errmsg(db->h));
         return -1;
     }
     return 0;

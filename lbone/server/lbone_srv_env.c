@@ -8,6 +8,7 @@
  * depot did not declare is unknown and satisfies no filter on it.
  */
 #include "lbone_srv.h"
+#include "lns_err.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,7 +82,7 @@ int lbone_env_from_json(json_t *v, lbone_env_t *out, char *err, size_t errlen)
     json_t *m;
     lbone_env_unknown(out);
     if (!json_is_object(v)) {
-        snprintf(err, errlen, "env: must be an object");
+        lns_err_set(err, errlen, "env: must be an object");
         return -1;
     }
     json_object_foreach (v, k, m) {
@@ -92,28 +93,29 @@ int lbone_env_from_json(json_t *v, lbone_env_t *out, char *err, size_t errlen)
                 (out->connection = lbone_env_connection_parse(str)) < 0) {
                 char list[256];
                 conn_list(list, sizeof list);
-                snprintf(err, errlen, "env.connection: must be one of %s", list);
+                lns_err_set(err, errlen, "env.connection: must be one of %s", list);
                 return -1;
             }
         } else if (strcmp(k, "monitoring") == 0) {
             if (lbone_json_int(m, &i) < 0 || i < 0 || i > 24) {
-                snprintf(err, errlen, "env.monitoring: must be hours per day, 0 to 24");
+                lns_err_set(err, errlen, "env.monitoring: must be hours per day, 0 to 24");
                 return -1;
             }
             out->monitoring = (int)i;
         } else if (strcmp(k, "power") == 0) {
             if (!(str = json_string_value(m)) || (out->power = lbone_env_power_parse(str)) < 0) {
-                snprintf(err, errlen, "env.power: must be none, ups or generator");
+                lns_err_set(err, errlen, "env.power: must be none, ups or generator");
                 return -1;
             }
         } else if (strcmp(k, "firewall") == 0) {
             if (!json_is_boolean(m)) {
-                snprintf(err, errlen, "env.firewall: must be true or false");
+                lns_err_set(err, errlen, "env.firewall: must be true or false");
                 return -1;
             }
             out->open = json_is_false(m);
         } else {
-            snprintf(err, errlen, "env: unknown attribute (connection, monitoring, power, firewall)");
+            lns_err_set(err, errlen,
+                        "env: unknown attribute (connection, monitoring, power, firewall)");
             return -1;
         }
     }
@@ -136,7 +138,7 @@ int lbone_env_query_param(lbone_env_t *want, const char *key, const char *v, cha
         if ((want->connection = lbone_env_connection_parse(v)) < 0) {
             char list[256];
             conn_list(list, sizeof list);
-            snprintf(err, errlen, "connection: must be one of %s", list);
+            lns_err_set(err, errlen, "connection: must be one of %s", list);
             return -1;
         }
         return 1;
@@ -145,7 +147,7 @@ int lbone_env_query_param(lbone_env_t *want, const char *key, const char *v, cha
         char *end;
         long h = strtol(v, &end, 10);
         if (!*v || *end || h < 0 || h > 24) {
-            snprintf(err, errlen, "monitoring: must be hours per day, 0 to 24");
+            lns_err_set(err, errlen, "monitoring: must be hours per day, 0 to 24");
             return -1;
         }
         want->monitoring = (int)h;
@@ -153,7 +155,7 @@ int lbone_env_query_param(lbone_env_t *want, const char *key, const char *v, cha
     }
     if (strcmp(key, "power") == 0) {
         if ((want->power = lbone_env_power_parse(v)) < 0) {
-            snprintf(err, errlen, "power: must be none, ups or generator");
+            lns_err_set(err, errlen, "power: must be none, ups or generator");
             return -1;
         }
         return 1;
@@ -161,7 +163,7 @@ int lbone_env_query_param(lbone_env_t *want, const char *key, const char *v, cha
     if (strcmp(key, "firewall") == 0) {
         int b = parse_bool(v);
         if (b < 0) {
-            snprintf(err, errlen, "firewall: must be yes or no");
+            lns_err_set(err, errlen, "firewall: must be yes or no");
             return -1;
         }
         /* firewall=no asks for open depots; firewall=yes accepts any. */

@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "lns_err.h"
 #include "lns_log.h"
 #include "lns_net.h"
 #include "lns_time.h"
@@ -358,7 +359,7 @@ int lbone_http_start(lbone_srv_t *s, char *err, size_t errlen)
         NULL, MHD_OPTION_END);
     if (!s->mhd) {
         close(fd);
-        snprintf(err, errlen, "cannot start the HTTP server (libmicrohttpd) on port %d", port);
+        lns_err_set(err, errlen, "cannot start the HTTP server (libmicrohttpd) on port %d", port);
         return -1;
     }
     s->port = port;

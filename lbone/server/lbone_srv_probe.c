@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "ibp.h"
+#include "lns_err.h"
 #include "lns_log.h"
 #include "lns_time.h"
 
@@ -198,7 +199,7 @@ int lbone_probe_start(lbone_srv_t *s, char *err, size_t errlen)
     int n = s->cfg->probe_interval_s > 0 ? s->cfg->probe_threads : 0;
     if (!p || (n > 0 && !(p->workers = calloc((size_t)n, sizeof *p->workers)))) {
         free(p);
-        snprintf(err, errlen, "probes: out of memory");
+        lns_err_set(err, errlen, "probes: out of memory");
         return -1;
     }
     pthread_mutex_init(&p->mu, NULL);
@@ -208,14 +209,14 @@ int lbone_probe_start(lbone_srv_t *s, char *err, size_t errlen)
     s->prober = p;
     for (int i = 0; i < n; i++) {
         if ((errno = pthread_create(&p->workers[i], NULL, worker, s)) != 0) {
-            snprintf(err, errlen, "probes: cannot start a worker thread: %s", strerror(errno));
+            lns_err_set(err, errlen, "probes: cannot start a worker thread: %s", strerror(errno));
             lbone_probe_stop(s);
             return -1;
         }
         p->nworkers++;
     }
     if ((errno = pthread_create(&p->ticker, NULL, ticker, s)) != 0) {
-        snprintf(err, errlen, "probes: cannot start the ticker thread: %s", strerror(errno));
+        lns_err_set(err, errlen, "probes: cannot start the ticker thread: %s", strerror(errno));
         lbone_probe_stop(s);
         return -1;
     }

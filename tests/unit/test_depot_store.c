@@ -993,7 +993,7 @@ static const lns_test_case key_tests[] = {
 
 void lns_test_register(void)
 {
-    lns_log_open("test_depot_store", NULL, LNS_LOG_ERROR);
+    lns_log_open("test_depot_store", NULL, LNS_LOG_ERROR, NULL, 0);
     LNS_TEST_SUITE("depot_store", NULL, NULL, store_tests);
     LNS_TEST_SUITE("depot_config", NULL, NULL, config_tests);
     LNS_TEST_SUITE("depot_keys", NULL, NULL, key_tests);
