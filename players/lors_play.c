@@ -36,6 +36,7 @@
 #include "lors.h"
 #include "tool.h"
 #include "tool_opt.h"
+#include "lns_err.h"
 
 static const char *TOOL = "lors_play";
 
@@ -59,9 +60,9 @@ static int set_secs(void *sp, const tool_opt_t *o, const char *name, const char 
     errno = 0;
     double v = strtod(val, &end);
     if (end == val || errno || (*end && strcmp(end, "s") != 0) || !(v >= 0) || v > 3600)
-        return snprintf(err, errlen, "%s %s: expected seconds from 0 to 3600", name, val), -1;
+        return lns_err_set(err, errlen, "%s %s: expected seconds from 0 to 3600", name, val);
     if (o->min > 0 && v <= 0)
-        return snprintf(err, errlen, "%s %s: must be above 0", name, val), -1;
+        return lns_err_set(err, errlen, "%s %s: must be above 0", name, val);
     *(double *)((char *)sp + o->off) = v;
     return 0;
 }
@@ -70,8 +71,8 @@ static int set_bitrate(void *sp, const tool_opt_t *o, const char *name, const ch
                        tool_from from, char *err, size_t errlen)
 {
     if (lns_parse_rate(val, &((settings_t *)sp)->bitrate) < 0)
-        return snprintf(err, errlen, "%s %s: expected bits per second such as 15M", name,
-                        val), -1;
+        return lns_err_set(err, errlen, "%s %s: expected bits per second such as 15M", name,
+                        val);
     return 0;
 }
 

@@ -19,6 +19,7 @@
 #include "lors.h"
 #include "tool.h"
 #include "tool_opt.h"
+#include "lns_err.h"
 
 static const char *TOOL = "lors_refresh";
 
@@ -46,14 +47,14 @@ static int set_mode(void *sp, const tool_opt_t *o, const char *name, const char 
         mode = o->letter == 'd' ? LORS_REFRESH_ADD : LORS_REFRESH_FROM_NOW;
     } else if (o->letter == 'a') {
         if (xnd_time_parse(val, &f->value) < 0)
-            return snprintf(err, errlen, "-a %s: expected \"YYYY-MM-DD HH:MM:SS\" (UTC) or "
-                            "seconds since the epoch", val), -1;
+            return lns_err_set(err, errlen, "-a %s: expected \"YYYY-MM-DD HH:MM:SS\" (UTC) or "
+                            "seconds since the epoch", val);
         mode = LORS_REFRESH_AT;
     } else {
         mode = LORS_REFRESH_MAX;
     }
     if (f->nmodes++ && f->mode != mode)
-        return snprintf(err, errlen, "-d, -s, -a and -m are alternatives: give one"), -1;
+        return lns_err_set(err, errlen, "-d, -s, -a and -m are alternatives: give one");
     f->mode = mode;
     return 0;
 }

@@ -20,6 +20,7 @@
 #include "lors.h"
 #include "tool.h"
 #include "tool_opt.h"
+#include "lns_err.h"
 
 static const char *TOOL = "lors_trim";
 
@@ -57,7 +58,7 @@ static int set_list(void *sp, const tool_opt_t *o, const char *name, const char 
         if (lo > INT_MAX || hi > INT_MAX || hi < lo)
             goto bad;
         if (f->nranges == MAX_RANGES)
-            return snprintf(err, errlen, "-m: more than %d numbers or ranges", MAX_RANGES), -1;
+            return lns_err_set(err, errlen, "-m: more than %d numbers or ranges", MAX_RANGES);
         f->ranges[f->nranges][0] = (int)lo;
         f->ranges[f->nranges][1] = (int)hi;
         f->nranges++;
@@ -71,7 +72,7 @@ static int set_list(void *sp, const tool_opt_t *o, const char *name, const char 
         goto bad;
     return 0;
 bad:
-    snprintf(err, errlen, "-m %s: expected mapping numbers like 0,3,5-7", s);
+    lns_err_set(err, errlen, "-m %s: expected mapping numbers like 0,3,5-7", s);
     return -1;
 }
 
@@ -81,9 +82,9 @@ static int set_depot(void *sp, const tool_opt_t *o, const char *name, const char
 {
     settings_t *f = sp;
     if (f->ndepots == MAX_DEPOTS)
-        return snprintf(err, errlen, "--depot: at most %d", MAX_DEPOTS), -1;
+        return lns_err_set(err, errlen, "--depot: at most %d", MAX_DEPOTS);
     if (lors_depot_parse(val, &f->depots[f->ndepots]) != LORS_OK)
-        return snprintf(err, errlen, "--depot %s: expected host[:port][/rid]", val), -1;
+        return lns_err_set(err, errlen, "--depot %s: expected host[:port][/rid]", val);
     f->ndepots++;
     return 0;
 }

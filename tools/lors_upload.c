@@ -25,6 +25,7 @@
 #include "tool_lbone.h"
 #include "tool.h"
 #include "tool_opt.h"
+#include "lns_err.h"
 
 static const char *TOOL = "lors_upload";
 
@@ -65,7 +66,7 @@ static int set_e2e(void *sp, const tool_opt_t *o, const char *name, const char *
             n = "aes";
         if (strcasecmp(n, "none") == 0) {
             if (from == TOOL_FROM_ARGV) {
-                snprintf(err, errlen, "--e2e none: use -n (no transforms and no checksum), or "
+                lns_err_set(err, errlen, "--e2e none: use -n (no transforms and no checksum), or "
                          "leave --e2e out");
                 return -1;
             }
@@ -73,16 +74,16 @@ static int set_e2e(void *sp, const tool_opt_t *o, const char *name, const char *
             continue;
         }
         if (strncasecmp(n, "des", 3) == 0 || strncasecmp(n, "xor", 3) == 0) {
-            snprintf(err, errlen, "%s: %s is not supported (weak); use aes", name, n);
+            lns_err_set(err, errlen, "%s: %s is not supported (weak); use aes", name, n);
             return -1;
         }
         if (strcasecmp(n, "zlib") != 0 && strcasecmp(n, "aes") != 0) {
-            snprintf(err, errlen, "%s: unknown transform %s (expected zlib or aes)", name, n);
+            lns_err_set(err, errlen, "%s: unknown transform %s (expected zlib or aes)", name, n);
             return -1;
         }
         for (char *p = strstr(s->e2e, n); p; p = strstr(p + 1, n))
             if ((p == s->e2e || p[-1] == ',') && (p[strlen(n)] == '\0' || p[strlen(n)] == ',')) {
-                snprintf(err, errlen, "%s: transform %s named twice", name, n);
+                lns_err_set(err, errlen, "%s: transform %s named twice", name, n);
                 return -1;
             }
         if (s->e2e[0])
@@ -90,7 +91,7 @@ static int set_e2e(void *sp, const tool_opt_t *o, const char *name, const char *
         strcat(s->e2e, strcasecmp(n, "zlib") == 0 ? "zlib" : "aes");
     }
     if (none && items > 1) {
-        snprintf(err, errlen, "%s: none cannot be combined with transforms", name);
+        lns_err_set(err, errlen, "%s: none cannot be combined with transforms", name);
         return -1;
     }
     return 0;
@@ -99,7 +100,7 @@ static int set_e2e(void *sp, const tool_opt_t *o, const char *name, const char *
 static int set_rejected(void *sp, const tool_opt_t *o, const char *name, const char *val,
                         tool_from from, char *err, size_t errlen)
 {
-    snprintf(err, errlen, "%s", o->letter == 'e'
+    lns_err_set(err, errlen, "%s", o->letter == 'e'
              ? "-e: DES encryption is not supported (a 56-bit key is no protection); use -a "
                "(AES-256-GCM)"
              : "-x: XOR \"encryption\" is not supported (it hides nothing); use -a (AES-256-GCM)");
@@ -112,7 +113,7 @@ static int set_bitrate(void *sp, const tool_opt_t *o, const char *name, const ch
 {
     double v;
     if (lns_parse_rate(val, &v) < 0) {
-        snprintf(err, errlen, "%s %s: expected bits per second such as 15M", name, val);
+        lns_err_set(err, errlen, "%s %s: expected bits per second such as 15M", name, val);
         return -1;
     }
     ((settings_t *)sp)->bitrate = (int64_t)v;

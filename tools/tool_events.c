@@ -28,6 +28,7 @@
 
 #include "lns_time.h"
 #include "tool.h"
+#include "lns_err.h"
 
 #define RING_BYTES (1u << 20)     /* events in flight to the reader */
 #define RESERVE_BYTES (16u << 10) /* the tool's own lines may use this; events may not */
@@ -239,7 +240,7 @@ tool_events_t *tool_events_open(const char *spec, const char *tool, char *err, s
     int fd;
 
     if (!spec || !*spec) {
-        snprintf(err, errlen, "no file or fd:N given");
+        lns_err_set(err, errlen, "no file or fd:N given");
         return NULL;
     }
     if (strncmp(spec, "fd:", 3) == 0) {
@@ -247,18 +248,18 @@ tool_events_t *tool_events_open(const char *spec, const char *tool, char *err, s
         errno = 0;
         long v = strtol(spec + 3, &end, 10);
         if (errno || end == spec + 3 || *end || v < 0 || v > INT_MAX) {
-            snprintf(err, errlen, "%s: expected fd:N with N a descriptor number", spec);
+            lns_err_set(err, errlen, "%s: expected fd:N with N a descriptor number", spec);
             return NULL;
         }
         fd = (int)v;
         if (fcntl(fd, F_GETFL) < 0 || (fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDONLY) {
-            snprintf(err, errlen, "%s: descriptor %d is not open for writing", spec, fd);
+            lns_err_set(err, errlen, "%s: descriptor %d is not open for writing", spec, fd);
             return NULL;
         }
     } else {
         fd = open(spec, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0) {
-            snprintf(err, errlen, "%s: %s", spec, strerror(errno));
+            lns_err_set(err, errlen, "%s: %s", spec, strerror(errno));
             return NULL;
         }
     }
@@ -266,7 +267,7 @@ tool_events_t *tool_events_open(const char *spec, const char *tool, char *err, s
     if (es)
         es->ring = malloc(RING_BYTES);
     if (!es || !es->ring) {
-        snprintf(err, errlen, "out of memory");
+        lns_err_set(err, errlen, "out of memory");
         goto fail;
     }
     es->fd = fd;
@@ -282,7 +283,7 @@ tool_events_t *tool_events_open(const char *spec, const char *tool, char *err, s
     int prc = pthread_create(&es->writer, NULL, writer_main, es);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (prc != 0) {
-        snprintf(err, errlen, "cannot start the writer thread: %s", strerror(prc));
+        lns_err_set(err, errlen, "cannot start the writer thread: %s", strerror(prc));
         pthread_cond_destroy(&es->cv);
         pthread_mutex_destroy(&es->mu);
         goto fail;

@@ -16,6 +16,7 @@
 
 #include "lns_units.h"
 #include "tool_opt.h"
+#include "lns_err.h"
 
 #define FIELD(s, o, type) ((type *)((char *)(s) + (o)->off))
 #define OPT_ID 256 /* getopt's value for the entry i: OPT_ID + i */
@@ -35,7 +36,7 @@ static int bad(char *err, size_t errlen, const char *name, const char *val, cons
         snprintf(range, sizeof range, ", at least %lld", (long long)min);
     else if (min != max)
         snprintf(range, sizeof range, " from %lld to %lld", (long long)min, (long long)max);
-    snprintf(err, errlen, "%s %s: expected %s%s", name, val, why, range);
+    lns_err_set(err, errlen, "%s %s: expected %s%s", name, val, why, range);
     return -1;
 }
 
@@ -126,7 +127,7 @@ int tool_opt_storage(void *s, const tool_opt_t *o, const char *name, const char 
     else if (strcasecmp(val, "SOFT") == 0)
         *FIELD(s, o, int) = IBP_SOFT;
     else
-        return snprintf(err, errlen, "%s %s: expected HARD or SOFT", name, val), -1;
+        return lns_err_set(err, errlen, "%s %s: expected HARD or SOFT", name, val);
     return 0;
 }
 
@@ -174,11 +175,11 @@ static int rc_line(void *arg, const char *file, int line, const char *kw, char *
         return tool_rc_keyword(&c->rc, file, line, kw, val, err, errlen);
     const char *v = keep_text(val);
     if (!v) {
-        snprintf(err, errlen, "%s:%d: out of memory", file, line);
+        lns_err_set(err, errlen, "%s:%d: out of memory", file, line);
         return LORS_E_NOMEM;
     }
     if (tool_opt_set(x->settings, o, o->rc, v, TOOL_FROM_RC, why, sizeof why) < 0) {
-        snprintf(err, errlen, "%s:%d: %s", file, line, why);
+        lns_err_set(err, errlen, "%s:%d: %s", file, line, why);
         return LORS_E_RC;
     }
     return LORS_OK;

@@ -17,6 +17,7 @@
  * carry it (docs/netlogger.md, "The fit").
  */
 #include "lifelines.h"
+#include "lns_err.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -243,7 +244,7 @@ int lors_ll_add_file(lors_ll_t *ll, const char *path, char *err, size_t errlen)
 {
     FILE *fp = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     if (!fp) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        lns_err_set(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
     char line[2048];
@@ -253,7 +254,7 @@ int lors_ll_add_file(lors_ll_t *ll, const char *path, char *err, size_t errlen)
     if (fp != stdin)
         fclose(fp);
     if (bad) {
-        snprintf(err, errlen, "%s: read error", path);
+        lns_err_set(err, errlen, "%s: read error", path);
         return -1;
     }
     return 0;

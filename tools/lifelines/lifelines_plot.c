@@ -9,6 +9,7 @@
  * cairo's toy API with a sans-serif face found by fontconfig (DejaVu Sans on Debian).
  */
 #include "lifelines.h"
+#include "lns_err.h"
 
 #include <cairo.h>
 #include <fontconfig/fontconfig.h>
@@ -162,7 +163,7 @@ static int lay_out(cairo_t *cr, const lors_ll_t *ll, int w, int h, layout_t *lo,
                    size_t errlen)
 {
     if (w < 320 || h < 200 || w > 8000 || h > 8000) {
-        snprintf(err, errlen, "plot size %dx%d: from 320x200 to 8000x8000", w, h);
+        lns_err_set(err, errlen, "plot size %dx%d: from 320x200 to 8000x8000", w, h);
         return -1;
     }
     memset(lo, 0, sizeof *lo);
@@ -196,7 +197,7 @@ static int lay_out(cairo_t *cr, const lors_ll_t *ll, int w, int h, layout_t *lo,
     size_t lanes = ll->nd ? ll->nd : 1;
     lo->fr.lane_h = (lo->axis_y - lo->fr.top) / (double)lanes;
     if (lo->fr.lane_h < 1) {
-        snprintf(err, errlen, "plot size %dx%d: too small for %zu depots", w, h, ll->nd);
+        lns_err_set(err, errlen, "plot size %dx%d: too small for %zu depots", w, h, ll->nd);
         return -1;
     }
 
@@ -465,16 +466,16 @@ int lors_ll_plot_png(const lors_ll_t *ll, const char *path, int w, int h, char *
     layout_t lo;
     int rc = lay_out(cr, ll, w, h, &lo, err, errlen);
     if (rc == 0 && draw(cr, ll, &lo, w, h) < 0) {
-        snprintf(err, errlen, "plot: out of memory");
+        lns_err_set(err, errlen, "plot: out of memory");
         rc = -1;
     }
     cairo_status_t st = cairo_status(cr);
     if (rc == 0 && st != CAIRO_STATUS_SUCCESS) {
-        snprintf(err, errlen, "plot: %s", cairo_status_to_string(st));
+        lns_err_set(err, errlen, "plot: %s", cairo_status_to_string(st));
         rc = -1;
     }
     if (rc == 0 && (st = cairo_surface_write_to_png(s, path)) != CAIRO_STATUS_SUCCESS) {
-        snprintf(err, errlen, "writing %s: %s", path, cairo_status_to_string(st));
+        lns_err_set(err, errlen, "writing %s: %s", path, cairo_status_to_string(st));
         rc = -1;
     }
     cairo_destroy(cr);
