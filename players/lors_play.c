@@ -170,50 +170,45 @@ typedef struct player {
     int pid;
 } player_t;
 
+/* The players lors_play knows: their flags, and those for --headless (no video or audio,
+ * still real time: mpv's ao=null plays in real time; --untimed would not, so it is never
+ * used).  Each reads the stream from "-". */
+typedef struct known_player {
+    const char *name;
+    const char *args[3];
+    const char *headless[5];
+} known_player_t;
+
+static const known_player_t known_players[] = {
+    {"mpv", {"--no-terminal", "--cache=yes"}, {"--vo=null", "--ao=null"}},
+    {"mplayer", {"-really-quiet"}, {"-vo", "null", "-ao", "null"}},
+    {"vlc", {"--play-and-exit"}, {"-I", "dummy", "--no-video", "--aout=dummy"}},
+};
+
 /* Build the player's command line.  TOOL_EXIT_OK or a usage error. */
 static int player_argv(const settings_t *f, double bitrate, player_t *p)
 {
     const char *want = f->player;
     int n = 0;
     if (!want) {
-        static const char *const order[] = {"mpv", "mplayer", "vlc"};
-        for (size_t i = 0; i < sizeof order / sizeof order[0] && !want; i++)
-            if (in_path(order[i]))
-                want = order[i];
+        for (size_t i = 0; i < sizeof known_players / sizeof known_players[0] && !want; i++)
+            if (in_path(known_players[i].name))
+                want = known_players[i].name;
         if (!want)
             return tool_usage(TOOL, "no player: none of mpv, mplayer, vlc is installed; "
                                   "name one with --player (paced, or a command)");
     }
     snprintf(p->name, sizeof p->name, "%s", want);
-    if (strcmp(want, "mpv") == 0) {
-        /* ao=null still plays in real time; --untimed would not, so it is never used */
-        p->argv[n++] = "mpv";
-        p->argv[n++] = "--no-terminal";
-        p->argv[n++] = "--cache=yes";
-        if (f->headless) {
-            p->argv[n++] = "--vo=null";
-            p->argv[n++] = "--ao=null";
-        }
-        p->argv[n++] = "-";
-    } else if (strcmp(want, "mplayer") == 0) {
-        p->argv[n++] = "mplayer";
-        p->argv[n++] = "-really-quiet";
-        if (f->headless) {
-            p->argv[n++] = "-vo";
-            p->argv[n++] = "null";
-            p->argv[n++] = "-ao";
-            p->argv[n++] = "null";
-        }
-        p->argv[n++] = "-";
-    } else if (strcmp(want, "vlc") == 0) {
-        p->argv[n++] = "vlc";
-        p->argv[n++] = "--play-and-exit";
-        if (f->headless) {
-            p->argv[n++] = "-I";
-            p->argv[n++] = "dummy";
-            p->argv[n++] = "--no-video";
-            p->argv[n++] = "--aout=dummy";
-        }
+    const known_player_t *k = NULL;
+    for (size_t i = 0; i < sizeof known_players / sizeof known_players[0]; i++)
+        if (strcmp(want, known_players[i].name) == 0)
+            k = &known_players[i];
+    if (k) {
+        p->argv[n++] = k->name;
+        for (int i = 0; k->args[i]; i++)
+            p->argv[n++] = k->args[i];
+        for (int i = 0; f->headless && k->headless[i]; i++)
+            p->argv[n++] = k->headless[i];
         p->argv[n++] = "-";
     } else if (strcmp(want, "paced") == 0) {
         if (!(bitrate > 0))
@@ -491,9 +486,9 @@ static void play_opts(const settings_t *f, const xnd_t *x, double bitrate,
 int main(int argc, char **argv)
 {
     settings_t f;
-    tool_feed_t feed;
+    tool_feed_t feed = {0};
     lors_download_opts_t o;
-    lors_dl_report_t rep;
+    lors_dl_report_t rep = {0};
     lors_e2e_info_t e2e;
     player_t pl;
     monitor_t mon;
@@ -505,9 +500,6 @@ int main(int argc, char **argv)
     double bitrate = -1;
     const char *path, *bsrc = "none";
 
-    signal(SIGPIPE, SIG_IGN); /* a player that quit is a write error */
-    memset(&rep, 0, sizeof rep);
-    memset(&feed, 0, sizeof feed);
     memset(&pl, 0, sizeof pl);
     memset(&pr, 0, sizeof pr);
     memset(&mon, 0, sizeof mon);
@@ -567,8 +559,7 @@ int main(int argc, char **argv)
     code = tool_feed_open(TOOL, &feed, f.c.events, "play", -1, -1);
     if (code)
         goto done;
-    o.on_event = tool_feed_fn(&feed);
-    o.event_arg = &feed.tee;
+    tool_feed_attach(&feed, &o.on_event, &o.event_arg);
     if (feed.es) {
         char xp[3 * PATH_MAX];
         tool_events_encode(path, xp, sizeof xp);

@@ -129,18 +129,15 @@ static int pick_depots(const settings_t *f, lors_augment_opts_t *ao,
 int main(int argc, char **argv)
 {
     settings_t f;
-    tool_feed_t feed;
+    tool_feed_t feed = {0};
     lors_augment_opts_t ao;
-    lors_report_t rep;
+    lors_report_t rep = {0};
     lors_depot_t *depots = NULL;
     size_t ndepots = 0;
     xnd_t *x = NULL, *added = NULL;
     int code, lrc;
     const char *path, *out;
 
-    signal(SIGPIPE, SIG_IGN); /* a reader of the exNode that went away: EPIPE, exit 4 */
-    memset(&rep, 0, sizeof rep);
-    memset(&feed, 0, sizeof feed);
     code = tool_opt_exnode(&cmd, argc, argv, &f, &path, &x);
     if (code)
         return code;
@@ -165,8 +162,7 @@ int main(int argc, char **argv)
                               f.c.quiet ? -1 : f.c.progress);
     if (code)
         goto done;
-    ao.up.on_event = tool_feed_fn(&feed);
-    ao.up.event_arg = &feed.tee;
+    tool_feed_attach(&feed, &ao.up.on_event, &ao.up.event_arg);
     begin_line(feed.es, path, &ao);
 
     lrc = lors_augment(&ao, x, f.new_only ? &added : NULL, &rep);
@@ -188,10 +184,7 @@ int main(int argc, char **argv)
                 rep.mappings == 1 ? "" : "s", rep.bytes_sent, rep.bytes_relayed, rep.seconds);
 
 done:
-    if (feed.es)
-        tool_events_printf(feed.es, "END", "bytes=%" PRId64 " seconds=%.3f rc=%d",
-                             rep.bytes_sent + rep.bytes_relayed, rep.seconds, code);
-    tool_feed_close(&feed);
+    tool_feed_end(&feed, rep.bytes_sent + rep.bytes_relayed, rep.seconds, code);
     lors_report_free(&rep);
     xnd_free(added);
     xnd_free(x);

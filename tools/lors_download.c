@@ -209,9 +209,9 @@ static void print_report(const lors_dl_report_t *r)
 int main(int argc, char **argv)
 {
     settings_t f;
-    tool_feed_t feed;
+    tool_feed_t feed = {0};
     lors_download_opts_t o;
-    lors_dl_report_t rep;
+    lors_dl_report_t rep = {0};
     lors_e2e_info_t e2e;
     xnd_t *x = NULL;
     tool_lbone_meter_t *meter = NULL;
@@ -221,9 +221,6 @@ int main(int argc, char **argv)
     int64_t size, off, len, skip = 0;
     const char *path, *out;
 
-    signal(SIGPIPE, SIG_IGN); /* a reader that went away is a write error: exit 4 */
-    memset(&rep, 0, sizeof rep);
-    memset(&feed, 0, sizeof feed);
     code = tool_opt_exnode(&cmd, argc, argv, &f, &path, &x);
     if (code)
         return code;
@@ -320,9 +317,8 @@ int main(int argc, char **argv)
         meter = tool_lbone_meter_new();
         tool_tee_add(&feed.tee, tool_lbone_meter_event, meter);
     }
-    o.on_event = tool_feed_fn(&feed);
     o.netlog_path = f.netlog;
-    o.event_arg = &feed.tee;
+    tool_feed_attach(&feed, &o.on_event, &o.event_arg);
     if (feed.es) {
         char xp[3 * PATH_MAX], op[3 * PATH_MAX];
         tool_events_encode(path, xp, sizeof xp);
@@ -368,10 +364,7 @@ int main(int argc, char **argv)
     }
 
 done:
-    if (feed.es)
-        tool_events_printf(feed.es, "END", "bytes=%" PRId64 " seconds=%.3f rc=%d",
-                             rep.bytes_written, rep.seconds, code);
-    tool_feed_close(&feed);
+    tool_feed_end(&feed, rep.bytes_written, rep.seconds, code);
     memset(key, 0, sizeof key);
     if (fd > STDOUT_FILENO)
         close(fd);

@@ -306,7 +306,7 @@ int main(int argc, char **argv)
     size_t nrg = 0;
     xnd_t *x = NULL;
     int code, lrc, complete = 1;
-    char (*where)[IBP_MAX_HOST + 96] = NULL;
+    tool_depot_name_t *where = NULL;
     char err[256], gaps[160];
     const char *path;
 
@@ -318,14 +318,10 @@ int main(int argc, char **argv)
         code = TOOL_EXIT_EXNODE;
         goto done;
     }
-    where = calloc(x->nmaps ? x->nmaps : 1, sizeof *where);
-    if (!where) {
-        tool_error(TOOL, "out of memory");
+    if (!(where = tool_mapping_depots(TOOL, x))) {
         code = TOOL_EXIT_INTERNAL;
         goto done;
     }
-    for (size_t i = 0; i < x->nmaps; i++)
-        tool_mapping_depot(x->maps[i], where[i], sizeof where[i]);
 
     if (f.no_probe) {
         pr = probes_from_exnode(x);

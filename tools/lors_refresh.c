@@ -125,31 +125,24 @@ static void begin_line(tool_events_t *es, const char *path, const xnd_t *x,
 int main(int argc, char **argv)
 {
     settings_t f;
-    tool_feed_t feed;
+    tool_feed_t feed = {0};
     lors_refresh_opts_t ro;
-    lors_refresh_report_t rep;
+    lors_refresh_report_t rep = {0};
     xnd_t *x = NULL;
     int code, lrc;
-    char (*where)[IBP_MAX_HOST + 96] = NULL;
+    tool_depot_name_t *where = NULL;
     int64_t bytes = 0, start;
     double secs = 0;
     const char *path, *out;
 
-    signal(SIGPIPE, SIG_IGN); /* a reader of the exNode that went away: EPIPE, exit 4 */
-    memset(&rep, 0, sizeof rep);
-    memset(&feed, 0, sizeof feed);
     code = tool_opt_exnode(&cmd, argc, argv, &f, &path, &x);
     if (code)
         return code;
     out = f.output ? f.output : path;
-    where = calloc(x->nmaps ? x->nmaps : 1, sizeof *where);
-    if (!where) {
-        tool_error(TOOL, "out of memory");
+    if (!(where = tool_mapping_depots(TOOL, x))) {
         code = TOOL_EXIT_INTERNAL;
         goto done;
     }
-    for (size_t i = 0; i < x->nmaps; i++)
-        tool_mapping_depot(x->maps[i], where[i], sizeof where[i]);
 
     lors_refresh_opts_init(&ro);
     ro.mode = (lors_refresh_mode)f.mode;
@@ -159,8 +152,7 @@ int main(int argc, char **argv)
     code = tool_feed_open(TOOL, &feed, f.c.events, "refresh", -1, -1);
     if (code)
         goto done;
-    ro.on_event = tool_feed_fn(&feed);
-    ro.event_arg = &feed.tee;
+    tool_feed_attach(&feed, &ro.on_event, &ro.event_arg);
     if (feed.es) {
         begin_line(feed.es, path, x, &ro);
         tool_events_mappings(feed.es, x);
@@ -196,10 +188,7 @@ int main(int argc, char **argv)
     code = lrc == LORS_E_PARTIAL ? TOOL_EXIT_PARTIAL : TOOL_EXIT_OK;
 
 done:
-    if (feed.es)
-        tool_events_printf(feed.es, "END", "bytes=%" PRId64 " seconds=%.3f rc=%d", bytes,
-                             secs, code);
-    tool_feed_close(&feed);
+    tool_feed_end(&feed, bytes, secs, code);
     lors_refresh_report_free(&rep);
     xnd_free(x);
     free(where);

@@ -199,20 +199,17 @@ static int64_t removed_bytes(const lors_trim_report_t *rep, const int64_t *len)
 int main(int argc, char **argv)
 {
     settings_t f;
-    tool_feed_t feed;
+    tool_feed_t feed = {0};
     lors_trim_opts_t to;
-    lors_trim_report_t rep;
+    lors_trim_report_t rep = {0};
     xnd_t *x = NULL;
     int *nums = NULL, code, lrc;
     size_t nnums = 0;
-    char (*where)[IBP_MAX_HOST + 96] = NULL;
+    tool_depot_name_t *where = NULL;
     int64_t *len = NULL, t0;
     double secs = 0;
     const char *path, *out;
 
-    signal(SIGPIPE, SIG_IGN); /* a reader of the exNode that went away: EPIPE, exit 4 */
-    memset(&rep, 0, sizeof rep);
-    memset(&feed, 0, sizeof feed);
     code = tool_opt_exnode(&cmd, argc, argv, &f, &path, &x);
     if (code)
         return code;
@@ -222,17 +219,18 @@ int main(int argc, char **argv)
         goto done;
     /* the depots and lengths of the mappings, taken before they leave the exNode, for the
      * messages and the END line */
-    where = calloc(x->nmaps ? x->nmaps : 1, sizeof *where);
     len = calloc(x->nmaps ? x->nmaps : 1, sizeof *len);
-    if (!where || !len) {
+    if (!len) {
         tool_error(TOOL, "out of memory");
         code = TOOL_EXIT_INTERNAL;
         goto done;
     }
-    for (size_t i = 0; i < x->nmaps; i++) {
-        tool_mapping_depot(x->maps[i], where[i], sizeof where[i]);
-        len[i] = x->maps[i]->logical_length;
+    if (!(where = tool_mapping_depots(TOOL, x))) {
+        code = TOOL_EXIT_INTERNAL;
+        goto done;
     }
+    for (size_t i = 0; i < x->nmaps; i++)
+        len[i] = x->maps[i]->logical_length;
 
     lors_trim_opts_init(&to);
     to.mappings = nums;
@@ -247,8 +245,7 @@ int main(int argc, char **argv)
     code = tool_feed_open(TOOL, &feed, f.c.events, "trim", -1, -1);
     if (code)
         goto done;
-    to.on_event = tool_feed_fn(&feed);
-    to.event_arg = &feed.tee;
+    tool_feed_attach(&feed, &to.on_event, &to.event_arg);
     if (feed.es) {
         begin_line(feed.es, path, x, &to);
         tool_events_mappings(feed.es, x);
@@ -283,10 +280,7 @@ int main(int argc, char **argv)
     code = lrc == LORS_E_PARTIAL ? TOOL_EXIT_PARTIAL : TOOL_EXIT_OK;
 
 done:
-    if (feed.es)
-        tool_events_printf(feed.es, "END", "bytes=%" PRId64 " seconds=%.3f rc=%d",
-                             len ? removed_bytes(&rep, len) : 0, secs, code);
-    tool_feed_close(&feed);
+    tool_feed_end(&feed, len ? removed_bytes(&rep, len) : 0, secs, code);
     lors_trim_report_free(&rep);
     xnd_free(x);
     free(nums);

@@ -335,9 +335,9 @@ static void report_throughput(const settings_t *f, const tool_lbone_meter_t *met
 int main(int argc, char **argv)
 {
     settings_t f;
-    tool_feed_t feed;
+    tool_feed_t feed = {0};
     lors_upload_opts_t o;
-    lors_report_t rep;
+    lors_report_t rep = {0};
     lors_depot_t *depots = NULL;
     size_t ndepots = 0;
     tool_lbone_meter_t *meter = NULL;
@@ -348,9 +348,6 @@ int main(int argc, char **argv)
     int64_t length = -1;
     const char *out;
 
-    signal(SIGPIPE, SIG_IGN); /* a reader of the exNode that went away: EPIPE, exit 4 */
-    memset(&rep, 0, sizeof rep);
-    memset(&feed, 0, sizeof feed);
     code = tool_opt_parse(&cmd, argc, argv, &f, &first);
     if (code)
         return code;
@@ -447,8 +444,7 @@ int main(int argc, char **argv)
         meter = tool_lbone_meter_new();
         tool_tee_add(&feed.tee, tool_lbone_meter_event, meter);
     }
-    o.on_event = tool_feed_fn(&feed);
-    o.event_arg = &feed.tee;
+    tool_feed_attach(&feed, &o.on_event, &o.event_arg);
     begin_line(feed.es, &f, &o, length);
 
     const char *name = NULL;
@@ -479,10 +475,7 @@ int main(int argc, char **argv)
     report_throughput(&f, meter);
 
 done:
-    if (feed.es)
-        tool_events_printf(feed.es, "END", "bytes=%" PRId64 " seconds=%.3f rc=%d",
-                             rep.bytes_read, rep.seconds, code);
-    tool_feed_close(&feed);
+    tool_feed_end(&feed, rep.bytes_read, rep.seconds, code);
     memset(key, 0, sizeof key);
     if (in > STDIN_FILENO)
         close(in);

@@ -171,11 +171,21 @@ typedef struct tool_feed {
 int tool_feed_open(const char *tool, tool_feed_t *f, const char *events,
                        const char *label, int64_t total, int progress);
 lors_event_fn tool_feed_fn(const tool_feed_t *f); /* NULL when nobody listens */
+/* *fn = tool_feed_fn(f), *arg = &f->tee: the library's on_event and event_arg, once every
+ * consumer is on the tee. */
+void tool_feed_attach(tool_feed_t *f, lors_event_fn *fn, void **arg);
 void tool_feed_close(tool_feed_t *f);            /* finishes the bar, closes the stream */
+/* The END line "bytes=B seconds=S rc=CODE" (if the stream is open), then tool_feed_close. */
+void tool_feed_end(tool_feed_t *f, int64_t bytes, double seconds, int code);
 
 /* One line on stderr per issue an upload (pieces 0: "fragment F copy C") or an augment
  * (pieces 1: "piece P") worked around, or could not. */
 void tool_print_issues(const char *tool, const lors_report_t *rep, int pieces);
+
+/* Each mapping's depot (tool_mapping_depot), taken before a trim or refresh changes the
+ * exNode: an array of x->nmaps names (free it), or NULL after an error line. */
+typedef char tool_depot_name_t[IBP_MAX_HOST + 96];
+tool_depot_name_t *tool_mapping_depots(const char *tool, const xnd_t *x);
 
 /* The depot of a mapping, "host:port[/rid]", from its first capability that parses (read,
  * write, manage); "-" if none does. */

@@ -7,6 +7,7 @@
  * fail prints its own line and hands back the exit code, so a tool's main() reads as a
  * sequence of steps with "if (rc) goto out".
  */
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,24 +17,30 @@
 #include "tool.h"
 #include "lns_version.h"
 
+/* "<tool>: <message><tail>\n" on stderr. */
+static void line(const char *tool, const char *tail, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "%s: ", tool);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "%s\n", tail);
+}
+
 void tool_error(const char *tool, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "%s: ", tool);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    line(tool, "", fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
 }
 
 int tool_usage(const char *tool, const char *fmt, ...)
 {
+    char tail[128];
     va_list ap;
-    fprintf(stderr, "%s: ", tool);
+    snprintf(tail, sizeof tail, " (try '%s --help')", tool);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    line(tool, tail, fmt, ap);
     va_end(ap);
-    fprintf(stderr, " (try '%s --help')\n", tool);
     return TOOL_EXIT_USAGE;
 }
 
@@ -147,6 +154,18 @@ int tool_depots(const char *tool, const char *list, const tool_rc_t *rc, lors_de
 
 /* ---- reports ---- */
 
+tool_depot_name_t *tool_mapping_depots(const char *tool, const xnd_t *x)
+{
+    tool_depot_name_t *where = calloc(x->nmaps ? x->nmaps : 1, sizeof *where);
+    if (!where) {
+        tool_error(tool, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < x->nmaps; i++)
+        tool_mapping_depot(x->maps[i], where[i], sizeof where[i]);
+    return where;
+}
+
 void tool_print_issues(const char *tool, const lors_report_t *rep, int pieces)
 {
     for (size_t i = 0; i < rep->nissues; i++) {
@@ -200,6 +219,20 @@ int tool_feed_open(const char *tool, tool_feed_t *f, const char *events,
 lors_event_fn tool_feed_fn(const tool_feed_t *f)
 {
     return f->tee.n ? tool_tee_call : NULL;
+}
+
+void tool_feed_attach(tool_feed_t *f, lors_event_fn *fn, void **arg)
+{
+    *fn = tool_feed_fn(f);
+    *arg = &f->tee;
+}
+
+void tool_feed_end(tool_feed_t *f, int64_t bytes, double seconds, int code)
+{
+    if (f->es)
+        tool_events_printf(f->es, "END", "bytes=%" PRId64 " seconds=%.3f rc=%d", bytes, seconds,
+                           code);
+    tool_feed_close(f);
 }
 
 void tool_feed_close(tool_feed_t *f)

@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,6 +264,7 @@ int tool_opt_parse(const tool_cmd_t *cmd, int argc, char **argv, void *s, int *f
     int code = TOOL_EXIT_OK, ch;
 
     memset(s, 0, cmd->size);
+    signal(SIGPIPE, SIG_IGN); /* a reader that went away (exNode, data, player) is EPIPE, exit 4 */
     if (argtab_build(cmd->opts, &t) < 0) {
         tool_error(cmd->name, "out of memory");
         return TOOL_EXIT_INTERNAL;

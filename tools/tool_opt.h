@@ -99,7 +99,8 @@ typedef struct tool_cmd {
 
 /* Parse into settings (cmd->size bytes, cleared first): defaults, then the rc file (--rc FILE,
  * else $LNS_RC, else ~/.xndrc; none with --no-rc), then argv, then cmd->check.  --help and
- * --version print and exit 0.  TOOL_EXIT_OK with *first the index of the first operand in
+ * --version print and exit 0.  SIGPIPE is ignored from here on: a reader that went away is
+ * a write error.  TOOL_EXIT_OK with *first the index of the first operand in
  * argv (reordered: operands last), or the exit code after one line on stderr (nothing then
  * to free).  settings must start with a tool_common_t; free it with tool_opt_free. */
 int tool_opt_parse(const tool_cmd_t *cmd, int argc, char **argv, void *settings, int *first);
