@@ -27,7 +27,7 @@ static const command_t *find_command(const char *name);
 
 /* ---- output and errors ---- */
 
-void tool_json_str(FILE *f, const char *s)
+void ibp_tool_json_str(FILE *f, const char *s)
 {
     fputc('"', f);
     for (; *s; s++) {
@@ -43,7 +43,7 @@ void tool_json_str(FILE *f, const char *s)
 }
 
 
-int tool_usage_error(const tool_t *t, const char *fmt, ...)
+int ibp_tool_usage_error(const ibp_tool_t *t, const char *fmt, ...)
 {
     va_list ap;
     fprintf(stderr, "ibp_tool: %s%s", t->cmd ? t->cmd->name : "", t->cmd ? ": " : "");
@@ -85,7 +85,7 @@ static int exit_code(int err)
 
 /* "ibp_tool: <command>: <what failed>: <why>", plus a JSON error object with --json. */
 
-int tool_fail(const tool_t *t, int err, const char *fmt, ...)
+int ibp_tool_fail(const ibp_tool_t *t, int err, const char *fmt, ...)
 {
     char what[1024];
     va_list ap;
@@ -100,17 +100,17 @@ int tool_fail(const tool_t *t, int err, const char *fmt, ...)
     if (t->json) {
         const char *name = ibp_errname(err);
         printf("{\"error\":{\"code\":%d,\"name\":", err);
-        tool_json_str(stdout, name ? name : "UNKNOWN");
+        ibp_tool_json_str(stdout, name ? name : "UNKNOWN");
         printf(",\"message\":");
-        tool_json_str(stdout, ibp_strerror(err));
+        ibp_tool_json_str(stdout, ibp_strerror(err));
         printf(",\"what\":");
-        tool_json_str(stdout, what);
+        ibp_tool_json_str(stdout, what);
         printf("}}\n");
     }
     return exit_code(err);
 }
 
-int tool_fail_errno(const tool_t *t, const char *what, const char *path)
+int ibp_tool_fail_errno(const ibp_tool_t *t, const char *what, const char *path)
 {
     fprintf(stderr, "ibp_tool: %s: %s %s: %s\n", t->cmd->name, what, path, strerror(errno));
     return EX_LOCAL;
@@ -119,7 +119,7 @@ int tool_fail_errno(const tool_t *t, const char *what, const char *path)
 /* ---- argument parsing ---- */
 
 /* Seconds, with an optional s/m/h/d suffix, or -1 when allow_minus_one. */
-int tool_parse_duration(const char *s, int allow_minus_one, int64_t *out)
+int ibp_tool_parse_duration(const char *s, int allow_minus_one, int64_t *out)
 {
     if (allow_minus_one && strcmp(s, "-1") == 0) {
         *out = -1;
@@ -129,7 +129,7 @@ int tool_parse_duration(const char *s, int allow_minus_one, int64_t *out)
 }
 
 /* HOST, HOST:PORT, [V6], [V6]:PORT, or a bare IPv6 literal. */
-int tool_parse_hostport(const char *s, char *host, size_t size, int *port)
+int ibp_tool_parse_hostport(const char *s, char *host, size_t size, int *port)
 {
     const char *colon = NULL, *hend;
     *port = IBP_DEFAULT_PORT;
@@ -159,20 +159,21 @@ int tool_parse_hostport(const char *s, char *host, size_t size, int *port)
     return 0;
 }
 
-void tool_set_depot(tool_t *t, const char *host, int port)
+void ibp_tool_set_depot(ibp_tool_t *t, const char *host, int port)
 {
     snprintf(t->depot, sizeof t->depot, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
 }
 
-int tool_need_cap(tool_t *t, const char *s, ibp_captype kind, const char *what)
+int ibp_tool_need_cap(ibp_tool_t *t, const char *s, ibp_captype kind, const char *what)
 {
     ibp_cap_t cap;
     if (ibp_cap_parse(s, &cap) != IBP_OK)
-        return tool_usage_error(t, "%s is not a valid capability: %s", what, s);
+        return ibp_tool_usage_error(t, "%s is not a valid capability: %s", what, s);
     if (!t->depot[0]) /* the first capability names the depot we connect to */
-        tool_set_depot(t, cap.host, cap.port);
+        ibp_tool_set_depot(t, cap.host, cap.port);
     if (kind && cap.type != kind)
-        return tool_usage_error(t, "%s must be a %s capability, not %s", what, ibp_captype_name(kind),
+        return ibp_tool_usage_error(t, "%s must be a %s capability, not %s", what,
+                                    ibp_captype_name(kind),
                            ibp_captype_name(cap.type));
     return EX_OK;
 }
@@ -254,19 +255,19 @@ static void print_help(const command_t *cmd)
 }
 
 /* Split "--opt=value" and fetch an option's value from the next argument if needed. */
-static const char *opt_value(tool_t *t, int argc, char **argv, int *i, const char *eq)
+static const char *opt_value(ibp_tool_t *t, int argc, char **argv, int *i, const char *eq)
 {
     if (eq)
         return eq + 1;
     if (*i + 1 >= argc) {
-        tool_usage_error(t, "%s needs a value", argv[*i]);
+        ibp_tool_usage_error(t, "%s needs a value", argv[*i]);
         return NULL;
     }
     return argv[++*i];
 }
 
 /* Command options.  EX_OK or EX_USAGE (message printed). */
-static int parse_cmd_opt(tool_t *t, int argc, char **argv, int *i)
+static int parse_cmd_opt(ibp_tool_t *t, int argc, char **argv, int *i)
 {
     char name[64];
     const char *arg = argv[*i], *eq = strchr(arg, '='), *v;
@@ -279,16 +280,16 @@ static int parse_cmd_opt(tool_t *t, int argc, char **argv, int *i)
     } else if ((o & O_CAPACITY) && (!strcmp(name, "--soft") || !strcmp(name, "--hard"))) {
         VALUE();
         if (lns_parse_size(v, name[2] == 's' ? &t->soft : &t->hard) < 0)
-            return tool_usage_error(t, "bad size '%s'", v);
+            return ibp_tool_usage_error(t, "bad size '%s'", v);
     } else if ((o & O_DURATION) && !strcmp(name, "--duration")) {
         VALUE();
-        if (tool_parse_duration(v, 1, &t->duration) < 0 || t->duration == 0)
-            return tool_usage_error(t, "bad duration '%s'", v);
+        if (ibp_tool_parse_duration(v, 1, &t->duration) < 0 || t->duration == 0)
+            return ibp_tool_usage_error(t, "bad duration '%s'", v);
         t->duration_set = 1;
     } else if ((o & O_MAXDUR) && !strcmp(name, "--max-duration")) {
         VALUE();
-        if (tool_parse_duration(v, 0, &t->max_duration) < 0)
-            return tool_usage_error(t, "bad duration '%s'", v);
+        if (ibp_tool_parse_duration(v, 0, &t->max_duration) < 0)
+            return ibp_tool_usage_error(t, "bad duration '%s'", v);
     } else if ((o & O_RID) && !strcmp(name, "--rid")) {
         VALUE();
         t->rid = v;
@@ -298,13 +299,13 @@ static int parse_cmd_opt(tool_t *t, int argc, char **argv, int *i)
     } else if ((o & O_SIZE) && !strcmp(name, "--size")) {
         VALUE();
         if (lns_parse_size(v, &t->size) < 0)
-            return tool_usage_error(t, "bad size '%s'", v);
+            return ibp_tool_usage_error(t, "bad size '%s'", v);
         t->size_set = 1;
     } else if ((o & O_PASSWORD) && !strcmp(name, "--password-file")) {
         VALUE();
         t->password_file = v;
     } else {
-        return tool_usage_error(t, "unknown option '%s'", arg);
+        return ibp_tool_usage_error(t, "unknown option '%s'", arg);
     }
 #undef VALUE
     return EX_OK;
@@ -312,7 +313,7 @@ static int parse_cmd_opt(tool_t *t, int argc, char **argv, int *i)
 
 int main(int argc, char **argv)
 {
-    tool_t t;
+    ibp_tool_t t;
     int help = 0, only_pos = 0, ex;
 
     memset(&t, 0, sizeof t);
@@ -332,7 +333,7 @@ int main(int argc, char **argv)
             } else if (t.npos < (int)(sizeof t.pos / sizeof t.pos[0])) {
                 t.pos[t.npos++] = argv[i];
             } else {
-                return tool_usage_error(&t, "too many arguments");
+                return ibp_tool_usage_error(&t, "too many arguments");
             }
         } else if (!strcmp(a, "--")) {
             only_pos = 1;
@@ -350,8 +351,8 @@ int main(int argc, char **argv)
             int64_t s;
             if (!v)
                 return EX_USAGE;
-            if (tool_parse_duration(v, 0, &s) < 0 || s < 1 || s > 86400)
-                return tool_usage_error(&t, "bad timeout '%s'", v);
+            if (ibp_tool_parse_duration(v, 0, &s) < 0 || s < 1 || s > 86400)
+                return ibp_tool_usage_error(&t, "bad timeout '%s'", v);
             t.opts.connect_timeout_ms = t.opts.io_timeout_ms = (int)(s * 1000);
         } else if (t.cmd) {
             if (parse_cmd_opt(&t, argc, argv, &i) != EX_OK)
@@ -370,7 +371,7 @@ int main(int argc, char **argv)
         return EX_USAGE;
     }
     if (t.npos < t.cmd->min_pos || t.npos > t.cmd->max_pos)
-        return tool_usage_error(&t, "usage: ibp_tool %s %s", t.cmd->name, t.cmd->args);
+        return ibp_tool_usage_error(&t, "usage: ibp_tool %s %s", t.cmd->name, t.cmd->args);
     if (!(t.client = ibp_client_new(&t.opts))) {
         fprintf(stderr, "ibp_tool: %s: out of memory\n", t.cmd->name);
         return EX_LOCAL;

@@ -45,7 +45,7 @@ typedef struct tool {
     int64_t max_duration;
     const char *password_file;
     char depot[IBP_MAX_HOST + 16]; /* the depot talked to, for error messages */
-} tool_t;
+} ibp_tool_t;
 
 typedef struct command {
     const char *name;
@@ -53,32 +53,34 @@ typedef struct command {
     const char *help;
     int min_pos, max_pos;
     unsigned opts;
-    int (*run)(tool_t *t);
+    int (*run)(ibp_tool_t *t);
 } command_t;
 
 /* ---- helpers (ibp_tool.c) ---- */
-void tool_json_str(FILE *f, const char *s);
-int tool_usage_error(const tool_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int tool_fail(const tool_t *t, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int tool_fail_errno(const tool_t *t, const char *what, const char *path);
-int tool_parse_duration(const char *s, int allow_minus_one, int64_t *out);
-int tool_parse_hostport(const char *s, char *host, size_t size, int *port);
+void ibp_tool_json_str(FILE *f, const char *s);
+int ibp_tool_usage_error(const ibp_tool_t *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int ibp_tool_fail(const ibp_tool_t *t, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int ibp_tool_fail_errno(const ibp_tool_t *t, const char *what, const char *path);
+int ibp_tool_parse_duration(const char *s, int allow_minus_one, int64_t *out);
+int ibp_tool_parse_hostport(const char *s, char *host, size_t size, int *port);
 /* Remember host:port as the depot this command talks to (named in network errors). */
-void tool_set_depot(tool_t *t, const char *host, int port);
-int tool_need_cap(tool_t *t, const char *s, ibp_captype kind, const char *what);
+void ibp_tool_set_depot(ibp_tool_t *t, const char *host, int port);
+int ibp_tool_need_cap(ibp_tool_t *t, const char *s, ibp_captype kind, const char *what);
 
 /* ---- the commands (ibp_tool_cmd.c) ---- */
-int cmd_allocate(tool_t *t);
-int cmd_store(tool_t *t);
-int cmd_write(tool_t *t);
-int cmd_load(tool_t *t);
-int cmd_copy(tool_t *t);
-int cmd_probe(tool_t *t);
-int cmd_incr(tool_t *t);
-int cmd_decr(tool_t *t);
-int cmd_change(tool_t *t);
-int cmd_truncate(tool_t *t);
-int cmd_status(tool_t *t);
-int cmd_status_change(tool_t *t);
+int cmd_allocate(ibp_tool_t *t);
+int cmd_store(ibp_tool_t *t);
+int cmd_write(ibp_tool_t *t);
+int cmd_load(ibp_tool_t *t);
+int cmd_copy(ibp_tool_t *t);
+int cmd_probe(ibp_tool_t *t);
+int cmd_incr(ibp_tool_t *t);
+int cmd_decr(ibp_tool_t *t);
+int cmd_change(ibp_tool_t *t);
+int cmd_truncate(ibp_tool_t *t);
+int cmd_status(ibp_tool_t *t);
+int cmd_status_change(ibp_tool_t *t);
 
 #endif

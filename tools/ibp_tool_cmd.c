@@ -1,7 +1,7 @@
 /* ibp_tool_cmd.c -- ibp_tool's commands, one function each, over libibp's public API.
  *
- * Each takes the parsed command line (tool_t), talks to the depot, prints in plain text or
- * JSON, and returns the tool's exit code; errors go through tool_fail() so every failure is
+ * Each takes the parsed command line (ibp_tool_t), talks to the depot, prints in plain text or
+ * JSON, and returns the tool's exit code; errors go through ibp_tool_fail() so every failure is
  * one line on stderr with a distinct exit code (ibp_tool.h). */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,32 +17,33 @@
 #include "ibp_tool.h"
 #include "lns_units.h"
 
-int cmd_allocate(tool_t *t)
+int cmd_allocate(ibp_tool_t *t)
 {
     char host[IBP_MAX_HOST];
     int port, rc;
     ibp_attr_t attr = {0, DEFAULT_DURATION, IBP_HARD, IBP_BYTEARRAY};
     ibp_caps_t caps;
 
-    if (tool_parse_hostport(t->pos[0], host, sizeof host, &port) < 0)
-        return tool_usage_error(t, "bad depot address '%s'", t->pos[0]);
-    tool_set_depot(t, host, port);
+    if (ibp_tool_parse_hostport(t->pos[0], host, sizeof host, &port) < 0)
+        return ibp_tool_usage_error(t, "bad depot address '%s'", t->pos[0]);
+    ibp_tool_set_depot(t, host, port);
     if (lns_parse_size(t->pos[1], &attr.size) < 0)
-        return tool_usage_error(t, "bad size '%s'", t->pos[1]);
+        return ibp_tool_usage_error(t, "bad size '%s'", t->pos[1]);
     if (t->duration_set)
         attr.duration_s = t->duration;
     if (t->reliability)
         attr.reliability = t->reliability;
     rc = ibp_allocate(t->client, host, port, t->rid, &attr, &caps);
     if (rc != IBP_OK)
-        return tool_fail(t, rc, "ALLOCATE of %" PRIu64 " bytes on %s:%d", attr.size, host, port);
+        return ibp_tool_fail(t, rc, "ALLOCATE of %" PRIu64 " bytes on %s:%d", attr.size, host,
+                             port);
     if (t->json) {
         printf("{\"read\":");
-        tool_json_str(stdout, caps.read);
+        ibp_tool_json_str(stdout, caps.read);
         printf(",\"write\":");
-        tool_json_str(stdout, caps.write);
+        ibp_tool_json_str(stdout, caps.write);
         printf(",\"manage\":");
-        tool_json_str(stdout, caps.manage);
+        ibp_tool_json_str(stdout, caps.manage);
         printf("}\n");
     } else {
         printf("%s\n%s\n%s\n", caps.read, caps.write, caps.manage);
@@ -51,14 +52,14 @@ int cmd_allocate(tool_t *t)
 }
 
 /* Open the data source: FILE, or stdin for "-" / nothing. */
-static int open_input(tool_t *t, const char *path, int *fd)
+static int open_input(ibp_tool_t *t, const char *path, int *fd)
 {
     if (!path || strcmp(path, "-") == 0) {
         *fd = 0;
         return EX_OK;
     }
     *fd = open(path, O_RDONLY | O_CLOEXEC);
-    return *fd < 0 ? tool_fail_errno(t, "cannot open", path) : EX_OK;
+    return *fd < 0 ? ibp_tool_fail_errno(t, "cannot open", path) : EX_OK;
 }
 
 /* Read up to n bytes, stopping early only at EOF.  -1 on error. */
@@ -81,7 +82,7 @@ static ssize_t read_chunk(int fd, char *buf, size_t n)
 
 /* STORE (write_at == NULL) or WRITE at *write_at: a regular file in one request, anything
  * else in STREAM_CHUNK pieces. */
-static int put_data(tool_t *t, const char *wcap, const uint64_t *write_at, const char *path,
+static int put_data(ibp_tool_t *t, const char *wcap, const uint64_t *write_at, const char *path,
                     uint64_t *total)
 {
     const char *op = write_at ? "WRITE" : "STORE";
@@ -102,7 +103,7 @@ static int put_data(tool_t *t, const char *wcap, const uint64_t *write_at, const
         if (fd != 0)
             close(fd);
         if (rc != IBP_OK)
-            return tool_fail(t, rc, "%s of %" PRIu64 " bytes", op, len);
+            return ibp_tool_fail(t, rc, "%s of %" PRIu64 " bytes", op, len);
         *total = n;
         return EX_OK;
     }
@@ -110,13 +111,13 @@ static int put_data(tool_t *t, const char *wcap, const uint64_t *write_at, const
     if (!buf) {
         if (fd != 0)
             close(fd);
-        return tool_fail(t, IBP_E_ALLOC_FAILED, "buffer");
+        return ibp_tool_fail(t, IBP_E_ALLOC_FAILED, "buffer");
     }
     ex = EX_OK;
     for (;;) {
         ssize_t r = read_chunk(fd, buf, STREAM_CHUNK);
         if (r < 0) {
-            ex = tool_fail_errno(t, "cannot read", path && strcmp(path, "-") ? path : "stdin");
+            ex = ibp_tool_fail_errno(t, "cannot read", path && strcmp(path, "-") ? path : "stdin");
             break;
         }
         if (r == 0)
@@ -126,7 +127,7 @@ static int put_data(tool_t *t, const char *wcap, const uint64_t *write_at, const
         else
             rc = ibp_store(t->client, wcap, buf, (uint64_t)r, &n);
         if (rc != IBP_OK) {
-            ex = tool_fail(t, rc, "%s after %" PRIu64 " bytes", op, *total);
+            ex = ibp_tool_fail(t, rc, "%s after %" PRIu64 " bytes", op, *total);
             break;
         }
         *total += n;
@@ -137,7 +138,7 @@ static int put_data(tool_t *t, const char *wcap, const uint64_t *write_at, const
     return ex;
 }
 
-static void print_count(const tool_t *t, const char *key, uint64_t n)
+static void print_count(const ibp_tool_t *t, const char *key, uint64_t n)
 {
     if (t->json)
         printf("{\"%s\":%" PRIu64 "}\n", key, n);
@@ -145,11 +146,11 @@ static void print_count(const tool_t *t, const char *key, uint64_t n)
         printf("%s %" PRIu64 " bytes\n", key, n);
 }
 
-int cmd_store(tool_t *t)
+int cmd_store(ibp_tool_t *t)
 {
     uint64_t n;
     int ex;
-    if ((ex = tool_need_cap(t, t->pos[0], IBP_WRITECAP, "WCAP")) != EX_OK)
+    if ((ex = ibp_tool_need_cap(t, t->pos[0], IBP_WRITECAP, "WCAP")) != EX_OK)
         return ex;
     if ((ex = put_data(t, t->pos[0], NULL, t->npos > 1 ? t->pos[1] : NULL, &n)) != EX_OK)
         return ex;
@@ -157,14 +158,14 @@ int cmd_store(tool_t *t)
     return EX_OK;
 }
 
-int cmd_write(tool_t *t)
+int cmd_write(ibp_tool_t *t)
 {
     uint64_t off, n;
     int ex;
-    if ((ex = tool_need_cap(t, t->pos[0], IBP_WRITECAP, "WCAP")) != EX_OK)
+    if ((ex = ibp_tool_need_cap(t, t->pos[0], IBP_WRITECAP, "WCAP")) != EX_OK)
         return ex;
     if (lns_parse_size(t->pos[1], &off) < 0)
-        return tool_usage_error(t, "bad offset '%s'", t->pos[1]);
+        return ibp_tool_usage_error(t, "bad offset '%s'", t->pos[1]);
     if ((ex = put_data(t, t->pos[0], &off, t->npos > 2 ? t->pos[2] : NULL, &n)) != EX_OK)
         return ex;
     print_count(t, "written", n);
@@ -172,68 +173,69 @@ int cmd_write(tool_t *t)
 }
 
 /* Bytes from offset to the current end, for load and copy without a LENGTH. */
-static int length_to_end(tool_t *t, const char *cap, uint64_t offset, uint64_t *len)
+static int length_to_end(ibp_tool_t *t, const char *cap, uint64_t offset, uint64_t *len)
 {
     ibp_probe_t p;
     int rc = ibp_probe(t->client, cap, &p);
     if (rc != IBP_OK)
-        return tool_fail(t, rc, "PROBE for the current size");
+        return ibp_tool_fail(t, rc, "PROBE for the current size");
     if (offset > p.cur_size)
-        return tool_fail(t, IBP_E_INVALID_PARAMETER, "offset %" PRIu64 " is past the end (%" PRIu64 ")",
+        return ibp_tool_fail(t, IBP_E_INVALID_PARAMETER,
+                             "offset %" PRIu64 " is past the end (%" PRIu64 ")",
                     offset, p.cur_size);
     *len = p.cur_size - offset;
     return EX_OK;
 }
 
-int cmd_load(tool_t *t)
+int cmd_load(ibp_tool_t *t)
 {
     uint64_t off = 0, len;
     int ex, rc, fd = 1;
     int to_stdout = !t->output || strcmp(t->output, "-") == 0;
 
-    if ((ex = tool_need_cap(t, t->pos[0], IBP_READCAP, "RCAP")) != EX_OK)
+    if ((ex = ibp_tool_need_cap(t, t->pos[0], IBP_READCAP, "RCAP")) != EX_OK)
         return ex;
     if (t->npos > 1 && lns_parse_size(t->pos[1], &off) < 0)
-        return tool_usage_error(t, "bad offset '%s'", t->pos[1]);
+        return ibp_tool_usage_error(t, "bad offset '%s'", t->pos[1]);
     if (t->npos > 2) {
         if (lns_parse_size(t->pos[2], &len) < 0)
-            return tool_usage_error(t, "bad length '%s'", t->pos[2]);
+            return ibp_tool_usage_error(t, "bad length '%s'", t->pos[2]);
     } else if ((ex = length_to_end(t, t->pos[0], off, &len)) != EX_OK) {
         return ex;
     }
     if (!to_stdout) {
         fd = open(t->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0)
-            return tool_fail_errno(t, "cannot create", t->output);
+            return ibp_tool_fail_errno(t, "cannot create", t->output);
     }
     rc = ibp_load_fd(t->client, t->pos[0], off, len, fd);
     if (!to_stdout && close(fd) < 0 && rc == IBP_OK)
         rc = IBP_E_FILE_WRITE;
     if (rc != IBP_OK)
-        return tool_fail(t, rc, "LOAD of %" PRIu64 " bytes at %" PRIu64, len, off);
+        return ibp_tool_fail(t, rc, "LOAD of %" PRIu64 " bytes at %" PRIu64, len, off);
     if (t->json) /* the data owns stdout when it goes there */
         fprintf(to_stdout ? stderr : stdout, "{\"loaded\":%" PRIu64 "}\n", len);
     return EX_OK;
 }
 
-int cmd_copy(tool_t *t)
+int cmd_copy(ibp_tool_t *t)
 {
     uint64_t off = 0, len, n;
     int ex, rc;
-    if ((ex = tool_need_cap(t, t->pos[0], IBP_READCAP, "RCAP")) != EX_OK ||
-        (ex = tool_need_cap(t, t->pos[1], IBP_WRITECAP, "DST_WCAP")) != EX_OK)
+    if ((ex = ibp_tool_need_cap(t, t->pos[0], IBP_READCAP, "RCAP")) != EX_OK ||
+        (ex = ibp_tool_need_cap(t, t->pos[1], IBP_WRITECAP, "DST_WCAP")) != EX_OK)
         return ex;
     if (t->npos == 3)
-        return tool_usage_error(t, "give both OFFSET and LENGTH, or neither");
+        return ibp_tool_usage_error(t, "give both OFFSET and LENGTH, or neither");
     if (t->npos == 4) {
         if (lns_parse_size(t->pos[2], &off) < 0 || lns_parse_size(t->pos[3], &len) < 0)
-            return tool_usage_error(t, "bad offset or length");
+            return ibp_tool_usage_error(t, "bad offset or length");
     } else if ((ex = length_to_end(t, t->pos[0], 0, &len)) != EX_OK) {
         return ex;
     }
     rc = ibp_send(t->client, t->pos[0], t->pos[1], off, len, &n);
     if (rc != IBP_OK)
-        return tool_fail(t, rc, "SEND of %" PRIu64 " bytes at %" PRIu64, len, off);
+        return ibp_tool_fail(t, rc, "SEND of %" PRIu64 " bytes at %" PRIu64, len, off);
     print_count(t, "copied", n);
     return EX_OK;
 }
@@ -243,14 +245,14 @@ static const char *reliability_name(int r)
     return r == IBP_HARD ? "hard" : r == IBP_SOFT ? "soft" : "unknown";
 }
 
-int cmd_probe(tool_t *t)
+int cmd_probe(ibp_tool_t *t)
 {
     ibp_probe_t p;
     int ex, rc;
-    if ((ex = tool_need_cap(t, t->pos[0], 0, "CAP")) != EX_OK)
+    if ((ex = ibp_tool_need_cap(t, t->pos[0], 0, "CAP")) != EX_OK)
         return ex;
     if ((rc = ibp_probe(t->client, t->pos[0], &p)) != IBP_OK)
-        return tool_fail(t, rc, "PROBE");
+        return ibp_tool_fail(t, rc, "PROBE");
     if (t->json) {
         printf("{\"read_refs\":%d,\"write_refs\":%d,\"cur_size\":%" PRIu64 ",\"max_size\":%" PRIu64
                ",\"seconds_left\":%" PRId64 ",\"reliability\":\"%s\",\"type\":%d}\n",
@@ -265,79 +267,81 @@ int cmd_probe(tool_t *t)
     return EX_OK;
 }
 
-static int print_ok(const tool_t *t)
+static int print_ok(const ibp_tool_t *t)
 {
     if (t->json)
         printf("{\"ok\":true}\n");
     return EX_OK;
 }
 
-static int refcount(tool_t *t, int incr)
+static int refcount(ibp_tool_t *t, int incr)
 {
     ibp_captype which;
     int ex, rc;
-    if ((ex = tool_need_cap(t, t->pos[0], IBP_MANAGECAP, "MCAP")) != EX_OK)
+    if ((ex = ibp_tool_need_cap(t, t->pos[0], IBP_MANAGECAP, "MCAP")) != EX_OK)
         return ex;
     if (strcmp(t->pos[1], "read") == 0)
         which = IBP_READCAP;
     else if (strcmp(t->pos[1], "write") == 0)
         which = IBP_WRITECAP;
     else
-        return tool_usage_error(t, "say 'read' or 'write', not '%s'", t->pos[1]);
+        return ibp_tool_usage_error(t, "say 'read' or 'write', not '%s'", t->pos[1]);
     rc = incr ? ibp_incr(t->client, t->pos[0], which) : ibp_decr(t->client, t->pos[0], which);
     if (rc != IBP_OK)
-        return tool_fail(t, rc, "%s of the %s count", incr ? "INCR" : "DECR", t->pos[1]);
+        return ibp_tool_fail(t, rc, "%s of the %s count", incr ? "INCR" : "DECR", t->pos[1]);
     return print_ok(t);
 }
 
-int cmd_incr(tool_t *t)
+int cmd_incr(ibp_tool_t *t)
 {
     return refcount(t, 1);
 }
 
-int cmd_decr(tool_t *t)
+int cmd_decr(ibp_tool_t *t)
 {
     return refcount(t, 0);
 }
 
-int cmd_change(tool_t *t)
+int cmd_change(ibp_tool_t *t)
 {
     int ex, rc;
-    if ((ex = tool_need_cap(t, t->pos[0], IBP_MANAGECAP, "MCAP")) != EX_OK)
+    if ((ex = ibp_tool_need_cap(t, t->pos[0], IBP_MANAGECAP, "MCAP")) != EX_OK)
         return ex;
     if (!t->size_set && !t->duration_set && !t->reliability)
-        return tool_usage_error(t, "nothing to change: give --size, --duration, --soft or --hard");
+        return ibp_tool_usage_error(t, "nothing to change: give --size, --duration, --soft or "
+                                       "--hard");
     if (t->size_set && t->size == 0)
-        return tool_usage_error(t, "--size must be at least 1");
+        return ibp_tool_usage_error(t, "--size must be at least 1");
     rc = ibp_change(t->client, t->pos[0], t->size_set ? t->size : 0,
                     t->duration_set ? t->duration : 0, t->reliability);
     if (rc != IBP_OK)
-        return tool_fail(t, rc, "CHNG");
+        return ibp_tool_fail(t, rc, "CHNG");
     return print_ok(t);
 }
 
-int cmd_truncate(tool_t *t)
+int cmd_truncate(ibp_tool_t *t)
 {
     uint64_t size;
     int ex, rc;
-    if ((ex = tool_need_cap(t, t->pos[0], IBP_MANAGECAP, "MCAP")) != EX_OK)
+    if ((ex = ibp_tool_need_cap(t, t->pos[0], IBP_MANAGECAP, "MCAP")) != EX_OK)
         return ex;
     if (lns_parse_size(t->pos[1], &size) < 0)
-        return tool_usage_error(t, "bad size '%s'", t->pos[1]);
+        return ibp_tool_usage_error(t, "bad size '%s'", t->pos[1]);
     if ((rc = ibp_truncate(t->client, t->pos[0], size)) != IBP_OK)
-        return tool_fail(t, rc, "TRUNCATE to %" PRIu64 " bytes", size);
+        return ibp_tool_fail(t, rc, "TRUNCATE to %" PRIu64 " bytes", size);
     return print_ok(t);
 }
 
-static void print_status(const tool_t *t, const char *host, int port, const ibp_depot_status_t *s)
+static void print_status(const ibp_tool_t *t, const char *host, int port,
+                         const ibp_depot_status_t *s)
 {
     if (t->json) {
         printf("{\"depot\":");
-        tool_json_str(stdout, host);
+        ibp_tool_json_str(stdout, host);
         printf(",\"port\":%d,\"version\":", port);
-        tool_json_str(stdout, s->version);
+        ibp_tool_json_str(stdout, s->version);
         printf(",\"rid\":");
-        tool_json_str(stdout, s->rid);
+        ibp_tool_json_str(stdout, s->rid);
         printf(",\"hard_total\":%" PRIu64 ",\"hard_used\":%" PRIu64 ",\"soft_total\":%" PRIu64
                ",\"soft_used\":%" PRIu64 ",\"max_duration\":%" PRId64 ",\"allocations\":%d}\n",
                s->hard_total, s->hard_used, s->soft_total, s->soft_used, s->max_duration_s,
@@ -353,28 +357,28 @@ static void print_status(const tool_t *t, const char *host, int port, const ibp_
         printf("allocations:  %d\n", s->allocations);
 }
 
-int cmd_status(tool_t *t)
+int cmd_status(ibp_tool_t *t)
 {
     char host[IBP_MAX_HOST];
     ibp_depot_status_t s;
     int port, rc;
-    if (tool_parse_hostport(t->pos[0], host, sizeof host, &port) < 0)
-        return tool_usage_error(t, "bad depot address '%s'", t->pos[0]);
-    tool_set_depot(t, host, port);
+    if (ibp_tool_parse_hostport(t->pos[0], host, sizeof host, &port) < 0)
+        return ibp_tool_usage_error(t, "bad depot address '%s'", t->pos[0]);
+    ibp_tool_set_depot(t, host, port);
     rc = ibp_status(t->client, host, port, t->rid, NULL, &s);
     if (rc != IBP_OK)
-        return tool_fail(t, rc, "STATUS of %s:%d", host, port);
+        return ibp_tool_fail(t, rc, "STATUS of %s:%d", host, port);
     print_status(t, host, port, &s);
     return EX_OK;
 }
 
 /* The admin password: first line of --password-file, else $IBP_PASSWORD; never argv. */
-static int read_password(tool_t *t, char *pw, size_t size)
+static int read_password(ibp_tool_t *t, char *pw, size_t size)
 {
     if (t->password_file) {
         FILE *f = fopen(t->password_file, "r");
         if (!f)
-            return tool_fail_errno(t, "cannot open", t->password_file);
+            return ibp_tool_fail_errno(t, "cannot open", t->password_file);
         if (!fgets(pw, (int)size, f))
             pw[0] = 0;
         fclose(f);
@@ -382,28 +386,28 @@ static int read_password(tool_t *t, char *pw, size_t size)
     } else if (getenv("IBP_PASSWORD")) {
         snprintf(pw, size, "%s", getenv("IBP_PASSWORD"));
     } else {
-        return tool_usage_error(t, "give --password-file or set IBP_PASSWORD");
+        return ibp_tool_usage_error(t, "give --password-file or set IBP_PASSWORD");
     }
     if (!pw[0])
-        return tool_usage_error(t, "the password is empty");
+        return ibp_tool_usage_error(t, "the password is empty");
     return EX_OK;
 }
 
-int cmd_status_change(tool_t *t)
+int cmd_status_change(ibp_tool_t *t)
 {
     char host[IBP_MAX_HOST], pw[256];
     ibp_depot_status_t s;
     int port, rc, ex;
-    if (tool_parse_hostport(t->pos[0], host, sizeof host, &port) < 0)
-        return tool_usage_error(t, "bad depot address '%s'", t->pos[0]);
-    tool_set_depot(t, host, port);
+    if (ibp_tool_parse_hostport(t->pos[0], host, sizeof host, &port) < 0)
+        return ibp_tool_usage_error(t, "bad depot address '%s'", t->pos[0]);
+    ibp_tool_set_depot(t, host, port);
     if ((ex = read_password(t, pw, sizeof pw)) != EX_OK)
         return ex;
     rc = ibp_status_change(t->client, host, port, t->rid, pw, t->hard, t->soft, t->max_duration,
                            &s);
     memset(pw, 0, sizeof pw);
     if (rc != IBP_OK)
-        return tool_fail(t, rc, "STATUS CHANGE of %s:%d", host, port);
+        return ibp_tool_fail(t, rc, "STATUS CHANGE of %s:%d", host, port);
     print_status(t, host, port, &s);
     return EX_OK;
 }

@@ -389,7 +389,8 @@ void tool_opt_usage(const tool_cmd_t *cmd, FILE *f)
         int w = o->letter ? snprintf(p, room, "  -%c, ", o->letter)
                           : snprintf(p, room, dash1 ? "  " : "      ");
         p += w, room -= (size_t)w;
-        for (const char *a = o->name; a && room > 1; a = strchr(a, '|') ? strchr(a, '|') + 1 : NULL) {
+        for (const char *a = o->name; a && room > 1;
+             a = strchr(a, '|') ? strchr(a, '|') + 1 : NULL) {
             int len = (int)strcspn(a, "|");
             w = snprintf(p, room, "%s%s%.*s", a == o->name ? "" : ", ",
                          dash1 && a == o->name ? "-" : "--", len, a);
