@@ -5,7 +5,6 @@
  * Exit codes (also in man/lbone_query.1): 0 ok (also when no depot matches), 1 the L-Bone
  * refused the request, 2 usage, 3 no L-Bone answered, 4 an answer that is not the API's.
  */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,46 +14,11 @@
 #include "ibp.h"
 #include "lbone.h"
 #include "lns_units.h"
-#include "lns_version.h"
+#include "lns_err.h"
+#include "tool_opt.h"
 
 enum { EX_OK = 0, EX_REFUSED = 1, EX_USAGE = 2, EX_NET = 3, EX_PROTO = 4 };
 #define MAX_SERVERS 16
-
-static const char usage_text[] =
-"Usage: lbone_query [options]\n"
-"Ask an L-Bone for depots with enough space for enough time, nearest to a place first.\n"
-"\n"
-"  -H, --lbone URL         L-Bone server: http://host:port, host:port or host (port 6767);\n"
-"                          repeat to give fallbacks, tried in order (default localhost)\n"
-"  -P, --port PORT         port for the -H servers given without one\n"
-"  -l, --location LOC      order by distance from LOC: \"lat,lon\", \"airport= TYS\",\n"
-"                          \"zip= 37996\", \"city= Knoxville state= TN\",\n"
-"                          \"city= Amsterdam country= NL\", \"state= TN\", \"country= NL\",\n"
-"                          \"host= depot.example.org\"\n"
-"  -m, --count N           at most N depots (default: the L-Bone's)\n"
-"  -s, --soft SIZE         at least SIZE of soft storage free (K, M, G, T)\n"
-"  -h, --hard SIZE         at least SIZE of hard storage free\n"
-"  -d, --duration TIME     allocations may last at least TIME (s, m, h, d)\n"
-"  -o, --order ORDER       distance (default) or bandwidth (the L-Bone's forecasts)\n"
-"      --connection C      at least this connection: T1, T3, OC3, 100M, 1G, 10G...\n"
-"      --monitoring H      monitored at least H hours a day\n"
-"      --power P           at least this power backup: none, ups, generator\n"
-"      --no-firewall       only depots not behind a firewall\n"
-"      --json              print the L-Bone's JSON answer instead of a table\n"
-"  -T, --timeout TIME      give up on a server after TIME (default 15s)\n"
-"      --help              this text\n"
-"      --version           the version\n"
-"\n"
-"Exit: 0 ok, 1 the L-Bone refused the request, 2 usage, 3 no L-Bone answered,\n"
-"4 an answer that is not the L-Bone's.\n";
-
-static int usage_error(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "lbone_query: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, " (try 'lbone_query --help')\n");
-    return EX_USAGE;
-}
 
 /* "1.5G" style, for the table. */
 static void human(int64_t bytes, char *out, size_t size)
@@ -116,109 +80,122 @@ static void print_table(const lbone_result_t *r)
     printf("%zu depot%s from %s\n", r->n, r->n == 1 ? "" : "s", r->server);
 }
 
+/* What the flags said (tool_opt.h): no rc file, the request's fields as given. */
+typedef struct settings {
+    tool_common_t c;
+    const char *given[MAX_SERVERS]; /* -H, in order */
+    size_t nservers;
+    const char *port, *location, *order, *connection, *power;
+    int count, monitoring, no_firewall, json;
+    int64_t soft, hard, duration;
+} settings_t;
+
+#define S(field) TOOL_OFF(settings_t, field)
+
+static int set_server(void *sp, const tool_opt_t *o, const char *name, const char *val,
+                      tool_from from, char *err, size_t errlen)
+{
+    settings_t *s = sp;
+    if (s->nservers == MAX_SERVERS)
+        return lns_err_set(err, errlen, "at most %d L-Bone servers", MAX_SERVERS);
+    s->given[s->nservers++] = val;
+    return 0;
+}
+
+static int set_port(void *sp, const tool_opt_t *o, const char *name, const char *val,
+                    tool_from from, char *err, size_t errlen)
+{
+    int v;
+    tool_opt_t as_int = *o;
+    as_int.type = TOOL_OPT_INT;
+    as_int.off = 0;
+    if (tool_opt_set(&v, &as_int, name, val, from, err, errlen) < 0)
+        return -1;
+    ((settings_t *)sp)->port = val;
+    return 0;
+}
+
+static int set_order(void *sp, const tool_opt_t *o, const char *name, const char *val,
+                     tool_from from, char *err, size_t errlen)
+{
+    if (strcmp(val, "distance") != 0 && strcmp(val, "bandwidth") != 0)
+        return lns_err_set(err, errlen, "%s %s: expected distance or bandwidth", name, val);
+    ((settings_t *)sp)->order = val;
+    return 0;
+}
+
+static const tool_opt_t opts[] = {
+    {TOOL_OPT_FN, "lbone", 'H', NULL, 0, 0, 0, NULL, "URL",
+     "L-Bone server: http://host:port, host:port or host (port 6767);\nrepeat to give "
+     "fallbacks, tried in order (default localhost)", set_server},
+    {TOOL_OPT_FN, "port", 'P', NULL, 0, 1, 65535, NULL, "PORT",
+     "port for the -H servers given without one", set_port},
+    {TOOL_OPT_STR, "location", 'l', NULL, S(location), 0, 0, NULL, "LOC",
+     "order by distance from LOC: \"lat,lon\", \"airport= TYS\",\n\"zip= 37996\", \"city= "
+     "Knoxville state= TN\",\n\"city= Amsterdam country= NL\", \"state= TN\", \"country= "
+     "NL\",\n\"host= depot.example.org\"", NULL},
+    {TOOL_OPT_INT, "count", 'm', NULL, S(count), 1, 10000, NULL, "N",
+     "at most N depots (default: the L-Bone's)", NULL},
+    {TOOL_OPT_SIZE, "soft", 's', NULL, S(soft), 0, INT64_MAX, NULL, "SIZE",
+     "at least SIZE of soft storage free (K, M, G, T)", NULL},
+    {TOOL_OPT_SIZE, "hard", 'h', NULL, S(hard), 0, INT64_MAX, NULL, "SIZE",
+     "at least SIZE of hard storage free", NULL},
+    {TOOL_OPT_SECONDS, "duration", 'd', NULL, S(duration), 0, INT64_MAX, NULL, "TIME",
+     "allocations may last at least TIME (s, m, h, d)", NULL},
+    {TOOL_OPT_FN, "order", 'o', NULL, 0, 0, 0, NULL, "ORDER",
+     "distance (default) or bandwidth (the L-Bone's forecasts)", set_order},
+    {TOOL_OPT_STR, "connection", 0, NULL, S(connection), 0, 0, NULL, "C",
+     "at least this connection: T1, T3, OC3, 100M, 1G, 10G...", NULL},
+    {TOOL_OPT_INT, "monitoring", 0, NULL, S(monitoring), 0, 24, NULL, "H",
+     "monitored at least H hours a day", NULL},
+    {TOOL_OPT_STR, "power", 0, NULL, S(power), 0, 0, NULL, "P",
+     "at least this power backup: none, ups, generator", NULL},
+    {TOOL_OPT_SWITCH, "no-firewall", 0, NULL, S(no_firewall), 1, 0, NULL, NULL,
+     "only depots not behind a firewall", NULL},
+    {TOOL_OPT_SWITCH, "json", 0, NULL, S(json), 1, 0, NULL, NULL,
+     "print the L-Bone's JSON answer instead of a table", NULL},
+    {TOOL_OPT_SECONDS, "timeout", 'T', NULL, TOOL_C(timeout), 1, 3600, "15s", "TIME",
+     "give up on a server after TIME", NULL},
+    TOOL_OPT_HELP,
+    TOOL_OPT_TABLE_END,
+};
+
+static const tool_cmd_t cmd = {
+    "lbone_query",
+    "Usage: lbone_query [options]\n"
+    "Ask an L-Bone for depots with enough space for enough time, nearest to a place first.\n\n",
+    "\nExit: 0 ok, 1 the L-Bone refused the request, 2 usage, 3 no L-Bone answered,\n"
+    "4 an answer that is not the L-Bone's.\n",
+    opts, sizeof(settings_t), NULL,
+};
+
 int main(int argc, char **argv)
 {
-    enum { O_CONN = 256, O_MON, O_POWER, O_NOFW, O_JSON, O_HELP, O_VERSION };
-    static const struct option opts[] = {
-        {"lbone", required_argument, NULL, 'H'},   {"port", required_argument, NULL, 'P'},
-        {"location", required_argument, NULL, 'l'}, {"count", required_argument, NULL, 'm'},
-        {"soft", required_argument, NULL, 's'},    {"hard", required_argument, NULL, 'h'},
-        {"duration", required_argument, NULL, 'd'}, {"order", required_argument, NULL, 'o'},
-        {"connection", required_argument, NULL, O_CONN},
-        {"monitoring", required_argument, NULL, O_MON},
-        {"power", required_argument, NULL, O_POWER}, {"no-firewall", no_argument, NULL, O_NOFW},
-        {"json", no_argument, NULL, O_JSON},        {"timeout", required_argument, NULL, 'T'},
-        {"help", no_argument, NULL, O_HELP},        {"version", no_argument, NULL, O_VERSION},
-        {NULL, 0, NULL, 0}};
-    const char *given[MAX_SERVERS];
+    settings_t s;
     char servers_buf[MAX_SERVERS][300];
-    const char *servers[MAX_SERVERS];
-    size_t nservers = 0;
-    const char *port = NULL;
-    int json = 0, c;
+    const char *servers[MAX_SERVERS], **given;
     lbone_request_t req;
+    int first, code = tool_opt_parse(&cmd, argc, argv, &s, &first);
+    if (code)
+        return code;
+    if (first < argc)
+        return tool_usage(cmd.name, "unexpected argument '%s'", argv[first]);
+    given = s.given;
+    lbone_set_timeouts(s.c.timeout * 1000 < 3000 ? (int)s.c.timeout * 1000 : 3000,
+                       (int)s.c.timeout * 1000);
     lbone_request_init(&req);
-
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":H:P:l:m:s:h:d:o:T:", opts, NULL)) != -1) {
-        char *end;
-        long v;
-        int64_t secs;
-        switch (c) {
-        case 'H':
-            if (nservers == MAX_SERVERS)
-                return usage_error("at most %s L-Bone servers", "16");
-            given[nservers++] = optarg;
-            break;
-        case 'P':
-            v = strtol(optarg, &end, 10);
-            if (*end || end == optarg || v < 1 || v > 65535)
-                return usage_error("--port: '%s' is not a port (1 to 65535)", optarg);
-            port = optarg;
-            break;
-        case 'l':
-            req.location = optarg;
-            break;
-        case 'm':
-            v = strtol(optarg, &end, 10);
-            if (*end || end == optarg || v < 1 || v > 10000)
-                return usage_error("--count: '%s' is not a number from 1 to 10000", optarg);
-            req.count = (int)v;
-            break;
-        case 's':
-            if (lns_parse_size(optarg, &req.soft) < 0)
-                return usage_error("--soft: '%s' is not a size", optarg);
-            break;
-        case 'h':
-            if (lns_parse_size(optarg, &req.hard) < 0)
-                return usage_error("--hard: '%s' is not a size", optarg);
-            break;
-        case 'd':
-            if (lns_parse_seconds(optarg, &req.duration) < 0)
-                return usage_error("--duration: '%s' is not a duration", optarg);
-            break;
-        case 'o':
-            if (strcmp(optarg, "distance") != 0 && strcmp(optarg, "bandwidth") != 0)
-                return usage_error("--order: '%s' is not distance or bandwidth", optarg);
-            req.order = optarg;
-            break;
-        case 'T':
-            if (lns_parse_seconds(optarg, &secs) < 0 || secs < 1 || secs > 3600)
-                return usage_error("--timeout: '%s' is not a duration of 1s to 1h", optarg);
-            lbone_set_timeouts(secs * 1000 < 3000 ? (int)secs * 1000 : 3000, (int)secs * 1000);
-            break;
-        case O_CONN:
-            req.connection = optarg;
-            break;
-        case O_MON:
-            v = strtol(optarg, &end, 10);
-            if (*end || end == optarg || v < 0 || v > 24)
-                return usage_error("--monitoring: '%s' is not 0 to 24 hours", optarg);
-            req.monitoring = (int)v;
-            break;
-        case O_POWER:
-            req.power = optarg;
-            break;
-        case O_NOFW:
-            req.firewall = 0;
-            break;
-        case O_JSON:
-            json = 1;
-            break;
-        case O_HELP:
-            fputs(usage_text, stdout);
-            return EX_OK;
-        case O_VERSION:
-            printf("lbone_query (lns) %s\n", LNS_VERSION);
-            return EX_OK;
-        case ':':
-            return usage_error("%s needs a value", argv[optind - 1]);
-        default:
-            return usage_error("unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return usage_error("unexpected argument '%s'", argv[optind]);
+    req.location = s.location;
+    req.order = s.order;
+    req.connection = s.connection;
+    req.power = s.power;
+    req.count = s.count != TOOL_UNSET_INT ? s.count : 0;
+    req.monitoring = s.monitoring != TOOL_UNSET_INT ? s.monitoring : -1;
+    req.firewall = s.no_firewall ? 0 : -1;
+    req.soft = s.soft != TOOL_UNSET ? (uint64_t)s.soft : 0;
+    req.hard = s.hard != TOOL_UNSET ? (uint64_t)s.hard : 0;
+    req.duration = s.duration != TOOL_UNSET ? s.duration : 0;
+    size_t nservers = s.nservers;
+    const char *port = s.port;
     if (!nservers)
         given[nservers++] = "localhost";
     /* -P applies to the servers named without a port or scheme. */
@@ -241,7 +218,7 @@ int main(int argc, char **argv)
              : rc == LBONE_E_CONNECT                       ? EX_NET
                                                            : EX_PROTO;
     }
-    if (json) {
+    if (s.json) {
         size_t n = strlen(res.json);
         fputs(res.json, stdout);
         if (!n || res.json[n - 1] != '\n')

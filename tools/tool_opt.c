@@ -318,8 +318,11 @@ int tool_opt_parse(const tool_cmd_t *cmd, int argc, char **argv, void *s, int *f
             c->no_rc = 1;
     }
     rcctx_t x = {cmd, s};
-    if (tool_rc_read(c->no_rc ? "/dev/null" : c->rcfile, &c->rc, rc_line, &x, err,
-                     sizeof err) != LORS_OK) {
+    int reads_rc = 0;
+    for (const tool_opt_t *o = cmd->opts; o->type != TOOL_OPT_END; o++)
+        reads_rc |= named(o, "rc");
+    if (reads_rc && tool_rc_read(c->no_rc ? "/dev/null" : c->rcfile, &c->rc, rc_line, &x, err,
+                                 sizeof err) != LORS_OK) {
         tool_error(cmd->name, "rc file: %s", err);
         code = TOOL_EXIT_USAGE;
         goto out;

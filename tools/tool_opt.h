@@ -141,12 +141,16 @@ int tool_opt_set(void *settings, const tool_opt_t *o, const char *name, const ch
      help, NULL}
 #define TOOL_OPT_TIMEOUT(def, help) \
     {TOOL_OPT_SECONDS, "timeout", 'T', "TIMEOUT", TOOL_C(timeout), 1, 86400, def, "T", help, NULL}
+/* --help and --version; with --rc and --no-rc for the programs that read the rc file (a
+ * program whose table has no "rc" entry reads none). */
+#define TOOL_OPT_HELP \
+    {TOOL_OPT_SWITCH, "help", 0, NULL, TOOL_NOFIELD, 0, 0, NULL, NULL, "this text", NULL}, \
+    {TOOL_OPT_SWITCH, "version", 0, NULL, TOOL_NOFIELD, 0, 0, NULL, NULL, "the version", NULL}
 #define TOOL_OPT_SETTINGS \
     {TOOL_OPT_STR, "rc", 0, NULL, TOOL_C(rcfile), 0, 0, NULL, "FILE", \
      "the rc file (default $LNS_RC, else ~/.xndrc)", NULL}, \
     {TOOL_OPT_SWITCH, "no-rc", 0, NULL, TOOL_C(no_rc), 1, 0, NULL, NULL, "read no rc file", NULL}, \
-    {TOOL_OPT_SWITCH, "help", 0, NULL, TOOL_NOFIELD, 0, 0, NULL, NULL, "this text", NULL}, \
-    {TOOL_OPT_SWITCH, "version", 0, NULL, TOOL_NOFIELD, 0, 0, NULL, NULL, "the version", NULL}
+    TOOL_OPT_HELP
 /* -s, -h and STORAGE_TYPE into an int field: IBP_SOFT or IBP_HARD (0: not said, hard). */
 #define TOOL_OPT_STORAGE(off) \
     {TOOL_OPT_SWITCH, "soft", 's', NULL, off, IBP_SOFT, 0, NULL, NULL, "soft storage", NULL}, \
