@@ -2,7 +2,8 @@
  *
  * A test file defines lns_test_register(), which adds its suites: a table of lns_test_case
  * per suite handed to LNS_TEST_SUITE (or CU_add_suite / CU_add_test where the tests depend on
- * what the machine has); tests/lib/cu_main.c provides main().  Each program prints CUnit's report and,
+ * what the machine has); a program of one suite says only LNS_TEST_MAIN(name, table).
+ * tests/lib/cu_main.c provides main().  Each program prints CUnit's report and,
  * last, one line "RESULT <program> <passed> <failed>" that tests/run.sh adds up.
  */
 #ifndef LNS_TEST_H
@@ -28,6 +29,11 @@ CU_pSuite lns_test_add_suite(const char *name, CU_InitializeFunc init, CU_Cleanu
 /* The same for a table that is an array in scope. */
 #define LNS_TEST_SUITE(name, init, clean, table) \
     lns_test_add_suite((name), (init), (clean), (table), sizeof(table) / sizeof((table)[0]))
+/* lns_test_register() of a program that is one suite: the table, with init and clean. */
+#define LNS_TEST_MAIN_WITH(name, init, clean, table) \
+    void lns_test_register(void) { LNS_TEST_SUITE((name), (init), (clean), table); }
+/* The same without init and clean. */
+#define LNS_TEST_MAIN(name, table) LNS_TEST_MAIN_WITH(name, NULL, NULL, table)
 
 /* Directory of the programs under test (the build's bin/): $LNS_BIN, else <dir of argv[0]>/../bin. */
 const char *lns_test_bindir(void);

@@ -440,7 +440,4 @@ static const lns_test_case tests[] = {
     {"connection limit", test_connection_limit},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("depot_robust", NULL, NULL, tests);
-}
+LNS_TEST_MAIN("depot_robust", tests)

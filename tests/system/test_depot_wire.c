@@ -687,7 +687,4 @@ static const lns_test_case tests[] = {
     {"shutdown on SIGTERM, clean log", test_shutdown_clean},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("depot_wire", suite_init, suite_clean, tests);
-}
+LNS_TEST_MAIN_WITH("depot_wire", suite_init, suite_clean, tests)

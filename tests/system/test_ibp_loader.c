@@ -262,7 +262,4 @@ static const lns_test_case tests[] = {
     {"abort a start still connecting", test_abort_connect},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("ibp loader", suite_init, suite_clean, tests);
-}
+LNS_TEST_MAIN_WITH("ibp loader", suite_init, suite_clean, tests)

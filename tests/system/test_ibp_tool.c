@@ -302,7 +302,4 @@ static const lns_test_case tests[] = {
     {"timeout", test_timeout},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("ibp_tool", suite_init, suite_clean, tests);
-}
+LNS_TEST_MAIN_WITH("ibp_tool", suite_init, suite_clean, tests)

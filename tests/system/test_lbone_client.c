@@ -632,7 +632,4 @@ static const lns_test_case tests[] = {
     {"lbone_query", test_lbone_query_tool},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lbone client", suite_init, suite_clean, tests);
-}
+LNS_TEST_MAIN_WITH("lbone client", suite_init, suite_clean, tests)

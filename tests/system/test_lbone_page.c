@@ -465,7 +465,4 @@ static const lns_test_case tests[] = {
     {"status page in headless Chromium: DOM and screenshot", test_status_page_in_chromium},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lbone_page", suite_init, NULL, tests);
-}
+LNS_TEST_MAIN_WITH("lbone_page", suite_init, NULL, tests)

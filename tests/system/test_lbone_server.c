@@ -678,7 +678,4 @@ static const lns_test_case tests[] = {
     {"command line and config file", test_command_line},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lbone server", NULL, NULL, tests);
-}
+LNS_TEST_MAIN("lbone server", tests)

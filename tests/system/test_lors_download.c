@@ -400,7 +400,4 @@ static const lns_test_case tests[] = {
     {"memory bound with a 2-block reorder buffer", test_memory_bound},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lors download", fleet_start, fleet_stop, tests);
-}
+LNS_TEST_MAIN_WITH("lors download", fleet_start, fleet_stop, tests)

@@ -546,7 +546,4 @@ static const lns_test_case tests[] = {
     {"the reader leaves", test_reader_leaves},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lors e2e", suite_init, fleet_stop, tests);
-}
+LNS_TEST_MAIN_WITH("lors e2e", suite_init, fleet_stop, tests)

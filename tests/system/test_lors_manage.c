@@ -808,7 +808,4 @@ static const lns_test_case tests[] = {
     {"words for the new error codes", test_strerror},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lors manage", fleet_start, fleet_stop, tests);
-}
+LNS_TEST_MAIN_WITH("lors manage", fleet_start, fleet_stop, tests)

@@ -198,12 +198,12 @@ static void test_malformed_exnode(void)
     CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls '%s/no-such.xnd'", lns_test_tmpdir()), 3);
 }
 
-void lns_test_register(void)
-{
-    CU_pSuite s = tt_add_suite(&T, "lors_ls; the manage tools' contract", ND);
-    CU_add_test(s, "the test's JSON checker", test_json_checker);
-    CU_add_test(s, "--help, --version, usage errors", test_help_version_usage);
-    CU_add_test(s, "ls -p, -l, -h, --json; a killed depot", test_ls_views);
-    CU_add_test(s, "ls: an expired mapping, a lost copy", test_ls_expired_and_lost);
-    CU_add_test(s, "a malformed exNode: exit 3, nothing written", test_malformed_exnode);
-}
+static const lns_test_case tests[] = {
+    {"the test's JSON checker", test_json_checker},
+    {"--help, --version, usage errors", test_help_version_usage},
+    {"ls -p, -l, -h, --json; a killed depot", test_ls_views},
+    {"ls: an expired mapping, a lost copy", test_ls_expired_and_lost},
+    {"a malformed exNode: exit 3, nothing written", test_malformed_exnode},
+};
+
+TT_MAIN(&T, "lors_ls; the manage tools' contract", ND, tests)

@@ -521,15 +521,14 @@ static void test_refresh_dead_depot(void)
     xnd_free(x1);
 }
 
-void lns_test_register(void)
-{
-    CU_pSuite s = tt_add_suite(&T, "lors manage tools", ND);
-    CU_add_test(s, "augment by SEND; the original depot dies", test_augment_send);
-    CU_add_test(s, "augment -B and -n", test_augment_balance_and_new_only);
-    CU_add_test(s, "trim -m, --depot", test_trim_numbers_and_depot);
-    CU_add_test(s, "trim -u after a kill, -d frees", test_trim_dead_and_free);
-    CU_add_test(s, "trim refuses the last copy without --force", test_trim_refuses_last_copy);
-    CU_add_test(s, "refresh -s, -d, -a, -m", test_refresh_modes);
-    CU_add_test(s, "refresh with a dead depot: exit 8 naming the mapping",
-                test_refresh_dead_depot);
-}
+static const lns_test_case tests[] = {
+    {"augment by SEND; the original depot dies", test_augment_send},
+    {"augment -B and -n", test_augment_balance_and_new_only},
+    {"trim -m, --depot", test_trim_numbers_and_depot},
+    {"trim -u after a kill, -d frees", test_trim_dead_and_free},
+    {"trim refuses the last copy without --force", test_trim_refuses_last_copy},
+    {"refresh -s, -d, -a, -m", test_refresh_modes},
+    {"refresh with a dead depot: exit 8 naming the mapping", test_refresh_dead_depot},
+};
+
+TT_MAIN(&T, "lors manage tools", ND, tests)

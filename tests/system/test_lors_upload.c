@@ -567,7 +567,4 @@ static const lns_test_case tests[] = {
     {"options, checksums, events", test_options_events},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lors upload", fleet_start, fleet_stop, tests);
-}
+LNS_TEST_MAIN_WITH("lors upload", fleet_start, fleet_stop, tests)
