@@ -10,6 +10,7 @@
 #define LNS_TEST_H
 
 #include <CUnit/CUnit.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -71,6 +72,32 @@ int lns_test_log_clean(const char *path);
  * process in *pid and tracked; or -1 after printing why, with no process left. */
 int lns_test_start_server(const char *prog, const char *dir, int port, const char *const *args,
                           const char *extra, const char *log, int tries, int *pid);
+/* What every server process a test starts has.  test_depot_t and test_lbone_t put it in a
+ * union with the same fields unnamed, so d->port and &d->srv both work. */
+#define LNS_TEST_SERVER_FIELDS                                                     \
+    int pid;             /* 0 when not running */                                  \
+    int port;                                                                      \
+    char dir[PATH_MAX];  /* its own directory: port file, logs, data */            \
+    char log[PATH_MAX];  /* its stdout and stderr */                               \
+    char args[2048];     /* extra arguments, space-separated */
+typedef struct lns_test_server {
+    LNS_TEST_SERVER_FIELDS
+} lns_test_server;
+/* Clear *s and give it a fresh directory <tmpdir>/<kind><seq>, the log <kind>.log in it and
+ * the extra arguments (NULL: none).  0, or -1 if a path is too long. */
+int lns_test_server_init(lns_test_server *s, const char *kind, int seq, const char *extra);
+/* lns_test_start_server of prog with s's directory, port, extra arguments and log; s->port
+ * set.  0, or -1 after printing why. */
+int lns_test_server_spawn(lns_test_server *s, const char *prog, int port,
+                          const char *const *args, int tries);
+/* Send sig (lns_test_signal_child: SIGKILL, SIGTERM, SIGINT also wait for the end). */
+int lns_test_server_kill(lns_test_server *s, int sig);
+/* SIGTERM, wait, forget; nothing when it is not running. */
+void lns_test_server_stop(lns_test_server *s);
+/* 1 if its log holds no sanitizer report (ASan, LSan, UBSan); else prints and 0. */
+int lns_test_server_log_clean(const lns_test_server *s);
+/* The end of a test's server: stop it, and CU_ASSERT that its log is clean. */
+void lns_test_server_finish(lns_test_server *s);
 /* Register a child process to be SIGKILLed at exit (crash or not). */
 void lns_test_track_pid(int pid);
 void lns_test_untrack_pid(int pid);

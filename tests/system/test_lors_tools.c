@@ -447,14 +447,14 @@ static void test_depot_killed(void)
         on_victim += strstr(x->maps[i]->cap[XND_READ], needle) != NULL;
     CU_ASSERT(on_victim > 0); /* the victim holds copies that now must come from elsewhere */
     xnd_free(x);
-    td_kill(&victim, SIGKILL);
+    lns_test_server_kill(&victim.srv, SIGKILL);
     CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-T", "5", "-o",
                            lns_test_path("kill.out"), lns_test_path("kill.xnd"), (char *)NULL), 0);
     sha_file(lns_test_path("kill.bin"), 0, -1, a);
     sha_file(lns_test_path("kill.out"), 0, -1, b);
     CU_ASSERT_STRING_EQUAL(a, b);
     tt_free_all(&T, lns_test_path("kill.xnd"));
-    td_stop(&victim);
+    lns_test_server_stop(&victim.srv);
 }
 
 static const lns_test_case tests[] = {

@@ -107,7 +107,7 @@ static void test_ls_views(void)
                         0);
 
     /* a killed depot: its mappings dead, the file still whole through the others */
-    CU_ASSERT_EQUAL(td_kill(&T.dep[3], SIGKILL), 0);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[3].srv, SIGKILL), 0);
     CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls '%s'", xnd), 0);
     CU_ASSERT_EQUAL(tt_count(T.out, " dead: "), 2);
     CU_ASSERT_EQUAL(tt_count(T.out, " alive\n"), 2);
@@ -141,7 +141,7 @@ static void test_ls_expired_and_lost(void)
     /* a depot gone with the only copy */
     CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 100000, 10, 1, 2, tt_dlist(&T, 1, 4, -1), NULL, src, xnd),
                           0);
-    CU_ASSERT_EQUAL(td_kill(&T.dep[4], SIGKILL), 0);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[4].srv, SIGKILL), 0);
     CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls -l '%s'", xnd), 8);
     CU_ASSERT_PTR_NOT_NULL(strstr(T.out, " 0 GAP\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(T.out, " 1\n"));
