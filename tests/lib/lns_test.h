@@ -2,13 +2,15 @@
  *
  * A test file defines lns_test_register(), which adds its suites: a table of lns_test_case
  * per suite handed to LNS_TEST_SUITE (or CU_add_suite / CU_add_test where the tests depend on
- * what the machine has); tests/lib/cu_main.c provides main().  Each program prints CUnit's report and,
+ * what the machine has); a program of one suite says only LNS_TEST_MAIN(name, table).
+ * tests/lib/cu_main.c provides main().  Each program prints CUnit's report and,
  * last, one line "RESULT <program> <passed> <failed>" that tests/run.sh adds up.
  */
 #ifndef LNS_TEST_H
 #define LNS_TEST_H
 
 #include <CUnit/CUnit.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +30,11 @@ CU_pSuite lns_test_add_suite(const char *name, CU_InitializeFunc init, CU_Cleanu
 /* The same for a table that is an array in scope. */
 #define LNS_TEST_SUITE(name, init, clean, table) \
     lns_test_add_suite((name), (init), (clean), (table), sizeof(table) / sizeof((table)[0]))
+/* lns_test_register() of a program that is one suite: the table, with init and clean. */
+#define LNS_TEST_MAIN_WITH(name, init, clean, table) \
+    void lns_test_register(void) { LNS_TEST_SUITE((name), (init), (clean), table); }
+/* The same without init and clean. */
+#define LNS_TEST_MAIN(name, table) LNS_TEST_MAIN_WITH(name, NULL, NULL, table)
 
 /* Directory of the programs under test (the build's bin/): $LNS_BIN, else <dir of argv[0]>/../bin. */
 const char *lns_test_bindir(void);
@@ -65,6 +72,32 @@ int lns_test_log_clean(const char *path);
  * process in *pid and tracked; or -1 after printing why, with no process left. */
 int lns_test_start_server(const char *prog, const char *dir, int port, const char *const *args,
                           const char *extra, const char *log, int tries, int *pid);
+/* What every server process a test starts has.  test_depot_t and test_lbone_t put it in a
+ * union with the same fields unnamed, so d->port and &d->srv both work. */
+#define LNS_TEST_SERVER_FIELDS                                                     \
+    int pid;             /* 0 when not running */                                  \
+    int port;                                                                      \
+    char dir[PATH_MAX];  /* its own directory: port file, logs, data */            \
+    char log[PATH_MAX];  /* its stdout and stderr */                               \
+    char args[2048];     /* extra arguments, space-separated */
+typedef struct lns_test_server {
+    LNS_TEST_SERVER_FIELDS
+} lns_test_server;
+/* Clear *s and give it a fresh directory <tmpdir>/<kind><seq>, the log <kind>.log in it and
+ * the extra arguments (NULL: none).  0, or -1 if a path is too long. */
+int lns_test_server_init(lns_test_server *s, const char *kind, int seq, const char *extra);
+/* lns_test_start_server of prog with s's directory, port, extra arguments and log; s->port
+ * set.  0, or -1 after printing why. */
+int lns_test_server_spawn(lns_test_server *s, const char *prog, int port,
+                          const char *const *args, int tries);
+/* Send sig (lns_test_signal_child: SIGKILL, SIGTERM, SIGINT also wait for the end). */
+int lns_test_server_kill(lns_test_server *s, int sig);
+/* SIGTERM, wait, forget; nothing when it is not running. */
+void lns_test_server_stop(lns_test_server *s);
+/* 1 if its log holds no sanitizer report (ASan, LSan, UBSan); else prints and 0. */
+int lns_test_server_log_clean(const lns_test_server *s);
+/* The end of a test's server: stop it, and CU_ASSERT that its log is clean. */
+void lns_test_server_finish(lns_test_server *s);
 /* Register a child process to be SIGKILLed at exit (crash or not). */
 void lns_test_track_pid(int pid);
 void lns_test_untrack_pid(int pid);

@@ -7,12 +7,10 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdarg.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,23 +29,15 @@ static int spawn(test_depot_t *d, int port, int tries)
         args[6] = "--resource";
         args[7] = res;
     }
-    int p = lns_test_start_server("ibp_depot", d->dir, port, args, d->args, d->log, tries,
-                                  &d->pid);
-    if (p < 0)
-        return -1;
-    d->port = p;
-    return 0;
+    return lns_test_server_spawn(&d->srv, "ibp_depot", port, args, tries);
 }
 
 int td_start(test_depot_t *d, const char *extra)
 {
     memset(d, 0, sizeof *d);
-    snprintf(d->dir, sizeof d->dir, "%s/depot%d", lns_test_tmpdir(), depot_seq++);
-    mkdir(d->dir, 0755);
-    if (snprintf(d->log, sizeof d->log, "%s/depot.log", d->dir) >= (int)sizeof d->log ||
+    if (lns_test_server_init(&d->srv, "depot", depot_seq++, extra) != 0 ||
         snprintf(d->events, sizeof d->events, "%s/events.log", d->dir) >= (int)sizeof d->events)
         return -1;
-    snprintf(d->args, sizeof d->args, "%s", extra ? extra : "");
     return spawn(d, 0, 1);
 }
 
@@ -55,16 +45,6 @@ int td_restart(test_depot_t *d)
 {
     /* The old port may sit in TIME_WAIT for a moment; SO_REUSEADDR covers that, retry anyway. */
     return spawn(d, d->port, 50);
-}
-
-int td_kill(test_depot_t *d, int sig)
-{
-    return lns_test_signal_child(&d->pid, sig);
-}
-
-void td_stop(test_depot_t *d)
-{
-    lns_test_signal_child(&d->pid, SIGTERM); /* nothing when it is not running */
 }
 
 int td_connect(const test_depot_t *d)
@@ -193,10 +173,6 @@ int raw_closed_by_peer(int fd, int ms)
     return recv(fd, &c, 1, 0) == 0;
 }
 
-int td_log_clean(const test_depot_t *d)
-{
-    return lns_test_log_clean(d->log);
-}
 
 int raw_listen_loopback(int *port)
 {

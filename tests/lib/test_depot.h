@@ -10,13 +10,16 @@
 #include <limits.h>
 #include <stddef.h>
 
+#include "lns_test.h"
+
 typedef struct test_depot {
-    int pid;             /* 0 when not running */
-    int port;
-    char dir[PATH_MAX];  /* its own directory: resource data, port file, logs */
-    char log[PATH_MAX];  /* diagnostic log (stderr of the depot) */
+    union {
+        lns_test_server srv; /* for lns_test_server_kill, _stop, _log_clean */
+        struct {
+            LNS_TEST_SERVER_FIELDS
+        };
+    };
     char events[PATH_MAX]; /* event log */
-    char args[2048];     /* extra arguments, space-separated */
 } test_depot_t;
 
 /* Start a depot with one resource in a fresh directory under the test tmpdir.  extra: more
@@ -24,12 +27,8 @@ typedef struct test_depot {
  * defaults to hard=64M,soft=64M,max-duration=3600 unless extra has its own --resource.
  * Returns 0, or -1 after printing why. */
 int td_start(test_depot_t *d, const char *extra);
-/* Start again with the same directory, arguments and port (after td_kill). */
+/* Start again with the same directory, arguments and port (after lns_test_server_kill). */
 int td_restart(test_depot_t *d);
-/* Send sig; for SIGKILL/SIGTERM/SIGINT also wait for the process to end. */
-int td_kill(test_depot_t *d, int sig);
-/* SIGTERM, wait, forget. */
-void td_stop(test_depot_t *d);
 /* Connect a raw TCP socket to it (blocking, 10 s send/receive timeouts). -1 on failure. */
 int td_connect(const test_depot_t *d);
 /* Count the lines of the depot's event log that contain needle. */
@@ -57,7 +56,5 @@ int raw_reqf(int fd, char *reply, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* 1 if the peer closed the connection (EOF, nothing more to read) within ms. */
 int raw_closed_by_peer(int fd, int ms);
-/* 1 if the depot's log has no sanitizer report (ASan, LSan, UBSan); else prints and 0. */
-int td_log_clean(const test_depot_t *d);
 
 #endif

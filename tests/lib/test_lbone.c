@@ -4,12 +4,10 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,12 +20,9 @@ static int spawn(test_lbone_t *l, int port, int tries)
 {
     const char *args[] = {"--db", l->db, "--token-file", l->token_file,
                           "--log-level", "info", NULL};
-    int p = lns_test_start_server("lbone_server", l->dir, port, args, l->args, l->log, tries,
-                                  &l->pid);
-    if (p < 0)
+    if (lns_test_server_spawn(&l->srv, "lbone_server", port, args, tries) != 0)
         return -1;
-    l->port = p;
-    snprintf(l->url, sizeof l->url, "http://127.0.0.1:%d", p);
+    snprintf(l->url, sizeof l->url, "http://127.0.0.1:%d", l->port);
     return 0;
 }
 
@@ -35,10 +30,8 @@ int tlb_start(test_lbone_t *l, const char *extra)
 {
     memset(l, 0, sizeof *l);
     int seq = lbone_seq++;
-    snprintf(l->dir, sizeof l->dir, "%s/lbone%d", lns_test_tmpdir(), seq);
-    mkdir(l->dir, 0755);
-    if (snprintf(l->db, sizeof l->db, "%s/lbone.db", l->dir) >= (int)sizeof l->db ||
-        snprintf(l->log, sizeof l->log, "%s/lbone.log", l->dir) >= (int)sizeof l->log ||
+    if (lns_test_server_init(&l->srv, "lbone", seq, extra) != 0 ||
+        snprintf(l->db, sizeof l->db, "%s/lbone.db", l->dir) >= (int)sizeof l->db ||
         snprintf(l->token_file, sizeof l->token_file, "%s/token", l->dir) >=
             (int)sizeof l->token_file)
         return -1;
@@ -48,28 +41,12 @@ int tlb_start(test_lbone_t *l, const char *extra)
         fprintf(stderr, "tlb_start: cannot write %s\n", l->token_file);
         return -1;
     }
-    snprintf(l->args, sizeof l->args, "%s", extra ? extra : "");
     return spawn(l, 0, 1);
 }
 
 int tlb_restart(test_lbone_t *l)
 {
     return spawn(l, l->port, 50);
-}
-
-int tlb_kill(test_lbone_t *l, int sig)
-{
-    return lns_test_signal_child(&l->pid, sig);
-}
-
-void tlb_stop(test_lbone_t *l)
-{
-    lns_test_signal_child(&l->pid, SIGTERM); /* nothing when it is not running */
-}
-
-int tlb_log_clean(const test_lbone_t *l)
-{
-    return lns_test_log_clean(l->log);
 }
 
 static int connect_port(int port)

@@ -11,16 +11,19 @@
 #include <limits.h>
 #include <stddef.h>
 
+#include "lns_test.h"
+
 typedef struct test_lbone {
-    int pid;              /* 0 when not running */
-    int port;
-    char dir[PATH_MAX];
+    union {
+        lns_test_server srv; /* for lns_test_server_kill, _stop, _log_clean */
+        struct {
+            LNS_TEST_SERVER_FIELDS
+        };
+    };
     char db[PATH_MAX];
-    char log[PATH_MAX];
     char token[64];       /* the registry token */
     char token_file[PATH_MAX];
     char url[64];         /* "http://127.0.0.1:<port>" */
-    char args[2048];      /* extra arguments, space-separated */
 } test_lbone_t;
 
 /* Start a server in a fresh directory.  extra: more arguments, space-separated (NULL for
@@ -28,12 +31,6 @@ typedef struct test_lbone {
 int tlb_start(test_lbone_t *l, const char *extra);
 /* Start again with the same directory, database, token, arguments and port. */
 int tlb_restart(test_lbone_t *l);
-/* Send sig; for SIGKILL/SIGTERM/SIGINT also wait for the process to end. */
-int tlb_kill(test_lbone_t *l, int sig);
-/* SIGTERM, wait, forget. */
-void tlb_stop(test_lbone_t *l);
-/* 1 if the server's log has no sanitizer report; else prints and 0. */
-int tlb_log_clean(const test_lbone_t *l);
 
 /* One HTTP request to port on 127.0.0.1.  bearer: the Authorization token or NULL; body:
  * NULL for none (sent as application/json otherwise).  Returns the status code (-1 when

@@ -45,8 +45,8 @@ int tl_fleet_stop(test_depot_t *dep, int n, ibp_client_t *cli)
 {
     int clean = 1;
     for (int i = 0; i < n; i++) {
-        clean &= td_log_clean(&dep[i]);
-        td_stop(&dep[i]);
+        clean &= lns_test_server_log_clean(&dep[i].srv);
+        lns_test_server_stop(&dep[i].srv);
     }
     ibp_client_free(cli);
     return clean ? 0 : -1;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -97,4 +98,46 @@ int lns_test_start_server(const char *prog, const char *dir, int port, const cha
             return p;
     }
     return -1;
+}
+
+int lns_test_server_init(lns_test_server *s, const char *kind, int seq, const char *extra)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->dir, sizeof s->dir, "%s/%s%d", lns_test_tmpdir(), kind, seq);
+    mkdir(s->dir, 0755);
+    if (snprintf(s->log, sizeof s->log, "%s/%s.log", s->dir, kind) >= (int)sizeof s->log)
+        return -1;
+    snprintf(s->args, sizeof s->args, "%s", extra ? extra : "");
+    return 0;
+}
+
+int lns_test_server_spawn(lns_test_server *s, const char *prog, int port,
+                          const char *const *args, int tries)
+{
+    int p = lns_test_start_server(prog, s->dir, port, args, s->args, s->log, tries, &s->pid);
+    if (p < 0)
+        return -1;
+    s->port = p;
+    return 0;
+}
+
+int lns_test_server_kill(lns_test_server *s, int sig)
+{
+    return lns_test_signal_child(&s->pid, sig);
+}
+
+void lns_test_server_stop(lns_test_server *s)
+{
+    lns_test_signal_child(&s->pid, SIGTERM);
+}
+
+int lns_test_server_log_clean(const lns_test_server *s)
+{
+    return lns_test_log_clean(s->log);
+}
+
+void lns_test_server_finish(lns_test_server *s)
+{
+    lns_test_server_stop(s);
+    CU_ASSERT(lns_test_server_log_clean(s));
 }

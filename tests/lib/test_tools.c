@@ -43,13 +43,14 @@ static int tt_suite_clean(void)
     return tl_fleet_stop(tt_suite_env->dep, tt_suite_env->n, tt_suite_env->cli);
 }
 
-CU_pSuite tt_add_suite(tt_env_t *t, const char *name, int n)
+CU_pSuite tt_add_suite(tt_env_t *t, const char *name, int n, const lns_test_case *tests,
+                       size_t ntests)
 {
     if (tt_suite_env || n < 1 || n > TT_MAXD)
         return NULL;
     tt_suite_env = t;
     t->n = n;
-    return CU_add_suite(name, tt_suite_init, tt_suite_clean);
+    return lns_test_add_suite(name, tt_suite_init, tt_suite_clean, tests, ntests);
 }
 
 void tt_revive(tt_env_t *t)

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "ibp.h"
+#include "lns_test.h"
 #include "lors.h"
 #include "test_depot.h"
 #include "xnd.h"
@@ -32,10 +33,19 @@ typedef struct tt_env {
     int seq;                      /* makes the names of files the helpers create unique */
 } tt_env_t;
 
-/* Add the CUnit suite whose tests use *t: its init sets up the environment and starts n
- * depots (tl_fleet_start), its cleanup stops them and fails if a depot's log holds a sanitizer
- * report.  One such suite per program; NULL if there is one already. */
-CU_pSuite tt_add_suite(tt_env_t *t, const char *name, int n);
+/* Add the CUnit suite of the ntests tests that use *t: its init sets up the environment and
+ * starts n depots (tl_fleet_start), its cleanup stops them and fails if a depot's log holds a
+ * sanitizer report.  One such suite per program; NULL if there is one already. */
+CU_pSuite tt_add_suite(tt_env_t *t, const char *name, int n, const lns_test_case *tests,
+                       size_t ntests);
+/* lns_test_register() of a CLI test program: that one suite, the tests of table (an array of
+ * lns_test_case in scope) over the fixture *t of n depots. */
+#define TT_MAIN(t, name, n, table)                                                  \
+    _Static_assert((n) >= 1 && (n) <= TT_MAXD, "depots of one fixture");           \
+    void lns_test_register(void)                                                    \
+    {                                                                               \
+        tt_add_suite((t), (name), (n), (table), sizeof(table) / sizeof((table)[0])); \
+    }
 /* Restart the depots an earlier test killed (it may have stopped at a failed assertion). */
 void tt_revive(tt_env_t *t);
 

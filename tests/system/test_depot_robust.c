@@ -111,7 +111,7 @@ static void test_sigkill_during_stores(void)
     CU_ASSERT_EQUAL(raw_send(fd, hdr, (size_t)h), 0);
     CU_ASSERT_EQUAL(raw_send(fd, data + acked, CHUNK / 2), 0);
     usleep(100 * 1000);
-    td_kill(&d, SIGKILL);
+    lns_test_server_kill(&d.srv, SIGKILL);
     close(fd);
 
     CU_ASSERT_FATAL(td_restart(&d) == 0);
@@ -123,8 +123,7 @@ static void test_sigkill_during_stores(void)
     CU_ASSERT_EQUAL(store(fd, &c, data + acked, CHUNK, 30), 1);
     CU_ASSERT(load_check(fd, &c, data, acked + CHUNK));
     close(fd);
-    td_stop(&d);
-    CU_ASSERT(td_log_clean(&d));
+    lns_test_server_finish(&d.srv);
     free(data);
 }
 
@@ -167,7 +166,7 @@ static void test_sigkill_slabs(void)
     CU_ASSERT_EQUAL(raw_send(fd, hdr, (size_t)h), 0);
     CU_ASSERT_EQUAL(raw_send(fd, kdata + 3000, 2000), 0);
     usleep(100 * 1000);
-    td_kill(&d, SIGKILL);
+    lns_test_server_kill(&d.srv, SIGKILL);
     close(fd);
 
     CU_ASSERT_FATAL(td_restart(&d) == 0);
@@ -196,8 +195,7 @@ static void test_sigkill_slabs(void)
     CU_ASSERT_EQUAL(bad, 0);
     CU_ASSERT(load_check(fd, &k, kdata, sizeof kdata));
     close(fd);
-    td_stop(&d);
-    CU_ASSERT(td_log_clean(&d));
+    lns_test_server_finish(&d.srv);
 }
 
 static void test_disconnect_mid_store(void)
@@ -237,8 +235,7 @@ static void test_disconnect_mid_store(void)
     CU_ASSERT_EQUAL(store(fd, &c, data + 1000, 500, 30), 1);
     CU_ASSERT(load_check(fd, &c, data, 1500));
     close(fd);
-    td_stop(&d);
-    CU_ASSERT(td_log_clean(&d));
+    lns_test_server_finish(&d.srv);
 }
 
 static void test_thousand_connections(void)
@@ -286,8 +283,7 @@ static void test_thousand_connections(void)
     for (int i = 0; i < N; i++)
         if (fds[i] >= 0)
             close(fds[i]);
-    td_stop(&d);
-    CU_ASSERT(td_log_clean(&d));
+    lns_test_server_finish(&d.srv);
 }
 
 typedef struct trickle {
@@ -362,8 +358,7 @@ static void test_slowloris(void)
     CU_ASSERT(tr.sent >= 10);
     close(tr.fd);
     close(fd);
-    td_stop(&d);
-    CU_ASSERT(td_log_clean(&d));
+    lns_test_server_finish(&d.srv);
 }
 
 static void test_idle_timeout(void)
@@ -390,8 +385,7 @@ static void test_idle_timeout(void)
     }
     CU_ASSERT_EQUAL(ok, 6);
     close(a);
-    td_stop(&d);
-    CU_ASSERT(td_log_clean(&d));
+    lns_test_server_finish(&d.srv);
 }
 
 static void test_connection_limit(void)
@@ -426,8 +420,7 @@ static void test_connection_limit(void)
     CU_ASSERT(ok);
     for (int i = 1; i < 5; i++)
         close(fds[i]);
-    td_stop(&d);
-    CU_ASSERT(td_log_clean(&d));
+    lns_test_server_finish(&d.srv);
 }
 
 static const lns_test_case tests[] = {
@@ -440,7 +433,4 @@ static const lns_test_case tests[] = {
     {"connection limit", test_connection_limit},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("depot_robust", NULL, NULL, tests);
-}
+LNS_TEST_MAIN("depot_robust", tests)

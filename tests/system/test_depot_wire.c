@@ -39,7 +39,7 @@ static int suite_init(void)
 
 static int suite_clean(void)
 {
-    td_stop(&D);
+    lns_test_server_stop(&D.srv);
     return 0;
 }
 
@@ -555,8 +555,7 @@ static void test_send(void)
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 5 %s %s %s 0 100 30 30 30\n", src.key[0], src.tk[0],
                          tiny.cap[1]), -19);
     int port = t.port;
-    td_stop(&t);
-    CU_ASSERT(td_log_clean(&t));
+    lns_test_server_finish(&t.srv);
     char gone[800];
     snprintf(gone, sizeof gone, "ibp://127.0.0.1:%d/0#%s/%s/WRITE", port, dst.bare[1], dst.tk[1]);
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 5 %s %s %s 0 2 30 30 5\n", src.key[0], src.tk[0], gone),
@@ -581,8 +580,7 @@ static void test_event_log(void)
     CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", NULL, 0), 1);                   /* 6 */
     CU_ASSERT_EQUAL(req(fd, "1 99\n", NULL, 0), -25);                         /* 7 */
     close(fd);
-    td_stop(&t);
-    CU_ASSERT(td_log_clean(&t));
+    lns_test_server_finish(&t.srv);
     CU_ASSERT_EQUAL(td_count_events(&t, "IBP_REQ 127.0.0.1 "), 7);
     CU_ASSERT_EQUAL(td_count_events(&t, " cmd=STORE "), 1);
     CU_ASSERT_EQUAL(td_count_events_of(&t, "IBP_REQ", " result=-30"), 1);
@@ -635,8 +633,7 @@ static void test_event_sampling(void)
     for (int i = 0; i < 100; i++)
         CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", NULL, 0), 1);
     close(fd);
-    td_stop(&t);
-    CU_ASSERT(td_log_clean(&t));
+    lns_test_server_finish(&t.srv);
     CU_ASSERT_EQUAL(td_count_events(&t, "IBP_REQ"), 10);
 }
 
@@ -653,7 +650,7 @@ static void test_event_log_periodic(void)
     struct timespec pause = {0, 300 * 1000000L};
     nanosleep(&pause, NULL);
     CU_ASSERT_EQUAL(td_count_events(&t, "IBP_REQ"), 25); /* already there, depot running */
-    td_kill(&t, SIGKILL);
+    lns_test_server_kill(&t.srv, SIGKILL);
     close(fd);
     CU_ASSERT_EQUAL(td_count_events(&t, "IBP_REQ"), 25);
 }
@@ -663,9 +660,9 @@ static void test_shutdown_clean(void)
 {
     int64_t t0 = lns_mono_ms();
     int fd = conn(); /* an idle connection must not hold the shutdown up */
-    td_stop(&D);
+    lns_test_server_stop(&D.srv);
     CU_ASSERT(lns_mono_ms() - t0 < 3000);
-    CU_ASSERT(td_log_clean(&D));
+    CU_ASSERT(lns_test_server_log_clean(&D.srv));
     close(fd);
 }
 
@@ -687,7 +684,4 @@ static const lns_test_case tests[] = {
     {"shutdown on SIGTERM, clean log", test_shutdown_clean},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("depot_wire", suite_init, suite_clean, tests);
-}
+LNS_TEST_MAIN_WITH("depot_wire", suite_init, suite_clean, tests)

@@ -145,17 +145,15 @@ static int find_header(const char *rel, char *out, size_t size)
     return access(out, R_OK);
 }
 
-/* lib<name>.so against its header(s): every export declared, every declaration exported. */
-static void check_library(const char *lib, const char *prefix, const char *const headers[])
+/* lib<name>.so against its header: every export declared, every declaration exported. */
+static void check_library(const char *lib, const char *prefix, const char *header)
 {
     char so[8192], path[8192];
     names_t decl = {0}, exp = {0};
     snprintf(so, sizeof so, "%s/../lib/%s.so", lns_test_bindir(), lib);
     CU_ASSERT_FATAL(access(so, R_OK) == 0);
-    for (int i = 0; headers[i]; i++) {
-        CU_ASSERT_FATAL(find_header(headers[i], path, sizeof path) == 0);
-        CU_ASSERT_FATAL(declared(path, prefix, &decl) == 0);
-    }
+    CU_ASSERT_FATAL(find_header(header, path, sizeof path) == 0);
+    CU_ASSERT_FATAL(declared(path, prefix, &decl) == 0);
     CU_ASSERT_FATAL(exported(so, &exp) == 0);
     CU_ASSERT(decl.n > 0);
     CU_ASSERT(exp.n > 0);
@@ -172,7 +170,7 @@ static void check_library(const char *lib, const char *prefix, const char *const
     for (size_t i = 0; i < decl.n; i++)
         if (!names_has(&exp, decl.v[i])) {
             fprintf(stderr, "\n  %s.so does not export %s, which %s declares", lib, decl.v[i],
-                    headers[0]);
+                    header);
             bad++;
         }
     CU_ASSERT_EQUAL(bad, 0);
@@ -180,35 +178,16 @@ static void check_library(const char *lib, const char *prefix, const char *const
     names_free(&exp);
 }
 
-static void test_libibp(void)
-{
-    static const char *const h[] = {"ibp/ibp.h", NULL};
-    check_library("libibp", "ibp_", h);
-}
+static void test_libibp(void) { check_library("libibp", "ibp_", "ibp/ibp.h"); }
+static void test_libexnode(void) { check_library("libexnode", "xnd_", "exnode/xnd.h"); }
+static void test_liblors(void) { check_library("liblors", "lors_", "lors/lors.h"); }
+static void test_liblbone(void) { check_library("liblbone", "lbone_", "lbone/lbone.h"); }
 
-static void test_libexnode(void)
-{
-    static const char *const h[] = {"exnode/xnd.h", NULL};
-    check_library("libexnode", "xnd_", h);
-}
+static const lns_test_case tests[] = {
+    {"libibp.so: only ibp.h", test_libibp},
+    {"libexnode.so: only xnd.h", test_libexnode},
+    {"liblors.so: only lors.h", test_liblors},
+    {"liblbone.so: only lbone.h", test_liblbone},
+};
 
-static void test_liblors(void)
-{
-    static const char *const h[] = {"lors/lors.h", NULL};
-    check_library("liblors", "lors_", h);
-}
-
-static void test_liblbone(void)
-{
-    static const char *const h[] = {"lbone/lbone.h", NULL};
-    check_library("liblbone", "lbone_", h);
-}
-
-void lns_test_register(void)
-{
-    CU_pSuite s = CU_add_suite("shared library exports", NULL, NULL);
-    CU_add_test(s, "libibp.so: only ibp.h", test_libibp);
-    CU_add_test(s, "libexnode.so: only xnd.h", test_libexnode);
-    CU_add_test(s, "liblors.so: only lors.h", test_liblors);
-    CU_add_test(s, "liblbone.so: only lbone.h", test_liblbone);
-}
+LNS_TEST_MAIN("shared library exports", tests)

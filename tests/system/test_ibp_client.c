@@ -39,8 +39,8 @@ static int suite_depots_up(void)
 
 static int suite_clean(void)
 {
-    td_stop(&dA);
-    td_stop(&dB);
+    lns_test_server_stop(&dA.srv);
+    lns_test_server_stop(&dB.srv);
     return 0;
 }
 

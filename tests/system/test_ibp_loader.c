@@ -28,8 +28,8 @@ static int suite_init(void)
 
 static int suite_clean(void)
 {
-    int clean = td_log_clean(&dep);
-    td_stop(&dep);
+    int clean = lns_test_server_log_clean(&dep.srv);
+    lns_test_server_stop(&dep.srv);
     return clean ? 0 : -1;
 }
 
@@ -157,7 +157,7 @@ static void abort_blocked(int start)
     blocked_t b = {ibp_loader_new(c), caps.read, n, malloc(n), start, 0, 0,
                    PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
     if (start)
-        td_kill(&v, SIGSTOP);
+        lns_test_server_kill(&v.srv, SIGSTOP);
     pthread_t t;
     pthread_create(&t, NULL, blocked_main, &b);
     pthread_mutex_lock(&b.mu);
@@ -165,7 +165,7 @@ static void abort_blocked(int start)
         pthread_cond_wait(&b.cv, &b.mu);
     pthread_mutex_unlock(&b.mu);
     if (!start)
-        td_kill(&v, SIGSTOP);
+        lns_test_server_kill(&v.srv, SIGSTOP);
     usleep(300 * 1000); /* let it block */
     int64_t t0 = lns_mono_ms();
     ibp_loader_abort(b.l);
@@ -182,7 +182,7 @@ static void abort_blocked(int start)
     free(b.buf);
     free(data);
     ibp_client_free(c);
-    td_stop(&v);
+    lns_test_server_stop(&v.srv);
 }
 
 static void test_abort_start(void)
@@ -262,7 +262,4 @@ static const lns_test_case tests[] = {
     {"abort a start still connecting", test_abort_connect},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("ibp loader", suite_init, suite_clean, tests);
-}
+LNS_TEST_MAIN_WITH("ibp loader", suite_init, suite_clean, tests)

@@ -113,7 +113,7 @@ static void test_reuse(void)
     CU_ASSERT_EQUAL(errors, 0);
     CU_ASSERT(count_connections(d.port) >= 21);
     ibp_client_free(c);
-    td_stop(&d);
+    lns_test_server_stop(&d.srv);
 }
 
 /* Pooled connections older than max_idle_s are not reused. */
@@ -130,7 +130,7 @@ static void test_max_idle_age(void)
     CU_ASSERT_EQUAL(ibp_status(c, "127.0.0.1", d.port, NULL, NULL, &s), IBP_OK);
     CU_ASSERT_EQUAL(count_connections(d.port), 2);
     ibp_client_free(c);
-    td_stop(&d);
+    lns_test_server_stop(&d.srv);
 }
 
 /* The depot closes an idle pooled connection (--idle-timeout 1); the next call must work. */
@@ -150,7 +150,7 @@ static void test_idle_close(void)
     CU_ASSERT_EQUAL(ibp_store(c, caps.write, "world", 5, NULL), IBP_OK);
     CU_ASSERT_EQUAL(count_connections(d.port), 3);
     ibp_client_free(c);
-    td_stop(&d);
+    lns_test_server_stop(&d.srv);
 }
 
 /* ---- the scripted fake depot ---- */
@@ -487,7 +487,7 @@ static void test_concurrency(void)
     int n = count_connections(d.port);
     CU_ASSERT(n >= 1 && n <= 2 * THREADS);
     ibp_client_free(c);
-    td_stop(&d);
+    lns_test_server_stop(&d.srv);
 }
 
 /* ---- a depot that dies or stops ---- */
@@ -501,7 +501,7 @@ static void test_depot_killed(void)
     ibp_client_t *c = client_with(8, 30, 5000);
     CU_ASSERT_EQUAL_FATAL(alloc(c, d.port, 1000, &caps), IBP_OK);
     CU_ASSERT_EQUAL(ibp_store(c, caps.write, "abc", 3, NULL), IBP_OK);
-    td_kill(&d, SIGKILL);
+    lns_test_server_kill(&d.srv, SIGKILL);
     int64_t t0 = now_ms();
     CU_ASSERT_EQUAL(ibp_probe(c, caps.manage, &p), IBP_E_CONNECTION);
     CU_ASSERT_EQUAL(ibp_store(c, caps.write, "abc", 3, NULL), IBP_E_CONNECTION);
@@ -511,7 +511,7 @@ static void test_depot_killed(void)
     CU_ASSERT_EQUAL(ibp_probe(c, caps.manage, &p), IBP_OK);
     CU_ASSERT_EQUAL(p.cur_size, 3);
     ibp_client_free(c);
-    td_stop(&d);
+    lns_test_server_stop(&d.srv);
 }
 
 /* kill() only queues SIGSTOP: wait until every thread of pid has stopped. */
@@ -555,7 +555,7 @@ static void test_depot_stopped(void)
     ibp_client_t *c = client_with(8, 30, 1000);
     CU_ASSERT_EQUAL_FATAL(alloc(c, d.port, 1000, &caps), IBP_OK);
     CU_ASSERT_EQUAL(ibp_store(c, caps.write, "abc", 3, NULL), IBP_OK);
-    td_kill(&d, SIGSTOP);
+    lns_test_server_kill(&d.srv, SIGSTOP);
     CU_ASSERT_EQUAL_FATAL(wait_stopped(d.pid), 0);
     /* on the pooled connection */
     int64_t t0 = now_ms();
@@ -567,14 +567,14 @@ static void test_depot_stopped(void)
     CU_ASSERT_EQUAL(ibp_load(c, caps.read, 0, 3, buf), IBP_E_CLIENT_TIMEOUT);
     dt = now_ms() - t0;
     CU_ASSERT(dt >= 900 && dt < 3000);
-    td_kill(&d, SIGCONT);
+    lns_test_server_kill(&d.srv, SIGCONT);
     /* the timed-out connections were dropped: nothing stale is read now */
     CU_ASSERT_EQUAL(ibp_load(c, caps.read, 0, 3, buf), IBP_OK);
     CU_ASSERT(memcmp(buf, "abc", 3) == 0);
     CU_ASSERT_EQUAL(ibp_probe(c, caps.manage, &p), IBP_OK);
     CU_ASSERT_EQUAL(p.cur_size, 3);
     ibp_client_free(c);
-    td_stop(&d);
+    lns_test_server_stop(&d.srv);
 }
 
 static const lns_test_case real_depot_tests[] = {

@@ -29,8 +29,8 @@ static int suite_init(void)
 
 static int suite_clean(void)
 {
-    td_stop(&dA);
-    td_stop(&dB);
+    lns_test_server_stop(&dA.srv);
+    lns_test_server_stop(&dB.srv);
     return 0;
 }
 
@@ -280,15 +280,15 @@ static void test_timeout(void)
 {
     test_depot_t d;
     CU_ASSERT_EQUAL_FATAL(td_start(&d, NULL), 0);
-    td_kill(&d, SIGSTOP);
+    lns_test_server_kill(&d.srv, SIGSTOP);
     usleep(100 * 1000);
     time_t t0 = time(NULL);
     CU_ASSERT_EQUAL(run("$T --timeout 1 status 127.0.0.1:%d", d.port), 3);
     CU_ASSERT(time(NULL) - t0 <= 4);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, ibp_strerror(IBP_E_CLIENT_TIMEOUT)));
-    td_kill(&d, SIGCONT);
+    lns_test_server_kill(&d.srv, SIGCONT);
     CU_ASSERT_EQUAL(run("$T --timeout 5 status 127.0.0.1:%d", d.port), 0);
-    td_stop(&d);
+    lns_test_server_stop(&d.srv);
 }
 
 static const lns_test_case tests[] = {
@@ -302,7 +302,4 @@ static const lns_test_case tests[] = {
     {"timeout", test_timeout},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("ibp_tool", suite_init, suite_clean, tests);
-}
+LNS_TEST_MAIN_WITH("ibp_tool", suite_init, suite_clean, tests)

@@ -113,7 +113,4 @@ static const lns_test_case tests[] = {
     {"install under DESTDIR and build against it", test_install},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("make install", NULL, NULL, tests);
-}
+LNS_TEST_MAIN("make install", tests)

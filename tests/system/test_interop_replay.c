@@ -229,7 +229,4 @@ static const lns_test_case tests[] = {
     {"garbage replies", test_garbage_replies},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("interop replay", NULL, NULL, tests);
-}
+LNS_TEST_MAIN("interop replay", tests)

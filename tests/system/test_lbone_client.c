@@ -171,13 +171,13 @@ static int suite_clean(void)
 {
     int ok = 1;
     for (int i = 0; i < ND; i++) {
-        if (dep[i].pid && !td_log_clean(&dep[i]))
+        if (dep[i].pid && !lns_test_server_log_clean(&dep[i].srv))
             ok = 0;
-        td_stop(&dep[i]);
+        lns_test_server_stop(&dep[i].srv);
     }
-    if (lb.pid && !tlb_log_clean(&lb))
+    if (lb.pid && !lns_test_server_log_clean(&lb.srv))
         ok = 0;
-    tlb_stop(&lb);
+    lns_test_server_stop(&lb.srv);
     if (cli)
         ibp_client_free(cli);
     return ok ? 0 : -1;
@@ -322,7 +322,7 @@ static void test_failover(void)
     CU_ASSERT_STRING_EQUAL(r.server, lb2.url); /* the first that answers, even if empty */
     CU_ASSERT_EQUAL(r.n, 0);
     lbone_result_free(&r);
-    tlb_kill(&lb2, SIGKILL);
+    lns_test_server_kill(&lb2.srv, SIGKILL);
     CU_ASSERT_EQUAL(lbone_query_depots(s4, 2, &req, &r, e, sizeof e), LBONE_OK);
     CU_ASSERT_STRING_EQUAL(r.server, lb.url);
     CU_ASSERT_EQUAL(r.n, ND);
@@ -333,7 +333,7 @@ static void test_failover(void)
     req.location = "planet= Mars";
     CU_ASSERT_EQUAL(lbone_query_depots(s5, 2, &req, &r, e, sizeof e), LBONE_E_REFUSED);
     CU_ASSERT_PTR_NULL(strstr(e, want1));
-    tlb_stop(&lb2);
+    lns_test_server_stop(&lb2.srv);
 }
 
 /* ---- the depot's side ---- */
@@ -394,7 +394,7 @@ static void test_reregister_after_forget(void)
 static void test_lbone_down_and_back(void)
 {
     ibp_depot_status_t st;
-    CU_ASSERT_EQUAL_FATAL(tlb_kill(&lb, SIGKILL), 0);
+    CU_ASSERT_EQUAL_FATAL(lns_test_server_kill(&lb.srv, SIGKILL), 0);
     msleep(2500); /* heartbeats fail meanwhile */
     /* The depots serve on. */
     CU_ASSERT_EQUAL(ibp_status(cli, "127.0.0.1", dep[TYS].port, "0", NULL, &st), IBP_OK);
@@ -426,14 +426,14 @@ static void test_depot_start_stop(void)
              "--lbone-place zip=37996", dead_port(), lb.token_file);
     CU_ASSERT_EQUAL_FATAL(td_start(&d, args), 0);
     CU_ASSERT_EQUAL(ibp_status(cli, "127.0.0.1", d.port, "0", NULL, &st), IBP_OK);
-    td_stop(&d);
+    lns_test_server_stop(&d.srv);
 
     /* A clean stop withdraws the registration. */
     snprintf(args, sizeof args, "--lbone %s --lbone-token-file %s --lbone-place zip=37996 "
              "--lbone-interval 1", lb.url, lb.token_file);
     CU_ASSERT_EQUAL_FATAL(td_start(&d, args), 0);
     CU_ASSERT_EQUAL_FATAL(wait_listed(d.port, 1, id, 10000), 0);
-    td_stop(&d);
+    lns_test_server_stop(&d.srv);
     char path[128];
     snprintf(path, sizeof path, "/v1/depots/%s", id);
     CU_ASSERT_EQUAL(tlb_http(lb.port, "GET", path, NULL, NULL, NULL), 404);
@@ -632,7 +632,4 @@ static const lns_test_case tests[] = {
     {"lbone_query", test_lbone_query_tool},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lbone client", suite_init, suite_clean, tests);
-}
+LNS_TEST_MAIN_WITH("lbone client", suite_init, suite_clean, tests)

@@ -392,7 +392,7 @@ static void test_status_page_in_chromium(void)
         CU_ASSERT_FATAL(td_start(&dep[i], args) == 0);
     }
     CU_ASSERT_FATAL(wait_page(&l, dep, all_up, 15000));
-    CU_ASSERT_FATAL(td_kill(&dep[NRT], SIGKILL) == 0);
+    CU_ASSERT_FATAL(lns_test_server_kill(&dep[NRT].srv, SIGKILL) == 0);
     CU_ASSERT_FATAL(wait_page(&l, dep, nrt_down, 10000));
 
     /* What the browser built from the page: the three depots, each in its state, at its
@@ -447,11 +447,10 @@ static void test_status_page_in_chromium(void)
 
     for (int i = 0; i < ND; i++) {
         if (i != NRT)
-            CU_ASSERT(td_log_clean(&dep[i]));
-        td_stop(&dep[i]);
+            CU_ASSERT(lns_test_server_log_clean(&dep[i].srv));
+        lns_test_server_stop(&dep[i].srv);
     }
-    tlb_stop(&l);
-    CU_ASSERT(tlb_log_clean(&l));
+    lns_test_server_finish(&l.srv);
 }
 
 static int suite_init(void)
@@ -465,7 +464,4 @@ static const lns_test_case tests[] = {
     {"status page in headless Chromium: DOM and screenshot", test_status_page_in_chromium},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lbone_page", suite_init, NULL, tests);
-}
+LNS_TEST_MAIN_WITH("lbone_page", suite_init, NULL, tests)

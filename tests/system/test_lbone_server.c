@@ -183,10 +183,9 @@ static void test_register_heartbeat_expiry(void)
     CU_ASSERT(tlb_register(&l, j, id1, s1) == 201);
     CU_ASSERT(wait_status(&l, id1, "up", 10000));
 
-    tlb_stop(&l);
-    CU_ASSERT(tlb_log_clean(&l));
-    td_stop(&d1);
-    td_stop(&d2);
+    lns_test_server_finish(&l.srv);
+    lns_test_server_stop(&d1.srv);
+    lns_test_server_stop(&d2.srv);
 }
 
 static void test_auth(void)
@@ -232,8 +231,7 @@ static void test_auth(void)
     snprintf(path, sizeof path, "/v1/depots/%s", idb);
     CU_ASSERT(tlb_http(l.port, "DELETE", path, sb, NULL, NULL) == 204);
     CU_ASSERT(query_count(&l, "") == 0);
-    tlb_stop(&l);
-    CU_ASSERT(tlb_log_clean(&l));
+    lns_test_server_finish(&l.srv);
 }
 
 static void test_query_filters(void)
@@ -298,8 +296,7 @@ static void test_query_filters(void)
             fprintf(stderr, "  (query %s)\n", bad[i]);
         free(r);
     }
-    tlb_stop(&l);
-    CU_ASSERT(tlb_log_clean(&l));
+    lns_test_server_finish(&l.srv);
 }
 
 /* Positions of three hosts in an answer are in the given order. */
@@ -389,8 +386,7 @@ static void test_order_distance_bandwidth(void)
     CU_ASSERT(r && in_order(r, "tys.test", "ams.test", "nrt.test") &&
               strstr(r, "\"forecast_mbps\":90"));
     free(r);
-    tlb_stop(&l);
-    CU_ASSERT(tlb_log_clean(&l));
+    lns_test_server_finish(&l.srv);
 }
 
 static void test_unreachable(void)
@@ -423,16 +419,15 @@ static void test_unreachable(void)
     sleep_ms(300);
     CU_ASSERT(wait_status(&l, idx, "unreachable", 0));
     /* A depot that dies is taken out by the next periodic probe, and back when it returns. */
-    CU_ASSERT(td_kill(&d, SIGKILL) == 0);
+    CU_ASSERT(lns_test_server_kill(&d.srv, SIGKILL) == 0);
     CU_ASSERT(wait_status(&l, idd, "unreachable", 8000));
     CU_ASSERT(query_count(&l, "") == 0);
     CU_ASSERT_FATAL(td_restart(&d) == 0);
     CU_ASSERT(heartbeat(&l, idd, sd, "{}") == 200);
     CU_ASSERT(wait_status(&l, idd, "up", 8000));
     CU_ASSERT(query_count(&l, "") == 1);
-    tlb_stop(&l);
-    CU_ASSERT(tlb_log_clean(&l));
-    td_stop(&d);
+    lns_test_server_finish(&l.srv);
+    lns_test_server_stop(&d.srv);
 }
 
 /* The whole answer of an unfiltered query: equal before and after means nothing changed. */
@@ -550,8 +545,7 @@ static void test_hostile_input(void)
     char *one = get(&l, j, 200);
     CU_ASSERT(one && strstr(one, "Robert'); DROP TABLE depots;-- \\u003cscript\\u003e"));
     free(one);
-    tlb_stop(&l);
-    CU_ASSERT(tlb_log_clean(&l));
+    lns_test_server_finish(&l.srv);
 }
 
 static void test_restart_keeps_registry(void)
@@ -574,7 +568,7 @@ static void test_restart_keeps_registry(void)
     CU_ASSERT_FATAL(before != NULL);
     CU_ASSERT(strstr(before, "\"forecast_mbps\":42") != NULL);
 
-    CU_ASSERT(tlb_kill(&l, SIGKILL) == 0);
+    CU_ASSERT(lns_test_server_kill(&l.srv, SIGKILL) == 0);
     CU_ASSERT_FATAL(tlb_restart(&l) == 0);
     char *after = snapshot(&l);
     CU_ASSERT(after && strcmp(before, after) == 0);
@@ -590,11 +584,10 @@ static void test_restart_keeps_registry(void)
     CU_ASSERT(r && strstr(r, "\"measurements\":3") && strstr(r, "\"network\":\"127.0.0.0/24\""));
     free(r);
     /* A clean stop and start too. */
-    tlb_stop(&l);
+    lns_test_server_stop(&l.srv);
     CU_ASSERT_FATAL(tlb_restart(&l) == 0);
     CU_ASSERT(query_count(&l, "") == 3);
-    tlb_stop(&l);
-    CU_ASSERT(tlb_log_clean(&l));
+    lns_test_server_finish(&l.srv);
 }
 
 static void test_reports_rate_limit(void)
@@ -626,8 +619,7 @@ static void test_reports_rate_limit(void)
     double fc = f ? atof(f + 16) : 0;
     CU_ASSERT(fc > 45 && fc < 60);
     free(r);
-    tlb_stop(&l);
-    CU_ASSERT(tlb_log_clean(&l));
+    lns_test_server_finish(&l.srv);
 }
 
 static void test_command_line(void)
@@ -678,7 +670,4 @@ static const lns_test_case tests[] = {
     {"command line and config file", test_command_line},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lbone server", NULL, NULL, tests);
-}
+LNS_TEST_MAIN("lbone server", tests)

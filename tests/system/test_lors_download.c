@@ -227,7 +227,7 @@ static void on_ev(void *arg, const lors_event_t *ev)
         return;
     pthread_mutex_lock(&v->mu);
     if (++v->seen == v->at)
-        td_kill(v->d, v->sig);
+        lns_test_server_kill(&v->d->srv, v->sig);
     pthread_mutex_unlock(&v->mu);
 }
 
@@ -275,7 +275,7 @@ static void victim_download(int sig, const char *name)
     if (sig == SIGSTOP)
         kill(vd.pid, SIGCONT);
     tl_free_xnd(cli, x);
-    td_stop(&vd);
+    lns_test_server_stop(&vd.srv);
     free(src);
 }
 
@@ -342,7 +342,7 @@ static void test_no_replica(void)
     size_t n = 4 * 1000 * 1000;
     unsigned char *src = tl_data(n, 12);
     xnd_t *x = upload(ld, 4, src, n, 1, 4);
-    td_kill(&vd, SIGKILL);
+    lns_test_server_kill(&vd.srv, SIGKILL);
     lors_download_opts_t o;
     lors_dl_report_t rep;
     unsigned char *out;
@@ -358,7 +358,7 @@ static void test_no_replica(void)
     lors_dl_report_free(&rep);
     free(out);
     tl_free_xnd(cli, x);
-    td_stop(&vd);
+    lns_test_server_stop(&vd.srv);
     free(src);
 }
 
@@ -400,7 +400,4 @@ static const lns_test_case tests[] = {
     {"memory bound with a 2-block reorder buffer", test_memory_bound},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lors download", fleet_start, fleet_stop, tests);
-}
+LNS_TEST_MAIN_WITH("lors download", fleet_start, fleet_stop, tests)

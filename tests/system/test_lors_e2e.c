@@ -59,13 +59,17 @@ static void dopts(lors_download_opts_t *o)
     o->key = key;
 }
 
+/* Upload src (it must succeed); the report in *rep, or freed when rep is NULL. */
 static xnd_t *upload_buf(const lors_upload_opts_t *o, const unsigned char *src, size_t n,
                          lors_report_t *rep)
 {
     xnd_t *x = NULL;
-    int rc = lors_upload_buf(o, src, n, "e2e", &x, rep);
+    lors_report_t own;
+    int rc = lors_upload_buf(o, src, n, "e2e", &x, rep ? rep : &own);
     if (rc != LORS_OK)
-        fprintf(stderr, "upload %zu %s: %s\n", n, o->e2e, rep->error);
+        fprintf(stderr, "upload %zu %s: %s\n", n, o->e2e, (rep ? rep : &own)->error);
+    if (!rep)
+        lors_report_free(&own);
     CU_ASSERT_EQUAL_FATAL(rc, LORS_OK);
     return x;
 }
@@ -235,11 +239,9 @@ static void test_subranges(void)
     unsigned char *src = tl_data(n, 22);
     for (int ci = 0; ci < 4; ci++) {
         lors_upload_opts_t o;
-        lors_report_t rep;
         lors_dl_report_t dr;
         uopts(&o, chains[ci], 2);
-        xnd_t *x = upload_buf(&o, src, n, &rep);
-        lors_report_free(&rep);
+        xnd_t *x = upload_buf(&o, src, n, NULL);
         check_range(x, src, n, FRAME - 3, 7, &dr); /* a few bytes either side of a boundary */
         /* two frames' blocks, perhaps twice (redundant fetches): far from the 3 MB */
         CU_ASSERT(dr.bytes_fetched <= 6 * FRAME);
@@ -325,8 +327,7 @@ static void test_keys(void)
     lors_report_free(&rep);
 
     uopts(&o, "aes", 2);
-    x = upload_buf(&o, src, n, &rep);
-    lors_report_free(&rep);
+    x = upload_buf(&o, src, n, NULL);
     dopts(&d);
     d.key = key2;
     CU_ASSERT_EQUAL(tl_download_mem(&d, x, &out, &outlen, &dr), LORS_E_KEY);
@@ -346,8 +347,7 @@ static void test_keys(void)
     tl_free_xnd(cli, x);
     uopts(&o, "zlib", 1);
     o.key = NULL;
-    x = upload_buf(&o, src, n, &rep);
-    lors_report_free(&rep);
+    x = upload_buf(&o, src, n, NULL);
     CU_ASSERT_EQUAL(tl_download_mem(&d, x, &out, &outlen, &dr), LORS_OK);
     CU_ASSERT(outlen == n && memcmp(out, src, n) == 0);
     lors_dl_report_free(&dr);
@@ -392,7 +392,6 @@ static void test_corruption(void)
     size_t n = 1500000;
     unsigned char *src = tl_data(n, 24);
     lors_upload_opts_t o;
-    lors_report_t rep;
     lors_download_opts_t d;
     lors_dl_report_t dr;
     unsigned char *out;
@@ -401,8 +400,7 @@ static void test_corruption(void)
     /* copy 0 damaged in every checksum block, checksums on: whatever is fetched from it fails
      * its digest and comes from copy 1; the bad mappings are named */
     uopts(&o, "zlib,aes", 2);
-    xnd_t *x = upload_buf(&o, src, n, &rep);
-    lors_report_free(&rep);
+    xnd_t *x = upload_buf(&o, src, n, NULL);
     for (size_t i = 0; i < x->nmaps; i += 2) /* fragment order, then copy order */
         for (int64_t a = x->maps[i]->exnode_offset + 100;
              a < x->maps[i]->exnode_offset + x->maps[i]->logical_length; a += CKBS)
@@ -421,8 +419,7 @@ static void test_corruption(void)
      * what was written is exactly the frames before it */
     uopts(&o, "zlib,aes", 2);
     o.checksum = "none";
-    x = upload_buf(&o, src, n, &rep);
-    lors_report_free(&rep);
+    x = upload_buf(&o, src, n, NULL);
     CU_ASSERT_EQUAL(flip_stored(x, frame_middle(x, 5), 1), 2);
     CU_ASSERT_EQUAL(tl_download_mem(&d, x, &out, &outlen, &dr), LORS_E_E2E);
     CU_ASSERT(strstr(dr.error, "frame 5 ") != NULL);
@@ -440,8 +437,7 @@ static void test_corruption(void)
     /* zlib alone, no checksums: zlib's own check catches it */
     uopts(&o, "zlib", 1);
     o.checksum = "none";
-    x = upload_buf(&o, src, n, &rep);
-    lors_report_free(&rep);
+    x = upload_buf(&o, src, n, NULL);
     CU_ASSERT_EQUAL(flip_stored(x, frame_middle(x, 2), 1), 1);
     CU_ASSERT_EQUAL(tl_download_mem(&d, x, &out, &outlen, &dr), LORS_E_E2E);
     CU_ASSERT(strstr(dr.error, "frame 2 ") != NULL && strstr(dr.error, "zlib") != NULL);
@@ -458,14 +454,12 @@ static void test_no_replica(void)
     size_t n = 3 * 1000 * 1000;
     unsigned char *src = tl_data(n, 25);
     lors_upload_opts_t o;
-    lors_report_t rep;
     lors_download_opts_t d;
     lors_dl_report_t dr;
     unsigned char *out;
     size_t outlen;
     uopts(&o, "aes", 1);
-    xnd_t *x = upload_buf(&o, src, n, &rep);
-    lors_report_free(&rep);
+    xnd_t *x = upload_buf(&o, src, n, NULL);
     CU_ASSERT_FATAL(x->nmaps >= 3);
     xnd_mapping_t *gone = xnd_mapping_copy(x->maps[2]);
     int64_t s0 = gone->exnode_offset, s1 = s0 + gone->logical_length;
@@ -513,10 +507,8 @@ static void test_reader_leaves(void)
     size_t n = 2 * 1000 * 1000;
     unsigned char *src = tl_data(n, 26);
     lors_upload_opts_t o;
-    lors_report_t rep;
     uopts(&o, "zlib,aes", 2);
-    xnd_t *x = upload_buf(&o, src, n, &rep);
-    lors_report_free(&rep);
+    xnd_t *x = upload_buf(&o, src, n, NULL);
     int p[2];
     CU_ASSERT_FATAL(pipe(p) == 0);
     drain_t dr = {p[0], 0, 300000};
@@ -546,7 +538,4 @@ static const lns_test_case tests[] = {
     {"the reader leaves", test_reader_leaves},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lors e2e", suite_init, fleet_stop, tests);
-}
+LNS_TEST_MAIN_WITH("lors e2e", suite_init, fleet_stop, tests)

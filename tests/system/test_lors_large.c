@@ -185,7 +185,4 @@ static const lns_test_case tests[] = {
     {"100 MB as a stream, 2 copies, odd block size", test_stream_odd_blocks},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lors_large", suite_init, suite_clean, tests);
-}
+LNS_TEST_MAIN_WITH("lors_large", suite_init, suite_clean, tests)

@@ -236,7 +236,7 @@ static void test_augment_send(void)
         CU_ASSERT(m->end.epoch > time(NULL) + 500 && m->end.epoch <= time(NULL) + 601);
     }
 
-    td_kill(&v, SIGKILL);
+    lns_test_server_kill(&v.srv, SIGKILL);
     CU_ASSERT(downloads_as(x, src, n, 4));
     tl_free_xnd(cli, x);
     free(src);
@@ -268,10 +268,10 @@ static void test_send_pooled(void)
     CU_ASSERT_EQUAL(nports, 1); /* one connection for the four SENDs */
     CU_ASSERT(downloads_as(x, src, n, 2));
     tl_free_xnd(cli, x);
-    td_stop(&s); /* the source frees its pooled SEND clients: no leak, no report */
-    td_stop(&t);
-    CU_ASSERT(td_log_clean(&s));
-    CU_ASSERT(td_log_clean(&t));
+    lns_test_server_stop(&s.srv); /* the source frees its pooled SEND clients: no leak, no report */
+    lns_test_server_stop(&t.srv);
+    CU_ASSERT(lns_test_server_log_clean(&s.srv));
+    CU_ASSERT(lns_test_server_log_clean(&t.srv));
     free(src);
 }
 
@@ -388,8 +388,7 @@ static void test_augment_relay(void)
     CU_ASSERT_EQUAL(st.allocations, 0);
 
     tl_free_xnd(cli, x);
-    td_stop(&t);
-    CU_ASSERT(td_log_clean(&t));
+    lns_test_server_finish(&t.srv);
     free(src);
 }
 
@@ -450,7 +449,7 @@ static void test_augment_balance(void)
     victim(&v, &lv[0], NULL);
     lv[1] = ldep[1];
     x = upload(lv, 2, src, n, 2, 2, 600);
-    td_kill(&v, SIGKILL);
+    lns_test_server_kill(&v.srv, SIGKILL);
     aopts(&o, &ldep[2], 1, 2);
     o.balance = 1;
     CU_ASSERT_EQUAL(lors_augment(&o, x, NULL, &rep), LORS_OK);
@@ -511,7 +510,7 @@ static void test_probe_logical(void)
     free(r);
     free(pr);
 
-    td_kill(&v, SIGKILL);
+    lns_test_server_kill(&v.srv, SIGKILL);
     /* without its manage capability, a mapping is probed by a 1-byte LOAD */
     xnd_mapping_set_cap(x->maps[1], XND_MANAGE, NULL);
     CU_ASSERT_EQUAL_FATAL(lors_probe_all(x, 4, 10, &pr), LORS_OK);
@@ -628,7 +627,7 @@ static void test_trim_dead(void)
     victim(&v, &lv[0], NULL);
     lv[1] = ldep[4];
     xnd_t *x = upload(lv, 2, src, n, 2, 2, 600); /* 0 and 2 on the victim, 1 and 3 on dep4 */
-    td_kill(&v, SIGKILL);
+    lns_test_server_kill(&v.srv, SIGKILL);
 
     /* -u with numbers: only those of them found dead */
     int m13[2] = {1, 3};
@@ -658,7 +657,7 @@ static void test_trim_dead(void)
     lors_depot_t lw;
     victim(&w, &lw, NULL);
     x = upload(&lw, 1, src, n, 1, 1, 600);
-    td_kill(&w, SIGKILL);
+    lns_test_server_kill(&w.srv, SIGKILL);
     int m0[1] = {0};
     o = topts(m0, 1);
     o.timeout_s = 5;
@@ -754,7 +753,7 @@ static void test_refresh_dead_expired(void)
     lv[1] = ldep[2];
     xnd_t *x = upload(lv, 2, src, n, 1, 2, 600); /* fragment 0 on the victim */
     int64_t end0 = x->maps[0]->end.epoch;
-    td_kill(&v, SIGKILL);
+    lns_test_server_kill(&v.srv, SIGKILL);
 
     lors_refresh_opts_init(&o);
     o.timeout_s = 5;
@@ -808,7 +807,4 @@ static const lns_test_case tests[] = {
     {"words for the new error codes", test_strerror},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lors manage", fleet_start, fleet_stop, tests);
-}
+LNS_TEST_MAIN_WITH("lors manage", fleet_start, fleet_stop, tests)

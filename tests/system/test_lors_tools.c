@@ -447,27 +447,27 @@ static void test_depot_killed(void)
         on_victim += strstr(x->maps[i]->cap[XND_READ], needle) != NULL;
     CU_ASSERT(on_victim > 0); /* the victim holds copies that now must come from elsewhere */
     xnd_free(x);
-    td_kill(&victim, SIGKILL);
+    lns_test_server_kill(&victim.srv, SIGKILL);
     CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-T", "5", "-o",
                            lns_test_path("kill.out"), lns_test_path("kill.xnd"), (char *)NULL), 0);
     sha_file(lns_test_path("kill.bin"), 0, -1, a);
     sha_file(lns_test_path("kill.out"), 0, -1, b);
     CU_ASSERT_STRING_EQUAL(a, b);
     tt_free_all(&T, lns_test_path("kill.xnd"));
-    td_stop(&victim);
+    lns_test_server_stop(&victim.srv);
 }
 
-void lns_test_register(void)
-{
-    CU_pSuite s = tt_add_suite(&T, "lors_tools", ND);
-    CU_add_test(s, "help and version", test_help_version);
-    CU_add_test(s, "upload and download a file", test_roundtrip);
-    CU_add_test(s, "stdin and stdout pipes", test_stdin_and_stdout_pipes);
-    CU_add_test(s, "sub-range -O/-L", test_subrange);
-    CU_add_test(s, "resume -R cuts a damaged prefix", test_resume);
-    CU_add_test(s, "malformed exNode", test_bad_exnode);
-    CU_add_test(s, "rc file", test_rc_file);
-    CU_add_test(s, "event stream", test_events);
-    CU_add_test(s, "usage errors and exit codes", test_usage_errors);
-    CU_add_test(s, "a depot killed before the download", test_depot_killed);
-}
+static const lns_test_case tests[] = {
+    {"help and version", test_help_version},
+    {"upload and download a file", test_roundtrip},
+    {"stdin and stdout pipes", test_stdin_and_stdout_pipes},
+    {"sub-range -O/-L", test_subrange},
+    {"resume -R cuts a damaged prefix", test_resume},
+    {"malformed exNode", test_bad_exnode},
+    {"rc file", test_rc_file},
+    {"event stream", test_events},
+    {"usage errors and exit codes", test_usage_errors},
+    {"a depot killed before the download", test_depot_killed},
+};
+
+TT_MAIN(&T, "lors_tools", ND, tests)

@@ -107,7 +107,7 @@ static void test_ls_views(void)
                         0);
 
     /* a killed depot: its mappings dead, the file still whole through the others */
-    CU_ASSERT_EQUAL(td_kill(&T.dep[3], SIGKILL), 0);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[3].srv, SIGKILL), 0);
     CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls '%s'", xnd), 0);
     CU_ASSERT_EQUAL(tt_count(T.out, " dead: "), 2);
     CU_ASSERT_EQUAL(tt_count(T.out, " alive\n"), 2);
@@ -141,7 +141,7 @@ static void test_ls_expired_and_lost(void)
     /* a depot gone with the only copy */
     CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 100000, 10, 1, 2, tt_dlist(&T, 1, 4, -1), NULL, src, xnd),
                           0);
-    CU_ASSERT_EQUAL(td_kill(&T.dep[4], SIGKILL), 0);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[4].srv, SIGKILL), 0);
     CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls -l '%s'", xnd), 8);
     CU_ASSERT_PTR_NOT_NULL(strstr(T.out, " 0 GAP\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(T.out, " 1\n"));
@@ -198,12 +198,12 @@ static void test_malformed_exnode(void)
     CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls '%s/no-such.xnd'", lns_test_tmpdir()), 3);
 }
 
-void lns_test_register(void)
-{
-    CU_pSuite s = tt_add_suite(&T, "lors_ls; the manage tools' contract", ND);
-    CU_add_test(s, "the test's JSON checker", test_json_checker);
-    CU_add_test(s, "--help, --version, usage errors", test_help_version_usage);
-    CU_add_test(s, "ls -p, -l, -h, --json; a killed depot", test_ls_views);
-    CU_add_test(s, "ls: an expired mapping, a lost copy", test_ls_expired_and_lost);
-    CU_add_test(s, "a malformed exNode: exit 3, nothing written", test_malformed_exnode);
-}
+static const lns_test_case tests[] = {
+    {"the test's JSON checker", test_json_checker},
+    {"--help, --version, usage errors", test_help_version_usage},
+    {"ls -p, -l, -h, --json; a killed depot", test_ls_views},
+    {"ls: an expired mapping, a lost copy", test_ls_expired_and_lost},
+    {"a malformed exNode: exit 3, nothing written", test_malformed_exnode},
+};
+
+TT_MAIN(&T, "lors_ls; the manage tools' contract", ND, tests)

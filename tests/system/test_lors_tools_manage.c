@@ -139,7 +139,7 @@ static void test_augment_send(void)
     CU_ASSERT(td_count_events(&T.dep[4], " cmd=SEND ") >= 3);
 
     /* the original depot dies: the new copies alone give the file back */
-    CU_ASSERT_EQUAL(td_kill(&T.dep[4], SIGKILL), 0);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[4].srv, SIGKILL), 0);
     CU_ASSERT(tt_downloads_equal(&T, xnd, src));
     tt_revive(&T);
     tt_free_all(&T, xnd);
@@ -302,7 +302,7 @@ static void test_trim_dead_and_free(void)
     /* fragment i copy k on depot (2i + k) mod 2: every fragment on both depots */
     CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 600000, 4, 2, 2, tt_dlist(&T, 3, 4, -1), NULL, src, xnd),
                           0);
-    CU_ASSERT_EQUAL(td_kill(&T.dep[4], SIGKILL), 0);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[4].srv, SIGKILL), 0);
 
     /* in a pipe: stdin to stdout, the file itself untouched */
     char piped[4096];
@@ -489,7 +489,7 @@ static void test_refresh_dead_depot(void)
     evsum_t e;
     int nb = tt_ls_json(&T, xnd, b);
     CU_ASSERT_EQUAL_FATAL(nb, 2);
-    CU_ASSERT_EQUAL(td_kill(&T.dep[4], SIGKILL), 0);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[4].srv, SIGKILL), 0);
     int dead = tt_cap_port(x0->maps[0]->cap[XND_READ]) == T.dep[4].port ? 0 : 1;
 
     CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_refresh -s 40m --events \"$D/ref8.ev\" '%s'", xnd), 8);
@@ -521,15 +521,14 @@ static void test_refresh_dead_depot(void)
     xnd_free(x1);
 }
 
-void lns_test_register(void)
-{
-    CU_pSuite s = tt_add_suite(&T, "lors manage tools", ND);
-    CU_add_test(s, "augment by SEND; the original depot dies", test_augment_send);
-    CU_add_test(s, "augment -B and -n", test_augment_balance_and_new_only);
-    CU_add_test(s, "trim -m, --depot", test_trim_numbers_and_depot);
-    CU_add_test(s, "trim -u after a kill, -d frees", test_trim_dead_and_free);
-    CU_add_test(s, "trim refuses the last copy without --force", test_trim_refuses_last_copy);
-    CU_add_test(s, "refresh -s, -d, -a, -m", test_refresh_modes);
-    CU_add_test(s, "refresh with a dead depot: exit 8 naming the mapping",
-                test_refresh_dead_depot);
-}
+static const lns_test_case tests[] = {
+    {"augment by SEND; the original depot dies", test_augment_send},
+    {"augment -B and -n", test_augment_balance_and_new_only},
+    {"trim -m, --depot", test_trim_numbers_and_depot},
+    {"trim -u after a kill, -d frees", test_trim_dead_and_free},
+    {"trim refuses the last copy without --force", test_trim_refuses_last_copy},
+    {"refresh -s, -d, -a, -m", test_refresh_modes},
+    {"refresh with a dead depot: exit 8 naming the mapping", test_refresh_dead_depot},
+};
+
+TT_MAIN(&T, "lors manage tools", ND, tests)

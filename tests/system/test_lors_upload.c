@@ -332,7 +332,7 @@ static void test_depot_dead_before(void)
     lors_depot_t l[ND + 1];
     CU_ASSERT_FATAL(tl_start_depot(&dead, "deadres", "256M") == 0);
     tl_lors_depot(&dead, &l[0]);
-    td_kill(&dead, SIGKILL);
+    lns_test_server_kill(&dead.srv, SIGKILL);
     memcpy(&l[1], ldep, sizeof ldep);
 
     size_t n = 6 * 1000 * 1000;
@@ -375,7 +375,7 @@ static void kill_on_store(void *arg, const lors_event_t *ev)
     if (ev->kind == LORS_EV_STORE_END && ev->depot->port == k->victim->port) {
         k->stores_on_victim++;
         if (!k->killed) {
-            td_kill(k->victim, SIGKILL);
+            lns_test_server_kill(&k->victim->srv, SIGKILL);
             k->killed = 1;
         }
     }
@@ -460,8 +460,8 @@ static void test_all_depots_fail(void)
     tl_lors_depot(&small, &l[0]);
     tl_lors_depot(&d1, &l[1]);
     tl_lors_depot(&d2, &l[2]);
-    td_kill(&d1, SIGKILL);
-    td_kill(&d2, SIGKILL);
+    lns_test_server_kill(&d1.srv, SIGKILL);
+    lns_test_server_kill(&d2.srv, SIGKILL);
 
     /* 8 MB in 2 MB fragments: the one live depot holds 4 MB, then refuses */
     size_t n = 8 * 1000 * 1000;
@@ -489,8 +489,8 @@ static void test_all_depots_fail(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(rep.error, "fragment"));
     lors_report_free(&rep);
 
-    CU_ASSERT(td_log_clean(&small));
-    td_stop(&small);
+    CU_ASSERT(lns_test_server_log_clean(&small.srv));
+    lns_test_server_stop(&small.srv);
     free(src);
 }
 
@@ -567,7 +567,4 @@ static const lns_test_case tests[] = {
     {"options, checksums, events", test_options_events},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lors upload", fleet_start, fleet_stop, tests);
-}
+LNS_TEST_MAIN_WITH("lors upload", fleet_start, fleet_stop, tests)

@@ -171,7 +171,4 @@ static const lns_test_case tests[] = {
     {"lors_download --netlog: every block's client and depot events", test_netlog_download},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("netlog", NULL, NULL, tests);
-}
+LNS_TEST_MAIN("netlog", tests)

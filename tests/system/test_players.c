@@ -368,7 +368,7 @@ static void test_play_depot_killed(void)
     }
     CU_ASSERT(most >= 1);
     int victim = dep[best].port;
-    td_kill(&dep[best], SIGKILL);
+    lns_test_server_kill(&dep[best].srv, SIGKILL);
     CU_ASSERT_EQUAL(reap(pid, "lors_play"), 0);
     sha_file(lns_test_path("v2.bin"), a);
     sha_file(lns_test_path("v2.out"), b);

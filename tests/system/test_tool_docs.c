@@ -137,7 +137,4 @@ static const lns_test_case tests[] = {
     {"man pages name the options of --help", test_man_pages},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("tool_docs", NULL, NULL, tests);
-}
+LNS_TEST_MAIN("tool_docs", tests)

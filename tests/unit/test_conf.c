@@ -149,7 +149,4 @@ static const lns_test_case tests[] = {
     {"--help and --version", test_help_version},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lns_conf_args", NULL, NULL, tests);
-}
+LNS_TEST_MAIN("lns_conf_args", tests)

@@ -157,7 +157,4 @@ static const lns_test_case tests[] = {
     {"secrets: random, hashed, compared", test_secrets},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lbone server modules", NULL, NULL, tests);
-}
+LNS_TEST_MAIN("lbone server modules", tests)

@@ -190,7 +190,4 @@ static const lns_test_case tests[] = {
     {"client network /24 and /48", test_client_net},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lbone forecast", NULL, NULL, tests);
-}
+LNS_TEST_MAIN("lbone forecast", tests)

@@ -229,7 +229,4 @@ static const lns_test_case tests[] = {
     {"data file", test_datafile},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lbone_geo", NULL, NULL, tests);
-}
+LNS_TEST_MAIN("lbone_geo", tests)

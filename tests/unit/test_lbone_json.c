@@ -202,7 +202,4 @@ static const lns_test_case tests[] = {
     {"writer output parses back; HTML escaping", test_writer_round_trip},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lbone json", NULL, NULL, tests);
-}
+LNS_TEST_MAIN("lbone json", tests)

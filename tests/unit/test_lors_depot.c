@@ -114,7 +114,4 @@ static const lns_test_case tests[] = {
     {"strerror", test_strerror},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lors depot lists", NULL, NULL, tests);
-}
+LNS_TEST_MAIN("lors depot lists", tests)

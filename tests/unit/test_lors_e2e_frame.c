@@ -495,7 +495,4 @@ static const lns_test_case tests[] = {
     {"lors_key_load", test_key_load},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lors e2e frames", NULL, NULL, tests);
-}
+LNS_TEST_MAIN("lors e2e frames", tests)

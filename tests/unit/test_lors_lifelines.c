@@ -546,7 +546,4 @@ static const lns_test_case tests[] = {
     {"plot: the recorded log's fetches in their lanes", test_plot_recorded},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lors_lifelines", NULL, plot_exit, tests);
-}
+LNS_TEST_MAIN_WITH("lors_lifelines", NULL, plot_exit, tests)

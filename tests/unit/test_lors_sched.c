@@ -1128,7 +1128,4 @@ static const lns_test_case tests[] = {
     {"200k blocks x 3 replicas x 16 depots", test_perf},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lors_sched", NULL, NULL, tests);
-}
+LNS_TEST_MAIN("lors_sched", tests)

@@ -666,19 +666,19 @@ static void test_verify_prefix(void)
     free(f);
 }
 
-void lns_test_register(void)
-{
-    CU_pSuite s = CU_add_suite("lors_tool", NULL, NULL);
-    CU_add_test(s, "rc: every keyword", test_rc_all_keywords);
-    CU_add_test(s, "rc: unset fields and where the file comes from", test_rc_unset_and_sources);
-    CU_add_test(s, "rc: errors name file:line", test_rc_errors);
-    CU_add_test(s, "exit codes", test_exit_codes);
-    CU_add_test(s, "events: value encoding", test_encode);
-    CU_add_test(s, "events: one line per event", test_event_lines);
-    CU_add_test(s, "events: MAPPING, TRIM, REFRESH lines", test_event_lines_manage);
-    CU_add_test(s, "events: a reader that stops reading", test_event_slow_reader);
-    CU_add_test(s, "events: a reader that is gone", test_event_reader_gone);
-    CU_add_test(s, "progress bar", test_progress);
-    CU_add_test(s, "event tee", test_tee);
-    CU_add_test(s, "verify a prefix against checksums", test_verify_prefix);
-}
+static const lns_test_case tests[] = {
+    {"rc: every keyword", test_rc_all_keywords},
+    {"rc: unset fields and where the file comes from", test_rc_unset_and_sources},
+    {"rc: errors name file:line", test_rc_errors},
+    {"exit codes", test_exit_codes},
+    {"events: value encoding", test_encode},
+    {"events: one line per event", test_event_lines},
+    {"events: MAPPING, TRIM, REFRESH lines", test_event_lines_manage},
+    {"events: a reader that stops reading", test_event_slow_reader},
+    {"events: a reader that is gone", test_event_reader_gone},
+    {"progress bar", test_progress},
+    {"event tee", test_tee},
+    {"verify a prefix against checksums", test_verify_prefix},
+};
+
+LNS_TEST_MAIN("lors_tool", tests)

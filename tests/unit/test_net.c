@@ -137,7 +137,4 @@ static const lns_test_case tests[] = {
     {"early EOF", test_eof},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lns_net", setup, teardown, tests);
-}
+LNS_TEST_MAIN_WITH("lns_net", setup, teardown, tests)

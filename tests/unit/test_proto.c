@@ -459,7 +459,4 @@ static const lns_test_case tests[] = {
     {"format refuses bad input", test_format_refuses},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("ibp_proto", NULL, NULL, tests);
-}
+LNS_TEST_MAIN("ibp_proto", tests)

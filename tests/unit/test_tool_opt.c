@@ -151,7 +151,4 @@ static const lns_test_case tests[] = {
     {"--help from the table", test_usage},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("tool_opt", NULL, NULL, tests);
-}
+LNS_TEST_MAIN("tool_opt", tests)

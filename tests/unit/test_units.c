@@ -64,7 +64,4 @@ static const lns_test_case tests[] = {
     {"bitrates", test_rate},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("lns_units", NULL, NULL, tests);
-}
+LNS_TEST_MAIN("lns_units", tests)

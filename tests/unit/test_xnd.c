@@ -638,7 +638,4 @@ static const lns_test_case tests[] = {
     {"dates", test_time},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("exnode", NULL, NULL, tests);
-}
+LNS_TEST_MAIN("exnode", tests)

@@ -478,7 +478,4 @@ static const lns_test_case tests[] = {
     {"huge numbers", test_huge_numbers},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("exnode errors", NULL, NULL, tests);
-}
+LNS_TEST_MAIN("exnode errors", tests)

@@ -404,7 +404,4 @@ static const lns_test_case tests[] = {
     {"100,000 mappings", test_100k},
 };
 
-void lns_test_register(void)
-{
-    LNS_TEST_SUITE("exnode files and speed", NULL, NULL, tests);
-}
+LNS_TEST_MAIN("exnode files and speed", tests)
