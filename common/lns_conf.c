@@ -39,6 +39,19 @@ int lns_conf_str(const char *key, const char *value, char *dst, size_t size, cha
     return 0;
 }
 
+int lns_conf_first_line(const char *key, const char *path, char *line, size_t size, char *err,
+                        size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return lns_err_set(err, errlen, "%s: cannot open %s: %s", key, path, strerror(errno));
+    if (!fgets(line, (int)size, f))
+        line[0] = 0;
+    fclose(f);
+    line[strcspn(line, "\r\n")] = 0;
+    return 0;
+}
+
 int lns_conf_read(const char *path, lns_conf_set_fn set, void *arg, char *err, size_t errlen)
 {
     char line[PATH_MAX + 512], why[PATH_MAX + 256];

@@ -29,6 +29,12 @@ int lns_conf_str(const char *key, const char *value, char *dst, size_t size, cha
  * or no"). */
 int lns_conf_bool(const char *key, const char *value, int *out, char *err, size_t errlen);
 
+/* For a setting that names a file holding a secret: the first line of path, without its line
+ * end, into line[size] (cut to size - 1 bytes; "" for an empty file).  0, or -1 with "KEY:
+ * cannot open PATH: why". */
+int lns_conf_first_line(const char *key, const char *path, char *line, size_t size, char *err,
+                        size_t errlen);
+
 /* Read path and apply each setting in order with set(arg, ...).  0, or -1 with
  * "PATH:LINE: why" (or why the file cannot be read) in err; settings before the bad line
  * have been applied. */

@@ -127,15 +127,8 @@ static int read_password_file(void *arg, const char *key, const char *path, char
                               size_t errlen)
 {
     char line[IBP_MAX_PASSWORD + 2];
-    FILE *f = fopen(path, "r");
-    (void)key;
-    if (!f)
-        return lns_err_set(err, errlen,
-                           "admin-password-file: cannot open %s: %s", path, strerror(errno));
-    if (!fgets(line, sizeof line, f))
-        line[0] = 0;
-    fclose(f);
-    line[strcspn(line, "\r\n")] = 0;
+    if (lns_conf_first_line(key, path, line, sizeof line, err, errlen) < 0)
+        return -1;
     return set_admin_password(arg, "admin-password", line, err, errlen);
 }
 

@@ -154,16 +154,9 @@ int depot_lbone_set(const char *key, const char *v, char *err, size_t errlen)
 static int read_token(char *err, size_t errlen)
 {
     char line[sizeof set.token + 2];
-    FILE *f = fopen(set.token_file, "r");
-    if (!f) {
-        lns_err_set(err, errlen, "lbone-token-file: cannot open %s: %s", set.token_file,
-                    strerror(errno));
+    if (lns_conf_first_line("lbone-token-file", set.token_file, line, sizeof line, err,
+                            errlen) < 0)
         return -1;
-    }
-    if (!fgets(line, sizeof line, f))
-        line[0] = 0;
-    fclose(f);
-    line[strcspn(line, "\r\n")] = 0;
     size_t n = strlen(line);
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)line[i] <= 0x20 || (unsigned char)line[i] >= 0x7f)
