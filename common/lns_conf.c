@@ -6,14 +6,17 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lns_conf.h"
 #include "lns_err.h"
+#include "lns_log.h"
+#include "lns_units.h"
 
 static char *trim(char *s)
 {
@@ -33,6 +36,19 @@ int lns_conf_str(const char *key, const char *value, char *dst, size_t size, cha
         return lns_err_set(err, errlen, "%s: value too long (at most %zu bytes)", key,
                            size - 1);
     strcpy(dst, value);
+    return 0;
+}
+
+int lns_conf_first_line(const char *key, const char *path, char *line, size_t size, char *err,
+                        size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return lns_err_set(err, errlen, "%s: cannot open %s: %s", key, path, strerror(errno));
+    if (!fgets(line, (int)size, f))
+        line[0] = 0;
+    fclose(f);
+    line[strcspn(line, "\r\n")] = 0;
     return 0;
 }
 
@@ -174,5 +190,113 @@ int lns_conf_args(const lns_conf_cli_t *cli, int argc, char **argv, lns_conf_set
     }
     free(longs);
     free(shorts);
+    return rc;
+}
+
+/* Decimal digits only (no sign, no spaces), at most 18 of them so nothing overflows. */
+static int parse_digits(const char *v, long long *out)
+{
+    size_t n = strspn(v, "0123456789");
+    if (n == 0 || v[n] || n > 18)
+        return -1;
+    *out = strtoll(v, NULL, 10);
+    return 0;
+}
+
+int lns_conf_bool(const char *key, const char *v, int *out, char *err, size_t errlen)
+{
+    if (strcmp(v, "yes") == 0 || strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
+        *out = 1;
+    else if (strcmp(v, "no") == 0 || strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
+        *out = 0;
+    else
+        return lns_err_set(err, errlen, "%s: '%s' is not yes or no", key, v);
+    return 0;
+}
+
+int lns_conf_set(const lns_conf_setting_t *settings, void *cfg, const char *key,
+                 const char *v, char *err, size_t errlen)
+{
+    const lns_conf_setting_t *s = settings;
+    char *field;
+    long long x;
+    int64_t secs;
+    int level;
+
+    while (s->name && strcmp(s->name, key) != 0)
+        s++;
+    field = (char *)cfg + s->off;
+    switch (s->name ? s->type : LNS_CONF_CMD) {
+    case LNS_CONF_STR: return lns_conf_str(key, v, field, s->size, err, errlen);
+    case LNS_CONF_INT:
+        if (parse_digits(v, &x) < 0 || x < s->lo || x > s->hi)
+            return lns_err_set(err, errlen, "%s: '%s' is not a whole number from %lld to %lld",
+                               key, v, s->lo, s->hi);
+        *(int *)field = (int)x;
+        return 0;
+    case LNS_CONF_SECS:
+        if (lns_parse_seconds(v, &secs) < 0 || secs < s->lo || secs > s->hi)
+            return lns_err_set(err, errlen, "%s: '%s' is not a duration from %llds to %llds",
+                               key, v, s->lo, s->hi);
+        *(int *)field = (int)secs;
+        return 0;
+    case LNS_CONF_BOOL: return lns_conf_bool(key, v, (int *)field, err, errlen);
+    case LNS_CONF_LEVEL:
+        if ((level = lns_log_level_parse(v)) < 0)
+            return lns_err_set(err, errlen, "%s: '%s' is not error, warn, info or debug", key,
+                               v);
+        *(int *)field = level;
+        return 0;
+    case LNS_CONF_FUNC: return s->fn(cfg, key, v, err, errlen);
+    case LNS_CONF_FILE:
+        if (lns_conf_str(key, v, field, s->size, err, errlen) < 0)
+            return -1;
+        return lns_conf_file(settings, cfg, v, err, errlen);
+    case LNS_CONF_CMD: break;
+    }
+    return lns_err_set(err, errlen, "unknown setting '%s'", key);
+}
+
+/* What lns_conf_read's callback is given: the table and the config it fills. */
+typedef struct {
+    const lns_conf_setting_t *settings;
+    void *cfg;
+} table_arg_t;
+
+static int table_set(void *arg, const char *key, const char *value, char *err, size_t errlen)
+{
+    table_arg_t *t = arg;
+    return lns_conf_set(t->settings, t->cfg, key, value, err, errlen);
+}
+
+int lns_conf_file(const lns_conf_setting_t *settings, void *cfg, const char *path, char *err,
+                  size_t errlen)
+{
+    table_arg_t t = {settings, cfg};
+    return lns_conf_read(path, table_set, &t, err, errlen);
+}
+
+int lns_conf_daemon_args(const lns_conf_daemon_t *d, int argc, char **argv, lns_conf_set_fn set,
+                         void *arg, char *err, size_t errlen)
+{
+    table_arg_t t = {d->settings, arg};
+    lns_conf_opt_t *opts;
+    size_t n = 0;
+    int rc;
+
+    while (d->settings[n].name)
+        n++;
+    if (!(opts = calloc(n + 1, sizeof *opts))) {
+        lns_err_set(err, errlen, "command line: out of memory");
+        return LNS_CONF_ERR;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const lns_conf_setting_t *s = &d->settings[i];
+        opts[i] = (lns_conf_opt_t){s->name, s->letter,
+                                   s->type != LNS_CONF_BOOL && s->type != LNS_CONF_CMD};
+    }
+    rc = lns_conf_args(&(lns_conf_cli_t){d->usage, d->version, opts}, argc, argv,
+                       set ? set : table_set, set ? arg : &t, err, errlen);
+    free(opts);
     return rc;
 }

@@ -85,11 +85,6 @@ int depot_parse_duration(const char *s, int64_t *out);
 /* "DIR[,hard=SIZE][,soft=SIZE][,max-duration=DUR]".  0 ok, -1 with a reason in err. */
 int depot_parse_resource(const char *spec, depot_resource_cfg_t *out, char *err, size_t errlen);
 void depot_config_init(depot_config_t *cfg);
-/* Apply one "key = value" setting (a long flag name without "--").  0 ok, -1 with reason. */
-int depot_config_set(depot_config_t *cfg, const char *key, const char *value, char *err,
-                     size_t errlen);
-/* Read a config file.  0 ok, -1 with "file:line: reason" in err. */
-int depot_config_file(depot_config_t *cfg, const char *path, char *err, size_t errlen);
 /* The whole command line (config file first, flags over it), then the checks that need all
  * settings.  DEPOT_CFG_OK, DEPOT_CFG_EXIT (--help / --version printed), DEPOT_CFG_ERR. */
 int depot_config_args(depot_config_t *cfg, int argc, char **argv, char *err, size_t errlen);

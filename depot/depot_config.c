@@ -3,7 +3,8 @@
  * Every setting has one name, the long flag name, which is also its key in the config file
  * ("key = value", '#' starts a comment, "resource" may repeat).  The file is read first and
  * the flags are applied over it; resources given as flags replace those of the file.  A bad
- * value is reported as one line naming the setting and the reason; nothing is guessed.
+ * value is reported as one line naming the setting and the reason; nothing is guessed.  Each
+ * setting is declared once, in settings[] below (lns_conf.h): key, flag, type, field, bounds.
  */
 #include "depot.h"
 #include "depot_lbone.h"
@@ -92,118 +93,63 @@ void depot_config_init(depot_config_t *cfg)
     depot_lbone_reset();
 }
 
-static int set_int(const char *key, const char *v, int lo, int hi, int *out, char *err,
-                   size_t errlen)
+static int set_resource(void *arg, const char *key, const char *v, char *err, size_t errlen)
 {
-    uint64_t x;
-    if (ibp_parse_u64(v, strlen(v), &x) < 0 || x < (uint64_t)lo || x > (uint64_t)hi)
-        return lns_err_set(err, errlen,
-                           "%s: '%s' is not a whole number from %d to %d", key, v, lo, hi);
-    *out = (int)x;
+    depot_config_t *cfg = arg;
+    (void)key;
+    if (cfg->nres == DEPOT_MAX_RESOURCES)
+        return lns_err_set(err, errlen, "resource: at most %d resources", DEPOT_MAX_RESOURCES);
+    if (depot_parse_resource(v, &cfg->res[cfg->nres], err, errlen) < 0)
+        return -1;
+    cfg->nres++;
     return 0;
 }
 
-static int read_password_file(depot_config_t *cfg, const char *path, char *err, size_t errlen)
+static int set_public_host(void *arg, const char *key, const char *v, char *err, size_t errlen)
+{
+    depot_config_t *cfg = arg;
+    if (!*v || strpbrk(v, "/:# \t"))
+        return lns_err_set(err, errlen, "public-host: '%s' is not a host name", v);
+    return lns_conf_str(key, v, cfg->public_host, sizeof cfg->public_host, err, errlen);
+}
+
+static int set_admin_password(void *arg, const char *key, const char *v, char *err,
+                              size_t errlen)
+{
+    depot_config_t *cfg = arg;
+    for (const char *p = v; *p; p++)
+        if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e)
+            return lns_err_set(err, errlen, "admin-password: only printable ASCII without spaces");
+    return lns_conf_str(key, v, cfg->admin_password, sizeof cfg->admin_password, err, errlen);
+}
+
+static int read_password_file(void *arg, const char *key, const char *path, char *err,
+                              size_t errlen)
 {
     char line[IBP_MAX_PASSWORD + 2];
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return lns_err_set(err, errlen,
-                           "admin-password-file: cannot open %s: %s", path, strerror(errno));
-    if (!fgets(line, sizeof line, f))
-        line[0] = 0;
-    fclose(f);
-    line[strcspn(line, "\r\n")] = 0;
-    return depot_config_set(cfg, "admin-password", line, err, errlen);
+    if (lns_conf_first_line(key, path, line, sizeof line, err, errlen) < 0)
+        return -1;
+    return set_admin_password(arg, "admin-password", line, err, errlen);
 }
 
-int depot_config_set(depot_config_t *cfg, const char *key, const char *v, char *err,
-                     size_t errlen)
+static int set_durability(void *arg, const char *key, const char *v, char *err, size_t errlen)
 {
-    if (strcmp(key, "listen") == 0)
-        return lns_conf_str(key, v, cfg->listen, sizeof cfg->listen, err, errlen);
-    if (strcmp(key, "port") == 0)
-        return set_int(key, v, 0, 65535, &cfg->port, err, errlen);
-    if (strcmp(key, "port-file") == 0)
-        return lns_conf_str(key, v, cfg->port_file, sizeof cfg->port_file, err, errlen);
-    if (strcmp(key, "resource") == 0) {
-        if (cfg->nres == DEPOT_MAX_RESOURCES)
-            return lns_err_set(err, errlen,
-                               "resource: at most %d resources", DEPOT_MAX_RESOURCES);
-        if (depot_parse_resource(v, &cfg->res[cfg->nres], err, errlen) < 0)
-            return -1;
-        cfg->nres++;
-        return 0;
-    }
-    if (strcmp(key, "public-host") == 0) {
-        if (!*v || strpbrk(v, "/:# \t"))
-            return lns_err_set(err, errlen, "public-host: '%s' is not a host name", v);
-        return lns_conf_str(key, v, cfg->public_host, sizeof cfg->public_host, err, errlen);
-    }
-    if (strcmp(key, "admin-password") == 0) {
-        for (const char *p = v; *p; p++)
-            if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e)
-                return lns_err_set(err, errlen,
-                                   "admin-password: only printable ASCII without spaces");
-        return lns_conf_str(key, v, cfg->admin_password, sizeof cfg->admin_password, err, errlen);
-    }
-    if (strcmp(key, "admin-password-file") == 0)
-        return read_password_file(cfg, v, err, errlen);
-    if (strcmp(key, "max-connections") == 0)
-        return set_int(key, v, 1, 1000000, &cfg->max_connections, err, errlen);
-    if (strcmp(key, "idle-timeout") == 0)
-        return set_int(key, v, 1, 86400, &cfg->idle_timeout, err, errlen);
-    if (strcmp(key, "header-timeout") == 0)
-        return set_int(key, v, 1, 86400, &cfg->header_timeout, err, errlen);
-    if (strcmp(key, "max-timeout") == 0)
-        return set_int(key, v, 1, 86400, &cfg->max_timeout, err, errlen);
-    if (strcmp(key, "durability") == 0) {
-        if (strcmp(v, "os") == 0)
-            cfg->durability = DEPOT_DUR_OS;
-        else if (strcmp(v, "fsync") == 0)
-            cfg->durability = DEPOT_DUR_FSYNC;
-        else
-            return lns_err_set(err, errlen, "durability: '%s' is not os or fsync", v);
-        return 0;
-    }
-    if (strcmp(key, "log-file") == 0)
-        return lns_conf_str(key, v, cfg->log_file, sizeof cfg->log_file, err, errlen);
-    if (strcmp(key, "log-level") == 0) {
-        int l = lns_log_level_parse(v);
-        if (l < 0)
-            return lns_err_set(err, errlen,
-                               "log-level: '%s' is not error, warn, info or debug", v);
-        cfg->log_level = l;
-        return 0;
-    }
-    if (strcmp(key, "event-log") == 0)
-        return lns_conf_str(key, v, cfg->event_log, sizeof cfg->event_log, err, errlen);
-    if (strcmp(key, "event-sample") == 0)
-        return set_int(key, v, 0, 1000000000, &cfg->event_sample, err, errlen);
-    if (strcmp(key, "daemon") == 0) {
-        if (strcmp(v, "yes") == 0 || strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
-            cfg->daemon = 1;
-        else if (strcmp(v, "no") == 0 || strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
-            cfg->daemon = 0;
-        else
-            return lns_err_set(err, errlen, "daemon: '%s' is not yes or no", v);
-        return 0;
-    }
-    if (strcmp(key, "pid-file") == 0)
-        return lns_conf_str(key, v, cfg->pid_file, sizeof cfg->pid_file, err, errlen);
-    if (strncmp(key, "lbone", 5) == 0)
-        return depot_lbone_set(key, v, err, errlen);
-    return lns_err_set(err, errlen, "unknown setting '%s'", key);
+    depot_config_t *cfg = arg;
+    (void)key;
+    if (strcmp(v, "os") == 0)
+        cfg->durability = DEPOT_DUR_OS;
+    else if (strcmp(v, "fsync") == 0)
+        cfg->durability = DEPOT_DUR_FSYNC;
+    else
+        return lns_err_set(err, errlen, "durability: '%s' is not os or fsync", v);
+    return 0;
 }
 
-static int conf_set(void *arg, const char *key, const char *value, char *err, size_t errlen)
+/* The L-Bone settings live in depot_lbone.c, which checks them as a whole at the end. */
+static int set_lbone(void *arg, const char *key, const char *v, char *err, size_t errlen)
 {
-    return depot_config_set(arg, key, value, err, errlen);
-}
-
-int depot_config_file(depot_config_t *cfg, const char *path, char *err, size_t errlen)
-{
-    return lns_conf_read(path, conf_set, cfg, err, errlen);
+    (void)arg;
+    return depot_lbone_set(key, v, err, errlen);
 }
 
 static const char usage_text[] =
@@ -243,65 +189,57 @@ static const char usage_text[] =
     "  -h, --help                   show this help\n"
     "  -V, --version                show the version\n";
 
-static const lns_conf_opt_t opts[] = {
-    {"config", 'c', 1},
-    {"listen", 'l', 1},
-    {"port", 'p', 1},
-    {"port-file", 0, 1},
-    {"resource", 'r', 1},
-    {"public-host", 0, 1},
-    {"admin-password", 0, 1},
-    {"admin-password-file", 0, 1},
-    {"max-connections", 0, 1},
-    {"idle-timeout", 0, 1},
-    {"header-timeout", 0, 1},
-    {"max-timeout", 0, 1},
-    {"durability", 0, 1},
-    {"log-file", 0, 1},
-    {"log-level", 0, 1},
-    {"event-log", 0, 1},
-    {"event-sample", 0, 1},
-    {"daemon", 'd', 0},
-    {"pid-file", 0, 1},
-    {"lbone", 0, 1},
-    {"lbone-token-file", 0, 1},
-    {"lbone-place", 0, 1},
-    {"lbone-lat", 0, 1},
-    {"lbone-lon", 0, 1},
-    {"lbone-contact", 0, 1},
-    {"lbone-env-connection", 0, 1},
-    {"lbone-env-monitoring", 0, 1},
-    {"lbone-env-power", 0, 1},
-    {"lbone-env-firewall", 0, 1},
-    {"lbone-interval", 0, 1},
-    {"check-config", 0, 0},
-    {"help", 'h', 0},
-    {"version", 'V', 0},
-    {NULL, 0, 0}};
+#define F(member) LNS_CONF_FIELD(depot_config_t, member)
 
-static const lns_conf_cli_t cli = {usage_text, "ibp_depot (lns) " LNS_VERSION "\n", opts};
+static const lns_conf_setting_t settings[] = {
+    {"config", 'c', LNS_CONF_FILE, F(config_file)},
+    {"listen", 'l', LNS_CONF_STR, F(listen)},
+    {"port", 'p', LNS_CONF_INT, F(port), 0, 65535},
+    {"port-file", 0, LNS_CONF_STR, F(port_file)},
+    {"resource", 'r', LNS_CONF_FUNC, .fn = set_resource},
+    {"public-host", 0, LNS_CONF_FUNC, .fn = set_public_host},
+    {"admin-password", 0, LNS_CONF_FUNC, .fn = set_admin_password},
+    {"admin-password-file", 0, LNS_CONF_FUNC, .fn = read_password_file},
+    {"max-connections", 0, LNS_CONF_INT, F(max_connections), 1, 1000000},
+    {"idle-timeout", 0, LNS_CONF_INT, F(idle_timeout), 1, 86400},
+    {"header-timeout", 0, LNS_CONF_INT, F(header_timeout), 1, 86400},
+    {"max-timeout", 0, LNS_CONF_INT, F(max_timeout), 1, 86400},
+    {"durability", 0, LNS_CONF_FUNC, .fn = set_durability},
+    {"log-file", 0, LNS_CONF_STR, F(log_file)},
+    {"log-level", 0, LNS_CONF_LEVEL, F(log_level)},
+    {"event-log", 0, LNS_CONF_STR, F(event_log)},
+    {"event-sample", 0, LNS_CONF_INT, F(event_sample), 0, 1000000000},
+    {"daemon", 'd', LNS_CONF_BOOL, F(daemon)},
+    {"pid-file", 0, LNS_CONF_STR, F(pid_file)},
+    {"lbone", 0, LNS_CONF_FUNC, .fn = set_lbone},
+    {"lbone-token-file", 0, LNS_CONF_FUNC, .fn = set_lbone},
+    {"lbone-place", 0, LNS_CONF_FUNC, .fn = set_lbone},
+    {"lbone-lat", 0, LNS_CONF_FUNC, .fn = set_lbone},
+    {"lbone-lon", 0, LNS_CONF_FUNC, .fn = set_lbone},
+    {"lbone-contact", 0, LNS_CONF_FUNC, .fn = set_lbone},
+    {"lbone-env-connection", 0, LNS_CONF_FUNC, .fn = set_lbone},
+    {"lbone-env-monitoring", 0, LNS_CONF_FUNC, .fn = set_lbone},
+    {"lbone-env-power", 0, LNS_CONF_FUNC, .fn = set_lbone},
+    {"lbone-env-firewall", 0, LNS_CONF_FUNC, .fn = set_lbone},
+    {"lbone-interval", 0, LNS_CONF_FUNC, .fn = set_lbone},
+    LNS_CONF_TABLE_END(depot_config_t)};
+
+static const lns_conf_daemon_t daemon_def = {usage_text, "ibp_depot (lns) " LNS_VERSION "\n",
+                                             settings};
 
 typedef struct {
     depot_config_t *cfg;
     int flag_res; /* resources seen among the flags */
 } args_state_t;
 
-/* A setting from the command line: the file ("config") comes before every flag. */
+/* A setting from the command line: the file ("config") comes before every flag; resources
+ * given as flags replace the file's. */
 static int args_set(void *arg, const char *key, const char *value, char *err, size_t errlen)
 {
     args_state_t *st = arg;
-    depot_config_t *cfg = st->cfg;
-    if (strcmp(key, "config") == 0)
-        return lns_conf_str(key, value, cfg->config_file, sizeof cfg->config_file, err, errlen) < 0
-                   ? -1
-                   : depot_config_file(cfg, value, err, errlen);
-    if (strcmp(key, "check-config") == 0) {
-        cfg->check_config = 1;
-        return 0;
-    }
     if (strcmp(key, "resource") == 0 && !st->flag_res++)
-        cfg->nres = 0; /* flags replace the file's resources */
-    return depot_config_set(cfg, key, value, err, errlen);
+        st->cfg->nres = 0;
+    return lns_conf_set(settings, st->cfg, key, value, err, errlen);
 }
 
 int depot_config_args(depot_config_t *cfg, int argc, char **argv, char *err, size_t errlen)
@@ -310,7 +248,7 @@ int depot_config_args(depot_config_t *cfg, int argc, char **argv, char *err, siz
     int rc;
 
     depot_config_init(cfg);
-    rc = lns_conf_args(&cli, argc, argv, args_set, &st, err, errlen);
+    rc = lns_conf_daemon_args(&daemon_def, argc, argv, args_set, &st, err, errlen);
     if (rc != LNS_CONF_OK)
         return rc == LNS_CONF_EXIT ? DEPOT_CFG_EXIT : DEPOT_CFG_ERR;
 

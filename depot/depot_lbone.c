@@ -22,6 +22,7 @@
 
 #include "lbone.h"
 #include "lbone_geo.h"
+#include "lns_conf.h"
 #include "lns_err.h"
 #include "lns_log.h"
 #include "lns_time.h"
@@ -137,15 +138,8 @@ int depot_lbone_set(const char *key, const char *v, char *err, size_t errlen)
             return lns_err_set(err, errlen, "%s: '%s' is not none, ups or generator", key, v);
         return copy(set.power, sizeof set.power, key, v, err, errlen);
     }
-    if (strcmp(key, "lbone-env-firewall") == 0) {
-        if (strcmp(v, "yes") == 0 || strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
-            set.firewall = 1;
-        else if (strcmp(v, "no") == 0 || strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
-            set.firewall = 0;
-        else
-            return lns_err_set(err, errlen, "%s: '%s' is not yes or no", key, v);
-        return 0;
-    }
+    if (strcmp(key, "lbone-env-firewall") == 0)
+        return lns_conf_bool(key, v, &set.firewall, err, errlen);
     if (strcmp(key, "lbone-interval") == 0) {
         int64_t s;
         if (lns_parse_seconds(v, &s) < 0 || s < 1 || s > 86400)
@@ -160,16 +154,9 @@ int depot_lbone_set(const char *key, const char *v, char *err, size_t errlen)
 static int read_token(char *err, size_t errlen)
 {
     char line[sizeof set.token + 2];
-    FILE *f = fopen(set.token_file, "r");
-    if (!f) {
-        lns_err_set(err, errlen, "lbone-token-file: cannot open %s: %s", set.token_file,
-                    strerror(errno));
+    if (lns_conf_first_line("lbone-token-file", set.token_file, line, sizeof line, err,
+                            errlen) < 0)
         return -1;
-    }
-    if (!fgets(line, sizeof line, f))
-        line[0] = 0;
-    fclose(f);
-    line[strcspn(line, "\r\n")] = 0;
     size_t n = strlen(line);
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)line[i] <= 0x20 || (unsigned char)line[i] >= 0x7f)

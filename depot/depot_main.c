@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,35 +20,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lns_daemon.h"
 #include "lns_log.h"
 #include "lns_version.h"
 
 static depot_config_t cfg;
 static depot_store_t store;
 static depot_server_t server;
-static int ready_fd = -1; /* daemon mode: the pipe the waiting parent reads */
 
-static void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
-
-static void die(int code, const char *fmt, ...)
-{
-    char msg[PATH_MAX + 512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (ready_fd >= 0) {
-        char buf[sizeof msg + 16];
-        int n = snprintf(buf, sizeof buf, "%d %s", code, msg);
-        ssize_t w = write(ready_fd, buf, (size_t)(n < (int)sizeof buf ? n : (int)sizeof buf - 1));
-        (void)w;
-    } else {
-        fprintf(stderr, "ibp_depot: %s\n", msg);
-    }
-    if (cfg.log_file[0]) /* else the line above already went to stderr */
-        lns_log(LNS_LOG_ERROR, "%s", msg);
-    exit(code);
-}
+static lns_daemon_t dmn = {"ibp_depot", cfg.log_file, -1};
 
 /* Relative paths would break once a daemon moves to "/". */
 static void absolutize(char *path, size_t size)
@@ -81,10 +60,10 @@ static void daemonize(void)
 {
     int p[2];
     if (pipe(p) < 0)
-        die(DEPOT_EXIT_DAEMON, "daemon: pipe: %s", strerror(errno));
+        lns_daemon_die(&dmn, DEPOT_EXIT_DAEMON, "daemon: pipe: %s", strerror(errno));
     pid_t pid = fork();
     if (pid < 0)
-        die(DEPOT_EXIT_DAEMON, "daemon: fork: %s", strerror(errno));
+        lns_daemon_die(&dmn, DEPOT_EXIT_DAEMON, "daemon: fork: %s", strerror(errno));
     if (pid > 0) {
         char buf[PATH_MAX + 600];
         ssize_t n, got = 0;
@@ -104,15 +83,15 @@ static void daemonize(void)
     }
     close(p[0]);
     if (setsid() < 0)
-        die(DEPOT_EXIT_DAEMON, "daemon: setsid: %s", strerror(errno));
+        lns_daemon_die(&dmn, DEPOT_EXIT_DAEMON, "daemon: setsid: %s", strerror(errno));
     pid = fork();
     if (pid < 0)
-        die(DEPOT_EXIT_DAEMON, "daemon: fork: %s", strerror(errno));
+        lns_daemon_die(&dmn, DEPOT_EXIT_DAEMON, "daemon: fork: %s", strerror(errno));
     if (pid > 0)
         _exit(0);
-    ready_fd = p[1];
+    dmn.ready_fd = p[1];
     if (chdir("/") < 0)
-        die(DEPOT_EXIT_DAEMON, "daemon: chdir /: %s", strerror(errno));
+        lns_daemon_die(&dmn, DEPOT_EXIT_DAEMON, "daemon: chdir /: %s", strerror(errno));
     int null = open("/dev/null", O_RDWR);
     if (null >= 0) {
         dup2(null, 0);
@@ -122,16 +101,6 @@ static void daemonize(void)
         if (null > 2)
             close(null);
     }
-}
-
-static void write_file(const char *path, long value, const char *what)
-{
-    char tmp[PATH_MAX + 8], buf[32];
-    int n = snprintf(buf, sizeof buf, "%ld\n", value);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0 || write(fd, buf, (size_t)n) != n || close(fd) < 0 || rename(tmp, path) < 0)
-        die(DEPOT_EXIT_DAEMON, "%s: cannot write %s: %s", what, path, strerror(errno));
 }
 
 int main(int argc, char **argv)
@@ -159,43 +128,33 @@ int main(int argc, char **argv)
 
     if (lns_log_open("ibp_depot", cfg.log_file, cfg.log_level, err, sizeof err) < 0 ||
         lns_event_open(cfg.event_log, cfg.public_host, cfg.event_sample, err, sizeof err) < 0)
-        die(DEPOT_EXIT_CONFIG, "%s", err);
+        lns_daemon_die(&dmn, DEPOT_EXIT_CONFIG, "%s", err);
     raise_nofile();
 
-    signal(SIGPIPE, SIG_IGN);
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    lns_daemon_signals(&sigs, SIGHUP);
 
     server.cfg = &cfg;
     server.store = &store;
     if (depot_server_listen(&server, err, sizeof err) < 0)
-        die(DEPOT_EXIT_NETWORK, "listen: %s", err);
+        lns_daemon_die(&dmn, DEPOT_EXIT_NETWORK, "listen: %s", err);
     if (cfg.daemon)
         daemonize();
     /* After the fork: a signalfd belongs to the process that made it. */
     sigfd = signalfd(-1, &sigs, SFD_CLOEXEC);
     if (sigfd < 0)
-        die(DEPOT_EXIT_RUNTIME, "signalfd: %s", strerror(errno));
+        lns_daemon_die(&dmn, DEPOT_EXIT_RUNTIME, "signalfd: %s", strerror(errno));
     if (cfg.pid_file[0])
-        write_file(cfg.pid_file, (long)getpid(), "pid-file");
+        lns_daemon_write_file(&dmn, DEPOT_EXIT_DAEMON, cfg.pid_file, (long)getpid(), "pid-file");
     if (depot_store_open(&store, &cfg, err, sizeof err) < 0)
-        die(DEPOT_EXIT_STORAGE, "%s", err);
+        lns_daemon_die(&dmn, DEPOT_EXIT_STORAGE, "%s", err);
     if (cfg.port_file[0])
-        write_file(cfg.port_file, server.port, "port-file");
+        lns_daemon_write_file(&dmn, DEPOT_EXIT_DAEMON, cfg.port_file, server.port, "port-file");
     lns_log(LNS_LOG_INFO, "lns %s listening on %s port %d, %d resource%s, public host %s",
             LNS_VERSION, cfg.listen[0] ? cfg.listen : "*", server.port, cfg.nres,
             cfg.nres == 1 ? "" : "s", cfg.public_host);
     if (depot_lbone_start(&cfg, &store, server.port, err, sizeof err) < 0)
-        die(DEPOT_EXIT_RUNTIME, "%s", err);
-    if (ready_fd >= 0) {
-        ssize_t w = write(ready_fd, "0 ready", 7);
-        (void)w;
-        close(ready_fd);
-        ready_fd = -1;
-    }
+        lns_daemon_die(&dmn, DEPOT_EXIT_RUNTIME, "%s", err);
+    lns_daemon_ready(&dmn);
 
     depot_server_run(&server, sigfd);
     depot_lbone_stop();

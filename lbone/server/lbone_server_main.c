@@ -9,9 +9,7 @@
 #include "lbone_srv.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,36 +17,14 @@
 
 #include "ibp.h"
 #include "lbone_geo.h"
+#include "lns_daemon.h"
 #include "lns_log.h"
 #include "lns_version.h"
 
 static lbone_srv_config_t cfg;
 static lbone_srv_t srv;
 
-static void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
-
-static void die(int code, const char *fmt, ...)
-{
-    char msg[PATH_MAX + 512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "lbone_server: %s\n", msg);
-    if (cfg.log_file[0])
-        lns_log(LNS_LOG_ERROR, "%s", msg);
-    exit(code);
-}
-
-static void write_file(const char *path, long value, const char *what)
-{
-    char tmp[PATH_MAX + 8], buf[32];
-    int n = snprintf(buf, sizeof buf, "%ld\n", value);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0 || write(fd, buf, (size_t)n) != n || close(fd) < 0 || rename(tmp, path) < 0)
-        die(LBONE_EXIT_RUNTIME, "%s: cannot write %s: %s", what, path, strerror(errno));
-}
+static lns_daemon_t dmn = {"lbone_server", cfg.log_file, -1};
 
 static void replay(void *arg, const char *net, const char *depot_id, double mbps)
 {
@@ -72,43 +48,40 @@ int main(int argc, char **argv)
     default: break;
     }
     if (lbone_token_load(cfg.token_file, srv.token_hash, err, sizeof err) < 0)
-        die(LBONE_EXIT_CONFIG, "%s", err);
+        lns_daemon_die(&dmn, LBONE_EXIT_CONFIG, "%s", err);
     if (lbone_geo_open(cfg.geo_data[0] ? cfg.geo_data : NULL) < 0)
-        die(LBONE_EXIT_CONFIG, "geo-data: cannot load %s: %s",
-            cfg.geo_data[0] ? cfg.geo_data : "the built-in gazetteer", strerror(errno));
+        lns_daemon_die(&dmn, LBONE_EXIT_CONFIG, "geo-data: cannot load %s: %s",
+                       cfg.geo_data[0] ? cfg.geo_data : "the built-in gazetteer", strerror(errno));
     if (cfg.check_config) {
         lbone_config_summary(&cfg, err, sizeof err);
         printf("lbone_server: configuration OK: %s\n", err);
         return LBONE_EXIT_OK;
     }
     if (lns_log_open("lbone_server", cfg.log_file, cfg.log_level, err, sizeof err) < 0)
-        die(LBONE_EXIT_CONFIG, "%s", err);
+        lns_daemon_die(&dmn, LBONE_EXIT_CONFIG, "%s", err);
 
-    signal(SIGPIPE, SIG_IGN);
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    lns_daemon_signals(&sigs, 0);
 
     srv.cfg = &cfg;
     if (lbone_reg_init(&srv.reg) < 0)
-        die(LBONE_EXIT_RUNTIME, "out of memory");
+        lns_daemon_die(&dmn, LBONE_EXIT_RUNTIME, "out of memory");
     if (!(srv.db = lbone_db_open(cfg.db, err, sizeof err)))
-        die(LBONE_EXIT_STORAGE, "%s", err);
+        lns_daemon_die(&dmn, LBONE_EXIT_STORAGE, "%s", err);
     if (lbone_db_load(srv.db, &srv.reg, err, sizeof err) < 0)
-        die(LBONE_EXIT_STORAGE, "%s", err);
+        lns_daemon_die(&dmn, LBONE_EXIT_STORAGE, "%s", err);
     if (!(srv.hist = lbone_hist_new(cfg.max_pairs)) || !(srv.rl = lbone_rl_new(cfg.report_rate)))
-        die(LBONE_EXIT_RUNTIME, "out of memory");
+        lns_daemon_die(&dmn, LBONE_EXIT_RUNTIME, "out of memory");
     if (lbone_db_each_measurement(srv.db, replay, &srv) < 0)
-        die(LBONE_EXIT_STORAGE, "db: reading measurements: %s", lbone_db_error(srv.db));
+        lns_daemon_die(&dmn, LBONE_EXIT_STORAGE, "db: reading measurements: %s",
+                       lbone_db_error(srv.db));
     if (lbone_probe_start(&srv, err, sizeof err) < 0)
-        die(LBONE_EXIT_RUNTIME, "%s", err);
+        lns_daemon_die(&dmn, LBONE_EXIT_RUNTIME, "%s", err);
     if (lbone_http_start(&srv, err, sizeof err) < 0)
-        die(LBONE_EXIT_NETWORK, "listen: %s", err);
+        lns_daemon_die(&dmn, LBONE_EXIT_NETWORK, "listen: %s", err);
     if (cfg.pid_file[0])
-        write_file(cfg.pid_file, (long)getpid(), "pid-file");
+        lns_daemon_write_file(&dmn, LBONE_EXIT_RUNTIME, cfg.pid_file, (long)getpid(), "pid-file");
     if (cfg.port_file[0])
-        write_file(cfg.port_file, srv.port, "port-file");
+        lns_daemon_write_file(&dmn, LBONE_EXIT_RUNTIME, cfg.port_file, srv.port, "port-file");
     lns_log(LNS_LOG_INFO, "lns %s listening on %s port %d, %zu depots, %zu histories, probes %s",
             LNS_VERSION, cfg.listen[0] ? cfg.listen : "*", srv.port, srv.reg.n,
             lbone_hist_pairs(srv.hist), cfg.probe_interval_s ? "on" : "off");

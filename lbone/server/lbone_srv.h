@@ -64,9 +64,6 @@ typedef struct lbone_srv_config {
 } lbone_srv_config_t;
 
 void lbone_config_init(lbone_srv_config_t *cfg);
-int lbone_config_set(lbone_srv_config_t *cfg, const char *key, const char *v, char *err,
-                     size_t errlen);
-int lbone_config_file(lbone_srv_config_t *cfg, const char *path, char *err, size_t errlen);
 /* Flags over the file; LBONE_CFG_OK, LBONE_CFG_EXIT (--help/--version done) or LBONE_CFG_ERR. */
 int lbone_config_args(lbone_srv_config_t *cfg, int argc, char **argv, char *err, size_t errlen);
 void lbone_config_summary(const lbone_srv_config_t *cfg, char *buf, size_t size);

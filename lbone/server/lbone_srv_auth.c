@@ -6,6 +6,7 @@
  * tells nothing about how many leading bytes matched (or how long the secret is).
  */
 #include "lbone_srv.h"
+#include "lns_conf.h"
 #include "lns_err.h"
 
 #include <errno.h>
@@ -57,15 +58,8 @@ int lbone_secret_matches(const char *presented, const uint8_t hash[LBONE_HASH_LE
 int lbone_token_load(const char *path, uint8_t hash[LBONE_HASH_LEN], char *err, size_t errlen)
 {
     char line[1024];
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        lns_err_set(err, errlen, "token-file: cannot open %s: %s", path, strerror(errno));
+    if (lns_conf_first_line("token-file", path, line, sizeof line, err, errlen) < 0)
         return -1;
-    }
-    if (!fgets(line, sizeof line, f))
-        line[0] = 0;
-    fclose(f);
-    line[strcspn(line, "\r\n")] = 0;
     size_t n = strlen(line);
     if (n < 16 || n > 512) {
         lns_err_set(err, errlen,

@@ -3,7 +3,8 @@
  * As for ibp_depot: every setting has one name, the long flag name, which is also its key in
  * the config file ("key = value", '#' starts a comment).  The file is read first and flags
  * override it.  A bad value is one line naming the setting and the reason; nothing is
- * guessed.  Durations take s/m/h/d suffixes, sizes K/M/G/T.
+ * guessed.  Durations take s/m/h/d suffixes, sizes K/M/G/T.  Each setting is declared once,
+ * in settings[] below (lns_conf.h).
  */
 #include "lbone_srv.h"
 
@@ -39,101 +40,23 @@ void lbone_config_init(lbone_srv_config_t *cfg)
     cfg->log_level = LNS_LOG_INFO;
 }
 
-static int set_int(const char *key, const char *v, long lo, long hi, int *out, char *err,
-                   size_t errlen)
+static int set_db(void *arg, const char *key, const char *v, char *err, size_t errlen)
 {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (!*v || *end || errno || x < lo || x > hi)
-        return lns_err_set(err, errlen,
-                           "%s: '%s' is not a whole number from %ld to %ld", key, v, lo, hi);
-    *out = (int)x;
+    lbone_srv_config_t *cfg = arg;
+    if (!*v)
+        return lns_err_set(err, errlen, "db: empty path");
+    return lns_conf_str(key, v, cfg->db, sizeof cfg->db, err, errlen);
+}
+
+static int set_max_body(void *arg, const char *key, const char *v, char *err, size_t errlen)
+{
+    lbone_srv_config_t *cfg = arg;
+    uint64_t x;
+    (void)key;
+    if (lns_parse_size(v, &x) < 0 || x < 1024 || x > 16 * 1024 * 1024)
+        return lns_err_set(err, errlen, "max-body: '%s' is not a size from 1K to 16M", v);
+    cfg->max_body = x;
     return 0;
-}
-
-static int set_secs(const char *key, const char *v, int64_t lo, int64_t hi, int *out, char *err,
-                    size_t errlen)
-{
-    int64_t x;
-    if (lns_parse_seconds(v, &x) < 0 || x < lo || x > hi)
-        return lns_err_set(err, errlen, "%s: '%s' is not a duration from %llds to %llds", key, v,
-                           (long long)lo, (long long)hi);
-    *out = (int)x;
-    return 0;
-}
-
-int lbone_config_set(lbone_srv_config_t *cfg, const char *key, const char *v, char *err,
-                     size_t errlen)
-{
-    static const int64_t year = 366 * 86400;
-    if (strcmp(key, "listen") == 0)
-        return lns_conf_str(key, v, cfg->listen, sizeof cfg->listen, err, errlen);
-    if (strcmp(key, "port") == 0)
-        return set_int(key, v, 0, 65535, &cfg->port, err, errlen);
-    if (strcmp(key, "port-file") == 0)
-        return lns_conf_str(key, v, cfg->port_file, sizeof cfg->port_file, err, errlen);
-    if (strcmp(key, "db") == 0) {
-        if (!*v)
-            return lns_err_set(err, errlen, "db: empty path");
-        return lns_conf_str(key, v, cfg->db, sizeof cfg->db, err, errlen);
-    }
-    if (strcmp(key, "token-file") == 0)
-        return lns_conf_str(key, v, cfg->token_file, sizeof cfg->token_file, err, errlen);
-    if (strcmp(key, "geo-data") == 0)
-        return lns_conf_str(key, v, cfg->geo_data, sizeof cfg->geo_data, err, errlen);
-    if (strcmp(key, "heartbeat") == 0)
-        return set_secs(key, v, 1, 86400, &cfg->heartbeat_s, err, errlen);
-    if (strcmp(key, "down-after") == 0)
-        return set_secs(key, v, 1, year, &cfg->down_after_s, err, errlen);
-    if (strcmp(key, "drop-after") == 0)
-        return set_secs(key, v, 1, 10 * year, &cfg->drop_after_s, err, errlen);
-    if (strcmp(key, "probe-interval") == 0)
-        return set_secs(key, v, 0, year, &cfg->probe_interval_s, err, errlen);
-    if (strcmp(key, "probe-threads") == 0)
-        return set_int(key, v, 1, 1024, &cfg->probe_threads, err, errlen);
-    if (strcmp(key, "probe-timeout") == 0)
-        return set_secs(key, v, 1, 600, &cfg->probe_timeout_s, err, errlen);
-    if (strcmp(key, "threads") == 0)
-        return set_int(key, v, 1, 256, &cfg->threads, err, errlen);
-    if (strcmp(key, "max-connections") == 0)
-        return set_int(key, v, 1, 100000, &cfg->max_connections, err, errlen);
-    if (strcmp(key, "idle-timeout") == 0)
-        return set_secs(key, v, 1, 86400, &cfg->idle_timeout_s, err, errlen);
-    if (strcmp(key, "max-body") == 0) {
-        uint64_t x;
-        if (lns_parse_size(v, &x) < 0 || x < 1024 || x > 16 * 1024 * 1024)
-            return lns_err_set(err, errlen, "max-body: '%s' is not a size from 1K to 16M", v);
-        cfg->max_body = x;
-        return 0;
-    }
-    if (strcmp(key, "report-rate") == 0)
-        return set_int(key, v, 1, 1000000, &cfg->report_rate, err, errlen);
-    if (strcmp(key, "max-pairs") == 0)
-        return set_int(key, v, 1, 100000000, &cfg->max_pairs, err, errlen);
-    if (strcmp(key, "log-file") == 0)
-        return lns_conf_str(key, v, cfg->log_file, sizeof cfg->log_file, err, errlen);
-    if (strcmp(key, "log-level") == 0) {
-        int l = lns_log_level_parse(v);
-        if (l < 0)
-            return lns_err_set(err, errlen,
-                               "log-level: '%s' is not error, warn, info or debug", v);
-        cfg->log_level = l;
-        return 0;
-    }
-    if (strcmp(key, "pid-file") == 0)
-        return lns_conf_str(key, v, cfg->pid_file, sizeof cfg->pid_file, err, errlen);
-    return lns_err_set(err, errlen, "unknown setting '%s'", key);
-}
-
-static int conf_set(void *arg, const char *key, const char *value, char *err, size_t errlen)
-{
-    return lbone_config_set(arg, key, value, err, errlen);
-}
-
-int lbone_config_file(lbone_srv_config_t *cfg, const char *path, char *err, size_t errlen)
-{
-    return lns_conf_read(path, conf_set, cfg, err, errlen);
 }
 
 static const char usage_text[] =
@@ -168,57 +91,44 @@ static const char usage_text[] =
     "  -h, --help                 show this help\n"
     "  -V, --version              show the version\n";
 
-static const lns_conf_opt_t opts[] = {
-    {"config", 'c', 1},
-    {"listen", 'l', 1},
-    {"port", 'p', 1},
-    {"port-file", 0, 1},
-    {"db", 0, 1},
-    {"token-file", 0, 1},
-    {"geo-data", 0, 1},
-    {"heartbeat", 0, 1},
-    {"down-after", 0, 1},
-    {"drop-after", 0, 1},
-    {"probe-interval", 0, 1},
-    {"probe-threads", 0, 1},
-    {"probe-timeout", 0, 1},
-    {"threads", 0, 1},
-    {"max-connections", 0, 1},
-    {"idle-timeout", 0, 1},
-    {"max-body", 0, 1},
-    {"report-rate", 0, 1},
-    {"max-pairs", 0, 1},
-    {"log-file", 0, 1},
-    {"log-level", 0, 1},
-    {"pid-file", 0, 1},
-    {"check-config", 0, 0},
-    {"help", 'h', 0},
-    {"version", 'V', 0},
-    {NULL, 0, 0}};
+#define F(member) LNS_CONF_FIELD(lbone_srv_config_t, member)
+#define YEAR (366LL * 86400)
 
-static const lns_conf_cli_t cli = {usage_text, "lbone_server (lns) " LNS_VERSION "\n", opts};
+static const lns_conf_setting_t settings[] = {
+    {"config", 'c', LNS_CONF_FILE, F(config_file)},
+    {"listen", 'l', LNS_CONF_STR, F(listen)},
+    {"port", 'p', LNS_CONF_INT, F(port), 0, 65535},
+    {"port-file", 0, LNS_CONF_STR, F(port_file)},
+    {"db", 0, LNS_CONF_FUNC, .fn = set_db},
+    {"token-file", 0, LNS_CONF_STR, F(token_file)},
+    {"geo-data", 0, LNS_CONF_STR, F(geo_data)},
+    {"heartbeat", 0, LNS_CONF_SECS, F(heartbeat_s), 1, 86400},
+    {"down-after", 0, LNS_CONF_SECS, F(down_after_s), 1, YEAR},
+    {"drop-after", 0, LNS_CONF_SECS, F(drop_after_s), 1, 10 * YEAR},
+    {"probe-interval", 0, LNS_CONF_SECS, F(probe_interval_s), 0, YEAR},
+    {"probe-threads", 0, LNS_CONF_INT, F(probe_threads), 1, 1024},
+    {"probe-timeout", 0, LNS_CONF_SECS, F(probe_timeout_s), 1, 600},
+    {"threads", 0, LNS_CONF_INT, F(threads), 1, 256},
+    {"max-connections", 0, LNS_CONF_INT, F(max_connections), 1, 100000},
+    {"idle-timeout", 0, LNS_CONF_SECS, F(idle_timeout_s), 1, 86400},
+    {"max-body", 0, LNS_CONF_FUNC, .fn = set_max_body},
+    {"report-rate", 0, LNS_CONF_INT, F(report_rate), 1, 1000000},
+    {"max-pairs", 0, LNS_CONF_INT, F(max_pairs), 1, 100000000},
+    {"log-file", 0, LNS_CONF_STR, F(log_file)},
+    {"log-level", 0, LNS_CONF_LEVEL, F(log_level)},
+    {"pid-file", 0, LNS_CONF_STR, F(pid_file)},
+    LNS_CONF_TABLE_END(lbone_srv_config_t)};
 
-/* A setting from the command line: the file ("config") comes before every flag. */
-static int args_set(void *arg, const char *key, const char *value, char *err, size_t errlen)
-{
-    lbone_srv_config_t *cfg = arg;
-    if (strcmp(key, "config") == 0)
-        return lns_conf_str(key, value, cfg->config_file, sizeof cfg->config_file, err, errlen) < 0
-                   ? -1
-                   : lbone_config_file(cfg, value, err, errlen);
-    if (strcmp(key, "check-config") == 0) {
-        cfg->check_config = 1;
-        return 0;
-    }
-    return lbone_config_set(cfg, key, value, err, errlen);
-}
+static const lns_conf_daemon_t daemon_def = {usage_text, "lbone_server (lns) " LNS_VERSION "\n",
+                                             settings};
 
+/* Flags over the file, then the checks that need every setting. */
 int lbone_config_args(lbone_srv_config_t *cfg, int argc, char **argv, char *err, size_t errlen)
 {
     int rc;
 
     lbone_config_init(cfg);
-    rc = lns_conf_args(&cli, argc, argv, args_set, cfg, err, errlen);
+    rc = lns_conf_daemon_args(&daemon_def, argc, argv, NULL, cfg, err, errlen);
     if (rc != LNS_CONF_OK)
         return rc == LNS_CONF_EXIT ? LBONE_CFG_EXIT : LBONE_CFG_ERR;
     if (!cfg->token_file[0])

@@ -247,6 +247,17 @@ static int step_done(lbone_db_t *db, sqlite3_stmt *st, const char *what)
     return 0;
 }
 
+/* The space a depot reports, which a registration and a heartbeat both write, as five
+ * columns from index first: hard total, hard free, soft total, soft free, max duration. */
+static void bind_space(sqlite3_stmt *st, int first, const lbone_depot_t *d)
+{
+    sqlite3_bind_int64(st, first, (sqlite3_int64)d->hard_total);
+    sqlite3_bind_int64(st, first + 1, (sqlite3_int64)d->hard_free);
+    sqlite3_bind_int64(st, first + 2, (sqlite3_int64)d->soft_total);
+    sqlite3_bind_int64(st, first + 3, (sqlite3_int64)d->soft_free);
+    sqlite3_bind_int64(st, first + 4, d->max_duration);
+}
+
 int lbone_db_put(lbone_db_t *db, const lbone_depot_t *d)
 {
     sqlite3_stmt *st = db->put;
@@ -254,11 +265,7 @@ int lbone_db_put(lbone_db_t *db, const lbone_depot_t *d)
     sqlite3_bind_text(st, 2, d->host, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 3, d->port);
     sqlite3_bind_text(st, 4, d->rid, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 5, (sqlite3_int64)d->hard_total);
-    sqlite3_bind_int64(st, 6, (sqlite3_int64)d->hard_free);
-    sqlite3_bind_int64(st, 7, (sqlite3_int64)d->soft_total);
-    sqlite3_bind_int64(st, 8, (sqlite3_int64)d->soft_free);
-    sqlite3_bind_int64(st, 9, d->max_duration);
+    bind_space(st, 5, d);
     if (d->has_loc) {
         sqlite3_bind_double(st, 10, d->lat);
         sqlite3_bind_double(st, 11, d->lon);
@@ -288,11 +295,7 @@ int lbone_db_heartbeat(lbone_db_t *db, const lbone_depot_t *d)
 {
     sqlite3_stmt *st = db->beat;
     sqlite3_bind_text(st, 1, d->id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)d->hard_total);
-    sqlite3_bind_int64(st, 3, (sqlite3_int64)d->hard_free);
-    sqlite3_bind_int64(st, 4, (sqlite3_int64)d->soft_total);
-    sqlite3_bind_int64(st, 5, (sqlite3_int64)d->soft_free);
-    sqlite3_bind_int64(st, 6, d->max_duration);
+    bind_space(st, 2, d);
     sqlite3_bind_int64(st, 7, d->last_heard_ms);
     return step_done(db, st, "recording a heartbeat");
 }

@@ -42,12 +42,18 @@ void lbone_env_unknown(lbone_env_t *e)
     e->connection = e->monitoring = e->power = e->open = -1;
 }
 
-int lbone_env_connection_parse(const char *s)
+/* A value's rank in one of the lists above (case does not count), or -1. */
+static int rank_of(const char *const *list, int n, const char *s)
 {
-    for (int i = 0; i < NCONN; i++)
-        if (strcasecmp(s, connections[i]) == 0)
+    for (int i = 0; i < n; i++)
+        if (strcasecmp(s, list[i]) == 0)
             return i;
     return -1;
+}
+
+int lbone_env_connection_parse(const char *s)
+{
+    return rank_of(connections, NCONN, s);
 }
 
 const char *lbone_env_connection_name(int idx)
@@ -57,10 +63,7 @@ const char *lbone_env_connection_name(int idx)
 
 int lbone_env_power_parse(const char *s)
 {
-    for (int i = 0; i < NPOWER; i++)
-        if (strcasecmp(s, powers[i]) == 0)
-            return i;
-    return -1;
+    return rank_of(powers, NPOWER, s);
 }
 
 const char *lbone_env_power_name(int idx)
