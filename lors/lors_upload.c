@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "lns_io.h"
+#include "lns_array.h"
 #include "lors_checksum.h"
 #include "lors_e2e_int.h"
 #include "lors_report.h"
@@ -64,14 +65,8 @@ void lors_report_free(lors_report_t *r)
 /* A new fragment at off whose allocations are alloc_len bytes; with u->mu held. */
 static frag_t *frag_new(up_t *u, int64_t off, int64_t alloc_len)
 {
-    if (u->nfrags == u->capfrags) {
-        int nc = u->capfrags ? u->capfrags * 2 : 16;
-        frag_t **nf = realloc(u->frags, (size_t)nc * sizeof *nf);
-        if (!nf)
-            return NULL;
-        u->frags = nf;
-        u->capfrags = nc;
-    }
+    if (lns_grow(&u->frags, &u->capfrags, (size_t)u->nfrags + 1, sizeof *u->frags, 16) < 0)
+        return NULL;
     frag_t *f = calloc(1, sizeof *f);
     if (!f)
         return NULL;
