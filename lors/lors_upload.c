@@ -511,51 +511,45 @@ static int upload_path(const lors_upload_opts_t *o, lors__e2e_chain_t *c, xnd_t 
     return lors__e2e_chain_parse(o->e2e, c, rep->error, sizeof rep->error);
 }
 
-int lors_upload_fd(const lors_upload_opts_t *o, int fd, int64_t length, const char *filename,
-                   xnd_t **out, lors_report_t *report)
+/* lors_upload_fd and lors_upload_buf: one front for both sources (mem: buf and length, else
+ * fd and length), each checked the way its public call promises. */
+static int upload_src(const lors_upload_opts_t *o, int mem, int fd, const void *buf,
+                      int64_t length, const char *filename, xnd_t **out, lors_report_t *report)
 {
     lors_report_t local;
     lors_report_t *rep = report ? report : &local;
     lors__e2e_chain_t c;
     int rc = upload_path(o, &c, out, rep);
     if (rc == LORS_OK && c.n == 0) {
-        rc = lors__upload_plain_fd(o, fd, length, filename, out, rep);
+        rc = mem ? lors__upload_plain_buf(o, buf, (size_t)length, filename, out, rep)
+                 : lors__upload_plain_fd(o, fd, length, filename, out, rep);
         rep->plain_size = rep->size;
-    } else if (rc == LORS_OK && (fd < 0 || length < -1)) {
+    } else if (rc == LORS_OK && !mem && (fd < 0 || length < -1)) {
         lors__report_error(rep, "upload: bad file descriptor or length");
         rc = LORS_E_INVAL;
-    } else if (rc == LORS_OK && !out) {
-        lors__report_error(rep, "upload: no place for the exNode");
-        rc = LORS_E_INVAL;
-    } else if (rc == LORS_OK) {
-        rc = lors__upload_e2e(o, &c, fd, NULL, length, filename, out, rep);
-    }
-    if (!report)
-        lors_report_free(&local);
-    return rc;
-}
-
-int lors_upload_buf(const lors_upload_opts_t *o, const void *buf, size_t len,
-                    const char *filename, xnd_t **out, lors_report_t *report)
-{
-    lors_report_t local;
-    lors_report_t *rep = report ? report : &local;
-    lors__e2e_chain_t c;
-    int rc = upload_path(o, &c, out, rep);
-    if (rc == LORS_OK && c.n == 0) {
-        rc = lors__upload_plain_buf(o, buf, len, filename, out, rep);
-        rep->plain_size = rep->size;
-    } else if (rc == LORS_OK && !buf && len > 0) {
+    } else if (rc == LORS_OK && mem && !buf && length != 0) {
         lors__report_error(rep, "upload: no buffer");
         rc = LORS_E_INVAL;
     } else if (rc == LORS_OK && !out) {
         lors__report_error(rep, "upload: no place for the exNode");
         rc = LORS_E_INVAL;
     } else if (rc == LORS_OK) {
-        rc = lors__upload_e2e(o, &c, -1, buf ? buf : (const void *)"", (int64_t)len, filename,
-                              out, rep);
+        rc = lors__upload_e2e(o, &c, mem ? -1 : fd, mem ? (buf ? buf : (const void *)"") : NULL,
+                              length, filename, out, rep);
     }
     if (!report)
         lors_report_free(&local);
     return rc;
+}
+
+int lors_upload_fd(const lors_upload_opts_t *o, int fd, int64_t length, const char *filename,
+                   xnd_t **out, lors_report_t *report)
+{
+    return upload_src(o, 0, fd, NULL, length, filename, out, report);
+}
+
+int lors_upload_buf(const lors_upload_opts_t *o, const void *buf, size_t len,
+                    const char *filename, xnd_t **out, lors_report_t *report)
+{
+    return upload_src(o, 1, -1, buf, (int64_t)len, filename, out, report);
 }
