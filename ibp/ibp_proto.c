@@ -149,17 +149,24 @@ static int check_reliability(int64_t v, int allow_zero)
     return IBP_E_INV_PAR_ATRL;
 }
 
+/* ALLOCATE and STATUS: nf0 fields in version 0, one more (the resource id, after the command)
+ * in version 1; *i moves past the resource id. */
+static int head_fields(const field_t *f, int nf, ibp_req_t *req, int nf0, int *i)
+{
+    if (nf != (req->version == 0 ? nf0 : nf0 + 1))
+        return IBP_E_BAD_FORMAT;
+    if (req->version == 1 && copy_text(&f[(*i)++], req->rid, sizeof req->rid) != IBP_OK)
+        return IBP_E_BAD_FORMAT;
+    return IBP_OK;
+}
+
 static int parse_allocate(const field_t *f, int nf, ibp_req_t *req)
 {
     int i = 2;
     int64_t rel, type, dur, size, t;
 
-    if (nf != (req->version == 0 ? 7 : 8))
+    if (head_fields(f, nf, req, 7, &i) != IBP_OK)
         return IBP_E_BAD_FORMAT;
-    if (req->version == 1) {
-        if (copy_text(&f[i++], req->rid, sizeof req->rid) != IBP_OK)
-            return IBP_E_BAD_FORMAT;
-    }
     NUM(f[i], rel);
     NUM(f[i + 1], type);
     NUM(f[i + 2], dur);
@@ -309,12 +316,8 @@ static int parse_status(const field_t *f, int nf, ibp_req_t *req)
     int i = 2;
     int64_t sub, t;
 
-    if (nf != (req->version == 0 ? 5 : 6))
+    if (head_fields(f, nf, req, 5, &i) != IBP_OK)
         return IBP_E_BAD_FORMAT;
-    if (req->version == 1) {
-        if (copy_text(&f[i++], req->rid, sizeof req->rid) != IBP_OK)
-            return IBP_E_BAD_FORMAT;
-    }
     NUM(f[i], sub);
     if (sub != IBP_ST_INQ && sub != IBP_ST_CHANGE)
         return IBP_E_INVALID_CMD;
