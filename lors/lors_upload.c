@@ -34,6 +34,7 @@
 #include "lns_array.h"
 #include "lors_checksum.h"
 #include "lors_e2e_int.h"
+#include "lors_manage_int.h"
 #include "lors_report.h"
 #include "lors_upload_int.h"
 
@@ -260,15 +261,7 @@ static int build_exnode(up_t *u, const char *filename, int64_t size, xnd_t **out
             m->logical_length = f->len;
             m->alloc_offset = 0;
             m->alloc_length = s->alloc_len;
-            rc = xnd_mapping_set_time(m, 0, s->start);
-            if (rc == XND_OK && s->end != XND_TIME_UNKNOWN)
-                rc = xnd_mapping_set_time(m, 1, s->end);
-            if (rc == XND_OK)
-                rc = xnd_mapping_set_cap(m, XND_READ, s->caps.read);
-            if (rc == XND_OK)
-                rc = xnd_mapping_set_cap(m, XND_WRITE, s->caps.write);
-            if (rc == XND_OK)
-                rc = xnd_mapping_set_cap(m, XND_MANAGE, s->caps.manage);
+            rc = lors__map_set_alloc(m, s->start, s->end, &s->caps);
             if (rc == XND_OK && use_ck) {
                 xnd_func_t *fn = xnd_func_new(LORS_CHECKSUM_FUNC);
                 rc = fn ? XND_OK : XND_E_NOMEM;
@@ -308,6 +301,33 @@ static void free_allocations(up_t *u)
         }
 }
 
+int lors__map_set_alloc(xnd_mapping_t *m, int64_t start, int64_t end, const ibp_caps_t *caps)
+{
+    int rc = xnd_mapping_set_time(m, 0, start);
+    if (rc == XND_OK && end != XND_TIME_UNKNOWN)
+        rc = xnd_mapping_set_time(m, 1, end);
+    if (rc == XND_OK)
+        rc = xnd_mapping_set_cap(m, XND_READ, caps->read);
+    if (rc == XND_OK)
+        rc = xnd_mapping_set_cap(m, XND_WRITE, caps->write);
+    if (rc == XND_OK)
+        rc = xnd_mapping_set_cap(m, XND_MANAGE, caps->manage);
+    return rc;
+}
+
+const char *lors__store_opts_problem(const lors_upload_opts_t *o)
+{
+    if (o->duration_s == 0 || o->duration_s < -1)
+        return "duration must be positive or -1";
+    if (o->reliability != IBP_HARD && o->reliability != IBP_SOFT)
+        return "reliability must be IBP_HARD or IBP_SOFT";
+    if (o->threads < 1 || o->threads > 1024)
+        return "threads out of range (1..1024)";
+    if (o->timeout_s < 1)
+        return "timeout must be positive";
+    return NULL;
+}
+
 static int check_opts(const lors_upload_opts_t *o, char *err, size_t errlen)
 {
     const char *what = NULL;
@@ -323,15 +343,8 @@ static int check_opts(const lors_upload_opts_t *o, char *err, size_t errlen)
         what = "copies out of range (1..1000)";
     else if (o->fragments < 1 || o->fragments > 1000000)
         what = "fragments out of range";
-    else if (o->duration_s == 0 || o->duration_s < -1)
-        what = "duration must be positive or -1";
-    else if (o->reliability != IBP_HARD && o->reliability != IBP_SOFT)
-        what = "reliability must be IBP_HARD or IBP_SOFT";
-    else if (o->threads < 1 || o->threads > 1024)
-        what = "threads out of range (1..1024)";
-    else if (o->timeout_s < 1)
-        what = "timeout must be positive";
-    else if (o->checksum && strcmp(o->checksum, "none") != 0 && o->checksum_blocksize <= 0)
+    else if (!(what = lors__store_opts_problem(o)) && o->checksum &&
+             strcmp(o->checksum, "none") != 0 && o->checksum_blocksize <= 0)
         what = "checksum block size must be positive";
     if (what)
         lns_err_set(err, errlen, "upload options: %s", what);
