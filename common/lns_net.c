@@ -213,17 +213,24 @@ void lns_peer_name(int fd, char *buf, size_t size)
         snprintf(buf, size, "%s:%d", host, port);
 }
 
+/* After a socket call failed with errno: 0 to call again (interrupted, or the socket is ready
+ * within the timeouts), -1 to give up (a real error, or ETIMEDOUT from lns_wait). */
+static int try_again(int fd, short events, int idle_ms, int64_t deadline_ms)
+{
+    if (errno == EINTR)
+        return 0;
+    if (errno != EAGAIN && errno != EWOULDBLOCK)
+        return -1;
+    return lns_wait(fd, events, idle_ms, deadline_ms) < 0 ? -1 : 0;
+}
+
 ssize_t lns_read_some(int fd, void *buf, size_t n, int idle_ms, int64_t deadline_ms)
 {
     for (;;) {
         ssize_t r = read(fd, buf, n);
         if (r >= 0)
             return r;
-        if (errno == EINTR)
-            continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
-            return -1;
-        if (lns_wait(fd, POLLIN, idle_ms, deadline_ms) < 0)
+        if (try_again(fd, POLLIN, idle_ms, deadline_ms) < 0)
             return -1;
     }
 }
@@ -255,11 +262,9 @@ int lns_write_full(int fd, const void *buf, size_t n, int flags, int idle_ms, in
             n -= (size_t)w;
             continue;
         }
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-            return -1;
-        if (lns_wait(fd, POLLOUT, idle_ms, deadline_ms) < 0)
+        if (w == 0) /* nothing taken: wait for room, as for EAGAIN */
+            errno = EAGAIN;
+        if (try_again(fd, POLLOUT, idle_ms, deadline_ms) < 0)
             return -1;
     }
     return 0;
@@ -278,11 +283,7 @@ int lns_sendfile_full(int sock, int file_fd, off_t *offset, size_t n, int idle_m
             errno = EIO;
             return -1;
         }
-        if (errno == EINTR)
-            continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
-            return -1;
-        if (lns_wait(sock, POLLOUT, idle_ms, deadline_ms) < 0)
+        if (try_again(sock, POLLOUT, idle_ms, deadline_ms) < 0)
             return -1;
     }
     return 0;

@@ -76,3 +76,16 @@ int lns_parse_rate(const char *s, double *out)
     *out = v;
     return 0;
 }
+
+int64_t lns_parse_digits(const char *s, size_t n, size_t maxdigits)
+{
+    int64_t v = 0;
+    if (n == 0 || n > maxdigits || n > 18 || s[0] == '0')
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v;
+}

@@ -6,6 +6,7 @@
 #ifndef LNS_UNITS_H
 #define LNS_UNITS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Bytes with an optional K, M, G or T suffix (powers of 1024, either case). 0 ok, -1 bad. */
@@ -16,5 +17,8 @@ int lns_parse_seconds(const char *s, int64_t *out);
  * k, M or G suffix (powers of 1000, as bitrates are counted, either case) and optionally
  * "bit/s" or "bps"; 1 .. 1e12.  0 ok, -1 bad. */
 int lns_parse_rate(const char *s, double *out);
+/* The strict decimal of a wire field: s[0..n), 1 to maxdigits (at most 18) digits, no sign,
+ * no leading zero.  The value, or -1. */
+int64_t lns_parse_digits(const char *s, size_t n, size_t maxdigits);
 
 #endif

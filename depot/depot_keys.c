@@ -6,6 +6,7 @@
  * CRYPTO_memcmp, so neither a stolen database nor the response time tells a guesser anything.
  */
 #include "depot.h"
+#include "lns_units.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -82,15 +83,7 @@ int depot_key_parse(const char *key, uint64_t *id, uint8_t secret[DEPOT_SECRET_L
 /* Strict decimal 1..2^31-1, as we hand them out; anything else matches nothing. */
 static int64_t typekey_value(const char *s)
 {
-    int64_t v = 0;
-    size_t n = strlen(s);
-    if (n == 0 || n > 10 || s[0] == '0')
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        v = v * 10 + (s[i] - '0');
-    }
+    int64_t v = lns_parse_digits(s, strlen(s), 10);
     return v <= 0x7fffffff ? v : -1;
 }
 

@@ -5,6 +5,7 @@
  * document order; names may repeat and lookups take the first.
  */
 #include "xnd_internal.h"
+#include "lns_array.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -112,14 +113,8 @@ void xnd_meta_list_clear(xnd_meta_list_t *l)
 xnd_meta_t *xnd_meta_append(xnd_meta_list_t *l, const char *name, xnd_type type)
 {
     xnd_meta_t *m;
-    if (l->n == l->cap) {
-        size_t nc = l->cap ? l->cap * 2 : 4;
-        xnd_meta_t *ni = realloc(l->items, nc * sizeof *ni);
-        if (!ni)
-            return NULL;
-        l->items = ni;
-        l->cap = nc;
-    }
+    if (lns_grow(&l->items, &l->cap, l->n + 1, sizeof *l->items, 4) < 0)
+        return NULL;
     m = &l->items[l->n];
     memset(m, 0, sizeof *m);
     m->name = strdup(name);

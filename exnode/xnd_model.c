@@ -5,6 +5,7 @@
  * of the set drops the sorted view (xnd_range.c), which is rebuilt on demand.
  */
 #include "xnd_internal.h"
+#include "lns_array.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -97,15 +98,9 @@ int xnd_func_add_sub(xnd_func_t *f, xnd_func_t *sub)
 {
     if (!f || !sub)
         return XND_E_INVAL;
-    if (f->nsubs == f->capsubs) {
-        size_t nc = f->capsubs ? f->capsubs * 2 : 2;
-        xnd_func_t **ns = realloc(f->subs, nc * sizeof *ns);
-        if (!ns) {
-            xnd_func_free(sub);
-            return XND_E_NOMEM;
-        }
-        f->subs = ns;
-        f->capsubs = nc;
+    if (lns_grow(&f->subs, &f->capsubs, f->nsubs + 1, sizeof *f->subs, 2) < 0) {
+        xnd_func_free(sub);
+        return XND_E_NOMEM;
     }
     f->subs[f->nsubs++] = sub;
     return XND_OK;
@@ -330,15 +325,9 @@ int xnd_append(xnd_t *x, xnd_mapping_t *m)
         xnd_mapping_free(m);
         return XND_E_INVAL;
     }
-    if (x->nmaps == x->capmaps) {
-        size_t nc = x->capmaps ? x->capmaps * 2 : 16;
-        xnd_mapping_t **nm = realloc(x->maps, nc * sizeof *nm);
-        if (!nm) {
-            xnd_mapping_free(m);
-            return XND_E_NOMEM;
-        }
-        x->maps = nm;
-        x->capmaps = nc;
+    if (lns_grow(&x->maps, &x->capmaps, x->nmaps + 1, sizeof *x->maps, 16) < 0) {
+        xnd_mapping_free(m);
+        return XND_E_NOMEM;
     }
     x->maps[x->nmaps++] = m;
     x->sorted_ok = 0;

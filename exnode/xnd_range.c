@@ -7,6 +7,7 @@
  * Coverage is a sweep over start/end events.
  */
 #include "xnd_internal.h"
+#include "lns_array.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -117,15 +118,9 @@ static int lookup(xnd_t *x, int64_t off, int64_t len, int whole, xnd_mapping_t *
             continue;
         if (whole && (m->exnode_offset > off || me < end))
             continue;
-        if (cnt == cap) {
-            size_t nc = cap ? cap * 2 : 8;
-            xnd_mapping_t **nr = realloc(res, nc * sizeof *nr);
-            if (!nr) {
-                free(res);
-                return XND_E_NOMEM;
-            }
-            res = nr;
-            cap = nc;
+        if (lns_grow(&res, &cap, cnt + 1, sizeof *res, 8) < 0) {
+            free(res);
+            return XND_E_NOMEM;
         }
         res[cnt++] = s[i];
     }
@@ -172,14 +167,8 @@ static int push_range(xnd_range_t **r, size_t *n, size_t *cap, int64_t from, int
         (*r)[*n - 1].length = to - (*r)[*n - 1].offset;
         return XND_OK;
     }
-    if (*n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 8;
-        xnd_range_t *nr = realloc(*r, nc * sizeof *nr);
-        if (!nr)
-            return XND_E_NOMEM;
-        *r = nr;
-        *cap = nc;
-    }
+    if (lns_grow(r, cap, *n + 1, sizeof **r, 8) < 0)
+        return XND_E_NOMEM;
     (*r)[*n].offset = from;
     (*r)[*n].length = to - from;
     (*r)[*n].count = count;

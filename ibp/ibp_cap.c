@@ -10,6 +10,7 @@
  * brackets and kept without them in ibp_cap_t, ready for getaddrinfo().
  */
 #include "ibp.h"
+#include "lns_units.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -72,17 +73,10 @@ static int take_text(const char *s, size_t n, char *dst, size_t size)
 
 static int parse_port(const char *s, size_t n, int *port)
 {
-    int v = 0;
-    if (n == 0 || n > 5 || s[0] == '0')
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        v = v * 10 + (s[i] - '0');
-    }
+    int64_t v = lns_parse_digits(s, n, 5);
     if (v < 1 || v > 65535)
         return -1;
-    *port = v;
+    *port = (int)v;
     return 0;
 }
 

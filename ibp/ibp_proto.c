@@ -149,17 +149,37 @@ static int check_reliability(int64_t v, int allow_zero)
     return IBP_E_INV_PAR_ATRL;
 }
 
+/* The byte span of a LOAD, WRITE or SEND: a negative offset, or a span past INT64_MAX, is
+ * refused with the code the depots have always given. */
+static int set_span(ibp_req_t *req, int64_t off, int64_t len)
+{
+    if (off < 0)
+        return IBP_E_INVALID_PARAMETER;
+    if (len < 0 || (uint64_t)off + (uint64_t)len > (uint64_t)INT64_MAX)
+        return IBP_E_INV_PAR_SIZE;
+    req->offset = (uint64_t)off;
+    req->length = (uint64_t)len;
+    return IBP_OK;
+}
+
+/* ALLOCATE and STATUS: nf0 fields in version 0, one more (the resource id, after the command)
+ * in version 1; *i moves past the resource id. */
+static int head_fields(const field_t *f, int nf, ibp_req_t *req, int nf0, int *i)
+{
+    if (nf != (req->version == 0 ? nf0 : nf0 + 1))
+        return IBP_E_BAD_FORMAT;
+    if (req->version == 1 && copy_text(&f[(*i)++], req->rid, sizeof req->rid) != IBP_OK)
+        return IBP_E_BAD_FORMAT;
+    return IBP_OK;
+}
+
 static int parse_allocate(const field_t *f, int nf, ibp_req_t *req)
 {
     int i = 2;
     int64_t rel, type, dur, size, t;
 
-    if (nf != (req->version == 0 ? 7 : 8))
+    if (head_fields(f, nf, req, 7, &i) != IBP_OK)
         return IBP_E_BAD_FORMAT;
-    if (req->version == 1) {
-        if (copy_text(&f[i++], req->rid, sizeof req->rid) != IBP_OK)
-            return IBP_E_BAD_FORMAT;
-    }
     NUM(f[i], rel);
     NUM(f[i + 1], type);
     NUM(f[i + 2], dur);
@@ -187,6 +207,7 @@ static int parse_allocate(const field_t *f, int nf, ibp_req_t *req)
 static int parse_data(const field_t *f, int nf, ibp_req_t *req, int has_offset)
 {
     int64_t off = 0, len, t;
+    int rc;
 
     if (nf != (has_offset ? 7 : 6))
         return IBP_E_BAD_FORMAT;
@@ -197,12 +218,8 @@ static int parse_data(const field_t *f, int nf, ibp_req_t *req, int has_offset)
         NUM(f[4], off);
     NUM(f[nf - 2], len);
     NUM(f[nf - 1], t);
-    if (off < 0)
-        return IBP_E_INVALID_PARAMETER;
-    if (len < 0 || (uint64_t)off + (uint64_t)len > (uint64_t)INT64_MAX)
-        return IBP_E_INV_PAR_SIZE;
-    req->offset = (uint64_t)off;
-    req->length = (uint64_t)len;
+    if ((rc = set_span(req, off, len)) != IBP_OK)
+        return rc;
     req->timeout = clamp_timeout(t);
     return IBP_OK;
 }
@@ -211,6 +228,7 @@ static int parse_send(const field_t *f, int nf, ibp_req_t *req)
 {
     int64_t off, len, t1, t2, t3;
     const field_t *tk, *target;
+    int rc;
 
     if (nf != 10)
         return IBP_E_BAD_FORMAT;
@@ -226,12 +244,8 @@ static int parse_send(const field_t *f, int nf, ibp_req_t *req)
     NUM(f[7], t1);
     NUM(f[8], t2);
     NUM(f[9], t3);
-    if (off < 0)
-        return IBP_E_INVALID_PARAMETER;
-    if (len < 0 || (uint64_t)off + (uint64_t)len > (uint64_t)INT64_MAX)
-        return IBP_E_INV_PAR_SIZE;
-    req->offset = (uint64_t)off;
-    req->length = (uint64_t)len;
+    if ((rc = set_span(req, off, len)) != IBP_OK)
+        return rc;
     req->timeout = req->src_timeout = clamp_timeout(t1);
     req->dst_timeout = clamp_timeout(t2);
     req->dst_client_timeout = clamp_timeout(t3);
@@ -309,12 +323,8 @@ static int parse_status(const field_t *f, int nf, ibp_req_t *req)
     int i = 2;
     int64_t sub, t;
 
-    if (nf != (req->version == 0 ? 5 : 6))
+    if (head_fields(f, nf, req, 5, &i) != IBP_OK)
         return IBP_E_BAD_FORMAT;
-    if (req->version == 1) {
-        if (copy_text(&f[i++], req->rid, sizeof req->rid) != IBP_OK)
-            return IBP_E_BAD_FORMAT;
-    }
     NUM(f[i], sub);
     if (sub != IBP_ST_INQ && sub != IBP_ST_CHANGE)
         return IBP_E_INVALID_CMD;

@@ -42,15 +42,7 @@ static int check_opts(const lors_augment_opts_t *o, char *err, size_t errlen)
         what = "too many depots";
     else if (u->copies < 1 || u->copies > 1000)
         what = "copies out of range (1..1000)";
-    else if (u->duration_s == 0 || u->duration_s < -1)
-        what = "duration must be positive or -1";
-    else if (u->reliability != IBP_HARD && u->reliability != IBP_SOFT)
-        what = "reliability must be IBP_HARD or IBP_SOFT";
-    else if (u->threads < 1 || u->threads > 1024)
-        what = "threads out of range (1..1024)";
-    else if (u->timeout_s < 1)
-        what = "timeout must be positive";
-    else if (o->offset < 0 || o->length < -1)
+    else if (!(what = lors__store_opts_problem(u)) && (o->offset < 0 || o->length < -1))
         what = "offset must be >= 0 and length >= 0 (or -1: to the end)";
     if (what)
         lns_err_set(err, errlen, "augment: %s", what);
@@ -211,16 +203,8 @@ static xnd_mapping_t *new_mapping(const xnd_t *x, const aug_job_t *j)
         m->alloc_length = j->p->len;
         m->e2e_blocksize = src->e2e_blocksize;
         m->has_e2e_blocksize = src->has_e2e_blocksize;
-        rc = xnd_mapping_set_time(m, 0, j->start);
+        rc = lors__map_set_alloc(m, j->start, j->end, &j->caps);
     }
-    if (rc == XND_OK && j->end != XND_TIME_UNKNOWN)
-        rc = xnd_mapping_set_time(m, 1, j->end);
-    if (rc == XND_OK)
-        rc = xnd_mapping_set_cap(m, XND_READ, j->caps.read);
-    if (rc == XND_OK)
-        rc = xnd_mapping_set_cap(m, XND_WRITE, j->caps.write);
-    if (rc == XND_OK)
-        rc = xnd_mapping_set_cap(m, XND_MANAGE, j->caps.manage);
     if (rc != XND_OK) {
         xnd_mapping_free(m);
         return NULL;

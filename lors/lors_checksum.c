@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lors.h"
+#include "lns_array.h"
 #include "lors_checksum.h"
 
 static const EVP_MD *digest_by_name(const char *name)
@@ -44,16 +45,8 @@ static int end_block(lors_ck_t *c)
 
     if (!EVP_DigestFinal_ex(c->ctx, d, &dl))
         return LORS_E_DIGEST;
-    if (c->hexlen + 2 * dl + 1 > c->hexcap) {
-        size_t nc = c->hexcap ? c->hexcap * 2 : 256;
-        while (nc < c->hexlen + 2 * dl + 1)
-            nc *= 2;
-        char *nh = realloc(c->hex, nc);
-        if (!nh)
-            return LORS_E_NOMEM;
-        c->hex = nh;
-        c->hexcap = nc;
-    }
+    if (lns_grow(&c->hex, &c->hexcap, c->hexlen + 2 * dl + 1, 1, 256) < 0)
+        return LORS_E_NOMEM;
     for (unsigned int i = 0; i < dl; i++) {
         c->hex[c->hexlen++] = hexd[d[i] >> 4];
         c->hex[c->hexlen++] = hexd[d[i] & 15];

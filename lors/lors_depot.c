@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "lors.h"
+#include "lns_array.h"
 #include "lns_err.h"
 
 static int host_char(int c)
@@ -120,15 +121,9 @@ int lors_depot_list_parse(const char *s, lors_depot_t **out, size_t *n, char *er
         const char *start = p;
         while (*p && !is_sep((unsigned char)*p))
             p++;
-        if (nv == cap) {
-            size_t nc = cap ? cap * 2 : 8;
-            lors_depot_t *nvv = realloc(v, nc * sizeof *v);
-            if (!nvv) {
-                free(v);
-                return LORS_E_NOMEM;
-            }
-            v = nvv;
-            cap = nc;
+        if (lns_grow(&v, &cap, nv + 1, sizeof *v, 8) < 0) {
+            free(v);
+            return LORS_E_NOMEM;
         }
         if (parse_one(start, (size_t)(p - start), &v[nv]) != LORS_OK) {
             if (err && errlen)

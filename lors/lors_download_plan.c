@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lors_download_int.h"
+#include "lns_array.h"
 
 static void parse_checksum(const xnd_mapping_t *m, ckinfo_t *c)
 {
@@ -70,14 +71,8 @@ static int cut_segment(dl_t *dl, int64_t a, int64_t b, int64_t base, size_t *cap
         int64_t e = base + ((a - base) / dl->B + 1) * dl->B;
         if (e > b)
             e = b;
-        if (dl->nblocks == *cap) {
-            size_t nc = *cap ? *cap * 2 : 64;
-            block_t *nb = realloc(dl->blocks, nc * sizeof *nb);
-            if (!nb)
-                return LORS_E_NOMEM;
-            dl->blocks = nb;
-            *cap = nc;
-        }
+        if (lns_grow(&dl->blocks, cap, dl->nblocks + 1, sizeof *dl->blocks, 64) < 0)
+            return LORS_E_NOMEM;
         memset(&dl->blocks[dl->nblocks], 0, sizeof dl->blocks[0]);
         dl->blocks[dl->nblocks].off = a;
         dl->blocks[dl->nblocks].len = e - a;

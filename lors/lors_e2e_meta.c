@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "lors_e2e_int.h"
+#include "lns_array.h"
 #include "lns_err.h"
 
 #define ITEM_MAX 48 /* "LEN*COUNT," with two int64s */
@@ -25,14 +26,8 @@ int lors__e2e_desc_add(lors__e2e_desc_t *d, int64_t plain_len, int64_t stored_le
     if (last && last->len == stored_len) {
         last->count++;
     } else {
-        if (d->nruns == d->capruns) {
-            size_t nc = d->capruns ? 2 * d->capruns : 64;
-            lors__e2e_run_t *nr = realloc(d->runs, nc * sizeof *nr);
-            if (!nr)
-                return LORS_E_NOMEM;
-            d->runs = nr;
-            d->capruns = nc;
-        }
+        if (lns_grow(&d->runs, &d->capruns, d->nruns + 1, sizeof *d->runs, 64) < 0)
+            return LORS_E_NOMEM;
         d->runs[d->nruns++] = (lors__e2e_run_t){stored_len, 1, d->frames, d->stored_size};
     }
     d->frames++;
@@ -41,32 +36,31 @@ int lors__e2e_desc_add(lors__e2e_desc_t *d, int64_t plain_len, int64_t stored_le
     return LORS_OK;
 }
 
-void lors__e2e_frame_loc(const lors__e2e_desc_t *d, int64_t f, int64_t *off, int64_t *len)
+/* The last run whose first frame (by_off: whose first stored byte) is at or before key, by
+ * binary search: both columns grow with the run's index. */
+static const lors__e2e_run_t *run_before(const lors__e2e_desc_t *d, int by_off, int64_t key)
 {
-    size_t lo = 0, hi = d->nruns; /* the last run with frame0 <= f */
+    size_t lo = 0, hi = d->nruns;
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
-        if (d->runs[mid].frame0 <= f)
+        if ((by_off ? d->runs[mid].off0 : d->runs[mid].frame0) <= key)
             lo = mid;
         else
             hi = mid;
     }
-    const lors__e2e_run_t *r = &d->runs[lo];
+    return &d->runs[lo];
+}
+
+void lors__e2e_frame_loc(const lors__e2e_desc_t *d, int64_t f, int64_t *off, int64_t *len)
+{
+    const lors__e2e_run_t *r = run_before(d, 0, f);
     *off = r->off0 + (f - r->frame0) * r->len;
     *len = r->len;
 }
 
 int64_t lors__e2e_frame_at(const lors__e2e_desc_t *d, int64_t off)
 {
-    size_t lo = 0, hi = d->nruns; /* the last run starting at or before off */
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (d->runs[mid].off0 <= off)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    const lors__e2e_run_t *r = &d->runs[lo];
+    const lors__e2e_run_t *r = run_before(d, 1, off);
     int64_t f = r->frame0 + (off - r->off0) / r->len;
     return f < d->frames ? f : d->frames - 1;
 }
@@ -227,14 +221,8 @@ static int parse_lengths(lors__e2e_desc_t *d, const char *s, char *err, size_t e
             return bad(err, errlen, "frame %lld: %lld stored bytes where \"%s\" makes exactly "
                        "%lld", (long long)total, (long long)len, d->chain.name,
                        (long long)(has_last && count == 1 ? max_last : max_full));
-        if (d->nruns == d->capruns) {
-            size_t nc = d->capruns ? 2 * d->capruns : 64;
-            lors__e2e_run_t *nr = realloc(d->runs, nc * sizeof *nr);
-            if (!nr)
-                return LORS_E_NOMEM;
-            d->runs = nr;
-            d->capruns = nc;
-        }
+        if (lns_grow(&d->runs, &d->capruns, d->nruns + 1, sizeof *d->runs, 64) < 0)
+            return LORS_E_NOMEM;
         d->runs[d->nruns++] = (lors__e2e_run_t){len, count, total, d->stored_size};
         d->stored_size += len * count;
         total += count;

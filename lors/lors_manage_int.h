@@ -4,7 +4,8 @@
  * small pool of threads takes mapping (or job) numbers from a shared counter, each call
  * bounded by the user's timeout, all through one pooled libibp client.  The exNode itself is
  * never touched by the worker threads (xnd_t is not thread-safe): they fill per-item results
- * and the calling thread applies them after the join.
+ * and the calling thread applies them after the join.  Augment stores its copies as an
+ * upload does, so the two also share the upload's option rules and mapping writer.
  */
 #ifndef LNS_LORS_MANAGE_INT_H
 #define LNS_LORS_MANAGE_INT_H
@@ -19,6 +20,15 @@
 int lors__map_depot(const xnd_mapping_t *m, lors_depot_t *d);
 /* 1 if the two name the same depot (host and port; rid only when both give one). */
 int lors__same_depot(const lors_depot_t *a, const lors_depot_t *b);
+
+/* Give a new mapping its allocation's start, end (unless XND_TIME_UNKNOWN) and three
+ * capabilities, as upload and augment write them.  XND_OK or the first xnd error.  In
+ * lors_upload.c. */
+int lors__map_set_alloc(xnd_mapping_t *m, int64_t start, int64_t end, const ibp_caps_t *caps);
+
+/* What is wrong with the storing settings of o (duration, reliability, threads, timeout) as
+ * an upload, and augment's copies, check them; NULL: nothing.  In lors_upload.c. */
+const char *lors__store_opts_problem(const lors_upload_opts_t *o);
 
 /* A pooled client for `threads` parallel calls, each bounded by timeout_s.  NULL: no memory. */
 ibp_client_t *lors__client(int timeout_s, int threads);

@@ -21,6 +21,7 @@
  * within cfg.buffer_bytes except by the writer's own block in one corner case (buffer_full).
  */
 #include "lors_sched_int.h"
+#include "lns_array.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -43,14 +44,8 @@ uint64_t lors__sched_blk_len(const lors_sched_t *s, uint32_t b)
 
 int lors__sched_heap_push(heap_t *h, uint32_t x)
 {
-    if (h->n == h->cap) {
-        size_t nc = h->cap ? h->cap * 2 : 16;
-        uint32_t *nv = realloc(h->v, nc * sizeof *nv);
-        if (!nv)
-            return -1;
-        h->v = nv;
-        h->cap = nc;
-    }
+    if (lns_grow(&h->v, &h->cap, h->n + 1, sizeof *h->v, 16) < 0)
+        return -1;
     size_t i = h->n++;
     while (i > 0 && h->v[(i - 1) / 2] > x) {
         h->v[i] = h->v[(i - 1) / 2];
@@ -365,26 +360,14 @@ static int fetch_start(lors_sched_t *s, uint32_t b, uint32_t r, uint64_t now, in
                        lors_sched_fetch_t *out)
 {
     uint32_t slot;
-    if (s->nfly == s->capfly) {
-        uint32_t nc = s->capfly ? s->capfly * 2 : 64;
-        fly_t *nf = realloc(s->fly, nc * sizeof *nf);
-        if (!nf)
-            return -1;
-        s->fly = nf;
-        s->capfly = nc;
-    }
+    if (lns_grow(&s->fly, &s->capfly, (size_t)s->nfly + 1, sizeof *s->fly, 64) < 0)
+        return -1;
     if (s->free_fx != NONE) {
         slot = s->free_fx;
         s->free_fx = s->fx[slot].next_free;
     } else {
-        if (s->nfx == s->capfx) {
-            uint32_t nc = s->capfx ? s->capfx * 2 : 64;
-            fetch_t *nf = realloc(s->fx, nc * sizeof *nf);
-            if (!nf)
-                return -1;
-            s->fx = nf;
-            s->capfx = nc;
-        }
+        if (lns_grow(&s->fx, &s->capfx, (size_t)s->nfx + 1, sizeof *s->fx, 64) < 0)
+            return -1;
         slot = s->nfx++;
         s->fx[slot].gen = 1;
     }

@@ -83,9 +83,11 @@ struct lors_sched {
     size_t nrep, caprep;
     depot_t *dep;
     fetch_t *fx;
-    uint32_t nfx, capfx, free_fx;
+    uint32_t nfx, free_fx;
+    size_t capfx;
     fly_t *fly;
-    uint32_t nfly, capfly;
+    uint32_t nfly;
+    size_t capfly;
     uint64_t prebuffer; /* cfg.prebuffer_bytes clamped so that it fits in the buffer */
     uint32_t first_hole, next_release, failed_min, npending;
     bits_t pending; /* the blocks in ST_PENDING, for "lowest pending at or after k" */

@@ -2,6 +2,7 @@
  * reporting on it.  The decisions themselves are in lors_sched.c; the invariants are stated
  * there. */
 #include "lors_sched_int.h"
+#include "lns_array.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -104,14 +105,8 @@ int lors_sched_add_replica(lors_sched_t *s, uint32_t b, int depot, int mapping, 
 {
     if (s->started || b >= s->nblocks || depot < 0 || depot >= s->cfg.ndepots)
         return LORS_SCHED_E_INVAL;
-    if (s->nrep == s->caprep) {
-        size_t nc = s->caprep ? s->caprep * 2 : 1024;
-        rep_t *nr = realloc(s->rep, nc * sizeof *nr);
-        if (!nr)
-            return LORS_SCHED_E_NOMEM;
-        s->rep = nr;
-        s->caprep = nc;
-    }
+    if (lns_grow(&s->rep, &s->caprep, s->nrep + 1, sizeof *s->rep, 1024) < 0)
+        return LORS_SCHED_E_NOMEM;
     if (s->nrep >= NONE)
         return LORS_SCHED_E_NOMEM;
     uint32_t r = (uint32_t)s->nrep++;

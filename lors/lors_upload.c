@@ -31,8 +31,10 @@
 #include <unistd.h>
 
 #include "lns_io.h"
+#include "lns_array.h"
 #include "lors_checksum.h"
 #include "lors_e2e_int.h"
+#include "lors_manage_int.h"
 #include "lors_report.h"
 #include "lors_upload_int.h"
 
@@ -64,14 +66,8 @@ void lors_report_free(lors_report_t *r)
 /* A new fragment at off whose allocations are alloc_len bytes; with u->mu held. */
 static frag_t *frag_new(up_t *u, int64_t off, int64_t alloc_len)
 {
-    if (u->nfrags == u->capfrags) {
-        int nc = u->capfrags ? u->capfrags * 2 : 16;
-        frag_t **nf = realloc(u->frags, (size_t)nc * sizeof *nf);
-        if (!nf)
-            return NULL;
-        u->frags = nf;
-        u->capfrags = nc;
-    }
+    if (lns_grow(&u->frags, &u->capfrags, (size_t)u->nfrags + 1, sizeof *u->frags, 16) < 0)
+        return NULL;
     frag_t *f = calloc(1, sizeof *f);
     if (!f)
         return NULL;
@@ -265,15 +261,7 @@ static int build_exnode(up_t *u, const char *filename, int64_t size, xnd_t **out
             m->logical_length = f->len;
             m->alloc_offset = 0;
             m->alloc_length = s->alloc_len;
-            rc = xnd_mapping_set_time(m, 0, s->start);
-            if (rc == XND_OK && s->end != XND_TIME_UNKNOWN)
-                rc = xnd_mapping_set_time(m, 1, s->end);
-            if (rc == XND_OK)
-                rc = xnd_mapping_set_cap(m, XND_READ, s->caps.read);
-            if (rc == XND_OK)
-                rc = xnd_mapping_set_cap(m, XND_WRITE, s->caps.write);
-            if (rc == XND_OK)
-                rc = xnd_mapping_set_cap(m, XND_MANAGE, s->caps.manage);
+            rc = lors__map_set_alloc(m, s->start, s->end, &s->caps);
             if (rc == XND_OK && use_ck) {
                 xnd_func_t *fn = xnd_func_new(LORS_CHECKSUM_FUNC);
                 rc = fn ? XND_OK : XND_E_NOMEM;
@@ -313,6 +301,33 @@ static void free_allocations(up_t *u)
         }
 }
 
+int lors__map_set_alloc(xnd_mapping_t *m, int64_t start, int64_t end, const ibp_caps_t *caps)
+{
+    int rc = xnd_mapping_set_time(m, 0, start);
+    if (rc == XND_OK && end != XND_TIME_UNKNOWN)
+        rc = xnd_mapping_set_time(m, 1, end);
+    if (rc == XND_OK)
+        rc = xnd_mapping_set_cap(m, XND_READ, caps->read);
+    if (rc == XND_OK)
+        rc = xnd_mapping_set_cap(m, XND_WRITE, caps->write);
+    if (rc == XND_OK)
+        rc = xnd_mapping_set_cap(m, XND_MANAGE, caps->manage);
+    return rc;
+}
+
+const char *lors__store_opts_problem(const lors_upload_opts_t *o)
+{
+    if (o->duration_s == 0 || o->duration_s < -1)
+        return "duration must be positive or -1";
+    if (o->reliability != IBP_HARD && o->reliability != IBP_SOFT)
+        return "reliability must be IBP_HARD or IBP_SOFT";
+    if (o->threads < 1 || o->threads > 1024)
+        return "threads out of range (1..1024)";
+    if (o->timeout_s < 1)
+        return "timeout must be positive";
+    return NULL;
+}
+
 static int check_opts(const lors_upload_opts_t *o, char *err, size_t errlen)
 {
     const char *what = NULL;
@@ -328,15 +343,8 @@ static int check_opts(const lors_upload_opts_t *o, char *err, size_t errlen)
         what = "copies out of range (1..1000)";
     else if (o->fragments < 1 || o->fragments > 1000000)
         what = "fragments out of range";
-    else if (o->duration_s == 0 || o->duration_s < -1)
-        what = "duration must be positive or -1";
-    else if (o->reliability != IBP_HARD && o->reliability != IBP_SOFT)
-        what = "reliability must be IBP_HARD or IBP_SOFT";
-    else if (o->threads < 1 || o->threads > 1024)
-        what = "threads out of range (1..1024)";
-    else if (o->timeout_s < 1)
-        what = "timeout must be positive";
-    else if (o->checksum && strcmp(o->checksum, "none") != 0 && o->checksum_blocksize <= 0)
+    else if (!(what = lors__store_opts_problem(o)) && o->checksum &&
+             strcmp(o->checksum, "none") != 0 && o->checksum_blocksize <= 0)
         what = "checksum block size must be positive";
     if (what)
         lns_err_set(err, errlen, "upload options: %s", what);
@@ -516,51 +524,45 @@ static int upload_path(const lors_upload_opts_t *o, lors__e2e_chain_t *c, xnd_t 
     return lors__e2e_chain_parse(o->e2e, c, rep->error, sizeof rep->error);
 }
 
-int lors_upload_fd(const lors_upload_opts_t *o, int fd, int64_t length, const char *filename,
-                   xnd_t **out, lors_report_t *report)
+/* lors_upload_fd and lors_upload_buf: one front for both sources (mem: buf and length, else
+ * fd and length), each checked the way its public call promises. */
+static int upload_src(const lors_upload_opts_t *o, int mem, int fd, const void *buf,
+                      int64_t length, const char *filename, xnd_t **out, lors_report_t *report)
 {
     lors_report_t local;
     lors_report_t *rep = report ? report : &local;
     lors__e2e_chain_t c;
     int rc = upload_path(o, &c, out, rep);
     if (rc == LORS_OK && c.n == 0) {
-        rc = lors__upload_plain_fd(o, fd, length, filename, out, rep);
+        rc = mem ? lors__upload_plain_buf(o, buf, (size_t)length, filename, out, rep)
+                 : lors__upload_plain_fd(o, fd, length, filename, out, rep);
         rep->plain_size = rep->size;
-    } else if (rc == LORS_OK && (fd < 0 || length < -1)) {
+    } else if (rc == LORS_OK && !mem && (fd < 0 || length < -1)) {
         lors__report_error(rep, "upload: bad file descriptor or length");
         rc = LORS_E_INVAL;
-    } else if (rc == LORS_OK && !out) {
-        lors__report_error(rep, "upload: no place for the exNode");
-        rc = LORS_E_INVAL;
-    } else if (rc == LORS_OK) {
-        rc = lors__upload_e2e(o, &c, fd, NULL, length, filename, out, rep);
-    }
-    if (!report)
-        lors_report_free(&local);
-    return rc;
-}
-
-int lors_upload_buf(const lors_upload_opts_t *o, const void *buf, size_t len,
-                    const char *filename, xnd_t **out, lors_report_t *report)
-{
-    lors_report_t local;
-    lors_report_t *rep = report ? report : &local;
-    lors__e2e_chain_t c;
-    int rc = upload_path(o, &c, out, rep);
-    if (rc == LORS_OK && c.n == 0) {
-        rc = lors__upload_plain_buf(o, buf, len, filename, out, rep);
-        rep->plain_size = rep->size;
-    } else if (rc == LORS_OK && !buf && len > 0) {
+    } else if (rc == LORS_OK && mem && !buf && length != 0) {
         lors__report_error(rep, "upload: no buffer");
         rc = LORS_E_INVAL;
     } else if (rc == LORS_OK && !out) {
         lors__report_error(rep, "upload: no place for the exNode");
         rc = LORS_E_INVAL;
     } else if (rc == LORS_OK) {
-        rc = lors__upload_e2e(o, &c, -1, buf ? buf : (const void *)"", (int64_t)len, filename,
-                              out, rep);
+        rc = lors__upload_e2e(o, &c, mem ? -1 : fd, mem ? (buf ? buf : (const void *)"") : NULL,
+                              length, filename, out, rep);
     }
     if (!report)
         lors_report_free(&local);
     return rc;
+}
+
+int lors_upload_fd(const lors_upload_opts_t *o, int fd, int64_t length, const char *filename,
+                   xnd_t **out, lors_report_t *report)
+{
+    return upload_src(o, 0, fd, NULL, length, filename, out, report);
+}
+
+int lors_upload_buf(const lors_upload_opts_t *o, const void *buf, size_t len,
+                    const char *filename, xnd_t **out, lors_report_t *report)
+{
+    return upload_src(o, 1, -1, buf, (int64_t)len, filename, out, report);
 }

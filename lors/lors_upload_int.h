@@ -65,7 +65,8 @@ typedef struct up {
     const unsigned char *mem; /* SRC_MEM */
 
     frag_t **frags;
-    int nfrags, capfrags, first_open;
+    int nfrags, first_open;
+    size_t capfrags;
     int reading_done;
     int err;                  /* first fatal error; stops everything */
     int *bad;                 /* per depot: failed during this upload */

@@ -17,6 +17,7 @@
  * carry it (docs/netlogger.md, "The fit").
  */
 #include "lifelines.h"
+#include "lns_array.h"
 #include "lns_err.h"
 
 #include <errno.h>
@@ -112,14 +113,8 @@ static lors_ll_fetch_t *fetch_get(lors_ll_t *ll, const char *id)
     for (size_t i = ll->nf; i-- > 0;)
         if (strcmp(ll->f[i].id, id) == 0)
             return &ll->f[i];
-    if (ll->nf == ll->capf) {
-        size_t nc = ll->capf ? ll->capf * 2 : 64;
-        lors_ll_fetch_t *nf = realloc(ll->f, nc * sizeof *nf);
-        if (!nf)
-            return NULL;
-        ll->f = nf;
-        ll->capf = nc;
-    }
+    if (lns_grow(&ll->f, &ll->capf, ll->nf + 1, sizeof *ll->f, 64) < 0)
+        return NULL;
     lors_ll_fetch_t *f = &ll->f[ll->nf++];
     memset(f, 0, sizeof *f);
     snprintf(f->id, sizeof f->id, "%s", id);
@@ -193,14 +188,8 @@ static int depot_line(lors_ll_t *ll, const char *ev, int64_t t, const char *fiel
         }
         return 1; /* its RECV is not in the logs (sampled out, or the log began later) */
     }
-    if (ll->nr == ll->capr) {
-        size_t nc = ll->capr ? ll->capr * 2 : 64;
-        lors_ll_dreq_t *nr = realloc(ll->r, nc * sizeof *nr);
-        if (!nr)
-            return -1;
-        ll->r = nr;
-        ll->capr = nc;
-    }
+    if (lns_grow(&ll->r, &ll->capr, ll->nr + 1, sizeof *ll->r, 64) < 0)
+        return -1;
     k.t[0] = t;
     k.t[1] = k.t[2] = -1;
     ll->r[ll->nr++] = k;
