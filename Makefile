@@ -82,8 +82,8 @@ obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 # The rules below come from $(eval)s, so name the default goal.
 .DEFAULT_GOAL := all
 
-# The recipe of every static archive, made of its rule's prerequisites.  ar needs at least one member, so an
-# empty layer gets an empty placeholder object (its rule names it order-only: | $(B)/obj/empty.o).
+# The recipe of every static archive, made of its rule's prerequisites.  ar needs at least one
+# member, so an empty layer gets an empty placeholder object (its rule names it order-only).
 define ARCHIVE
 @mkdir -p $(dir $@)
 rm -f $@ && ar rcs $@ $(or $^,$(B)/obj/empty.o)
