@@ -79,18 +79,44 @@ BENCH_SRC  = $(wildcard tests/bench/bench_*.c)
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
+# The rules below come from $(eval)s, so name the default goal.
+.DEFAULT_GOAL := all
+
+# The recipe of every static archive, made of its rule's prerequisites.  ar needs at least one
+# member, so an empty layer gets an empty placeholder object (its rule names it order-only).
+define ARCHIVE
+@mkdir -p $(dir $@)
+rm -f $@ && ar rcs $@ $(or $^,$(B)/obj/empty.o)
+endef
+
+# Shared libraries.  The common/ helpers are internal: each .so takes the few it calls from
+# liblns_common.a (an archive, so only the members it needs) as hidden copies of its own, and
+# exports none of them.  None of those helpers keeps state that two libraries would have to
+# share (liblors and liblbone use the stateless I/O, clock and event-log-handle calls).
+# -z defs: each .so names every library it needs.
 LIBCOMMON_A = $(B)/lib/liblns_common.a
-LIBIBP_A  = $(B)/lib/libibp.a
-LIBIBP_SO = $(B)/lib/libibp.so
+SO_LINK = $(CC) -shared -Wl,-z,defs -Wl,-soname,$(notdir $@).0 $(LDFLAGS) -o $@
+
+# An installed library: $(call library,NAME,name,sources,more .a members,more .so
+# prerequisites,.so link flags) defines LIB<NAME>_A and LIB<NAME>_SO and their rules.
+# lib<name>.a holds the sources' objects; lib<name>.so links them with liblns_common.a.
+define library
+LIB$(1)_A  = $$(B)/lib/lib$(2).a
+LIB$(1)_SO = $$(B)/lib/lib$(2).so
+$$(LIB$(1)_A): $$(call obj,$(4) $(3)) | $$(B)/obj/empty.o
+	$$(ARCHIVE)
+$$(LIB$(1)_SO): $$(call obj,$(3)) $$(LIBCOMMON_A) $(5)
+	$$(SO_LINK) $$^ $(6)
+endef
+# libibp.a also holds the common/ helpers, for the programs that link the archives.
+$(eval $(call library,IBP,ibp,$(LIBIBP_SRC),$(COMMON_SRC)))
+$(eval $(call library,EXNODE,exnode,$(EXNODE_SRC),,$(LIBIBP_SO),-lxml2))
+$(eval $(call library,LORS,lors,$(LORS_SRC),,$(LIBEXNODE_SO) $(LIBIBP_SO),-lcrypto -lz))
+$(eval $(call library,LBONE,lbone,$(LBONE_SRC),,,-lcurl -ljansson -lm))
+
 LIBDEPOT_A = $(B)/lib/libdepot.a
-LIBEXNODE_A = $(B)/lib/libexnode.a
-LIBEXNODE_SO = $(B)/lib/libexnode.so
-LIBLORS_A = $(B)/lib/liblors.a
-LIBLORS_SO = $(B)/lib/liblors.so
 LIBTOOL_A = $(B)/lib/libtool.a
 LIBLIFELINES_A = $(B)/lib/liblifelines.a
-LIBLBONE_A = $(B)/lib/liblbone.a
-LIBLBONE_SO = $(B)/lib/liblbone.so
 LIBLBONE_SRV_A = $(B)/lib/liblbone_srv.a
 TOOL_BINS = $(addprefix $(B)/bin/,$(TOOL_PROGS)) $(B)/bin/lors_lifelines
 SERVER_BINS = $(B)/bin/ibp_depot $(B)/bin/lbone_server
@@ -117,56 +143,19 @@ $(B)/obj/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(LIBIBP_A): $(call obj,$(COMMON_SRC) $(LIBIBP_SRC))
-	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
-
-# Shared libraries.  The common/ helpers are internal: each .so takes the few it calls from
-# liblns_common.a (an archive, so only the members it needs) as hidden copies of its own, and
-# exports none of them.  None of those helpers keeps state that two libraries would have to
-# share (liblors and liblbone use the stateless I/O, clock and event-log-handle calls).
-# -z defs: each .so names every library it needs.
 $(LIBCOMMON_A): $(call obj,$(COMMON_SRC))
-	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
-
-SO_LINK = $(CC) -shared -Wl,-z,defs -Wl,-soname,$(notdir $@).0 $(LDFLAGS) -o $@
-
-$(LIBIBP_SO): $(call obj,$(LIBIBP_SRC)) $(LIBCOMMON_A)
-	$(SO_LINK) $^
-
-$(LIBEXNODE_SO): $(call obj,$(EXNODE_SRC)) $(LIBCOMMON_A) $(LIBIBP_SO)
-	$(SO_LINK) $^ -lxml2
-
-$(LIBLORS_SO): $(call obj,$(LORS_SRC)) $(LIBCOMMON_A) $(LIBEXNODE_SO) $(LIBIBP_SO)
-	$(SO_LINK) $^ -lcrypto -lz
-
-$(LIBLBONE_SO): $(call obj,$(LBONE_SRC)) $(LIBCOMMON_A)
-	$(SO_LINK) $^ -lcurl -ljansson -lm
-
-# ar needs at least one member; an empty layer gets an empty placeholder object.
-$(LIBEXNODE_A): $(call obj,$(EXNODE_SRC))
-	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^ $(if $^,,$(B)/obj/empty.o)
+	$(ARCHIVE)
 
 $(B)/obj/empty.o:
 	@mkdir -p $(dir $@)
 	echo 'typedef int lns_empty;' | $(CC) -x c -c - -o $@
 
-$(LIBEXNODE_A): | $(B)/obj/empty.o
-
-$(LIBLORS_A): $(call obj,$(LORS_SRC)) | $(B)/obj/empty.o
-	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $(call obj,$(LORS_SRC)) $(if $(LORS_SRC),,$(B)/obj/empty.o)
-
 $(LIBTOOL_A): $(call obj,$(TOOLLIB_SRC))
-	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	$(ARCHIVE)
 
 $(call obj,$(LIFELINES_SRC) tests/unit/test_lors_lifelines.c): CPPFLAGS += $(CAIRO_CFLAGS)
 $(LIBLIFELINES_A): $(call obj,$(LIFELINES_SRC))
-	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	$(ARCHIVE)
 
 # tools/NAME.c and tools/NAME_*.c make the program NAME.
 define tool_prog
@@ -197,23 +186,17 @@ uninstall: uninstall-players
 uninstall-players:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(PLAYER_BINS)))
 
-# The L-Bone: liblbone (what clients link), the server's modules as a library (so unit tests
-# can link them), and the server.
-$(LIBLBONE_A): $(call obj,$(LBONE_SRC))
-	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
-
+# The L-Bone server: its modules as a library (so unit tests can link them), and the server.
+# liblbone, what clients link, is one of the installed libraries above.
 $(LIBLBONE_SRV_A): $(call obj,$(LBONE_SRV_SRC))
-	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	$(ARCHIVE)
 
 $(B)/bin/lbone_server: $(call obj,lbone/server/lbone_server_main.c) $(LIBLBONE_SRV_A) $(LIBLBONE_A) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(SRV_LIBS)
 
 $(LIBDEPOT_A): $(call obj,$(DEPOT_SRC))
-	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	$(ARCHIVE)
 
 # The depot registers itself with L-Bones through liblbone.
 $(B)/bin/ibp_depot: $(call obj,depot/depot_main.c) $(LIBDEPOT_A) $(LIBLBONE_A) $(LIBIBP_A)

@@ -43,6 +43,15 @@ static void human(lbone_buf_t *b, uint64_t v)
         lbone_buf_printf(b, "%.1f %ciB", x, units[u]);
 }
 
+/* Ends the cell before it and writes a "free / total" cell (hard or soft storage). */
+static void free_of_total(lbone_buf_t *b, uint64_t avail, uint64_t total)
+{
+    lbone_buf_puts(b, "</td><td class=\"num\">");
+    human(b, avail);
+    lbone_buf_puts(b, " / ");
+    human(b, total);
+}
+
 static void ago(lbone_buf_t *b, int64_t secs)
 {
     if (secs < 0)
@@ -115,14 +124,8 @@ int lbone_page_status(lbone_srv_t *s, lbone_buf_t *out)
         lbone_buf_html(out, d->host);
         lbone_buf_printf(out, ":%d</td><td>", d->port);
         lbone_buf_html(out, d->rid);
-        lbone_buf_puts(out, "</td><td class=\"num\">");
-        human(out, d->hard_free);
-        lbone_buf_puts(out, " / ");
-        human(out, d->hard_total);
-        lbone_buf_puts(out, "</td><td class=\"num\">");
-        human(out, d->soft_free);
-        lbone_buf_puts(out, " / ");
-        human(out, d->soft_total);
+        free_of_total(out, d->hard_free, d->hard_total);
+        free_of_total(out, d->soft_free, d->soft_total);
         lbone_buf_printf(out, "</td><td class=\"num\">%lld d %02lld h</td><td>",
                          (long long)(d->max_duration / 86400),
                          (long long)(d->max_duration % 86400 / 3600));
