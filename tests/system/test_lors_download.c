@@ -69,22 +69,10 @@ static void check_range(const xnd_t *x, const unsigned char *src, size_t n, int6
 {
     lors_download_opts_t o;
     lors_dl_report_t rep;
-    unsigned char *out;
-    size_t outlen;
     dopts(&o);
-    o.offset = off;
-    o.length = len;
-    size_t want = len < 0 ? n - (size_t)off : (size_t)len;
-    int rc = download(&o, x, &out, &outlen, &rep);
-    CU_ASSERT_EQUAL(rc, LORS_OK);
-    CU_ASSERT_EQUAL(outlen, want);
-    CU_ASSERT_EQUAL(rep.bytes_written, (int64_t)want);
-    if (outlen == want)
-        CU_ASSERT(memcmp(out, src + off, want) == 0);
-    CU_ASSERT_EQUAL(rep.nbad, 0);
+    tl_check_range(&o, x, src, n, off, len, &rep);
     CU_ASSERT(rep.peak_buffered <= o.buffer_bytes + o.threads * rep.max_fetch_buffer);
     lors_dl_report_free(&rep);
-    free(out);
 }
 
 static void test_sizes(void)
