@@ -11,6 +11,7 @@
 
 #include <CUnit/CUnit.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,6 +57,17 @@ int lns_test_run_echo(const char *cmd);
 void lns_test_script(const char *path, const char *skip_why);
 /* Fill buf with deterministic pseudo-random bytes from seed. */
 void lns_test_fill(void *buf, size_t n, uint64_t seed);
+/* A pipe fed from a thread: lns_test_feed_start makes the pipe and starts a thread that writes
+ * data[0..n) into it in writes of at most chunk bytes, then closes its end; the reader reads
+ * f->rfd.  -1 if the pipe cannot be made.  lns_test_feed_end joins the thread and closes rfd. */
+typedef struct lns_test_feed {
+    int rfd, wfd;
+    const unsigned char *data;
+    size_t n, chunk;
+    pthread_t th;
+} lns_test_feed;
+int lns_test_feed_start(lns_test_feed *f, const void *data, size_t n, size_t chunk);
+void lns_test_feed_end(lns_test_feed *f);
 /* Sleep ms milliseconds. */
 void lns_test_sleep_ms(int ms);
 /* Send sig to the child *pid.  For SIGKILL, SIGTERM and SIGINT also reap it (SIGKILL after

@@ -9,7 +9,6 @@
  * file that is read back and compared byte for byte with the source. */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,26 +148,6 @@ static void test_round_trips(void)
         }
 }
 
-typedef struct writer_arg {
-    int fd;
-    const unsigned char *p;
-    size_t n;
-} writer_arg_t;
-
-static void *write_pipe(void *arg)
-{
-    writer_arg_t *w = arg;
-    size_t off = 0;
-    while (off < w->n) {
-        ssize_t r = write(w->fd, w->p + off, w->n - off < 10000 ? w->n - off : 10000);
-        if (r <= 0)
-            break;
-        off += (size_t)r;
-    }
-    close(w->fd);
-    return NULL;
-}
-
 /* From a pipe of unknown length and from a file of known length. */
 static void test_fd_inputs(void)
 {
@@ -177,15 +156,11 @@ static void test_fd_inputs(void)
     lors_upload_opts_t o;
     lors_report_t rep;
     xnd_t *x = NULL;
-    int p[2];
-    pthread_t t;
+    lns_test_feed feed;
     uopts(&o, "zlib,aes", 2);
-    CU_ASSERT_FATAL(pipe(p) == 0);
-    writer_arg_t w = {p[1], src, n};
-    pthread_create(&t, NULL, write_pipe, &w);
-    int rc = lors_upload_fd(&o, p[0], -1, "pipe", &x, &rep);
-    pthread_join(t, NULL);
-    close(p[0]);
+    CU_ASSERT_FATAL(lns_test_feed_start(&feed, src, n, 10000) == 0);
+    int rc = lors_upload_fd(&o, feed.rfd, -1, "pipe", &x, &rep);
+    lns_test_feed_end(&feed);
     CU_ASSERT_EQUAL_FATAL(rc, LORS_OK);
     CU_ASSERT_EQUAL(rep.bytes_read, (int64_t)n);
     CU_ASSERT_EQUAL(rep.plain_size, (int64_t)n);
