@@ -12,6 +12,7 @@
 #include <CUnit/CUnit.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,6 +52,10 @@ void lns_test_slurp(const char *path, char *buf, size_t size);
 int lns_test_find_file(const char *rel, char *out, size_t size);
 /* Run a shell command, print its output indented; its exit status, or -1 without one. */
 int lns_test_run_echo(const char *cmd);
+/* Run the printf-formatted command through sh with $B = the bin directory and $D = the tmpdir,
+ * after the shell assignments vars (e.g. "L='...'"), stdin /dev/null, stdout and stderr into
+ * run.out and run.err in the tmpdir.  The exit code, or -1 without one. */
+int lns_test_vsh(const char *vars, const char *fmt, va_list ap);
 /* Run a test script with the bin directory as its one argument and print its output; it must
  * exit 0.  Exit 77 means it could not run here: skip_why is printed first, and the test still
  * fails. */

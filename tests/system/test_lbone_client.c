@@ -49,18 +49,15 @@ static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static int sh(const char *fmt, ...)
 {
-    char cmd[4096], full[4096 + 4 * PATH_MAX + 1024];
+    char vars[sizeof lb.url + 8];
+    snprintf(vars, sizeof vars, "U='%s'", lb.url);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    int rc = lns_test_vsh(vars, fmt, ap);
     va_end(ap);
-    snprintf(full, sizeof full, "B='%s'; D='%s'; U='%s'; (%s) >'%s' 2>'%s' </dev/null",
-             lns_test_bindir(), lns_test_tmpdir(), lb.url, cmd, lns_test_path("run.out"),
-             lns_test_path("run.err"));
-    int st = system(full);
     lns_test_slurp(lns_test_path("run.out"), out, sizeof out);
     lns_test_slurp(lns_test_path("run.err"), err, sizeof err);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return rc;
 }
 
 /* A port on 127.0.0.1 where nothing listens (bound, then closed). */
