@@ -214,7 +214,7 @@ $(B)/tests/%: $(call obj,tests/system/%.c) $(TEST_LINK)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS) $(SRV_LIBS) $(TESTLIBS)
 
-$(B)/bench/%: $(call obj,tests/bench/%.c) $(LIBLORS_A) $(LIBEXNODE_A) $(LIBIBP_A)
+$(B)/bench/%: $(call obj,tests/bench/%.c tests/bench/usage.c) $(LIBLORS_A) $(LIBEXNODE_A) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 

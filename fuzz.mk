@@ -27,8 +27,8 @@ $(FB)/fuzz_req: tests/fuzz/fuzz_req.c ibp/ibp_proto.c ibp/ibp_proto.h
 	$(CLANG) $(FFLAGS) -o $@ tests/fuzz/fuzz_req.c ibp/ibp_proto.c
 
 XND_COMMON = common/lns_io.c common/lns_err.c common/lns_array.c common/lns_units.c
-$(FB)/fuzz_xnd: tests/fuzz/fuzz_xnd.c $(XND_SRC) exnode/xnd.h exnode/xnd_internal.h ibp/ibp_cap.c \
-    $(XND_COMMON)
+$(FB)/fuzz_xnd: tests/fuzz/fuzz_xnd.c tests/lib/xnd_same.h $(XND_SRC) exnode/xnd.h exnode/xnd_internal.h \
+    ibp/ibp_cap.c $(XND_COMMON)
 	@mkdir -p $(FB)
 	$(CLANG) $(FFLAGS) -Iexnode $(XML2_CFLAGS) -o $@ tests/fuzz/fuzz_xnd.c $(XND_SRC) \
 	    ibp/ibp_cap.c $(XND_COMMON) -lxml2

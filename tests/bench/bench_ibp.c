@@ -30,6 +30,7 @@
 #include "lns_net.h"
 #include "lns_time.h"
 #include "lns_version.h"
+#include "usage.h"
 
 enum { EXIT_IBP = 1, EXIT_USAGE = 2, EXIT_VERIFY = 3, EXIT_SYS = 4 };
 
@@ -53,22 +54,6 @@ static const char *usage_text =
     "           (default 4096), verifying the bytes; prints triples/s and latencies.\n"
     "  freeport prints a TCP port that is free on 127.0.0.1 right now.\n"
     "Sizes take K, M, G, T suffixes (powers of 1024).  Output: key=value lines.\n";
-
-static void usage_exit(const char *why)
-{
-    if (why)
-        fprintf(stderr, "bench_ibp: %s\n", why);
-    fputs(usage_text, stderr);
-    exit(EXIT_USAGE);
-}
-
-static uint64_t parse_size(const char *s, const char *what)
-{
-    uint64_t v;
-    if (lns_parse_size(s, &v) < 0)
-        usage_exit(what);
-    return v;
-}
 
 static double secs_since(int64_t t0_ns)
 {
@@ -193,7 +178,7 @@ static void parse_opts(int argc, char **argv, opts_t *o)
         const char *a = argv[i];
         if (strncmp(a, "--", 2) != 0) {
             if (o->npos == 8)
-                usage_exit("too many arguments");
+                bench_usage_exit("too many arguments");
             o->pos[o->npos++] = a;
             continue;
         }
@@ -202,40 +187,40 @@ static void parse_opts(int argc, char **argv, opts_t *o)
             continue;
         }
         if (i + 1 >= argc)
-            usage_exit("option needs a value");
+            bench_usage_exit("option needs a value");
         const char *v = argv[++i];
         if (!strcmp(a, "--conns"))
-            o->conns = (int)parse_size(v, "bad --conns");
+            o->conns = (int)bench_size_arg(v, "bad --conns");
         else if (!strcmp(a, "--clients"))
-            o->clients = (int)parse_size(v, "bad --clients");
+            o->clients = (int)bench_size_arg(v, "bad --clients");
         else if (!strcmp(a, "--req"))
-            o->req = parse_size(v, "bad --req");
+            o->req = bench_size_arg(v, "bad --req");
         else if (!strcmp(a, "--chunk"))
-            o->chunk = parse_size(v, "bad --chunk");
+            o->chunk = bench_size_arg(v, "bad --chunk");
         else if (!strcmp(a, "--size"))
-            o->size = parse_size(v, "bad --size");
+            o->size = bench_size_arg(v, "bad --size");
         else if (!strcmp(a, "--duration"))
-            o->duration = (int64_t)parse_size(v, "bad --duration");
+            o->duration = (int64_t)bench_size_arg(v, "bad --duration");
         else if (!strcmp(a, "--seconds")) {
             o->seconds = atof(v);
             if (o->seconds <= 0)
-                usage_exit("bad --seconds");
+                bench_usage_exit("bad --seconds");
         } else if (!strcmp(a, "--from"))
             o->from = v;
         else if (!strcmp(a, "--verify"))
             o->verify = v;
         else
-            usage_exit("unknown option");
+            bench_usage_exit("unknown option");
     }
     if (o->conns < 1 || o->conns > 1024 || o->clients < 1 || o->clients > 1024 || o->req == 0)
-        usage_exit("counts must be 1..1024, --req > 0");
+        bench_usage_exit("counts must be 1..1024, --req > 0");
 }
 
 static int parse_port(const char *s)
 {
-    uint64_t p = parse_size(s, "bad port");
+    uint64_t p = bench_size_arg(s, "bad port");
     if (p < 1 || p > 65535)
-        usage_exit("bad port");
+        bench_usage_exit("bad port");
     return (int)p;
 }
 
@@ -246,10 +231,10 @@ static int parse_port(const char *s)
 static int cmd_store(opts_t *o, int fill)
 {
     if (o->npos != 3)
-        usage_exit(fill ? "fill HOST PORT SIZE" : "store HOST PORT SIZE");
+        bench_usage_exit(fill ? "fill HOST PORT SIZE" : "store HOST PORT SIZE");
     const char *host = o->pos[0];
     int port = parse_port(o->pos[1]);
-    uint64_t size = parse_size(o->pos[2], "bad SIZE");
+    uint64_t size = bench_size_arg(o->pos[2], "bad SIZE");
     int fd = o->from ? open_source(o->from, size) : -1;
     uint64_t bufsz = o->chunk ? o->chunk : size;
     unsigned char *buf = NULL;
@@ -334,11 +319,11 @@ static void *load_thread(void *arg)
 static int cmd_load(opts_t *o)
 {
     if (o->npos != 4)
-        usage_exit("load HOST PORT RCAP SIZE");
+        bench_usage_exit("load HOST PORT RCAP SIZE");
     (void)o->pos[0]; /* host and port come from the capability; kept for a uniform CLI */
     parse_port(o->pos[1]);
     const char *rcap = o->pos[2];
-    uint64_t size = parse_size(o->pos[3], "bad SIZE");
+    uint64_t size = bench_size_arg(o->pos[3], "bad SIZE");
     int vfd = o->verify ? open_source(o->verify, size) : -1;
     int n = o->conns;
     load_job_t *jobs = calloc((size_t)n, sizeof(*jobs));
@@ -493,7 +478,7 @@ static double pct_ms(const int64_t *v, size_t n, double p)
 static int cmd_smallops(opts_t *o)
 {
     if (o->npos != 2)
-        usage_exit("smallops HOST PORT");
+        bench_usage_exit("smallops HOST PORT");
     const char *host = o->pos[0];
     int port = parse_port(o->pos[1]);
     int n = o->clients;
@@ -579,8 +564,9 @@ static int cmd_freeport(void)
 
 int main(int argc, char **argv)
 {
+    bench_usage_init("bench_ibp", usage_text);
     if (argc < 2)
-        usage_exit(NULL);
+        bench_usage_exit(NULL);
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         fputs(usage_text, stdout);
@@ -602,6 +588,6 @@ int main(int argc, char **argv)
         return cmd_store(&o, 0);
     if (!strcmp(cmd, "smallops"))
         return cmd_smallops(&o);
-    usage_exit("unknown command");
+    bench_usage_exit("unknown command");
     return EXIT_USAGE;
 }

@@ -27,6 +27,7 @@
 #include "lns_time.h"
 #include "lns_units.h"
 #include "lors.h"
+#include "usage.h"
 #include "xnd.h"
 
 enum { EXIT_LORS = 1, EXIT_USAGE = 2, EXIT_SYS = 4 };
@@ -44,19 +45,11 @@ static const char *usage_text =
     "         run CMD; print its wall seconds, peak RSS and exit status; exit as it did.\n"
     "Sizes take K, M, G, T suffixes (powers of 1024).  Output: one key=value line.\n";
 
-static void usage_exit(const char *why)
-{
-    if (why)
-        fprintf(stderr, "bench_lors_dl: %s\n", why);
-    fputs(usage_text, stderr);
-    exit(EXIT_USAGE);
-}
-
 static int64_t size_arg(const char *s, const char *what)
 {
-    uint64_t v;
-    if (!s || lns_parse_size(s, &v) < 0 || v > INT64_MAX)
-        usage_exit(what);
+    uint64_t v = bench_size_arg(s, what);
+    if (v > INT64_MAX)
+        bench_usage_exit(what);
     return (int64_t)v;
 }
 
@@ -65,7 +58,7 @@ static int int_arg(const char *s, const char *what)
     char *end;
     long v = s ? strtol(s, &end, 10) : 0;
     if (!s || *end || v < 0 || v > 1 << 20)
-        usage_exit(what);
+        bench_usage_exit(what);
     return (int)v;
 }
 
@@ -91,31 +84,31 @@ static int cmd_upload(int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--depot-list")) {
             if (!v || lors_depot_list_parse(v, &depots, &nd, err, sizeof err) != LORS_OK)
-                usage_exit(v ? err : "--depot-list needs a list");
+                bench_usage_exit(v ? err : "--depot-list needs a list");
             i++;
         } else if (!strcmp(a, "-o")) {
             if (!v)
-                usage_exit("-o needs a path");
+                bench_usage_exit("-o needs a path");
             xout = v, i++;
         } else if (!strcmp(a, "-d")) {
             int64_t secs;
             if (!v || lns_parse_seconds(v, &secs) < 0)
-                usage_exit("-d needs a duration");
+                bench_usage_exit("-d needs a duration");
             o.duration_s = secs, i++;
         } else if (!strcmp(a, "-c")) {
             o.copies = int_arg(v, "-c needs a count"), i++;
         } else if (!strcmp(a, "-F")) {
             o.fragments = int_arg(v, "-F needs a count"), i++;
         } else if (a[0] == '-') {
-            usage_exit("unknown upload flag");
+            bench_usage_exit("unknown upload flag");
         } else if (!in) {
             in = a;
         } else {
-            usage_exit("too many arguments");
+            bench_usage_exit("too many arguments");
         }
     }
     if (!in || !xout || !depots)
-        usage_exit("upload needs --depot-list, -o X.xnd and FILE");
+        bench_usage_exit("upload needs --depot-list, -o X.xnd and FILE");
     o.depots = depots;
     o.ndepots = nd;
     int fd = open(in, O_RDONLY);
@@ -161,7 +154,7 @@ static int cmd_download(int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-o")) {
             if (!v)
-                usage_exit("-o needs a path");
+                bench_usage_exit("-o needs a path");
             out = v, i++;
         } else if (!strcmp(a, "-t")) {
             o.threads = int_arg(v, "-t needs a count"), i++;
@@ -180,15 +173,15 @@ static int cmd_download(int argc, char **argv)
         } else if (!strcmp(a, "-V")) {
             /* lors_download's verbose report: this driver always prints its own */
         } else if (a[0] == '-') {
-            usage_exit("unknown download flag");
+            bench_usage_exit("unknown download flag");
         } else if (!xpath) {
             xpath = a;
         } else {
-            usage_exit("too many arguments");
+            bench_usage_exit("too many arguments");
         }
     }
     if (!xpath)
-        usage_exit("download needs X.xnd");
+        bench_usage_exit("download needs X.xnd");
     xnd_t *x = NULL;
     if (xnd_read_file(xpath, &x, err, sizeof err) != XND_OK) {
         fprintf(stderr, "bench_lors_dl: %s: %s\n", xpath, err);
@@ -234,7 +227,7 @@ static int cmd_download(int argc, char **argv)
 static int cmd_time(int argc, char **argv)
 {
     if (argc < 1)
-        usage_exit("time needs a command");
+        bench_usage_exit("time needs a command");
     fflush(stdout);
     int64_t t0 = lns_mono_ns();
     pid_t pid = fork();
@@ -265,14 +258,15 @@ static int cmd_time(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    bench_usage_init("bench_lors_dl", usage_text);
     if (argc < 2)
-        usage_exit(NULL);
+        bench_usage_exit(NULL);
     if (!strcmp(argv[1], "upload"))
         return cmd_upload(argc - 2, argv + 2);
     if (!strcmp(argv[1], "download"))
         return cmd_download(argc - 2, argv + 2);
     if (!strcmp(argv[1], "time"))
         return cmd_time(argc - 2, argv + 2);
-    usage_exit("unknown command");
+    bench_usage_exit("unknown command");
     return EXIT_USAGE;
 }

@@ -9,35 +9,7 @@
 #include <string.h>
 
 #include "xnd.h"
-
-static int same_str(const char *a, const char *b)
-{
-    return (!a && !b) || (a && b && strcmp(a, b) == 0);
-}
-
-static int same_meta(const xnd_meta_list_t *a, const xnd_meta_list_t *b)
-{
-    if (a->n != b->n)
-        return 0;
-    for (size_t i = 0; i < a->n; i++) {
-        const xnd_meta_t *x = &a->items[i], *y = &b->items[i];
-        if (strcmp(x->name, y->name) || x->type != y->type || strcmp(x->text, y->text) ||
-            x->i != y->i || !same_meta(&x->sub, &y->sub))
-            return 0;
-    }
-    return 1;
-}
-
-static int same_mapping(const xnd_mapping_t *a, const xnd_mapping_t *b)
-{
-    return a->exnode_offset == b->exnode_offset && a->logical_length == b->logical_length &&
-           a->alloc_offset == b->alloc_offset && a->alloc_length == b->alloc_length &&
-           a->e2e_blocksize == b->e2e_blocksize && a->start.epoch == b->start.epoch &&
-           a->end.epoch == b->end.epoch && same_str(a->start.text, b->start.text) &&
-           same_str(a->end.text, b->end.text) && same_str(a->cap[0], b->cap[0]) &&
-           same_str(a->cap[1], b->cap[1]) && same_str(a->cap[2], b->cap[2]) &&
-           (a->func == NULL) == (b->func == NULL) && same_meta(&a->meta, &b->meta);
-}
+#include "../lib/xnd_same.h"
 
 static void check(const uint8_t *data, size_t size, int lax)
 {

@@ -111,6 +111,17 @@ int lns_test_run_echo(const char *cmd)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+int lns_test_vsh(const char *vars, const char *fmt, va_list ap)
+{
+    char cmd[8192], full[8192 + 4 * PATH_MAX + 1024];
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    snprintf(full, sizeof full, "B='%s'; D='%s'; %s; (%s) >'%s' 2>'%s' </dev/null",
+             lns_test_bindir(), lns_test_tmpdir(), vars, cmd, lns_test_path("run.out"),
+             lns_test_path("run.err"));
+    int st = system(full);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 void lns_test_script(const char *path, const char *skip_why)
 {
     char cmd[3 * PATH_MAX];

@@ -11,6 +11,8 @@
 
 #include <CUnit/CUnit.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,12 +52,27 @@ void lns_test_slurp(const char *path, char *buf, size_t size);
 int lns_test_find_file(const char *rel, char *out, size_t size);
 /* Run a shell command, print its output indented; its exit status, or -1 without one. */
 int lns_test_run_echo(const char *cmd);
+/* Run the printf-formatted command through sh with $B = the bin directory and $D = the tmpdir,
+ * after the shell assignments vars (e.g. "L='...'"), stdin /dev/null, stdout and stderr into
+ * run.out and run.err in the tmpdir.  The exit code, or -1 without one. */
+int lns_test_vsh(const char *vars, const char *fmt, va_list ap);
 /* Run a test script with the bin directory as its one argument and print its output; it must
  * exit 0.  Exit 77 means it could not run here: skip_why is printed first, and the test still
  * fails. */
 void lns_test_script(const char *path, const char *skip_why);
 /* Fill buf with deterministic pseudo-random bytes from seed. */
 void lns_test_fill(void *buf, size_t n, uint64_t seed);
+/* A pipe fed from a thread: lns_test_feed_start makes the pipe and starts a thread that writes
+ * data[0..n) into it in writes of at most chunk bytes, then closes its end; the reader reads
+ * f->rfd.  -1 if the pipe cannot be made.  lns_test_feed_end joins the thread and closes rfd. */
+typedef struct lns_test_feed {
+    int rfd, wfd;
+    const unsigned char *data;
+    size_t n, chunk;
+    pthread_t th;
+} lns_test_feed;
+int lns_test_feed_start(lns_test_feed *f, const void *data, size_t n, size_t chunk);
+void lns_test_feed_end(lns_test_feed *f);
 /* Sleep ms milliseconds. */
 void lns_test_sleep_ms(int ms);
 /* Send sig to the child *pid.  For SIGKILL, SIGTERM and SIGINT also reap it (SIGKILL after

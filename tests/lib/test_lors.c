@@ -88,6 +88,26 @@ int tl_download_mem(const lors_download_opts_t *o, const xnd_t *x, unsigned char
     return rc;
 }
 
+void tl_check_range(const lors_download_opts_t *o, const xnd_t *x, const unsigned char *src,
+                    size_t n, int64_t off, int64_t len, lors_dl_report_t *rep)
+{
+    lors_download_opts_t ro = *o;
+    unsigned char *out;
+    size_t outlen;
+    ro.offset = off;
+    ro.length = len;
+    size_t want = len < 0 ? n - (size_t)off : (size_t)len;
+    int rc = tl_download_mem(&ro, x, &out, &outlen, rep);
+    if (rc != LORS_OK)
+        fprintf(stderr, "download %lld+%lld: %s\n", (long long)off, (long long)len, rep->error);
+    CU_ASSERT_EQUAL(rc, LORS_OK);
+    CU_ASSERT_EQUAL(outlen, want);
+    CU_ASSERT_EQUAL(rep->bytes_written, (int64_t)want);
+    CU_ASSERT(outlen == want && memcmp(out, src + off, want) == 0);
+    CU_ASSERT_EQUAL(rep->nbad, 0);
+    free(out);
+}
+
 void tl_free_xnd(ibp_client_t *cli, xnd_t *x)
 {
     for (size_t i = 0; x && i < x->nmaps; i++)

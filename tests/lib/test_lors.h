@@ -38,6 +38,11 @@ void tl_upload_opts(lors_upload_opts_t *o, const lors_depot_t *d, size_t nd, int
  * length; lors_download_fd's code. */
 int tl_download_mem(const lors_download_opts_t *o, const xnd_t *x, unsigned char **out,
                     size_t *outlen, lors_dl_report_t *rep);
+/* Download [off, off+len) of x (len -1: to the end) with o's other settings and assert that
+ * it succeeds with exactly src's bytes there, all written, none bad; the report in *rep (the
+ * caller frees it). */
+void tl_check_range(const lors_download_opts_t *o, const xnd_t *x, const unsigned char *src,
+                    size_t n, int64_t off, int64_t len, lors_dl_report_t *rep);
 /* DECR the allocations x still has a manage capability for (errors ignored: depots may be
  * dead), then free x (may be NULL). */
 void tl_free_xnd(ibp_client_t *cli, xnd_t *x);

@@ -105,17 +105,14 @@ int tt_run(tt_env_t *t, const char *env, const char *in, const char *prog, ...)
 
 int tt_sh(tt_env_t *t, const char *fmt, ...)
 {
-    char cmd[8192], full[8192 + 4 * PATH_MAX + 1024];
+    char vars[sizeof t->depots + 8];
+    snprintf(vars, sizeof vars, "L='%s'", t->depots);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    int rc = lns_test_vsh(vars, fmt, ap);
     va_end(ap);
-    snprintf(full, sizeof full, "B='%s'; D='%s'; L='%s'; (%s) >'%s' 2>'%s' </dev/null",
-             lns_test_bindir(), lns_test_tmpdir(), t->depots, cmd, lns_test_path("run.out"),
-             lns_test_path("run.err"));
-    int st = system(full);
     tt_collect(t);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return rc;
 }
 
 const char *tt_dlist(tt_env_t *t, int first, ...)

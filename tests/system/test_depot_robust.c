@@ -56,12 +56,32 @@ static long long probe_size(int fd, const caps_t *c)
     return (long long)cur;
 }
 
+/* The request line of a STORE of n bytes to c's allocation: raw_send's result. */
+static int store_header(int fd, const caps_t *c, size_t n, int timeout)
+{
+    char hdr[512];
+    int h = snprintf(hdr, sizeof hdr, "1 2 %s %s %zu %d\n", c->key[1], c->tk[1], n, timeout);
+    return raw_send(fd, hdr, (size_t)h);
+}
+
+/* SIGKILL the depot once it has had 100 ms to read what fd sent, close fd, restart the depot
+ * on its port and data; a new connection to it. */
+static int crash_and_reconnect(test_depot_t *d, int fd)
+{
+    usleep(100 * 1000);
+    lns_test_server_kill(&d->srv, SIGKILL);
+    close(fd);
+    CU_ASSERT_FATAL(td_restart(d) == 0);
+    fd = td_connect(d);
+    CU_ASSERT_FATAL(fd >= 0);
+    return fd;
+}
+
 /* Pipelined STORE; 1 on "1 \n" + "1 n\n". */
 static int store(int fd, const caps_t *c, const char *buf, size_t n, int timeout)
 {
-    char hdr[512], r1[64], r2[64], want[64];
-    int h = snprintf(hdr, sizeof hdr, "1 2 %s %s %zu %d\n", c->key[1], c->tk[1], n, timeout);
-    if (raw_send(fd, hdr, (size_t)h) < 0 || raw_send(fd, buf, n) < 0)
+    char r1[64], r2[64], want[64];
+    if (store_header(fd, c, n, timeout) < 0 || raw_send(fd, buf, n) < 0)
         return -1000;
     if (raw_readline(fd, r1, sizeof r1) < 0 || strcmp(r1, "1 ") != 0)
         return raw_code(r1);
@@ -106,17 +126,9 @@ static void test_sigkill_during_stores(void)
     }
     CU_ASSERT_EQUAL(acked, (size_t)CHUNK * N);
     /* one more STORE, half sent, when the depot dies */
-    char hdr[512];
-    int h = snprintf(hdr, sizeof hdr, "1 2 %s %s %d 30\n", c.key[1], c.tk[1], CHUNK);
-    CU_ASSERT_EQUAL(raw_send(fd, hdr, (size_t)h), 0);
+    CU_ASSERT_EQUAL(store_header(fd, &c, CHUNK, 30), 0);
     CU_ASSERT_EQUAL(raw_send(fd, data + acked, CHUNK / 2), 0);
-    usleep(100 * 1000);
-    lns_test_server_kill(&d.srv, SIGKILL);
-    close(fd);
-
-    CU_ASSERT_FATAL(td_restart(&d) == 0);
-    fd = td_connect(&d);
-    CU_ASSERT_FATAL(fd >= 0);
+    fd = crash_and_reconnect(&d, fd);
     CU_ASSERT_EQUAL(probe_size(fd, &c), (long long)acked);
     CU_ASSERT(load_check(fd, &c, data, acked));
     /* the allocation goes on from exactly there */
@@ -158,20 +170,13 @@ static void test_sigkill_slabs(void)
                          c[1].tk[2]), 1);
     /* 3000 bytes acknowledged, then a STORE of 4000 of which 2000 are sent */
     caps_t k;
-    char kdata[7000], hdr[512];
+    char kdata[7000];
     lns_test_fill(kdata, sizeof kdata, 77);
     CU_ASSERT_FATAL(allocate(fd, sizeof kdata, &k) == 1);
     CU_ASSERT_EQUAL(store(fd, &k, kdata, 3000, 30), 1);
-    int h = snprintf(hdr, sizeof hdr, "1 2 %s %s 4000 30\n", k.key[1], k.tk[1]);
-    CU_ASSERT_EQUAL(raw_send(fd, hdr, (size_t)h), 0);
+    CU_ASSERT_EQUAL(store_header(fd, &k, 4000, 30), 0);
     CU_ASSERT_EQUAL(raw_send(fd, kdata + 3000, 2000), 0);
-    usleep(100 * 1000);
-    lns_test_server_kill(&d.srv, SIGKILL);
-    close(fd);
-
-    CU_ASSERT_FATAL(td_restart(&d) == 0);
-    fd = td_connect(&d);
-    CU_ASSERT_FATAL(fd >= 0);
+    fd = crash_and_reconnect(&d, fd);
     CU_ASSERT_EQUAL(probe_size(fd, &k), 3000);
     CU_ASSERT(load_check(fd, &k, kdata, 3000));
     for (int i = HALF; i < HALF + N; i++) {
@@ -202,7 +207,7 @@ static void test_disconnect_mid_store(void)
 {
     test_depot_t d;
     caps_t c;
-    char data[8000], hdr[512];
+    char data[8000];
     lns_test_fill(data, sizeof data, 3);
     CU_ASSERT_FATAL(td_start(&d, NULL) == 0);
     int fd = td_connect(&d);
@@ -210,8 +215,7 @@ static void test_disconnect_mid_store(void)
     CU_ASSERT_FATAL(allocate(fd, 8000, &c) == 1);
     CU_ASSERT_EQUAL(store(fd, &c, data, 1000, 30), 1);
     /* 2000 of 5000 bytes, then the client is gone */
-    int h = snprintf(hdr, sizeof hdr, "1 2 %s %s 5000 30\n", c.key[1], c.tk[1]);
-    CU_ASSERT_EQUAL(raw_send(fd, hdr, (size_t)h), 0);
+    CU_ASSERT_EQUAL(store_header(fd, &c, 5000, 30), 0);
     CU_ASSERT_EQUAL(raw_send(fd, "\xff\xff\xff\xff\xff\xff\xff\xff", 8), 0);
     CU_ASSERT_EQUAL(raw_send(fd, data + 1000, 1992), 0);
     usleep(100 * 1000);
@@ -223,8 +227,7 @@ static void test_disconnect_mid_store(void)
     /* a stalled STORE (server timeout 1 s): the depot gives up and closes */
     int sfd = td_connect(&d);
     CU_ASSERT_FATAL(sfd >= 0);
-    h = snprintf(hdr, sizeof hdr, "1 2 %s %s 3000 1\n", c.key[1], c.tk[1]);
-    CU_ASSERT_EQUAL(raw_send(sfd, hdr, (size_t)h), 0);
+    CU_ASSERT_EQUAL(store_header(sfd, &c, 3000, 1), 0);
     CU_ASSERT_EQUAL(raw_send(sfd, "zzzz", 4), 0);
     char line[64];
     CU_ASSERT_EQUAL(raw_readline(sfd, line, sizeof line), 2);
@@ -308,7 +311,7 @@ static void test_slowloris(void)
 {
     test_depot_t d;
     caps_t c;
-    char data[4096], hdr[512];
+    char data[4096];
     lns_test_fill(data, sizeof data, 1);
     CU_ASSERT_FATAL(td_start(&d, "--header-timeout 2") == 0);
     int setup = td_connect(&d);
@@ -324,8 +327,7 @@ static void test_slowloris(void)
     /* a STORE whose data trickles in, one byte every 200 ms */
     trickle_t tr = {.fd = td_connect(&d)};
     CU_ASSERT_FATAL(tr.fd >= 0);
-    int h = snprintf(hdr, sizeof hdr, "1 2 %s %s 100000 30\n", slow.key[1], slow.tk[1]);
-    CU_ASSERT_EQUAL(raw_send(tr.fd, hdr, (size_t)h), 0);
+    CU_ASSERT_EQUAL(store_header(tr.fd, &slow, 100000, 30), 0);
     pthread_t th;
     CU_ASSERT_FATAL(pthread_create(&th, NULL, trickle_main, &tr) == 0);
 

@@ -394,19 +394,30 @@ static void test_wrong_caps(void)
 
 static void test_allocate_errors(void)
 {
+    static const struct {
+        const char *line;
+        int code;
+    } cases[] = {
+        {"1 1 0 2 1 3600 209715200 30\n", -19},
+        {"1 1 0 1 1 3600 209715200 30\n", -19},
+        {"1 1 0 2 1 3601 1024 30\n", -28},
+        {"0 1 2 1 99999 1024 30\n", -28},
+        {"1 1 0 2 1 0 1024 30\n", -33},
+        {"1 1 0 2 1 -2 1024 30\n", -33},
+        {"1 1 0 2 1 60 0 30\n", -36},
+        {"1 1 0 2 1 60 -5 30\n", -36},
+        {"1 1 0 3 1 60 10 30\n", -34},
+        {"1 1 7 2 1 60 10 30\n", -50},
+        {"1 1 0 2 2 60 10 30\n", -22},
+        {"0 1 2 4 60 10 30\n", -22},
+    };
     int fd = conn();
-    CU_ASSERT_EQUAL(req(fd, "1 1 0 2 1 3600 209715200 30\n", NULL, 0), -19);
-    CU_ASSERT_EQUAL(req(fd, "1 1 0 1 1 3600 209715200 30\n", NULL, 0), -19);
-    CU_ASSERT_EQUAL(req(fd, "1 1 0 2 1 3601 1024 30\n", NULL, 0), -28);
-    CU_ASSERT_EQUAL(req(fd, "0 1 2 1 99999 1024 30\n", NULL, 0), -28);
-    CU_ASSERT_EQUAL(req(fd, "1 1 0 2 1 0 1024 30\n", NULL, 0), -33);
-    CU_ASSERT_EQUAL(req(fd, "1 1 0 2 1 -2 1024 30\n", NULL, 0), -33);
-    CU_ASSERT_EQUAL(req(fd, "1 1 0 2 1 60 0 30\n", NULL, 0), -36);
-    CU_ASSERT_EQUAL(req(fd, "1 1 0 2 1 60 -5 30\n", NULL, 0), -36);
-    CU_ASSERT_EQUAL(req(fd, "1 1 0 3 1 60 10 30\n", NULL, 0), -34);
-    CU_ASSERT_EQUAL(req(fd, "1 1 7 2 1 60 10 30\n", NULL, 0), -50);
-    CU_ASSERT_EQUAL(req(fd, "1 1 0 2 2 60 10 30\n", NULL, 0), -22);
-    CU_ASSERT_EQUAL(req(fd, "0 1 2 4 60 10 30\n", NULL, 0), -22);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int got = req(fd, cases[i].line, NULL, 0);
+        if (got != cases[i].code)
+            fprintf(stderr, "\n  want %d got %d for %s", cases[i].code, got, cases[i].line);
+        CU_ASSERT_EQUAL(got, cases[i].code);
+    }
     /* the connection survived all of these */
     caps_t c;
     CU_ASSERT_EQUAL(allocate(fd, 1, 2, -1, 10, &c), 1);

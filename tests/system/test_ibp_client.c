@@ -114,26 +114,6 @@ static void do_allocate_probe(int v)
 
 /* ---- store (buffer, fd, file) and load (buffer, fd) ---- */
 
-typedef struct pipe_feed {
-    int fd;
-    const unsigned char *data;
-    size_t n;
-} pipe_feed_t;
-
-static void *feeder(void *arg)
-{
-    pipe_feed_t *f = arg;
-    size_t off = 0;
-    while (off < f->n) {
-        ssize_t w = write(f->fd, f->data + off, f->n - off > 65536 ? 65536 : f->n - off);
-        if (w <= 0)
-            break;
-        off += (size_t)w;
-    }
-    close(f->fd);
-    return NULL;
-}
-
 typedef struct pipe_drain {
     int fd;
     unsigned char *data;
@@ -172,14 +152,11 @@ static void do_store_load(int v)
     CU_ASSERT_EQUAL(ibp_store(c, caps.write, src, n1, &done), IBP_OK);
     CU_ASSERT_EQUAL(done, n1);
     /* 2: from a pipe, fed by another thread */
-    CU_ASSERT_EQUAL_FATAL(pipe(pfd), 0);
-    pipe_feed_t feed = {pfd[1], src + n1, n2};
-    pthread_t th;
-    pthread_create(&th, NULL, feeder, &feed);
-    CU_ASSERT_EQUAL(ibp_store_fd(c, caps.write, pfd[0], n2, &done), IBP_OK);
+    lns_test_feed feed;
+    CU_ASSERT_EQUAL_FATAL(lns_test_feed_start(&feed, src + n1, n2, 65536), 0);
+    CU_ASSERT_EQUAL(ibp_store_fd(c, caps.write, feed.rfd, n2, &done), IBP_OK);
     CU_ASSERT_EQUAL(done, n2);
-    pthread_join(th, NULL);
-    close(pfd[0]);
+    lns_test_feed_end(&feed);
     /* 3: sendfile from a file offset; the file position must not move */
     char *path = tmpfile_with(src + n1 + n2 - foff, n3 + foff, "store3");
     CU_ASSERT_PTR_NOT_NULL_FATAL(path);
@@ -217,6 +194,7 @@ static void do_store_load(int v)
     close(ofd);
     /* load to a pipe, drained by another thread */
     CU_ASSERT_EQUAL_FATAL(pipe(pfd), 0);
+    pthread_t th;
     pipe_drain_t dr = {pfd[0], back, total, 0};
     memset(back, 0, total);
     pthread_create(&th, NULL, drainer, &dr);

@@ -83,6 +83,17 @@ static int alloc(ibp_client_t *c, int port, uint64_t size, ibp_caps_t *caps)
     return ibp_allocate(c, "127.0.0.1", port, NULL, &a, caps);
 }
 
+/* A depot of the test's own (extra: its arguments, may be NULL), a client of 8 idle
+ * connections for 30 s with I/O timeout io_ms, and a hard allocation of size on the depot. */
+static ibp_client_t *depot_with_alloc(test_depot_t *d, const char *extra, int io_ms,
+                                      uint64_t size, ibp_caps_t *caps)
+{
+    CU_ASSERT_EQUAL_FATAL(td_start(d, extra), 0);
+    ibp_client_t *c = client_with(8, 30, io_ms);
+    CU_ASSERT_EQUAL_FATAL(alloc(c, d->port, size, caps), IBP_OK);
+    return c;
+}
+
 /* ---- reuse ---- */
 
 static void test_reuse(void)
@@ -91,10 +102,8 @@ static void test_reuse(void)
     ibp_caps_t caps;
     ibp_probe_t p;
     char buf[64];
-    CU_ASSERT_EQUAL_FATAL(td_start(&d, NULL), 0);
 
-    ibp_client_t *c = client_with(8, 30, 10000);
-    CU_ASSERT_EQUAL_FATAL(alloc(c, d.port, 1 << 20, &caps), IBP_OK);
+    ibp_client_t *c = depot_with_alloc(&d, NULL, 10000, 1 << 20, &caps);
     int errors = 0;
     for (int i = 0; i < 100; i++) {
         errors += ibp_store(c, caps.write, "0123456789", 10, NULL) != IBP_OK;
@@ -139,9 +148,7 @@ static void test_idle_close(void)
     test_depot_t d;
     ibp_caps_t caps;
     char buf[5];
-    CU_ASSERT_EQUAL_FATAL(td_start(&d, "--idle-timeout 1"), 0);
-    ibp_client_t *c = client_with(8, 30, 10000);
-    CU_ASSERT_EQUAL_FATAL(alloc(c, d.port, 100, &caps), IBP_OK);
+    ibp_client_t *c = depot_with_alloc(&d, "--idle-timeout 1", 10000, 100, &caps);
     CU_ASSERT_EQUAL(ibp_store(c, caps.write, "hello", 5, NULL), IBP_OK);
     sleep(2);
     CU_ASSERT_EQUAL(ibp_load(c, caps.read, 0, 5, buf), IBP_OK);
@@ -497,9 +504,7 @@ static void test_depot_killed(void)
     test_depot_t d;
     ibp_caps_t caps;
     ibp_probe_t p;
-    CU_ASSERT_EQUAL_FATAL(td_start(&d, NULL), 0);
-    ibp_client_t *c = client_with(8, 30, 5000);
-    CU_ASSERT_EQUAL_FATAL(alloc(c, d.port, 1000, &caps), IBP_OK);
+    ibp_client_t *c = depot_with_alloc(&d, NULL, 5000, 1000, &caps);
     CU_ASSERT_EQUAL(ibp_store(c, caps.write, "abc", 3, NULL), IBP_OK);
     lns_test_server_kill(&d.srv, SIGKILL);
     int64_t t0 = now_ms();
@@ -551,9 +556,7 @@ static void test_depot_stopped(void)
     ibp_caps_t caps;
     ibp_probe_t p;
     char buf[3];
-    CU_ASSERT_EQUAL_FATAL(td_start(&d, NULL), 0);
-    ibp_client_t *c = client_with(8, 30, 1000);
-    CU_ASSERT_EQUAL_FATAL(alloc(c, d.port, 1000, &caps), IBP_OK);
+    ibp_client_t *c = depot_with_alloc(&d, NULL, 1000, 1000, &caps);
     CU_ASSERT_EQUAL(ibp_store(c, caps.write, "abc", 3, NULL), IBP_OK);
     lns_test_server_kill(&d.srv, SIGSTOP);
     CU_ASSERT_EQUAL_FATAL(wait_stopped(d.pid), 0);

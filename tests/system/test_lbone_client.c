@@ -49,18 +49,15 @@ static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static int sh(const char *fmt, ...)
 {
-    char cmd[4096], full[4096 + 4 * PATH_MAX + 1024];
+    char vars[sizeof lb.url + 8];
+    snprintf(vars, sizeof vars, "U='%s'", lb.url);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    int rc = lns_test_vsh(vars, fmt, ap);
     va_end(ap);
-    snprintf(full, sizeof full, "B='%s'; D='%s'; U='%s'; (%s) >'%s' 2>'%s' </dev/null",
-             lns_test_bindir(), lns_test_tmpdir(), lb.url, cmd, lns_test_path("run.out"),
-             lns_test_path("run.err"));
-    int st = system(full);
     lns_test_slurp(lns_test_path("run.out"), out, sizeof out);
     lns_test_slurp(lns_test_path("run.err"), err, sizeof err);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return rc;
 }
 
 /* A port on 127.0.0.1 where nothing listens (bound, then closed). */
@@ -81,18 +78,24 @@ static const lbone_depot_info_t *find_port(const lbone_result_t *r, int port)
     return NULL;
 }
 
-static int query(const char *location, lbone_result_t *r)
+/* Ask lb for depots: lbone_query_depots's code, its message on stderr if it failed. */
+static int query_req(const lbone_request_t *req, lbone_result_t *r)
 {
     const char *servers[] = {lb.url};
-    lbone_request_t req;
     char e[1024];
-    lbone_request_init(&req);
-    req.location = location;
-    req.count = 100;
-    int rc = lbone_query_depots(servers, 1, &req, r, e, sizeof e);
+    int rc = lbone_query_depots(servers, 1, req, r, e, sizeof e);
     if (rc != LBONE_OK)
         fprintf(stderr, "  query: %s\n", e);
     return rc;
+}
+
+static int query(const char *location, lbone_result_t *r)
+{
+    lbone_request_t req;
+    lbone_request_init(&req);
+    req.location = location;
+    req.count = 100;
+    return query_req(&req, r);
 }
 
 /* Wait (up to ms) until the depot on port is up in lb's answers (want 1) or gone (want 0).
@@ -233,7 +236,7 @@ static void test_query_filters(void)
     lbone_request_init(&req);
     req.location = "zip= 37996";
     req.count = 2;
-    CU_ASSERT_EQUAL_FATAL(lbone_query_depots(servers, 1, &req, &r, e, sizeof e), LBONE_OK);
+    CU_ASSERT_EQUAL_FATAL(query_req(&req, &r), LBONE_OK);
     CU_ASSERT_EQUAL(r.n, 2);
     if (r.n)
         CU_ASSERT_EQUAL(r.depots[0].port, dep[TYS].port);
@@ -241,27 +244,27 @@ static void test_query_filters(void)
 
     lbone_request_init(&req);
     req.hard = 1ULL << 40; /* nobody has a terabyte */
-    CU_ASSERT_EQUAL(lbone_query_depots(servers, 1, &req, &r, e, sizeof e), LBONE_OK);
+    CU_ASSERT_EQUAL(query_req(&req, &r), LBONE_OK);
     CU_ASSERT_EQUAL(r.n, 0);
     CU_ASSERT(!r.resolved);
     lbone_result_free(&r);
 
     lbone_request_init(&req);
     req.duration = 7200; /* the depots allow an hour */
-    CU_ASSERT_EQUAL(lbone_query_depots(servers, 1, &req, &r, e, sizeof e), LBONE_OK);
+    CU_ASSERT_EQUAL(query_req(&req, &r), LBONE_OK);
     CU_ASSERT_EQUAL(r.n, 0);
     lbone_result_free(&r);
 
     /* "at least T3": the 1G depots at AMS and the T3 one at TYS; not NRT (undeclared) */
     lbone_request_init(&req);
     req.connection = "T3";
-    CU_ASSERT_EQUAL(lbone_query_depots(servers, 1, &req, &r, e, sizeof e), LBONE_OK);
+    CU_ASSERT_EQUAL(query_req(&req, &r), LBONE_OK);
     CU_ASSERT_EQUAL(r.n, 3);
     CU_ASSERT_PTR_NULL(find_port(&r, dep[NRT].port));
     lbone_result_free(&r);
     req.connection = "OC12";
     req.power = "ups";
-    CU_ASSERT_EQUAL(lbone_query_depots(servers, 1, &req, &r, e, sizeof e), LBONE_OK);
+    CU_ASSERT_EQUAL(query_req(&req, &r), LBONE_OK);
     CU_ASSERT_EQUAL(r.n, 2);
     CU_ASSERT_PTR_NOT_NULL(find_port(&r, dep[AMS1].port));
     CU_ASSERT_PTR_NOT_NULL(find_port(&r, dep[AMS2].port));
@@ -536,13 +539,11 @@ static void test_upload_nearest(void)
                        "\"$D/near.out\" \"$D/near.xnd\""), 0);
     CU_ASSERT_EQUAL(measurements(dep[AMS1].port), m2);
     /* With a measurement, the L-Bone forecasts this network's bandwidth to AMS1. */
-    const char *servers[] = {lb.url};
     lbone_request_t req;
     lbone_result_t r;
-    char e[1024];
     lbone_request_init(&req);
     req.order = "bandwidth";
-    CU_ASSERT_EQUAL(lbone_query_depots(servers, 1, &req, &r, e, sizeof e), LBONE_OK);
+    CU_ASSERT_EQUAL(query_req(&req, &r), LBONE_OK);
     const lbone_depot_info_t *d = find_port(&r, dep[AMS1].port);
     CU_ASSERT(d && d->forecast_mbps > 0);
     lbone_result_free(&r);

@@ -69,22 +69,10 @@ static void check_range(const xnd_t *x, const unsigned char *src, size_t n, int6
 {
     lors_download_opts_t o;
     lors_dl_report_t rep;
-    unsigned char *out;
-    size_t outlen;
     dopts(&o);
-    o.offset = off;
-    o.length = len;
-    size_t want = len < 0 ? n - (size_t)off : (size_t)len;
-    int rc = download(&o, x, &out, &outlen, &rep);
-    CU_ASSERT_EQUAL(rc, LORS_OK);
-    CU_ASSERT_EQUAL(outlen, want);
-    CU_ASSERT_EQUAL(rep.bytes_written, (int64_t)want);
-    if (outlen == want)
-        CU_ASSERT(memcmp(out, src + off, want) == 0);
-    CU_ASSERT_EQUAL(rep.nbad, 0);
+    tl_check_range(&o, x, src, n, off, len, &rep);
     CU_ASSERT(rep.peak_buffered <= o.buffer_bytes + o.threads * rep.max_fetch_buffer);
     lors_dl_report_free(&rep);
-    free(out);
 }
 
 static void test_sizes(void)
@@ -108,12 +96,8 @@ static void test_large(void)
     xnd_t *x = upload(ldep, ND, src, n, 2, 4);
     lors_download_opts_t o;
     lors_dl_report_t rep;
-    unsigned char *out;
-    size_t outlen;
     dopts(&o);
-    CU_ASSERT_EQUAL(download(&o, x, &out, &outlen, &rep), LORS_OK);
-    CU_ASSERT_EQUAL_FATAL(outlen, n);
-    CU_ASSERT(memcmp(out, src, n) == 0);
+    tl_check_range(&o, x, src, n, 0, -1, &rep);
     CU_ASSERT_EQUAL(rep.ndepots, ND);
     uint64_t bytes = 0, blocks = 0;
     for (size_t d = 0; d < rep.ndepots; d++) {
@@ -125,7 +109,6 @@ static void test_large(void)
     CU_ASSERT_EQUAL(blocks, rep.blocks);
     CU_ASSERT(rep.bytes_fetched >= (int64_t)n);
     lors_dl_report_free(&rep);
-    free(out);
     tl_free_xnd(cli, x);
     free(src);
 }
@@ -370,20 +353,15 @@ static void test_memory_bound(void)
     xnd_t *x = upload(ldep, ND, src, n, 2, 4);
     lors_download_opts_t o;
     lors_dl_report_t rep;
-    unsigned char *out;
-    size_t outlen;
     dopts(&o);
     o.buffer_bytes = 2 * DBS;
-    CU_ASSERT_EQUAL(download(&o, x, &out, &outlen, &rep), LORS_OK);
-    CU_ASSERT_EQUAL(outlen, n);
-    CU_ASSERT(outlen == n && memcmp(out, src, n) == 0);
+    tl_check_range(&o, x, src, n, 0, -1, &rep);
     CU_ASSERT(rep.max_fetch_buffer <= DBS);
     CU_ASSERT(rep.peak_buffered > 0);
     CU_ASSERT(rep.peak_buffered <= o.buffer_bytes + o.threads * rep.max_fetch_buffer);
     if (rep.peak_buffered > o.buffer_bytes + o.threads * rep.max_fetch_buffer)
         fprintf(stderr, "peak %lld\n", (long long)rep.peak_buffered);
     lors_dl_report_free(&rep);
-    free(out);
     tl_free_xnd(cli, x);
     free(src);
 }

@@ -61,6 +61,17 @@ static xnd_t *upload(const lors_depot_t *d, size_t nd, const unsigned char *src,
     return x;
 }
 
+/* Upload src to a new victim depot paired with a fleet depot (copy 0 of each fragment
+ * on the victim when copies is 2), so a test can kill the victim and keep the rest. */
+static xnd_t *upload_with_victim(test_depot_t *v, const lors_depot_t *partner,
+                                 const unsigned char *src, size_t n, int copies, int frags)
+{
+    lors_depot_t lv[2];
+    victim(v, &lv[0], NULL);
+    lv[1] = *partner;
+    return upload(lv, 2, src, n, copies, frags, 600);
+}
+
 /* 1 if downloading x (checksums verified) gives exactly src. */
 static int downloads_as(const xnd_t *x, const unsigned char *src, size_t n, int threads)
 {
@@ -445,10 +456,7 @@ static void test_augment_balance(void)
 
     /* a dead copy does not count: two copies each, one depot killed, -B -c 2 adds one each */
     test_depot_t v;
-    lors_depot_t lv[2];
-    victim(&v, &lv[0], NULL);
-    lv[1] = ldep[1];
-    x = upload(lv, 2, src, n, 2, 2, 600);
+    x = upload_with_victim(&v, &ldep[1], src, n, 2, 2);
     lns_test_server_kill(&v.srv, SIGKILL);
     aopts(&o, &ldep[2], 1, 2);
     o.balance = 1;
@@ -484,12 +492,9 @@ static void test_augment_balance(void)
 static void test_probe_logical(void)
 {
     test_depot_t v;
-    lors_depot_t lv[2];
     size_t n = 600000;
     unsigned char *src = tl_data(n, 45);
-    victim(&v, &lv[0], NULL);
-    lv[1] = ldep[1];
-    xnd_t *x = upload(lv, 2, src, n, 2, 2, 600); /* copy 0 on the victim, copy 1 on dep 1 */
+    xnd_t *x = upload_with_victim(&v, &ldep[1], src, n, 2, 2); /* copy 1 on dep 1 */
     lors_probe_t *pr = NULL;
     xnd_range_t *r = NULL;
     size_t nr = 0;
@@ -620,13 +625,10 @@ static void test_trim(void)
 static void test_trim_dead(void)
 {
     test_depot_t v;
-    lors_depot_t lv[2];
     size_t n = 500000;
     unsigned char *src = tl_data(n, 47);
     lors_trim_report_t r;
-    victim(&v, &lv[0], NULL);
-    lv[1] = ldep[4];
-    xnd_t *x = upload(lv, 2, src, n, 2, 2, 600); /* 0 and 2 on the victim, 1 and 3 on dep4 */
+    xnd_t *x = upload_with_victim(&v, &ldep[4], src, n, 2, 2); /* 0, 2 on the victim; 1, 3 on dep4 */
     lns_test_server_kill(&v.srv, SIGKILL);
 
     /* -u with numbers: only those of them found dead */
@@ -744,14 +746,11 @@ static void test_refresh(void)
 static void test_refresh_dead_expired(void)
 {
     test_depot_t v;
-    lors_depot_t lv[2];
     size_t n = 300000;
     unsigned char *src = tl_data(n, 49);
     lors_refresh_opts_t o;
     lors_refresh_report_t r;
-    victim(&v, &lv[0], NULL);
-    lv[1] = ldep[2];
-    xnd_t *x = upload(lv, 2, src, n, 1, 2, 600); /* fragment 0 on the victim */
+    xnd_t *x = upload_with_victim(&v, &ldep[2], src, n, 1, 2); /* fragment 0 on the victim */
     int64_t end0 = x->maps[0]->end.epoch;
     lns_test_server_kill(&v.srv, SIGKILL);
 

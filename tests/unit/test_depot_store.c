@@ -659,6 +659,29 @@ static void test_chng_moves_across_64k(void)
     depot_store_close(&st);
 }
 
+/* Allocation i's size in test_restart_rebuilds_free_lists: 1 to 65536 bytes, well spread. */
+static uint64_t spread_size(int i)
+{
+    return 1 + (uint64_t)(i * 7919) % 65536;
+}
+
+/* Allocate size bytes (at most 64 KiB; hard, 600 s) as *na and store size bytes from seed. */
+static void alloc_filled(depot_newalloc_t *na, uint64_t size, uint64_t seed)
+{
+    static char buf[65536];
+    CU_ASSERT_EQUAL_FATAL(depot_store_allocate(&st, 0, IBP_HARD, 1, 600, size, na), IBP_OK);
+    lns_test_fill(buf, size, seed);
+    CU_ASSERT_EQUAL(put(na, UINT64_MAX, buf, size), IBP_OK);
+}
+
+/* The size of the slab file of class c. */
+static off_t slab_size(int c)
+{
+    char name[32];
+    snprintf(name, sizeof name, "slab/%u", DEPOT_SLOT_MIN << c);
+    return file_size(name);
+}
+
 static void test_restart_rebuilds_free_lists(void)
 {
     enum { N = 300 };
@@ -669,11 +692,7 @@ static void test_restart_rebuilds_free_lists(void)
     setup(1 << 30, 0, 3600);
     CU_ASSERT_FATAL(open_store() == 0);
     for (int i = 0; i < N; i++) {
-        uint64_t size = 1 + (uint64_t)(i * 7919) % 65536;
-        CU_ASSERT_EQUAL_FATAL(depot_store_allocate(&st, 0, IBP_HARD, 1, 600, size, &na[i]),
-                              IBP_OK);
-        lns_test_fill(buf, size, (uint64_t)i);
-        CU_ASSERT_EQUAL(put(&na[i], UINT64_MAX, buf, size), IBP_OK);
+        alloc_filled(&na[i], spread_size(i), (uint64_t)i);
         live[i] = 1;
     }
     for (int i = 0; i < N; i += 3) {
@@ -681,35 +700,24 @@ static void test_restart_rebuilds_free_lists(void)
         live[i] = 0;
     }
     off_t sizes[DEPOT_SLAB_CLASSES];
-    for (int c = 0; c < DEPOT_SLAB_CLASSES; c++) {
-        char name[32];
-        snprintf(name, sizeof name, "slab/%u", DEPOT_SLOT_MIN << c);
-        sizes[c] = file_size(name);
-    }
+    for (int c = 0; c < DEPOT_SLAB_CLASSES; c++)
+        sizes[c] = slab_size(c);
     depot_store_close(&st);
 
     CU_ASSERT_FATAL(open_store() == 0);
     /* as many new ones of each size as were freed: they fill the holes, the files do not
      * grow; and no slot is handed out twice, or someone's bytes would change */
     for (int i = 0; i < N; i += 3) {
-        int j = N + i;
-        uint64_t size = 1 + (uint64_t)(i * 7919) % 65536;
-        CU_ASSERT_EQUAL_FATAL(depot_store_allocate(&st, 0, IBP_HARD, 1, 600, size, &na[j]),
-                              IBP_OK);
-        lns_test_fill(buf, size, (uint64_t)j);
-        CU_ASSERT_EQUAL(put(&na[j], UINT64_MAX, buf, size), IBP_OK);
-        live[j] = 1;
+        alloc_filled(&na[N + i], spread_size(i), (uint64_t)(N + i));
+        live[N + i] = 1;
     }
-    for (int c = 0; c < DEPOT_SLAB_CLASSES; c++) {
-        char name[32];
-        snprintf(name, sizeof name, "slab/%u", DEPOT_SLOT_MIN << c);
-        CU_ASSERT(file_size(name) <= sizes[c]);
-    }
+    for (int c = 0; c < DEPOT_SLAB_CLASSES; c++)
+        CU_ASSERT(slab_size(c) <= sizes[c]);
     int bad = 0;
     for (int i = 0; i < 2 * N; i++) {
         if (i >= N && !live[i])
             continue;
-        uint64_t size = 1 + (uint64_t)((i % N) * 7919) % 65536;
+        uint64_t size = spread_size(i % N);
         lns_test_fill(buf, size, (uint64_t)i);
         if (live[i] && check_data(&na[i], 0, buf, size) != 0)
             bad++;

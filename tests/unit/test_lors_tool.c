@@ -203,21 +203,32 @@ static void test_rc_errors(void)
 
 static void test_exit_codes(void)
 {
-    CU_ASSERT_EQUAL(tool_exit_code(LORS_OK), 0);
-    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_INVAL), TOOL_EXIT_USAGE);
-    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_RC), TOOL_EXIT_USAGE);
-    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_EXNODE), TOOL_EXIT_EXNODE);
-    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_READ), TOOL_EXIT_IO);
-    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_WRITE), TOOL_EXIT_IO);
-    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_NODEPOTS), TOOL_EXIT_DEPOTS);
-    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_PLACE), TOOL_EXIT_DEPOTS);
-    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_NO_REPLICA), TOOL_EXIT_NO_DATA);
-    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_KEY), TOOL_EXIT_INTEGRITY);
-    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_E2E), TOOL_EXIT_INTEGRITY);
-    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_DIGEST), TOOL_EXIT_INTEGRITY);
-    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_PARTIAL), TOOL_EXIT_PARTIAL);
-    CU_ASSERT_EQUAL(tool_exit_code(LORS_E_NOMEM), TOOL_EXIT_INTERNAL);
-    CU_ASSERT_EQUAL(tool_exit_code(-999), TOOL_EXIT_INTERNAL);
+    static const struct {
+        int code, exit;
+    } cases[] = {
+        {LORS_OK, 0},
+        {LORS_E_INVAL, TOOL_EXIT_USAGE},
+        {LORS_E_RC, TOOL_EXIT_USAGE},
+        {LORS_E_EXNODE, TOOL_EXIT_EXNODE},
+        {LORS_E_READ, TOOL_EXIT_IO},
+        {LORS_E_WRITE, TOOL_EXIT_IO},
+        {LORS_E_NODEPOTS, TOOL_EXIT_DEPOTS},
+        {LORS_E_PLACE, TOOL_EXIT_DEPOTS},
+        {LORS_E_NO_REPLICA, TOOL_EXIT_NO_DATA},
+        {LORS_E_KEY, TOOL_EXIT_INTEGRITY},
+        {LORS_E_E2E, TOOL_EXIT_INTEGRITY},
+        {LORS_E_DIGEST, TOOL_EXIT_INTEGRITY},
+        {LORS_E_PARTIAL, TOOL_EXIT_PARTIAL},
+        {LORS_E_NOMEM, TOOL_EXIT_INTERNAL},
+        {-999, TOOL_EXIT_INTERNAL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int got = tool_exit_code(cases[i].code);
+        if (got != cases[i].exit)
+            fprintf(stderr, "tool_exit_code(%d) = %d, not %d\n", cases[i].code, got,
+                    cases[i].exit);
+        CU_ASSERT_EQUAL(got, cases[i].exit);
+    }
 }
 
 /* ---- the event stream ------------------------------------------------------------------ */

@@ -24,6 +24,18 @@ static int parse_str(const char *s, ibp_req_t *r)
     return ibp_req_parse(s, strlen(s), r);
 }
 
+/* The line fmt (one %s) with that field n copies of ch: ibp_req_parse gives want. */
+static void check_field_len(const char *fmt, char ch, size_t n, int want)
+{
+    char field[512], line[1024];
+    ibp_req_t r;
+    CU_ASSERT_FATAL(n < sizeof field);
+    memset(field, ch, n);
+    field[n] = 0;
+    snprintf(line, sizeof line, fmt, field);
+    CU_ASSERT_EQUAL(parse_str(line, &r), want);
+}
+
 static void check_cases(const pcase_t *c, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -130,15 +142,8 @@ static void test_store_write_load(void)
     check_cases(cases, sizeof cases / sizeof cases[0]);
 
     /* A key of 255 bytes fits, 256 does not. */
-    char line[700], key[300];
-    memset(key, 'a', 255);
-    key[255] = 0;
-    snprintf(line, sizeof line, "1 2 %s 1 10 30", key);
-    CU_ASSERT_EQUAL(parse_str(line, &r), IBP_OK);
-    memset(key, 'a', 256);
-    key[256] = 0;
-    snprintf(line, sizeof line, "1 2 %s 1 10 30", key);
-    CU_ASSERT_EQUAL(parse_str(line, &r), IBP_E_BAD_FORMAT);
+    check_field_len("1 2 %s 1 10 30", 'a', 255, IBP_OK);
+    check_field_len("1 2 %s 1 10 30", 'a', 256, IBP_E_BAD_FORMAT);
 }
 
 static void test_send(void)
@@ -224,11 +229,7 @@ static void test_status(void)
         {"0 4 0 1 pw 30", IBP_E_BAD_FORMAT},
     };
     check_cases(cases, sizeof cases / sizeof cases[0]);
-    char line[300], pw[200];
-    memset(pw, 'p', 128);
-    pw[128] = 0;
-    snprintf(line, sizeof line, "1 4 0 1 %s 30", pw);
-    CU_ASSERT_EQUAL(parse_str(line, &r), IBP_E_BAD_FORMAT);
+    check_field_len("1 4 0 1 %s 30", 'p', 128, IBP_E_BAD_FORMAT);
 }
 
 static void test_junk(void)

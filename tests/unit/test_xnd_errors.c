@@ -31,6 +31,10 @@
 /* a valid mapping of [off, off+len) in 7 lines */
 #define MAP(off, len) MO MI("exnode_offset", off) MI("logical_length", len) \
     MI("alloc_offset", "0") MI("alloc_length", len) RCAP MC
+/* A mapping whose exnode_offset is v, which is not a decimal int64: the case and its message. */
+#define BAD_OFFSET(v)                                                                      \
+    {H MO MI("exnode_offset", v) MI("logical_length", "1") RCAP MC E, XND_E_NUMBER,        \
+     "line 3: mapping 0: metadata 'exnode_offset': \"" v "\" is not a 64-bit decimal integer"}
 
 typedef struct ecase {
     const char *doc;
@@ -81,23 +85,13 @@ static void test_validation(void)
         {H MO MI("exnode_offset", "0") MI("logical_length", "99999999999999999999") RCAP MC E,
          XND_E_NUMBER, "line 4: mapping 0: metadata 'logical_length': \"99999999999999999999\" "
                        "is not a 64-bit decimal integer"},
-        {H MO MI("exnode_offset", "9223372036854775808") MI("logical_length", "1") RCAP MC E,
-         XND_E_NUMBER, "line 3: mapping 0: metadata 'exnode_offset': \"9223372036854775808\" "
-                       "is not a 64-bit decimal integer"},
-        {H MO MI("exnode_offset", "+5") MI("logical_length", "1") RCAP MC E, XND_E_NUMBER,
-         "line 3: mapping 0: metadata 'exnode_offset': \"+5\" is not a 64-bit decimal integer"},
-        {H MO MI("exnode_offset", "0x10") MI("logical_length", "1") RCAP MC E, XND_E_NUMBER,
-         "line 3: mapping 0: metadata 'exnode_offset': \"0x10\" is not a 64-bit decimal "
-         "integer"},
-        {H MO MI("exnode_offset", "1e3") MI("logical_length", "1") RCAP MC E, XND_E_NUMBER,
-         "line 3: mapping 0: metadata 'exnode_offset': \"1e3\" is not a 64-bit decimal "
-         "integer"},
+        BAD_OFFSET("9223372036854775808"),
+        BAD_OFFSET("+5"),
+        BAD_OFFSET("0x10"),
+        BAD_OFFSET("1e3"),
         /* 10 */
-        {H MO MI("exnode_offset", "") MI("logical_length", "1") RCAP MC E, XND_E_NUMBER,
-         "line 3: mapping 0: metadata 'exnode_offset': \"\" is not a 64-bit decimal integer"},
-        {H MO MI("exnode_offset", "1 2") MI("logical_length", "1") RCAP MC E, XND_E_NUMBER,
-         "line 3: mapping 0: metadata 'exnode_offset': \"1 2\" is not a 64-bit decimal "
-         "integer"},
+        BAD_OFFSET(""),
+        BAD_OFFSET("1 2"),
         {H MO MI("exnode_offset", " 7\n") MI("logical_length", "1") MI("alloc_length", "1")
              RCAP MC E, XND_OK, ""}, /* surrounding whitespace is fine */
         {H "<exnode:metadata name=\"lorsversion\" type=\"double\">nan</exnode:metadata>\n" E,

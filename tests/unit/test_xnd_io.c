@@ -191,11 +191,12 @@ static int entries(const char *dir)
     return n;
 }
 
-static const char *mkdir_in_tmp(const char *name, char *buf, size_t size)
+/* Make the directory name in the tmpdir (dir) and name the file a.xnd in it (path). */
+static void dir_in_tmp(const char *name, char *dir, size_t dsize, char *path, size_t psize)
 {
-    snprintf(buf, size, "%s/%s", lns_test_tmpdir(), name);
-    mkdir(buf, 0755);
-    return buf;
+    snprintf(dir, dsize, "%s/%s", lns_test_tmpdir(), name);
+    mkdir(dir, 0755);
+    snprintf(path, psize, "%s/a.xnd", dir);
 }
 
 static void test_write_read(void)
@@ -204,8 +205,7 @@ static void test_write_read(void)
     struct stat st;
     xnd_t *x = make_exnode(10), *y = NULL;
     CU_ASSERT_PTR_NOT_NULL_FATAL(x);
-    mkdir_in_tmp("wr", dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/a.xnd", dir);
+    dir_in_tmp("wr", dir, sizeof dir, path, sizeof path);
 
     CU_ASSERT_EQUAL(xnd_write_file(x, path, err, sizeof err), XND_OK);
     CU_ASSERT_EQUAL(entries(dir), 1);
@@ -302,8 +302,7 @@ static void test_atomic_under_readers(void)
     pid_t pid;
     CU_ASSERT_PTR_NOT_NULL_FATAL(small);
     CU_ASSERT_PTR_NOT_NULL_FATAL(big);
-    mkdir_in_tmp("atomic", dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/a.xnd", dir);
+    dir_in_tmp("atomic", dir, sizeof dir, path, sizeof path);
     CU_ASSERT_EQUAL_FATAL(xnd_write_file(small, path, err, sizeof err), XND_OK);
 
     pid = fork();
@@ -343,8 +342,7 @@ static void test_write_failures(void)
     pid_t pid;
     CU_ASSERT_PTR_NOT_NULL_FATAL(small);
     CU_ASSERT_PTR_NOT_NULL_FATAL(big);
-    mkdir_in_tmp("fail", dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/a.xnd", dir);
+    dir_in_tmp("fail", dir, sizeof dir, path, sizeof path);
     CU_ASSERT_EQUAL_FATAL(xnd_write_file(small, path, err, sizeof err), XND_OK);
     before = slurp(path, &blen);
     CU_ASSERT_PTR_NOT_NULL_FATAL(before);
