@@ -108,19 +108,8 @@ static void fmt_time(int64_t t, char *buf, size_t size)
         xnd_time_format(t, buf, size);
 }
 
-/* The event stream's BEGIN line: what this refresh is, for a reader that sees nothing else. */
-static void begin_line(tool_events_t *es, const char *path, const xnd_t *x,
-                       const lors_refresh_opts_t *ro)
-{
-    static const char *const mode[] = {"-", "extend", "from-now", "at", "max"};
-    char file[3 * 4096];
-    tool_events_encode(path, file, sizeof file);
-    tool_events_printf(es, "BEGIN", "op=refresh exnode=%s size=%" PRId64 " mappings=%zu "
-                         "mode=%s value=%" PRId64, file, xnd_size(x), x->nmaps,
-                         mode[ro->mode >= LORS_REFRESH_ADD && ro->mode <= LORS_REFRESH_MAX
-                                  ? ro->mode : 0],
-                         ro->mode == LORS_REFRESH_MAX ? -1 : ro->value);
-}
+/* The names of the modes on the event stream's BEGIN line. */
+static const char *const modes[] = {"-", "extend", "from-now", "at", "max"};
 
 int main(int argc, char **argv)
 {
@@ -153,10 +142,10 @@ int main(int argc, char **argv)
     if (code)
         goto done;
     tool_feed_attach(&feed, &ro.on_event, &ro.event_arg);
-    if (feed.es) {
-        begin_line(feed.es, path, x, &ro);
-        tool_events_mappings(feed.es, x);
-    }
+    tool_events_begin_exnode(feed.es, "refresh", path, x, "mode=%s value=%" PRId64,
+                             modes[ro.mode >= LORS_REFRESH_ADD && ro.mode <= LORS_REFRESH_MAX
+                                       ? ro.mode : 0],
+                             ro.mode == LORS_REFRESH_MAX ? -1 : ro.value);
 
     start = lns_mono_ns();
     lrc = lors_refresh(&ro, x, &rep);

@@ -175,18 +175,6 @@ static int expand_list(const settings_t *f, const xnd_t *x, int **out, size_t *n
     return TOOL_EXIT_OK;
 }
 
-/* The event stream's BEGIN line: what this trim is, for a reader that sees nothing else. */
-static void begin_line(tool_events_t *es, const char *path, const xnd_t *x,
-                       const lors_trim_opts_t *to)
-{
-    char file[3 * 4096];
-    tool_events_encode(path, file, sizeof file);
-    tool_events_printf(es, "BEGIN", "op=trim exnode=%s size=%" PRId64 " mappings=%zu "
-                         "selected=%zu depots=%zu dead=%d free=%d force=%d", file, xnd_size(x),
-                         x->nmaps, to->nmappings, to->ndepots, to->dead, to->free_allocs,
-                         to->force);
-}
-
 /* The bytes the removed mappings held (what END calls the bytes the trim handled). */
 static int64_t removed_bytes(const lors_trim_report_t *rep, const int64_t *len)
 {
@@ -246,10 +234,9 @@ int main(int argc, char **argv)
     if (code)
         goto done;
     tool_feed_attach(&feed, &to.on_event, &to.event_arg);
-    if (feed.es) {
-        begin_line(feed.es, path, x, &to);
-        tool_events_mappings(feed.es, x);
-    }
+    tool_events_begin_exnode(feed.es, "trim", path, x,
+                             "selected=%zu depots=%zu dead=%d free=%d force=%d", to.nmappings,
+                             to.ndepots, to.dead, to.free_allocs, to.force);
 
     t0 = lns_mono_ns();
     lrc = lors_trim(&to, x, &rep);

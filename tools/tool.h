@@ -89,6 +89,11 @@ void tool_events_printf(tool_events_t *es, const char *kind, const char *fmt, ..
 /* lors_trim and lors_refresh, after BEGIN: one MAPPING line per mapping of x, in document
  * order (depot frag copy off len end; frag = copy = the mapping's number).  NULL es: none. */
 void tool_events_mappings(tool_events_t *es, const xnd_t *x);
+/* What lors_trim and lors_refresh write first: BEGIN "op=OP exnode=PATH size=N mappings=M",
+ * then the rest of the line from fmt, then the MAPPING lines.  NULL es: nothing. */
+void tool_events_begin_exnode(tool_events_t *es, const char *op, const char *path,
+                              const xnd_t *x, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 /* Flush and close (a "fd:N" descriptor is not closed).  NULL is fine. */
 void tool_events_close(tool_events_t *es);
 /* A value as an event line carries it: bytes <= ' ', >= 0x7f and '%' become %XX, so a value

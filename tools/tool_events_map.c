@@ -1,14 +1,31 @@
-/* tool_events_map.c -- the MAPPING lines with which lors_trim and lors_refresh open their
- * event streams (docs/events.md).
+/* tool_events_map.c -- the BEGIN and MAPPING lines with which lors_trim and lors_refresh open
+ * their event streams (docs/events.md).
  *
  * A trim or refresh reports only the mappings it acts on (TRIM, REFRESH, FAILURE).  A reader
  * that draws the file -- the GUI's copy rows -- also needs the ones left alone, so the tool
  * first lists the exNode as it read it, numbered as those events number them.
  */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "tool.h"
+
+void tool_events_begin_exnode(tool_events_t *es, const char *op, const char *path,
+                              const xnd_t *x, const char *fmt, ...)
+{
+    char file[3 * 4096], rest[512];
+    va_list ap;
+    if (!es)
+        return;
+    tool_events_encode(path, file, sizeof file);
+    va_start(ap, fmt);
+    vsnprintf(rest, sizeof rest, fmt, ap);
+    va_end(ap);
+    tool_events_printf(es, "BEGIN", "op=%s exnode=%s size=%" PRId64 " mappings=%zu %s", op, file,
+                       xnd_size(x), x->nmaps, rest);
+    tool_events_mappings(es, x);
+}
 
 void tool_events_mappings(tool_events_t *es, const xnd_t *x)
 {
