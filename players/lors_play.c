@@ -517,14 +517,10 @@ int main(int argc, char **argv)
         code = TOOL_EXIT_EXNODE;
         goto done;
     }
-    if (e2e.present && strstr(e2e.chain, "aes")) {
-        if (lors_key_load(f.keyfile, key, err, sizeof err) != LORS_OK) {
-            tool_error(TOOL, "the aes key: %s", err);
-            code = TOOL_EXIT_INTEGRITY;
-            goto done;
-        }
-    }
-    const unsigned char *keyp = e2e.present && strstr(e2e.chain, "aes") ? key : NULL;
+    const unsigned char *keyp;
+    code = tool_key(TOOL, e2e.present ? e2e.chain : NULL, f.keyfile, key, &keyp);
+    if (code != TOOL_EXIT_OK)
+        goto done;
 
     /* the bitrate: needed for a pre-buffer in seconds and by lns_paced */
     if (f.bitrate > 0) {

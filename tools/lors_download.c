@@ -269,14 +269,9 @@ int main(int argc, char **argv)
     }
     len = f.length >= 0 ? f.length : size - off;
 
-    if (e2e.present && strstr(e2e.chain, "aes")) {
-        if (lors_key_load(f.keyfile, key, err, sizeof err) != LORS_OK) {
-            tool_error(TOOL, "the aes key: %s", err);
-            code = TOOL_EXIT_INTEGRITY;
-            goto done;
-        }
-        o.key = key;
-    }
+    code = tool_key(TOOL, e2e.present ? e2e.chain : NULL, f.keyfile, key, &o.key);
+    if (code != TOOL_EXIT_OK)
+        goto done;
 
     if (strcmp(out, "-") == 0) {
         fd = STDOUT_FILENO;

@@ -343,7 +343,7 @@ int main(int argc, char **argv)
     tool_lbone_meter_t *meter = NULL;
     xnd_t *x = NULL;
     unsigned char key[LORS_KEY_BYTES];
-    char notes[256] = "", xndpath[PATH_MAX + 8], namebuf[PATH_MAX], err[512];
+    char notes[256] = "", xndpath[PATH_MAX + 8], namebuf[PATH_MAX];
     int code, lrc, first, in = -1;
     int64_t length = -1;
     const char *out;
@@ -372,14 +372,8 @@ int main(int argc, char **argv)
     }
     int verbose = f.c.verbose && !f.c.quiet;
 
-    if (o.e2e && strstr(o.e2e, "aes")) {
-        if (lors_key_load(f.keyfile, key, err, sizeof err) != LORS_OK) {
-            tool_error(TOOL, "the aes key: %s", err);
-            code = TOOL_EXIT_INTEGRITY;
-            goto done;
-        }
-        o.key = key;
-    }
+    if ((code = tool_key(TOOL, o.e2e, f.keyfile, key, &o.key)) != TOOL_EXIT_OK)
+        goto done;
 
     code = open_input(&f, &in, &length);
     if (code)

@@ -183,6 +183,12 @@ void tool_feed_close(tool_feed_t *f);            /* finishes the bar, closes the
 /* The END line "bytes=B seconds=S rc=CODE" (if the stream is open), then tool_feed_close. */
 void tool_feed_end(tool_feed_t *f, int64_t bytes, double seconds, int code);
 
+/* The aes key, when the transform chain (NULL: none) has aes: loaded from keyfile, else
+ * $LNS_KEY or $LNS_KEY_FILE (lors_key_load) into key, *use = key; without aes *use = NULL.
+ * TOOL_EXIT_OK, or TOOL_EXIT_INTEGRITY after one error line. */
+int tool_key(const char *tool, const char *chain, const char *keyfile,
+             unsigned char key[LORS_KEY_BYTES], const unsigned char **use);
+
 /* One line on stderr per issue an upload (pieces 0: "fragment F copy C") or an augment
  * (pieces 1: "piece P") worked around, or could not. */
 void tool_print_issues(const char *tool, const lors_report_t *rep, int pieces);

@@ -152,6 +152,23 @@ int tool_depots(const char *tool, const char *list, const tool_rc_t *rc, lors_de
     return TOOL_EXIT_OK;
 }
 
+/* ---- the key ---- */
+
+int tool_key(const char *tool, const char *chain, const char *keyfile,
+             unsigned char key[LORS_KEY_BYTES], const unsigned char **use)
+{
+    char err[512];
+    *use = NULL;
+    if (!chain || !strstr(chain, "aes"))
+        return TOOL_EXIT_OK;
+    if (lors_key_load(keyfile, key, err, sizeof err) != LORS_OK) {
+        tool_error(tool, "the aes key: %s", err);
+        return TOOL_EXIT_INTEGRITY;
+    }
+    *use = key;
+    return TOOL_EXIT_OK;
+}
+
 /* ---- reports ---- */
 
 tool_depot_name_t *tool_mapping_depots(const char *tool, const xnd_t *x)

@@ -92,6 +92,12 @@ static void test_help_version(void)
     CU_ASSERT(strstr(T.out, "Usage: lors_download") != NULL);
     CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--version", (char *)NULL), 0);
     CU_ASSERT_STRING_EQUAL(T.out, "lors_download (lns) " LNS_VERSION "\n");
+    /* -a with no key anywhere: exit 7 and one line, before any depot is asked */
+    make_file("nokey.bin", 1000, 3);
+    CU_ASSERT_EQUAL(tt_sh(&T, "env -u LNS_KEY -u LNS_KEY_FILE \"$B/lors_upload\" --no-rc -a "
+                              "--depot-list \"$L\" -o \"$D/nokey.xnd\" \"$D/nokey.bin\""), 7);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "lors_upload: the aes key: "));
+    CU_ASSERT_EQUAL(access(lns_test_path("nokey.xnd"), F_OK), -1);
 }
 
 static void test_roundtrip(void)
