@@ -140,23 +140,16 @@ int tool_usage(const char *tool, const char *fmt, ...) __attribute__((format(pri
 /* "<tool> (lns) LNS_VERSION" on stdout. */
 void tool_version(const char *tool);
 
-/* The exNode a tool works on: -f's value (fflag, may be NULL) or the one positional argument
- * argv[first..argc) -- exactly one of them.  NULL after a usage error line. */
-const char *tool_exnode_arg(const char *tool, const char *fflag, int argc, char **argv,
-                                int first);
-/* Read, parse and check an exNode ("-" = stdin), its e2e description included.
- * TOOL_EXIT_OK, TOOL_EXIT_EXNODE or TOOL_EXIT_INTERNAL; *x NULL unless OK. */
-int tool_read_exnode(const char *tool, const char *path, xnd_t **x);
-/* What a tool that works on one exNode does after its options: its path (tool_exnode_arg),
- * then the exNode (tool_read_exnode).  TOOL_EXIT_OK with *path and *x set (the caller frees
- * x), or the exit code after one error line. */
+/* What a tool that works on one exNode does after its options: its path -- -f's value
+ * (fflag, may be NULL) or the one operand argv[first..argc), exactly one of them -- then the
+ * exNode, read, parsed and checked with its e2e description ("-" = stdin).  TOOL_EXIT_OK with
+ * *path and *x set (the caller frees x), or TOOL_EXIT_USAGE, TOOL_EXIT_EXNODE or
+ * TOOL_EXIT_INTERNAL after one error line. */
 int tool_open_exnode(const char *tool, const char *fflag, int argc, char **argv, int first,
                      const char **path, xnd_t **x);
 /* xnd_write_file (atomic; "-" = stdout).  TOOL_EXIT_OK, TOOL_EXIT_IO or TOOL_EXIT_INTERNAL. */
 int tool_write_exnode(const char *tool, const xnd_t *x, const char *path);
 
-/* tool_rc_load(path) or, with skip (--no-rc), all unset.  TOOL_EXIT_OK or TOOL_EXIT_USAGE. */
-int tool_rc(const char *tool, const char *path, int skip, tool_rc_t *rc);
 /* The depots: list (--depot-list) if not NULL, else rc->depots.  None: TOOL_EXIT_DEPOTS.  A
  * list that does not parse: TOOL_EXIT_USAGE.  *out is malloc'd (free it).  Depots from the
  * L-Bone: tool_lbone_depots (tool_lbone.h). */
@@ -164,8 +157,8 @@ int tool_depots(const char *tool, const char *list, const tool_rc_t *rc, lors_de
                     size_t *n);
 
 /* The event feed of a tool: the --events stream (events NULL: none) and the progress bar
- * (progress: 1 forced, 0 when stderr is a terminal, -1 never), fanned out by a tee.  Pass
- * tool_feed_fn(f) and &f->tee as the library's on_event and event_arg. */
+ * (progress: 1 forced, 0 when stderr is a terminal, -1 never), fanned out by a tee, handed
+ * to the library by tool_feed_attach. */
 typedef struct tool_feed {
     tool_events_t *es;
     tool_progress_t *bar;
@@ -175,8 +168,7 @@ typedef struct tool_feed {
 /* TOOL_EXIT_OK or TOOL_EXIT_IO (the events file cannot be opened). */
 int tool_feed_open(const char *tool, tool_feed_t *f, const char *events,
                        const char *label, int64_t total, int progress);
-lors_event_fn tool_feed_fn(const tool_feed_t *f); /* NULL when nobody listens */
-/* *fn = tool_feed_fn(f), *arg = &f->tee: the library's on_event and event_arg, once every
+/* The library's on_event (NULL when nobody listens) and event_arg (&f->tee), once every
  * consumer is on the tee. */
 void tool_feed_attach(tool_feed_t *f, lors_event_fn *fn, void **arg);
 void tool_feed_close(tool_feed_t *f);            /* finishes the bar, closes the stream */

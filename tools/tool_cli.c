@@ -51,8 +51,8 @@ void tool_version(const char *tool)
 
 /* ---- the exNode ---- */
 
-const char *tool_exnode_arg(const char *tool, const char *fflag, int argc, char **argv,
-                                int first)
+static const char *exnode_arg(const char *tool, const char *fflag, int argc, char **argv,
+                              int first)
 {
     int npos = argc - first;
     if (npos > 1 || (npos == 1 && fflag)) {
@@ -67,7 +67,7 @@ const char *tool_exnode_arg(const char *tool, const char *fflag, int argc, char 
     return fflag;
 }
 
-int tool_read_exnode(const char *tool, const char *path, xnd_t **x)
+static int read_exnode(const char *tool, const char *path, xnd_t **x)
 {
     char err[512];
     lors_e2e_info_t info;
@@ -95,9 +95,9 @@ int tool_open_exnode(const char *tool, const char *fflag, int argc, char **argv,
                      const char **path, xnd_t **x)
 {
     *x = NULL;
-    if (!(*path = tool_exnode_arg(tool, fflag, argc, argv, first)))
+    if (!(*path = exnode_arg(tool, fflag, argc, argv, first)))
         return TOOL_EXIT_USAGE;
-    return tool_read_exnode(tool, *path, x);
+    return read_exnode(tool, *path, x);
 }
 
 int tool_write_exnode(const char *tool, const xnd_t *x, const char *path)
@@ -112,19 +112,6 @@ int tool_write_exnode(const char *tool, const xnd_t *x, const char *path)
 }
 
 /* ---- settings ---- */
-
-int tool_rc(const char *tool, const char *path, int skip, tool_rc_t *rc)
-{
-    char err[512];
-    /* --no-rc reads an empty file: "all unset", exactly as tool_rc_load leaves it */
-    if (skip)
-        path = "/dev/null";
-    if (tool_rc_load(path, rc, err, sizeof err) != LORS_OK) {
-        tool_error(tool, "rc file: %s", err);
-        return TOOL_EXIT_USAGE;
-    }
-    return TOOL_EXIT_OK;
-}
 
 int tool_depots(const char *tool, const char *list, const tool_rc_t *rc, lors_depot_t **out,
                     size_t *n)
@@ -233,14 +220,14 @@ int tool_feed_open(const char *tool, tool_feed_t *f, const char *events,
     return TOOL_EXIT_OK;
 }
 
-lors_event_fn tool_feed_fn(const tool_feed_t *f)
+static lors_event_fn feed_fn(const tool_feed_t *f)
 {
     return f->tee.n ? tool_tee_call : NULL;
 }
 
 void tool_feed_attach(tool_feed_t *f, lors_event_fn *fn, void **arg)
 {
-    *fn = tool_feed_fn(f);
+    *fn = feed_fn(f);
     *arg = &f->tee;
 }
 
