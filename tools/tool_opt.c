@@ -269,23 +269,13 @@ int tool_opt_parse(const tool_cmd_t *cmd, int argc, char **argv, void *s, int *f
         tool_error(cmd->name, "out of memory");
         return TOOL_EXIT_INTERNAL;
     }
-    /* the defaults */
+    /* the defaults: numbers not given are TOOL_UNSET*, everything else is cleared above */
     for (const tool_opt_t *o = cmd->opts; o->type != TOOL_OPT_END; o++) {
-        if (!is_option(o) || o->off == TOOL_NOFIELD)
-            continue;
-        switch (o->type) {
-        case TOOL_OPT_SWITCH: case TOOL_OPT_INT:
-            *FIELD(s, o, int) = o->type == TOOL_OPT_SWITCH ? 0 : TOOL_UNSET_INT;
-            break;
-        case TOOL_OPT_SIZE: case TOOL_OPT_SECONDS: case TOOL_OPT_DURATION:
+        if (o->type == TOOL_OPT_INT)
+            *FIELD(s, o, int) = TOOL_UNSET_INT;
+        else if (o->type == TOOL_OPT_SIZE || o->type == TOOL_OPT_SECONDS ||
+                 o->type == TOOL_OPT_DURATION)
             *FIELD(s, o, int64_t) = TOOL_UNSET;
-            break;
-        case TOOL_OPT_STR:
-            *FIELD(s, o, const char *) = NULL;
-            break;
-        default:
-            break;
-        }
     }
     for (const tool_opt_t *o = cmd->opts; o->type != TOOL_OPT_END; o++)
         if (is_option(o) && o->def &&
