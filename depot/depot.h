@@ -6,8 +6,14 @@
  * bytes are: a slot of a depot_slab file for up to 64 KiB, else an own file; the writes) ->
  * depot_meta (SQLite, one writer thread per resource).
  *
+ * Every change of an allocation's row is made durable before it is made visible: the request
+ * queues the new row, waits for its commit, and only then applies it in memory, so a change
+ * whose commit fails is refused and leaves nothing behind.  (A DECR that frees takes the
+ * allocation out of the index first and puts it back if the delete fails.)
+ *
  * Locking order, outermost first, never the other way round:
- *     alloc->op_mu  (serializes STORE/WRITE/TRUNCATE/CHNG of one allocation)
+ *     alloc->op_mu  (serializes every change of one allocation's row: STORE, WRITE, TRUNCATE,
+ *                    CHNG, INCR, DECR)
  *     store->mu     (the index, every allocation's row fields, every resource's accounting)
  *     meta->mu      (a resource's queue of metadata changes)
  * No lock is held while waiting on the network or the disk, except op_mu, which a STORE
@@ -44,6 +50,7 @@ enum depot_exit {
 #define DEPOT_MAX_RESOURCES 64
 #define DEPOT_DEFAULT_SIZE (1ULL << 30)
 #define DEPOT_DEFAULT_MAX_DURATION (30LL * 86400)
+#define DEPOT_DEFAULT_RESERVE (8ULL << 20)
 
 enum depot_durability { DEPOT_DUR_OS = 0, DEPOT_DUR_FSYNC = 1 };
 
@@ -52,6 +59,7 @@ typedef struct depot_resource_cfg {
     uint64_t hard;         /* bytes */
     uint64_t soft;         /* bytes */
     int64_t max_duration;  /* seconds */
+    uint64_t reserve;      /* bytes kept free on the filesystem for metadata commits */
 } depot_resource_cfg_t;
 
 typedef struct depot_config {
@@ -143,6 +151,9 @@ typedef struct depot_meta_op {
     depot_row_t row;
     depot_alloc_t *unref;     /* del: the writer releases it once committed (the data goes
                                  when the last reference does) */
+    int waiter;               /* del: a request waits for it and, if it fails, takes the
+                                 allocation back; without one a failed delete is tried again
+                                 with every later commit, the data kept until it succeeds */
     sem_t done;               /* posted by the writer once the op is committed (or failed) */
     int rc;                   /* 0 committed, -1 failed */
 } depot_meta_op_t;
@@ -180,6 +191,7 @@ struct depot_resource {
     uint64_t hard_used;       /* sum of max_size of live HARD allocations */
     uint64_t soft_used;       /* same for SOFT */
     uint64_t nallocs;
+    uint64_t stored;          /* startup only: sum of the loaded rows' current sizes */
     int64_t earliest_expiry;  /* no live allocation expires before this */
     int data_fd;              /* <dir>/data, for openat */
     depot_slab_t slab[DEPOT_SLAB_CLASSES];
@@ -211,6 +223,11 @@ typedef struct depot_newalloc {
 /* Open every resource of cfg (create dirs and databases, load, drop expired, delete orphan
  * files) and start the metadata writers and the reaper.  0 ok, -1 with reason in err. */
 int depot_store_open(depot_store_t *st, const depot_config_t *cfg, char *err, size_t errlen);
+/* Declared capacities against the filesystems: a resource whose hard + soft capacity is more
+ * than its filesystem can still hold (free space, less the reserves, plus what it already
+ * stores; resources on one filesystem share it, in order) is capped to that, with a warning
+ * in the log and in warn[] (one line per capped resource, "" if none). */
+void depot_store_fit_capacity(depot_store_t *st, char *warn, size_t warnlen);
 /* Stop the reaper, commit what is queued, close the databases, free everything. */
 void depot_store_close(depot_store_t *st);
 
@@ -223,6 +240,9 @@ int depot_store_allocate(depot_store_t *st, int rid, int reliability, int type, 
 int depot_store_lookup(depot_store_t *st, const char *rid, const char *key, const char *typekey,
                        depot_alloc_t **a, int *kind);
 void depot_alloc_release(depot_alloc_t *a);
+/* The metadata writer gives up a delete that never committed (the depot is closing): the
+ * reference goes, the data stays with the row. */
+void depot_alloc_forget(depot_alloc_t *a);
 /* The metadata writer, once the delete of a's row is committed: drop the index's reference
  * and wake the request that waits for the delete, if one does.  So the waiter's own release
  * is the last, and the bytes are gone when it answers.  (If the writer's is the last, no one
@@ -276,6 +296,9 @@ void depot_data_name(uint64_t id, char *buf, size_t size);
 /* MANAGE. */
 int depot_store_incr(depot_alloc_t *a, int captype);
 int depot_store_decr(depot_alloc_t *a, int captype);
+/* Both: delta +1 or -1 to the read (IBP_READCAP) or write count; a read count that would
+ * reach 0 frees the allocation. */
+int depot_store_refs(depot_alloc_t *a, int captype, int delta);
 /* CHNG: a slab allocation grown past its slot size moves to an own file (depot_data_move). */
 int depot_store_change(depot_alloc_t *a, uint64_t max_size, int64_t duration, int reliability);
 
@@ -337,8 +360,11 @@ int depot_meta_load(depot_meta_t *m, int64_t now, depot_meta_row_fn live, depot_
 int depot_meta_start(depot_meta_t *m);
 /* Queue a change; the caller holds store->mu so that queue order is change order. */
 void depot_meta_put(depot_meta_t *m, depot_meta_op_t *op, const depot_row_t *row);
-/* Queue the delete of a's row; takes over one reference of a, released after the commit. */
-void depot_meta_del(depot_meta_t *m, depot_alloc_t *a);
+/* Queue the delete of a's row; takes over one reference of a, released after the commit.
+ * waiter: the caller will depot_meta_wait(&a->del_op) and take a back if it failed. */
+void depot_meta_del(depot_meta_t *m, depot_alloc_t *a, int waiter);
+/* 1 while the resource's metadata reserve is held (0 once a full filesystem took it). */
+int depot_meta_reserve_held(const depot_meta_t *m);
 /* Wait until op is committed.  0 ok, -1 failed. */
 int depot_meta_wait(depot_meta_t *m, depot_meta_op_t *op);
 void depot_meta_close(depot_meta_t *m);

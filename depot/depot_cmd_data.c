@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "lns_fail.h"
 #include "lns_io.h"
 #include "lns_log.h"
 #include "lns_time.h"
@@ -36,7 +37,7 @@ static int recv_to_file(depot_conn_t *c, int fd, uint64_t off, uint64_t len, int
     size_t have = lns_rbuf_peek(rb, &early);
     if (have > 0) {
         size_t n = have < len ? have : (size_t)len;
-        if (lns_pwrite_all(fd, early, n, off) < 0)
+        if (lns_fail("data.write") < 0 || lns_pwrite_all(fd, early, n, off) < 0)
             return IBP_E_FILE_WRITE;
         lns_rbuf_consume(rb, n);
         done = n;
@@ -56,7 +57,7 @@ static int recv_to_file(depot_conn_t *c, int fd, uint64_t off, uint64_t len, int
         ssize_t r = lns_read_some(c->fd, c->dbuf, want, timeout_ms, INT64_MAX);
         if (r <= 0)
             return IBP_E_SOCK_READ;
-        if (lns_pwrite_all(fd, c->dbuf, (size_t)r, off + done) < 0)
+        if (lns_fail("data.write") < 0 || lns_pwrite_all(fd, c->dbuf, (size_t)r, off + done) < 0)
             return IBP_E_FILE_WRITE;
         done += (uint64_t)r;
     }
@@ -111,6 +112,7 @@ int depot_cmd_store(depot_conn_t *c, const ibp_req_t *req)
         c->close = 1;
         return depot_reply_err(c, rc);
     }
+    lns_fail("store.reply"); /* a crash here: stored, and the client never hears it */
     c->ev_bytes = req->length;
     depot_reply(c, 0, "1 %llu\n", (unsigned long long)req->length);
     return IBP_OK;
@@ -278,6 +280,10 @@ static int send_to(depot_senders_t *senders, const ibp_req_t *req, const depot_d
         ibp_client_t *cl = sender_shared(senders, v, wait_ms, dst_t), *own = NULL;
         if (!cl && !(cl = own = sender_client(v, wait_ms, dst_t, 0)))
             return IBP_E_INTERNAL;
+        if (lns_fail("send.store") < 0) {
+            ibp_client_free(own);
+            return IBP_E_CONNECTION;
+        }
         rc = ibp_store_file(cl, req->target_cap, d->fd, d->base + req->offset, req->length,
                             copied);
         ibp_client_free(own);

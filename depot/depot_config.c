@@ -44,6 +44,7 @@ int depot_parse_resource(const char *spec, depot_resource_cfg_t *out, char *err,
     out->hard = DEPOT_DEFAULT_SIZE;
     out->soft = DEPOT_DEFAULT_SIZE;
     out->max_duration = DEPOT_DEFAULT_MAX_DURATION;
+    out->reserve = DEPOT_DEFAULT_RESERVE;
     tok = strtok_r(buf, ",", &save);
     if (!tok || !*tok || strchr(tok, '='))
         return lns_err_set(err, errlen, "resource '%s': must start with a directory", spec);
@@ -68,10 +69,15 @@ int depot_parse_resource(const char *spec, depot_resource_cfg_t *out, char *err,
                 return lns_err_set(err, errlen,
                                    "resource '%s': max-duration: '%s' is not a duration",
                                    spec, eq);
+        } else if (strcmp(tok, "reserve") == 0) {
+            if (lns_parse_size(eq, &out->reserve) < 0 || out->reserve > (1ULL << 40))
+                return lns_err_set(err, errlen,
+                                   "resource '%s': reserve: '%s' is not a size up to 1T", spec,
+                                   eq);
         } else {
             return lns_err_set(err, errlen,
-                               "resource '%s': unknown option '%s' (hard, soft, max-duration)",
-                               spec, tok);
+                               "resource '%s': unknown option '%s' (hard, soft, max-duration,"
+                               " reserve)", spec, tok);
         }
     }
     if (out->hard == 0 && out->soft == 0)
@@ -160,9 +166,10 @@ static const char usage_text[] =
     "  -l, --listen ADDR            address to listen on (default: all)\n"
     "  -p, --port N                 TCP port (default 6714; 0 = any free port)\n"
     "      --port-file FILE         write the bound port to FILE once listening\n"
-    "  -r, --resource DIR[,hard=SIZE][,soft=SIZE][,max-duration=DUR]\n"
+    "  -r, --resource DIR[,hard=SIZE][,soft=SIZE][,max-duration=DUR][,reserve=SIZE]\n"
     "                               a storage resource (repeatable; ids 0, 1, ...)\n"
-    "                               defaults hard=1G soft=1G max-duration=30d\n"
+    "                               defaults hard=1G soft=1G max-duration=30d reserve=8M\n"
+    "                               (capped, with a warning, to what the filesystem holds)\n"
     "      --public-host NAME       host name written into capabilities\n"
     "      --admin-password PW      password for STATUS CHANGE\n"
     "      --admin-password-file F  read that password from the first line of F\n"

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lns_fail.h"
 #include "lns_io.h"
 #include "lns_log.h"
 #include "lns_time.h"
@@ -61,19 +62,24 @@ void depot_data_unlink(depot_resource_t *res, uint64_t id)
 {
     char name[32];
     depot_data_name(id, name, sizeof name);
+    lns_fail("data.unlink"); /* kill only: a crash before the file goes */
     if (unlinkat(res->data_fd, name, 0) < 0 && errno != ENOENT)
         lns_log(LNS_LOG_WARN, "resource %d: cannot delete data of %016llx: %s", res->id,
                 (unsigned long long)id, strerror(errno));
 }
 
 /* The current size grows from cur to end by bytes no one wrote (a WRITE past the end, a
- * TRUNCATE up): make [cur, end) read as zeros.  An own file is cut at cur, so that it grows
- * with a hole; a slot gets zeros written over whatever it held (at most 64 KiB). */
+ * TRUNCATE up): make [cur, end) read as zeros.  An own file is cut at cur and then extended
+ * to end, so the gap is a hole (and the file is never shorter than the size, even when no
+ * byte follows the gap: an empty WRITE past the end); a slot gets zeros written over
+ * whatever it held (at most 64 KiB). */
 static int zero_extension(const depot_data_t *d, uint64_t cur, uint64_t end)
 {
     static const char zeros[DEPOT_SLOT_MAX];
+    if (lns_fail("data.zero") < 0)
+        return -1;
     if (d->own)
-        return ftruncate(d->fd, (off_t)cur);
+        return ftruncate(d->fd, (off_t)cur) < 0 ? -1 : ftruncate(d->fd, (off_t)end);
     for (uint64_t off = cur; off < end;) {
         size_t n = end - off < sizeof zeros ? (size_t)(end - off) : sizeof zeros;
         if (lns_pwrite_all(d->fd, zeros, n, d->base + off) < 0)
@@ -125,26 +131,38 @@ int depot_write_commit(depot_alloc_t *a, depot_data_t *d, uint64_t end)
 {
     depot_store_t *st = a->res->store;
     depot_meta_op_t op;
+    depot_row_t row;
     int rc = IBP_OK, queued = 0;
 
-    if (d->fd >= 0 && st->durability == DEPOT_DUR_FSYNC && fdatasync(d->fd) < 0) {
+    if (d->fd >= 0 && st->durability == DEPOT_DUR_FSYNC &&
+        (lns_fail("data.fsync") < 0 || fdatasync(d->fd) < 0)) {
         lns_log(LNS_LOG_ERROR, "resource %d: fdatasync of %016llx: %s", a->res->id,
                 (unsigned long long)a->r.id, strerror(errno));
         depot_write_abort(a, d);
         return IBP_E_FILE_WRITE;
     }
-    depot_data_close(d);
+    /* The new size is committed first and made visible after: a failed commit refuses the
+     * write, and nothing reads the bytes past the old size. */
     pthread_mutex_lock(&st->mu);
     if (a->dead) {
         rc = IBP_E_CAP_NOT_FOUND;
     } else if (end > a->r.cur_size) {
-        a->r.cur_size = end;
-        depot_meta_put(a->res->meta, &op, &a->r);
+        row = a->r;
+        row.cur_size = end;
+        depot_meta_put(a->res->meta, &op, &row);
         queued = 1;
     }
     pthread_mutex_unlock(&st->mu);
-    if (queued && depot_meta_wait(a->res->meta, &op) < 0)
-        rc = IBP_E_INTERNAL;
+    if (queued && depot_meta_wait(a->res->meta, &op) < 0) {
+        depot_write_abort(a, d);
+        return IBP_E_INTERNAL;
+    }
+    if (queued) {
+        pthread_mutex_lock(&st->mu);
+        a->r.cur_size = end;
+        pthread_mutex_unlock(&st->mu);
+    }
+    depot_data_close(d);
     pthread_mutex_unlock(&a->op_mu);
     return rc;
 }
@@ -181,7 +199,7 @@ int depot_data_move(depot_alloc_t *a, const depot_row_t *row)
     own.slot = -1;
     depot_data_open(res, row, 0, &from);
     if (buf && depot_data_open(res, &own, 1, &to) == 0) {
-        rc = ftruncate(to.fd, 0) == 0 && pread(from.fd, buf, n, (off_t)from.base) == (ssize_t)n &&
+        rc = lns_fail("data.move") == 0 && ftruncate(to.fd, 0) == 0 && pread(from.fd, buf, n, (off_t)from.base) == (ssize_t)n &&
                      lns_pwrite_all(to.fd, buf, n, 0) == 0 &&
                      (res->store->durability != DEPOT_DUR_FSYNC || fdatasync(to.fd) == 0)
                  ? 0
@@ -198,12 +216,16 @@ int depot_data_move(depot_alloc_t *a, const depot_row_t *row)
     return rc;
 }
 
+/* TRUNCATE keeps "no size larger than its data" through a crash at any point: growing, the
+ * new bytes are made (zeros) before the size that covers them is committed; shrinking, the
+ * smaller size is committed before the bytes are cut (a crash in between leaves bytes past
+ * the size, which nothing reads). */
 int depot_write_truncate(depot_alloc_t *a, uint64_t new_size)
 {
     depot_store_t *st = a->res->store;
     depot_meta_op_t op;
     depot_row_t row;
-    depot_data_t d;
+    depot_data_t d = {-1, 0, 0};
     int rc = IBP_OK;
 
     pthread_mutex_lock(&a->op_mu);
@@ -214,28 +236,42 @@ int depot_write_truncate(depot_alloc_t *a, uint64_t new_size)
     else if (new_size > row.max_size)
         rc = IBP_E_WOULD_EXCEED_LIMIT;
     pthread_mutex_unlock(&st->mu);
-    if (rc != IBP_OK) {
+    if (rc != IBP_OK || new_size == row.cur_size) {
         pthread_mutex_unlock(&a->op_mu);
         return rc;
     }
-    /* Growth reads as zeros, whatever lay past the old size; an own file takes the size. */
-    if (depot_data_open(a->res, &row, 1, &d) < 0 ||
-        (new_size > row.cur_size && zero_extension(&d, row.cur_size, new_size) < 0) ||
-        (d.own && ftruncate(d.fd, (off_t)new_size) < 0) ||
-        (st->durability == DEPOT_DUR_FSYNC && fdatasync(d.fd) < 0)) {
-        lns_log(LNS_LOG_ERROR, "resource %d: truncate of %016llx: %s", a->res->id,
-                (unsigned long long)row.id, strerror(errno));
+    int grow = new_size > row.cur_size;
+    if (depot_data_open(a->res, &row, grow, &d) < 0 && (grow || errno != ENOENT)) {
+        rc = IBP_E_FILE_OPEN;
+    } else if (grow && (zero_extension(&d, row.cur_size, new_size) < 0 ||
+                        (st->durability == DEPOT_DUR_FSYNC &&
+                         (lns_fail("data.fsync") < 0 || fdatasync(d.fd) < 0)))) {
         rc = IBP_E_FILE_WRITE;
     }
-    depot_data_close(&d);
-    if (rc == IBP_OK) {
-        pthread_mutex_lock(&st->mu);
-        a->r.cur_size = new_size;
-        depot_meta_put(a->res->meta, &op, &a->r);
-        pthread_mutex_unlock(&st->mu);
-        if (depot_meta_wait(a->res->meta, &op) < 0)
-            rc = IBP_E_INTERNAL;
+    if (rc != IBP_OK) {
+        lns_log(LNS_LOG_ERROR, "resource %d: truncate of %016llx: %s", a->res->id,
+                (unsigned long long)row.id, strerror(errno));
+        depot_write_abort(a, &d); /* an own file back to its size */
+        return rc;
     }
+    pthread_mutex_lock(&st->mu);
+    row = a->r;
+    row.cur_size = new_size;
+    depot_meta_put(a->res->meta, &op, &row);
+    pthread_mutex_unlock(&st->mu);
+    if (depot_meta_wait(a->res->meta, &op) < 0) {
+        depot_write_abort(a, &d);
+        return IBP_E_INTERNAL;
+    }
+    pthread_mutex_lock(&st->mu);
+    a->r.cur_size = new_size;
+    pthread_mutex_unlock(&st->mu);
+    /* Shrunk: the own file's tail goes now (a failure leaves bytes nothing reads). */
+    if (!grow && d.own && d.fd >= 0 &&
+        (lns_fail("data.truncate") < 0 || ftruncate(d.fd, (off_t)new_size) < 0))
+        lns_log(LNS_LOG_WARN, "resource %d: truncate of %016llx: cannot cut its file: %s",
+                a->res->id, (unsigned long long)row.id, strerror(errno));
+    depot_data_close(&d);
     pthread_mutex_unlock(&a->op_mu);
-    return rc;
+    return IBP_OK;
 }

@@ -8,17 +8,35 @@
  * request is acknowledged only after its change is committed, and under load one commit
  * carries many requests.  WAL mode; synchronous=NORMAL (a process crash loses nothing
  * committed) or FULL with --durability fsync (neither does a power loss).
+ *
+ * A commit that fails fails every change it carried, and the requests waiting on them undo
+ * nothing, because they apply a change in memory only once it is committed (depot.h).  A
+ * delete no request waits for (expiry, soft reclaim) is kept and tried again with every later
+ * commit, at least once a second; its data stays until it succeeds, so a slot is never handed
+ * to a new allocation while an old row still names it.
+ *
+ * Metadata must commit when data cannot: a full filesystem would otherwise leave the depot
+ * unable to free anything.  Each resource keeps <dir>/reserve, a file of reserve bytes
+ * (8 MiB by default) allocated at start; a commit that fails with SQLITE_FULL gives that
+ * space back and is tried again at once.  The reserve is taken again once the filesystem has
+ * room for it.
  */
 #include "depot.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "lns_err.h"
+#include "lns_fail.h"
 #include "lns_log.h"
+#include "lns_time.h"
 
 struct depot_meta {
     depot_resource_t *res;
@@ -28,6 +46,10 @@ struct depot_meta {
     pthread_mutex_t mu;
     pthread_cond_t work_cv;   /* writer: something queued, or stop */
     depot_meta_op_t *head, *tail;
+    depot_meta_op_t *retry;   /* writer only: deletes that failed, no one waiting */
+    int reserve_fd;           /* <dir>/reserve, -1 if none */
+    int reserve_held;         /* its bytes are allocated */
+    int64_t reserve_tried;    /* monotonic ms of the last attempt to take it again */
     pthread_t writer;
     int running;
     int stop;
@@ -101,6 +123,58 @@ static int upgrade(depot_meta_t *m, char *err, size_t errlen)
     return 0;
 }
 
+/* ---- the reserve ------------------------------------------------------------------------- */
+
+/* Allocate the reserve's bytes (no-op if held or none).  0, or -1 if the filesystem has no
+ * room for it, and then it holds none. */
+static int reserve_take(depot_meta_t *m)
+{
+    off_t n = (off_t)m->res->cfg.reserve;
+    if (m->reserve_fd < 0 || m->reserve_held)
+        return 0;
+    m->reserve_tried = lns_mono_ms();
+    if (lns_fail("meta.reserve") < 0 || posix_fallocate(m->reserve_fd, 0, n) != 0) {
+        if (ftruncate(m->reserve_fd, 0) < 0)
+            lns_log(LNS_LOG_WARN, "resource %d: cannot empty %s/reserve: %s", m->res->id,
+                    m->res->cfg.dir, strerror(errno));
+        return -1;
+    }
+    m->reserve_held = 1;
+    return 0;
+}
+
+static void reserve_give_back(depot_meta_t *m)
+{
+    if (m->reserve_fd < 0 || !m->reserve_held)
+        return;
+    if (ftruncate(m->reserve_fd, 0) < 0) {
+        lns_log(LNS_LOG_ERROR, "resource %d: cannot free %s/reserve: %s", m->res->id,
+                m->res->cfg.dir, strerror(errno));
+        return;
+    }
+    m->reserve_held = 0;
+    lns_log(LNS_LOG_ERROR, "resource %d: the filesystem of %s is full; %llu bytes of reserve "
+            "given to the metadata; stores fail until space is freed", m->res->id,
+            m->res->cfg.dir, (unsigned long long)m->res->cfg.reserve);
+}
+
+/* Taken again, at most every 5 s, once the filesystem has twice its size free. */
+static void reserve_retake(depot_meta_t *m)
+{
+    struct statvfs vs;
+    if (m->reserve_fd < 0 || m->reserve_held || lns_mono_ms() - m->reserve_tried < 5000)
+        return;
+    m->reserve_tried = lns_mono_ms();
+    if (fstatvfs(m->reserve_fd, &vs) == 0 &&
+        (uint64_t)vs.f_bavail * vs.f_frsize >= 2 * m->res->cfg.reserve && reserve_take(m) == 0)
+        lns_log(LNS_LOG_INFO, "resource %d: metadata reserve taken again", m->res->id);
+}
+
+int depot_meta_reserve_held(const depot_meta_t *m)
+{
+    return m->reserve_held;
+}
+
 int depot_meta_open(depot_resource_t *res, int durability, char *err, size_t errlen)
 {
     char path[PATH_MAX + 16], pragmas[256];
@@ -111,6 +185,7 @@ int depot_meta_open(depot_resource_t *res, int durability, char *err, size_t err
         return -1;
     }
     m->res = res;
+    m->reserve_fd = -1;
     res->meta = m;
     pthread_mutex_init(&m->mu, NULL);
     pthread_cond_init(&m->work_cv, NULL);
@@ -139,6 +214,20 @@ int depot_meta_open(depot_resource_t *res, int durability, char *err, size_t err
         sqlite3_prepare_v2(m->db, "DELETE FROM alloc WHERE id = ?", -1, &m->del, NULL) !=
             SQLITE_OK)
         return dberr(m, err, errlen, "prepare");
+    if (res->cfg.reserve > 0) {
+        snprintf(path, sizeof path, "%s/reserve", res->cfg.dir);
+        if ((m->reserve_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640)) < 0)
+            return lns_err_set(err, errlen, "resource %d: cannot open %s: %s", res->id, path,
+                               strerror(errno));
+        struct stat sb;
+        m->reserve_held = fstat(m->reserve_fd, &sb) == 0 &&
+                          (uint64_t)sb.st_blocks * 512 >= res->cfg.reserve &&
+                          (uint64_t)sb.st_size == res->cfg.reserve;
+        if (!m->reserve_held && (ftruncate(m->reserve_fd, 0), reserve_take(m) < 0))
+            lns_log(LNS_LOG_WARN, "resource %d: no room for the %llu-byte metadata reserve in "
+                    "%s: the filesystem is nearly full", res->id,
+                    (unsigned long long)res->cfg.reserve, res->cfg.dir);
+    }
     return 0;
 }
 
@@ -260,45 +349,105 @@ static int exec_op(depot_meta_t *m, const depot_meta_op_t *op)
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
+/* One transaction with every op of batch.  0, or -1 (rolled back); a full filesystem gives
+ * the reserve back and tries once more. */
+static int commit(depot_meta_t *m, depot_meta_op_t *batch)
+{
+    for (int attempt = 0;; attempt++) {
+        int injected = 0;
+        int rc = sqlite3_exec(m->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+        for (depot_meta_op_t *op = batch; op && rc == 0; op = op->next)
+            rc = exec_op(m, op);
+        if (rc == 0 && lns_fail("meta.commit") < 0) {
+            injected = errno;
+            rc = -1;
+        }
+        if (rc == 0 && sqlite3_exec(m->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+            rc = -1;
+        if (rc == 0) {
+            lns_fail("meta.committed"); /* kill only: committed, no one told yet */
+            return 0;
+        }
+        int full = injected ? injected == ENOSPC : sqlite3_errcode(m->db) == SQLITE_FULL;
+        lns_log(LNS_LOG_ERROR, "resource %d: metadata commit failed: %s", m->res->id,
+                injected ? strerror(injected) : sqlite3_errmsg(m->db));
+        sqlite3_exec(m->db, "ROLLBACK", NULL, NULL, NULL);
+        if (!full || attempt > 0 || !m->reserve_held)
+            return -1;
+        reserve_give_back(m);
+    }
+}
+
+/* The requests of a committed (rc 0) or failed batch: wake the waiters, drop the index's
+ * reference of committed deletes; keep failed deletes no one waits for in m->retry (drop
+ * them, data kept, when closing). */
+static void finish(depot_meta_t *m, depot_meta_op_t *batch, int rc, int closing)
+{
+    depot_meta_op_t *op, *next, *unrefs = NULL;
+    for (op = batch; op; op = next) {
+        next = op->next; /* a waited op may vanish as soon as it is posted */
+        op->rc = rc;
+        if (op->unref && rc == 0) {
+            op->next = unrefs; /* kept alive by the reference we are to drop */
+            unrefs = op;
+        } else if (op->unref && !op->waiter) {
+            if (closing) {
+                depot_alloc_forget(op->unref);
+            } else {
+                op->next = m->retry;
+                m->retry = op;
+            }
+        } else {
+            sem_post(&op->done); /* a failed waited delete: the waiter takes it back */
+        }
+    }
+    for (op = unrefs; op; op = next) {
+        next = op->next;
+        depot_alloc_deleted(op->unref); /* drops the reference and posts op */
+    }
+}
+
 static void *writer_main(void *arg)
 {
     depot_meta_t *m = arg;
     pthread_mutex_lock(&m->mu);
     for (;;) {
-        while (!m->head && !m->stop)
-            pthread_cond_wait(&m->work_cv, &m->mu);
-        if (!m->head)
-            break;
-        depot_meta_op_t *batch = m->head, *op, *next, *unrefs = NULL;
+        while (!m->head && !m->stop) {
+            if (!m->retry) {
+                pthread_cond_wait(&m->work_cv, &m->mu);
+                continue;
+            }
+            struct timespec ts;
+            lns_cond_deadline(&ts, 1000 * 1000000LL);
+            if (pthread_cond_timedwait(&m->work_cv, &m->mu, &ts) == ETIMEDOUT)
+                break;
+        }
+        if (!m->head && !m->retry)
+            break; /* stopping, nothing left */
+        depot_meta_op_t *batch = m->head, *old = m->retry;
+        int closing = m->stop;
         m->head = m->tail = NULL;
+        m->retry = NULL;
         pthread_mutex_unlock(&m->mu);
 
-        int rc = sqlite3_exec(m->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
-        for (op = batch; op && rc == 0; op = op->next)
-            rc = exec_op(m, op);
-        if (rc == 0 && sqlite3_exec(m->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-            rc = -1;
-        if (rc < 0) {
-            lns_log(LNS_LOG_ERROR, "resource %d: metadata commit failed: %s", m->res->id,
-                    sqlite3_errmsg(m->db));
-            sqlite3_exec(m->db, "ROLLBACK", NULL, NULL, NULL);
+        if (old) { /* the failed deletes go first, in the order they failed */
+            depot_meta_op_t *last = old;
+            while (last->next)
+                last = last->next;
+            last->next = batch;
+            batch = old;
         }
-
-        for (op = batch; op; op = next) {
-            next = op->next; /* a waited op may vanish as soon as it is posted */
-            op->rc = rc;
-            if (op->unref) {
-                op->next = unrefs; /* kept alive by the reference we are to drop */
-                unrefs = op;
-            } else {
-                sem_post(&op->done);
-            }
-        }
-        for (op = unrefs; op; op = next) {
-            next = op->next;
-            depot_alloc_deleted(op->unref); /* drops the reference and posts op */
-        }
+        reserve_retake(m);
+        finish(m, batch, commit(m, batch), closing);
         pthread_mutex_lock(&m->mu);
+        if (closing && !m->head && m->retry) {
+            /* Stopping: one last try for the deletes that keep failing, then let them go. */
+            depot_meta_op_t *left = m->retry;
+            m->retry = NULL;
+            pthread_mutex_unlock(&m->mu);
+            finish(m, left, commit(m, left), 1);
+            pthread_mutex_lock(&m->mu);
+        }
     }
     pthread_mutex_unlock(&m->mu);
     return NULL;
@@ -339,15 +488,17 @@ void depot_meta_put(depot_meta_t *m, depot_meta_op_t *op, const depot_row_t *row
 {
     op->del = 0;
     op->unref = NULL;
+    op->waiter = 1;
     op->row = *row;
     enqueue(m, op);
 }
 
-void depot_meta_del(depot_meta_t *m, depot_alloc_t *a)
+void depot_meta_del(depot_meta_t *m, depot_alloc_t *a, int waiter)
 {
     depot_meta_op_t *op = &a->del_op;
     op->del = 1;
     op->unref = a;
+    op->waiter = waiter;
     memset(&op->row, 0, sizeof op->row);
     op->row.id = a->r.id;
     if (!enqueue(m, op) && --a->refcnt == 0) {
@@ -379,6 +530,8 @@ void depot_meta_close(depot_meta_t *m)
     m->closed = 1;
     m->running = 0;
     pthread_mutex_unlock(&m->mu);
+    if (m->reserve_fd >= 0)
+        close(m->reserve_fd);
     sqlite3_finalize(m->put);
     sqlite3_finalize(m->del);
     if (m->db && sqlite3_close(m->db) != SQLITE_OK)

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "lns_err.h"
+#include "lns_fail.h"
 #include "lns_log.h"
 
 static int class_of(uint32_t size)
@@ -83,6 +84,11 @@ int64_t depot_slab_take(depot_resource_t *res, uint32_t size)
 void depot_slab_punch(depot_resource_t *res, uint32_t size, int64_t slot)
 {
     const depot_slab_t *sl = &res->slab[class_of(size)];
+    if (lns_fail("slab.punch") < 0) {
+        lns_log(LNS_LOG_WARN, "resource %d: cannot punch slot %lld of slab %u: %s", res->id,
+                (long long)slot, size, strerror(errno));
+        return;
+    }
     if (fallocate(sl->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)slot * size,
                   (off_t)size) < 0 && errno != EOPNOTSUPP)
         lns_log(LNS_LOG_WARN, "resource %d: cannot punch slot %lld of slab %u: %s", res->id,

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "lns_err.h"
+#include "lns_fail.h"
 #include "lns_log.h"
 #include "lns_time.h"
 
@@ -142,8 +143,9 @@ static void account(depot_resource_t *res, int reliability, uint64_t size, int a
 }
 
 /* Take a out of the index and give its space back; its row delete is queued and the
- * index's reference goes with it. */
-static void free_locked(depot_store_t *st, depot_alloc_t *a)
+ * index's reference goes with it.  waiter: the caller waits for the delete (a->del_op) and
+ * calls unfree_locked if it failed. */
+static void free_locked(depot_store_t *st, depot_alloc_t *a, int waiter)
 {
     if (a->dead)
         return;
@@ -151,7 +153,18 @@ static void free_locked(depot_store_t *st, depot_alloc_t *a)
     index_remove(st, a);
     account(a->res, a->r.reliability, a->r.max_size, 0);
     a->res->nallocs--;
-    depot_meta_del(a->res->meta, a);
+    depot_meta_del(a->res->meta, a, waiter);
+}
+
+/* The delete free_locked queued failed: a is back, as it was, with the index's reference. */
+static void unfree_locked(depot_store_t *st, depot_alloc_t *a)
+{
+    a->dead = 0; /* the failed delete left the index's reference with a */
+    index_insert(st, a);
+    account(a->res, a->r.reliability, a->r.max_size, 1);
+    a->res->nallocs++;
+    if (a->r.expires < a->res->earliest_expiry)
+        a->res->earliest_expiry = a->r.expires;
 }
 
 /* No one refers to a any more: give back its bytes and the struct. */
@@ -186,6 +199,18 @@ void depot_alloc_release(depot_alloc_t *a)
         depot_slab_put(a->res, old_slab, old_slot);
     if (last)
         alloc_destroy(a);
+}
+
+void depot_alloc_forget(depot_alloc_t *a)
+{
+    depot_store_t *st = a->res->store;
+    pthread_mutex_lock(&st->mu);
+    int last = --a->refcnt == 0;
+    pthread_mutex_unlock(&st->mu);
+    if (last) {
+        pthread_mutex_destroy(&a->op_mu);
+        free(a);
+    }
 }
 
 void depot_alloc_deleted(depot_alloc_t *a)
@@ -241,7 +266,7 @@ static void reap_locked(depot_store_t *st, depot_resource_t *only, int64_t now)
             if (now >= a->r.expires) {
                 lns_log(LNS_LOG_DEBUG, "resource %d: %016llx expired", res->id,
                         (unsigned long long)a->r.id);
-                free_locked(st, a);
+                free_locked(st, a, 0);
             } else if (a->r.expires < res->earliest_expiry) {
                 res->earliest_expiry = a->r.expires;
             }
@@ -298,7 +323,7 @@ static int reclaim_soft(depot_store_t *st, depot_resource_t *res, uint64_t size,
     for (size_t i = 0; i < n && !fits(res, IBP_HARD, size); i++) {
         lns_log(LNS_LOG_INFO, "resource %d: soft allocation %016llx reclaimed for hard space",
                 res->id, (unsigned long long)v[i]->r.id);
-        free_locked(st, v[i]);
+        free_locked(st, v[i], 0);
     }
     free(v);
     return fits(res, IBP_HARD, size) ? IBP_OK : IBP_E_WOULD_EXCEED_LIMIT;
@@ -387,8 +412,9 @@ int depot_store_allocate(depot_store_t *st, int rid, int reliability, int type, 
     pthread_mutex_unlock(&st->mu);
 
     if (depot_meta_wait(res->meta, &op) < 0) {
+        /* No row: the delete is for the slot, which waits until one commits. */
         pthread_mutex_lock(&st->mu);
-        free_locked(st, a);
+        free_locked(st, a, 0);
         pthread_mutex_unlock(&st->mu);
         return IBP_E_INTERNAL;
     }
@@ -430,56 +456,56 @@ int depot_store_lookup(depot_store_t *st, const char *rid, const char *key, cons
 
 /* ---- MANAGE -------------------------------------------------------------------------------- */
 
+/* INCR and DECR: under op_mu, the new row is committed first and applied after. */
 int depot_store_incr(depot_alloc_t *a, int captype)
 {
-    depot_store_t *st = a->res->store;
-    depot_meta_op_t op;
-    int rc = IBP_OK;
-
-    pthread_mutex_lock(&st->mu);
-    if (depot_alloc_gone(a, lns_now_s()))
-        rc = IBP_E_CAP_NOT_FOUND;
-    else if (captype == IBP_READCAP)
-        a->r.read_refs++;
-    else if (captype == IBP_WRITECAP)
-        a->r.write_refs++;
-    else
-        rc = IBP_E_INVALID_PARAMETER;
-    if (rc == IBP_OK)
-        depot_meta_put(a->res->meta, &op, &a->r);
-    pthread_mutex_unlock(&st->mu);
-    if (rc == IBP_OK && depot_meta_wait(a->res->meta, &op) < 0)
-        rc = IBP_E_INTERNAL;
-    return rc;
+    return depot_store_refs(a, captype, +1);
 }
 
 int depot_store_decr(depot_alloc_t *a, int captype)
 {
+    return depot_store_refs(a, captype, -1);
+}
+
+int depot_store_refs(depot_alloc_t *a, int captype, int delta)
+{
     depot_store_t *st = a->res->store;
     depot_meta_op_t op, *wait = &op;
-    int rc = IBP_OK;
+    depot_row_t row;
+    int rc = IBP_OK, frees = 0;
 
+    if (captype != IBP_READCAP && captype != IBP_WRITECAP)
+        return IBP_E_INVALID_PARAMETER;
+    pthread_mutex_lock(&a->op_mu);
     pthread_mutex_lock(&st->mu);
+    row = a->r;
+    int *refs = captype == IBP_READCAP ? &row.read_refs : &row.write_refs;
     if (depot_alloc_gone(a, lns_now_s())) {
         rc = IBP_E_CAP_NOT_FOUND;
-    } else if (captype == IBP_READCAP) {
-        if (--a->r.read_refs <= 0) {
-            lns_log(LNS_LOG_DEBUG, "resource %d: %016llx freed (read count 0)", a->res->id,
-                    (unsigned long long)a->r.id);
-            free_locked(st, a); /* our caller's reference keeps a and del_op alive */
-            wait = &a->del_op;
-        } else {
-            depot_meta_put(a->res->meta, &op, &a->r);
-        }
-    } else if (captype == IBP_WRITECAP && a->r.write_refs > 0) {
-        a->r.write_refs--;
-        depot_meta_put(a->res->meta, &op, &a->r);
-    } else {
+    } else if (delta < 0 && captype == IBP_WRITECAP && *refs <= 0) {
         rc = IBP_E_INVALID_PARAMETER;
+    } else if (delta < 0 && captype == IBP_READCAP && *refs <= 1) {
+        lns_log(LNS_LOG_DEBUG, "resource %d: %016llx freed (read count 0)", a->res->id,
+                (unsigned long long)a->r.id);
+        free_locked(st, a, 1); /* our caller's reference keeps a and del_op alive */
+        wait = &a->del_op;
+        frees = 1;
+    } else {
+        *refs += delta;
+        depot_meta_put(a->res->meta, &op, &row);
     }
     pthread_mutex_unlock(&st->mu);
     if (rc == IBP_OK && depot_meta_wait(a->res->meta, wait) < 0)
         rc = IBP_E_INTERNAL;
+    pthread_mutex_lock(&st->mu);
+    if (rc == IBP_OK && !frees && !a->dead) {
+        a->r.read_refs = row.read_refs;
+        a->r.write_refs = row.write_refs;
+    } else if (rc == IBP_E_INTERNAL && frees) {
+        unfree_locked(st, a); /* the row is still there: so is the allocation */
+    }
+    pthread_mutex_unlock(&st->mu);
+    pthread_mutex_unlock(&a->op_mu);
     return rc;
 }
 
@@ -506,8 +532,9 @@ int depot_store_change(depot_alloc_t *a, uint64_t max_size, int64_t duration, in
         return IBP_E_FILE_WRITE;
     }
     pthread_mutex_lock(&st->mu);
-    uint64_t new_max = max_size ? max_size : a->r.max_size;
-    int new_rel = reliability ? reliability : a->r.reliability;
+    uint64_t old_max = a->r.max_size, new_max = max_size ? max_size : old_max;
+    int old_rel = a->r.reliability, new_rel = reliability ? reliability : old_rel;
+    int reserved = 0;
     expires = a->r.expires;
     if (depot_alloc_gone(a, now))
         rc = IBP_E_CAP_NOT_FOUND;
@@ -516,38 +543,52 @@ int depot_store_change(depot_alloc_t *a, uint64_t max_size, int64_t duration, in
     else if (duration != 0)
         rc = depot_expiry(now, duration, res->cfg.max_duration, &expires);
     if (rc == IBP_OK) {
-        account(res, a->r.reliability, a->r.max_size, 0);
+        /* The space is taken now (so no one else gets it) and given back if the commit
+         * fails; the row changes once committed. */
+        account(res, old_rel, old_max, 0);
         rc = reserve(st, res, new_rel, new_max, a, now);
         if (rc != IBP_OK) {
-            account(res, a->r.reliability, a->r.max_size, 1);
+            account(res, old_rel, old_max, 1);
         } else {
-            a->r.max_size = new_max;
-            a->r.reliability = new_rel;
-            a->r.expires = expires;
-            if (expires < res->earliest_expiry)
-                res->earliest_expiry = expires;
+            reserved = 1;
+            row = a->r;
+            row.max_size = new_max;
+            row.reliability = new_rel;
+            row.expires = expires;
             if (move) {
-                a->r.slab = 0;
-                a->r.slot = -1;
+                row.slab = 0;
+                row.slot = -1;
             }
-            depot_meta_put(res->meta, &op, &a->r);
+            depot_meta_put(res->meta, &op, &row);
         }
     }
     pthread_mutex_unlock(&st->mu);
-    if (rc == IBP_OK) {
-        if (depot_meta_wait(res->meta, &op) < 0) {
-            /* The row on disk may still name the slot: it stays taken until a restart. */
-            rc = IBP_E_INTERNAL;
-        } else if (move) {
-            /* Free once no request still reads it (depot_alloc_release). */
-            pthread_mutex_lock(&st->mu);
-            a->old_slab = row.slab;
-            a->old_slot = row.slot;
-            pthread_mutex_unlock(&st->mu);
+    if (rc == IBP_OK && depot_meta_wait(res->meta, &op) < 0)
+        rc = IBP_E_INTERNAL; /* the row on disk is the old one: so is the allocation */
+    pthread_mutex_lock(&st->mu);
+    if (reserved && (rc != IBP_OK || a->dead)) {
+        /* Refused, or freed meanwhile (which gave back the old size): undo the reservation. */
+        account(res, new_rel, new_max, 0);
+        account(res, old_rel, old_max, 1);
+    } else if (reserved) {
+        uint32_t old_slab = a->r.slab;
+        int64_t old_slot = a->r.slot;
+        a->r.max_size = new_max;
+        a->r.reliability = new_rel;
+        a->r.expires = expires;
+        if (expires < res->earliest_expiry)
+            res->earliest_expiry = expires;
+        if (move) {
+            a->r.slab = 0;
+            a->r.slot = -1;
+            /* Freed once no request still reads it (depot_alloc_release). */
+            a->old_slab = old_slab;
+            a->old_slot = old_slot;
         }
-    } else if (move) {
-        depot_data_unlink(res, row.id);
     }
+    pthread_mutex_unlock(&st->mu);
+    if (move && (rc != IBP_OK || a->dead))
+        depot_data_unlink(res, row.id);
     pthread_mutex_unlock(&a->op_mu);
     return rc;
 }
@@ -614,6 +655,7 @@ int depot_store_adopt(depot_resource_t *res, const depot_row_t *row)
     }
     if (!(a = alloc_new(res, row)))
         return -1;
+    res->stored += row->cur_size;
     index_insert(st, a);
     account(res, row->reliability, row->max_size, 1);
     res->nallocs++;
@@ -636,8 +678,10 @@ static void *reaper_main(void *arg)
         struct timespec ts;
         lns_cond_deadline(&ts, 500 * 1000000LL);
         pthread_cond_timedwait(&st->reaper_cv, &st->mu, &ts);
-        if (!st->stopping)
+        if (!st->stopping) {
+            lns_fail("reap"); /* kill only */
             reap_locked(st, NULL, lns_now_s());
+        }
     }
     pthread_mutex_unlock(&st->mu);
     return NULL;

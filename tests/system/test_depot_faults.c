@@ -1,0 +1,636 @@
+/* test_depot_faults.c -- the depot's fault-injection harness: every mutating step made to fail
+ * or to crash, and the invariants checked after each.
+ *
+ * A script of requests (ALLOCATE, STORE, WRITE, TRUNCATE, CHNG, INCR, DECR, SEND, and an
+ * allocation left to expire for the reaper) runs against a real ibp_depot while a model keeps
+ * what the depot acknowledged.  A clean run, with LNS_FAILPOINTS_LOG, records which failpoints
+ * (common/lns_fail.h) each request reaches; every (request, failpoint, action) triple found
+ * there is a fault run: the depot starts with that one point armed ("error": ENOSPC, "eio",
+ * "kill": SIGKILL) at that hit, the script runs, and after every request the harness checks
+ *   - every acknowledged byte is there and nothing else: PROBE gives the model's size, LOAD of
+ *     the whole size gives the model's bytes (so no size is larger than its data);
+ *   - a refused request changed nothing (the model before it);
+ *   - a request cut by a crash left the state before it or after it, nothing in between (the
+ *     depot is restarted without failpoints and the state read back);
+ *   - a freed or expired allocation's capabilities give an error, never bytes;
+ * and at the end, after a clean restart, the same again, then, with the depot stopped, that no
+ * slab slot is claimed by two rows of its database.
+ *
+ * make test runs the triples in an order drawn from a seed (printed; LNS_FAULT_SEED repeats
+ * it) for LNS_FAULT_SECONDS (default 12) and a few runs of the random mode (each point fails
+ * with some probability); make soak sets LNS_FAULT_SOAK=1: every triple, then random runs
+ * until LNS_FAULT_SECONDS (default 600).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ibp.h"
+#include "lns_test.h"
+#include "test_depot.h"
+
+/* ---- the model ------------------------------------------------------------------------------ */
+
+#define NA 8
+#define MAXA (256 * 1024)
+
+typedef struct m_alloc {
+    int used;           /* the script allocated it and knows its capabilities */
+    int alive;          /* not freed, not expired */
+    ibp_caps_t caps;
+    uint64_t max;
+    size_t size;
+    int rrefs, wrefs;
+    int short_lived;    /* allocated for 1 s: may expire at any check */
+    unsigned char data[MAXA];
+} m_alloc_t;
+
+/* A WRITE over bytes already stored is not atomic (as pwrite(2) is not): when it is refused
+ * part way or cut by a crash, each byte of the part of its range below the old size may be
+ * old or new; the size never changes.  A STORE, and the part of a WRITE that extends the
+ * size, are all or nothing. */
+typedef struct fuzzy {
+    int a;              /* -1: none */
+    size_t off, len;
+    const unsigned char *bytes; /* the WRITE's bytes, for [off, off + len) */
+} fuzzy_t;
+
+typedef struct model {
+    m_alloc_t a[NA];
+    fuzzy_t fz;
+} model_t;
+
+/* ---- the script ----------------------------------------------------------------------------- */
+
+enum op_kind { OP_ALLOC, OP_STORE, OP_WRITE, OP_TRUNC, OP_CHNG, OP_INCR, OP_DECR, OP_SEND, OP_EXPIRE };
+
+typedef struct op {
+    int kind;
+    int a;              /* the allocation it works on */
+    int b;              /* SEND: the target; INCR/DECR: IBP_READCAP or IBP_WRITECAP */
+    uint64_t x, y;      /* ALLOC: size, duration; STORE: len; WRITE: offset, len; TRUNC: size;
+                           CHNG: max size; SEND: offset, len */
+    const char *what;
+} op_t;
+
+static const op_t script[] = {
+    {OP_ALLOC, 5, 0, 8192, 1, "allocate 8 KiB for 1 s (slab)"},
+    {OP_STORE, 5, 0, 3000, 0, "store into the short-lived one"},
+    {OP_ALLOC, 0, 0, 16384, 600, "allocate 16 KiB (slab)"},
+    {OP_ALLOC, 1, 0, 262144, 600, "allocate 256 KiB (own file)"},
+    {OP_ALLOC, 2, 0, 4096, 600, "allocate 4 KiB (slab)"},
+    {OP_ALLOC, 3, 0, 131072, 600, "allocate 128 KiB (own file)"},
+    {OP_STORE, 0, 0, 5000, 0, "store 5000 into the slab one"},
+    {OP_STORE, 1, 0, 100000, 0, "store 100000 into the own-file one"},
+    {OP_STORE, 2, 0, 3000, 0, "store 3000 into the 4 KiB one"},
+    {OP_STORE, 3, 0, 70000, 0, "store 70000"},
+    {OP_WRITE, 0, 0, 8000, 1000, "write past the end of a slab (gap of zeros)"},
+    {OP_WRITE, 1, 0, 150000, 20000, "write past the end of an own file"},
+    {OP_WRITE, 3, 0, 90000, 0, "empty write past the end of an own file"},
+    {OP_WRITE, 1, 0, 10, 500, "overwrite inside"},
+    {OP_TRUNC, 1, 0, 60000, 0, "truncate an own file down"},
+    {OP_TRUNC, 0, 0, 2000, 0, "truncate a slab down"},
+    {OP_TRUNC, 0, 0, 12000, 0, "truncate a slab up"},
+    {OP_TRUNC, 3, 0, 120000, 0, "truncate an own file up"},
+    {OP_CHNG, 0, 0, 100000, 0, "change a slab past its slot (moves to an own file)"},
+    {OP_CHNG, 2, 0, 2000, 0, "change below the size (refused)"},
+    {OP_INCR, 1, IBP_READCAP, 0, 0, "incr read"},
+    {OP_DECR, 1, IBP_READCAP, 0, 0, "decr read"},
+    {OP_DECR, 2, IBP_WRITECAP, 0, 0, "decr write to 0"},
+    {OP_STORE, 2, 0, 10, 0, "store without write references (refused)"},
+    {OP_SEND, 1, 3, 0, 10000, "send 10000 to another allocation"},
+    {OP_STORE, 0, 0, 4000, 0, "store into the moved one"},
+    {OP_DECR, 2, IBP_READCAP, 0, 0, "decr read to 0: free a slab allocation"},
+    {OP_ALLOC, 4, 0, 4096, 600, "allocate 4 KiB (takes the freed slot)"},
+    {OP_STORE, 4, 0, 4096, 0, "store 4096 into it"},
+    {OP_EXPIRE, 5, 0, 0, 0, "wait for the short-lived one to expire"},
+    {OP_ALLOC, 6, 0, 8192, 600, "allocate 8 KiB (may take the expired slot)"},
+    {OP_STORE, 6, 0, 8192, 0, "store 8192 into it"},
+    {OP_DECR, 1, IBP_READCAP, 0, 0, "free an own-file allocation"},
+};
+#define NOPS ((int)(sizeof script / sizeof script[0]))
+
+/* Every failpoint of the depot (grep lns_fail depot/): the clean run must reach each. */
+static const char *const points[] = {"data.write", "data.zero", "data.fsync", "data.truncate",
+                                     "data.move", "data.unlink", "slab.punch", "meta.commit",
+                                     "meta.committed", "meta.reserve", "store.reply", "send.store",
+                                     "reap"};
+#define NPOINTS ((int)(sizeof points / sizeof points[0]))
+static const char *const actions[] = {"error", "eio", "kill"};
+
+/* What the model says op does, from m into post; 1 if the depot must refuse it. */
+static int apply(const op_t *op, model_t *post, uint64_t seed)
+{
+    m_alloc_t *a = &post->a[op->a];
+    if (op->kind == OP_ALLOC) {
+        memset(a, 0, sizeof *a - sizeof a->data);
+        a->used = a->alive = 1;
+        a->max = op->x;
+        a->rrefs = a->wrefs = 1;
+        a->short_lived = op->y == 1;
+        return 0;
+    }
+    if (!a->used)
+        return -1; /* never allocated: skip */
+    if (op->kind == OP_EXPIRE) {
+        a->alive = 0;
+        return 0;
+    }
+    if (!a->alive)
+        return 1;
+    switch (op->kind) {
+    case OP_STORE:
+        if (a->wrefs <= 0 || a->size + op->x > a->max)
+            return 1;
+        lns_test_fill(a->data + a->size, op->x, seed);
+        a->size += op->x;
+        return 0;
+    case OP_WRITE:
+        if (a->wrefs <= 0 || op->x + op->y > a->max)
+            return 1;
+        if (op->x > a->size)
+            memset(a->data + a->size, 0, op->x - a->size);
+        lns_test_fill(a->data + op->x, op->y, seed);
+        if (op->x + op->y > a->size)
+            a->size = op->x + op->y;
+        return 0;
+    case OP_TRUNC:
+        if (op->x > a->max)
+            return 1;
+        if (op->x > a->size)
+            memset(a->data + a->size, 0, op->x - a->size);
+        a->size = op->x;
+        return 0;
+    case OP_CHNG:
+        if (op->x < a->size || op->x > MAXA)
+            return 1;
+        a->max = op->x;
+        return 0;
+    case OP_INCR:
+        *(op->b == IBP_READCAP ? &a->rrefs : &a->wrefs) += 1;
+        return 0;
+    case OP_DECR:
+        if (op->b == IBP_WRITECAP) {
+            if (a->wrefs <= 0)
+                return 1;
+            a->wrefs--;
+        } else if (--a->rrefs <= 0) {
+            a->alive = 0;
+        }
+        return 0;
+    case OP_SEND: {
+        m_alloc_t *t = &post->a[op->b];
+        if (!t->used || !t->alive || t->wrefs <= 0 || op->x + op->y > a->size ||
+            t->size + op->y > t->max)
+            return 1;
+        memcpy(t->data + t->size, a->data + op->x, op->y);
+        t->size += op->y;
+        return 0;
+    }
+    }
+    return -1;
+}
+
+/* ---- talking to the depot ------------------------------------------------------------------- */
+
+static ibp_client_t *new_client(void)
+{
+    ibp_client_opts_t o;
+    ibp_client_opts_init(&o);
+    o.max_idle_per_depot = 0; /* one connection per request: a crash cuts one request */
+    o.connect_timeout_ms = 3000;
+    o.io_timeout_ms = 10000;
+    o.server_timeout_s = 10;
+    return ibp_client_new(&o);
+}
+
+static int exec_op(ibp_client_t *cl, const test_depot_t *d, const op_t *op, model_t *m,
+                   uint64_t seed)
+{
+    m_alloc_t *a = &m->a[op->a];
+    static unsigned char buf[MAXA];
+    switch (op->kind) {
+    case OP_ALLOC: {
+        ibp_attr_t at = {op->x, m->a[op->a].short_lived ? 1 : 600, IBP_HARD, IBP_BYTEARRAY};
+        return ibp_allocate(cl, "127.0.0.1", d->port, "0", &at, &a->caps);
+    }
+    case OP_STORE:
+        lns_test_fill(buf, op->x, seed);
+        return ibp_store(cl, a->caps.write, buf, op->x, NULL);
+    case OP_WRITE:
+        lns_test_fill(buf, op->y, seed);
+        return ibp_write(cl, a->caps.write, op->x, buf, op->y, NULL);
+    case OP_TRUNC:
+        return ibp_truncate(cl, a->caps.manage, op->x);
+    case OP_CHNG:
+        return ibp_change(cl, a->caps.manage, op->x, 0, 0);
+    case OP_INCR:
+        return ibp_incr(cl, a->caps.manage, op->b);
+    case OP_DECR:
+        return ibp_decr(cl, a->caps.manage, op->b);
+    case OP_SEND:
+        return ibp_send(cl, a->caps.read, m->a[op->b].caps.write, op->x, op->y, NULL);
+    case OP_EXPIRE: {
+        ibp_probe_t p;
+        /* Expired at the next whole second at most; the reaper looks twice a second. */
+        for (int i = 0; i < 40 && ibp_probe(cl, a->caps.manage, &p) == IBP_OK; i++)
+            lns_test_sleep_ms(100);
+        lns_test_sleep_ms(700);
+        return IBP_OK;
+    }
+    }
+    return IBP_E_INTERNAL;
+}
+
+/* Does the depot hold exactly what m says?  0, or -1 with the first difference in why. */
+static int check(ibp_client_t *cl, model_t *m, char *why, size_t n)
+{
+    static unsigned char buf[MAXA];
+    for (int i = 0; i < NA; i++) {
+        m_alloc_t *a = &m->a[i];
+        ibp_probe_t p;
+        if (!a->used)
+            continue;
+        int rc = ibp_probe(cl, a->caps.manage, &p);
+        if (a->short_lived && a->alive && rc == IBP_E_CAP_NOT_FOUND)
+            a->alive = 0; /* its second is up */
+        if (!a->alive) {
+            int lrc = ibp_load(cl, a->caps.read, 0, 1, buf);
+            if (rc == IBP_OK || lrc == IBP_OK) {
+                snprintf(why, n, "allocation %d was freed, yet PROBE %d LOAD %d", i, rc, lrc);
+                return -1;
+            }
+            continue;
+        }
+        if (rc != IBP_OK) {
+            snprintf(why, n, "allocation %d: PROBE failed: %s", i, ibp_strerror(rc));
+            return -1;
+        }
+        if (p.cur_size != a->size || p.max_size != a->max || p.read_refs != a->rrefs ||
+            p.write_refs != a->wrefs) {
+            snprintf(why, n, "allocation %d: size %llu max %llu refs %d/%d, model %zu %llu %d/%d",
+                     i, (unsigned long long)p.cur_size, (unsigned long long)p.max_size,
+                     p.read_refs, p.write_refs, a->size, (unsigned long long)a->max, a->rrefs,
+                     a->wrefs);
+            return -1;
+        }
+        if (a->size && (rc = ibp_load(cl, a->caps.read, 0, a->size, buf)) != IBP_OK) {
+            snprintf(why, n, "allocation %d: LOAD of its %zu bytes: %s", i, a->size,
+                     ibp_strerror(rc));
+            return -1;
+        }
+        const fuzzy_t *fz = &m->fz;
+        if (a->size && memcmp(buf, a->data, a->size) != 0) {
+            size_t k = 0;
+            while (k < a->size &&
+                   (buf[k] == a->data[k] || (fz->a == i && k >= fz->off && k < fz->off + fz->len &&
+                                             buf[k] == fz->bytes[k - fz->off])))
+                k++;
+            if (k == a->size) {
+                memcpy(a->data, buf, a->size); /* the mix the cut WRITE left */
+                continue;
+            }
+            snprintf(why, n, "allocation %d: byte %zu of %zu differs from what was acknowledged",
+                     i, k, a->size);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* No slab slot claimed by two rows; every row's bytes exist on disk. */
+static int check_db(const test_depot_t *d, char *why, size_t n)
+{
+    char path[PATH_MAX + 32];
+    sqlite3 *db;
+    sqlite3_stmt *s;
+    int bad = 0;
+    snprintf(path, sizeof path, "%s/res0/depot.db", d->dir);
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        snprintf(why, n, "cannot open %.400s", path);
+        sqlite3_close(db);
+        return -1;
+    }
+    if (sqlite3_prepare_v2(db, "SELECT slab, slot, count(*) FROM alloc WHERE slab != 0"
+                           " GROUP BY slab, slot HAVING count(*) > 1", -1, &s, NULL) == SQLITE_OK) {
+        if (sqlite3_step(s) == SQLITE_ROW) {
+            snprintf(why, n, "slot %lld of slab %lld is claimed by %d rows",
+                     (long long)sqlite3_column_int64(s, 1), (long long)sqlite3_column_int64(s, 0),
+                     sqlite3_column_int(s, 2));
+            bad = 1;
+        }
+        sqlite3_finalize(s);
+    }
+    if (!bad && sqlite3_prepare_v2(db, "SELECT id, cur_size FROM alloc WHERE slab = 0 AND"
+                                   " cur_size > 0", -1, &s, NULL) == SQLITE_OK) {
+        while (!bad && sqlite3_step(s) == SQLITE_ROW) {
+            unsigned long long id = (unsigned long long)sqlite3_column_int64(s, 0);
+            long long size = sqlite3_column_int64(s, 1);
+            struct stat sb;
+            snprintf(path, sizeof path, "%s/res0/data/%02x/%016llx", d->dir,
+                     (unsigned)(id >> 56), id);
+            if (stat(path, &sb) < 0 || sb.st_size < size) {
+                snprintf(why, n, "row %016llx has size %lld, its file %lld bytes", id, size,
+                         stat(path, &sb) < 0 ? -1LL : (long long)sb.st_size);
+                bad = 1;
+            }
+        }
+        sqlite3_finalize(s);
+    }
+    sqlite3_close(db);
+    return bad ? -1 : 0;
+}
+
+/* ---- one run -------------------------------------------------------------------------------- */
+
+typedef struct run {
+    char spec[256];     /* LNS_FAILPOINTS, "" for none */
+    int expire;         /* run the expiry step (1.5 s) */
+    const char *log;    /* LNS_FAILPOINTS_LOG and op markers, or NULL */
+    int durability_os;  /* --durability os instead of fsync */
+} run_t;
+
+static model_t model, post;
+static int failures;
+
+static void report(const run_t *r, int k, const char *why)
+{
+    failures++;
+    printf("  FAULT RUN FAILED [%s%s]: after request %d (%s): %s\n", r->spec[0] ? r->spec : "clean",
+           r->durability_os ? ", durability os" : "", k, k >= 0 ? script[k].what : "end", why);
+}
+
+static int start(test_depot_t *d, const run_t *r, int restart)
+{
+    if (r->spec[0] && !restart)
+        setenv("LNS_FAILPOINTS", r->spec, 1);
+    else
+        unsetenv("LNS_FAILPOINTS");
+    if (r->log && !restart)
+        setenv("LNS_FAILPOINTS_LOG", r->log, 1);
+    else
+        unsetenv("LNS_FAILPOINTS_LOG");
+    int rc = restart ? td_restart(d)
+                     : td_start(d, r->durability_os ? "--durability os" : "--durability fsync");
+    unsetenv("LNS_FAILPOINTS");
+    unsetenv("LNS_FAILPOINTS_LOG");
+    return rc;
+}
+
+/* 1 if the depot process has died (a failpoint killed it); reaps it. */
+static int died(test_depot_t *d)
+{
+    int st;
+    if (d->pid > 0 && waitpid(d->pid, &st, WNOHANG) == d->pid) {
+        lns_test_untrack_pid(d->pid);
+        d->pid = 0;
+        return 1;
+    }
+    return d->pid <= 0;
+}
+
+static void mark(const run_t *r, int k)
+{
+    FILE *f = r->log ? fopen(r->log, "a") : NULL;
+    if (f) {
+        fprintf(f, "# %d\n", k);
+        fclose(f);
+    }
+}
+
+/* The script once under r; the failures are counted and printed. */
+static void run_script(const run_t *r)
+{
+    test_depot_t d;
+    char why[1024];
+    ibp_client_t *cl = new_client();
+    memset(&model, 0, sizeof model);
+    model.fz.a = -1;
+    if (!cl || start(&d, r, 0) != 0) {
+        report(r, -1, "the depot did not start");
+        ibp_client_free(cl);
+        return;
+    }
+    for (int k = 0; k < NOPS; k++) {
+        const op_t *op = &script[k];
+        uint64_t seed = (uint64_t)k * 7919 + 1;
+        if (op->kind == OP_EXPIRE && !r->expire)
+            continue;
+        mark(r, k);
+        post = model;
+        int must_fail = apply(op, &post, seed);
+        if (must_fail < 0)
+            continue;
+        if (op->kind == OP_ALLOC)
+            model.a[op->a].short_lived = post.a[op->a].short_lived = op->y == 1 && r->expire;
+        /* A refused or cut WRITE over stored bytes may leave some of them. */
+        static unsigned char wbytes[MAXA];
+        model.fz.a = post.fz.a = -1;
+        if (op->kind == OP_WRITE && op->x < model.a[op->a].size) {
+            lns_test_fill(wbytes, op->y, seed);
+            model.fz = (fuzzy_t){op->a, op->x, op->y, wbytes};
+        }
+        int rc = exec_op(cl, &d, op, &model, seed);
+        if (op->kind == OP_ALLOC)
+            post.a[op->a].caps = model.a[op->a].caps;
+        if (died(&d) || (rc != IBP_OK && (lns_test_sleep_ms(50), died(&d)))) {
+            /* A crash during or after the request: the state before it or after it. */
+            lns_test_server_kill(&d.srv, SIGKILL);
+            if (start(&d, r, 1) != 0) {
+                report(r, k, "the depot did not restart");
+                break;
+            }
+            if (op->kind == OP_ALLOC) {
+                post.a[op->a].used = 0; /* its capabilities may never have reached us */
+                model.a[op->a].used = 0;
+            }
+            char why2[sizeof why];
+            if (check(cl, &post, why, sizeof why) == 0)
+                model = post;
+            else if (check(cl, &model, why2, sizeof why2) != 0) {
+                report(r, k, why2);
+                break;
+            }
+            continue;
+        }
+        if (rc == IBP_OK && must_fail) {
+            report(r, k, "the depot accepted a request it must refuse");
+            break;
+        }
+        if (rc == IBP_OK)
+            model = post;
+        else if (!must_fail && !r->spec[0]) {
+            snprintf(why, sizeof why, "refused without a fault: %s", ibp_strerror(rc));
+            report(r, k, why);
+            break;
+        }
+        if (check(cl, &model, why, sizeof why) != 0) {
+            /* A point reached after the reply (the reaper, a delete's unlink) may have
+             * crashed the depot meanwhile: then this request's state must survive it. */
+            lns_test_sleep_ms(50);
+            if (died(&d)) {
+                if (start(&d, r, 1) != 0) {
+                    report(r, k, "the depot did not restart");
+                    break;
+                }
+                if (check(cl, &model, why, sizeof why) == 0)
+                    continue;
+            }
+            report(r, k, why);
+            break;
+        }
+    }
+    /* What is on disk: a clean restart, the same state; then the database itself. */
+    mark(r, NOPS);
+    lns_test_server_stop(&d.srv);
+    if (start(&d, r, 1) != 0)
+        report(r, -1, "the depot did not restart at the end");
+    else if (check(cl, &model, why, sizeof why) != 0)
+        report(r, -1, why);
+    lns_test_server_stop(&d.srv);
+    if (check_db(&d, why, sizeof why) != 0)
+        report(r, -1, why);
+    if (!lns_test_server_log_clean(&d.srv))
+        report(r, -1, "sanitizer report in the depot's log");
+    ibp_client_free(cl);
+}
+
+/* ---- the sweep ------------------------------------------------------------------------------ */
+
+typedef struct triple {
+    int op;             /* script index */
+    int point;          /* index in points[] */
+    int hit;            /* the point's hit number, counted from the depot's start */
+} triple_t;
+
+static triple_t *triples;
+static int ntriples;
+
+/* The clean run's log: "# k" before request k, a point's name each time it is reached. */
+static void read_hits(const char *log, int reached[NPOINTS])
+{
+    FILE *f = fopen(log, "r");
+    char line[128];
+    int k = -1, count[NPOINTS] = {0};
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        if (line[0] == '#') {
+            k = atoi(line + 2);
+            continue;
+        }
+        for (int p = 0; p < NPOINTS; p++)
+            if (!strcmp(line, points[p])) {
+                count[p]++;
+                reached[p] = 1;
+                /* One triple per (request, point): its first hit in that request. */
+                if (k >= 0 && k < NOPS && !(ntriples && triples[ntriples - 1].op == k &&
+                                            triples[ntriples - 1].point == p)) {
+                    int seen = 0;
+                    for (int i = 0; i < ntriples; i++)
+                        seen |= triples[i].op == k && triples[i].point == p;
+                    if (!seen) {
+                        triples = realloc(triples, (size_t)(ntriples + 1) * sizeof *triples);
+                        triples[ntriples++] = (triple_t){k, p, count[p]};
+                    }
+                }
+            }
+    }
+    if (f)
+        fclose(f);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void test_fault_sweep(void)
+{
+    const char *soak = getenv("LNS_FAULT_SOAK"), *secs = getenv("LNS_FAULT_SECONDS");
+    const char *seedenv = getenv("LNS_FAULT_SEED");
+    int soaking = soak && *soak && strcmp(soak, "0");
+    double budget = secs ? atof(secs) : soaking ? 600 : 12;
+    unsigned seed = seedenv ? (unsigned)strtoul(seedenv, NULL, 10) : (unsigned)time(NULL);
+    char log[PATH_MAX];
+    run_t r;
+    int reached[NPOINTS] = {0};
+
+    /* LNS_FAULT_SPEC=SPEC: that one run (to repeat a failure), nothing else. */
+    const char *only = getenv("LNS_FAULT_SPEC");
+    if (only && *only) {
+        memset(&r, 0, sizeof r);
+        snprintf(r.spec, sizeof r.spec, "%s", only);
+        r.expire = getenv("LNS_FAULT_EXPIRE") != NULL;
+        r.durability_os = getenv("LNS_FAULT_OS") != NULL;
+        run_script(&r);
+        CU_ASSERT_EQUAL(failures, 0);
+        return;
+    }
+    /* The clean run: nothing may fail, and it says where every point is reached. */
+    snprintf(log, sizeof log, "%s", lns_test_path("fault-hits.log"));
+    memset(&r, 0, sizeof r);
+    r.log = log;
+    r.expire = 1;
+    run_script(&r);
+    CU_ASSERT_EQUAL_FATAL(failures, 0);
+    read_hits(log, reached);
+    for (int p = 0; p < NPOINTS; p++)
+        if (!reached[p]) {
+            printf("  failpoint %s is never reached by the script\n", points[p]);
+            CU_FAIL("a failpoint is never reached");
+        }
+
+    /* Every triple, in an order drawn from the seed, until the budget is spent. */
+    int ntotal = ntriples * 3, nrun = 0, nrandom = 0;
+    int *order = malloc((size_t)ntotal * sizeof *order);
+    CU_ASSERT_FATAL(order != NULL);
+    for (int i = 0; i < ntotal; i++)
+        order[i] = i;
+    srand(seed);
+    for (int i = ntotal - 1; i > 0; i--) {
+        int j = rand() % (i + 1), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    printf("  %d failpoints, %d (request, point) pairs, %d fault runs; seed %u"
+           " (LNS_FAULT_SEED repeats the order)\n", NPOINTS, ntriples, ntotal, seed);
+    double t0 = now_s();
+    for (int i = 0; i < ntotal && (soaking || now_s() - t0 < budget * 0.75); i++) {
+        const triple_t *t = &triples[order[i] / 3];
+        memset(&r, 0, sizeof r);
+        snprintf(r.spec, sizeof r.spec, "%s=%s@%d", points[t->point], actions[order[i] % 3],
+                 t->hit);
+        r.expire = script[t->op].kind == OP_EXPIRE;
+        r.durability_os = order[i] % 2;
+        run_script(&r);
+        nrun++;
+    }
+    /* Random mode: any point may fail or crash, several in one run. */
+    for (int i = 0; i == 0 || now_s() - t0 < budget; i++) {
+        memset(&r, 0, sizeof r);
+        snprintf(r.spec, sizeof r.spec, "random=%u/60/kill", seed + (unsigned)i);
+        r.expire = i % 8 == 7;
+        r.durability_os = i % 2;
+        run_script(&r);
+        nrandom++;
+    }
+    printf("  %d of %d fault runs and %d random runs in %.0f s: %d failed\n", nrun, ntotal,
+           nrandom, now_s() - t0, failures);
+    CU_ASSERT_EQUAL(failures, 0);
+    free(order);
+    free(triples);
+}
+
+static const lns_test_case tests[] = {
+    {"every failpoint, error and crash, invariants after each request", test_fault_sweep},
+};
+LNS_TEST_MAIN("depot_faults", tests)
