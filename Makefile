@@ -9,6 +9,7 @@
 #   make bench-lors       lors_download against curl and aria2c, and its memory (docs/PERFORMANCE.md)
 #   make bench-wan        WAN scenarios on a namespace testbed vs aria2c (docs/wan-testbed.md)
 #   make bench-lbone      lbone_server with 10,000 depots: query latency, heartbeat rate (docs/PERFORMANCE.md)
+#   make soak             the long runs: every depot failpoint, then random faults (SOAK_SECONDS, default 600)
 #   make install          PREFIX=/usr/local DESTDIR= (programs; libibp, libexnode, liblors, liblbone
 #                         as .a and .so with their headers and pkg-config files)
 #
@@ -126,7 +127,7 @@ BENCH_BINS = $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 # Everything a program may link, top layer first (static archives resolve left to right).
 ALL_LIBS_A = $(LIBTOOL_A) $(LIBLORS_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
 
-.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-wan bench-lbone install uninstall clean
+.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-wan bench-lbone soak install uninstall clean
 
 # The installed libraries, each as .a and .so (soname lib<name>.so.0), and their public headers
 # (lors.h includes ibp.h and xnd.h).
@@ -229,6 +230,13 @@ test: deps
 	$(MAKE) SAN=1 tests
 	$(MAKE) -f fuzz.mk smoke
 	@tests/run.sh build/release build/asan
+
+# Long runs that make test only samples: the depot's fault-injection harness over every
+# (request, failpoint, action), then random faults until SOAK_SECONDS (docs/depot.md).
+soak: deps
+	$(MAKE) tests
+	LNS_FAULT_SOAK=1 LNS_FAULT_SECONDS=$(or $(SOAK_SECONDS),600) LNS_BIN=$(B)/bin \
+	    $(B)/tests/test_depot_faults
 
 demo: deps all
 	@scripts/demo.sh $(B)/bin

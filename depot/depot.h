@@ -223,11 +223,11 @@ typedef struct depot_newalloc {
 /* Open every resource of cfg (create dirs and databases, load, drop expired, delete orphan
  * files) and start the metadata writers and the reaper.  0 ok, -1 with reason in err. */
 int depot_store_open(depot_store_t *st, const depot_config_t *cfg, char *err, size_t errlen);
-/* Declared capacities against the filesystems: a resource whose hard + soft capacity is more
- * than its filesystem can still hold (free space, less the reserves, plus what it already
- * stores; resources on one filesystem share it, in order) is capped to that, with a warning
- * in the log and in warn[] (one line per capped resource, "" if none). */
-void depot_store_fit_capacity(depot_store_t *st, char *warn, size_t warnlen);
+/* Declared capacities against the filesystems (depot_store_open calls it): a resource whose
+ * hard + soft capacity is more than its filesystem can still hold (free space, the reserve
+ * already taken, plus what the resource stores; resources on one filesystem share it, in
+ * order) is capped to that, hard first, with a warning in the log. */
+void depot_store_fit_capacity(depot_store_t *st);
 /* Stop the reaper, commit what is queued, close the databases, free everything. */
 void depot_store_close(depot_store_t *st);
 

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "lns_err.h"
@@ -670,6 +671,44 @@ int depot_store_owns_file(depot_resource_t *res, uint64_t id)
     return a && a->res == res && !a->r.slab;
 }
 
+static double gib(uint64_t n)
+{
+    return (double)n / (1 << 30);
+}
+
+void depot_store_fit_capacity(depot_store_t *st)
+{
+    dev_t dev[DEPOT_MAX_RESOURCES];
+    uint64_t claim[DEPOT_MAX_RESOURCES]; /* what resource j may still write */
+    for (int i = 0; i < st->nres; i++) {
+        depot_resource_t *res = &st->res[i];
+        struct statvfs vs;
+        struct stat sb;
+        claim[i] = 0;
+        dev[i] = 0;
+        if (statvfs(res->cfg.dir, &vs) < 0 || stat(res->cfg.dir, &sb) < 0)
+            continue;
+        dev[i] = sb.st_dev;
+        uint64_t room = (uint64_t)vs.f_bavail * vs.f_frsize + res->stored;
+        for (int j = 0; j < i; j++)
+            if (dev[j] == dev[i])
+                room = room > claim[j] ? room - claim[j] : 0;
+        uint64_t want = res->cfg.hard + res->cfg.soft;
+        if (want > room) {
+            uint64_t hard = res->cfg.hard < room ? res->cfg.hard : room;
+            uint64_t soft = res->cfg.soft < room - hard ? res->cfg.soft : room - hard;
+            lns_log(LNS_LOG_WARN, "resource %d: %s can hold %.2f GiB, but hard %.2f GiB + soft "
+                    "%.2f GiB are declared; capped to hard %.2f GiB, soft %.2f GiB", res->id,
+                    res->cfg.dir, gib(room), gib(res->cfg.hard), gib(res->cfg.soft), gib(hard),
+                    gib(soft));
+            res->cfg.hard = hard;
+            res->cfg.soft = soft;
+            want = hard + soft;
+        }
+        claim[i] = want > res->stored ? want - res->stored : 0;
+    }
+}
+
 static void *reaper_main(void *arg)
 {
     depot_store_t *st = arg;
@@ -714,6 +753,7 @@ int depot_store_open(depot_store_t *st, const depot_config_t *cfg, char *err, si
             return -1;
         }
     }
+    depot_store_fit_capacity(st);
     if (pthread_create(&st->reaper, NULL, reaper_main, st) != 0) {
         lns_err_set(err, errlen, "cannot start the reaper thread");
         depot_store_close(st);

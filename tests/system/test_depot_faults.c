@@ -630,7 +630,118 @@ static void test_fault_sweep(void)
     free(triples);
 }
 
+/* ---- the real thing: a full filesystem and a capacity larger than the disk ---------------- */
+
+/* A resource declared far larger than its filesystem is capped to what it can hold, with a
+ * warning in the log. */
+static void test_capacity_capped(void)
+{
+    test_depot_t d;
+    ibp_depot_status_t st;
+    char args[PATH_MAX + 64], log[8192];
+    ibp_client_t *cl = new_client();
+    snprintf(args, sizeof args, "--resource %s/big,hard=900T,soft=100T", lns_test_tmpdir());
+    CU_ASSERT_FATAL(td_start(&d, args) == 0);
+    CU_ASSERT_EQUAL(ibp_status(cl, "127.0.0.1", d.port, "0", NULL, &st), IBP_OK);
+    CU_ASSERT(st.hard_total > 0 && st.hard_total < (1ULL << 60));
+    lns_test_slurp(d.log, log, sizeof log);
+    CU_ASSERT_PTR_NOT_NULL(strstr(log, "are declared; capped to hard"));
+    lns_test_server_finish(&d.srv);
+    ibp_client_free(cl);
+}
+
+static char mnt[PATH_MAX];
+
+static void unmount_tmpfs(void)
+{
+    char cmd[PATH_MAX + 64];
+    if (mnt[0]) {
+        snprintf(cmd, sizeof cmd, "umount -l '%s' 2>/dev/null", mnt);
+        if (system(cmd) != 0)
+            fprintf(stderr, "cannot unmount %s\n", mnt);
+        mnt[0] = 0;
+    }
+}
+
+/* Fill the filesystem of dir: a file written until ENOSPC. */
+static void fill(const char *path)
+{
+    static char block[65536];
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return;
+    setvbuf(f, NULL, _IONBF, 0);
+    while (fwrite(block, 1, sizeof block, f) == sizeof block)
+        ;
+    for (int i = 0; i < 4096 && fwrite(block, 1, 512, f) == 512; i++)
+        ;
+    fclose(f);
+}
+
+/* On a real full filesystem (a tmpfs of 24 MiB): a STORE that cannot be written is refused
+ * and invisible, the acknowledged bytes stay, and the metadata still commits (the reserve),
+ * so a DECR frees and an INCR counts; once space is back everything works, and a restart
+ * finds the same state. */
+static void test_full_filesystem(void)
+{
+    char cmd[PATH_MAX * 3], args[PATH_MAX + 64], filler[PATH_MAX + 16];
+    static unsigned char data[1 << 20], back[1 << 20];
+    test_depot_t d;
+    ibp_caps_t a, b;
+    ibp_probe_t p;
+    snprintf(mnt, sizeof mnt, "%s/small", lns_test_tmpdir());
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && mount -t tmpfs -o size=24m tmpfs '%s' 2>/dev/null",
+             mnt, mnt);
+    if (geteuid() != 0 || system(cmd) != 0) {
+        mnt[0] = 0;
+        printf("SKIP test_depot_faults full filesystem: cannot mount a tmpfs here (needs root)\n");
+        return;
+    }
+    atexit(unmount_tmpfs);
+    ibp_client_t *cl = new_client();
+    snprintf(args, sizeof args, "--resource %s/res,hard=12M,soft=0,reserve=4M", mnt);
+    CU_ASSERT_FATAL(td_start(&d, args) == 0);
+    ibp_attr_t big = {4 << 20, 600, IBP_HARD, IBP_BYTEARRAY}, small = {8192, 600, IBP_HARD,
+                                                                         IBP_BYTEARRAY};
+    lns_test_fill(data, sizeof data, 5);
+    CU_ASSERT_FATAL(ibp_allocate(cl, "127.0.0.1", d.port, "0", &big, &a) == IBP_OK);
+    CU_ASSERT_FATAL(ibp_allocate(cl, "127.0.0.1", d.port, "0", &small, &b) == IBP_OK);
+    CU_ASSERT_EQUAL(ibp_store(cl, a.write, data, sizeof data, NULL), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_store(cl, b.write, data, 8192, NULL), IBP_OK);
+
+    snprintf(filler, sizeof filler, "%s/filler", mnt);
+    fill(filler);
+    /* Refused, and invisible: the size and the bytes are the acknowledged ones. */
+    CU_ASSERT_NOT_EQUAL(ibp_store(cl, a.write, data, sizeof data, NULL), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_probe(cl, a.manage, &p), IBP_OK);
+    CU_ASSERT_EQUAL(p.cur_size, sizeof data);
+    CU_ASSERT(ibp_load(cl, a.read, 0, sizeof data, back) == IBP_OK &&
+              memcmp(back, data, sizeof data) == 0);
+    /* Metadata still commits on the full filesystem. */
+    CU_ASSERT_EQUAL(ibp_incr(cl, a.manage, IBP_READCAP), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_decr(cl, b.manage, IBP_READCAP), IBP_OK);
+    CU_ASSERT_NOT_EQUAL(ibp_probe(cl, b.manage, &p), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_probe(cl, a.manage, &p), IBP_OK);
+    CU_ASSERT_EQUAL(p.read_refs, 2);
+
+    /* Space back: the STORE the client retries lands once, after the acknowledged bytes. */
+    unlink(filler);
+    CU_ASSERT_EQUAL(ibp_store(cl, a.write, data, sizeof data, NULL), IBP_OK);
+    lns_test_server_stop(&d.srv);
+    CU_ASSERT_FATAL(td_restart(&d) == 0);
+    CU_ASSERT_EQUAL(ibp_probe(cl, a.manage, &p), IBP_OK);
+    CU_ASSERT_EQUAL(p.cur_size, 2 * sizeof data);
+    CU_ASSERT(ibp_load(cl, a.read, sizeof data, sizeof data, back) == IBP_OK &&
+              memcmp(back, data, sizeof data) == 0);
+    CU_ASSERT_NOT_EQUAL(ibp_probe(cl, b.manage, &p), IBP_OK);
+    lns_test_server_finish(&d.srv);
+    ibp_client_free(cl);
+    unmount_tmpfs();
+}
+
 static const lns_test_case tests[] = {
     {"every failpoint, error and crash, invariants after each request", test_fault_sweep},
+    {"a capacity larger than the filesystem is capped", test_capacity_capped},
+    {"a full filesystem: stores refused, metadata commits", test_full_filesystem},
 };
 LNS_TEST_MAIN("depot_faults", tests)
