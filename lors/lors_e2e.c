@@ -33,6 +33,7 @@
 #include "lns_io.h"
 #include "lns_time.h"
 #include "lors_e2e_int.h"
+#include "lors_manage_int.h"
 #include "lors_report.h"
 
 #define PIPE_BYTES (1 << 20) /* asked of the kernel: fewer context switches per frame */
@@ -87,11 +88,7 @@ static void *encoder(void *arg)
 /* A failed input after the engine succeeded: what it stored is not the file. */
 static void discard(const lors_upload_opts_t *o, xnd_t *x)
 {
-    ibp_client_opts_t co;
-    ibp_client_opts_init(&co);
-    co.io_timeout_ms = o->timeout_s * 1000;
-    co.server_timeout_s = o->timeout_s;
-    ibp_client_t *c = ibp_client_new(&co);
+    ibp_client_t *c = lors__client(o->timeout_s, 1);
     for (size_t i = 0; c && i < x->nmaps; i++)
         if (x->maps[i]->cap[XND_MANAGE])
             ibp_decr(c, x->maps[i]->cap[XND_MANAGE], IBP_READCAP);
