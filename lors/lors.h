@@ -229,7 +229,20 @@ typedef struct lors_dl_depot {
     uint64_t bad_data;        /* ... of which delivered bytes that failed the checksum */
     uint64_t redundant_started, redundant_won;
     uint64_t wasted;          /* fetches here that lost a race and were cancelled */
+    char failed[64];          /* "" unless the download stopped counting on this depot: its
+                               * latest fetch failed (why: "cannot connect to the depot", "no
+                               * answer in time", "timed out", ...) or a mapping on it failed
+                               * its checksum ("bad data") or its latest fetch */
 } lors_dl_depot_t;
+
+/* Bytes of the range that were served while some of their copies failed: the data is right,
+ * but fewer copies of it are left than the exNode lists (lost redundancy). */
+typedef struct lors_dl_degraded {
+    int64_t offset, length;   /* bytes of the file (plain bytes for a transformed file) */
+    int copies;               /* the mappings holding them that the download could read */
+    int left;                 /* ... less those found failing at the end: a mapping whose
+                               * latest fetch failed, or on a depot whose latest fetch failed */
+} lors_dl_degraded_t;
 
 typedef struct lors_dl_report {
     int64_t offset, length;   /* the range asked for (length resolved) */
@@ -246,14 +259,24 @@ typedef struct lors_dl_report {
     size_t nbad;
     int64_t missing_off, missing_len; /* LORS_E_NO_REPLICA: bytes no replica can serve */
     char error[512];          /* on failure: one line naming the byte range and why */
+    lors_dl_degraded_t *degraded; /* malloc'd, in file order: where fewer copies are left than
+                               * the exNode lists (empty when no fetch failed for good) */
+    size_t ndegraded;
 } lors_dl_report_t;
 
 void lors_dl_report_free(lors_dl_report_t *r);
 
+/* The most blocks one download plans (2^22: 4 TiB of 1 MiB blocks); the plan's memory is
+ * about 100 bytes a block. */
+#define LORS_DL_MAX_BLOCKS (1u << 22)
+
 /* Download [o->offset, o->offset + o->length) of the network file x to out_fd, in order.
  * Blocks come from whichever replicas answer first (see docs/lors.md); each is checked
- * against the lns_checksum of the mapping it came from (o->verify).  On failure the bytes
- * written are a valid prefix of the range and report->error says why.  report may be NULL;
+ * against the lns_checksum of the mapping it came from (o->verify).  A range with bytes no
+ * mapping holds fails at once (LORS_E_NO_REPLICA, before anything is fetched), as does one
+ * of more than LORS_DL_MAX_BLOCKS blocks (LORS_E_INVAL: a larger blocksize or a smaller
+ * range).  On failure the bytes written are a valid prefix of the range and report->error
+ * says why; on success report->degraded lists the bytes served below their copy count.  report may be NULL;
  * when given it is filled in both cases (free it with lors_dl_report_free).  x is only read
  * (it must not change during the call).  SIGPIPE is held back during the call: a reader
  * that went away is LORS_E_WRITE. */

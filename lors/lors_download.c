@@ -80,9 +80,11 @@ void lors_dl_report_free(lors_dl_report_t *r)
         return;
     free(r->depots);
     free(r->bad_mappings);
+    free(r->degraded);
     r->depots = NULL;
     r->bad_mappings = NULL;
-    r->ndepots = r->nbad = 0;
+    r->degraded = NULL;
+    r->ndepots = r->nbad = r->ndegraded = 0;
 }
 
 static void dl_fail_locked(dl_t *dl, int rc, const char *fmt, ...)
@@ -296,6 +298,20 @@ static void note_bad_mapping_locked(dl_t *dl, int k)
     r->bad_mappings[r->nbad++] = k;
 }
 
+/* What fetch f's end says of its mapping and its depot (kind 0: it completed, won or not).
+ * A failure of this client's own (no memory) says nothing; bad data blames the mapping, not
+ * its depot.  With dl->mu held. */
+static void note_fate_locked(dl_t *dl, const lors_sched_fetch_t *f, int kind, int ierr,
+                             const char *op)
+{
+    if (kind && strcmp(op, "MEMORY") == 0)
+        return;
+    fate_t v = {kind != 0, ierr, op};
+    dl->map_fate[f->mapping] = v;
+    if (kind != LORS_SCHED_FAIL_BAD_DATA)
+        dl->dep_fate[f->depot] = v;
+}
+
 /* Run fetch f in slot sl: load, verify, report.  Called and returns without dl->mu. */
 static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t t0)
 {
@@ -402,6 +418,8 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
     uint64_t now = now_ns();
     if (!gone && (sl->cancelled || dl->stop))
         gone = 1;
+    if (!gone)
+        note_fate_locked(dl, f, kind, ierr, op);
     if (!gone && !kind) {
         uint64_t cancel[LORS_SCHED_MAX_R];
         int nc = lors_sched_complete(dl->s, f->id, now, cancel);
@@ -584,42 +602,6 @@ static void writer(dl_t *dl, int out_fd)
 
 /* ---- the call -------------------------------------------------------------------------- */
 
-static void fill_report(dl_t *dl, uint64_t t0)
-{
-    lors_dl_report_t *r = dl->rep;
-    if (!r)
-        return;
-    r->seconds = (double)(now_ns() - t0) / 1e9;
-    r->blocks = dl->nblocks;
-    r->blocksize = dl->B;
-    r->peak_buffered = dl->peak;
-    r->max_fetch_buffer = (int64_t)dl->bufsz;
-    r->bytes_fetched = dl->fetched;
-    if (dl->ndepots == 0)
-        return;
-    r->depots = calloc((size_t)dl->ndepots, sizeof *r->depots);
-    if (!r->depots)
-        return;
-    r->ndepots = (size_t)dl->ndepots;
-    for (int d = 0; d < dl->ndepots; d++) {
-        lors_dl_depot_t *o = &r->depots[d];
-        lors_sched_depot_stats_t st;
-        o->depot = dl->depots[d];
-        o->bytes = dl->won_bytes[d];
-        o->seconds = dl->won_seconds[d];
-        o->mbps = o->seconds > 0 ? (double)o->bytes / o->seconds / 1e6 : 0;
-        if (dl->s && lors_sched_depot_stats(dl->s, d, &st) == LORS_SCHED_OK) {
-            o->fetches = st.started;
-            o->blocks = st.blocks_won;
-            o->failures = st.failures;
-            o->bad_data = st.bad_data;
-            o->redundant_started = st.redundant_started;
-            o->redundant_won = st.redundant_won;
-            o->wasted = st.cancelled;
-        }
-    }
-}
-
 static int check_opts(const lors_download_opts_t *o, const xnd_t *x, lors_dl_report_t *r,
                       int64_t *off, int64_t *len)
 {
@@ -708,7 +690,7 @@ int lors__download_plain(const lors_download_opts_t *o, const xnd_t *x, int out_
     int pipe_was_pending = sigismember(&pending, SIGPIPE);
 
     rc = lors__dl_plan(&dl, off, len);
-    if (rc != LORS_OK && report)
+    if (rc != LORS_OK && report && !report->error[0])
         lors__report_error(report, "planning %u blocks: %s", dl.nblocks,
                            lors_strerror(rc));
     if (rc == LORS_OK && len > 0) {
@@ -759,7 +741,7 @@ int lors__download_plain(const lors_download_opts_t *o, const xnd_t *x, int out_
     }
     pthread_sigmask(SIG_SETMASK, &old_set, NULL);
 
-    fill_report(&dl, t0);
+    lors__dl_fill_report(&dl, t0);
     for (size_t i = 0; i < dl.nchunks; i++)
         free(dl.chunks[i]);
     free(dl.chunks);
@@ -769,6 +751,8 @@ int lors__download_plain(const lors_download_opts_t *o, const xnd_t *x, int out_
     free(dl.slots);
     free(dl.blocks);
     free(dl.map_depot);
+    free(dl.map_fate);
+    free(dl.dep_fate);
     free(dl.ck);
     free(dl.depots);
     free(dl.won_bytes);

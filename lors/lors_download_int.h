@@ -29,6 +29,12 @@ typedef struct block {
 
 struct dl;
 
+typedef struct fate {     /* what the download last learned of a mapping, or of a depot */
+    int failed;           /* 1: its latest fetch failed (a cancelled one says nothing) */
+    int ierr;             /* ... with this libibp error */
+    const char *op;       /* ... this way: "LOAD", "TIMEOUT" or "CHECKSUM" */
+} fate_t;
+
 typedef struct slot {     /* one worker and its fetch in flight */
     struct dl *dl;
     uint64_t id;          /* 0: none */
@@ -54,6 +60,8 @@ typedef struct dl {
     int64_t B;            /* block size after rounding */
     int *map_depot;       /* per mapping: depot index, -1 when its read cap is unusable */
     ckinfo_t *ck;         /* per mapping */
+    fate_t *map_fate;     /* per mapping, and per depot: for the report's lost copies */
+    fate_t *dep_fate;
     lors_depot_t *depots;
     double *won_seconds;
     uint64_t *won_bytes;
@@ -78,8 +86,13 @@ typedef struct dl {
 
 /* Plan the download of [off, off+len) of dl->x: the depots of its read capabilities, each
  * mapping's checksum, and when len > 0 the block size, the blocks, dl->bufsz and the scheduler
- * with every block's replicas.  LORS_OK or LORS_E_NOMEM / LORS_E_INVAL (the scheduler). */
+ * with every block's replicas.  LORS_OK; LORS_E_NO_REPLICA (bytes no usable mapping holds) or
+ * LORS_E_INVAL (more than LORS_DL_MAX_BLOCKS blocks) with dl->rep's error set, before any
+ * block is planned; LORS_E_NOMEM, or LORS_E_INVAL from the scheduler. */
 int lors__dl_plan(dl_t *dl, int64_t off, int64_t len);
+/* The end of the call (lors_download_report.c): time, blocks, buffers, per-depot statistics,
+ * and the bytes served below their copy count, into dl->rep (if any). */
+void lors__dl_fill_report(dl_t *dl, uint64_t t0);
 /* The worker streams to run: o->threads, or the automatic count for ndepots depots. */
 int lors__dl_streams(const lors_download_opts_t *o, int ndepots);
 /* The bytes a fetch of block b from mapping k loads: the block, widened to whole checksum

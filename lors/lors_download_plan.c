@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lors_download_int.h"
+#include "lors_report.h"
 #include "lns_array.h"
 
 static void parse_checksum(const xnd_mapping_t *m, ckinfo_t *c)
@@ -55,7 +56,101 @@ static int plan_depots(dl_t *dl)
     }
     dl->won_seconds = calloc((size_t)dl->ndepots + 1, sizeof *dl->won_seconds);
     dl->won_bytes = calloc((size_t)dl->ndepots + 1, sizeof *dl->won_bytes);
-    return dl->won_seconds && dl->won_bytes ? LORS_OK : LORS_E_NOMEM;
+    dl->map_fate = calloc(x->nmaps ? x->nmaps : 1, sizeof *dl->map_fate);
+    dl->dep_fate = calloc((size_t)dl->ndepots + 1, sizeof *dl->dep_fate);
+    return dl->won_seconds && dl->won_bytes && dl->map_fate && dl->dep_fate ? LORS_OK
+                                                                            : LORS_E_NOMEM;
+}
+
+typedef struct span {
+    int64_t a, b;
+} span_t;
+
+static int cmp_span(const void *p, const void *q)
+{
+    int64_t x = ((const span_t *)p)->a, y = ((const span_t *)q)->a;
+    return (x > y) - (x < y);
+}
+
+/* The first bytes of [off, end) that no usable mapping holds, as [*ga, *gb): 1, or 0 when
+ * every byte is held (-1: out of memory).  Checked before a single block is planned, so an
+ * exNode that claims a size of 8 EiB with one small mapping fails at once instead of
+ * planning 2^43 blocks. */
+static int first_gap(const dl_t *dl, int64_t off, int64_t end, int64_t *ga, int64_t *gb)
+{
+    const xnd_t *x = dl->x;
+    span_t *v = malloc((x->nmaps ? x->nmaps : 1) * sizeof *v);
+    size_t n = 0;
+    if (!v)
+        return -1;
+    for (size_t k = 0; k < x->nmaps; k++) {
+        int64_t a = x->maps[k]->exnode_offset, b = a + x->maps[k]->logical_length;
+        if (dl->map_depot[k] >= 0 && b > off && a < end)
+            v[n++] = (span_t){a, b};
+    }
+    qsort(v, n, sizeof *v, cmp_span);
+    int64_t pos = off;
+    int gap = 0;
+    for (size_t i = 0; i < n && !gap; i++) {
+        if (v[i].a > pos) {
+            *ga = pos;
+            *gb = v[i].a < end ? v[i].a : end;
+            gap = 1;
+        } else if (v[i].b > pos) {
+            pos = v[i].b;
+        }
+    }
+    if (!gap && pos < end) {
+        *ga = pos;
+        *gb = end;
+        gap = 1;
+    }
+    free(v);
+    return gap;
+}
+
+/* 1 if some mapping of x, usable or not, holds a byte of [a, b). */
+static int held_at_all(const xnd_t *x, int64_t a, int64_t b)
+{
+    for (size_t k = 0; k < x->nmaps; k++) {
+        const xnd_mapping_t *m = x->maps[k];
+        if (m->logical_length > 0 && m->exnode_offset < b &&
+            m->exnode_offset + m->logical_length > a)
+            return 1;
+    }
+    return 0;
+}
+
+/* Refuse, before any block is planned, a range that cannot be served or planned. */
+static int plan_check(dl_t *dl, int64_t off, int64_t len)
+{
+    int64_t ga, gb;
+    int gap = first_gap(dl, off, off + len, &ga, &gb);
+    if (gap < 0)
+        return LORS_E_NOMEM;
+    if (gap) {
+        if (dl->rep) {
+            dl->rep->missing_off = ga;
+            dl->rep->missing_len = gb - ga;
+            lors__report_error(dl->rep, "bytes %lld-%lld: %s", (long long)ga, (long long)(gb - 1),
+                               held_at_all(dl->x, ga, gb)
+                                   ? "no mapping holds them with a usable read capability"
+                                   : "no mapping holds them");
+        }
+        return LORS_E_NO_REPLICA;
+    }
+    /* blocks: at most one per B bytes of each segment between mapping boundaries */
+    uint64_t most = (uint64_t)(len / dl->B) + 2 * (uint64_t)dl->x->nmaps + 1;
+    if (most > LORS_DL_MAX_BLOCKS) {
+        if (dl->rep)
+            lors__report_error(dl->rep, "bytes %lld-%lld: about %llu blocks of %lld bytes, more "
+                               "than the %u one download plans; use a larger block size or a "
+                               "smaller range", (long long)off, (long long)(off + len - 1),
+                               (unsigned long long)most, (long long)dl->B,
+                               LORS_DL_MAX_BLOCKS);
+        return LORS_E_INVAL;
+    }
+    return LORS_OK;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -222,6 +317,8 @@ int lors__dl_plan(dl_t *dl, int64_t off, int64_t len)
     if (rc != LORS_OK || len <= 0)
         return rc;
     dl->B = round_blocksize(dl);
+    if ((rc = plan_check(dl, off, len)) != LORS_OK)
+        return rc;
     rc = plan_blocks(dl, off, off + len);
     if (rc == LORS_OK)
         rc = plan_sched(dl);

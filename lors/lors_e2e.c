@@ -33,6 +33,7 @@
 #include "lns_io.h"
 #include "lns_time.h"
 #include "lors_e2e_int.h"
+#include "lors_manage_int.h"
 #include "lors_report.h"
 
 #define PIPE_BYTES (1 << 20) /* asked of the kernel: fewer context switches per frame */
@@ -87,11 +88,7 @@ static void *encoder(void *arg)
 /* A failed input after the engine succeeded: what it stored is not the file. */
 static void discard(const lors_upload_opts_t *o, xnd_t *x)
 {
-    ibp_client_opts_t co;
-    ibp_client_opts_init(&co);
-    co.io_timeout_ms = o->timeout_s * 1000;
-    co.server_timeout_s = o->timeout_s;
-    ibp_client_t *c = ibp_client_new(&co);
+    ibp_client_t *c = lors__client(o->timeout_s, 1);
     for (size_t i = 0; c && i < x->nmaps; i++)
         if (x->maps[i]->cap[XND_MANAGE])
             ibp_decr(c, x->maps[i]->cap[XND_MANAGE], IBP_READCAP);
@@ -269,6 +266,33 @@ static void feeder_failed(const lors__e2e_desc_t *d, const feed_t *fd, int64_t o
     }
 }
 
+/* The feeder's degraded ranges, in stored bytes, as plain bytes of [off, end): the whole
+ * frames they touch, cut to the range; a frame two of them touch goes with the first. */
+static void degraded_plain(const lors__e2e_desc_t *d, int64_t off, int64_t end,
+                           lors_dl_report_t *rep)
+{
+    size_t k = 0;
+    int64_t done = off; /* plain bytes before this are listed already */
+    for (size_t i = 0; i < rep->ndegraded; i++) {
+        lors_dl_degraded_t g = rep->degraded[i];
+        int64_t fa = lors__e2e_frame_at(d, g.offset);
+        int64_t fb = lors__e2e_frame_at(d, g.offset + g.length - 1);
+        int64_t a = fa * d->frame_size, b = fb * d->frame_size + lors__e2e_frame_plain(d, fb);
+        a = a > done ? a : done;
+        b = b < end ? b : end;
+        if (a >= b)
+            continue;
+        lors_dl_degraded_t *prev = k ? &rep->degraded[k - 1] : NULL;
+        if (prev && prev->offset + prev->length == a && prev->copies == g.copies &&
+            prev->left == g.left)
+            prev->length += b - a;
+        else
+            rep->degraded[k++] = (lors_dl_degraded_t){a, b - a, g.copies, g.left};
+        done = b;
+    }
+    rep->ndegraded = k;
+}
+
 int lors__download_e2e(const lors_download_opts_t *o, const xnd_t *x, const lors__e2e_desc_t *d,
                        int out_fd, lors_dl_report_t *rep)
 {
@@ -354,6 +378,7 @@ int lors__download_e2e(const lors_download_opts_t *o, const xnd_t *x, const lors
     rep->length = len;
     rep->bytes_written = mine.bytes_written;
     rep->missing_off = rep->missing_len = 0;
+    degraded_plain(d, off, off + len, rep);
     if (rc == 1 && fd.rc != LORS_OK) {
         rc = fd.rc;
         feeder_failed(d, &fd, off, off + len, rep);

@@ -4,6 +4,7 @@
  * The thread pool is a shared counter: each thread (the caller's too) takes the next item
  * until none is left, so a slow depot holds one thread, not a share of the items.
  */
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -41,10 +42,13 @@ ibp_client_t *lors__client(int timeout_s, int threads)
     ibp_client_opts_init(&co);
     if (timeout_s < 1)
         timeout_s = 30;
-    co.io_timeout_ms = timeout_s * 1000;
+    /* libibp counts milliseconds in an int: a longer timeout (over 24.8 days, which only a
+     * program can ask for) is as long as it can wait, never an overflow */
+    int ms = timeout_s > INT_MAX / 1000 ? INT_MAX : timeout_s * 1000;
+    co.io_timeout_ms = ms;
     co.server_timeout_s = timeout_s;
-    if (co.connect_timeout_ms > timeout_s * 1000)
-        co.connect_timeout_ms = timeout_s * 1000;
+    if (co.connect_timeout_ms > ms)
+        co.connect_timeout_ms = ms;
     if (co.max_idle_per_depot < threads)
         co.max_idle_per_depot = threads;
     return ibp_client_new(&co);

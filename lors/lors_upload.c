@@ -411,15 +411,7 @@ static int upload(const lors_upload_opts_t *o, enum source_kind src, int fd,
     if (u.src == SRC_STREAM && u.budget < 2 * frag_size + CHUNK)
         u.budget = 2 * frag_size + CHUNK;
 
-    ibp_client_opts_t co;
-    ibp_client_opts_init(&co);
-    co.io_timeout_ms = o->timeout_s * 1000;
-    co.server_timeout_s = o->timeout_s;
-    if (co.connect_timeout_ms > o->timeout_s * 1000)
-        co.connect_timeout_ms = o->timeout_s * 1000;
-    if (co.max_idle_per_depot < o->threads)
-        co.max_idle_per_depot = o->threads;
-    u.ibp = ibp_client_new(&co);
+    u.ibp = lors__client(o->timeout_s, o->threads);
     u.bad = calloc(o->ndepots, sizeof *u.bad);
     u.load = calloc(o->ndepots, sizeof *u.load);
     tids = calloc((size_t)o->threads, sizeof *tids);

@@ -105,7 +105,8 @@ static const tool_opt_t opts[] = {
     {TOOL_OPT_STR, "events", 0, NULL, TOOL_C(events), 0, 0, NULL, "FILE|fd:N",
      "write the event stream (docs/events.md)", NULL},
     TOOL_OPT_VERBOSE("also the player's own summary (paced) and the per-depot table"),
-    TOOL_OPT_QUIET(0),
+    {TOOL_OPT_SWITCH, "quiet", 0, NULL, TOOL_C(quiet), 1, 0, NULL, NULL,
+     "print nothing but errors and warnings of lost copies", NULL},
     TOOL_OPT_SETTINGS,
     TOOL_OPT_TABLE_END,
 };
@@ -591,6 +592,8 @@ int main(int argc, char **argv)
     if (strcmp(pl.name, "paced") == 0)
         paced_read(pl.json, &pr);
 
+    if (lrc == LORS_OK)
+        tool_print_degraded(TOOL, &rep); /* lost copies: said even under --quiet */
     if (lrc != LORS_OK && !(lrc == LORS_E_WRITE && pstatus != 0)) {
         code = tool_exit_code(lrc);
         tool_error(TOOL, "%s: %s", path, rep.error[0] ? rep.error : lors_strerror(lrc));

@@ -114,8 +114,12 @@ static int pick_depots(const settings_t *f, lors_augment_opts_t *ao,
         if (x->maps[i]->logical_length > need.unit)
             need.unit = x->maps[i]->logical_length;
     int64_t size = xnd_size(x);
-    if (need.unit > 0)
-        need.units = (size > 0 ? (size + need.unit - 1) / need.unit : 1) * ao->up.copies;
+    /* checked: an exNode may claim a size near INT64_MAX (then the L-Bone has no room) */
+    if (need.unit > 0) {
+        int64_t pieces = size > 0 ? size / need.unit + (size % need.unit != 0) : 1;
+        if (__builtin_mul_overflow(pieces, (int64_t)ao->up.copies, &need.units))
+            need.units = INT64_MAX;
+    }
     int code = tool_lbone_depots(TOOL, f->depots, &f->c.rc, &f->lb, &need, ao->up.copies,
                                  f->c.verbose && !f->c.quiet, depots, ndepots);
     if (code)

@@ -6,6 +6,11 @@
  * resume: -R checks that prefix against the exNode's checksums (lors_verify_prefix), cuts it
  * at the first block that does not match and downloads only the rest.  The exNode is read
  * before the output is opened, so a bad exNode leaves no empty output file behind.
+ *
+ * What the user must hear even from a run that worked: a copy that failed on the way (lost
+ * redundancy: one line, kept under --quiet, as rsync keeps its warnings under -q), and on
+ * Ctrl-C which bytes the output holds.  Binary data is not written to a terminal unless -o -
+ * asks for it, as curl refuses.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +18,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,7 +99,7 @@ static const tool_opt_t opts[] = {
      "append a NetLogger line per fetch step (docs/netlogger.md)", NULL},
     TOOL_OPT_PROGRESS,
     {TOOL_OPT_SWITCH, "quiet", 0, NULL, TOOL_C(quiet), 1, 0, NULL, NULL,
-     "print nothing but errors (-q is the pre-buffer)", NULL},
+     "print nothing but errors and warnings of lost copies (-q\nis the pre-buffer)", NULL},
     {TOOL_OPT_FN, "lbone", 0, NULL, S(lb), 0, 0, NULL, "URL",
      "the L-Bone to tell each depot's throughput (else the rc\nfile's LBONE_SERVER lines; "
      "neither: no report)", tool_lbone_opt},
@@ -108,7 +114,104 @@ static int check(void *sp, int argc, char **argv, int first)
     const settings_t *f = sp;
     if (f->resume && (!f->output || strcmp(f->output, "-") == 0))
         return tool_usage(TOOL, "-R resumes a file: give -o FILE");
+    if (!f->output && isatty(STDOUT_FILENO))
+        return tool_usage(TOOL, "refusing to write binary data to a terminal; give -o FILE, or "
+                          "-o - to write it anyway");
     return TOOL_EXIT_OK;
+}
+
+/* ---- Ctrl-C ------------------------------------------------------------------------------
+ * SIGINT or SIGTERM during the download: one line on where it stopped, then the default
+ * action, so the shell sees death by that signal (exit status 130 or 143).  The line is
+ * prepared before the download; the handler only adds a number (the output file's size, or
+ * the bytes written to stdout), writes and re-raises: all async-signal-safe. */
+
+static struct {
+    char head[2 * PATH_MAX + 64]; /* "lors_download: EXNODE: interrupted" */
+    char out[PATH_MAX + 8];       /* "; OUT" (a file), "" (stdout) */
+    int fd;                       /* the output file, -1: stdout */
+    int64_t off;                  /* the file byte its first byte is */
+    int count;                    /* stdout: counting bytes written is meaningful */
+    volatile sig_atomic_t bar;    /* a progress bar is on stderr's line: start a new one */
+} intr;
+static _Atomic int64_t written_to_stdout;
+
+static char *put_str(char *p, const char *s)
+{
+    while (*s)
+        *p++ = *s++;
+    return p;
+}
+
+static char *put_i64(char *p, int64_t v)
+{
+    char d[24];
+    int n = 0;
+    do
+        d[n++] = (char)('0' + v % 10);
+    while ((v /= 10) > 0);
+    while (n > 0)
+        *p++ = d[--n];
+    return p;
+}
+
+static void on_interrupt(int sig)
+{
+    char line[sizeof intr.head + sizeof intr.out + 128], *p = line;
+    struct stat st;
+    if (intr.bar)
+        *p++ = '\n';
+    p = put_str(p, intr.head);
+    if (intr.fd >= 0) {
+        int64_t kept = fstat(intr.fd, &st) == 0 && S_ISREG(st.st_mode) ? st.st_size : 0;
+        p = put_str(p, intr.out);
+        if (kept > 0) {
+            p = put_str(p, " holds bytes ");
+            p = put_i64(p, intr.off);
+            *p++ = '-';
+            p = put_i64(p, intr.off + kept - 1);
+            p = put_str(p, " (resume with -R)");
+        } else {
+            p = put_str(p, " holds none of it");
+        }
+    } else if (intr.count) {
+        p = put_str(p, " after ");
+        p = put_i64(p, written_to_stdout);
+        p = put_str(p, " bytes written to stdout");
+    }
+    *p++ = '\n';
+    if (write(STDERR_FILENO, line, (size_t)(p - line)) < 0) {
+        /* nothing more to say */
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* Count the bytes written to stdout (a lors_event_fn: WRITE events, plain files). */
+static void count_written(void *arg, const lors_event_t *ev)
+{
+    if (ev->kind == LORS_EV_WRITE)
+        written_to_stdout += ev->length;
+}
+
+/* Catch SIGINT and SIGTERM (unless ignored, as in a background job of a script) for the
+ * download; old[] keeps what to restore. */
+static void interrupt_catch(struct sigaction old[2])
+{
+    static const int sigs[2] = {SIGINT, SIGTERM};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 2; i++)
+        if (sigaction(sigs[i], NULL, &old[i]) == 0 && old[i].sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
+}
+
+static void interrupt_release(const struct sigaction old[2])
+{
+    sigaction(SIGINT, &old[0], NULL);
+    sigaction(SIGTERM, &old[1], NULL);
 }
 
 static const tool_cmd_t cmd = {
@@ -117,8 +220,9 @@ static const tool_cmd_t cmd = {
     "Fetch a network file's bytes from whichever replicas answer best, many streams at once,\n"
     "and write them in order to a file or to stdout (so a player can read them as they come).\n"
     "\n",
-    "\nExit: 0 ok, 2 usage, 3 exNode, 4 local I/O, 6 some bytes have no live copy,\n"
-    "7 integrity or key, 9 internal.  See lors_download(1).\n",
+    "\nExit: 0 ok (a line on stderr if some copies failed on the way), 2 usage (also: stdout\n"
+    "is a terminal and no -o), 3 exNode, 4 local I/O, 6 some bytes have no live copy,\n"
+    "7 integrity or key, 9 internal; Ctrl-C: 130.  See lors_download(1).\n",
     opts, sizeof(settings_t), check,
 };
 
@@ -308,6 +412,8 @@ int main(int argc, char **argv)
                               f.c.quiet ? -1 : f.c.progress);
     if (code)
         goto done;
+    if (fd == STDOUT_FILENO && !e2e.present)
+        tool_tee_add(&feed.tee, count_written, NULL);
     if (!tool_lbone_reports_off(f.no_report)) {
         meter = tool_lbone_meter_new();
         tool_tee_add(&feed.tee, tool_lbone_meter_event, meter);
@@ -324,9 +430,20 @@ int main(int argc, char **argv)
                              e2e.present ? e2e.chain : "-");
     }
 
+    struct sigaction old_sig[2];
+    snprintf(intr.head, sizeof intr.head, "%s: %s: interrupted", TOOL, path);
+    snprintf(intr.out, sizeof intr.out, "; %s", out);
+    intr.fd = fd == STDOUT_FILENO ? -1 : fd;
+    intr.off = off;
+    intr.count = !e2e.present;
+    intr.bar = feed.bar != NULL;
+    interrupt_catch(old_sig);
     lrc = lors_download_fd(&o, x, fd, &rep);
+    interrupt_release(old_sig);
     tool_progress_finish(feed.bar); /* end the bar's line before any message */
     feed.bar = NULL;
+    if (lrc == LORS_OK)
+        tool_print_degraded(TOOL, &rep);
     if (lrc != LORS_OK) {
         code = tool_exit_code(lrc);
         int64_t kept = skip + rep.bytes_written;

@@ -3,10 +3,19 @@
  * A thin front end over lors_probe_all() and lors_ls_logical() (lors.h).  Two views, as in
  * LoRS: the physical one, a line per mapping (its allocation's kind, capabilities, read
  * references, depot, range, expiry and whether it answered), and the logical one, the file
- * cut into ranges with the number of live copies of each, "GAP" where there is none.  The
- * exit code tells a script what the eye sees: 8 when some byte has no live copy.  --json
- * gives the same as one document.  --no-probe asks no depot: a mapping is then dead only if
- * the exNode says it has expired.
+ * cut into ranges with the number of live copies of each, "GAP" where there is none and
+ * "UNDER" where there are fewer than the file's copy count.  The exit code tells a script what
+ * the eye sees: 8 when some byte has no live copy, 10 when some byte has fewer live copies
+ * than the file's.  --json gives the same as one document.  --no-probe asks no depot: a
+ * mapping is then dead only if the exNode says it has expired.
+ *
+ * The copy count: no exNode states one, so it is the number of mappings that hold most of
+ * the file's bytes, by the exNode alone (on a tie, the larger).  A range a trim or a failed
+ * upload left with fewer mappings is under-replicated by the exNode itself (--no-probe sees
+ * it); one whose copies died is so only when the depots are asked.
+ *
+ * Everything printed that comes from the exNode goes through tool_escape: a file name with
+ * a newline or a C1 control cannot forge lines or drive the terminal.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -35,7 +44,7 @@ static const tool_opt_t opts[] = {
     {TOOL_OPT_SWITCH, "physical", 'p', NULL, S(physical), 1, 0, NULL, NULL,
      "the physical view: one line per mapping (default: both)", NULL},
     {TOOL_OPT_SWITCH, "human", 'h', NULL, S(human), 1, 0, NULL, NULL,
-     "sizes as KiB, MiB, GiB", NULL},
+     "sizes and offsets as ls -lh prints them: 1.5M, 2.0G", NULL},
     {TOOL_OPT_SWITCH, "json", 0, NULL, S(json), 1, 0, NULL, NULL,
      "one JSON document: metadata, e2e, ranges, mappings, probes", NULL},
     TOOL_OPT_THREADS(1, "8", "probes at once"),
@@ -61,9 +70,10 @@ static const tool_cmd_t cmd = {
     "Show a network file's mappings and which of them are alive.\n\n",
     "\nPhysical: N FLAGS REFS DEPOT OFFSET LENGTH EXPIRY STATUS, FLAGS = S|H (soft, hard, - not\n"
     "probed), r, w, m (capabilities present), a (byte array); STATUS alive or dead: why.\n"
-    "Logical: OFFSET LENGTH LIVE_COPIES, and GAP where no live copy is left.\n"
-    "Exit: 0 ok, 2 usage, 3 exNode, 8 some bytes have no live copy, 9 internal.\n"
-    "See lors_ls(1).\n",
+    "Logical: OFFSET LENGTH LIVE, then GAP where no live copy is left, UNDER where fewer\n"
+    "than the file's copy count (copies: the number of mappings over most of its bytes).\n"
+    "Exit: 0 ok, 2 usage, 3 exNode, 4 stdout, 8 some bytes have no live copy, 9 internal,\n"
+    "10 some bytes have fewer live copies than the file's copy count.  See lors_ls(1).\n",
     opts, sizeof(settings_t), check,
 };
 
@@ -108,62 +118,147 @@ static void caps_flags(const xnd_mapping_t *m, char *buf)
     buf[3] = 0;
 }
 
+/* The file's copy count: the number of mappings (dead or alive) over most of its bytes, the
+ * larger on a tie; 0 for a file no mapping holds.  all: the coverage of every mapping. */
+static size_t copy_count(const xnd_range_t *all, size_t n, size_t nmaps)
+{
+    int64_t *bytes = calloc(nmaps + 1, sizeof *bytes); /* bytes[c]: held by c mappings */
+    size_t best = 0;
+    if (!bytes)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (all[i].count <= nmaps)
+            bytes[all[i].count] += all[i].length;
+    for (size_t c = 1; c <= nmaps; c++)
+        if (bytes[c] > 0 && (best == 0 || bytes[c] >= bytes[best]))
+            best = c;
+    free(bytes);
+    return best;
+}
+
 /* ---- text ---- */
+
+#define NCOL 8
+enum { C_N, C_FLAGS, C_REFS, C_DEPOT, C_OFF, C_LEN, C_EXP, C_STATUS };
+
+typedef struct cells {
+    char v[NCOL][4 * (IBP_MAX_HOST + 96)];
+} cells_t;
+
+/* The physical view's cells of mapping i (escaped where they come from outside). */
+static void physical_cells(const settings_t *f, const xnd_t *x, const lors_probe_t *pr,
+                           char (*where)[IBP_MAX_HOST + 96], size_t i, cells_t *c)
+{
+    const xnd_mapping_t *m = x->maps[i];
+    const lors_probe_t *p = &pr[i];
+    char caps[4], why[sizeof p->why + 64];
+    caps_flags(m, caps);
+    snprintf(c->v[C_N], sizeof c->v[C_N], "%zu", i);
+    snprintf(c->v[C_FLAGS], sizeof c->v[C_FLAGS], "%c%sa",
+             !p->probed ? '-' : p->probe.reliability == IBP_SOFT ? 'S' : 'H', caps);
+    if (p->probed)
+        snprintf(c->v[C_REFS], sizeof c->v[C_REFS], "%d", p->probe.read_refs);
+    else
+        snprintf(c->v[C_REFS], sizeof c->v[C_REFS], "-");
+    tool_escape(where[i], c->v[C_DEPOT], sizeof c->v[C_DEPOT]);
+    fmt_size(m->exnode_offset, f->human, c->v[C_OFF], sizeof c->v[C_OFF]);
+    fmt_size(m->logical_length, f->human, c->v[C_LEN], sizeof c->v[C_LEN]);
+    fmt_time(p->expires, c->v[C_EXP], sizeof c->v[C_EXP]);
+    if (p->alive)
+        snprintf(why, sizeof why, "%s", f->no_probe ? "not probed" : "alive");
+    else
+        snprintf(why, sizeof why, "dead: %s", p->why[0] ? p->why : ibp_strerror(p->ibp_err));
+    tool_escape(why, c->v[C_STATUS], sizeof c->v[C_STATUS]);
+}
+
+/* One row of cells: numbers right-aligned, words left-aligned, the last one not padded. */
+static void print_row(char (*v)[4 * (IBP_MAX_HOST + 96)], const int *width, const int *right,
+                      int ncol)
+{
+    for (int k = 0; k < ncol; k++) {
+        if (k == ncol - 1)
+            printf("%s\n", v[k]);
+        else
+            printf(right[k] ? "%*s " : "%-*s ", width[k], v[k]);
+    }
+}
+
+static void print_physical(const settings_t *f, const xnd_t *x, const lors_probe_t *pr,
+                           char (*where)[IBP_MAX_HOST + 96])
+{
+    static const char *head[NCOL] = {"N", "FLAGS", "REFS", "DEPOT", "OFFSET", "LENGTH",
+                                     "EXPIRY", "STATUS"};
+    static const int right[NCOL] = {1, 0, 1, 0, 1, 1, 0, 0};
+    int width[NCOL];
+    cells_t c; /* 11 KiB */
+    for (int k = 0; k < NCOL; k++)
+        width[k] = (int)strlen(head[k]);
+    for (size_t i = 0; i < x->nmaps; i++) { /* the widths first, then the rows */
+        physical_cells(f, x, pr, where, i, &c);
+        for (int k = 0; k < NCOL; k++)
+            if ((int)strlen(c.v[k]) > width[k])
+                width[k] = (int)strlen(c.v[k]);
+    }
+    for (int k = 0; k < NCOL; k++)
+        snprintf(c.v[k], sizeof c.v[k], "%s", head[k]);
+    printf("physical:\n");
+    print_row(c.v, width, right, NCOL);
+    for (size_t i = 0; i < x->nmaps; i++) {
+        physical_cells(f, x, pr, where, i, &c);
+        print_row(c.v, width, right, NCOL);
+    }
+}
+
+static void print_logical(const settings_t *f, const xnd_range_t *rg, size_t nrg,
+                          size_t copies)
+{
+    char a[32], b[32], l[32];
+    int wa = 6, wb = 6, wl = 4; /* OFFSET, LENGTH, LIVE */
+    for (size_t i = 0; i < nrg; i++) {
+        fmt_size(rg[i].offset, f->human, a, sizeof a);
+        fmt_size(rg[i].length, f->human, b, sizeof b);
+        snprintf(l, sizeof l, "%zu", rg[i].count);
+        wa = (int)strlen(a) > wa ? (int)strlen(a) : wa;
+        wb = (int)strlen(b) > wb ? (int)strlen(b) : wb;
+        wl = (int)strlen(l) > wl ? (int)strlen(l) : wl;
+    }
+    printf("logical:\n%*s %*s %*s\n", wa, "OFFSET", wb, "LENGTH", wl, "LIVE");
+    for (size_t i = 0; i < nrg; i++) {
+        fmt_size(rg[i].offset, f->human, a, sizeof a);
+        fmt_size(rg[i].length, f->human, b, sizeof b);
+        printf("%*s %*s %*zu%s\n", wa, a, wb, b, wl, rg[i].count,
+               rg[i].count == 0 ? " GAP" : rg[i].count < copies ? " UNDER" : "");
+    }
+}
 
 static void print_text(const settings_t *f, const xnd_t *x, const lors_e2e_info_t *e2e,
                        const lors_probe_t *pr, char (*where)[IBP_MAX_HOST + 96],
-                       const xnd_range_t *rg, size_t nrg)
+                       const xnd_range_t *rg, size_t nrg, size_t copies)
 {
     const char *name = NULL;
-    char a[32], b[32], t[32], caps[4];
+    char a[32], b[32], esc[4 * 4096];
     int64_t size = xnd_size(x);
 
     xnd_meta_get_string(&x->meta, "filename", &name);
-    printf("file: %s\n", name ? name : "-");
+    tool_escape(name ? name : "-", esc, sizeof esc);
+    printf("file: %s\n", esc);
     if (size >= 0) {
         fmt_size(size, f->human, a, sizeof a);
         printf("size: %s\n", a);
     } else {
         printf("size: -\n");
     }
-    printf("mappings: %zu\n", x->nmaps);
+    printf("mappings: %zu\ncopies: %zu\n", x->nmaps, copies);
     if (e2e->present) {
         fmt_size(e2e->plain_size, f->human, a, sizeof a);
         fmt_size(e2e->frame_size, f->human, b, sizeof b);
-        printf("e2e: %s, plain size %s, %" PRId64 " frames of %s\n", e2e->chain, a,
-               e2e->frames, b);
+        tool_escape(e2e->chain, esc, sizeof esc);
+        printf("e2e: %s, plain size %s, %" PRId64 " frames of %s\n", esc, a, e2e->frames, b);
     }
-    if (f->physical) {
-        printf("physical:\n");
-        for (size_t i = 0; i < x->nmaps; i++) {
-            const xnd_mapping_t *m = x->maps[i];
-            const lors_probe_t *p = &pr[i];
-            char refs[16];
-            caps_flags(m, caps);
-            if (p->probed)
-                snprintf(refs, sizeof refs, "%d", p->probe.read_refs);
-            else
-                snprintf(refs, sizeof refs, "-");
-            snprintf(a, sizeof a, "%" PRId64, m->exnode_offset);
-            fmt_size(m->logical_length, f->human, b, sizeof b);
-            fmt_time(p->expires, t, sizeof t);
-            printf("%zu %c%sa %s %s %s %s %s ", i,
-                   !p->probed ? '-' : p->probe.reliability == IBP_SOFT ? 'S' : 'H', caps, refs,
-                   where[i], a, b, t);
-            if (p->alive)
-                printf("%s\n", f->no_probe ? "not probed" : "alive");
-            else
-                printf("dead: %s\n", p->why[0] ? p->why : ibp_strerror(p->ibp_err));
-        }
-    }
-    if (f->logical) {
-        printf("logical:\n");
-        for (size_t i = 0; i < nrg; i++) {
-            fmt_size(rg[i].length, f->human, b, sizeof b);
-            printf("%" PRId64 " %s %zu%s\n", rg[i].offset, b, rg[i].count,
-                   rg[i].count ? "" : " GAP");
-        }
-    }
+    if (f->physical)
+        print_physical(f, x, pr, where);
+    if (f->logical)
+        print_logical(f, rg, nrg, copies);
 }
 
 /* ---- JSON ---- */
@@ -221,7 +316,7 @@ static void json_time(int64_t t)
 static void print_json(const char *path, const settings_t *f, const xnd_t *x,
                        const lors_e2e_info_t *e2e, const lors_probe_t *pr,
                        char (*where)[IBP_MAX_HOST + 96], const xnd_range_t *rg, size_t nrg,
-                       int complete)
+                       int complete, size_t copies, int under)
 {
     char caps[4];
     printf("{\"exnode\":");
@@ -242,8 +337,9 @@ static void print_json(const char *path, const settings_t *f, const xnd_t *x,
     } else {
         printf("null");
     }
-    printf(",\"probed\":%s,\"complete\":%s,\"logical\":[", f->no_probe ? "false" : "true",
-           complete ? "true" : "false");
+    printf(",\"probed\":%s,\"complete\":%s,\"copies\":%zu,\"under_replicated\":%s,"
+           "\"logical\":[", f->no_probe ? "false" : "true", complete ? "true" : "false", copies,
+           under ? "true" : "false");
     for (size_t i = 0; i < nrg; i++)
         printf("%s{\"offset\":%" PRId64 ",\"length\":%" PRId64 ",\"live\":%zu}", i ? "," : "",
                rg[i].offset, rg[i].length, rg[i].count);
@@ -297,17 +393,38 @@ static int gap_summary(const xnd_range_t *rg, size_t nrg, char *buf, size_t size
     return 0;
 }
 
+/* 1 if no range has live copies but fewer than copies; else 0 and a line for the user. */
+static int under_summary(const xnd_range_t *rg, size_t nrg, size_t copies, char *buf,
+                         size_t size)
+{
+    int64_t thin = 0;
+    size_t n = 0, first = 0;
+    for (size_t i = 0; i < nrg; i++)
+        if (rg[i].count > 0 && rg[i].count < copies) {
+            if (!n++)
+                first = i;
+            thin += rg[i].length;
+        }
+    if (!n)
+        return 1;
+    snprintf(buf, size, "%" PRId64 " bytes in %zu range%s have fewer than %zu live copies "
+             "(first: bytes %" PRId64 "-%" PRId64 ", %zu live)", thin, n, n == 1 ? "" : "s",
+             copies, rg[first].offset, rg[first].offset + rg[first].length - 1,
+             rg[first].count);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     settings_t f;
     lors_e2e_info_t e2e;
     lors_probe_t *pr = NULL;
-    xnd_range_t *rg = NULL;
-    size_t nrg = 0;
+    xnd_range_t *rg = NULL, *all = NULL;
+    size_t nrg = 0, nall = 0, copies = 0;
     xnd_t *x = NULL;
-    int code, lrc, complete = 1;
+    int code, lrc, complete = 1, full = 1;
     tool_depot_name_t *where = NULL;
-    char err[256], gaps[160];
+    char err[256], gaps[160], thin[200];
     const char *path;
 
     code = tool_opt_exnode(&cmd, argc, argv, &f, &path, &x);
@@ -332,17 +449,21 @@ int main(int argc, char **argv)
     }
     if (lrc == LORS_OK)
         lrc = lors_ls_logical(x, pr, &rg, &nrg);
+    if (lrc == LORS_OK)
+        lrc = lors_ls_logical(x, NULL, &all, &nall);
     if (lrc != LORS_OK) {
         tool_error(TOOL, "%s: probing the mappings: %s", path, lors_strerror(lrc));
         code = tool_exit_code(lrc);
         goto done;
     }
+    copies = copy_count(all, nall, x->nmaps);
     complete = gap_summary(rg, nrg, gaps, sizeof gaps);
+    full = under_summary(rg, nrg, copies, thin, sizeof thin);
 
     if (f.json)
-        print_json(path, &f, x, &e2e, pr, where, rg, nrg, complete);
+        print_json(path, &f, x, &e2e, pr, where, rg, nrg, complete, copies, !full);
     else
-        print_text(&f, x, &e2e, pr, where, rg, nrg);
+        print_text(&f, x, &e2e, pr, where, rg, nrg, copies);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         tool_error(TOOL, "writing to stdout failed");
         code = TOOL_EXIT_IO;
@@ -353,11 +474,17 @@ int main(int argc, char **argv)
         code = TOOL_EXIT_PARTIAL;
         goto done;
     }
+    if (!full) {
+        tool_error(TOOL, "%s: %s", path, thin);
+        code = TOOL_EXIT_DEGRADED;
+        goto done;
+    }
     code = TOOL_EXIT_OK;
 
 done:
     free(pr);
     free(rg);
+    free(all);
     free(where);
     xnd_free(x);
     tool_opt_free(&f);

@@ -26,7 +26,8 @@ enum {
     TOOL_EXIT_NO_DATA = 6,   /* some bytes have no live copy left (download, augment) */
     TOOL_EXIT_INTEGRITY = 7, /* checksum or decryption failure with no good copy; wrong key */
     TOOL_EXIT_PARTIAL = 8,   /* done, except for what the report lists (refresh, trim -d, ls dead) */
-    TOOL_EXIT_INTERNAL = 9   /* out of memory, threads, a bug */
+    TOOL_EXIT_INTERNAL = 9,  /* out of memory, threads, a bug */
+    TOOL_EXIT_DEGRADED = 10  /* ls: some bytes have fewer live copies than the file's count */
 };
 
 /* The exit code for a lors_err (LORS_OK -> 0). */
@@ -185,6 +186,12 @@ int tool_key(const char *tool, const char *chain, const char *keyfile,
  * (pieces 1: "piece P") worked around, or could not. */
 void tool_print_issues(const char *tool, const lors_report_t *rep, int pieces);
 
+/* The download's one warning line when it had to work around failed copies (lost
+ * redundancy; the data is right): "<tool>: warning: depot D failed (why); bytes A-B had L of C
+ * copies left", naming at most three depots and summing up the other ranges.  Nothing when
+ * r lists no degraded bytes. */
+void tool_print_degraded(const char *tool, const lors_dl_report_t *r);
+
 /* Each mapping's depot (tool_mapping_depot), taken before a trim or refresh changes the
  * exNode: an array of x->nmaps names (free it), or NULL after an error line. */
 typedef char tool_depot_name_t[IBP_MAX_HOST + 96];
@@ -194,8 +201,13 @@ tool_depot_name_t *tool_mapping_depots(const char *tool, const xnd_t *x);
  * write, manage); "-" if none does. */
 void tool_mapping_depot(const xnd_mapping_t *m, char *buf, size_t size);
 
-/* bytes as "512B", "4.0KiB", "17MiB", "1.5GiB" (one decimal below 10) into buf. */
+/* bytes as ls -lh and df -h print them: "512", "4.0K", "17M", "1.5G" (powers of 1024, one
+ * decimal below 10, rounded up) into buf. */
 void tool_human(int64_t bytes, char *buf, size_t size);
+/* in for a terminal, as ls -b escapes names: \\ \n \t \r, and \xHH for the other control
+ * bytes, DEL, the C1 controls U+0080..U+009F (as their UTF-8 bytes) and bytes that are not
+ * UTF-8; printable UTF-8 is kept.  out is always terminated (cut at a whole character). */
+void tool_escape(const char *in, char *out, size_t size);
 
 #ifdef __cplusplus
 }

@@ -197,6 +197,43 @@ void tool_print_issues(const char *tool, const lors_report_t *rep, int pieces)
     }
 }
 
+void tool_print_degraded(const char *tool, const lors_dl_report_t *r)
+{
+    char line[1024];
+    size_t n = 0, nd = 0, shown = 0;
+    if (!r->ndegraded)
+        return;
+    for (size_t i = 0; i < r->ndepots; i++)
+        nd += r->depots[i].failed[0] != 0;
+    n += (size_t)snprintf(line + n, sizeof line - n, "warning: %s", nd == 1 ? "depot " :
+                          nd ? "depots " : "some copies failed");
+    for (size_t i = 0; i < r->ndepots && shown < 3 && n < sizeof line; i++) {
+        char d[IBP_MAX_HOST + IBP_MAX_RID + 16];
+        if (!r->depots[i].failed[0])
+            continue;
+        lors_depot_format(&r->depots[i].depot, d, sizeof d);
+        n += (size_t)snprintf(line + n, sizeof line - n, nd == 1 ? "%s%s failed (%s)"
+                              : "%s%s (%s)", shown ? ", " : "", d, r->depots[i].failed);
+        shown++;
+    }
+    if (nd > shown && n < sizeof line)
+        n += (size_t)snprintf(line + n, sizeof line - n, " and %zu more", nd - shown);
+    const lors_dl_degraded_t *g = &r->degraded[0];
+    if (n < sizeof line)
+        n += (size_t)snprintf(line + n, sizeof line - n, "%s; bytes %lld-%lld had %d of %d "
+                              "cop%s left", nd > 1 ? " failed" : "", (long long)g->offset,
+                              (long long)(g->offset + g->length - 1), g->left, g->copies,
+                              g->copies == 1 ? "y" : "ies");
+    if (r->ndegraded > 1 && n < sizeof line) {
+        long long all = 0;
+        for (size_t i = 0; i < r->ndegraded; i++)
+            all += (long long)r->degraded[i].length;
+        snprintf(line + n, sizeof line - n, ", and %zu more range%s below their copy count "
+                 "(%lld bytes in all)", r->ndegraded - 1, r->ndegraded == 2 ? "" : "s", all);
+    }
+    tool_error(tool, "%s", line);
+}
+
 /* ---- the event feed ---- */
 
 int tool_feed_open(const char *tool, tool_feed_t *f, const char *events,
@@ -252,18 +289,84 @@ void tool_feed_close(tool_feed_t *f)
 
 void tool_human(int64_t bytes, char *buf, size_t size)
 {
-    static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    double v = (double)bytes;
+    static const char unit[] = "KMGTPE";
+    uint64_t v = bytes > 0 ? (uint64_t)bytes : 0, div = 1024;
     int u = 0;
     if (bytes < 1024) {
-        snprintf(buf, size, "%lldB", (long long)bytes);
+        snprintf(buf, size, "%lld", (long long)bytes);
         return;
     }
-    while (v >= 1024 && u < 6) {
-        v /= 1024;
+    while (u < 5 && v / div >= 1024) {
+        div *= 1024;
         u++;
     }
-    snprintf(buf, size, v < 10 ? "%.1f%s" : "%.0f%s", v, unit[u]);
+    /* rounded up, as ls and df do: a size is never shown smaller than it is */
+    uint64_t q = v / div, r = v % div;
+    if (q < 10) {
+        uint64_t tenths = q * 10 + (r * 10 + div - 1) / div;
+        if (tenths < 100) {
+            snprintf(buf, size, "%llu.%llu%c", (unsigned long long)(tenths / 10),
+                     (unsigned long long)(tenths % 10), unit[u]);
+            return;
+        }
+        q = 10;
+    } else if (r) {
+        q++;
+    }
+    if (q >= 1024 && u < 5)
+        snprintf(buf, size, "1.0%c", unit[u + 1]);
+    else
+        snprintf(buf, size, "%llu%c", (unsigned long long)q, unit[u]);
+}
+
+/* The length of the UTF-8 sequence at s that is a printable character (U+00A0 and up, no
+ * surrogate, no overlong form), or 0. */
+static size_t utf8_printable(const unsigned char *s)
+{
+    unsigned char c = s[0];
+    size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
+             : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    if ((c == 0xc2 && s[1] < 0xa0) || (c == 0xe0 && s[1] < 0xa0) ||
+        (c == 0xed && s[1] > 0x9f) || (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] > 0x8f))
+        return 0;
+    return n;
+}
+
+void tool_escape(const char *in, char *out, size_t size)
+{
+    const unsigned char *s = (const unsigned char *)in;
+    size_t k = 0;
+    if (size == 0)
+        return;
+    while (*s) {
+        char e[8];
+        size_t n = 1;
+        const char *piece = e;
+        if (*s == '\\')
+            snprintf(e, sizeof e, "\\\\");
+        else if (*s == '\n')
+            snprintf(e, sizeof e, "\\n");
+        else if (*s == '\t')
+            snprintf(e, sizeof e, "\\t");
+        else if (*s == '\r')
+            snprintf(e, sizeof e, "\\r");
+        else if (*s < 0x20 || *s == 0x7f || (*s >= 0x80 && !(n = utf8_printable(s)))) {
+            snprintf(e, sizeof e, "\\x%02x", *s);
+            n = 1;
+        } else {
+            piece = NULL;
+        }
+        size_t len = piece ? strlen(piece) : n;
+        if (k + len >= size)
+            break;
+        memcpy(out + k, piece ? piece : (const char *)s, len);
+        k += len;
+        s += n;
+    }
+    out[k] = 0;
 }
 
 void tool_mapping_depot(const xnd_mapping_t *m, char *buf, size_t size)

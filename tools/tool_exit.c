@@ -2,7 +2,8 @@
  *
  * A script tells "the exNode is bad" (3) from "my disk is full" (4) from "the depots are
  * gone" (5, 6) from "the data is corrupt or the key wrong" (7) without parsing messages.
- * The table below is the whole policy; docs/lors-tools.md lists it for users.
+ * The table below is the whole policy; docs/lors-tools.md lists it for users.  Exit 10
+ * (TOOL_EXIT_DEGRADED) is no library error: lors_ls finds it in what it prints.
  */
 #include "tool.h"
 

@@ -88,8 +88,10 @@ static int from_lbone(const char *tool, const tool_rc_t *rc, const tool_lbone_op
         req.count = copies;
     req.location = lb->location ? lb->location : rc->location;
     /* Each depot holds its round-robin share of the pieces, at least one. */
-    int64_t units = need->units > 0 ? need->units : 1;
-    int64_t bytes_each = need->unit > 0 ? need->unit * ((units + req.count - 1) / req.count) : 0;
+    int64_t units = need->units > 0 ? need->units : 1, bytes_each = 0;
+    int64_t share = units / req.count + (units % req.count != 0);
+    if (need->unit > 0 && __builtin_mul_overflow(need->unit, share, &bytes_each))
+        bytes_each = INT64_MAX; /* saturated: no depot has that room, the query says so */
     if (need->reliability == IBP_SOFT)
         req.soft = (uint64_t)bytes_each;
     else

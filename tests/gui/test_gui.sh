@@ -368,7 +368,7 @@ check "demo with a display: exit" 0 $?
 grep -q "== the map GUI: " "$tmp/demo.log" && ok "demo: opened the GUI" || bad "demo: no GUI ($(tail -1 "$tmp/demo.log"))"
 if [ -s "$tmp/demo" ]; then
     # lors_ls's physical lines in the demo's output: one stored box per mapping
-    nmap=$(grep -cE '^[0-9]+ [SH-]r' "$tmp/demo.log")
+    nmap=$(grep -cE '^ *[0-9]+ +[SH-]r' "$tmp/demo.log")
     check "demo GUI: op" upload "$(val $tmp/demo op)"
     check "demo GUI: depot markers" 3 "$(val $tmp/demo depot_markers)"
     check "demo GUI: stored boxes = lors_ls mappings" "$nmap" "$(val $tmp/demo stored)"

@@ -272,6 +272,13 @@ static void test_stopped(void)
     victim_download(SIGSTOP, "stopped");
 }
 
+/* The port of a capability, or -1. */
+static int cap_port(const char *cap)
+{
+    ibp_cap_t c;
+    return cap && ibp_cap_parse(cap, &c) == IBP_OK ? c.port : -1;
+}
+
 /* Copy 0 of a one-fragment file is corrupted in every download block: every block fetched
  * from it fails its checksum and comes from copy 1; the mapping is reported bad. */
 static void test_corrupt(void)
@@ -299,6 +306,23 @@ static void test_corrupt(void)
     for (size_t i = 0; i < rep.ndepots; i++)
         bad += rep.depots[i].bad_data;
     CU_ASSERT(bad >= 1);
+    /* the file was served below its copy count: one of two copies left, all of it, and the
+     * depot of copy 0 named for bad data */
+    CU_ASSERT_EQUAL(rep.ndegraded, 1);
+    if (rep.ndegraded == 1) {
+        CU_ASSERT_EQUAL(rep.degraded[0].offset, 0);
+        CU_ASSERT_EQUAL(rep.degraded[0].length, (int64_t)n);
+        CU_ASSERT_EQUAL(rep.degraded[0].copies, 2);
+        CU_ASSERT_EQUAL(rep.degraded[0].left, 1);
+    }
+    int named = 0;
+    for (size_t i = 0; i < rep.ndepots; i++)
+        if (rep.depots[i].failed[0]) {
+            named++;
+            CU_ASSERT_STRING_EQUAL(rep.depots[i].failed, "bad data");
+            CU_ASSERT_EQUAL(rep.depots[i].depot.port, cap_port(x->maps[0]->cap[XND_READ]));
+        }
+    CU_ASSERT_EQUAL(named, 1);
     lors_dl_report_free(&rep);
     free(out);
 
@@ -307,6 +331,7 @@ static void test_corrupt(void)
     o.threads = 1;
     CU_ASSERT_EQUAL(download(&o, x, &out, &outlen, &rep), LORS_OK);
     CU_ASSERT_EQUAL(rep.nbad, 0);
+    CU_ASSERT_EQUAL(rep.ndegraded, 0);
     lors_dl_report_free(&rep);
     free(out);
     tl_free_xnd(cli, x);

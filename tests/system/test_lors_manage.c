@@ -6,6 +6,7 @@
  * source answered SENDs and served no LOAD, the targets received the STOREs.  Contents are
  * checked by downloading and comparing byte for byte, after the source depot is killed. */
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -793,6 +794,61 @@ static void test_strerror(void)
         CU_ASSERT(strstr(lors_strerror(codes[i]), "unknown") == NULL);
 }
 
+/* Timeouts as long as an int holds reach every call that takes one: the library must not
+ * overflow timeout_s * 1000 on its way to libibp's milliseconds (in the sanitizer build an
+ * overflow aborts the test).  Every call still works. */
+static void test_huge_timeouts(void)
+{
+    size_t n = 100000;
+    unsigned char *src = tl_data(n, 40);
+    lors_upload_opts_t o;
+    lors_report_t rep;
+    xnd_t *x = NULL;
+    tl_upload_opts(&o, ldep, 2, 2, 1);
+    o.timeout_s = INT_MAX;
+    CU_ASSERT_EQUAL(lors_upload_buf(&o, src, n, "t", &x, &rep), LORS_OK);
+    lors_report_free(&rep);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+
+    lors_probe_t *pr = NULL;
+    CU_ASSERT_EQUAL(lors_probe_all(x, 2, INT_MAX, &pr), LORS_OK);
+    CU_ASSERT(pr && pr[0].alive && pr[1].alive);
+    free(pr);
+
+    lors_augment_opts_t ao;
+    lors_augment_opts_init(&ao);
+    ao.up.depots = &ldep[2];
+    ao.up.ndepots = 1;
+    ao.up.duration_s = 600;
+    ao.up.timeout_s = INT_MAX;
+    CU_ASSERT_EQUAL(lors_augment(&ao, x, NULL, &rep), LORS_OK);
+    lors_report_free(&rep);
+    CU_ASSERT_EQUAL(x->nmaps, 3);
+
+    lors_refresh_opts_t ro;
+    lors_refresh_report_t rr;
+    lors_refresh_opts_init(&ro);
+    ro.mode = LORS_REFRESH_FROM_NOW;
+    ro.value = 600;
+    ro.timeout_s = INT_MAX;
+    CU_ASSERT_EQUAL(lors_refresh(&ro, x, &rr), LORS_OK);
+    lors_refresh_report_free(&rr);
+
+    int last = 2;
+    lors_trim_opts_t to;
+    lors_trim_report_t tr;
+    lors_trim_opts_init(&to);
+    to.mappings = &last;
+    to.nmappings = 1;
+    to.free_allocs = 1;
+    to.timeout_s = INT_MAX;
+    CU_ASSERT_EQUAL(lors_trim(&to, x, &tr), LORS_OK);
+    lors_trim_report_free(&tr);
+    CU_ASSERT_EQUAL(x->nmaps, 2);
+    tl_free_xnd(cli, x);
+    free(src);
+}
+
 static const lns_test_case tests[] = {
     {"augment by SEND; the source dies; download from the copies", test_augment_send},
     {"SENDs to one target share the depot's pooled connection", test_send_pooled},
@@ -804,6 +860,7 @@ static const lns_test_case tests[] = {
     {"refresh ADD, FROM_NOW, AT, MAX, past, too long", test_refresh},
     {"refresh with a dead depot and an expired mapping", test_refresh_dead_expired},
     {"words for the new error codes", test_strerror},
+    {"timeouts of INT_MAX seconds: no overflow", test_huge_timeouts},
 };
 
 LNS_TEST_MAIN_WITH("lors manage", fleet_start, fleet_stop, tests)

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lns_test.h"
@@ -463,6 +465,191 @@ static void test_depot_killed(void)
     lns_test_server_stop(&victim.srv);
 }
 
+/* Lost redundancy: two copies on two depots, one of them killed.  The download works around
+ * it and exits 0 with the right bytes, but says so in one line, under --quiet too (a warning
+ * about the data, not chatter); lors_ls, which probes, flags the file with exit 10; with
+ * --no-probe it asks no depot and sees both copies. */
+static void test_lost_copy(void)
+{
+    test_depot_t victim;
+    char list[256], needle[96], a[65], b[65];
+    CU_ASSERT_EQUAL_FATAL(tl_start_depot(&victim, "lost", "64M"), 0);
+    snprintf(list, sizeof list, "127.0.0.1:%d,127.0.0.1:%d", victim.port, T.dep[0].port);
+    make_file("lost.bin", 4 * MIB, 21);
+    CU_ASSERT_EQUAL_FATAL(tt_run(&T, NULL, NULL, "lors_upload", "--no-rc", "--depot-list", list,
+                                 "-d", "10m", "-c", "2", "-F", "2", "-o",
+                                 lns_test_path("lost.xnd"), lns_test_path("lost.bin"),
+                                 (char *)NULL), 0);
+    lns_test_server_kill(&victim.srv, SIGKILL);
+    sha_file(lns_test_path("lost.bin"), 0, -1, a);
+    snprintf(needle, sizeof needle, "lors_download: warning: depot 127.0.0.1:%d failed (",
+             victim.port);
+    /* two streams, one a depot: the first two blocks go one to each depot, so the dead one
+     * is asked */
+    for (int quiet = 0; quiet < 2; quiet++) {
+        unlink(lns_test_path("lost.out"));
+        CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-t", "2", "-a", "1",
+                               "-o", lns_test_path("lost.out"), lns_test_path("lost.xnd"),
+                               quiet ? "--quiet" : (char *)NULL, (char *)NULL), 0);
+        sha_file(lns_test_path("lost.out"), 0, -1, b);
+        CU_ASSERT_STRING_EQUAL(a, b);
+        CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+        CU_ASSERT(strncmp(T.err, needle, strlen(needle)) == 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "; bytes 0-4194303 had 1 of 2 copies left\n"));
+        if (strncmp(T.err, needle, strlen(needle)) != 0)
+            fprintf(stderr, "stderr: %s\n", T.err);
+    }
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_ls", "--no-rc", "-T", "5", "-l",
+                           lns_test_path("lost.xnd"), (char *)NULL), 10);
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "fewer than 2 live copies"));
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_ls", "--no-rc", "--no-probe",
+                           lns_test_path("lost.xnd"), (char *)NULL), 0);
+    CU_ASSERT_STRING_EQUAL(T.err, "");
+    tt_free_all(&T, lns_test_path("lost.xnd"));
+    lns_test_server_stop(&victim.srv);
+}
+
+/* Run bin/lors_download with args (NULL-ended) in the background, stdout and stderr to
+ * tmpdir/bg.out and bg.err; its pid (tracked), or -1. */
+static int spawn_download(const char *const *args)
+{
+    char path[PATH_MAX];
+    const char *argv[16] = {"lors_download"};
+    int n = 1;
+    for (; args[n - 1] && n < 15; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    snprintf(path, sizeof path, "%s/lors_download", lns_test_bindir());
+    pid_t pid = fork();
+    if (pid == 0) {
+        int i = open("/dev/null", O_RDONLY);
+        int o = open(lns_test_path("bg.out"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int e = open(lns_test_path("bg.err"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (i < 0 || o < 0 || e < 0)
+            _exit(126);
+        dup2(i, 0);
+        dup2(o, 1);
+        dup2(e, 2);
+        signal(SIGINT, SIG_DFL);
+        execv(path, (char *const *)argv);
+        _exit(127);
+    }
+    if (pid > 0)
+        lns_test_track_pid(pid);
+    return pid;
+}
+
+/* Ctrl-C during a download: one line naming the bytes the output holds and -R, then death
+ * by SIGINT (a shell's $? is 130).  The second fragment's capability points at a port that
+ * accepts and never answers, so the download is stuck after the first fragment's bytes. */
+static void test_interrupt(void)
+{
+    char a[65], b[65], want[3 * PATH_MAX];
+    int lport, st = 0;
+    make_file("int.bin", 2 * MIB, 22);
+    CU_ASSERT_EQUAL_FATAL(tt_run(&T, NULL, NULL, "lors_upload", "--no-rc", "--depot-list",
+                                 tt_dlist(&T, 0, -1), "-d", "10m", "-F", "2", "-o",
+                                 lns_test_path("int.xnd"), lns_test_path("int.bin"),
+                                 (char *)NULL), 0);
+    int lfd = raw_listen_loopback(&lport);
+    CU_ASSERT_FATAL(lfd >= 0);
+    xnd_t *x = tt_load(lns_test_path("int.xnd"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    for (size_t i = 0; i < x->nmaps; i++)
+        if (x->maps[i]->exnode_offset == MIB) {
+            char cap[512], *p = strstr(x->maps[i]->cap[XND_READ], "/");
+            p = p ? strchr(p + 2, '/') : NULL; /* after "ibp://host:port" */
+            CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+            snprintf(cap, sizeof cap, "ibp://127.0.0.1:%d%s", lport, p);
+            CU_ASSERT_EQUAL(xnd_mapping_set_cap(x->maps[i], XND_READ, cap), XND_OK);
+        }
+    CU_ASSERT_EQUAL_FATAL(xnd_write_file(x, lns_test_path("stuck.xnd"), NULL, 0), XND_OK);
+    xnd_free(x);
+
+    const char *out = lns_test_path("int.out");
+    char outp[PATH_MAX], xndp[PATH_MAX];
+    snprintf(outp, sizeof outp, "%s", out);
+    snprintf(xndp, sizeof xndp, "%s", lns_test_path("stuck.xnd"));
+    const char *args[] = {"--no-rc", "-o", outp, xndp, NULL};
+    int pid = spawn_download(args);
+    CU_ASSERT_FATAL(pid > 0);
+    for (int i = 0; i < 200 && file_size(outp) < MIB; i++)
+        lns_test_sleep_ms(50);
+    CU_ASSERT_EQUAL(file_size(outp), MIB);
+    lns_test_sleep_ms(100);
+    kill(pid, SIGINT);
+    CU_ASSERT_EQUAL(waitpid(pid, &st, 0), pid);
+    lns_test_untrack_pid(pid);
+    CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGINT);
+    lns_test_slurp(lns_test_path("bg.err"), T.err, sizeof T.err);
+    snprintf(want, sizeof want, "lors_download: %s: interrupted; %s holds bytes 0-1048575 "
+             "(resume with -R)\n", xndp, outp);
+    CU_ASSERT_STRING_EQUAL(T.err, want);
+    close(lfd);
+
+    /* and -R does resume it, from the exNode whose copies all answer */
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-R", "-o", outp,
+                           lns_test_path("int.xnd"), (char *)NULL), 0);
+    sha_file(lns_test_path("int.bin"), 0, -1, a);
+    sha_file(outp, 0, -1, b);
+    CU_ASSERT_STRING_EQUAL(a, b);
+    tt_free_all(&T, lns_test_path("int.xnd"));
+}
+
+/* To a terminal, as curl: refused unless -o - says so (script(1) gives the tool a pty). */
+static void test_terminal(void)
+{
+    if (access("/usr/bin/script", X_OK) != 0) {
+        fprintf(stderr, "no script(1): terminal test skipped\n");
+        return;
+    }
+    make_file("tty.bin", 1000, 23);
+    CU_ASSERT_EQUAL_FATAL(upload("tty.bin", "tty.xnd", NULL, NULL), 0);
+    CU_ASSERT_EQUAL(tt_sh(&T, "script -qec \"'$B/lors_download' --no-rc '$D/tty.xnd'\" /dev/null"),
+                    2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "lors_download: refusing to write binary data to a "
+                                         "terminal; give -o FILE, or -o - to write it anyway"));
+    CU_ASSERT_EQUAL(tt_count(T.out, "\n"), 1);
+    CU_ASSERT_EQUAL(tt_sh(&T, "script -qec \"'$B/lors_download' --no-rc -o - '$D/tty.xnd'\" "
+                              "/dev/null"), 0);
+    CU_ASSERT(strlen(T.out) >= 100);
+    /* a terminal on stderr only is fine: the bytes go to a file */
+    CU_ASSERT_EQUAL(tt_sh(&T, "script -qec \"'$B/lors_download' --no-rc '$D/tty.xnd' > "
+                              "'$D/tty.out'\" /dev/null"), 0);
+    CU_ASSERT_EQUAL(file_size(lns_test_path("tty.out")), 1000);
+    tt_free_all(&T, lns_test_path("tty.xnd"));
+}
+
+/* An exNode whose size is near INT64_MAX and whose one mapping holds 100000 bytes: the
+ * download fails at once on the bytes no mapping holds, instead of planning 2^43 blocks.
+ * Run under a memory cap, so that the old behaviour fails instead of eating the machine. */
+static void test_huge_size(void)
+{
+    make_file("huge.bin", 100000, 24);
+    CU_ASSERT_EQUAL_FATAL(upload("huge.bin", "huge.xnd", "-F", "1"), 0);
+    xnd_t *x = tt_load(lns_test_path("huge.xnd"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT_EQUAL(xnd_set_size(x, INT64_MAX), XND_OK);
+    CU_ASSERT_EQUAL_FATAL(xnd_write_file(x, lns_test_path("huge2.xnd"), NULL, 0), XND_OK);
+    xnd_free(x);
+#if defined(__SANITIZE_ADDRESS__)
+    const char *cap = "ASAN_OPTIONS=$ASAN_OPTIONS:hard_rss_limit_mb=1500:allocator_may_return_null=1";
+#else
+    const char *cap = "ulimit -v 1500000;";
+#endif
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CU_ASSERT_EQUAL(tt_sh(&T, "%s timeout 60 \"$B/lors_download\" --no-rc -o \"$D/huge.out\" "
+                              "\"$D/huge2.xnd\"", cap), 6);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    CU_ASSERT(t1.tv_sec - t0.tv_sec < 5);
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "bytes 100000-9223372036854775806: no mapping holds "
+                                         "them"));
+    tt_free_all(&T, lns_test_path("huge.xnd"));
+}
+
 static const lns_test_case tests[] = {
     {"help and version", test_help_version},
     {"upload and download a file", test_roundtrip},
@@ -474,6 +661,10 @@ static const lns_test_case tests[] = {
     {"event stream", test_events},
     {"usage errors and exit codes", test_usage_errors},
     {"a depot killed before the download", test_depot_killed},
+    {"a lost copy: a warning, exit 0; lors_ls exit 10", test_lost_copy},
+    {"SIGINT: where it stopped, -R resumes", test_interrupt},
+    {"refuses to write to a terminal unless -o -", test_terminal},
+    {"an exNode of size near INT64_MAX: fails at once", test_huge_size},
 };
 
 TT_MAIN(&T, "lors_tools", ND, tests)

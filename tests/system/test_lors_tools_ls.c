@@ -65,10 +65,17 @@ static void test_ls_views(void)
     CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls -p '%s'", xnd), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "size: 3145728\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "mappings: 4\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "copies: 2\n"));
     CU_ASSERT_PTR_NULL(strstr(T.out, "logical:"));
     const char *p = strstr(T.out, "physical:\n");
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     p += strlen("physical:\n");
+    /* the column headers, aligned over the columns: numbers to the right, words to the left */
+    CU_ASSERT(strncmp(p, "N FLAGS REFS DEPOT ", 19) == 0);
+    const char *hdr = p, *h_off = strstr(hdr, " OFFSET "), *h_len = strstr(hdr, " LENGTH ");
+    const char *h_exp = strstr(hdr, " EXPIRY "), *h_st = strstr(hdr, " STATUS\n");
+    CU_ASSERT_FATAL(h_off && h_len && h_exp && h_st);
+    p = strchr(p, '\n') + 1;
     for (int i = 0; i < 4; i++) {
         int n, refs, port, used = 0;
         char flags[8], date[16], tod[16], status[16];
@@ -83,6 +90,11 @@ static void test_ls_views(void)
         CU_ASSERT_EQUAL(len, 3 << 19);
         CU_ASSERT(off == 0 || off == 3 << 19);
         CU_ASSERT_STRING_EQUAL(status, "alive");
+        /* each column ends (numbers) or starts (words) where its header does */
+        CU_ASSERT_EQUAL(p[h_len - hdr + 7], ' ');    /* LENGTH's last digit, then a space */
+        CU_ASSERT(p[h_len - hdr + 6] >= '0' && p[h_len - hdr + 6] <= '9');
+        CU_ASSERT(p[h_exp - hdr + 1] == '2');        /* the year */
+        CU_ASSERT_EQUAL(strncmp(p + (h_st - hdr) + 1, "alive\n", 6), 0);
         p = strchr(p + used, '\n');
         CU_ASSERT_PTR_NOT_NULL_FATAL(p);
         p++;
@@ -90,32 +102,52 @@ static void test_ls_views(void)
 
     CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls -l '%s'", xnd), 0);
     CU_ASSERT_PTR_NULL(strstr(T.out, "physical:"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "logical:\n0 3145728 2\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "logical:\nOFFSET  LENGTH LIVE\n     0 3145728    2\n"));
 
+    /* -h: sizes and offsets as ls -lh and df -h print them */
     CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls -h '%s'", xnd), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "size: 3.0MiB\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, " 1.5MiB "));
-    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "logical:\n0 3.0MiB 2\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "size: 3.0M\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "1.5M   1.5M 20")); /* the second fragment's line */
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "logical:\nOFFSET LENGTH LIVE\n     0   3.0M    2\n"));
 
     CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls --json '%s'", xnd), 0);
     CU_ASSERT(tj_valid(T.out));
     CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "\"complete\":true"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "\"copies\":2,\"under_replicated\":false"));
     CU_ASSERT_EQUAL(tt_count(T.out, "\"alive\":true"), 4);
     CU_ASSERT_EQUAL(tj_nth_int(T.out, "size", 0), 3 << 20);
     if (access("/usr/bin/python3", X_OK) == 0)
         CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls --json '%s' | python3 -m json.tool >/dev/null", xnd),
                         0);
 
-    /* a killed depot: its mappings dead, the file still whole through the others */
+    /* one mapping fewer in the exNode: by the exNode alone (--no-probe) bytes 0-1572863 have
+     * one copy where the file has two: under-replicated, exit 10 */
+    char one[4096 + 16];
+    snprintf(one, sizeof one, "%s.one", xnd);
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_trim -m 0 -o '%s' '%s'", one, xnd), 0);
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls --no-probe -l '%s'", one), 10);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "logical:\n OFFSET  LENGTH LIVE\n      0 1572864    1 UNDER\n"
+                                         "1572864 1572864    2\n"));
+    CU_ASSERT(strncmp(T.err, "lors_ls: ", 9) == 0);
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, ": 1572864 bytes in 1 range have fewer than 2 live "
+                                         "copies (first: bytes 0-1572863, 1 live)\n"));
+
+    /* a killed depot: its mappings dead, the file still whole through the others, but with
+     * one live copy of two: exit 10 */
     CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[3].srv, SIGKILL), 0);
-    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls '%s'", xnd), 0);
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls '%s'", xnd), 10);
     CU_ASSERT_EQUAL(tt_count(T.out, " dead: "), 2);
     CU_ASSERT_EQUAL(tt_count(T.out, " alive\n"), 2);
-    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "logical:\n0 3145728 1\n"));
-    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls --json '%s'", xnd), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "logical:\nOFFSET  LENGTH LIVE\n     0 3145728    1 UNDER\n"));
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, ": 3145728 bytes in 1 range have fewer than 2 live "
+                                         "copies (first: bytes 0-3145727, 1 live)\n"));
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls --json '%s'", xnd), 10);
     CU_ASSERT(tj_valid(T.out));
     CU_ASSERT_EQUAL(tt_count(T.out, "\"alive\":false"), 2);
-    /* --no-probe asks nobody */
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "\"copies\":2,\"under_replicated\":true"));
+    /* --no-probe asks nobody: by the exNode both copies are there */
     CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls --no-probe -p '%s'", xnd), 0);
     CU_ASSERT_EQUAL(tt_count(T.out, " not probed\n"), 4);
     tt_revive(&T);
@@ -131,7 +163,7 @@ static void test_ls_expired_and_lost(void)
     sleep(3);
     CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls '%s'", xnd), 8);
     CU_ASSERT_PTR_NOT_NULL(strstr(T.out, " dead: expired\n"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "0 100000 0 GAP\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "\n     0 100000    0 GAP\n"));
     CU_ASSERT(strncmp(T.err, "lors_ls: ", 9) == 0);
     CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls --json '%s'", xnd), 8);
     CU_ASSERT(tj_valid(T.out));
@@ -155,6 +187,43 @@ static void test_ls_expired_and_lost(void)
     CU_ASSERT(tt_same_file(xnd, before));
     tt_revive(&T);
     tt_free_all(&T, xnd);
+}
+
+/* Control characters from the exNode are escaped, never sent to the terminal raw: a newline,
+ * a carriage return, a tab, DEL, and U+009B (CSI: "ESC [" to an 8-bit terminal) in the file
+ * name; an ESC itself is not XML 1.0 and the exNode is refused. */
+static void test_ls_escapes(void)
+{
+    static const char head[] =
+        "<?xml version=\"1.0\"?>\n<exnode xmlns:exnode=\"http://loci.cs.utk.edu/exnode\">\n"
+        "<exnode:metadata name=\"size\" type=\"integer\">100</exnode:metadata>\n"
+        "<exnode:metadata name=\"filename\" type=\"string\">";
+    static const char tail[] =
+        "</exnode:metadata>\n<exnode:mapping>\n"
+        "<exnode:metadata name=\"exnode_offset\" type=\"integer\">0</exnode:metadata>\n"
+        "<exnode:metadata name=\"logical_length\" type=\"integer\">100</exnode:metadata>\n"
+        "<exnode:read>ibp://127.0.0.1:1/0#k/1/READ</exnode:read>\n"
+        "</exnode:mapping>\n</exnode>\n";
+    char doc[1024], path[4096];
+    snprintf(path, sizeof path, "%s/esc.xnd", lns_test_tmpdir());
+    snprintf(doc, sizeof doc, "%sa&#10;b&#13;c\td&#x7f;e&#x9b;[31mred\\x \xc3\xa9%s", head, tail);
+    CU_ASSERT_EQUAL_FATAL(tt_write_file(path, doc, strlen(doc)), 0);
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls --no-probe '%s'", path), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "file: a\\nb\\rc\\td\\x7fe\\xc2\\x9b[31mred\\\\x \xc3\xa9\n"));
+    CU_ASSERT_PTR_NULL(strchr(T.out, '\r'));
+    CU_ASSERT_PTR_NULL(strstr(T.out, "\xc2\x9b"));
+    CU_ASSERT(strncmp(T.out, "file: ", 6) == 0 && strchr(T.out, '\n') == strstr(T.out, "\nsize: "));
+    /* JSON escapes what JSON must; the rest is valid JSON text as it is */
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls --no-probe --json '%s'", path), 0);
+    CU_ASSERT(tj_valid(T.out));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "\"filename\":\"a\\u000ab\\u000dc\\u0009d"));
+
+    snprintf(doc, sizeof doc, "%sa&#x1b;[31mred%s", head, tail);
+    CU_ASSERT_EQUAL_FATAL(tt_write_file(path, doc, strlen(doc)), 0);
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls --no-probe '%s'", path), 3);
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+    CU_ASSERT_PTR_NULL(strchr(T.err, 0x1b));
+    CU_ASSERT_STRING_EQUAL(T.out, "");
 }
 
 /* ---- malformed exNodes ---- */
@@ -204,6 +273,7 @@ static const lns_test_case tests[] = {
     {"ls -p, -l, -h, --json; a killed depot", test_ls_views},
     {"ls: an expired mapping, a lost copy", test_ls_expired_and_lost},
     {"a malformed exNode: exit 3, nothing written", test_malformed_exnode},
+    {"ls escapes control characters from the exNode", test_ls_escapes},
 };
 
 TT_MAIN(&T, "lors_ls; the manage tools' contract", ND, tests)

@@ -318,7 +318,7 @@ static void test_trim_dead_and_free(void)
     CU_ASSERT_EQUAL(x->nmaps, 4);
     xnd_free(x);
     CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls -l - < '%s'", piped), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "logical:\n0 600000 1\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "logical:\nOFFSET LENGTH LIVE\n     0 600000    1\n"));
 
     CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_trim -V -u '%s'", xnd), 0);
     x = tt_load(xnd);
@@ -521,9 +521,37 @@ static void test_refresh_dead_depot(void)
     xnd_free(x1);
 }
 
+/* An exNode whose size is near INT64_MAX (one mapping of 100000 bytes): lors_augment's
+ * arithmetic (pieces, room asked of the L-Bone) must not overflow; in the sanitizer build an
+ * overflow is an abort.  The copy is made; the L-Bone of a closed port is exit 5. */
+static void test_augment_huge_size(void)
+{
+    char src[4096], xnd[4096], huge[4096 + 16];
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 100000, 2, 1, 1, tt_dlist(&T, 0, -1), NULL, src, xnd), 0);
+    xnd_t *x = tt_load(xnd);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT_EQUAL(xnd_set_size(x, INT64_MAX), XND_OK);
+    snprintf(huge, sizeof huge, "%s.huge", xnd);
+    CU_ASSERT_EQUAL_FATAL(xnd_write_file(x, huge, NULL, 0), XND_OK);
+    xnd_free(x);
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_augment -d 10m -H 127.0.0.1 -P 1 '%s'", huge), 5);
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+    CU_ASSERT_PTR_NULL(strstr(T.err, "runtime error"));
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_augment -d 10m --depot-list '%s' '%s'",
+                          tt_dlist(&T, 1, -1), huge), 0);
+    CU_ASSERT_STRING_EQUAL(T.err, "");
+    x = tt_load(huge);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT_EQUAL(x->nmaps, 2);
+    xnd_free(x);
+    tt_free_all(&T, huge);
+}
+
 static const lns_test_case tests[] = {
     {"augment by SEND; the original depot dies", test_augment_send},
     {"augment -B and -n", test_augment_balance_and_new_only},
+    {"augment an exNode of size near INT64_MAX", test_augment_huge_size},
     {"trim -m, --depot", test_trim_numbers_and_depot},
     {"trim -u after a kill, -d frees", test_trim_dead_and_free},
     {"trim refuses the last copy without --force", test_trim_refuses_last_copy},

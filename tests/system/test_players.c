@@ -375,8 +375,8 @@ static void test_play_depot_killed(void)
     CU_ASSERT_STRING_EQUAL(a, b);
     CU_ASSERT_EQUAL(underruns_of(err), 0);
     /* the dead depot cost fetches: the kill happened while blocks were still to come */
-    char needle[64];
-    snprintf(needle, sizeof needle, "127.0.0.1:%d ", victim);
+    char needle[64]; /* the -V line of the depot (not the warning of lost copies) */
+    snprintf(needle, sizeof needle, "lors_play: 127.0.0.1:%d ", victim);
     const char *line = strstr(err, needle);
     CU_ASSERT_PTR_NOT_NULL(line);
     unsigned long blocks = 0, fetches = 0, failed = 0, cancelled = 0;

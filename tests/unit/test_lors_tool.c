@@ -1,6 +1,7 @@
 /* test_lors_tool.c -- tools/tool.h without depots: the rc file parser, exit codes,
  * the event stream's lines (and its behaviour with a reader that stops reading), the
- * progress bar, the tee, and lors_verify_prefix on a hand-made exNode. */
+ * progress bar, the tee, lors_verify_prefix on a hand-made exNode, and the text helpers
+ * (sizes for -h, escapes for a terminal). */
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -677,6 +678,39 @@ static void test_verify_prefix(void)
     free(f);
 }
 
+/* Sizes as ls -lh prints them, rounded up, at every unit boundary. */
+static void test_human(void)
+{
+    static const struct {
+        int64_t v;
+        const char *want;
+    } cases[] = {
+        {0, "0"}, {1023, "1023"}, {1024, "1.0K"}, {1025, "1.1K"}, {10239, "10K"},
+        {10240, "10K"}, {100000, "98K"}, {1048575, "1.0M"}, {1572864, "1.5M"},
+        {3145728, "3.0M"}, {(int64_t)2 << 30, "2.0G"}, {INT64_MAX, "8.0E"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char buf[32];
+        tool_human(cases[i].v, buf, sizeof buf);
+        CU_ASSERT_STRING_EQUAL(buf, cases[i].want);
+    }
+}
+
+/* Text for a terminal: controls, DEL, C1 and broken UTF-8 escaped, printable UTF-8 kept,
+ * a cut only at a whole character. */
+static void test_escape(void)
+{
+    char out[64];
+    tool_escape("a\\b\nc\td\re\x1b[0m\x7f", out, sizeof out);
+    CU_ASSERT_STRING_EQUAL(out, "a\\\\b\\nc\\td\\re\\x1b[0m\\x7f");
+    tool_escape("\xc2\x9b" "1m \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", out, sizeof out);
+    CU_ASSERT_STRING_EQUAL(out, "\\xc2\\x9b1m \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+    tool_escape("\xff \xc3 \xe0\x80\x80 \xed\xa0\x80", out, sizeof out); /* bad, cut, overlong, surrogate */
+    CU_ASSERT_STRING_EQUAL(out, "\\xff \\xc3 \\xe0\\x80\\x80 \\xed\\xa0\\x80");
+    tool_escape("abc\n", out, 5); /* room for "abc" and not for half of "\n" */
+    CU_ASSERT_STRING_EQUAL(out, "abc");
+}
+
 static const lns_test_case tests[] = {
     {"rc: every keyword", test_rc_all_keywords},
     {"rc: unset fields and where the file comes from", test_rc_unset_and_sources},
@@ -690,6 +724,8 @@ static const lns_test_case tests[] = {
     {"progress bar", test_progress},
     {"event tee", test_tee},
     {"verify a prefix against checksums", test_verify_prefix},
+    {"sizes as ls -lh prints them", test_human},
+    {"escaping text for a terminal", test_escape},
 };
 
 LNS_TEST_MAIN("lors_tool", tests)
