@@ -163,6 +163,8 @@ struct depot_alloc {
     depot_resource_t *res;
     int refcnt;               /* under store->mu: the index holds one, each user one */
     int dead;                 /* under store->mu: out of the index, space given back */
+    int keep_data;            /* under store->mu: its row's delete never committed (the depot
+                                 is closing), so the last reference leaves the data alone */
     pthread_mutex_t op_mu;
     depot_meta_op_t del_op;   /* the delete of its row, queued once when it dies */
     uint32_t old_slab;        /* under store->mu: a slot a CHNG moved the bytes out of, */

@@ -501,11 +501,14 @@ void depot_meta_del(depot_meta_t *m, depot_alloc_t *a, int waiter)
     op->waiter = waiter;
     memset(&op->row, 0, sizeof op->row);
     op->row.id = a->r.id;
-    if (!enqueue(m, op) && --a->refcnt == 0) {
-        /* No writer (closing): the row stays, so the file stays; the caller holds
-         * store->mu, so free without depot_alloc_release. */
-        pthread_mutex_destroy(&a->op_mu);
-        free(a);
+    if (!enqueue(m, op) && !waiter) {
+        /* No writer (closing): the row stays, so the data stays; the caller holds
+         * store->mu, so free without depot_alloc_release.  (A waiter takes a back.) */
+        a->keep_data = 1;
+        if (--a->refcnt == 0) {
+            pthread_mutex_destroy(&a->op_mu);
+            free(a);
+        }
     }
 }
 

@@ -171,6 +171,11 @@ static void unfree_locked(depot_store_t *st, depot_alloc_t *a)
 /* No one refers to a any more: give back its bytes and the struct. */
 static void alloc_destroy(depot_alloc_t *a)
 {
+    if (a->keep_data) { /* its row is still on disk */
+        pthread_mutex_destroy(&a->op_mu);
+        free(a);
+        return;
+    }
     if (a->old_slot >= 0)
         depot_slab_put(a->res, a->old_slab, a->old_slot);
     if (a->r.slab)
@@ -206,6 +211,7 @@ void depot_alloc_forget(depot_alloc_t *a)
 {
     depot_store_t *st = a->res->store;
     pthread_mutex_lock(&st->mu);
+    a->keep_data = 1;
     int last = --a->refcnt == 0;
     pthread_mutex_unlock(&st->mu);
     if (last) {
