@@ -162,8 +162,9 @@ int tool_check_output(const char *tool, const char *out, const char *input, int 
 int tool_save_exnode(const char *tool, const xnd_t *x, const char *path, int replace);
 
 /* ---- interrupts (tool_stop.c) -------------------------------------------------------------
- * For the tools that allocate: from tool_stop_install on, SIGINT or SIGTERM sets the flag it
- * returns (lors_upload_opts_t.stop) and the engine stops and frees what it allocated; a second
+ * For the tools that allocate: from tool_stop_install on, SIGINT or SIGTERM (unless ignored
+ * when the program started, as in a script's background job) sets the flag it returns
+ * (lors_upload_opts_t.stop) and the engine stops and frees what it allocated; a second
  * signal exits at once (128 + signal) after one line saying what is left. */
 const volatile sig_atomic_t *tool_stop_install(const char *tool);
 /* 128 + the signal that stopped the program (130 SIGINT, 143 SIGTERM); 0 if none came. */

@@ -40,14 +40,17 @@ static void on_signal(int sig)
 
 const volatile sig_atomic_t *tool_stop_install(const char *tool)
 {
-    struct sigaction sa;
+    static const int sigs[2] = {SIGINT, SIGTERM};
+    struct sigaction sa, old;
     stop_tool = tool;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    /* a signal the caller ignores (SIGINT in a script's background job) stays ignored */
+    for (int i = 0; i < 2; i++)
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
     return &stop_sig;
 }
 

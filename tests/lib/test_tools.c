@@ -305,7 +305,10 @@ int tt_spawn(tt_env_t *t, tt_bg_t *bg, const char *prog, ...)
         dup2(e, 2);
         close(p[0]);
         close(p[1]);
+        /* as from a terminal, even when the tests run in a background job (SIGINT ignored) */
         signal(SIGPIPE, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
         execv(path, (char *const *)argv);
         _exit(127);
     }
