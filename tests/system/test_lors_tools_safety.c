@@ -268,7 +268,7 @@ static void test_augment_sigint(void)
     counts(base);
     unlink(path("aug2.ev"));
     CU_ASSERT_EQUAL_FATAL(tt_spawn(&T, &bg, "lors_augment", "--no-rc", "--depot-list", list,
-                                   "-c", "1", "-d", "10m", "-T", "2", "--events", path("aug2.ev"),
+                                   "-c", "1", "-d", "10m", "-T", "3", "--events", path("aug2.ev"),
                                    x, (char *)NULL), 0);
     CU_ASSERT(tt_wait_lines(path("aug2.ev"), " SEND_END ", 1, 10000));
     kill(bg.pid, SIGINT);
