@@ -47,7 +47,8 @@ typedef enum xnd_err {
     XND_E_RANGE = -10,    /* a mapping overflows, runs past the file or past its allocation */
     XND_E_CAP = -11,      /* a mapping without capabilities, or a malformed one */
     XND_E_LIMIT = -12,    /* input larger or deeper than the configured limits */
-    XND_E_IO = -13        /* reading or writing a file */
+    XND_E_IO = -13,       /* reading or writing a file */
+    XND_E_EXISTS = -14    /* xnd_write_file_excl: the file is there already */
 } xnd_err;
 
 const char *xnd_strerror(int err);
@@ -238,6 +239,10 @@ int xnd_serialize(const xnd_t *x, char **out, size_t *len, char *err, size_t err
  * "-" is stdout.  A new file gets mode 0600 (capabilities are secrets); a replaced file
  * keeps its mode. */
 int xnd_write_file(const xnd_t *x, const char *path, char *err, size_t errlen);
+/* The same, but never replaces a file: XND_E_EXISTS if path exists, also when it appears
+ * while the exNode is being written (the temporary file is put in place by a rename that
+ * refuses to replace, or a hard link).  An exNode is the only handle on its allocations. */
+int xnd_write_file_excl(const xnd_t *x, const char *path, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

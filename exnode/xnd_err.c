@@ -23,6 +23,7 @@ const char *xnd_strerror(int err)
     case XND_E_CAP: return "missing or malformed capability";
     case XND_E_LIMIT: return "exNode too large or too deep";
     case XND_E_IO: return "I/O error";
+    case XND_E_EXISTS: return "the file exists";
     default: return "unknown error";
     }
 }

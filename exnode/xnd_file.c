@@ -3,6 +3,9 @@
  * A write goes to a temporary file in the target's directory, is fsync'ed, renamed over the
  * target and the directory fsync'ed: a crash leaves either the old exNode or the new one,
  * never half of one, and the temporary name (".<name>.XXXXXX") is never the target's.
+ * xnd_write_file_excl puts the file in place only where there is none: renameat2 with
+ * RENAME_NOREPLACE, or link(2) where the filesystem has no such rename; either fails with
+ * EEXIST, so a file that appears meanwhile is never replaced.
  * "-" is stdin for reading and stdout for writing.
  */
 #include "xnd_internal.h"
@@ -97,7 +100,20 @@ int xnd_read_file(const char *path, xnd_t **out, char *err, size_t errlen)
     return xnd_read_file_opts(path, NULL, out, err, errlen);
 }
 
-int xnd_write_file(const xnd_t *x, const char *path, char *err, size_t errlen)
+/* Put tmp in place at path without replacing anything: 0, or -1 with errno (EEXIST). */
+static int place_new(const char *tmp, const char *path)
+{
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+        return -1;
+    if (link(tmp, path) < 0)
+        return -1;
+    unlink(tmp);
+    return 0;
+}
+
+static int write_file(const xnd_t *x, const char *path, int excl, char *err, size_t errlen)
 {
     char *text = NULL, dir[PATH_MAX], base[PATH_MAX], tmp[PATH_MAX * 2 + 16];
     char dirbuf[PATH_MAX];
@@ -127,12 +143,16 @@ int xnd_write_file(const xnd_t *x, const char *path, char *err, size_t errlen)
     snprintf(dirbuf, sizeof dirbuf, "%s", dirname(dir));
     snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dirbuf, basename(base));
 
+    if (excl && lstat(path, &st) == 0) {
+        free(text);
+        return xnd_seterr(err, errlen, XND_E_EXISTS, 0, "%s: exists", path);
+    }
     step = "create temporary file";
     if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0)
         goto fail_notmp;
     /* mkostemp made it 0600; a replaced exNode keeps its mode. */
     step = "set mode";
-    if (stat(path, &st) == 0 && fchmod(fd, st.st_mode & 07777) < 0)
+    if (!excl && stat(path, &st) == 0 && fchmod(fd, st.st_mode & 07777) < 0)
         goto fail;
     step = "write";
     if (lns_fd_write_all(fd, text, len, -1) < 0)
@@ -146,7 +166,7 @@ int xnd_write_file(const xnd_t *x, const char *path, char *err, size_t errlen)
     if (rc < 0)
         goto fail;
     step = "rename";
-    if (rename(tmp, path) < 0)
+    if ((excl ? place_new(tmp, path) : rename(tmp, path)) < 0)
         goto fail;
     free(text);
     /* The rename is durable only once the directory is. */
@@ -168,5 +188,17 @@ fail: {
 fail_notmp:
     rc = errno;
     free(text);
+    if (excl && rc == EEXIST)
+        return xnd_seterr(err, errlen, XND_E_EXISTS, 0, "%s: exists", path);
     return xnd_seterr(err, errlen, XND_E_IO, 0, "%s: %s: %s", path, step, strerror(rc));
+}
+
+int xnd_write_file(const xnd_t *x, const char *path, char *err, size_t errlen)
+{
+    return write_file(x, path, 0, err, errlen);
+}
+
+int xnd_write_file_excl(const xnd_t *x, const char *path, char *err, size_t errlen)
+{
+    return write_file(x, path, 1, err, errlen);
 }

@@ -195,6 +195,22 @@ proc need {value what} {
     if {[string trim $value] eq ""} { error "$what is empty" }
     return [string trim $value]
 }
+# Ask QUESTION, yes or no: 1 for yes.  A proc of its own so that a --script can answer.
+proc panel_confirm {question} {
+    expr {[tk_messageBox -parent . -type yesno -icon warning -default no -title "lns_gui" \
+        -message $question] eq "yes"}
+}
+# An exNode is the only handle on its storage: the tools refuse to overwrite one, so before
+# a run that would, ask, and pass --force only on a yes (else the panel refuses to run).
+proc panel_overwrite {argvar path} {
+    upvar $argvar a
+    if {$path eq "-" || ![file exists $path]} { return }
+    if {![panel_confirm "$path exists.\n\nOverwrite it?  The exNode there may be the only\
+            handle on its storage; once overwritten, that storage can only expire."]} {
+        error "not overwriting $path"
+    }
+    lappend a --force
+}
 # The argv of panel NAME's tool (every one writes an event stream).
 proc panel_argv {name} {
     global pv
@@ -203,6 +219,8 @@ proc panel_argv {name} {
             set a [list lors_upload -q -f [need $pv(file) "the file"]]
             popt a -o $pv(out); popt a -c $pv(copies); popt a -F $pv(frags)
             popt a -bs $pv(bs); popt a -d $pv(dur)
+            set out [string trim $pv(out)]
+            panel_overwrite a [expr {$out ne "" ? $out : "[string trim $pv(file)].xnd"}]
             return [concat $a [panel_where]]
         }
         augment {

@@ -13,6 +13,7 @@
 #ifndef LNS_LORS_H
 #define LNS_LORS_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,7 +44,8 @@ typedef enum lors_err {
     LORS_E_E2E = -14,      /* e2e: transformed data that does not decode (tag or zlib failure) */
     LORS_E_UNSAFE = -15,   /* trim: would leave bytes with no copy at all (force to do it anyway) */
     LORS_E_PARTIAL = -16,  /* refresh/trim: some mappings could not be handled (the report lists them) */
-    LORS_E_RC = -17        /* the rc file does not parse (the message names file and line) */
+    LORS_E_RC = -17,       /* the rc file does not parse (the message names file and line) */
+    LORS_E_STOPPED = -18   /* upload, augment: stopped when the caller's stop flag was set */
 } lors_err;
 
 /* Words for any code, including unknown ones.  Never NULL. */
@@ -139,11 +141,29 @@ typedef struct lors_upload_opts {
     const char *e2e;            /* "zlib", "aes", "zlib,aes", "aes,zlib" (-z, -a, --e2e) */
     int64_t e2e_blocksize;      /* plain bytes per frame (-E); 0 = 1 MiB */
     const unsigned char *key;   /* LORS_KEY_BYTES bytes; needed when e2e names "aes" */
+    /* Stopping (an interrupt): once *stop is nonzero -- a signal handler may set it -- the
+     * call stops within about 100 ms, after the depot calls in flight (each bounded by
+     * timeout_s), and fails with LORS_E_STOPPED; what it allocated is freed as on any
+     * failure.  NULL: never stops. */
+    const volatile sig_atomic_t *stop;
+    /* upload only, not with e2e: on a failure or a stop, *out gets an exNode of the fragments
+     * whose every copy is complete (the size: the input's length, or the bytes read from a
+     * pipe), and only the rest is freed.  None complete: *out NULL, all freed. */
+    int keep_partial;
 } lors_upload_opts_t;
 
 /* Defaults: blocksize 5 MiB, 1 copy, 4 fragments, duration 1 day, HARD, 4 threads,
  * timeout 180 s, "sha256" per 1 MiB.  No depots. */
 void lors_upload_opts_init(lors_upload_opts_t *o);
+
+/* What a call freed when it gave up (upload, augment) or was asked to (lors_discard):
+ * allocations DECRed to nothing (or already gone) on how many depots, and those whose DECR
+ * failed, which stay until they expire. */
+typedef struct lors_freed {
+    int freed;
+    int depots;
+    int unfreed;
+} lors_freed_t;
 
 /* Something that went wrong during an upload and was worked around (or was not). */
 typedef struct lors_issue {
@@ -170,6 +190,7 @@ typedef struct lors_report {
     int64_t plain_size;    /* e2e: the file's size before the transforms (= size without) */
     lors_issue_t *issues;  /* malloc'd */
     size_t nissues;
+    lors_freed_t freed;    /* on failure: what the call had allocated and freed again */
     char error[512];       /* on failure: one line naming the fragment/byte range and why */
 } lors_report_t;
 
@@ -181,14 +202,22 @@ void lors_report_free(lors_report_t *r);
  * when a depot fails mid-fragment and the input is a regular file are that fragment's bytes
  * read again (with pread), otherwise they are kept in memory until all its copies are done.
  * On LORS_OK *out is a new exNode whose every copy of every fragment is complete.  On
- * failure *out is NULL, the allocations made are freed (DECR) and report->error says which
- * bytes could not be placed.  report may be NULL; when given it is filled in both cases
- * (free it with lors_report_free). */
+ * failure *out is NULL (unless o->keep_partial), the allocations made are freed (DECR;
+ * report->freed counts them) and report->error says which bytes could not be placed.
+ * report may be NULL; when given it is filled in both cases (free it with
+ * lors_report_free). */
 int lors_upload_fd(const lors_upload_opts_t *o, int fd, int64_t length, const char *filename,
                    xnd_t **out, lors_report_t *report);
 /* The same from memory. */
 int lors_upload_buf(const lors_upload_opts_t *o, const void *buf, size_t len,
                     const char *filename, xnd_t **out, lors_report_t *report);
+
+/* Free every allocation of x: a DECR of the read count with each mapping's manage
+ * capability, `threads` at once, each bounded by timeout_s (at most 10 s); after a depot
+ * fails to answer, its other allocations are counted unfreed without asking it again, so
+ * the call ends in bounded time.  The undo of an upload or augment whose exNode cannot be
+ * kept.  LORS_OK, or LORS_E_PARTIAL when some could not be freed (out says how many). */
+int lors_discard(const xnd_t *x, int threads, int timeout_s, lors_freed_t *out);
 
 /* ---- download ------------------------------------------------------------------------- */
 
@@ -342,7 +371,8 @@ int lors_ls_logical(const xnd_t *x, const lors_probe_t *probes, xnd_range_t **ou
 
 typedef struct lors_augment_opts {
     lors_upload_opts_t up;    /* depots, copies (-c), duration, reliability, threads, timeout,
-                               * on_event; blocksize/fragments/checksum/e2e are not used */
+                               * on_event, stop; blocksize/fragments/checksum/e2e and
+                               * keep_partial are not used */
     int balance;              /* -B: add copies only where fewer than up.copies live ones exist */
     int64_t offset, length;   /* -O/-L: only mappings holding bytes of this range; length -1 = to the end */
     int relay;                /* 1 (default): where SEND fails, copy through this client; 0: don't */
@@ -358,8 +388,8 @@ void lors_augment_opts_init(lors_augment_opts_t *o);
  * bytes are loaded and stored through the client (o->relay) and the report says so.  A new
  * mapping repeats its source's range and lns_checksum function.  On LORS_OK the new mappings
  * are appended to x and, if added is not NULL, *added is a new exNode with x's file metadata
- * and only the new mappings (-n).  On failure x is unchanged, the allocations made are freed
- * and report->error names the piece.  report: bytes_sent, bytes_relayed, mappings (added),
+ * and only the new mappings (-n).  On failure (LORS_E_STOPPED too) x is unchanged, the
+ * allocations made are freed (report->freed) and report->error names the piece.  report: bytes_sent, bytes_relayed, mappings (added),
  * issues. */
 int lors_augment(const lors_augment_opts_t *o, xnd_t *x, xnd_t **added, lors_report_t *report);
 

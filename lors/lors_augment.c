@@ -9,8 +9,9 @@
  * allocated: there is nothing to copy it from.  Bytes no mapping holds (gaps) are skipped.
  *
  * The copies run as independent jobs on up.threads threads (lors_augment_copy.c).  Only when
- * every job is complete are the new mappings appended to the exNode; if any job fails, every
- * allocation this call made is freed and the exNode is left as it was.
+ * every job is complete are the new mappings appended to the exNode; if any job fails, or the
+ * caller's stop flag is set (an interrupt: each job looks before its next depot call), every
+ * allocation this call made is freed (lors_discard.c) and the exNode is left as it was.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -251,6 +252,22 @@ static int build_result(aug_t *a, xnd_t *x, xnd_t **added)
     return LORS_OK;
 }
 
+/* Free the allocations of every job (a failed augment leaves nothing behind). */
+static void free_jobs(aug_t *a)
+{
+    const char **caps = malloc(((size_t)a->njobs + 1) * sizeof *caps);
+    size_t n = 0;
+    if (!caps) {
+        a->rep->freed.unfreed = a->njobs;
+        return;
+    }
+    for (int k = 0; k < a->njobs; k++)
+        if (a->jobs[k].allocated)
+            caps[n++] = a->jobs[k].caps.manage;
+    lors__release(caps, n, a->o->up.threads, a->o->up.timeout_s, &a->rep->freed);
+    free(caps);
+}
+
 static void free_plan(aug_t *a)
 {
     for (int k = 0; k < a->npieces; k++) {
@@ -312,6 +329,12 @@ int lors_augment(const lors_augment_opts_t *o, xnd_t *x, xnd_t **added, lors_rep
         (rc = piece_details(&a, x, pr)) != LORS_OK)
         goto out;
     rep->fragments = a.npieces;
+    pthread_mutex_lock(&a.mu);
+    if (lors__aug_stopped_locked(&a))
+        rc = LORS_E_STOPPED;
+    pthread_mutex_unlock(&a.mu);
+    if (rc != LORS_OK)
+        goto out;
 
     if (a.njobs > 0) {
         a.ibp = lors__client(o->up.timeout_s, o->up.threads);
@@ -325,9 +348,7 @@ int lors_augment(const lors_augment_opts_t *o, xnd_t *x, xnd_t **added, lors_rep
     if (rc == LORS_OK)
         rc = build_result(&a, x, added);
     if (rc != LORS_OK)
-        for (int k = 0; k < a.njobs; k++)
-            if (a.jobs[k].allocated)
-                ibp_decr(a.ibp, a.jobs[k].caps.manage, IBP_READCAP);
+        free_jobs(&a);
     rep->mappings = rc == LORS_OK ? a.njobs : 0;
 
 out:

@@ -23,6 +23,16 @@
 
 enum blame { OK_DONE = 0, BLAME_TARGET, BLAME_SOURCE, STOPPED };
 
+int lors__aug_stopped_locked(aug_t *a)
+{
+    const volatile sig_atomic_t *stop = a->o->up.stop;
+    if (!a->err && stop && *stop) {
+        a->err = LORS_E_STOPPED;
+        lors__report_error(a->rep, "augment: stopped");
+    }
+    return a->err == LORS_E_STOPPED;
+}
+
 static void emit(aug_t *a, const lors_event_t *ev)
 {
     if (!a->o->up.on_event)
@@ -212,7 +222,7 @@ static enum blame relay(aug_t *a, aug_job_t *j, const char **op, int *rc, int64_
     enum blame b = OK_DONE;
     while (have < len) {
         pthread_mutex_lock(&a->mu);
-        int stop = a->err != 0;
+        int stop = a->err != 0 || lors__aug_stopped_locked(a);
         pthread_mutex_unlock(&a->mu);
         if (stop) {
             b = STOPPED;
@@ -318,7 +328,7 @@ void lors__aug_run_job(void *arg, size_t i)
         fatal_locked(a, LORS_E_PLACE, "piece %d copy %d: every depot has failed", j->p->index,
                      j->copy);
     for (;;) {
-        if (a->err)
+        if (a->err || lors__aug_stopped_locked(a))
             break;
         pthread_mutex_unlock(&a->mu);
 

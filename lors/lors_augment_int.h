@@ -60,5 +60,8 @@ typedef struct aug {
 
 /* lors_augment_copy.c: run job i (a lors__parallel function; arg is the aug_t). */
 void lors__aug_run_job(void *arg, size_t i);
+/* With a->mu held: once the caller's stop flag is set, fail the augment with LORS_E_STOPPED
+ * (unless it failed already); 1 if it is stopped. */
+int lors__aug_stopped_locked(aug_t *a);
 
 #endif

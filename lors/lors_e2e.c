@@ -86,14 +86,9 @@ static void *encoder(void *arg)
 }
 
 /* A failed input after the engine succeeded: what it stored is not the file. */
-static void discard(const lors_upload_opts_t *o, xnd_t *x)
+static void discard(const lors_upload_opts_t *o, xnd_t *x, lors_report_t *rep)
 {
-    ibp_client_t *c = lors__client(o->timeout_s, 1);
-    for (size_t i = 0; c && i < x->nmaps; i++)
-        if (x->maps[i]->cap[XND_MANAGE])
-            ibp_decr(c, x->maps[i]->cap[XND_MANAGE], IBP_READCAP);
-    if (c)
-        ibp_client_free(c);
+    lors_discard(x, o->threads, o->timeout_s, &rep->freed);
     xnd_free(x);
 }
 
@@ -150,13 +145,14 @@ int lors__upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chain
     lors_upload_opts_t po = *o;
     po.e2e = NULL;
     po.key = NULL;
+    po.keep_partial = 0; /* frames cut short do not decode: nothing partial is kept */
     rc = lors__upload_plain_fd(&po, p[0], -1, filename, out, rep);
     close(p[0]); /* an encoder still writing gets EPIPE and stops */
     pthread_join(tid, NULL);
 
     if (e.rc != LORS_OK && !e.engine_gone) {
         if (rc == LORS_OK) {
-            discard(o, *out);
+            discard(o, *out, rep);
             *out = NULL;
             rep->mappings = 0;
         }
@@ -171,7 +167,7 @@ int lors__upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chain
         rc = rc == XND_E_NOMEM ? LORS_E_NOMEM : LORS_E_EXNODE;
     }
     if (rc != LORS_OK && *out) {
-        discard(o, *out);
+        discard(o, *out, rep);
         *out = NULL;
         rep->mappings = 0;
     }

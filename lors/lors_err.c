@@ -24,6 +24,7 @@ const char *lors_strerror(int err)
     case LORS_E_UNSAFE: return "would leave bytes with no copy at all";
     case LORS_E_PARTIAL: return "some mappings could not be handled";
     case LORS_E_RC: return "the rc file does not parse";
+    case LORS_E_STOPPED: return "stopped (interrupted)";
     default: return "unknown liblors error";
     }
 }

@@ -39,6 +39,12 @@ ibp_client_t *lors__client(int timeout_s, int threads);
  * without any lock of ours held. */
 void lors__parallel(size_t n, int threads, void (*fn)(void *arg, size_t i), void *arg);
 
+/* Free the allocations of the manage capabilities mcaps[0..n) (NULL ones count as unfreed),
+ * as lors_discard does: LORS_OK, LORS_E_PARTIAL or LORS_E_NOMEM, with *out filled.  In
+ * lors_discard.c. */
+int lors__release(const char *const *mcaps, size_t n, int threads, int timeout_s,
+                  lors_freed_t *out);
+
 /* Mapping pointer -> document index, for xnd_coverage callbacks that only get the pointer. */
 typedef struct lors__mapidx {
     const xnd_mapping_t **ptr; /* sorted */

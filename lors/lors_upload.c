@@ -15,11 +15,17 @@
  * pipe the chunks of a fragment stay until all its copies are complete.  That is why
  * fragments from a pipe are never larger than the block size.
  *
+ * Giving up (a failure, or the caller's stop flag: an interrupt) frees every allocation made,
+ * in bounded time (lors_discard.c), or with keep_partial keeps the fragments whose copies are
+ * all complete in a partial exNode.  With a stop flag every wait is a timed one and a pipe is
+ * polled, so that the flag is seen within STOP_POLL_MS plus the depot calls in flight.
+ *
  * Locking: one mutex (u->mu) guards all engine state; no depot call, read or event callback
  * runs with it held.  Events are serialized by u->evmu, taken without u->mu.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -109,6 +115,41 @@ static frag_t *frag_new(up_t *u, int64_t off, int64_t alloc_len)
     return f;
 }
 
+/* lns_fd_read_full of want bytes (fewer only at the end), except that a pipe that gives
+ * nothing is polled so that a stop is seen: the bytes read, -1 (errno), or -2: stopped. */
+static int64_t read_chunk(up_t *u, unsigned char *buf, int64_t want)
+{
+    if (!u->o->stop || u->src != SRC_STREAM)
+        return lns_fd_read_full(u->fd, buf, (size_t)want, -1);
+    int64_t got = 0;
+    while (got < want) {
+        struct pollfd p = {.fd = u->fd, .events = POLLIN};
+        int r = poll(&p, 1, STOP_POLL_MS);
+        if (lors__up_stopped(u))
+            return -2;
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (r <= 0)
+            continue;
+        ssize_t n = read(u->fd, buf + got, (size_t)(want - got));
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            break;
+        got += n;
+    }
+    return got;
+}
+
+/* Stop the upload at the caller's request; with u->mu held. */
+static void stop_locked(up_t *u)
+{
+    lors__up_fail_locked(u, LORS_E_STOPPED, "stopped after %lld bytes read",
+                         (long long)u->rep->bytes_read);
+}
+
 /* Read the input into fragments until EOF or length bytes.  frag_size: each fragment's size
  * (the last may be shorter). */
 static void read_input(up_t *u, int64_t length, int64_t frag_size)
@@ -138,8 +179,10 @@ static void read_input(up_t *u, int64_t length, int64_t frag_size)
             int64_t n;
 
             pthread_mutex_lock(&u->mu);
-            while (!u->err && u->live > 0 && u->live + want > u->budget)
-                pthread_cond_wait(&u->cv, &u->mu);
+            while (!u->err && !lors__up_stopped(u) && u->live > 0 && u->live + want > u->budget)
+                lors__up_wait(u);
+            if (!u->err && lors__up_stopped(u))
+                stop_locked(u);
             int stop = u->err != 0;
             pthread_mutex_unlock(&u->mu);
             if (stop)
@@ -156,12 +199,14 @@ static void read_input(up_t *u, int64_t length, int64_t frag_size)
                     pthread_mutex_unlock(&u->mu);
                     goto out;
                 }
-                n = lns_fd_read_full(u->fd, buf, (size_t)want, -1);
+                n = read_chunk(u, buf, want);
                 if (n < 0 || (n < want && length >= 0)) {
                     int e = errno;
                     free(buf);
                     pthread_mutex_lock(&u->mu);
-                    if (n < 0)
+                    if (n == -2)
+                        stop_locked(u);
+                    else if (n < 0)
                         lors__up_fail_locked(u, LORS_E_READ, "reading the input at byte %lld: %s",
                                     (long long)off, strerror(e));
                     else
@@ -236,7 +281,16 @@ out:
 
 /* ---- the result ------------------------------------------------------------------------ */
 
-static int build_exnode(up_t *u, const char *filename, int64_t size, xnd_t **out)
+/* A fragment whose every copy is stored. */
+static int complete(const up_t *u, const frag_t *f)
+{
+    return f->all_read && f->copies_done == u->o->copies;
+}
+
+/* The exNode of the upload (only_complete: of its complete fragments, for keep_partial, and
+ * without touching the report's error line). */
+static int build_exnode(up_t *u, const char *filename, int64_t size, int only_complete,
+                        xnd_t **out)
 {
     xnd_t *x = xnd_new();
     int rc = x ? XND_OK : XND_E_NOMEM;
@@ -250,6 +304,8 @@ static int build_exnode(up_t *u, const char *filename, int64_t size, xnd_t **out
         rc = xnd_meta_set_double(&x->meta, "lorsversion", LORS_VERSION_NUMBER);
     for (int i = 0; rc == XND_OK && i < u->nfrags; i++) {
         frag_t *f = u->frags[i];
+        if (only_complete && !complete(u, f))
+            continue;
         for (int k = 0; rc == XND_OK && k < u->o->copies; k++) {
             stream_t *s = &f->streams[k];
             xnd_mapping_t *m = xnd_mapping_new();
@@ -282,23 +338,32 @@ static int build_exnode(up_t *u, const char *filename, int64_t size, xnd_t **out
     }
     if (rc != XND_OK) {
         xnd_free(x);
-        lors__report_error(u->rep, "building the exNode: %s",
-                           xnd_strerror(rc));
+        if (!only_complete)
+            lors__report_error(u->rep, "building the exNode: %s", xnd_strerror(rc));
         return rc == XND_E_NOMEM ? LORS_E_NOMEM : LORS_E_EXNODE;
     }
     *out = x;
     return LORS_OK;
 }
 
-/* Free every allocation the upload made (a failed upload leaves nothing behind). */
-static void free_allocations(up_t *u)
+/* Free every allocation the upload made but the complete fragments if keep (a failed upload
+ * leaves nothing behind that no exNode points to); the counts into the report. */
+static void free_allocations(up_t *u, int keep)
 {
+    const char **caps = malloc(((size_t)u->nfrags * (size_t)u->o->copies + 1) * sizeof *caps);
+    size_t n = 0;
+    if (!caps) {
+        u->rep->freed.unfreed = u->nfrags * u->o->copies;
+        return;
+    }
     for (int i = 0; i < u->nfrags; i++)
         for (int k = 0; k < u->o->copies; k++) {
             stream_t *s = &u->frags[i]->streams[k];
-            if (s->allocated)
-                ibp_decr(u->ibp, s->caps.manage, IBP_READCAP);
+            if (s->allocated && !(keep && complete(u, u->frags[i])))
+                caps[n++] = s->caps.manage;
         }
+    lors__release(caps, n, u->o->threads, u->o->timeout_s, &u->rep->freed);
+    free(caps);
 }
 
 int lors__map_set_alloc(xnd_mapping_t *m, int64_t start, int64_t end, const ibp_caps_t *caps)
@@ -438,12 +503,20 @@ static int upload(const lors_upload_opts_t *o, enum source_kind src, int fd,
 
     rc = u.err;
     if (rc == LORS_OK)
-        rc = build_exnode(&u, filename, rep->bytes_read, out);
+        rc = build_exnode(&u, filename, rep->bytes_read, 0, out);
+    int kept = 0;
+    if (rc != LORS_OK && o->keep_partial) {
+        for (int i = 0; i < u.nfrags; i++)
+            kept += complete(&u, u.frags[i]);
+        if (kept && build_exnode(&u, filename, length >= 0 ? length : rep->bytes_read, 1,
+                                 out) != LORS_OK)
+            kept = 0;
+    }
     if (rc != LORS_OK)
-        free_allocations(&u);
+        free_allocations(&u, kept > 0);
     rep->size = rep->bytes_read;
     rep->fragments = u.nfrags;
-    rep->mappings = rc == LORS_OK ? u.nfrags * o->copies : 0;
+    rep->mappings = (rc == LORS_OK ? u.nfrags : kept) * o->copies;
     pthread_cond_destroy(&u.cv);
     pthread_mutex_destroy(&u.evmu);
     pthread_mutex_destroy(&u.mu);

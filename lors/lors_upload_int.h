@@ -74,8 +74,15 @@ typedef struct up {
     int64_t live, budget;     /* bytes of chunks held, and the most the reader may hold */
 } up_t;
 
+/* How often a wait looks at the caller's stop flag (lors_upload_opts_t.stop). */
+#define STOP_POLL_MS 100
+
 /* lors_upload_store.c */
 double lors__up_now_s(void);
+/* 1 once the caller's stop flag is set. */
+int lors__up_stopped(const up_t *u);
+/* Wait on u->cv (u->mu held); at most STOP_POLL_MS when the caller may stop the upload. */
+void lors__up_wait(up_t *u);
 int lors__up_choose_depot(const up_t *u, const stream_t *s);
 void *lors__up_worker(void *arg);
 void lors__up_fail_locked(up_t *u, int err, const char *fmt, ...)

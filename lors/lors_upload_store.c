@@ -27,6 +27,27 @@ double lors__up_now_s(void)
     return (double)lns_mono_ns() / 1e9;
 }
 
+int lors__up_stopped(const up_t *u)
+{
+    return u->o->stop && *u->o->stop;
+}
+
+void lors__up_wait(up_t *u)
+{
+    if (!u->o->stop) {
+        pthread_cond_wait(&u->cv, &u->mu);
+        return;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += (long)STOP_POLL_MS * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&u->cv, &u->mu, &ts);
+}
+
 static void emit(up_t *u, lors_event_t *ev)
 {
     if (!u->o->on_event)
@@ -259,13 +280,16 @@ void *lors__up_worker(void *arg)
 
     pthread_mutex_lock(&u->mu);
     for (;;) {
+        if (!u->err && lors__up_stopped(u))
+            lors__up_fail_locked(u, LORS_E_STOPPED, "stopped after %lld bytes read",
+                                 (long long)u->rep->bytes_read);
         if (u->err)
             break;
         stream_t *s = pick(u);
         if (!s) {
             if (all_done(u))
                 break;
-            pthread_cond_wait(&u->cv, &u->mu);
+            lors__up_wait(u);
             continue;
         }
         frag_t *f = s->f;

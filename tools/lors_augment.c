@@ -5,6 +5,11 @@
  * atomically only when every new copy is complete, so a failed run leaves the file as it
  * was.  Where a depot could not SEND and the bytes went through this client instead, that
  * is said on stderr even without -V: the user pays for that bandwidth and must know.
+ *
+ * The new copies never outlive a run that cannot record them: a failure, an interrupt
+ * (SIGINT, SIGTERM: exit 130, 143) or an exNode that cannot be written frees them, in one
+ * line.  -o never replaces an existing file other than the input without --force, checked
+ * before anything is allocated.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -25,7 +30,7 @@ typedef struct settings {
     tool_common_t c;
     const char *output, *depots;
     tool_lbone_opts_t lb;   /* -H/--lbone, -P, -l, -m */
-    int new_only, balance, no_relay, copies, reliability;
+    int new_only, balance, no_relay, copies, reliability, force;
     int64_t duration, offset, length;
 } settings_t;
 
@@ -34,6 +39,7 @@ typedef struct settings {
 static const tool_opt_t opts[] = {
     TOOL_OPT_EXNODE,
     TOOL_OPT_REWRITE(S(output)),
+    TOOL_OPT_FORCE(S(force)),
     {TOOL_OPT_SWITCH, "new-only", 'n', NULL, S(new_only), 1, 0, NULL, NULL,
      "write only the new copies to -o (which is then required)", NULL},
     {TOOL_OPT_SWITCH, "balance", 'B', NULL, S(balance), 1, 0, NULL, NULL,
@@ -77,8 +83,8 @@ static const tool_cmd_t cmd = {
     "Usage: lors_augment [options] EXNODE\n"
     "Add copies of a network file's data on more depots.  The bytes go depot to depot (IBP\n"
     "SEND); where that fails they are relayed through this client and the tool says so.\n\n",
-    "\nExit: 0 ok, 2 usage, 3 exNode, 4 local I/O, 5 depots, 6 no live copy of some bytes,\n"
-    "9 internal.  See lors_augment(1).\n",
+    "\nExit: 0 ok, 2 usage, 3 exNode, 4 local I/O (also: -o exists, without --force), 5 depots,\n"
+    "6 no live copy of some bytes, 9 internal, 130 SIGINT, 143 SIGTERM.  See lors_augment(1).\n",
     opts, sizeof(settings_t), check,
 };
 
@@ -139,13 +145,17 @@ int main(int argc, char **argv)
     lors_depot_t *depots = NULL;
     size_t ndepots = 0;
     xnd_t *x = NULL, *added = NULL;
-    int code, lrc;
+    int code, lrc, replace = 0;
     const char *path, *out;
+    char freed[160];
 
     code = tool_opt_exnode(&cmd, argc, argv, &f, &path, &x);
     if (code)
         return code;
     out = f.output ? f.output : path;
+    code = tool_check_output(TOOL, out, path, f.force || !f.output, &replace);
+    if (code)
+        goto done;
 
     lors_augment_opts_init(&ao);
     ao.up.copies = f.copies != TOOL_UNSET_INT ? f.copies
@@ -169,19 +179,35 @@ int main(int argc, char **argv)
     tool_feed_attach(&feed, &ao.up.on_event, &ao.up.event_arg);
     begin_line(feed.es, path, &ao);
 
-    lrc = lors_augment(&ao, x, f.new_only ? &added : NULL, &rep);
+    ao.up.stop = tool_stop_install(TOOL);
+    /* the new mappings alone, also without -n: what to free if the exNode cannot be written */
+    lrc = lors_augment(&ao, x, &added, &rep);
     tool_progress_finish(feed.bar); /* end the bar's line before any message */
     feed.bar = NULL;
     if (!f.c.quiet)
         tool_print_issues(TOOL, &rep, 1);
+    if (lrc == LORS_E_STOPPED) {
+        tool_freed_text(&rep.freed, freed, sizeof freed);
+        tool_error(TOOL, "interrupted; %s", freed);
+        code = tool_stop_exit_code();
+        goto done;
+    }
     if (lrc != LORS_OK) {
         tool_error(TOOL, "%s: %s", path, rep.error[0] ? rep.error : lors_strerror(lrc));
         code = tool_exit_code(lrc);
+        if (rep.freed.freed + rep.freed.unfreed > 0) {
+            tool_freed_text(&rep.freed, freed, sizeof freed);
+            tool_error(TOOL, "%s", freed);
+        }
         goto done;
     }
-    code = tool_write_exnode(TOOL, f.new_only ? added : x, out);
-    if (code)
+    code = tool_save_exnode(TOOL, f.new_only ? added : x, out, replace);
+    if (code) {
+        lors_discard(added, ao.up.threads, ao.up.timeout_s, &rep.freed);
+        tool_freed_text(&rep.freed, freed, sizeof freed);
+        tool_error(TOOL, "%s", freed);
         goto done;
+    }
     if (f.c.verbose && !f.c.quiet)
         fprintf(stderr, "%s: %d new mapping%s; %" PRId64 " bytes copied depot to depot, %" PRId64
                 " relayed through this client; %.2f s\n", TOOL, rep.mappings,

@@ -6,7 +6,8 @@
  * also when some mappings failed: those that succeeded have new ends worth keeping.  Each
  * failure is one line on stderr naming the mapping, its depot and why; the exit code is 8.
  * --events writes BEGIN, the exNode as read (MAPPING lines), one REFRESH or FAILURE per
- * mapping as its depot answers, and END with the exit code (docs/events.md).
+ * mapping as its depot answers, and END with the exit code (docs/events.md).  -o never
+ * replaces a file other than the input unless --force, checked before any depot call.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -26,7 +27,7 @@ static const char *TOOL = "lors_refresh";
 typedef struct settings {
     tool_common_t c;
     const char *output;
-    int mode, nmodes;
+    int mode, nmodes, force;
     int64_t value;
 } settings_t;
 
@@ -62,6 +63,7 @@ static int set_mode(void *sp, const tool_opt_t *o, const char *name, const char 
 static const tool_opt_t opts[] = {
     TOOL_OPT_EXNODE,
     TOOL_OPT_REWRITE(S(output)),
+    TOOL_OPT_FORCE(S(force)),
     {TOOL_OPT_FN, "extend", 'd', NULL, 0, 1, INT64_MAX, NULL, "T",
      "each mapping's expiry + T (s, m, h, d)", set_mode},
     {TOOL_OPT_FN, "from-now", 's', NULL, 0, 1, INT64_MAX, NULL, "T", "expiry = now + T",
@@ -93,9 +95,9 @@ static const tool_cmd_t cmd = {
     "Extend the lifetime of every allocation of a network file, and record the new expiry\n"
     "times in its exNode.\n\n",
     "\nThe event stream: BEGIN, MAPPING per mapping, REFRESH or FAILURE per mapping, END.\n"
-    "Exit: 0 ok, 2 usage, 3 exNode, 4 local I/O (also the events file), 8 some\n"
-    "mappings could not be extended (each is named on stderr; the others were),\n"
-    "9 internal.  See lors_refresh(1).\n",
+    "Exit: 0 ok, 2 usage, 3 exNode, 4 local I/O (also the events file; -o exists, without\n"
+    "--force), 8 some mappings could not be extended (each is named on stderr; the others\n"
+    "were), 9 internal.  See lors_refresh(1).\n",
     opts, sizeof(settings_t), check,
 };
 
@@ -118,7 +120,7 @@ int main(int argc, char **argv)
     lors_refresh_opts_t ro;
     lors_refresh_report_t rep = {0};
     xnd_t *x = NULL;
-    int code, lrc;
+    int code, lrc, replace = 0;
     tool_depot_name_t *where = NULL;
     int64_t bytes = 0, start;
     double secs = 0;
@@ -128,6 +130,9 @@ int main(int argc, char **argv)
     if (code)
         return code;
     out = f.output ? f.output : path;
+    code = tool_check_output(TOOL, out, path, f.force || !f.output, &replace);
+    if (code)
+        goto done;
     if (!(where = tool_mapping_depots(TOOL, x))) {
         code = TOOL_EXIT_INTERNAL;
         goto done;
@@ -158,7 +163,7 @@ int main(int argc, char **argv)
         code = tool_exit_code(lrc);
         goto done;
     }
-    code = tool_write_exnode(TOOL, x, out);
+    code = tool_save_exnode(TOOL, x, out, replace);
     if (code)
         goto done;
     for (size_t i = 0; i < rep.n; i++) {

@@ -6,7 +6,8 @@
  * not touched (not even rewritten).  With -d the exNode is written even when some DECRs
  * fail, since the mappings are gone from it either way; the failures are listed and the exit
  * code is 8.  --events writes BEGIN, the exNode as read (MAPPING lines), one TRIM per removed
- * mapping as the library reports it, and END with the exit code (docs/events.md).
+ * mapping as the library reports it, and END with the exit code (docs/events.md).  -o
+ * never replaces a file other than the input unless --force, checked before any depot call.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -104,8 +105,10 @@ static const tool_opt_t opts[] = {
      "also free the allocations (DECR of the read count)", NULL},
     {TOOL_OPT_SWITCH, "exnode-only", 'n', NULL, S(exnode_only), 1, 0, NULL, NULL,
      "only edit the exNode (the default)", NULL},
+    /* one --force for both safeguards of lors_trim, as TOOL_OPT_FORCE names it elsewhere */
     {TOOL_OPT_SWITCH, "force", 0, NULL, S(force), 1, 0, NULL, NULL,
-     "remove even if some bytes are left with no copy at all", NULL},
+     "remove even if some bytes are left with no copy at all; and\noverwrite an existing -o "
+     "FILE", NULL},
     TOOL_OPT_THREADS(1, "4", "parallel depot calls"),
     TOOL_OPT_TIMEOUT("30s", "longest wait of any one depot call"),
     TOOL_OPT_VERBOSE("print the numbers of the removed mappings"),
@@ -132,9 +135,9 @@ static const tool_cmd_t cmd = {
     "Remove mappings (copies) from a network file's exNode; with -d also free their storage.\n"
     "\n",
     "\nThe event stream: BEGIN, MAPPING per mapping, TRIM per removed one, END.\n"
-    "Exit: 0 ok, 2 usage, 3 exNode, 4 local I/O (also the events file), 6 the trim\n"
-    "would leave bytes with no copy (nothing changed), 8 removed but some allocations\n"
-    "could not be freed, 9 internal.  See lors_trim(1).\n",
+    "Exit: 0 ok, 2 usage, 3 exNode, 4 local I/O (also the events file; -o exists, without\n"
+    "--force), 6 the trim would leave bytes with no copy (nothing changed), 8 removed but\n"
+    "some allocations could not be freed, 9 internal.  See lors_trim(1).\n",
     opts, sizeof(settings_t), check,
 };
 
@@ -191,7 +194,7 @@ int main(int argc, char **argv)
     lors_trim_opts_t to;
     lors_trim_report_t rep = {0};
     xnd_t *x = NULL;
-    int *nums = NULL, code, lrc;
+    int *nums = NULL, code, lrc, replace = 0;
     size_t nnums = 0;
     tool_depot_name_t *where = NULL;
     int64_t *len = NULL, t0;
@@ -202,6 +205,9 @@ int main(int argc, char **argv)
     if (code)
         return code;
     out = f.output ? f.output : path;
+    code = tool_check_output(TOOL, out, path, f.force || !f.output, &replace);
+    if (code)
+        goto done;
     code = expand_list(&f, x, &nums, &nnums);
     if (code)
         goto done;
@@ -248,7 +254,7 @@ int main(int argc, char **argv)
     }
     /* nothing removed and the output is the input file: leave the file alone */
     if (rep.nremoved > 0 || f.output || strcmp(out, "-") == 0) {
-        code = tool_write_exnode(TOOL, x, out);
+        code = tool_save_exnode(TOOL, x, out, replace);
         if (code)
             goto done;
     }

@@ -6,6 +6,12 @@
  * fragment is complete.  What the upload had to work around (a depot that refused or broke,
  * a copy that moved elsewhere) is one line each on stderr even without -V: a copy on another
  * depot than the one the user picked is something the user must know.
+ *
+ * Nothing is left stored that no exNode points to: an existing exNode is not replaced without
+ * --force (checked before anything is allocated, and again, atomically, when the file is
+ * put in place); a failed upload, an interrupt (SIGINT, SIGTERM: exit 130, 143) and an exNode
+ * that cannot be written all free what was allocated and say so in one line, unless
+ * --keep-partial keeps the complete fragments in a partial exNode.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,7 +42,7 @@ typedef struct settings {
     tool_common_t c;
     const char *file, *output, *depots, *keyfile, *checksum;
     tool_lbone_opts_t lb;   /* -H/--lbone, -P, -l, -m */
-    int no_report, none, use_stdin, copies, fragments, reliability;
+    int no_report, none, use_stdin, copies, fragments, reliability, force, keep_partial;
     char e2e[64];           /* the chain from -z, -a and --e2e, in command-line order */
     int e2e_from;           /* where e2e came from: TOOL_FROM_RC or TOOL_FROM_ARGV; 0: none */
     int64_t blocksize, duration, memory, offset, length, e2e_bs;
@@ -128,6 +134,10 @@ static const tool_opt_t opts[] = {
      "read standard input (length unknown for a pipe)", NULL},
     {TOOL_OPT_STR, "output", 'o', NULL, S(output), 0, 0, NULL, "XND",
      "the exNode (default FILE.xnd; from stdin: stdout)", NULL},
+    TOOL_OPT_FORCE(S(force)),
+    {TOOL_OPT_SWITCH, "keep-partial", 0, NULL, S(keep_partial), 1, 0, NULL, NULL,
+     "if the upload fails or is interrupted, write the exNode of the\nfragments completed "
+     "instead of freeing them", NULL},
     {TOOL_OPT_SIZE, "offset", 'O', NULL, S(offset), 0, INT64_MAX, NULL, "N",
      "upload the input from byte N on (regular files; K, M, G, T)", NULL},
     {TOOL_OPT_SIZE, "length", 'L', NULL, S(length), 0, INT64_MAX, NULL, "N",
@@ -204,6 +214,9 @@ static int check(void *sp, int argc, char **argv, int first)
         return tool_usage(TOOL, "two inputs: %s and stdin (-i)", f->file);
     if (!f->file && !f->use_stdin)
         return tool_usage(TOOL, "no input: give FILE, -f FILE, or -i for stdin");
+    if (f->keep_partial && f->e2e_from && !f->none)
+        return tool_usage(TOOL, "--keep-partial cannot keep transformed data (-z, -a, --e2e, "
+                                "rc E2E_ORDER): frames cut short do not decode");
     return TOOL_EXIT_OK;
 }
 
@@ -212,7 +225,8 @@ static const tool_cmd_t cmd = {
     "Usage: lors_upload [options] FILE\n"
     "       lors_upload [options] -i < INPUT      (or FILE \"-\")\n"
     "Store a file on IBP depots, striped in fragments and copied, and write its exNode.\n\n",
-    "\nExit: 0 ok, 2 usage, 4 local I/O, 5 depots, 7 key, 9 internal.  See lors_upload(1).\n",
+    "\nExit: 0 ok, 2 usage, 4 local I/O (also: the exNode exists, without --force), 5 depots,\n"
+    "7 key, 9 internal, 130 SIGINT, 143 SIGTERM.  See lors_upload(1).\n",
     opts, sizeof(settings_t), check,
 };
 
@@ -253,11 +267,12 @@ static int open_input(const settings_t *f, int *fd, int64_t *length)
     return TOOL_EXIT_OK;
 }
 
-/* Fail before uploading anything if the exNode could not be written afterwards: a finished
- * upload whose capabilities are lost can only expire. */
-static int check_output(const char *out)
+/* Fail before uploading anything if the exNode could not be written afterwards (a finished
+ * upload whose capabilities are lost can only expire), or would replace another one. */
+static int check_output(const char *out, int force, int *replace)
 {
     char dir[PATH_MAX + 8];
+    *replace = force;
     if (strcmp(out, "-") == 0)
         return TOOL_EXIT_OK;
     snprintf(dir, sizeof dir, "%s", out);
@@ -266,7 +281,57 @@ static int check_output(const char *out)
         tool_error(TOOL, "the exNode %s cannot be written: %s: %s", out, d, strerror(errno));
         return TOOL_EXIT_IO;
     }
-    return TOOL_EXIT_OK;
+    return tool_check_output(TOOL, out, NULL, force, replace);
+}
+
+/* "interrupted at 42%" (the share of the copies stored, as the bar shows it) or, when the
+ * total is not known, "interrupted after 2.5MiB" (read). */
+static void stop_where(const lors_upload_opts_t *o, const lors_report_t *rep, int64_t length,
+                       char *buf, size_t size)
+{
+    char h[32];
+    if (length > 0 && !(o->e2e && *o->e2e)) {
+        int64_t pct = rep->bytes_stored * 100 / (length * o->copies);
+        snprintf(buf, size, "interrupted at %d%%", (int)(pct > 99 ? 99 : pct));
+        return;
+    }
+    tool_human(rep->bytes_read, h, sizeof h);
+    snprintf(buf, size, "interrupted after %s", h);
+}
+
+/* After a failed or interrupted upload: write the partial exNode px if --keep-partial gave
+ * one (freeing it too if that fails), then one line: where it stopped (stopped only), what
+ * was kept, what was freed. */
+static void after_failure(const lors_upload_opts_t *o, lors_report_t *rep, int64_t length,
+                          xnd_t *px, const char *out, int replace, int stopped)
+{
+    char where[64] = "", kept[PATH_MAX + 128] = "", freed[160] = "";
+    int any = rep->freed.freed + rep->freed.unfreed;
+    if (stopped)
+        stop_where(o, rep, length, where, sizeof where);
+    if (px) {
+        int frags = rep->mappings / o->copies;
+        if (tool_save_exnode(TOOL, px, out, replace) == TOOL_EXIT_OK) {
+            snprintf(kept, sizeof kept, "kept %d complete fragment%s (%d mapping%s) in %s",
+                     frags, frags == 1 ? "" : "s", rep->mappings, rep->mappings == 1 ? "" : "s",
+                     strcmp(out, "-") ? out : "the exNode on stdout");
+        } else {
+            lors_freed_t more;
+            lors_discard(px, o->threads, o->timeout_s, &more);
+            rep->freed.freed += more.freed;
+            rep->freed.unfreed += more.unfreed;
+            /* the same depots, as a rule: the larger count is the closer one */
+            rep->freed.depots = rep->freed.depots > more.depots ? rep->freed.depots
+                                                                 : more.depots;
+            any = 1;
+        }
+    }
+    if (!stopped && !kept[0] && !any)
+        return; /* nothing was allocated: the error line said it all */
+    if (any || !kept[0])
+        tool_freed_text(&rep->freed, freed, sizeof freed);
+    fprintf(stderr, "%s: %s%s%s%s%s\n", TOOL, where, where[0] ? "; " : "", kept,
+            kept[0] && freed[0] ? "; " : "", freed);
 }
 
 
@@ -344,7 +409,7 @@ int main(int argc, char **argv)
     xnd_t *x = NULL;
     unsigned char key[LORS_KEY_BYTES];
     char notes[256] = "", xndpath[PATH_MAX + 8], namebuf[PATH_MAX];
-    int code, lrc, first, in = -1;
+    int code, lrc, first, in = -1, replace = 0;
     int64_t length = -1;
     const char *out;
 
@@ -386,7 +451,7 @@ int main(int argc, char **argv)
     } else {
         out = "-";
     }
-    code = check_output(out);
+    code = check_output(out, f.force, &replace);
     if (code)
         goto done;
 
@@ -446,25 +511,39 @@ int main(int argc, char **argv)
         snprintf(namebuf, sizeof namebuf, "%s", f.file);
         name = basename(namebuf);
     }
+    o.stop = tool_stop_install(TOOL);
+    o.keep_partial = f.keep_partial;
     lrc = lors_upload_fd(&o, in, length, name, &x, &rep);
     tool_progress_finish(feed.bar); /* end the bar's line before any message */
     feed.bar = NULL;
     if (!f.c.quiet)
         tool_print_issues(TOOL, &rep, 0);
+    if (lrc == LORS_E_STOPPED) {
+        after_failure(&o, &rep, length, x, out, replace, 1);
+        code = tool_stop_exit_code();
+        goto done;
+    }
     if (lrc != LORS_OK) {
         tool_error(TOOL, "%s: %s", f.file ? f.file : "stdin",
                        rep.error[0] ? rep.error : lors_strerror(lrc));
         /* the engine names a digest it does not know before it stores anything */
         code = lrc == LORS_E_DIGEST ? TOOL_EXIT_USAGE : tool_exit_code(lrc);
+        after_failure(&o, &rep, length, x, out, replace, 0);
         goto done;
     }
     if (f.bitrate > 0 && xnd_meta_set_int(&x->meta, "bitrate", f.bitrate) != XND_OK) {
         tool_error(TOOL, "recording the bitrate: out of memory");
         code = TOOL_EXIT_INTERNAL;
+    }
+    if (code == TOOL_EXIT_OK)
+        code = tool_save_exnode(TOOL, x, out, replace);
+    if (code != TOOL_EXIT_OK) {
+        /* the upload is complete, but no exNode will point to it */
+        lors_discard(x, o.threads, o.timeout_s, &rep.freed);
+        after_failure(&o, &rep, length, NULL, out, replace, 0);
         goto done;
     }
-    code = tool_write_exnode(TOOL, x, out);
-    if (code == TOOL_EXIT_OK && verbose)
+    if (verbose)
         print_report(&o, &rep, out, notes);
     report_throughput(&f, meter);
 

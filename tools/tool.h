@@ -151,6 +151,29 @@ int tool_open_exnode(const char *tool, const char *fflag, int argc, char **argv,
 /* xnd_write_file (atomic; "-" = stdout).  TOOL_EXIT_OK, TOOL_EXIT_IO or TOOL_EXIT_INTERNAL. */
 int tool_write_exnode(const char *tool, const xnd_t *x, const char *path);
 
+/* An exNode is the only handle on its allocations: no tool replaces one unless told (--force).
+ * Called before any depot is touched: may the exNode be written to out?  Yes for "-", a path
+ * where there is no file, the input itself (input: the exNode the tool read, or NULL; the same
+ * file is the in-place rewrite), or with force; then *replace says whether an existing file
+ * may be replaced.  Else TOOL_EXIT_IO after "<tool>: OUT exists; use --force to overwrite it". */
+int tool_check_output(const char *tool, const char *out, const char *input, int force,
+                      int *replace);
+/* tool_write_exnode; without replace, a file at path is never replaced, not even one that
+ * appeared meanwhile (the same line and TOOL_EXIT_IO as tool_check_output). */
+int tool_save_exnode(const char *tool, const xnd_t *x, const char *path, int replace);
+
+/* ---- interrupts (tool_stop.c) -------------------------------------------------------------
+ * For the tools that allocate: from tool_stop_install on, SIGINT or SIGTERM (unless ignored
+ * when the program started, as in a script's background job) sets the flag it returns
+ * (lors_upload_opts_t.stop) and the engine stops and frees what it allocated; a second
+ * signal exits at once (128 + signal) after one line saying what is left. */
+const volatile sig_atomic_t *tool_stop_install(const char *tool);
+/* 128 + the signal that stopped the program (130 SIGINT, 143 SIGTERM); 0 if none came. */
+int tool_stop_exit_code(void);
+/* What a failed or stopped call freed, for a message: "freed 6 allocations on 3 depots",
+ * with what could not be freed, or "nothing was left allocated". */
+void tool_freed_text(const lors_freed_t *f, char *buf, size_t size);
+
 /* The depots: list (--depot-list) if not NULL, else rc->depots.  None: TOOL_EXIT_DEPOTS.  A
  * list that does not parse: TOOL_EXIT_USAGE.  *out is malloc'd (free it).  Depots from the
  * L-Bone: tool_lbone_depots (tool_lbone.h). */

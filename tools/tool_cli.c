@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tool.h"
@@ -108,6 +109,48 @@ int tool_write_exnode(const char *tool, const xnd_t *x, const char *path)
         return TOOL_EXIT_OK;
     tool_error(tool, "writing the exNode %s: %s", strcmp(path, "-") ? path : "to stdout",
                    err);
+    return rc == XND_E_IO ? TOOL_EXIT_IO : TOOL_EXIT_INTERNAL;
+}
+
+/* 1 if a and b name the same file (both exist). */
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+static int exists_line(const char *tool, const char *path)
+{
+    tool_error(tool, "%s exists; use --force to overwrite it", path);
+    return TOOL_EXIT_IO;
+}
+
+int tool_check_output(const char *tool, const char *out, const char *input, int force,
+                      int *replace)
+{
+    struct stat st;
+    *replace = force;
+    if (force || strcmp(out, "-") == 0 || lstat(out, &st) != 0)
+        return TOOL_EXIT_OK;
+    if (input && strcmp(input, "-") != 0 && same_file(out, input)) {
+        *replace = 1;
+        return TOOL_EXIT_OK;
+    }
+    return exists_line(tool, out);
+}
+
+int tool_save_exnode(const char *tool, const xnd_t *x, const char *path, int replace)
+{
+    char err[512];
+    if (replace || strcmp(path, "-") == 0)
+        return tool_write_exnode(tool, x, path);
+    int rc = xnd_write_file_excl(x, path, err, sizeof err);
+    if (rc == XND_OK)
+        return TOOL_EXIT_OK;
+    if (rc == XND_E_EXISTS)
+        return exists_line(tool, path);
+    tool_error(tool, "writing the exNode %s: %s", path, err);
     return rc == XND_E_IO ? TOOL_EXIT_IO : TOOL_EXIT_INTERNAL;
 }
 

@@ -164,6 +164,11 @@ int tool_opt_set(void *settings, const tool_opt_t *o, const char *name, const ch
 #define TOOL_OPT_REWRITE(off) \
     {TOOL_OPT_STR, "output", 'o', NULL, off, 0, 0, NULL, "FILE", \
      "write the result here (default: rewrite EXNODE in place;\nfrom stdin: stdout)", NULL}
+/* --force: replace an existing exNode at the output path (default: refused before any depot is
+ * touched; tool_check_output).  No rc keyword: a safeguard is waived run by run, not for all. */
+#define TOOL_OPT_FORCE(off) \
+    {TOOL_OPT_SWITCH, "force", 0, NULL, off, 1, 0, NULL, NULL, \
+     "overwrite an existing exNode file (default: refuse)", NULL}
 #define TOOL_OPT_HEADING(text) {TOOL_OPT_SECTION, NULL, 0, NULL, TOOL_NOFIELD, 0, 0, NULL, NULL, text, NULL}
 #define TOOL_OPT_TABLE_END {TOOL_OPT_END, NULL, 0, NULL, TOOL_NOFIELD, 0, 0, NULL, NULL, NULL, NULL}
 

@@ -353,6 +353,27 @@ if [ -x "$bin/lors_augment" ] && [ -x "$bin/lors_trim" ] && [ -x "$bin/lors_refr
     check "panel refused: nothing run" - "$(val $tmp/pe run_tool)"
     case "$(val $tmp/pe status)" in download:_the_exNode_is_empty) ok "panel refused: status";;
         *) bad "panel refused: status $(val $tmp/pe status)";; esac
+    # an upload onto an existing exNode asks first (panel_confirm, answered by the script):
+    # no runs nothing and leaves the file; yes passes --force.  (A new exNode is not asked
+    # about: the upload above would have hung on the dialog.)
+    cp "$tmp/p.xnd" "$tmp/p.keep"
+    panel pno ".tasks select .tasks.upload" "set pv(file) {$tmp/in.bin}" "set pv(out) {$tmp/p.xnd}" \
+        "set pv(depots) $k1" "proc panel_confirm {q} {set f [open {$tmp/asked} w]; puts \$f \$q; close \$f; return 0}" \
+        ".tasks.upload.run invoke"
+    grep -q "^$tmp/p.xnd exists" "$tmp/asked" 2>/dev/null && ok "overwrite: asked" || bad "overwrite: not asked"
+    check "overwrite no: nothing run" - "$(val $tmp/pno run_tool)"
+    case "$(val $tmp/pno status)" in "upload:_not_overwriting_$tmp/p.xnd") ok "overwrite no: status";;
+        *) bad "overwrite no: status $(val $tmp/pno status)";; esac
+    cmp -s "$tmp/p.xnd" "$tmp/p.keep" && ok "overwrite no: exNode untouched" || bad "overwrite no: exNode changed"
+    rm -f "$tmp/asked"
+    panel pyes ".tasks select .tasks.upload" "set pv(file) {$tmp/in.bin}" "set pv(out) {$tmp/p.xnd}" \
+        "set pv(depots) $k1" "proc panel_confirm {q} {set f [open {$tmp/asked} w]; puts \$f \$q; close \$f; return 1}" \
+        ".tasks.upload.run invoke"
+    [ -s "$tmp/asked" ] && ok "overwrite yes: asked" || bad "overwrite yes: not asked"
+    check "overwrite yes: exit" 0 "$(val $tmp/pyes run_rc)"
+    case "$(val $tmp/pyes run_args)" in *_--force_*) ok "overwrite yes: --force passed";;
+        *) bad "overwrite yes: argv $(val $tmp/pyes run_args)";; esac
+    cmp -s "$tmp/p.xnd" "$tmp/p.keep" && bad "overwrite yes: exNode not replaced" || ok "overwrite yes: exNode replaced"
     if [ "${LNS_UPDATE_DOCS:-0}" = 1 ] && head -c 8 "$root/docs/gui-upload.png" | od -An -c | grep -q 'P   N   G'; then
         ok "docs/gui-upload.png"
     fi

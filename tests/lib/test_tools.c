@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -268,4 +269,107 @@ long long tt_ev_int(const char *line, const char *key)
     snprintf(pat, sizeof pat, " %s=", key);
     const char *p = strstr(line, pat);
     return p && p[strlen(pat)] != '-' ? strtoll(p + strlen(pat), NULL, 10) : LLONG_MIN;
+}
+
+/* ---- programs in the background ---- */
+
+int tt_spawn(tt_env_t *t, tt_bg_t *bg, const char *prog, ...)
+{
+    char path[PATH_MAX];
+    const char *argv[64];
+    int argc = 0, p[2];
+    va_list ap;
+    (void)t;
+    bg->pid = 0;
+    bg->in = -1;
+    snprintf(path, sizeof path, "%s/%s", lns_test_bindir(), prog);
+    argv[argc++] = prog;
+    va_start(ap, prog);
+    const char *a;
+    while ((a = va_arg(ap, const char *)) != NULL && argc < 63)
+        argv[argc++] = a;
+    va_end(ap);
+    argv[argc] = NULL;
+    if (pipe(p) != 0) {
+        perror("tt_spawn: pipe");
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        int o = open(lns_test_path("bg.out"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int e = open(lns_test_path("bg.err"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (o < 0 || e < 0)
+            _exit(126);
+        dup2(p[0], 0);
+        dup2(o, 1);
+        dup2(e, 2);
+        close(p[0]);
+        close(p[1]);
+        /* as from a terminal, even when the tests run in a background job (SIGINT ignored) */
+        signal(SIGPIPE, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        execv(path, (char *const *)argv);
+        _exit(127);
+    }
+    close(p[0]);
+    if (pid < 0) {
+        close(p[1]);
+        perror("tt_spawn: fork");
+        return -1;
+    }
+    lns_test_track_pid(pid);
+    bg->pid = pid;
+    bg->in = p[1];
+    return 0;
+}
+
+int tt_wait(tt_env_t *t, tt_bg_t *bg, int ms)
+{
+    int st = 0, rc = -1;
+    if (bg->in >= 0)
+        close(bg->in);
+    bg->in = -1;
+    if (bg->pid <= 0)
+        return -1;
+    for (int waited = 0;; waited += 10) {
+        pid_t r = waitpid(bg->pid, &st, WNOHANG);
+        if (r == bg->pid)
+            break;
+        if (r < 0 || waited >= ms) {
+            fprintf(stderr, "tt_wait: pid %d still running after %d ms: killed\n", bg->pid, ms);
+            kill(bg->pid, SIGKILL);
+            waitpid(bg->pid, &st, 0);
+            st = -1;
+            break;
+        }
+        lns_test_sleep_ms(10);
+    }
+    lns_test_untrack_pid(bg->pid);
+    bg->pid = 0;
+    lns_test_slurp(lns_test_path("bg.out"), t->out, sizeof t->out);
+    lns_test_slurp(lns_test_path("bg.err"), t->err, sizeof t->err);
+    if (st != -1)
+        rc = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? TT_SIGNALLED + WTERMSIG(st) : -1;
+    return rc;
+}
+
+int tt_wait_lines(const char *path, const char *needle, int n, int ms)
+{
+    static char buf[1 << 18];
+    for (int waited = 0; waited <= ms; waited += 10) {
+        lns_test_slurp(path, buf, sizeof buf);
+        if (tt_count(buf, needle) >= n)
+            return 1;
+        lns_test_sleep_ms(10);
+    }
+    return 0;
+}
+
+int tt_depot_allocs(tt_env_t *t, int i)
+{
+    ibp_depot_status_t s;
+    if (ibp_status(t->cli, "127.0.0.1", t->dep[i].port, NULL, NULL, &s) != IBP_OK)
+        return -1;
+    return s.allocations;
 }

@@ -86,6 +86,27 @@ int tt_upload(tt_env_t *t, size_t n, uint64_t seed, int copies, int frags, const
 /* 1 if lors_download gives back the bytes of src from xnd, else 0. */
 int tt_downloads_equal(tt_env_t *t, const char *xnd, const char *src);
 
+/* A program running in the background, its stdin a pipe the test writes (tt_spawn). */
+typedef struct tt_bg {
+    int pid;   /* 0 once reaped */
+    int in;    /* the write end of its stdin; -1 once closed */
+} tt_bg_t;
+
+/* Start bin/<prog> with the NULL-terminated arguments in the background: stdin a pipe
+ * (bg->in), stdout and stderr into files of the tmpdir (tt_wait reads them into t->out and
+ * t->err); tracked, so it is killed at exit whatever happens.  0, or -1 after a line. */
+int tt_spawn(tt_env_t *t, tt_bg_t *bg, const char *prog, ...) __attribute__((sentinel));
+/* Close its stdin (if still open) and wait for it, at most ms (then SIGKILL); its stdout
+ * and stderr into t->out and t->err.  The exit code; TT_SIGNALLED + the signal that ended
+ * it (never an exit code, so 130 is an exit(130) and not a death by SIGINT); or -1. */
+#define TT_SIGNALLED 1000
+int tt_wait(tt_env_t *t, tt_bg_t *bg, int ms);
+/* Poll every 10 ms, at most ms, until the file path holds at least n lines containing
+ * needle.  1 when it does, else 0. */
+int tt_wait_lines(const char *path, const char *needle, int n, int ms);
+/* The number of allocations depot i holds (its STATUS: NA), or -1. */
+int tt_depot_allocs(tt_env_t *t, int i);
+
 /* A mapping as lors_ls --json shows it. */
 typedef struct tt_lsmap {
     char depot[128];

@@ -16,6 +16,7 @@
 
 #include "ibp.h"
 #include "lns_test.h"
+#include "lns_time.h"
 #include "lors.h"
 #include "test_depot.h"
 #include "test_lors.h"
@@ -787,9 +788,104 @@ static void test_refresh_dead_expired(void)
     free(src);
 }
 
+/* The capability cap with its port replaced by port, into out. */
+static void cap_to_port(const char *cap, int from, int port, char *out, size_t size)
+{
+    char pat[16];
+    snprintf(pat, sizeof pat, ":%d/", from);
+    const char *p = strstr(cap, pat);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    snprintf(out, size, "%.*s:%d/%s", (int)(p - cap), cap, port, p + strlen(pat));
+}
+
+/* lors_discard frees every allocation and counts them; a depot that never answers costs one
+ * timeout, not one per allocation (its others are counted unfreed without asking). */
+static void test_discard(void)
+{
+    size_t n = 200000;
+    unsigned char *src = tl_data(n, 31);
+    int hport, hole = raw_listen_loopback(&hport);
+    CU_ASSERT_FATAL(hole >= 0);
+    xnd_t *x = upload(ldep, 2, src, n, 2, 2, 600);
+    CU_ASSERT_EQUAL_FATAL(x->nmaps, 4);
+    ibp_caps_t keep[4];
+    for (size_t i = 0; i < 4; i++)
+        snprintf(keep[i].manage, sizeof keep[i].manage, "%s", x->maps[i]->cap[XND_MANAGE]);
+    /* three mappings more, on a "depot" that accepts connections and never answers */
+    for (size_t i = 0; i < 3; i++) {
+        xnd_mapping_t *m = xnd_mapping_copy(x->maps[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        for (int k = XND_READ; k <= XND_MANAGE; k++) {
+            char c[IBP_MAX_CAP + 16];
+            ibp_cap_t pc;
+            CU_ASSERT_EQUAL_FATAL(ibp_cap_parse(m->cap[k], &pc), IBP_OK);
+            cap_to_port(m->cap[k], pc.port, hport, c, sizeof c);
+            CU_ASSERT_EQUAL(xnd_mapping_set_cap(m, k, c), XND_OK);
+        }
+        CU_ASSERT_EQUAL_FATAL(xnd_append(x, m), XND_OK);
+    }
+    lors_freed_t f;
+    int64_t t0 = lns_mono_ms();
+    CU_ASSERT_EQUAL(lors_discard(x, 1, 1, &f), LORS_E_PARTIAL);
+    int64_t ms = lns_mono_ms() - t0;
+    CU_ASSERT_EQUAL(f.freed, 4);
+    CU_ASSERT_EQUAL(f.depots, 2);
+    CU_ASSERT_EQUAL(f.unfreed, 3);
+    CU_ASSERT(ms < 2500);
+    for (size_t i = 0; i < 4; i++) {
+        ibp_probe_t p;
+        CU_ASSERT_EQUAL(ibp_probe(cli, keep[i].manage, &p), IBP_E_CAP_NOT_FOUND);
+    }
+    /* all gone already: freed as far as it gets */
+    xnd_t *y = xnd_new();
+    for (size_t i = 0; i < 4; i++)
+        xnd_append(y, xnd_mapping_copy(x->maps[i]));
+    CU_ASSERT_EQUAL(lors_discard(y, 4, 5, &f), LORS_OK);
+    CU_ASSERT_EQUAL(f.freed, 4);
+    CU_ASSERT_EQUAL(f.unfreed, 0);
+    xnd_free(y);
+    xnd_free(x);
+    close(hole);
+    free(src);
+}
+
+/* A stop flag already set: upload and augment stop before allocating anything. */
+static void test_stop_flag(void)
+{
+    size_t n = 100000;
+    unsigned char *src = tl_data(n, 32);
+    volatile sig_atomic_t stop = 1;
+    lors_upload_opts_t o;
+    lors_report_t rep;
+    xnd_t *x = NULL;
+    tl_upload_opts(&o, ldep, 2, 2, 2);
+    o.stop = &stop;
+    CU_ASSERT_EQUAL(lors_upload_buf(&o, src, n, "stopped", &x, &rep), LORS_E_STOPPED);
+    CU_ASSERT_PTR_NULL(x);
+    CU_ASSERT_EQUAL(rep.freed.freed + rep.freed.unfreed, 0);
+    CU_ASSERT_EQUAL(rep.mappings, 0);
+    lors_report_free(&rep);
+
+    x = upload(ldep, 1, src, n, 1, 1, 600);
+    lors_augment_opts_t ao;
+    lors_augment_opts_init(&ao);
+    ao.up.depots = &ldep[1];
+    ao.up.ndepots = 1;
+    ao.up.duration_s = 600;
+    ao.up.timeout_s = 20;
+    ao.up.stop = &stop;
+    CU_ASSERT_EQUAL(lors_augment(&ao, x, NULL, &rep), LORS_E_STOPPED);
+    CU_ASSERT_EQUAL(x->nmaps, 1);
+    CU_ASSERT_EQUAL(rep.freed.freed + rep.freed.unfreed, 0);
+    lors_report_free(&rep);
+    tl_free_xnd(cli, x);
+    free(src);
+}
+
 static void test_strerror(void)
 {
-    int codes[] = {LORS_E_KEY, LORS_E_E2E, LORS_E_UNSAFE, LORS_E_PARTIAL, LORS_E_RC};
+    int codes[] = {LORS_E_KEY, LORS_E_E2E, LORS_E_UNSAFE, LORS_E_PARTIAL, LORS_E_RC,
+                   LORS_E_STOPPED};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
         CU_ASSERT(strstr(lors_strerror(codes[i]), "unknown") == NULL);
 }
@@ -859,6 +955,8 @@ static const lns_test_case tests[] = {
     {"trim -u and -u -d with a dead depot", test_trim_dead},
     {"refresh ADD, FROM_NOW, AT, MAX, past, too long", test_refresh},
     {"refresh with a dead depot and an expired mapping", test_refresh_dead_expired},
+    {"discard: frees, counts, one timeout for a silent depot", test_discard},
+    {"a stop flag set: upload and augment allocate nothing", test_stop_flag},
     {"words for the new error codes", test_strerror},
     {"timeouts of INT_MAX seconds: no overflow", test_huge_timeouts},
 };

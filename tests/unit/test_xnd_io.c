@@ -394,8 +394,65 @@ static void test_write_failures(void)
     xnd_free(big);
 }
 
+/* xnd_write_file_excl never replaces: not a file that is there, not one that a racing writer
+ * puts in place first (two writers at once: exactly one wins), and leaves no temporary. */
+static void test_write_excl(void)
+{
+    char dir[512], path[600], err[256], *before, *after;
+    size_t blen, alen;
+    struct stat st;
+    xnd_t *small = make_exnode(2), *big = make_exnode(2000);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(small);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(big);
+    dir_in_tmp("excl", dir, sizeof dir, path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(xnd_write_file_excl(small, path, err, sizeof err), XND_OK);
+    CU_ASSERT_TRUE(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
+    before = slurp(path, &blen);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(before);
+    CU_ASSERT_EQUAL(xnd_write_file_excl(big, path, err, sizeof err), XND_E_EXISTS);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "a.xnd: exists"));
+    CU_ASSERT_STRING_EQUAL(xnd_strerror(XND_E_EXISTS), "the file exists");
+    after = slurp(path, &alen);
+    CU_ASSERT_TRUE(after && alen == blen && memcmp(before, after, blen) == 0);
+    free(after);
+    free(before);
+    CU_ASSERT_EQUAL(entries(dir), 1);
+
+    /* a dangling symlink is a name taken too */
+    CU_ASSERT_EQUAL(unlink(path), 0);
+    CU_ASSERT_EQUAL(symlink("nowhere", path), 0);
+    CU_ASSERT_EQUAL(xnd_write_file_excl(small, path, err, sizeof err), XND_E_EXISTS);
+    CU_ASSERT_EQUAL(unlink(path), 0);
+
+    for (int round = 0; round < 10; round++) {
+        pid_t pid[2];
+        int wins = 0, exists = 0;
+        unlink(path);
+        for (int k = 0; k < 2; k++) {
+            pid[k] = fork();
+            CU_ASSERT_FATAL(pid[k] >= 0);
+            if (pid[k] == 0) {
+                int rc = xnd_write_file_excl(k ? big : small, path, err, sizeof err);
+                _exit(rc == XND_OK ? 0 : rc == XND_E_EXISTS ? 1 : 2);
+            }
+        }
+        for (int k = 0; k < 2; k++) {
+            int status;
+            waitpid(pid[k], &status, 0);
+            wins += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+            exists += WIFEXITED(status) && WEXITSTATUS(status) == 1;
+        }
+        CU_ASSERT_EQUAL(wins, 1);
+        CU_ASSERT_EQUAL(exists, 1);
+        CU_ASSERT_EQUAL(entries(dir), 1);
+    }
+    xnd_free(small);
+    xnd_free(big);
+}
+
 static const lns_test_case tests[] = {
     {"write, read, modes, errors", test_write_read},
+    {"never replacing: xnd_write_file_excl", test_write_excl},
     {"stdin and stdout", test_stdio},
     {"readers never see half an exNode", test_atomic_under_readers},
     {"failed writes leave the old file and no temporary", test_write_failures},
