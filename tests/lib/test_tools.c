@@ -67,20 +67,26 @@ static void tt_collect(tt_env_t *t)
     lns_test_slurp(lns_test_path("run.err"), t->err, sizeof t->err);
 }
 
+/* The path of bin/prog and its argv: prog, then the NULL-ended arguments (at most 62). */
+static void program_argv(const char *prog, va_list ap, char path[PATH_MAX], const char *argv[64])
+{
+    const char *a;
+    int argc = 0;
+    snprintf(path, PATH_MAX, "%s/%s", lns_test_bindir(), prog);
+    argv[argc++] = prog;
+    while ((a = va_arg(ap, const char *)) != NULL && argc < 63)
+        argv[argc++] = a;
+    argv[argc] = NULL;
+}
+
 int tt_run(tt_env_t *t, const char *env, const char *in, const char *prog, ...)
 {
     char path[PATH_MAX];
     const char *argv[64];
-    int argc = 0;
     va_list ap;
-    snprintf(path, sizeof path, "%s/%s", lns_test_bindir(), prog);
-    argv[argc++] = prog;
     va_start(ap, prog);
-    const char *a;
-    while ((a = va_arg(ap, const char *)) != NULL && argc < 63)
-        argv[argc++] = a;
+    program_argv(prog, ap, path, argv);
     va_end(ap);
-    argv[argc] = NULL;
 
     pid_t pid = fork();
     if (pid == 0) {
@@ -277,19 +283,14 @@ int tt_spawn(tt_env_t *t, tt_bg_t *bg, const char *prog, ...)
 {
     char path[PATH_MAX];
     const char *argv[64];
-    int argc = 0, p[2];
+    int p[2];
     va_list ap;
     (void)t;
     bg->pid = 0;
     bg->in = -1;
-    snprintf(path, sizeof path, "%s/%s", lns_test_bindir(), prog);
-    argv[argc++] = prog;
     va_start(ap, prog);
-    const char *a;
-    while ((a = va_arg(ap, const char *)) != NULL && argc < 63)
-        argv[argc++] = a;
+    program_argv(prog, ap, path, argv);
     va_end(ap);
-    argv[argc] = NULL;
     if (pipe(p) != 0) {
         perror("tt_spawn: pipe");
         return -1;

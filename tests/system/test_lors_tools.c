@@ -510,36 +510,6 @@ static void test_lost_copy(void)
     lns_test_server_stop(&victim.srv);
 }
 
-/* Run bin/lors_download with args (NULL-ended) in the background, stdout and stderr to
- * tmpdir/bg.out and bg.err; its pid (tracked), or -1. */
-static int spawn_download(const char *const *args)
-{
-    char path[PATH_MAX];
-    const char *argv[16] = {"lors_download"};
-    int n = 1;
-    for (; args[n - 1] && n < 15; n++)
-        argv[n] = args[n - 1];
-    argv[n] = NULL;
-    snprintf(path, sizeof path, "%s/lors_download", lns_test_bindir());
-    pid_t pid = fork();
-    if (pid == 0) {
-        int i = open("/dev/null", O_RDONLY);
-        int o = open(lns_test_path("bg.out"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = open(lns_test_path("bg.err"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (i < 0 || o < 0 || e < 0)
-            _exit(126);
-        dup2(i, 0);
-        dup2(o, 1);
-        dup2(e, 2);
-        signal(SIGINT, SIG_DFL);
-        execv(path, (char *const *)argv);
-        _exit(127);
-    }
-    if (pid > 0)
-        lns_test_track_pid(pid);
-    return pid;
-}
-
 /* Ctrl-C during a download: one line naming the bytes the output holds and -R, then death
  * by SIGINT (a shell's $? is 130).  The second fragment's capability points at a port that
  * accepts and never answers, so the download is stuck after the first fragment's bytes. */
@@ -571,9 +541,10 @@ static void test_interrupt(void)
     char outp[PATH_MAX], xndp[PATH_MAX];
     snprintf(outp, sizeof outp, "%s", out);
     snprintf(xndp, sizeof xndp, "%s", lns_test_path("stuck.xnd"));
-    const char *args[] = {"--no-rc", "-o", outp, xndp, NULL};
-    int pid = spawn_download(args);
-    CU_ASSERT_FATAL(pid > 0);
+    tt_bg_t bg;
+    CU_ASSERT_FATAL(tt_spawn(&T, &bg, "lors_download", "--no-rc", "-o", outp, xndp,
+                             (char *)NULL) == 0);
+    int pid = bg.pid;
     for (int i = 0; i < 200 && file_size(outp) < MIB; i++)
         lns_test_sleep_ms(50);
     CU_ASSERT_EQUAL(file_size(outp), MIB);
@@ -581,6 +552,7 @@ static void test_interrupt(void)
     kill(pid, SIGINT);
     CU_ASSERT_EQUAL(waitpid(pid, &st, 0), pid);
     lns_test_untrack_pid(pid);
+    close(bg.in);
     CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGINT);
     lns_test_slurp(lns_test_path("bg.err"), T.err, sizeof T.err);
     snprintf(want, sizeof want, "lors_download: %s: interrupted; %s holds bytes 0-1048575 "
