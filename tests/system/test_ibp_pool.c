@@ -5,7 +5,9 @@
  * SIGSTOP.  A scripted fake depot (a thread in this program) for what a real depot does only
  * by bad luck or not at all: closing a pooled connection just as a request arrives, a
  * parting "-66", replies with odd white space, truncated data.  The fake counts connections
- * and request lines, so the tests can tell a retry from a reuse.
+ * and request lines, so the tests can tell a retry from a reuse.  The pool's entries (one per
+ * depot: bounded, least recently used dropped, idle ones expired) are counted through the
+ * internal ibp_pool_entries against plain loopback listeners and ports that refuse.
  *
  * Connections are counted from /proc/net/tcp: every socket, in any state (TIME_WAIT
  * included), with the depot's port at one end names one connection by its other port. */
