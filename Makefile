@@ -270,6 +270,11 @@ VERSION := $(shell sed -n 's/.*LNS_VERSION "\(.*\)"/\1/p' common/lns_version.h)
 
 # Every man/*.1 page is installed: ibp_tool(1) and one per lors_* tool.
 MAN1 = $(wildcard man/*.1)
+# The daemons: each has a systemd unit (scripts/NAME.service.in) and a sample config
+# (scripts/NAME.conf.sample), installed as $(SYSCONFDIR)/lns/NAME.conf.sample and, unless the
+# admin's is there already, as NAME.conf, the config the unit runs with (as nginx's make
+# install does; make uninstall leaves NAME.conf, which may hold the admin's settings).
+SERVICES = ibp_depot lbone_server
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR) \
@@ -289,18 +294,22 @@ install: all
 	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(INCDIR)/
 	install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 man/ibp_depot.8 man/lbone_server.8 $(DESTDIR)$(MANDIR)/man8/
-	install -m 644 scripts/ibp_depot.conf.sample $(DESTDIR)$(SYSCONFDIR)/lns/ibp_depot.conf.sample
-	install -m 644 scripts/lbone_server.conf.sample $(DESTDIR)$(SYSCONFDIR)/lns/lbone_server.conf.sample
-	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
-	    scripts/ibp_depot.service.in > $(DESTDIR)$(PREFIX)/lib/systemd/system/ibp_depot.service
+	for s in $(SERVICES); do \
+	    install -m 644 scripts/$$s.conf.sample $(DESTDIR)$(SYSCONFDIR)/lns/$$s.conf.sample && \
+	    { [ -e $(DESTDIR)$(SYSCONFDIR)/lns/$$s.conf ] || \
+	      install -m 644 scripts/$$s.conf.sample $(DESTDIR)$(SYSCONFDIR)/lns/$$s.conf; } && \
+	    sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+	        scripts/$$s.service.in > $(DESTDIR)$(PREFIX)/lib/systemd/system/$$s.service || exit 1; \
+	done
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(SERVER_BINS) $(TOOL_BINS))) \
 	    $(foreach l,$(INSTALL_LIBS),$(addprefix $(DESTDIR)$(LIBDIR)/,$(l).a $(l).so $(l).so.0 pkgconfig/$(l).pc)) \
 	    $(addprefix $(DESTDIR)$(INCDIR)/,$(notdir $(PUBLIC_HEADERS))) \
 	    $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN1))) $(DESTDIR)$(MANDIR)/man8/ibp_depot.8 \
-	    $(DESTDIR)$(MANDIR)/man8/lbone_server.8 $(DESTDIR)$(PREFIX)/lib/systemd/system/ibp_depot.service \
-	    $(DESTDIR)$(SYSCONFDIR)/lns/lbone_server.conf.sample $(DESTDIR)$(SYSCONFDIR)/lns/ibp_depot.conf.sample \
+	    $(DESTDIR)$(MANDIR)/man8/lbone_server.8 \
+	    $(foreach s,$(SERVICES),$(DESTDIR)$(PREFIX)/lib/systemd/system/$(s).service \
+	        $(DESTDIR)$(SYSCONFDIR)/lns/$(s).conf.sample) \
 	    $(DESTDIR)$(BINDIR)/lns_gui $(addprefix $(DESTDIR)$(PREFIX)/share/lns/,world.txt lns_gui_panels.tcl lns_json.tcl)
 	rmdir $(DESTDIR)$(PREFIX)/share/lns $(DESTDIR)$(INCDIR) 2>/dev/null || true
 

@@ -51,6 +51,9 @@ enum depot_exit {
 #define DEPOT_DEFAULT_SIZE (1ULL << 30)
 #define DEPOT_DEFAULT_MAX_DURATION (30LL * 86400)
 #define DEPOT_DEFAULT_RESERVE (8ULL << 20)
+/* The longest max-duration of a resource, from the config file or STATUS CHANGE (100,000
+ * years): expiry arithmetic (now + duration) stays far from overflow. */
+#define DEPOT_MAX_DURATION_LIMIT (100000LL * 365 * 86400)
 
 enum depot_durability { DEPOT_DUR_OS = 0, DEPOT_DUR_FSYNC = 1 };
 
@@ -310,13 +313,16 @@ typedef struct depot_res_status {
     int64_t max_duration;
 } depot_res_status_t;
 int depot_store_status(depot_store_t *st, int rid, depot_res_status_t *out);
-/* 0 = unchanged.  IBP_OK, -20 below what is allocated, -50 no such resource. */
+/* 0 = unchanged.  The config file's bounds apply: sizes up to INT64_MAX, max_duration up to
+ * DEPOT_MAX_DURATION_LIMIT.  IBP_OK, -20 below what is allocated, -30 a size out of bounds,
+ * -33 a duration out of bounds, -50 no such resource. */
 int depot_store_set_limits(depot_store_t *st, int rid, uint64_t hard, uint64_t soft,
                            int64_t max_duration);
 /* Free every expired allocation now (the reaper does this twice a second). */
 void depot_store_reap(depot_store_t *st);
 
-/* Expiry time of a duration: -1 = max, else 1..max.  IBP_OK, -28 or -33. */
+/* Expiry time of a duration: -1 = max, else 1..max.  IBP_OK, -28 (also when now + duration
+ * would overflow) or -33. */
 int depot_expiry(int64_t now, int64_t duration, int64_t max_duration, int64_t *expires);
 /* The server timeout of a request in ms: seconds clamped to [1, max_timeout]. */
 int depot_timeout_ms(int t, int max_timeout);

@@ -26,8 +26,7 @@
 int depot_parse_duration(const char *s, int64_t *out)
 {
     int64_t v;
-    /* Keep expiry arithmetic (now + duration) far from overflow: at most 100,000 years. */
-    if (lns_parse_seconds(s, &v) < 0 || v == 0 || v > 100000LL * 365 * 86400)
+    if (lns_parse_seconds(s, &v) < 0 || v == 0 || v > DEPOT_MAX_DURATION_LIMIT)
         return -1;
     *out = v;
     return 0;

@@ -42,6 +42,8 @@ int depot_expiry(int64_t now, int64_t duration, int64_t max_duration, int64_t *e
         return IBP_E_INV_PAR_ATDR;
     else if (duration > max_duration)
         return IBP_E_LONG_DURATION;
+    if (now > 0 && duration > INT64_MAX - now) /* max_duration is bounded; never wrap anyway */
+        return IBP_E_LONG_DURATION;
     *expires = now + duration;
     return IBP_OK;
 }
@@ -625,8 +627,10 @@ int depot_store_set_limits(depot_store_t *st, int rid, uint64_t hard, uint64_t s
     int rc = IBP_OK;
     if (rid < 0 || rid >= st->nres)
         return IBP_E_INVALID_RID;
-    if (hard > (uint64_t)INT64_MAX || soft > (uint64_t)INT64_MAX || max_duration < 0)
+    if (hard > (uint64_t)INT64_MAX || soft > (uint64_t)INT64_MAX)
         return IBP_E_INVALID_PARAMETER;
+    if (max_duration < 0 || max_duration > DEPOT_MAX_DURATION_LIMIT)
+        return IBP_E_INV_PAR_ATDR;
     pthread_mutex_lock(&st->mu);
     depot_resource_t *res = &st->res[rid];
     uint64_t nh = hard ? hard : res->cfg.hard, ns = soft ? soft : res->cfg.soft;

@@ -160,7 +160,9 @@ typedef struct ibp_client_opts {
     int io_timeout_ms;        /* longest wait for any single read/write progress; default 60000 */
     int server_timeout_s;     /* srv_timeout sent in requests; default 60 */
     int max_idle_per_depot;   /* pooled idle connections kept per depot; default 8, 0 = no pooling */
-    int max_idle_s;           /* pooled connections idle longer than this are not reused; default 30 */
+    int max_idle_s;           /* pooled connections idle longer than this are not reused, and a
+                                 depot unused as long is dropped from the pool; default 30.  The
+                                 pool keeps at most 256 depots, dropping the least recently used */
 } ibp_client_opts_t;
 
 typedef struct ibp_client ibp_client_t;

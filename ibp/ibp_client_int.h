@@ -29,7 +29,8 @@ typedef struct ibp_conn {
     lns_rbuf_t rb;
     int reused;            /* taken from the pool rather than freshly connected */
     int64_t idle_since_ms; /* when it was put back (monotonic) */
-    ibp_slot_t *slot;      /* the pool entry of its depot */
+    char *host;            /* its depot, the key of its pool entry */
+    int port;
 } ibp_conn_t;
 
 typedef struct ibp_pool ibp_pool_t;
@@ -40,6 +41,11 @@ struct ibp_client {
 };
 
 /* ---- ibp_pool.c ---- */
+/* Depots with a pool entry at most: past it, the least recently used entry and its idle
+ * connections go. */
+#define IBP_POOL_MAX_DEPOTS 256
+/* max_idle idle connections per depot (0: no pooling); an entry unused for max_idle_s is
+ * dropped with its connections at the pool's next use. */
 ibp_pool_t *ibp_pool_new(int max_idle, int max_idle_s);
 void ibp_pool_free(ibp_pool_t *p);
 /* A connection to host:port: an idle pooled one that still looks alive (when reuse != 0),
@@ -53,6 +59,8 @@ int ibp_pool_get(ibp_pool_t *p, const char *host, int port, int reuse, int conne
  * buffered or the pool is off. */
 void ibp_pool_put(ibp_pool_t *p, ibp_conn_t *conn);
 void ibp_conn_close(ibp_conn_t *conn);
+/* How many depots the pool has an entry for (for tests). */
+int ibp_pool_entries(ibp_pool_t *p);
 
 /* ---- ibp_call.c ---- */
 typedef struct ibp_reply {

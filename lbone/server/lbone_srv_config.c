@@ -33,7 +33,9 @@ void lbone_config_init(lbone_srv_config_t *cfg)
     cfg->probe_timeout_s = 5;
     cfg->threads = 4;
     cfg->max_connections = 1024;
+    cfg->max_per_address = -1;
     cfg->idle_timeout_s = 30;
+    cfg->request_timeout_s = 10;
     cfg->max_body = 64 * 1024;
     cfg->report_rate = 60;
     cfg->max_pairs = 200000;
@@ -80,7 +82,11 @@ static const char usage_text[] =
     "      --probe-timeout DUR    a probe's connect and reply timeout (default 5s)\n"
     "      --threads N            HTTP worker threads (default 4)\n"
     "      --max-connections N    simultaneous HTTP connections (default 1024)\n"
-    "      --idle-timeout DUR     close idle HTTP connections after (default 30s)\n"
+    "      --max-per-address N    of them from one client address (default a quarter of\n"
+    "                             max-connections; 0 = no limit)\n"
+    "      --idle-timeout DUR     close HTTP connections inactive for (default 30s)\n"
+    "      --request-timeout DUR  close connections that have not sent a whole request\n"
+    "                             within (default 10s; idle keep-alive ones too)\n"
     "      --max-body SIZE        largest request body (default 64K)\n"
     "      --report-rate N        bandwidth reports per client address per minute (default 60)\n"
     "      --max-pairs N          (client network, depot) histories kept (default 200000)\n"
@@ -110,7 +116,9 @@ static const lns_conf_setting_t settings[] = {
     {"probe-timeout", 0, LNS_CONF_SECS, F(probe_timeout_s), 1, 600},
     {"threads", 0, LNS_CONF_INT, F(threads), 1, 256},
     {"max-connections", 0, LNS_CONF_INT, F(max_connections), 1, 100000},
+    {"max-per-address", 0, LNS_CONF_INT, F(max_per_address), 0, 100000},
     {"idle-timeout", 0, LNS_CONF_SECS, F(idle_timeout_s), 1, 86400},
+    {"request-timeout", 0, LNS_CONF_SECS, F(request_timeout_s), 1, 3600},
     {"max-body", 0, LNS_CONF_FUNC, .fn = set_max_body},
     {"report-rate", 0, LNS_CONF_INT, F(report_rate), 1, 1000000},
     {"max-pairs", 0, LNS_CONF_INT, F(max_pairs), 1, 100000000},
@@ -131,6 +139,8 @@ int lbone_config_args(lbone_srv_config_t *cfg, int argc, char **argv, char *err,
     rc = lns_conf_daemon_args(&daemon_def, argc, argv, NULL, cfg, err, errlen);
     if (rc != LNS_CONF_OK)
         return rc == LNS_CONF_EXIT ? LBONE_CFG_EXIT : LBONE_CFG_ERR;
+    if (cfg->max_per_address < 0)
+        cfg->max_per_address = cfg->max_connections >= 4 ? cfg->max_connections / 4 : 1;
     if (!cfg->token_file[0])
         return lns_err_set(err, errlen,
                            "token-file: not set (registration needs a registry token)");
@@ -146,10 +156,12 @@ void lbone_config_summary(const lbone_srv_config_t *cfg, char *buf, size_t size)
     snprintf(buf, size,
              "listen %s:%d, db %s, heartbeat %ds, down after %ds, dropped after %ds, "
              "probes %s (every %ds, %d threads, timeout %ds), %d HTTP threads, "
-             "max %d connections, max body %llu, %d reports/min per address",
+             "max %d connections (%d per address), request timeout %ds, idle timeout %ds, "
+             "max body %llu, %d reports/min per address",
              cfg->listen[0] ? cfg->listen : "*", cfg->port, cfg->db, cfg->heartbeat_s,
              lbone_srv_down_after_s(cfg), cfg->drop_after_s,
              cfg->probe_interval_s ? "on" : "OFF", cfg->probe_interval_s, cfg->probe_threads,
-             cfg->probe_timeout_s, cfg->threads, cfg->max_connections,
-             (unsigned long long)cfg->max_body, cfg->report_rate);
+             cfg->probe_timeout_s, cfg->threads, cfg->max_connections, cfg->max_per_address,
+             cfg->request_timeout_s, cfg->idle_timeout_s, (unsigned long long)cfg->max_body,
+             cfg->report_rate);
 }

@@ -4,7 +4,10 @@
  * at most max-connections connections, so the number of threads and sockets is bounded
  * whatever the load.  A request's body is gathered (up to max-body; a declared
  * Content-Length above it is refused before a byte is read, a chunked one that passes the
- * limit is drained and refused at its end) and handed to one handler once complete.  Routes:
+ * limit is drained and refused at its end) and handed to one handler once complete.  Against
+ * slow clients: at most max-per-address connections from one address (libmicrohttpd closes
+ * the others at once), and a whole request within request-timeout (lbone_srv_deadline.c;
+ * libmicrohttpd's own timeout, idle-timeout, counts only inactivity).  Routes:
  *
  *   GET  /                          status page        GET  /healthz                 "ok"
  *   GET  /v1/depots                 query              POST /v1/depots               register
@@ -262,6 +265,14 @@ static enum MHD_Result route(lbone_srv_t *s, struct MHD_Connection *conn, const 
     return send_error(conn, 404, NULL, 0, "no such resource (see lbone-api.md)");
 }
 
+/* The connection's request clock (NULL if it could not have one). */
+static lbone_dl_conn_t *clock_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
@@ -279,6 +290,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *con_cls = rq;
         if (cl && strtoull(cl, NULL, 10) > s->cfg->max_body) {
             rq->too_big = 2;
+            lbone_deadline_received(s->deadline, clock_of(conn)); /* answered and closed */
             return send_error(conn, 413, NULL, 1, "body larger than %llu bytes",
                               (unsigned long long)s->cfg->max_body);
         }
@@ -315,6 +327,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     if (rq->too_big == 2)
         return MHD_YES; /* answered before the body was read */
+    lbone_deadline_received(s->deadline, clock_of(conn));
     if (rq->too_big)
         return send_error(conn, 413, NULL, 1, "body larger than %llu bytes",
                           (unsigned long long)s->cfg->max_body);
@@ -324,14 +337,34 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
+    lbone_srv_t *s = cls;
     req_t *rq = *con_cls;
-    (void)cls;
-    (void)conn;
     (void)toe;
     if (rq) {
         free(rq->body);
         free(rq);
         *con_cls = NULL;
+    }
+    lbone_deadline_next(s->deadline, clock_of(conn));
+}
+
+/* Opened: its request clock starts (without memory for one, it is shut down at once).
+ * Closed: libmicrohttpd tells us before it closes the socket. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    lbone_srv_t *s = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!ci)
+            return;
+        *socket_context = lbone_deadline_open(s->deadline, ci->connect_fd);
+        if (!*socket_context)
+            shutdown(ci->connect_fd, SHUT_RDWR);
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        lbone_deadline_close(s->deadline, *socket_context);
+        *socket_context = NULL;
     }
 }
 
@@ -347,18 +380,26 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 int lbone_http_start(lbone_srv_t *s, char *err, size_t errlen)
 {
     int port = 0;
-    int fd = lns_listen(s->cfg->listen, s->cfg->port, 1024, &port, err, errlen);
-    if (fd < 0)
+    if (!(s->deadline = lbone_deadline_start(s->cfg->request_timeout_s, err, errlen)))
         return -1;
+    int fd = lns_listen(s->cfg->listen, s->cfg->port, 1024, &port, err, errlen);
+    if (fd < 0) {
+        lbone_deadline_stop(s->deadline);
+        s->deadline = NULL;
+        return -1;
+    }
     s->mhd = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL,
         on_request, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)s->cfg->threads, MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->cfg->max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->cfg->max_per_address,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg->idle_timeout_s,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
-        NULL, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
     if (!s->mhd) {
         close(fd);
+        lbone_deadline_stop(s->deadline);
+        s->deadline = NULL;
         lns_err_set(err, errlen, "cannot start the HTTP server (libmicrohttpd) on port %d", port);
         return -1;
     }
@@ -372,4 +413,6 @@ void lbone_http_stop(lbone_srv_t *s)
         MHD_stop_daemon(s->mhd);
         s->mhd = NULL;
     }
+    lbone_deadline_stop(s->deadline); /* after the daemon: no connection is left on it */
+    s->deadline = NULL;
 }

@@ -529,6 +529,54 @@ static void test_expiry(void)
     close(fd);
 }
 
+/* Durations at and past the largest the config file accepts (max-duration: 100,000 years),
+ * on a depot of the test's own: STATUS CHANGE refuses a longer max duration and keeps the old
+ * one, and no duration (ALLOCATE, CHNG, -1 for "the maximum") can overflow now + duration
+ * into a capability that has already expired (the depot aborted under UBSan). */
+#define LIMIT_S "3153600000000"
+static void test_duration_bounds(void)
+{
+    test_depot_t d;
+    char reply[1024];
+    caps_t c;
+    int rr, wr, rel, type;
+    unsigned long long cur, max;
+    long long left;
+    CU_ASSERT_EQUAL_FATAL(td_start(&d, "--admin-password " PW), 0);
+    int fd = td_connect(&d);
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_EQUAL(req(fd, "1 4 0 2 " PW " 30\n0 0 9223372036854775807\n", NULL, 0), -33);
+    CU_ASSERT_EQUAL(req(fd, "1 4 0 2 " PW " 30\n0 0 3153600000001\n", NULL, 0), -33);
+    CU_ASSERT_EQUAL(req(fd, "0 4 2 " PW " 30\n0 0 9223372036854775807\n", NULL, 0), -33);
+    CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", reply, sizeof reply), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(reply, " DR:3600 "));
+    /* huge durations asked of the 3600 s maximum */
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 1 0 2 1 9223372036854775807 1024 30\n"), -28);
+
+    /* the longest max duration allowed, and allocations that ask for all of it */
+    CU_ASSERT_EQUAL(req(fd, "1 4 0 2 " PW " 30\n0 0 " LIMIT_S "\n", reply, sizeof reply), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(reply, " DR:" LIMIT_S " "));
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 1 0 2 1 9223372036854775807 1024 30\n"), -28);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 1 0 2 1 3153600000001 1024 30\n"), -28);
+    CU_ASSERT_EQUAL_FATAL(allocate(fd, 1, 2, -1, 1024, &c), 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2],
+                             c.tk[2]), 1);
+    CU_ASSERT_EQUAL(sscanf(reply, "1 %d %d %llu %llu %lld %d %d", &rr, &wr, &cur, &max, &left,
+                           &rel, &type), 7);
+    CU_ASSERT(left > 3153600000000LL - 60 && left <= 3153600000000LL);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 43 3 0 9223372036854775807 0 30\n",
+                             c.key[2], c.tk[2]), -28);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 43 3 0 -1 0 30\n", c.key[2], c.tk[2]), 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2],
+                             c.tk[2]), 1);
+    CU_ASSERT_EQUAL(sscanf(reply, "1 %d %d %llu %llu %lld %d %d", &rr, &wr, &cur, &max, &left,
+                           &rel, &type), 7);
+    CU_ASSERT(left > 3153600000000LL - 60 && left <= 3153600000000LL);
+    CU_ASSERT_EQUAL(store(fd, 1, &c, "kept", 4), 1);
+    close(fd);
+    lns_test_server_finish(&d.srv);
+}
+
 static void test_send(void)
 {
     test_depot_t t;
@@ -688,6 +736,7 @@ static const lns_test_case tests[] = {
     {"ALLOCATE errors", test_allocate_errors},
     {"malformed lines", test_malformed},
     {"expiry", test_expiry},
+    {"durations at the config's bound, no overflow", test_duration_bounds},
     {"SEND (third-party copy)", test_send},
     {"event log", test_event_log},
     {"event sampling", test_event_sampling},

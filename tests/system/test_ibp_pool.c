@@ -5,7 +5,9 @@
  * SIGSTOP.  A scripted fake depot (a thread in this program) for what a real depot does only
  * by bad luck or not at all: closing a pooled connection just as a request arrives, a
  * parting "-66", replies with odd white space, truncated data.  The fake counts connections
- * and request lines, so the tests can tell a retry from a reuse.
+ * and request lines, so the tests can tell a retry from a reuse.  The pool's entries (one per
+ * depot: bounded, least recently used dropped, idle ones expired) are counted through the
+ * internal ibp_pool_entries against plain loopback listeners and ports that refuse.
  *
  * Connections are counted from /proc/net/tcp: every socket, in any state (TIME_WAIT
  * included), with the depot's port at one end names one connection by its other port. */
@@ -23,6 +25,7 @@
 #include <unistd.h>
 
 #include "ibp.h"
+#include "ibp_client_int.h"
 #include "lns_test.h"
 #include "test_depot.h"
 
@@ -614,6 +617,133 @@ static void test_depot_stopped(void)
     lns_test_server_stop(&d.srv);
 }
 
+/* ---- the pool's entries: one per depot, bounded, dropped when idle ---- */
+
+/* n ports of 127.0.0.1 that refuse connections: bound (all at once, so distinct), then
+ * closed.  0 or -1. */
+static int refusing_ports(int *ports, int n)
+{
+    int fds[512], rc = 0, made = 0;
+    if (n > 512)
+        return -1;
+    for (; made < n; made++) {
+        struct sockaddr_in sa = {.sin_family = AF_INET};
+        socklen_t sl = sizeof sa;
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        fds[made] = socket(AF_INET, SOCK_STREAM, 0);
+        if (fds[made] < 0 || bind(fds[made], (struct sockaddr *)&sa, sizeof sa) < 0 ||
+            getsockname(fds[made], (struct sockaddr *)&sa, &sl) < 0) {
+            if (fds[made] >= 0)
+                close(fds[made]);
+            rc = -1;
+            break;
+        }
+        ports[made] = ntohs(sa.sin_port);
+    }
+    for (int i = 0; i < made; i++)
+        close(fds[i]);
+    return rc;
+}
+
+/* A SEND to a bogus target, many times over (the depot's SEND goes through this pool): a
+ * target that never answered leaves nothing behind. */
+static void test_entries_refused(void)
+{
+    enum { N = 500 };
+    int ports[N], refused = 0;
+    ibp_depot_status_t s;
+    CU_ASSERT_EQUAL_FATAL(refusing_ports(ports, N), 0);
+    ibp_client_t *c = client_with(8, 30, 2000);
+    for (int i = 0; i < N; i++)
+        refused += ibp_status(c, "127.0.0.1", ports[i], NULL, NULL, &s) == IBP_E_CONNECTION;
+    CU_ASSERT_EQUAL(refused, N);
+    int n = ibp_pool_entries(c->pool);
+    if (n != 0)
+        fprintf(stderr, "test_entries_refused: %d pool entries after %d refused calls\n", n, N);
+    CU_ASSERT_EQUAL(n, 0);
+    ibp_client_free(c);
+}
+
+/* Pool a connection to port; returns whether it was a reused one (-1: no connection). */
+static int pool_touch(ibp_pool_t *p, int port)
+{
+    ibp_conn_t *conn;
+    if (ibp_pool_get(p, "127.0.0.1", port, 1, 2000, NULL, &conn) != IBP_OK)
+        return -1;
+    int reused = conn->reused;
+    ibp_pool_put(p, conn);
+    return reused;
+}
+
+/* More depots than the bound: the pool keeps IBP_POOL_MAX_DEPOTS of them, dropping the one
+ * used least recently. */
+static void test_entries_bound_lru(void)
+{
+    enum { N = IBP_POOL_MAX_DEPOTS + 45 };
+    int lfd[N], port[N], most = 0, fails = 0;
+    for (int i = 0; i < N; i++)
+        CU_ASSERT_FATAL((lfd[i] = raw_listen_loopback(&port[i])) >= 0);
+    ibp_pool_t *p = ibp_pool_new(8, 30);
+    CU_ASSERT_FATAL(p != NULL);
+    for (int i = 0; i < N - 1; i++) {
+        fails += pool_touch(p, port[i]) != 0;
+        int n = ibp_pool_entries(p);
+        most = n > most ? n : most;
+    }
+    CU_ASSERT_EQUAL(fails, 0);
+    if (most != IBP_POOL_MAX_DEPOTS)
+        fprintf(stderr, "test_entries_bound_lru: %d entries for %d depots, bound %d\n", most,
+                N - 1, IBP_POOL_MAX_DEPOTS);
+    CU_ASSERT_EQUAL(most, IBP_POOL_MAX_DEPOTS);
+    /* depots 0..43 are gone; 44 is the oldest left: use it, then one more depot comes */
+    CU_ASSERT_EQUAL(pool_touch(p, port[N - 2]), 1);
+    CU_ASSERT_EQUAL(pool_touch(p, port[44]), 1);
+    CU_ASSERT_EQUAL(pool_touch(p, port[N - 1]), 0);
+    CU_ASSERT_EQUAL(ibp_pool_entries(p), IBP_POOL_MAX_DEPOTS);
+    ibp_conn_t *conn;
+    CU_ASSERT_EQUAL_FATAL(ibp_pool_get(p, "127.0.0.1", port[45], 1, 2000, NULL, &conn), IBP_OK);
+    CU_ASSERT_EQUAL(conn->reused, 0); /* evicted in 44's place */
+    ibp_conn_close(conn);
+    CU_ASSERT_EQUAL_FATAL(ibp_pool_get(p, "127.0.0.1", port[0], 1, 2000, NULL, &conn), IBP_OK);
+    CU_ASSERT_EQUAL(conn->reused, 0);
+    ibp_conn_close(conn);
+    CU_ASSERT_EQUAL(pool_touch(p, port[44]), 1);
+    ibp_pool_free(p);
+    for (int i = 0; i < N; i++)
+        close(lfd[i]);
+}
+
+/* An entry unused for max_idle_s goes, and its connections are closed, at the next use of
+ * the pool (for any depot). */
+static void test_entries_idle(void)
+{
+    int port, refused;
+    int lfd = raw_listen_loopback(&port);
+    CU_ASSERT_FATAL(lfd >= 0);
+    CU_ASSERT_EQUAL_FATAL(refusing_ports(&refused, 1), 0);
+    ibp_pool_t *p = ibp_pool_new(8, 1);
+    CU_ASSERT_EQUAL(pool_touch(p, port), 0);
+    int sfd = accept(lfd, NULL, NULL);
+    CU_ASSERT_FATAL(sfd >= 0);
+    CU_ASSERT_EQUAL(ibp_pool_entries(p), 1);
+    CU_ASSERT_EQUAL(raw_closed_by_peer(sfd, 100), 0);
+    usleep(1100 * 1000);
+    ibp_conn_t *conn;
+    CU_ASSERT_EQUAL(ibp_pool_get(p, "127.0.0.1", refused, 1, 2000, NULL, &conn),
+                    IBP_E_CONNECTION);
+    CU_ASSERT_EQUAL(ibp_pool_entries(p), 0);
+    CU_ASSERT_EQUAL(raw_closed_by_peer(sfd, 1000), 1);
+    ibp_pool_free(p);
+    close(sfd);
+    close(lfd);
+}
+
+static const lns_test_case pool_entry_tests[] = {
+    {"refused depots take no entry", test_entries_refused},
+    {"entries bounded, least recently used dropped", test_entries_bound_lru},
+    {"idle entries expire", test_entries_idle},
+};
+
 static const lns_test_case real_depot_tests[] = {
     {"one connection for many requests", test_reuse},
     {"max idle age", test_max_idle_age},
@@ -637,4 +767,5 @@ void lns_test_register(void)
 {
     LNS_TEST_SUITE("pool with real depots", NULL, NULL, real_depot_tests);
     LNS_TEST_SUITE("retry rule and replies (fake depot)", NULL, NULL, fake_depot_tests);
+    LNS_TEST_SUITE("pool entries", NULL, NULL, pool_entry_tests);
 }

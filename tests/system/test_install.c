@@ -2,21 +2,29 @@
  * four libraries a program (tests/data/install/use_<lib>.c) built against the installed
  * headers and shared library, found through the installed pkg-config file, runs.  The programs
  * are plain cc builds against the release libraries that make install installs, whichever
- * build this test comes from.  Runs from the top of the source tree, as tests/run.sh does. */
+ * build this test comes from.  The two systemd units pass systemd-analyze verify (when it is
+ * there; SKIP is printed otherwise) and their ExecStart= lines, with the installed default
+ * configs, start servers that answer.  Runs from the top of the source tree, as tests/run.sh
+ * does. */
 #include <CUnit/CUnit.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lns_test.h"
+#include "test_depot.h"
+#include "test_lbone.h"
 
 static char dest[4096];
 
 static int run(const char *fmt, const char *a, const char *b)
 {
-    char cmd[16384];
+    char cmd[32768];
     snprintf(cmd, sizeof cmd, fmt, a, b);
     int rc = system(cmd);
     if (rc != 0)
@@ -50,6 +58,166 @@ static int use_library(const char *lib)
     return rc == 0;
 }
 
+#define UNITS "/opt/lns/lib/systemd/system/"
+
+/* The first line of the installed unit starting with key (e.g. "ExecStart="), without it,
+ * into out; -1 if none. */
+static int unit_line(const char *unit, const char *key, char *out, size_t size)
+{
+    char path[8192], line[4096];
+    snprintf(path, sizeof path, "%s" UNITS "%s", dest, unit);
+    FILE *f = fopen(path, "r");
+    int rc = -1;
+    while (f && rc < 0 && fgets(line, sizeof line, f))
+        if (strncmp(line, key, strlen(key)) == 0) {
+            line[strcspn(line, "\n")] = 0;
+            snprintf(out, size, "%s", line + strlen(key));
+            rc = 0;
+        }
+    if (f)
+        fclose(f);
+    return rc;
+}
+
+/* Start the unit's ExecStart= command as systemd would, its /opt/lns paths inside DESTDIR,
+ * with more arguments (space-separated; the test's port file, data and port) after it; its
+ * output into log.  Waits for portfile: the port, the process in *pid (tracked), or -1. */
+static int start_unit(const char *unit, const char *more, const char *portfile, const char *log,
+                      int *pid)
+{
+    char exec[4096], words[8192], *argv[64];
+    int argc = 0, n = 0;
+    if (unit_line(unit, "ExecStart=", exec, sizeof exec) < 0)
+        return -1;
+    for (char *w = strtok(exec, " "); w && n < (int)sizeof words; w = strtok(NULL, " "))
+        n += snprintf(words + n, sizeof words - (size_t)n, "%s%s ",
+                      strncmp(w, "/opt/lns/", 9) == 0 ? dest : "", w);
+    snprintf(words + n, sizeof words - (size_t)n, "%s", more);
+    for (char *w = strtok(words, " "); w && argc < 63; w = strtok(NULL, " "))
+        argv[argc++] = w;
+    argv[argc] = NULL;
+    unlink(portfile);
+    *pid = fork();
+    if (*pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    if (*pid < 0)
+        return -1;
+    lns_test_track_pid(*pid);
+    for (int i = 0; i < 1500; i++) {
+        char buf[32];
+        lns_test_slurp(portfile, buf, sizeof buf);
+        if (strchr(buf, '\n'))
+            return atoi(buf);
+        if (waitpid(*pid, NULL, WNOHANG) == *pid) {
+            lns_test_untrack_pid(*pid);
+            *pid = 0;
+            break;
+        }
+        lns_test_sleep_ms(10);
+    }
+    char cat[PATH_MAX + 16];
+    fprintf(stderr, "\n  %s did not start; its output:\n", unit);
+    snprintf(cat, sizeof cat, "cat '%s'", log);
+    lns_test_run_echo(cat);
+    if (*pid)
+        lns_test_signal_child(pid, SIGKILL);
+    return -1;
+}
+
+/* The installed units: systemd-analyze verify (with their paths pointed into DESTDIR, and
+ * MANPATH there for Documentation=man:), and their commands, as written, start servers that
+ * answer with the installed default configs (only the data, port and token go to the test's
+ * directory). */
+static void test_units(void)
+{
+    CU_ASSERT_FATAL(dest[0] != 0);
+    char tmp[PATH_MAX], log[PATH_MAX + 32], portfile[PATH_MAX + 32], more[3 * PATH_MAX + 128];
+    char line[4096];
+    int pid;
+    snprintf(tmp, sizeof tmp, "%s/units", lns_test_tmpdir());
+    mkdir(tmp, 0755);
+    if (system("command -v systemd-analyze >/dev/null 2>&1") == 0) {
+        CU_ASSERT_EQUAL(run("set -e; cd '%1$s'; for u in ibp_depot lbone_server; do"
+                            " sed 's|/opt/lns/|%2$s/opt/lns/|g' '%2$s/opt/lns/lib/systemd/system/'$u.service"
+                            " > $u.service;"
+                            " MANPATH='%2$s/opt/lns/share/man' systemd-analyze verify ./$u.service; done",
+                            tmp, dest),
+                        0);
+    } else {
+        printf("\nSKIP test_install: systemd-analyze verify of the units (no systemd-analyze)\n");
+    }
+
+    /* ibp_depot: its config, the installed default, is good as it is */
+    CU_ASSERT_EQUAL(run("'%1$s/opt/lns/bin/ibp_depot' --config '%1$s/opt/lns/etc/lns/ibp_depot.conf'"
+                        " --check-config >/dev/null%2$s",
+                        dest, ""),
+                    0);
+    snprintf(log, sizeof log, "%s/depot.log", tmp);
+    snprintf(portfile, sizeof portfile, "%s/depot.port", tmp);
+    snprintf(more, sizeof more, "--listen 127.0.0.1 --port 0 --port-file %s --resource "
+             "%s/data,hard=1M,soft=1M", portfile, tmp);
+    int port = start_unit("ibp_depot.service", more, portfile, log, &pid);
+    CU_ASSERT(port > 0);
+    if (port > 0) {
+        test_depot_t d = {.port = port};
+        int fd = td_connect(&d);
+        char reply[512] = "";
+        CU_ASSERT(fd >= 0 && raw_reqf(fd, reply, sizeof reply, "1 4 0 1 x 30\n") == 1);
+        CU_ASSERT(strstr(reply, "ST:1048576 ") != NULL);
+        if (fd >= 0)
+            close(fd);
+        CU_ASSERT_EQUAL(lns_test_signal_child(&pid, SIGTERM), 0);
+    }
+
+    /* lbone_server: the unit's first ExecStartPre makes the registry token in its state
+     * directory (here the test's), with mode 600 */
+    CU_ASSERT_FATAL(unit_line("lbone_server.service", "ExecStartPre=", line, sizeof line) == 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "/var/lib/lbone/token"));
+    char cmd[8192], *p;
+    size_t n = 0;
+    for (p = line; *p && n < sizeof cmd - PATH_MAX; p++) {
+        if (strncmp(p, "/var/lib/lbone", 14) == 0) {
+            n += (size_t)snprintf(cmd + n, sizeof cmd - n, "%s", tmp);
+            p += 13;
+        } else {
+            cmd[n++] = *p;
+        }
+    }
+    cmd[n] = 0;
+    CU_ASSERT_EQUAL(system(cmd), 0);
+    char token[PATH_MAX + 16], tok[600];
+    struct stat st;
+    snprintf(token, sizeof token, "%s/token", tmp);
+    CU_ASSERT(stat(token, &st) == 0 && (st.st_mode & 0777) == 0600);
+    lns_test_slurp(token, tok, sizeof tok);
+    CU_ASSERT(strlen(tok) > 16);
+    CU_ASSERT_EQUAL(system(cmd), 0); /* a second start keeps it */
+    char again[600];
+    lns_test_slurp(token, again, sizeof again);
+    CU_ASSERT_STRING_EQUAL(tok, again);
+    CU_ASSERT_EQUAL(run("'%1$s/opt/lns/bin/lbone_server' --config '%1$s/opt/lns/etc/lns/lbone_server.conf'"
+                        " --token-file '%2$s/token' --check-config >/dev/null",
+                        dest, tmp),
+                    0);
+    snprintf(log, sizeof log, "%s/lbone.log", tmp);
+    snprintf(portfile, sizeof portfile, "%s/lbone.port", tmp);
+    snprintf(more, sizeof more, "--listen 127.0.0.1 --port 0 --port-file %s --token-file %s "
+             "--db %s/lbone.db", portfile, token, tmp);
+    port = start_unit("lbone_server.service", more, portfile, log, &pid);
+    CU_ASSERT(port > 0);
+    if (port > 0) {
+        char *resp = NULL;
+        CU_ASSERT_EQUAL(tlb_http(port, "GET", "/healthz", NULL, NULL, &resp), 200);
+        free(resp);
+        CU_ASSERT_EQUAL(lns_test_signal_child(&pid, SIGTERM), 0);
+    }
+}
+
 static void test_install(void)
 {
     snprintf(dest, sizeof dest, "%s/dest", lns_test_tmpdir());
@@ -74,14 +242,22 @@ static void test_install(void)
         "/opt/lns/include/lns/lors.h",      "/opt/lns/include/lns/lbone.h",
         "/opt/lns/share/man/man1/ibp_tool.1",
         "/opt/lns/share/man/man8/ibp_depot.8", "/opt/lns/etc/lns/ibp_depot.conf.sample",
-        "/opt/lns/lib/systemd/system/ibp_depot.service",
+        "/opt/lns/lib/systemd/system/ibp_depot.service", "/opt/lns/bin/lbone_server",
+        "/opt/lns/share/man/man8/lbone_server.8", "/opt/lns/etc/lns/lbone_server.conf.sample",
+        "/opt/lns/lib/systemd/system/lbone_server.service",
+        /* the configs the units run with: made from the samples unless there */
+        "/opt/lns/etc/lns/ibp_depot.conf", "/opt/lns/etc/lns/lbone_server.conf",
     };
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         if (!exists(files[i]))
             fprintf(stderr, "\n  missing %s\n", files[i]);
         CU_ASSERT(exists(files[i]));
     }
-    /* The unit must name the installed binary and config, not the build tree. */
+    /* The units must name the installed binaries and configs, not the build tree. */
+    CU_ASSERT_EQUAL(run("grep -q 'ExecStart=/opt/lns/bin/lbone_server --config /opt/lns/etc/lns/'"
+                        " '%s/opt/lns/lib/systemd/system/lbone_server.service'%s",
+                        dest, ""),
+                    0);
     CU_ASSERT_EQUAL(run("grep -q 'ExecStart=/opt/lns/bin/ibp_depot --config /opt/lns/etc/lns/'"
                         " '%s/opt/lns/lib/systemd/system/ibp_depot.service'%s",
                         dest, ""),
@@ -102,15 +278,42 @@ static void test_install(void)
         }
 
     /* Man pages render without warnings. */
-    CU_ASSERT_EQUAL(run("cd '%s/opt/lns/share/man' && for m in man1/ibp_tool.1 man8/ibp_depot.8;"
+    CU_ASSERT_EQUAL(run("cd '%s/opt/lns/share/man' && for m in man1/ibp_tool.1 man8/ibp_depot.8"
+                        " man8/lbone_server.8;"
                         " do out=$(LC_ALL=C.UTF-8 MANWIDTH=80 groff -man -Tutf8 -ww -z $m 2>&1);"
                         " [ -z \"$out\" ] || { echo \"$m: $out\"; exit 1; }; done%s",
                         dest, ""),
                     0);
 }
 
+/* The configs the units run with are the admin's once installed: a second make install
+ * keeps them (and refreshes the samples), make uninstall removes the rest but not them. */
+static void test_reinstall_uninstall(void)
+{
+    CU_ASSERT_FATAL(dest[0] != 0);
+    CU_ASSERT_EQUAL(run("set -e; cd '%s/opt/lns/etc/lns'; for c in ibp_depot lbone_server; do"
+                        " echo '# edited by the admin' >> $c.conf; rm $c.conf.sample; done%s",
+                        dest, ""),
+                    0);
+    CU_ASSERT_EQUAL_FATAL(run("make -s install DESTDIR='%s' PREFIX=/opt/lns SYSCONFDIR=/opt/lns/etc"
+                              " >'%s/install2.log' 2>&1", dest, lns_test_tmpdir()),
+                          0);
+    CU_ASSERT_EQUAL(run("set -e; cd '%s/opt/lns/etc/lns'; for c in ibp_depot lbone_server; do"
+                        " grep -q '^# edited by the admin' $c.conf; test -f $c.conf.sample; done%s",
+                        dest, ""),
+                    0);
+    CU_ASSERT_EQUAL_FATAL(run("make -s uninstall DESTDIR='%s' PREFIX=/opt/lns SYSCONFDIR=/opt/lns/etc"
+                              " >'%s/uninstall.log' 2>&1", dest, lns_test_tmpdir()),
+                          0);
+    CU_ASSERT(!exists(UNITS "ibp_depot.service") && !exists(UNITS "lbone_server.service"));
+    CU_ASSERT(!exists("/opt/lns/bin/lbone_server") && !exists("/opt/lns/etc/lns/ibp_depot.conf.sample"));
+    CU_ASSERT(exists("/opt/lns/etc/lns/ibp_depot.conf") && exists("/opt/lns/etc/lns/lbone_server.conf"));
+}
+
 static const lns_test_case tests[] = {
     {"install under DESTDIR and build against it", test_install},
+    {"systemd units: verify, and their commands start", test_units},
+    {"reinstall keeps the configs, uninstall leaves them", test_reinstall_uninstall},
 };
 
 LNS_TEST_MAIN("make install", tests)
