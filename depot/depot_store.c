@@ -604,6 +604,23 @@ int depot_store_change(depot_alloc_t *a, uint64_t max_size, int64_t duration, in
 
 /* ---- STATUS ------------------------------------------------------------------------------- */
 
+static double gib(uint64_t n)
+{
+    return (double)n / (1 << 30);
+}
+
+/* The bytes res's allocations hold (store->mu held; a walk of the index: STATUS CHANGE is
+ * rare). */
+static uint64_t stored_locked(depot_store_t *st, const depot_resource_t *res)
+{
+    uint64_t n = 0;
+    for (size_t b = 0; b < st->nbuckets; b++)
+        for (const depot_alloc_t *a = st->buckets[b]; a; a = a->hnext)
+            if (a->res == res)
+                n += a->r.cur_size;
+    return n;
+}
+
 int depot_store_status(depot_store_t *st, int rid, depot_res_status_t *out)
 {
     if (rid < 0 || rid >= st->nres)
@@ -631,12 +648,22 @@ int depot_store_set_limits(depot_store_t *st, int rid, uint64_t hard, uint64_t s
         return IBP_E_INVALID_PARAMETER;
     if (max_duration < 0 || max_duration > DEPOT_MAX_DURATION_LIMIT)
         return IBP_E_INV_PAR_ATDR;
-    pthread_mutex_lock(&st->mu);
     depot_resource_t *res = &st->res[rid];
+    struct statvfs vs;
+    uint64_t avail = statvfs(res->cfg.dir, &vs) == 0 ? (uint64_t)vs.f_bavail * vs.f_frsize
+                                                     : UINT64_MAX;
+    pthread_mutex_lock(&st->mu);
     uint64_t nh = hard ? hard : res->cfg.hard, ns = soft ? soft : res->cfg.soft;
-    if (nh < res->hard_used || nh + ns < res->hard_used + res->soft_used)
+    if (nh < res->hard_used || nh + ns < res->hard_used + res->soft_used) {
         rc = IBP_E_WOULD_DAMAGE_DATA;
-    else {
+    } else if (nh + ns > res->cfg.hard + res->cfg.soft && avail != UINT64_MAX &&
+               nh + ns > avail + stored_locked(st, res)) {
+        /* More than the filesystem can hold (as at start): refused, nothing changed. */
+        lns_log(LNS_LOG_WARN, "resource %d: STATUS CHANGE to hard %.2f GiB + soft %.2f GiB "
+                "refused: %s can hold %.2f GiB", res->id, gib(nh), gib(ns), res->cfg.dir,
+                gib(avail + stored_locked(st, res)));
+        rc = IBP_E_WOULD_EXCEED_LIMIT;
+    } else {
         res->cfg.hard = nh;
         res->cfg.soft = ns;
         if (max_duration)
@@ -679,11 +706,6 @@ int depot_store_owns_file(depot_resource_t *res, uint64_t id)
 {
     depot_alloc_t *a = index_find(res->store, id);
     return a && a->res == res && !a->r.slab;
-}
-
-static double gib(uint64_t n)
-{
-    return (double)n / (1 << 30);
 }
 
 void depot_store_fit_capacity(depot_store_t *st)

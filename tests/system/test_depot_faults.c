@@ -633,19 +633,29 @@ static void test_fault_sweep(void)
 /* ---- the real thing: a full filesystem and a capacity larger than the disk ---------------- */
 
 /* A resource declared far larger than its filesystem is capped to what it can hold, with a
- * warning in the log. */
+ * warning in the log; STATUS CHANGE cannot raise it past that either. */
 static void test_capacity_capped(void)
 {
     test_depot_t d;
     ibp_depot_status_t st;
     char args[PATH_MAX + 64], log[8192];
     ibp_client_t *cl = new_client();
-    snprintf(args, sizeof args, "--resource %s/big,hard=900T,soft=100T", lns_test_tmpdir());
+    snprintf(args, sizeof args, "--admin-password pw --resource %s/big,hard=900T,soft=100T",
+             lns_test_tmpdir());
     CU_ASSERT_FATAL(td_start(&d, args) == 0);
     CU_ASSERT_EQUAL(ibp_status(cl, "127.0.0.1", d.port, "0", NULL, &st), IBP_OK);
     CU_ASSERT(st.hard_total > 0 && st.hard_total < (1ULL << 60));
     lns_test_slurp(d.log, log, sizeof log);
     CU_ASSERT_PTR_NOT_NULL(strstr(log, "are declared; capped to hard"));
+    uint64_t capped = st.hard_total;
+    CU_ASSERT_EQUAL(ibp_status_change(cl, "127.0.0.1", d.port, "0", "pw", 900ULL << 40, 0, 0,
+                                      &st), IBP_E_WOULD_EXCEED_LIMIT);
+    CU_ASSERT_EQUAL(ibp_status(cl, "127.0.0.1", d.port, "0", NULL, &st), IBP_OK);
+    CU_ASSERT_EQUAL(st.hard_total, capped);
+    CU_ASSERT_EQUAL(ibp_status_change(cl, "127.0.0.1", d.port, "0", "pw", capped / 2, 0, 0,
+                                      &st), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_status(cl, "127.0.0.1", d.port, "0", NULL, &st), IBP_OK);
+    CU_ASSERT_EQUAL(st.hard_total, capped / 2);
     lns_test_server_finish(&d.srv);
     ibp_client_free(cl);
 }
