@@ -10,6 +10,8 @@
 #   make bench-wan        WAN scenarios on a namespace testbed vs aria2c (docs/wan-testbed.md)
 #   make bench-lbone      lbone_server with 10,000 depots: query latency, heartbeat rate (docs/PERFORMANCE.md)
 #   make soak             the long runs: every depot failpoint, then random faults (SOAK_SECONDS, default 600)
+#   make interop          lns against the real ACCRE 1.4 and LoCI 1.3.1 programs (docs/interop.md)
+#   make interop-build    build those programs (ACCRE_MIRROR=, LORS_MIRROR= their git dirs)
 #   make install          PREFIX=/usr/local DESTDIR= (programs; libibp, libexnode, liblors, liblbone
 #                         as .a and .so with their headers and pkg-config files)
 #
@@ -127,7 +129,8 @@ BENCH_BINS = $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 # Everything a program may link, top layer first (static archives resolve left to right).
 ALL_LIBS_A = $(LIBTOOL_A) $(LIBLORS_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
 
-.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-wan bench-lbone soak install uninstall clean
+.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-wan bench-lbone soak install uninstall clean \
+        interop interop-build
 
 # The installed libraries, each as .a and .so (soname lib<name>.so.0), and their public headers
 # (lors.h includes ibp.h and xnd.h).
@@ -237,6 +240,22 @@ soak: deps
 	$(MAKE) tests
 	LNS_FAULT_SOAK=1 LNS_FAULT_SECONDS=$(or $(SOAK_SECONDS),600) LNS_BIN=$(B)/bin \
 	    $(B)/tests/test_depot_faults
+
+# The interoperability matrix against the real programs, built under LNS_INTEROP_PREFIX
+# (default /work/interop) by make interop-build; not part of make test (their sources need
+# the network).  Table in build/interop/table.md (docs/interop.md).
+LNS_INTEROP_PREFIX ?= /work/interop
+interop: all
+	@LNS_INTEROP_PREFIX=$(LNS_INTEROP_PREFIX) tests/interop/interop.sh $(B)/bin
+
+# The anchors' build scripts (outside this tree: ANCHORS, default ../shared/anchors), given
+# git directories of accre/lstore and datalogistics/dlt-lors.
+ANCHORS ?= ../shared/anchors
+interop-build:
+	@[ -n "$(ACCRE_MIRROR)" ] || [ -n "$(LORS_MIRROR)" ] || \
+	    { echo "usage: make interop-build ACCRE_MIRROR=GIT_DIR LORS_MIRROR=GIT_DIR (docs/interop.md)" >&2; exit 2; }
+	$(if $(ACCRE_MIRROR),$(ANCHORS)/build-accre.sh $(ACCRE_MIRROR) $(LNS_INTEROP_PREFIX)/accre $(LNS_INTEROP_PREFIX)/accre-work)
+	$(if $(LORS_MIRROR),$(ANCHORS)/build-lors131.sh $(LORS_MIRROR) $(LNS_INTEROP_PREFIX)/lors131)
 
 demo: deps all
 	@scripts/demo.sh $(B)/bin
