@@ -313,8 +313,6 @@ int lns_rbuf_readline(lns_rbuf_t *rb, char **line, size_t *len, size_t max, int 
                       int idle_ms, int64_t deadline_ms)
 {
     size_t scanned = 0;
-    if (max > rb->cap)
-        max = rb->cap;
     for (;;) {
         char *nl = memchr(rb->buf + rb->start + scanned, '\n', rb->end - rb->start - scanned);
         if (nl) {
@@ -338,6 +336,16 @@ int lns_rbuf_readline(lns_rbuf_t *rb, char **line, size_t *len, size_t max, int 
             memmove(rb->buf, rb->buf + rb->start, scanned);
             rb->end = scanned;
             rb->start = 0;
+        }
+        if (rb->end == rb->cap) { /* a long line: grow, never past max */
+            size_t ncap = rb->cap * 2 < max ? rb->cap * 2 : max;
+            char *nb = realloc(rb->buf, ncap);
+            if (!nb) {
+                errno = ENOMEM;
+                return -1;
+            }
+            rb->buf = nb;
+            rb->cap = ncap;
         }
         int wait = (scanned == 0 && first_byte_ms >= 0) ? first_byte_ms : idle_ms;
         ssize_t r = lns_read_some(rb->fd, rb->buf + rb->end, rb->cap - rb->end, wait, deadline_ms);

@@ -61,7 +61,8 @@ size_t lns_rbuf_pending(const lns_rbuf_t *rb);
  * Returns 0 on EOF before any byte of a line, -1 on error: EMSGSIZE for an overlong line,
  * ECONNRESET for EOF inside a line, ETIMEDOUT.  The idle/deadline apply as in lns_read_some;
  * first_byte_ms (< 0 = same as idle_ms) bounds the wait for the first byte of the line, so a
- * keep-alive connection can idle longer than a started request may stall. */
+ * keep-alive connection can idle longer than a started request may stall.  A line longer
+ * than the buffer grows it (doubling, never past max); the buffer keeps that size. */
 int lns_rbuf_readline(lns_rbuf_t *rb, char **line, size_t *len, size_t max, int first_byte_ms,
                       int idle_ms, int64_t deadline_ms);
 /* Read exactly n bytes, buffered ones first. 0 ok, -1 error. */

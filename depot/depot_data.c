@@ -103,8 +103,6 @@ int depot_write_begin(depot_alloc_t *a, uint64_t offset, uint64_t len, uint64_t 
     row = a->r;
     if (depot_alloc_gone(a, lns_now_s())) {
         rc = IBP_E_CAP_NOT_FOUND;
-    } else if (a->r.write_refs <= 0) {
-        rc = IBP_E_CAP_ACCESS_DENIED;
     } else {
         *at = offset == UINT64_MAX ? row.cur_size : offset;
         if (*at > row.max_size || len > row.max_size - *at)

@@ -152,7 +152,7 @@ static void serve(depot_conn_t *c)
         char *line;
         size_t len;
         int hdr_ms = cfg->header_timeout * 1000;
-        int rc = lns_rbuf_readline(&c->rb, &line, &len, IBP_MAX_LINE, hdr_ms, hdr_ms,
+        int rc = lns_rbuf_readline(&c->rb, &line, &len, IBP_MAX_REQ_LINE, hdr_ms, hdr_ms,
                                    lns_deadline_ms(hdr_ms));
         if (rc == 0)
             break;

@@ -79,7 +79,8 @@ int ibp_split_fields(char *line, char **fields, int max)
     }
 }
 
-/* Split on runs of spaces.  Returns the field count, or -1 if there are too many. */
+/* Split on runs of spaces.  Returns the field count, or max + 1 if there are more than max
+ * (the first max are filled: a vector request's command can still be read). */
 static int split(const char *line, size_t len, field_t *f, int max)
 {
     int n = 0;
@@ -90,7 +91,7 @@ static int split(const char *line, size_t len, field_t *f, int max)
         if (i == len)
             break;
         if (n == max)
-            return -1;
+            return max + 1;
         f[n].p = line + i;
         while (i < len && line[i] != ' ')
             i++;
@@ -224,6 +225,11 @@ static int parse_data(const field_t *f, int nf, ibp_req_t *req, int has_offset)
     return IBP_OK;
 }
 
+static int is_cap(const field_t *f)
+{
+    return f->n > 6 && memcmp(f->p, "ibp://", 6) == 0;
+}
+
 static int parse_send(const field_t *f, int nf, ibp_req_t *req)
 {
     int64_t off, len, t1, t2, t3;
@@ -232,9 +238,17 @@ static int parse_send(const field_t *f, int nf, ibp_req_t *req)
 
     if (nf != 10)
         return IBP_E_BAD_FORMAT;
-    /* Version 0 puts the target capability before the type key, version 1 after it. */
-    tk = req->version == 0 ? &f[4] : &f[3];
-    target = req->version == 0 ? &f[3] : &f[4];
+    /* Version 0 and ACCRE 1.4 put the target capability before the type key ("1 5 <path>
+     * <key> <cap> <typekey> ...", the path empty: two spaces); lns before 0.2 sent version 1
+     * with the type key first.  A type key is a number, a capability starts "ibp://", so
+     * the two orders cannot be mistaken for each other. */
+    if (req->version == 1 && is_cap(&f[4]) && !is_cap(&f[3])) {
+        tk = &f[3];
+        target = &f[4];
+    } else {
+        tk = &f[4];
+        target = &f[3];
+    }
     if (parse_key(&f[2], req) != IBP_OK ||
         copy_text(tk, req->typekey, sizeof req->typekey) != IBP_OK ||
         copy_text(target, req->target_cap, sizeof req->target_cap) != IBP_OK)
@@ -303,6 +317,17 @@ static int parse_manage(const field_t *f, int nf, ibp_req_t *req)
         NUM(f[9], t);
         req->captype = (int)(captype < INT_MIN ? INT_MIN : captype > INT_MAX ? INT_MAX : captype);
         if (sub == IBP_CHNG) {
+            /* Version 1 (ACCRE 1.4): -1 leaves a field unchanged, as 0 does. */
+            if (req->version == 1) {
+                if (size == -1)
+                    size = 0;
+                if (rel == -1)
+                    rel = 0;
+                if (dur == -1)
+                    dur = 0;
+                else if (dur == IBP_DUR_MAX)
+                    dur = -1;
+            }
             if (size < 0)
                 return IBP_E_INV_PAR_SIZE;
             if (dur < -1)
@@ -323,6 +348,26 @@ static int parse_status(const field_t *f, int nf, ibp_req_t *req)
     int i = 2;
     int64_t sub, t;
 
+    if (nf == 4 && req->version == 1) {
+        /* ACCRE: "1 4 3 T" (resource list), "1 4 5 T" (version) */
+        NUM(f[2], sub);
+        if (sub != IBP_ST_RES && sub != IBP_ST_VERSION)
+            return IBP_E_BAD_FORMAT;
+        NUM(f[3], t);
+        req->subcmd = (int)sub;
+        req->timeout = clamp_timeout(t);
+        return IBP_OK;
+    }
+    if (nf == 4 && req->version == 0) {
+        /* LoCI 1.3.1's default password is "ibp\n": the line ends after the password and
+         * the timeout comes on a line of its own. */
+        NUM(f[2], sub);
+        if (sub != IBP_ST_INQ && sub != IBP_ST_CHANGE)
+            return IBP_E_INVALID_CMD;
+        req->subcmd = (int)sub;
+        req->timeout_next_line = 1;
+        return copy_text(&f[3], req->password, sizeof req->password);
+    }
     if (head_fields(f, nf, req, 5, &i) != IBP_OK)
         return IBP_E_BAD_FORMAT;
     NUM(f[i], sub);
@@ -348,7 +393,7 @@ int ibp_req_parse(const char *line, size_t len, ibp_req_t *req)
 
     if (len > 0 && line[len - 1] == '\r')
         len--;
-    if (len >= IBP_MAX_LINE)
+    if (len >= IBP_MAX_REQ_LINE)
         return IBP_E_BAD_FORMAT;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)line[i];
@@ -361,7 +406,7 @@ int ibp_req_parse(const char *line, size_t len, ibp_req_t *req)
     if (f[0].n != 1 || (f[0].p[0] != '0' && f[0].p[0] != '1'))
         return IBP_E_PROT_VERS;
     req->version = f[0].p[0] - '0';
-    if (nf < 2) /* also nf < 0: more than MAX_FIELDS, which no command has */
+    if (nf < 2)
         return IBP_E_BAD_FORMAT;
     if (ibp_parse_i64(f[1].p, f[1].n, &cmd) < 0)
         return IBP_E_BAD_FORMAT;

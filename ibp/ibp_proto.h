@@ -16,8 +16,19 @@
 
 #include "ibp.h"
 
-#define IBP_MAX_LINE 4096      /* longest request line, '\n' included */
+#define IBP_MAX_LINE 4096      /* longest line libibp formats or reads, '\n' included */
+/* The longest request line the depot takes, '\n' included: ACCRE 1.4 clients send vector
+ * requests of thousands of offset/length pairs (14,694 and ~30,000 bytes in its ibp_test). */
+#define IBP_MAX_REQ_LINE 65536
 #define IBP_MAX_PASSWORD 128
+
+/* STATUS sub-commands of ACCRE 1.4 beyond INQ and CHANGE: "1 4 3 T" lists the resources,
+ * "1 4 5 T" asks the version text. */
+#define IBP_ST_RES 3
+#define IBP_ST_VERSION 5
+/* MANAGE CHNG, version 1: a duration of IBP_DUR_MAX asks for the resource's maximum (ours;
+ * ACCRE reads every negative duration as "unchanged"). */
+#define IBP_DUR_MAX (-2)
 
 typedef struct ibp_req {
     int version;               /* 0 or 1 */
@@ -32,7 +43,8 @@ typedef struct ibp_req {
     /* ALLOCATE, CHNG */
     int reliability;
     int type;
-    int64_t duration;          /* seconds; -1 = depot maximum (ALLOCATE); 0 = unchanged (CHNG) */
+    int64_t duration;          /* seconds; -1 = depot maximum (ALLOCATE); CHNG: 0 unchanged,
+                                  -1 (version 0) or IBP_DUR_MAX (version 1) depot maximum */
     uint64_t size;             /* ALLOCATE/CHNG max size; TRUNCATE new size */
 
     /* STORE, WRITE, LOAD, SEND */
@@ -50,6 +62,9 @@ typedef struct ibp_req {
 
     /* STATUS */
     char password[IBP_MAX_PASSWORD];
+    int timeout_next_line;     /* version 0 STATUS whose password ended in a newline (the LoCI
+                                  1.3.1 client's default "ibp\n"): the timeout is on the next
+                                  line, which the depot still has to read */
 
     int timeout;               /* srv_timeout, seconds (last field) */
 } ibp_req_t;

@@ -161,6 +161,17 @@ int raw_reqf(int fd, char *reply, size_t size, const char *fmt, ...)
     }
     if (raw_cmd(fd, line, reply, size) < 0)
         return -1000;
+    /* A version-1 STATUS answer is "1 <n> \n" and n bytes of KEY:value: append them. */
+    int n, used;
+    if (strncmp(line, "1 4 ", 4) == 0 && sscanf(reply, "1 %d %n", &n, &used) == 1 &&
+        reply[used] == 0 && n > 0) {
+        size_t have = strlen(reply);
+        if (have + (size_t)n >= size || raw_read(fd, reply + have, (size_t)n) < 0)
+            return -1000;
+        reply[have + (size_t)n] = 0;
+        if (reply[have + (size_t)n - 1] == '\n')
+            reply[have + (size_t)n - 1] = 0;
+    }
     return raw_code(reply);
 }
 

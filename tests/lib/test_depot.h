@@ -51,7 +51,8 @@ int raw_cmd(int fd, const char *line, char *reply, size_t size);
 /* The status code at the start of a reply line, or -1000 if there is none. */
 int raw_code(const char *line);
 /* printf a request line, send it, read the reply (into reply if not NULL), return its code
- * (-1000 when the connection failed). */
+ * (-1000 when the connection failed).  A version-1 STATUS answer ("1 <n> \n" + n bytes) is
+ * read whole: reply holds "1 <n> VS:... RE". */
 int raw_reqf(int fd, char *reply, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* 1 if the peer closed the connection (EOF, nothing more to read) within ms. */

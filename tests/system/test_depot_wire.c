@@ -310,12 +310,15 @@ static void test_status(void)
     CU_ASSERT(raw_closed_by_peer(fd, 2000));
     close(fd);
 
-    /* version 1: KEY:value */
+    /* version 1: "1 <n> \n" and n bytes of KEY:value, as ACCRE 1.4 answers */
     fd = conn();
     CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", reply, sizeof reply), 1);
-    CU_ASSERT_NSTRING_EQUAL(reply, "1 VS:1.4 RID:0 RT:lns ST:67108864 UT:", 37);
+    CU_ASSERT_PTR_NOT_NULL(strstr(reply, " VS:1.4:1.0 DT:1 RID:0 RT:1 CT:134217728 ST:134217728 UT:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(reply, " SH:67108864 CH:67108864 "));
     CU_ASSERT_PTR_NOT_NULL(strstr(reply, " SS:67108864 SU:"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(reply, " DR:3600 NA:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(reply, " RE"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(reply, " DR:3600 SS:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(reply, " NA:"));
     CU_ASSERT_PTR_NOT_NULL(strstr(reply, " VR:"));
     CU_ASSERT_EQUAL(req(fd, "1 4 5 1 x 30\n", NULL, 0), -50);
     CU_ASSERT_EQUAL(req(fd, "1 4 0 3 x 30\n", NULL, 0), -25);
@@ -325,17 +328,18 @@ static void test_status(void)
     fd = conn();
     CU_ASSERT_EQUAL(req(fd, "1 4 0 2 wrong 30\n100000000 0 7200\n", NULL, 0), -29);
     CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", reply, sizeof reply), 1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(reply, "ST:67108864 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(reply, "CH:67108864 "));
     CU_ASSERT_EQUAL(req(fd, "1 4 0 2 " PW " 30\n100000000 0 7200\n", reply, sizeof reply), 1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(reply, "ST:100000000 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(reply, "CH:100000000 "));
     CU_ASSERT_PTR_NOT_NULL(strstr(reply, "DR:7200 "));
     CU_ASSERT_EQUAL(req(fd, "1 4 0 2 " PW " 30\n1 0 0\n", NULL, 0), -20);
-    CU_ASSERT_EQUAL(req(fd, "0 4 2 " PW " 30\n64 64 3600\n", reply, sizeof reply), 1);
-    CU_ASSERT_STRING_EQUAL(reply, "1 ");
-    CU_ASSERT_EQUAL(req(fd, "0 4 2 " PW "x 30\n64 64 3600\n", NULL, 0), -29);
-    CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", reply, sizeof reply), 1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(reply, "ST:67108864 "));
+    CU_ASSERT_EQUAL(req(fd, "1 4 0 2 " PW " 30\n67108864 67108864 3600\n", reply, sizeof reply), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(reply, "CH:67108864 "));
     CU_ASSERT_PTR_NOT_NULL(strstr(reply, "DR:3600 "));
+    close(fd);
+    /* version 0 CHANGE, sent in one piece: "1 \n", then the INQUIRE line (days), closed */
+    fd = conn();
+    CU_ASSERT_EQUAL(req(fd, "0 4 2 " PW "x 30\n64 64 1\n", NULL, 0), -29);
     close(fd);
 }
 
@@ -480,24 +484,25 @@ static void test_malformed(void)
     expect_close("1 1 0 2 1 3600 1024 30\t\n", 24, -21);
     expect_close("1 8 k\xc3\xa9y 1 0 1 30\n", strlen("1 8 k\xc3\xa9y 1 0 1 30\n"), -21);
     /* an overlong line: -21 and closed, without waiting for its end */
-    char *big = malloc(5000);
+    char *big = malloc(70000);
     CU_ASSERT_FATAL(big != NULL);
-    memset(big, '1', 5000);
+    memset(big, '1', 70000);
     big[1] = ' ';
-    expect_close(big, 5000, -21);
-    big[4999] = '\n';
-    expect_close(big, 5000, -21);
+    expect_close(big, 70000, -21);
+    big[69999] = '\n';
+    expect_close(big, 70000, -21);
     free(big);
-    /* a line of exactly 4096 bytes (with its \n) is still read: bad fields, not too long */
-    char line[4096];
+    /* a line of exactly 65536 bytes (with its \n) is still read: ACCRE's vector requests
+     * are up to ~30 KB */
+    static char line[65536];
     memset(line, ' ', sizeof line);
     memcpy(line, "1 4 0 1 x 30", 12);
-    line[4095] = '\n';
+    line[sizeof line - 1] = '\n';
     int fd = conn();
     CU_ASSERT_EQUAL(raw_send(fd, line, sizeof line), 0);
     char reply[512];
     CU_ASSERT(raw_readline(fd, reply, sizeof reply) > 0);
-    CU_ASSERT_NSTRING_EQUAL(reply, "1 VS:", 5);
+    CU_ASSERT_NSTRING_EQUAL(reply, "1 ", 2);
     close(fd);
 
     /* range errors of well-formed numbers keep the connection */
@@ -508,6 +513,99 @@ static void test_malformed(void)
     /* and the depot still serves everyone */
     caps_t c;
     CU_ASSERT_EQUAL(new_alloc(&c, 100), 1);
+}
+
+/* The request lines the real clients send, byte for byte as seen on the wire (strace of
+ * ACCRE 1.4's ibp_test; LoCI 1.3.1's IBP_status), and the answers they need. */
+static void test_real_clients(void)
+{
+    char reply[4096], body[1024];
+    caps_t c, dst;
+    int fd = conn();
+
+    /* ACCRE STATUS INQ: "1 <n> \n" and exactly n bytes of KEY:value, ending "RE \n" */
+    CU_ASSERT_EQUAL(raw_send(fd, "1 4 0 1 ibp 30\n", 15), 0);
+    CU_ASSERT(raw_readline(fd, reply, sizeof reply) > 0);
+    int n = 0, used = 0;
+    CU_ASSERT_EQUAL(sscanf(reply, "1 %d %n", &n, &used), 1);
+    CU_ASSERT_EQUAL(reply[used], 0);
+    CU_ASSERT_FATAL(n > 0 && n < (int)sizeof body);
+    CU_ASSERT_EQUAL(raw_read(fd, body, (size_t)n), 0);
+    body[n] = 0;
+    CU_ASSERT_NSTRING_EQUAL(body, "VS:1.4:1.0 DT:1 RID:0 RT:1 CT:", 30);
+    CU_ASSERT_STRING_EQUAL(body + n - 4, "RE \n");
+    /* version and resource list (no password), on the same connection */
+    CU_ASSERT_EQUAL(raw_send(fd, "1 4 5 30\n", 9), 0);
+    CU_ASSERT(raw_readline(fd, reply, sizeof reply) > 0);
+    CU_ASSERT_STRING_EQUAL(reply, "1");
+    int lines = 0;
+    while (raw_readline(fd, reply, sizeof reply) > 0 && strcmp(reply, "END") != 0 && lines < 20)
+        lines++;
+    CU_ASSERT_STRING_EQUAL(reply, "END");
+    CU_ASSERT_EQUAL(req(fd, "1 4 3 30\n", reply, sizeof reply), 1);
+    CU_ASSERT_STRING_EQUAL(reply, "1 0 ");
+
+    /* CHNG with -1 for "unchanged": shrink the max size, keep duration and reliability */
+    CU_ASSERT_EQUAL(allocate(fd, 1, 2, 600, 4096, &c), 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 9 %s %s 43 3 2048 -1 -1 30\n", c.key[2],
+                             c.tk[2]), 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 9 %s %s 40 3 0 0 0 30 \n", c.key[2],
+                             c.tk[2]), 1);
+    int rr, wr, rel, type;
+    long long cur, max, left;
+    CU_ASSERT_EQUAL(sscanf(reply, "1 %d %d %lld %lld %lld %d %d", &rr, &wr, &cur, &max, &left,
+                           &rel, &type), 7);
+    CU_ASSERT(max == 2048 && left > 590 && left <= 600 && rel == 2);
+
+    /* writes go on after a DECR of the write count, as in ACCRE 1.4 and LoCI 1.3.1 */
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 42 2 30\n", c.key[2], c.tk[2]), 1);
+    CU_ASSERT_EQUAL(store(fd, 1, &c, "0123456789", 10), 1);
+
+    /* SEND in ACCRE's order: empty path (two spaces), key, target cap, type key */
+    CU_ASSERT_EQUAL(allocate(fd, 1, 2, 600, 4096, &dst), 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 5  %s %s %s 0 10 30 30 30\n", c.key[0],
+                             dst.cap[1], c.tk[0]), 1);
+    CU_ASSERT_STRING_EQUAL(reply, "1 10");
+    char back[16];
+    CU_ASSERT_EQUAL(load(fd, 1, dst.key[0], dst.tk[0], 0, 10, back), 1);
+    CU_ASSERT_EQUAL(memcmp(back, "0123456789", 10), 0);
+
+    /* a vector request of 14,689 bytes (1049 pairs): read whole, answered "not supported" */
+    static char vec[16384];
+    size_t k = (size_t)snprintf(vec, sizeof vec, "1 33 %s %s 1049", c.key[1], c.tk[1]);
+    for (int i = 0; i < 1049; i++)
+        k += (size_t)snprintf(vec + k, sizeof vec - k, " %d 10000", i * 10000);
+    k += (size_t)snprintf(vec + k, sizeof vec - k, " 30\n");
+    CU_ASSERT(k > 4096);
+    CU_ASSERT_EQUAL(raw_send(fd, vec, k), 0);
+    CU_ASSERT(raw_readline(fd, reply, sizeof reply) > 0);
+    CU_ASSERT_EQUAL(raw_code(reply), -25);
+    close(fd);
+
+    /* LoCI 1.3.1 STATUS INQ with its default password "ibp\n": the timeout on a line of
+     * its own */
+    fd = conn();
+    CU_ASSERT(raw_cmd(fd, "0 4 1 ibp\n 30\n", reply, sizeof reply) > 0);
+    long d;
+    CU_ASSERT_EQUAL(sscanf(reply, "%*d %*d %*d %*d %ld", &d), 1);
+    close(fd);
+
+    /* LoCI 1.3.1 STATUS CHANGE: "1 \n" comes before the values are sent (days), then the
+     * INQUIRE line */
+    fd = conn();
+    CU_ASSERT_EQUAL(raw_cmd(fd, "0 4 2 " PW " 30\n", reply, sizeof reply) > 0, 1);
+    CU_ASSERT_STRING_EQUAL(reply, "1 ");
+    CU_ASSERT(raw_cmd(fd, "64 64 1 \n", reply, sizeof reply) > 0);
+    CU_ASSERT_EQUAL(sscanf(reply, "%*d %*d %*d %*d %ld", &d), 1);
+    CU_ASSERT_EQUAL(d, 86400);
+    close(fd);
+    fd = conn();
+    CU_ASSERT(raw_cmd(fd, "0 4 2 " PW " 30\n", reply, sizeof reply) > 0);
+    CU_ASSERT(raw_cmd(fd, "64 64 0 \n", reply, sizeof reply) > 0); /* 0: unchanged */
+    close(fd);
+    fd = conn();
+    CU_ASSERT_EQUAL(req(fd, "1 4 0 2 " PW " 30\n0 0 3600\n", reply, sizeof reply), 1);
+    close(fd);
 }
 
 static void test_expiry(void)
@@ -547,7 +645,12 @@ static void test_duration_bounds(void)
     CU_ASSERT_FATAL(fd >= 0);
     CU_ASSERT_EQUAL(req(fd, "1 4 0 2 " PW " 30\n0 0 9223372036854775807\n", NULL, 0), -33);
     CU_ASSERT_EQUAL(req(fd, "1 4 0 2 " PW " 30\n0 0 3153600000001\n", NULL, 0), -33);
-    CU_ASSERT_EQUAL(req(fd, "0 4 2 " PW " 30\n0 0 9223372036854775807\n", NULL, 0), -33);
+    /* version 0 (days): "1 \n" first, then the answer to the values, then closed */
+    int fd0 = td_connect(&d);
+    CU_ASSERT_FATAL(fd0 >= 0);
+    CU_ASSERT_EQUAL(req(fd0, "0 4 2 " PW " 30\n0 0 9223372036854775807\n", NULL, 0), 1);
+    CU_ASSERT_EQUAL(raw_readline(fd0, reply, sizeof reply) > 0 ? raw_code(reply) : 0, -33);
+    close(fd0);
     CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", reply, sizeof reply), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(reply, " DR:3600 "));
     /* huge durations asked of the 3600 s maximum */
@@ -731,6 +834,7 @@ static const lns_test_case tests[] = {
     {"MANAGE PROBE/INCR/DECR/CHNG/TRUNCATE", test_manage},
     {"DECR of the read count frees", test_decr_frees},
     {"STATUS v0/v1 and CHANGE", test_status},
+    {"the real clients' request lines", test_real_clients},
     {"keep-alive", test_keepalive},
     {"wrong capability kinds and forged keys", test_wrong_caps},
     {"ALLOCATE errors", test_allocate_errors},
