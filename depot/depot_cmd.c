@@ -89,7 +89,8 @@ static int status_inquire(depot_conn_t *c, const ibp_req_t *req, int rid)
     return IBP_OK;
 }
 
-/* CHANGE: the second line "<hard> <soft> <max_duration>" (MB in version 0, bytes in 1)
+/* CHANGE: the second line "<hard> <soft> <max_duration>" (MB and days in version 0, as LoCI
+ * 1.3.1 reads them; bytes and seconds in 1)
  * follows the request line at once; it is read before the password is checked, so the
  * connection stays in step either way. */
 static int status_change(depot_conn_t *c, const ibp_req_t *req, int rid)
@@ -125,6 +126,9 @@ static int status_change(depot_conn_t *c, const ibp_req_t *req, int rid)
             return depot_reply_err(c, IBP_E_INVALID_PARAMETER);
         hard <<= 20;
         soft <<= 20;
+        if (dur > INT64_MAX / 86400)
+            return depot_reply_err(c, IBP_E_INV_PAR_ATDR);
+        dur *= 86400;
     }
     if (dur < 0)
         return depot_reply_err(c, IBP_E_INV_PAR_ATDR);

@@ -232,9 +232,17 @@ static int parse_send(const field_t *f, int nf, ibp_req_t *req)
 
     if (nf != 10)
         return IBP_E_BAD_FORMAT;
-    /* Version 0 puts the target capability before the type key, version 1 after it. */
-    tk = req->version == 0 ? &f[4] : &f[3];
-    target = req->version == 0 ? &f[3] : &f[4];
+    /* Both versions put the target capability between the key and the type key; version 1
+     * opens with a path field, empty for a plain copy ("1 5  <key> <target> ..."), which the
+     * split above drops.  lns before 2026-11 sent version 1 as "<key> <typekey> <target>":
+     * still accepted, told apart by where the capability ("...://...") is (a key or type key
+     * never holds a '/'). */
+    target = &f[3];
+    tk = &f[4];
+    if (req->version == 1 && !memmem(f[3].p, f[3].n, "://", 3)) {
+        tk = &f[3];
+        target = &f[4];
+    }
     if (parse_key(&f[2], req) != IBP_OK ||
         copy_text(tk, req->typekey, sizeof req->typekey) != IBP_OK ||
         copy_text(target, req->target_cap, sizeof req->target_cap) != IBP_OK)
@@ -472,12 +480,9 @@ int ibp_req_format(const ibp_req_t *r, char *buf, size_t size)
     case IBP_CMD_SEND:
         if (!text_ok(r->target_cap) || !text_ok(r->key) || !text_ok(r->typekey))
             return -1;
-        if (r->version == 0)
-            put(&o, " %s%s%s %s %s", r->rid, r->rid[0] ? "#" : "", r->key, r->target_cap,
-                r->typekey);
-        else
-            put(&o, " %s%s%s %s %s", r->rid, r->rid[0] ? "#" : "", r->key, r->typekey,
-                r->target_cap);
+        /* version 1: an empty path first (ACCRE's order; docs/ibp-protocol.md) */
+        put(&o, "%s %s%s%s %s %s", r->version == 1 ? " " : "", r->rid, r->rid[0] ? "#" : "",
+            r->key, r->target_cap, r->typekey);
         put(&o, " %" PRIu64 " %" PRIu64 " %d %d %d\n", r->offset, r->length, r->src_timeout,
             r->dst_timeout, r->dst_client_timeout);
         return o.bad ? -1 : (int)o.n;
