@@ -273,7 +273,8 @@ typedef struct ibp_depot_status {
 int ibp_status(ibp_client_t *c, const char *host, int port, const char *rid, const char *password,
                ibp_depot_status_t *out);
 /* STATUS CHANGE: new hard and soft capacity (bytes) and max duration (s) of resource rid;
- * a field of 0 leaves it unchanged.  Needs the depot's admin password. */
+ * a field of 0 leaves it unchanged (sent as the value an INQUIRE reads first: LoCI 1.3.1 takes 0
+ * as 0).  Needs the depot's admin password; version 0 sends MB and days, rounded up. */
 int ibp_status_change(ibp_client_t *c, const char *host, int port, const char *rid,
                       const char *password, uint64_t hard_total, uint64_t soft_total,
                       int64_t max_duration_s, ibp_depot_status_t *out);

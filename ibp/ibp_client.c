@@ -522,6 +522,19 @@ int ibp_status_change(ibp_client_t *c, const char *host, int port, const char *r
         return IBP_E_INVALID_PARAMETER;
     if (max_duration_s < 0)
         return IBP_E_INV_PAR_ATDR;
+    /* LoCI 1.3.1 takes a 0 as 0 (a soft capacity of 0 bytes), so a field left unchanged is
+     * sent as the depot's current value. */
+    if (hard_total == 0 || soft_total == 0 || max_duration_s == 0) {
+        ibp_depot_status_t cur;
+        if ((rc = ibp_status(c, host, port, rid, password, &cur)) != IBP_OK)
+            return rc;
+        if (hard_total == 0)
+            hard_total = cur.hard_total;
+        if (soft_total == 0)
+            soft_total = cur.soft_total;
+        if (max_duration_s == 0)
+            max_duration_s = cur.max_duration_s;
+    }
     ibp_version_for(c, host, port, &vs);
     do {
         n = status_request(c, vs.version, IBP_ST_CHANGE, rid, password, line, sizeof line);
