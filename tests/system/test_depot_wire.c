@@ -330,11 +330,14 @@ static void test_status(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(reply, "ST:100000000 "));
     CU_ASSERT_PTR_NOT_NULL(strstr(reply, "DR:7200 "));
     CU_ASSERT_EQUAL(req(fd, "1 4 0 2 " PW " 30\n1 0 0\n", NULL, 0), -20);
-    CU_ASSERT_EQUAL(req(fd, "0 4 2 " PW " 30\n64 64 3600\n", reply, sizeof reply), 1);
+    /* version 0 gives the maximum duration in days, as LoCI 1.3.1 reads it */
+    CU_ASSERT_EQUAL(req(fd, "0 4 2 " PW " 30\n64 64 2\n", reply, sizeof reply), 1);
     CU_ASSERT_STRING_EQUAL(reply, "1 ");
     CU_ASSERT_EQUAL(req(fd, "0 4 2 " PW "x 30\n64 64 3600\n", NULL, 0), -29);
     CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", reply, sizeof reply), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(reply, "ST:67108864 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(reply, "DR:172800 "));
+    CU_ASSERT_EQUAL(req(fd, "1 4 0 2 " PW " 30\n0 0 3600\n", reply, sizeof reply), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(reply, "DR:3600 "));
     close(fd);
 }
