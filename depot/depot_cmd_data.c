@@ -206,14 +206,14 @@ int depot_cmd_load(depot_conn_t *c, const ibp_req_t *req)
  *
  * A libibp client fixes its timeouts, while each SEND names its own (dst_T, sent to the
  * target, and dst_client_T, how long we wait on it).  So there is one pooled client per
- * (version, wait, dst_T) met so far, up to SENDERS_MAX; in practice one per client program,
+ * (wait, dst_T) met so far, up to SENDERS_MAX; in practice one per client program,
  * whose SENDs all ask the same.  Past that, a SEND gets a client of its own, unpooled, as it
  * would without the table. */
 
 #define SENDERS_MAX 16
 
 typedef struct sender {
-    int version, wait_ms, dst_t;
+    int wait_ms, dst_t;
     ibp_client_t *cl;
 } sender_t;
 
@@ -241,11 +241,10 @@ void depot_senders_free(depot_senders_t *s)
     free(s);
 }
 
-static ibp_client_t *sender_client(int version, int wait_ms, int dst_t, int pooled)
+static ibp_client_t *sender_client(int wait_ms, int dst_t, int pooled)
 {
     ibp_client_opts_t o;
     ibp_client_opts_init(&o);
-    o.version = version;
     o.connect_timeout_ms = wait_ms;
     o.io_timeout_ms = wait_ms;
     o.server_timeout_s = dst_t;
@@ -256,40 +255,35 @@ static ibp_client_t *sender_client(int version, int wait_ms, int dst_t, int pool
 
 /* The shared client for these settings (made on first use), or NULL if the table is full or
  * memory is short. */
-static ibp_client_t *sender_shared(depot_senders_t *s, int version, int wait_ms, int dst_t)
+static ibp_client_t *sender_shared(depot_senders_t *s, int wait_ms, int dst_t)
 {
     ibp_client_t *cl = NULL;
     pthread_mutex_lock(&s->mu);
     for (int i = 0; i < s->n && !cl; i++)
-        if (s->s[i].version == version && s->s[i].wait_ms == wait_ms && s->s[i].dst_t == dst_t)
+        if (s->s[i].wait_ms == wait_ms && s->s[i].dst_t == dst_t)
             cl = s->s[i].cl;
-    if (!cl && s->n < SENDERS_MAX && (cl = sender_client(version, wait_ms, dst_t, 1)))
-        s->s[s->n++] = (sender_t){version, wait_ms, dst_t, cl};
+    if (!cl && s->n < SENDERS_MAX && (cl = sender_client(wait_ms, dst_t, 1)))
+        s->s[s->n++] = (sender_t){wait_ms, dst_t, cl};
     pthread_mutex_unlock(&s->mu);
     return cl;
 }
 
-/* STORE the requested range of d to the target depot; version 1 first, 0 if it is an old
- * one. */
+/* STORE the requested range of d to the target depot, in the version libibp finds out for it
+ * (version 1, or 0 for a LoCI 1.3 depot that drops version-1 lines), as every client does. */
 static int send_to(depot_senders_t *senders, const ibp_req_t *req, const depot_data_t *d,
                    int wait_ms, uint64_t *copied)
 {
-    int rc = IBP_E_CONNECTION;
+    int rc;
     int dst_t = req->dst_timeout > 0 ? req->dst_timeout : 1;
-    for (int v = 1; v >= 0; v--) {
-        ibp_client_t *cl = sender_shared(senders, v, wait_ms, dst_t), *own = NULL;
-        if (!cl && !(cl = own = sender_client(v, wait_ms, dst_t, 0)))
-            return IBP_E_INTERNAL;
-        if (lns_fail("send.store") < 0) {
-            ibp_client_free(own);
-            return IBP_E_CONNECTION;
-        }
-        rc = ibp_store_file(cl, req->target_cap, d->fd, d->base + req->offset, req->length,
-                            copied);
+    ibp_client_t *cl = sender_shared(senders, wait_ms, dst_t), *own = NULL;
+    if (!cl && !(cl = own = sender_client(wait_ms, dst_t, 0)))
+        return IBP_E_INTERNAL;
+    if (lns_fail("send.store") < 0) {
         ibp_client_free(own);
-        if (rc != IBP_E_PROT_VERS && rc != IBP_E_INVALID_CMD)
-            break;
+        return IBP_E_CONNECTION;
     }
+    rc = ibp_store_file(cl, req->target_cap, d->fd, d->base + req->offset, req->length, copied);
+    ibp_client_free(own);
     return rc;
 }
 

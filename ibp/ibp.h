@@ -155,7 +155,10 @@ typedef struct ibp_caps {
 /* ---- the client ---------------------------------------------------------------------- */
 
 typedef struct ibp_client_opts {
-    int version;              /* wire protocol version: 1 (default) or 0 */
+    int version;              /* wire protocol version: -1 (default) finds out per depot: version 1
+                                 first, version 0 if the depot drops that line unanswered or
+                                 answers -27/-25 (LoCI 1.3), remembered for 10 minutes; 0 or 1
+                                 speak only that.  ibp_version_pin overrides it per depot */
     int connect_timeout_ms;   /* default 5000 */
     int io_timeout_ms;        /* longest wait for any single read/write progress; default 60000 */
     int server_timeout_s;     /* srv_timeout sent in requests; default 60 */
@@ -173,6 +176,12 @@ void ibp_client_opts_init(ibp_client_opts_t *opts);
 ibp_client_t *ibp_client_new(const ibp_client_opts_t *opts);
 /* Closes all pooled connections.  No call may be in progress. */
 void ibp_client_free(ibp_client_t *c);
+
+/* Pin the protocol version (0 or 1) spoken to host:port by every client of this process,
+ * whatever its options say or detection learned; -1 removes the pin.  At most 256 depots
+ * (past that, the oldest pin is forgotten).  IBP_OK, or IBP_E_INV_PAR_HOST/PORT/
+ * IBP_E_INVALID_PARAMETER.  The tools' --ibp-version HOST:PORT=V and rc IBP_VERSION set it. */
+int ibp_version_pin(const char *host, int port, int version);
 
 /* Allocation attributes for ALLOCATE and CHNG. */
 typedef struct ibp_attr {
@@ -239,8 +248,10 @@ int ibp_probe(ibp_client_t *c, const char *mcap, ibp_probe_t *out);
  * read count to zero frees the allocation. */
 int ibp_incr(ibp_client_t *c, const char *mcap, ibp_captype which);
 int ibp_decr(ibp_client_t *c, const char *mcap, ibp_captype which);
-/* CHNG: new max size, duration from now, reliability.  A field of 0 leaves it unchanged
- * (duration -1 = the depot's maximum). */
+/* CHNG: new max size, duration from now, reliability.  A field of 0 leaves it unchanged:
+ * it is sent as its current value, read by a PROBE first, since depots disagree on how to say
+ * "unchanged".  Duration -1 is sent as is: the depot's maximum on lns, "unchanged" on ACCRE
+ * 1.4, refused (-30) by LoCI 1.3. */
 int ibp_change(ibp_client_t *c, const char *mcap, uint64_t max_size, int64_t duration_s,
                int reliability);
 /* TRUNCATE: set the current size (drop bytes past it, or extend with zeros up to max size). */
@@ -262,7 +273,8 @@ typedef struct ibp_depot_status {
 int ibp_status(ibp_client_t *c, const char *host, int port, const char *rid, const char *password,
                ibp_depot_status_t *out);
 /* STATUS CHANGE: new hard and soft capacity (bytes) and max duration (s) of resource rid;
- * a field of 0 leaves it unchanged.  Needs the depot's admin password. */
+ * a field of 0 leaves it unchanged (sent as the value an INQUIRE reads first: LoCI 1.3.1 takes 0
+ * as 0).  Needs the depot's admin password; version 0 sends MB and days, rounded up. */
 int ibp_status_change(ibp_client_t *c, const char *host, int port, const char *rid,
                       const char *password, uint64_t hard_total, uint64_t soft_total,
                       int64_t max_duration_s, ibp_depot_status_t *out);

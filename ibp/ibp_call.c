@@ -4,10 +4,17 @@
  * connection from the pool may meet a socket the depot has already closed.  When that
  * happens before the first byte of a reply (the write fails with EPIPE/reset, or the read
  * sees EOF/reset with nothing buffered), the depot has not acted on the request; the
- * exchange is repeated once on a new connection.  Nothing else is retried: timeouts,
- * "-66" (the depot asks us to back off), errors on new connections and failures after
- * reply bytes arrived go to the caller, and the connection is closed, because it can no
- * longer be trusted to be in step.
+ * exchange is repeated once on a new connection.  So is one answered "-66": an ACCRE depot
+ * writes that line when it closes a connection (idle, or after an error), and it may arrive
+ * after the pool's check, so on a reused connection it is the parting word, not the reply.
+ * Nothing else is retried: timeouts, "-66" on a new connection (the depot asks us to back
+ * off), errors on new connections and failures after reply bytes arrived go to the caller,
+ * and the connection is closed, because it can no longer be trusted to be in step.
+ *
+ * Version detection (ibp_version.c): while a depot's version is unknown the request goes in
+ * version 1; a fresh connection closed before any reply byte (what a LoCI 1.3 depot does with
+ * a version-1 line) or a -27/-25 reply sends the caller back to build it in version 0.  The
+ * first real answer teaches the client the depot's version.
  *
  * A call made with an ibp_intr_t can be interrupted from another thread (a LOAD that lost a
  * race, or whose depot stopped answering): the abort shuts the socket down, and an EOF that
@@ -101,7 +108,8 @@ static int read_reply_line(ibp_client_t *c, ibp_conn_t *conn, int wait_ms, ibp_r
     return parse_status(rep, line, len);
 }
 
-/* Version-0 STATUS: bytes up to a NUL or the end of the connection, as one line. */
+/* Version-0 STATUS: bytes up to a NUL (LoCI), a newline (ACCRE) or the end of the connection,
+ * as one line. */
 static int read_until_nul(ibp_client_t *c, ibp_conn_t *conn, int wait_ms, ibp_reply_t *rep,
                           int *early)
 {
@@ -109,6 +117,9 @@ static int read_until_nul(ibp_client_t *c, ibp_conn_t *conn, int wait_ms, ibp_re
     *early = 0;
     for (;;) {
         char *nul = memchr(rep->line, 0, n);
+        char *nl = memchr(rep->line, '\n', n);
+        if (nl && (!nul || nl < nul))
+            nul = nl;
         if (nul) {
             n = (size_t)(nul - rep->line);
             break;
@@ -135,22 +146,22 @@ static int read_until_nul(ibp_client_t *c, ibp_conn_t *conn, int wait_ms, ibp_re
     return rep->nf < 1 ? IBP_E_BAD_FORMAT : IBP_OK;
 }
 
+/* *early: the depot ended the connection before any byte of a reply. */
 static int call_once(ibp_client_t *c, ibp_conn_t *conn, const char *req, size_t len, int flags,
-                     int wait_ms, ibp_reply_t *rep, int *retry)
+                     int wait_ms, ibp_reply_t *rep, int *early)
 {
-    int rc, early = 0;
-    *retry = 0;
+    int rc;
+    *early = 0;
     rep->status = 0;
     if (lns_write_full(conn->fd, req, len, 0, c->o.io_timeout_ms, INT64_MAX) < 0) {
         int e = errno;
-        *retry = conn->reused && (e == EPIPE || e == ECONNRESET);
+        *early = e == EPIPE || e == ECONNRESET;
         return ibp_sock_err(e, 1);
     }
     if (flags & IBP_CALL_UNTIL_NUL)
-        rc = read_until_nul(c, conn, wait_ms, rep, &early);
+        rc = read_until_nul(c, conn, wait_ms, rep, early);
     else
-        rc = read_reply_line(c, conn, wait_ms, rep, &early);
-    *retry = conn->reused && early;
+        rc = read_reply_line(c, conn, wait_ms, rep, early);
     return rc;
 }
 
@@ -212,11 +223,11 @@ int ibp_intr_aborted(ibp_intr_t *i)
     return a;
 }
 
-int ibp_call_begin_intr(ibp_client_t *c, const char *host, int port, const char *req,
-                        size_t len, int flags, int reply_wait_ms, ibp_intr_t *intr,
-                        ibp_conn_t **out, ibp_reply_t *rep)
+int ibp_call_begin_intr(ibp_client_t *c, const char *host, int port, ibp_vsel_t *vs,
+                        const char *req, size_t len, int flags, int reply_wait_ms,
+                        ibp_intr_t *intr, ibp_conn_t **out, ibp_reply_t *rep)
 {
-    int rc, retry;
+    int rc, early = 0, retry, again = 0;
     if (reply_wait_ms < 0)
         reply_wait_ms = c->o.io_timeout_ms;
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -229,7 +240,17 @@ int ibp_call_begin_intr(ibp_client_t *c, const char *host, int port, const char 
             ibp_pool_put(c->pool, conn); /* nothing was sent on it */
             return IBP_E_SOCK_READ;
         }
-        rc = call_once(c, conn, req, len, flags, reply_wait_ms, rep, &retry);
+        rc = call_once(c, conn, req, len, flags, reply_wait_ms, rep, &early);
+        /* A closed pooled connection, or the "-66" an ACCRE depot writes as it closes one
+         * (it may arrive after the pool's liveness check): the request was not acted on. */
+        retry = conn->reused && (early || rep->status == IBP_E_OUT_OF_SOCKETS);
+        /* A fresh connection dropped before any reply byte, or a version error: an old depot
+         * that does not speak version 1. */
+        again = vs->detect == 1 && !retry &&
+                ((early && !conn->reused) || rep->status == IBP_E_PROT_VERS ||
+                 rep->status == IBP_E_INVALID_CMD);
+        if (vs->detect && !retry && !again && (rc == IBP_OK || rc == rep->status))
+            ibp_version_learn(c, host, port, vs->version);
         if (rc == IBP_OK) {
             *out = conn;
             return IBP_OK;
@@ -237,7 +258,7 @@ int ibp_call_begin_intr(ibp_client_t *c, const char *host, int port, const char 
         if (intr) {
             ibp_intr_detach(intr);
             if (ibp_intr_aborted(intr))
-                retry = 0; /* the EOF was ours */
+                retry = again = 0; /* the EOF was ours */
         }
         if (rc < 0 && rc == rep->status && open_after_error(conn, flags, rc) &&
             !(intr && ibp_intr_aborted(intr)))
@@ -247,13 +268,19 @@ int ibp_call_begin_intr(ibp_client_t *c, const char *host, int port, const char 
         if (!retry)
             break;
     }
+    if (again) {
+        vs->version = 0;
+        vs->detect = 2;
+        return IBP_CALL_AGAIN_V0;
+    }
     return rc;
 }
 
-int ibp_call_begin(ibp_client_t *c, const char *host, int port, const char *req, size_t len,
-                   int flags, int reply_wait_ms, ibp_conn_t **out, ibp_reply_t *rep)
+int ibp_call_begin(ibp_client_t *c, const char *host, int port, ibp_vsel_t *vs, const char *req,
+                   size_t len, int flags, int reply_wait_ms, ibp_conn_t **out, ibp_reply_t *rep)
 {
-    return ibp_call_begin_intr(c, host, port, req, len, flags, reply_wait_ms, NULL, out, rep);
+    return ibp_call_begin_intr(c, host, port, vs, req, len, flags, reply_wait_ms, NULL, out,
+                               rep);
 }
 
 int ibp_call_line(ibp_client_t *c, ibp_conn_t *conn, ibp_reply_t *rep)

@@ -2,11 +2,14 @@
  *
  * Each call checks its arguments locally (capability syntax and kind, pointers, commands
  * the chosen protocol version lacks) so that a mistake costs no round trip, builds its
- * request line with ibp_req_format(), and runs one exchange through ibp_call.c.  Version 1
- * is spoken by default; version 0 (LoCI 1.3) when opts.version is 0.
+ * request line with ibp_req_format(), and runs one exchange through ibp_call.c.  The version
+ * comes per depot from ibp_version.c: version 1 unless the depot turns out to be an old one
+ * (or a program pinned it, or opts.version fixes it); each call builds its line again in
+ * version 0 when the call layer says so.
  */
 #include "ibp_client_int.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +17,7 @@
 
 void ibp_client_opts_init(ibp_client_opts_t *o)
 {
-    o->version = 1;
+    o->version = -1;
     o->connect_timeout_ms = 5000;
     o->io_timeout_ms = 60000;
     o->server_timeout_s = 60;
@@ -31,8 +34,8 @@ ibp_client_t *ibp_client_new(const ibp_client_opts_t *opts)
     ibp_client_opts_init(&d);
     c->o = opts ? *opts : d;
     /* Out-of-range settings fall back to the defaults rather than failing. */
-    if (c->o.version != 0)
-        c->o.version = 1;
+    if (c->o.version < -1 || c->o.version > 1)
+        c->o.version = -1;
     if (c->o.connect_timeout_ms <= 0)
         c->o.connect_timeout_ms = d.connect_timeout_ms;
     if (c->o.io_timeout_ms <= 0)
@@ -44,7 +47,9 @@ ibp_client_t *ibp_client_new(const ibp_client_opts_t *opts)
     if (c->o.max_idle_s < 0)
         c->o.max_idle_s = d.max_idle_s;
     c->pool = ibp_pool_new(c->o.max_idle_per_depot, c->o.max_idle_s);
-    if (!c->pool) {
+    c->versions = c->o.version < 0 ? ibp_vtab_new() : NULL;
+    if (!c->pool || (c->o.version < 0 && !c->versions)) {
+        ibp_pool_free(c->pool);
         free(c);
         return NULL;
     }
@@ -56,13 +61,14 @@ void ibp_client_free(ibp_client_t *c)
     if (!c)
         return;
     ibp_pool_free(c->pool);
+    ibp_vtab_free(c->versions);
     free(c);
 }
 
 static void req_init(ibp_client_t *c, ibp_req_t *req, int cmd)
 {
     memset(req, 0, sizeof *req);
-    req->version = c->o.version;
+    req->version = 1; /* set per depot by the call */
     req->cmd = cmd;
     req->timeout = c->o.server_timeout_s;
 }
@@ -92,18 +98,22 @@ typedef int (*reply_parser)(const ibp_reply_t *rep, void *out);
 /* One exchange whose whole answer is a single line starting with status 1.  The reply is
  * parsed before the connection goes back to the pool: a peer whose answer we cannot read
  * may not be speaking our protocol, so its connection is not trusted again. */
-static int simple_call(ibp_client_t *c, const char *host, int port, const ibp_req_t *req,
+static int simple_call(ibp_client_t *c, const char *host, int port, ibp_req_t *req,
                        int reply_wait_ms, reply_parser parse, void *out)
 {
     char line[IBP_MAX_LINE];
     ibp_reply_t rep;
     ibp_conn_t *conn;
-    int n = ibp_req_format(req, line, sizeof line);
-    int rc;
-    if (n < 0)
-        return IBP_E_INVALID_PARAMETER;
-    rc = ibp_call_begin(c, host, port, line, (size_t)n, IBP_CALL_KEEP_ON_ERROR, reply_wait_ms,
-                        &conn, &rep);
+    ibp_vsel_t vs;
+    int n, rc;
+    ibp_version_for(c, host, port, &vs);
+    do {
+        req->version = vs.version;
+        if ((n = ibp_req_format(req, line, sizeof line)) < 0)
+            return req->version == 0 ? IBP_E_INVALID_CMD : IBP_E_INVALID_PARAMETER;
+        rc = ibp_call_begin(c, host, port, &vs, line, (size_t)n, IBP_CALL_KEEP_ON_ERROR,
+                            reply_wait_ms, &conn, &rep);
+    } while (rc == IBP_CALL_AGAIN_V0);
     if (rc != IBP_OK)
         return rc;
     if (parse && (rc = parse(&rep, out)) != IBP_OK) {
@@ -221,8 +231,6 @@ static int manage_call(ibp_client_t *c, const char *capstr, ibp_captype kind, in
         return IBP_E_INV_PAR_PTR;
     if ((rc = ibp_call_cap(capstr, kind, &cap)) != IBP_OK)
         return rc;
-    if (subcmd == IBP_TRUNCATE && c->o.version == 0)
-        return IBP_E_INVALID_CMD;
     req_init(c, &req, IBP_CMD_MANAGE);
     ibp_call_req_cap(&req, &cap);
     req.subcmd = subcmd;
@@ -283,6 +291,22 @@ int ibp_decr(ibp_client_t *c, const char *mcap, ibp_captype which)
 int ibp_change(ibp_client_t *c, const char *mcap, uint64_t max_size, int64_t duration_s,
                int reliability)
 {
+    ibp_probe_t p;
+    int rc;
+    /* "Unchanged" has no spelling all depots read alike: lns takes 0, ACCRE 1.4 -1 (0 is a
+     * size of 0, a duration of 0, an invalid reliability), LoCI 1.3.1 neither (0 sets the
+     * size to 0; -1 and a reliability of 0 are -30).  So a field left unchanged is sent as
+     * its current value, from a PROBE with the same manage capability. */
+    if (max_size == 0 || duration_s == 0 || reliability == 0) {
+        if ((rc = ibp_probe(c, mcap, &p)) != IBP_OK)
+            return rc;
+        if (max_size == 0)
+            max_size = p.max_size;
+        if (duration_s == 0)
+            duration_s = p.seconds_left > 0 ? p.seconds_left : 1;
+        if (reliability == 0)
+            reliability = p.reliability;
+    }
     return manage_call(c, mcap, IBP_MANAGECAP, IBP_CHNG, 0, max_size, duration_s, reliability,
                        parse_ack, NULL);
 }
@@ -296,58 +320,97 @@ int ibp_truncate(ibp_client_t *c, const char *mcap, uint64_t new_size)
 
 #define MB (1024ull * 1024ull)
 
-/* Version 1: "1 VS:1.4 RID:0 ST:<bytes> ..." -- KEY:value fields, unknown keys skipped. */
-static int parse_status_v1(const ibp_reply_t *rep, ibp_depot_status_t *out)
+/* Version 1: KEY:value fields, unknown keys skipped, a closing "RE" (ACCRE) allowed.  lns says
+ * "ST"/"UT" for hard storage and "SS"/"SU" for soft; ACCRE 1.4 has one pool per resource:
+ * "ST"/"UT" for all of it and "SH"/"UH" for its hard part. */
+static int parse_status_fields(char **f, int nf, ibp_depot_status_t *out)
 {
-    int seen_st = 0;
+    int seen_st = 0, seen_sh = 0;
+    uint64_t st = 0, ut = 0, sh = 0, uh = 0;
     memset(out, 0, sizeof *out);
     out->allocations = -1;
-    for (int i = 1; i < rep->nf; i++) {
-        const char *f = rep->f[i], *colon = strchr(f, ':');
+    for (int i = 0; i < nf; i++) {
+        const char *colon = strchr(f[i], ':');
         const char *v = colon ? colon + 1 : NULL;
-        size_t klen = colon ? (size_t)(colon - f) : 0, vlen = v ? strlen(v) : 0;
+        size_t klen = colon ? (size_t)(colon - f[i]) : 0, vlen = v ? strlen(v) : 0;
         uint64_t u;
-        int64_t s;
-        if (!colon)
+        int64_t sv;
+        if (!colon) {
+            if (strcmp(f[i], "RE") == 0 && i == nf - 1)
+                break;
             return IBP_E_BAD_FORMAT;
-#define KEY(k) (klen == sizeof(k) - 1 && memcmp(f, k, klen) == 0)
+        }
+#define KEY(k) (klen == sizeof(k) - 1 && memcmp(f[i], k, klen) == 0)
         if (KEY("VS") || KEY("RID")) {
             char *dst = KEY("VS") ? out->version : out->rid;
             size_t size = KEY("VS") ? sizeof out->version : sizeof out->rid;
             if (vlen >= size)
                 return IBP_E_BAD_FORMAT;
             memcpy(dst, v, vlen + 1);
-        } else if (KEY("ST") || KEY("UT") || KEY("SS") || KEY("SU")) {
+        } else if (KEY("ST") || KEY("UT") || KEY("SS") || KEY("SU") || KEY("SH") || KEY("UH")) {
             if (ibp_parse_u64(v, vlen, &u) < 0)
                 return IBP_E_BAD_FORMAT;
             if (KEY("ST")) {
-                out->hard_total = u;
+                st = u;
                 seen_st = 1;
             } else if (KEY("UT")) {
-                out->hard_used = u;
+                ut = u;
             } else if (KEY("SS")) {
                 out->soft_total = u;
-            } else {
+            } else if (KEY("SU")) {
                 out->soft_used = u;
+            } else if (KEY("SH")) {
+                sh = u;
+                seen_sh = 1;
+            } else {
+                uh = u;
             }
         } else if (KEY("DR") || KEY("NA")) {
-            if (ibp_parse_i64(v, vlen, &s) < 0)
+            if (ibp_parse_i64(v, vlen, &sv) < 0)
                 return IBP_E_BAD_FORMAT;
             if (KEY("DR"))
-                out->max_duration_s = s;
+                out->max_duration_s = sv;
             else
-                out->allocations = s < 0 || s > INT32_MAX ? -1 : (int)s;
+                out->allocations = sv < 0 || sv > INT32_MAX ? -1 : (int)sv;
         }
 #undef KEY
     }
-    return seen_st ? IBP_OK : IBP_E_BAD_FORMAT;
+    if (!seen_st)
+        return IBP_E_BAD_FORMAT;
+    if (seen_sh) {
+        out->hard_total = sh;
+        out->hard_used = uh;
+        out->soft_total = st;
+        out->soft_used = ut;
+    } else {
+        out->hard_total = st;
+        out->hard_used = ut;
+    }
+    return IBP_OK;
 }
 
-/* Parse a version-1 status line, then pool the connection, or drop it if unreadable. */
-static int finish_status_v1(ibp_client_t *c, ibp_conn_t *conn, const ibp_reply_t *rep,
+/* A version-1 status reply: lns's "1 KEY:value ..." on one line, or ACCRE's "1 <n>" followed
+ * by n bytes of KEY:value fields.  The connection is pooled when all was read and made
+ * sense, else closed. */
+static int finish_status_v1(ibp_client_t *c, ibp_conn_t *conn, ibp_reply_t *rep,
                             ibp_depot_status_t *out)
 {
-    int rc = parse_status_v1(rep, out);
+    uint64_t n;
+    int rc;
+    if (rep->nf == 2 && ibp_parse_u64(rep->f[1], strlen(rep->f[1]), &n) == 0) {
+        char *f[64];
+        int nf;
+        if (n >= sizeof rep->line ||
+            lns_rbuf_read(&conn->rb, rep->line, (size_t)n, c->o.io_timeout_ms, INT64_MAX) < 0) {
+            ibp_conn_close(conn);
+            return n >= sizeof rep->line ? IBP_E_BAD_FORMAT : ibp_sock_err(errno, 0);
+        }
+        rep->line[n] = 0;
+        nf = memchr(rep->line, 0, (size_t)n) ? -1 : ibp_split_fields(rep->line, f, 64);
+        rc = nf < 0 ? IBP_E_BAD_FORMAT : parse_status_fields(f, nf, out);
+    } else {
+        rc = parse_status_fields(rep->f + 1, rep->nf - 1, out);
+    }
     if (rc == IBP_OK)
         ibp_call_end(c, conn);
     else
@@ -355,8 +418,8 @@ static int finish_status_v1(ibp_client_t *c, ibp_conn_t *conn, const ibp_reply_t
     return rc;
 }
 
-/* Version 0: "<hard_MB> <hard_used_MB> <soft_MB> <soft_used_MB> <max_duration> [major minor]",
- * or a lone negative error code. */
+/* Version 0: "<hard_MB> <hard_used_MB> <soft_MB> <soft_used_MB> <max_duration> [version]",
+ * the version as "major minor" or, from LoCI 1.3.1, "1.3.1"; or a lone negative error code. */
 static int parse_status_v0(const ibp_reply_t *rep, ibp_depot_status_t *out)
 {
     int64_t v[5];
@@ -377,14 +440,16 @@ static int parse_status_v0(const ibp_reply_t *rep, ibp_depot_status_t *out)
     out->max_duration_s = v[4];
     out->allocations = -1;
     if (rep->nf >= 7)
-        snprintf(out->version, sizeof out->version, "%s.%s", rep->f[5], rep->f[6]);
+        snprintf(out->version, sizeof out->version, "%.15s.%.15s", rep->f[5], rep->f[6]);
+    else if (rep->nf == 6)
+        snprintf(out->version, sizeof out->version, "%.31s", rep->f[5]);
     snprintf(out->rid, sizeof out->rid, "0");
     return IBP_OK;
 }
 
-/* Build the STATUS request line (and, for CHANGE, the values line behind it). */
-static int status_request(ibp_client_t *c, int subcmd, const char *rid, const char *password,
-                          char *line, size_t size)
+/* Build the STATUS request line in version v; its length or an IBP error. */
+static int status_request(ibp_client_t *c, int v, int subcmd, const char *rid,
+                          const char *password, char *line, size_t size)
 {
     ibp_req_t req;
     int n;
@@ -393,9 +458,10 @@ static int status_request(ibp_client_t *c, int subcmd, const char *rid, const ch
     if (password && !text_ok(password, IBP_MAX_PASSWORD))
         return IBP_E_INVALID_PARAMETER;
     req_init(c, &req, IBP_CMD_STATUS);
+    req.version = v;
     req.subcmd = subcmd;
     snprintf(req.rid, sizeof req.rid, "%s", rid && rid[0] ? rid : "0");
-    /* INQUIRE needs no password, but the field must be there. */
+    /* INQUIRE needs no password on lns and LoCI (ACCRE wants it), but the field must be there. */
     snprintf(req.password, sizeof req.password, "%s", password ? password : "x");
     n = ibp_req_format(&req, line, size);
     return n < 0 ? IBP_E_INVALID_PARAMETER : n;
@@ -407,25 +473,29 @@ int ibp_status(ibp_client_t *c, const char *host, int port, const char *rid, con
     char line[IBP_MAX_LINE];
     ibp_reply_t rep;
     ibp_conn_t *conn;
+    ibp_vsel_t vs;
     int n, rc;
 
     if (!c || !out)
         return IBP_E_INV_PAR_PTR;
     if ((rc = host_ok(host, port)) != IBP_OK)
         return rc;
-    if ((n = status_request(c, IBP_ST_INQ, rid, password, line, sizeof line)) < 0)
-        return n;
-    if (c->o.version == 0) {
-        /* No status field, and the depot closes the connection after the NUL. */
-        rc = ibp_call_begin(c, host, port, line, (size_t)n, IBP_CALL_UNTIL_NUL, -1, &conn, &rep);
-        if (rc != IBP_OK)
-            return rc;
+    ibp_version_for(c, host, port, &vs);
+    do {
+        if ((n = status_request(c, vs.version, IBP_ST_INQ, rid, password, line, sizeof line)) < 0)
+            return n;
+        /* Version 0 has no status field: a line (ACCRE, which keeps the connection) or bytes
+         * up to a NUL (LoCI, which closes it). */
+        rc = ibp_call_begin(c, host, port, &vs, line, (size_t)n,
+                            vs.version == 0 ? IBP_CALL_UNTIL_NUL : IBP_CALL_KEEP_ON_ERROR, -1,
+                            &conn, &rep);
+    } while (rc == IBP_CALL_AGAIN_V0);
+    if (rc != IBP_OK)
+        return rc;
+    if (vs.version == 0) {
         ibp_conn_close(conn);
         return parse_status_v0(&rep, out);
     }
-    rc = ibp_call_begin(c, host, port, line, (size_t)n, IBP_CALL_KEEP_ON_ERROR, -1, &conn, &rep);
-    if (rc != IBP_OK)
-        return rc;
     return finish_status_v1(c, conn, &rep, out);
 }
 
@@ -441,6 +511,7 @@ int ibp_status_change(ibp_client_t *c, const char *host, int port, const char *r
     char line[IBP_MAX_LINE];
     ibp_reply_t rep;
     ibp_conn_t *conn;
+    ibp_vsel_t vs;
     int n, m, rc;
 
     if (!c)
@@ -451,23 +522,45 @@ int ibp_status_change(ibp_client_t *c, const char *host, int port, const char *r
         return IBP_E_INVALID_PARAMETER;
     if (max_duration_s < 0)
         return IBP_E_INV_PAR_ATDR;
-    if ((n = status_request(c, IBP_ST_CHANGE, rid, password, line, sizeof line)) < 0)
-        return n;
-    /* The values line goes right behind the request line; version 0 counts in MB. */
-    if (c->o.version == 0)
-        m = snprintf(line + n, sizeof line - (size_t)n, "%" PRIu64 " %" PRIu64 " %" PRId64 "\n",
-                     bytes_to_mb_up(hard_total), bytes_to_mb_up(soft_total), max_duration_s);
-    else
-        m = snprintf(line + n, sizeof line - (size_t)n, "%" PRIu64 " %" PRIu64 " %" PRId64 "\n",
-                     hard_total, soft_total, max_duration_s);
-    if (m < 0 || (size_t)m >= sizeof line - (size_t)n)
-        return IBP_E_INVALID_PARAMETER;
-    rc = ibp_call_begin(c, host, port, line, (size_t)(n + m), IBP_CALL_LINE, -1, &conn, &rep);
+    /* LoCI 1.3.1 takes a 0 as 0 (a soft capacity of 0 bytes), so a field left unchanged is
+     * sent as the depot's current value. */
+    if (hard_total == 0 || soft_total == 0 || max_duration_s == 0) {
+        ibp_depot_status_t cur;
+        if ((rc = ibp_status(c, host, port, rid, password, &cur)) != IBP_OK)
+            return rc;
+        if (hard_total == 0)
+            hard_total = cur.hard_total;
+        if (soft_total == 0)
+            soft_total = cur.soft_total;
+        if (max_duration_s == 0)
+            max_duration_s = cur.max_duration_s;
+    }
+    ibp_version_for(c, host, port, &vs);
+    do {
+        n = status_request(c, vs.version, IBP_ST_CHANGE, rid, password, line, sizeof line);
+        if (n < 0)
+            return n;
+        /* The values line goes right behind the request line; version 0 counts in MB and
+         * days (LoCI 1.3.1), rounded up so a limit is never lowered by the rounding. */
+        if (vs.version == 0)
+            m = snprintf(line + n, sizeof line - (size_t)n,
+                         "%" PRIu64 " %" PRIu64 " %" PRId64 "\n", bytes_to_mb_up(hard_total),
+                         bytes_to_mb_up(soft_total),
+                         max_duration_s / 86400 + (max_duration_s % 86400 != 0));
+        else
+            m = snprintf(line + n, sizeof line - (size_t)n,
+                         "%" PRIu64 " %" PRIu64 " %" PRId64 "\n", hard_total, soft_total,
+                         max_duration_s);
+        if (m < 0 || (size_t)m >= sizeof line - (size_t)n)
+            return IBP_E_INVALID_PARAMETER;
+        rc = ibp_call_begin(c, host, port, &vs, line, (size_t)(n + m), IBP_CALL_LINE, -1, &conn,
+                            &rep);
+    } while (rc == IBP_CALL_AGAIN_V0);
     if (rc != IBP_OK)
         return rc;
-    if (c->o.version == 1)
+    if (vs.version == 1 && rep.nf > 1)
         return finish_status_v1(c, conn, &rep, out ? out : &(ibp_depot_status_t){0});
-    /* version 0 answers "1 \n"; the figures need an INQUIRE */
+    /* version 0 and ACCRE answer "1 \n"; the figures need an INQUIRE */
     if (parse_ack(&rep, NULL) != IBP_OK) {
         ibp_conn_close(conn);
         return IBP_E_BAD_FORMAT;

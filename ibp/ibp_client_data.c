@@ -92,13 +92,14 @@ static int send_data(ibp_client_t *c, ibp_conn_t *conn, const data_src_t *src, u
     return rc;
 }
 
-/* The request line of a STORE, WRITE or LOAD of len bytes at offset; its length or -1. */
-static int data_request(const ibp_client_t *c, int cmd, const ibp_cap_t *cap, uint64_t offset,
-                        uint64_t len, char *line, size_t size)
+/* The request line of a STORE, WRITE or LOAD of len bytes at offset, in version v; its length
+ * or -1. */
+static int data_request(const ibp_client_t *c, int v, int cmd, const ibp_cap_t *cap,
+                        uint64_t offset, uint64_t len, char *line, size_t size)
 {
     ibp_req_t req;
     memset(&req, 0, sizeof req);
-    req.version = c->o.version;
+    req.version = v;
     req.cmd = cmd;
     req.timeout = c->o.server_timeout_s;
     ibp_call_req_cap(&req, cap);
@@ -117,6 +118,7 @@ static int store_common(ibp_client_t *c, const char *wcap, int cmd, uint64_t off
     ibp_cap_t cap;
     ibp_reply_t rep;
     ibp_conn_t *conn;
+    ibp_vsel_t vs;
     uint64_t n;
     int rc, linelen;
 
@@ -126,33 +128,43 @@ static int store_common(ibp_client_t *c, const char *wcap, int cmd, uint64_t off
         return IBP_E_INV_PAR_PTR;
     if ((rc = ibp_call_cap(wcap, IBP_WRITECAP, &cap)) != IBP_OK)
         return rc;
-    if (cmd == IBP_CMD_WRITE && c->o.version == 0)
-        return IBP_E_INVALID_CMD;
     if (offset + len < offset)
         return IBP_E_INV_PAR_SIZE;
 
-    if ((linelen = data_request(c, cmd, &cap, offset, len, line, sizeof line)) < 0)
+    ibp_version_for(c, cap.host, cap.port, &vs);
+    if (cmd == IBP_CMD_WRITE && vs.version == 0)
+        return IBP_E_INVALID_CMD;
+    if ((linelen = data_request(c, vs.version, cmd, &cap, offset, len, line, sizeof line)) < 0)
         return IBP_E_INVALID_PARAMETER;
 
-    if (src->kind == SRC_BUF && len <= IBP_PIPELINE_MAX) {
+    if (src->kind == SRC_BUF && len <= IBP_PIPELINE_MAX && !vs.detect) {
         /* Small data goes right behind the request line, in the same segment: the contract
          * allows it and it saves a round trip per STORE.  The depot still answers "1 \n"
          * first, and drains what we sent before it closes after an error, so its error
-         * reply is not lost to a reset. */
+         * reply is not lost to a reset.  Not while the depot's version is unknown: the
+         * request line alone finds it out, and no data goes before a reply. */
         char *both = malloc((size_t)linelen + (size_t)len);
         if (!both)
             return IBP_E_ALLOC_FAILED;
         memcpy(both, line, (size_t)linelen);
         if (len > 0)
             memcpy(both + linelen, src->buf, (size_t)len);
-        rc = ibp_call_begin(c, cap.host, cap.port, both, (size_t)linelen + (size_t)len,
+        rc = ibp_call_begin(c, cap.host, cap.port, &vs, both, (size_t)linelen + (size_t)len,
                             IBP_CALL_LINE, -1, &conn, &rep);
         free(both);
         if (rc != IBP_OK)
             return rc;
     } else {
-        rc = ibp_call_begin(c, cap.host, cap.port, line, (size_t)linelen, IBP_CALL_LINE, -1,
-                            &conn, &rep);
+        rc = ibp_call_begin(c, cap.host, cap.port, &vs, line, (size_t)linelen, IBP_CALL_LINE,
+                            -1, &conn, &rep);
+        if (rc == IBP_CALL_AGAIN_V0) {
+            if (cmd == IBP_CMD_WRITE)
+                return IBP_E_INVALID_CMD;
+            if ((linelen = data_request(c, 0, cmd, &cap, offset, len, line, sizeof line)) < 0)
+                return IBP_E_INVALID_PARAMETER;
+            rc = ibp_call_begin(c, cap.host, cap.port, &vs, line, (size_t)linelen,
+                                IBP_CALL_LINE, -1, &conn, &rep);
+        }
         if (rc != IBP_OK)
             return rc;
         if ((rc = send_data(c, conn, src, len)) != IBP_OK) {
@@ -220,6 +232,7 @@ static int load_begin(ibp_client_t *c, const char *rcap, uint64_t offset, uint64
     char line[IBP_MAX_LINE];
     ibp_cap_t cap;
     ibp_reply_t rep;
+    ibp_vsel_t vs;
     uint64_t n;
     int rc, linelen;
 
@@ -229,10 +242,14 @@ static int load_begin(ibp_client_t *c, const char *rcap, uint64_t offset, uint64
         return rc;
     if (offset + len < offset)
         return IBP_E_INV_PAR_SIZE;
-    if ((linelen = data_request(c, IBP_CMD_LOAD, &cap, offset, len, line, sizeof line)) < 0)
-        return IBP_E_INVALID_PARAMETER;
-    rc = ibp_call_begin_intr(c, cap.host, cap.port, line, (size_t)linelen,
-                             IBP_CALL_KEEP_ON_ERROR, -1, intr, conn, &rep);
+    ibp_version_for(c, cap.host, cap.port, &vs);
+    do {
+        linelen = data_request(c, vs.version, IBP_CMD_LOAD, &cap, offset, len, line, sizeof line);
+        if (linelen < 0)
+            return IBP_E_INVALID_PARAMETER;
+        rc = ibp_call_begin_intr(c, cap.host, cap.port, &vs, line, (size_t)linelen,
+                                 IBP_CALL_KEEP_ON_ERROR, -1, intr, conn, &rep);
+    } while (rc == IBP_CALL_AGAIN_V0);
     if (rc != IBP_OK)
         return rc;
     if (rep.nf != 2 || ibp_parse_u64(rep.f[1], strlen(rep.f[1]), &n) < 0 || n != len) {

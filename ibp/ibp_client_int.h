@@ -4,6 +4,7 @@
  *   ibp_call.c         one request/reply exchange on a pooled connection, with the retry rule
  *   ibp_client.c       the calls without bulk data (ALLOCATE, SEND, MANAGE, STATUS)
  *   ibp_client_data.c  the calls that move bytes (STORE, WRITE, LOAD)
+ *   ibp_version.c      which protocol version each depot speaks (pinned or learned)
  *
  * A connection belongs to exactly one thread between ibp_call_begin() and ibp_call_end() /
  * ibp_conn_close(); only idle connections sit in the pool, under the pool's mutex.
@@ -34,11 +35,30 @@ typedef struct ibp_conn {
 } ibp_conn_t;
 
 typedef struct ibp_pool ibp_pool_t;
+typedef struct ibp_vtab ibp_vtab_t;
 
 struct ibp_client {
-    ibp_client_opts_t o;
+    ibp_client_opts_t o;   /* o.version: -1 detect per depot, 0 or 1 always that */
     ibp_pool_t *pool;
+    ibp_vtab_t *versions;  /* what detection learned, per depot */
 };
+
+/* ---- ibp_version.c ---- */
+#define IBP_VTAB_MAX 256   /* depots a version table remembers */
+#define IBP_VTAB_TTL_S 600 /* how long a learned version is trusted */
+ibp_vtab_t *ibp_vtab_new(void);
+void ibp_vtab_free(ibp_vtab_t *t);
+/* The version a call speaks to one depot, and whether it is still finding out. */
+typedef struct ibp_vsel {
+    int version;
+    int detect; /* 0: sure (pinned, fixed by the options, or learned); 1: trying version 1,
+                   which may fall back; 2: trying version 0 after version 1 failed */
+} ibp_vsel_t;
+/* The version to speak to host:port: pinned for the process, fixed by the client's options,
+ * learned, or (when none of these) 1 with detect = 1. */
+void ibp_version_for(ibp_client_t *c, const char *host, int port, ibp_vsel_t *vs);
+/* A depot answered in version (a client that detects only). */
+void ibp_version_learn(ibp_client_t *c, const char *host, int port, int version);
 
 /* ---- ibp_pool.c ---- */
 /* Depots with a pool entry at most: past it, the least recently used entry and its idle
@@ -72,20 +92,30 @@ typedef struct ibp_reply {
 
 enum {
     IBP_CALL_LINE = 0,          /* the reply is a status line */
-    IBP_CALL_UNTIL_NUL = 1,     /* version-0 STATUS: raw bytes up to a NUL or the close */
+    IBP_CALL_UNTIL_NUL = 1,     /* version-0 STATUS: raw bytes up to a NUL, a newline or the close */
     IBP_CALL_KEEP_ON_ERROR = 2  /* an error reply ends the exchange cleanly (not STORE,
                                    WRITE, STATUS CHANGE: there the depot may not be in step) */
 };
 
-/* Send req[0..len) to host:port and read the first reply line into rep.  IBP_OK: the reply
+/* What ibp_call_begin returns (never to a library caller) when a depot whose version was not
+ * sure dropped a version-1 request before any reply byte, or answered it -27 or -25: vs now
+ * says version 0; build the request again in it and call once more.  Only the request line
+ * (and data the caller chose to send with it) has gone out: callers whose version is not sure
+ * send no data before the first reply. */
+#define IBP_CALL_AGAIN_V0 2
+
+/* Send req[0..len), a line of version vs->version, to host:port and read the first reply line
+ * into rep.  While vs->detect is set, a reply learns the version for the client and a silent
+ * close or version error returns IBP_CALL_AGAIN_V0 (above).  IBP_OK: the reply
  * starts with status 1 and *conn is the caller's, to finish with ibp_call_end() or
  * ibp_conn_close().  Any other return (a depot error or a local one) leaves no connection
  * with the caller; after an error reply it is pooled only with IBP_CALL_KEEP_ON_ERROR and
  * when the contract says the depot keeps it open.  A reused connection that fails with EOF
  * or reset before any reply byte is dropped and the request is sent once more on a new
  * connection.  reply_wait_ms < 0 means the io timeout. */
-int ibp_call_begin(ibp_client_t *c, const char *host, int port, const char *req, size_t len,
-                   int flags, int reply_wait_ms, ibp_conn_t **conn, ibp_reply_t *rep);
+int ibp_call_begin(ibp_client_t *c, const char *host, int port, ibp_vsel_t *vs,
+                   const char *req, size_t len, int flags, int reply_wait_ms, ibp_conn_t **conn,
+                   ibp_reply_t *rep);
 /* A way to interrupt a call from another thread (ibp_loader_abort): while the call has a
  * connection, fd is its socket, and an abort shuts it down, so that a read or write blocked
  * on a depot that stopped answering returns at once; a call not yet connected does not start. */
@@ -103,9 +133,9 @@ void ibp_intr_abort(ibp_intr_t *i);
 int ibp_intr_aborted(ibp_intr_t *i);
 /* ibp_call_begin that ibp_intr_abort(intr) can interrupt (intr may be NULL).  On IBP_OK the
  * connection stays attached to intr: the caller detaches it before closing or pooling it. */
-int ibp_call_begin_intr(ibp_client_t *c, const char *host, int port, const char *req,
-                        size_t len, int flags, int reply_wait_ms, ibp_intr_t *intr,
-                        ibp_conn_t **conn, ibp_reply_t *rep);
+int ibp_call_begin_intr(ibp_client_t *c, const char *host, int port, ibp_vsel_t *vs,
+                        const char *req, size_t len, int flags, int reply_wait_ms,
+                        ibp_intr_t *intr, ibp_conn_t **conn, ibp_reply_t *rep);
 /* Read the next reply line (e.g. after the data of a STORE).  IBP_OK if its status is 1;
  * otherwise the connection has been closed. */
 int ibp_call_line(ibp_client_t *c, ibp_conn_t *conn, ibp_reply_t *rep);

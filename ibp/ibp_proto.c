@@ -517,12 +517,9 @@ int ibp_req_format(const ibp_req_t *r, char *buf, size_t size)
     case IBP_CMD_SEND:
         if (!text_ok(r->target_cap) || !text_ok(r->key) || !text_ok(r->typekey))
             return -1;
-        if (r->version == 0)
-            put(&o, " %s%s%s %s %s", r->rid, r->rid[0] ? "#" : "", r->key, r->target_cap,
-                r->typekey);
-        else
-            put(&o, " %s%s%s %s %s", r->rid, r->rid[0] ? "#" : "", r->key, r->typekey,
-                r->target_cap);
+        /* version 1: an empty path first (ACCRE's order; docs/ibp-protocol.md) */
+        put(&o, "%s %s%s%s %s %s", r->version == 1 ? " " : "", r->rid, r->rid[0] ? "#" : "",
+            r->key, r->target_cap, r->typekey);
         put(&o, " %" PRIu64 " %" PRIu64 " %d %d %d\n", r->offset, r->length, r->src_timeout,
             r->dst_timeout, r->dst_client_timeout);
         return o.bad ? -1 : (int)o.n;

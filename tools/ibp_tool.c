@@ -22,6 +22,7 @@
 #include "ibp_tool.h"
 #include "lns_units.h"
 #include "lns_version.h"
+#include "tool_opt.h"
 
 static const command_t *find_command(const char *name);
 
@@ -212,8 +213,10 @@ static const command_t commands[] = {
     {"truncate", "MCAP SIZE",
      "Set the current size: bytes past SIZE are dropped, growing fills with zeros.", 2, 2, 0,
      cmd_truncate},
-    {"status", "HOST[:PORT] [--rid R]", "Show the depot's capacity, use and limits.", 1, 1, O_RID,
-     cmd_status},
+    {"status", "HOST[:PORT] [--rid R] [--password-file F]",
+     "Show the depot's capacity, use and limits.\n"
+     "An ACCRE 1.4 depot wants its password even for this: from F, else from $IBP_PASSWORD.",
+     1, 1, O_RID | O_PASSWORD, cmd_status},
     {"status-change", "HOST[:PORT] --password-file F [--hard N] [--soft N] [--max-duration S]",
      "Change the resource's hard and soft capacity and maximum duration (0 or absent: keep).\n"
      "The admin password is read from F, else from $IBP_PASSWORD, never from the command line.",
@@ -233,7 +236,10 @@ static const command_t *find_command(const char *name)
 static const char global_help[] =
     "Global options (anywhere on the line):\n"
     "  --json          machine-readable output (one JSON object) for every command\n"
-    "  -0, --v0        speak IBP protocol version 0 (LoCI 1.3) instead of 1\n"
+    "  -0, --v0        speak IBP protocol version 0 to every depot\n"
+    "  -1, --v1        speak IBP protocol version 1 to every depot (default: version 1, or 0\n"
+    "                  where the depot drops version 1 unanswered, as LoCI 1.3 does)\n"
+    "  --ibp-version HOST:PORT=V  speak version V (0, 1 or auto) to that depot\n"
     "  --timeout S     connect and I/O timeout in seconds (default 5 s connect, 60 s I/O)\n"
     "  -h, --help      this help, or a command's help after the command\n"
     "  -V, --version   print the version\n"
@@ -341,6 +347,15 @@ int main(int argc, char **argv)
             t.json = 1;
         } else if (!strcmp(a, "-0") || !strcmp(a, "--v0")) {
             t.opts.version = 0;
+        } else if (!strcmp(a, "-1") || !strcmp(a, "--v1")) {
+            t.opts.version = 1;
+        } else if (!strncmp(a, "--ibp-version", 13) && (a[13] == 0 || a[13] == '=')) {
+            const char *v = opt_value(&t, argc, argv, &i, a[13] ? a + 13 : NULL);
+            char why[256];
+            if (!v)
+                return EX_USAGE;
+            if (tool_ibp_version_pin(v, why, sizeof why) < 0)
+                return ibp_tool_usage_error(&t, "--ibp-version %s: %s", v, why);
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             help = 1;
         } else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {

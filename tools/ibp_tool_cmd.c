@@ -177,6 +177,10 @@ static int length_to_end(ibp_tool_t *t, const char *cap, uint64_t offset, uint64
 {
     ibp_probe_t p;
     int rc = ibp_probe(t->client, cap, &p);
+    /* ACCRE 1.4 answers PROBE only for manage capabilities (-4 for a read one) */
+    if (rc == IBP_E_CAP_NOT_FOUND)
+        return ibp_tool_fail(t, rc, "PROBE for the current size (give the LENGTH: some depots, "
+                             "ACCRE 1.4's, PROBE only with a MANAGE capability)");
     if (rc != IBP_OK)
         return ibp_tool_fail(t, rc, "PROBE for the current size");
     if (offset > p.cur_size)
@@ -357,15 +361,22 @@ static void print_status(const ibp_tool_t *t, const char *host, int port,
         printf("allocations:  %d\n", s->allocations);
 }
 
+static int read_password(ibp_tool_t *t, char *pw, size_t size);
+
 int cmd_status(ibp_tool_t *t)
 {
-    char host[IBP_MAX_HOST];
+    char host[IBP_MAX_HOST], pw[256];
     ibp_depot_status_t s;
-    int port, rc;
+    int port, rc, ex;
     if (ibp_tool_parse_hostport(t->pos[0], host, sizeof host, &port) < 0)
         return ibp_tool_usage_error(t, "bad depot address '%s'", t->pos[0]);
+    /* lns and LoCI answer an inquiry without the password; ACCRE 1.4 wants it */
+    if ((t->password_file || getenv("IBP_PASSWORD")) &&
+        (ex = read_password(t, pw, sizeof pw)) != EX_OK)
+        return ex;
     ibp_tool_set_depot(t, host, port);
-    rc = ibp_status(t->client, host, port, t->rid, NULL, &s);
+    rc = ibp_status(t->client, host, port, t->rid,
+                    t->password_file || getenv("IBP_PASSWORD") ? pw : NULL, &s);
     if (rc != IBP_OK)
         return ibp_tool_fail(t, rc, "STATUS of %s:%d", host, port);
     print_status(t, host, port, &s);

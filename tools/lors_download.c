@@ -88,6 +88,7 @@ static const tool_opt_t opts[] = {
     {TOOL_OPT_SIZE, "memory", 'M', "MAX_INTERNAL_BUFFER", S(memory), 1, INT64_MAX, "64M", "N",
      "reorder buffer in bytes (default 64M; with -C the smaller wins)", NULL},
     TOOL_OPT_TIMEOUT("30s", "longest wait for any progress of one depot read"),
+    TOOL_OPT_IBP_VERSION,
     {TOOL_OPT_SWITCH, "no-verify", 0, NULL, S(no_verify), 1, 0, NULL, NULL,
      "do not check blocks (or the -R prefix) against the checksums", NULL},
     {TOOL_OPT_STR, "key-file", 0, NULL, S(keyfile), 0, 0, NULL, "FILE",

@@ -74,6 +74,7 @@ static const tool_opt_t opts[] = {
      "as long as each depot allows (the default)", set_mode},
     TOOL_OPT_THREADS(1, "4", "parallel depot calls"),
     TOOL_OPT_TIMEOUT("30s", "longest wait of any one depot call"),
+    TOOL_OPT_IBP_VERSION,
     TOOL_OPT_VERBOSE("print each mapping's old and new expiry"),
     TOOL_OPT_EVENTS,
     TOOL_OPT_SETTINGS,

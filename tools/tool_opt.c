@@ -120,6 +120,50 @@ int tool_opt_demo(void *s, const tool_opt_t *o, const char *name, const char *va
     return 0;
 }
 
+int tool_ibp_version_pin(const char *val, char *err, size_t errlen)
+{
+    char host[IBP_MAX_HOST];
+    const char *eq = strrchr(val, '='), *colon;
+    int port = IBP_DEFAULT_PORT, v;
+    size_t hlen;
+    if (!eq)
+        return lns_err_set(err, errlen, "expected HOST:PORT=V");
+    if (strcmp(eq + 1, "0") == 0)
+        v = 0;
+    else if (strcmp(eq + 1, "1") == 0)
+        v = 1;
+    else if (strcasecmp(eq + 1, "auto") == 0)
+        v = -1;
+    else
+        return lns_err_set(err, errlen, "version %s: expected 0, 1 or auto", eq + 1);
+    colon = memchr(val, ':', (size_t)(eq - val));
+    hlen = (size_t)((colon ? colon : eq) - val);
+    if (colon) {
+        char *end;
+        long n = strtol(colon + 1, &end, 10);
+        if (end != eq || n < 1 || n > 65535)
+            return lns_err_set(err, errlen, "port %.*s: expected 1..65535",
+                               (int)(eq - colon - 1), colon + 1);
+        port = (int)n;
+    }
+    if (hlen == 0 || hlen >= sizeof host)
+        return lns_err_set(err, errlen, "expected HOST:PORT=V");
+    memcpy(host, val, hlen);
+    host[hlen] = 0;
+    if (ibp_version_pin(host, port, v) != IBP_OK)
+        return lns_err_set(err, errlen, "cannot pin %s", val);
+    return 0;
+}
+
+int tool_opt_ibp_version(void *s, const tool_opt_t *o, const char *name, const char *val,
+                         tool_from from, char *err, size_t errlen)
+{
+    char why[256];
+    if (tool_ibp_version_pin(val, why, sizeof why) < 0)
+        return lns_err_set(err, errlen, "%s %s: %s", name, val, why);
+    return 0;
+}
+
 int tool_opt_storage(void *s, const tool_opt_t *o, const char *name, const char *val,
                      tool_from from, char *err, size_t errlen)
 {

@@ -141,6 +141,14 @@ int tool_opt_set(void *settings, const tool_opt_t *o, const char *name, const ch
      help, NULL}
 #define TOOL_OPT_TIMEOUT(def, help) \
     {TOOL_OPT_SECONDS, "timeout", 'T', "TIMEOUT", TOOL_C(timeout), 1, 86400, def, "T", help, NULL}
+/* --ibp-version HOST[:PORT]=0|1|auto (repeatable): the IBP protocol version spoken to one
+ * depot, pinned for the process (ibp_version_pin) instead of found out (version 1, then 0 if
+ * the depot drops it: LoCI 1.3).  The rc file's IBP_VERSION lines (tool_rc.c) do the same for
+ * every program that reads it, before the flags. */
+#define TOOL_OPT_IBP_VERSION \
+    {TOOL_OPT_FN, "ibp-version", 0, NULL, TOOL_NOFIELD, 0, 0, NULL, "HOST:PORT=V", \
+     "speak IBP version V (0, 1 or auto) to that depot (default auto:\n" \
+     "1, or 0 where the depot drops version 1, as LoCI 1.3 does)", tool_opt_ibp_version}
 /* --help and --version; with --rc and --no-rc for the programs that read the rc file (a
  * program whose table has no "rc" entry reads none). */
 #define TOOL_OPT_HELP \
@@ -178,6 +186,11 @@ int tool_opt_storage(void *s, const tool_opt_t *o, const char *name, const char 
                      tool_from from, char *err, size_t errlen);
 int tool_opt_demo(void *s, const tool_opt_t *o, const char *name, const char *val,
                   tool_from from, char *err, size_t errlen);
+/* HOST[:PORT]=0|1|auto: pins (or unpins) the depot's version with ibp_version_pin. */
+int tool_opt_ibp_version(void *s, const tool_opt_t *o, const char *name, const char *val,
+                         tool_from from, char *err, size_t errlen);
+/* The same for a program without a table (ibp_tool): 0, or -1 with the reason in err. */
+int tool_ibp_version_pin(const char *val, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -249,6 +249,12 @@ static int keyword(rcparse_t *p, const char *kw, char *v)
         return kw_depot(p, kw, v);
     if (strcasecmp(kw, "LOCATION") == 0)
         return set_str(&rc->location, v);
+    if (strcasecmp(kw, "IBP_VERSION") == 0) { /* for every program that talks to depots */
+        char why[256];
+        if (tool_ibp_version_pin(v, why, sizeof why) < 0)
+            return fail(p, "%s %s: %s", kw, v, why);
+        return LORS_OK;
+    }
     if (strcasecmp(kw, "E2E_ORDER") == 0)
         return kw_e2e(p, kw, v);
     if (strcasecmp(kw, "DURATION") == 0) /* "max" (each depot's maximum) is -1 */

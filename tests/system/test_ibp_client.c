@@ -437,23 +437,30 @@ static void do_status_change(int v)
     CU_ASSERT_EQUAL(s.hard_total, 64ull * MiB);
 
     memset(&s, 0, sizeof s);
+    /* version 0 counts the duration in days (LoCI 1.3.1), rounded up */
+    int64_t d1 = v == 0 ? 86400 : 1800, d2 = v == 0 ? 2 * 86400 : 3600;
     CU_ASSERT_EQUAL(ibp_status_change(c, "127.0.0.1", dA.port, NULL, "pw", 100 * MiB, 80 * MiB,
-                                      1800, &s), IBP_OK);
+                                      v == 0 ? 1800 : d1, &s), IBP_OK);
     CU_ASSERT_EQUAL(s.hard_total, 100ull * MiB);
     CU_ASSERT_EQUAL(s.soft_total, 80ull * MiB);
-    CU_ASSERT_EQUAL(s.max_duration_s, 1800);
+    CU_ASSERT_EQUAL(s.max_duration_s, d1);
     /* 0 leaves a setting alone */
-    CU_ASSERT_EQUAL(ibp_status_change(c, "127.0.0.1", dA.port, NULL, "pw", 0, 0, 3600, &s), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_status_change(c, "127.0.0.1", dA.port, NULL, "pw", 0, 0, d2, &s), IBP_OK);
     CU_ASSERT_EQUAL(s.hard_total, 100ull * MiB);
-    CU_ASSERT_EQUAL(s.max_duration_s, 3600);
+    CU_ASSERT_EQUAL(s.max_duration_s, d2);
     CU_ASSERT_EQUAL(ibp_status_change(c, "127.0.0.1", dA.port, NULL, "pw", 64 * MiB, 64 * MiB, 0,
                                       NULL), IBP_OK);
     CU_ASSERT_EQUAL_FATAL(ibp_status(c, "127.0.0.1", dA.port, NULL, NULL, &s), IBP_OK);
     CU_ASSERT_EQUAL(s.hard_total, 64ull * MiB);
     CU_ASSERT_EQUAL(s.soft_total, 64ull * MiB);
-    CU_ASSERT_EQUAL(s.max_duration_s, 3600);
+    CU_ASSERT_EQUAL(s.max_duration_s, d2);
     /* the connection is still good after the refused change */
     CU_ASSERT_EQUAL(ibp_status(c, "127.0.0.1", dA.port, NULL, NULL, &s), IBP_OK);
+    ibp_client_free(c);
+    /* the later tests want the hour the depot started with, which version 0 cannot say */
+    c = client(1);
+    CU_ASSERT_EQUAL(ibp_status_change(c, "127.0.0.1", dA.port, NULL, "pw", 0, 0, 3600, NULL),
+                    IBP_OK);
     ibp_client_free(c);
 }
 

@@ -101,6 +101,7 @@ static ibp_client_t *client_with(int max_idle, int max_idle_s, int io_ms)
 {
     ibp_client_opts_t o;
     ibp_client_opts_init(&o);
+    o.version = 1; /* the pool's rules; version detection is test_ibp_version's */
     o.max_idle_per_depot = max_idle;
     o.max_idle_s = max_idle_s;
     o.io_timeout_ms = io_ms;
@@ -362,18 +363,25 @@ static void test_retry_once(void)
     scene_end(&sc);
 }
 
-/* "-66": the depot wants us to back off, so it is returned, not retried, even on a pooled
- * connection; the next call starts afresh. */
+/* "-66" on a pooled connection is an ACCRE depot's parting line as it closes the connection
+ * (idle, or after an error), which may come after the pool's check: not the reply, so the
+ * request goes again on a new connection.  On a new connection it is the depot asking us to
+ * back off: returned, not retried. */
 static void test_out_of_sockets(void)
 {
     static const step_t steps[] = {
-        {PROBE_OK, 0, KEEP}, {"-66 5\n", 0, CLOSE}, {PROBE_OK, 0, KEEP}};
+        {PROBE_OK, 0, KEEP}, {"-66 0.236328\n", 0, CLOSE}, {PROBE_OK, 0, KEEP},
+        {"-66 5\n", 0, CLOSE}, {PROBE_OK, 0, KEEP}};
     scene_t sc;
     ibp_probe_t p;
     scene_start(&sc, steps, NSTEPS(steps), "READ", 5000);
-    probe_twice(&sc, &p, IBP_OK, IBP_E_OUT_OF_SOCKETS, 1, 2);
+    probe_twice(&sc, &p, IBP_OK, IBP_OK, 2, 3);
+    ibp_client_free(sc.c);
+    sc.c = client_with(8, 30, 5000); /* nothing pooled: the next -66 comes on a new connection */
+    CU_ASSERT_EQUAL(ibp_probe(sc.c, sc.cap, &p), IBP_E_OUT_OF_SOCKETS);
     CU_ASSERT_EQUAL(ibp_probe(sc.c, sc.cap, &p), IBP_OK);
-    CU_ASSERT_EQUAL(sc.f.conns, 2);
+    CU_ASSERT_EQUAL(sc.f.conns, 4);
+    CU_ASSERT_EQUAL(sc.f.requests, 5);
     scene_end(&sc);
 }
 

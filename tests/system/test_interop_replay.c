@@ -3,8 +3,12 @@
  * Those depots cannot run here, so a scripted peer replays their recorded bytes (from
  * ../shared/reference/ibp-protocol.md, "Replies as observed on the wire"): the space before
  * the newline of ALLOCATE, errors with a leading space, the two phases of STORE, the version-0
- * STATUS line with no status code ending in a NUL, the 1.4 STATUS KEY:value line and the -66
- * a 1.4 depot sends before it closes.  Each step checks the request line libibp sent too. */
+ * STATUS line with no status code ending in a NUL, the 1.4 STATUS "1 <n>" and n bytes of
+ * KEY:value fields and the -66 a 1.4 depot sends before it closes.  Each step checks the
+ * request line libibp sent too.  The version detection is tested here as well: a LoCI 1.3.1
+ * depot closes the connection without a word on a version-1 line (checked against the real
+ * one, docs/interop.md). */
+#include <poll.h>
 #include <CUnit/CUnit.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -29,6 +33,7 @@ typedef struct step {
     size_t reply_len;    /* 0 = strlen(reply) */
     const char *reply2;  /* sent after the data was read */
     int close_after;     /* close the connection after this step */
+    int no_data;         /* nothing may follow the line before the reply (no data sent blind) */
 } step_t;
 
 typedef struct peer {
@@ -62,6 +67,14 @@ static void *peer_main(void *arg)
             if (strncmp(p->last_line, s->expect, strlen(s->expect)) != 0) {
                 fprintf(stderr, "\n  replay step %d: expected \"%s...\", got \"%s\"\n", i,
                         s->expect, p->last_line);
+                p->mismatches++;
+            }
+        }
+        if (s->no_data) {
+            struct pollfd pfd = {.fd = fd, .events = POLLIN};
+            char c;
+            if (poll(&pfd, 1, 200) > 0 && recv(fd, &c, 1, MSG_PEEK) > 0) {
+                fprintf(stderr, "\n  replay step %d: data sent before the reply\n", i);
                 p->mismatches++;
             }
         }
@@ -122,11 +135,11 @@ static void test_loci_v0(void)
         {"0 1 2 1 3600 100 ", 0,
          "1 ibp://127.0.0.1:6714/IBP-12345/701197658/READ "
          "ibp://127.0.0.1:6714/IBP-12345/11/WRITE ibp://127.0.0.1:6714/IBP-12345/22/MANAGE \n",
-         0, NULL, 1},
-        {"0 2 IBP-12345 11 5 ", 5, "1 \n", 0, "1 5\n", 1},
-        {"0 8 IBP-12345 701197658 0 5 ", 0, "1 5\nhello", 0, NULL, 1},
-        {"0 8 IBP-12345 701197658 0 9 ", 0, " -4 \n", 0, NULL, 1},
-        {"0 4 1 ", 0, status_reply, sizeof status_reply /* includes the NUL */, NULL, 1},
+         0, NULL, 1, 0},
+        {"0 2 IBP-12345 11 5 ", 5, "1 \n", 0, "1 5\n", 1, 0},
+        {"0 8 IBP-12345 701197658 0 5 ", 0, "1 5\nhello", 0, NULL, 1, 0},
+        {"0 8 IBP-12345 701197658 0 9 ", 0, " -4 \n", 0, NULL, 1, 0},
+        {"0 4 1 ", 0, status_reply, sizeof status_reply /* includes the NUL */, NULL, 1, 0},
     };
     peer_t p;
     CU_ASSERT_FATAL(peer_start(&p, steps, 5) == 0);
@@ -162,28 +175,41 @@ static void test_loci_v0(void)
     CU_ASSERT_EQUAL(peer_finish(&p), 0);
 }
 
-/* An ACCRE 1.4 depot: keep-alive, KEY:value status, and -66 before it closes. */
+/* An ACCRE 1.4 depot: keep-alive, "1 <n>" + KEY:value status, CHNG only with explicit values,
+ * SEND with its field order, and -66 before it closes (bytes recorded from the real one). */
 static void test_accre_v1(void)
 {
-    char cap[IBP_MAX_CAP];
+    char cap[IBP_MAX_CAP], dst[IBP_MAX_CAP];
+    static const char status_body[] =
+        "VS:1.4:1.0 DT:1  RID:1 RT:1 CT:8589934592 ST:8589934592 UT:1000 UH:1000 "
+        "SH:8589934592 CH:8589934592 AT:8589933592 AH:8589933592 DR:2592000 RE \n";
     step_t steps[] = {
-        {"1 4 0 1 ", 0,
-         "1 VS:1.4 RID:0 ST:2147483648 UT:1048576 SS:0 SU:0 DR:2592000 CT:0\n", 0, NULL, 0},
-        {"1 9 0#" K48 " 5 40 ", 0, "1 1 1 4096 8192 3599 2 1\n", 0, NULL, 0},
-        {"1 9 0#" K48 " 5 43 ", 0, " -28 \n", 0, NULL, 0},
-        /* the depot decides to close this connection: -66 then EOF */
-        {"1 9 0#" K48 " 5 40 ", 0, "-66 2\n", 0, NULL, 1},
+        {"1 4 1 1 ibp ", 0, "1 143 \n", 0, status_body, 0, 0},
+        {"1 9 0#" K48 " 5 40 ", 0, "1 1 1 4096 8192 3599 2 1 \n", 0, NULL, 0, 0},
+        /* CHNG of the duration only: the size and reliability sent as they are */
+        {"1 9 0#" K48 " 5 40 ", 0, "1 1 1 4096 8192 3599 2 1 \n", 0, NULL, 0, 0},
+        {"1 9 0#" K48 " 5 43 3 8192 999999999 2 ", 0, " -28 \n", 0, NULL, 0, 0},
+        /* the depot closed this connection as it went back to the pool: its parting -66 is
+         * read as the next request's reply, which goes again on a new connection */
+        {"1 9 0#" K48 " 5 40 ", 0, "-66 0.236328\n", 0, NULL, 1, 0},
+        {"1 9 0#" K48 " 5 40 ", 0, "1 1 1 4096 8192 3598 2 1 \n", 0, NULL, 0, 0},
+        /* SEND: an empty path field first, then key, target, type key */
+        {"1 5  0#" K48 " ibp://127.0.0.1:6714/1#abc/7/WRITE 5 0 4096 ", 0, "1 4096 \n", 0,
+         NULL, 0, 0},
     };
     peer_t p;
-    CU_ASSERT_FATAL(peer_start(&p, steps, 4) == 0);
-    ibp_client_t *c = client(1);
+    CU_ASSERT_FATAL(peer_start(&p, steps, 7) == 0);
+    ibp_client_t *c = client(-1);
 
     ibp_depot_status_t st;
-    CU_ASSERT_EQUAL(ibp_status(c, "127.0.0.1", p.port, "0", NULL, &st), IBP_OK);
-    CU_ASSERT_EQUAL(st.hard_total, 2147483648ULL);
-    CU_ASSERT_EQUAL(st.hard_used, 1048576ULL);
+    CU_ASSERT_EQUAL(ibp_status(c, "127.0.0.1", p.port, "1", "ibp", &st), IBP_OK);
+    CU_ASSERT_EQUAL(st.soft_total, 8589934592ULL);
+    CU_ASSERT_EQUAL(st.soft_used, 1000ULL);
+    CU_ASSERT_EQUAL(st.hard_total, 8589934592ULL);
+    CU_ASSERT_EQUAL(st.hard_used, 1000ULL);
     CU_ASSERT_EQUAL(st.max_duration_s, 2592000);
-    CU_ASSERT_STRING_EQUAL(st.version, "1.4");
+    CU_ASSERT_STRING_EQUAL(st.version, "1.4:1.0");
+    CU_ASSERT_STRING_EQUAL(st.rid, "1");
 
     snprintf(cap, sizeof cap, "ibp://127.0.0.1:%d/0#" K48 "/5/MANAGE", p.port);
     ibp_probe_t pr;
@@ -194,8 +220,102 @@ static void test_accre_v1(void)
     CU_ASSERT_EQUAL(pr.reliability, IBP_HARD);
 
     CU_ASSERT_EQUAL(ibp_change(c, cap, 0, 999999999, 0), IBP_E_LONG_DURATION);
-    CU_ASSERT_EQUAL(ibp_probe(c, cap, &pr), IBP_E_OUT_OF_SOCKETS);
+    CU_ASSERT_EQUAL(ibp_probe(c, cap, &pr), IBP_OK);
+    CU_ASSERT_EQUAL(pr.seconds_left, 3598);
 
+    snprintf(cap, sizeof cap, "ibp://127.0.0.1:%d/0#" K48 "/5/READ", p.port);
+    snprintf(dst, sizeof dst, "ibp://127.0.0.1:6714/1#abc/7/WRITE");
+    uint64_t n = 0;
+    CU_ASSERT_EQUAL(ibp_send(c, cap, dst, 0, 4096, &n), IBP_OK);
+    CU_ASSERT_EQUAL(n, 4096);
+
+    ibp_client_free(c);
+    CU_ASSERT_EQUAL(peer_finish(&p), 0);
+}
+
+/* Version detection against a LoCI 1.3.1 depot as it really behaves: a version-1 line is
+ * dropped (connection closed, nothing answered), so the client asks again in version 0 and
+ * then speaks version 0 to that depot from the start.  A STORE to a depot whose version is
+ * not known yet sends its line alone: no data leaves before the depot answered. */
+static void test_detect_v0(void)
+{
+    char cap[IBP_MAX_CAP];
+    step_t steps[] = {
+        {"1 1 0 2 1 3600 100 ", 0, NULL, 0, NULL, 1, 0},
+        {"0 1 2 1 3600 100 ", 0,
+         "1 ibp://127.0.0.1:6714/IBP-12345/701197658/READ "
+         "ibp://127.0.0.1:6714/IBP-12345/11/WRITE ibp://127.0.0.1:6714/IBP-12345/22/MANAGE \n",
+         0, NULL, 1, 0},
+        /* learned: straight to version 0 */
+        {"0 9 IBP-12345 22 40 3 ", 0, "1 1 1 5 100 3600 2 1 \n", 0, NULL, 1, 0},
+        /* CHNG of the duration: 1.3.1 reads a reliability of 0 as invalid (-30) and a size
+         * of 0 as 0, so both are sent as the PROBE found them */
+        {"0 9 IBP-12345 22 40 3 ", 0, "1 1 1 5 100 3600 2 1 \n", 0, NULL, 1, 0},
+        {"0 9 IBP-12345 22 43 3 100 7200 2 ", 0, "1 \n", 0, NULL, 1, 0},
+        /* a new client: the STORE's line alone in version 1, dropped; then version 0 */
+        {"1 2 IBP-12345 11 5 ", 0, NULL, 0, NULL, 1, 1},
+        {"0 2 IBP-12345 11 5 ", 5, "1 \n", 0, "1 5\n", 1, 0},
+        /* a version error (-27) falls back too */
+        {"1 8 IBP-12345 701197658 0 5 ", 0, " -27 \n", 0, NULL, 1, 0},
+        {"0 8 IBP-12345 701197658 0 5 ", 0, "1 5 \nhello", 0, NULL, 1, 0},
+    };
+    peer_t p;
+    CU_ASSERT_FATAL(peer_start(&p, steps, 9) == 0);
+    ibp_client_t *c = client(-1);
+    ibp_attr_t a = {.size = 100, .duration_s = 3600, .reliability = IBP_HARD,
+                    .type = IBP_BYTEARRAY};
+    ibp_caps_t caps;
+    ibp_probe_t pr;
+
+    CU_ASSERT_EQUAL(ibp_allocate(c, "127.0.0.1", p.port, NULL, &a, &caps), IBP_OK);
+    snprintf(cap, sizeof cap, "ibp://127.0.0.1:%d/IBP-12345/22/MANAGE", p.port);
+    CU_ASSERT_EQUAL(ibp_probe(c, cap, &pr), IBP_OK);
+    CU_ASSERT_EQUAL(pr.max_size, 100);
+    CU_ASSERT_EQUAL(ibp_change(c, cap, 0, 7200, 0), IBP_OK);
+    ibp_client_free(c);
+
+    c = client(-1);
+    snprintf(cap, sizeof cap, "ibp://127.0.0.1:%d/IBP-12345/11/WRITE", p.port);
+    uint64_t n = 0;
+    CU_ASSERT_EQUAL(ibp_store(c, cap, "hello", 5, &n), IBP_OK);
+    CU_ASSERT_EQUAL(n, 5);
+    ibp_client_free(c);
+
+    c = client(-1);
+    char buf[8] = {0};
+    snprintf(cap, sizeof cap, "ibp://127.0.0.1:%d/IBP-12345/701197658/READ", p.port);
+    CU_ASSERT_EQUAL(ibp_load(c, cap, 0, 5, buf), IBP_OK);
+    CU_ASSERT_STRING_EQUAL(buf, "hello");
+    ibp_client_free(c);
+    CU_ASSERT_EQUAL(peer_finish(&p), 0);
+}
+
+/* A pinned version is spoken from the first request and never changed by detection: pinned
+ * to 1, a dropped line is the depot's failure, not a reason to try version 0.  An ACCRE
+ * depot's version-0 STATUS ends in a newline, not a NUL, and keeps the connection open. */
+static void test_pinned(void)
+{
+    char cap[IBP_MAX_CAP];
+    step_t steps[] = {
+        {"1 9 IBP-12345 22 40 3 ", 0, NULL, 0, NULL, 1, 0},
+        {"0 4 1 ", 0, "8192 0 8192 0 2592000 \n", 0, NULL, 0, 0},
+    };
+    peer_t p;
+    CU_ASSERT_FATAL(peer_start(&p, steps, 2) == 0);
+    ibp_client_t *c = client(-1);
+    ibp_probe_t pr;
+    ibp_depot_status_t st;
+
+    CU_ASSERT_EQUAL(ibp_version_pin("127.0.0.1", p.port, 1), IBP_OK);
+    snprintf(cap, sizeof cap, "ibp://127.0.0.1:%d/IBP-12345/22/MANAGE", p.port);
+    CU_ASSERT_EQUAL(ibp_probe(c, cap, &pr), IBP_E_SOCK_READ);
+    CU_ASSERT_EQUAL(ibp_version_pin("127.0.0.1", p.port, 0), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_status(c, "127.0.0.1", p.port, NULL, NULL, &st), IBP_OK);
+    CU_ASSERT_EQUAL(st.hard_total, 8192ULL << 20);
+    CU_ASSERT_EQUAL(st.max_duration_s, 2592000);
+    CU_ASSERT_EQUAL(ibp_version_pin("127.0.0.1", p.port, -1), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_version_pin("127.0.0.1", p.port, 2), IBP_E_INVALID_PARAMETER);
+    CU_ASSERT_EQUAL(ibp_version_pin("127.0.0.1", 0, 1), IBP_E_INV_PAR_PORT);
     ibp_client_free(c);
     CU_ASSERT_EQUAL(peer_finish(&p), 0);
 }
@@ -204,9 +324,9 @@ static void test_accre_v1(void)
 static void test_garbage_replies(void)
 {
     step_t steps[] = {
-        {"1 1 ", 0, "HTTP/1.1 400 Bad Request\r\n\r\n", 0, NULL, 1},
-        {"1 1 ", 0, "1 onlyonecap\n", 0, NULL, 1},
-        {"1 1 ", 0, "", 0, NULL, 1}, /* EOF without a reply */
+        {"1 1 ", 0, "HTTP/1.1 400 Bad Request\r\n\r\n", 0, NULL, 1, 0},
+        {"1 1 ", 0, "1 onlyonecap\n", 0, NULL, 1, 0},
+        {"1 1 ", 0, "", 0, NULL, 1, 0}, /* EOF without a reply */
     };
     peer_t p;
     CU_ASSERT_FATAL(peer_start(&p, steps, 3) == 0);
@@ -226,6 +346,8 @@ static void test_garbage_replies(void)
 static const lns_test_case tests[] = {
     {"LoCI 1.3.1 depot (version 0)", test_loci_v0},
     {"ACCRE 1.4 depot (version 1)", test_accre_v1},
+    {"version detection: LoCI 1.3.1 drops version 1", test_detect_v0},
+    {"pinned versions, ACCRE's version-0 STATUS", test_pinned},
     {"garbage replies", test_garbage_replies},
 };
 

@@ -162,6 +162,19 @@ static void test_send(void)
     CU_ASSERT_EQUAL(r.dst_timeout, 40);
     CU_ASSERT_EQUAL(r.dst_client_timeout, 50);
 
+    /* version 1 as ACCRE 1.4 (and libibp) sends it: an empty path, then the target capability
+     * before the type key; formatted the same way */
+    snprintf(line, sizeof line, "1 5  0#" K48 " %s 12 5 100 30 40 50", tcap);
+    CU_ASSERT_EQUAL(parse_str(line, &r), IBP_OK);
+    CU_ASSERT_STRING_EQUAL(r.key, K48);
+    CU_ASSERT_STRING_EQUAL(r.typekey, "12");
+    CU_ASSERT_STRING_EQUAL(r.target_cap, tcap);
+    CU_ASSERT_EQUAL(r.offset, 5);
+    CU_ASSERT_EQUAL(r.dst_client_timeout, 50);
+    char out[1024];
+    CU_ASSERT_EQUAL(ibp_req_format(&r, out, sizeof out), (int)strlen(line) + 1);
+    CU_ASSERT_NSTRING_EQUAL(out, line, strlen(line));
+
     /* version 0: target capability before the type key */
     snprintf(line, sizeof line, "0 5 " K48 " %s 12 5 100 30 40 50", tcap);
     CU_ASSERT_EQUAL(parse_str(line, &r), IBP_OK);
