@@ -320,12 +320,13 @@ int ibp_truncate(ibp_client_t *c, const char *mcap, uint64_t new_size)
 
 #define MB (1024ull * 1024ull)
 
-/* Version 1: KEY:value fields, unknown keys skipped, a closing "RE" (ACCRE) allowed.  lns says
- * "ST"/"UT" for hard storage and "SS"/"SU" for soft; ACCRE 1.4 has one pool per resource:
- * "ST"/"UT" for all of it and "SH"/"UH" for its hard part. */
+/* Version 1: KEY:value fields, unknown keys skipped, a closing "RE" (ACCRE) allowed.  ACCRE
+ * 1.4 has one pool per resource: "ST"/"UT" for all of it and "SH"/"UH" for its hard part.  The
+ * lns depot answers in ACCRE's keys too and adds "SS"/"SU", its soft capacity and use; an lns
+ * depot before 0.2 said "ST"/"UT" for hard storage, "SS"/"SU" for soft, and no "SH". */
 static int parse_status_fields(char **f, int nf, ibp_depot_status_t *out)
 {
-    int seen_st = 0, seen_sh = 0;
+    int seen_st = 0, seen_sh = 0, seen_ss = 0;
     uint64_t st = 0, ut = 0, sh = 0, uh = 0;
     memset(out, 0, sizeof *out);
     out->allocations = -1;
@@ -357,6 +358,7 @@ static int parse_status_fields(char **f, int nf, ibp_depot_status_t *out)
                 ut = u;
             } else if (KEY("SS")) {
                 out->soft_total = u;
+                seen_ss = 1;
             } else if (KEY("SU")) {
                 out->soft_used = u;
             } else if (KEY("SH")) {
@@ -380,8 +382,10 @@ static int parse_status_fields(char **f, int nf, ibp_depot_status_t *out)
     if (seen_sh) {
         out->hard_total = sh;
         out->hard_used = uh;
-        out->soft_total = st;
-        out->soft_used = ut;
+        if (!seen_ss) { /* ACCRE: the whole pool may hold soft allocations */
+            out->soft_total = st;
+            out->soft_used = ut;
+        }
     } else {
         out->hard_total = st;
         out->hard_used = ut;

@@ -530,8 +530,12 @@ int ibp_req_format(const ibp_req_t *r, char *buf, size_t size)
         else if (r->subcmd == IBP_TRUNCATE && r->version == 1)
             put(&o, " %d %" PRIu64, r->subcmd, r->size);
         else if (r->subcmd == IBP_PROBE || r->subcmd == IBP_CHNG)
+            /* the depot's maximum: -1 in version 0, IBP_DUR_MAX in 1 (where -1 is ACCRE's
+             * "unchanged") */
             put(&o, " %d %d %" PRIu64 " %" PRId64 " %d", r->subcmd, r->captype, r->size,
-                r->duration, r->reliability);
+                r->version == 1 && r->subcmd == IBP_CHNG && r->duration == -1 ? IBP_DUR_MAX
+                                                                               : r->duration,
+                r->reliability);
         else
             return -1;
         break;

@@ -104,7 +104,7 @@ static const op_t script[] = {
     {OP_INCR, 1, IBP_READCAP, 0, 0, "incr read"},
     {OP_DECR, 1, IBP_READCAP, 0, 0, "decr read"},
     {OP_DECR, 2, IBP_WRITECAP, 0, 0, "decr write to 0"},
-    {OP_STORE, 2, 0, 10, 0, "store without write references (refused)"},
+    {OP_STORE, 2, 0, 10, 0, "store after the write count reached 0"},
     {OP_SEND, 1, 3, 0, 10000, "send 10000 to another allocation"},
     {OP_STORE, 0, 0, 4000, 0, "store into the moved one"},
     {OP_DECR, 2, IBP_READCAP, 0, 0, "decr read to 0: free a slab allocation"},
@@ -146,14 +146,14 @@ static int apply(const op_t *op, model_t *post, uint64_t seed)
     if (!a->alive)
         return 1;
     switch (op->kind) {
-    case OP_STORE:
-        if (a->wrefs <= 0 || a->size + op->x > a->max)
+    case OP_STORE: /* the write count does not gate writes (docs/interop.md) */
+        if (a->size + op->x > a->max)
             return 1;
         lns_test_fill(a->data + a->size, op->x, seed);
         a->size += op->x;
         return 0;
     case OP_WRITE:
-        if (a->wrefs <= 0 || op->x + op->y > a->max)
+        if (op->x + op->y > a->max)
             return 1;
         if (op->x > a->size)
             memset(a->data + a->size, 0, op->x - a->size);
@@ -187,7 +187,7 @@ static int apply(const op_t *op, model_t *post, uint64_t seed)
         return 0;
     case OP_SEND: {
         m_alloc_t *t = &post->a[op->b];
-        if (!t->used || !t->alive || t->wrefs <= 0 || op->x + op->y > a->size ||
+        if (!t->used || !t->alive || op->x + op->y > a->size ||
             t->size + op->y > t->max)
             return 1;
         memcpy(t->data + t->size, a->data + op->x, op->y);

@@ -198,8 +198,12 @@ static void test_manage(void)
     CU_ASSERT_EQUAL(parse_str("1 9 0#k 3 43 3 2048 -1 1 30", &r), IBP_OK);
     CU_ASSERT_EQUAL(r.subcmd, IBP_CHNG);
     CU_ASSERT_EQUAL(r.size, 2048);
-    CU_ASSERT_EQUAL(r.duration, -1);
+    CU_ASSERT_EQUAL(r.duration, 0); /* version 1, as ACCRE: -1 leaves it unchanged */
     CU_ASSERT_EQUAL(r.reliability, IBP_SOFT);
+    CU_ASSERT_EQUAL(parse_str("1 9 0#k 3 43 3 -1 -2 -1 30", &r), IBP_OK);
+    CU_ASSERT(r.size == 0 && r.duration == -1 && r.reliability == 0); /* -2: the maximum */
+    CU_ASSERT_EQUAL(parse_str("0 9 k 3 43 3 2048 -1 1 30", &r), IBP_OK);
+    CU_ASSERT_EQUAL(r.duration, -1); /* version 0: -1 is the maximum */
     CU_ASSERT_EQUAL(parse_str("1 9 0#k 3 45 77 30", &r), IBP_OK);
     CU_ASSERT_EQUAL(r.subcmd, IBP_TRUNCATE);
     CU_ASSERT_EQUAL(r.size, 77);
@@ -215,8 +219,8 @@ static void test_manage(void)
         {"0 9 k 3 45 77 30", IBP_E_INVALID_CMD}, /* TRUNCATE is version 1 only */
         {"1 9 0#k 3 45 -1 30", IBP_E_INV_PAR_SIZE},
         {"1 9 0#k 3 43 3 0 0 0 30", IBP_OK}, /* all unchanged */
-        {"1 9 0#k 3 43 3 -1 0 0 30", IBP_E_INV_PAR_SIZE},
-        {"1 9 0#k 3 43 3 0 -2 0 30", IBP_E_INV_PAR_ATDR},
+        {"1 9 0#k 3 43 3 -2 0 0 30", IBP_E_INV_PAR_SIZE},
+        {"1 9 0#k 3 43 3 0 -3 0 30", IBP_E_INV_PAR_ATDR},
         {"1 9 0#k 3 43 3 0 0 3 30", IBP_E_INV_PAR_ATRL},
         {"1 9 0#k 3 43 3 0 0 30", IBP_E_BAD_FORMAT},
         {"1 9 0#k 3 40 3 0 0 0", IBP_E_BAD_FORMAT},
@@ -238,7 +242,7 @@ static void test_status(void)
     static const pcase_t cases[] = {
         {"1 4 0 3 pw 30", IBP_E_INVALID_CMD},
         {"1 4 0 1 30", IBP_E_BAD_FORMAT},
-        {"0 4 1 30", IBP_E_BAD_FORMAT},
+        {"0 4 3 pw", IBP_E_INVALID_CMD},
         {"0 4 0 1 pw 30", IBP_E_BAD_FORMAT},
     };
     check_cases(cases, sizeof cases / sizeof cases[0]);
