@@ -167,8 +167,9 @@ static void test_units(void)
         test_depot_t d = {.port = port};
         int fd = td_connect(&d);
         char reply[512] = "";
+        /* raw_reqf appends the KEY:value fields; CH is the hard capacity (ACCRE's keys) */
         CU_ASSERT(fd >= 0 && raw_reqf(fd, reply, sizeof reply, "1 4 0 1 x 30\n") == 1);
-        CU_ASSERT(strstr(reply, "ST:1048576 ") != NULL);
+        CU_ASSERT(strstr(reply, "CH:1048576 ") != NULL);
         if (fd >= 0)
             close(fd);
         CU_ASSERT_EQUAL(lns_test_signal_child(&pid, SIGTERM), 0);
