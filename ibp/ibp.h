@@ -93,7 +93,9 @@ enum ibp_cmd {
     IBP_CMD_REMOTE_STORE = 7,
     IBP_CMD_LOAD = 8,
     IBP_CMD_MANAGE = 9,
-    IBP_CMD_WRITE = 13
+    IBP_CMD_WRITE = 13,
+    IBP_CMD_VEC_WRITE = 33,    /* ACCRE 1.4: a WRITE of n (offset, length) ranges (depot only) */
+    IBP_CMD_VEC_READ = 35      /* ACCRE 1.4: a LOAD of n ranges (depot only) */
 };
 
 /* MANAGE sub-commands. */
