@@ -284,10 +284,11 @@ void depot_data_close(depot_data_t *d);
  * d. */
 int depot_write_begin(depot_alloc_t *a, uint64_t offset, uint64_t len, uint64_t *at,
                       depot_data_t *d);
+/* The same for a vector write whose ranges all lie in [0, end): the whole of [current size,
+ * end) reads as zeros before the ranges are written (holes between them stay zeros). */
+int depot_write_begin_vec(depot_alloc_t *a, uint64_t end, depot_data_t *d);
 int depot_write_commit(depot_alloc_t *a, depot_data_t *d, uint64_t end);
 void depot_write_abort(depot_alloc_t *a, depot_data_t *d);
-/* MANAGE TRUNCATE: growth reads as zeros. */
-int depot_write_truncate(depot_alloc_t *a, uint64_t new_size);
 /* Copy the bytes of a slab allocation (row: its snapshot; op_mu held, so they stay as they
  * are) from its slot into a new own file.  0, or -1 with no own file left behind. */
 int depot_data_move(depot_alloc_t *a, const depot_row_t *row);
@@ -306,6 +307,9 @@ int depot_store_decr(depot_alloc_t *a, int captype);
 int depot_store_refs(depot_alloc_t *a, int captype, int delta);
 /* CHNG: a slab allocation grown past its slot size moves to an own file (depot_data_move). */
 int depot_store_change(depot_alloc_t *a, uint64_t max_size, int64_t duration, int reliability);
+/* TRUNCATE, as ACCRE 1.4 does: the maximum size becomes new_size (space and slot as for a
+ * CHNG), the current size is cut to it if larger.  Never grows the current size. */
+int depot_store_truncate(depot_alloc_t *a, uint64_t new_size);
 
 /* STATUS. */
 typedef struct depot_res_status {
@@ -427,6 +431,7 @@ int depot_cmd_allocate(depot_conn_t *c, const ibp_req_t *req);
 int depot_cmd_status(depot_conn_t *c, const ibp_req_t *req);
 int depot_cmd_store(depot_conn_t *c, const ibp_req_t *req);
 int depot_cmd_load(depot_conn_t *c, const ibp_req_t *req);
+int depot_cmd_vec_read(depot_conn_t *c, const ibp_req_t *req);
 int depot_cmd_send(depot_conn_t *c, const ibp_req_t *req);
 int depot_cmd_manage(depot_conn_t *c, const ibp_req_t *req);
 /* Send a reply line; on failure the connection is marked for closing.  0 or -1. */

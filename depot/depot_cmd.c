@@ -23,6 +23,8 @@ int depot_cmd_run(depot_conn_t *c, const ibp_req_t *req)
     case IBP_CMD_STORE:
     case IBP_CMD_WRITE: return depot_cmd_store(c, req);
     case IBP_CMD_LOAD: return depot_cmd_load(c, req);
+    case IBP_CMD_VEC_WRITE: return depot_cmd_store(c, req);
+    case IBP_CMD_VEC_READ: return depot_cmd_vec_read(c, req);
     case IBP_CMD_SEND: return depot_cmd_send(c, req);
     case IBP_CMD_MANAGE: return depot_cmd_manage(c, req);
     case IBP_CMD_STATUS: return depot_cmd_status(c, req);

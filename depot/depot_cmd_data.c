@@ -1,4 +1,5 @@
-/* depot_cmd_data.c -- the commands that move bytes: STORE, WRITE, LOAD and SEND.
+/* depot_cmd_data.c -- the commands that move bytes: STORE, WRITE, LOAD, SEND and ACCRE 1.4's
+ * vector WRITE and READ.
  *
  * An allocation's bytes are at (fd, base): a slot of a slab file or its own file
  * (depot_data_open); byte i of the allocation is byte base + i of fd.  Incoming bytes take
@@ -64,6 +65,19 @@ static int recv_to_file(depot_conn_t *c, int fd, uint64_t off, uint64_t len, int
     return IBP_OK;
 }
 
+/* The ranges of a vector request, or NULL (memory). */
+static ibp_vec_t *vec_ranges(const ibp_req_t *req)
+{
+    ibp_vec_t *v = malloc((size_t)req->nvec * sizeof *v);
+    if (v && ibp_req_vec(req, v) != IBP_OK) {
+        free(v);
+        v = NULL;
+    }
+    return v;
+}
+
+/* STORE, WRITE and VEC_WRITE: the bytes of each range follow the request line, one range
+ * after the other; one commit for them all. */
 int depot_cmd_store(depot_conn_t *c, const ibp_req_t *req)
 {
     depot_alloc_t *a;
@@ -71,6 +85,9 @@ int depot_cmd_store(depot_conn_t *c, const ibp_req_t *req)
     uint64_t at = 0;
     int kind, rc;
     int tmo = depot_conn_timeout_ms(c, req->timeout);
+    int vec = req->cmd == IBP_CMD_VEC_WRITE;
+    ibp_vec_t one, *v = &one;
+    int nv = 1;
 
     /* Any failure before the data is in closes the connection: we cannot tell whether the
      * client already sent it behind the request line. */
@@ -84,19 +101,34 @@ int depot_cmd_store(depot_conn_t *c, const ibp_req_t *req)
         rc = IBP_E_CAP_NOT_WRITE;
         goto fail;
     }
-    rc = depot_write_begin(a, req->cmd == IBP_CMD_STORE ? UINT64_MAX : req->offset, req->length,
-                           &at, &d);
+    if (vec && !(v = vec_ranges(req))) {
+        rc = IBP_E_INTERNAL;
+        goto fail;
+    }
+    if (vec) {
+        nv = req->nvec;
+        rc = depot_write_begin_vec(a, req->offset, &d);
+    } else {
+        rc = depot_write_begin(a, req->cmd == IBP_CMD_STORE ? UINT64_MAX : req->offset,
+                               req->length, &at, &d);
+        one = (ibp_vec_t){at, req->length};
+    }
     if (rc != IBP_OK)
         goto fail;
     if (depot_reply(c, 0, "1 \n") < 0) {
         depot_write_abort(a, &d);
         depot_alloc_release(a);
+        if (vec)
+            free(v);
         return IBP_E_SOCK_WRITE;
     }
-    rc = recv_to_file(c, d.fd, d.base + at, req->length, tmo);
+    for (int i = 0; i < nv && rc == IBP_OK; i++)
+        rc = recv_to_file(c, d.fd, d.base + v[i].off, v[i].len, tmo);
     if (rc != IBP_OK) {
         depot_write_abort(a, &d);
         depot_alloc_release(a);
+        if (vec)
+            free(v);
         c->close = 1;
         if (rc == IBP_E_SOCK_READ) {
             lns_log(LNS_LOG_INFO, "%s: %016llx: client stopped sending after %s; nothing stored",
@@ -106,8 +138,10 @@ int depot_cmd_store(depot_conn_t *c, const ibp_req_t *req)
         }
         return depot_reply_err(c, rc);
     }
-    rc = depot_write_commit(a, &d, at + req->length);
+    rc = depot_write_commit(a, &d, vec ? req->offset : at + req->length);
     depot_alloc_release(a);
+    if (vec)
+        free(v);
     if (rc != IBP_OK) {
         c->close = 1;
         return depot_reply_err(c, rc);
@@ -119,6 +153,8 @@ int depot_cmd_store(depot_conn_t *c, const ibp_req_t *req)
 
 fail:
     depot_alloc_release(a);
+    if (vec && v != &one)
+        free(v);
     c->close = 1;
     return depot_reply_err(c, rc);
 }
@@ -142,7 +178,9 @@ static int open_range(depot_conn_t *c, const ibp_req_t *req, depot_alloc_t **ap,
         rc = IBP_E_CAP_NOT_READ;
     else {
         depot_alloc_snapshot(*ap, &row);
-        if (req->offset > row.cur_size || req->length > row.cur_size - req->offset)
+        int vec = req->cmd == IBP_CMD_VEC_READ; /* offset: the end of its furthest range */
+        if (vec ? req->offset > row.cur_size
+                : req->offset > row.cur_size || req->length > row.cur_size - req->offset)
             rc = IBP_E_INVALID_PARAMETER;
         else if (req->length > 0 && depot_data_open((*ap)->res, &row, 0, d) < 0) {
             lns_log(LNS_LOG_ERROR, "%s: %016llx: cannot open data: %s", c->peer,
@@ -200,6 +238,44 @@ int depot_cmd_load(depot_conn_t *c, const ibp_req_t *req)
     depot_data_close(&d);
     depot_alloc_release(a);
     return c->close && rc == IBP_OK ? IBP_E_SOCK_WRITE : rc;
+}
+
+/* VEC_READ: "1 <total>\n", then the bytes of each range, one after the other. */
+int depot_cmd_vec_read(depot_conn_t *c, const ibp_req_t *req)
+{
+    depot_alloc_t *a;
+    depot_data_t d;
+    int rc, tmo = depot_conn_timeout_ms(c, req->timeout);
+    ibp_vec_t *v = vec_ranges(req);
+
+    if (!v)
+        return depot_reply_err(c, IBP_E_INTERNAL);
+    rc = open_range(c, req, &a, &d);
+    if (rc != IBP_OK) {
+        free(v);
+        return depot_reply_err(c, rc);
+    }
+    if (depot_reply(c, req->length > 0 ? MSG_MORE : 0, "1 %llu\n",
+                    (unsigned long long)req->length) < 0) {
+        rc = IBP_E_SOCK_WRITE;
+    } else {
+        for (int i = 0; i < req->nvec && rc == IBP_OK; i++) {
+            off_t off = (off_t)(d.base + v[i].off);
+            if (v[i].len > 0 && lns_sendfile_full(c->fd, d.fd, &off, (size_t)v[i].len, tmo,
+                                                  INT64_MAX) < 0) {
+                lns_log(LNS_LOG_INFO, "%s: %016llx: VEC_READ cut short: %s", c->peer,
+                        (unsigned long long)c->ev_alloc, strerror(errno));
+                c->close = 1; /* the client expects bytes we cannot send: end it */
+                rc = IBP_E_SOCK_WRITE;
+            }
+        }
+        if (rc == IBP_OK)
+            c->ev_bytes = req->length;
+    }
+    depot_data_close(&d);
+    depot_alloc_release(a);
+    free(v);
+    return rc;
 }
 
 /* ---- SEND's clients ------------------------------------------------------------------------

@@ -36,7 +36,7 @@ int depot_cmd_manage(depot_conn_t *c, const ibp_req_t *req)
     case IBP_INCR: rc = depot_store_incr(a, req->captype); break;
     case IBP_DECR: rc = depot_store_decr(a, req->captype); break;
     case IBP_CHNG: rc = depot_store_change(a, req->size, req->duration, req->reliability); break;
-    case IBP_TRUNCATE: rc = depot_write_truncate(a, req->size); break;
+    case IBP_TRUNCATE: rc = depot_store_truncate(a, req->size); break;
     default: rc = IBP_E_INVALID_CMD; break;
     }
     depot_alloc_release(a);

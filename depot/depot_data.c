@@ -8,8 +8,8 @@
  * The rule that keeps old bytes from reappearing: past the current size a slot may hold
  * stale bytes (an aborted STORE, a crash mid-STORE, what a TRUNCATE cut off, a reused slot
  * whose punch a crash prevented), so every operation that extends the current size writes
- * every byte of the extension -- a STORE its data, a WRITE past the end and a TRUNCATE up
- * zeros for the gap -- and nothing reads past the current size.  An own file is cut at the
+ * every byte of the extension -- a STORE its data, a WRITE past the end zeros for the gap
+ * -- and nothing reads past the current size.  An own file is cut at the
  * current size instead, and grows with a hole.
  *
  * A write holds the allocation's op_mu from begin to commit or abort, so writes to one
@@ -68,8 +68,8 @@ void depot_data_unlink(depot_resource_t *res, uint64_t id)
                 (unsigned long long)id, strerror(errno));
 }
 
-/* The current size grows from cur to end by bytes no one wrote (a WRITE past the end, a
- * TRUNCATE up): make [cur, end) read as zeros.  An own file is cut at cur and then extended
+/* The current size grows from cur to end by bytes no one wrote (a WRITE past the end):
+ * make [cur, end) read as zeros.  An own file is cut at cur and then extended
  * to end, so the gap is a hole (and the file is never shorter than the size, even when no
  * byte follows the gap: an empty WRITE past the end); a slot gets zeros written over
  * whatever it held (at most 64 KiB). */
@@ -89,8 +89,10 @@ static int zero_extension(const depot_data_t *d, uint64_t cur, uint64_t end)
     return 0;
 }
 
-int depot_write_begin(depot_alloc_t *a, uint64_t offset, uint64_t len, uint64_t *at,
-                      depot_data_t *d)
+/* zero_all: [current size, *at + len) reads as zeros, not only the gap before *at (a
+ * vector write, whose ranges may leave holes). */
+static int write_begin(depot_alloc_t *a, uint64_t offset, uint64_t len, int zero_all,
+                       uint64_t *at, depot_data_t *d)
 {
     depot_store_t *st = a->res->store;
     depot_row_t row;
@@ -115,7 +117,11 @@ int depot_write_begin(depot_alloc_t *a, uint64_t offset, uint64_t len, uint64_t 
             lns_log(LNS_LOG_ERROR, "resource %d: cannot open data of %016llx: %s", a->res->id,
                     (unsigned long long)row.id, strerror(errno));
             rc = IBP_E_FILE_OPEN;
-        } else if (*at > row.cur_size && zero_extension(d, row.cur_size, *at) < 0) {
+        } else if (zero_all && *at + len > row.cur_size &&
+                   zero_extension(d, row.cur_size, *at + len) < 0) {
+            rc = IBP_E_FILE_WRITE;
+            depot_data_close(d);
+        } else if (!zero_all && *at > row.cur_size && zero_extension(d, row.cur_size, *at) < 0) {
             rc = IBP_E_FILE_WRITE;
             depot_data_close(d);
         }
@@ -123,6 +129,18 @@ int depot_write_begin(depot_alloc_t *a, uint64_t offset, uint64_t len, uint64_t 
     if (rc != IBP_OK)
         pthread_mutex_unlock(&a->op_mu);
     return rc;
+}
+
+int depot_write_begin(depot_alloc_t *a, uint64_t offset, uint64_t len, uint64_t *at,
+                      depot_data_t *d)
+{
+    return write_begin(a, offset, len, 0, at, d);
+}
+
+int depot_write_begin_vec(depot_alloc_t *a, uint64_t end, depot_data_t *d)
+{
+    uint64_t at;
+    return write_begin(a, 0, end, 1, &at, d);
 }
 
 int depot_write_commit(depot_alloc_t *a, depot_data_t *d, uint64_t end)
@@ -212,64 +230,4 @@ int depot_data_move(depot_alloc_t *a, const depot_row_t *row)
     depot_data_close(&from);
     free(buf);
     return rc;
-}
-
-/* TRUNCATE keeps "no size larger than its data" through a crash at any point: growing, the
- * new bytes are made (zeros) before the size that covers them is committed; shrinking, the
- * smaller size is committed before the bytes are cut (a crash in between leaves bytes past
- * the size, which nothing reads). */
-int depot_write_truncate(depot_alloc_t *a, uint64_t new_size)
-{
-    depot_store_t *st = a->res->store;
-    depot_meta_op_t op;
-    depot_row_t row;
-    depot_data_t d = {-1, 0, 0};
-    int rc = IBP_OK;
-
-    pthread_mutex_lock(&a->op_mu);
-    pthread_mutex_lock(&st->mu);
-    row = a->r;
-    if (depot_alloc_gone(a, lns_now_s()))
-        rc = IBP_E_CAP_NOT_FOUND;
-    else if (new_size > row.max_size)
-        rc = IBP_E_WOULD_EXCEED_LIMIT;
-    pthread_mutex_unlock(&st->mu);
-    if (rc != IBP_OK || new_size == row.cur_size) {
-        pthread_mutex_unlock(&a->op_mu);
-        return rc;
-    }
-    int grow = new_size > row.cur_size;
-    if (depot_data_open(a->res, &row, grow, &d) < 0 && (grow || errno != ENOENT)) {
-        rc = IBP_E_FILE_OPEN;
-    } else if (grow && (zero_extension(&d, row.cur_size, new_size) < 0 ||
-                        (st->durability == DEPOT_DUR_FSYNC &&
-                         (lns_fail("data.fsync") < 0 || fdatasync(d.fd) < 0)))) {
-        rc = IBP_E_FILE_WRITE;
-    }
-    if (rc != IBP_OK) {
-        lns_log(LNS_LOG_ERROR, "resource %d: truncate of %016llx: %s", a->res->id,
-                (unsigned long long)row.id, strerror(errno));
-        depot_write_abort(a, &d); /* an own file back to its size */
-        return rc;
-    }
-    pthread_mutex_lock(&st->mu);
-    row = a->r;
-    row.cur_size = new_size;
-    depot_meta_put(a->res->meta, &op, &row);
-    pthread_mutex_unlock(&st->mu);
-    if (depot_meta_wait(a->res->meta, &op) < 0) {
-        depot_write_abort(a, &d);
-        return IBP_E_INTERNAL;
-    }
-    pthread_mutex_lock(&st->mu);
-    a->r.cur_size = new_size;
-    pthread_mutex_unlock(&st->mu);
-    /* Shrunk: the own file's tail goes now (a failure leaves bytes nothing reads). */
-    if (!grow && d.own && d.fd >= 0 &&
-        (lns_fail("data.truncate") < 0 || ftruncate(d.fd, (off_t)new_size) < 0))
-        lns_log(LNS_LOG_WARN, "resource %d: truncate of %016llx: cannot cut its file: %s",
-                a->res->id, (unsigned long long)row.id, strerror(errno));
-    depot_data_close(&d);
-    pthread_mutex_unlock(&a->op_mu);
-    return IBP_OK;
 }

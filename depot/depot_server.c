@@ -98,6 +98,8 @@ static const char *cmd_name(const ibp_req_t *req)
     case IBP_CMD_STORE: return "STORE";
     case IBP_CMD_WRITE: return "WRITE";
     case IBP_CMD_LOAD: return "LOAD";
+    case IBP_CMD_VEC_WRITE: return "VEC_WRITE";
+    case IBP_CMD_VEC_READ: return "VEC_READ";
     case IBP_CMD_SEND: return "SEND";
     case IBP_CMD_STATUS: return req->subcmd == IBP_ST_CHANGE ? "STATUS_CHANGE" : "STATUS";
     case IBP_CMD_MANAGE:
@@ -174,7 +176,7 @@ static void serve(depot_conn_t *c)
         if (rc != IBP_OK) {
             depot_reply_err(c, rc);
             if (rc == IBP_E_BAD_FORMAT || rc == IBP_E_INVALID_CMD || rc == IBP_E_PROT_VERS ||
-                req.cmd == IBP_CMD_STORE || req.cmd == IBP_CMD_WRITE)
+                req.cmd == IBP_CMD_STORE || req.cmd == IBP_CMD_WRITE || req.cmd == IBP_CMD_VEC_WRITE)
                 c->close = 1;
         } else {
             rc = depot_cmd_run(c, &req);

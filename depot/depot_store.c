@@ -518,7 +518,30 @@ int depot_store_refs(depot_alloc_t *a, int captype, int delta)
     return rc;
 }
 
-int depot_store_change(depot_alloc_t *a, uint64_t max_size, int64_t duration, int reliability)
+/* The tail of an own file past size goes (op_mu held; row: the committed row).  A failure
+ * leaves bytes nothing reads; a slab slot keeps them (never read past the size, zeroed
+ * before an extension). */
+static void cut_own_file(depot_alloc_t *a, const depot_row_t *row, uint64_t size)
+{
+    depot_data_t d = {-1, 0, 0};
+    if (row->slab)
+        return;
+    if (depot_data_open(a->res, row, 0, &d) < 0 || !d.own) {
+        depot_data_close(&d);
+        return;
+    }
+    if (lns_fail("data.truncate") < 0 || ftruncate(d.fd, (off_t)size) < 0)
+        lns_log(LNS_LOG_WARN, "resource %d: truncate of %016llx: cannot cut its file: %s",
+                a->res->id, (unsigned long long)row->id, strerror(errno));
+    depot_data_close(&d);
+}
+
+/* CHNG (truncate 0: max_size 0 = unchanged, never below the current size) and ACCRE's
+ * TRUNCATE (truncate 1: the maximum size becomes max_size, the current size is cut to it if
+ * larger).  One row commit carries both sizes: a cut size is committed before the own file's
+ * tail goes (a crash in between leaves bytes past the size, which nothing reads). */
+static int change(depot_alloc_t *a, uint64_t max_size, int truncate, int64_t duration,
+                  int reliability)
 {
     depot_store_t *st = a->res->store;
     depot_resource_t *res = a->res;
@@ -541,13 +564,16 @@ int depot_store_change(depot_alloc_t *a, uint64_t max_size, int64_t duration, in
         return IBP_E_FILE_WRITE;
     }
     pthread_mutex_lock(&st->mu);
-    uint64_t old_max = a->r.max_size, new_max = max_size ? max_size : old_max;
+    uint64_t old_max = a->r.max_size, new_max = max_size || truncate ? max_size : old_max;
+    uint64_t old_cur = a->r.cur_size, new_cur = old_cur;
     int old_rel = a->r.reliability, new_rel = reliability ? reliability : old_rel;
     int reserved = 0;
     expires = a->r.expires;
     if (depot_alloc_gone(a, now))
         rc = IBP_E_CAP_NOT_FOUND;
-    else if (new_max < a->r.cur_size)
+    else if (new_max < old_cur && truncate)
+        new_cur = new_max;
+    else if (new_max < old_cur)
         rc = IBP_E_WOULD_DAMAGE_DATA;
     else if (duration != 0)
         rc = depot_expiry(now, duration, res->cfg.max_duration, &expires);
@@ -562,6 +588,7 @@ int depot_store_change(depot_alloc_t *a, uint64_t max_size, int64_t duration, in
             reserved = 1;
             row = a->r;
             row.max_size = new_max;
+            row.cur_size = new_cur;
             row.reliability = new_rel;
             row.expires = expires;
             if (move) {
@@ -583,6 +610,7 @@ int depot_store_change(depot_alloc_t *a, uint64_t max_size, int64_t duration, in
         uint32_t old_slab = a->r.slab;
         int64_t old_slot = a->r.slot;
         a->r.max_size = new_max;
+        a->r.cur_size = new_cur;
         a->r.reliability = new_rel;
         a->r.expires = expires;
         if (expires < res->earliest_expiry)
@@ -595,11 +623,24 @@ int depot_store_change(depot_alloc_t *a, uint64_t max_size, int64_t duration, in
             a->old_slot = old_slot;
         }
     }
+    int cut = rc == IBP_OK && !a->dead && new_cur < old_cur;
     pthread_mutex_unlock(&st->mu);
     if (move && (rc != IBP_OK || a->dead))
         depot_data_unlink(res, row.id);
+    if (cut)
+        cut_own_file(a, &row, new_cur);
     pthread_mutex_unlock(&a->op_mu);
     return rc;
+}
+
+int depot_store_change(depot_alloc_t *a, uint64_t max_size, int64_t duration, int reliability)
+{
+    return change(a, max_size, 0, duration, reliability);
+}
+
+int depot_store_truncate(depot_alloc_t *a, uint64_t new_size)
+{
+    return change(a, new_size, 1, 0, 0);
 }
 
 /* ---- STATUS ------------------------------------------------------------------------------- */

@@ -93,7 +93,9 @@ enum ibp_cmd {
     IBP_CMD_REMOTE_STORE = 7,
     IBP_CMD_LOAD = 8,
     IBP_CMD_MANAGE = 9,
-    IBP_CMD_WRITE = 13
+    IBP_CMD_WRITE = 13,
+    IBP_CMD_VEC_WRITE = 33,    /* ACCRE 1.4: a WRITE of n (offset, length) ranges (depot only) */
+    IBP_CMD_VEC_READ = 35      /* ACCRE 1.4: a LOAD of n ranges (depot only) */
 };
 
 /* MANAGE sub-commands. */
@@ -254,7 +256,8 @@ int ibp_decr(ibp_client_t *c, const char *mcap, ibp_captype which);
  * 1.4, refused (-30) by LoCI 1.3. */
 int ibp_change(ibp_client_t *c, const char *mcap, uint64_t max_size, int64_t duration_s,
                int reliability);
-/* TRUNCATE: set the current size (drop bytes past it, or extend with zeros up to max size). */
+/* TRUNCATE (version 1), as ACCRE 1.4: the maximum size becomes new_size; the bytes past it,
+ * if any, are dropped (the current size never grows). */
 int ibp_truncate(ibp_client_t *c, const char *mcap, uint64_t new_size);
 
 /* Depot status from STATUS INQ. */

@@ -225,6 +225,89 @@ static int parse_data(const field_t *f, int nf, ibp_req_t *req, int has_offset)
     return IBP_OK;
 }
 
+/* The n "<offset> <length>" pairs at text[0..len) and the timeout after them: each range
+ * inside INT64_MAX, the total too.  Fills v (if not NULL), *total, *end (the furthest byte
+ * any range reaches) and *t.  IBP_OK or the error to answer. */
+static int scan_vec(const char *text, size_t len, int n, ibp_vec_t *v, uint64_t *total,
+                    uint64_t *end, int64_t *t)
+{
+    field_t f[2];
+    size_t i = 0;
+    *total = 0;
+    *end = 0;
+    for (int k = 0; k <= n; k++) {
+        int want = k < n ? 2 : 1;
+        for (int j = 0; j < want; j++) {
+            while (i < len && text[i] == ' ')
+                i++;
+            if (i == len)
+                return IBP_E_BAD_FORMAT;
+            f[j].p = text + i;
+            while (i < len && text[i] != ' ')
+                i++;
+            f[j].n = (size_t)(text + i - f[j].p);
+        }
+        if (k == n) {
+            NUM(f[0], *t);
+            break;
+        }
+        int64_t off, l;
+        NUM(f[0], off);
+        NUM(f[1], l);
+        if (off < 0)
+            return IBP_E_INVALID_PARAMETER;
+        if (l < 0 || (uint64_t)off + (uint64_t)l > (uint64_t)INT64_MAX ||
+            *total + (uint64_t)l > (uint64_t)INT64_MAX)
+            return IBP_E_INV_PAR_SIZE;
+        if (v)
+            v[k] = (ibp_vec_t){(uint64_t)off, (uint64_t)l};
+        *total += (uint64_t)l;
+        if ((uint64_t)off + (uint64_t)l > *end)
+            *end = (uint64_t)off + (uint64_t)l;
+    }
+    while (i < len && text[i] == ' ')
+        i++;
+    return i == len ? IBP_OK : IBP_E_BAD_FORMAT;
+}
+
+/* "1 33|35 <key> <typekey> <n> <off> <len> ... <timeout>" (ACCRE 1.4; version 1 only).
+ * line[0..len): the whole line; f: its first fields. */
+static int parse_vec(const char *line, size_t len, const field_t *f, int nf, ibp_req_t *req)
+{
+    int64_t n, t;
+    uint64_t total, end;
+    int rc;
+
+    if (req->version == 0)
+        return IBP_E_INVALID_CMD;
+    if (nf < 6)
+        return IBP_E_BAD_FORMAT;
+    if (parse_key(&f[2], req) != IBP_OK ||
+        copy_text(&f[3], req->typekey, sizeof req->typekey) != IBP_OK)
+        return IBP_E_BAD_FORMAT;
+    NUM(f[4], n);
+    if (n < 1 || n > IBP_MAX_VEC)
+        return IBP_E_INVALID_PARAMETER;
+    const char *rest = f[4].p + f[4].n;
+    size_t rlen = len - (size_t)(rest - line);
+    if ((rc = scan_vec(rest, rlen, (int)n, NULL, &total, &end, &t)) != IBP_OK)
+        return rc;
+    req->nvec = (int)n;
+    req->vec = rest;
+    req->vec_len = rlen;
+    req->length = total;
+    req->offset = end;
+    req->timeout = clamp_timeout(t);
+    return IBP_OK;
+}
+
+int ibp_req_vec(const ibp_req_t *req, ibp_vec_t *v)
+{
+    uint64_t total, end;
+    int64_t t;
+    return scan_vec(req->vec, req->vec_len, req->nvec, v, &total, &end, &t);
+}
+
 static int is_cap(const field_t *f)
 {
     return f->n > 6 && memcmp(f->p, "ibp://", 6) == 0;
@@ -431,6 +514,9 @@ int ibp_req_parse(const char *line, size_t len, ibp_req_t *req)
         return parse_manage(f, nf, req);
     case IBP_CMD_STATUS:
         return parse_status(f, nf, req);
+    case IBP_CMD_VEC_WRITE:
+    case IBP_CMD_VEC_READ:
+        return parse_vec(line, len, f, nf, req);
     default:
         return IBP_E_INVALID_CMD;
     }

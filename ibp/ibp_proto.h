@@ -21,6 +21,9 @@
  * requests of thousands of offset/length pairs (14,694 and ~30,000 bytes in its ibp_test). */
 #define IBP_MAX_REQ_LINE 65536
 #define IBP_MAX_PASSWORD 128
+/* The most ranges a vector request (VEC_WRITE 33, VEC_READ 35) may name (ACCRE 1.4's
+ * IOVEC_MAX). */
+#define IBP_MAX_VEC 4096
 
 /* STATUS sub-commands of ACCRE 1.4 beyond INQ and CHANGE: "1 4 3 T" lists the resources,
  * "1 4 5 T" asks the version text. */
@@ -51,6 +54,13 @@ typedef struct ibp_req {
     uint64_t offset;
     uint64_t length;
 
+    /* VEC_WRITE, VEC_READ: nvec ranges, written as text at vec[0..vec_len) of the parsed
+     * line (read them with ibp_req_vec while the line is still there); length is their total,
+     * offset the end of the last byte any range touches. */
+    int nvec;
+    const char *vec;
+    size_t vec_len;
+
     /* MANAGE */
     int captype;               /* INCR/DECR/PROBE/CHNG: 1 READ, 2 WRITE, 3 MANAGE */
 
@@ -80,6 +90,16 @@ typedef struct ibp_req {
  *   IBP_E_TYPE_NOT_SUPPORTED  ALLOCATE of a type other than BYTEARRAY
  * On error, req->version and req->cmd hold what could be read (or -1). */
 int ibp_req_parse(const char *line, size_t len, ibp_req_t *req);
+
+/* One range of a vector request. */
+typedef struct ibp_vec {
+    uint64_t off;
+    uint64_t len;
+} ibp_vec_t;
+
+/* The ranges of a parsed vector request into v[0..req->nvec).  IBP_OK (the parser has
+ * checked them already). */
+int ibp_req_vec(const ibp_req_t *req, ibp_vec_t *v);
 
 /* Format a request line, '\n' included, into buf.  Returns the length, or -1 if it does not
  * fit or the request cannot be expressed in req->version (e.g. WRITE in version 0). */

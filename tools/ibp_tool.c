@@ -211,7 +211,7 @@ static const command_t commands[] = {
      "Change the maximum size, the lifetime (from now) or the reliability.", 1, 1,
      O_SIZE | O_DURATION | O_RELIAB, cmd_change},
     {"truncate", "MCAP SIZE",
-     "Set the current size: bytes past SIZE are dropped, growing fills with zeros.", 2, 2, 0,
+     "Set the maximum size to SIZE: bytes past it are dropped (never grows the data).", 2, 2, 0,
      cmd_truncate},
     {"status", "HOST[:PORT] [--rid R] [--password-file F]",
      "Show the depot's capacity, use and limits.\n"

@@ -75,7 +75,7 @@ typedef struct op {
     int kind;
     int a;              /* the allocation it works on */
     int b;              /* SEND: the target; INCR/DECR: IBP_READCAP or IBP_WRITECAP */
-    uint64_t x, y;      /* ALLOC: size, duration; STORE: len; WRITE: offset, len; TRUNC: size;
+    uint64_t x, y;      /* ALLOC: size, duration; STORE: len; WRITE: offset, len; TRUNC: new max size;
                            CHNG: max size; SEND: offset, len */
     const char *what;
 } op_t;
@@ -95,10 +95,11 @@ static const op_t script[] = {
     {OP_WRITE, 1, 0, 150000, 20000, "write past the end of an own file"},
     {OP_WRITE, 3, 0, 90000, 0, "empty write past the end of an own file"},
     {OP_WRITE, 1, 0, 10, 500, "overwrite inside"},
-    {OP_TRUNC, 1, 0, 60000, 0, "truncate an own file down"},
-    {OP_TRUNC, 0, 0, 2000, 0, "truncate a slab down"},
-    {OP_TRUNC, 0, 0, 12000, 0, "truncate a slab up"},
-    {OP_TRUNC, 3, 0, 120000, 0, "truncate an own file up"},
+    {OP_TRUNC, 1, 0, 60000, 0, "truncate an own file below its size (cut, max too)"},
+    {OP_TRUNC, 0, 0, 2000, 0, "truncate a slab below its size"},
+    {OP_TRUNC, 0, 0, 12000, 0, "truncate a slab up (max only, same slot)"},
+    {OP_TRUNC, 3, 0, 120000, 0, "truncate an own file's max down, above its size"},
+    {OP_TRUNC, 2, 0, 70000, 0, "truncate a slab up past its slot (moves to an own file)"},
     {OP_CHNG, 0, 0, 100000, 0, "change a slab past its slot (moves to an own file)"},
     {OP_CHNG, 2, 0, 2000, 0, "change below the size (refused)"},
     {OP_INCR, 1, IBP_READCAP, 0, 0, "incr read"},
@@ -161,12 +162,12 @@ static int apply(const op_t *op, model_t *post, uint64_t seed)
         if (op->x + op->y > a->size)
             a->size = op->x + op->y;
         return 0;
-    case OP_TRUNC:
-        if (op->x > a->max)
+    case OP_TRUNC: /* as ACCRE 1.4: the max becomes x, the size is cut to it */
+        if (op->x > MAXA)
             return 1;
-        if (op->x > a->size)
-            memset(a->data + a->size, 0, op->x - a->size);
-        a->size = op->x;
+        a->max = op->x;
+        if (a->size > op->x)
+            a->size = op->x;
         return 0;
     case OP_CHNG:
         if (op->x < a->size || op->x > MAXA)

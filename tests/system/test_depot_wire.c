@@ -260,15 +260,24 @@ static void test_manage(void)
                     1);
     CU_ASSERT_NSTRING_EQUAL(reply, "1 2 1 10 8000 ", 14);
 
-    /* TRUNCATE (version 1 only) */
+    /* TRUNCATE (version 1 only), as ACCRE 1.4: the max size becomes the new size, the
+     * current size is cut to it if larger, never grown */
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 45 4 30\n", c.key[2], c.tk[2]), 1);
     char back[16];
     CU_ASSERT_EQUAL(load(fd, 1, c.key[0], c.tk[0], 0, 4, back), 1);
     CU_ASSERT_EQUAL(memcmp(back, "0123", 4), 0);
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2],
+                             c.tk[2]), 1);
+    CU_ASSERT_NSTRING_EQUAL(reply, "1 2 1 4 4 ", 10);
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 45 8 30\n", c.key[2], c.tk[2]), 1);
-    CU_ASSERT_EQUAL(load(fd, 1, c.key[0], c.tk[0], 0, 8, back), 1);
-    CU_ASSERT_EQUAL(memcmp(back, "0123\0\0\0\0", 8), 0);
-    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 45 8001 30\n", c.key[2], c.tk[2]), -19);
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2],
+                             c.tk[2]), 1);
+    CU_ASSERT_NSTRING_EQUAL(reply, "1 2 1 4 8 ", 10);
+    CU_ASSERT_EQUAL(load(fd, 1, c.key[0], c.tk[0], 0, 5, back), -30);
+    close(fd);
+    fd = conn();
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 45 999999999999 30\n", c.key[2], c.tk[2]),
+                    -19);
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 44 3 0 0 0 30\n", c.key[2], c.tk[2]), -25);
     close(fd);
     fd = conn();
@@ -471,7 +480,8 @@ static void test_malformed(void)
         {"1 6 a b c\n", -25},
         {"1 7 a b c\n", -25},
         {"1 22 a b c\n", -25},
-        {"1 33 a b c\n", -25},
+        {"1 33 a b c\n", -21}, /* a vector WRITE whose count is not a number */
+        {"1 16 a b c\n", -25}, /* rename: not supported */
         {"1 99 a\n", -25},
         {"0 13 k t 0 1 30\n", -25},
         {"1 -5 a\n", -25},
@@ -517,6 +527,90 @@ static void test_malformed(void)
 
 /* The request lines the real clients send, byte for byte as seen on the wire (strace of
  * ACCRE 1.4's ibp_test; LoCI 1.3.1's IBP_status), and the answers they need. */
+/* ACCRE 1.4 ibp_test's perform_manage_truncate_test, its request lines in order: 2 MiB
+ * hard, 1 MiB written; CHNG to 512 KiB (data loss: refused), CHNG to 1 MiB + 1 (fine), then
+ * TRUNCATE to 1/3 MiB: current and max size both 349525, the bytes before it intact. */
+static void test_accre_truncate(void)
+{
+    enum { BUF = 1024 * 1024, POS = BUF / 3 };
+    char reply[512];
+    caps_t c;
+    long long cur, max;
+    int fd = conn();
+    char *buf = malloc(BUF), *back = malloc(BUF);
+    CU_ASSERT_FATAL(buf && back);
+    memset(buf, '*', BUF);
+    buf[POS - 1] = 'A';
+    buf[POS] = 'R';
+    CU_ASSERT_EQUAL_FATAL(allocate(fd, 1, 2, 600, 2 * BUF, &c), 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 13 %s %s 0 %d 30\n", c.key[1], c.tk[1],
+                             BUF), 1);
+    CU_ASSERT_EQUAL(raw_send(fd, buf, BUF), 0);
+    CU_ASSERT(raw_readline(fd, reply, sizeof reply) > 0);
+    CU_ASSERT_EQUAL(atoi(reply), 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 43 3 %d -1 -1 30\n", c.key[2], c.tk[2],
+                             BUF / 2), -20);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 43 3 %d -1 -1 30\n", c.key[2], c.tk[2],
+                             BUF + 1), 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2],
+                             c.tk[2]), 1);
+    CU_ASSERT_EQUAL(sscanf(reply, "1 %*d %*d %lld %lld", &cur, &max), 2);
+    CU_ASSERT(cur == BUF && max == BUF + 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 45 %d 30\n", c.key[2], c.tk[2], POS), 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2],
+                             c.tk[2]), 1);
+    CU_ASSERT_EQUAL(sscanf(reply, "1 %*d %*d %lld %lld", &cur, &max), 2);
+    CU_ASSERT(cur == POS && max == POS);
+    CU_ASSERT_EQUAL(load(fd, 1, c.key[0], c.tk[0], 0, POS, back), 1);
+    CU_ASSERT_EQUAL(memcmp(back, buf, POS), 0);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 42 1 30\n", c.key[2], c.tk[2]), 1);
+    close(fd);
+    free(buf);
+    free(back);
+}
+
+/* ACCRE 1.4's vector WRITE (33) and READ (35): "1 33 <key> <typekey> <n> (<off> <len>)xn T",
+ * the bytes of each range one after the other behind the line; "1 \n", then "1 <total>\n".
+ * A READ answers "1 <total>\n" and the ranges' bytes in order. */
+static void test_accre_vector(void)
+{
+    char reply[512], back[64];
+    caps_t c;
+    int fd = conn();
+    CU_ASSERT_EQUAL_FATAL(allocate(fd, 1, 2, 600, 4096, &c), 1);
+    /* three ranges, out of order, leaving holes past the current size: they read as zeros */
+    char line[256];
+    int n = snprintf(line, sizeof line, "1 33 %s %s 3 20 3 0 3 10 3 30\ncccaaabbb", c.key[1],
+                     c.tk[1]);
+    CU_ASSERT_EQUAL(raw_send(fd, line, (size_t)n), 0);
+    CU_ASSERT(raw_readline(fd, reply, sizeof reply) > 0);
+    CU_ASSERT_STRING_EQUAL(reply, "1 ");
+    CU_ASSERT(raw_readline(fd, reply, sizeof reply) > 0);
+    CU_ASSERT_STRING_EQUAL(reply, "1 9");
+    CU_ASSERT_EQUAL(load(fd, 1, c.key[0], c.tk[0], 0, 23, back), 1);
+    CU_ASSERT_EQUAL(memcmp(back, "aaa\0\0\0\0\0\0\0bbb\0\0\0\0\0\0\0ccc", 23), 0);
+    /* READ: the ranges in the order asked */
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 35 %s %s 3 20 3 0 2 10 4 30\n",
+                             c.key[0], c.tk[0]), 1);
+    CU_ASSERT_STRING_EQUAL(reply, "1 9");
+    CU_ASSERT_EQUAL(raw_read(fd, back, 9), 0);
+    CU_ASSERT_EQUAL(memcmp(back, "cccaabbb\0", 9), 0);
+    /* past the current size: refused, the connection goes on */
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 35 %s %s 2 0 1 20 5 30\n", c.key[0], c.tk[0]),
+                    -30);
+    /* the wrong capability, too many ranges, a count that does not match */
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 35 %s %s 1 0 1 30\n", c.key[1], c.tk[1]), -6);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 35 %s %s 4097 0 1 30\n", c.key[0], c.tk[0]), -30);
+    close(fd);
+    fd = conn();
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 35 %s %s 2 0 1 30\n", c.key[0], c.tk[0]), -21);
+    close(fd);
+    /* version 0 has no vector commands */
+    fd = conn();
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "0 35 %s %s 1 0 1 30\n", c.key[0], c.tk[0]), -25);
+    close(fd);
+}
+
 static void test_real_clients(void)
 {
     char reply[4096], body[1024];
@@ -570,7 +664,8 @@ static void test_real_clients(void)
     CU_ASSERT_EQUAL(load(fd, 1, dst.key[0], dst.tk[0], 0, 10, back), 1);
     CU_ASSERT_EQUAL(memcmp(back, "0123456789", 10), 0);
 
-    /* a vector request of 14,689 bytes (1049 pairs): read whole, answered "not supported" */
+    /* a vector WRITE of 14,689 bytes (1049 pairs) past the max size: read whole, refused
+     * before any byte is taken (the bytes the client sends behind it: the connection ends) */
     static char vec[16384];
     size_t k = (size_t)snprintf(vec, sizeof vec, "1 33 %s %s 1049", c.key[1], c.tk[1]);
     for (int i = 0; i < 1049; i++)
@@ -579,8 +674,11 @@ static void test_real_clients(void)
     CU_ASSERT(k > 4096);
     CU_ASSERT_EQUAL(raw_send(fd, vec, k), 0);
     CU_ASSERT(raw_readline(fd, reply, sizeof reply) > 0);
-    CU_ASSERT_EQUAL(raw_code(reply), -25);
+    CU_ASSERT_EQUAL(raw_code(reply), -19);
     close(fd);
+
+    test_accre_truncate();
+    test_accre_vector();
 
     /* LoCI 1.3.1 STATUS INQ with its default password "ibp\n": the timeout on a line of
      * its own */

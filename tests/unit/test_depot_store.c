@@ -219,11 +219,20 @@ static void test_write_gap_and_truncate(void)
 
     depot_alloc_t *a = lookup(&na, DEPOT_MANAGE, &rc);
     CU_ASSERT_FATAL(a != NULL);
-    CU_ASSERT_EQUAL(depot_write_truncate(a, 5), IBP_OK);
+    /* TRUNCATE, as ACCRE: the maximum size becomes the new size, the current size is cut to
+     * it; growing changes the maximum (and the space taken) only */
+    CU_ASSERT_EQUAL(depot_store_truncate(a, 5), IBP_OK);
     CU_ASSERT_EQUAL(cur_size(&na), 5);
-    CU_ASSERT_EQUAL(depot_write_truncate(a, 20), IBP_OK);
-    CU_ASSERT_EQUAL(check_data(&na, 0, "01234\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 20), 0);
-    CU_ASSERT_EQUAL(depot_write_truncate(a, 1001), IBP_E_WOULD_EXCEED_LIMIT);
+    CU_ASSERT_EQUAL(status().hard_used, 5);
+    CU_ASSERT_EQUAL(put(&na, 5, "x", 1), IBP_E_WOULD_EXCEED_LIMIT);
+    CU_ASSERT_EQUAL(depot_store_truncate(a, 20), IBP_OK);
+    CU_ASSERT_EQUAL(cur_size(&na), 5);
+    CU_ASSERT_EQUAL(status().hard_used, 20);
+    CU_ASSERT_EQUAL(depot_store_truncate(a, 2 << 20), IBP_E_WOULD_EXCEED_LIMIT);
+    CU_ASSERT_EQUAL(status().hard_used, 20);
+    CU_ASSERT_EQUAL(put(&na, 19, "", 0), IBP_OK);
+    CU_ASSERT_EQUAL(check_data(&na, 0, "01234\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 19), 0);
+    CU_ASSERT_EQUAL(put(&na, 19, "y", 1), IBP_OK);
     /* CHNG: not below the current size, not past the free space */
     CU_ASSERT_EQUAL(depot_store_change(a, 10, 0, 0), IBP_E_WOULD_DAMAGE_DATA);
     CU_ASSERT_EQUAL(depot_store_change(a, 2 << 20, 0, 0), IBP_E_WOULD_EXCEED_LIMIT);
@@ -467,7 +476,7 @@ static int manage(const depot_newalloc_t *na, int truncate, uint64_t size)
     depot_alloc_t *a = lookup(na, DEPOT_MANAGE, &rc);
     if (!a)
         return rc;
-    rc = truncate ? depot_write_truncate(a, size) : depot_store_change(a, size, 0, 0);
+    rc = truncate ? depot_store_truncate(a, size) : depot_store_change(a, size, 0, 0);
     depot_alloc_release(a);
     return rc;
 }
@@ -580,12 +589,13 @@ static void test_slot_reuse_no_stale_bytes(void)
     CU_ASSERT_EQUAL(cur_size(&a2), 1003);
     CU_ASSERT_EQUAL(check_data(&a2, 0, zeros, 1000), 0);
     CU_ASSERT_EQUAL(check_data(&a2, 1000, "xyz", 3), 0);
-    /* TRUNCATE up: zeros, too */
-    CU_ASSERT_EQUAL(manage(&a2, 1, 3000), IBP_OK);
-    CU_ASSERT_EQUAL(check_data(&a2, 1003, zeros, 3000 - 1003), 0);
-    /* TRUNCATE down and up again: what was cut off does not come back */
+    /* TRUNCATE down (the maximum too), up again, a WRITE past the end: what was cut off
+     * does not come back */
     CU_ASSERT_EQUAL(manage(&a2, 1, 1001), IBP_OK);
-    CU_ASSERT_EQUAL(manage(&a2, 1, 1500), IBP_OK);
+    CU_ASSERT_EQUAL(cur_size(&a2), 1001);
+    CU_ASSERT_EQUAL(manage(&a2, 1, 3000), IBP_OK);
+    CU_ASSERT_EQUAL(cur_size(&a2), 1001);
+    CU_ASSERT_EQUAL(put(&a2, 1500, "", 0), IBP_OK);
     CU_ASSERT_EQUAL(check_data(&a2, 1000, "x\0\0\0", 4), 0);
 
     /* an aborted STORE leaves bytes past the size; a later gap must not show them */
@@ -603,6 +613,7 @@ static void test_slot_reuse_no_stale_bytes(void)
     /* an empty WRITE past the end grows the size: zeros again */
     scribble_slot(&r2, 'A');
     CU_ASSERT_EQUAL(manage(&a2, 1, 100), IBP_OK);
+    CU_ASSERT_EQUAL(manage(&a2, 1, 3000), IBP_OK);
     CU_ASSERT_EQUAL(put(&a2, 3000, "", 0), IBP_OK);
     CU_ASSERT_EQUAL(cur_size(&a2), 3000);
     CU_ASSERT_EQUAL(check_data(&a2, 100, zeros, 2900), 0);
@@ -647,7 +658,7 @@ static void test_chng_moves_across_64k(void)
     /* the old slot is free again (and empty) */
     CU_ASSERT_EQUAL_FATAL(depot_store_allocate(&st, 0, IBP_HARD, 1, 600, 65536, &other), IBP_OK);
     CU_ASSERT_EQUAL(row_of(&other).slot, before.slot);
-    CU_ASSERT_EQUAL(manage(&other, 1, 65536), IBP_OK);
+    CU_ASSERT_EQUAL(put(&other, 65536, "", 0), IBP_OK);
     CU_ASSERT_EQUAL(check_data(&other, 0, zeros, sizeof zeros), 0);
 
     /* and all of it survives a restart */

@@ -47,6 +47,35 @@ static void check_cases(const pcase_t *c, size_t n)
     }
 }
 
+/* The ranges of a vector request, its total and end; the 14,689-byte line of ACCRE's
+ * ibp_test (1049 ranges). */
+static void test_vector(void)
+{
+    static char line[IBP_MAX_REQ_LINE];
+    static ibp_vec_t v[IBP_MAX_VEC];
+    ibp_req_t r;
+    CU_ASSERT_EQUAL_FATAL(parse_str("1 33 0#k 3 3 20 3 0 2 10 4 30", &r), IBP_OK);
+    CU_ASSERT_EQUAL(r.cmd, IBP_CMD_VEC_WRITE);
+    CU_ASSERT_EQUAL(r.nvec, 3);
+    CU_ASSERT_EQUAL(r.length, 9);
+    CU_ASSERT_EQUAL(r.offset, 23);
+    CU_ASSERT_EQUAL(r.timeout, 30);
+    CU_ASSERT_STRING_EQUAL(r.rid, "0");
+    CU_ASSERT_EQUAL(ibp_req_vec(&r, v), IBP_OK);
+    CU_ASSERT(v[0].off == 20 && v[0].len == 3 && v[1].off == 0 && v[1].len == 2 &&
+              v[2].off == 10 && v[2].len == 4);
+    size_t k = (size_t)snprintf(line, sizeof line, "1 35 0#k 3 1049");
+    for (int i = 0; i < 1049; i++)
+        k += (size_t)snprintf(line + k, sizeof line - k, " %d 10000", i * 10000);
+    k += (size_t)snprintf(line + k, sizeof line - k, " 30");
+    CU_ASSERT(k > 14000);
+    CU_ASSERT_EQUAL_FATAL(ibp_req_parse(line, k, &r), IBP_OK);
+    CU_ASSERT_EQUAL(r.nvec, 1049);
+    CU_ASSERT_EQUAL(r.length, 10490000);
+    CU_ASSERT_EQUAL(ibp_req_vec(&r, v), IBP_OK);
+    CU_ASSERT_EQUAL(v[1048].off, 10480000);
+}
+
 static void test_allocate(void)
 {
     ibp_req_t r;
@@ -264,7 +293,19 @@ static void test_junk(void)
         {"1 6 a b c", IBP_E_INVALID_CMD},  /* MCOPY */
         {"1 7 a b c", IBP_E_INVALID_CMD},  /* REMOTE_STORE */
         {"1 22 a b c", IBP_E_INVALID_CMD}, /* checksum commands */
-        {"1 33 a b c", IBP_E_INVALID_CMD}, /* vector commands */
+        {"1 34 a b c", IBP_E_INVALID_CMD}, /* checksummed vector commands */
+        /* ACCRE's vector WRITE and READ: n pairs exactly, n in 1..4096, version 1 */
+        {"1 33 a b c", IBP_E_BAD_FORMAT},
+        {"1 33 0#k 3 2 0 1 5 2 30", IBP_OK},
+        {"1 35 0#k 3 2 0 1 5 2 30", IBP_OK},
+        {"1 35 0#k 3 2 0 1 5 30", IBP_E_BAD_FORMAT},
+        {"1 35 0#k 3 2 0 1 5 2 7 30", IBP_E_BAD_FORMAT},
+        {"1 35 0#k 3 0 30", IBP_E_INVALID_PARAMETER},
+        {"1 35 0#k 3 4097 0 1 30", IBP_E_INVALID_PARAMETER},
+        {"1 35 0#k 3 1 -1 1 30", IBP_E_INVALID_PARAMETER},
+        {"1 35 0#k 3 1 0 -1 30", IBP_E_INV_PAR_SIZE},
+        {"1 35 0#k 3 2 0 9223372036854775807 1 1 30", IBP_E_INV_PAR_SIZE},
+        {"0 35 0#k 3 1 0 1 30", IBP_E_INVALID_CMD},
         {"1 99999999999999999999", IBP_E_BAD_FORMAT},
         {"1 99999999999", IBP_E_INVALID_CMD},
         {"1\t2 0#k 1 10 30", IBP_E_BAD_FORMAT}, /* tabs are junk */
@@ -472,6 +513,7 @@ static const lns_test_case tests[] = {
     {"manage", test_manage},
     {"status", test_status},
     {"junk", test_junk},
+    {"vector WRITE/READ ranges", test_vector},
     {"numbers and reply fields", test_numbers},
     {"format/parse round trip", test_roundtrip},
     {"format refuses bad input", test_format_refuses},
