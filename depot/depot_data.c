@@ -158,6 +158,7 @@ int depot_write_commit(depot_alloc_t *a, depot_data_t *d, uint64_t end)
     if (queued) {
         pthread_mutex_lock(&st->mu);
         a->r.cur_size = end;
+        depot_wait_wake(st, a);
         pthread_mutex_unlock(&st->mu);
     }
     depot_data_close(d);
@@ -263,6 +264,7 @@ int depot_write_truncate(depot_alloc_t *a, uint64_t new_size)
     }
     pthread_mutex_lock(&st->mu);
     a->r.cur_size = new_size;
+    depot_wait_wake(st, a);
     pthread_mutex_unlock(&st->mu);
     /* Shrunk: the own file's tail goes now (a failure leaves bytes nothing reads). */
     if (!grow && d.own && d.fd >= 0 &&
