@@ -204,6 +204,8 @@ struct depot_resource {
     depot_store_t *store;
 };
 
+#define DEPOT_WAIT_SLOTS 64
+
 struct depot_store {
     pthread_mutex_t mu;
     depot_alloc_t **buckets;
@@ -216,6 +218,9 @@ struct depot_store {
     int reaper_running;
     int stopping;
     pthread_cond_t reaper_cv;
+    pthread_cond_t wait_cv[DEPOT_WAIT_SLOTS]; /* LOADs waiting for bytes (depot_wait.c) */
+    int wait_n[DEPOT_WAIT_SLOTS];             /* under mu: how many wait on each */
+    int wait_closed;                          /* under mu: draining, no more waits */
 };
 
 /* What ALLOCATE hands back: enough to format the three capabilities. */
@@ -296,6 +301,19 @@ int depot_data_move(depot_alloc_t *a, const depot_row_t *row);
 void depot_data_unlink(depot_resource_t *res, uint64_t id);
 /* "<xx>/<16 hex id>": the own file's name under <dir>/data. */
 void depot_data_name(uint64_t id, char *buf, size_t size);
+
+/* ---- the LOAD that waits for bytes (depot_wait.c) ---------------------------------------- */
+
+void depot_wait_init(depot_store_t *st);
+void depot_wait_destroy(depot_store_t *st);
+/* store->mu held: a's current size grew, or it died: wake the LOADs waiting on it. */
+void depot_wait_wake(depot_store_t *st, const depot_alloc_t *a);
+/* The depot drains: wake every waiting LOAD, and no LOAD waits from now on. */
+void depot_wait_close(depot_store_t *st);
+/* Wait, holding no lock, until a's current size reaches end, a dies, the depot drains or
+ * timeout_ms pass (0: no wait); then a consistent copy of its row in *row.  0, or -1 if a
+ * was freed meanwhile. */
+int depot_wait_size(depot_alloc_t *a, uint64_t end, int timeout_ms, depot_row_t *row);
 
 /* ---- MANAGE, STATUS, startup (depot_store.c) ---------------------------------------------- */
 

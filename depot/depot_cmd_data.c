@@ -161,15 +161,19 @@ fail:
 
 /* A READ capability and a range inside the current size: the allocation's bytes in *d
  * (d->fd -1 for an empty range) and its reference in *ap, which keeps them where d says.
+ * wait_ms >= 0 (a version-0 LOAD, as LoCI 1.3.1 does): a range past the current size but
+ * inside the maximum waits up to wait_ms for the bytes (depot_wait.c), then *len is what
+ * there is (-46 if nothing past offset); wait_ms < 0: such a range is -30 at once.
  * IBP_OK or the error to answer. */
-static int open_range(depot_conn_t *c, const ibp_req_t *req, depot_alloc_t **ap,
-                      depot_data_t *d)
+static int open_range(depot_conn_t *c, const ibp_req_t *req, int wait_ms, uint64_t *len,
+                      depot_alloc_t **ap, depot_data_t *d)
 {
     depot_row_t row;
     int kind, rc;
 
     d->fd = -1;
     d->own = 0;
+    *len = req->length;
     rc = depot_store_lookup(c->srv->store, req->rid, req->key, req->typekey, ap, &kind);
     if (rc != IBP_OK)
         return rc;
@@ -179,10 +183,22 @@ static int open_range(depot_conn_t *c, const ibp_req_t *req, depot_alloc_t **ap,
     else {
         depot_alloc_snapshot(*ap, &row);
         int vec = req->cmd == IBP_CMD_VEC_READ; /* offset: the end of its furthest range */
-        if (vec ? req->offset > row.cur_size
-                : req->offset > row.cur_size || req->length > row.cur_size - req->offset)
+        if (wait_ms >= 0 && req->length > 0 && req->offset <= row.max_size &&
+            req->length <= row.max_size - req->offset &&
+            (req->offset > row.cur_size || req->length > row.cur_size - req->offset)) {
+            if (depot_wait_size(*ap, req->offset + req->length, wait_ms, &row) < 0)
+                rc = IBP_E_CAP_NOT_FOUND;
+            else if (row.cur_size <= req->offset)
+                rc = IBP_E_SERVER_TIMEOUT;
+            else if (req->length > row.cur_size - req->offset)
+                *len = row.cur_size - req->offset;
+        }
+        if (rc != IBP_OK)
+            ;
+        else if (vec ? req->offset > row.cur_size
+                     : req->offset > row.cur_size || *len > row.cur_size - req->offset)
             rc = IBP_E_INVALID_PARAMETER;
-        else if (req->length > 0 && depot_data_open((*ap)->res, &row, 0, d) < 0) {
+        else if (*len > 0 && depot_data_open((*ap)->res, &row, 0, d) < 0) {
             lns_log(LNS_LOG_ERROR, "%s: %016llx: cannot open data: %s", c->peer,
                     (unsigned long long)c->ev_alloc, strerror(errno));
             rc = IBP_E_FILE_OPEN;
@@ -197,12 +213,16 @@ int depot_cmd_load(depot_conn_t *c, const ibp_req_t *req)
 {
     depot_alloc_t *a;
     depot_data_t d;
+    uint64_t len;
     int rc, tmo = depot_conn_timeout_ms(c, req->timeout);
+    /* Version 0 waits for bytes not stored yet, as LoCI 1.3.1 (a timeout of 0: no wait);
+     * version 1 answers -30 at once, so that a reader fails over to another replica. */
+    int wait_ms = req->version == 0 ? (req->timeout > 0 ? tmo : 0) : -1;
 
     /* The life of a LOAD (docs/netlogger.md): a client matches these lines to its own by
      * (alloc, off, len).  sendfile reads and sends in one, so READ_START is the send start. */
     int ev = lns_event_sampled();
-    rc = open_range(c, req, &a, &d);
+    rc = open_range(c, req, wait_ms, &len, &a, &d);
     if (ev)
         lns_event("IBP_LOAD_RECV", "client=%s alloc=%016llx off=%llu len=%llu", c->peer,
                   (unsigned long long)c->ev_alloc, (unsigned long long)req->offset,
@@ -214,26 +234,26 @@ int depot_cmd_load(depot_conn_t *c, const ibp_req_t *req)
                       (unsigned long long)req->offset, (unsigned long long)req->length, rc);
         return depot_reply_err(c, rc);
     }
-    if (depot_reply(c, req->length > 0 ? MSG_MORE : 0, "1 %llu\n",
-                    (unsigned long long)req->length) == 0 && req->length > 0) {
+    if (depot_reply(c, len > 0 ? MSG_MORE : 0, "1 %llu\n",
+                    (unsigned long long)len) == 0 && len > 0) {
         off_t off = (off_t)(d.base + req->offset);
         if (ev)
             lns_event("IBP_LOAD_READ_START", "client=%s alloc=%016llx off=%llu len=%llu",
                       c->peer, (unsigned long long)c->ev_alloc,
-                      (unsigned long long)req->offset, (unsigned long long)req->length);
-        if (lns_sendfile_full(c->fd, d.fd, &off, (size_t)req->length, tmo, INT64_MAX) < 0) {
+                      (unsigned long long)req->offset, (unsigned long long)len);
+        if (lns_sendfile_full(c->fd, d.fd, &off, (size_t)len, tmo, INT64_MAX) < 0) {
             lns_log(LNS_LOG_INFO, "%s: %016llx: LOAD cut short: %s", c->peer,
                     (unsigned long long)c->ev_alloc, strerror(errno));
             c->close = 1; /* the client expects bytes we cannot send: end it */
             rc = IBP_E_SOCK_WRITE;
         } else {
-            c->ev_bytes = req->length;
+            c->ev_bytes = len;
         }
     }
     if (ev)
         lns_event("IBP_LOAD_SEND_END", "client=%s alloc=%016llx off=%llu len=%llu bytes=%llu "
                   "result=%d", c->peer, (unsigned long long)c->ev_alloc,
-                  (unsigned long long)req->offset, (unsigned long long)req->length,
+                  (unsigned long long)req->offset, (unsigned long long)len,
                   (unsigned long long)c->ev_bytes, rc == IBP_OK && !c->close ? 1 : rc);
     depot_data_close(&d);
     depot_alloc_release(a);
@@ -245,12 +265,13 @@ int depot_cmd_vec_read(depot_conn_t *c, const ibp_req_t *req)
 {
     depot_alloc_t *a;
     depot_data_t d;
+    uint64_t len;
     int rc, tmo = depot_conn_timeout_ms(c, req->timeout);
     ibp_vec_t *v = vec_ranges(req);
 
     if (!v)
         return depot_reply_err(c, IBP_E_INTERNAL);
-    rc = open_range(c, req, &a, &d);
+    rc = open_range(c, req, -1, &len, &a, &d);
     if (rc != IBP_OK) {
         free(v);
         return depot_reply_err(c, rc);
@@ -370,7 +391,8 @@ int depot_cmd_send(depot_conn_t *c, const ibp_req_t *req)
     uint64_t copied = 0;
     int rc;
 
-    rc = open_range(c, req, &a, &d);
+    uint64_t len;
+    rc = open_range(c, req, -1, &len, &a, &d);
     if (rc != IBP_OK)
         return depot_reply_err(c, rc);
     if (req->length > 0) {

@@ -176,6 +176,7 @@ int depot_write_commit(depot_alloc_t *a, depot_data_t *d, uint64_t end)
     if (queued) {
         pthread_mutex_lock(&st->mu);
         a->r.cur_size = end;
+        depot_wait_wake(st, a);
         pthread_mutex_unlock(&st->mu);
     }
     depot_data_close(d);

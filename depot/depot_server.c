@@ -292,6 +292,7 @@ static void drain(depot_server_t *srv)
 {
     int64_t deadline = lns_mono_ms() + DRAIN_MS;
     atomic_store(&srv->stopping, 1);
+    depot_wait_close(srv->store);
     ssize_t w = write(srv->wake_wr, "x", 1);
     (void)w;
     pthread_mutex_lock(&srv->conn_mu);

@@ -153,6 +153,7 @@ static void free_locked(depot_store_t *st, depot_alloc_t *a, int waiter)
     if (a->dead)
         return;
     a->dead = 1;
+    depot_wait_wake(st, a);
     index_remove(st, a);
     account(a->res, a->r.reliability, a->r.max_size, 0);
     a->res->nallocs--;
@@ -613,6 +614,8 @@ static int change(depot_alloc_t *a, uint64_t max_size, int truncate, int64_t dur
         a->r.cur_size = new_cur;
         a->r.reliability = new_rel;
         a->r.expires = expires;
+        if (truncate) /* a LOAD waiting past the new maximum stops waiting */
+            depot_wait_wake(st, a);
         if (expires < res->earliest_expiry)
             res->earliest_expiry = expires;
         if (move) {
@@ -804,6 +807,7 @@ int depot_store_open(depot_store_t *st, const depot_config_t *cfg, char *err, si
     memset(st, 0, sizeof *st);
     pthread_mutex_init(&st->mu, NULL);
     pthread_cond_init(&st->reaper_cv, NULL);
+    depot_wait_init(st);
     st->durability = cfg->durability;
     st->nbuckets = 1024;
     st->buckets = calloc(st->nbuckets, sizeof *st->buckets);
@@ -867,5 +871,6 @@ void depot_store_close(depot_store_t *st)
     st->buckets = NULL;
     st->nres = 0;
     pthread_cond_destroy(&st->reaper_cv);
+    depot_wait_destroy(st);
     pthread_mutex_destroy(&st->mu);
 }

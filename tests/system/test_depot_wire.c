@@ -926,6 +926,77 @@ static void test_shutdown_clean(void)
     close(fd);
 }
 
+/* The LoCI 1.3.1 smoketest's lines (strace of ibp-test against two 1.3.1 depots): its CIRQ
+ * allocation is refused with -22 (docs/interop.md: lns does not do BUFFER/FIFO/CIRQ), and a
+ * version-0 LOAD past the current size waits for the bytes, as a 1.3.1 depot does. */
+static void test_loci_wait_load(void)
+{
+    char reply[4096], a[3][700], buf[128];
+    caps_t c;
+    int fd = conn(), fd2 = conn();
+
+    const char *queues[] = {"0 1 2 4 86400 102400 10\n", "0 1 2 3 86400 102400 10\n",
+                            "0 1 2 2 86400 102400 10\n"};
+    for (int k = 0; k < 3; k++) {
+        int q = conn();
+        CU_ASSERT_EQUAL(req(q, queues[k], NULL, 0), -22);
+        close(q);
+    }
+    /* (the smoketest asks 86400 s; this depot allows less) */
+    int arc = req(fd, "0 1 2 1 600 1024000 10\n", reply, sizeof reply);
+    if (arc != 1)
+        fprintf(stderr, "allocate: %d %s\n", arc, reply);
+    CU_ASSERT_EQUAL_FATAL(arc, 1);
+    CU_ASSERT_FATAL(sscanf(reply, "1 %699s %699s %699s", a[0], a[1], a[2]) == 3);
+    for (int k = 0; k < 3; k++)
+        CU_ASSERT_FATAL(split_cap(a[k], &c, k) == 0);
+    /* its STORE line: "0 2 <key> <typekey> <len> <T> \n" */
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "0 2 %s %s 10 10 \n", c.bare[1], c.tk[1]), 1);
+    CU_ASSERT_EQUAL(raw_send(fd, "0123456789", 10), 0);
+    CU_ASSERT(raw_readline(fd, reply, sizeof reply) > 0);
+    CU_ASSERT_STRING_EQUAL(reply, "1 10");
+
+    /* a LOAD of 30 bytes waits; a STORE of 20 on another connection releases it */
+    int64_t t0 = lns_mono_ms();
+    char line[1024];
+    int n = snprintf(line, sizeof line, "0 8 %s %s 0 30 10 \n", c.bare[0], c.tk[0]);
+    CU_ASSERT_EQUAL(raw_send(fd, line, (size_t)n), 0);
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    CU_ASSERT_EQUAL(poll(&pfd, 1, 300), 0); /* nothing yet */
+    CU_ASSERT_EQUAL(raw_reqf(fd2, reply, sizeof reply, "0 2 %s %s 20 10 \n", c.bare[1], c.tk[1]), 1);
+    CU_ASSERT_EQUAL(raw_send(fd2, "abcdefghijklmnopqrst", 20), 0);
+    CU_ASSERT(raw_readline(fd2, reply, sizeof reply) > 0);
+    CU_ASSERT(raw_readline(fd, reply, sizeof reply) > 0);
+    CU_ASSERT_STRING_EQUAL(reply, "1 30");
+    CU_ASSERT_EQUAL(raw_read(fd, buf, 30), 0);
+    CU_ASSERT_EQUAL(memcmp(buf, "0123456789abcdefghijklmnopqrst", 30), 0);
+    CU_ASSERT(lns_mono_ms() - t0 < 5000);
+
+    /* nothing more comes: after the server timeout (1 s) what there is, or -46 if nothing
+     * past the offset; with a timeout of 0, at once */
+    t0 = lns_mono_ms();
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "0 8 %s %s 20 50 1 \n", c.bare[0], c.tk[0]), 1);
+    CU_ASSERT_STRING_EQUAL(reply, "1 10");
+    CU_ASSERT_EQUAL(raw_read(fd, buf, 10), 0);
+    CU_ASSERT_EQUAL(memcmp(buf, "klmnopqrst", 10), 0);
+    int64_t waited = lns_mono_ms() - t0;
+    CU_ASSERT(waited >= 900 && waited < 3000);
+    t0 = lns_mono_ms();
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "0 8 %s %s 40 10 1 \n", c.bare[0], c.tk[0]), -46);
+    waited = lns_mono_ms() - t0;
+    CU_ASSERT(waited >= 900 && waited < 3000);
+    t0 = lns_mono_ms();
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "0 8 %s %s 0 80 0 \n", c.bare[0], c.tk[0]), 1);
+    CU_ASSERT_STRING_EQUAL(reply, "1 30");
+    CU_ASSERT_EQUAL(raw_read(fd, buf, 30), 0);
+    /* past the maximum size, and in version 1: -30 at once */
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "0 8 %s %s 1023990 20 10 \n", c.bare[0], c.tk[0]), -30);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 8 %s %s 0 80 10\n", c.key[0], c.tk[0]), -30);
+    CU_ASSERT(lns_mono_ms() - t0 < 500);
+    close(fd);
+    close(fd2);
+}
+
 static const lns_test_case tests[] = {
     {"ALLOCATE v0/v1 reply format", test_allocate_formats},
     {"STORE two-phase and pipelined, LOAD v0/v1, WRITE", test_store_load_v0_v1},
@@ -933,6 +1004,7 @@ static const lns_test_case tests[] = {
     {"DECR of the read count frees", test_decr_frees},
     {"STATUS v0/v1 and CHANGE", test_status},
     {"the real clients' request lines", test_real_clients},
+    {"LoCI 1.3.1 smoketest lines: queue types refused, v0 LOAD waits for data", test_loci_wait_load},
     {"keep-alive", test_keepalive},
     {"wrong capability kinds and forged keys", test_wrong_caps},
     {"ALLOCATE errors", test_allocate_errors},

@@ -478,7 +478,19 @@ static void do_errors(int v)
     CU_ASSERT_EQUAL_FATAL(alloc(c, &dA, 100, 600, IBP_HARD, &caps), IBP_OK);
     CU_ASSERT_EQUAL(ibp_store(c, caps.write, "0123456789", 10, NULL), IBP_OK);
     /* LOAD beyond the end */
-    CU_ASSERT_EQUAL(ibp_load(c, caps.read, 5, 6, buf), IBP_E_INVALID_PARAMETER);
+    if (v == 0) {
+        /* version 0 waits for the missing byte as LoCI 1.3.1 does (here 1 s), then the depot
+         * sends the 5 there are, which ibp_load (it wants 6) refuses */
+        ibp_client_opts_t o;
+        ibp_client_opts_init(&o);
+        o.version = 0;
+        o.server_timeout_s = 1;
+        ibp_client_t *c1 = ibp_client_new(&o);
+        CU_ASSERT_NOT_EQUAL(ibp_load(c1, caps.read, 5, 6, buf), IBP_OK);
+        ibp_client_free(c1);
+    } else {
+        CU_ASSERT_EQUAL(ibp_load(c, caps.read, 5, 6, buf), IBP_E_INVALID_PARAMETER);
+    }
     CU_ASSERT_EQUAL(ibp_load(c, caps.read, 11, 0, buf), IBP_E_INVALID_PARAMETER);
     /* the pool is still in step after an error */
     CU_ASSERT_EQUAL(ibp_load(c, caps.read, 5, 5, buf), IBP_OK);
