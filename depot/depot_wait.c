@@ -72,8 +72,8 @@ int depot_wait_size(depot_alloc_t *a, uint64_t end, int timeout_ms, depot_row_t 
     }
     pthread_mutex_lock(&st->mu);
     st->wait_n[s]++;
-    while (timeout_ms > 0 && a->r.cur_size < end && a->r.max_size >= end && !a->dead && !st->wait_closed &&
-           pthread_cond_timedwait(&st->wait_cv[s], &st->mu, &ts) != ETIMEDOUT)
+    while (timeout_ms > 0 && a->r.cur_size < end && a->r.max_size >= end && !a->dead &&
+           !st->wait_closed && pthread_cond_timedwait(&st->wait_cv[s], &st->mu, &ts) != ETIMEDOUT)
         ;
     st->wait_n[s]--;
     *row = a->r;
