@@ -84,8 +84,10 @@ int depot_cmd_store(depot_conn_t *c, const ibp_req_t *req)
         rc = IBP_E_CAP_NOT_WRITE;
         goto fail;
     }
-    rc = depot_write_begin(a, req->cmd == IBP_CMD_STORE ? UINT64_MAX : req->offset, req->length,
-                           &at, &d);
+    uint64_t off = req->cmd == IBP_CMD_STORE ? UINT64_MAX : req->offset;
+    rc = depot_alias_write_at(&a, &off, req->length); /* an alias: its master's bytes */
+    if (rc == IBP_OK)
+        rc = depot_write_begin(a, off, req->length, &at, &d);
     if (rc != IBP_OK)
         goto fail;
     if (depot_reply(c, 0, "1 \n") < 0) {
@@ -130,6 +132,7 @@ static int open_range(depot_conn_t *c, const ibp_req_t *req, depot_alloc_t **ap,
                       depot_data_t *d)
 {
     depot_row_t row;
+    uint64_t base, limit, size;
     int kind, rc;
 
     d->fd = -1;
@@ -140,14 +143,20 @@ static int open_range(depot_conn_t *c, const ibp_req_t *req, depot_alloc_t **ap,
     c->ev_alloc = (*ap)->r.id;
     if (kind != DEPOT_READ)
         rc = IBP_E_CAP_NOT_READ;
-    else {
+    else if ((rc = depot_alias_resolve(ap, &base, &limit)) == IBP_OK) {
+        /* an alias: the master's bytes [base, base + limit), past which it refuses (-19) */
         depot_alloc_snapshot(*ap, &row);
-        if (req->offset > row.cur_size || req->length > row.cur_size - req->offset)
+        size = row.cur_size > base ? row.cur_size - base : 0;
+        if (req->offset > limit || req->length > limit - req->offset)
+            rc = IBP_E_WOULD_EXCEED_LIMIT;
+        else if (req->offset > size || req->length > size - req->offset)
             rc = IBP_E_INVALID_PARAMETER;
         else if (req->length > 0 && depot_data_open((*ap)->res, &row, 0, d) < 0) {
             lns_log(LNS_LOG_ERROR, "%s: %016llx: cannot open data: %s", c->peer,
                     (unsigned long long)c->ev_alloc, strerror(errno));
             rc = IBP_E_FILE_OPEN;
+        } else {
+            d->base += base;
         }
     }
     if (rc != IBP_OK)
