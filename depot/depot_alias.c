@@ -10,7 +10,7 @@
  * read count to 0 revokes the alias and leaves the master as it is.
  *
  * When the master goes (freed, expired), its aliases stay until their own expiry, answering
- * -4 to everything, as ACCRE's do; an alias never expires after its master would.
+ * -4 to everything, as ACCRE's do; an alias is never given an expiry past its master's.
  *
  * The wire (docs/ibp-protocol.md, "Alias capabilities"):
  *   V 14 RID#mkey mtypekey offset length duration timeout          ALIAS_ALLOCATE
