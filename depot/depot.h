@@ -146,6 +146,12 @@ typedef struct depot_row {
     int write_refs;
     uint32_t slab;    /* slot size of the slab file that holds the bytes; 0 = own file */
     int64_t slot;     /* slot index in that slab file; -1 = own file */
+    /* An alias (depot_alias.c): a capability set onto bytes [alias_off, alias_off +
+     * alias_len) of allocation master (alias_len 0: to the master's end).  Its max_size and
+     * cur_size are 0 and it has no bytes of its own.  master 0: an allocation. */
+    uint64_t master;
+    uint64_t alias_off;
+    uint64_t alias_len;
 } depot_row_t;
 
 typedef struct depot_meta_op {
@@ -250,6 +256,18 @@ int depot_store_allocate(depot_store_t *st, int rid, int reliability, int type, 
 int depot_store_lookup(depot_store_t *st, const char *rid, const char *key, const char *typekey,
                        depot_alloc_t **a, int *kind);
 void depot_alloc_release(depot_alloc_t *a);
+/* ALIAS_ALLOCATE (depot_alias.c): a new alias row onto [off, off + len) of master m (len 0:
+ * to its end), for duration seconds (0 or -1: until the master's expiry; never past it),
+ * committed before it is returned.  IBP_OK, -19 (range past the master's max size), -28,
+ * -4 (m gone or itself an alias), -24. */
+int depot_store_alias_allocate(depot_store_t *st, depot_alloc_t *m, uint64_t off, uint64_t len,
+                               int64_t duration, depot_newalloc_t *out);
+/* ALIAS_MANAGE CHNG: len > 0 sets the range to [off, off + len) (-45 past the master's max
+ * size); duration > 0 sets the expiry to now + duration (-28 past the master's), 0 to the
+ * master's, < 0 leaves it.  Committed first. */
+int depot_store_alias_change(depot_alloc_t *a, uint64_t off, uint64_t len, int64_t duration);
+/* The live master of an alias, with a reference, or NULL (freed, expired). */
+depot_alloc_t *depot_store_master(depot_alloc_t *alias);
 /* The metadata writer gives up a delete that never committed (the depot is closing): the
  * reference goes, the data stays with the row. */
 void depot_alloc_forget(depot_alloc_t *a);
@@ -452,6 +470,19 @@ int depot_cmd_load(depot_conn_t *c, const ibp_req_t *req);
 int depot_cmd_vec_read(depot_conn_t *c, const ibp_req_t *req);
 int depot_cmd_send(depot_conn_t *c, const ibp_req_t *req);
 int depot_cmd_manage(depot_conn_t *c, const ibp_req_t *req);
+/* Alias capabilities (depot_alias.c): ACCRE's requests 14 and 15. */
+enum { DEPOT_CMD_ALIAS_ALLOCATE = 14, DEPOT_CMD_ALIAS_MANAGE = 15 };
+/* 1 if the request line is a 14 or 15 (which ibp_req_parse does not know). */
+int depot_alias_request(const char *line, size_t len);
+/* Parse and run it; req gets what the event line needs.  Returns the IBP result. */
+int depot_cmd_alias(depot_conn_t *c, const char *line, size_t len, ibp_req_t *req);
+/* If *ap is an alias, replace it (its reference released) by its master (a reference) and
+ * give the range: master bytes [*base, *base + *limit).  Else *base 0, *limit UINT64_MAX.
+ * IBP_OK, or -4 (master gone; *ap unchanged). */
+int depot_alias_resolve(depot_alloc_t **ap, uint64_t *base, uint64_t *limit);
+/* The same for a STORE (*offset UINT64_MAX) or WRITE of len bytes at *offset: *offset
+ * becomes the master's; -19 past the range (an append unless the alias is the whole). */
+int depot_alias_write_at(depot_alloc_t **ap, uint64_t *offset, uint64_t len);
 /* Send a reply line; on failure the connection is marked for closing.  0 or -1. */
 int depot_reply(depot_conn_t *c, int flags, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -105,12 +105,16 @@ int depot_cmd_store(depot_conn_t *c, const ibp_req_t *req)
         rc = IBP_E_INTERNAL;
         goto fail;
     }
-    if (vec) {
+    /* An alias: its master's bytes (a vector's ranges shifted as its end is). */
+    uint64_t off = req->cmd == IBP_CMD_STORE ? UINT64_MAX : req->offset, asked = off;
+    rc = depot_alias_write_at(&a, &off, vec ? 0 : req->length);
+    if (rc == IBP_OK && vec) {
         nv = req->nvec;
-        rc = depot_write_begin_vec(a, req->offset, &d);
-    } else {
-        rc = depot_write_begin(a, req->cmd == IBP_CMD_STORE ? UINT64_MAX : req->offset,
-                               req->length, &at, &d);
+        for (int i = 0; i < nv; i++)
+            v[i].off += off - asked;
+        rc = depot_write_begin_vec(a, off, &d);
+    } else if (rc == IBP_OK) {
+        rc = depot_write_begin(a, off, req->length, &at, &d);
         one = (ibp_vec_t){at, req->length};
     }
     if (rc != IBP_OK)
@@ -138,7 +142,7 @@ int depot_cmd_store(depot_conn_t *c, const ibp_req_t *req)
         }
         return depot_reply_err(c, rc);
     }
-    rc = depot_write_commit(a, &d, vec ? req->offset : at + req->length);
+    rc = depot_write_commit(a, &d, vec ? off : at + req->length);
     depot_alloc_release(a);
     if (vec)
         free(v);
@@ -169,6 +173,7 @@ static int open_range(depot_conn_t *c, const ibp_req_t *req, int wait_ms, uint64
                       depot_alloc_t **ap, depot_data_t *d)
 {
     depot_row_t row;
+    uint64_t base, limit;
     int kind, rc;
 
     d->fd = -1;
@@ -180,28 +185,33 @@ static int open_range(depot_conn_t *c, const ibp_req_t *req, int wait_ms, uint64
     c->ev_alloc = (*ap)->r.id;
     if (kind != DEPOT_READ)
         rc = IBP_E_CAP_NOT_READ;
-    else {
+    else if ((rc = depot_alias_resolve(ap, &base, &limit)) == IBP_OK) {
+        /* an alias: the master's bytes [base, base + limit), past which it refuses (-19) */
         depot_alloc_snapshot(*ap, &row);
         int vec = req->cmd == IBP_CMD_VEC_READ; /* offset: the end of its furthest range */
-        if (wait_ms >= 0 && req->length > 0 && req->offset <= row.max_size &&
-            req->length <= row.max_size - req->offset &&
-            (req->offset > row.cur_size || req->length > row.cur_size - req->offset)) {
-            if (depot_wait_size(*ap, req->offset + req->length, wait_ms, &row) < 0)
+        uint64_t off = req->offset > limit ? 0 : base + req->offset; /* base + limit fits */
+        if (req->offset > limit || (!vec && req->length > limit - req->offset)) {
+            rc = IBP_E_WOULD_EXCEED_LIMIT;
+        } else if (wait_ms >= 0 && req->length > 0 && off <= row.max_size &&
+                   req->length <= row.max_size - off &&
+                   (off > row.cur_size || req->length > row.cur_size - off)) {
+            if (depot_wait_size(*ap, off + req->length, wait_ms, &row) < 0)
                 rc = IBP_E_CAP_NOT_FOUND;
-            else if (row.cur_size <= req->offset)
+            else if (row.cur_size <= off)
                 rc = IBP_E_SERVER_TIMEOUT;
-            else if (req->length > row.cur_size - req->offset)
-                *len = row.cur_size - req->offset;
+            else if (req->length > row.cur_size - off)
+                *len = row.cur_size - off;
         }
         if (rc != IBP_OK)
             ;
-        else if (vec ? req->offset > row.cur_size
-                     : req->offset > row.cur_size || *len > row.cur_size - req->offset)
+        else if (vec ? off > row.cur_size : off > row.cur_size || *len > row.cur_size - off)
             rc = IBP_E_INVALID_PARAMETER;
         else if (*len > 0 && depot_data_open((*ap)->res, &row, 0, d) < 0) {
             lns_log(LNS_LOG_ERROR, "%s: %016llx: cannot open data: %s", c->peer,
                     (unsigned long long)c->ev_alloc, strerror(errno));
             rc = IBP_E_FILE_OPEN;
+        } else {
+            d->base += base;
         }
     }
     if (rc != IBP_OK)

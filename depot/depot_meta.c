@@ -73,9 +73,12 @@ static const char schema[] =
     " read_refs INTEGER NOT NULL,"
     " write_refs INTEGER NOT NULL,"
     " slab INTEGER NOT NULL DEFAULT 0,"  /* slot size of the slab file; 0 = own file */
-    " slot INTEGER NOT NULL DEFAULT -1);" /* slot in it; -1 = own file */
+    " slot INTEGER NOT NULL DEFAULT -1,"  /* slot in it; -1 = own file */
+    " master INTEGER NOT NULL DEFAULT 0,"     /* an alias: its master's id; 0 = none */
+    " alias_off INTEGER NOT NULL DEFAULT 0,"  /* an alias: its range in the master */
+    " alias_len INTEGER NOT NULL DEFAULT 0);"
     "CREATE TABLE IF NOT EXISTS depot (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-    "INSERT OR IGNORE INTO depot VALUES ('schema', '2');";
+    "INSERT OR IGNORE INTO depot VALUES ('schema', '3');";
 
 /* Schema 1 had no slab files: every allocation has its own file, as the defaults say. */
 static const char schema_1_to_2[] =
@@ -85,10 +88,19 @@ static const char schema_1_to_2[] =
     "UPDATE depot SET value = '2' WHERE key = 'schema';"
     "COMMIT;";
 
+/* Schema 2 had no aliases: every row is an allocation. */
+static const char schema_2_to_3[] =
+    "BEGIN;"
+    "ALTER TABLE alloc ADD COLUMN master INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE alloc ADD COLUMN alias_off INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE alloc ADD COLUMN alias_len INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE depot SET value = '3' WHERE key = 'schema';"
+    "COMMIT;";
+
 #define ALLOC_COLUMNS                                                                          \
     "id, read_digest, write_digest, manage_digest, read_typekey, write_typekey,"              \
     " manage_typekey, reliability, type, max_size, cur_size, expires, read_refs, write_refs," \
-    " slab, slot"
+    " slab, slot, master, alias_off, alias_len"
 
 static int dberr(depot_meta_t *m, char *err, size_t errlen, const char *what)
 {
@@ -115,7 +127,16 @@ static int upgrade(depot_meta_t *m, char *err, size_t errlen)
             return -1;
         }
         lns_log(LNS_LOG_INFO, "resource %d: metadata upgraded to schema 2", m->res->id);
-    } else if (strcmp(version, "2") != 0) {
+        strcpy(version, "2");
+    }
+    if (strcmp(version, "2") == 0) {
+        if (sqlite3_exec(m->db, schema_2_to_3, NULL, NULL, NULL) != SQLITE_OK) {
+            dberr(m, err, errlen, "upgrade schema 2 to 3");
+            sqlite3_exec(m->db, "ROLLBACK", NULL, NULL, NULL);
+            return -1;
+        }
+        lns_log(LNS_LOG_INFO, "resource %d: metadata upgraded to schema 3", m->res->id);
+    } else if (strcmp(version, "3") != 0) {
         lns_err_set(err, errlen, "resource %d: %s/depot.db: unknown schema version '%s'",
                     m->res->id, m->res->cfg.dir, version);
         return -1;
@@ -209,7 +230,7 @@ int depot_meta_open(depot_resource_t *res, int durability, char *err, size_t err
         return -1;
     if (sqlite3_prepare_v2(m->db,
                            "INSERT OR REPLACE INTO alloc (" ALLOC_COLUMNS ")"
-                           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, &m->put, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(m->db, "DELETE FROM alloc WHERE id = ?", -1, &m->del, NULL) !=
             SQLITE_OK)
@@ -250,7 +271,14 @@ static int row_from(sqlite3_stmt *s, depot_row_t *r)
     r->write_refs = sqlite3_column_int(s, 13);
     sqlite3_int64 slab = sqlite3_column_int64(s, 14);
     r->slot = sqlite3_column_int64(s, 15);
+    r->master = (uint64_t)sqlite3_column_int64(s, 16);
+    r->alias_off = (uint64_t)sqlite3_column_int64(s, 17);
+    r->alias_len = (uint64_t)sqlite3_column_int64(s, 18);
     if (r->reliability != IBP_SOFT && r->reliability != IBP_HARD)
+        return -1;
+    /* An alias has no bytes of its own; its range is checked against the master on use. */
+    if (r->master && (r->max_size || r->cur_size || slab || r->slot != -1 ||
+                      r->alias_off > (uint64_t)INT64_MAX || r->alias_len > (uint64_t)INT64_MAX))
         return -1;
     if (r->cur_size > r->max_size || r->max_size > (uint64_t)INT64_MAX)
         return -1;
@@ -343,6 +371,9 @@ static int exec_op(depot_meta_t *m, const depot_meta_op_t *op)
         sqlite3_bind_int(s, 14, r->write_refs);
         sqlite3_bind_int64(s, 15, r->slab);
         sqlite3_bind_int64(s, 16, r->slot);
+        sqlite3_bind_int64(s, 17, (sqlite3_int64)r->master);
+        sqlite3_bind_int64(s, 18, (sqlite3_int64)r->alias_off);
+        sqlite3_bind_int64(s, 19, (sqlite3_int64)r->alias_len);
     }
     rc = sqlite3_step(s);
     sqlite3_reset(s);

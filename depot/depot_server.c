@@ -102,6 +102,8 @@ static const char *cmd_name(const ibp_req_t *req)
     case IBP_CMD_VEC_READ: return "VEC_READ";
     case IBP_CMD_SEND: return "SEND";
     case IBP_CMD_STATUS: return req->subcmd == IBP_ST_CHANGE ? "STATUS_CHANGE" : "STATUS";
+    case DEPOT_CMD_ALIAS_ALLOCATE: return "ALIAS_ALLOCATE";
+    case DEPOT_CMD_ALIAS_MANAGE: return "ALIAS_MANAGE";
     case IBP_CMD_MANAGE:
         switch (req->subcmd) {
         case IBP_PROBE: return "PROBE";
@@ -170,6 +172,11 @@ static void serve(depot_conn_t *c)
             memset(&req, 0, sizeof req);
             req.cmd = -1;
             rc = IBP_E_BAD_FORMAT;
+        } else if (depot_alias_request(line, len)) { /* 14, 15: depot_alias.c */
+            rc = depot_cmd_alias(c, line, len, &req);
+            if (lns_event_sampled())
+                event(c, &req, t0, rc);
+            continue;
         } else {
             rc = ibp_req_parse(line, len, &req);
         }

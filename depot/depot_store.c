@@ -316,8 +316,8 @@ static int reclaim_soft(depot_store_t *st, depot_resource_t *res, uint64_t size,
         return IBP_E_INTERNAL;
     for (size_t b = 0; b < st->nbuckets; b++)
         for (depot_alloc_t *a = st->buckets[b]; a; a = a->hnext) {
-            if (a->res != res || a == exclude || a->r.reliability != IBP_SOFT)
-                continue;
+            if (a->res != res || a == exclude || a->r.reliability != IBP_SOFT || a->r.master)
+                continue; /* an alias holds no space */
             if (n == cap) {
                 depot_alloc_t **nv = realloc(v, 2 * cap * sizeof *v);
                 if (!nv) {
@@ -429,6 +429,139 @@ int depot_store_allocate(depot_store_t *st, int rid, int reliability, int type, 
         return IBP_E_INTERNAL;
     }
     return IBP_OK;
+}
+
+int depot_store_alias_allocate(depot_store_t *st, depot_alloc_t *m, uint64_t off, uint64_t len,
+                               int64_t duration, depot_newalloc_t *out)
+{
+    depot_resource_t *res = m->res;
+    depot_meta_op_t op;
+    depot_row_t row;
+    depot_alloc_t *a;
+    int64_t now = lns_now_s();
+    int rc = IBP_OK;
+
+    if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off)
+        return IBP_E_WOULD_EXCEED_LIMIT;
+    memset(&row, 0, sizeof row);
+    for (int k = 0; k < 3; k++) {
+        if (depot_random(out->secret[k], DEPOT_SECRET_LEN) < 0 ||
+            depot_typekey_new(&out->typekey[k]) < 0)
+            return IBP_E_INTERNAL;
+        depot_digest(out->secret[k], row.digest[k]);
+        row.typekey[k] = out->typekey[k];
+    }
+    row.read_refs = row.write_refs = 1;
+    row.slot = -1;
+    row.alias_off = off;
+    row.alias_len = len;
+    if (!(a = alloc_new(res, &row)))
+        return IBP_E_INTERNAL;
+    if (depot_random(&a->r.id, sizeof a->r.id) < 0)
+        a->r.id = 0;
+
+    pthread_mutex_lock(&st->mu);
+    if (depot_alloc_gone(m, now) || m->r.master)
+        rc = IBP_E_CAP_NOT_FOUND;
+    else if (off + len > m->r.max_size)
+        rc = IBP_E_WOULD_EXCEED_LIMIT;
+    else if (duration == 0 || duration == -1)
+        a->r.expires = m->r.expires; /* the master's */
+    else if (duration < 0 || duration >= m->r.expires - now)
+        rc = duration < 0 ? IBP_E_INV_PAR_ATDR : IBP_E_LONG_DURATION;
+    else
+        a->r.expires = now + duration;
+    if (rc != IBP_OK) {
+        pthread_mutex_unlock(&st->mu);
+        pthread_mutex_destroy(&a->op_mu);
+        free(a);
+        return rc;
+    }
+    a->r.master = m->r.id;
+    a->r.reliability = m->r.reliability;
+    a->r.type = m->r.type;
+    while (a->r.id == 0 || index_find(st, a->r.id))
+        if (depot_random(&a->r.id, sizeof a->r.id) < 0)
+            a->r.id = ((uint64_t)lns_mono_ns() << 20) ^ (uint64_t)st->count;
+    index_insert(st, a);
+    res->nallocs++;
+    if (a->r.expires < res->earliest_expiry)
+        res->earliest_expiry = a->r.expires;
+    out->id = a->r.id;
+    depot_meta_put(res->meta, &op, &a->r);
+    pthread_mutex_unlock(&st->mu);
+
+    if (depot_meta_wait(res->meta, &op) < 0) {
+        pthread_mutex_lock(&st->mu);
+        free_locked(st, a, 0);
+        pthread_mutex_unlock(&st->mu);
+        return IBP_E_INTERNAL;
+    }
+    return IBP_OK;
+}
+
+int depot_store_alias_change(depot_alloc_t *a, uint64_t off, uint64_t len, int64_t duration)
+{
+    depot_store_t *st = a->res->store;
+    depot_meta_op_t op;
+    depot_row_t row;
+    depot_alloc_t *m;
+    int64_t now = lns_now_s();
+    int rc = IBP_OK;
+
+    if (!(m = depot_store_master(a)))
+        return IBP_E_CAP_NOT_FOUND;
+    pthread_mutex_lock(&a->op_mu);
+    pthread_mutex_lock(&st->mu);
+    row = a->r;
+    if (depot_alloc_gone(a, now) || depot_alloc_gone(m, now))
+        rc = IBP_E_CAP_NOT_FOUND;
+    else if (len > 0 && (off > (uint64_t)INT64_MAX || len > m->r.max_size ||
+                         off > m->r.max_size - len))
+        rc = IBP_E_WOULD_EXCEED_POLICY;
+    else if (duration > 0 && duration > m->r.expires - now)
+        rc = IBP_E_LONG_DURATION;
+    if (rc == IBP_OK) {
+        if (len > 0) {
+            row.alias_off = off;
+            row.alias_len = len;
+        }
+        if (duration > 0)
+            row.expires = now + duration;
+        else if (duration == 0)
+            row.expires = m->r.expires;
+        depot_meta_put(a->res->meta, &op, &row);
+    }
+    pthread_mutex_unlock(&st->mu);
+    if (rc == IBP_OK && depot_meta_wait(a->res->meta, &op) < 0)
+        rc = IBP_E_INTERNAL;
+    pthread_mutex_lock(&st->mu);
+    if (rc == IBP_OK && !a->dead) {
+        a->r.alias_off = row.alias_off;
+        a->r.alias_len = row.alias_len;
+        a->r.expires = row.expires;
+        if (row.expires < a->res->earliest_expiry)
+            a->res->earliest_expiry = row.expires;
+    }
+    pthread_mutex_unlock(&st->mu);
+    pthread_mutex_unlock(&a->op_mu);
+    depot_alloc_release(m);
+    return rc;
+}
+
+depot_alloc_t *depot_store_master(depot_alloc_t *alias)
+{
+    depot_store_t *st = alias->res->store;
+    depot_alloc_t *m;
+    pthread_mutex_lock(&st->mu);
+    m = index_find(st, alias->r.master);
+    if (!alias->r.master || !m || m->r.master || m->res != alias->res ||
+        depot_alloc_gone(m, lns_now_s()))
+        m = NULL;
+    else
+        m->refcnt++;
+    pthread_mutex_unlock(&st->mu);
+    return m;
 }
 
 int depot_store_lookup(depot_store_t *st, const char *rid, const char *key, const char *typekey,

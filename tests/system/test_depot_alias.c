@@ -1,0 +1,286 @@
+/* test_depot_alias.c -- alias capabilities (requests 14 and 15) on a real ibp_depot.
+ *
+ * The request lines are those ACCRE 1.4's client sends (src/ibp/op_cmd.c: alias allocate
+ * "1 14 RID#key tk off len dur timeout", alias probe "1 15 RID#key tk 40 3 timeout \n",
+ * alias remove "1 15 RID#key tk 42 1 RID#mkey mtk timeout", alias CHNG without captype) and
+ * the sequence of its ibp_test's alias sub-tests: a full and a 10..50 alias of one
+ * allocation, an append through the full one, a write through the limited one, reads and
+ * writes past its end refused, removal with a wrong and the right master. */
+#include <CUnit/CUnit.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lns_test.h"
+#include "test_depot.h"
+
+static test_depot_t D;
+
+typedef struct caps {
+    char key[3][400]; /* "<rid>#<key>" */
+    char tk[3][64];
+} caps_t;
+
+static int suite_init(void)
+{
+    return td_start(&D, NULL);
+}
+
+static int suite_clean(void)
+{
+    lns_test_server_stop(&D.srv);
+    return 0;
+}
+
+static int conn(void)
+{
+    int fd = td_connect(&D);
+    CU_ASSERT_FATAL(fd >= 0);
+    return fd;
+}
+
+static int split_caps(const char *reply, caps_t *c)
+{
+    char a[3][700], rid[64], key[300], tk[64], kind[16], host[300];
+    int port;
+    if (sscanf(reply, "1 %699s %699s %699s", a[0], a[1], a[2]) != 3)
+        return -1;
+    for (int k = 0; k < 3; k++) {
+        if (sscanf(a[k], "ibp://%299[^:]:%d/%63[^#]#%299[^/]/%63[^/]/%15s", host, &port, rid, key,
+                   tk, kind) != 6)
+            return -1;
+        snprintf(c->key[k], sizeof c->key[k], "%s#%s", rid, key);
+        snprintf(c->tk[k], sizeof c->tk[k], "%s", tk);
+    }
+    return 0;
+}
+
+static int allocate(int fd, long size, caps_t *c)
+{
+    char reply[4096];
+    int rc = raw_reqf(fd, reply, sizeof reply, "1 1 0 1 1 3600 %ld 30\n", size);
+    if (rc != 1)
+        return rc;
+    return split_caps(reply, c) == 0 ? 1 : -1000;
+}
+
+/* ALIAS_ALLOCATE as ACCRE's client formats it. */
+static int alias(int fd, const caps_t *m, long off, long len, long dur, caps_t *a)
+{
+    char reply[4096];
+    int rc = raw_reqf(fd, reply, sizeof reply, "1 14 %s %s %ld %ld %ld 30\n", m->key[2], m->tk[2],
+                      off, len, dur);
+    if (rc != 1)
+        return rc;
+    CU_ASSERT_EQUAL(reply[strlen(reply) - 1], ' ');
+    return split_caps(reply, a) == 0 ? 1 : -1000;
+}
+
+/* STORE (append, off < 0) or WRITE of s. */
+static int put(int fd, const caps_t *c, long off, const char *s)
+{
+    char reply[256], want[64];
+    size_t n = strlen(s);
+    int rc = off < 0 ? raw_reqf(fd, reply, sizeof reply, "1 2 %s %s %zu 30\n", c->key[1], c->tk[1], n)
+                     : raw_reqf(fd, reply, sizeof reply, "1 13 %s %s %ld %zu 30\n", c->key[1],
+                                c->tk[1], off, n);
+    if (rc != 1)
+        return rc;
+    if (raw_send(fd, s, n) < 0 || raw_readline(fd, reply, sizeof reply) < 0)
+        return -1000;
+    snprintf(want, sizeof want, "1 %zu", n);
+    return strcmp(reply, want) == 0 ? 1 : raw_code(reply);
+}
+
+/* LOAD n bytes at off into buf (NUL-terminated). */
+static int get(int fd, const caps_t *c, long off, size_t n, char *buf)
+{
+    char reply[256];
+    int rc = raw_reqf(fd, reply, sizeof reply, "1 8 %s %s %ld %zu 30\n", c->key[0], c->tk[0], off, n);
+    if (rc != 1)
+        return rc;
+    if (raw_read(fd, buf, n) < 0)
+        return -1000;
+    buf[n] = '\0';
+    return 1;
+}
+
+static void test_accre_sequence(void)
+{
+    char reply[4096], buf[256];
+    caps_t m, full, lim;
+    int fd = conn();
+
+    CU_ASSERT_EQUAL_FATAL(allocate(fd, 64, &m), 1);
+    CU_ASSERT_EQUAL_FATAL(alias(fd, &m, 0, 0, 0, &full), 1);
+    CU_ASSERT_EQUAL_FATAL(alias(fd, &m, 10, 40, 0, &lim), 1);
+    /* new keys, not the master's */
+    CU_ASSERT(strcmp(full.key[0], m.key[0]) != 0 && strcmp(full.key[0], lim.key[0]) != 0);
+
+    /* PROBE (9) with an alias's manage cap: the master through the range */
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 9 %s %s 40 0 0 0 0 30\n", lim.key[2],
+                             lim.tk[2]), 1);
+    long rc_, wc, cur, max, left;
+    CU_ASSERT_EQUAL(sscanf(reply, "1 %ld %ld %ld %ld %ld", &rc_, &wc, &cur, &max, &left), 5);
+    CU_ASSERT_EQUAL(cur, 0);
+    CU_ASSERT_EQUAL(max, 40);
+    /* alias PROBE (15), ACCRE's line: counts, offset, length, seconds left */
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 15 %s %s 40 3 30 \n", lim.key[2],
+                             lim.tk[2]), 1);
+    CU_ASSERT_EQUAL(sscanf(reply, "1 %ld %ld %ld %ld %ld", &rc_, &wc, &cur, &max, &left), 5);
+    CU_ASSERT(rc_ == 1 && wc == 1 && cur == 10 && max == 40 && left > 3500 && left <= 3600);
+
+    /* append through the full alias, write through the limited one at its 0 = master's 10 */
+    char zeros[65];
+    memset(zeros, '0', 64);
+    zeros[64] = '\0';
+    CU_ASSERT_EQUAL(put(fd, &full, -1, zeros), 1);
+    CU_ASSERT_EQUAL(put(fd, &lim, 0, "This is a test."), 1);
+    CU_ASSERT_EQUAL(get(fd, &m, 0, 30, buf), 1);
+    CU_ASSERT_STRING_EQUAL(buf, "0000000000This is a test.00000");
+    CU_ASSERT_EQUAL(get(fd, &full, 10, 15, buf), 1);
+    CU_ASSERT_STRING_EQUAL(buf, "This is a test.");
+    CU_ASSERT_EQUAL(get(fd, &lim, 0, 15, buf), 1);
+    CU_ASSERT_STRING_EQUAL(buf, "This is a test.");
+    CU_ASSERT_EQUAL(get(fd, &lim, 25, 15, buf), 1); /* ends exactly at the range's end */
+    /* past the limited alias's end: refused (-19), the connection stays for LOAD */
+    CU_ASSERT_EQUAL(get(fd, &lim, 35, 16, buf), -19);
+    close(fd);
+    fd = conn();
+    CU_ASSERT_EQUAL(put(fd, &lim, 35, "This is a test."), -19);
+    close(fd);
+    fd = conn();
+    /* no append through an alias of part of the allocation */
+    CU_ASSERT_EQUAL(put(fd, &lim, -1, "x"), -19);
+    close(fd);
+    fd = conn();
+    /* capability kinds: the alias's read cap cannot write, nor its write cap read */
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 8 %s %s 0 1 30\n", lim.key[1], lim.tk[1]), -6);
+
+    /* remove the full alias with a wrong master (the limited alias's manage cap): -10 */
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 15 %s %s 42 1 %s %s 30\n", full.key[2], full.tk[2],
+                             lim.key[2], lim.tk[2]), -10);
+    CU_ASSERT_EQUAL(get(fd, &full, 0, 1, buf), 1);
+    /* with the master's: gone, the master untouched */
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 15 %s %s 42 1 %s %s 30\n", full.key[2], full.tk[2],
+                             m.key[2], m.tk[2]), 1);
+    CU_ASSERT_EQUAL(get(fd, &full, 0, 1, buf), -4);
+    CU_ASSERT_EQUAL(get(fd, &m, 10, 4, buf), 1);
+    CU_ASSERT_STRING_EQUAL(buf, "This");
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 15 %s %s 42 1 %s %s 30\n", lim.key[2], lim.tk[2],
+                             m.key[2], m.tk[2]), 1);
+    CU_ASSERT_EQUAL(get(fd, &lim, 0, 1, buf), -4);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 42 1 30\n", m.key[2], m.tk[2]), 1);
+    close(fd);
+}
+
+static void test_allocate_errors(void)
+{
+    caps_t m, a;
+    int fd = conn();
+    CU_ASSERT_EQUAL_FATAL(allocate(fd, 100, &m), 1);
+    CU_ASSERT_EQUAL(alias(fd, &m, 50, 51, 0, &a), -19);  /* past the master's max size */
+    CU_ASSERT_EQUAL(alias(fd, &m, 101, 0, 0, &a), -19);
+    CU_ASSERT_EQUAL(alias(fd, &m, 0, 10, 7200, &a), -28); /* outlives the master */
+    /* with the read or write cap instead of the manage one */
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 14 %s %s 0 0 0 30\n", m.key[0], m.tk[0]), -7);
+    CU_ASSERT_EQUAL(alias(fd, &m, 0, 10, 60, &a), 1);
+    /* an alias of an alias: no */
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 14 %s %s 0 0 0 30\n", a.key[2], a.tk[2]), -25);
+    close(fd);
+    fd = conn();
+    /* request 15 on an allocation, and CHNG/TRUNCATE of an alias through 9: -25 */
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 15 %s %s 40 3 30\n", m.key[2], m.tk[2]), -25);
+    close(fd);
+    fd = conn();
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 45 5 30\n", a.key[2], a.tk[2]), -25);
+    close(fd);
+    fd = conn();
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 14 %s %s x 0 0 30\n", m.key[2], m.tk[2]), -30);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 14 %s %s 0 0 30\n", m.key[2], m.tk[2]), -21);
+    close(fd);
+}
+
+static void test_chng(void)
+{
+    char reply[512], buf[64];
+    caps_t m, a;
+    long rc_, wc, off, len, left;
+    int fd = conn();
+    CU_ASSERT_EQUAL_FATAL(allocate(fd, 100, &m), 1);
+    CU_ASSERT_EQUAL(put(fd, &m, -1, "0123456789abcdefghij"), 1);
+    CU_ASSERT_EQUAL_FATAL(alias(fd, &m, 0, 5, 60, &a), 1);
+    /* ACCRE's client line (no captype): offset 10, length 5, 120 s */
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 15 %s %s 43 10 5 120 %s %s 30\n", a.key[2], a.tk[2],
+                             m.key[2], m.tk[2]), 1);
+    CU_ASSERT_EQUAL(get(fd, &a, 0, 5, buf), 1);
+    CU_ASSERT_STRING_EQUAL(buf, "abcde");
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 15 %s %s 40 3 30\n", a.key[2], a.tk[2]), 1);
+    CU_ASSERT_EQUAL(sscanf(reply, "1 %ld %ld %ld %ld %ld", &rc_, &wc, &off, &len, &left), 5);
+    CU_ASSERT(off == 10 && len == 5 && left > 100 && left <= 120);
+    /* the server's documented form (with captype); length 0 keeps the range, -1 the expiry */
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 15 %s %s 43 3 0 0 -1 %s %s 30\n", a.key[2], a.tk[2],
+                             m.key[2], m.tk[2]), 1);
+    CU_ASSERT_EQUAL(get(fd, &a, 0, 5, buf), 1);
+    CU_ASSERT_STRING_EQUAL(buf, "abcde");
+    /* past the master's size, wrong master */
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 15 %s %s 43 90 20 0 %s %s 30\n", a.key[2], a.tk[2],
+                             m.key[2], m.tk[2]), -45);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 15 %s %s 43 0 5 0 %s %s 30\n", a.key[2], a.tk[2],
+                             a.key[2], a.tk[2]), -10);
+    close(fd);
+}
+
+static void test_revoke_and_master_free(void)
+{
+    char buf[64];
+    caps_t m, a, b;
+    int fd = conn();
+    CU_ASSERT_EQUAL_FATAL(allocate(fd, 100, &m), 1);
+    CU_ASSERT_EQUAL(put(fd, &m, -1, "hello world"), 1);
+    CU_ASSERT_EQUAL_FATAL(alias(fd, &m, 6, 5, 0, &a), 1);
+    CU_ASSERT_EQUAL_FATAL(alias(fd, &m, 0, 5, 0, &b), 1);
+    /* revoke with the alias's own manage cap (request 9, as ibp_tool decr sends it) */
+    CU_ASSERT_EQUAL(get(fd, &a, 0, 5, buf), 1);
+    CU_ASSERT_STRING_EQUAL(buf, "world");
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 42 1 30\n", a.key[2], a.tk[2]), 1);
+    CU_ASSERT_EQUAL(get(fd, &a, 0, 5, buf), -4);
+    CU_ASSERT_EQUAL(get(fd, &m, 0, 11, buf), 1);
+    CU_ASSERT_STRING_EQUAL(buf, "hello world");
+    /* the master freed: its aliases answer -4 */
+    CU_ASSERT_EQUAL(get(fd, &b, 0, 5, buf), 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 42 1 30\n", m.key[2], m.tk[2]), 1);
+    CU_ASSERT_EQUAL(get(fd, &b, 0, 5, buf), -4);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 40 0 0 0 0 30\n", b.key[2], b.tk[2]), -4);
+    close(fd);
+}
+
+static void test_restart_keeps_aliases(void)
+{
+    char buf[64];
+    caps_t m, a;
+    int fd = conn();
+    CU_ASSERT_EQUAL_FATAL(allocate(fd, 100, &m), 1);
+    CU_ASSERT_EQUAL(put(fd, &m, -1, "persistent bytes"), 1);
+    CU_ASSERT_EQUAL_FATAL(alias(fd, &m, 11, 5, 0, &a), 1);
+    close(fd);
+    lns_test_server_kill(&D.srv, SIGKILL); /* committed before answered: survives a kill */
+    CU_ASSERT_EQUAL_FATAL(td_restart(&D), 0);
+    fd = conn();
+    CU_ASSERT_EQUAL(get(fd, &a, 0, 5, buf), 1);
+    CU_ASSERT_STRING_EQUAL(buf, "bytes");
+    CU_ASSERT_EQUAL(get(fd, &a, 1, 5, buf), -19);
+    close(fd);
+}
+
+static const lns_test_case tests[] = {
+    {"ACCRE ibp_test's alias sequence, its request lines", test_accre_sequence},
+    {"ALIAS_ALLOCATE errors", test_allocate_errors},
+    {"ALIAS_MANAGE CHNG (both line forms)", test_chng},
+    {"revoke by DECR; master freed", test_revoke_and_master_free},
+    {"restart keeps aliases", test_restart_keeps_aliases},
+};
+
+LNS_TEST_MAIN_WITH("depot_alias", suite_init, suite_clean, tests)
