@@ -257,6 +257,66 @@ static void test_revoke_and_master_free(void)
     close(fd);
 }
 
+/* ACCRE's vector WRITE (33) and READ (35) through a limited alias: the ranges are the
+ * alias's, shifted onto the master's bytes; a range past the alias's end is refused (-19). */
+static void test_vector_through_alias(void)
+{
+    char reply[512], buf[64], line[512];
+    caps_t m, a;
+    int fd = conn();
+    CU_ASSERT_EQUAL_FATAL(allocate(fd, 100, &m), 1);
+    CU_ASSERT_EQUAL(put(fd, &m, -1, "0123456789abcdefghijklmnopqrstuvwxyz"), 1);
+    CU_ASSERT_EQUAL_FATAL(alias(fd, &m, 10, 20, 0, &a), 1);
+    int n = snprintf(line, sizeof line, "1 33 %s %s 2 5 2 0 3 30\nXYABC", a.key[1], a.tk[1]);
+    CU_ASSERT_EQUAL(raw_send(fd, line, (size_t)n), 0);
+    CU_ASSERT(raw_readline(fd, reply, sizeof reply) > 0);
+    CU_ASSERT_STRING_EQUAL(reply, "1 ");
+    CU_ASSERT(raw_readline(fd, reply, sizeof reply) > 0);
+    CU_ASSERT_STRING_EQUAL(reply, "1 5");
+    CU_ASSERT_EQUAL(get(fd, &m, 0, 36, buf), 1);
+    CU_ASSERT_STRING_EQUAL(buf, "0123456789ABCdeXYhijklmnopqrstuvwxyz");
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 35 %s %s 2 5 2 18 2 30\n", a.key[0],
+                             a.tk[0]), 1);
+    CU_ASSERT_STRING_EQUAL(reply, "1 4");
+    CU_ASSERT_EQUAL(raw_read(fd, buf, 4), 0);
+    CU_ASSERT_EQUAL(memcmp(buf, "XYst", 4), 0);
+    /* past the alias's 20 bytes, though inside the master's: refused */
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 35 %s %s 1 19 2 30\n", a.key[0], a.tk[0]), -19);
+    close(fd);
+    fd = conn();
+    n = snprintf(line, sizeof line, "1 33 %s %s 1 19 2 30\nQQ", a.key[1], a.tk[1]);
+    CU_ASSERT_EQUAL(raw_send(fd, line, (size_t)n), 0);
+    CU_ASSERT(raw_readline(fd, reply, sizeof reply) > 0);
+    CU_ASSERT_EQUAL(raw_code(reply), -19);
+    close(fd);
+    fd = conn();
+    CU_ASSERT_EQUAL(get(fd, &m, 28, 3, buf), 1);
+    CU_ASSERT_STRING_EQUAL(buf, "stu");
+    close(fd);
+}
+
+/* A version-0 LOAD through an alias waits for the master's bytes, as on the master. */
+static void test_wait_through_alias(void)
+{
+    char reply[256], buf[64], line[512];
+    caps_t m, a;
+    int fd = conn(), w = conn();
+    CU_ASSERT_EQUAL_FATAL(allocate(fd, 100, &m), 1);
+    CU_ASSERT_EQUAL(put(fd, &m, -1, "0123456789"), 1);
+    CU_ASSERT_EQUAL_FATAL(alias(fd, &m, 5, 20, 0, &a), 1);
+    /* 5..15 of the master: 5 bytes there, 5 to come */
+    int n = snprintf(line, sizeof line, "0 8 %s %s 0 10 5\n", a.key[0], a.tk[0]);
+    CU_ASSERT_EQUAL(raw_send(w, line, (size_t)n), 0);
+    usleep(200000);
+    CU_ASSERT_EQUAL(put(fd, &m, -1, "abcde"), 1);
+    CU_ASSERT(raw_readline(w, reply, sizeof reply) > 0);
+    CU_ASSERT_EQUAL(atoi(reply + 2), 10);
+    CU_ASSERT_EQUAL(raw_read(w, buf, 10), 0);
+    CU_ASSERT_EQUAL(memcmp(buf, "56789abcde", 10), 0);
+    close(w);
+    close(fd);
+}
+
 static void test_restart_keeps_aliases(void)
 {
     char buf[64];
@@ -281,6 +341,8 @@ static const lns_test_case tests[] = {
     {"ALIAS_MANAGE CHNG (both line forms)", test_chng},
     {"revoke by DECR; master freed", test_revoke_and_master_free},
     {"restart keeps aliases", test_restart_keeps_aliases},
+    {"vector WRITE and READ through an alias", test_vector_through_alias},
+    {"a version-0 LOAD through an alias waits for the bytes", test_wait_through_alias},
 };
 
 LNS_TEST_MAIN_WITH("depot_alias", suite_init, suite_clean, tests)
