@@ -260,6 +260,45 @@ int ibp_change(ibp_client_t *c, const char *mcap, uint64_t max_size, int64_t dur
  * if any, are dropped (the current size never grows). */
 int ibp_truncate(ibp_client_t *c, const char *mcap, uint64_t new_size);
 
+/* ---- alias capabilities (ACCRE IBP 1.4's ALIAS_ALLOCATE 14 and ALIAS_MANAGE 15) ----------
+ * An alias is a capability set of its own onto a byte range of an allocation: reads and
+ * writes through it take offsets from 0 = the range's first byte and stop at its end (-19
+ * past it); it is revoked on its own, leaving the allocation as it is.  Version 1 only: in
+ * version 0 (a LoCI 1.3 depot) and from a depot without aliases (lns before 0.2) these calls
+ * return IBP_E_INVALID_CMD.  docs/ibp-protocol.md has the wire. */
+
+/* Three new capabilities onto bytes [offset, offset + length) of the allocation of manage
+ * capability mcap; length 0 = to its end.  duration_s 0 = until the allocation expires,
+ * else seconds from now (longer than the allocation has left: IBP_E_LONG_DURATION). */
+int ibp_alias_allocate(ibp_client_t *c, const char *mcap, uint64_t offset, uint64_t length,
+                       int64_t duration_s, ibp_caps_t *caps);
+
+typedef struct ibp_alias_probe {
+    int read_refs;
+    int write_refs;
+    uint64_t offset;      /* the range on the allocation */
+    uint64_t length;      /* 0 = to its end */
+    int64_t seconds_left;
+} ibp_alias_probe_t;
+
+/* PROBE an alias with its manage capability (an allocation's: IBP_E_INVALID_CMD). */
+int ibp_alias_probe(ibp_client_t *c, const char *alias_mcap, ibp_alias_probe_t *out);
+/* INCR/DECR an alias's read or write count; the depot wants the allocation's manage
+ * capability too (another one: IBP_E_INVALID_MANAGE_CAP). */
+int ibp_alias_incr(ibp_client_t *c, const char *alias_mcap, const char *master_mcap,
+                   ibp_captype which);
+int ibp_alias_decr(ibp_client_t *c, const char *alias_mcap, const char *master_mcap,
+                   ibp_captype which);
+/* CHNG: length > 0 moves the range to [offset, offset + length); duration_s > 0 sets the
+ * expiry to now + duration_s, 0 to the allocation's, < 0 leaves it. */
+int ibp_alias_change(ibp_client_t *c, const char *alias_mcap, const char *master_mcap,
+                     uint64_t offset, uint64_t length, int64_t duration_s);
+/* Revoke: DECR the alias's counts until the depot no longer knows it (lns drops an alias
+ * when its read count reaches 0, ACCRE when both counts do).  IBP_OK once it answers -4 to
+ * a PROBE; IBP_E_CAP_NOT_FOUND if it was gone already (revoked, expired, or its allocation
+ * freed). */
+int ibp_alias_revoke(ibp_client_t *c, const char *alias_mcap, const char *master_mcap);
+
 /* Depot status from STATUS INQ. */
 typedef struct ibp_depot_status {
     char version[32];       /* "1.4" style version of the depot, "" if not told */

@@ -141,7 +141,7 @@ static int copy_cap(char *dst, const char *src)
     return (int)cap.type;
 }
 
-static int parse_caps(const ibp_reply_t *rep, void *out)
+int ibp_reply_caps(const ibp_reply_t *rep, void *out)
 {
     ibp_caps_t *caps = out;
     if (rep->nf != 4 || copy_cap(caps->read, rep->f[1]) != IBP_READCAP ||
@@ -169,7 +169,7 @@ int ibp_allocate(ibp_client_t *c, const char *host, int port, const char *rid,
     req.type = attr->type;
     req.duration = attr->duration_s;
     req.size = attr->size;
-    return simple_call(c, host, port, &req, -1, parse_caps, caps);
+    return simple_call(c, host, port, &req, -1, ibp_reply_caps, caps);
 }
 
 /* "1 <count>" */

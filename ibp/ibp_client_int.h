@@ -4,6 +4,7 @@
  *   ibp_call.c         one request/reply exchange on a pooled connection, with the retry rule
  *   ibp_client.c       the calls without bulk data (ALLOCATE, SEND, MANAGE, STATUS)
  *   ibp_client_data.c  the calls that move bytes (STORE, WRITE, LOAD)
+ *   ibp_alias.c        alias capabilities (ACCRE's ALIAS_ALLOCATE 14 and ALIAS_MANAGE 15)
  *   ibp_version.c      which protocol version each depot speaks (pinned or learned)
  *
  * A connection belongs to exactly one thread between ibp_call_begin() and ibp_call_end() /
@@ -147,5 +148,9 @@ int ibp_sock_err(int err, int writing);
 int ibp_call_cap(const char *s, ibp_captype kind, ibp_cap_t *cap);
 /* Fill the capability fields of a request. */
 void ibp_call_req_cap(ibp_req_t *req, const ibp_cap_t *cap);
+
+/* ---- ibp_client.c ---- */
+/* "1 <read cap> <write cap> <manage cap>" into the ibp_caps_t out; IBP_OK or IBP_E_BAD_FORMAT. */
+int ibp_reply_caps(const ibp_reply_t *rep, void *out);
 
 #endif

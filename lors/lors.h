@@ -473,6 +473,60 @@ void lors_refresh_report_free(lors_refresh_report_t *r);
  * each mapping from the worker threads as its depot answers (before x is edited). */
 int lors_refresh(const lors_refresh_opts_t *o, xnd_t *x, lors_refresh_report_t *report);
 
+/* ---- share: a read-only exNode of alias capabilities ----------------------------------- */
+
+typedef struct lors_share_opts {
+    int64_t offset, length;   /* the bytes of the file to share (-O/-L); length -1 = to the end */
+    int64_t duration_s;       /* the aliases' lifetime; 0 = as long as each allocation (an
+                               * allocation that expires sooner keeps its own end) */
+    int timeout_s;            /* longest wait of any one depot call */
+    const volatile sig_atomic_t *stop; /* as in lors_upload_opts_t: stop, revoke what was made */
+} lors_share_opts_t;
+
+void lors_share_opts_init(lors_share_opts_t *o); /* the whole file, 0, 30 s, no stop */
+
+/* What the owner keeps to revoke one alias: its manage capability and the allocation's. */
+typedef struct lors_share_key {
+    char alias[IBP_MAX_CAP];
+    char master[IBP_MAX_CAP];
+} lors_share_key_t;
+
+/* A mapping that could not be shared (its depot has no aliases, is down, ...). */
+typedef struct lors_share_skip {
+    int mapping;
+    int ibp_err;              /* 0: not a depot's answer (why says) */
+    char depot[IBP_MAX_HOST + 8];
+    char why[96];
+} lors_share_skip_t;
+
+typedef struct lors_share_report {
+    lors_share_key_t *keys;   /* malloc'd, one per mapping of the shared exNode (LORS_OK) */
+    size_t nkeys;
+    lors_share_skip_t *skipped; /* malloc'd: mappings left out (LORS_OK: others cover them) */
+    size_t nskipped;
+    int revoked, unrevoked;   /* on failure: aliases made and revoked again, or left */
+    char error[512];
+} lors_share_report_t;
+
+void lors_share_report_free(lors_share_report_t *r);
+
+/* A read-only share of bytes [o->offset, o->offset + o->length) of x: for each mapping
+ * holding some of them, an alias (ibp_alias_allocate) onto just those bytes of its
+ * allocation, and *shared a new exNode of the range (offsets from 0, "size" its length) whose
+ * mappings carry only the aliases' READ capabilities.  report->keys gets what revokes them
+ * (lors_share_revoke).  A mapping that cannot be aliased is left out (report->skipped) as
+ * long as the others still hold every byte; else, or when stopped, every alias made is
+ * revoked again and the call fails (LORS_E_NO_REPLICA: report->error names the depots
+ * that could not make aliases).  A mapping cut by the range loses its lns_checksum (its
+ * digests are of other blocks); a transformed file (e2e) is shared whole only (LORS_E_INVAL). */
+int lors_share(const lors_share_opts_t *o, const xnd_t *x, xnd_t **shared,
+               lors_share_report_t *report);
+
+/* Revoke n aliases (ibp_alias_revoke); rc[i] gets each one's IBP_OK, IBP_E_CAP_NOT_FOUND (gone
+ * already: revoked, expired, or its allocation freed) or the error.  LORS_OK when every one is
+ * gone, else LORS_E_PARTIAL. */
+int lors_share_revoke(const lors_share_key_t *keys, size_t n, int timeout_s, int *rc);
+
 /* ---- end-to-end checksums ---------------------------------------------------------------- */
 
 #define LORS_CHECKSUM_FUNC "lns_checksum"

@@ -213,6 +213,18 @@ static const command_t commands[] = {
     {"truncate", "MCAP SIZE",
      "Set the maximum size to SIZE: bytes past it are dropped (never grows the data).", 2, 2, 0,
      cmd_truncate},
+    {"alias", "MCAP [OFFSET [LENGTH]] [--duration S]",
+     "Make an alias: three new capabilities onto LENGTH bytes at OFFSET of the allocation\n"
+     "(default: all of it), printed one per line; reads and writes through them count from\n"
+     "OFFSET and stop at its end.  Revoked on its own (alias-revoke).  --duration: its\n"
+     "lifetime (default: as long as the allocation).  ACCRE 1.4 and lns depots only.",
+     1, 3, O_DURATION, cmd_alias},
+    {"alias-probe", "ALIAS_MCAP",
+     "Show the alias's reference counts, its range on the allocation and seconds left.", 1, 1,
+     0, cmd_alias_probe},
+    {"alias-revoke", "ALIAS_MCAP MCAP",
+     "Revoke the alias (MCAP: the allocation's manage capability); the allocation stays.", 2,
+     2, 0, cmd_alias_revoke},
     {"status", "HOST[:PORT] [--rid R] [--password-file F]",
      "Show the depot's capacity, use and limits.\n"
      "An ACCRE 1.4 depot wants its password even for this: from F, else from $IBP_PASSWORD.",

@@ -80,6 +80,9 @@ int cmd_incr(ibp_tool_t *t);
 int cmd_decr(ibp_tool_t *t);
 int cmd_change(ibp_tool_t *t);
 int cmd_truncate(ibp_tool_t *t);
+int cmd_alias(ibp_tool_t *t);
+int cmd_alias_probe(ibp_tool_t *t);
+int cmd_alias_revoke(ibp_tool_t *t);
 int cmd_status(ibp_tool_t *t);
 int cmd_status_change(ibp_tool_t *t);
 

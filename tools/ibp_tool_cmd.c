@@ -336,6 +336,71 @@ int cmd_truncate(ibp_tool_t *t)
     return print_ok(t);
 }
 
+int cmd_alias(ibp_tool_t *t)
+{
+    uint64_t off = 0, len = 0;
+    ibp_caps_t caps;
+    int ex, rc;
+    if ((ex = ibp_tool_need_cap(t, t->pos[0], IBP_MANAGECAP, "MCAP")) != EX_OK)
+        return ex;
+    if (t->npos > 1 && lns_parse_size(t->pos[1], &off) < 0)
+        return ibp_tool_usage_error(t, "bad offset '%s'", t->pos[1]);
+    if (t->npos > 2 && (lns_parse_size(t->pos[2], &len) < 0 || len == 0))
+        return ibp_tool_usage_error(t, "bad length '%s'", t->pos[2]);
+    if (t->duration_set && t->duration <= 0)
+        return ibp_tool_usage_error(t, "--duration must be at least 1 s for an alias");
+    rc = ibp_alias_allocate(t->client, t->pos[0], off, len, t->duration_set ? t->duration : 0,
+                            &caps);
+    if (rc == IBP_E_INVALID_CMD)
+        return ibp_tool_fail(t, rc, "ALIAS_ALLOCATE (this depot has no alias capabilities: "
+                                    "LoCI 1.3 and lns before 0.2 do not)");
+    if (rc != IBP_OK)
+        return ibp_tool_fail(t, rc, "ALIAS_ALLOCATE of %" PRIu64 " bytes at %" PRIu64, len, off);
+    if (t->json) {
+        printf("{\"read\":");
+        ibp_tool_json_str(stdout, caps.read);
+        printf(",\"write\":");
+        ibp_tool_json_str(stdout, caps.write);
+        printf(",\"manage\":");
+        ibp_tool_json_str(stdout, caps.manage);
+        printf("}\n");
+    } else {
+        printf("%s\n%s\n%s\n", caps.read, caps.write, caps.manage);
+    }
+    return EX_OK;
+}
+
+int cmd_alias_probe(ibp_tool_t *t)
+{
+    ibp_alias_probe_t p;
+    int ex, rc;
+    if ((ex = ibp_tool_need_cap(t, t->pos[0], IBP_MANAGECAP, "ALIAS_MCAP")) != EX_OK)
+        return ex;
+    if ((rc = ibp_alias_probe(t->client, t->pos[0], &p)) != IBP_OK)
+        return ibp_tool_fail(t, rc, "ALIAS_MANAGE PROBE");
+    if (t->json)
+        printf("{\"read_refs\":%d,\"write_refs\":%d,\"offset\":%" PRIu64 ",\"length\":%" PRIu64
+               ",\"seconds_left\":%" PRId64 "}\n",
+               p.read_refs, p.write_refs, p.offset, p.length, p.seconds_left);
+    else
+        printf("read refs:    %d\nwrite refs:   %d\noffset:       %" PRIu64
+               "\nlength:       %" PRIu64 "%s\nseconds left: %" PRId64 "\n",
+               p.read_refs, p.write_refs, p.offset, p.length, p.length ? "" : " (to the end)",
+               p.seconds_left);
+    return EX_OK;
+}
+
+int cmd_alias_revoke(ibp_tool_t *t)
+{
+    int ex, rc;
+    if ((ex = ibp_tool_need_cap(t, t->pos[0], IBP_MANAGECAP, "ALIAS_MCAP")) != EX_OK ||
+        (ex = ibp_tool_need_cap(t, t->pos[1], IBP_MANAGECAP, "MCAP")) != EX_OK)
+        return ex;
+    if ((rc = ibp_alias_revoke(t->client, t->pos[0], t->pos[1])) != IBP_OK)
+        return ibp_tool_fail(t, rc, "revoking the alias (ALIAS_MANAGE DECR)");
+    return print_ok(t);
+}
+
 static void print_status(const ibp_tool_t *t, const char *host, int port,
                          const ibp_depot_status_t *s)
 {

@@ -26,7 +26,7 @@ for p in "$LOCI_SRV" "$ACCRE_SRV" "$ACCRE_MKFS"; do
         exit 77
     fi
 done
-for p in ibp_tool ibp_depot lors_upload lors_download lors_ls lors_augment lors_trim lors_refresh; do
+for p in ibp_tool ibp_depot lors_upload lors_download lors_ls lors_augment lors_trim lors_refresh lors_share; do
     [ -x "$BIN/$p" ] || { echo "client_on_old_depots: $BIN/$p missing (make first)" >&2; exit 2; }
 done
 
@@ -242,6 +242,53 @@ if "$BIN/lors_augment" --no-rc --depot-list "127.0.0.1:$LP,127.0.0.1:$AP" -c 2 -
     ok "mixed exNode (lns + LoCI + ACCRE): augment, trim -d of the lns copies, download"
 else
     ko "mixed exNode: $(head -1 "$T/err")"
+fi
+
+# alias capabilities with ibp_tool: ACCRE makes, reads within the range, revokes; LoCI has none
+caps=$($IT allocate "127.0.0.1:$AP" 1K --rid 1 2>/dev/null)
+m=$(sed -n 3p <<<"$caps")
+if [ -n "$m" ] && printf 0123456789abcdefghij | $IT store "$(sed -n 2p <<<"$caps")" - >/dev/null &&
+   a=$($IT alias "$m" 10 5 2>"$T/err") &&
+   [ "$($IT load "$(sed -n 1p <<<"$a")" 0 5 2>>"$T/err")" = abcde ] &&
+   ! $IT load "$(sed -n 1p <<<"$a")" 3 5 >/dev/null 2>&1 &&
+   $IT alias-revoke "$(sed -n 3p <<<"$a")" "$m" 2>>"$T/err" &&
+   ! $IT load "$(sed -n 1p <<<"$a")" 0 5 >/dev/null 2>&1 &&
+   [ "$($IT load "$(sed -n 1p <<<"$caps")" 0 3 2>>"$T/err")" = 012 ]; then
+    ok "ibp_tool alias, load in range, alias-revoke on ACCRE 1.4"
+else
+    ko "ibp_tool alias on ACCRE 1.4: $(head -1 "$T/err")"
+fi
+caps=$($IT allocate "127.0.0.1:$LP" 1000 --duration 3600 2>/dev/null)
+if $IT alias "$(sed -n 3p <<<"$caps")" >/dev/null 2>"$T/err"; then
+    ko "ibp_tool alias on LoCI 1.3.1: made one (LoCI has no aliases)"
+elif grep -q "no alias capabilities" "$T/err"; then
+    ok "ibp_tool alias on LoCI 1.3.1: refused in one line"
+else
+    ko "ibp_tool alias on LoCI 1.3.1: $(head -1 "$T/err")"
+fi
+
+# lors_share of a file on lns and ACCRE: byte-exact, revoked per depot; on LoCI: named
+x=$T/sh.xnd; rm -f "$x" "$T/sh.s.xnd" "$T/sh.s.xnd.revoke"
+if "$BIN/lors_upload" --no-rc --depot-list "127.0.0.1:$NP,127.0.0.1:$AP/1" -c 2 -d 1h -bs 1M \
+       -o "$x" "$T/f.bin" --quiet 2>"$T/err" &&
+   "$BIN/lors_share" --no-rc "$x" -o "$T/sh.s.xnd" --quiet 2>"$T/err" &&
+   ! grep -q 'WRITE\|MANAGE' "$T/sh.s.xnd" &&
+   "$BIN/lors_download" --no-rc "$T/sh.s.xnd" -o "$T/sh.out" --quiet 2>"$T/err" &&
+   cmp -s "$T/f.bin" "$T/sh.out" &&
+   "$BIN/lors_share" --no-rc --revoke "$T/sh.s.xnd.revoke" >"$T/rev.out" 2>"$T/err" &&
+   [ "$(grep -c ' revoked, 0 gone already' "$T/rev.out")" = 2 ] &&
+   ! "$BIN/lors_download" --no-rc "$T/sh.s.xnd" -o "$T/sh.out2" --quiet 2>/dev/null &&
+   "$BIN/lors_download" --no-rc "$x" -o "$T/sh.out3" --quiet 2>"$T/err"; then
+    ok "lors_share on lns + ACCRE: download through the aliases, revoke per depot"
+else
+    ko "lors_share on lns + ACCRE: $(head -1 "$T/err")"
+fi
+if "$BIN/lors_share" --no-rc "$T/x$LP.xnd" -o "$T/shl.xnd" 2>"$T/err"; then
+    ko "lors_share on LoCI 1.3.1: shared (LoCI has no aliases)"
+elif grep -q "127.0.0.1:$LP (no alias capabilities" "$T/err" && [ ! -e "$T/shl.xnd.revoke" ]; then
+    ok "lors_share on LoCI 1.3.1: refused, the depot named"
+else
+    ko "lors_share on LoCI 1.3.1: $(tail -1 "$T/err")"
 fi
 
 echo "client_on_old_depots: $npass passed, $nfail failed"

@@ -4,7 +4,7 @@
  * Two depots (A with an admin password, B) live for the whole program; each test makes its
  * own allocations.  Every test body takes the protocol version, and is registered once per
  * version, so version 0 and version 1 run the same checks except where the contract says
- * they differ (WRITE and TRUNCATE exist only in version 1). */
+ * they differ (WRITE, TRUNCATE and the alias calls exist only in version 1). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -554,6 +554,74 @@ static void do_errors(int v)
     ibp_client_free(c);
 }
 
+/* ---- alias capabilities (ACCRE's requests 14 and 15; version 1 only) ---- */
+
+static void do_alias(int v)
+{
+    ibp_client_t *c = client(v);
+    ibp_caps_t m, m2, a, whole;
+    ibp_alias_probe_t ap;
+    ibp_probe_t p;
+    char buf[64];
+    CU_ASSERT_EQUAL_FATAL(alloc(c, &dA, 100, 600, IBP_HARD, &m), IBP_OK);
+    CU_ASSERT_EQUAL_FATAL(ibp_store(c, m.write, "0123456789abcdefghij", 20, NULL), IBP_OK);
+    if (v == 0) { /* no alias in version 0: refused before anything is sent */
+        CU_ASSERT_EQUAL(ibp_alias_allocate(c, m.manage, 0, 0, 0, &a), IBP_E_INVALID_CMD);
+        ibp_client_free(c);
+        return;
+    }
+    /* local checks: the master's manage capability, a range that does not overflow */
+    CU_ASSERT_EQUAL(ibp_alias_allocate(c, m.read, 0, 5, 0, &a), IBP_E_INVALID_MANAGE_CAP);
+    CU_ASSERT_EQUAL(ibp_alias_allocate(c, m.manage, UINT64_MAX, 5, 0, &a), IBP_E_INV_PAR_SIZE);
+    CU_ASSERT_EQUAL(ibp_alias_allocate(c, m.manage, 0, 5, 0, NULL), IBP_E_INV_PAR_PTR);
+    /* bytes 5..15 of the master: offsets through the alias start at its range */
+    CU_ASSERT_EQUAL_FATAL(ibp_alias_allocate(c, m.manage, 5, 10, 0, &a), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_load(c, a.read, 0, 10, buf), IBP_OK);
+    CU_ASSERT_EQUAL(memcmp(buf, "56789abcde", 10), 0);
+    CU_ASSERT_EQUAL(ibp_load(c, a.read, 5, 6, buf), IBP_E_WOULD_EXCEED_LIMIT);
+    CU_ASSERT_EQUAL(ibp_alias_probe(c, a.manage, &ap), IBP_OK);
+    CU_ASSERT_EQUAL(ap.offset, 5);
+    CU_ASSERT_EQUAL(ap.length, 10);
+    CU_ASSERT_EQUAL(ap.read_refs, 1);
+    CU_ASSERT(ap.seconds_left > 500 && ap.seconds_left <= 600);
+    /* an allocation's manage capability is not an alias's */
+    CU_ASSERT_EQUAL(ibp_alias_probe(c, m.manage, &ap), IBP_E_INVALID_CMD);
+    CU_ASSERT_EQUAL(ibp_alias_probe(c, a.read, &ap), IBP_E_INVALID_MANAGE_CAP);
+    /* CHNG: a new range and a shorter life */
+    CU_ASSERT_EQUAL(ibp_alias_change(c, a.manage, m.manage, 2, 3, 100), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_alias_probe(c, a.manage, &ap), IBP_OK);
+    CU_ASSERT_EQUAL(ap.offset, 2);
+    CU_ASSERT_EQUAL(ap.length, 3);
+    CU_ASSERT(ap.seconds_left > 50 && ap.seconds_left <= 100);
+    CU_ASSERT_EQUAL(ibp_load(c, a.read, 0, 3, buf), IBP_OK);
+    CU_ASSERT_EQUAL(memcmp(buf, "234", 3), 0);
+    /* INCR/DECR need the master's manage capability, not another allocation's */
+    CU_ASSERT_EQUAL_FATAL(alloc(c, &dA, 10, 600, IBP_HARD, &m2), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_alias_incr(c, a.manage, m2.manage, IBP_READCAP), IBP_E_INVALID_MANAGE_CAP);
+    CU_ASSERT_EQUAL(ibp_alias_revoke(c, a.manage, m2.manage), IBP_E_INVALID_MANAGE_CAP);
+    CU_ASSERT_EQUAL(ibp_alias_incr(c, a.manage, m.manage, IBP_READCAP), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_alias_probe(c, a.manage, &ap), IBP_OK);
+    CU_ASSERT_EQUAL(ap.read_refs, 2);
+    /* revoke: gone however many references it had; the master stays */
+    CU_ASSERT_EQUAL(ibp_alias_revoke(c, a.manage, m.manage), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_load(c, a.read, 0, 3, buf), IBP_E_CAP_NOT_FOUND);
+    CU_ASSERT_EQUAL(ibp_alias_probe(c, a.manage, &ap), IBP_E_CAP_NOT_FOUND);
+    CU_ASSERT_EQUAL(ibp_alias_revoke(c, a.manage, m.manage), IBP_E_CAP_NOT_FOUND);
+    CU_ASSERT_EQUAL(ibp_load(c, m.read, 0, 20, buf), IBP_OK);
+    /* a whole-allocation alias appends; the master freed, its aliases answer -4 */
+    CU_ASSERT_EQUAL_FATAL(ibp_alias_allocate(c, m.manage, 0, 0, 0, &whole), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_store(c, whole.write, "KL", 2, NULL), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_probe(c, m.manage, &p), IBP_OK);
+    CU_ASSERT_EQUAL(p.cur_size, 22);
+    CU_ASSERT_EQUAL(ibp_alias_allocate(c, m.manage, 0, 101, 0, &a), IBP_E_WOULD_EXCEED_LIMIT);
+    CU_ASSERT_EQUAL(ibp_alias_allocate(c, m.manage, 0, 0, 700, &a), IBP_E_LONG_DURATION);
+    CU_ASSERT_EQUAL(ibp_alias_allocate(c, whole.manage, 0, 0, 0, &a), IBP_E_INVALID_CMD);
+    CU_ASSERT_EQUAL(ibp_decr(c, m.manage, IBP_READCAP), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_load(c, whole.read, 0, 2, buf), IBP_E_CAP_NOT_FOUND);
+    CU_ASSERT_EQUAL(ibp_decr(c, m2.manage, IBP_READCAP), IBP_OK);
+    ibp_client_free(c);
+}
+
 #define BOTH(fn)                                                                             \
     static void fn##_v0(void) { do_##fn(0); }                                                \
     static void fn##_v1(void) { do_##fn(1); }
@@ -567,6 +635,7 @@ BOTH(change)
 BOTH(status)
 BOTH(status_change)
 BOTH(errors)
+BOTH(alias)
 
 void lns_test_register(void)
 {
@@ -583,6 +652,7 @@ void lns_test_register(void)
         {"status", status_v0, status_v1},
         {"status change", status_change_v0, status_change_v1},
         {"depot errors and local checks", errors_v0, errors_v1},
+        {"alias allocate, probe, change, revoke", alias_v0, alias_v1},
     };
     /* the depots outlive the first suite; the second one stops them */
     CU_pSuite s0 = CU_add_suite("libibp version 0", suite_init, NULL);

@@ -202,6 +202,39 @@ static void test_manage(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"code\":-4"));
 }
 
+/* alias, alias-probe, alias-revoke: a read-only share of bytes 10..19 that the owner revokes */
+static void test_alias(void)
+{
+    caps3_t c, a;
+    CU_ASSERT_EQUAL_FATAL(allocate(&dA, "1K", "--duration 600", &c), 0);
+    CU_ASSERT_EQUAL_FATAL(run("printf 0123456789abcdefghijKLMN | $T store '%s'", c.w), 0);
+    CU_ASSERT_EQUAL(run("$T alias '%s' 10 10 --duration 700", c.m), 1); /* longer than it */
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, ibp_strerror(IBP_E_LONG_DURATION)));
+    CU_ASSERT_EQUAL(run("$T alias '%s' 10 10", c.r), 2);
+    CU_ASSERT_EQUAL_FATAL(run("$T alias '%s' 10 10 --duration 300", c.m), 0);
+    CU_ASSERT_EQUAL_FATAL(sscanf(out, "%639s %639s %639s", a.r, a.w, a.m), 3);
+    CU_ASSERT_EQUAL(run("$T load '%s' 0 10", a.r), 0);
+    CU_ASSERT_STRING_EQUAL(out, "abcdefghij");
+    CU_ASSERT_EQUAL(run("$T load '%s' 5 10", a.r), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, ibp_strerror(IBP_E_WOULD_EXCEED_LIMIT)));
+    CU_ASSERT_EQUAL(run("$T alias-probe '%s'", a.m), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "offset:       10\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "length:       10\n"));
+    CU_ASSERT_EQUAL(run("$T --json alias-probe '%s'", a.m), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"read_refs\":1"));
+    CU_ASSERT_NOT_EQUAL(run("$T alias-revoke '%s' '%s'", a.m, a.m), 0); /* not the master's */
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, ibp_strerror(IBP_E_INVALID_MANAGE_CAP)));
+    CU_ASSERT_EQUAL(run("$T --json alias-revoke '%s' '%s'", a.m, c.m), 0);
+    CU_ASSERT_STRING_EQUAL(out, "{\"ok\":true}\n");
+    CU_ASSERT_EQUAL(run("$T load '%s' 0 10", a.r), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, ibp_strerror(IBP_E_CAP_NOT_FOUND)));
+    CU_ASSERT_EQUAL(run("$T load '%s' 0 3", c.r), 0);
+    CU_ASSERT_STRING_EQUAL(out, "012");
+    CU_ASSERT_EQUAL(run("$T -0 alias '%s'", c.m), 1); /* no alias in version 0 */
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "no alias capabilities"));
+    CU_ASSERT_EQUAL(run("$T decr '%s' read", c.m), 0);
+}
+
 static void test_status(void)
 {
     CU_ASSERT_EQUAL(run("$T status 127.0.0.1:%d", dB.port), 0);
@@ -297,6 +330,7 @@ static const lns_test_case tests[] = {
     {"10 MiB through pipes", test_streaming},
     {"copy", test_copy},
     {"incr, decr, change, truncate", test_manage},
+    {"alias, alias-probe, alias-revoke", test_alias},
     {"status, status-change", test_status},
     {"exit codes", test_exit_codes},
     {"timeout", test_timeout},

@@ -128,13 +128,64 @@ static void check_tool(const char *tool)
 static void test_man_pages(void)
 {
     static const char *tools[] = {"lors_upload", "lors_download", "lors_augment", "lors_trim",
-                                  "lors_refresh", "lors_ls", "lors_play", "lbone_query"};
+                                  "lors_refresh", "lors_ls", "lors_share", "lors_play",
+                                  "lbone_query"};
     for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++)
         check_tool(tools[i]);
 }
 
+/* ibp_tool has commands rather than options: each one its --help lists has its entry
+ * ("\fBNAME\fR" at the start of a .TP tag) in the man page, and the reverse. */
+static void test_ibp_tool_commands(void)
+{
+    char cmd[1024], help[65536], raw[65536], man[65536], tag[128];
+    FILE *f = fopen("man/ibp_tool.1", "r");
+    if (!f) {
+        snprintf(cmd, sizeof cmd, "%s/../../../man/ibp_tool.1", lns_test_bindir());
+        f = fopen(cmd, "r");
+    }
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    size_t n = fread(raw, 1, sizeof raw - 1, f);
+    fclose(f);
+    unescape(raw, n, man, sizeof man);
+    snprintf(cmd, sizeof cmd, "'%s/ibp_tool' --help", lns_test_bindir());
+    FILE *p = popen(cmd, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    n = fread(help, 1, sizeof help - 1, p);
+    help[n] = '\0';
+    CU_ASSERT_EQUAL(pclose(p), 0);
+    const char *c = strstr(help, "Commands:\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    int seen = 0;
+    for (c = strchr(c, '\n') + 1; strncmp(c, "  ", 2) == 0; c = strchr(c, '\n') + 1) {
+        char name[64];
+        if (sscanf(c, " %63s", name) != 1)
+            break;
+        seen++;
+        snprintf(tag, sizeof tag, "\n.TP\n\\fB%s\\fR", name);
+        if (!strstr(man, tag)) {
+            fprintf(stderr, "ibp_tool: command %s is in --help but not in its man page\n", name);
+            CU_FAIL("an ibp_tool command missing from the man page");
+        }
+    }
+    CU_ASSERT(seen >= 10);
+    const char *cs = strstr(man, ".SH COMMANDS"), *ce = cs ? strstr(cs, "\n.SH ") : NULL;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ce);
+    for (const char *t = cs; (t = strstr(t, "\n.TP\n\\fB")) && t < ce; t += 4) {
+        char name[64], line[80];
+        if (sscanf(t + 8, "%63[^\\]", name) != 1)
+            continue;
+        snprintf(line, sizeof line, "\n  %s ", name);
+        if (!strstr(help, line)) {
+            fprintf(stderr, "ibp_tool: command %s is in the man page but not in --help\n", name);
+            CU_FAIL("a man page command ibp_tool does not have");
+        }
+    }
+}
+
 static const lns_test_case tests[] = {
     {"man pages name the options of --help", test_man_pages},
+    {"ibp_tool's man page names the commands of --help", test_ibp_tool_commands},
 };
 
 LNS_TEST_MAIN("tool_docs", tests)
