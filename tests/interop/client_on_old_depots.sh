@@ -249,8 +249,12 @@ done
 kind() { case $1 in "$NP") echo lns ;; "$LP") echo LoCI ;; *) echo ACCRE ;; esac; }
 
 # lors_augment between every pair: the SEND of the source depot, or a relay the tool reports.
-# LoCI -> ACCRE and ACCRE -> LoCI are relayed (docs/interop.md: their SENDs cannot reach each
-# other); every other pair must copy depot to depot.
+# ACCRE -> LoCI is relayed (ACCRE's depot SENDs in version 1, which LoCI 1.3.1 drops: -13).
+# LoCI -> ACCRE is relayed here only because every depot of this script is 127.0.0.1: the
+# LoCI depot's client library keeps one connection per host name, so after its SENDs to the
+# lns depot its STORE for the ACCRE capability goes to the lns depot (-4); on their own
+# addresses (make interop, 5.send.loci-to-accre) it copies.  docs/interop.md has both.
+# Every other pair must copy depot to depot.
 for src in "$NP" "$LP" "$AP"; do
     for dst in "$NP" "$LP" "$AP"; do
         [ "$src" = "$dst" ] && continue
