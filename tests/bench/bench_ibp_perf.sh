@@ -128,7 +128,7 @@ run_perf() {
     dep=DEPOT_$3
     # shellcheck disable=SC2046,SC2086
     (timeout -k 5 "$RUN_TIMEOUT" "$ACCRE/bin/ibp_perf" $(mode_flags "$2") 1 ${!dep} $PERF_ARGS \
-        >"$f" 2>&1 </dev/null) 2>/dev/null || rc=$? # no "Segmentation fault" line from bash
+        >"$f" 2>&1 </dev/null; exit $?) 2>/dev/null || rc=$? # no "Segmentation fault" line from bash
     echo "$rc" >"$f.rc"
     figures "$f" >"$f.fig"
 }
