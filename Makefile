@@ -9,6 +9,7 @@
 #   make bench-lors       lors_download against curl and aria2c, and its memory (docs/PERFORMANCE.md)
 #   make bench-wan        WAN scenarios on a namespace testbed vs aria2c (docs/wan-testbed.md)
 #   make bench-lbone      lbone_server with 10,000 depots: query latency, heartbeat rate (docs/PERFORMANCE.md)
+#   make bench-ibp-perf   ACCRE's ibp_perf against an lns and an ACCRE 1.4 depot (docs/PERFORMANCE.md)
 #   make soak             the long runs: every depot failpoint, then random faults (SOAK_SECONDS, default 600)
 #   make interop          lns against the real ACCRE 1.4 and LoCI 1.3.1 programs (docs/interop.md)
 #   make interop-build    build those programs (ACCRE_MIRROR=, LORS_MIRROR= their git dirs)
@@ -129,7 +130,7 @@ BENCH_BINS = $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 # Everything a program may link, top layer first (static archives resolve left to right).
 ALL_LIBS_A = $(LIBTOOL_A) $(LIBLORS_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
 
-.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-wan bench-lbone soak install uninstall clean \
+.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-wan bench-lbone bench-ibp-perf soak install uninstall clean \
         interop interop-build
 
 # The installed libraries, each as .a and .so (soname lib<name>.so.0), and their public headers
@@ -268,6 +269,11 @@ bench: bench-depot bench-lors
 bench-depot: deps
 	$(MAKE) benchprogs
 	@tests/bench/bench_depot.sh $(B)
+
+# ACCRE's ibp_perf, built under LNS_INTEROP_PREFIX by make interop-build; skipped (said so,
+# exit 0) when it is not there.
+bench-ibp-perf: benchprogs
+	@LNS_INTEROP_PREFIX=$(LNS_INTEROP_PREFIX) tests/bench/bench_ibp_perf.sh $(B) || [ $$? = 77 ]
 
 bench-lors:
 	@scripts/install-deps.sh --bench

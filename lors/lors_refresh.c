@@ -3,6 +3,8 @@
  * Per mapping: CHNG with a duration counted from now (whatever the mode, the wire speaks
  * "seconds from now", or -1 for the depot's maximum), then PROBE, because the end the depot
  * actually keeps is what the exNode must say: a depot may round, and with -1 only it knows.
+ * Not every depot has -1 (LoCI 1.3.1 refuses it, ACCRE 1.4 keeps the end): then the
+ * maximum its STATUS tells, or a failed item that says so.
  * The workers fill one item each; the calling thread writes the new ends into the exNode
  * after the join (an xnd_t is not thread-safe).  Events go out from the workers as each
  * depot answers, so a viewer sees a slow depot as slow, not a silence until the end.
@@ -50,6 +52,36 @@ static const char *item_failed(lors_refresh_item_t *it, const char *op, int err,
     return op;
 }
 
+/* -m where the depot has no "as long as allowed": LoCI 1.3.1 answers -28 to a CHNG of -1,
+ * ACCRE 1.4 reads every negative duration as "unchanged" (docs/interop.md).  Their maximum is
+ * what a STATUS inquiry tells (LoCI: to anyone; ACCRE: only with the password, which a refresh
+ * does not hold): CHNG to it, else say that nothing was extended and why. */
+static const char *refresh_to_status_max(refresh_run_t *r, const xnd_mapping_t *m,
+                                         lors_refresh_item_t *it)
+{
+    const char *mcap = m->cap[XND_MANAGE];
+    lors_depot_t d;
+    ibp_depot_status_t st;
+    ibp_probe_t p;
+    int rc = lors__map_depot(m, &d) == 0
+                 ? ibp_status(r->ibp, d.host, d.port, d.rid[0] ? d.rid : NULL, NULL, &st)
+                 : IBP_E_WRONG_CAP_FORMAT;
+    if (rc != IBP_OK || st.max_duration_s <= 0) {
+        char why[sizeof it->why];
+        snprintf(why, sizeof why, "the depot kept its end: it has no 'as long as allowed' and "
+                 "did not tell its maximum (STATUS: %s); give -d",
+                 rc != IBP_OK ? lors__why(rc) : "no maximum duration");
+        return item_failed(it, "CHANGE", rc, why);
+    }
+    if ((rc = ibp_change(r->ibp, mcap, 0, st.max_duration_s, 0)) != IBP_OK)
+        return item_failed(it, "CHANGE", rc, lors__why(rc));
+    if ((rc = ibp_probe(r->ibp, mcap, &p)) != IBP_OK)
+        return item_failed(it, "PROBE", rc, lors__why(rc));
+    it->new_end = lns_now_s() + p.seconds_left;
+    it->ok = 1;
+    return NULL;
+}
+
 /* Refresh mapping i: NULL when done, else the step that failed ("CHANGE", "PROBE", "NOCAP",
  * "PAST"), it saying why. */
 static const char *refresh_do(refresh_run_t *r, const xnd_mapping_t *m, lors_refresh_item_t *it)
@@ -78,14 +110,24 @@ static const char *refresh_do(refresh_run_t *r, const xnd_mapping_t *m, lors_ref
     }
     if (duration == 0 || duration < -1 || (duration == -1 && r->o->mode != LORS_REFRESH_MAX))
         return item_failed(it, "PAST", 0, "the new end is in the past");
-    if ((rc = ibp_change(r->ibp, mcap, 0, duration, 0)) != IBP_OK)
+    if (r->o->mode == LORS_REFRESH_MAX) {
+        /* the end before, from the depot: whether -1 extended anything is told by comparing */
+        if ((rc = ibp_probe(r->ibp, mcap, &p)) != IBP_OK)
+            return item_failed(it, "PROBE", rc, lors__why(rc));
+        it->old_end = lns_now_s() + p.seconds_left;
+    }
+    rc = ibp_change(r->ibp, mcap, 0, duration, 0);
+    if (rc != IBP_OK && !(r->o->mode == LORS_REFRESH_MAX && rc == IBP_E_LONG_DURATION))
         return item_failed(it, "CHANGE", rc, lors__why(rc));
-    if ((rc = ibp_probe(r->ibp, mcap, &p)) != IBP_OK) {
+    if (rc == IBP_OK && (rc = ibp_probe(r->ibp, mcap, &p)) != IBP_OK) {
         char why[sizeof it->why];
         snprintf(why, sizeof why, "changed, but the PROBE that reads the new end failed: %s",
                  lors__why(rc));
         return item_failed(it, "PROBE", rc, why);
     }
+    if (r->o->mode == LORS_REFRESH_MAX &&
+        (rc != IBP_OK || lns_now_s() + p.seconds_left <= it->old_end))
+        return refresh_to_status_max(r, m, it);
     it->new_end = lns_now_s() + p.seconds_left;
     it->ok = 1;
     return NULL;

@@ -193,8 +193,8 @@ static const command_t commands[] = {
     {"write", "WCAP OFFSET [FILE|-]",
      "Write FILE (or stdin) at OFFSET (version 1 only).", 2, 3, 0, cmd_write},
     {"load", "RCAP [OFFSET [LENGTH]] [-o FILE|-]",
-     "Read LENGTH bytes at OFFSET (default: from OFFSET, default 0, to the current end) to\n"
-     "FILE or stdout.",
+     "Read LENGTH bytes at OFFSET (default: from OFFSET, default 0, to the current end, by a\n"
+     "PROBE, or 1-byte LOADs where only a MANAGE capability may PROBE) to FILE or stdout.",
      1, 3, O_OUTPUT, cmd_load},
     {"copy", "RCAP DST_WCAP [OFFSET LENGTH]",
      "Have the depot of RCAP append the bytes (default: all) to the allocation of DST_WCAP\n"

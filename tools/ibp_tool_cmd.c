@@ -172,15 +172,64 @@ int cmd_write(ibp_tool_t *t)
     return EX_OK;
 }
 
-/* Bytes from offset to the current end, for load and copy without a LENGTH. */
+/* Whether byte k of cap's allocation exists: 1 yes, 0 past the end (the depot refuses a LOAD
+ * there: -19 from ACCRE 1.4, -30 from lns in version 1), -1 another error (*rc). */
+static int byte_exists(ibp_tool_t *t, const char *cap, uint64_t k, int *rc)
+{
+    unsigned char b;
+    *rc = ibp_load(t->client, cap, k, 1, &b);
+    if (*rc == IBP_OK)
+        return 1;
+    return *rc == IBP_E_WOULD_EXCEED_LIMIT || *rc == IBP_E_INVALID_PARAMETER ? 0 : -1;
+}
+
+/* The current size from 1-byte LOADs, for a depot that PROBEs only with a MANAGE capability
+ * (ACCRE 1.4) when the user holds a READ one: doubling until a byte is missing, then
+ * bisecting; about 2 log2(size) round trips on one pooled connection.  IBP_OK or the error
+ * of the first LOAD that failed otherwise. */
+static int size_by_loads(ibp_tool_t *t, const char *cap, uint64_t *size)
+{
+    int rc, e = byte_exists(t, cap, 0, &rc);
+    uint64_t lo = 0, hi = 1;
+    if (e <= 0) {
+        *size = 0;
+        return e < 0 ? rc : IBP_OK;
+    }
+    while ((e = byte_exists(t, cap, hi, &rc)) == 1) {
+        lo = hi;
+        if (hi > UINT64_C(1) << 62)
+            return IBP_E_INVALID_PARAMETER;
+        hi *= 2;
+    }
+    if (e < 0)
+        return rc;
+    while (hi - lo > 1) { /* byte lo exists, byte hi does not */
+        uint64_t mid = lo + (hi - lo) / 2;
+        if ((e = byte_exists(t, cap, mid, &rc)) < 0)
+            return rc;
+        if (e)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    *size = hi;
+    return IBP_OK;
+}
+
+/* Bytes from offset to the current end, for load and copy without a LENGTH: a PROBE, or,
+ * where the depot PROBEs only with a MANAGE capability (ACCRE 1.4 answers -4 for a READ
+ * one), the size found by LOADs. */
 static int length_to_end(ibp_tool_t *t, const char *cap, uint64_t offset, uint64_t *len)
 {
     ibp_probe_t p;
     int rc = ibp_probe(t->client, cap, &p);
-    /* ACCRE 1.4 answers PROBE only for manage capabilities (-4 for a read one) */
-    if (rc == IBP_E_CAP_NOT_FOUND)
-        return ibp_tool_fail(t, rc, "PROBE for the current size (give the LENGTH: some depots, "
-                             "ACCRE 1.4's, PROBE only with a MANAGE capability)");
+    if (rc == IBP_E_CAP_NOT_FOUND) {
+        int lrc = size_by_loads(t, cap, &p.cur_size);
+        if (lrc != IBP_OK) /* a LOAD refused too: the capability itself is what is wrong */
+            return ibp_tool_fail(t, lrc == IBP_E_CAP_NOT_FOUND ? rc : lrc,
+                                 "finding the current size (PROBE, then LOADs)");
+        rc = IBP_OK;
+    }
     if (rc != IBP_OK)
         return ibp_tool_fail(t, rc, "PROBE for the current size");
     if (offset > p.cur_size)
@@ -255,8 +304,14 @@ int cmd_probe(ibp_tool_t *t)
     int ex, rc;
     if ((ex = ibp_tool_need_cap(t, t->pos[0], 0, "CAP")) != EX_OK)
         return ex;
-    if ((rc = ibp_probe(t->client, t->pos[0], &p)) != IBP_OK)
+    if ((rc = ibp_probe(t->client, t->pos[0], &p)) != IBP_OK) {
+        ibp_cap_t c;
+        if (rc == IBP_E_CAP_NOT_FOUND && ibp_cap_parse(t->pos[0], &c) == IBP_OK &&
+            c.type != IBP_MANAGECAP)
+            return ibp_tool_fail(t, rc, "PROBE (with a %s capability: some depots, ACCRE "
+                                 "1.4's, PROBE only with a MANAGE one)", ibp_captype_name(c.type));
         return ibp_tool_fail(t, rc, "PROBE");
+    }
     if (t->json) {
         printf("{\"read_refs\":%d,\"write_refs\":%d,\"cur_size\":%" PRIu64 ",\"max_size\":%" PRIu64
                ",\"seconds_left\":%" PRId64 ",\"reliability\":\"%s\",\"type\":%d}\n",
@@ -442,6 +497,10 @@ int cmd_status(ibp_tool_t *t)
     ibp_tool_set_depot(t, host, port);
     rc = ibp_status(t->client, host, port, t->rid,
                     t->password_file || getenv("IBP_PASSWORD") ? pw : NULL, &s);
+    if (rc == IBP_E_WRONG_PASSWD && !t->password_file && !getenv("IBP_PASSWORD"))
+        return ibp_tool_fail(t, rc, "STATUS of %s:%d (this depot, as ACCRE 1.4's, wants the "
+                             "password even for an inquiry: --password-file F or $IBP_PASSWORD)",
+                             host, port);
     if (rc != IBP_OK)
         return ibp_tool_fail(t, rc, "STATUS of %s:%d", host, port);
     print_status(t, host, port, &s);

@@ -71,7 +71,8 @@ static const tool_opt_t opts[] = {
     {TOOL_OPT_FN, "at", 'a', NULL, 0, 0, 0, NULL, "TIME",
      "expiry = TIME: \"YYYY-MM-DD HH:MM:SS\" (UTC) or seconds since\nthe epoch", set_mode},
     {TOOL_OPT_FN, "max", 'm', NULL, 0, 0, 0, NULL, NULL,
-     "as long as each depot allows (the default)", set_mode},
+     "as long as each depot allows (the default; a depot without\n"
+     "that request: the maximum its STATUS tells, else not extended)", set_mode},
     TOOL_OPT_THREADS(1, "4", "parallel depot calls"),
     TOOL_OPT_TIMEOUT("30s", "longest wait of any one depot call"),
     TOOL_OPT_IBP_VERSION,

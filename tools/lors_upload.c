@@ -227,7 +227,8 @@ static const tool_cmd_t cmd = {
     "       lors_upload [options] -i < INPUT      (or FILE \"-\")\n"
     "Store a file on IBP depots, striped in fragments and copied, and write its exNode.\n\n",
     "\nExit: 0 ok, 2 usage, 4 local I/O (also: the exNode exists, without --force), 5 depots,\n"
-    "7 key, 9 internal, 130 SIGINT, 143 SIGTERM.  See lors_upload(1).\n",
+    "7 key, 9 internal, 10 stored, but some copies on fewer depots than asked (a depot\n"
+    "failed), 130 SIGINT, 143 SIGTERM.  See lors_upload(1).\n",
     opts, sizeof(settings_t), check,
 };
 
@@ -546,6 +547,10 @@ int main(int argc, char **argv)
     }
     if (verbose)
         print_report(&o, &rep, out, notes);
+    /* every byte is stored, but not with the redundancy asked: said under -q too (a warning
+     * about the data, as lors_download's lost copies), and in the exit code (as lors_ls) */
+    if (tool_print_spread(TOOL, x, o.copies, o.depots, o.ndepots, &rep))
+        code = TOOL_EXIT_DEGRADED;
     report_throughput(&f, meter);
 
 done:

@@ -27,7 +27,8 @@ enum {
     TOOL_EXIT_INTEGRITY = 7, /* checksum or decryption failure with no good copy; wrong key */
     TOOL_EXIT_PARTIAL = 8,   /* done, except for what the report lists (refresh, trim -d, ls dead) */
     TOOL_EXIT_INTERNAL = 9,  /* out of memory, threads, a bug */
-    TOOL_EXIT_DEGRADED = 10  /* ls: some bytes have fewer live copies than the file's count */
+    TOOL_EXIT_DEGRADED = 10  /* ls: some bytes have fewer live copies than the file's count;
+                              * upload: copies on fewer depots than asked */
 };
 
 /* The exit code for a lors_err (LORS_OK -> 0). */
@@ -208,6 +209,14 @@ int tool_key(const char *tool, const char *chain, const char *keyfile,
 /* One line on stderr per issue an upload (pieces 0: "fragment F copy C") or an augment
  * (pieces 1: "piece P") worked around, or could not. */
 void tool_print_issues(const char *tool, const lors_report_t *rep, int pieces);
+
+/* After an upload: when some bytes have copies on fewer distinct depots than asked (copies,
+ * or fewer if the list names fewer depots), because a depot failed and its copy went to one
+ * that already held another, one warning line: "<tool>: warning: depot D failed (OP: why);
+ * bytes A-B have copies on N depots, not M; lors_augment can add copies", the other ranges
+ * summed up.  Returns 1 if it printed it, else 0. */
+int tool_print_spread(const char *tool, xnd_t *x, int copies, const lors_depot_t *depots,
+                      size_t ndepots, const lors_report_t *rep);
 
 /* The download's one warning line when it had to work around failed copies (lost
  * redundancy; the data is right): "<tool>: warning: depot D failed (why); bytes A-B had L of C

@@ -240,6 +240,117 @@ void tool_print_issues(const char *tool, const lors_report_t *rep, int pieces)
     }
 }
 
+/* The distinct depots of a group of mappings: how many of names[0..n) differ. */
+static int distinct_names(tool_depot_name_t *names, size_t n)
+{
+    int d = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t j = 0;
+        while (j < i && strcmp(names[i], names[j]) != 0)
+            j++;
+        d += j == i;
+    }
+    return d;
+}
+
+static int same_depot(const lors_depot_t *a, const lors_depot_t *b)
+{
+    return a->port == b->port && strcmp(a->host, b->host) == 0 && strcmp(a->rid, b->rid) == 0;
+}
+
+/* "depot D failed (OP: why); " or "depots D1 (OP: why), D2 (...) and K more failed; " from
+ * the issues (each depot once, three named at most); "" when there are none. */
+static void failed_depots(const lors_report_t *rep, char *buf, size_t size)
+{
+    char names[3][IBP_MAX_HOST + IBP_MAX_RID + 16];
+    const lors_issue_t *first[3];
+    size_t nd = 0, n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < rep->nissues; i++) {
+        const lors_depot_t *d = &rep->issues[i].depot;
+        size_t j = 0;
+        while (j < i && !same_depot(&rep->issues[j].depot, d))
+            j++;
+        if (j < i)
+            continue;
+        if (nd < 3) {
+            lors_depot_format(d, names[nd], sizeof names[nd]);
+            first[nd] = &rep->issues[i];
+        }
+        nd++;
+    }
+    if (nd == 1) {
+        snprintf(buf, size, "depot %s failed (%s: %s); ", names[0], first[0]->op,
+                 ibp_strerror(first[0]->ibp_err));
+        return;
+    }
+    for (size_t k = 0; k < nd && k < 3 && n < size; k++)
+        n += (size_t)snprintf(buf + n, size - n, "%s%s (%s: %s)", k ? ", " : "depots ",
+                              names[k], first[k]->op, ibp_strerror(first[k]->ibp_err));
+    if (nd > 3 && n < size)
+        n += (size_t)snprintf(buf + n, size - n, " and %zu more", nd - 3);
+    if (nd && n < size)
+        snprintf(buf + n, size - n, " failed; ");
+}
+
+int tool_print_spread(const char *tool, xnd_t *x, int copies, const lors_depot_t *depots,
+                      size_t ndepots, const lors_report_t *rep)
+{
+    tool_depot_name_t *names = calloc(ndepots ? ndepots : 1, sizeof *names);
+    if (!names)
+        return 0;
+    for (size_t i = 0; i < ndepots; i++)
+        lors_depot_format(&depots[i], names[i], sizeof names[i]);
+    int want = distinct_names(names, ndepots);
+    free(names);
+    if (copies < want)
+        want = copies;
+    size_t nm = 0;
+    xnd_mapping_t *const *m = xnd_sorted(x, &nm);
+    tool_depot_name_t *g = calloc(nm ? nm : 1, sizeof *g);
+    if (want <= 1 || !m || !g) {
+        free(g);
+        return 0;
+    }
+    int64_t first_off = -1, first_end = -1, all = 0;
+    int first_n = 0;
+    size_t nranges = 0;
+    for (size_t i = 0; i < nm;) {
+        size_t j = i;
+        while (j < nm && m[j]->exnode_offset == m[i]->exnode_offset &&
+               m[j]->logical_length == m[i]->logical_length) {
+            tool_mapping_depot(m[j], g[j - i], sizeof g[0]);
+            j++;
+        }
+        int n = distinct_names(g, j - i);
+        int64_t off = m[i]->exnode_offset, end = off + m[i]->logical_length;
+        if (n < want) {
+            all += end - off;
+            if (first_off < 0) {
+                first_off = off, first_end = end, first_n = n, nranges = 1;
+            } else if (nranges == 1 && off == first_end && n == first_n) {
+                first_end = end;
+            } else if (off != first_end || n != first_n || nranges > 1) {
+                nranges++;
+            }
+        }
+        i = j;
+    }
+    free(g);
+    if (first_off < 0)
+        return 0;
+    char failed[1024], more[160] = "";
+    failed_depots(rep, failed, sizeof failed);
+    if (nranges > 1)
+        snprintf(more, sizeof more, ", and %zu more range%s below %d (%lld bytes in all)",
+                 nranges - 1, nranges == 2 ? "" : "s", want, (long long)all);
+    tool_error(tool, "warning: %sbytes %lld-%lld have copies on %d depot%s, not %d%s; "
+               "lors_augment can add copies", failed,
+               (long long)first_off, (long long)(first_end - 1), first_n,
+               first_n == 1 ? "" : "s", want, more);
+    return 1;
+}
+
 void tool_print_degraded(const char *tool, const lors_dl_report_t *r)
 {
     char line[1024];

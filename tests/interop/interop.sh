@@ -15,9 +15,11 @@
 #                        the LoRS tools tell depots apart by host name only
 #   LNS_INTEROP_KEEP=1   keep the scratch directory (its path is printed)
 #
-# Each cell is PASS, FAIL or SKIP with one line of reason; it runs in its own process under
+# Each cell is PASS, FAIL, XFAIL (a failure of the real programs' own making, expected and
+# explained: XFAIL_PAT below, docs/interop.md) or SKIP with one line of reason; it runs in its own process under
 # `timeout`.  A cell whose programs are not built, or that needs what an earlier cell failed
-# to make, is a SKIP.  Exit: 0 no FAIL, 1 some FAIL, 77 every cell skipped, 2 usage.
+# to make, is a SKIP.  Exit: 0 no FAIL (XFAILs allowed), 1 some FAIL, 77 every cell skipped,
+# 2 usage.
 # Every depot started here is stopped by the EXIT trap, also on failure or Ctrl-C.
 set -u
 
@@ -189,11 +191,16 @@ cell_ibp_probe() { # KIND READ|MANAGE
     run lns_ibp probe "$(cap_of "$ART/$1.caps" "$2")" || fail "$(why $?)"
     pass "probe answered"
 }
+# ACCRE wants the password even for an inquiry (the error line says so without it).
 cell_ibp_status() {
-    local d=${1}1
+    local d=${1}1 pw=()
     need_up "$d"
-    run lns_ibp status "$(hp $d)" --rid "$(dep_var $d RID)" || fail "$(why $?)"
-    pass "status answered"
+    if [ "$1" = accre ]; then
+        echo ibp >"$CELL/pw"
+        pw=(--password-file "$CELL/pw")
+    fi
+    run lns_ibp status "$(hp $d)" --rid "$(dep_var $d RID)" "${pw[@]}" || fail "$(why $?)"
+    pass "status answered${pw:+ (with the password: ACCRE wants it for an inquiry)}"
 }
 
 # The depots an exNode cell uses: both of a kind, or the first of each kind for "mixed".
@@ -711,7 +718,18 @@ stable() {
     printf '%s' "$t"
 }
 
-NPASS=0 NFAIL=0 NSKIP=0
+# Failures that are the real programs' own behaviour, which lns cannot change: the cell's
+# reason must match the pattern (else it stays a FAIL), and the result is XFAIL with the
+# explanation (docs/interop.md, "Expected failures", has each in full).
+declare -A XFAIL_PAT XFAIL_WHY
+XFAIL_PAT[2.ibp-test.lns]='IBP_allocate .*failed! -22$'
+XFAIL_WHY[2.ibp-test.lns]='the smoketest stops at its CIRQ allocation: lns refuses the queue types (-22) by decision'
+XFAIL_PAT[5.send.accre-to-loci]='SEND .*(cannot connect|-13)'
+XFAIL_WHY[5.send.accre-to-loci]="ACCRE's depot SENDs in version 1 only; LoCI 1.3.1 drops a version-1 line, ACCRE answers -13 (lors_augment relays instead)"
+XFAIL_PAT[3.accre.ibp_tool.probe-read]='PROBE \(with a READ capability'
+XFAIL_WHY[3.accre.ibp_tool.probe-read]='ACCRE 1.4 answers PROBE only for a MANAGE capability (-4); the error line says so'
+
+NPASS=0 NFAIL=0 NSKIP=0 NXFAIL=0
 # cell ID TIMEOUT FUNCTION ARGS...
 cell() {
     local id=$1 t=$2 dir res reason rc
@@ -737,9 +755,15 @@ cell() {
     [ -n "$reason" ] || reason="(exit $rc, no reason given; see logs/$id.log)"
     reason=$(printf '%s' "$reason" | tr '\t|' ' /' | tr -s ' ')
     reason=$(stable "$reason")
-    case $res in PASS) NPASS=$((NPASS + 1)) ;; FAIL) NFAIL=$((NFAIL + 1)) ;; SKIP) NSKIP=$((NSKIP + 1)) ;; esac
+    if [ $res = FAIL ] && [ -n "${XFAIL_PAT[$id]:-}" ] && [[ $reason =~ ${XFAIL_PAT[$id]} ]]; then
+        res=XFAIL reason="expected: ${XFAIL_WHY[$id]} (docs/interop.md); seen: $reason"
+    fi
+    case $res in
+    PASS) NPASS=$((NPASS + 1)) ;; FAIL) NFAIL=$((NFAIL + 1)) ;; SKIP) NSKIP=$((NSKIP + 1)) ;;
+    XFAIL) NXFAIL=$((NXFAIL + 1)) ;;
+    esac
     printf '%s\t%s\t%s\n' "$id" "$res" "$reason" >>"$RESULTS"
-    printf '%-40s %-4s  %s\n' "$id" "$res" "$reason"
+    printf '%-40s %-5s  %s\n' "$id" "$res" "$reason"
 }
 
 echo "interop: cells (logs in $OUT/logs)"
@@ -805,7 +829,7 @@ ACCRE_COMMIT=$(commit_of "$ACCRE/src/lstore" "$PREFIX/accre-work/lstore")
 LORS_COMMIT=$( (cut -c1-12 "$LORS131/.lors131-built" 2>/dev/null || commit_of "$LORS131/src/dlt-lors") | head -1)
 {
     echo "Run $(date -u +%Y-%m-%d): lns $LNS_COMMIT, ACCRE accre/lstore ${ACCRE_COMMIT:-unknown}, LoCI/LoRS datalogistics/dlt-lors ${LORS_COMMIT:-unknown}."
-    echo "$NPASS PASS, $NFAIL FAIL, $NSKIP SKIP."
+    echo "$NPASS PASS, $NFAIL FAIL, $NXFAIL XFAIL (expected, explained), $NSKIP SKIP."
     echo
     echo "| cell | result | reason |"
     echo "|---|---|---|"

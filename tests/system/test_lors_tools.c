@@ -510,6 +510,51 @@ static void test_lost_copy(void)
     lns_test_server_stop(&victim.srv);
 }
 
+/* -c 3 over three depots, one of which refuses every connection: each fragment's third copy
+ * goes to a depot that already holds one, so the bytes are on two depots, not the three
+ * asked.  The upload keeps the exNode (every byte is stored and downloads) but says so in one
+ * warning line, under --quiet too, and exits 10 (as lors_ls does for bytes below their copy
+ * count): a script that goes on to delete the original must be able to tell.  Three copies
+ * asked of two depots is the user's choice: the old warning, exit 0. */
+static void test_copies_short(void)
+{
+    char list[256], want[160], a[65], b[65];
+    snprintf(list, sizeof list, "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:1", T.dep[0].port,
+             T.dep[1].port);
+    make_file("short.bin", 2 * MIB, 31);
+    snprintf(want, sizeof want, "lors_upload: warning: depot 127.0.0.1:1 failed (ALLOCATE: ");
+    for (int quiet = 0; quiet < 2; quiet++) {
+        unlink(lns_test_path("short.xnd"));
+        CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_upload", "--no-rc", "--depot-list", list,
+                               "-d", "10m", "-c", "3", "-F", "2", "-o", lns_test_path("short.xnd"),
+                               lns_test_path("short.bin"), quiet ? "-q" : (char *)NULL,
+                               (char *)NULL), 10);
+        const char *w = strstr(T.err, want);
+        CU_ASSERT_PTR_NOT_NULL(w);
+        CU_ASSERT(w && strstr(w, "; bytes 0-2097151 have copies on 2 depots, not 3; "
+                                 "lors_augment can add copies\n"));
+        if (quiet)
+            CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+        if (!w)
+            fprintf(stderr, "stderr: %s\n", T.err);
+        CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "--quiet", "-o",
+                               lns_test_path("short.out"), lns_test_path("short.xnd"),
+                               (char *)NULL), 0);
+        sha_file(lns_test_path("short.bin"), 0, -1, a);
+        sha_file(lns_test_path("short.out"), 0, -1, b);
+        CU_ASSERT_STRING_EQUAL(a, b);
+        tt_free_all(&T, lns_test_path("short.xnd"));
+    }
+    snprintf(list, sizeof list, "127.0.0.1:%d,127.0.0.1:%d", T.dep[0].port, T.dep[1].port);
+    unlink(lns_test_path("short.xnd"));
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_upload", "--no-rc", "--depot-list", list, "-d",
+                           "10m", "-c", "3", "-F", "2", "-o", lns_test_path("short.xnd"),
+                           lns_test_path("short.bin"), (char *)NULL), 0);
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "some copies share a depot"));
+    tt_free_all(&T, lns_test_path("short.xnd"));
+}
+
 /* Ctrl-C during a download: one line naming the bytes the output holds and -R, then death
  * by SIGINT (a shell's $? is 130).  The second fragment's capability points at a port that
  * accepts and never answers, so the download is stuck after the first fragment's bytes. */
@@ -634,6 +679,7 @@ static const lns_test_case tests[] = {
     {"usage errors and exit codes", test_usage_errors},
     {"a depot killed before the download", test_depot_killed},
     {"a lost copy: a warning, exit 0; lors_ls exit 10", test_lost_copy},
+    {"upload: copies on fewer depots than asked: a warning, exit 10", test_copies_short},
     {"SIGINT: where it stopped, -R resumes", test_interrupt},
     {"refuses to write to a terminal unless -o -", test_terminal},
     {"an exNode of size near INT64_MAX: fails at once", test_huge_size},
