@@ -152,6 +152,8 @@ typedef struct depot_row {
     uint64_t master;
     uint64_t alias_off;
     uint64_t alias_len;
+    int cks_type;             /* disk checksums: ACCRE's type (DEPOT_CKS_*), 0 = none */
+    uint32_t cks_bs;          /* their block size */
 } depot_row_t;
 
 typedef struct depot_meta_op {
@@ -372,6 +374,8 @@ int depot_resource_open(depot_resource_t *res, char *err, size_t errlen);
 int depot_store_adopt(depot_resource_t *res, const depot_row_t *row);
 /* 1 if a live allocation of res keeps its bytes in the own file of id. */
 int depot_store_owns_file(depot_resource_t *res, uint64_t id);
+/* Startup: 1 if a loaded row of res has disk checksums (its side file "<id>.cks" is kept). */
+int depot_store_owns_cks(depot_resource_t *res, uint64_t id);
 /* Resource id text ("0", "1"...) to index, or -1. */
 int depot_rid_parse(const depot_store_t *st, const char *rid);
 
@@ -436,6 +440,8 @@ typedef struct depot_conn {
     char *dbuf;               /* STORE/WRITE data buffer, grown on demand */
     size_t dcap;
     int close;                /* close after this reply */
+    int ncs_type;             /* the request's network checksums (depot_chksum.c); 0 = none */
+    uint32_t ncs_bs;
     struct depot_conn *prev, *next;
     /* the request in progress, for the event line */
     uint64_t ev_alloc;
@@ -483,6 +489,39 @@ int depot_alias_resolve(depot_alloc_t **ap, uint64_t *base, uint64_t *limit);
 /* The same for a STORE (*offset UINT64_MAX) or WRITE of len bytes at *offset: *offset
  * becomes the master's; -19 past the range (an append unless the alias is the whole). */
 int depot_alias_write_at(depot_alloc_t **ap, uint64_t *offset, uint64_t len);
+/* Checksums (depot_chksum.c): ACCRE 1.4's requests 22-32, 34, 36, and the per-block disk
+ * checksums of an allocation made by ALLOCATE_CHKSUM, kept in a side file beside its data
+ * (docs/depot.md, "Disk checksums").  Types are ACCRE's numbers. */
+enum { DEPOT_CKS_SHA256 = 1, DEPOT_CKS_SHA512 = 2, DEPOT_CKS_SHA1 = 3, DEPOT_CKS_MD5 = 4,
+       DEPOT_CKS_TYPES = 4 };
+#define DEPOT_CKS_BS_MAX 2147483648LL /* ACCRE's largest disk block size */
+/* 1 if the line is one of those requests. */
+int depot_chksum_request(const char *line, size_t len);
+/* Parse and run it; req gets what the event line needs.  Returns the IBP result. */
+int depot_cmd_chksum(depot_conn_t *c, const char *line, size_t len, ibp_req_t *req);
+/* The write path of a disk-checksummed allocation (a->r.cks_type != 0), under the write's
+ * op_mu: begin marks [off, off + len) pending in the side file before any byte is written;
+ * end recomputes the digests of the blocks [off, off + len) touches from the data file;
+ * done clears the mark.  IBP_OK or IBP_E_FILE_WRITE. */
+int depot_cks_begin(depot_alloc_t *a, uint64_t off, uint64_t len);
+int depot_cks_end(depot_alloc_t *a, const depot_data_t *d, uint64_t off, uint64_t len);
+void depot_cks_done(depot_alloc_t *a);
+/* Check the blocks [off, off + len) of a disk-checksummed allocation touches against their
+ * digests (logging each that fails).  IBP_OK, IBP_E_CHKSUM, or IBP_E_FILE_READ. */
+int depot_cks_verify(depot_alloc_t *a, const depot_data_t *d, uint64_t off, uint64_t len);
+/* Receive len bytes carried with network checksums (c->ncs_type, c->ncs_bs) into fd at off.
+ * IBP_OK, IBP_E_CHKSUM (all bytes read, a digest did not match), or recv_to_file's errors. */
+int depot_cks_recv(depot_conn_t *c, int fd, uint64_t off, uint64_t len, int timeout_ms);
+/* Send len bytes of fd at off with network checksums.  0 or -1 (connection broken). */
+int depot_cks_send(depot_conn_t *c, int fd, uint64_t off, uint64_t len, int timeout_ms);
+/* Remove the side file of allocation id (its data is being freed). */
+void depot_cks_unlink(depot_resource_t *res, uint64_t id);
+/* ALLOCATE with disk checksums (cks_type 0: none). */
+int depot_store_allocate_cks(depot_store_t *st, int rid, int reliability, int type,
+                             int64_t duration, uint64_t size, int cks_type, uint32_t cks_bs,
+                             depot_newalloc_t *out);
+int depot_cmd_allocate_cks(depot_conn_t *c, const ibp_req_t *req, int cks_type, uint32_t cks_bs);
+
 /* Send a reply line; on failure the connection is marked for closing.  0 or -1. */
 int depot_reply(depot_conn_t *c, int flags, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -47,14 +47,19 @@ static void format_cap(const depot_conn_t *c, int rid, const depot_newalloc_t *n
 
 int depot_cmd_allocate(depot_conn_t *c, const ibp_req_t *req)
 {
+    return depot_cmd_allocate_cks(c, req, 0, 0);
+}
+
+int depot_cmd_allocate_cks(depot_conn_t *c, const ibp_req_t *req, int cks_type, uint32_t cks_bs)
+{
     depot_newalloc_t na;
     char caps[3][IBP_MAX_CAP];
     int rid = 0, rc;
 
     if (req->version == 1 && (rid = depot_rid_parse(c->srv->store, req->rid)) < 0)
         return depot_reply_err(c, IBP_E_INVALID_RID);
-    rc = depot_store_allocate(c->srv->store, rid, req->reliability, req->type, req->duration,
-                              req->size, &na);
+    rc = depot_store_allocate_cks(c->srv->store, rid, req->reliability, req->type,
+                                  req->duration, req->size, cks_type, cks_bs, &na);
     if (rc != IBP_OK)
         return depot_reply_err(c, rc);
     c->ev_alloc = na.id;

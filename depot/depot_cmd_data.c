@@ -119,7 +119,21 @@ int depot_cmd_store(depot_conn_t *c, const ibp_req_t *req)
     }
     if (rc != IBP_OK)
         goto fail;
+    /* Disk checksums: the range is marked pending before a byte of it is written. */
+    uint64_t cks_lo = vec ? UINT64_MAX : at, cks_hi = vec ? 0 : at + req->length;
+    for (int i = 0; vec && i < req->nvec; i++) {
+        cks_lo = v[i].off < cks_lo ? v[i].off : cks_lo;
+        cks_hi = v[i].off + v[i].len > cks_hi ? v[i].off + v[i].len : cks_hi;
+    }
+    int cks = a->r.cks_type != 0 && cks_hi > cks_lo;
+    if (cks && depot_cks_begin(a, cks_lo, cks_hi - cks_lo) != IBP_OK) {
+        depot_write_abort(a, &d);
+        rc = IBP_E_FILE_WRITE;
+        goto fail;
+    }
     if (depot_reply(c, 0, "1 \n") < 0) {
+        if (cks)
+            depot_cks_done(a);
         depot_write_abort(a, &d);
         depot_alloc_release(a);
         if (vec)
@@ -127,7 +141,14 @@ int depot_cmd_store(depot_conn_t *c, const ibp_req_t *req)
         return IBP_E_SOCK_WRITE;
     }
     for (int i = 0; i < nv && rc == IBP_OK; i++)
-        rc = recv_to_file(c, d.fd, d.base + v[i].off, v[i].len, tmo);
+        rc = c->ncs_type ? depot_cks_recv(c, d.fd, d.base + v[i].off, v[i].len, tmo)
+                         : recv_to_file(c, d.fd, d.base + v[i].off, v[i].len, tmo);
+    /* The digests of what reached the file, whatever the outcome; then the mark goes. */
+    for (int i = 0; cks && i < nv; i++)
+        if (depot_cks_end(a, &d, v[i].off, v[i].len) != IBP_OK && rc == IBP_OK)
+            rc = IBP_E_FILE_WRITE;
+    if (cks)
+        depot_cks_done(a);
     if (rc != IBP_OK) {
         depot_write_abort(a, &d);
         depot_alloc_release(a);
@@ -219,6 +240,19 @@ static int open_range(depot_conn_t *c, const ibp_req_t *req, int wait_ms, uint64
     return rc;
 }
 
+/* Disk checksums of bytes [off, off + len) of what open_range gave (d's base may be past
+ * the allocation's start by an alias's offset). */
+static int verify(depot_alloc_t *a, const depot_data_t *d, uint64_t off, uint64_t len)
+{
+    depot_row_t row;
+    if (!a->r.cks_type || len == 0)
+        return IBP_OK;
+    depot_alloc_snapshot(a, &row);
+    depot_data_t m = *d;
+    m.base = row.slab ? (uint64_t)row.slot * row.slab : 0;
+    return depot_cks_verify(a, &m, d->base - m.base + off, len);
+}
+
 int depot_cmd_load(depot_conn_t *c, const ibp_req_t *req)
 {
     depot_alloc_t *a;
@@ -244,6 +278,11 @@ int depot_cmd_load(depot_conn_t *c, const ibp_req_t *req)
                       (unsigned long long)req->offset, (unsigned long long)req->length, rc);
         return depot_reply_err(c, rc);
     }
+    if ((rc = verify(a, &d, req->offset, len)) != IBP_OK) {
+        depot_data_close(&d);
+        depot_alloc_release(a);
+        return depot_reply_err(c, rc);
+    }
     if (depot_reply(c, len > 0 ? MSG_MORE : 0, "1 %llu\n",
                     (unsigned long long)len) == 0 && len > 0) {
         off_t off = (off_t)(d.base + req->offset);
@@ -251,7 +290,8 @@ int depot_cmd_load(depot_conn_t *c, const ibp_req_t *req)
             lns_event("IBP_LOAD_READ_START", "client=%s alloc=%016llx off=%llu len=%llu",
                       c->peer, (unsigned long long)c->ev_alloc,
                       (unsigned long long)req->offset, (unsigned long long)len);
-        if (lns_sendfile_full(c->fd, d.fd, &off, (size_t)len, tmo, INT64_MAX) < 0) {
+        if (c->ncs_type ? depot_cks_send(c, d.fd, (uint64_t)off, len, tmo) < 0
+                        : lns_sendfile_full(c->fd, d.fd, &off, (size_t)len, tmo, INT64_MAX) < 0) {
             lns_log(LNS_LOG_INFO, "%s: %016llx: LOAD cut short: %s", c->peer,
                     (unsigned long long)c->ev_alloc, strerror(errno));
             c->close = 1; /* the client expects bytes we cannot send: end it */
@@ -286,8 +326,12 @@ int depot_cmd_vec_read(depot_conn_t *c, const ibp_req_t *req)
         free(v);
         return depot_reply_err(c, rc);
     }
-    if (depot_reply(c, req->length > 0 ? MSG_MORE : 0, "1 %llu\n",
-                    (unsigned long long)req->length) < 0) {
+    for (int i = 0; i < req->nvec && rc == IBP_OK; i++)
+        rc = verify(a, &d, v[i].off, v[i].len);
+    if (rc != IBP_OK) {
+        depot_reply_err(c, rc);
+    } else if (depot_reply(c, req->length > 0 ? MSG_MORE : 0, "1 %llu\n",
+                           (unsigned long long)req->length) < 0) {
         rc = IBP_E_SOCK_WRITE;
     } else {
         for (int i = 0; i < req->nvec && rc == IBP_OK; i++) {
@@ -405,7 +449,9 @@ int depot_cmd_send(depot_conn_t *c, const ibp_req_t *req)
     rc = open_range(c, req, -1, &len, &a, &d);
     if (rc != IBP_OK)
         return depot_reply_err(c, rc);
-    if (req->length > 0) {
+    if (req->length > 0 && (rc = verify(a, &d, req->offset, req->length)) != IBP_OK)
+        depot_data_close(&d);
+    else if (req->length > 0) {
         rc = send_to(c->srv->senders, req, &d, depot_conn_timeout_ms(c, req->dst_client_timeout),
                      &copied);
         depot_data_close(&d);

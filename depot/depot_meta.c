@@ -76,9 +76,11 @@ static const char schema[] =
     " slot INTEGER NOT NULL DEFAULT -1,"  /* slot in it; -1 = own file */
     " master INTEGER NOT NULL DEFAULT 0,"     /* an alias: its master's id; 0 = none */
     " alias_off INTEGER NOT NULL DEFAULT 0,"  /* an alias: its range in the master */
-    " alias_len INTEGER NOT NULL DEFAULT 0);"
+    " alias_len INTEGER NOT NULL DEFAULT 0,"
+    " cks_type INTEGER NOT NULL DEFAULT 0,"   /* disk checksums (ACCRE's type); 0 = none */
+    " cks_bs INTEGER NOT NULL DEFAULT 0);"    /* their block size */
     "CREATE TABLE IF NOT EXISTS depot (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-    "INSERT OR IGNORE INTO depot VALUES ('schema', '3');";
+    "INSERT OR IGNORE INTO depot VALUES ('schema', '4');";
 
 /* Schema 1 had no slab files: every allocation has its own file, as the defaults say. */
 static const char schema_1_to_2[] =
@@ -97,10 +99,18 @@ static const char schema_2_to_3[] =
     "UPDATE depot SET value = '3' WHERE key = 'schema';"
     "COMMIT;";
 
+/* Schema 3 had no disk checksums: no allocation has any. */
+static const char schema_3_to_4[] =
+    "BEGIN;"
+    "ALTER TABLE alloc ADD COLUMN cks_type INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE alloc ADD COLUMN cks_bs INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE depot SET value = '4' WHERE key = 'schema';"
+    "COMMIT;";
+
 #define ALLOC_COLUMNS                                                                          \
     "id, read_digest, write_digest, manage_digest, read_typekey, write_typekey,"              \
     " manage_typekey, reliability, type, max_size, cur_size, expires, read_refs, write_refs," \
-    " slab, slot, master, alias_off, alias_len"
+    " slab, slot, master, alias_off, alias_len, cks_type, cks_bs"
 
 static int dberr(depot_meta_t *m, char *err, size_t errlen, const char *what)
 {
@@ -136,7 +146,16 @@ static int upgrade(depot_meta_t *m, char *err, size_t errlen)
             return -1;
         }
         lns_log(LNS_LOG_INFO, "resource %d: metadata upgraded to schema 3", m->res->id);
-    } else if (strcmp(version, "3") != 0) {
+        strcpy(version, "3");
+    }
+    if (strcmp(version, "3") == 0) {
+        if (sqlite3_exec(m->db, schema_3_to_4, NULL, NULL, NULL) != SQLITE_OK) {
+            dberr(m, err, errlen, "upgrade schema 3 to 4");
+            sqlite3_exec(m->db, "ROLLBACK", NULL, NULL, NULL);
+            return -1;
+        }
+        lns_log(LNS_LOG_INFO, "resource %d: metadata upgraded to schema 4", m->res->id);
+    } else if (strcmp(version, "4") != 0) {
         lns_err_set(err, errlen, "resource %d: %s/depot.db: unknown schema version '%s'",
                     m->res->id, m->res->cfg.dir, version);
         return -1;
@@ -230,7 +249,7 @@ int depot_meta_open(depot_resource_t *res, int durability, char *err, size_t err
         return -1;
     if (sqlite3_prepare_v2(m->db,
                            "INSERT OR REPLACE INTO alloc (" ALLOC_COLUMNS ")"
-                           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, &m->put, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(m->db, "DELETE FROM alloc WHERE id = ?", -1, &m->del, NULL) !=
             SQLITE_OK)
@@ -274,6 +293,12 @@ static int row_from(sqlite3_stmt *s, depot_row_t *r)
     r->master = (uint64_t)sqlite3_column_int64(s, 16);
     r->alias_off = (uint64_t)sqlite3_column_int64(s, 17);
     r->alias_len = (uint64_t)sqlite3_column_int64(s, 18);
+    r->cks_type = sqlite3_column_int(s, 19);
+    sqlite3_int64 cks_bs = sqlite3_column_int64(s, 20);
+    if (r->cks_type < 0 || r->cks_type > DEPOT_CKS_TYPES || cks_bs < 0 || cks_bs > DEPOT_CKS_BS_MAX ||
+        (r->cks_type && (cks_bs == 0 || r->master)))
+        return -1;
+    r->cks_bs = (uint32_t)cks_bs;
     if (r->reliability != IBP_SOFT && r->reliability != IBP_HARD)
         return -1;
     /* An alias has no bytes of its own; its range is checked against the master on use. */
@@ -374,6 +399,8 @@ static int exec_op(depot_meta_t *m, const depot_meta_op_t *op)
         sqlite3_bind_int64(s, 17, (sqlite3_int64)r->master);
         sqlite3_bind_int64(s, 18, (sqlite3_int64)r->alias_off);
         sqlite3_bind_int64(s, 19, (sqlite3_int64)r->alias_len);
+        sqlite3_bind_int(s, 20, r->cks_type);
+        sqlite3_bind_int64(s, 21, r->cks_bs);
     }
     rc = sqlite3_step(s);
     sqlite3_reset(s);

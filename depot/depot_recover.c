@@ -32,6 +32,8 @@ static int unlink_row(void *ctx, const depot_row_t *row)
 {
     depot_resource_t *res = ctx;
     char name[32];
+    if (row->cks_type)
+        depot_cks_unlink(res, row->id);
     if (row->slab) {
         depot_slab_punch(res, row->slab, row->slot); /* unclaimed: free after the rebuild */
         return 0;
@@ -41,7 +43,8 @@ static int unlink_row(void *ctx, const depot_row_t *row)
     return 0;
 }
 
-/* Delete own data files that no row keeps its bytes in. */
+/* Delete own data files that no row keeps its bytes in, and checksum side files of no row
+ * with disk checksums. */
 static void remove_orphans(depot_resource_t *res)
 {
     int removed = 0;
@@ -58,7 +61,9 @@ static void remove_orphans(depot_resource_t *res)
         }
         while ((e = readdir(dir))) {
             uint64_t id = 0;
-            int ok = strlen(e->d_name) == 16;
+            size_t nl = strlen(e->d_name);
+            int cks = nl == 20 && strcmp(e->d_name + 16, ".cks") == 0; /* disk checksums */
+            int ok = nl == 16 || cks;
             if (e->d_name[0] == '.')
                 continue;
             for (int i = 0; ok && i < 16; i++) {
@@ -67,7 +72,7 @@ static void remove_orphans(depot_resource_t *res)
                 ok = h >= 0;
                 id = id << 4 | (uint64_t)(h & 0xf);
             }
-            if (!ok || !depot_store_owns_file(res, id)) {
+            if (!ok || !(cks ? depot_store_owns_cks(res, id) : depot_store_owns_file(res, id))) {
                 if (unlinkat(dirfd(dir), e->d_name, 0) == 0)
                     removed++;
             }

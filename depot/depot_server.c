@@ -172,6 +172,11 @@ static void serve(depot_conn_t *c)
             memset(&req, 0, sizeof req);
             req.cmd = -1;
             rc = IBP_E_BAD_FORMAT;
+        } else if (depot_chksum_request(line, len)) { /* 22-32, 34, 36: depot_chksum.c */
+            rc = depot_cmd_chksum(c, line, len, &req);
+            if (lns_event_sampled())
+                event(c, &req, t0, rc);
+            continue;
         } else if (depot_alias_request(line, len)) { /* 14, 15: depot_alias.c */
             rc = depot_cmd_alias(c, line, len, &req);
             if (lns_event_sampled())

@@ -185,6 +185,8 @@ static void alloc_destroy(depot_alloc_t *a)
         depot_slab_put(a->res, a->r.slab, a->r.slot);
     else
         depot_data_unlink(a->res, a->r.id);
+    if (a->r.cks_type)
+        depot_cks_unlink(a->res, a->r.id);
     pthread_mutex_destroy(&a->op_mu);
     free(a);
 }
@@ -361,6 +363,13 @@ static int reserve(depot_store_t *st, depot_resource_t *res, int reliability, ui
 int depot_store_allocate(depot_store_t *st, int rid, int reliability, int type, int64_t duration,
                          uint64_t size, depot_newalloc_t *out)
 {
+    return depot_store_allocate_cks(st, rid, reliability, type, duration, size, 0, 0, out);
+}
+
+int depot_store_allocate_cks(depot_store_t *st, int rid, int reliability, int type,
+                             int64_t duration, uint64_t size, int cks_type, uint32_t cks_bs,
+                             depot_newalloc_t *out)
+{
     depot_row_t row;
     depot_meta_op_t op;
     depot_resource_t *res;
@@ -392,6 +401,8 @@ int depot_store_allocate(depot_store_t *st, int rid, int reliability, int type, 
     row.read_refs = row.write_refs = 1;
     row.slab = depot_slot_size(size);
     row.slot = -1;
+    row.cks_type = cks_type;
+    row.cks_bs = cks_type ? cks_bs : 0;
     if (!(a = alloc_new(res, &row)))
         return IBP_E_INTERNAL;
     /* The id is drawn outside the lock; a collision (never seen) draws again inside. */
@@ -883,6 +894,12 @@ int depot_store_owns_file(depot_resource_t *res, uint64_t id)
 {
     depot_alloc_t *a = index_find(res->store, id);
     return a && a->res == res && !a->r.slab;
+}
+
+int depot_store_owns_cks(depot_resource_t *res, uint64_t id)
+{
+    depot_alloc_t *a = index_find(res->store, id);
+    return a && a->res == res && a->r.cks_type;
 }
 
 void depot_store_fit_capacity(depot_store_t *st)

@@ -761,6 +761,8 @@ static void test_schema_1_upgrade(void)
                                      "ALTER TABLE alloc DROP COLUMN master;"
                                      "ALTER TABLE alloc DROP COLUMN alias_off;"
                                      "ALTER TABLE alloc DROP COLUMN alias_len;"
+                                     "ALTER TABLE alloc DROP COLUMN cks_type;"
+                                     "ALTER TABLE alloc DROP COLUMN cks_bs;"
                                      "UPDATE depot SET value = '1' WHERE key = 'schema';",
                                  NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
@@ -797,6 +799,8 @@ static void test_schema_2_upgrade(void)
     CU_ASSERT_EQUAL(sqlite3_exec(db, "ALTER TABLE alloc DROP COLUMN master;"
                                      "ALTER TABLE alloc DROP COLUMN alias_off;"
                                      "ALTER TABLE alloc DROP COLUMN alias_len;"
+                                     "ALTER TABLE alloc DROP COLUMN cks_type;"
+                                     "ALTER TABLE alloc DROP COLUMN cks_bs;"
                                      "UPDATE depot SET value = '2' WHERE key = 'schema';",
                                  NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
@@ -810,9 +814,44 @@ static void test_schema_2_upgrade(void)
     CU_ASSERT_FATAL(sqlite3_prepare_v2(db, "SELECT value FROM depot WHERE key = 'schema'", -1, &q,
                                        NULL) == SQLITE_OK);
     CU_ASSERT(sqlite3_step(q) == SQLITE_ROW &&
-              strcmp((const char *)sqlite3_column_text(q, 0), "3") == 0);
+              strcmp((const char *)sqlite3_column_text(q, 0), "4") == 0);
     sqlite3_finalize(q);
     sqlite3_close(db);
+}
+
+/* A database written before disk checksums (schema 3) is upgraded: no row has any; a new
+ * allocation with them keeps them across a reopen. */
+static void test_schema_3_upgrade(void)
+{
+    depot_newalloc_t old, cks;
+    static char buf[5000];
+    char path[PATH_MAX + 64];
+    sqlite3 *db = NULL;
+
+    setup(1 << 30, 0, 3600);
+    CU_ASSERT_FATAL(open_store() == 0);
+    lns_test_fill(buf, sizeof buf, 9);
+    CU_ASSERT_EQUAL_FATAL(depot_store_allocate(&st, 0, IBP_HARD, 1, 600, sizeof buf, &old), IBP_OK);
+    CU_ASSERT_EQUAL(put(&old, UINT64_MAX, buf, sizeof buf), IBP_OK);
+    depot_store_close(&st);
+    snprintf(path, sizeof path, "%s/depot.db", cfg.res[0].dir);
+    CU_ASSERT_FATAL(sqlite3_open(path, &db) == SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_exec(db, "ALTER TABLE alloc DROP COLUMN cks_type;"
+                                     "ALTER TABLE alloc DROP COLUMN cks_bs;"
+                                     "UPDATE depot SET value = '3' WHERE key = 'schema';",
+                                 NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+
+    CU_ASSERT_FATAL(open_store() == 0);
+    CU_ASSERT_EQUAL(row_of(&old).cks_type, 0);
+    CU_ASSERT_EQUAL(check_data(&old, 0, buf, sizeof buf), 0);
+    CU_ASSERT_EQUAL_FATAL(depot_store_allocate_cks(&st, 0, IBP_HARD, 1, 600, 100, DEPOT_CKS_MD5,
+                                                   4096, &cks), IBP_OK);
+    depot_store_close(&st);
+    CU_ASSERT_FATAL(open_store() == 0);
+    CU_ASSERT_EQUAL(row_of(&cks).cks_type, DEPOT_CKS_MD5);
+    CU_ASSERT_EQUAL(row_of(&cks).cks_bs, 4096);
+    depot_store_close(&st);
 }
 
 /* ---- settings ---------------------------------------------------------------------------- */
@@ -1038,6 +1077,7 @@ static const lns_test_case store_tests[] = {
     {"restart rebuilds the slab free lists", test_restart_rebuilds_free_lists},
     {"schema 1 database upgraded", test_schema_1_upgrade},
     {"schema 2 database upgraded", test_schema_2_upgrade},
+    {"schema 3 database upgraded", test_schema_3_upgrade},
     {"lookup rejects forged keys", test_lookup_rejects},
 };
 

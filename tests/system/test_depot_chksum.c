@@ -1,0 +1,341 @@
+/* test_depot_chksum.c -- ACCRE 1.4's checksummed requests on a real ibp_depot.
+ *
+ * The request lines are those ACCRE's client formats (src/ibp/op_cmd.c): ALLOCATE_CHKSUM
+ * "1 29 <type> <blocksize> RID rel type dur size T" (a disk-checksummed allocation),
+ * WRITE_CHKSUM "1 27 <type> <bs> key tk off len T", STORE_CHKSUM "1 28 <type> <bs> key tk len
+ * T" and LOAD_CHKSUM "1 24 <type> <bs> key tk off len T" (network checksums: after every
+ * <bs> bytes of data, and after the last partial block, the block's digest in lower-case
+ * hex), GET_CHKSUM "1 31 key tk info_only T" and VALIDATE_CHKSUM "1 32 key tk correct T".
+ * Types as ACCRE's toolbox numbers them: 1 SHA256, 2 SHA512, 3 SHA1, 4 MD5.
+ *
+ * And the point of disk checksums: a byte flipped in the file of a checksummed allocation
+ * makes the depot refuse the blocks it spoils (-63, ACCRE's IBP_E_CHKSUM), while a flip in
+ * an unchecksummed allocation goes unnoticed. */
+#include <CUnit/CUnit.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lns_test.h"
+#include "test_depot.h"
+
+static test_depot_t D;
+
+typedef struct caps {
+    char key[3][400]; /* "<rid>#<key>" */
+    char tk[3][64];
+} caps_t;
+
+static int suite_init(void)
+{
+    return td_start(&D, NULL);
+}
+
+static int suite_clean(void)
+{
+    lns_test_server_stop(&D.srv);
+    return 0;
+}
+
+static int conn(void)
+{
+    int fd = td_connect(&D);
+    CU_ASSERT_FATAL(fd >= 0);
+    return fd;
+}
+
+static int split_caps(const char *reply, caps_t *c)
+{
+    char a[3][700], rid[64], key[300], tk[64], kind[16], host[300];
+    int port;
+    if (sscanf(reply, "1 %699s %699s %699s", a[0], a[1], a[2]) != 3)
+        return -1;
+    for (int k = 0; k < 3; k++) {
+        if (sscanf(a[k], "ibp://%299[^:]:%d/%63[^#]#%299[^/]/%63[^/]/%15s", host, &port, rid, key,
+                   tk, kind) != 6)
+            return -1;
+        snprintf(c->key[k], sizeof c->key[k], "%s#%s", rid, key);
+        snprintf(c->tk[k], sizeof c->tk[k], "%s", tk);
+    }
+    return 0;
+}
+
+/* ALLOCATE_CHKSUM as ACCRE's allocate_command formats it (cs < 0: a plain ALLOCATE). */
+static int allocate(int fd, int cs, long bs, long size, caps_t *c)
+{
+    char reply[4096];
+    int rc = cs < 0 ? raw_reqf(fd, reply, sizeof reply, "1 1 0 1 1 3600 %ld 30\n", size)
+                    : raw_reqf(fd, reply, sizeof reply, "1 29 %d %ld 0 1 1 3600 %ld 30\n", cs, bs,
+                               size);
+    if (rc != 1)
+        return rc;
+    return split_caps(reply, c) == 0 ? 1 : -1000;
+}
+
+static const EVP_MD *md_of(int cs)
+{
+    switch (cs) {
+    case 1: return EVP_sha256();
+    case 2: return EVP_sha512();
+    case 3: return EVP_sha1();
+    default: return EVP_md5();
+    }
+}
+
+static void hex_digest(int cs, const void *p, size_t n, char *out)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_Digest(p, n, md, &len, md_of(cs), NULL);
+    for (unsigned i = 0; i < len; i++)
+        sprintf(out + 2 * i, "%02x", md[i]);
+}
+
+/* The bytes as ACCRE's network stream carries them: each bs block followed by its hex
+ * digest.  Returns the length written to out. */
+static size_t stream_of(int cs, long bs, const char *data, size_t n, char *out, int spoil)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += (size_t)bs) {
+        size_t k = n - i < (size_t)bs ? n - i : (size_t)bs;
+        memcpy(out + o, data + i, k);
+        hex_digest(cs, data + i, k, out + o + k);
+        if (spoil)
+            out[o + k] = out[o + k] == '0' ? '1' : '0';
+        o += k + strlen(out + o + k);
+    }
+    return o;
+}
+
+static void pattern(char *buf, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (char)('a' + (i * 7 + seed) % 26);
+}
+
+/* WRITE (off >= 0) or STORE (off < 0), plain (cs 0) or network-checksummed. */
+static int put(int fd, const caps_t *c, int cs, long bs, long off, const char *data, size_t n,
+               int spoil)
+{
+    char reply[256], want[64];
+    static char wire[1 << 20];
+    size_t wn = n;
+    int rc;
+    if (cs == 0)
+        rc = off < 0 ? raw_reqf(fd, reply, sizeof reply, "1 2 %s %s %zu 30\n", c->key[1], c->tk[1], n)
+                     : raw_reqf(fd, reply, sizeof reply, "1 13 %s %s %ld %zu 30\n", c->key[1],
+                                c->tk[1], off, n);
+    else
+        rc = off < 0 ? raw_reqf(fd, reply, sizeof reply, "1 28 %d %ld %s %s %zu 30\n", cs, bs,
+                                c->key[1], c->tk[1], n)
+                     : raw_reqf(fd, reply, sizeof reply, "1 27 %d %ld %s %s %ld %zu 30\n", cs, bs,
+                                c->key[1], c->tk[1], off, n);
+    if (rc != 1)
+        return rc;
+    if (cs == 0)
+        memcpy(wire, data, n);
+    else
+        wn = stream_of(cs, bs, data, n, wire, spoil);
+    if (raw_send(fd, wire, wn) < 0 || raw_readline(fd, reply, sizeof reply) < 0)
+        return -1000;
+    snprintf(want, sizeof want, "1 %zu", n);
+    return strcmp(reply, want) == 0 ? 1 : raw_code(reply);
+}
+
+/* LOAD n bytes at off into buf: plain (cs 0), or LOAD_CHKSUM whose stream's digests are
+ * checked here (-2000 on a wrong one). */
+static int get(int fd, const caps_t *c, int cs, long bs, long off, size_t n, char *buf)
+{
+    char reply[256], hex[2 * EVP_MAX_MD_SIZE + 1], want[2 * EVP_MAX_MD_SIZE + 1];
+    int rc = cs == 0 ? raw_reqf(fd, reply, sizeof reply, "1 8 %s %s %ld %zu 30\n", c->key[0],
+                                c->tk[0], off, n)
+                     : raw_reqf(fd, reply, sizeof reply, "1 24 %d %ld %s %s %ld %zu 30\n", cs, bs,
+                                c->key[0], c->tk[0], off, n);
+    if (rc != 1)
+        return rc;
+    CU_ASSERT_EQUAL(atol(reply + 2), (long)n);
+    if (cs == 0)
+        return raw_read(fd, buf, n) < 0 ? -1000 : 1;
+    for (size_t i = 0; i < n; i += (size_t)bs) {
+        size_t k = n - i < (size_t)bs ? n - i : (size_t)bs;
+        hex_digest(cs, "", 0, want); /* its length */
+        size_t hl = strlen(want);
+        if (raw_read(fd, buf + i, k) < 0 || raw_read(fd, hex, hl) < 0)
+            return -1000;
+        hex[hl] = 0;
+        hex_digest(cs, buf + i, k, want);
+        if (strcmp(hex, want) != 0)
+            return -2000;
+    }
+    return 1;
+}
+
+static uint64_t id_of(const caps_t *c)
+{
+    char hex[17] = {0};
+    const char *k = strchr(c->key[0], '#');
+    if (k)
+        memcpy(hex, k + 1, 16);
+    return strtoull(hex, NULL, 16);
+}
+
+/* Flip one byte of an allocation's own file (allocations over 64 KiB have one). */
+static int flip(const caps_t *c, long off)
+{
+    char path[PATH_MAX + 64];
+    uint64_t id = id_of(c);
+    unsigned char b;
+    snprintf(path, sizeof path, "%s/res0/data/%02x/%016llx", D.dir, (unsigned)(id >> 56),
+             (unsigned long long)id);
+    int fd = open(path, O_RDWR);
+    if (fd < 0)
+        return -1;
+    int rc = pread(fd, &b, 1, off) == 1 ? 0 : -1;
+    b ^= 0x20;
+    if (rc == 0 && pwrite(fd, &b, 1, off) != 1)
+        rc = -1;
+    close(fd);
+    return rc;
+}
+
+static void test_allocate_refusals(void)
+{
+    caps_t c;
+    int fd = conn();
+    CU_ASSERT_EQUAL(allocate(fd, 9, 65536, 1000, &c), -64);
+    close(fd);
+    fd = conn();
+    CU_ASSERT_EQUAL(allocate(fd, 4, 0, 1000, &c), -65);
+    close(fd);
+    fd = conn();
+    CU_ASSERT_EQUAL(allocate(fd, 0, 0, 1000, &c), 1); /* CHKSUM_NONE: a plain allocation */
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 31 %s %s 1 30\n", c.key[2], c.tk[2]), -63);
+    close(fd);
+}
+
+/* ibp_test's sequence with -network_chksum MD5 and -disk_chksum: write in pieces (partial
+ * blocks, a block boundary inside a write), append, read back in both forms. */
+static void test_write_load_roundtrip(void)
+{
+    static char data[300000], back[300000];
+    caps_t c;
+    int fd = conn();
+    pattern(data, sizeof data, 3);
+    for (int cs = 1; cs <= 4; cs++) {
+        CU_ASSERT_EQUAL_FATAL(allocate(fd, cs, 4096, sizeof data, &c), 1);
+        CU_ASSERT_EQUAL(put(fd, &c, cs, 1024, -1, data, 5000, 0), 1);           /* STORE_CHKSUM */
+        CU_ASSERT_EQUAL(put(fd, &c, 0, 0, 5000, data + 5000, 100, 0), 1);       /* plain WRITE */
+        CU_ASSERT_EQUAL(put(fd, &c, cs, 512, 5100, data + 5100, 200000, 0), 1); /* WRITE_CHKSUM */
+        CU_ASSERT_EQUAL(put(fd, &c, 0, 0, -1, data + 205100, 94900, 0), 1);     /* plain STORE */
+        CU_ASSERT_EQUAL(put(fd, &c, cs, 4096, 4000, data + 4000, 300, 0), 1);   /* overwrite */
+        memset(back, 0, sizeof back);
+        CU_ASSERT_EQUAL(get(fd, &c, 0, 0, 0, sizeof data, back), 1);
+        CU_ASSERT(memcmp(back, data, sizeof data) == 0);
+        memset(back, 0, sizeof back);
+        CU_ASSERT_EQUAL(get(fd, &c, cs, 1000, 3, 123457, back), 1);
+        CU_ASSERT(memcmp(back, data + 3, 123457) == 0);
+        /* GET_CHKSUM info only: "1 <type> <size> <bs> <nblocks> <nbytes>" */
+        char reply[256];
+        CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 31 %s %s 1 30\n", c.key[2],
+                                 c.tk[2]), 1);
+        int t, sz;
+        long bs, nb, nbytes;
+        CU_ASSERT_EQUAL(sscanf(reply, "1 %d %d %ld %ld %ld", &t, &sz, &bs, &nb, &nbytes), 5);
+        CU_ASSERT_EQUAL(t, cs);
+        CU_ASSERT_EQUAL(bs, 4096);
+        CU_ASSERT_EQUAL(nb, (300000 + 4095) / 4096);
+        CU_ASSERT_EQUAL(nbytes, nb * sz);
+        /* with the digests: block 0's is the digest of data[0..4096) */
+        CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 31 %s %s 0 30\n", c.key[2],
+                                 c.tk[2]), 1);
+        static unsigned char all[80 * 64];
+        CU_ASSERT_EQUAL_FATAL(raw_read(fd, all, (size_t)nbytes), 0);
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned int ml = 0;
+        EVP_Digest(data, 4096, md, &ml, md_of(cs), NULL);
+        CU_ASSERT_EQUAL(ml, (unsigned)sz);
+        CU_ASSERT(memcmp(all, md, ml) == 0);
+        CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 32 %s %s 0 30\n", c.key[2],
+                                 c.tk[2]), 1);
+        CU_ASSERT_STRING_EQUAL(reply, "1 0");
+    }
+    close(fd);
+}
+
+/* A digest that does not match the bytes sent: -63 after the data, nothing appended. */
+static void test_network_mismatch(void)
+{
+    static char data[10000], back[10000];
+    caps_t c;
+    int fd = conn();
+    pattern(data, sizeof data, 5);
+    CU_ASSERT_EQUAL_FATAL(allocate(fd, -1, 0, sizeof data, &c), 1);
+    CU_ASSERT_EQUAL(put(fd, &c, 4, 1024, -1, data, 3000, 1), -63);
+    close(fd);
+    fd = conn();
+    CU_ASSERT_EQUAL(get(fd, &c, 0, 0, 0, 1, back), -30); /* nothing stored */
+    CU_ASSERT_EQUAL(put(fd, &c, 4, 1024, -1, data, 3000, 0), 1);
+    CU_ASSERT_EQUAL(get(fd, &c, 3, 700, 0, 3000, back), 1); /* unchecksummed on disk, SHA1 on the wire */
+    CU_ASSERT(memcmp(back, data, 3000) == 0);
+    close(fd);
+}
+
+static void test_bit_rot(void)
+{
+    static char data[200000], back[200000];
+    caps_t cks, plain;
+    char reply[256];
+    int fd = conn();
+    pattern(data, sizeof data, 9);
+    CU_ASSERT_EQUAL_FATAL(allocate(fd, 4, 65536, sizeof data, &cks), 1);
+    CU_ASSERT_EQUAL_FATAL(allocate(fd, -1, 0, sizeof data, &plain), 1);
+    CU_ASSERT_EQUAL(put(fd, &cks, 0, 0, -1, data, sizeof data, 0), 1);
+    CU_ASSERT_EQUAL(put(fd, &plain, 0, 0, -1, data, sizeof data, 0), 1);
+    CU_ASSERT_EQUAL_FATAL(flip(&cks, 70000), 0);
+    CU_ASSERT_EQUAL_FATAL(flip(&plain, 70000), 0);
+    /* the spoiled block (65536..131072) is refused, in every form; the others still read */
+    CU_ASSERT_EQUAL(get(fd, &cks, 0, 0, 0, sizeof data, back), -63);
+    close(fd);
+    fd = conn();
+    CU_ASSERT_EQUAL(get(fd, &cks, 0, 0, 69000, 10, back), -63);
+    close(fd);
+    fd = conn();
+    CU_ASSERT_EQUAL(get(fd, &cks, 4, 8192, 0, 100000, back), -63);
+    close(fd);
+    fd = conn();
+    CU_ASSERT_EQUAL(get(fd, &cks, 0, 0, 0, 65536, back), 1);
+    CU_ASSERT(memcmp(back, data, 65536) == 0);
+    CU_ASSERT_EQUAL(get(fd, &cks, 0, 0, 131072, 1000, back), 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 32 %s %s 0 30\n", cks.key[2],
+                             cks.tk[2]), 1);
+    CU_ASSERT_STRING_EQUAL(reply, "1 1");
+    /* the unchecksummed allocation serves the flipped byte */
+    CU_ASSERT_EQUAL(get(fd, &plain, 0, 0, 0, sizeof data, back), 1);
+    CU_ASSERT(back[70000] != data[70000]);
+    CU_ASSERT(memcmp(back, data, 70000) == 0);
+    close(fd);
+    /* still refused after a restart; and rewriting the block heals it */
+    lns_test_server_kill(&D.srv, SIGKILL);
+    CU_ASSERT_EQUAL_FATAL(td_restart(&D), 0);
+    fd = conn();
+    CU_ASSERT_EQUAL(get(fd, &cks, 0, 0, 69000, 10, back), -63);
+    close(fd);
+    fd = conn();
+    CU_ASSERT_EQUAL(put(fd, &cks, 0, 0, 65536, data + 65536, 65536, 0), 1);
+    CU_ASSERT_EQUAL(get(fd, &cks, 0, 0, 0, sizeof data, back), 1);
+    CU_ASSERT(memcmp(back, data, sizeof data) == 0);
+    close(fd);
+}
+
+static const lns_test_case tests[] = {
+    {"ALLOCATE_CHKSUM refusals (-64, -65), NONE is plain", test_allocate_refusals},
+    {"WRITE/STORE/LOAD_CHKSUM, GET/VALIDATE_CHKSUM, all four types", test_write_load_roundtrip},
+    {"a wrong digest on the wire: -63, nothing stored", test_network_mismatch},
+    {"a flipped byte on disk: -63 for its block, plain allocation unaffected", test_bit_rot},
+};
+
+LNS_TEST_MAIN_WITH("depot_chksum", suite_init, suite_clean, tests)
