@@ -17,11 +17,9 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef int (*alias_parser)(const ibp_reply_t *rep, void *out);
-
 /* One version-1 exchange of a request line on cap's depot. */
 static int alias_call(ibp_client_t *c, const ibp_cap_t *cap, const char *line, int n,
-                      alias_parser parse, void *out)
+                      ibp_reply_parser parse, void *out)
 {
     ibp_reply_t rep;
     ibp_conn_t *conn;
@@ -36,20 +34,7 @@ static int alias_call(ibp_client_t *c, const ibp_cap_t *cap, const char *line, i
                         -1, &conn, &rep);
     if (rc == IBP_CALL_AGAIN_V0) /* dropped unanswered, or -25/-27: no aliases there */
         return IBP_E_INVALID_CMD;
-    if (rc != IBP_OK)
-        return rc;
-    if (parse && (rc = parse(&rep, out)) != IBP_OK) {
-        ibp_conn_close(conn);
-        return rc;
-    }
-    ibp_call_end(c, conn);
-    return IBP_OK;
-}
-
-static int parse_ack(const ibp_reply_t *rep, void *out)
-{
-    (void)out;
-    return rep->nf == 1 ? IBP_OK : IBP_E_BAD_FORMAT;
+    return ibp_call_finish(c, rc, conn, &rep, parse, out);
 }
 
 /* Both capabilities parsed, as manage capabilities, and their wire keys. */
@@ -137,7 +122,7 @@ static int alias_refcount(ibp_client_t *c, const char *alias_mcap, const char *m
         return rc;
     int n = snprintf(line, sizeof line, "1 15 %s %s %d %d %s %s %d\n", akey, a.typekey, subcmd,
                      (int)which, mkey, m.typekey, c->o.server_timeout_s);
-    return alias_call(c, &a, line, n, parse_ack, NULL);
+    return alias_call(c, &a, line, n, ibp_reply_ack, NULL);
 }
 
 int ibp_alias_incr(ibp_client_t *c, const char *alias_mcap, const char *master_mcap,
@@ -170,7 +155,7 @@ int ibp_alias_change(ibp_client_t *c, const char *alias_mcap, const char *master
                      "1 15 %s %s %d %d %" PRIu64 " %" PRIu64 " %" PRId64 " %s %s %d\n", akey,
                      a.typekey, IBP_CHNG, IBP_MANAGECAP, offset, length, duration_s, mkey,
                      m.typekey, c->o.server_timeout_s);
-    return alias_call(c, &a, line, n, parse_ack, NULL);
+    return alias_call(c, &a, line, n, ibp_reply_ack, NULL);
 }
 
 /* At most this many DECRs: an alias someone INCRed more often than that is left (an error). */

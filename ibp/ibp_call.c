@@ -292,6 +292,25 @@ int ibp_call_line(ibp_client_t *c, ibp_conn_t *conn, ibp_reply_t *rep)
     return rc;
 }
 
+int ibp_call_finish(ibp_client_t *c, int rc, ibp_conn_t *conn, const ibp_reply_t *rep,
+                    ibp_reply_parser parse, void *out)
+{
+    if (rc != IBP_OK)
+        return rc;
+    if (parse && (rc = parse(rep, out)) != IBP_OK) {
+        ibp_conn_close(conn);
+        return rc;
+    }
+    ibp_call_end(c, conn);
+    return IBP_OK;
+}
+
+int ibp_reply_ack(const ibp_reply_t *rep, void *out)
+{
+    (void)out;
+    return rep->nf == 1 ? IBP_OK : IBP_E_BAD_FORMAT;
+}
+
 void ibp_call_end(ibp_client_t *c, ibp_conn_t *conn)
 {
     ibp_pool_put(c->pool, conn);

@@ -92,14 +92,11 @@ static int host_ok(const char *host, int port)
     return IBP_OK;
 }
 
-/* Checks a reply and fills the caller's result; IBP_OK or IBP_E_BAD_FORMAT. */
-typedef int (*reply_parser)(const ibp_reply_t *rep, void *out);
-
 /* One exchange whose whole answer is a single line starting with status 1.  The reply is
  * parsed before the connection goes back to the pool: a peer whose answer we cannot read
  * may not be speaking our protocol, so its connection is not trusted again. */
 static int simple_call(ibp_client_t *c, const char *host, int port, ibp_req_t *req,
-                       int reply_wait_ms, reply_parser parse, void *out)
+                       int reply_wait_ms, ibp_reply_parser parse, void *out)
 {
     char line[IBP_MAX_LINE];
     ibp_reply_t rep;
@@ -114,21 +111,7 @@ static int simple_call(ibp_client_t *c, const char *host, int port, ibp_req_t *r
         rc = ibp_call_begin(c, host, port, &vs, line, (size_t)n, IBP_CALL_KEEP_ON_ERROR,
                             reply_wait_ms, &conn, &rep);
     } while (rc == IBP_CALL_AGAIN_V0);
-    if (rc != IBP_OK)
-        return rc;
-    if (parse && (rc = parse(&rep, out)) != IBP_OK) {
-        ibp_conn_close(conn);
-        return rc;
-    }
-    ibp_call_end(c, conn);
-    return IBP_OK;
-}
-
-/* "1 \n" and nothing else. */
-static int parse_ack(const ibp_reply_t *rep, void *out)
-{
-    (void)out;
-    return rep->nf == 1 ? IBP_OK : IBP_E_BAD_FORMAT;
+    return ibp_call_finish(c, rc, conn, &rep, parse, out);
 }
 
 static int copy_cap(char *dst, const char *src)
@@ -222,7 +205,7 @@ int ibp_send(ibp_client_t *c, const char *rcap, const char *dst_wcap, uint64_t o
 
 static int manage_call(ibp_client_t *c, const char *capstr, ibp_captype kind, int subcmd,
                        int captype, uint64_t size, int64_t duration, int reliability,
-                       reply_parser parse, void *out)
+                       ibp_reply_parser parse, void *out)
 {
     ibp_cap_t cap;
     ibp_req_t req;
@@ -275,7 +258,7 @@ static int refcount(ibp_client_t *c, const char *mcap, int subcmd, ibp_captype w
 {
     if (which != IBP_READCAP && which != IBP_WRITECAP)
         return IBP_E_INVALID_PARAMETER;
-    return manage_call(c, mcap, IBP_MANAGECAP, subcmd, (int)which, 0, 0, 0, parse_ack, NULL);
+    return manage_call(c, mcap, IBP_MANAGECAP, subcmd, (int)which, 0, 0, 0, ibp_reply_ack, NULL);
 }
 
 int ibp_incr(ibp_client_t *c, const char *mcap, ibp_captype which)
@@ -308,12 +291,12 @@ int ibp_change(ibp_client_t *c, const char *mcap, uint64_t max_size, int64_t dur
             reliability = p.reliability;
     }
     return manage_call(c, mcap, IBP_MANAGECAP, IBP_CHNG, 0, max_size, duration_s, reliability,
-                       parse_ack, NULL);
+                       ibp_reply_ack, NULL);
 }
 
 int ibp_truncate(ibp_client_t *c, const char *mcap, uint64_t new_size)
 {
-    return manage_call(c, mcap, IBP_MANAGECAP, IBP_TRUNCATE, 0, new_size, 0, 0, parse_ack, NULL);
+    return manage_call(c, mcap, IBP_MANAGECAP, IBP_TRUNCATE, 0, new_size, 0, 0, ibp_reply_ack, NULL);
 }
 
 /* ---- STATUS ---- */
@@ -565,7 +548,7 @@ int ibp_status_change(ibp_client_t *c, const char *host, int port, const char *r
     if (vs.version == 1 && rep.nf > 1)
         return finish_status_v1(c, conn, &rep, out ? out : &(ibp_depot_status_t){0});
     /* version 0 and ACCRE answer "1 \n"; the figures need an INQUIRE */
-    if (parse_ack(&rep, NULL) != IBP_OK) {
+    if (ibp_reply_ack(&rep, NULL) != IBP_OK) {
         ibp_conn_close(conn);
         return IBP_E_BAD_FORMAT;
     }

@@ -142,6 +142,15 @@ int ibp_call_begin_intr(ibp_client_t *c, const char *host, int port, ibp_vsel_t 
 int ibp_call_line(ibp_client_t *c, ibp_conn_t *conn, ibp_reply_t *rep);
 /* The exchange ended cleanly: back to the pool. */
 void ibp_call_end(ibp_client_t *c, ibp_conn_t *conn);
+/* A reply line's parser: IBP_OK, or the error that makes the connection untrusted. */
+typedef int (*ibp_reply_parser)(const ibp_reply_t *rep, void *out);
+/* The end of a one-line exchange that ibp_call_begin answered rc: on IBP_OK, parse (NULL:
+ * none) reads rep into out; the connection is pooled if that succeeds, else closed (the
+ * depot may not be speaking our protocol).  Returns rc, the parser's error, or IBP_OK. */
+int ibp_call_finish(ibp_client_t *c, int rc, ibp_conn_t *conn, const ibp_reply_t *rep,
+                    ibp_reply_parser parse, void *out);
+/* "1 \n" and nothing else (a parser for ibp_call_finish; out unused). */
+int ibp_reply_ack(const ibp_reply_t *rep, void *out);
 /* errno of a failed socket read/write -> IBP error. */
 int ibp_sock_err(int err, int writing);
 /* Parse and check a capability for a call; kind 0 accepts any kind. */
