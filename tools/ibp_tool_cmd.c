@@ -17,6 +17,23 @@
 #include "ibp_tool.h"
 #include "lns_units.h"
 
+/* A capability set: three lines, or one JSON object with --json. */
+static int print_caps(const ibp_tool_t *t, const ibp_caps_t *caps)
+{
+    if (t->json) {
+        printf("{\"read\":");
+        ibp_tool_json_str(stdout, caps->read);
+        printf(",\"write\":");
+        ibp_tool_json_str(stdout, caps->write);
+        printf(",\"manage\":");
+        ibp_tool_json_str(stdout, caps->manage);
+        printf("}\n");
+    } else {
+        printf("%s\n%s\n%s\n", caps->read, caps->write, caps->manage);
+    }
+    return EX_OK;
+}
+
 int cmd_allocate(ibp_tool_t *t)
 {
     char host[IBP_MAX_HOST];
@@ -37,18 +54,7 @@ int cmd_allocate(ibp_tool_t *t)
     if (rc != IBP_OK)
         return ibp_tool_fail(t, rc, "ALLOCATE of %" PRIu64 " bytes on %s:%d", attr.size, host,
                              port);
-    if (t->json) {
-        printf("{\"read\":");
-        ibp_tool_json_str(stdout, caps.read);
-        printf(",\"write\":");
-        ibp_tool_json_str(stdout, caps.write);
-        printf(",\"manage\":");
-        ibp_tool_json_str(stdout, caps.manage);
-        printf("}\n");
-    } else {
-        printf("%s\n%s\n%s\n", caps.read, caps.write, caps.manage);
-    }
-    return EX_OK;
+    return print_caps(t, &caps);
 }
 
 /* Open the data source: FILE, or stdin for "-" / nothing. */
@@ -411,18 +417,7 @@ int cmd_alias(ibp_tool_t *t)
                                     "LoCI 1.3 and lns before 0.2 do not)");
     if (rc != IBP_OK)
         return ibp_tool_fail(t, rc, "ALIAS_ALLOCATE of %" PRIu64 " bytes at %" PRIu64, len, off);
-    if (t->json) {
-        printf("{\"read\":");
-        ibp_tool_json_str(stdout, caps.read);
-        printf(",\"write\":");
-        ibp_tool_json_str(stdout, caps.write);
-        printf(",\"manage\":");
-        ibp_tool_json_str(stdout, caps.manage);
-        printf("}\n");
-    } else {
-        printf("%s\n%s\n%s\n", caps.read, caps.write, caps.manage);
-    }
-    return EX_OK;
+    return print_caps(t, &caps);
 }
 
 int cmd_alias_probe(ibp_tool_t *t)
