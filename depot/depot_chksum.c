@@ -243,8 +243,11 @@ int depot_cks_begin(depot_alloc_t *a, uint64_t off, uint64_t len)
     cks_file_t f;
     if (len == 0)
         return IBP_OK;
-    if (side_open(a, 1, &f) < 0)
+    depot_cks_cache_write_begin(a, off / a->r.cks_bs, (off + len - 1) / a->r.cks_bs);
+    if (side_open(a, 1, &f) < 0) {
+        depot_cks_cache_write_end(a);
         return IBP_E_FILE_WRITE;
+    }
     uint64_t lo, hi;
     hdr_pending(&f, &lo, &hi);
     if (hi > lo) { /* a crash left one: keep it, and ours, until the digests are redone */
@@ -256,6 +259,8 @@ int depot_cks_begin(depot_alloc_t *a, uint64_t off, uint64_t len)
     }
     int rc = hdr_write(&f, lo, hi) < 0 ? IBP_E_FILE_WRITE : IBP_OK;
     close(f.fd);
+    if (rc != IBP_OK)
+        depot_cks_cache_write_end(a);
     return rc;
 }
 
@@ -277,27 +282,33 @@ int depot_cks_end(depot_alloc_t *a, const depot_data_t *d, uint64_t off, uint64_
     if (rc == IBP_OK && a->res->store->durability == DEPOT_DUR_FSYNC && fdatasync(f.fd) < 0)
         rc = IBP_E_FILE_WRITE;
     close(f.fd);
+    /* Digests just computed from the bytes on disk: those blocks are known good. */
+    if (rc == IBP_OK)
+        depot_cks_cache_put(a, off / f.bs, (off + len - 1) / f.bs, 1, 0);
     return rc;
 }
 
 void depot_cks_done(depot_alloc_t *a)
 {
     cks_file_t f;
-    if (side_open(a, 1, &f) < 0)
-        return;
-    if (hdr_write(&f, 0, 0) < 0)
-        lns_log(LNS_LOG_WARN, "resource %d: %016llx: cannot clear the checksums' pending mark",
-                a->res->id, (unsigned long long)a->r.id);
-    close(f.fd);
+    if (side_open(a, 1, &f) == 0) {
+        if (hdr_write(&f, 0, 0) < 0)
+            lns_log(LNS_LOG_WARN, "resource %d: %016llx: cannot clear the checksums' pending "
+                    "mark", a->res->id, (unsigned long long)a->r.id);
+        close(f.fd);
+    }
+    depot_cks_cache_write_end(a);
 }
 
 /* ---- the read path ----------------------------------------------------------------------- */
 
 /* Check blocks [b0, b1]; *bad gets how many fail (a block of a pending range is healed under
- * op_mu instead).  0 or -1 (I/O). */
+ * op_mu instead).  cached: a block known good (depot_chksum_cache.c) is not hashed again.
+ * 0 or -1 (I/O). */
 static int check_blocks(depot_alloc_t *a, const depot_data_t *d, uint64_t b0, uint64_t b1,
-                        uint64_t size, uint64_t *bad)
+                        uint64_t size, int cached, uint64_t *bad)
 {
+    uint32_t seq = depot_cks_cache_seq(a);
     cks_file_t f;
     unsigned char want[EVP_MAX_MD_SIZE], got[EVP_MAX_MD_SIZE];
     char *buf = malloc(CKS_CHUNK);
@@ -319,12 +330,16 @@ static int check_blocks(depot_alloc_t *a, const depot_data_t *d, uint64_t b0, ui
             continue;
         if (covered > size - b * f.bs)
             continue; /* cut by a TRUNCATE: nothing to compare it with */
-        if (block_digest(&f, d, b, covered, got, buf) < 0) {
+        if (cached && depot_cks_cache_hit(a, b, seq))
+            continue;
+        if (lns_fail("cks.verify") < 0 || block_digest(&f, d, b, covered, got, buf) < 0) {
             rc = -1;
             break;
         }
-        if (memcmp(got, want, f.dlen) == 0)
+        if (memcmp(got, want, f.dlen) == 0) {
+            depot_cks_cache_put(a, b, b, 0, seq);
             continue;
+        }
         /* A write may be between its data and its digests: wait for it, then look again. */
         pthread_mutex_lock(&a->op_mu);
         uint64_t lo, hi;
@@ -362,7 +377,8 @@ int depot_cks_verify(depot_alloc_t *a, const depot_data_t *d, uint64_t off, uint
     if (!a->r.cks_type || len == 0)
         return IBP_OK;
     depot_alloc_snapshot(a, &row);
-    if (check_blocks(a, d, off / row.cks_bs, (off + len - 1) / row.cks_bs, row.cur_size, &bad) < 0)
+    if (check_blocks(a, d, off / row.cks_bs, (off + len - 1) / row.cks_bs, row.cur_size, 1,
+                     &bad) < 0)
         return IBP_E_FILE_READ;
     return bad ? IBP_E_CHKSUM : IBP_OK;
 }
@@ -571,7 +587,7 @@ static int get_validate(depot_conn_t *c, const char *line, size_t len, long cmd,
     }
     if (cmd == CMD_VALIDATE_CHKSUM) {
         uint64_t bad = 0;
-        if (nblocks && check_blocks(a, &d, 0, nblocks - 1, row.cur_size, &bad) < 0)
+        if (nblocks && check_blocks(a, &d, 0, nblocks - 1, row.cur_size, 0, &bad) < 0)
             rc = IBP_E_FILE_READ;
         else
             depot_reply(c, 0, "1 %llu\n", (unsigned long long)bad);
