@@ -507,20 +507,24 @@ int depot_chksum_request(const char *line, size_t len);
 /* Parse and run it; req gets what the event line needs.  Returns the IBP result. */
 int depot_cmd_chksum(depot_conn_t *c, const char *line, size_t len, ibp_req_t *req);
 /* The write path of a disk-checksummed allocation (a->r.cks_type != 0), under the write's
- * op_mu: begin marks [off, off + len) pending in the side file before any byte is written;
- * end recomputes the digests of the blocks [off, off + len) touches from the data file;
- * done clears the mark.  IBP_OK or IBP_E_FILE_WRITE. */
+ * op_mu: begin marks [off, off + len) (every range of the write) pending in the side file
+ * before any byte is written; end recomputes from the data file the digests of the blocks
+ * the ranges v[0..nv) touch; done clears the mark if ok (end succeeded), else leaves it for
+ * the next access to heal.  IBP_OK or IBP_E_FILE_WRITE. */
 int depot_cks_begin(depot_alloc_t *a, uint64_t off, uint64_t len);
-int depot_cks_end(depot_alloc_t *a, const depot_data_t *d, uint64_t off, uint64_t len);
-void depot_cks_done(depot_alloc_t *a);
+int depot_cks_end(depot_alloc_t *a, const depot_data_t *d, const ibp_vec_t *v, int nv);
+void depot_cks_done(depot_alloc_t *a, int ok);
 /* Check the blocks [off, off + len) of a disk-checksummed allocation touches against their
  * digests (logging each that fails).  IBP_OK, IBP_E_CHKSUM, or IBP_E_FILE_READ. */
 int depot_cks_verify(depot_alloc_t *a, const depot_data_t *d, uint64_t off, uint64_t len);
-/* Receive len bytes carried with network checksums (c->ncs_type, c->ncs_bs) into fd at off.
- * IBP_OK, IBP_E_CHKSUM (all bytes read, a digest did not match), or recv_to_file's errors. */
-int depot_cks_recv(depot_conn_t *c, int fd, uint64_t off, uint64_t len, int timeout_ms);
-/* Send len bytes of fd at off with network checksums.  0 or -1 (connection broken). */
-int depot_cks_send(depot_conn_t *c, int fd, uint64_t off, uint64_t len, int timeout_ms);
+/* Receive the bytes of ranges v[0..nv) (offsets from base), carried one range after the other
+ * in one stream with network checksums (c->ncs_type, c->ncs_bs), into fd.  IBP_OK,
+ * IBP_E_CHKSUM (all bytes read, a digest did not match), or recv_to_file's errors. */
+int depot_cks_recv(depot_conn_t *c, int fd, uint64_t base, const ibp_vec_t *v, int nv,
+                   int timeout_ms);
+/* Send those ranges of fd so.  0 or -1 (connection broken). */
+int depot_cks_send(depot_conn_t *c, int fd, uint64_t base, const ibp_vec_t *v, int nv,
+                   int timeout_ms);
 /* Remove the side file of allocation id (its data is being freed). */
 void depot_cks_unlink(depot_resource_t *res, uint64_t id);
 /* The cache of blocks known to match their disk digests (depot_chksum_cache.c): open with
