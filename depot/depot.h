@@ -79,6 +79,8 @@ typedef struct depot_config {
     int header_timeout;    /* seconds */
     int max_timeout;       /* seconds */
     int durability;        /* enum depot_durability */
+    int chksum_cache;      /* seconds a block's disk checksum, computed or checked, is
+                              trusted without hashing the block again; 0 = never */
     char log_file[PATH_MAX];
     int log_level;         /* enum lns_log_level */
     char event_log[PATH_MAX];
@@ -128,6 +130,7 @@ int depot_password_ok(const char *configured, const char *given);
 /* ---- storage: allocations and the index (depot_store.c) ---------------------------------- */
 
 typedef struct depot_store depot_store_t;
+typedef struct depot_cks_cache depot_cks_cache_t;
 typedef struct depot_resource depot_resource_t;
 typedef struct depot_alloc depot_alloc_t;
 typedef struct depot_meta depot_meta_t;
@@ -181,6 +184,9 @@ struct depot_alloc {
     uint32_t old_slab;        /* under store->mu: a slot a CHNG moved the bytes out of, */
     int64_t old_slot;         /* -1 if none; given back once no request holds the allocation */
     depot_alloc_t *hnext;
+    uint64_t serial;          /* unique in the process (depot_chksum_cache.c's key) */
+    uint32_t cks_seq;         /* under the checksum cache's mutex: odd while a write is
+                                 between its first byte and its digests */
 };
 
 /* One slab file of a resource: <dir>/slab/<size>, slot i at byte offset i * size. */
@@ -222,6 +228,7 @@ struct depot_store {
     depot_resource_t res[DEPOT_MAX_RESOURCES];
     int nres;
     int durability;
+    depot_cks_cache_t *cks_cache; /* blocks known good (depot_chksum_cache.c); NULL: none */
     pthread_t reaper;
     int reaper_running;
     int stopping;
@@ -500,22 +507,41 @@ int depot_chksum_request(const char *line, size_t len);
 /* Parse and run it; req gets what the event line needs.  Returns the IBP result. */
 int depot_cmd_chksum(depot_conn_t *c, const char *line, size_t len, ibp_req_t *req);
 /* The write path of a disk-checksummed allocation (a->r.cks_type != 0), under the write's
- * op_mu: begin marks [off, off + len) pending in the side file before any byte is written;
- * end recomputes the digests of the blocks [off, off + len) touches from the data file;
- * done clears the mark.  IBP_OK or IBP_E_FILE_WRITE. */
+ * op_mu: begin marks [off, off + len) (every range of the write) pending in the side file
+ * before any byte is written; end recomputes from the data file the digests of the blocks
+ * the ranges v[0..nv) touch; done clears the mark if ok (end succeeded), else leaves it for
+ * the next access to heal.  IBP_OK or IBP_E_FILE_WRITE. */
 int depot_cks_begin(depot_alloc_t *a, uint64_t off, uint64_t len);
-int depot_cks_end(depot_alloc_t *a, const depot_data_t *d, uint64_t off, uint64_t len);
-void depot_cks_done(depot_alloc_t *a);
+int depot_cks_end(depot_alloc_t *a, const depot_data_t *d, const ibp_vec_t *v, int nv);
+void depot_cks_done(depot_alloc_t *a, int ok);
 /* Check the blocks [off, off + len) of a disk-checksummed allocation touches against their
  * digests (logging each that fails).  IBP_OK, IBP_E_CHKSUM, or IBP_E_FILE_READ. */
 int depot_cks_verify(depot_alloc_t *a, const depot_data_t *d, uint64_t off, uint64_t len);
-/* Receive len bytes carried with network checksums (c->ncs_type, c->ncs_bs) into fd at off.
- * IBP_OK, IBP_E_CHKSUM (all bytes read, a digest did not match), or recv_to_file's errors. */
-int depot_cks_recv(depot_conn_t *c, int fd, uint64_t off, uint64_t len, int timeout_ms);
-/* Send len bytes of fd at off with network checksums.  0 or -1 (connection broken). */
-int depot_cks_send(depot_conn_t *c, int fd, uint64_t off, uint64_t len, int timeout_ms);
+/* Receive the bytes of ranges v[0..nv) (offsets from base), carried one range after the other
+ * in one stream with network checksums (c->ncs_type, c->ncs_bs), into fd.  IBP_OK,
+ * IBP_E_CHKSUM (all bytes read, a digest did not match), or recv_to_file's errors. */
+int depot_cks_recv(depot_conn_t *c, int fd, uint64_t base, const ibp_vec_t *v, int nv,
+                   int timeout_ms);
+/* Send those ranges of fd so.  0 or -1 (connection broken). */
+int depot_cks_send(depot_conn_t *c, int fd, uint64_t base, const ibp_vec_t *v, int nv,
+                   int timeout_ms);
 /* Remove the side file of allocation id (its data is being freed). */
 void depot_cks_unlink(depot_resource_t *res, uint64_t id);
+/* The cache of blocks known to match their disk digests (depot_chksum_cache.c): open with
+ * the window in seconds (0: no cache; -1 out of memory), close at the end.  A write calls
+ * write_begin for the blocks it will touch (they are forgotten, the allocation's sequence
+ * goes odd) and write_end when its digests are done; put records blocks [b0, b1] as good
+ * until the window passes: by the writer itself (writer 1), or by a reader that checked
+ * them and saw sequence seq (from depot_cks_cache_seq) before reading them.  hit: 1 if
+ * block b is known good and the sequence is still seq. */
+int depot_cks_cache_open(depot_store_t *st, int seconds);
+void depot_cks_cache_close(depot_store_t *st);
+uint64_t depot_cks_cache_serial(void);
+void depot_cks_cache_write_begin(depot_alloc_t *a, uint64_t b0, uint64_t b1);
+void depot_cks_cache_write_end(depot_alloc_t *a);
+uint32_t depot_cks_cache_seq(depot_alloc_t *a);
+int depot_cks_cache_hit(depot_alloc_t *a, uint64_t b, uint32_t seq);
+void depot_cks_cache_put(depot_alloc_t *a, uint64_t b0, uint64_t b1, int writer, uint32_t seq);
 /* ALLOCATE with disk checksums (cks_type 0: none). */
 int depot_store_allocate_cks(depot_store_t *st, int rid, int reliability, int type,
                              int64_t duration, uint64_t size, int cks_type, uint32_t cks_bs,

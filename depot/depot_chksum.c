@@ -219,21 +219,24 @@ static int recompute(const cks_file_t *f, const depot_data_t *d, uint64_t lo, ui
     return rc;
 }
 
-/* A pending range left by a crash: recompute its blocks from the data, which the client
- * wrote or was refused; those blocks are unverified. */
-static int heal_pending(depot_alloc_t *a, const cks_file_t *f, const depot_data_t *d)
+/* A pending range left by a crash or a failed write: recompute its blocks from the data,
+ * which the client wrote or was refused; those blocks are unverified.  The mark becomes
+ * [keep_lo, keep_hi): the range of the write in progress, if any. */
+static int heal_pending(depot_alloc_t *a, const cks_file_t *f, const depot_data_t *d,
+                        uint64_t keep_lo, uint64_t keep_hi)
 {
     uint64_t lo, hi;
     hdr_pending(f, &lo, &hi);
     if (hi <= lo)
         return 0;
     lns_log(LNS_LOG_WARN, "resource %d: %016llx: bytes %llu..%llu were being written when the "
-            "depot stopped: their checksums are recomputed from the data (unverified)",
+            "depot stopped or the write failed: their checksums are recomputed from the data "
+            "(unverified)",
             a->res->id, (unsigned long long)a->r.id, (unsigned long long)lo,
             (unsigned long long)hi);
     if (recompute(f, d, lo, lo, lo / f->bs, (hi - 1) / f->bs) < 0)
         return -1;
-    return hdr_write(f, 0, 0);
+    return hdr_write(f, keep_lo, keep_hi);
 }
 
 /* ---- the write path ---------------------------------------------------------------------- */
@@ -243,8 +246,11 @@ int depot_cks_begin(depot_alloc_t *a, uint64_t off, uint64_t len)
     cks_file_t f;
     if (len == 0)
         return IBP_OK;
-    if (side_open(a, 1, &f) < 0)
+    depot_cks_cache_write_begin(a, off / a->r.cks_bs, (off + len - 1) / a->r.cks_bs);
+    if (side_open(a, 1, &f) < 0) {
+        depot_cks_cache_write_end(a);
         return IBP_E_FILE_WRITE;
+    }
     uint64_t lo, hi;
     hdr_pending(&f, &lo, &hi);
     if (hi > lo) { /* a crash left one: keep it, and ours, until the digests are redone */
@@ -256,48 +262,69 @@ int depot_cks_begin(depot_alloc_t *a, uint64_t off, uint64_t len)
     }
     int rc = hdr_write(&f, lo, hi) < 0 ? IBP_E_FILE_WRITE : IBP_OK;
     close(f.fd);
+    if (rc != IBP_OK)
+        depot_cks_cache_write_end(a);
     return rc;
 }
 
-int depot_cks_end(depot_alloc_t *a, const depot_data_t *d, uint64_t off, uint64_t len)
+int depot_cks_end(depot_alloc_t *a, const depot_data_t *d, const ibp_vec_t *v, int nv)
 {
     cks_file_t f;
-    if (len == 0)
+    uint64_t wlo = UINT64_MAX, whi = 0; /* what begin marked for this write */
+    for (int i = 0; i < nv; i++)
+        if (v[i].len > 0) {
+            wlo = v[i].off < wlo ? v[i].off : wlo;
+            whi = v[i].off + v[i].len > whi ? v[i].off + v[i].len : whi;
+        }
+    if (whi <= wlo)
         return IBP_OK;
     if (side_open(a, 1, &f) < 0)
         return IBP_E_FILE_WRITE;
     uint64_t lo, hi;
     hdr_pending(&f, &lo, &hi);
     int rc = IBP_OK;
-    /* Blocks of a crash's pending range outside ours: from the data as it is. */
-    if (hi > lo && (lo < off || hi > off + len))
-        rc = heal_pending(a, &f, d) < 0 ? IBP_E_FILE_WRITE : IBP_OK;
-    if (rc == IBP_OK && recompute(&f, d, off, off + len, off / f.bs, (off + len - 1) / f.bs) < 0)
-        rc = IBP_E_FILE_WRITE;
+    /* Blocks of an earlier pending range outside ours: from the data as it is; ours stays
+     * marked until its digests are done. */
+    if (hi > lo && (lo < wlo || hi > whi))
+        rc = heal_pending(a, &f, d, wlo, whi) < 0 ? IBP_E_FILE_WRITE : IBP_OK;
+    for (int i = 0; i < nv && rc == IBP_OK; i++)
+        if (v[i].len > 0 && recompute(&f, d, v[i].off, v[i].off + v[i].len, v[i].off / f.bs,
+                                      (v[i].off + v[i].len - 1) / f.bs) < 0)
+            rc = IBP_E_FILE_WRITE;
     if (rc == IBP_OK && a->res->store->durability == DEPOT_DUR_FSYNC && fdatasync(f.fd) < 0)
         rc = IBP_E_FILE_WRITE;
     close(f.fd);
+    /* Digests just computed from the bytes on disk: those blocks are known good. */
+    for (int i = 0; i < nv && rc == IBP_OK; i++)
+        if (v[i].len > 0)
+            depot_cks_cache_put(a, v[i].off / f.bs, (v[i].off + v[i].len - 1) / f.bs, 1, 0);
     return rc;
 }
 
-void depot_cks_done(depot_alloc_t *a)
+void depot_cks_done(depot_alloc_t *a, int ok)
 {
     cks_file_t f;
-    if (side_open(a, 1, &f) < 0)
-        return;
-    if (hdr_write(&f, 0, 0) < 0)
-        lns_log(LNS_LOG_WARN, "resource %d: %016llx: cannot clear the checksums' pending mark",
-                a->res->id, (unsigned long long)a->r.id);
-    close(f.fd);
+    if (!ok) /* the digests may not match the data: the mark stays, the next access heals */
+        lns_log(LNS_LOG_WARN, "resource %d: %016llx: the checksums of a write could not be "
+                "written: its bytes stay marked pending", a->res->id, (unsigned long long)a->r.id);
+    else if (side_open(a, 1, &f) == 0) {
+        if (hdr_write(&f, 0, 0) < 0)
+            lns_log(LNS_LOG_WARN, "resource %d: %016llx: cannot clear the checksums' pending "
+                    "mark", a->res->id, (unsigned long long)a->r.id);
+        close(f.fd);
+    }
+    depot_cks_cache_write_end(a);
 }
 
 /* ---- the read path ----------------------------------------------------------------------- */
 
 /* Check blocks [b0, b1]; *bad gets how many fail (a block of a pending range is healed under
- * op_mu instead).  0 or -1 (I/O). */
+ * op_mu instead).  cached: a block known good (depot_chksum_cache.c) is not hashed again.
+ * 0 or -1 (I/O). */
 static int check_blocks(depot_alloc_t *a, const depot_data_t *d, uint64_t b0, uint64_t b1,
-                        uint64_t size, uint64_t *bad)
+                        uint64_t size, int cached, uint64_t *bad)
 {
+    uint32_t seq = depot_cks_cache_seq(a);
     cks_file_t f;
     unsigned char want[EVP_MAX_MD_SIZE], got[EVP_MAX_MD_SIZE];
     char *buf = malloc(CKS_CHUNK);
@@ -319,12 +346,16 @@ static int check_blocks(depot_alloc_t *a, const depot_data_t *d, uint64_t b0, ui
             continue;
         if (covered > size - b * f.bs)
             continue; /* cut by a TRUNCATE: nothing to compare it with */
-        if (block_digest(&f, d, b, covered, got, buf) < 0) {
+        if (cached && depot_cks_cache_hit(a, b, seq))
+            continue;
+        if (lns_fail("cks.verify") < 0 || block_digest(&f, d, b, covered, got, buf) < 0) {
             rc = -1;
             break;
         }
-        if (memcmp(got, want, f.dlen) == 0)
+        if (memcmp(got, want, f.dlen) == 0) {
+            depot_cks_cache_put(a, b, b, 0, seq);
             continue;
+        }
         /* A write may be between its data and its digests: wait for it, then look again. */
         pthread_mutex_lock(&a->op_mu);
         uint64_t lo, hi;
@@ -332,7 +363,7 @@ static int check_blocks(depot_alloc_t *a, const depot_data_t *d, uint64_t b0, ui
         if (hi > lo && lo < (b + 1) * f.bs && hi > b * f.bs) {
             cks_file_t w;
             if (side_open(a, 1, &w) == 0) {
-                heal_pending(a, &w, d);
+                heal_pending(a, &w, d, 0, 0);
                 close(w.fd);
             }
         }
@@ -362,7 +393,8 @@ int depot_cks_verify(depot_alloc_t *a, const depot_data_t *d, uint64_t off, uint
     if (!a->r.cks_type || len == 0)
         return IBP_OK;
     depot_alloc_snapshot(a, &row);
-    if (check_blocks(a, d, off / row.cks_bs, (off + len - 1) / row.cks_bs, row.cur_size, &bad) < 0)
+    if (check_blocks(a, d, off / row.cks_bs, (off + len - 1) / row.cks_bs, row.cur_size, 1,
+                     &bad) < 0)
         return IBP_E_FILE_READ;
     return bad ? IBP_E_CHKSUM : IBP_OK;
 }
@@ -388,12 +420,51 @@ static int conn_read(depot_conn_t *c, void *buf, size_t n, int timeout_ms)
     return 0;
 }
 
-int depot_cks_recv(depot_conn_t *c, int fd, uint64_t off, uint64_t len, int timeout_ms)
+/* The digest stream of a network-checksummed transfer: one block of ncs_bs bytes after the
+ * other over all the ranges' bytes in order (a block may span two ranges, as ACCRE's client
+ * streams a vector), each block's digest in hex after it, the last partial block's at the
+ * end. */
+typedef struct ncs_stream {
+    EVP_MD_CTX *x;
+    const EVP_MD *md;
+    uint32_t bs;
+    uint64_t inblk;   /* bytes of the current block so far */
+} ncs_stream_t;
+
+static int ncs_open(ncs_stream_t *n, const depot_conn_t *c)
 {
-    const EVP_MD *md = cks_md(c->ncs_type);
+    n->md = cks_md(c->ncs_type);
+    n->bs = c->ncs_bs;
+    n->inblk = 0;
+    n->x = EVP_MD_CTX_new();
+    return n->x && EVP_DigestInit_ex(n->x, n->md, NULL) ? 0 : -1;
+}
+
+/* How much of k bytes to take before the current block is full. */
+static size_t ncs_room(const ncs_stream_t *n, size_t k)
+{
+    return n->bs - n->inblk < k ? (size_t)(n->bs - n->inblk) : k;
+}
+
+/* The current block's digest in hex (its length returned) and a new block begun. */
+static size_t ncs_finish(ncs_stream_t *n, char *hex)
+{
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned int dl = 0;
+    EVP_DigestFinal_ex(n->x, d, &dl);
+    to_hex(d, dl, hex);
+    EVP_DigestInit_ex(n->x, n->md, NULL);
+    n->inblk = 0;
+    return 2 * dl;
+}
+
+int depot_cks_recv(depot_conn_t *c, int fd, uint64_t base, const ibp_vec_t *v, int nv,
+                   int timeout_ms)
+{
+    ncs_stream_t n = {0};
     size_t hl = 2 * cks_len(c->ncs_type);
-    uint64_t done = 0;
     int rc = IBP_OK, mismatch = 0;
+    char want[2 * EVP_MAX_MD_SIZE + 1], sent[2 * EVP_MAX_MD_SIZE + 1];
     if (c->dcap < CKS_CHUNK) {
         char *nb = realloc(c->dbuf, CKS_CHUNK);
         if (!nb)
@@ -401,34 +472,39 @@ int depot_cks_recv(depot_conn_t *c, int fd, uint64_t off, uint64_t len, int time
         c->dbuf = nb;
         c->dcap = CKS_CHUNK;
     }
-    EVP_MD_CTX *x = EVP_MD_CTX_new();
-    if (!x)
+    if (ncs_open(&n, c) < 0) {
+        EVP_MD_CTX_free(n.x);
         return IBP_E_INTERNAL;
-    while (rc == IBP_OK && done < len) {
-        uint64_t blk = len - done < c->ncs_bs ? len - done : c->ncs_bs;
-        EVP_DigestInit_ex(x, md, NULL);
-        for (uint64_t got = 0; rc == IBP_OK && got < blk;) {
-            size_t k = blk - got > CKS_CHUNK ? CKS_CHUNK : (size_t)(blk - got);
+    }
+    for (int i = 0; i < nv && rc == IBP_OK; i++) {
+        for (uint64_t got = 0; rc == IBP_OK && got < v[i].len;) {
+            size_t k = ncs_room(&n, v[i].len - got > CKS_CHUNK ? CKS_CHUNK : (size_t)(v[i].len - got));
             if (conn_read(c, c->dbuf, k, timeout_ms) < 0)
                 rc = IBP_E_SOCK_READ;
-            else if (lns_fail("data.write") < 0 || lns_pwrite_all(fd, c->dbuf, k, off + done + got) < 0)
+            else if (lns_fail("data.write") < 0 ||
+                     lns_pwrite_all(fd, c->dbuf, k, base + v[i].off + got) < 0)
                 rc = IBP_E_FILE_WRITE;
             else
-                EVP_DigestUpdate(x, c->dbuf, k);
+                EVP_DigestUpdate(n.x, c->dbuf, k);
             got += k;
+            n.inblk += k;
+            if (rc == IBP_OK && n.inblk == n.bs) {
+                ncs_finish(&n, want);
+                if (conn_read(c, sent, hl, timeout_ms) < 0)
+                    rc = IBP_E_SOCK_READ;
+                else if (memcmp(sent, want, hl) != 0)
+                    mismatch = 1;
+            }
         }
-        unsigned char d[EVP_MAX_MD_SIZE];
-        char want[2 * EVP_MAX_MD_SIZE + 1], sent[2 * EVP_MAX_MD_SIZE + 1];
-        unsigned int dl = 0;
-        EVP_DigestFinal_ex(x, d, &dl);
-        to_hex(d, dl, want);
-        if (rc == IBP_OK && conn_read(c, sent, hl, timeout_ms) < 0)
-            rc = IBP_E_SOCK_READ;
-        if (rc == IBP_OK && memcmp(sent, want, hl) != 0)
-            mismatch = 1;
-        done += blk;
     }
-    EVP_MD_CTX_free(x);
+    if (rc == IBP_OK && n.inblk > 0) {
+        ncs_finish(&n, want);
+        if (conn_read(c, sent, hl, timeout_ms) < 0)
+            rc = IBP_E_SOCK_READ;
+        else if (memcmp(sent, want, hl) != 0)
+            mismatch = 1;
+    }
+    EVP_MD_CTX_free(n.x);
     if (rc == IBP_OK && mismatch) {
         lns_log(LNS_LOG_WARN, "%s: %016llx: a block's network checksum does not match its bytes",
                 c->peer, (unsigned long long)c->ev_alloc);
@@ -437,35 +513,36 @@ int depot_cks_recv(depot_conn_t *c, int fd, uint64_t off, uint64_t len, int time
     return rc;
 }
 
-int depot_cks_send(depot_conn_t *c, int fd, uint64_t off, uint64_t len, int timeout_ms)
+int depot_cks_send(depot_conn_t *c, int fd, uint64_t base, const ibp_vec_t *v, int nv,
+                   int timeout_ms)
 {
-    const EVP_MD *md = cks_md(c->ncs_type);
+    ncs_stream_t n = {0};
+    char hex[2 * EVP_MAX_MD_SIZE + 1];
     char *buf = malloc(CKS_CHUNK);
-    EVP_MD_CTX *x = EVP_MD_CTX_new();
-    int rc = buf && x ? 0 : -1;
-    for (uint64_t done = 0; rc == 0 && done < len;) {
-        uint64_t blk = len - done < c->ncs_bs ? len - done : c->ncs_bs;
-        EVP_DigestInit_ex(x, md, NULL);
-        for (uint64_t got = 0; rc == 0 && got < blk;) {
-            size_t k = blk - got > CKS_CHUNK ? CKS_CHUNK : (size_t)(blk - got);
-            if (pread_full(fd, buf, k, off + done + got) < 0 ||
+    int rc = buf && ncs_open(&n, c) == 0 ? 0 : -1;
+    uint64_t left = 0; /* the last digest goes without MSG_MORE */
+    for (int i = 0; i < nv; i++)
+        left += v[i].len;
+    for (int i = 0; rc == 0 && i < nv; i++) {
+        for (uint64_t got = 0; rc == 0 && got < v[i].len;) {
+            size_t k = ncs_room(&n, v[i].len - got > CKS_CHUNK ? CKS_CHUNK : (size_t)(v[i].len - got));
+            if (pread_full(fd, buf, k, base + v[i].off + got) < 0 ||
                 lns_write_full(c->fd, buf, k, MSG_MORE, timeout_ms, INT64_MAX) < 0)
                 rc = -1;
             else
-                EVP_DigestUpdate(x, buf, k);
+                EVP_DigestUpdate(n.x, buf, k);
             got += k;
+            left -= k;
+            n.inblk += k;
+            if (rc == 0 && (n.inblk == n.bs || left == 0)) {
+                size_t hl = ncs_finish(&n, hex);
+                rc = lns_write_full(c->fd, hex, hl, left ? MSG_MORE : 0, timeout_ms,
+                                    INT64_MAX) < 0 ? -1 : 0;
+            }
         }
-        unsigned char d[EVP_MAX_MD_SIZE];
-        char hex[2 * EVP_MAX_MD_SIZE + 1];
-        unsigned int dl = 0;
-        EVP_DigestFinal_ex(x, d, &dl);
-        to_hex(d, dl, hex);
-        done += blk;
-        if (rc == 0 && lns_write_full(c->fd, hex, 2 * dl, done < len ? MSG_MORE : 0, timeout_ms,
-                                      INT64_MAX) < 0)
-            rc = -1;
     }
-    EVP_MD_CTX_free(x);
+    if (n.x)
+        EVP_MD_CTX_free(n.x);
     free(buf);
     return rc;
 }
@@ -571,7 +648,7 @@ static int get_validate(depot_conn_t *c, const char *line, size_t len, long cmd,
     }
     if (cmd == CMD_VALIDATE_CHKSUM) {
         uint64_t bad = 0;
-        if (nblocks && check_blocks(a, &d, 0, nblocks - 1, row.cur_size, &bad) < 0)
+        if (nblocks && check_blocks(a, &d, 0, nblocks - 1, row.cur_size, 0, &bad) < 0)
             rc = IBP_E_FILE_READ;
         else
             depot_reply(c, 0, "1 %llu\n", (unsigned long long)bad);
@@ -631,13 +708,16 @@ int depot_cmd_chksum(depot_conn_t *c, const char *line, size_t len, ibp_req_t *r
     case CMD_WRITE_CHKSUM: plain = IBP_CMD_WRITE; break;
     case CMD_STORE_CHKSUM: plain = IBP_CMD_STORE; break;
     case CMD_ALLOCATE_CHKSUM: plain = IBP_CMD_ALLOCATE; break;
-    default: plain = 0; break; /* 22, 23, 25, 26, 30, 34, 36: not yet (docs/interop.md) */
+    case CMD_VEC_WRITE_CHKSUM: plain = IBP_CMD_VEC_WRITE; break;
+    case CMD_VEC_READ_CHKSUM: plain = IBP_CMD_VEC_READ; break;
+    case CMD_SEND_CHKSUM: plain = IBP_CMD_SEND; break;
+    default: plain = 0; break; /* 22, 23, 26, 30: not yet (docs/interop.md) */
     }
     if (!plain) {
         c->close = 1;
         return depot_reply_err(c, IBP_E_INVALID_CMD);
     }
-    int store = plain == IBP_CMD_WRITE || plain == IBP_CMD_STORE;
+    int store = plain == IBP_CMD_WRITE || plain == IBP_CMD_STORE || plain == IBP_CMD_VEC_WRITE;
     if (next_num(line, len, &i, &type) < 0 || next_num(line, len, &i, &bs) < 0) {
         c->close = 1;
         return depot_reply_err(c, IBP_E_BAD_FORMAT);
@@ -649,24 +729,40 @@ int depot_cmd_chksum(depot_conn_t *c, const char *line, size_t len, ibp_req_t *r
     else if (plain == IBP_CMD_ALLOCATE ? (type != 0 && (bs <= 0 || bs > DEPOT_CKS_BS_MAX))
                                        : (bs < 1 || bs > DEPOT_CKS_BS_MAX))
         rc = IBP_E_CHKSUM_BLOCKSIZE;
-    else {
-        char rest[IBP_MAX_REQ_LINE];
-        int n = snprintf(rest, sizeof rest, "%ld %d%.*s", v[0], plain, (int)(len - i), line + i);
-        rc = n < 0 || (size_t)n >= sizeof rest ? IBP_E_BAD_FORMAT
-                                                : ibp_req_parse(rest, (size_t)n, req);
+    else
+        rc = IBP_OK;
+    /* The plain command's line; req points into it (a vector's ranges) until the end. */
+    char *rest = NULL;
+    if (rc == IBP_OK && !(rest = malloc(IBP_MAX_REQ_LINE)))
+        rc = IBP_E_INTERNAL;
+    if (rc == IBP_OK) {
+        int n = snprintf(rest, IBP_MAX_REQ_LINE, "%ld %d%.*s", v[0], plain, (int)(len - i),
+                         line + i);
+        rc = n < 0 || n >= IBP_MAX_REQ_LINE ? IBP_E_BAD_FORMAT
+                                             : ibp_req_parse(rest, (size_t)n, req);
     }
     if (rc != IBP_OK) {
+        free(rest);
         depot_reply_err(c, rc);
-        if (store || rc == IBP_E_BAD_FORMAT)
+        if (store || rc == IBP_E_BAD_FORMAT || rc == IBP_E_INTERNAL)
             c->close = 1; /* the data may follow the line */
         return rc;
     }
-    if (plain == IBP_CMD_ALLOCATE)
-        return depot_cmd_allocate_cks(c, req, (int)type, type ? (uint32_t)(bs > UINT32_MAX ? UINT32_MAX : bs) : 0);
+    if (plain == IBP_CMD_ALLOCATE) {
+        rc = depot_cmd_allocate_cks(c, req, (int)type,
+                                    type ? (uint32_t)(bs > UINT32_MAX ? UINT32_MAX : bs) : 0);
+        free(rest);
+        return rc;
+    }
     c->ncs_type = (int)type;
     c->ncs_bs = (uint32_t)(bs > UINT32_MAX ? UINT32_MAX : bs);
-    rc = store ? depot_cmd_store(c, req) : depot_cmd_load(c, req);
+    /* SEND_CHKSUM: the bytes go to the target as a plain SEND's do (docs/interop.md: ACCRE's
+     * own sends a plain STORE line and a checksummed stream, which no target can store). */
+    rc = store ? depot_cmd_store(c, req)
+         : plain == IBP_CMD_VEC_READ ? depot_cmd_vec_read(c, req)
+         : plain == IBP_CMD_SEND ? depot_cmd_send(c, req) : depot_cmd_load(c, req);
     c->ncs_type = 0;
     c->ncs_bs = 0;
+    free(rest);
     return rc;
 }

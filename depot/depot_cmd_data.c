@@ -133,22 +133,24 @@ int depot_cmd_store(depot_conn_t *c, const ibp_req_t *req)
     }
     if (depot_reply(c, 0, "1 \n") < 0) {
         if (cks)
-            depot_cks_done(a);
+            depot_cks_done(a, 1); /* nothing written */
         depot_write_abort(a, &d);
         depot_alloc_release(a);
         if (vec)
             free(v);
         return IBP_E_SOCK_WRITE;
     }
-    for (int i = 0; i < nv && rc == IBP_OK; i++)
-        rc = c->ncs_type ? depot_cks_recv(c, d.fd, d.base + v[i].off, v[i].len, tmo)
-                         : recv_to_file(c, d.fd, d.base + v[i].off, v[i].len, tmo);
+    if (c->ncs_type)
+        rc = depot_cks_recv(c, d.fd, d.base, v, nv, tmo);
+    for (int i = 0; !c->ncs_type && i < nv && rc == IBP_OK; i++)
+        rc = recv_to_file(c, d.fd, d.base + v[i].off, v[i].len, tmo);
     /* The digests of what reached the file, whatever the outcome; then the mark goes. */
-    for (int i = 0; cks && i < nv; i++)
-        if (depot_cks_end(a, &d, v[i].off, v[i].len) != IBP_OK && rc == IBP_OK)
+    if (cks) {
+        int ok = depot_cks_end(a, &d, v, nv) == IBP_OK;
+        if (!ok && rc == IBP_OK)
             rc = IBP_E_FILE_WRITE;
-    if (cks)
-        depot_cks_done(a);
+        depot_cks_done(a, ok);
+    }
     if (rc != IBP_OK) {
         depot_write_abort(a, &d);
         depot_alloc_release(a);
@@ -290,7 +292,8 @@ int depot_cmd_load(depot_conn_t *c, const ibp_req_t *req)
             lns_event("IBP_LOAD_READ_START", "client=%s alloc=%016llx off=%llu len=%llu",
                       c->peer, (unsigned long long)c->ev_alloc,
                       (unsigned long long)req->offset, (unsigned long long)len);
-        if (c->ncs_type ? depot_cks_send(c, d.fd, (uint64_t)off, len, tmo) < 0
+        ibp_vec_t all = {(uint64_t)off, len};
+        if (c->ncs_type ? depot_cks_send(c, d.fd, 0, &all, 1, tmo) < 0
                         : lns_sendfile_full(c->fd, d.fd, &off, (size_t)len, tmo, INT64_MAX) < 0) {
             lns_log(LNS_LOG_INFO, "%s: %016llx: LOAD cut short: %s", c->peer,
                     (unsigned long long)c->ev_alloc, strerror(errno));
@@ -333,6 +336,15 @@ int depot_cmd_vec_read(depot_conn_t *c, const ibp_req_t *req)
     } else if (depot_reply(c, req->length > 0 ? MSG_MORE : 0, "1 %llu\n",
                            (unsigned long long)req->length) < 0) {
         rc = IBP_E_SOCK_WRITE;
+    } else if (c->ncs_type) {
+        if (depot_cks_send(c, d.fd, d.base, v, req->nvec, tmo) < 0) {
+            lns_log(LNS_LOG_INFO, "%s: %016llx: VEC_READ cut short: %s", c->peer,
+                    (unsigned long long)c->ev_alloc, strerror(errno));
+            c->close = 1;
+            rc = IBP_E_SOCK_WRITE;
+        } else {
+            c->ev_bytes = req->length;
+        }
     } else {
         for (int i = 0; i < req->nvec && rc == IBP_OK; i++) {
             off_t off = (off_t)(d.base + v[i].off);

@@ -93,6 +93,7 @@ void depot_config_init(depot_config_t *cfg)
     cfg->header_timeout = 10;
     cfg->max_timeout = 300;
     cfg->durability = DEPOT_DUR_OS;
+    cfg->chksum_cache = 30;
     cfg->log_level = LNS_LOG_INFO;
     cfg->event_sample = 1;
     depot_lbone_reset();
@@ -177,6 +178,8 @@ static const char usage_text[] =
     "      --header-timeout S       a started request line must arrive within S (default 10)\n"
     "      --max-timeout S          upper bound of a request's server timeout (default 300)\n"
     "      --durability os|fsync    fsync data and metadata before replying (default os)\n"
+    "      --chksum-cache S         a disk-checksummed block computed or checked less than S\n"
+    "                               seconds ago is read without hashing it (default 30; 0 = never)\n"
     "      --log-file FILE          diagnostic log (default stderr)\n"
     "      --log-level LEVEL        error, warn, info or debug (default info)\n"
     "      --event-log FILE         one IBP_REQ event line per request\n"
@@ -211,6 +214,7 @@ static const lns_conf_setting_t settings[] = {
     {"header-timeout", 0, LNS_CONF_INT, F(header_timeout), 1, 86400},
     {"max-timeout", 0, LNS_CONF_INT, F(max_timeout), 1, 86400},
     {"durability", 0, LNS_CONF_FUNC, .fn = set_durability},
+    {"chksum-cache", 0, LNS_CONF_INT, F(chksum_cache), 0, 86400},
     {"log-file", 0, LNS_CONF_STR, F(log_file)},
     {"log-level", 0, LNS_CONF_LEVEL, F(log_level)},
     {"event-log", 0, LNS_CONF_STR, F(event_log)},
@@ -300,8 +304,9 @@ void depot_config_summary(const depot_config_t *cfg, char *buf, size_t size)
                               cfg->res[i].dir, h, s, (long long)cfg->res[i].max_duration);
     }
     if (n < size)
-        snprintf(buf + n, size - n, ", max-connections %d, durability %s, admin password %s",
-                 cfg->max_connections, cfg->durability == DEPOT_DUR_FSYNC ? "fsync" : "os",
+        snprintf(buf + n, size - n, ", max-connections %d, durability %s, chksum-cache %ds, "
+                 "admin password %s", cfg->max_connections,
+                 cfg->durability == DEPOT_DUR_FSYNC ? "fsync" : "os", cfg->chksum_cache,
                  cfg->admin_password[0] ? "set" : "not set");
     depot_lbone_summary(buf, size);
 }

@@ -135,6 +135,7 @@ static depot_alloc_t *alloc_new(depot_resource_t *res, const depot_row_t *row)
     a->res = res;
     a->refcnt = 1; /* the index's */
     a->old_slot = -1;
+    a->serial = depot_cks_cache_serial();
     pthread_mutex_init(&a->op_mu, NULL);
     return a;
 }
@@ -961,7 +962,7 @@ int depot_store_open(depot_store_t *st, const depot_config_t *cfg, char *err, si
     st->durability = cfg->durability;
     st->nbuckets = 1024;
     st->buckets = calloc(st->nbuckets, sizeof *st->buckets);
-    if (!st->buckets) {
+    if (!st->buckets || depot_cks_cache_open(st, cfg->chksum_cache) < 0) {
         lns_err_set(err, errlen, "out of memory");
         return -1;
     }
@@ -1019,6 +1020,7 @@ void depot_store_close(depot_store_t *st)
         depot_slab_close(&st->res[i]);
     free(st->buckets);
     st->buckets = NULL;
+    depot_cks_cache_close(st);
     st->nres = 0;
     pthread_cond_destroy(&st->reaper_cv);
     depot_wait_destroy(st);

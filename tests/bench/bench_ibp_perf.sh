@@ -10,6 +10,8 @@
 #                       says how to build it
 #   BENCH_RUNS          rounds (default 3, at least 3)
 #   BENCH_PERF_ARGS     ibp_perf's counts after "nthreads timeout" (default below)
+#   BENCH_PERF_MODES    which modes (default "plain network_chksum disk_chksum")
+#   BENCH_LNS_ARGS      more ibp_depot flags, e.g. "--chksum-cache 0" (hash every read)
 #
 # Three modes, each run in every round against both depots, in alternating order: plain,
 # -network_chksum MD5 64 and -disk_chksum MD5 64 (ACCRE's checksummed commands 22-32).  A
@@ -41,7 +43,8 @@ RUN_TIMEOUT=120
 bench_workdir
 bench_describe_machine
 
-start_depot lns 4096
+# shellcheck disable=SC2086
+start_depot lns 4096 ${BENCH_LNS_ARGS:-}
 start_accre() {
     local dir=$WORK/accre port
     port=$("$BUILD/bench/bench_ibp" freeport)
@@ -81,7 +84,13 @@ DEPOT_accre="127.0.0.1 $PORT_accre 1"
 echo "ibp_perf: $ACCRE/bin/ibp_perf 1 HOST PORT RID $PERF_ARGS (timeout ${RUN_TIMEOUT}s a run)"
 echo "depots: lns ibp_depot 127.0.0.1:$PORT_lns (RID 0), ACCRE ibp_server 127.0.0.1:$PORT_accre (RID 1)"
 
-MODES=(plain network_chksum disk_chksum)
+read -r -a MODES <<<"${BENCH_PERF_MODES:-plain network_chksum disk_chksum}"
+for m in "${MODES[@]}"; do
+    case $m in
+    plain|network_chksum|disk_chksum) ;;
+    *) echo "$BENCH_NAME: BENCH_PERF_MODES: '$m' is not plain, network_chksum or disk_chksum" >&2; exit 2 ;;
+    esac
+done
 mode_flags() {
     case $1 in
     plain) ;;

@@ -10,7 +10,10 @@
  *
  * And the point of disk checksums: a byte flipped in the file of a checksummed allocation
  * makes the depot refuse the blocks it spoils (-63, ACCRE's IBP_E_CHKSUM), while a flip in
- * an unchecksummed allocation goes unnoticed. */
+ * an unchecksummed allocation goes unnoticed.  Not at once: a block the depot wrote or
+ * checked less than --chksum-cache seconds ago (1 here) is read without hashing it (the
+ * failpoint log counts each block hashed for a read: "cks.verify"); the flip is caught after
+ * the window and after a restart. */
 #include <CUnit/CUnit.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -30,9 +33,26 @@ typedef struct caps {
     char tk[3][64];
 } caps_t;
 
+#define WINDOW_S 1
+
 static int suite_init(void)
 {
-    return td_start(&D, NULL);
+    /* Every failpoint the depot reaches, one name a line (no point is armed). */
+    setenv("LNS_FAILPOINTS_LOG", lns_test_path("points.log"), 1);
+    return td_start(&D, "--chksum-cache 1");
+}
+
+/* How many blocks the depot has hashed to check a read, so far. */
+static int verified(void)
+{
+    FILE *f = fopen(lns_test_path("points.log"), "r");
+    char line[64];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f))
+        n += strcmp(line, "cks.verify\n") == 0;
+    if (f)
+        fclose(f);
+    return n;
 }
 
 static int suite_clean(void)
@@ -266,6 +286,68 @@ static void test_write_load_roundtrip(void)
     close(fd);
 }
 
+/* ACCRE's VEC_WRITE_CHKSUM "1 34 <type> <bs> key tk n off1 len1 ... T" and VEC_READ_CHKSUM
+ * "1 36 <type> <bs> key tk n off1 len1 ... T" (src/ibp/op_cmd.c): one digest stream over the
+ * ranges' bytes one after the other (a block may span two ranges), its last partial block's
+ * digest at the end.  And SEND_CHKSUM "1 25 <type> <bs> key tk target off len T dT dcT". */
+static void test_vector_and_send(void)
+{
+    static char data[200000], back[200000], wire[220000];
+    caps_t c, t;
+    char reply[256];
+    int fd = conn();
+    pattern(data, sizeof data, 17);
+    CU_ASSERT_EQUAL_FATAL(allocate(fd, 4, 4096, sizeof data, &c), 1);
+    CU_ASSERT_EQUAL(put(fd, &c, 0, 0, -1, data, sizeof data, 0), 1);
+    /* new bytes for [1000, 3500) and [10000, 15000): 7500 bytes, blocks of 1024 */
+    static char nw[7500];
+    pattern(nw, sizeof nw, 23);
+    memcpy(data + 1000, nw, 2500);
+    memcpy(data + 10000, nw + 2500, 5000);
+    size_t wn = stream_of(4, 1024, nw, sizeof nw, wire, 0);
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 34 4 1024 %s %s 2 1000 2500 10000 5000 30\n",
+                             c.key[1], c.tk[1]), 1);
+    CU_ASSERT_EQUAL(raw_send(fd, wire, wn), 0);
+    CU_ASSERT_EQUAL(raw_readline(fd, reply, sizeof reply) > 0, 1);
+    CU_ASSERT_STRING_EQUAL(reply, "1 7500");
+    CU_ASSERT_EQUAL(get(fd, &c, 0, 0, 0, sizeof data, back), 1);
+    CU_ASSERT(memcmp(back, data, sizeof data) == 0);
+    /* the write's own pending range was not taken for a crash's (nor cleared before its
+     * second range's digests were done) */
+    static char log[65536];
+    lns_test_slurp(D.log, log, sizeof log);
+    CU_ASSERT_PTR_NULL(strstr(log, "were being written"));
+    /* a wrong digest: -63, the connection answered after all the bytes */
+    wn = stream_of(4, 1024, nw, sizeof nw, wire, 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 34 4 1024 %s %s 2 1000 2500 10000 5000 30\n",
+                             c.key[1], c.tk[1]), 1);
+    CU_ASSERT_EQUAL(raw_send(fd, wire, wn), 0);
+    CU_ASSERT_EQUAL(raw_readline(fd, reply, sizeof reply) > 0, 1);
+    CU_ASSERT_EQUAL(raw_code(reply), -63);
+    close(fd);
+    /* VEC_READ_CHKSUM of [5, 2005) and [150000, 151500), blocks of 700 */
+    fd = conn();
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 36 4 700 %s %s 2 5 2000 150000 1500 30\n",
+                             c.key[0], c.tk[0]), 1);
+    CU_ASSERT_STRING_EQUAL(reply, "1 3500");
+    memcpy(back, data + 5, 2000);
+    memcpy(back + 2000, data + 150000, 1500);
+    size_t want = stream_of(4, 700, back, 3500, wire, 0);
+    static char got[8000];
+    CU_ASSERT_EQUAL_FATAL(raw_read(fd, got, want), 0);
+    CU_ASSERT(memcmp(got, wire, want) == 0);
+    /* SEND_CHKSUM to another allocation of the same depot: its bytes arrive as they are */
+    CU_ASSERT_EQUAL_FATAL(allocate(fd, -1, 0, sizeof data, &t), 1);
+    char target[1024];
+    snprintf(target, sizeof target, "ibp://127.0.0.1:%d/%s/%s/WRITE", D.port, t.key[1], t.tk[1]);
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 25 4 1024 %s %s %s 1000 50000 30 30 30\n",
+                             c.key[0], c.tk[0], target), 1);
+    CU_ASSERT_STRING_EQUAL(reply, "1 50000");
+    CU_ASSERT_EQUAL(get(fd, &t, 0, 0, 0, 50000, back), 1);
+    CU_ASSERT(memcmp(back, data + 1000, 50000) == 0);
+    close(fd);
+}
+
 /* A digest that does not match the bytes sent: -63 after the data, nothing appended. */
 static void test_network_mismatch(void)
 {
@@ -297,6 +379,10 @@ static void test_bit_rot(void)
     CU_ASSERT_EQUAL(put(fd, &plain, 0, 0, -1, data, sizeof data, 0), 1);
     CU_ASSERT_EQUAL_FATAL(flip(&cks, 70000), 0);
     CU_ASSERT_EQUAL_FATAL(flip(&plain, 70000), 0);
+    /* Inside the window the depot trusts the digests it has just computed from what it
+     * wrote: the flip is served (docs/depot.md, "Disk checksums"). */
+    CU_ASSERT_EQUAL(get(fd, &cks, 0, 0, 69000, 10, back), 1);
+    usleep(WINDOW_S * 1000000 + 200000);
     /* the spoiled block (65536..131072) is refused, in every form; the others still read */
     CU_ASSERT_EQUAL(get(fd, &cks, 0, 0, 0, sizeof data, back), -63);
     close(fd);
@@ -331,11 +417,98 @@ static void test_bit_rot(void)
     close(fd);
 }
 
+/* A flip right after a restart, inside what would have been the window: the restarted depot
+ * knows no block good, so its first read hashes and refuses. */
+static void test_bit_rot_restart(void)
+{
+    static char data[100000], back[100000];
+    caps_t c;
+    int fd = conn();
+    pattern(data, sizeof data, 11);
+    CU_ASSERT_EQUAL_FATAL(allocate(fd, 4, 65536, sizeof data, &c), 1);
+    CU_ASSERT_EQUAL(put(fd, &c, 0, 0, -1, data, sizeof data, 0), 1);
+    close(fd);
+    lns_test_server_kill(&D.srv, SIGKILL);
+    CU_ASSERT_EQUAL_FATAL(flip(&c, 100), 0);
+    CU_ASSERT_EQUAL_FATAL(td_restart(&D), 0);
+    fd = conn();
+    CU_ASSERT_EQUAL(get(fd, &c, 0, 0, 0, sizeof data, back), -63);
+    close(fd);
+}
+
+/* The cache: what the depot wrote, or checked, is not hashed again inside the window, is
+ * after it; a write forgets the blocks it touches; VALIDATE_CHKSUM always hashes. */
+static void test_verified_cache(void)
+{
+    static char data[4 * 65536], back[4 * 65536];
+    caps_t c;
+    char reply[64];
+    int fd = conn();
+    pattern(data, sizeof data, 13);
+    CU_ASSERT_EQUAL_FATAL(allocate(fd, 4, 65536, sizeof data, &c), 1);
+    CU_ASSERT_EQUAL(put(fd, &c, 0, 0, -1, data, sizeof data, 0), 1);
+    int n0 = verified();
+    CU_ASSERT_EQUAL(get(fd, &c, 0, 0, 0, sizeof data, back), 1); /* written: known good */
+    CU_ASSERT_EQUAL(get(fd, &c, 4, 8192, 1000, 200000, back), 1);
+    CU_ASSERT_EQUAL(verified(), n0);
+    usleep(WINDOW_S * 1000000 + 200000);
+    CU_ASSERT_EQUAL(get(fd, &c, 0, 0, 0, sizeof data, back), 1); /* the window passed */
+    CU_ASSERT_EQUAL(verified(), n0 + 4);
+    CU_ASSERT_EQUAL(get(fd, &c, 0, 0, 0, sizeof data, back), 1); /* checked: known good */
+    CU_ASSERT_EQUAL(verified(), n0 + 4);
+    usleep(WINDOW_S * 1000000 + 200000);
+    CU_ASSERT_EQUAL(put(fd, &c, 0, 0, 70000, data + 70000, 10, 0), 1); /* block 1 rewritten */
+    CU_ASSERT_EQUAL(get(fd, &c, 0, 0, 65536, 65536, back), 1);          /* by the depot */
+    CU_ASSERT_EQUAL(verified(), n0 + 4);
+    CU_ASSERT_EQUAL(get(fd, &c, 0, 0, 0, 65536, back), 1); /* block 0: the window passed */
+    CU_ASSERT_EQUAL(verified(), n0 + 5);
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 32 %s %s 0 30\n", c.key[2], c.tk[2]), 1);
+    CU_ASSERT_STRING_EQUAL(reply, "1 0");
+    CU_ASSERT_EQUAL(verified(), n0 + 9);
+    close(fd);
+}
+
+/* A write whose digests cannot be written (failpoint cks.write, the 5th hit: the entry of
+ * the WRITE's block) is refused; its bytes may be in the data, so the block must stay
+ * marked pending, never be refused with -63 afterwards. */
+static void test_failed_digest_write(void)
+{
+    static char data[65536], back[65536];
+    test_depot_t f;
+    caps_t c;
+    char reply[64];
+    setenv("LNS_FAILPOINTS", "cks.write=eio@5", 1);
+    int started = td_start(&f, "--chksum-cache 0");
+    unsetenv("LNS_FAILPOINTS");
+    CU_ASSERT_EQUAL_FATAL(started, 0);
+    int fd = td_connect(&f);
+    CU_ASSERT_FATAL(fd >= 0);
+    pattern(data, sizeof data, 29);
+    CU_ASSERT_EQUAL_FATAL(allocate(fd, 4, 65536, sizeof data, &c), 1);
+    CU_ASSERT_EQUAL(put(fd, &c, 0, 0, -1, data, sizeof data, 0), 1); /* hits 1-3 */
+    CU_ASSERT_NOT_EQUAL(put(fd, &c, 0, 0, 10, "0123456789", 10, 0), 1); /* 4 begin, 5 entry */
+    close(fd);
+    fd = td_connect(&f);
+    CU_ASSERT_EQUAL(get(fd, &c, 0, 0, 0, sizeof data, back), 1);
+    CU_ASSERT(memcmp(back, data, 10) == 0);
+    CU_ASSERT(memcmp(back + 10, data + 10, 10) == 0 || memcmp(back + 10, "0123456789", 10) == 0);
+    CU_ASSERT(memcmp(back + 20, data + 20, sizeof data - 20) == 0);
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 32 %s %s 0 30\n", c.key[2], c.tk[2]), 1);
+    CU_ASSERT_STRING_EQUAL(reply, "1 0");
+    close(fd);
+    lns_test_server_stop(&f.srv);
+}
+
 static const lns_test_case tests[] = {
     {"ALLOCATE_CHKSUM refusals (-64, -65), NONE is plain", test_allocate_refusals},
     {"WRITE/STORE/LOAD_CHKSUM, GET/VALIDATE_CHKSUM, all four types", test_write_load_roundtrip},
     {"a wrong digest on the wire: -63, nothing stored", test_network_mismatch},
-    {"a flipped byte on disk: -63 for its block, plain allocation unaffected", test_bit_rot},
+    {"VEC_WRITE/VEC_READ_CHKSUM (one stream over the ranges), SEND_CHKSUM", test_vector_and_send},
+    {"a flipped byte on disk: -63 for its block after the window, plain allocation unaffected",
+     test_bit_rot},
+    {"a flipped byte on disk: -63 at the first read after a restart", test_bit_rot_restart},
+    {"blocks written or checked are not hashed again inside the window", test_verified_cache},
+    {"a write whose digests fail leaves its block pending, not -63", test_failed_digest_write},
 };
 
 LNS_TEST_MAIN_WITH("depot_chksum", suite_init, suite_clean, tests)
