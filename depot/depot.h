@@ -324,6 +324,9 @@ void depot_write_abort(depot_alloc_t *a, depot_data_t *d);
 /* Copy the bytes of a slab allocation (row: its snapshot; op_mu held, so they stay as they
  * are) from its slot into a new own file.  0, or -1 with no own file left behind. */
 int depot_data_move(depot_alloc_t *a, const depot_row_t *row);
+/* Cut allocation id's own file to size bytes (0, or -1 with errno; a file never written is
+ * nothing to cut). */
+int depot_data_cut(depot_resource_t *res, uint64_t id, uint64_t size);
 /* Delete the own file of allocation id (none is fine). */
 void depot_data_unlink(depot_resource_t *res, uint64_t id);
 /* "<xx>/<16 hex id>": the own file's name under <dir>/data. */

@@ -58,6 +58,20 @@ void depot_data_close(depot_data_t *d)
     d->fd = -1;
 }
 
+int depot_data_cut(depot_resource_t *res, uint64_t id, uint64_t size)
+{
+    char name[32];
+    depot_data_name(id, name, sizeof name);
+    int fd = openat(res->data_fd, name, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -1; /* never written: nothing to cut */
+    int rc = lns_fail("data.truncate") < 0 || ftruncate(fd, (off_t)size) < 0 ? -1 : 0;
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc;
+}
+
 void depot_data_unlink(depot_resource_t *res, uint64_t id)
 {
     char name[32];

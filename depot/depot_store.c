@@ -669,17 +669,9 @@ int depot_store_refs(depot_alloc_t *a, int captype, int delta)
  * before an extension). */
 static void cut_own_file(depot_alloc_t *a, const depot_row_t *row, uint64_t size)
 {
-    depot_data_t d = {-1, 0, 0};
-    if (row->slab)
-        return;
-    if (depot_data_open(a->res, row, 0, &d) < 0 || !d.own) {
-        depot_data_close(&d);
-        return;
-    }
-    if (lns_fail("data.truncate") < 0 || ftruncate(d.fd, (off_t)size) < 0)
+    if (!row->slab && depot_data_cut(a->res, row->id, size) < 0)
         lns_log(LNS_LOG_WARN, "resource %d: truncate of %016llx: cannot cut its file: %s",
                 a->res->id, (unsigned long long)row->id, strerror(errno));
-    depot_data_close(&d);
 }
 
 /* CHNG (truncate 0: max_size 0 = unchanged, never below the current size) and ACCRE's

@@ -194,6 +194,11 @@ static void test_alloc_store_load_free(void)
     CU_ASSERT_EQUAL(check_data(&na, 0, buf, sizeof buf), 0);
     a = lookup(&na, DEPOT_MANAGE, &rc);
     CU_ASSERT_FATAL(a != NULL);
+    /* a TRUNCATE below the size gives the own file's tail back */
+    struct stat fsb;
+    CU_ASSERT_EQUAL(depot_store_truncate(a, 100), IBP_OK);
+    CU_ASSERT(stat(path, &fsb) == 0 && fsb.st_size == 100);
+    CU_ASSERT_EQUAL(check_data(&na, 0, buf, 100), 0);
     CU_ASSERT_EQUAL(depot_store_decr(a, IBP_READCAP), IBP_OK);
     depot_alloc_release(a);
     CU_ASSERT_EQUAL(access(path, F_OK), -1);
