@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lns_test.h"
@@ -165,6 +166,16 @@ static int copy(int fd, int cmd, const caps_t *local, int k, const char *remote,
     return 1;
 }
 
+/* The size of the own file that holds the bytes of c's allocation on depot d, or -1. */
+static long file_size(const test_depot_t *d, const caps_t *c)
+{
+    char path[PATH_MAX + 64];
+    const char *key = strchr(c->key[0], '#') + 1; /* 16 hex of the id, then the secret */
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/res0/data/%.2s/%.16s", d->dir, key, key);
+    return stat(path, &sb) < 0 ? -1 : (long)sb.st_size;
+}
+
 /* ibp_test's rename test: the old capabilities stop working, the new ones reach the same
  * bytes; and a restart keeps it so. */
 static void test_rename(void)
@@ -203,7 +214,7 @@ static void test_rename(void)
     CU_ASSERT_EQUAL(get(fd, &n, 0, 15, buf), 1);
     CU_ASSERT_STRING_EQUAL(buf, "This is a test.");
     /* ibp_test then removes it with the new manage capability */
-    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 42 1 0 0 0 30 \n", n.key[2], n.tk[2]), 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 42 1 30\n", n.key[2], n.tk[2]), 1);
     CU_ASSERT_EQUAL(get(fd, &n, 0, 15, buf), -4);
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 16 %s %s 30\n", n.key[2], n.tk[2]), -4);
     close(fd);
@@ -247,7 +258,7 @@ static void test_splitmerge_sequence(void)
     CU_ASSERT(cur == 1024 && max == 2048);
     CU_ASSERT_EQUAL(get(fd, &m, 0, 1024, rbuf), 1);
     CU_ASSERT_STRING_EQUAL(rbuf, wbuf);
-    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 42 1 0 0 0 30 \n", m.key[2], m.tk[2]), 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 42 1 30\n", m.key[2], m.tk[2]), 1);
     close(fd);
 }
 
@@ -267,12 +278,12 @@ static void test_split_merge_space(void)
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 40000, &c), 1);
     CU_ASSERT_EQUAL(put(fd, &c, -1, big, 100), 1);
     /* a child someone else holds a count on is not merged (ACCRE: -1) */
-    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 41 1 0 0 0 30 \n", c.key[2], c.tk[2]), 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 41 1 30\n", c.key[2], c.tk[2]), 1);
     CU_ASSERT_EQUAL(merge(fd, &m, &c), -1);
     fd = conn(&D1);
     CU_ASSERT_EQUAL(probe(fd, &c, &cur, &max), 1);
     CU_ASSERT(cur == 100 && max == 40000);
-    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 42 1 0 0 0 30 \n", c.key[2], c.tk[2]), 1);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 42 1 30\n", c.key[2], c.tk[2]), 1);
     /* not into itself, and only with manage capabilities */
     CU_ASSERT_EQUAL(merge(fd, &m, &m), -30);
     fd = conn(&D1);
@@ -291,6 +302,7 @@ static void test_split_merge_space(void)
     CU_ASSERT_EQUAL_FATAL(split_alloc(fd, &o, 150000, &s), 1);
     CU_ASSERT_EQUAL(probe(fd, &o, &cur, &max), 1);
     CU_ASSERT(cur == 50000 && max == 50000);
+    CU_ASSERT_EQUAL(file_size(&D1, &o), 50000); /* its file's tail is gone */
     CU_ASSERT_EQUAL(put(fd, &s, -1, big, 150000), 1);
     close(fd);
 
@@ -307,7 +319,7 @@ static void test_split_merge_space(void)
     CU_ASSERT_EQUAL(probe(fd, &s, &cur, &max), 1);
     CU_ASSERT(cur == 150000 && max == 150000);
     for (const caps_t *x = &m; x; x = x == &m ? &o : x == &o ? &s : NULL)
-        CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 42 1 0 0 0 30 \n", x->key[2], x->tk[2]), 1);
+        CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 42 1 30\n", x->key[2], x->tk[2]), 1);
     close(fd);
 }
 
