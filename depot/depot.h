@@ -13,7 +13,8 @@
  *
  * Locking order, outermost first, never the other way round:
  *     alloc->op_mu  (serializes every change of one allocation's row: STORE, WRITE, TRUNCATE,
- *                    CHNG, INCR, DECR)
+ *                    CHNG, INCR, DECR, RENAME, SPLIT, MERGE, PULL; a MERGE holds two, the
+ *                    lower id's first)
  *     store->mu     (the index, every allocation's row fields, every resource's accounting)
  *     meta->mu      (a resource's queue of metadata changes)
  * No lock is held while waiting on the network or the disk, except op_mu, which a STORE
@@ -359,6 +360,19 @@ int depot_store_change(depot_alloc_t *a, uint64_t max_size, int64_t duration, in
  * CHNG), the current size is cut to it if larger.  Never grows the current size. */
 int depot_store_truncate(depot_alloc_t *a, uint64_t new_size);
 
+/* ACCRE 1.4's RENAME (16): new keys (out) for the same allocation; the old ones stop
+ * working once it is committed.  IBP_OK, -4, -24. */
+int depot_store_rename(depot_alloc_t *a, depot_newalloc_t *out);
+/* SPLIT (18): a new allocation (out) of size bytes taken from m's maximum size (m's current
+ * size is cut to its new maximum, as a TRUNCATE).  IBP_OK, -19 (size past m's maximum, or
+ * no room for a different reliability), -22, -27, -28, -33, -36, -4, -25 (m an alias). */
+int depot_store_split(depot_alloc_t *m, int reliability, int type, int64_t duration,
+                      uint64_t size, depot_newalloc_t *out);
+/* MERGE (19): c's maximum size is added to m's and c is freed (its bytes lost).  IBP_OK,
+ * -1 (c has counts beyond its initial ones), -4, -25 (an alias), -30 (c is m), -50 (another
+ * resource), -19, -24. */
+int depot_store_merge(depot_alloc_t *m, depot_alloc_t *c);
+
 /* STATUS. */
 typedef struct depot_res_status {
     uint64_t hard, hard_used, soft, soft_used, nallocs;
@@ -422,6 +436,13 @@ int depot_meta_load(depot_meta_t *m, int64_t now, depot_meta_row_fn live, depot_
 int depot_meta_start(depot_meta_t *m);
 /* Queue a change; the caller holds store->mu so that queue order is change order. */
 void depot_meta_put(depot_meta_t *m, depot_meta_op_t *op, const depot_row_t *row);
+/* Two changes committed in one transaction, both or neither (SPLIT: the master's row and
+ * the new one's; MERGE: the master's row and the delete of a's, whose reference it takes
+ * over as depot_meta_del does, with a waiter).  Wait for each op. */
+void depot_meta_put2(depot_meta_t *m, depot_meta_op_t *op1, const depot_row_t *row1,
+                     depot_meta_op_t *op2, const depot_row_t *row2);
+void depot_meta_put_del(depot_meta_t *m, depot_meta_op_t *op, const depot_row_t *row,
+                        depot_alloc_t *a);
 /* Queue the delete of a's row; takes over one reference of a, released after the commit.
  * waiter: the caller will depot_meta_wait(&a->del_op) and take a back if it failed. */
 void depot_meta_del(depot_meta_t *m, depot_alloc_t *a, int waiter);
@@ -486,6 +507,36 @@ int depot_cmd_load(depot_conn_t *c, const ibp_req_t *req);
 int depot_cmd_vec_read(depot_conn_t *c, const ibp_req_t *req);
 int depot_cmd_send(depot_conn_t *c, const ibp_req_t *req);
 int depot_cmd_manage(depot_conn_t *c, const ibp_req_t *req);
+/* The request lines ibp_req_parse does not know (depot_line.c): fields split on runs of
+ * spaces (-1: control bytes, or more than max), a number field, "RID#key" and a type key
+ * (-1: too long); the command number of a line starting "0 " or "1 ", else -1. */
+typedef struct depot_field {
+    const char *s;
+    size_t n;
+} depot_field_t;
+int depot_line_split(const char *line, size_t len, depot_field_t *f, int max);
+int depot_line_num(const depot_field_t *f, int64_t *v);
+int depot_line_cap(const depot_field_t *k, const depot_field_t *t, char *rid, char *key, char *tk);
+int depot_line_command(const char *line, size_t len);
+/* The k-th capability (DEPOT_READ..) of na on resource rid, as ALLOCATE answers it. */
+void depot_cap_format(const depot_conn_t *c, int rid, const depot_newalloc_t *na, int k,
+                      char *buf, size_t size);
+/* ACCRE 1.4's RENAME (16), SPLIT (18), MERGE (19), PUSH (20) and PULL (21)
+ * (depot_cmd_accre.c). */
+enum { DEPOT_CMD_RENAME = 16, DEPOT_CMD_SPLIT = 18, DEPOT_CMD_MERGE = 19, DEPOT_CMD_PUSH = 20,
+       DEPOT_CMD_PULL = 21 };
+/* 1 if the request line is one of them. */
+int depot_accre_request(const char *line, size_t len);
+/* Parse and run it; req gets what the event line needs.  Returns the IBP result. */
+int depot_cmd_accre(depot_conn_t *c, const char *line, size_t len, ibp_req_t *req);
+/* PUSH and PULL (depot_cmd_data.c), on a request filled as a SEND's (key: the local
+ * capability's, target_cap: the other depot's, offset and length: the local range, timeouts).
+ * PUSH reads the local range and appends it to the remote allocation (remote_off < 0) or
+ * writes it at remote_off; PULL loads length bytes at remote_off of the remote allocation and
+ * appends them to the local one (req->offset UINT64_MAX) or writes them at req->offset.
+ * Both answer "1 <length> \n". */
+int depot_cmd_push(depot_conn_t *c, const ibp_req_t *req, int64_t remote_off);
+int depot_cmd_pull(depot_conn_t *c, const ibp_req_t *req, uint64_t remote_off);
 /* Alias capabilities (depot_alias.c): ACCRE's requests 14 and 15. */
 enum { DEPOT_CMD_ALIAS_ALLOCATE = 14, DEPOT_CMD_ALIAS_MANAGE = 15 };
 /* 1 if the request line is a 14 or 15 (which ibp_req_parse does not know). */

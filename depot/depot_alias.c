@@ -85,87 +85,13 @@ int depot_alias_write_at(depot_alloc_t **ap, uint64_t *offset, uint64_t len)
 
 /* ---- requests 14 and 15 ------------------------------------------------------------------ */
 
-typedef struct field {
-    const char *s;
-    size_t n;
-} field_t;
-
-/* Split on runs of spaces; -1 on control bytes or too many fields. */
-static int split(const char *line, size_t len, field_t *f, int max)
-{
-    int n = 0;
-    size_t i = 0;
-    if (len > 0 && line[len - 1] == '\r')
-        len--;
-    while (i < len) {
-        while (i < len && line[i] == ' ')
-            i++;
-        if (i == len)
-            break;
-        if (n == max)
-            return -1;
-        f[n].s = line + i;
-        while (i < len && line[i] != ' ') {
-            if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
-                return -1;
-            i++;
-        }
-        f[n].n = (size_t)(line + i - f[n].s);
-        n++;
-    }
-    return n;
-}
-
-static int num(const field_t *f, int64_t *v)
-{
-    return ibp_parse_i64(f->s, f->n, v);
-}
-
-/* "RID#key" and a type key into rid, key and tk. */
-static int cap_fields(const field_t *k, const field_t *t, char *rid, char *key, char *tk)
-{
-    const char *h = memchr(k->s, '#', k->n);
-    size_t rn = h ? (size_t)(h - k->s) : 0, kn = h ? k->n - rn - 1 : k->n;
-    if (rn >= IBP_MAX_RID || kn >= IBP_MAX_KEY || t->n >= IBP_MAX_KEY)
-        return -1;
-    memcpy(rid, k->s, rn);
-    rid[rn] = '\0';
-    memcpy(key, h ? h + 1 : k->s, kn);
-    key[kn] = '\0';
-    memcpy(tk, t->s, t->n);
-    tk[t->n] = '\0';
-    return 0;
-}
-
 int depot_alias_request(const char *line, size_t len)
 {
-    size_t i = 0;
-    long v[2] = {-1, -1};
-    for (int k = 0; k < 2; k++) {
-        while (i < len && line[i] == ' ')
-            i++;
-        if (i == len || line[i] < '0' || line[i] > '9')
-            return 0;
-        for (v[k] = 0; i < len && line[i] >= '0' && line[i] <= '9' && v[k] < 1000; i++)
-            v[k] = v[k] * 10 + (line[i] - '0');
-        if (i < len && line[i] != ' ')
-            return 0;
-    }
-    return (v[0] == 0 || v[0] == 1) &&
-           (v[1] == DEPOT_CMD_ALIAS_ALLOCATE || v[1] == DEPOT_CMD_ALIAS_MANAGE);
+    int cmd = depot_line_command(line, len);
+    return cmd == DEPOT_CMD_ALIAS_ALLOCATE || cmd == DEPOT_CMD_ALIAS_MANAGE;
 }
 
-static void format_cap(const depot_conn_t *c, int rid, const depot_newalloc_t *na, int k,
-                       char *buf, size_t size)
-{
-    static const char *kinds[3] = {"READ", "WRITE", "MANAGE"};
-    char key[DEPOT_KEY_HEX + 1];
-    depot_key_format(na->id, na->secret[k], key);
-    snprintf(buf, size, "ibp://%s:%d/%d#%s/%u/%s", c->srv->cfg->public_host, c->srv->port, rid,
-             key, (unsigned)na->typekey[k], kinds[k]);
-}
-
-static int alias_allocate(depot_conn_t *c, const field_t *f, int n, ibp_req_t *req)
+static int alias_allocate(depot_conn_t *c, const depot_field_t *f, int n, ibp_req_t *req)
 {
     char rid[IBP_MAX_RID], key[IBP_MAX_KEY], tk[IBP_MAX_KEY], caps[3][IBP_MAX_CAP];
     int64_t off, len, dur, tmo;
@@ -173,10 +99,11 @@ static int alias_allocate(depot_conn_t *c, const field_t *f, int n, ibp_req_t *r
     depot_alloc_t *m;
     int kind, rc;
 
-    if (n != 8 || cap_fields(&f[2], &f[3], rid, key, tk) < 0 || num(&f[7], &tmo) < 0)
+    if (n != 8 || depot_line_cap(&f[2], &f[3], rid, key, tk) < 0 ||
+        depot_line_num(&f[7], &tmo) < 0)
         return IBP_E_BAD_FORMAT;
-    if (num(&f[4], &off) < 0 || num(&f[5], &len) < 0 || num(&f[6], &dur) < 0 || off < 0 ||
-        len < 0)
+    if (depot_line_num(&f[4], &off) < 0 || depot_line_num(&f[5], &len) < 0 ||
+        depot_line_num(&f[6], &dur) < 0 || off < 0 || len < 0)
         return IBP_E_INVALID_PARAMETER;
     req->offset = (uint64_t)off;
     req->length = (uint64_t)len;
@@ -194,7 +121,7 @@ static int alias_allocate(depot_conn_t *c, const field_t *f, int n, ibp_req_t *r
     if (rc != IBP_OK)
         return rc;
     for (int k = 0; k < 3; k++)
-        format_cap(c, res, &na, k, caps[k], sizeof caps[k]);
+        depot_cap_format(c, res, &na, k, caps[k], sizeof caps[k]);
     lns_log(LNS_LOG_DEBUG, "%s: alias %016llx of %016llx [%lld, +%lld)", c->peer,
             (unsigned long long)na.id, (unsigned long long)c->ev_alloc, (long long)off,
             (long long)len);
@@ -204,12 +131,12 @@ static int alias_allocate(depot_conn_t *c, const field_t *f, int n, ibp_req_t *r
 
 /* The master's MANAGE capability in f[0] (RID#key), f[1] (type key): IBP_OK if it is
  * alias a's master's, else -10 (or -4 if the master is gone). */
-static int check_master(depot_conn_t *c, depot_alloc_t *a, const field_t *f)
+static int check_master(depot_conn_t *c, depot_alloc_t *a, const depot_field_t *f)
 {
     char rid[IBP_MAX_RID], key[IBP_MAX_KEY], tk[IBP_MAX_KEY];
     depot_alloc_t *m;
     int kind, rc;
-    if (cap_fields(&f[0], &f[1], rid, key, tk) < 0)
+    if (depot_line_cap(&f[0], &f[1], rid, key, tk) < 0)
         return IBP_E_INVALID_MANAGE_CAP;
     if (!(m = depot_store_master(a)))
         return IBP_E_CAP_NOT_FOUND;
@@ -222,26 +149,26 @@ static int check_master(depot_conn_t *c, depot_alloc_t *a, const field_t *f)
     return rc;
 }
 
-static int alias_manage(depot_conn_t *c, const field_t *f, int n, ibp_req_t *req)
+static int alias_manage(depot_conn_t *c, const depot_field_t *f, int n, ibp_req_t *req)
 {
     char rid[IBP_MAX_RID], key[IBP_MAX_KEY], tk[IBP_MAX_KEY];
     int64_t sub, captype = 0, off = 0, len = 0, dur = 0, tmo;
-    const field_t *mf = NULL;
+    const depot_field_t *mf = NULL;
     depot_alloc_t *a;
     int kind, rc;
 
-    if (n < 6 || cap_fields(&f[2], &f[3], rid, key, tk) < 0 || num(&f[4], &sub) < 0 ||
-        num(&f[n - 1], &tmo) < 0)
+    if (n < 6 || depot_line_cap(&f[2], &f[3], rid, key, tk) < 0 ||
+        depot_line_num(&f[4], &sub) < 0 || depot_line_num(&f[n - 1], &tmo) < 0)
         return IBP_E_BAD_FORMAT;
     req->subcmd = (int)sub;
     switch (sub) {
     case IBP_PROBE: /* captype timeout */
-        if (n != 7 || num(&f[5], &captype) < 0)
+        if (n != 7 || depot_line_num(&f[5], &captype) < 0)
             return IBP_E_BAD_FORMAT;
         break;
     case IBP_INCR:
     case IBP_DECR: /* captype RID#mkey mtk timeout */
-        if (n != 9 || num(&f[5], &captype) < 0)
+        if (n != 9 || depot_line_num(&f[5], &captype) < 0)
             return IBP_E_BAD_FORMAT;
         if (captype != IBP_READCAP && captype != IBP_WRITECAP)
             return IBP_E_BAD_FORMAT;
@@ -250,8 +177,8 @@ static int alias_manage(depot_conn_t *c, const field_t *f, int n, ibp_req_t *req
     case IBP_CHNG: /* [captype] offset length duration RID#mkey mtk timeout */
         if (n != 11 && n != 12)
             return IBP_E_BAD_FORMAT;
-        if (num(&f[n - 6], &off) < 0 || num(&f[n - 5], &len) < 0 || num(&f[n - 4], &dur) < 0 ||
-            off < 0 || len < 0)
+        if (depot_line_num(&f[n - 6], &off) < 0 || depot_line_num(&f[n - 5], &len) < 0 ||
+            depot_line_num(&f[n - 4], &dur) < 0 || off < 0 || len < 0)
             return IBP_E_INVALID_PARAMETER;
         mf = &f[n - 3];
         break;
@@ -301,13 +228,13 @@ static int alias_manage(depot_conn_t *c, const field_t *f, int n, ibp_req_t *req
 
 int depot_cmd_alias(depot_conn_t *c, const char *line, size_t len, ibp_req_t *req)
 {
-    field_t f[ALIAS_MAX_FIELDS];
+    depot_field_t f[ALIAS_MAX_FIELDS];
     int64_t v, cmd;
-    int n = split(line, len, f, ALIAS_MAX_FIELDS), rc;
+    int n = depot_line_split(line, len, f, ALIAS_MAX_FIELDS), rc;
 
     memset(req, 0, sizeof *req);
     req->cmd = -1;
-    if (n >= 2 && num(&f[0], &v) == 0 && num(&f[1], &cmd) == 0) {
+    if (n >= 2 && depot_line_num(&f[0], &v) == 0 && depot_line_num(&f[1], &cmd) == 0) {
         req->version = (int)v;
         req->cmd = (int)cmd;
     }

@@ -35,8 +35,8 @@ int depot_cmd_run(depot_conn_t *c, const ibp_req_t *req)
     }
 }
 
-static void format_cap(const depot_conn_t *c, int rid, const depot_newalloc_t *na, int k,
-                       char *buf, size_t size)
+void depot_cap_format(const depot_conn_t *c, int rid, const depot_newalloc_t *na, int k,
+                      char *buf, size_t size)
 {
     static const char *kinds[3] = {"READ", "WRITE", "MANAGE"};
     char key[DEPOT_KEY_HEX + 1];
@@ -64,7 +64,7 @@ int depot_cmd_allocate_cks(depot_conn_t *c, const ibp_req_t *req, int cks_type, 
         return depot_reply_err(c, rc);
     c->ev_alloc = na.id;
     for (int k = 0; k < 3; k++)
-        format_cap(c, rid, &na, k, caps[k], sizeof caps[k]);
+        depot_cap_format(c, rid, &na, k, caps[k], sizeof caps[k]);
     lns_log(LNS_LOG_DEBUG, "%s: allocated %016llx on resource %d, %llu bytes", c->peer,
             (unsigned long long)na.id, rid, (unsigned long long)req->size);
     depot_reply(c, 0, "1 %s %s %s \n", caps[0], caps[1], caps[2]);

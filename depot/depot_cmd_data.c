@@ -1,5 +1,5 @@
 /* depot_cmd_data.c -- the commands that move bytes: STORE, WRITE, LOAD, SEND and ACCRE 1.4's
- * vector WRITE and READ.
+ * vector WRITE and READ, PUSH and PULL.
  *
  * An allocation's bytes are at (fd, base): a slot of a slab file or its own file
  * (depot_data_open); byte i of the allocation is byte base + i of fd.  Incoming bytes take
@@ -8,7 +8,9 @@
  * bytes take none: the reply line goes out with MSG_MORE and the data follows with
  * sendfile(), so both leave in full segments.  A STORE is acknowledged only after its bytes
  * are in the file and its new size is committed (depot_write_commit).  A SEND is a STORE to
- * the target depot over a pooled connection, straight from the file with sendfile().
+ * the target depot over a pooled connection, straight from the file with sendfile(); ACCRE's
+ * PUSH is a SEND that may WRITE at an offset, and its PULL a WRITE whose bytes come from a
+ * LOAD of the other depot over the same clients.
  */
 #include "depot.h"
 
@@ -431,26 +433,44 @@ static ibp_client_t *sender_shared(depot_senders_t *s, int wait_ms, int dst_t)
     return cl;
 }
 
-/* STORE the requested range of d to the target depot, in the version libibp finds out for it
- * (version 1, or 0 for a LoCI 1.3 depot that drops version-1 lines), as every client does. */
+/* The client for a copy's dst_T and wait (the shared one, else one of its own in *own). */
+static ibp_client_t *sender_for(depot_senders_t *senders, const ibp_req_t *req, int wait_ms,
+                                ibp_client_t **own)
+{
+    int dst_t = req->dst_timeout > 0 ? req->dst_timeout : 1;
+    ibp_client_t *cl = sender_shared(senders, wait_ms, dst_t);
+    *own = NULL;
+    if (!cl)
+        cl = *own = sender_client(wait_ms, dst_t, 0);
+    return cl;
+}
+
+/* STORE the requested range of d to the target depot (or, for ACCRE's PUSH with a remote
+ * offset, WRITE it there: dst_off >= 0), in the version libibp finds out for it (version 1,
+ * or 0 for a LoCI 1.3 depot that drops version-1 lines), as every client does. */
 static int send_to(depot_senders_t *senders, const ibp_req_t *req, const depot_data_t *d,
-                   int wait_ms, uint64_t *copied)
+                   int64_t dst_off, int wait_ms, uint64_t *copied)
 {
     int rc;
-    int dst_t = req->dst_timeout > 0 ? req->dst_timeout : 1;
-    ibp_client_t *cl = sender_shared(senders, wait_ms, dst_t), *own = NULL;
-    if (!cl && !(cl = own = sender_client(wait_ms, dst_t, 0)))
+    ibp_client_t *own, *cl = sender_for(senders, req, wait_ms, &own);
+    if (!cl)
         return IBP_E_INTERNAL;
     if (lns_fail("send.store") < 0) {
         ibp_client_free(own);
         return IBP_E_CONNECTION;
     }
-    rc = ibp_store_file(cl, req->target_cap, d->fd, d->base + req->offset, req->length, copied);
+    if (dst_off < 0)
+        rc = ibp_store_file(cl, req->target_cap, d->fd, d->base + req->offset, req->length,
+                            copied);
+    else
+        rc = ibp_write_file(cl, req->target_cap, (uint64_t)dst_off, d->fd,
+                            d->base + req->offset, req->length, copied);
     ibp_client_free(own);
     return rc;
 }
 
-int depot_cmd_send(depot_conn_t *c, const ibp_req_t *req)
+/* SEND, and ACCRE's PUSH (20): the same, with a remote offset (< 0: append). */
+static int send_common(depot_conn_t *c, const ibp_req_t *req, int64_t dst_off, int accre)
 {
     depot_alloc_t *a;
     depot_data_t d;
@@ -464,17 +484,103 @@ int depot_cmd_send(depot_conn_t *c, const ibp_req_t *req)
     if (req->length > 0 && (rc = verify(a, &d, req->offset, req->length)) != IBP_OK)
         depot_data_close(&d);
     else if (req->length > 0) {
-        rc = send_to(c->srv->senders, req, &d, depot_conn_timeout_ms(c, req->dst_client_timeout),
-                     &copied);
+        rc = send_to(c->srv->senders, req, &d, dst_off,
+                     depot_conn_timeout_ms(c, req->dst_client_timeout), &copied);
         depot_data_close(&d);
     }
     depot_alloc_release(a);
     if (rc != IBP_OK) {
-        lns_log(LNS_LOG_INFO, "%s: %016llx: SEND failed: %s", c->peer,
-                (unsigned long long)c->ev_alloc, ibp_strerror(rc));
+        lns_log(LNS_LOG_INFO, "%s: %016llx: %s failed: %s", c->peer,
+                (unsigned long long)c->ev_alloc, accre ? "PUSH" : "SEND", ibp_strerror(rc));
         return depot_reply_err(c, rc);
     }
     c->ev_bytes = copied;
-    depot_reply(c, 0, "1 %llu\n", (unsigned long long)copied);
+    depot_reply(c, 0, accre ? "1 %llu \n" : "1 %llu\n", (unsigned long long)copied);
+    return IBP_OK;
+}
+
+int depot_cmd_send(depot_conn_t *c, const ibp_req_t *req)
+{
+    return send_common(c, req, -1, 0);
+}
+
+int depot_cmd_push(depot_conn_t *c, const ibp_req_t *req, int64_t remote_off)
+{
+    return send_common(c, req, remote_off, 1);
+}
+
+/* LOAD len bytes at off of the remote read capability rcap into fd at at, through SEND's
+ * clients. */
+static int pull_from(depot_senders_t *senders, const ibp_req_t *req, uint64_t off, int fd,
+                     uint64_t at, int wait_ms, char *buf, size_t bufsize)
+{
+    ibp_client_t *own, *cl = sender_for(senders, req, wait_ms, &own);
+    ibp_loader_t *l = cl ? ibp_loader_new(cl) : NULL;
+    int rc;
+    if (!l) {
+        ibp_client_free(own);
+        return IBP_E_INTERNAL;
+    }
+    rc = lns_fail("pull.load") < 0 ? IBP_E_CONNECTION
+                                   : ibp_loader_start(l, req->target_cap, off, req->length);
+    for (uint64_t done = 0; rc == IBP_OK && done < req->length;) {
+        size_t n = req->length - done < bufsize ? (size_t)(req->length - done) : bufsize;
+        if ((rc = ibp_loader_read(l, buf, n)) != IBP_OK)
+            break;
+        if (lns_fail("data.write") < 0 || lns_pwrite_all(fd, buf, n, at + done) < 0)
+            rc = IBP_E_FILE_WRITE;
+        done += n;
+    }
+    ibp_loader_free(l);
+    ibp_client_free(own);
+    return rc;
+}
+
+/* ACCRE's PULL (21): a WRITE (or STORE: req->offset UINT64_MAX) into the local allocation
+ * whose bytes come from a LOAD of the remote one.  Committed as a STORE is, or nothing. */
+int depot_cmd_pull(depot_conn_t *c, const ibp_req_t *req, uint64_t remote_off)
+{
+    depot_alloc_t *a;
+    depot_data_t d;
+    uint64_t at = 0, off = req->offset;
+    int kind, rc;
+
+    rc = depot_store_lookup(c->srv->store, req->rid, req->key, req->typekey, &a, &kind);
+    if (rc != IBP_OK)
+        return depot_reply_err(c, rc);
+    c->ev_alloc = a->r.id;
+    if (kind != DEPOT_WRITE)
+        rc = IBP_E_CAP_NOT_WRITE;
+    else if ((rc = depot_alias_write_at(&a, &off, req->length)) == IBP_OK)
+        rc = depot_write_begin(a, off, req->length, &at, &d);
+    if (rc != IBP_OK) {
+        depot_alloc_release(a);
+        return depot_reply_err(c, rc);
+    }
+    size_t want = req->length > DATA_CHUNK ? DATA_CHUNK : (size_t)req->length;
+    if (c->dcap < want) {
+        char *nb = realloc(c->dbuf, want);
+        if (nb) {
+            c->dbuf = nb;
+            c->dcap = want;
+        }
+    }
+    if (c->dcap < want)
+        rc = IBP_E_INTERNAL;
+    else
+        rc = pull_from(c->srv->senders, req, remote_off, d.fd, d.base + at,
+                       depot_conn_timeout_ms(c, req->dst_client_timeout), c->dbuf, c->dcap);
+    if (rc != IBP_OK)
+        depot_write_abort(a, &d);
+    else
+        rc = depot_write_commit(a, &d, at + req->length);
+    depot_alloc_release(a);
+    if (rc != IBP_OK) {
+        lns_log(LNS_LOG_INFO, "%s: %016llx: PULL failed: %s", c->peer,
+                (unsigned long long)c->ev_alloc, ibp_strerror(rc));
+        return depot_reply_err(c, rc);
+    }
+    c->ev_bytes = req->length;
+    depot_reply(c, 0, "1 %llu \n", (unsigned long long)req->length);
     return IBP_OK;
 }

@@ -519,27 +519,38 @@ int depot_meta_start(depot_meta_t *m)
     return 0;
 }
 
-/* 1 if queued, 0 if there is no writer any more (op is then done and failed). */
-static int enqueue(depot_meta_t *m, depot_meta_op_t *op)
+/* Queue ops[0..n) under one hold of m->mu, so that the writer, which takes the whole queue
+ * at once, commits them in one transaction.  1 if queued, 0 if there is no writer any more
+ * (the ops are then done and failed). */
+static int enqueue_n(depot_meta_t *m, depot_meta_op_t *const *ops, int n)
 {
-    op->next = NULL;
-    op->rc = 0;
-    sem_init(&op->done, 0, 0);
+    for (int i = 0; i < n; i++) {
+        ops[i]->next = i + 1 < n ? ops[i + 1] : NULL;
+        ops[i]->rc = 0;
+        sem_init(&ops[i]->done, 0, 0);
+    }
     pthread_mutex_lock(&m->mu);
     if (m->closed || !m->running) {
-        op->rc = -1;
-        sem_post(&op->done);
+        for (int i = 0; i < n; i++) {
+            ops[i]->rc = -1;
+            sem_post(&ops[i]->done);
+        }
         pthread_mutex_unlock(&m->mu);
         return 0;
     }
     if (m->tail)
-        m->tail->next = op;
+        m->tail->next = ops[0];
     else
-        m->head = op;
-    m->tail = op;
+        m->head = ops[0];
+    m->tail = ops[n - 1];
     pthread_cond_signal(&m->work_cv);
     pthread_mutex_unlock(&m->mu);
     return 1;
+}
+
+static int enqueue(depot_meta_t *m, depot_meta_op_t *op)
+{
+    return enqueue_n(m, &op, 1);
 }
 
 void depot_meta_put(depot_meta_t *m, depot_meta_op_t *op, const depot_row_t *row)
@@ -549,6 +560,35 @@ void depot_meta_put(depot_meta_t *m, depot_meta_op_t *op, const depot_row_t *row
     op->waiter = 1;
     op->row = *row;
     enqueue(m, op);
+}
+
+void depot_meta_put2(depot_meta_t *m, depot_meta_op_t *op1, const depot_row_t *row1,
+                     depot_meta_op_t *op2, const depot_row_t *row2)
+{
+    depot_meta_op_t *ops[2] = {op1, op2};
+    for (int i = 0; i < 2; i++) {
+        ops[i]->del = 0;
+        ops[i]->unref = NULL;
+        ops[i]->waiter = 1;
+        ops[i]->row = *(i ? row2 : row1);
+    }
+    enqueue_n(m, ops, 2);
+}
+
+void depot_meta_put_del(depot_meta_t *m, depot_meta_op_t *op, const depot_row_t *row,
+                        depot_alloc_t *a)
+{
+    depot_meta_op_t *ops[2] = {op, &a->del_op};
+    op->del = 0;
+    op->unref = NULL;
+    op->waiter = 1;
+    op->row = *row;
+    a->del_op.del = 1;
+    a->del_op.unref = a;
+    a->del_op.waiter = 1;
+    memset(&a->del_op.row, 0, sizeof a->del_op.row);
+    a->del_op.row.id = a->r.id;
+    enqueue_n(m, ops, 2);
 }
 
 void depot_meta_del(depot_meta_t *m, depot_alloc_t *a, int waiter)

@@ -104,6 +104,11 @@ static const char *cmd_name(const ibp_req_t *req)
     case IBP_CMD_STATUS: return req->subcmd == IBP_ST_CHANGE ? "STATUS_CHANGE" : "STATUS";
     case DEPOT_CMD_ALIAS_ALLOCATE: return "ALIAS_ALLOCATE";
     case DEPOT_CMD_ALIAS_MANAGE: return "ALIAS_MANAGE";
+    case DEPOT_CMD_RENAME: return "RENAME";
+    case DEPOT_CMD_SPLIT: return "SPLIT";
+    case DEPOT_CMD_MERGE: return "MERGE";
+    case DEPOT_CMD_PUSH: return "PUSH";
+    case DEPOT_CMD_PULL: return "PULL";
     case IBP_CMD_MANAGE:
         switch (req->subcmd) {
         case IBP_PROBE: return "PROBE";
@@ -177,8 +182,10 @@ static void serve(depot_conn_t *c)
             if (lns_event_sampled())
                 event(c, &req, t0, rc);
             continue;
-        } else if (depot_alias_request(line, len)) { /* 14, 15: depot_alias.c */
-            rc = depot_cmd_alias(c, line, len, &req);
+        } else if (depot_alias_request(line, len) || depot_accre_request(line, len)) {
+            /* 14, 15: depot_alias.c; 16, 18-21: depot_cmd_accre.c */
+            rc = depot_alias_request(line, len) ? depot_cmd_alias(c, line, len, &req)
+                                                : depot_cmd_accre(c, line, len, &req);
             if (lns_event_sampled())
                 event(c, &req, t0, rc);
             continue;

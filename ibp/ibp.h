@@ -211,6 +211,10 @@ int ibp_write(ibp_client_t *c, const char *wcap, uint64_t offset, const void *bu
               uint64_t *written);
 int ibp_write_fd(ibp_client_t *c, const char *wcap, uint64_t offset, int fd, uint64_t len,
                  uint64_t *written);
+/* WRITE len bytes of the regular file file_fd from file_offset at offset, with sendfile(2),
+ * as ibp_store_file (the depot uses it for ACCRE's PUSH to an offset). */
+int ibp_write_file(ibp_client_t *c, const char *wcap, uint64_t offset, int file_fd,
+                   uint64_t file_offset, uint64_t len, uint64_t *written);
 
 /* LOAD len bytes at offset into buf. */
 int ibp_load(ibp_client_t *c, const char *rcap, uint64_t offset, uint64_t len, void *buf);

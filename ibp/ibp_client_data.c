@@ -225,6 +225,17 @@ int ibp_write_fd(ibp_client_t *c, const char *wcap, uint64_t offset, int fd, uin
     return store_common(c, wcap, IBP_CMD_WRITE, offset, &src, len, written);
 }
 
+int ibp_write_file(ibp_client_t *c, const char *wcap, uint64_t offset, int file_fd,
+                   uint64_t file_offset, uint64_t len, uint64_t *written)
+{
+    data_src_t src = {.kind = SRC_FILE, .fd = file_fd, .file_offset = file_offset};
+    if (file_fd < 0)
+        return IBP_E_FILE_READ;
+    if (file_offset > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - file_offset)
+        return IBP_E_INV_PAR_SIZE;
+    return store_common(c, wcap, IBP_CMD_WRITE, offset, &src, len, written);
+}
+
 /* Send the LOAD request and check that the reply announces exactly len bytes. */
 static int load_begin(ibp_client_t *c, const char *rcap, uint64_t offset, uint64_t len,
                       ibp_intr_t *intr, ibp_conn_t **conn)

@@ -1,8 +1,10 @@
 /* test_depot_faults.c -- the depot's fault-injection harness: every mutating step made to fail
  * or to crash, and the invariants checked after each.
  *
- * A script of requests (ALLOCATE, STORE, WRITE, TRUNCATE, CHNG, INCR, DECR, SEND, and an
- * allocation left to expire for the reaper) runs against a real ibp_depot while a model keeps
+ * A script of requests (ALLOCATE, STORE, WRITE, TRUNCATE, CHNG, INCR, DECR, SEND, ACCRE 1.4's
+ * RENAME, SPLIT, MERGE, PUSH and PULL (raw request lines: libibp has no calls for them; the
+ * copies between allocations of the one depot, which connects to itself), and an allocation
+ * left to expire for the reaper) runs against a real ibp_depot while a model keeps
  * what the depot acknowledged.  A clean run, with LNS_FAILPOINTS_LOG, records which failpoints
  * (common/lns_fail.h) each request reaches; every (request, failpoint, action) triple found
  * there is a fault run: the depot starts with that one point armed ("error": ENOSPC, "eio",
@@ -24,6 +26,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,56 +68,74 @@ typedef struct fuzzy {
 typedef struct model {
     m_alloc_t a[NA];
     fuzzy_t fz;
+    ibp_caps_t renamed; /* what a RENAME answered */
 } model_t;
 
 /* ---- the script ----------------------------------------------------------------------------- */
 
-enum op_kind { OP_ALLOC, OP_STORE, OP_WRITE, OP_TRUNC, OP_CHNG, OP_INCR, OP_DECR, OP_SEND, OP_EXPIRE };
+enum op_kind { OP_ALLOC, OP_STORE, OP_WRITE, OP_TRUNC, OP_CHNG, OP_INCR, OP_DECR, OP_SEND, OP_EXPIRE,
+               OP_RENAME, OP_SPLIT, OP_MERGE, OP_PUSH, OP_PULL };
 
 typedef struct op {
     int kind;
     int a;              /* the allocation it works on */
-    int b;              /* SEND: the target; INCR/DECR: IBP_READCAP or IBP_WRITECAP */
+    int b;              /* SEND, PUSH: the target; PULL: the source; SPLIT: the new one; MERGE:
+                           the child; INCR/DECR: IBP_READCAP or IBP_WRITECAP */
     uint64_t x, y;      /* ALLOC: size, duration; STORE: len; WRITE: offset, len; TRUNC: new max size;
-                           CHNG: max size; SEND: offset, len */
+                           CHNG: max size; SEND, PUSH: offset, len; PULL: the source's offset,
+                           len; SPLIT: size */
     const char *what;
+    int64_t z;          /* PUSH: the target's offset, PULL: a's (-1: append) */
 } op_t;
 
 static const op_t script[] = {
-    {OP_ALLOC, 5, 0, 8192, 1, "allocate 8 KiB for 1 s (slab)"},
-    {OP_STORE, 5, 0, 3000, 0, "store into the short-lived one"},
-    {OP_ALLOC, 0, 0, 16384, 600, "allocate 16 KiB (slab)"},
-    {OP_ALLOC, 1, 0, 262144, 600, "allocate 256 KiB (own file)"},
-    {OP_ALLOC, 2, 0, 4096, 600, "allocate 4 KiB (slab)"},
-    {OP_ALLOC, 3, 0, 131072, 600, "allocate 128 KiB (own file)"},
-    {OP_STORE, 0, 0, 5000, 0, "store 5000 into the slab one"},
-    {OP_STORE, 1, 0, 100000, 0, "store 100000 into the own-file one"},
-    {OP_STORE, 2, 0, 3000, 0, "store 3000 into the 4 KiB one"},
-    {OP_STORE, 3, 0, 70000, 0, "store 70000"},
-    {OP_WRITE, 0, 0, 8000, 1000, "write past the end of a slab (gap of zeros)"},
-    {OP_WRITE, 1, 0, 150000, 20000, "write past the end of an own file"},
-    {OP_WRITE, 3, 0, 90000, 0, "empty write past the end of an own file"},
-    {OP_WRITE, 1, 0, 10, 500, "overwrite inside"},
-    {OP_TRUNC, 1, 0, 60000, 0, "truncate an own file below its size (cut, max too)"},
-    {OP_TRUNC, 0, 0, 2000, 0, "truncate a slab below its size"},
-    {OP_TRUNC, 0, 0, 12000, 0, "truncate a slab up (max only, same slot)"},
-    {OP_TRUNC, 3, 0, 120000, 0, "truncate an own file's max down, above its size"},
-    {OP_TRUNC, 2, 0, 70000, 0, "truncate a slab up past its slot (moves to an own file)"},
-    {OP_CHNG, 0, 0, 100000, 0, "change a slab past its slot (moves to an own file)"},
-    {OP_CHNG, 2, 0, 2000, 0, "change below the size (refused)"},
-    {OP_INCR, 1, IBP_READCAP, 0, 0, "incr read"},
-    {OP_DECR, 1, IBP_READCAP, 0, 0, "decr read"},
-    {OP_DECR, 2, IBP_WRITECAP, 0, 0, "decr write to 0"},
-    {OP_STORE, 2, 0, 10, 0, "store after the write count reached 0"},
-    {OP_SEND, 1, 3, 0, 10000, "send 10000 to another allocation"},
-    {OP_STORE, 0, 0, 4000, 0, "store into the moved one"},
-    {OP_DECR, 2, IBP_READCAP, 0, 0, "decr read to 0: free a slab allocation"},
-    {OP_ALLOC, 4, 0, 4096, 600, "allocate 4 KiB (takes the freed slot)"},
-    {OP_STORE, 4, 0, 4096, 0, "store 4096 into it"},
-    {OP_EXPIRE, 5, 0, 0, 0, "wait for the short-lived one to expire"},
-    {OP_ALLOC, 6, 0, 8192, 600, "allocate 8 KiB (may take the expired slot)"},
-    {OP_STORE, 6, 0, 8192, 0, "store 8192 into it"},
-    {OP_DECR, 1, IBP_READCAP, 0, 0, "free an own-file allocation"},
+    {OP_ALLOC, 5, 0, 8192, 1, "allocate 8 KiB for 1 s (slab)", 0},
+    {OP_STORE, 5, 0, 3000, 0, "store into the short-lived one", 0},
+    {OP_ALLOC, 0, 0, 16384, 600, "allocate 16 KiB (slab)", 0},
+    {OP_ALLOC, 1, 0, 262144, 600, "allocate 256 KiB (own file)", 0},
+    {OP_ALLOC, 2, 0, 4096, 600, "allocate 4 KiB (slab)", 0},
+    {OP_ALLOC, 3, 0, 131072, 600, "allocate 128 KiB (own file)", 0},
+    {OP_STORE, 0, 0, 5000, 0, "store 5000 into the slab one", 0},
+    {OP_STORE, 1, 0, 100000, 0, "store 100000 into the own-file one", 0},
+    {OP_STORE, 2, 0, 3000, 0, "store 3000 into the 4 KiB one", 0},
+    {OP_STORE, 3, 0, 70000, 0, "store 70000", 0},
+    {OP_WRITE, 0, 0, 8000, 1000, "write past the end of a slab (gap of zeros)", 0},
+    {OP_WRITE, 1, 0, 150000, 20000, "write past the end of an own file", 0},
+    {OP_WRITE, 3, 0, 90000, 0, "empty write past the end of an own file", 0},
+    {OP_WRITE, 1, 0, 10, 500, "overwrite inside", 0},
+    {OP_TRUNC, 1, 0, 60000, 0, "truncate an own file below its size (cut, max too)", 0},
+    {OP_TRUNC, 0, 0, 2000, 0, "truncate a slab below its size", 0},
+    {OP_TRUNC, 0, 0, 12000, 0, "truncate a slab up (max only, same slot)", 0},
+    {OP_TRUNC, 3, 0, 120000, 0, "truncate an own file's max down, above its size", 0},
+    {OP_TRUNC, 2, 0, 70000, 0, "truncate a slab up past its slot (moves to an own file)", 0},
+    {OP_CHNG, 0, 0, 100000, 0, "change a slab past its slot (moves to an own file)", 0},
+    {OP_CHNG, 2, 0, 2000, 0, "change below the size (refused)", 0},
+    {OP_INCR, 1, IBP_READCAP, 0, 0, "incr read", 0},
+    {OP_DECR, 1, IBP_READCAP, 0, 0, "decr read", 0},
+    {OP_DECR, 2, IBP_WRITECAP, 0, 0, "decr write to 0", 0},
+    {OP_STORE, 2, 0, 10, 0, "store after the write count reached 0", 0},
+    {OP_SEND, 1, 3, 0, 10000, "send 10000 to another allocation", 0},
+    {OP_STORE, 0, 0, 4000, 0, "store into the moved one", 0},
+    {OP_DECR, 2, IBP_READCAP, 0, 0, "decr read to 0: free a slab allocation", 0},
+    {OP_ALLOC, 4, 0, 4096, 600, "allocate 4 KiB (takes the freed slot)", 0},
+    {OP_STORE, 4, 0, 4096, 0, "store 4096 into it", 0},
+    {OP_EXPIRE, 5, 0, 0, 0, "wait for the short-lived one to expire", 0},
+    {OP_ALLOC, 6, 0, 8192, 600, "allocate 8 KiB (may take the expired slot)", 0},
+    {OP_STORE, 6, 0, 8192, 0, "store 8192 into it", 0},
+    {OP_DECR, 1, IBP_READCAP, 0, 0, "free an own-file allocation", 0},
+    {OP_RENAME, 3, 0, 0, 0, "rename an own-file allocation", 0},
+    {OP_SPLIT, 6, 7, 4096, 0, "split 4 KiB off a full 8 KiB slab (cuts it)", 0},
+    {OP_SPLIT, 6, 1, 8192, 0, "split more than the master has (refused)", 0},
+    {OP_PUSH, 6, 7, 0, 1000, "push 1000 bytes to the new one (append)", -1},
+    {OP_PULL, 7, 3, 0, 2000, "pull 2000 bytes of another to its end", 1000},
+    {OP_PUSH, 3, 7, 100, 500, "push to an offset past the end (gap of zeros)", 3200},
+    {OP_PULL, 7, 3, 100000, 10, "pull past the source's size (refused)", -1},
+    {OP_RENAME, 7, 0, 0, 0, "rename a slab allocation", 0},
+    {OP_MERGE, 6, 7, 0, 0, "merge it back (8 KiB, the same slot)", 0},
+    {OP_SPLIT, 4, 7, 1000, 0, "split 1000 off a 4 KiB slab", 0},
+    {OP_MERGE, 0, 7, 0, 0, "merge a slab child into an own-file master", 0},
+    {OP_MERGE, 4, 6, 0, 0, "merge past the master's slot (moves to an own file)", 0},
+    {OP_STORE, 4, 0, 5000, 0, "store into the merged one", 0},
 };
 #define NOPS ((int)(sizeof script / sizeof script[0]))
 
@@ -122,7 +143,7 @@ static const op_t script[] = {
 static const char *const points[] = {"data.write", "data.zero", "data.fsync", "data.truncate",
                                      "data.move", "data.unlink", "slab.punch", "meta.commit",
                                      "meta.committed", "meta.reserve", "store.reply", "send.store",
-                                     "reap"};
+                                     "pull.load", "reap"};
 #define NPOINTS ((int)(sizeof points / sizeof points[0]))
 static const char *const actions[] = {"error", "eio", "kill"};
 
@@ -186,6 +207,44 @@ static int apply(const op_t *op, model_t *post, uint64_t seed)
             a->alive = 0;
         }
         return 0;
+    case OP_RENAME:
+        return 0;
+    case OP_SPLIT: {
+        m_alloc_t *c = &post->a[op->b];
+        if (op->x > a->max)
+            return 1;
+        a->max -= op->x;
+        if (a->size > a->max)
+            a->size = a->max;
+        memset(c, 0, sizeof *c - sizeof c->data);
+        c->used = c->alive = 1;
+        c->max = op->x;
+        c->rrefs = c->wrefs = 1;
+        return 0;
+    }
+    case OP_MERGE: {
+        m_alloc_t *c = &post->a[op->b];
+        if (!c->used || !c->alive || c->rrefs != 1 || c->wrefs > 1)
+            return 1;
+        a->max += c->max;
+        c->alive = 0;
+        return 0;
+    }
+    case OP_PUSH:
+    case OP_PULL: {
+        m_alloc_t *s = op->kind == OP_PUSH ? a : &post->a[op->b];
+        m_alloc_t *t = op->kind == OP_PUSH ? &post->a[op->b] : a;
+        size_t at = op->z < 0 ? t->size : (size_t)op->z;
+        if (!s->used || !s->alive || !t->used || !t->alive || op->x + op->y > s->size ||
+            at + op->y > t->max)
+            return 1;
+        if (at > t->size)
+            memset(t->data + t->size, 0, at - t->size);
+        memmove(t->data + at, s->data + op->x, op->y);
+        if (at + op->y > t->size)
+            t->size = at + op->y;
+        return 0;
+    }
     case OP_SEND: {
         m_alloc_t *t = &post->a[op->b];
         if (!t->used || !t->alive || op->x + op->y > a->size ||
@@ -212,9 +271,52 @@ static ibp_client_t *new_client(void)
     return ibp_client_new(&o);
 }
 
+/* "<rid>#<key> <typekey>" of a capability, for a raw request line. */
+static void wire_cap(const char *cap, char *buf, size_t n)
+{
+    char host[256], rid[64], key[300], tk[64];
+    int port;
+    if (sscanf(cap, "ibp://%255[^:]:%d/%63[^#]#%299[^/]/%63[^/]/", host, &port, rid, key, tk) != 5)
+        snprintf(buf, n, "bad bad");
+    else
+        snprintf(buf, n, "%s#%s %s", rid, key, tk);
+}
+
+/* One raw request line (printf), its reply's code; a reply of three capabilities into caps. */
+static int raw_op(const test_depot_t *d, ibp_caps_t *caps, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int raw_op(const test_depot_t *d, ibp_caps_t *caps, const char *fmt, ...)
+{
+    char line[2048], reply[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    int fd = td_connect(d);
+    if (fd < 0)
+        return IBP_E_CONNECTION;
+    int rc = raw_reqf(fd, reply, sizeof reply, "%s", line);
+    close(fd);
+    if (rc == -1000)
+        return IBP_E_SOCK_READ;
+    if (rc != 1)
+        return rc;
+    char c[3][1024];
+    if (!caps)
+        return IBP_OK;
+    if (sscanf(reply, "1 %1023s %1023s %1023s", c[0], c[1], c[2]) != 3 ||
+        strlen(c[0]) >= IBP_MAX_CAP || strlen(c[1]) >= IBP_MAX_CAP || strlen(c[2]) >= IBP_MAX_CAP)
+        return IBP_E_BAD_FORMAT;
+    memcpy(caps->read, c[0], strlen(c[0]) + 1);
+    memcpy(caps->write, c[1], strlen(c[1]) + 1);
+    memcpy(caps->manage, c[2], strlen(c[2]) + 1);
+    return IBP_OK;
+}
+
 static int exec_op(ibp_client_t *cl, const test_depot_t *d, const op_t *op, model_t *m,
                    uint64_t seed)
 {
+    char k1[512], k2[512];
     m_alloc_t *a = &m->a[op->a];
     static unsigned char buf[MAXA];
     switch (op->kind) {
@@ -238,6 +340,36 @@ static int exec_op(ibp_client_t *cl, const test_depot_t *d, const op_t *op, mode
         return ibp_decr(cl, a->caps.manage, op->b);
     case OP_SEND:
         return ibp_send(cl, a->caps.read, m->a[op->b].caps.write, op->x, op->y, NULL);
+    case OP_RENAME: {
+        ibp_caps_t nc;
+        wire_cap(a->caps.manage, k1, sizeof k1);
+        int rc = raw_op(d, &nc, "1 16 %s 10\n", k1);
+        if (rc == IBP_OK)
+            m->renamed = nc; /* run_script takes them once the request is done */
+        return rc;
+    }
+    case OP_SPLIT:
+        wire_cap(a->caps.manage, k1, sizeof k1);
+        return raw_op(d, &m->a[op->b].caps, "1 18 %s 2 1 600 %llu 10\n", k1,
+                      (unsigned long long)op->x);
+    case OP_MERGE:
+        wire_cap(a->caps.manage, k1, sizeof k1);
+        wire_cap(m->a[op->b].caps.manage, k2, sizeof k2);
+        return raw_op(d, NULL, "1 19 %s %s 10\n", k1, k2);
+    case OP_PUSH:
+    case OP_PULL: {
+        const char *local = op->kind == OP_PUSH ? a->caps.read : a->caps.write;
+        const char *remote = op->kind == OP_PUSH ? m->a[op->b].caps.write : m->a[op->b].caps.read;
+        char key[400], tk[64];
+        wire_cap(local, k1, sizeof k1);
+        if (sscanf(k1, "%399s %63s", key, tk) != 2)
+            return IBP_E_BAD_FORMAT;
+        long long loff = op->kind == OP_PUSH ? (long long)op->x : (long long)op->z;
+        long long roff = op->kind == OP_PUSH ? (long long)op->z : (long long)op->x;
+        return raw_op(d, NULL, "1 %d 1  %s %s %s %lld %lld %llu 10 10 10\n",
+                      op->kind == OP_PUSH ? 20 : 21, key, remote, tk, loff, roff,
+                      (unsigned long long)op->y);
+    }
     case OP_EXPIRE: {
         ibp_probe_t p;
         /* Expired at the next whole second at most; the reaper looks twice a second. */
@@ -454,6 +586,10 @@ static void run_script(const run_t *r)
         int rc = exec_op(cl, &d, op, &model, seed);
         if (op->kind == OP_ALLOC)
             post.a[op->a].caps = model.a[op->a].caps;
+        if (op->kind == OP_SPLIT)
+            post.a[op->b].caps = model.a[op->b].caps;
+        if (op->kind == OP_RENAME)
+            post.a[op->a].caps = model.renamed;
         if (died(&d) || (rc != IBP_OK && (lns_test_sleep_ms(50), died(&d)))) {
             /* A crash during or after the request: the state before it or after it. */
             lns_test_server_kill(&d.srv, SIGKILL);
@@ -461,9 +597,18 @@ static void run_script(const run_t *r)
                 report(r, k, "the depot did not restart");
                 break;
             }
-            if (op->kind == OP_ALLOC) {
-                post.a[op->a].used = 0; /* its capabilities may never have reached us */
-                model.a[op->a].used = 0;
+            if (op->kind == OP_ALLOC || op->kind == OP_SPLIT) {
+                int n = op->kind == OP_ALLOC ? op->a : op->b;
+                post.a[n].used = 0; /* its capabilities may never have reached us */
+                model.a[n].used = 0;
+            }
+            if (op->kind == OP_RENAME && rc != IBP_OK) {
+                /* Before: the old capabilities work.  After: the new ones, which may never
+                 * have reached us; then nothing we know reaches it any more. */
+                char why3[sizeof why];
+                if (check(cl, &model, why3, sizeof why3) != 0)
+                    model.a[op->a].used = 0;
+                post = model;
             }
             char why2[sizeof why];
             if (check(cl, &post, why, sizeof why) == 0)

@@ -481,7 +481,8 @@ static void test_malformed(void)
         {"1 7 a b c\n", -25},
         {"1 22 a b c\n", -25},
         {"1 33 a b c\n", -21}, /* a vector WRITE whose count is not a number */
-        {"1 16 a b c\n", -25}, /* rename: not supported */
+        {"1 17 a b c\n", -25}, /* ACCRE's Phoebus SEND: not supported */
+        {"1 16 a b c\n", -21}, /* a rename whose timeout is not a number */
         {"1 99 a\n", -25},
         {"0 13 k t 0 1 30\n", -25},
         {"1 -5 a\n", -25},

@@ -1,0 +1,72 @@
+/* depot_line.c -- the fields of the request lines ibp_req_parse does not know: ACCRE 1.4's
+ * alias (14, 15), rename (16), split/merge (18, 19) and push/pull (20, 21) requests.
+ *
+ * A line is split on runs of spaces, as ACCRE's server reads it (its client sends an empty
+ * path field as two spaces); control bytes are refused, as ibp_req_parse refuses them.
+ */
+#include "depot.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int depot_line_split(const char *line, size_t len, depot_field_t *f, int max)
+{
+    int n = 0;
+    size_t i = 0;
+    if (len > 0 && line[len - 1] == '\r')
+        len--;
+    while (i < len) {
+        while (i < len && line[i] == ' ')
+            i++;
+        if (i == len)
+            break;
+        if (n == max)
+            return -1;
+        f[n].s = line + i;
+        while (i < len && line[i] != ' ') {
+            if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
+                return -1;
+            i++;
+        }
+        f[n].n = (size_t)(line + i - f[n].s);
+        n++;
+    }
+    return n;
+}
+
+int depot_line_num(const depot_field_t *f, int64_t *v)
+{
+    return ibp_parse_i64(f->s, f->n, v);
+}
+
+int depot_line_cap(const depot_field_t *k, const depot_field_t *t, char *rid, char *key, char *tk)
+{
+    const char *h = memchr(k->s, '#', k->n);
+    size_t rn = h ? (size_t)(h - k->s) : 0, kn = h ? k->n - rn - 1 : k->n;
+    if (rn >= IBP_MAX_RID || kn >= IBP_MAX_KEY || t->n >= IBP_MAX_KEY)
+        return -1;
+    memcpy(rid, k->s, rn);
+    rid[rn] = '\0';
+    memcpy(key, h ? h + 1 : k->s, kn);
+    key[kn] = '\0';
+    memcpy(tk, t->s, t->n);
+    tk[t->n] = '\0';
+    return 0;
+}
+
+int depot_line_command(const char *line, size_t len)
+{
+    size_t i = 0;
+    long v[2] = {-1, -1};
+    for (int k = 0; k < 2; k++) {
+        while (i < len && line[i] == ' ')
+            i++;
+        if (i == len || line[i] < '0' || line[i] > '9')
+            return -1;
+        for (v[k] = 0; i < len && line[i] >= '0' && line[i] <= '9' && v[k] < 1000; i++)
+            v[k] = v[k] * 10 + (line[i] - '0');
+        if (i < len && line[i] != ' ')
+            return -1;
+    }
+    return v[0] == 0 || v[0] == 1 ? (int)v[1] : -1;
+}
