@@ -518,6 +518,12 @@ int depot_line_split(const char *line, size_t len, depot_field_t *f, int max);
 int depot_line_num(const depot_field_t *f, int64_t *v);
 int depot_line_cap(const depot_field_t *k, const depot_field_t *t, char *rid, char *key, char *tk);
 int depot_line_command(const char *line, size_t len);
+/* The line's first two numbers (version, command; each cut at 1000) and the index past them;
+ * 0, or -1 if it does not start with two numbers. */
+int depot_line_head(const char *line, size_t len, long v[2], size_t *end);
+/* depot_line_split, and req zeroed but for its version and command (cmd -1 if unreadable),
+ * for the event line and the log. */
+int depot_line_request(const char *line, size_t len, depot_field_t *f, int max, ibp_req_t *req);
 /* The k-th capability (DEPOT_READ..) of na on resource rid, as ALLOCATE answers it. */
 void depot_cap_format(const depot_conn_t *c, int rid, const depot_newalloc_t *na, int k,
                       char *buf, size_t size);

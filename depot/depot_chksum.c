@@ -549,29 +549,11 @@ int depot_cks_send(depot_conn_t *c, int fd, uint64_t base, const ibp_vec_t *v, i
 
 /* ---- the requests ------------------------------------------------------------------------ */
 
-/* The first two numbers of a line (version, command), or -1. */
-static int head(const char *line, size_t len, long v[2], size_t *end)
-{
-    size_t i = 0;
-    for (int k = 0; k < 2; k++) {
-        while (i < len && line[i] == ' ')
-            i++;
-        if (i == len || line[i] < '0' || line[i] > '9')
-            return -1;
-        for (v[k] = 0; i < len && line[i] >= '0' && line[i] <= '9' && v[k] < 1000; i++)
-            v[k] = v[k] * 10 + (line[i] - '0');
-        if (i < len && line[i] != ' ')
-            return -1;
-    }
-    *end = i;
-    return 0;
-}
-
 int depot_chksum_request(const char *line, size_t len)
 {
     long v[2];
     size_t e;
-    return head(line, len, v, &e) == 0 && (v[0] == 0 || v[0] == 1) &&
+    return depot_line_head(line, len, v, &e) == 0 && (v[0] == 0 || v[0] == 1) &&
            ((v[1] >= CMD_PUSH_CHKSUM && v[1] <= CMD_VALIDATE_CHKSUM) ||
             v[1] == CMD_VEC_WRITE_CHKSUM || v[1] == CMD_VEC_READ_CHKSUM);
 }
@@ -689,7 +671,7 @@ int depot_cmd_chksum(depot_conn_t *c, const char *line, size_t len, ibp_req_t *r
 
     memset(req, 0, sizeof *req);
     req->cmd = -1;
-    if (head(line, len, v, &i) < 0) {
+    if (depot_line_head(line, len, v, &i) < 0) {
         c->close = 1;
         return depot_reply_err(c, IBP_E_BAD_FORMAT);
     }

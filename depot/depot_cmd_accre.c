@@ -194,15 +194,8 @@ static int cmd_copy(depot_conn_t *c, int cmd, const depot_field_t *f, int n, ibp
 int depot_cmd_accre(depot_conn_t *c, const char *line, size_t len, ibp_req_t *req)
 {
     depot_field_t f[ACCRE_MAX_FIELDS];
-    int64_t v, cmd;
-    int n = depot_line_split(line, len, f, ACCRE_MAX_FIELDS), rc;
+    int n = depot_line_request(line, len, f, ACCRE_MAX_FIELDS, req), rc;
 
-    memset(req, 0, sizeof *req);
-    req->cmd = -1;
-    if (n >= 2 && depot_line_num(&f[0], &v) == 0 && depot_line_num(&f[1], &cmd) == 0) {
-        req->version = (int)v;
-        req->cmd = (int)cmd;
-    }
     if (n < 0)
         rc = IBP_E_BAD_FORMAT;
     else if (req->cmd == DEPOT_CMD_RENAME)

@@ -54,10 +54,9 @@ int depot_line_cap(const depot_field_t *k, const depot_field_t *t, char *rid, ch
     return 0;
 }
 
-int depot_line_command(const char *line, size_t len)
+int depot_line_head(const char *line, size_t len, long v[2], size_t *end)
 {
     size_t i = 0;
-    long v[2] = {-1, -1};
     for (int k = 0; k < 2; k++) {
         while (i < len && line[i] == ' ')
             i++;
@@ -68,5 +67,28 @@ int depot_line_command(const char *line, size_t len)
         if (i < len && line[i] != ' ')
             return -1;
     }
+    *end = i;
+    return 0;
+}
+
+int depot_line_command(const char *line, size_t len)
+{
+    long v[2];
+    size_t end;
+    if (depot_line_head(line, len, v, &end) < 0)
+        return -1;
     return v[0] == 0 || v[0] == 1 ? (int)v[1] : -1;
+}
+
+int depot_line_request(const char *line, size_t len, depot_field_t *f, int max, ibp_req_t *req)
+{
+    int64_t v, cmd;
+    int n = depot_line_split(line, len, f, max);
+    memset(req, 0, sizeof *req);
+    req->cmd = -1;
+    if (n >= 2 && depot_line_num(&f[0], &v) == 0 && depot_line_num(&f[1], &cmd) == 0) {
+        req->version = (int)v;
+        req->cmd = (int)cmd;
+    }
+    return n;
 }

@@ -383,6 +383,33 @@ static uint64_t new_id(depot_store_t *st, uint64_t id)
     return id;
 }
 
+/* A new allocation a (store->mu held, its slot taken if it has one) into the index under a
+ * fresh id, its row committed before the caller hears of it; releases store->mu.  IBP_OK, or
+ * IBP_E_INTERNAL when the row does not commit (the slot then waits for its delete). */
+static int publish_locked(depot_store_t *st, depot_alloc_t *a, depot_newalloc_t *out)
+{
+    depot_resource_t *res = a->res;
+    depot_meta_op_t op;
+
+    a->r.id = new_id(st, a->r.id);
+    index_insert(st, a);
+    res->nallocs++;
+    if (a->r.expires < res->earliest_expiry)
+        res->earliest_expiry = a->r.expires;
+    out->id = a->r.id;
+    depot_meta_put(res->meta, &op, &a->r);
+    pthread_mutex_unlock(&st->mu);
+
+    if (depot_meta_wait(res->meta, &op) < 0) {
+        /* No row: the delete is for the slot, which waits until one commits. */
+        pthread_mutex_lock(&st->mu);
+        free_locked(st, a, 0);
+        pthread_mutex_unlock(&st->mu);
+        return IBP_E_INTERNAL;
+    }
+    return IBP_OK;
+}
+
 int depot_store_allocate(depot_store_t *st, int rid, int reliability, int type, int64_t duration,
                          uint64_t size, depot_newalloc_t *out)
 {
@@ -394,7 +421,6 @@ int depot_store_allocate_cks(depot_store_t *st, int rid, int reliability, int ty
                              depot_newalloc_t *out)
 {
     depot_row_t row;
-    depot_meta_op_t op;
     depot_resource_t *res;
     depot_alloc_t *a;
     int64_t now = lns_now_s();
@@ -437,32 +463,15 @@ int depot_store_allocate_cks(depot_store_t *st, int rid, int reliability, int ty
         free(a);
         return rc;
     }
-    a->r.id = new_id(st, a->r.id);
     if (a->r.slab)
         a->r.slot = depot_slab_take(res, a->r.slab);
-    index_insert(st, a);
-    res->nallocs++;
-    if (a->r.expires < res->earliest_expiry)
-        res->earliest_expiry = a->r.expires;
-    out->id = a->r.id;
-    depot_meta_put(res->meta, &op, &a->r);
-    pthread_mutex_unlock(&st->mu);
-
-    if (depot_meta_wait(res->meta, &op) < 0) {
-        /* No row: the delete is for the slot, which waits until one commits. */
-        pthread_mutex_lock(&st->mu);
-        free_locked(st, a, 0);
-        pthread_mutex_unlock(&st->mu);
-        return IBP_E_INTERNAL;
-    }
-    return IBP_OK;
+    return publish_locked(st, a, out);
 }
 
 int depot_store_alias_allocate(depot_store_t *st, depot_alloc_t *m, uint64_t off, uint64_t len,
                                int64_t duration, depot_newalloc_t *out)
 {
     depot_resource_t *res = m->res;
-    depot_meta_op_t op;
     depot_row_t row;
     depot_alloc_t *a;
     int64_t now = lns_now_s();
@@ -502,22 +511,7 @@ int depot_store_alias_allocate(depot_store_t *st, depot_alloc_t *m, uint64_t off
     a->r.master = m->r.id;
     a->r.reliability = m->r.reliability;
     a->r.type = m->r.type;
-    a->r.id = new_id(st, a->r.id);
-    index_insert(st, a);
-    res->nallocs++;
-    if (a->r.expires < res->earliest_expiry)
-        res->earliest_expiry = a->r.expires;
-    out->id = a->r.id;
-    depot_meta_put(res->meta, &op, &a->r);
-    pthread_mutex_unlock(&st->mu);
-
-    if (depot_meta_wait(res->meta, &op) < 0) {
-        pthread_mutex_lock(&st->mu);
-        free_locked(st, a, 0);
-        pthread_mutex_unlock(&st->mu);
-        return IBP_E_INTERNAL;
-    }
-    return IBP_OK;
+    return publish_locked(st, a, out);
 }
 
 int depot_store_alias_change(depot_alloc_t *a, uint64_t off, uint64_t len, int64_t duration)
