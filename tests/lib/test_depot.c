@@ -203,3 +203,54 @@ int raw_listen_loopback(int *port)
     *port = ntohs(sa.sin_port);
     return fd;
 }
+
+int raw_caps(const char *reply, raw_caps_t *c)
+{
+    char rid[64], key[300], tk[64], kind[16], host[300];
+    int port;
+    if (sscanf(reply, "1 %699s %699s %699s", c->cap[0], c->cap[1], c->cap[2]) != 3)
+        return -1;
+    for (int k = 0; k < 3; k++) {
+        if (sscanf(c->cap[k], "ibp://%299[^:]:%d/%63[^#]#%299[^/]/%63[^/]/%15s", host, &port, rid,
+                   key, tk, kind) != 6)
+            return -1;
+        snprintf(c->key[k], sizeof c->key[k], "%s#%s", rid, key);
+        snprintf(c->tk[k], sizeof c->tk[k], "%s", tk);
+    }
+    return 0;
+}
+
+int raw_allocate(int fd, const char *line, raw_caps_t *c)
+{
+    char reply[4096];
+    int rc = raw_reqf(fd, reply, sizeof reply, "%s", line);
+    if (rc != 1)
+        return rc;
+    return raw_caps(reply, c) == 0 ? 1 : -1000;
+}
+
+int raw_put(int fd, const raw_caps_t *c, long off, const void *s, size_t n)
+{
+    char reply[256], want[64];
+    int rc = off < 0 ? raw_reqf(fd, reply, sizeof reply, "1 2 %s %s %zu 30\n", c->key[1], c->tk[1], n)
+                     : raw_reqf(fd, reply, sizeof reply, "1 13 %s %s %ld %zu 30\n", c->key[1],
+                                c->tk[1], off, n);
+    if (rc != 1)
+        return rc;
+    if (raw_send(fd, s, n) < 0 || raw_readline(fd, reply, sizeof reply) < 0)
+        return -1000;
+    snprintf(want, sizeof want, "1 %zu", n);
+    return strcmp(reply, want) == 0 ? 1 : raw_code(reply);
+}
+
+int raw_get(int fd, const raw_caps_t *c, long off, size_t n, char *buf)
+{
+    char reply[256];
+    int rc = raw_reqf(fd, reply, sizeof reply, "1 8 %s %s %ld %zu 30\n", c->key[0], c->tk[0], off, n);
+    if (rc != 1)
+        return rc;
+    if (raw_read(fd, buf, n) < 0)
+        return -1000;
+    buf[n] = '\0';
+    return 1;
+}

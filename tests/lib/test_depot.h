@@ -58,4 +58,22 @@ int raw_reqf(int fd, char *reply, size_t size, const char *fmt, ...)
 /* 1 if the peer closed the connection (EOF, nothing more to read) within ms. */
 int raw_closed_by_peer(int fd, int ms);
 
+/* A capability set as ACCRE 1.4's client sends it back: the whole capabilities, and per
+ * kind (0 read, 1 write, 2 manage) "<rid>#<key>" and the type key. */
+typedef struct raw_caps {
+    char cap[3][700];
+    char key[3][400];
+    char tk[3][64];
+} raw_caps_t;
+/* An ALLOCATE-style answer "1 <read> <write> <manage>" into c; 0 or -1. */
+int raw_caps(const char *reply, raw_caps_t *c);
+/* Send an allocating request line (ALLOCATE, ALIAS_ALLOCATE, ...) and read its capabilities:
+ * 1, the depot's error code, or -1000 for an answer that is not three capabilities. */
+int raw_allocate(int fd, const char *line, raw_caps_t *c);
+/* STORE (off < 0: append) or WRITE of n bytes as ACCRE's client sends them: 1, the error
+ * code, or -1000 when the connection failed. */
+int raw_put(int fd, const raw_caps_t *c, long off, const void *s, size_t n);
+/* LOAD n bytes at off into buf (n + 1 bytes: NUL-terminated): 1, the error code, or -1000. */
+int raw_get(int fd, const raw_caps_t *c, long off, size_t n, char *buf);
+
 #endif

@@ -30,11 +30,7 @@
 
 static test_depot_t D1, D2;
 
-typedef struct caps {
-    char cap[3][700]; /* the whole capabilities */
-    char key[3][400]; /* "<rid>#<key>" */
-    char tk[3][64];
-} caps_t;
+typedef raw_caps_t caps_t;
 
 static int suite_init(void)
 {
@@ -55,59 +51,16 @@ static int conn(const test_depot_t *d)
     return fd;
 }
 
-static int split_caps(const char *reply, caps_t *c)
-{
-    char rid[64], key[300], tk[64], kind[16], host[300];
-    int port;
-    if (sscanf(reply, "1 %699s %699s %699s", c->cap[0], c->cap[1], c->cap[2]) != 3)
-        return -1;
-    for (int k = 0; k < 3; k++) {
-        if (sscanf(c->cap[k], "ibp://%299[^:]:%d/%63[^#]#%299[^/]/%63[^/]/%15s", host, &port, rid,
-                   key, tk, kind) != 6)
-            return -1;
-        snprintf(c->key[k], sizeof c->key[k], "%s#%s", rid, key);
-        snprintf(c->tk[k], sizeof c->tk[k], "%s", tk);
-    }
-    return 0;
-}
 
 /* ALLOCATE as ibp_test does (hard, byte array, 900 s). */
 static int allocate(int fd, long size, caps_t *c)
 {
-    char reply[4096];
-    int rc = raw_reqf(fd, reply, sizeof reply, "1 1 0 2 1 900 %ld 30\n", size);
-    if (rc != 1)
-        return rc;
-    return split_caps(reply, c) == 0 ? 1 : -1000;
+    char line[128];
+    snprintf(line, sizeof line, "1 1 0 2 1 900 %ld 30\n", size);
+    return raw_allocate(fd, line, c);
 }
 
-/* STORE (append, off < 0) or WRITE of n bytes of s. */
-static int put(int fd, const caps_t *c, long off, const char *s, size_t n)
-{
-    char reply[256], want[64];
-    int rc = off < 0 ? raw_reqf(fd, reply, sizeof reply, "1 2 %s %s %zu 30\n", c->key[1], c->tk[1], n)
-                     : raw_reqf(fd, reply, sizeof reply, "1 13 %s %s %ld %zu 30\n", c->key[1],
-                                c->tk[1], off, n);
-    if (rc != 1)
-        return rc;
-    if (raw_send(fd, s, n) < 0 || raw_readline(fd, reply, sizeof reply) < 0)
-        return -1000;
-    snprintf(want, sizeof want, "1 %zu", n);
-    return strcmp(reply, want) == 0 ? 1 : raw_code(reply);
-}
 
-/* LOAD n bytes at off into buf (NUL-terminated). */
-static int get(int fd, const caps_t *c, long off, size_t n, char *buf)
-{
-    char reply[256];
-    int rc = raw_reqf(fd, reply, sizeof reply, "1 8 %s %s %ld %zu 30\n", c->key[0], c->tk[0], off, n);
-    if (rc != 1)
-        return rc;
-    if (raw_read(fd, buf, n) < 0)
-        return -1000;
-    buf[n] = '\0';
-    return 1;
-}
 
 /* PROBE (ACCRE's line) into cur and max. */
 static int probe(int fd, const caps_t *c, long *cur, long *max)
@@ -127,7 +80,7 @@ static int rename_caps(int fd, const caps_t *c, caps_t *out)
     if (rc != 1)
         return rc;
     CU_ASSERT_EQUAL(reply[strlen(reply) - 1], ' ');
-    return split_caps(reply, out) == 0 ? 1 : -1000;
+    return raw_caps(reply, out) == 0 ? 1 : -1000;
 }
 
 static int split_alloc(int fd, const caps_t *m, long size, caps_t *out)
@@ -138,7 +91,7 @@ static int split_alloc(int fd, const caps_t *m, long size, caps_t *out)
     if (rc != 1)
         return rc;
     CU_ASSERT_EQUAL(reply[strlen(reply) - 1], ' ');
-    return split_caps(reply, out) == 0 ? 1 : -1000;
+    return raw_caps(reply, out) == 0 ? 1 : -1000;
 }
 
 static int merge(int fd, const caps_t *m, const caps_t *c)
@@ -185,22 +138,22 @@ static void test_rename(void)
     int fd = conn(&D1);
 
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 1024, &c), 1);
-    CU_ASSERT_EQUAL(put(fd, &c, -1, "This is a test.", 15), 1);
+    CU_ASSERT_EQUAL(raw_put(fd, &c, -1, "This is a test.", 15), 1);
     char reply[4096];
     CU_ASSERT_EQUAL_FATAL(raw_reqf(fd, reply, sizeof reply, "1 14 %s %s 0 0 0 30\n", c.key[2],
                                    c.tk[2]), 1);
-    CU_ASSERT_EQUAL_FATAL(split_caps(reply, &al), 0);
+    CU_ASSERT_EQUAL_FATAL(raw_caps(reply, &al), 0);
     /* only the manage capability renames */
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 16 %s %s 30\n", c.key[0], c.tk[0]), -7);
     CU_ASSERT_EQUAL_FATAL(rename_caps(fd, &c, &n), 1);
     for (int k = 0; k < 3; k++)
         CU_ASSERT(strcmp(n.key[k], c.key[k]) != 0);
-    CU_ASSERT_EQUAL(get(fd, &c, 0, 15, buf), -4);
-    CU_ASSERT_EQUAL(put(fd, &c, -1, "x", 1), -4);
+    CU_ASSERT_EQUAL(raw_get(fd, &c, 0, 15, buf), -4);
+    CU_ASSERT_EQUAL(raw_put(fd, &c, -1, "x", 1), -4);
     fd = conn(&D1); /* a refused STORE closes the connection */
-    CU_ASSERT_EQUAL(get(fd, &n, 0, 15, buf), 1);
+    CU_ASSERT_EQUAL(raw_get(fd, &n, 0, 15, buf), 1);
     CU_ASSERT_STRING_EQUAL(buf, "This is a test.");
-    CU_ASSERT_EQUAL(get(fd, &al, 0, 15, buf), 1); /* an alias names the allocation, not its keys */
+    CU_ASSERT_EQUAL(raw_get(fd, &al, 0, 15, buf), 1); /* an alias names the allocation, not its keys */
     long cur, max;
     CU_ASSERT_EQUAL(probe(fd, &c, &cur, &max), -4);
     CU_ASSERT_EQUAL(probe(fd, &n, &cur, &max), 1);
@@ -210,12 +163,12 @@ static void test_rename(void)
     lns_test_server_kill(&D1.srv, SIGKILL); /* committed before answered */
     CU_ASSERT_EQUAL_FATAL(td_restart(&D1), 0);
     fd = conn(&D1);
-    CU_ASSERT_EQUAL(get(fd, &c, 0, 15, buf), -4);
-    CU_ASSERT_EQUAL(get(fd, &n, 0, 15, buf), 1);
+    CU_ASSERT_EQUAL(raw_get(fd, &c, 0, 15, buf), -4);
+    CU_ASSERT_EQUAL(raw_get(fd, &n, 0, 15, buf), 1);
     CU_ASSERT_STRING_EQUAL(buf, "This is a test.");
     /* ibp_test then removes it with the new manage capability */
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 42 1 30\n", n.key[2], n.tk[2]), 1);
-    CU_ASSERT_EQUAL(get(fd, &n, 0, 15, buf), -4);
+    CU_ASSERT_EQUAL(raw_get(fd, &n, 0, 15, buf), -4);
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 16 %s %s 30\n", n.key[2], n.tk[2]), -4);
     close(fd);
 }
@@ -233,18 +186,18 @@ static void test_splitmerge_sequence(void)
     wbuf[1024] = '2';
     wbuf[2048] = '\0';
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 2048, &m), 1);
-    CU_ASSERT_EQUAL(put(fd, &m, -1, wbuf, 2048), 1);
+    CU_ASSERT_EQUAL(raw_put(fd, &m, -1, wbuf, 2048), 1);
     CU_ASSERT_EQUAL_FATAL(split_alloc(fd, &m, 1024, &c), 1);
     CU_ASSERT_EQUAL(probe(fd, &m, &cur, &max), 1);
     CU_ASSERT(cur == 1024 && max == 1024); /* the master's tail went with its space */
     CU_ASSERT_EQUAL(probe(fd, &c, &cur, &max), 1);
     CU_ASSERT(cur == 0 && max == 1024);
     wbuf[1024] = '\0';
-    CU_ASSERT_EQUAL(get(fd, &m, 0, 1024, rbuf), 1);
+    CU_ASSERT_EQUAL(raw_get(fd, &m, 0, 1024, rbuf), 1);
     CU_ASSERT_STRING_EQUAL(rbuf, wbuf);
-    CU_ASSERT_EQUAL(get(fd, &m, 1000, 25, rbuf), -30); /* past its size now */
-    CU_ASSERT_EQUAL(put(fd, &c, -1, wbuf, 1024), 1);
-    CU_ASSERT_EQUAL(get(fd, &c, 0, 1024, rbuf), 1);
+    CU_ASSERT_EQUAL(raw_get(fd, &m, 1000, 25, rbuf), -30); /* past its size now */
+    CU_ASSERT_EQUAL(raw_put(fd, &c, -1, wbuf, 1024), 1);
+    CU_ASSERT_EQUAL(raw_get(fd, &c, 0, 1024, rbuf), 1);
     CU_ASSERT_STRING_EQUAL(rbuf, wbuf);
     /* too big: refused (-19, as ACCRE) and the master unchanged */
     CU_ASSERT_EQUAL(split_alloc(fd, &m, 2048, &c2), -19);
@@ -253,10 +206,10 @@ static void test_splitmerge_sequence(void)
     CU_ASSERT(cur == 1024 && max == 1024);
     CU_ASSERT_EQUAL(merge(fd, &m, &c), 1);
     CU_ASSERT_EQUAL(probe(fd, &c, &cur, &max), -4);
-    CU_ASSERT_EQUAL(get(fd, &c, 0, 10, rbuf), -4);
+    CU_ASSERT_EQUAL(raw_get(fd, &c, 0, 10, rbuf), -4);
     CU_ASSERT_EQUAL(probe(fd, &m, &cur, &max), 1);
     CU_ASSERT(cur == 1024 && max == 2048);
-    CU_ASSERT_EQUAL(get(fd, &m, 0, 1024, rbuf), 1);
+    CU_ASSERT_EQUAL(raw_get(fd, &m, 0, 1024, rbuf), 1);
     CU_ASSERT_STRING_EQUAL(rbuf, wbuf);
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 42 1 30\n", m.key[2], m.tk[2]), 1);
     close(fd);
@@ -274,9 +227,9 @@ static void test_split_merge_space(void)
     lns_test_fill((unsigned char *)big, 200000, 7);
 
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 40000, &m), 1); /* a 64 KiB slot */
-    CU_ASSERT_EQUAL(put(fd, &m, -1, big, 30000), 1);
+    CU_ASSERT_EQUAL(raw_put(fd, &m, -1, big, 30000), 1);
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 40000, &c), 1);
-    CU_ASSERT_EQUAL(put(fd, &c, -1, big, 100), 1);
+    CU_ASSERT_EQUAL(raw_put(fd, &c, -1, big, 100), 1);
     /* a child someone else holds a count on is not merged (ACCRE: -1) */
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 41 1 30\n", c.key[2], c.tk[2]), 1);
     CU_ASSERT_EQUAL(merge(fd, &m, &c), -1);
@@ -293,29 +246,29 @@ static void test_split_merge_space(void)
     CU_ASSERT_EQUAL(merge(fd, &m, &c), 1); /* 80000: past the master's slot */
     CU_ASSERT_EQUAL(probe(fd, &m, &cur, &max), 1);
     CU_ASSERT(cur == 30000 && max == 80000);
-    CU_ASSERT_EQUAL(put(fd, &m, -1, big + 30000, 50000), 1);
-    CU_ASSERT_EQUAL(get(fd, &m, 0, 80000, back), 1);
+    CU_ASSERT_EQUAL(raw_put(fd, &m, -1, big + 30000, 50000), 1);
+    CU_ASSERT_EQUAL(raw_get(fd, &m, 0, 80000, back), 1);
     CU_ASSERT(memcmp(back, big, 80000) == 0);
 
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 200000, &o), 1); /* an own file */
-    CU_ASSERT_EQUAL(put(fd, &o, -1, big, 200000), 1);
+    CU_ASSERT_EQUAL(raw_put(fd, &o, -1, big, 200000), 1);
     CU_ASSERT_EQUAL_FATAL(split_alloc(fd, &o, 150000, &s), 1);
     CU_ASSERT_EQUAL(probe(fd, &o, &cur, &max), 1);
     CU_ASSERT(cur == 50000 && max == 50000);
     CU_ASSERT_EQUAL(file_size(&D1, &o), 50000); /* its file's tail is gone */
-    CU_ASSERT_EQUAL(put(fd, &s, -1, big, 150000), 1);
+    CU_ASSERT_EQUAL(raw_put(fd, &s, -1, big, 150000), 1);
     close(fd);
 
     lns_test_server_kill(&D1.srv, SIGKILL);
     CU_ASSERT_EQUAL_FATAL(td_restart(&D1), 0);
     fd = conn(&D1);
-    CU_ASSERT_EQUAL(get(fd, &m, 0, 80000, back), 1);
+    CU_ASSERT_EQUAL(raw_get(fd, &m, 0, 80000, back), 1);
     CU_ASSERT(memcmp(back, big, 80000) == 0);
-    CU_ASSERT_EQUAL(get(fd, &o, 0, 50000, back), 1);
+    CU_ASSERT_EQUAL(raw_get(fd, &o, 0, 50000, back), 1);
     CU_ASSERT(memcmp(back, big, 50000) == 0);
-    CU_ASSERT_EQUAL(get(fd, &s, 0, 150000, back), 1);
+    CU_ASSERT_EQUAL(raw_get(fd, &s, 0, 150000, back), 1);
     CU_ASSERT(memcmp(back, big, 150000) == 0);
-    CU_ASSERT_EQUAL(get(fd, &c, 0, 10, back), -4);
+    CU_ASSERT_EQUAL(raw_get(fd, &c, 0, 10, back), -4);
     CU_ASSERT_EQUAL(probe(fd, &s, &cur, &max), 1);
     CU_ASSERT(cur == 150000 && max == 150000);
     for (const caps_t *x = &m; x; x = x == &m ? &o : x == &o ? &s : NULL)
@@ -332,19 +285,19 @@ static void test_pushpull_sequence(void)
 
     CU_ASSERT_EQUAL_FATAL(allocate(f1, 2048, &c1), 1);
     CU_ASSERT_EQUAL_FATAL(allocate(f2, 2048, &c2), 1);
-    CU_ASSERT_EQUAL(put(f1, &c1, -1, "1", 1), 1);
+    CU_ASSERT_EQUAL(raw_put(f1, &c1, -1, "1", 1), 1);
     CU_ASSERT_EQUAL(copy(f1, 20, &c1, 0, c2.cap[1], 0, -1, 1), 1);  /* append to cap2: "1" */
     CU_ASSERT_EQUAL(copy(f1, 21, &c1, 1, c2.cap[0], -1, 0, 1), 1);  /* append to cap1: "11" */
     CU_ASSERT_EQUAL(copy(f1, 20, &c1, 0, c2.cap[1], 0, -1, 2), 1);  /* cap2: "111" */
-    CU_ASSERT_EQUAL(put(f1, &c1, 1, "23", 2), 1);                   /* cap1: "123" */
+    CU_ASSERT_EQUAL(raw_put(f1, &c1, 1, "23", 2), 1);                   /* cap1: "123" */
     CU_ASSERT_EQUAL(copy(f1, 20, &c1, 0, c2.cap[1], 1, 1, 2), 1);   /* cap2: "123" */
-    CU_ASSERT_EQUAL(get(f1, &c1, 0, 3, buf), 1);
+    CU_ASSERT_EQUAL(raw_get(f1, &c1, 0, 3, buf), 1);
     CU_ASSERT_STRING_EQUAL(buf, "123");
-    CU_ASSERT_EQUAL(get(f2, &c2, 0, 3, buf), 1);
+    CU_ASSERT_EQUAL(raw_get(f2, &c2, 0, 3, buf), 1);
     CU_ASSERT_STRING_EQUAL(buf, "123");
     /* a PULL into an offset: cap1 "1123" -> bytes 1..3 of cap2 at offset 2 */
     CU_ASSERT_EQUAL(copy(f1, 21, &c1, 1, c2.cap[0], 2, 1, 2), 1);
-    CU_ASSERT_EQUAL(get(f1, &c1, 0, 4, buf), 1);
+    CU_ASSERT_EQUAL(raw_get(f1, &c1, 0, 4, buf), 1);
     CU_ASSERT_STRING_EQUAL(buf, "1223");
 
     /* refusals leave both sides as they were */
@@ -359,7 +312,7 @@ static void test_pushpull_sequence(void)
     f1 = conn(&D1);
     CU_ASSERT_EQUAL(copy(f1, 21, &c1, 0, c2.cap[0], -1, 0, 1), -5);  /* a pull writes */
     f1 = conn(&D1);
-    CU_ASSERT_EQUAL(get(f1, &c1, 0, 4, buf), 1);
+    CU_ASSERT_EQUAL(raw_get(f1, &c1, 0, 4, buf), 1);
     CU_ASSERT_STRING_EQUAL(buf, "1223");
     long cur, max;
     CU_ASSERT_EQUAL(probe(f2, &c2, &cur, &max), 1);

@@ -18,10 +18,7 @@
 
 static test_depot_t D;
 
-typedef struct caps {
-    char key[3][400]; /* "<rid>#<key>" */
-    char tk[3][64];
-} caps_t;
+typedef raw_caps_t caps_t;
 
 static int suite_init(void)
 {
@@ -41,29 +38,12 @@ static int conn(void)
     return fd;
 }
 
-static int split_caps(const char *reply, caps_t *c)
-{
-    char a[3][700], rid[64], key[300], tk[64], kind[16], host[300];
-    int port;
-    if (sscanf(reply, "1 %699s %699s %699s", a[0], a[1], a[2]) != 3)
-        return -1;
-    for (int k = 0; k < 3; k++) {
-        if (sscanf(a[k], "ibp://%299[^:]:%d/%63[^#]#%299[^/]/%63[^/]/%15s", host, &port, rid, key,
-                   tk, kind) != 6)
-            return -1;
-        snprintf(c->key[k], sizeof c->key[k], "%s#%s", rid, key);
-        snprintf(c->tk[k], sizeof c->tk[k], "%s", tk);
-    }
-    return 0;
-}
 
 static int allocate(int fd, long size, caps_t *c)
 {
-    char reply[4096];
-    int rc = raw_reqf(fd, reply, sizeof reply, "1 1 0 1 1 3600 %ld 30\n", size);
-    if (rc != 1)
-        return rc;
-    return split_caps(reply, c) == 0 ? 1 : -1000;
+    char line[128];
+    snprintf(line, sizeof line, "1 1 0 1 1 3600 %ld 30\n", size);
+    return raw_allocate(fd, line, c);
 }
 
 /* ALIAS_ALLOCATE as ACCRE's client formats it. */
@@ -75,37 +55,18 @@ static int alias(int fd, const caps_t *m, long off, long len, long dur, caps_t *
     if (rc != 1)
         return rc;
     CU_ASSERT_EQUAL(reply[strlen(reply) - 1], ' ');
-    return split_caps(reply, a) == 0 ? 1 : -1000;
+    return raw_caps(reply, a) == 0 ? 1 : -1000;
 }
 
-/* STORE (append, off < 0) or WRITE of s. */
+
+
+/* STORE (append, off < 0) or WRITE of the string s. */
 static int put(int fd, const caps_t *c, long off, const char *s)
 {
-    char reply[256], want[64];
-    size_t n = strlen(s);
-    int rc = off < 0 ? raw_reqf(fd, reply, sizeof reply, "1 2 %s %s %zu 30\n", c->key[1], c->tk[1], n)
-                     : raw_reqf(fd, reply, sizeof reply, "1 13 %s %s %ld %zu 30\n", c->key[1],
-                                c->tk[1], off, n);
-    if (rc != 1)
-        return rc;
-    if (raw_send(fd, s, n) < 0 || raw_readline(fd, reply, sizeof reply) < 0)
-        return -1000;
-    snprintf(want, sizeof want, "1 %zu", n);
-    return strcmp(reply, want) == 0 ? 1 : raw_code(reply);
+    return raw_put(fd, c, off, s, strlen(s));
 }
 
-/* LOAD n bytes at off into buf (NUL-terminated). */
-static int get(int fd, const caps_t *c, long off, size_t n, char *buf)
-{
-    char reply[256];
-    int rc = raw_reqf(fd, reply, sizeof reply, "1 8 %s %s %ld %zu 30\n", c->key[0], c->tk[0], off, n);
-    if (rc != 1)
-        return rc;
-    if (raw_read(fd, buf, n) < 0)
-        return -1000;
-    buf[n] = '\0';
-    return 1;
-}
+#define get raw_get
 
 static void test_accre_sequence(void)
 {

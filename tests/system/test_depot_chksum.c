@@ -28,10 +28,7 @@
 
 static test_depot_t D;
 
-typedef struct caps {
-    char key[3][400]; /* "<rid>#<key>" */
-    char tk[3][64];
-} caps_t;
+typedef raw_caps_t caps_t;
 
 #define WINDOW_S 1
 
@@ -68,21 +65,6 @@ static int conn(void)
     return fd;
 }
 
-static int split_caps(const char *reply, caps_t *c)
-{
-    char a[3][700], rid[64], key[300], tk[64], kind[16], host[300];
-    int port;
-    if (sscanf(reply, "1 %699s %699s %699s", a[0], a[1], a[2]) != 3)
-        return -1;
-    for (int k = 0; k < 3; k++) {
-        if (sscanf(a[k], "ibp://%299[^:]:%d/%63[^#]#%299[^/]/%63[^/]/%15s", host, &port, rid, key,
-                   tk, kind) != 6)
-            return -1;
-        snprintf(c->key[k], sizeof c->key[k], "%s#%s", rid, key);
-        snprintf(c->tk[k], sizeof c->tk[k], "%s", tk);
-    }
-    return 0;
-}
 
 /* ALLOCATE_CHKSUM as ACCRE's allocate_command formats it (cs < 0: a plain ALLOCATE). */
 static int allocate(int fd, int cs, long bs, long size, caps_t *c)
@@ -93,7 +75,7 @@ static int allocate(int fd, int cs, long bs, long size, caps_t *c)
                                size);
     if (rc != 1)
         return rc;
-    return split_caps(reply, c) == 0 ? 1 : -1000;
+    return raw_caps(reply, c) == 0 ? 1 : -1000;
 }
 
 static const EVP_MD *md_of(int cs)
