@@ -66,8 +66,6 @@ static int put(int fd, const caps_t *c, long off, const char *s)
     return raw_put(fd, c, off, s, strlen(s));
 }
 
-#define get raw_get
-
 static void test_accre_sequence(void)
 {
     char reply[4096], buf[256];
@@ -99,15 +97,15 @@ static void test_accre_sequence(void)
     zeros[64] = '\0';
     CU_ASSERT_EQUAL(put(fd, &full, -1, zeros), 1);
     CU_ASSERT_EQUAL(put(fd, &lim, 0, "This is a test."), 1);
-    CU_ASSERT_EQUAL(get(fd, &m, 0, 30, buf), 1);
+    CU_ASSERT_EQUAL(raw_get(fd, &m, 0, 30, buf), 1);
     CU_ASSERT_STRING_EQUAL(buf, "0000000000This is a test.00000");
-    CU_ASSERT_EQUAL(get(fd, &full, 10, 15, buf), 1);
+    CU_ASSERT_EQUAL(raw_get(fd, &full, 10, 15, buf), 1);
     CU_ASSERT_STRING_EQUAL(buf, "This is a test.");
-    CU_ASSERT_EQUAL(get(fd, &lim, 0, 15, buf), 1);
+    CU_ASSERT_EQUAL(raw_get(fd, &lim, 0, 15, buf), 1);
     CU_ASSERT_STRING_EQUAL(buf, "This is a test.");
-    CU_ASSERT_EQUAL(get(fd, &lim, 25, 15, buf), 1); /* ends exactly at the range's end */
+    CU_ASSERT_EQUAL(raw_get(fd, &lim, 25, 15, buf), 1); /* ends exactly at the range's end */
     /* past the limited alias's end: refused (-19), the connection stays for LOAD */
-    CU_ASSERT_EQUAL(get(fd, &lim, 35, 16, buf), -19);
+    CU_ASSERT_EQUAL(raw_get(fd, &lim, 35, 16, buf), -19);
     close(fd);
     fd = conn();
     CU_ASSERT_EQUAL(put(fd, &lim, 35, "This is a test."), -19);
@@ -123,16 +121,16 @@ static void test_accre_sequence(void)
     /* remove the full alias with a wrong master (the limited alias's manage cap): -10 */
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 15 %s %s 42 1 %s %s 30\n", full.key[2], full.tk[2],
                              lim.key[2], lim.tk[2]), -10);
-    CU_ASSERT_EQUAL(get(fd, &full, 0, 1, buf), 1);
+    CU_ASSERT_EQUAL(raw_get(fd, &full, 0, 1, buf), 1);
     /* with the master's: gone, the master untouched */
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 15 %s %s 42 1 %s %s 30\n", full.key[2], full.tk[2],
                              m.key[2], m.tk[2]), 1);
-    CU_ASSERT_EQUAL(get(fd, &full, 0, 1, buf), -4);
-    CU_ASSERT_EQUAL(get(fd, &m, 10, 4, buf), 1);
+    CU_ASSERT_EQUAL(raw_get(fd, &full, 0, 1, buf), -4);
+    CU_ASSERT_EQUAL(raw_get(fd, &m, 10, 4, buf), 1);
     CU_ASSERT_STRING_EQUAL(buf, "This");
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 15 %s %s 42 1 %s %s 30\n", lim.key[2], lim.tk[2],
                              m.key[2], m.tk[2]), 1);
-    CU_ASSERT_EQUAL(get(fd, &lim, 0, 1, buf), -4);
+    CU_ASSERT_EQUAL(raw_get(fd, &lim, 0, 1, buf), -4);
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 42 1 30\n", m.key[2], m.tk[2]), 1);
     close(fd);
 }
@@ -176,7 +174,7 @@ static void test_chng(void)
     /* ACCRE's client line (no captype): offset 10, length 5, 120 s */
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 15 %s %s 43 10 5 120 %s %s 30\n", a.key[2], a.tk[2],
                              m.key[2], m.tk[2]), 1);
-    CU_ASSERT_EQUAL(get(fd, &a, 0, 5, buf), 1);
+    CU_ASSERT_EQUAL(raw_get(fd, &a, 0, 5, buf), 1);
     CU_ASSERT_STRING_EQUAL(buf, "abcde");
     CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 15 %s %s 40 3 30\n", a.key[2], a.tk[2]), 1);
     CU_ASSERT_EQUAL(sscanf(reply, "1 %ld %ld %ld %ld %ld", &rc_, &wc, &off, &len, &left), 5);
@@ -184,7 +182,7 @@ static void test_chng(void)
     /* the server's documented form (with captype); length 0 keeps the range, -1 the expiry */
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 15 %s %s 43 3 0 0 -1 %s %s 30\n", a.key[2], a.tk[2],
                              m.key[2], m.tk[2]), 1);
-    CU_ASSERT_EQUAL(get(fd, &a, 0, 5, buf), 1);
+    CU_ASSERT_EQUAL(raw_get(fd, &a, 0, 5, buf), 1);
     CU_ASSERT_STRING_EQUAL(buf, "abcde");
     /* past the master's size, wrong master */
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 15 %s %s 43 90 20 0 %s %s 30\n", a.key[2], a.tk[2],
@@ -204,16 +202,16 @@ static void test_revoke_and_master_free(void)
     CU_ASSERT_EQUAL_FATAL(alias(fd, &m, 6, 5, 0, &a), 1);
     CU_ASSERT_EQUAL_FATAL(alias(fd, &m, 0, 5, 0, &b), 1);
     /* revoke with the alias's own manage cap (request 9, as ibp_tool decr sends it) */
-    CU_ASSERT_EQUAL(get(fd, &a, 0, 5, buf), 1);
+    CU_ASSERT_EQUAL(raw_get(fd, &a, 0, 5, buf), 1);
     CU_ASSERT_STRING_EQUAL(buf, "world");
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 42 1 30\n", a.key[2], a.tk[2]), 1);
-    CU_ASSERT_EQUAL(get(fd, &a, 0, 5, buf), -4);
-    CU_ASSERT_EQUAL(get(fd, &m, 0, 11, buf), 1);
+    CU_ASSERT_EQUAL(raw_get(fd, &a, 0, 5, buf), -4);
+    CU_ASSERT_EQUAL(raw_get(fd, &m, 0, 11, buf), 1);
     CU_ASSERT_STRING_EQUAL(buf, "hello world");
     /* the master freed: its aliases answer -4 */
-    CU_ASSERT_EQUAL(get(fd, &b, 0, 5, buf), 1);
+    CU_ASSERT_EQUAL(raw_get(fd, &b, 0, 5, buf), 1);
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 42 1 30\n", m.key[2], m.tk[2]), 1);
-    CU_ASSERT_EQUAL(get(fd, &b, 0, 5, buf), -4);
+    CU_ASSERT_EQUAL(raw_get(fd, &b, 0, 5, buf), -4);
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 40 0 0 0 0 30\n", b.key[2], b.tk[2]), -4);
     close(fd);
 }
@@ -234,7 +232,7 @@ static void test_vector_through_alias(void)
     CU_ASSERT_STRING_EQUAL(reply, "1 ");
     CU_ASSERT(raw_readline(fd, reply, sizeof reply) > 0);
     CU_ASSERT_STRING_EQUAL(reply, "1 5");
-    CU_ASSERT_EQUAL(get(fd, &m, 0, 36, buf), 1);
+    CU_ASSERT_EQUAL(raw_get(fd, &m, 0, 36, buf), 1);
     CU_ASSERT_STRING_EQUAL(buf, "0123456789ABCdeXYhijklmnopqrstuvwxyz");
     CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 35 %s %s 2 5 2 18 2 30\n", a.key[0],
                              a.tk[0]), 1);
@@ -251,7 +249,7 @@ static void test_vector_through_alias(void)
     CU_ASSERT_EQUAL(raw_code(reply), -19);
     close(fd);
     fd = conn();
-    CU_ASSERT_EQUAL(get(fd, &m, 28, 3, buf), 1);
+    CU_ASSERT_EQUAL(raw_get(fd, &m, 28, 3, buf), 1);
     CU_ASSERT_STRING_EQUAL(buf, "stu");
     close(fd);
 }
@@ -290,9 +288,9 @@ static void test_restart_keeps_aliases(void)
     lns_test_server_kill(&D.srv, SIGKILL); /* committed before answered: survives a kill */
     CU_ASSERT_EQUAL_FATAL(td_restart(&D), 0);
     fd = conn();
-    CU_ASSERT_EQUAL(get(fd, &a, 0, 5, buf), 1);
+    CU_ASSERT_EQUAL(raw_get(fd, &a, 0, 5, buf), 1);
     CU_ASSERT_STRING_EQUAL(buf, "bytes");
-    CU_ASSERT_EQUAL(get(fd, &a, 1, 5, buf), -19);
+    CU_ASSERT_EQUAL(raw_get(fd, &a, 1, 5, buf), -19);
     close(fd);
 }
 
