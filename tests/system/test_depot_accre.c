@@ -51,7 +51,6 @@ static int conn(const test_depot_t *d)
     return fd;
 }
 
-
 /* ALLOCATE as ibp_test does (hard, byte array, 900 s). */
 static int allocate(int fd, long size, caps_t *c)
 {
@@ -59,8 +58,6 @@ static int allocate(int fd, long size, caps_t *c)
     snprintf(line, sizeof line, "1 1 0 2 1 900 %ld 30\n", size);
     return raw_allocate(fd, line, c);
 }
-
-
 
 /* PROBE (ACCRE's line) into cur and max. */
 static int probe(int fd, const caps_t *c, long *cur, long *max)

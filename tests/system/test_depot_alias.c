@@ -38,7 +38,6 @@ static int conn(void)
     return fd;
 }
 
-
 static int allocate(int fd, long size, caps_t *c)
 {
     char line[128];
@@ -57,8 +56,6 @@ static int alias(int fd, const caps_t *m, long off, long len, long dur, caps_t *
     CU_ASSERT_EQUAL(reply[strlen(reply) - 1], ' ');
     return raw_caps(reply, a) == 0 ? 1 : -1000;
 }
-
-
 
 /* STORE (append, off < 0) or WRITE of the string s. */
 static int put(int fd, const caps_t *c, long off, const char *s)

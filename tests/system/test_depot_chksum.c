@@ -65,7 +65,6 @@ static int conn(void)
     return fd;
 }
 
-
 /* ALLOCATE_CHKSUM as ACCRE's allocate_command formats it (cs < 0: a plain ALLOCATE). */
 static int allocate(int fd, int cs, long bs, long size, caps_t *c)
 {
