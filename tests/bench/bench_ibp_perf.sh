@@ -22,6 +22,7 @@
 # accre.md): each run is under a timeout, and what it printed before counts.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../interop/accre_conf.sh"
 
 PREFIX=${LNS_INTEROP_PREFIX:-/work/interop}
 ACCRE=$PREFIX/accre
@@ -48,27 +49,10 @@ start_depot lns 4096 ${BENCH_LNS_ARGS:-}
 start_accre() {
     local dir=$WORK/accre port
     port=$("$BUILD/bench/bench_ibp" freeport)
-    mkdir -p "$dir/data1" "$dir/log" "$dir/dbenv"
-    "$ACCRE/bin/mkfs_resource" 1 dir "$dir/data1" "$dir/db1" 8192 >"$dir/res1.cfg" 2>"$dir/stderr"
-    sed -i 's/^minfree_size = .*/minfree_size = 100/' "$dir/res1.cfg"
-    cat >"$dir/ibp.cfg" <<EOF
-[server]
-interfaces = 127.0.0.1:$port
-port = $port
-threads = 16
-password = ibp
-log_file = $dir/log/ibp.log
-log_level = 0
-activity_file = $dir/log/ibp_activity.log
-rid_log = $dir/log/rid.log
-db_env_loc = $dir/dbenv
-db_mem = 64
-
-[access_control]
-default = open
-
-EOF
-    cat "$dir/res1.cfg" >>"$dir/ibp.cfg"
+    accre_conf "$dir" 127.0.0.1 "$port" "$ACCRE/bin/mkfs_resource" || {
+        echo "$BENCH_NAME: mkfs_resource failed: $(tail -1 "$dir/mkfs.log")" >&2
+        return 1
+    }
     (cd "$dir" && exec "$ACCRE/bin/ibp_server" "$dir/ibp.cfg") >>"$dir/stderr" 2>&1 </dev/null &
     PIDS+=($!)
     for _ in $(seq 100); do

@@ -13,6 +13,7 @@
 # Exit 0 all passed, 1 some failed, 77 the real programs are not built.  Every depot started
 # here is stopped by the EXIT trap.  interop.sh may call it as one cell.
 set -u
+. "$(dirname "$0")/accre_conf.sh"
 
 BIN=${1:?usage: client_on_old_depots.sh LNS_BIN_DIR}
 BIN=$(cd "$BIN" && pwd)
@@ -70,27 +71,8 @@ EOF
 "$LOCI_SRV" -cf "$L/" >"$L/stdout.log" 2>&1 &
 PIDS+=($!)
 
-A=$T/accre; mkdir -p "$A/data1" "$A/log" "$A/dbenv"; AP=$(free_port)
-LD_LIBRARY_PATH=$PREFIX/accre/lib "$ACCRE_MKFS" 1 dir "$A/data1" "$A/db1" 8192 >"$A/res1.cfg" 2>/dev/null
-sed -i 's/^minfree_size = .*/minfree_size = 100/' "$A/res1.cfg"
-cat >"$A/ibp.cfg" <<EOF
-[server]
-interfaces = 127.0.0.1:$AP
-port = $AP
-threads = 16
-password = ibp
-log_file = $A/log/ibp.log
-log_level = 0
-activity_file = $A/log/ibp_activity.log
-rid_log = $A/log/rid.log
-db_env_loc = $A/dbenv
-db_mem = 64
-
-[access_control]
-default = open
-
-EOF
-cat "$A/res1.cfg" >>"$A/ibp.cfg"
+A=$T/accre; AP=$(free_port)
+LD_LIBRARY_PATH=$PREFIX/accre/lib accre_conf "$A" 127.0.0.1 "$AP" "$ACCRE_MKFS"
 (cd "$A" && LD_LIBRARY_PATH=$PREFIX/accre/lib exec "$ACCRE_SRV" "$A/ibp.cfg") >"$A/stdout.log" 2>&1 &
 PIDS+=($!)
 

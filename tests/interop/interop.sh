@@ -24,6 +24,7 @@
 set -u
 
 SELF=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+. "$(dirname "$SELF")/accre_conf.sh"
 
 # ---------------------------------------------------------------------------------------------
 # Helpers of the cells (they run in a child: interop.sh --cell DIR FUNCTION ARGS...)
@@ -565,30 +566,10 @@ start_accre() { # NAME: ibp_server with one 8 GiB resource, RID 1 (accre.md)
     local d=$1 dir=$WORK/$1 host port
     host=$(dep_var $d HOST)
     port=$(free_port)
-    mkdir -p "$dir/data1" "$dir/log" "$dir/dbenv"
-    "$ACCRE/bin/mkfs_resource" 1 dir "$dir/data1" "$dir/db1" 8192 >"$dir/res1.cfg" 2>"$dir/stdout" || {
+    accre_conf "$dir" "$host" "$port" "$ACCRE/bin/mkfs_resource" || {
         export "WHY_$d=mkfs_resource failed"
         return
     }
-    sed -i 's/^minfree_size = .*/minfree_size = 100/' "$dir/res1.cfg"
-    cat >"$dir/ibp.cfg" <<EOF
-[server]
-interfaces = $host:$port
-port = $port
-threads = 16
-password = ibp
-log_file = $dir/log/ibp.log
-log_level = 0
-activity_file = $dir/log/ibp_activity.log
-rid_log = $dir/log/rid.log
-db_env_loc = $dir/dbenv
-db_mem = 64
-
-[access_control]
-default = open
-
-EOF
-    cat "$dir/res1.cfg" >>"$dir/ibp.cfg"
     (cd "$dir" && exec "$ACCRE/bin/ibp_server" "$dir/ibp.cfg") >>"$dir/stdout" 2>&1 </dev/null &
     export "KIND_TEXT_$d=ACCRE ibp_server"
     up "$d" $! "$port" 1
