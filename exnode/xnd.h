@@ -208,6 +208,12 @@ typedef struct xnd_range {
  * mappings count, e.g. only live ones for lors_ls -l.  *out is malloc'd; free it. */
 int xnd_coverage(const xnd_t *x, int (*count_it)(const xnd_mapping_t *m, void *arg), void *arg,
                  xnd_range_t **out, size_t *n);
+/* xnd_coverage counting groups, not mappings: a range's count is the number of distinct
+ * group_of(m) (small numbers from 0, e.g. a depot's index) among the counted mappings over
+ * it, so two copies on one depot count once. */
+int xnd_coverage_by(const xnd_t *x, int (*count_it)(const xnd_mapping_t *m, void *arg),
+                    size_t (*group_of)(const xnd_mapping_t *m, void *arg), void *arg,
+                    xnd_range_t **out, size_t *n);
 
 /* ---- reading, checking, writing -------------------------------------------------------- */
 

@@ -148,6 +148,7 @@ int xnd_replicas(xnd_t *x, int64_t offset, int64_t length, xnd_mapping_t ***out,
 typedef struct event {
     int64_t pos;
     int delta;
+    size_t group;
 } event_t;
 
 static int cmp_event(const void *a, const void *b)
@@ -179,9 +180,16 @@ static int push_range(xnd_range_t **r, size_t *n, size_t *cap, int64_t from, int
 int xnd_coverage(const xnd_t *x, int (*count_it)(const xnd_mapping_t *m, void *arg), void *arg,
                  xnd_range_t **out, size_t *n)
 {
+    return xnd_coverage_by(x, count_it, NULL, arg, out, n);
+}
+
+int xnd_coverage_by(const xnd_t *x, int (*count_it)(const xnd_mapping_t *m, void *arg),
+                    size_t (*group_of)(const xnd_mapping_t *m, void *arg), void *arg,
+                    xnd_range_t **out, size_t *n)
+{
     event_t *ev;
     xnd_range_t *r = NULL;
-    size_t nev = 0, nr = 0, cap = 0, count = 0;
+    size_t nev = 0, nr = 0, cap = 0, count = 0, ngroups = 0, *held = NULL;
     int64_t last = 0, total;
 
     if (!x || !out || !n)
@@ -195,27 +203,38 @@ int xnd_coverage(const xnd_t *x, int (*count_it)(const xnd_mapping_t *m, void *a
         const xnd_mapping_t *m = x->maps[i];
         if (m->logical_length <= 0 || m->exnode_offset < 0 || (count_it && !count_it(m, arg)))
             continue;
-        ev[nev].pos = m->exnode_offset;
-        ev[nev++].delta = 1;
-        ev[nev].pos = map_end(m);
-        ev[nev++].delta = -1;
+        size_t g = group_of ? group_of(m, arg) : 0;
+        if (g >= ngroups)
+            ngroups = g + 1;
+        ev[nev++] = (event_t){m->exnode_offset, 1, g};
+        ev[nev++] = (event_t){map_end(m), -1, g};
         if (map_end(m) > total)
             total = map_end(m);
     }
+    if (group_of && !(held = calloc(ngroups ? ngroups : 1, sizeof *held)))
+        goto oom;
     qsort(ev, nev, sizeof *ev, cmp_event);
     for (size_t i = 0; i < nev; i++) {
         if (push_range(&r, &nr, &cap, last, ev[i].pos, count) != XND_OK)
             goto oom;
         last = ev[i].pos > last ? ev[i].pos : last;
-        count = (size_t)((long long)count + ev[i].delta);
+        if (!held) {
+            count = (size_t)((long long)count + ev[i].delta);
+        } else if (ev[i].delta > 0) {
+            count += held[ev[i].group]++ == 0; /* a group counts once, however many it holds */
+        } else {
+            count -= --held[ev[i].group] == 0;
+        }
     }
     if (push_range(&r, &nr, &cap, last, total, count) != XND_OK)
         goto oom;
+    free(held);
     free(ev);
     *out = r;
     *n = nr;
     return XND_OK;
 oom:
+    free(held);
     free(ev);
     free(r);
     return XND_E_NOMEM;

@@ -364,7 +364,8 @@ typedef struct lors_probe {
  * *out is malloc'd, x->nmaps entries in document order. */
 int lors_probe_all(const xnd_t *x, int threads, int timeout_s, lors_probe_t **out);
 
-/* The logical view: x's coverage counting only mappings alive in probes (NULL: all). */
+/* The logical view: x's coverage counting only mappings alive in probes (NULL: all), each
+ * range's count the number of distinct depots (host:port) holding it (xnd_coverage_by). */
 int lors_ls_logical(const xnd_t *x, const lors_probe_t *probes, xnd_range_t **out, size_t *n);
 
 /* ---- augment: more copies, depot to depot --------------------------------------------- */

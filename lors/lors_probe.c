@@ -115,13 +115,55 @@ int lors_probe_all(const xnd_t *x, int threads, int timeout_s, lors_probe_t **ou
 typedef struct live_arg {
     lors__mapidx_t mi;
     const lors_probe_t *probes;
+    size_t *depot; /* per mapping (document order): its depot's number */
 } live_arg_t;
 
 static int count_live(const xnd_mapping_t *m, void *arg)
 {
     live_arg_t *a = arg;
     size_t i = lors__mapidx_find(&a->mi, m);
-    return i != (size_t)-1 && a->probes[i].alive;
+    return i != (size_t)-1 && (!a->probes || a->probes[i].alive);
+}
+
+static size_t depot_of(const xnd_mapping_t *m, void *arg)
+{
+    live_arg_t *a = arg;
+    return a->depot[lors__mapidx_find(&a->mi, m)];
+}
+
+typedef struct depot_key {
+    char name[IBP_MAX_HOST + 16]; /* "host:port"; "" when no capability parses */
+    size_t i;
+} depot_key_t;
+
+static int cmp_key(const void *a, const void *b)
+{
+    return strcmp(((const depot_key_t *)a)->name, ((const depot_key_t *)b)->name);
+}
+
+/* Number the depots of x's mappings (host and port: two resources of one depot are one
+ * place to lose); a mapping whose depot is unknown is a number of its own. */
+static int number_depots(const xnd_t *x, size_t *depot)
+{
+    depot_key_t *k = malloc((x->nmaps ? x->nmaps : 1) * sizeof *k);
+    if (!k)
+        return LORS_E_NOMEM;
+    for (size_t i = 0; i < x->nmaps; i++) {
+        lors_depot_t d;
+        k[i].i = i;
+        k[i].name[0] = '\0';
+        if (lors__map_depot(x->maps[i], &d) == 0)
+            snprintf(k[i].name, sizeof k[i].name, "%s:%d", d.host, d.port);
+    }
+    qsort(k, x->nmaps, sizeof *k, cmp_key);
+    size_t g = 0;
+    for (size_t j = 0; j < x->nmaps; j++) {
+        if (j > 0 && (k[j].name[0] == '\0' || strcmp(k[j].name, k[j - 1].name) != 0))
+            g++;
+        depot[k[j].i] = g;
+    }
+    free(k);
+    return LORS_OK;
 }
 
 int lors_ls_logical(const xnd_t *x, const lors_probe_t *probes, xnd_range_t **out, size_t *n)
@@ -134,14 +176,16 @@ int lors_ls_logical(const xnd_t *x, const lors_probe_t *probes, xnd_range_t **ou
         return LORS_E_INVAL;
     live_arg_t a = {.probes = probes};
     int rc;
-    if (probes) {
-        if ((rc = lors__mapidx_build(x, &a.mi)) != LORS_OK)
-            return rc;
-        rc = xnd_coverage(x, count_live, &a, out, n);
-        lors__mapidx_free(&a.mi);
-    } else {
-        rc = xnd_coverage(x, NULL, NULL, out, n);
+    if (!(a.depot = malloc((x->nmaps ? x->nmaps : 1) * sizeof *a.depot)))
+        return LORS_E_NOMEM;
+    if ((rc = number_depots(x, a.depot)) != LORS_OK ||
+        (rc = lors__mapidx_build(x, &a.mi)) != LORS_OK) {
+        free(a.depot);
+        return rc;
     }
+    rc = xnd_coverage_by(x, count_live, depot_of, &a, out, n);
+    lors__mapidx_free(&a.mi);
+    free(a.depot);
     if (rc == XND_OK)
         return LORS_OK;
     return rc == XND_E_NOMEM ? LORS_E_NOMEM : LORS_E_EXNODE;

@@ -71,8 +71,9 @@ static const tool_cmd_t cmd = {
     "Show a network file's mappings and which of them are alive.\n\n",
     "\nPhysical: N FLAGS REFS DEPOT OFFSET LENGTH EXPIRY STATUS, FLAGS = S|H (soft, hard, - not\n"
     "probed), r, w, m (capabilities present), a (byte array); STATUS alive or dead: why.\n"
-    "Logical: OFFSET LENGTH LIVE, then GAP where no live copy is left, UNDER where fewer\n"
-    "than the file's copy count (copies: the number of mappings over most of its bytes).\n"
+    "Logical: OFFSET LENGTH LIVE (depots with a live copy), then GAP where none is left, UNDER\n"
+    "where fewer than the file's copy count (copies: the number of mappings over most of its\n"
+    "bytes).\n"
     "Exit: 0 ok, 2 usage, 3 exNode, 4 stdout, 8 some bytes have no live copy, 9 internal,\n"
     "10 some bytes have fewer live copies than the file's copy count.  See lors_ls(1).\n",
     opts, sizeof(settings_t), check,
@@ -450,8 +451,8 @@ int main(int argc, char **argv)
     }
     if (lrc == LORS_OK)
         lrc = lors_ls_logical(x, pr, &rg, &nrg);
-    if (lrc == LORS_OK)
-        lrc = lors_ls_logical(x, NULL, &all, &nall);
+    if (lrc == LORS_OK && xnd_coverage(x, NULL, NULL, &all, &nall) != XND_OK)
+        lrc = LORS_E_NOMEM; /* the copies asked for: mappings, even two on one depot */
     if (lrc != LORS_OK) {
         tool_error(TOOL, "%s: probing the mappings: %s", path, lors_strerror(lrc));
         code = tool_exit_code(lrc);

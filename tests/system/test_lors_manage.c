@@ -515,6 +515,18 @@ static void test_probe_logical(void)
     CU_ASSERT_EQUAL(nr, 1);
     CU_ASSERT(nr == 1 && r[0].offset == 0 && r[0].length == (int64_t)n && r[0].count == 2);
     free(r);
+    /* a second mapping of the same bytes on the same depot is no second place to lose them:
+     * the copies counted are the depots holding them */
+    xnd_t *y = xnd_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(y);
+    CU_ASSERT_EQUAL(xnd_set_size(y, xnd_size(x)), XND_OK);
+    for (size_t i = 0; i < x->nmaps; i++)
+        CU_ASSERT_EQUAL(xnd_append(y, xnd_mapping_copy(x->maps[i])), XND_OK);
+    CU_ASSERT_EQUAL(xnd_append(y, xnd_mapping_copy(x->maps[0])), XND_OK);
+    CU_ASSERT_EQUAL(lors_ls_logical(y, NULL, &r, &nr), LORS_OK);
+    CU_ASSERT(nr >= 1 && r[0].count == 2);
+    free(r);
+    xnd_free(y);
     free(pr);
 
     lns_test_server_kill(&v.srv, SIGKILL);

@@ -460,6 +460,13 @@ static xnd_mapping_t *mk(int64_t off, int64_t len)
     return m;
 }
 
+/* Two groups: the mappings below offset 100, and the others. */
+static size_t group_low(const xnd_mapping_t *m, void *arg)
+{
+    (void)arg;
+    return m->exnode_offset < 100 ? 0 : 1;
+}
+
 static int odd_only(const xnd_mapping_t *m, void *arg)
 {
     (void)arg;
@@ -501,6 +508,18 @@ static void test_coverage(void)
     CU_ASSERT_EQUAL(r[2].count, 0);
     CU_ASSERT_EQUAL(r[2].offset, 150);
     CU_ASSERT_EQUAL(r[2].length, 250);
+    free(r);
+
+    /* grouped: the mappings at 50 and 0 in one group (one depot) count once where they overlap */
+    CU_ASSERT_EQUAL_FATAL(xnd_coverage_by(x, NULL, group_low, NULL, &r, &n), XND_OK);
+    static const xnd_range_t grouped[] = {{0, 150, 1}, {150, 50, 0}, {200, 100, 1},
+                                          {300, 100, 0}};
+    CU_ASSERT_EQUAL_FATAL(n, 4);
+    for (size_t i = 0; i < n; i++) {
+        CU_ASSERT_EQUAL(r[i].offset, grouped[i].offset);
+        CU_ASSERT_EQUAL(r[i].length, grouped[i].length);
+        CU_ASSERT_EQUAL(r[i].count, grouped[i].count);
+    }
     free(r);
 
     CU_ASSERT_EQUAL(xnd_find(x, 120, 100, &f, &n), XND_OK); /* [120,220) */
