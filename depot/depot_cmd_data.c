@@ -128,7 +128,27 @@ int depot_cmd_store(depot_conn_t *c, const ibp_req_t *req)
         cks_hi = v[i].off + v[i].len > cks_hi ? v[i].off + v[i].len : cks_hi;
     }
     int cks = a->r.cks_type != 0 && cks_hi > cks_lo;
+    /* write_begin zeroed the bytes between the size and what this write reaches: their
+     * blocks may hold digests of bytes a refused or crashed write left past the size, so
+     * they are recomputed too (for a vector, its holes above the size as well). */
+    ibp_vec_t *cv = v, gapv[2];
+    int ncv = nv;
+    if (cks) {
+        depot_row_t now;
+        depot_alloc_snapshot(a, &now);
+        uint64_t gap_hi = vec ? cks_hi : at;
+        if (now.cur_size < gap_hi && (vec ? (cv = malloc((size_t)(nv + 1) * sizeof *cv)) != NULL
+                                          : (cv = gapv) != NULL)) {
+            memcpy(cv, v, (size_t)nv * sizeof *cv);
+            cv[ncv++] = (ibp_vec_t){now.cur_size, gap_hi - now.cur_size};
+            cks_lo = now.cur_size < cks_lo ? now.cur_size : cks_lo;
+        } else if (!cv) {
+            cv = v;
+        }
+    }
     if (cks && depot_cks_begin(a, cks_lo, cks_hi - cks_lo) != IBP_OK) {
+        if (cv != v && cv != gapv)
+            free(cv);
         depot_write_abort(a, &d);
         rc = IBP_E_FILE_WRITE;
         goto fail;
@@ -136,6 +156,8 @@ int depot_cmd_store(depot_conn_t *c, const ibp_req_t *req)
     if (depot_reply(c, 0, "1 \n") < 0) {
         if (cks)
             depot_cks_done(a, 1); /* nothing written */
+        if (cv != v && cv != gapv)
+            free(cv);
         depot_write_abort(a, &d);
         depot_alloc_release(a);
         if (vec)
@@ -148,7 +170,9 @@ int depot_cmd_store(depot_conn_t *c, const ibp_req_t *req)
         rc = recv_to_file(c, d.fd, d.base + v[i].off, v[i].len, tmo);
     /* The digests of what reached the file, whatever the outcome; then the mark goes. */
     if (cks) {
-        int ok = depot_cks_end(a, &d, v, nv) == IBP_OK;
+        int ok = depot_cks_end(a, &d, cv, ncv) == IBP_OK;
+        if (cv != v && cv != gapv)
+            free(cv);
         if (!ok && rc == IBP_OK)
             rc = IBP_E_FILE_WRITE;
         depot_cks_done(a, ok);

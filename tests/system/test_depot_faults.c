@@ -3,9 +3,12 @@
  *
  * A script of requests (ALLOCATE, STORE, WRITE, TRUNCATE, CHNG, INCR, DECR, SEND, ACCRE 1.4's
  * RENAME, SPLIT, MERGE, PUSH and PULL (raw request lines: libibp has no calls for them; the
- * copies between allocations of the one depot, which connects to itself), and an allocation
- * left to expire for the reaper) runs against a real ibp_depot while a model keeps
- * what the depot acknowledged.  A clean run, with LNS_FAILPOINTS_LOG, records which failpoints
+ * copies between allocations of the one depot, which connects to itself), ACCRE's disk
+ * checksums (ALLOCATE_CHKSUM 29 with MD5 of 512-byte blocks, a STORE and WRITEs over partial
+ * blocks, LOAD_CHKSUM 24 whose digests are checked here), alias capabilities (ALIAS_ALLOCATE
+ * 14, WRITEs through the alias, ALIAS_MANAGE CHNG and revoke 15), and an allocation left to
+ * expire for the reaper) runs against a real ibp_depot (chksum-cache 0: every read checks its
+ * blocks) while a model keeps what the depot acknowledged.  A clean run, with LNS_FAILPOINTS_LOG, records which failpoints
  * (common/lns_fail.h) each request reaches; every (request, failpoint, action) triple found
  * there is a fault run: the depot starts with that one point armed ("error": ENOSPC, "eio",
  * "kill": SIGKILL) at that hit, the script runs, and after every request the harness checks
@@ -14,7 +17,11 @@
  *   - a refused request changed nothing (the model before it);
  *   - a request cut by a crash left the state before it or after it, nothing in between (the
  *     depot is restarted without failpoints and the state read back);
- *   - a freed or expired allocation's capabilities give an error, never bytes;
+ *   - a freed or expired allocation's capabilities give an error, never bytes; a live alias
+ *     reads its range of the master's bytes, a revoked one nothing;
+ *   - a checksummed allocation never answers -63 (after a failure or a crash the depot
+ *     recomputes the digests of blocks whose write was pending); a read refused by a
+ *     failpoint (cks.verify) or cut by a crash is tried again;
  * and at the end, after a clean restart, the same again, then, with the depot stopped, that no
  * slab slot is claimed by two rows of its database.
  *
@@ -24,6 +31,7 @@
  * until LNS_FAULT_SECONDS (default 600).
  */
 #include <errno.h>
+#include <openssl/evp.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -41,7 +49,7 @@
 
 /* ---- the model ------------------------------------------------------------------------------ */
 
-#define NA 8
+#define NA 10
 #define MAXA (256 * 1024)
 
 typedef struct m_alloc {
@@ -52,6 +60,9 @@ typedef struct m_alloc {
     size_t size;
     int rrefs, wrefs;
     int short_lived;    /* allocated for 1 s: may expire at any check */
+    int alias;          /* an alias capability of allocation master's bytes [aoff, aoff + alen) */
+    int master;
+    size_t aoff, alen;
     unsigned char data[MAXA];
 } m_alloc_t;
 
@@ -74,16 +85,19 @@ typedef struct model {
 /* ---- the script ----------------------------------------------------------------------------- */
 
 enum op_kind { OP_ALLOC, OP_STORE, OP_WRITE, OP_TRUNC, OP_CHNG, OP_INCR, OP_DECR, OP_SEND, OP_EXPIRE,
-               OP_RENAME, OP_SPLIT, OP_MERGE, OP_PUSH, OP_PULL };
+               OP_RENAME, OP_SPLIT, OP_MERGE, OP_PUSH, OP_PULL, OP_CKALLOC, OP_LOADCK, OP_ALIAS,
+               OP_AWRITE, OP_ACHNG, OP_AREVOKE };
 
 typedef struct op {
     int kind;
     int a;              /* the allocation it works on */
     int b;              /* SEND, PUSH: the target; PULL: the source; SPLIT: the new one; MERGE:
-                           the child; INCR/DECR: IBP_READCAP or IBP_WRITECAP */
+                           the child; INCR/DECR: IBP_READCAP or IBP_WRITECAP; CKALLOC, LOADCK:
+                           the checksum type; ALIAS, ACHNG, AREVOKE: the master */
     uint64_t x, y;      /* ALLOC: size, duration; STORE: len; WRITE: offset, len; TRUNC: new max size;
                            CHNG: max size; SEND, PUSH: offset, len; PULL: the source's offset,
-                           len; SPLIT: size */
+                           len; SPLIT: size; CKALLOC: size, block size; LOADCK: block size;
+                           ALIAS, ACHNG: offset, length; AWRITE: offset (in the alias), len */
     const char *what;
     int64_t z;          /* PUSH: the target's offset, PULL: a's (-1: append) */
 } op_t;
@@ -136,6 +150,17 @@ static const op_t script[] = {
     {OP_MERGE, 0, 7, 0, 0, "merge a slab child into an own-file master", 0},
     {OP_MERGE, 4, 6, 0, 0, "merge past the master's slot (moves to an own file)", 0},
     {OP_STORE, 4, 0, 5000, 0, "store into the merged one", 0},
+    {OP_CKALLOC, 8, 4, 8192, 512, "allocate 8 KiB with MD5 digests of 512-byte blocks (29)", 0},
+    {OP_STORE, 8, 0, 1300, 0, "store 1300 into it (the third block partial)", 0},
+    {OP_WRITE, 8, 0, 700, 1000, "write 700..1700 over partial blocks, past the end", 0},
+    {OP_LOADCK, 8, 4, 512, 0, "LOAD_CHKSUM of it, its digests checked (24)", 0},
+    {OP_ALIAS, 9, 8, 1024, 2048, "alias bytes 1024..3072 of it (14)", 0},
+    {OP_AWRITE, 9, 0, 100, 1500, "write through the alias (master 1124..2624, past the end)", 0},
+    {OP_ACHNG, 9, 8, 0, 4096, "change the alias's range to 0..4096 (15 CHNG)", 0},
+    {OP_AWRITE, 9, 0, 3000, 2000, "write past the alias's range (refused)", 0},
+    {OP_AWRITE, 9, 0, 2000, 1000, "write inside the alias over a block's tail", 0},
+    {OP_AREVOKE, 9, 8, 0, 0, "revoke the alias (15 DECR of its read count to 0)", 0},
+    {OP_LOADCK, 8, 4, 512, 0, "LOAD_CHKSUM of the master again", 0},
 };
 #define NOPS ((int)(sizeof script / sizeof script[0]))
 
@@ -143,7 +168,7 @@ static const op_t script[] = {
 static const char *const points[] = {"data.write", "data.zero", "data.fsync", "data.truncate",
                                      "data.move", "data.unlink", "slab.punch", "meta.commit",
                                      "meta.committed", "meta.reserve", "store.reply", "send.store",
-                                     "pull.load", "reap"};
+                                     "pull.load", "reap", "cks.write", "cks.verify"};
 #define NPOINTS ((int)(sizeof points / sizeof points[0]))
 static const char *const actions[] = {"error", "eio", "kill"};
 
@@ -157,6 +182,27 @@ static int apply(const op_t *op, model_t *post, uint64_t seed)
         a->max = op->x;
         a->rrefs = a->wrefs = 1;
         a->short_lived = op->y == 1;
+        return 0;
+    }
+    if (op->kind == OP_CKALLOC) {
+        memset(a, 0, sizeof *a - sizeof a->data);
+        a->used = a->alive = 1;
+        a->max = op->x;
+        a->rrefs = a->wrefs = 1;
+        return 0;
+    }
+    if (op->kind == OP_ALIAS) {
+        const m_alloc_t *m = &post->a[op->b];
+        if (!m->used)
+            return -1;
+        memset(a, 0, sizeof *a - sizeof a->data);
+        if (!m->alive)
+            return 1;
+        a->used = a->alive = a->alias = 1;
+        a->master = op->b;
+        a->aoff = op->x;
+        a->alen = op->y;
+        a->rrefs = a->wrefs = 1;
         return 0;
     }
     if (!a->used)
@@ -208,6 +254,29 @@ static int apply(const op_t *op, model_t *post, uint64_t seed)
         }
         return 0;
     case OP_RENAME:
+    case OP_LOADCK:
+        return 0;
+    case OP_AWRITE: { /* a WRITE of the master at the alias's offset plus x, inside its range */
+        m_alloc_t *m = &post->a[a->master];
+        uint64_t at = a->aoff + op->x;
+        if (!m->alive || op->x + op->y > a->alen || at + op->y > m->max)
+            return 1;
+        if (at > m->size)
+            memset(m->data + m->size, 0, at - m->size);
+        lns_test_fill(m->data + at, op->y, seed);
+        if (at + op->y > m->size)
+            m->size = at + op->y;
+        return 0;
+    }
+    case OP_ACHNG:
+        if (!post->a[a->master].alive || op->x + op->y > post->a[a->master].max)
+            return 1;
+        a->aoff = op->x;
+        a->alen = op->y;
+        return 0;
+    case OP_AREVOKE:
+        if (--a->rrefs <= 0)
+            a->alive = 0;
         return 0;
     case OP_SPLIT: {
         m_alloc_t *c = &post->a[op->b];
@@ -313,6 +382,44 @@ static int raw_op(const test_depot_t *d, ibp_caps_t *caps, const char *fmt, ...)
     return IBP_OK;
 }
 
+/* What a LOAD_CHKSUM gave that the model does not have, or "". */
+static char loadck_why[256];
+
+/* LOAD_CHKSUM of a's whole size in blocks of bs, type cs (4: MD5): each block's bytes and the
+ * digest after it are checked against the model here. */
+static int load_chksum(const test_depot_t *d, const m_alloc_t *a, int cs, long bs)
+{
+    char k1[512], reply[256], hex[2 * EVP_MAX_MD_SIZE + 1], want[2 * EVP_MAX_MD_SIZE + 1];
+    static unsigned char buf[MAXA];
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned mdlen;
+    const EVP_MD *type = cs == 4 ? EVP_md5() : EVP_sha256();
+    wire_cap(a->caps.read, k1, sizeof k1);
+    int fd = td_connect(d);
+    if (fd < 0)
+        return IBP_E_CONNECTION;
+    int rc = raw_reqf(fd, reply, sizeof reply, "1 24 %d %ld %s 0 %zu 10\n", cs, bs, k1, a->size);
+    for (size_t i = 0; rc == 1 && i < a->size; i += (size_t)bs) {
+        size_t k = a->size - i < (size_t)bs ? a->size - i : (size_t)bs;
+        size_t hl = 2 * (size_t)EVP_MD_size(type);
+        if (raw_read(fd, buf + i, k) < 0 || raw_read(fd, hex, hl) < 0) {
+            rc = -1000;
+            break;
+        }
+        hex[hl] = 0;
+        EVP_Digest(buf + i, k, md, &mdlen, type, NULL);
+        for (unsigned j = 0; j < mdlen; j++)
+            snprintf(want + 2 * j, 3, "%02x", md[j]);
+        if (strcmp(hex, want) != 0 || memcmp(buf + i, a->data + i, k) != 0) {
+            snprintf(loadck_why, sizeof loadck_why, "LOAD_CHKSUM: block %zu: %s", i / (size_t)bs,
+                     strcmp(hex, want) ? "its digest is wrong" : "its bytes differ from the model");
+            break;
+        }
+    }
+    close(fd);
+    return rc == -1000 ? IBP_E_SOCK_READ : rc == 1 ? IBP_OK : rc;
+}
+
 static int exec_op(ibp_client_t *cl, const test_depot_t *d, const op_t *op, model_t *m,
                    uint64_t seed)
 {
@@ -370,6 +477,27 @@ static int exec_op(ibp_client_t *cl, const test_depot_t *d, const op_t *op, mode
                       op->kind == OP_PUSH ? 20 : 21, key, remote, tk, loff, roff,
                       (unsigned long long)op->y);
     }
+    case OP_CKALLOC:
+        return raw_op(d, &a->caps, "1 29 %d %llu 0 1 1 600 %llu 10\n", op->b,
+                      (unsigned long long)op->y, (unsigned long long)op->x);
+    case OP_LOADCK:
+        return load_chksum(d, a, op->b, (long)op->x);
+    case OP_ALIAS:
+        wire_cap(m->a[op->b].caps.manage, k1, sizeof k1);
+        return raw_op(d, &a->caps, "1 14 %s %llu %llu 300 10\n", k1, (unsigned long long)op->x,
+                      (unsigned long long)op->y);
+    case OP_AWRITE:
+        lns_test_fill(buf, op->y, seed);
+        return ibp_write(cl, a->caps.write, op->x, buf, op->y, NULL);
+    case OP_ACHNG:
+        wire_cap(a->caps.manage, k1, sizeof k1);
+        wire_cap(m->a[op->b].caps.manage, k2, sizeof k2);
+        return raw_op(d, NULL, "1 15 %s 43 %llu %llu 300 %s 10\n", k1, (unsigned long long)op->x,
+                      (unsigned long long)op->y, k2);
+    case OP_AREVOKE:
+        wire_cap(a->caps.manage, k1, sizeof k1);
+        wire_cap(m->a[op->b].caps.manage, k2, sizeof k2);
+        return raw_op(d, NULL, "1 15 %s 42 1 %s 10\n", k1, k2);
     case OP_EXPIRE: {
         ibp_probe_t p;
         /* Expired at the next whole second at most; the reaper looks twice a second. */
@@ -382,6 +510,29 @@ static int exec_op(ibp_client_t *cl, const test_depot_t *d, const op_t *op, mode
     return IBP_E_INTERNAL;
 }
 
+/* The checks' reads reach failpoints too (cks.verify): a read refused by one, or cut by a
+ * crash (then revive restarts the depot without failpoints), is tried again; a wrong
+ * digest (-63) or a missing capability is an answer. */
+static int (*revive)(void);
+
+static int again(int rc, int *tries)
+{
+    if (rc == IBP_OK || rc == IBP_E_CAP_NOT_FOUND || rc == IBP_E_CHKSUM || ++*tries > 5)
+        return 0;
+    if (revive)
+        revive();
+    return 1;
+}
+
+static int load(ibp_client_t *cl, const char *cap, uint64_t off, uint64_t len, void *buf)
+{
+    int rc, tries = 0;
+    do
+        rc = ibp_load(cl, cap, off, len, buf);
+    while (again(rc, &tries));
+    return rc;
+}
+
 /* Does the depot hold exactly what m says?  0, or -1 with the first difference in why. */
 static int check(ibp_client_t *cl, model_t *m, char *why, size_t n)
 {
@@ -391,11 +542,28 @@ static int check(ibp_client_t *cl, model_t *m, char *why, size_t n)
         ibp_probe_t p;
         if (!a->used)
             continue;
-        int rc = ibp_probe(cl, a->caps.manage, &p);
+        if (a->alias && a->alive) {
+            /* Its range of the master's bytes (checked before it: a lower index). */
+            const m_alloc_t *ma = &m->a[a->master];
+            size_t len = ma->size > a->aoff ? ma->size - a->aoff : 0;
+            if (len > a->alen)
+                len = a->alen;
+            int rc = len ? load(cl, a->caps.read, 0, len, buf) : IBP_OK;
+            if (rc != IBP_OK || memcmp(buf, ma->data + a->aoff, len) != 0) {
+                snprintf(why, n, "alias %d: LOAD of its %zu bytes: %s", i, len,
+                         rc ? ibp_strerror(rc) : "they differ from the master's");
+                return -1;
+            }
+            continue;
+        }
+        int rc, tries = 0;
+        do
+            rc = ibp_probe(cl, a->caps.manage, &p);
+        while (a->alive && again(rc, &tries));
         if (a->short_lived && a->alive && rc == IBP_E_CAP_NOT_FOUND)
             a->alive = 0; /* its second is up */
         if (!a->alive) {
-            int lrc = ibp_load(cl, a->caps.read, 0, 1, buf);
+            int lrc = load(cl, a->caps.read, 0, 1, buf);
             if (rc == IBP_OK || lrc == IBP_OK) {
                 snprintf(why, n, "allocation %d was freed, yet PROBE %d LOAD %d", i, rc, lrc);
                 return -1;
@@ -414,7 +582,7 @@ static int check(ibp_client_t *cl, model_t *m, char *why, size_t n)
                      a->wrefs);
             return -1;
         }
-        rc = a->size ? ibp_load(cl, a->caps.read, 0, a->size, buf) : IBP_OK;
+        rc = a->size ? load(cl, a->caps.read, 0, a->size, buf) : IBP_OK;
         if (a->short_lived && rc == IBP_E_CAP_NOT_FOUND) {
             a->alive = 0; /* its second ran out between the PROBE and the LOAD */
             continue;
@@ -515,8 +683,10 @@ static int start(test_depot_t *d, const run_t *r, int restart)
         setenv("LNS_FAILPOINTS_LOG", r->log, 1);
     else
         unsetenv("LNS_FAILPOINTS_LOG");
+    /* chksum-cache 0: every read of a checksummed block checks it (cks.verify). */
     int rc = restart ? td_restart(d)
-                     : td_start(d, r->durability_os ? "--durability os" : "--durability fsync");
+                     : td_start(d, r->durability_os ? "--durability os --chksum-cache 0"
+                                                    : "--durability fsync --chksum-cache 0");
     unsetenv("LNS_FAILPOINTS");
     unsetenv("LNS_FAILPOINTS_LOG");
     return rc;
@@ -543,10 +713,25 @@ static void mark(const run_t *r, int k)
     }
 }
 
+static test_depot_t *cur_d;
+static const run_t *cur_r;
+
+/* A crash met by a check's read: the depot restarted without failpoints. */
+static int revive_depot(void)
+{
+    lns_test_sleep_ms(20);
+    if (!died(cur_d))
+        return 0;
+    return start(cur_d, cur_r, 1);
+}
+
 /* The script once under r; the failures are counted and printed. */
 static void run_script(const run_t *r)
 {
     test_depot_t d;
+    cur_d = &d;
+    cur_r = r;
+    revive = revive_depot;
     char why[1024];
     ibp_client_t *cl = new_client();
     memset(&model, 0, sizeof model);
@@ -583,8 +768,20 @@ static void run_script(const run_t *r)
             lns_test_fill(wbytes, op->y, seed);
             model.fz = (fuzzy_t){op->a, op->x, op->y, wbytes};
         }
+        if (op->kind == OP_AWRITE && !must_fail) {
+            const m_alloc_t *al = &model.a[op->a];
+            if (al->aoff + op->x < model.a[al->master].size) {
+                lns_test_fill(wbytes, op->y, seed);
+                model.fz = (fuzzy_t){al->master, al->aoff + op->x, op->y, wbytes};
+            }
+        }
+        loadck_why[0] = 0;
         int rc = exec_op(cl, &d, op, &model, seed);
-        if (op->kind == OP_ALLOC)
+        if (op->kind == OP_LOADCK && (rc == IBP_E_CHKSUM || loadck_why[0])) {
+            report(r, k, loadck_why[0] ? loadck_why : "LOAD_CHKSUM answered -63");
+            break;
+        }
+        if (op->kind == OP_ALLOC || op->kind == OP_CKALLOC || op->kind == OP_ALIAS)
             post.a[op->a].caps = model.a[op->a].caps;
         if (op->kind == OP_SPLIT)
             post.a[op->b].caps = model.a[op->b].caps;
@@ -597,8 +794,9 @@ static void run_script(const run_t *r)
                 report(r, k, "the depot did not restart");
                 break;
             }
-            if (op->kind == OP_ALLOC || op->kind == OP_SPLIT) {
-                int n = op->kind == OP_ALLOC ? op->a : op->b;
+            if (op->kind == OP_ALLOC || op->kind == OP_SPLIT || op->kind == OP_CKALLOC ||
+                op->kind == OP_ALIAS) {
+                int n = op->kind == OP_SPLIT ? op->b : op->a;
                 post.a[n].used = 0; /* its capabilities may never have reached us */
                 model.a[n].used = 0;
             }
@@ -658,6 +856,7 @@ static void run_script(const run_t *r)
         report(r, -1, why);
     if (!lns_test_server_log_clean(&d.srv))
         report(r, -1, "sanitizer report in the depot's log");
+    revive = NULL;
     ibp_client_free(cl);
 }
 
