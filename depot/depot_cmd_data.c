@@ -153,9 +153,10 @@ int depot_cmd_store(depot_conn_t *c, const ibp_req_t *req)
         rc = IBP_E_FILE_WRITE;
         goto fail;
     }
-    if (depot_reply(c, 0, "1 \n") < 0) {
-        if (cks)
-            depot_cks_done(a, 1); /* nothing written */
+    if (lns_fail("store.ack") < 0 || depot_reply(c, 0, "1 \n") < 0) {
+        if (cks) /* as a write cut before its first byte: an earlier crash's pending blocks
+                  * are healed (begin merged them into the mark), then the mark goes */
+            depot_cks_done(a, depot_cks_end(a, &d, cv, ncv) == IBP_OK);
         if (cv != v && cv != gapv)
             free(cv);
         depot_write_abort(a, &d);

@@ -480,6 +480,39 @@ static void test_failed_digest_write(void)
     lns_test_server_stop(&f.srv);
 }
 
+/* A write whose "go ahead" never reaches the client, after a crash left blocks pending: the
+ * pending blocks are healed, not forgotten (their stale digests would then answer -63). */
+static void test_pending_then_failed_ack(void)
+{
+    static char data[4096], back[4096];
+    test_depot_t f;
+    caps_t c;
+    /* hits of cks.write: 1-3 for the STORE, 4 the WRITE's mark, 5 its digest: fails */
+    setenv("LNS_FAILPOINTS", "cks.write=eio@5,store.ack=error@3", 1);
+    int started = td_start(&f, "--chksum-cache 0");
+    unsetenv("LNS_FAILPOINTS");
+    CU_ASSERT_EQUAL_FATAL(started, 0);
+    int fd = td_connect(&f);
+    CU_ASSERT_FATAL(fd >= 0);
+    pattern(data, sizeof data, 31);
+    CU_ASSERT_EQUAL_FATAL(allocate(fd, 4, 4096, 8192, &c), 1);
+    CU_ASSERT_EQUAL(put(fd, &c, 0, 0, -1, data, sizeof data, 0), 1); /* one block */
+    /* bytes 0..39 written, their digest not: block 0 stays pending */
+    CU_ASSERT_NOT_EQUAL(put(fd, &c, 0, 0, 0, "XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX", 40, 0), 1);
+    close(fd);
+    /* the third write's "1 " is never sent: the depot drops the connection */
+    fd = td_connect(&f);
+    CU_ASSERT_NOT_EQUAL(put(fd, &c, 0, 0, 2000, "0123456789", 10, 0), 1);
+    close(fd);
+    fd = td_connect(&f);
+    CU_ASSERT_EQUAL(get(fd, &c, 0, 0, 0, sizeof data, back), 1);
+    CU_ASSERT(memcmp(back, "XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX", 40) == 0 ||
+              memcmp(back, data, 40) == 0);
+    CU_ASSERT(memcmp(back + 40, data + 40, sizeof data - 40) == 0);
+    close(fd);
+    lns_test_server_stop(&f.srv);
+}
+
 static const lns_test_case tests[] = {
     {"ALLOCATE_CHKSUM refusals (-64, -65), NONE is plain", test_allocate_refusals},
     {"WRITE/STORE/LOAD_CHKSUM, GET/VALIDATE_CHKSUM, all four types", test_write_load_roundtrip},
@@ -490,6 +523,7 @@ static const lns_test_case tests[] = {
     {"a flipped byte on disk: -63 at the first read after a restart", test_bit_rot_restart},
     {"blocks written or checked are not hashed again inside the window", test_verified_cache},
     {"a write whose digests fail leaves its block pending, not -63", test_failed_digest_write},
+    {"pending blocks survive a write whose go-ahead was never sent", test_pending_then_failed_ack},
 };
 
 LNS_TEST_MAIN_WITH("depot_chksum", suite_init, suite_clean, tests)
