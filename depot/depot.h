@@ -363,11 +363,12 @@ int depot_store_truncate(depot_alloc_t *a, uint64_t new_size);
 /* ACCRE 1.4's RENAME (16): new keys (out) for the same allocation; the old ones stop
  * working once it is committed.  IBP_OK, -4, -24. */
 int depot_store_rename(depot_alloc_t *a, depot_newalloc_t *out);
-/* SPLIT (18): a new allocation (out) of size bytes taken from m's maximum size (m's current
- * size is cut to its new maximum, as a TRUNCATE).  IBP_OK, -19 (size past m's maximum, or
+/* SPLIT (18) and SPLIT_ALLOCATE_CHKSUM (30): a new allocation (out) of size bytes taken from
+ * m's maximum size (m's current size is cut to its new maximum, as a TRUNCATE), with disk
+ * checksums of cks_type and cks_bs (0: none, as a plain SPLIT's).  IBP_OK, -19 (size past m's maximum, or
  * no room for a different reliability), -22, -27, -28, -33, -36, -4, -25 (m an alias). */
 int depot_store_split(depot_alloc_t *m, int reliability, int type, int64_t duration,
-                      uint64_t size, depot_newalloc_t *out);
+                      uint64_t size, int cks_type, uint32_t cks_bs, depot_newalloc_t *out);
 /* MERGE (19): c's maximum size is added to m's and c is freed (its bytes lost).  IBP_OK,
  * -1 (c has counts beyond its initial ones), -4, -25 (an alias), -30 (c is m), -50 (another
  * resource), -19, -24. */
@@ -535,6 +536,11 @@ enum { DEPOT_CMD_RENAME = 16, DEPOT_CMD_SPLIT = 18, DEPOT_CMD_MERGE = 19, DEPOT_
 int depot_accre_request(const char *line, size_t len);
 /* Parse and run it; req gets what the event line needs.  Returns the IBP result. */
 int depot_cmd_accre(depot_conn_t *c, const char *line, size_t len, ibp_req_t *req);
+/* The same, a SPLIT's new allocation with disk checksums of cks_type and cks_bs (0: none):
+ * SPLIT_ALLOCATE_CHKSUM (30), PUSH_CHKSUM (22) and PULL_CHKSUM (23) as the plain line
+ * (depot_chksum.c). */
+int depot_cmd_accre_cks(depot_conn_t *c, const char *line, size_t len, ibp_req_t *req,
+                        int cks_type, uint32_t cks_bs);
 /* PUSH and PULL (depot_cmd_data.c), on a request filled as a SEND's (key: the local
  * capability's, target_cap: the other depot's, offset and length: the local range, timeouts).
  * PUSH reads the local range and appends it to the remote allocation (remote_off < 0) or

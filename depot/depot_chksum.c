@@ -5,9 +5,11 @@
  *   type and a block size; the data stream carries, after every block and after the last
  *   partial one, that block's digest in lower-case hex.  The line is the plain command's with
  *   "<type> <blocksize>" after the command number, so it is parsed as that command.
- * - disk checksums (ALLOCATE_CHKSUM 29): every block of the allocation has a digest, kept
- *   up to date by every write and checked by every read; GET_CHKSUM 31 returns them,
- *   VALIDATE_CHKSUM 32 counts the blocks that fail.
+ *   PUSH_CHKSUM 22, PULL_CHKSUM 23 and SEND_CHKSUM 25 carry no client data: they are the
+ *   plain PUSH, PULL and SEND (the copy between depots without stream digests).
+ * - disk checksums (ALLOCATE_CHKSUM 29, SPLIT_ALLOCATE_CHKSUM 30): every block of the
+ *   allocation has a digest, kept up to date by every write and checked by every read;
+ *   GET_CHKSUM 31 returns them, VALIDATE_CHKSUM 32 counts the blocks that fail.
  *
  * The digests live in a side file beside the data, "<data>/<xx>/<id>.cks": a 32-byte header
  * (magic, type, block size, the pending range) and one entry per block (u32 bytes covered,
@@ -693,7 +695,10 @@ int depot_cmd_chksum(depot_conn_t *c, const char *line, size_t len, ibp_req_t *r
     case CMD_VEC_WRITE_CHKSUM: plain = IBP_CMD_VEC_WRITE; break;
     case CMD_VEC_READ_CHKSUM: plain = IBP_CMD_VEC_READ; break;
     case CMD_SEND_CHKSUM: plain = IBP_CMD_SEND; break;
-    default: plain = 0; break; /* 22, 23, 26, 30: not yet (docs/interop.md) */
+    case CMD_PUSH_CHKSUM: plain = DEPOT_CMD_PUSH; break;
+    case CMD_PULL_CHKSUM: plain = DEPOT_CMD_PULL; break;
+    case CMD_SPLIT_ALLOCATE_CHKSUM: plain = DEPOT_CMD_SPLIT; break;
+    default: plain = 0; break; /* 26: no Phoebus gateway (docs/interop.md) */
     }
     if (!plain) {
         c->close = 1;
@@ -704,12 +709,13 @@ int depot_cmd_chksum(depot_conn_t *c, const char *line, size_t len, ibp_req_t *r
         c->close = 1;
         return depot_reply_err(c, IBP_E_BAD_FORMAT);
     }
-    /* ACCRE: an allocation may say NONE (0); its block size is then not looked at.  A
-     * transfer needs a real type and a block size of at least 1. */
-    if (plain == IBP_CMD_ALLOCATE ? (type != 0 && !cks_md((int)type)) : !cks_md((int)type))
+    /* ACCRE: an allocation (ALLOCATE, SPLIT) may say NONE (0); its block size is then not
+     * looked at.  A transfer needs a real type and a block size of at least 1. */
+    int alloc = plain == IBP_CMD_ALLOCATE || plain == DEPOT_CMD_SPLIT;
+    if (alloc ? (type != 0 && !cks_md((int)type)) : !cks_md((int)type))
         rc = IBP_E_CHKSUM_TYPE;
-    else if (plain == IBP_CMD_ALLOCATE ? (type != 0 && (bs <= 0 || bs > DEPOT_CKS_BS_MAX))
-                                       : (bs < 1 || bs > DEPOT_CKS_BS_MAX))
+    else if (alloc ? (type != 0 && (bs <= 0 || bs > DEPOT_CKS_BS_MAX))
+                   : (bs < 1 || bs > DEPOT_CKS_BS_MAX))
         rc = IBP_E_CHKSUM_BLOCKSIZE;
     else
         rc = IBP_OK;
@@ -720,8 +726,19 @@ int depot_cmd_chksum(depot_conn_t *c, const char *line, size_t len, ibp_req_t *r
     if (rc == IBP_OK) {
         int n = snprintf(rest, IBP_MAX_REQ_LINE, "%ld %d%.*s", v[0], plain, (int)(len - i),
                          line + i);
-        rc = n < 0 || n >= IBP_MAX_REQ_LINE ? IBP_E_BAD_FORMAT
-                                             : ibp_req_parse(rest, (size_t)n, req);
+        if (n < 0 || n >= IBP_MAX_REQ_LINE)
+            rc = IBP_E_BAD_FORMAT;
+        else if (plain == DEPOT_CMD_SPLIT || plain == DEPOT_CMD_PUSH || plain == DEPOT_CMD_PULL) {
+            /* SPLIT's new allocation gets the disk checksums; PUSH/PULL copy the bytes as the
+             * plain ones do, as SEND_CHKSUM (docs/interop.md).  They answer, errors included. */
+            uint32_t cbs = type ? (uint32_t)(bs > UINT32_MAX ? UINT32_MAX : bs) : 0;
+            rc = depot_cmd_accre_cks(c, rest, (size_t)n, req,
+                                     plain == DEPOT_CMD_SPLIT ? (int)type : 0, cbs);
+            free(rest);
+            return rc;
+        } else {
+            rc = ibp_req_parse(rest, (size_t)n, req);
+        }
     }
     if (rc != IBP_OK) {
         free(rest);

@@ -17,7 +17,8 @@
  * there); PULL's key is a WRITE capability's (off -1: append, else write there) and cap the
  * remote READ capability (remote_off: where to read; -1 reads from 0).  RENAME, SPLIT and
  * MERGE need MANAGE capabilities.  The store changes are in depot_store.c, the copies in
- * depot_cmd_data.c (SEND's clients).
+ * depot_cmd_data.c (SEND's clients).  Their checksummed forms, SPLIT_ALLOCATE_CHKSUM (30),
+ * PUSH_CHKSUM (22) and PULL_CHKSUM (23), come here from depot_chksum.c as the plain line.
  */
 #include "depot.h"
 
@@ -81,7 +82,8 @@ static int cmd_rename(depot_conn_t *c, const depot_field_t *f, int n)
     return IBP_OK;
 }
 
-static int cmd_split(depot_conn_t *c, const depot_field_t *f, int n)
+static int cmd_split(depot_conn_t *c, const depot_field_t *f, int n, int cks_type,
+                     uint32_t cks_bs)
 {
     int64_t rel, type, dur, size, tmo;
     depot_newalloc_t na;
@@ -101,7 +103,7 @@ static int cmd_split(depot_conn_t *c, const depot_field_t *f, int n)
     c->ev_alloc = m->r.id;
     int res = m->res->id;
     rc = depot_store_split(m, (int)rel, type == IBP_BYTEARRAY ? IBP_BYTEARRAY : -1, dur,
-                           (uint64_t)size, &na);
+                           (uint64_t)size, cks_type, cks_bs, &na);
     depot_alloc_release(m);
     if (rc != IBP_OK)
         return rc;
@@ -193,6 +195,12 @@ static int cmd_copy(depot_conn_t *c, int cmd, const depot_field_t *f, int n, ibp
 
 int depot_cmd_accre(depot_conn_t *c, const char *line, size_t len, ibp_req_t *req)
 {
+    return depot_cmd_accre_cks(c, line, len, req, 0, 0);
+}
+
+int depot_cmd_accre_cks(depot_conn_t *c, const char *line, size_t len, ibp_req_t *req,
+                        int cks_type, uint32_t cks_bs)
+{
     depot_field_t f[ACCRE_MAX_FIELDS];
     int n = depot_line_request(line, len, f, ACCRE_MAX_FIELDS, req), rc;
 
@@ -201,7 +209,7 @@ int depot_cmd_accre(depot_conn_t *c, const char *line, size_t len, ibp_req_t *re
     else if (req->cmd == DEPOT_CMD_RENAME)
         rc = cmd_rename(c, f, n);
     else if (req->cmd == DEPOT_CMD_SPLIT)
-        rc = cmd_split(c, f, n);
+        rc = cmd_split(c, f, n, cks_type, cks_bs);
     else if (req->cmd == DEPOT_CMD_MERGE)
         rc = cmd_merge(c, f, n);
     else

@@ -826,7 +826,7 @@ int depot_store_rename(depot_alloc_t *a, depot_newalloc_t *out)
  * transaction; the space moves from the master to the child, so the resource's use does not
  * change (unless their reliabilities differ: then the child's must fit). */
 int depot_store_split(depot_alloc_t *m, int reliability, int type, int64_t duration,
-                      uint64_t size, depot_newalloc_t *out)
+                      uint64_t size, int cks_type, uint32_t cks_bs, depot_newalloc_t *out)
 {
     depot_store_t *st = m->res->store;
     depot_resource_t *res = m->res;
@@ -851,6 +851,8 @@ int depot_store_split(depot_alloc_t *m, int reliability, int type, int64_t durat
     row.read_refs = row.write_refs = 1;
     row.slab = depot_slot_size(size);
     row.slot = -1;
+    row.cks_type = cks_type;
+    row.cks_bs = cks_type ? cks_bs : 0;
     if (!(c = alloc_new(res, &row)))
         return IBP_E_INTERNAL;
     if (depot_random(&c->r.id, sizeof c->r.id) < 0)

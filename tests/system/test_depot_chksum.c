@@ -329,6 +329,69 @@ static void test_vector_and_send(void)
     close(fd);
 }
 
+/* SPLIT_ALLOCATE_CHKSUM "1 30 <type> <bs> mkey mtk rel type dur size T" (ACCRE's
+ * split_allocate_command, src/ibp/op_cmd.c): the new allocation has disk checksums of that type
+ * and block size (NONE 0: none); PUSH_CHKSUM / PULL_CHKSUM "1 22|23 <type> <bs> 1  key cap
+ * tk off remote_off len T dT dcT" (pushpull_command: the empty Phoebus path is two spaces):
+ * the copy as PUSH/PULL's, answered "1 <len> ". */
+static void test_split_push_pull(void)
+{
+    static char data[100000], back[100000];
+    caps_t m, s, n;
+    char reply[4096];
+    int t, sz;
+    long bs, nb, nbytes;
+    int fd = conn();
+    pattern(data, sizeof data, 29);
+    CU_ASSERT_EQUAL_FATAL(allocate(fd, 4, 64, 400000, &m), 1);
+    CU_ASSERT_EQUAL(put(fd, &m, 4, 64, -1, data, sizeof data, 0), 1);
+    /* a checksummed child: MD5, blocks of 1024 */
+    CU_ASSERT_EQUAL_FATAL(raw_reqf(fd, reply, sizeof reply, "1 30 4 1024 %s %s 1 1 3600 %zu 30\n",
+                                   m.key[2], m.tk[2], sizeof data), 1);
+    CU_ASSERT_EQUAL_FATAL(raw_caps(reply, &s), 0);
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 31 %s %s 1 30\n", s.key[2], s.tk[2]), 1);
+    CU_ASSERT_EQUAL(sscanf(reply, "1 %d %d %ld %ld %ld", &t, &sz, &bs, &nb, &nbytes), 5);
+    CU_ASSERT_EQUAL(t, 4);
+    CU_ASSERT_EQUAL(bs, 1024);
+    /* CHKSUM_NONE: a plain child, whose GET_CHKSUM finds no checksums */
+    CU_ASSERT_EQUAL_FATAL(raw_reqf(fd, reply, sizeof reply, "1 30 0 0 %s %s 1 1 3600 %zu 30\n",
+                                   m.key[2], m.tk[2], sizeof data), 1);
+    CU_ASSERT_EQUAL_FATAL(raw_caps(reply, &n), 0);
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 31 %s %s 1 30\n", n.key[2], n.tk[2]), -63);
+    /* refusals as ALLOCATE_CHKSUM's; the master keeps what is left */
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 30 9 1024 %s %s 1 1 3600 10 30\n", m.key[2], m.tk[2]),
+                    -64);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 30 4 0 %s %s 1 1 3600 10 30\n", m.key[2], m.tk[2]),
+                    -65);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 30 4 64 %s %s 1 1 3600 10 30\n", m.key[0], m.tk[0]),
+                    -7);
+    /* PUSH_CHKSUM of the master's [1000, 61000) to the checksummed child (append) */
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 22 4 64 1  %s %s %s 1000 -1 60000 30 30 30\n",
+                             m.key[0], s.cap[1], m.tk[0]), 1);
+    CU_ASSERT_STRING_EQUAL(reply, "1 60000 ");
+    memset(back, 0, sizeof back);
+    CU_ASSERT_EQUAL(get(fd, &s, 4, 1024, 0, 60000, back), 1);
+    CU_ASSERT(memcmp(back, data + 1000, 60000) == 0);
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 32 %s %s 0 30\n", s.key[2], s.tk[2]), 1);
+    CU_ASSERT_STRING_EQUAL(reply, "1 0");
+    /* PULL_CHKSUM into the plain child of the master's [50000, 80000) (append) */
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 23 3 4096 1  %s %s %s -1 50000 30000 30 30 30\n",
+                             n.key[1], m.cap[0], n.tk[1]), 1);
+    CU_ASSERT_STRING_EQUAL(reply, "1 30000 ");
+    memset(back, 0, sizeof back);
+    CU_ASSERT_EQUAL(get(fd, &n, 0, 0, 0, 30000, back), 1);
+    CU_ASSERT(memcmp(back, data + 50000, 30000) == 0);
+    /* a bad type or block size: -64, -65, nothing copied; Phoebus: -22 */
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 22 9 64 1  %s %s %s 0 -1 10 30 30 30\n", m.key[0],
+                             n.cap[1], m.tk[0]), -64);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 23 4 0 1  %s %s %s -1 0 10 30 30 30\n", n.key[1],
+                             m.cap[0], n.tk[1]), -65);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 22 4 64 2 auto %s %s %s 0 -1 10 30 30 30\n",
+                             m.key[0], n.cap[1], m.tk[0]), -22);
+    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 31 %s %s 1 30\n", n.key[2], n.tk[2]), -63);
+    close(fd);
+}
+
 /* A digest that does not match the bytes sent: -63 after the data, nothing appended. */
 static void test_network_mismatch(void)
 {
@@ -518,6 +581,7 @@ static const lns_test_case tests[] = {
     {"WRITE/STORE/LOAD_CHKSUM, GET/VALIDATE_CHKSUM, all four types", test_write_load_roundtrip},
     {"a wrong digest on the wire: -63, nothing stored", test_network_mismatch},
     {"VEC_WRITE/VEC_READ_CHKSUM (one stream over the ranges), SEND_CHKSUM", test_vector_and_send},
+    {"SPLIT_ALLOCATE_CHKSUM (30), PUSH_CHKSUM (22), PULL_CHKSUM (23)", test_split_push_pull},
     {"a flipped byte on disk: -63 for its block after the window, plain allocation unaffected",
      test_bit_rot},
     {"a flipped byte on disk: -63 at the first read after a restart", test_bit_rot_restart},

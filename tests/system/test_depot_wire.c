@@ -479,7 +479,7 @@ static void test_malformed(void)
         {"1 3 a b c\n", -25},
         {"1 6 a b c\n", -25},
         {"1 7 a b c\n", -25},
-        {"1 22 a b c\n", -25},
+        {"1 26 a b c\n", -25}, /* PHOEBUS_SEND_CHKSUM: not supported */
         {"1 33 a b c\n", -21}, /* a vector WRITE whose count is not a number */
         {"1 17 a b c\n", -25}, /* ACCRE's Phoebus SEND: not supported */
         {"1 16 a b c\n", -21}, /* a rename whose timeout is not a number */
