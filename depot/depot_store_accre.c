@@ -57,32 +57,14 @@ int depot_store_split(depot_alloc_t *m, int reliability, int type, int64_t durat
     depot_store_t *st = m->res->store;
     depot_resource_t *res = m->res;
     depot_meta_op_t mop, cop;
-    depot_row_t row, mrow;
+    depot_row_t mrow;
     depot_alloc_t *c;
     int64_t now = lns_now_s();
     int rc = IBP_OK;
 
-    if (type != IBP_BYTEARRAY)
-        return IBP_E_TYPE_NOT_SUPPORTED;
-    if (reliability != IBP_SOFT && reliability != IBP_HARD)
-        return IBP_E_INV_PAR_ATRL;
-    if (size == 0 || size > (uint64_t)INT64_MAX)
-        return IBP_E_INV_PAR_SIZE;
-    memset(&row, 0, sizeof row);
-    if (store_new_keys(&row, out) < 0)
-        return IBP_E_INTERNAL;
-    row.reliability = reliability;
-    row.type = type;
-    row.max_size = size;
-    row.read_refs = row.write_refs = 1;
-    row.slab = depot_slot_size(size);
-    row.slot = -1;
-    row.cks_type = cks_type;
-    row.cks_bs = cks_type ? cks_bs : 0;
-    if (!(c = store_alloc_new(res, &row)))
-        return IBP_E_INTERNAL;
-    if (depot_random(&c->r.id, sizeof c->r.id) < 0)
-        c->r.id = 0;
+    if ((rc = store_alloc_prepare(res, reliability, type, size, cks_type, cks_bs, out, &c)) !=
+        IBP_OK)
+        return rc;
 
     pthread_mutex_lock(&m->op_mu);
     pthread_mutex_lock(&st->mu);

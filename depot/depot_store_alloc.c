@@ -34,6 +34,35 @@ uint64_t store_new_id(depot_store_t *st, uint64_t id)
     return id;
 }
 
+int store_alloc_prepare(depot_resource_t *res, int reliability, int type, uint64_t size,
+                        int cks_type, uint32_t cks_bs, depot_newalloc_t *out, depot_alloc_t **ap)
+{
+    depot_row_t row;
+    if (type != IBP_BYTEARRAY)
+        return IBP_E_TYPE_NOT_SUPPORTED;
+    if (reliability != IBP_SOFT && reliability != IBP_HARD)
+        return IBP_E_INV_PAR_ATRL;
+    if (size == 0 || size > (uint64_t)INT64_MAX)
+        return IBP_E_INV_PAR_SIZE;
+    memset(&row, 0, sizeof row);
+    if (store_new_keys(&row, out) < 0)
+        return IBP_E_INTERNAL;
+    row.reliability = reliability;
+    row.type = type;
+    row.max_size = size;
+    row.read_refs = row.write_refs = 1;
+    row.slab = depot_slot_size(size);
+    row.slot = -1;
+    row.cks_type = cks_type;
+    row.cks_bs = cks_type ? cks_bs : 0;
+    if (!(*ap = store_alloc_new(res, &row)))
+        return IBP_E_INTERNAL;
+    /* The id is drawn outside the lock; a collision (never seen) draws again inside. */
+    if (depot_random(&(*ap)->r.id, sizeof (*ap)->r.id) < 0)
+        (*ap)->r.id = 0;
+    return IBP_OK;
+}
+
 /* A new allocation a (store->mu held, its slot taken if it has one) into the index under a
  * fresh id, its row committed before the caller hears of it; releases store->mu.  IBP_OK, or
  * IBP_E_INTERNAL when the row does not commit (the slot then waits for its delete). */
@@ -71,7 +100,6 @@ int depot_store_allocate_cks(depot_store_t *st, int rid, int reliability, int ty
                              int64_t duration, uint64_t size, int cks_type, uint32_t cks_bs,
                              depot_newalloc_t *out)
 {
-    depot_row_t row;
     depot_resource_t *res;
     depot_alloc_t *a;
     int64_t now = lns_now_s();
@@ -79,30 +107,10 @@ int depot_store_allocate_cks(depot_store_t *st, int rid, int reliability, int ty
 
     if (rid < 0 || rid >= st->nres)
         return IBP_E_INVALID_RID;
-    if (type != IBP_BYTEARRAY)
-        return IBP_E_TYPE_NOT_SUPPORTED;
-    if (reliability != IBP_SOFT && reliability != IBP_HARD)
-        return IBP_E_INV_PAR_ATRL;
-    if (size == 0 || size > (uint64_t)INT64_MAX)
-        return IBP_E_INV_PAR_SIZE;
     res = &st->res[rid];
-
-    memset(&row, 0, sizeof row);
-    if (store_new_keys(&row, out) < 0)
-        return IBP_E_INTERNAL;
-    row.reliability = reliability;
-    row.type = type;
-    row.max_size = size;
-    row.read_refs = row.write_refs = 1;
-    row.slab = depot_slot_size(size);
-    row.slot = -1;
-    row.cks_type = cks_type;
-    row.cks_bs = cks_type ? cks_bs : 0;
-    if (!(a = store_alloc_new(res, &row)))
-        return IBP_E_INTERNAL;
-    /* The id is drawn outside the lock; a collision (never seen) draws again inside. */
-    if (depot_random(&a->r.id, sizeof a->r.id) < 0)
-        a->r.id = 0;
+    if ((rc = store_alloc_prepare(res, reliability, type, size, cks_type, cks_bs, out, &a)) !=
+        IBP_OK)
+        return rc;
 
     pthread_mutex_lock(&st->mu);
     rc = depot_expiry(now, duration, res->cfg.max_duration, &a->r.expires);

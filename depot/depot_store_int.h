@@ -29,6 +29,10 @@ int store_reserve(depot_store_t *st, depot_resource_t *res, int reliability, uin
 /* (depot_store_alloc.c) Three fresh secrets and type keys: the secrets into out, their
  * digests into row (0/-1). */
 int store_new_keys(depot_row_t *row, depot_newalloc_t *out);
+/* A new allocation's struct (not in the index, no space reserved yet) and its keys in out:
+ * IBP_OK and *ap, or the refusal of a bad type, reliability or size (no lock needed). */
+int store_alloc_prepare(depot_resource_t *res, int reliability, int type, uint64_t size,
+                        int cks_type, uint32_t cks_bs, depot_newalloc_t *out, depot_alloc_t **ap);
 /* A new id no allocation has (id: a first guess, 0 for none). */
 uint64_t store_new_id(depot_store_t *st, uint64_t id);
 /* The tail of an own file past size goes (op_mu held; row: the committed row); a failure
