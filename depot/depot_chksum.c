@@ -363,13 +363,19 @@ static int check_blocks(depot_alloc_t *a, const depot_data_t *d, uint64_t b0, ui
         uint64_t lo, hi;
         hdr_pending(&f, &lo, &hi);
         if (hi > lo && lo < (b + 1) * f.bs && hi > b * f.bs) {
+            /* Pending: its digest is redone from the data.  If that cannot be written, the
+             * block is unverified, not spoiled: this read fails (I/O), the mark stays, and a
+             * later read heals it. */
             cks_file_t w;
-            if (side_open(a, 1, &w) == 0) {
-                heal_pending(a, &w, d, 0, 0);
+            if (side_open(a, 1, &w) < 0) {
+                rc = -1;
+            } else {
+                rc = heal_pending(a, &w, d, 0, 0) < 0 ? -1 : 0;
                 close(w.fd);
             }
         }
-        if (entry_get(&f, b, &covered, want) < 0 || block_digest(&f, d, b, covered, got, buf) < 0)
+        if (rc == 0 && (entry_get(&f, b, &covered, want) < 0 ||
+                        block_digest(&f, d, b, covered, got, buf) < 0))
             rc = -1;
         pthread_mutex_unlock(&a->op_mu);
         if (rc == 0 && memcmp(got, want, f.dlen) != 0) {

@@ -576,6 +576,40 @@ static void test_pending_then_failed_ack(void)
     lns_test_server_stop(&f.srv);
 }
 
+/* A pending block whose digest cannot be recomputed when it is read (the digest write fails
+ * again) is an I/O error for that read, never -63; once the digest can be written, the read
+ * heals it. */
+static void test_pending_heal_fails(void)
+{
+    static char data[65536], back[65536];
+    test_depot_t f;
+    caps_t c;
+    setenv("LNS_FAILPOINTS", "cks.write=eio@5+", 1); /* 1-3 the STORE, 4 the WRITE's mark */
+    int started = td_start(&f, "--chksum-cache 0");
+    unsetenv("LNS_FAILPOINTS");
+    CU_ASSERT_EQUAL_FATAL(started, 0);
+    int fd = td_connect(&f);
+    CU_ASSERT_FATAL(fd >= 0);
+    pattern(data, sizeof data, 37);
+    CU_ASSERT_EQUAL_FATAL(allocate(fd, 4, 65536, sizeof data, &c), 1);
+    CU_ASSERT_EQUAL(put(fd, &c, 0, 0, -1, data, sizeof data, 0), 1);
+    CU_ASSERT_NOT_EQUAL(put(fd, &c, 0, 0, 10, "0123456789", 10, 0), 1);
+    close(fd);
+    fd = td_connect(&f);
+    int rc = get(fd, &c, 0, 0, 0, sizeof data, back);
+    CU_ASSERT_NOT_EQUAL(rc, 1);
+    CU_ASSERT_NOT_EQUAL(rc, -63);
+    close(fd);
+    lns_test_server_kill(&f.srv, SIGKILL);
+    CU_ASSERT_EQUAL_FATAL(td_restart(&f), 0); /* no failpoints */
+    fd = td_connect(&f);
+    CU_ASSERT_EQUAL(get(fd, &c, 0, 0, 0, sizeof data, back), 1);
+    CU_ASSERT(memcmp(back + 10, data + 10, 10) == 0 || memcmp(back + 10, "0123456789", 10) == 0);
+    CU_ASSERT(memcmp(back + 20, data + 20, sizeof data - 20) == 0);
+    close(fd);
+    lns_test_server_stop(&f.srv);
+}
+
 static const lns_test_case tests[] = {
     {"ALLOCATE_CHKSUM refusals (-64, -65), NONE is plain", test_allocate_refusals},
     {"WRITE/STORE/LOAD_CHKSUM, GET/VALIDATE_CHKSUM, all four types", test_write_load_roundtrip},
@@ -588,6 +622,8 @@ static const lns_test_case tests[] = {
     {"blocks written or checked are not hashed again inside the window", test_verified_cache},
     {"a write whose digests fail leaves its block pending, not -63", test_failed_digest_write},
     {"pending blocks survive a write whose go-ahead was never sent", test_pending_then_failed_ack},
+    {"a pending block that cannot be healed on a read: an I/O error, not -63",
+     test_pending_heal_fails},
 };
 
 LNS_TEST_MAIN_WITH("depot_chksum", suite_init, suite_clean, tests)
