@@ -58,7 +58,7 @@ CPPFLAGS = -D_GNU_SOURCE -Icommon -Iibp -Iexnode -Ilors -Ilbone -Idepot -Ilbone/
 # "#pragma GCC visibility push(default)" and "pop" (ibp.h, xnd.h, lors.h, lbone.h).
 CFLAGS   = -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread -MMD -MP
 LDFLAGS  = -pthread $(SANLD)
-LIBS     = -lxml2 -lssl -lcrypto -lz -lsqlite3
+LIBS     = -lxml2 -lssl -lcrypto -lz -lisal -lsqlite3
 TESTLIBS = -lcunit $(CAIRO_LIBS)
 CAIRO_CFLAGS := $(shell pkg-config --cflags cairo fontconfig 2>/dev/null)
 CAIRO_LIBS := $(shell pkg-config --libs cairo fontconfig 2>/dev/null || echo -lcairo -lfontconfig)
@@ -115,7 +115,7 @@ endef
 # libibp.a also holds the common/ helpers, for the programs that link the archives.
 $(eval $(call library,IBP,ibp,$(LIBIBP_SRC),$(COMMON_SRC)))
 $(eval $(call library,EXNODE,exnode,$(EXNODE_SRC),,$(LIBIBP_SO),-lxml2))
-$(eval $(call library,LORS,lors,$(LORS_SRC),,$(LIBEXNODE_SO) $(LIBIBP_SO),-lcrypto -lz))
+$(eval $(call library,LORS,lors,$(LORS_SRC),,$(LIBEXNODE_SO) $(LIBIBP_SO),-lcrypto -lz -lisal))
 $(eval $(call library,LBONE,lbone,$(LBONE_SRC),,,-lcurl -ljansson -lm))
 
 LIBDEPOT_A = $(B)/lib/libdepot.a

@@ -150,6 +150,13 @@ typedef struct lors_upload_opts {
      * whose every copy is complete (the size: the input's length, or the bytes read from a
      * pipe), and only the rest is freed.  None complete: *out NULL, all freed. */
     int keep_partial;
+    /* erasure coding (docs/lors.md, "Erasure coding"): ec_k > 0 stores each stripe of
+     * ec_k x ec_piece bytes as ec_k data and ec_m parity pieces on ec_k + ec_m distinct depots
+     * instead of `copies` copies (copies and e2e must be left at 1 and none).  ec_piece 0:
+     * 1 MiB.  fragments (-F) counts each column's allocations when the length is known;
+     * otherwise each holds about blocksize (-bs) bytes. */
+    int ec_k, ec_m;
+    int64_t ec_piece;
 } lors_upload_opts_t;
 
 /* Defaults: blocksize 5 MiB, 1 copy, 4 fragments, duration 1 day, HARD, 4 threads,
@@ -344,6 +351,41 @@ typedef struct lors_e2e_info {
 /* LORS_OK (info->present says whether there are transforms) or LORS_E_EXNODE if the
  * lns_e2e metadata is malformed (err says how). */
 int lors_e2e_info(const xnd_t *x, lors_e2e_info_t *info, char *err, size_t errlen);
+
+/* ---- erasure coding --------------------------------------------------------------------- */
+
+#define LORS_EC_META "lns_ec"     /* the file-level metadata list that describes the coding */
+#define LORS_EC_DEFAULT_PIECE ((int64_t)1 << 20)
+
+typedef struct lors_ec_info {
+    int present;              /* 0: not erasure coded (the rest is zero) */
+    int k, m;                 /* data and parity pieces per stripe */
+    int64_t piece_size;       /* bytes per piece of a full stripe */
+    int64_t stripe_size;      /* k x piece_size bytes of the file */
+    int64_t stripes;
+    int64_t size;             /* the file's size */
+} lors_ec_info_t;
+
+/* LORS_OK (info->present says whether the file is erasure coded) or LORS_E_EXNODE if its
+ * lns_ec metadata is malformed (err says how). */
+int lors_ec_info(const xnd_t *x, lors_ec_info_t *info, char *err, size_t errlen);
+
+/* Parse "K+M" (e.g. "4+2"): 1 <= K <= 32, 1 <= M <= 16.  LORS_OK or LORS_E_INVAL. */
+int lors_ec_parse(const char *s, int *k, int *m);
+
+struct lors_probe;
+
+/* One stripe of an erasure-coded file and how many of its pieces are alive. */
+typedef struct lors_ec_stripe {
+    int64_t offset, length;   /* its bytes of the file */
+    int alive;                /* distinct pieces (columns) held by a live mapping */
+    int margin;               /* alive - k: losses it survives; negative: lost */
+} lors_ec_stripe_t;
+
+/* Every stripe of x, counting the mappings alive in probes (NULL: all).  *out is malloc'd.
+ * LORS_E_INVAL if x is not erasure coded, LORS_E_EXNODE if its description is malformed. */
+int lors_ec_stripes(const xnd_t *x, const struct lors_probe *probes, lors_ec_stripe_t **out,
+                    size_t *n);
 
 /* ---- probing mappings (ls, trim -u, augment -B) ----------------------------------------- */
 

@@ -8,7 +8,7 @@
 set -eu
 
 PKGS="build-essential pkg-config libssl-dev libsqlite3-dev libcunit1-dev libxml2-dev zlib1g-dev
-libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libcairo2-dev fonts-dejavu-core
+libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libcairo2-dev fonts-dejavu-core libisal-dev
 clang libclang-rt-14-dev
 curl socat nginx-light procps groff-base iproute2 tk8.6 xvfb x11-apps
 chromium"
