@@ -89,7 +89,7 @@ static int rep_possible(const lors_sched_t *s, const rep_t *r)
 /* Eligible in the block's current round, ignoring the depot's state. */
 int lors__sched_rep_in_round(const lors_sched_t *s, const blk_t *bk, const rep_t *r)
 {
-    return r->usable && !r->bad && r->tries < bk->round;
+    return r->usable && !r->bad && !r->held && r->tries < bk->round;
 }
 
 static int blk_viable(const lors_sched_t *s, uint32_t b)
@@ -832,6 +832,30 @@ int lors_sched_fail(lors_sched_t *s, uint64_t id, uint64_t now, lors_sched_fail_
     if (died)
         lors__sched_scan_failed(s);
     return s->blk[b].state == ST_FAILED;
+}
+
+int lors_sched_replica_hold(lors_sched_t *s, uint32_t b, int mapping, int held)
+{
+    if (b >= s->nblocks || held < -1 || held > 1)
+        return LORS_SCHED_E_INVAL;
+    blk_t *bk = &s->blk[b];
+    for (uint32_t r = bk->rep_head; r != NONE; r = s->rep[r].next) {
+        rep_t *rp = &s->rep[r];
+        if (rp->mapping != mapping)
+            continue;
+        rp->held = held == 1;
+        if (held < 0)
+            rp->usable = 0;
+    }
+    if (bk->state != ST_PENDING)
+        return 0;
+    if (held < 0 && !blk_viable(s, b)) {
+        mark_failed(s, b);
+        return 1;
+    }
+    if (held == 0 && push_pending(s, b) < 0)
+        return LORS_SCHED_E_NOMEM;
+    return 0;
 }
 
 int lors_sched_stalled(const lors_sched_t *s, uint64_t now, uint64_t *out, int max)

@@ -148,6 +148,13 @@ int lors_sched_complete(lors_sched_t *s, uint64_t id, uint64_t now, uint64_t *ca
  * FAILED), or a negative lors_sched_err_t. */
 int lors_sched_fail(lors_sched_t *s, uint64_t id, uint64_t now, lors_sched_fail_kind_t kind);
 
+/* The replicas of block b given with this mapping (lors_sched_add_replica): held 1 keeps
+ * them from being chosen without ruling them out (the block waits for them if nothing else
+ * is left); 0 makes them eligible again; -1 rules them out for good.  For pieces that may
+ * stand in for one block at a time (erasure coding).  Fetches in flight are not touched.
+ * Returns 0, 1 if the block has now failed for good, or a negative lors_sched_err_t. */
+int lors_sched_replica_hold(lors_sched_t *s, uint32_t b, int mapping, int held);
+
 /* Fetches with no progress for cfg.stall_ns: ids written to out[0 .. max), their number
  * returned.  The caller should abort them and report _fail(..., LORS_SCHED_FAIL_TIMEOUT). */
 int lors_sched_stalled(const lors_sched_t *s, uint64_t now, uint64_t *out, int max);

@@ -19,6 +19,7 @@ typedef struct rep {
     uint32_t next; /* next replica of the same block, or NONE */
     int depot, mapping;
     uint8_t usable, bad, tries;
+    uint8_t held;  /* lors_sched_replica_hold: not to be chosen now, but not ruled out */
 } rep_t;
 
 typedef struct blk {

@@ -110,7 +110,7 @@ int lors_sched_add_replica(lors_sched_t *s, uint32_t b, int depot, int mapping, 
     if (s->nrep >= NONE)
         return LORS_SCHED_E_NOMEM;
     uint32_t r = (uint32_t)s->nrep++;
-    s->rep[r] = (rep_t){NONE, depot, mapping, usable != 0, 0, 0};
+    s->rep[r] = (rep_t){NONE, depot, mapping, usable != 0, 0, 0, 0};
     blk_t *bk = &s->blk[b];
     if (bk->rep_tail == NONE)
         bk->rep_head = r;

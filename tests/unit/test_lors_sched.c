@@ -554,6 +554,42 @@ static void test_block_fails(void)
     lors_sched_free(s);
 }
 
+/* Held replicas (erasure coding's pieces): not chosen, not ruled out; freed again; or gone */
+static void test_replica_hold(void)
+{
+    lors_sched_cfg_t c = base_cfg(1, 1000, 2);
+    c.endgame = 0;
+    c.stall_ns = 0;
+    lors_sched_t *s = mk(&c);
+    lors_sched_fetch_t f;
+    lors_sched_add_replica(s, 0, 0, 10, 1);
+    lors_sched_add_replica(s, 0, 1, 11, 1);
+    CU_ASSERT_EQUAL(lors_sched_replica_hold(s, 0, 10, 1), 0);
+    CU_ASSERT_EQUAL(lors_sched_next(s, 0, &f), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL(f.mapping, 11); /* the held one is passed over */
+    CU_ASSERT_EQUAL(lors_sched_fail(s, f.id, 1, LORS_SCHED_FAIL_BAD_DATA), 0);
+    /* only a held replica is left: the block waits, it does not fail */
+    CU_ASSERT_EQUAL(lors_sched_next(s, 2, &f), LORS_SCHED_WAIT);
+    CU_ASSERT_EQUAL(lors_sched_has_work(s, 2), 0);
+    CU_ASSERT_EQUAL(lors_sched_replica_hold(s, 0, 10, 0), 0);
+    CU_ASSERT_EQUAL(lors_sched_has_work(s, 3), 1);
+    CU_ASSERT_EQUAL(lors_sched_next(s, 3, &f), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL(f.mapping, 10);
+    lors_sched_free(s);
+
+    /* ruled out for good: the block fails at once when nothing else is left */
+    s = mk(&c);
+    lors_sched_add_replica(s, 0, 0, 10, 1);
+    lors_sched_add_replica(s, 0, 1, 11, 1);
+    CU_ASSERT_EQUAL(lors_sched_replica_hold(s, 0, 11, -1), 0);
+    CU_ASSERT_EQUAL(lors_sched_next(s, 0, &f), LORS_SCHED_FETCH);
+    CU_ASSERT_EQUAL(f.mapping, 10);
+    CU_ASSERT_EQUAL(lors_sched_fail(s, f.id, 1, LORS_SCHED_FAIL_BAD_DATA), 1);
+    CU_ASSERT_EQUAL(lors_sched_next(s, 2, &f), LORS_SCHED_FAILED);
+    CU_ASSERT_EQUAL(lors_sched_replica_hold(s, 1, 10, 1), LORS_SCHED_E_INVAL);
+    lors_sched_free(s);
+}
+
 /* (6) reorder buffer full: WAIT, but the block the writer waits for always starts */
 static void test_buffer_full(void)
 {
@@ -1113,6 +1149,7 @@ static const lns_test_case tests[] = {
     {"progress-driven redundancy and cancel", test_redundancy},
     {"a depot dies", test_depot_dies},
     {"unfetchable block fails", test_block_fails},
+    {"held replicas (erasure-coded pieces)", test_replica_hold},
     {"reorder buffer full, no deadlock", test_buffer_full},
     {"pre-buffer", test_prebuffer},
     {"per-depot connection cap", test_caps},
