@@ -40,6 +40,7 @@
 #include "lns_array.h"
 #include "lors_checksum.h"
 #include "lors_e2e_int.h"
+#include "lors_ec_int.h"
 #include "lors_manage_int.h"
 #include "lors_report.h"
 #include "lors_upload_int.h"
@@ -598,7 +599,8 @@ static int upload_src(const lors_upload_opts_t *o, int mem, int fd, const void *
     lors_report_t *rep = report ? report : &local;
     lors__e2e_chain_t c;
     int rc = upload_path(o, &c, out, rep);
-    if (rc == LORS_OK && c.n == 0) {
+    int ec = rc == LORS_OK && o->ec_k > 0;
+    if (rc == LORS_OK && c.n == 0 && !ec) {
         rc = mem ? lors__upload_plain_buf(o, buf, (size_t)length, filename, out, rep)
                  : lors__upload_plain_fd(o, fd, length, filename, out, rep);
         rep->plain_size = rep->size;
@@ -611,6 +613,9 @@ static int upload_src(const lors_upload_opts_t *o, int mem, int fd, const void *
     } else if (rc == LORS_OK && !out) {
         lors__report_error(rep, "upload: no place for the exNode");
         rc = LORS_E_INVAL;
+    } else if (rc == LORS_OK && ec) {
+        rc = lors__upload_ec(o, mem ? -1 : fd, mem ? (buf ? buf : (const void *)"") : NULL,
+                             length, filename, out, rep);
     } else if (rc == LORS_OK) {
         rc = lors__upload_e2e(o, &c, mem ? -1 : fd, mem ? (buf ? buf : (const void *)"") : NULL,
                               length, filename, out, rep);

@@ -47,6 +47,8 @@ typedef struct settings {
     int e2e_from;           /* where e2e came from: TOOL_FROM_RC or TOOL_FROM_ARGV; 0: none */
     int64_t blocksize, duration, memory, offset, length, e2e_bs;
     int64_t bitrate;        /* --bitrate, bit/s; 0 = not given */
+    int ec_k, ec_m;         /* --ec K+M; 0: replication */
+    int64_t ec_piece;
 } settings_t;
 
 #define S(field) TOOL_OFF(settings_t, field)
@@ -126,6 +128,18 @@ static int set_bitrate(void *sp, const tool_opt_t *o, const char *name, const ch
     return 0;
 }
 
+static int set_ec(void *sp, const tool_opt_t *o, const char *name, const char *val,
+                  tool_from from, char *err, size_t errlen)
+{
+    settings_t *s = sp;
+    if (lors_ec_parse(val, &s->ec_k, &s->ec_m) != LORS_OK) {
+        lns_err_set(err, errlen, "%s %s: expected K+M such as 4+2 (K 1..32 data pieces, M "
+                    "1..16 parity pieces)", name, val);
+        return -1;
+    }
+    return 0;
+}
+
 static const tool_opt_t opts[] = {
     TOOL_OPT_HEADING("Input and output:"),
     {TOOL_OPT_STR, "file", 'f', NULL, S(file), 0, 0, NULL, "FILE",
@@ -148,6 +162,11 @@ static const tool_opt_t opts[] = {
      "copies of each fragment", NULL},
     {TOOL_OPT_INT, "fragments", 'F', "FRAGMENTS_PER_FILE", S(fragments), 1, 1000000, "4", "N",
      "fragments per copy when the length is known", NULL},
+    {TOOL_OPT_FN, "ec", 0, "ERASURE_CODING", 0, 0, 0, NULL, "K+M",
+     "erasure coding instead of copies: each stripe's K data and M\nparity pieces on K+M "
+     "distinct depots; any K give it back", set_ec},
+    {TOOL_OPT_SIZE, "ec-piece", 0, "EC_PIECE_SIZE", S(ec_piece), 4096, 64 << 20, "1M", "N",
+     "bytes per piece with --ec (a multiple of 4K)", NULL},
     {TOOL_OPT_SIZE, "bs|block-size", 0, "DATA_BLOCKSIZE", S(blocksize), 1, INT64_MAX, "5M",
      "N", "fragment size when the length is unknown", NULL},
     {TOOL_OPT_DURATION, "duration", 'd', "DURATION", S(duration), 1, INT64_MAX, "1d", "T",
@@ -215,6 +234,15 @@ static int check(void *sp, int argc, char **argv, int first)
         return tool_usage(TOOL, "two inputs: %s and stdin (-i)", f->file);
     if (!f->file && !f->use_stdin)
         return tool_usage(TOOL, "no input: give FILE, -f FILE, or -i for stdin");
+    if (f->ec_k && f->copies > 1)
+        return tool_usage(TOOL, "--ec %d+%d replaces copies: leave out -c %d", f->ec_k, f->ec_m,
+                          f->copies);
+    if (f->ec_k && f->e2e_from && !f->none)
+        return tool_usage(TOOL, "--ec does not combine with -z, -a or --e2e yet");
+    if (f->ec_k && f->keep_partial)
+        return tool_usage(TOOL, "--ec does not combine with --keep-partial");
+    if (f->ec_k && f->ec_piece % 4096 != 0)
+        return tool_usage(TOOL, "--ec-piece %" PRId64 ": a multiple of 4K", f->ec_piece);
     if (f->keep_partial && f->e2e_from && !f->none)
         return tool_usage(TOOL, "--keep-partial cannot keep transformed data (-z, -a, --e2e, "
                                 "rc E2E_ORDER): frames cut short do not decode");
@@ -293,7 +321,8 @@ static void stop_where(const lors_upload_opts_t *o, const lors_report_t *rep, in
 {
     char h[32];
     if (length > 0 && !(o->e2e && *o->e2e)) {
-        int64_t pct = rep->bytes_stored * 100 / (length * o->copies);
+        int64_t total = o->ec_k ? length / o->ec_k * (o->ec_k + o->ec_m) : length * o->copies;
+        int64_t pct = total > 0 ? rep->bytes_stored * 100 / total : 0;
         snprintf(buf, size, "interrupted at %d%%", (int)(pct > 99 ? 99 : pct));
         return;
     }
@@ -344,10 +373,20 @@ static void print_report(const lors_upload_opts_t *o, const lors_report_t *rep,
     int e2e = o->e2e && *o->e2e;
     int64_t plain = e2e ? rep->plain_size : rep->size;
     tool_human(plain, sz, sizeof sz);
-    fprintf(stderr, "%s: %s: %" PRId64 " bytes (%s) in %d fragment%s x %d cop%s = %d mappings "
-            "on %zu depot%s\n", TOOL, strcmp(out, "-") ? out : "stdout", plain, sz,
-            rep->fragments, rep->fragments == 1 ? "" : "s", o->copies,
-            o->copies == 1 ? "y" : "ies", rep->mappings, o->ndepots, o->ndepots == 1 ? "" : "s");
+    if (o->ec_k)
+        fprintf(stderr, "%s: %s: %" PRId64 " bytes (%s), erasure coded %d+%d in pieces of %"
+                PRId64 " bytes: %d segment%s x %d pieces = %d mappings on %zu depot%s (%.2f "
+                "bytes stored per byte)\n", TOOL, strcmp(out, "-") ? out : "stdout", plain, sz,
+                o->ec_k, o->ec_m, o->ec_piece ? o->ec_piece : LORS_EC_DEFAULT_PIECE,
+                rep->fragments, rep->fragments == 1 ? "" : "s", o->ec_k + o->ec_m,
+                rep->mappings, o->ndepots, o->ndepots == 1 ? "" : "s",
+                plain > 0 ? (double)rep->bytes_stored / (double)plain : 0.0);
+    else
+        fprintf(stderr, "%s: %s: %" PRId64 " bytes (%s) in %d fragment%s x %d cop%s = %d "
+                "mappings on %zu depot%s\n", TOOL, strcmp(out, "-") ? out : "stdout", plain, sz,
+                rep->fragments, rep->fragments == 1 ? "" : "s", o->copies,
+                o->copies == 1 ? "y" : "ies", rep->mappings, o->ndepots,
+                o->ndepots == 1 ? "" : "s");
     fprintf(stderr, "%s: checksum %s", TOOL, o->checksum);
     if (strcmp(o->checksum, "none") != 0)
         fprintf(stderr, " per %" PRId64 " bytes", o->checksum_blocksize);
@@ -382,10 +421,13 @@ static void begin_line(tool_events_t *es, const settings_t *f, const lors_upload
         strcat(list, d);
     }
     tool_events_encode(list, enc, sizeof enc);
+    char ec[24] = "-";
+    if (o->ec_k)
+        snprintf(ec, sizeof ec, "%d+%d", o->ec_k, o->ec_m);
     tool_events_printf(es, "BEGIN", "op=upload file=%s size=%" PRId64 " copies=%d "
-                         "fragments=%d blocksize=%" PRId64 " checksum=%s e2e=%s depots=%s",
+                         "fragments=%d blocksize=%" PRId64 " checksum=%s e2e=%s ec=%s depots=%s",
                          file, length, o->copies, o->fragments, o->blocksize, o->checksum,
-                         o->e2e && *o->e2e ? o->e2e : "-", enc);
+                         o->e2e && *o->e2e ? o->e2e : "-", ec, enc);
 }
 
 /* Tell the L-Bone (-H/--lbone, else the rc file's) what throughput each depot gave. */
@@ -427,6 +469,9 @@ int main(int argc, char **argv)
     o.reliability = f.reliability ? f.reliability : IBP_HARD;
     o.threads = f.c.threads;
     o.timeout_s = (int)f.c.timeout;
+    o.ec_k = f.ec_k;
+    o.ec_m = f.ec_m;
+    o.ec_piece = f.ec_piece;
     if (f.e2e_bs != TOOL_UNSET)
         o.checksum_blocksize = o.e2e_blocksize = f.e2e_bs;
     if (f.none) {
@@ -479,25 +524,32 @@ int main(int argc, char **argv)
 
     /* The depots, now that the size is known: the L-Bone is asked for room enough. */
     tool_lbone_need_t need = {o.blocksize, 1, o.reliability, o.duration_s};
-    if (length >= 0) {
+    int spread = o.ec_k ? o.ec_k + o.ec_m : o.copies; /* distinct depots wanted */
+    if (length >= 0 && o.ec_k) {
+        /* each of the K+M columns holds a K-th of the file, in -F allocations */
+        need.unit = (length / o.ec_k + o.fragments) / o.fragments + o.ec_piece;
+        need.units = (int64_t)o.fragments * spread;
+    } else if (length >= 0) {
         /* transforms may grow the data a little: AES tags, zlib on incompressible bytes */
         int64_t stored = o.e2e && *o.e2e ? length + length / 512 + 65536 : length;
         need.unit = (stored + o.fragments - 1) / o.fragments;
         need.units = (int64_t)o.fragments * o.copies;
     }
-    code = tool_lbone_depots(TOOL, f.depots, &f.c.rc, &f.lb, &need, o.copies, verbose,
+    code = tool_lbone_depots(TOOL, f.depots, &f.c.rc, &f.lb, &need, spread, verbose,
                              &depots, &ndepots);
     if (code)
         goto done;
     int maxd = f.lb.count > 0 ? f.lb.count : f.c.rc.maxdepots > 0 ? f.c.rc.maxdepots : 0;
     o.depots = depots;
     o.ndepots = maxd > 0 && (size_t)maxd < ndepots ? (size_t)maxd : ndepots;
-    if (o.copies > (int)o.ndepots && !f.c.quiet)
+    if (!o.ec_k && o.copies > (int)o.ndepots && !f.c.quiet)
         tool_error(TOOL, "warning: %d copies on %zu depot%s: some copies share a depot",
                        o.copies, o.ndepots, o.ndepots == 1 ? "" : "s");
 
     code = tool_feed_open(TOOL, &feed, f.c.events, "upload",
-                              length >= 0 && !(o.e2e && *o.e2e) ? length * o.copies : -1,
+                              length >= 0 && !(o.e2e && *o.e2e)
+                                  ? (o.ec_k ? length / o.ec_k * spread : length * o.copies)
+                                  : -1,
                               f.c.quiet ? -1 : f.c.progress);
     if (code)
         goto done;
@@ -549,7 +601,7 @@ int main(int argc, char **argv)
         print_report(&o, &rep, out, notes);
     /* every byte is stored, but not with the redundancy asked: said under -q too (a warning
      * about the data, as lors_download's lost copies), and in the exit code (as lors_ls) */
-    if (tool_print_spread(TOOL, x, o.copies, o.depots, o.ndepots, &rep))
+    if (!o.ec_k && tool_print_spread(TOOL, x, o.copies, o.depots, o.ndepots, &rep))
         code = TOOL_EXIT_DEGRADED;
     report_throughput(&f, meter);
 
