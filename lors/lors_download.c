@@ -41,6 +41,7 @@
 #include "lors.h"
 #include "lors_report.h"
 #include "lors_e2e_int.h"
+#include "lors_ec_int.h"
 #include "lors_checksum.h"
 #include "lors_download_int.h"
 #include "lors_sched.h"
@@ -87,9 +88,6 @@ void lors_dl_report_free(lors_dl_report_t *r)
     r->ndepots = r->nbad = r->ndegraded = 0;
 }
 
-static void dl_fail_locked(dl_t *dl, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
 /* Interrupt the LOAD of slot sl, whose flags say why: a read blocked on a depot that stopped
  * answering returns at once instead of after the I/O timeout.  With dl->mu held. */
 static void kick_locked(dl_t *dl);
@@ -101,7 +99,7 @@ static void stop_slot_locked(slot_t *sl)
 }
 
 /* The first failure wins: it is the one the report names. */
-static void dl_fail_locked(dl_t *dl, int rc, const char *fmt, ...)
+void lors__dl_fail_locked(dl_t *dl, int rc, const char *fmt, ...)
 {
     if (dl->rc == LORS_OK) {
         dl->rc = rc;
@@ -141,11 +139,11 @@ static void dl_event(dl_t *dl, lors_event_kind kind, int depot, uint32_t block, 
 
 /* ---- the NetLogger fetch events (docs/netlogger.md) ------------------------------------- */
 
-/* One line about fetch f of [fa, fa+len) of the file: the fields every fetch event has, the
+/* One line about fetch f (at: its bytes of the allocation): the fields every fetch event has, the
  * key (alloc, aoff, alen) the depot's IBP_LOAD_* lines also carry, then extra.  Without
  * --netlog, nothing: one test of a NULL pointer. */
-static void netlog_fetch(dl_t *dl, const char *ev, const lors_sched_fetch_t *f, int64_t fa,
-                         size_t len, const char *extra)
+static void netlog_fetch(dl_t *dl, const char *ev, const lors_sched_fetch_t *f,
+                         const fetch_at_t *at, const char *extra)
 {
     if (!dl->netlog)
         return;
@@ -163,13 +161,13 @@ static void netlog_fetch(dl_t *dl, const char *ev, const lors_sched_fetch_t *f, 
                     "aoff=%lld alen=%zu%s%s",
                     dl->netlog_run, (unsigned long long)f->id, f->block, (long long)bl->off,
                     (long long)bl->len, v6 ? "[" : "", d->host, v6 ? "]" : "", d->port, alloc,
-                    (long long)(m->alloc_offset + (fa - m->exnode_offset)), len,
+                    (long long)at->aoff, at->len,
                     extra ? " " : "", extra ? extra : "");
 }
 
 /* ---- a fetch -------------------------------------------------------------------------- */
 
-/* The digests a fetch of mapping k starting at fa (on its checksum grid) must match: the
+/* The digests a fetch of mapping k (on its checksum grid) must match: the
  * fetch hashes its bytes as they arrive, piece by piece, while they are still in cache. */
 static int verify_begin(const dl_t *dl, int k, lors_ck_t *ck)
 {
@@ -177,17 +175,15 @@ static int verify_begin(const dl_t *dl, int k, lors_ck_t *ck)
     return lors_ck_init(ck, c->alg, c->bs) == LORS_OK;
 }
 
-/* 1 if the digests of the len bytes fed to ck match the mapping's from fa on. */
-static int verify_end(const dl_t *dl, int k, int64_t fa, size_t len, lors_ck_t *ck)
+/* 1 if the digests of the len bytes fed to ck match the mapping's from digest `first` on. */
+static int verify_end(const dl_t *dl, int k, size_t first, size_t len, lors_ck_t *ck)
 {
-    const xnd_mapping_t *m = dl->x->maps[k];
     const ckinfo_t *c = &dl->ck[k];
     char *got = NULL;
     int ok = 0;
     if (lors_ck_finish(ck, &got) == LORS_OK) {
         size_t nck = (len + (size_t)c->bs - 1) / (size_t)c->bs;
         size_t gl = strlen(got), hd = nck ? gl / nck : 0;
-        size_t first = (size_t)((fa - m->exnode_offset) / c->bs);
         if (hd > 0 && strlen(c->digests) >= (first + nck) * hd &&
             memcmp(c->digests + first * hd, got, gl) == 0)
             ok = 1;
@@ -316,9 +312,9 @@ static void note_fate_locked(dl_t *dl, const lors_sched_fetch_t *f, int kind, in
 static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t t0)
 {
     const xnd_mapping_t *m = dl->x->maps[f->mapping];
-    int64_t fa, fb;
-    lors__dl_fetch_range(dl, f->block, f->mapping, &fa, &fb);
-    size_t len = (size_t)(fb - fa);
+    fetch_at_t at;
+    lors__dl_fetch_at(dl, f->block, f->mapping, &at);
+    size_t len = at.len;
     unsigned char *buf = buf_get(dl);
     int ierr = IBP_OK, kind = 0;
     const char *op = "LOAD";
@@ -350,13 +346,12 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
             stop_slot_locked(sl);
         pthread_mutex_unlock(&dl->mu);
         if (f->redundant)
-            netlog_fetch(dl, "LORS_REDUNDANT", f, fa, len, NULL);
-        netlog_fetch(dl, "LORS_REQ_SENT", f, fa, len, f->redundant ? "redundant=1" : "redundant=0");
-        ierr = ld ? ibp_loader_start(ld, m->cap[XND_READ],
-                                     (uint64_t)(m->alloc_offset + (fa - m->exnode_offset)), len)
+            netlog_fetch(dl, "LORS_REDUNDANT", f, &at, NULL);
+        netlog_fetch(dl, "LORS_REQ_SENT", f, &at, f->redundant ? "redundant=1" : "redundant=0");
+        ierr = ld ? ibp_loader_start(ld, m->cap[XND_READ], (uint64_t)at.aoff, len)
                   : IBP_E_ALLOC_FAILED;
         if (ierr == IBP_OK) { /* the reply header: a latency sample for the stream count */
-            netlog_fetch(dl, "LORS_REPLY", f, fa, len,
+            netlog_fetch(dl, "LORS_REPLY", f, &at,
                          f->redundant ? "redundant=1" : "redundant=0");
             pthread_mutex_lock(&dl->mu);
             if (!sl->cancelled && !dl->stop) {
@@ -404,9 +399,9 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
         ibp_loader_free(ld);
     }
     if (!gone && !kind && got == len)
-        netlog_fetch(dl, "LORS_RECV_END", f, fa, len, NULL);
+        netlog_fetch(dl, "LORS_RECV_END", f, &at, NULL);
     if (checking) {
-        if (!gone && !kind && !verify_end(dl, f->mapping, fa, len, &ck)) {
+        if (!gone && !kind && !verify_end(dl, f->mapping, at.ck_first, len, &ck)) {
             kind = LORS_SCHED_FAIL_BAD_DATA;
             op = "CHECKSUM";
         }
@@ -433,7 +428,8 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
                     }
             block_t *bl = &dl->blocks[f->block];
             bl->buf = buf;
-            bl->data_off = (size_t)(bl->off - fa);
+            bl->data_off = at.data_off;
+            bl->won_col = dl->ecol ? dl->ecol[f->mapping].column : -1;
             dl->won_bytes[f->depot] += (uint64_t)bl->len;
             dl->won_seconds[f->depot] += (double)(now - t0) / 1e9;
             bl->won_fetch = f->id;
@@ -445,14 +441,16 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
     } else if (!gone) {
         if (kind == LORS_SCHED_FAIL_BAD_DATA)
             note_bad_mapping_locked(dl, f->mapping);
+        lors__dl_ec_fetch_failed_locked(dl, f, kind);
         lors_sched_fail(dl->s, f->id, now, (lors_sched_fail_kind_t)kind);
     }
+    lors__dl_ec_unclaim_locked(dl, sl, won);
     buf_put_locked(dl, buf);
     sl->id = 0;
     sl->cancelled = sl->aborted = 0;
     /* COMMIT is stamped before the writer can see the block, so it precedes its RELEASE */
     if (dl->netlog && won)
-        netlog_fetch(dl, "LORS_COMMIT", f, fa, len, checking ? "verified=1" : "verified=0");
+        netlog_fetch(dl, "LORS_COMMIT", f, &at, checking ? "verified=1" : "verified=0");
     uint32_t nb;
     if (won && lors_sched_releasable(dl->s, &nb))
         pthread_cond_signal(&dl->wcv);
@@ -462,10 +460,10 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
         char why[64];
         if (kind) {
             snprintf(why, sizeof why, "op=%s ibp_err=%d", op, ierr);
-            netlog_fetch(dl, "LORS_FAIL", f, fa, len, why);
+            netlog_fetch(dl, "LORS_FAIL", f, &at, why);
         } else if (lost) {
             snprintf(why, sizeof why, "got=%llu", (unsigned long long)got);
-            netlog_fetch(dl, "LORS_CANCEL", f, fa, len, why);
+            netlog_fetch(dl, "LORS_CANCEL", f, &at, why);
         }
     }
     if (won)
@@ -508,6 +506,11 @@ static void *worker(void *arg)
     while (!dl->stop) {
         uint64_t now = now_ns();
         lors_sched_action_t a = lors_sched_next(dl->s, now, &f);
+        if (a == LORS_SCHED_FETCH && !lors__dl_ec_claim_locked(dl, sl, &f)) {
+            /* a parity piece another block of the stripe has: not for this block */
+            lors_sched_fail(dl->s, f.id, now, LORS_SCHED_FAIL_BAD_DATA);
+            continue;
+        }
         if (a == LORS_SCHED_FETCH) {
             sl->id = f.id;
             sl->cancelled = sl->aborted = 0;
@@ -524,11 +527,15 @@ static void *worker(void *arg)
             if (b >= dl->nblocks)
                 b = dl->nblocks - 1;
             const block_t *bl = &dl->blocks[b];
+            if (dl->ec) {
+                lors__dl_ec_fail_locked(dl, b);
+                continue;
+            }
             if (dl->rep && dl->rc == LORS_OK) {
                 dl->rep->missing_off = bl->off;
                 dl->rep->missing_len = bl->len;
             }
-            dl_fail_locked(dl, LORS_E_NO_REPLICA,
+            lors__dl_fail_locked(dl, LORS_E_NO_REPLICA,
                            "bytes %lld-%lld: no live replica left (every mapping holding them "
                            "failed or is on a dead depot)",
                            (long long)bl->off, (long long)(bl->off + bl->len - 1));
@@ -543,6 +550,43 @@ static void *worker(void *arg)
 
 /* ---- the writer ------------------------------------------------------------------------ */
 
+/* Erasure coded: the stripe whose first block is b, all of its blocks done, decoded if some
+ * came from parity, written and released.  With dl->mu held (dropped while writing); -1 if
+ * the download failed. */
+static int write_stripe_locked(dl_t *dl, uint32_t b, int out_fd)
+{
+    uint32_t k = (uint32_t)dl->ec->k;
+    pthread_mutex_unlock(&dl->mu);
+    int werr = lors__dl_ec_write_stripe(dl, b, out_fd);
+    pthread_mutex_lock(&dl->mu);
+    if (werr < 0) {
+        const block_t *a = &dl->blocks[b], *e = &dl->blocks[b + k - 1];
+        lors__dl_fail_locked(dl, werr == -EBADMSG ? LORS_E_E2E : LORS_E_WRITE,
+                             "%s bytes %lld-%lld: %s",
+                             werr == -EBADMSG ? "rebuilding" : "writing", (long long)a->off,
+                             (long long)(e->off + e->len - 1),
+                             werr == -EBADMSG ? "the pieces at hand do not decode"
+                                              : strerror(-werr));
+        return -1;
+    }
+    int64_t bytes = 0;
+    for (uint32_t i = 0; i < k; i++) {
+        block_t *bl = &dl->blocks[b + i];
+        lors_sched_released(dl->s, b + i);
+        buf_put_locked(dl, bl->buf);
+        bl->buf = NULL;
+        bytes += bl->len;
+    }
+    if (dl->rep)
+        dl->rep->bytes_written += bytes;
+    kick_locked(dl);
+    pthread_mutex_unlock(&dl->mu);
+    for (uint32_t i = 0; i < k; i++)
+        dl_event(dl, LORS_EV_WRITE, -1, b + i, -1, 0, NULL);
+    pthread_mutex_lock(&dl->mu);
+    return 0;
+}
+
 /* Release blocks in order until all are written or the download stopped; also the watchdog.
  * Returns with dl->mu held. */
 static void writer(dl_t *dl, int out_fd)
@@ -551,7 +595,16 @@ static void writer(dl_t *dl, int out_fd)
     pthread_mutex_lock(&dl->mu);
     for (;;) {
         uint32_t b;
-        if (lors_sched_releasable(dl->s, &b) == 1) {
+        if (dl->ec && lors_sched_releasable(dl->s, &b) == 1 &&
+            lors__dl_ec_stripe_done_locked(dl, b)) {
+            if (write_stripe_locked(dl, b, out_fd) < 0)
+                break;
+            dl->ec_head = b + (uint32_t)dl->ec->k;
+            continue;
+        }
+        if (dl->ec && dl->ec_head < dl->nblocks && lors__dl_ec_late_locked(dl, dl->ec_head))
+            kick_locked(dl); /* the output waits for late pieces: they may come from parity */
+        if (!dl->ec && lors_sched_releasable(dl->s, &b) == 1) {
             block_t *bl = &dl->blocks[b];
             unsigned char *buf = bl->buf;
             pthread_mutex_unlock(&dl->mu);
@@ -560,7 +613,7 @@ static void writer(dl_t *dl, int out_fd)
                 werr = -errno;
             pthread_mutex_lock(&dl->mu);
             if (werr < 0) {
-                dl_fail_locked(dl, LORS_E_WRITE, "writing bytes %lld-%lld to the output: %s",
+                lors__dl_fail_locked(dl, LORS_E_WRITE, "writing bytes %lld-%lld to the output: %s",
                                (long long)bl->off, (long long)(bl->off + bl->len - 1),
                                strerror(-werr));
                 break;
@@ -633,8 +686,8 @@ static int check_opts(const lors_download_opts_t *o, const xnd_t *x, lors_dl_rep
     return bad ? LORS_E_INVAL : LORS_OK;
 }
 
-int lors__download_plain(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
-                         lors_dl_report_t *report)
+static int download(const lors_download_opts_t *o, const xnd_t *x, const lors__ec_t *ec,
+                    int out_fd, lors_dl_report_t *report)
 {
     dl_t dl;
     int64_t off = 0, len = 0;
@@ -659,6 +712,7 @@ int lors__download_plain(const lors_download_opts_t *o, const xnd_t *x, int out_
     memset(&dl, 0, sizeof dl);
     dl.o = o;
     dl.x = x;
+    dl.ec = ec;
     dl.rep = report;
     pthread_mutex_init(&dl.mu, NULL);
     pthread_mutex_init(&dl.evmu, NULL);
@@ -703,6 +757,8 @@ int lors__download_plain(const lors_download_opts_t *o, const xnd_t *x, int out_
         co.max_idle_per_depot = dl.nthreads; /* every stream keeps its connection */
         dl.ibp = ibp_client_new(&co);
         dl.slots = calloc((size_t)dl.nthreads, sizeof *dl.slots);
+        for (int i = 0; dl.slots && i < dl.nthreads; i++)
+            dl.slots[i].claim = -1;
         if (!dl.ibp || !dl.slots) {
             rc = LORS_E_NOMEM;
             if (report)
@@ -757,6 +813,7 @@ int lors__download_plain(const lors_download_opts_t *o, const xnd_t *x, int out_
     free(dl.depots);
     free(dl.won_bytes);
     free(dl.won_seconds);
+    lors__dl_ec_free(&dl);
     pthread_cond_destroy(&dl.cv);
     pthread_cond_destroy(&dl.wcv);
     pthread_mutex_destroy(&dl.mu);
@@ -765,7 +822,33 @@ int lors__download_plain(const lors_download_opts_t *o, const xnd_t *x, int out_
     return rc;
 }
 
-/* The public entry point: plain, or through the transforms (lors_e2e.c). */
+int lors__download_plain(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
+                         lors_dl_report_t *report)
+{
+    return download(o, x, NULL, out_fd, report);
+}
+
+/* An erasure-coded file (lns_ec present): the engine with the codec. */
+static int download_ec(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
+                       lors_dl_report_t *rep)
+{
+    lors__ec_t ec;
+    int present;
+    int rc = lors__ec_read(x, &ec, &present, rep->error, sizeof rep->error);
+    if (rc != LORS_OK)
+        return rc;
+    if (xnd_meta_find(&x->meta, LORS_E2E_META)) {
+        lors__ec_free(&ec);
+        lors__report_error(rep, "the exNode has both %s and %s: this lns reads one or the other",
+                           LORS_EC_META, LORS_E2E_META);
+        return LORS_E_EXNODE;
+    }
+    rc = download(o, x, &ec, out_fd, rep);
+    lors__ec_free(&ec);
+    return rc;
+}
+
+/* The public entry point: plain, erasure coded, or through the transforms (lors_e2e.c). */
 int lors_download_fd(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
                      lors_dl_report_t *report)
 {
@@ -777,6 +860,12 @@ int lors_download_fd(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
     if (!o || !x)
         return lors__download_plain(o, x, out_fd, report);
     memset(rep, 0, sizeof *rep);
+    if (xnd_meta_find(&x->meta, LORS_EC_META)) {
+        int rc = download_ec(o, x, out_fd, rep);
+        if (!report)
+            lors_dl_report_free(&local);
+        return rc;
+    }
     int rc = lors__e2e_desc_read(x, &d, &present, rep->error, sizeof rep->error);
     if (rc != LORS_OK || !present) {
         if (!report)

@@ -25,6 +25,7 @@ typedef struct block {
     size_t data_off;      /* where the block's bytes start in buf */
     uint64_t won_fetch;   /* --netlog: the fetch that won it, and its depot */
     int won_depot;
+    int won_col;          /* erasure coded: the column (piece) whose bytes buf holds */
 } block_t;
 
 struct dl;
@@ -38,6 +39,7 @@ typedef struct fate {     /* what the download last learned of a mapping, or of 
 typedef struct slot {     /* one worker and its fetch in flight */
     struct dl *dl;
     uint64_t id;          /* 0: none */
+    long claim;           /* erasure coded: the parity piece its fetch claims, -1: none */
     ibp_loader_t *ld;     /* its LOAD while it has one: what stop_slot_locked interrupts */
     int cancelled;        /* lost to another fetch of its block: drop it, never report it */
     int aborted;          /* the watchdog saw it stall: fail it as TIMEOUT */
@@ -80,6 +82,20 @@ typedef struct dl {
     unsigned char **freebufs; /* buffers not in use; room for every buffer carved */
     size_t nfree, capfree, ncarved;
     int64_t buffered, peak, fetched; /* bytes of buffers in use, and their peak */
+    /* erasure coded (lors_download_ec.c): NULL for a replicated file.  Block b is data
+     * piece b % k of stripe ec_s0 + b / k; its replicas are that piece's mappings, then
+     * parity pieces.  claims[(s - ec_s0) * m + j - k] counts the fetches in flight or won of
+     * parity piece j of stripe s: one piece serves one block of its stripe. */
+    const struct lors__ec *ec;
+    struct lors__ec_col *ecol; /* per mapping */
+    int64_t ec_s0;
+    unsigned char *claims;
+    uint32_t *claim_owner;      /* ... and the block whose fetches they are */
+    unsigned char *open;        /* per block: its parity replicas are no longer held back */
+    uint32_t ec_head;           /* the first block of the stripe the writer waits for */
+    int *data_depot;            /* per block: the depot of its data piece (-1: none) */
+    unsigned char *ec_dead;     /* per depot: a fetch there failed; its blocks were opened */
+    unsigned char *scratch[16]; /* rebuilt data pieces (LORS_EC_MAX_M of them) */
     lns_evlog_t *netlog;  /* o->netlog_path open, else NULL: no fetch events */
     char netlog_run[40];  /* "<pid>.<n>": makes fetch ids unique in a shared log */
 } dl_t;
@@ -90,13 +106,55 @@ typedef struct dl {
  * LORS_E_INVAL (more than LORS_DL_MAX_BLOCKS blocks) with dl->rep's error set, before any
  * block is planned; LORS_E_NOMEM, or LORS_E_INVAL from the scheduler. */
 int lors__dl_plan(dl_t *dl, int64_t off, int64_t len);
+/* The scheduler for dl->nblocks blocks of dl->B (lors_download_plan.c), without replicas. */
+int lors__dl_sched_new(dl_t *dl);
 /* The end of the call (lors_download_report.c): time, blocks, buffers, per-depot statistics,
  * and the bytes served below their copy count, into dl->rep (if any). */
 void lors__dl_fill_report(dl_t *dl, uint64_t t0);
 /* The worker streams to run: o->threads, or the automatic count for ndepots depots. */
 int lors__dl_streams(const lors_download_opts_t *o, int ndepots);
-/* The bytes a fetch of block b from mapping k loads: the block, widened to whole checksum
- * blocks of the mapping when it is verified. */
-void lors__dl_fetch_range(const dl_t *dl, uint32_t b, int k, int64_t *fa, int64_t *fb);
+/* Where a fetch of block b from mapping k reads: aoff and len in the allocation (the block,
+ * widened to whole checksum blocks of the mapping when it is verified; erasure coded: the
+ * piece), the index of its first digest in the mapping's, and where the block's bytes start
+ * in what it reads. */
+typedef struct fetch_at {
+    int64_t aoff;
+    size_t len;
+    size_t ck_first;
+    size_t data_off;
+} fetch_at_t;
+void lors__dl_fetch_at(const dl_t *dl, uint32_t b, int k, fetch_at_t *at);
+
+/* Stop the download with rc and the report's line (the first failure wins).  With dl->mu. */
+void lors__dl_fail_locked(dl_t *dl, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- erasure coded (lors_download_ec.c) ------------------------------------------------- */
+
+/* Plan blocks and replicas of [off, off+len) of an erasure-coded file (dl->ec set). */
+int lors__dl_plan_ec(dl_t *dl, int64_t off, int64_t len);
+/* Worker, with dl->mu: 1 if fetch f may start (a parity piece no other block of its stripe
+ * claims; the claim is taken and noted in sl), 0 if not (the caller fails it as bad data
+ * for that block, quietly). */
+int lors__dl_ec_claim_locked(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f);
+/* The fetch in sl ended: a won claim keeps its piece for the block for good; a lost one
+ * gives it back to the stripe's other blocks.  With dl->mu. */
+void lors__dl_ec_unclaim_locked(dl_t *dl, slot_t *sl, int won);
+/* Block b may use parity from now on.  With dl->mu. */
+void lors__dl_ec_open_locked(dl_t *dl, uint32_t b);
+/* Fetch f failed (kind): a failed data piece opens its block, a failed depot every block
+ * whose data piece it holds.  With dl->mu. */
+void lors__dl_ec_fetch_failed_locked(dl_t *dl, const lors_sched_fetch_t *f, int kind);
+/* Writer, with dl->mu: the stripe starting at block b holds up the output; if some of its
+ * blocks are done and others not, those may use parity from now on (1: some were opened). */
+int lors__dl_ec_late_locked(dl_t *dl, uint32_t b);
+/* Writer, with dl->mu: 1 if every block of the stripe starting at block b is done. */
+int lors__dl_ec_stripe_done_locked(const dl_t *dl, uint32_t b);
+/* Writer, without dl->mu: rebuild the stripe's missing data pieces (if any) and write its
+ * blocks to fd.  0, or -errno of the write, or LORS_E_E2E-like -EBADMSG if it cannot decode. */
+int lors__dl_ec_write_stripe(dl_t *dl, uint32_t b, int fd);
+/* The line naming the stripes that cannot be read any more, for a block that failed. */
+void lors__dl_ec_fail_locked(dl_t *dl, uint32_t b);
+void lors__dl_ec_free(dl_t *dl);
 
 #endif

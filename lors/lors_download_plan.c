@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lors_download_int.h"
+#include "lors_ec_int.h"
 #include "lors_report.h"
 #include "lns_array.h"
 
@@ -217,7 +218,9 @@ static int plan_blocks(dl_t *dl, int64_t off, int64_t end)
     return rc;
 }
 
-void lors__dl_fetch_range(const dl_t *dl, uint32_t b, int k, int64_t *fa, int64_t *fb)
+/* The bytes of the file a fetch of block b from mapping k loads: the block, widened to whole
+ * checksum blocks of the mapping when it is verified. */
+static void fetch_range(const dl_t *dl, uint32_t b, int k, int64_t *fa, int64_t *fb)
 {
     const xnd_mapping_t *m = dl->x->maps[k];
     const ckinfo_t *c = &dl->ck[k];
@@ -231,6 +234,26 @@ void lors__dl_fetch_range(const dl_t *dl, uint32_t b, int k, int64_t *fa, int64_
     *fb = mo + (e - mo + c->bs - 1) / c->bs * c->bs;
     if (*fb > me)
         *fb = me;
+}
+
+void lors__dl_fetch_at(const dl_t *dl, uint32_t b, int k, fetch_at_t *at)
+{
+    const xnd_mapping_t *m = dl->x->maps[k];
+    if (dl->ec) {
+        const lors__ec_col_t *c = &dl->ecol[k];
+        int64_t s = dl->ec_s0 + b / (uint32_t)dl->ec->k;
+        at->aoff = lors__ec_alloc_off(dl->ec, m, c, s);
+        at->len = (size_t)lors__ec_piece_len(dl->ec, s);
+        at->ck_first = (size_t)(s - c->first);
+        at->data_off = 0;
+        return;
+    }
+    int64_t fa, fb;
+    fetch_range(dl, b, k, &fa, &fb);
+    at->aoff = m->alloc_offset + (fa - m->exnode_offset);
+    at->len = (size_t)(fb - fa);
+    at->ck_first = dl->ck[k].ok ? (size_t)((fa - m->exnode_offset) / dl->ck[k].bs) : 0;
+    at->data_off = (size_t)(dl->blocks[b].off - fa);
 }
 
 /* Automatic stream count (-t 0, the default): a depot starts with its share of AUTO_BASE
@@ -257,7 +280,7 @@ static int auto_depot_min(const lors_download_opts_t *o, int ndepots)
     return k > 2 ? k : 2; /* no depot is ever given fewer than 2 (lors_sched: LAT_STREAMS_MIN) */
 }
 
-static int plan_sched(dl_t *dl)
+int lors__dl_sched_new(dl_t *dl)
 {
     const lors_download_opts_t *o = dl->o;
     lors_sched_cfg_t cfg;
@@ -276,9 +299,23 @@ static int plan_sched(dl_t *dl)
     cfg.fail_limit = o->fail_limit;
     cfg.dead_retry_ns = 0;
     cfg.stall_ns = (uint64_t)o->stall_ms * 1000000ull;
+    if (dl->ec && cfg.buffer_bytes) {
+        /* the writer holds a stripe's k blocks until all are done: room for two stripes */
+        uint64_t least = 2 * (uint64_t)dl->ec->k * (uint64_t)dl->B;
+        if (cfg.buffer_bytes < least)
+            cfg.buffer_bytes = least;
+    }
     dl->s = lors_sched_new(&cfg);
     if (!dl->s)
         return errno == ENOMEM ? LORS_E_NOMEM : LORS_E_INVAL;
+    return LORS_OK;
+}
+
+static int plan_sched(dl_t *dl)
+{
+    int rc = lors__dl_sched_new(dl);
+    if (rc != LORS_OK)
+        return rc;
     const xnd_t *x = dl->x;
     for (uint32_t b = 0; b < dl->nblocks; b++) {
         int64_t a = dl->blocks[b].off, e = a + dl->blocks[b].len;
@@ -289,10 +326,10 @@ static int plan_sched(dl_t *dl)
                 continue;
             if (lors_sched_add_replica(dl->s, b, dl->map_depot[k], (int)k, 1) != LORS_SCHED_OK)
                 return LORS_E_NOMEM;
-            int64_t fa, fb;
-            lors__dl_fetch_range(dl, b, (int)k, &fa, &fb);
-            if ((size_t)(fb - fa) > dl->bufsz)
-                dl->bufsz = (size_t)(fb - fa);
+            fetch_at_t at;
+            lors__dl_fetch_at(dl, b, (int)k, &at);
+            if (at.len > dl->bufsz)
+                dl->bufsz = at.len;
         }
     }
     return LORS_OK;
@@ -316,6 +353,8 @@ int lors__dl_plan(dl_t *dl, int64_t off, int64_t len)
     int rc = plan_depots(dl);
     if (rc != LORS_OK || len <= 0)
         return rc;
+    if (dl->ec)
+        return lors__dl_plan_ec(dl, off, len);
     dl->B = round_blocksize(dl);
     if ((rc = plan_check(dl, off, len)) != LORS_OK)
         return rc;

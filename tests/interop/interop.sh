@@ -362,6 +362,31 @@ lors131_download_check() {
     run "$LORS131/bin/lors_download" "$1" -o "$CELL/got" || fail "lors_download: $(why $?)"
     same_file "$CELL/got" "$DATA" || fail "sha256 differs: $(sha "$CELL/got") != $(sha "$DATA")"
 }
+# An erasure-coded exNode (lns lors_upload --ec) given to the original lors_download: it must
+# refuse it or read it right, never write bytes that are not the file's (docs/exnode.md).
+cell_lors131_ec() { # K+M DEPOT...
+    local ec=$1 rc size
+    shift
+    need_up "$@"
+    run "$LNS_BIN/lors_upload" --no-rc -q --depot-list "$(depot_list "$@")" --ec "$ec" \
+        --ec-piece 64K -d 1h -T 60s -o "$CELL/ec.xnd" "$DATA" || fail "lns lors_upload --ec: $(why $?)"
+    lns_download_check "$CELL/ec.xnd"
+    lors131_rc "$@"
+    # the control: the same tools read a replicated exNode of ours on the same depots
+    run "$LNS_BIN/lors_upload" --no-rc -q --depot-list "$(depot_list "$@")" -c 2 -d 1h -T 60s \
+        -o "$CELL/plain.xnd" "$DATA" || fail "lns lors_upload -c 2: $(why $?)"
+    lors131_download_check "$CELL/plain.xnd"
+    rm -f "$CELL/got"
+    run "$LORS131/bin/lors_download" "$CELL/ec.xnd" -o "$CELL/got"
+    rc=$?
+    [ "$rc" = 0 ] && same_file "$CELL/got" "$DATA" && pass "read it right"
+    size=$(stat -c %s "$CELL/got" 2>/dev/null || echo 0)
+    if [ "$size" -gt 0 ]; then
+        cmp -s -n "$size" "$CELL/got" "$DATA" || fail "exit $rc, and $size bytes written that are not the file's"
+    fi
+    [ "$rc" != 0 ] || fail "exit 0, but only $size bytes of the file"
+    pass "refused (exit $rc; a replicated exNode of ours read right), nothing written that is not the file's ($size bytes)"
+}
 cell_lors131_upload() {
     local k=$1 d
     [ -x "$LORS131/bin/lors_upload" ] || skip "not built: $LORS131/bin/lors_upload"
@@ -788,6 +813,8 @@ for k in lns loci; do
     cell 4.$k.lors_augment 180 cell_lors131_augment $k
     cell 4.$k.lors_refresh 60 cell_lors131_refresh $k
 done
+cell 4.lns.lors_download.ec-1+1 120 cell_lors131_ec 1+1 lns1 lns2
+cell 4.mixed.lors_download.ec-2+1 120 cell_lors131_ec 2+1 lns1 lns2 loci1
 # 5. SEND, source -> target.
 for s in lns accre loci; do
     for t in lns accre loci; do
