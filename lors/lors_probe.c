@@ -13,6 +13,7 @@
 
 #include "lns_err.h"
 #include "lns_time.h"
+#include "lors_ec_int.h"
 #include "lors_manage_int.h"
 
 typedef struct probe_run {
@@ -20,7 +21,22 @@ typedef struct probe_run {
     ibp_client_t *ibp;
     lors_probe_t *out;
     int64_t now;
+    const lors__ec_t *ec; /* an erasure-coded file: its columns hold pieces, not the range */
 } probe_run_t;
+
+/* The bytes mapping m's allocation must hold: its range, or for a column of an
+ * erasure-coded file its pieces. */
+static uint64_t stored_need(const probe_run_t *r, const xnd_mapping_t *m)
+{
+    lors__ec_col_t c;
+    if (r->ec) {
+        lors__ec_col(r->ec, m, &c);
+        if (c.ok)
+            return (uint64_t)lors__ec_alloc_off(r->ec, m, &c, c.first + c.n - 1) +
+                   (uint64_t)lors__ec_piece_len(r->ec, c.first + c.n - 1);
+    }
+    return (uint64_t)m->alloc_offset + (uint64_t)m->logical_length;
+}
 
 static void dead(lors_probe_t *p, int err, const char *why)
 {
@@ -55,7 +71,7 @@ static void probe_one(void *arg, size_t i)
         p->probed = 1;
         p->expires = p->probe.seconds_left >= 0 ? lns_now_s() + p->probe.seconds_left
                                                 : XND_TIME_UNKNOWN;
-        uint64_t need = (uint64_t)m->alloc_offset + (uint64_t)m->logical_length;
+        uint64_t need = stored_need(r, m);
         if (p->probe.cur_size < need) {
             char why[96];
             snprintf(why, sizeof why, "incomplete: the allocation holds %llu of %llu bytes",
@@ -65,8 +81,7 @@ static void probe_one(void *arg, size_t i)
         }
     } else if (m->cap[XND_READ] && m->logical_length > 0) {
         unsigned char b;
-        rc = ibp_load(r->ibp, m->cap[XND_READ],
-                      (uint64_t)(m->alloc_offset + m->logical_length - 1), 1, &b);
+        rc = ibp_load(r->ibp, m->cap[XND_READ], stored_need(r, m) - 1, 1, &b);
         if (rc != IBP_OK) {
             dead(p, rc, rc == IBP_E_INVALID_PARAMETER ? "incomplete: bytes missing"
                                                       : lors__why(rc));
@@ -94,18 +109,27 @@ int lors_probe_all(const xnd_t *x, int threads, int timeout_s, lors_probe_t **ou
     lors_probe_t *pr = calloc(x->nmaps ? x->nmaps : 1, sizeof *pr);
     if (!pr)
         return LORS_E_NOMEM;
-    probe_run_t r = {x, NULL, pr, lns_now_s()};
+    probe_run_t r = {x, NULL, pr, lns_now_s(), NULL};
+    lors__ec_t ec;
+    int ec_present = 0;
+    char err[128];
+    if (lors__ec_read(x, &ec, &ec_present, err, sizeof err) == LORS_OK && ec_present)
+        r.ec = &ec;
     if (x->nmaps > 0) {
         if (threads < 1)
             threads = 1;
         r.ibp = lors__client(timeout_s, threads);
         if (!r.ibp) {
+            if (r.ec)
+                lors__ec_free(&ec);
             free(pr);
             return LORS_E_NOMEM;
         }
         lors__parallel(x->nmaps, threads, probe_one, &r);
         ibp_client_free(r.ibp);
     }
+    if (r.ec)
+        lors__ec_free(&ec);
     *out = pr;
     return LORS_OK;
 }

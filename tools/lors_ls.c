@@ -233,9 +233,78 @@ static void print_logical(const settings_t *f, const xnd_range_t *rg, size_t nrg
     }
 }
 
+/* ---- erasure-coded files: stripes instead of copies ---- */
+
+typedef struct ec_view {
+    lors_ec_info_t info;
+    lors_ec_stripe_t *st; /* per stripe, counting the live mappings */
+    size_t n;
+} ec_view_t;
+
+/* The end (exclusive) of the run of stripes from i with the same number of live pieces. */
+static size_t run_end(const ec_view_t *ec, size_t i)
+{
+    size_t j = i + 1;
+    while (j < ec->n && ec->st[j].alive == ec->st[i].alive)
+        j++;
+    return j;
+}
+
+static void print_stripes(const settings_t *f, const ec_view_t *ec)
+{
+    char a[32], b[32];
+    int n = ec->info.k + ec->info.m;
+    printf("\nstripes (pieces alive of %d, and how many more lost depots each survives):\n", n);
+    for (size_t i = 0; i < ec->n; i = run_end(ec, i)) {
+        size_t j = run_end(ec, i);
+        const lors_ec_stripe_t *e = &ec->st[j - 1];
+        fmt_size(ec->st[i].offset, f->human, a, sizeof a);
+        fmt_size(e->offset + e->length - 1, f->human, b, sizeof b);
+        printf("  bytes %s-%s  stripes %zu-%zu  %d/%d  ", a, b, i, j - 1, ec->st[i].alive, n);
+        if (ec->st[i].margin < 0)
+            printf("LOST: fewer than %d pieces\n", ec->info.k);
+        else
+            printf("survives %d more\n", ec->st[i].margin);
+    }
+}
+
+/* complete: no stripe lost; full: every piece alive.  Lines for the user when not. */
+static void ec_summary(const ec_view_t *ec, int *complete, int *full, char *gaps, size_t gsize,
+                       char *thin, size_t tsize)
+{
+    int64_t lost = 0, few = 0;
+    size_t first_lost = ec->n, first_few = ec->n;
+    int least = ec->info.m;
+    for (size_t i = 0; i < ec->n; i++) {
+        const lors_ec_stripe_t *e = &ec->st[i];
+        if (e->margin < 0) {
+            lost += e->length;
+            first_lost = first_lost < i ? first_lost : i;
+        } else if (e->margin < ec->info.m) {
+            few += e->length;
+            first_few = first_few < i ? first_few : i;
+            least = e->margin < least ? e->margin : least;
+        }
+    }
+    *complete = lost == 0;
+    *full = lost == 0 && few == 0;
+    if (lost)
+        snprintf(gaps, gsize, "%" PRId64 " bytes cannot be rebuilt: fewer than %d of the %d "
+                 "pieces of their stripes are alive (first: bytes %" PRId64 "-%" PRId64 ", %d "
+                 "alive)", lost, ec->info.k, ec->info.k + ec->info.m, ec->st[first_lost].offset,
+                 ec->st[first_lost].offset + ec->st[first_lost].length - 1,
+                 ec->st[first_lost].alive);
+    if (few)
+        snprintf(thin, tsize, "%" PRId64 " bytes are in stripes with pieces lost; the weakest "
+                 "survives %d more lost depot%s (first: bytes %" PRId64 "-%" PRId64 ")", few,
+                 least, least == 1 ? "" : "s", ec->st[first_few].offset,
+                 ec->st[first_few].offset + ec->st[first_few].length - 1);
+}
+
 static void print_text(const settings_t *f, const xnd_t *x, const lors_e2e_info_t *e2e,
-                       const lors_probe_t *pr, char (*where)[IBP_MAX_HOST + 96],
-                       const xnd_range_t *rg, size_t nrg, size_t copies)
+                       const ec_view_t *ec, const lors_probe_t *pr,
+                       char (*where)[IBP_MAX_HOST + 96], const xnd_range_t *rg, size_t nrg,
+                       size_t copies)
 {
     const char *name = NULL;
     char a[32], b[32], esc[4 * 4096];
@@ -257,9 +326,15 @@ static void print_text(const settings_t *f, const xnd_t *x, const lors_e2e_info_
         tool_escape(e2e->chain, esc, sizeof esc);
         printf("e2e: %s, plain size %s, %" PRId64 " frames of %s\n", esc, a, e2e->frames, b);
     }
+    if (ec->info.present)
+        printf("erasure coding: %d+%d in pieces of %s, %" PRId64 " stripes\n", ec->info.k,
+               ec->info.m, (fmt_size(ec->info.piece_size, 1, a, sizeof a), a),
+               ec->info.stripes);
     if (f->physical)
         print_physical(f, x, pr, where);
-    if (f->logical)
+    if (f->logical && ec->info.present)
+        print_stripes(f, ec);
+    else if (f->logical)
         print_logical(f, rg, nrg, copies);
 }
 
@@ -316,7 +391,7 @@ static void json_time(int64_t t)
 }
 
 static void print_json(const char *path, const settings_t *f, const xnd_t *x,
-                       const lors_e2e_info_t *e2e, const lors_probe_t *pr,
+                       const lors_e2e_info_t *e2e, const ec_view_t *ec, const lors_probe_t *pr,
                        char (*where)[IBP_MAX_HOST + 96], const xnd_range_t *rg, size_t nrg,
                        int complete, size_t copies, int under)
 {
@@ -336,6 +411,22 @@ static void print_json(const char *path, const settings_t *f, const xnd_t *x,
         json_str(e2e->chain);
         printf(",\"plain_size\":%" PRId64 ",\"frame_size\":%" PRId64 ",\"frames\":%" PRId64 "}",
                e2e->plain_size, e2e->frame_size, e2e->frames);
+    } else {
+        printf("null");
+    }
+    printf(",\"ec\":");
+    if (ec->info.present) {
+        printf("{\"k\":%d,\"m\":%d,\"piece_size\":%" PRId64 ",\"stripes\":%" PRId64
+               ",\"runs\":[", ec->info.k, ec->info.m, ec->info.piece_size, ec->info.stripes);
+        for (size_t i = 0; i < ec->n; i = run_end(ec, i)) {
+            size_t j = run_end(ec, i);
+            const lors_ec_stripe_t *e = &ec->st[j - 1];
+            printf("%s{\"offset\":%" PRId64 ",\"length\":%" PRId64 ",\"first\":%zu,"
+                   "\"last\":%zu,\"alive\":%d,\"survives\":%d}", i ? "," : "",
+                   ec->st[i].offset, e->offset + e->length - ec->st[i].offset, i, j - 1,
+                   ec->st[i].alive, ec->st[i].margin);
+        }
+        printf("]}");
     } else {
         printf("null");
     }
@@ -420,13 +511,14 @@ int main(int argc, char **argv)
 {
     settings_t f;
     lors_e2e_info_t e2e;
+    ec_view_t ec = {0};
     lors_probe_t *pr = NULL;
     xnd_range_t *rg = NULL, *all = NULL;
     size_t nrg = 0, nall = 0, copies = 0;
     xnd_t *x = NULL;
     int code, lrc, complete = 1, full = 1;
     tool_depot_name_t *where = NULL;
-    char err[256], gaps[160], thin[200];
+    char err[256], gaps[256], thin[256];
     const char *path;
 
     code = tool_opt_exnode(&cmd, argc, argv, &f, &path, &x);
@@ -461,11 +553,25 @@ int main(int argc, char **argv)
     copies = copy_count(all, nall, x->nmaps);
     complete = gap_summary(rg, nrg, gaps, sizeof gaps);
     full = under_summary(rg, nrg, copies, thin, sizeof thin);
+    if (lors_ec_info(x, &ec.info, err, sizeof err) != LORS_OK) {
+        tool_error(TOOL, "%s: %s", path, err);
+        code = TOOL_EXIT_EXNODE;
+        goto done;
+    }
+    if (ec.info.present) { /* pieces per stripe, not copies, say what is left */
+        if ((lrc = lors_ec_stripes(x, pr, &ec.st, &ec.n)) != LORS_OK) {
+            tool_error(TOOL, "%s: stripes: %s", path, lors_strerror(lrc));
+            code = tool_exit_code(lrc);
+            goto done;
+        }
+        copies = 1;
+        ec_summary(&ec, &complete, &full, gaps, sizeof gaps, thin, sizeof thin);
+    }
 
     if (f.json)
-        print_json(path, &f, x, &e2e, pr, where, rg, nrg, complete, copies, !full);
+        print_json(path, &f, x, &e2e, &ec, pr, where, rg, nrg, complete, copies, !full);
     else
-        print_text(&f, x, &e2e, pr, where, rg, nrg, copies);
+        print_text(&f, x, &e2e, &ec, pr, where, rg, nrg, copies);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         tool_error(TOOL, "writing to stdout failed");
         code = TOOL_EXIT_IO;
@@ -484,6 +590,7 @@ int main(int argc, char **argv)
     code = TOOL_EXIT_OK;
 
 done:
+    free(ec.st);
     free(pr);
     free(rg);
     free(all);

@@ -1,0 +1,89 @@
+/* test_lors_tools_ec.c -- erasure coding as a user meets it: lors_upload --ec 4+2 on six real
+ * depots, lors_ls's stripes view (text and --json) and exit codes as depots die, lors_download
+ * byte-exact with two depots killed and failing with three, naming the bytes; --ec refused with
+ * -c and with too few depots. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "test_tools.h"
+
+#define ND 6
+
+static tt_env_t T;
+
+static void upload(char *src, char *xnd, size_t n)
+{
+    snprintf(src, 4096, "%s/ec.bin", lns_test_tmpdir());
+    snprintf(xnd, 4096, "%s/ec.xnd", lns_test_tmpdir());
+    CU_ASSERT_EQUAL_FATAL(tt_make_file(src, n, 41), 0);
+    int rc = tt_sh(&T, "$B/lors_upload --no-rc -q --depot-list '%s' --ec 4+2 --ec-piece 64K "
+                       "-d 1h --force -o '%s' '%s'", T.depots, xnd, src);
+    if (rc != 0)
+        fprintf(stderr, "lors_upload --ec: %s", T.err);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+}
+
+static void test_ls_and_download(void)
+{
+    char src[4096], xnd[4096], got[4200];
+    tt_revive(&T);
+    upload(src, xnd, 5 * 256 * 1024 + 777); /* 5 full stripes of 256 KiB and a short one */
+    snprintf(got, sizeof got, "%s.got", src);
+
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls --no-rc -l '%s'", xnd), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "erasure coding: 4+2 in pieces of 64K, 6 stripes"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "stripes 0-5  6/6  survives 2 more"));
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls --no-rc --json '%s'", xnd), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "\"ec\":{\"k\":4,\"m\":2,\"piece_size\":65536,"
+                                         "\"stripes\":6,\"runs\":[{\"offset\":0,\"length\":"
+                                         "1311497,\"first\":0,\"last\":5,\"alive\":6,"
+                                         "\"survives\":2}]}"));
+
+    /* one depot gone: every stripe survives one more loss; exit 10 says it */
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[0].srv, SIGKILL), 0);
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls --no-rc -l -T 3s '%s'", xnd), 10);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "5/6  survives 1 more"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "survives 1 more lost depot"));
+
+    /* two gone: still byte-exact */
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[3].srv, SIGKILL), 0);
+    int rc = tt_sh(&T, "$B/lors_download --no-rc --quiet -T 5s -o '%s' '%s'", got, xnd);
+    CU_ASSERT(rc == 0 || rc == 10);
+    CU_ASSERT(tt_same_file(got, src));
+
+    /* three gone: lors_ls exit 8, lors_download fails naming the bytes */
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[5].srv, SIGKILL), 0);
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls --no-rc -l -T 3s '%s'", xnd), 8);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "3/6  LOST"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "cannot be rebuilt"));
+    rc = tt_sh(&T, "$B/lors_download --no-rc --quiet -T 3s -o '%s.3' '%s'", got, xnd);
+    CU_ASSERT_NOT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "bytes 0-1311496: fewer than 4 of the 6 pieces"));
+    tt_revive(&T);
+    CU_ASSERT_EQUAL(tt_downloads_equal(&T, xnd, src), 1);
+    tt_free_all(&T, xnd);
+}
+
+static void test_refused(void)
+{
+    char src[4096];
+    snprintf(src, sizeof src, "%s/small.bin", lns_test_tmpdir());
+    CU_ASSERT_EQUAL_FATAL(tt_make_file(src, 1000, 42), 0);
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_upload --no-rc --depot-list '%s' --ec 4+2 -c 2 -o - "
+                              "'%s'", T.depots, src), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "replaces copies"));
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_upload --no-rc --depot-list '%s' --ec 4 -o - '%s'",
+                          T.depots, src), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "expected K+M"));
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_upload --no-rc --depot-list '%s' --ec 4+2 -o - '%s'",
+                          tt_dlist(&T, 0, 1, 2, 3, 4, -1), src), 5);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "needs 6 distinct depots; 5 given"));
+}
+
+static const lns_test_case tests[] = {
+    {"upload --ec, ls stripes, download with depots killed", test_ls_and_download},
+    {"--ec refused: with -c, malformed, too few depots", test_refused},
+};
+
+TT_MAIN(&T, "erasure coding from the command line", ND, tests)
