@@ -87,6 +87,56 @@ static int find_loss(const xnd_t *x, const unsigned char *sel, const lors_probe_
     return found;
 }
 
+/* An erasure-coded file: the first stripe that has k live (or unprobed) pieces now and
+ * would have fewer without the selected mappings: 1 with *which (a selected mapping holding
+ * one of its pieces), *off and *len (the stripe's bytes) set; 0 if none or not erasure coded;
+ * <0 a lors_err. */
+static int find_ec_loss(const xnd_t *x, const unsigned char *sel, const lors_probe_t *probes,
+                        size_t *which, int64_t *off, int64_t *len)
+{
+    lors_ec_info_t info;
+    char err[128];
+    if (lors_ec_info(x, &info, err, sizeof err) != LORS_OK || !info.present)
+        return 0;
+    lors_probe_t *now = calloc(x->nmaps ? x->nmaps : 1, sizeof *now);
+    lors_probe_t *after = calloc(x->nmaps ? x->nmaps : 1, sizeof *after);
+    lors_ec_stripe_t *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    int found = 0;
+    if (!now || !after) {
+        found = LORS_E_NOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < x->nmaps; i++) {
+        now[i].alive = !probes || probes[i].alive;
+        after[i].alive = now[i].alive && !sel[i];
+    }
+    if ((found = lors_ec_stripes(x, now, &a, &na)) != LORS_OK ||
+        (found = lors_ec_stripes(x, after, &b, &nb)) != LORS_OK)
+        goto out;
+    for (size_t s = 0; s < na && s < nb && !found; s++) {
+        if (a[s].margin < 0 || b[s].margin >= 0)
+            continue;
+        *off = a[s].offset;
+        *len = a[s].length;
+        for (size_t i = 0; i < x->nmaps; i++) {
+            const xnd_mapping_t *m = x->maps[i];
+            if (sel[i] && m->exnode_offset <= *off &&
+                *off < m->exnode_offset + m->logical_length) {
+                *which = i;
+                break;
+            }
+        }
+        found = 1;
+    }
+out:
+    free(now);
+    free(after);
+    free(a);
+    free(b);
+    return found;
+}
+
 /* ---- freeing ------------------------------------------------------------------------------ */
 
 typedef struct victim {
@@ -200,12 +250,17 @@ int lors_trim(const lors_trim_opts_t *o, xnd_t *x, lors_trim_report_t *report)
     if (!o->force) {
         size_t which = 0;
         int64_t off = 0, len = 0;
-        int lost = find_loss(x, sel, probes, &which, &off, &len);
+        int ec = 0, lost = find_loss(x, sel, probes, &which, &off, &len);
+        if (lost == 0)
+            ec = lost = find_ec_loss(x, sel, probes, &which, &off, &len);
         if (lost == 1 && !probes) {
             /* maybe what it held is gone already: ask before refusing */
             if ((rc = lors_probe_all(x, o->threads, o->timeout_s, &probes)) != LORS_OK)
                 goto nomem;
+            ec = 0;
             lost = find_loss(x, sel, probes, &which, &off, &len);
+            if (lost == 0)
+                ec = lost = find_ec_loss(x, sel, probes, &which, &off, &len);
         }
         if (lost < 0) {
             rc = lost;
@@ -215,8 +270,11 @@ int lors_trim(const lors_trim_opts_t *o, xnd_t *x, lors_trim_report_t *report)
             char b[64];
             lors__bytes(off, len, b, sizeof b);
             lors__report_error(rep,
-                               "trim: removing mapping %zu would leave %s with no copy "
-                               "(force to remove anyway)", which, b);
+                               ec ? "trim: removing mapping %zu would leave %s with fewer "
+                                    "pieces than it takes to rebuild them (force to remove "
+                                    "anyway)"
+                                  : "trim: removing mapping %zu would leave %s with no copy "
+                                    "(force to remove anyway)", which, b);
             rc = LORS_E_UNSAFE;
             goto out;
         }

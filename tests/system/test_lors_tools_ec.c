@@ -1,7 +1,7 @@
 /* test_lors_tools_ec.c -- erasure coding as a user meets it: lors_upload --ec 4+2 on six real
  * depots, lors_ls's stripes view (text and --json) and exit codes as depots die, lors_download
- * byte-exact with two depots killed and failing with three, naming the bytes; --ec refused with
- * -c and with too few depots. */
+ * byte-exact with two depots killed and failing with three, naming the bytes; lors_trim refusing
+ * to leave a stripe with fewer than K pieces; --ec refused with -c and with too few depots. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -65,6 +65,30 @@ static void test_ls_and_download(void)
     tt_free_all(&T, xnd);
 }
 
+/* lors_trim counts pieces, not copies: taking the columns of three depots away would leave
+ * stripes that cannot be rebuilt, though every byte of the file is "covered" by some
+ * mapping; two may go. */
+static void test_trim_counts_pieces(void)
+{
+    char src[4096], xnd[4096], out[4200];
+    tt_revive(&T);
+    upload(src, xnd, 3 * 256 * 1024);
+    snprintf(out, sizeof out, "%s.trim", xnd);
+    char d0[64], d1[64], d2[64];
+    snprintf(d0, sizeof d0, "127.0.0.1:%d", T.dep[0].port);
+    snprintf(d1, sizeof d1, "127.0.0.1:%d", T.dep[1].port);
+    snprintf(d2, sizeof d2, "127.0.0.1:%d", T.dep[2].port);
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_trim --no-rc --depot %s --depot %s --depot %s -o '%s' "
+                              "'%s'", d0, d1, d2, out, xnd), 6);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "fewer pieces than it takes to rebuild them"));
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_trim --no-rc --depot %s --depot %s -o '%s' '%s'", d0,
+                          d1, out, xnd), 0);
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls --no-rc -l '%s'", out), 10);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "4/6  survives 0 more"));
+    CU_ASSERT_EQUAL(tt_downloads_equal(&T, out, src), 1);
+    tt_free_all(&T, xnd);
+}
+
 static void test_refused(void)
 {
     char src[4096];
@@ -83,6 +107,7 @@ static void test_refused(void)
 
 static const lns_test_case tests[] = {
     {"upload --ec, ls stripes, download with depots killed", test_ls_and_download},
+    {"lors_trim counts pieces, not copies", test_trim_counts_pieces},
     {"--ec refused: with -c, malformed, too few depots", test_refused},
 };
 
