@@ -15,7 +15,6 @@
  * frees every allocation it made.  No depot call runs under u->mu.
  */
 #include <errno.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -104,14 +103,7 @@ static int stopped(const ecu_t *u)
 
 static void wait_locked(ecu_t *u)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += (long)STOP_POLL_MS * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&u->cv, &u->mu, &ts);
+    lors__cond_wait(&u->cv, &u->mu, 1); /* polled: the stop flag and the first error */
 }
 
 static void emit(ecu_t *u, lors_event_kind kind, const seg_t *sg, int j, int from, int to,
@@ -418,28 +410,8 @@ static int64_t read_input(ecu_t *u, unsigned char *buf, int64_t want)
         memcpy(buf, u->mem + u->size, (size_t)n);
         return n;
     }
-    if (!u->o->stop || u->again)
-        return lns_fd_read_full(u->fd, buf, (size_t)want, -1);
-    int64_t got = 0; /* a pipe: wait in slices, so that a stop is seen */
-    while (got < want) {
-        struct pollfd p = {.fd = u->fd, .events = POLLIN};
-        int r = poll(&p, 1, STOP_POLL_MS);
-        if (stopped(u))
-            break;
-        if (r < 0 && errno != EINTR)
-            return -1;
-        if (r <= 0)
-            continue;
-        ssize_t n = read(u->fd, buf + got, (size_t)(want - got));
-        if (n < 0 && (errno == EINTR || errno == EAGAIN))
-            continue;
-        if (n < 0)
-            return -1;
-        if (n == 0)
-            break;
-        got += n;
-    }
-    return got;
+    int64_t n = lors__read_stoppable(u->fd, buf, want, u->again ? NULL : u->o->stop);
+    return n == -2 ? 0 : n; /* stopped: the caller sees the flag */
 }
 
 /* A new segment starting at stripe s, its columns placed on distinct depots.  With u->mu. */

@@ -116,23 +116,22 @@ static frag_t *frag_new(up_t *u, int64_t off, int64_t alloc_len)
     return f;
 }
 
-/* lns_fd_read_full of want bytes (fewer only at the end), except that a pipe that gives
- * nothing is polled so that a stop is seen: the bytes read, -1 (errno), or -2: stopped. */
-static int64_t read_chunk(up_t *u, unsigned char *buf, int64_t want)
+int64_t lors__read_stoppable(int fd, unsigned char *buf, int64_t want,
+                             const volatile sig_atomic_t *stop)
 {
-    if (!u->o->stop || u->src != SRC_STREAM)
-        return lns_fd_read_full(u->fd, buf, (size_t)want, -1);
+    if (!stop)
+        return lns_fd_read_full(fd, buf, (size_t)want, -1);
     int64_t got = 0;
     while (got < want) {
-        struct pollfd p = {.fd = u->fd, .events = POLLIN};
+        struct pollfd p = {.fd = fd, .events = POLLIN};
         int r = poll(&p, 1, STOP_POLL_MS);
-        if (lors__up_stopped(u))
+        if (*stop)
             return -2;
         if (r < 0 && errno != EINTR)
             return -1;
         if (r <= 0)
             continue;
-        ssize_t n = read(u->fd, buf + got, (size_t)(want - got));
+        ssize_t n = read(fd, buf + got, (size_t)(want - got));
         if (n < 0 && (errno == EINTR || errno == EAGAIN))
             continue;
         if (n < 0)
@@ -142,6 +141,11 @@ static int64_t read_chunk(up_t *u, unsigned char *buf, int64_t want)
         got += n;
     }
     return got;
+}
+
+static int64_t read_chunk(up_t *u, unsigned char *buf, int64_t want)
+{
+    return lors__read_stoppable(u->fd, buf, want, u->src == SRC_STREAM ? u->o->stop : NULL);
 }
 
 /* Stop the upload at the caller's request; with u->mu held. */

@@ -34,8 +34,13 @@ int lors__up_stopped(const up_t *u)
 
 void lors__up_wait(up_t *u)
 {
-    if (!u->o->stop) {
-        pthread_cond_wait(&u->cv, &u->mu);
+    lors__cond_wait(&u->cv, &u->mu, u->o->stop != NULL);
+}
+
+void lors__cond_wait(pthread_cond_t *cv, pthread_mutex_t *mu, int poll)
+{
+    if (!poll) {
+        pthread_cond_wait(cv, mu);
         return;
     }
     struct timespec ts;
@@ -45,7 +50,7 @@ void lors__up_wait(up_t *u)
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000L;
     }
-    pthread_cond_timedwait(&u->cv, &u->mu, &ts);
+    pthread_cond_timedwait(cv, mu, &ts);
 }
 
 static void emit(up_t *u, lors_event_t *ev)
