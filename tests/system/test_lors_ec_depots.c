@@ -131,20 +131,29 @@ static void test_whole_and_ranges(void)
     }
 }
 
+/* Download f with o and assert that it is the source, byte for byte (saying why not); the
+ * report in *rep, for the caller's own checks (it frees it). */
+static void download_exact_with(const lors_download_opts_t *o, const xnd_t *f, const char *what,
+                                lors_dl_report_t *rep)
+{
+    unsigned char *out = NULL;
+    size_t outlen = 0;
+    int rc = tl_download_mem(o, f, &out, &outlen, rep);
+    if (rc != LORS_OK || outlen != N || memcmp(out, src, N) != 0)
+        fprintf(stderr, "%s: rc %d, %zu bytes: %s\n", what, rc, outlen, rep->error);
+    CU_ASSERT_EQUAL(rc, LORS_OK);
+    CU_ASSERT(outlen == N && memcmp(out, src, N) == 0);
+    free(out);
+}
+
+/* The shared file, with the default options. */
 static void download_exact(const char *what)
 {
     lors_download_opts_t o;
     lors_dl_report_t rep;
-    unsigned char *out = NULL;
-    size_t outlen = 0;
     dopts(&o);
-    int rc = tl_download_mem(&o, x, &out, &outlen, &rep);
-    if (rc != LORS_OK || outlen != N || memcmp(out, src, N) != 0)
-        fprintf(stderr, "%s: rc %d, %zu bytes: %s\n", what, rc, outlen, rep.error);
-    CU_ASSERT_EQUAL(rc, LORS_OK);
-    CU_ASSERT(outlen == N && memcmp(out, src, N) == 0);
+    download_exact_with(&o, x, what, &rep);
     lors_dl_report_free(&rep);
-    free(out);
 }
 
 static void restart(int i)
@@ -189,18 +198,13 @@ static void test_two_killed_midway(void)
 {
     lors_download_opts_t o;
     lors_dl_report_t rep;
-    unsigned char *out = NULL;
-    size_t outlen = 0;
     killer_t k = {6, 0, PTHREAD_MUTEX_INITIALIZER};
     dopts(&o);
     o.on_event = on_fetch;
     o.event_arg = &k;
-    int rc = tl_download_mem(&o, x, &out, &outlen, &rep);
-    CU_ASSERT_EQUAL(rc, LORS_OK);
-    CU_ASSERT(outlen == N && memcmp(out, src, N) == 0);
+    download_exact_with(&o, x, "two killed mid-download", &rep);
     CU_ASSERT(k.seen >= 6);
     lors_dl_report_free(&rep);
-    free(out);
     restart(1);
     restart(4);
 }
@@ -242,17 +246,10 @@ static void test_two_corrupted(void)
     corrupt(y, 3, 3);
     lors_download_opts_t o;
     lors_dl_report_t rep;
-    unsigned char *out = NULL;
-    size_t outlen = 0;
     dopts(&o);
-    int rc = tl_download_mem(&o, y, &out, &outlen, &rep);
-    if (rc != LORS_OK)
-        fprintf(stderr, "two corrupted: %s\n", rep.error);
-    CU_ASSERT_EQUAL(rc, LORS_OK);
-    CU_ASSERT(outlen == N && memcmp(out, src, N) == 0);
+    download_exact_with(&o, y, "two corrupted", &rep);
     CU_ASSERT(rep.nbad >= 3); /* both data pieces of stripe 3, and stripe 2's */
     lors_dl_report_free(&rep);
-    free(out);
     tl_free_xnd(cli, y);
 }
 
@@ -261,19 +258,12 @@ static void test_one_stopped(void)
     kill(dep[2].pid, SIGSTOP);
     lors_download_opts_t o;
     lors_dl_report_t rep;
-    unsigned char *out = NULL;
-    size_t outlen = 0;
     dopts(&o);
-    int rc = tl_download_mem(&o, x, &out, &outlen, &rep);
+    download_exact_with(&o, x, "one stopped", &rep);
     kill(dep[2].pid, SIGCONT);
-    if (rc != LORS_OK)
-        fprintf(stderr, "one stopped: %s\n", rep.error);
-    CU_ASSERT_EQUAL(rc, LORS_OK);
-    CU_ASSERT(outlen == N && memcmp(out, src, N) == 0);
     /* the stalls were cut short, not waited out */
     CU_ASSERT(rep.seconds < 10);
     lors_dl_report_free(&rep);
-    free(out);
 }
 
 static void test_three_gone(void)
