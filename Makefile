@@ -75,7 +75,7 @@ DEPOT_SRC  = $(filter-out depot/depot_main.c,$(wildcard depot/depot_*.c))
 TOOLLIB_SRC = $(wildcard tools/tool_*.c)
 LIFELINES_SRC = $(filter-out tools/lifelines/lors_lifelines.c,$(wildcard tools/lifelines/*.c))
 TOOL_PROGS = ibp_tool lbone_query lors_upload lors_download lors_augment lors_trim lors_refresh \
-             lors_ls lors_share
+             lors_ls lors_share lors_keep
 TESTLIB_SRC = $(wildcard tests/lib/*.c)
 UNIT_SRC   = $(wildcard tests/unit/test_*.c)
 SYS_SRC    = $(wildcard tests/system/test_*.c)

@@ -93,9 +93,14 @@ typedef enum lors_event_kind {
      * trim); offset/length = its bytes of the file; depot = its depot */
     LORS_EV_TRIM,         /* the mapping was removed from the exNode; freed says what became
                            * of its allocation (0: op "DECR" or "NOCAP" and ibp_err say why) */
-    LORS_EV_REFRESH       /* the mapping's end went from old_end to new_end (as the depot now
+    LORS_EV_REFRESH,      /* the mapping's end went from old_end to new_end (as the depot now
                            * reports it); one that failed is a LORS_EV_FAILURE instead, op
                            * "CHANGE", "PROBE", "NOCAP" (no manage capability) or "PAST" */
+    /* keep: fragment = column, copy = the mapping replaced, depot = its depot */
+    LORS_EV_REBUILD       /* the column's pieces of [offset, offset+length) were decoded from
+                           * survivors (op "DECODE") or sent off a leaving depot (op "SEND")
+                           * and stored on moved_to; a failed try is a LORS_EV_FAILURE with
+                           * op "REBUILD" (ibp_err) */
 } lors_event_kind;
 
 typedef struct lors_event {
@@ -419,6 +424,14 @@ typedef struct lors_augment_opts {
     int balance;              /* -B: add copies only where fewer than up.copies live ones exist */
     int64_t offset, length;   /* -O/-L: only mappings holding bytes of this range; length -1 = to the end */
     int relay;                /* 1 (default): where SEND fails, copy through this client; 0: don't */
+    /* For the keeper (lors_keep); NULL in a plain augment: */
+    const lors_probe_t *probes;      /* x's mappings as already probed (x->nmaps): no probing */
+    const unsigned char *discount;   /* with balance: mappings i with discount[i] set do not
+                                      * count as live copies (they are still copied from) */
+    int (*on_alloc)(void *arg, const ibp_caps_t *caps); /* each new allocation, before anything
+                                      * is stored in it; nonzero: it is freed and the augment
+                                      * fails (LORS_E_WRITE) */
+    void *alloc_arg;
 } lors_augment_opts_t;
 
 /* Defaults: those of lors_upload_opts_init, balance 0, the whole file, relay 1. */
@@ -485,6 +498,8 @@ typedef enum lors_refresh_mode {
 typedef struct lors_refresh_opts {
     lors_refresh_mode mode;
     int64_t value;            /* seconds (ADD, FROM_NOW) or epoch (AT) */
+    const unsigned char *select; /* NULL: every mapping; else only mappings i with select[i]
+                                  * (the others' items are ok with their end unchanged) */
     int threads, timeout_s;
     lors_event_fn on_event;   /* NULL: no events; else per mapping, as its depot answers, a
                                * LORS_EV_REFRESH or a LORS_EV_FAILURE */
@@ -515,6 +530,81 @@ void lors_refresh_report_free(lors_refresh_report_t *r);
  * failed (they keep their old end; the report says why for each).  o->on_event hears of
  * each mapping from the worker threads as its depot answers (before x is edited). */
 int lors_refresh(const lors_refresh_opts_t *o, xnd_t *x, lors_refresh_report_t *report);
+
+/* ---- keep: refresh, check and repair a network file (lors_keep) ------------------------ */
+
+typedef struct lors_keep_opts {
+    int copies;               /* replicated file: live copies wanted of every byte, on distinct
+                               * depots (default 2); an erasure-coded file wants all k + m
+                               * pieces of every stripe */
+    int min_live;             /* repair when some byte has fewer live copies (erasure coded:
+                               * some stripe fewer live pieces) than this; 0: the target
+                               * (copies, k + m) */
+    int64_t margin_s;         /* refresh every lease that ends within this (default 2 days) */
+    const lors_depot_t *depots; /* where new copies and pieces may go */
+    size_t ndepots;
+    const lors_depot_t *leaving; /* depots to move data off (down or leaving, by the L-Bone or
+                               * the operator): their mappings do not count as live copies,
+                               * are copied from while they answer, and are removed once
+                               * the data has its copies elsewhere */
+    size_t nleaving;
+    int64_t duration_s;       /* lease of new allocations; -1 (default): each depot's maximum */
+    int64_t provisional_s;    /* new allocations live this long (default 600 s; 0: no such
+                               * step) until the pass is done and extends them to duration_s:
+                               * one the caller never heard of (the keeper killed while its
+                               * ALLOCATE was in flight) ends by itself soon */
+    int reliability;          /* IBP_HARD (default) or IBP_SOFT */
+    int threads, timeout_s;   /* default 4, 30 s */
+    int dry_run;              /* probe and report what a pass would do; change nothing */
+    lors_event_fn on_event;   /* refresh, send, trim and failure events, as those calls give */
+    void *event_arg;
+    int (*on_alloc)(void *arg, const ibp_caps_t *caps); /* as lors_augment_opts_t.on_alloc */
+    void *alloc_arg;
+    const volatile sig_atomic_t *stop;
+} lors_keep_opts_t;
+
+void lors_keep_opts_init(lors_keep_opts_t *o);
+
+/* Bytes the pass could not bring back to the policy. */
+typedef struct lors_keep_risk {
+    int64_t offset, length;
+    int live;                 /* live copies (erasure coded: live pieces of each stripe) */
+    int need;                 /* what the policy wants (copies, k + m) */
+    int lost;                 /* 1: too few to read (no copy; erasure coded: fewer than k) */
+} lors_keep_risk_t;
+
+typedef struct lors_keep_report {
+    int erasure_coded;        /* 1: risks count pieces of stripes, else copies */
+    int mappings, dead;       /* before the pass; dead: found dead or on a leaving depot */
+    int refreshed, refresh_failed;
+    int added;                /* new mappings (copies, rebuilt columns) */
+    int64_t bytes_sent;       /* copied depot to depot */
+    int64_t bytes_rebuilt;    /* pieces decoded from survivors and stored */
+    int removed;              /* dead or evacuated mappings taken out of the exNode */
+    int unfreed;              /* ... whose allocation could not be freed (depot down) */
+    int would_add, would_remove, would_refresh; /* dry run: what the pass would have done */
+    lors_keep_risk_t *risks;  /* malloc'd, after the pass */
+    size_t nrisks;
+    int lost;                 /* 1 if some risk has too few survivors to read */
+    int changed;              /* x was edited: write it back */
+    int64_t next_end;         /* earliest end of a live mapping after the pass (epoch; 0 none) */
+    lors_freed_t freed;       /* what a failed repair freed again */
+    char error[512];
+} lors_keep_report_t;
+
+void lors_keep_report_free(lors_keep_report_t *r);
+
+/* One pass over x: probe every mapping; refresh (to the depot's maximum) each live one that
+ * ends within o->margin_s; where some byte (stripe) has fewer than min_live live copies
+ * (pieces), bring it back to the target on o->depots -- copies by IBP SEND from a survivor
+ * (lors_augment), pieces of an erasure-coded file decoded from any k survivors of their
+ * stripe and stored; then take out of x the dead and evacuated mappings whose bytes live on
+ * elsewhere (freeing their allocations where the depot answers).  A mapping that still holds
+ * the only copy of a byte is never taken out, dead or not.  LORS_OK when the file meets the
+ * policy after the pass; LORS_E_PARTIAL when something is left (report->risks, refresh
+ * failures); LORS_E_STOPPED, LORS_E_NOMEM, LORS_E_EXNODE, LORS_E_INVAL otherwise.  x is edited
+ * only when report->changed. */
+int lors_keep(const lors_keep_opts_t *o, xnd_t *x, lors_keep_report_t *report);
 
 /* ---- share: a read-only exNode of alias capabilities ----------------------------------- */
 

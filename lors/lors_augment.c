@@ -149,7 +149,7 @@ static int piece_details(aug_t *a, const xnd_t *x, const lors_probe_t *pr)
             if (!pr[i].alive || m->logical_length <= 0)
                 continue;
             int whole = m->exnode_offset <= p->off && map_end(m) >= p->off + p->len;
-            live += whole;
+            live += whole && !(a->o->discount && a->o->discount[i]);
             if ((int)i != p->src && whole && usable(x, pr, i))
                 p->alts[p->nalts++] = (int)i;
             if (m->exnode_offset < p->off + p->len && map_end(m) > p->off)
@@ -323,8 +323,15 @@ int lors_augment(const lors_augment_opts_t *o, xnd_t *x, xnd_t **added, lors_rep
     }
     for (size_t i = 0; i < x->nmaps; i++)
         lors__map_depot(x->maps[i], &a.mapdep[i]);
-    if ((rc = lors_probe_all(x, o->up.threads, o->up.timeout_s, &pr)) != LORS_OK)
+    if (o->probes) {
+        if (!(pr = malloc((x->nmaps ? x->nmaps : 1) * sizeof *pr))) {
+            rc = LORS_E_NOMEM;
+            goto out;
+        }
+        memcpy(pr, o->probes, x->nmaps * sizeof *pr);
+    } else if ((rc = lors_probe_all(x, o->up.threads, o->up.timeout_s, &pr)) != LORS_OK) {
         goto out;
+    }
     if ((rc = cover(&a, x, pr, o->offset, to)) != LORS_OK ||
         (rc = piece_details(&a, x, pr)) != LORS_OK)
         goto out;

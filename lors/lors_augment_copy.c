@@ -289,6 +289,9 @@ static enum blame copy_piece(aug_t *a, aug_job_t *j, const char **op, int *rc)
     return bl;
 }
 
+/* allocate(): the allocation was made but the caller's on_alloc refused it */
+#define LORS_AUG_JOURNAL 2 /* IBP_OK is 1, its errors negative */
+
 /* ALLOCATE for j on its target. */
 static int allocate(aug_t *a, aug_job_t *j)
 {
@@ -299,6 +302,8 @@ static int allocate(aug_t *a, aug_job_t *j)
     if (rc != IBP_OK)
         return rc;
     j->allocated = 1;
+    if (a->o->on_alloc && a->o->on_alloc(a->o->alloc_arg, &j->caps) != 0)
+        return LORS_AUG_JOURNAL;
     j->start = lns_now_s();
     j->end = up->duration_s > 0 ? j->start + up->duration_s : XND_TIME_UNKNOWN;
     return IBP_OK;
@@ -334,6 +339,14 @@ void lors__aug_run_job(void *arg, size_t i)
 
         int rc = allocate(a, j);
         const char *op = "ALLOCATE";
+        if (rc == LORS_AUG_JOURNAL) {
+            ibp_decr(a->ibp, j->caps.manage, IBP_READCAP);
+            j->allocated = 0;
+            pthread_mutex_lock(&a->mu);
+            fatal_locked(a, LORS_E_WRITE, "piece %d copy %d: the new allocation could not be "
+                         "recorded (journal)", j->p->index, j->copy);
+            break;
+        }
         enum blame bl = BLAME_TARGET;
         if (rc == IBP_OK) {
             event_of(j, LORS_EV_ALLOCATE, target_of(a, j), NULL, &ev);

@@ -142,6 +142,11 @@ static void refresh_one(void *arg, size_t i)
     lors_event_t ev;
 
     it->mapping = (int)i;
+    if (r->o->select && !r->o->select[i]) {
+        it->ok = 1;
+        it->old_end = it->new_end = m->end.epoch;
+        return;
+    }
     const char *op = refresh_do(r, m, it);
     if (!r->o->on_event)
         return;
@@ -197,7 +202,8 @@ int lors_refresh(const lors_refresh_opts_t *o, xnd_t *x, lors_refresh_report_t *
     size_t first = 0;
     for (size_t i = 0; i < rep->n; i++) {
         lors_refresh_item_t *it = &rep->items[i];
-        if (it->ok && xnd_mapping_set_time(x->maps[i], 1, it->new_end) != XND_OK) {
+        if (it->ok && !(o->select && !o->select[i]) &&
+            xnd_mapping_set_time(x->maps[i], 1, it->new_end) != XND_OK) {
             item_failed(it, NULL, 0, "out of memory writing the new end into the exNode");
             rc = LORS_E_NOMEM;
         }

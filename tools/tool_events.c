@@ -87,6 +87,7 @@ static const char *kind_name(lors_event_kind k)
     case LORS_EV_RELAY: return "RELAY";
     case LORS_EV_TRIM: return "TRIM";
     case LORS_EV_REFRESH: return "REFRESH";
+    case LORS_EV_REBUILD: return "REBUILD";
     }
     return NULL;
 }

@@ -1,0 +1,40 @@
+/* lors_keep_int.h -- internal to liblors: the keeper's pass (lors_keep.c) and its repair of
+ * erasure-coded files (lors_keep_ec.c).
+ *
+ * The pass holds one picture of the file: per mapping its probe, whether it sits on a
+ * leaving depot and whether this pass made it.  The arrays grow with the mappings the repair
+ * appends (lors__keep_grow) and shrink with the prune.
+ */
+#ifndef LNS_LORS_KEEP_INT_H
+#define LNS_LORS_KEEP_INT_H
+
+#include <stddef.h>
+
+#include "lors.h"
+#include "lors_ec_int.h"
+
+typedef struct keep {
+    const lors_keep_opts_t *o;
+    xnd_t *x;
+    lors_keep_report_t *rep;
+    lors_probe_t *pr;         /* per mapping */
+    unsigned char *leaving;   /* per mapping: on a leaving depot */
+    unsigned char *fresh;     /* per mapping: made by this pass */
+    size_t n;                 /* entries in the three arrays */
+    lors_depot_t *targets;    /* o->depots without the leaving ones */
+    size_t ntargets;
+    int min_live;             /* repair below this (copies or pieces) */
+    int ec_present;
+    lors__ec_t ec;
+} keep_t;
+
+int lors__keep_grow(keep_t *k);
+int lors__keep_counts(const keep_t *k, size_t i);
+int lors__keep_stopped(const keep_t *k);
+/* The lease a new allocation gets first: the provisional one, if shorter than the policy's. */
+int64_t lors__keep_first_lease(const lors_keep_opts_t *o);
+/* Rebuild the missing columns of every stripe group below min_live; LORS_OK also when some
+ * could not be rebuilt (the risks say so), else LORS_E_STOPPED, LORS_E_NOMEM, LORS_E_WRITE. */
+int lors__keep_ec(keep_t *k);
+
+#endif

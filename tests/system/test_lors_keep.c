@@ -1,0 +1,265 @@
+/* test_lors_keep.c -- lors_keep on real depots: a pass that repairs copies and erasure-coded
+ * pieces (and a dry run that changes nothing), a keeper SIGKILLed in the middle of a repair
+ * that, restarted, finishes with a valid exNode and no leaked allocation, and a daemon that
+ * keeps two files alive across several lease lifetimes of 4-second leases while every depot
+ * in turn is killed and replaced by a new, empty one -- while the same file without the
+ * keeper is gone. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "test_tools.h"
+
+#define ND 8
+
+static tt_env_t T;
+
+static void upload_ec(const char *depots, const char *dur, size_t n, uint64_t seed, char *src,
+                      char *xnd)
+{
+    int id = ++T.seq;
+    snprintf(src, 4096, "%s/ec%d.bin", lns_test_tmpdir(), id);
+    snprintf(xnd, 4096, "%s/ec%d.xnd", lns_test_tmpdir(), id);
+    CU_ASSERT_EQUAL_FATAL(tt_make_file(src, n, seed), 0);
+    int rc = tt_sh(&T, "$B/lors_upload --no-rc -q --depot-list '%s' --ec 4+2 --ec-piece 64K "
+                       "-d %s -o '%s' '%s'", depots, dur, xnd, src);
+    if (rc != 0)
+        fprintf(stderr, "lors_upload --ec: %s", T.err);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+}
+
+/* Mappings of the exNode file on depot port. */
+static int maps_on(const char *xnd, int port)
+{
+    xnd_t *x = tt_load(xnd);
+    int n = 0;
+    for (size_t i = 0; x && i < x->nmaps; i++)
+        n += x->maps[i]->cap[XND_READ] && tt_cap_port(x->maps[i]->cap[XND_READ]) == port;
+    xnd_free(x);
+    return n;
+}
+
+static int ls_rc(const char *xnd)
+{
+    return tt_sh(&T, "$B/lors_ls --no-rc -T 3s '%s'", xnd);
+}
+
+static void test_once_and_dry_run(void)
+{
+    char rs[4096], rx[4096], es[4096], ex[4096], st[4200], before[4200];
+    int rc;
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 1500000, 7, 2, 3, T.depots, "--no-rc -q", rs, rx), 0);
+    upload_ec(T.depots, "1h", 700000, 8, es, ex);
+    snprintf(st, sizeof st, "%s/once.db", lns_test_tmpdir());
+    snprintf(before, sizeof before, "%s.before", rx);
+
+    /* healthy: nothing to do but refresh (the leases end within the default margin, 2 days) */
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_keep --no-rc --state '%s' --depot-list '%s' -V '%s' '%s'",
+                          st, T.depots, rx, ex), 0);
+    CU_ASSERT_EQUAL(tt_count(T.out, ": ok: "), 2);
+    CU_ASSERT_EQUAL(tt_count(T.out, "refreshed 0"), 0);
+    CU_ASSERT_EQUAL(tt_sh(&T, "cp '%s' '%s'", rx, before), 0);
+
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[1].srv, SIGKILL), 0);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[4].srv, SIGKILL), 0);
+    CU_ASSERT_NOT_EQUAL(ls_rc(rx), 0);
+
+    /* a dry run reports the risk and what it would do, and changes nothing */
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_keep --no-rc --state '%s' --depot-list '%s' -T 3s "
+                              "--dry-run --json '%s' '%s'", st, T.depots, rx, ex), 11);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "\"dry_run\":true"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "\"status\":\"at-risk\""));
+    CU_ASSERT_PTR_NULL(strstr(T.out, "\"add\":0,"));
+    CU_ASSERT(tt_same_file(rx, before));
+
+    /* the pass: copies sent depot to depot, pieces decoded and stored, dead mappings out */
+    rc = tt_sh(&T, "$B/lors_keep --no-rc --state '%s' --depot-list '%s' -T 3s --json '%s' '%s'",
+               st, T.depots, rx, ex);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc)
+        fprintf(stderr, "%s%s", T.out, T.err);
+    CU_ASSERT_EQUAL(tt_count(T.out, "\"status\":\"repaired\""), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "\"at_risk\":[]"));
+    CU_ASSERT_EQUAL(ls_rc(rx), 0);
+    CU_ASSERT_EQUAL(ls_rc(ex), 0);
+    CU_ASSERT_EQUAL(maps_on(rx, T.dep[1].port) + maps_on(rx, T.dep[4].port), 0);
+    CU_ASSERT_EQUAL(maps_on(ex, T.dep[1].port) + maps_on(ex, T.dep[4].port), 0);
+    CU_ASSERT_EQUAL(tt_downloads_equal(&T, rx, rs), 1);
+    CU_ASSERT_EQUAL(tt_downloads_equal(&T, ex, es), 1);
+
+    /* a second pass finds nothing to do */
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_keep --no-rc --state '%s' --depot-list '%s' -T 3s '%s' "
+                              "'%s'", st, T.depots, rx, ex), 0);
+    CU_ASSERT_EQUAL(T.out[0], '\0');
+    tt_revive(&T);
+    tt_free_all(&T, rx);
+    tt_free_all(&T, ex);
+}
+
+/* Bytes beyond what the policy can reach: exit 11, the range named. */
+static void test_lost_is_loud(void)
+{
+    char rs[4096], rx[4096], st[4200];
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 300000, 9, 1, 1, tt_dlist(&T, 2, -1), "--no-rc -q", rs,
+                                    rx), 0);
+    snprintf(st, sizeof st, "%s/lost.db", lns_test_tmpdir());
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[2].srv, SIGKILL), 0);
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_keep --no-rc --state '%s' --depot-list '%s' -T 3s '%s'",
+                          st, T.depots, rx), 11);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "bytes 0-299999 LOST: 0 of 2 copies live"));
+    /* the dead mapping holds the only copy: it stays */
+    CU_ASSERT_EQUAL(maps_on(rx, T.dep[2].port), 1);
+    tt_revive(&T);
+    tt_free_all(&T, rx);
+}
+
+/* Allocations on each depot but dead, as the depots count them. */
+static void allocs_except(int dead, int *per)
+{
+    for (int i = 0; i < ND; i++)
+        per[i] = i == dead ? 0 : tt_depot_allocs(&T, i);
+}
+
+/* Rows of the journal of new allocations not yet in an exNode; -1 if it cannot be read. */
+static int pending(const char *state)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *q = NULL;
+    int n = -1;
+    if (sqlite3_open_v2(state, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "SELECT count(*) FROM pending", -1, &q, NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        n = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return n;
+}
+
+static void test_sigkill_mid_repair(void)
+{
+    char rs[4096], rx[4096], es[4096], ex[4096], st[4200];
+    int base[ND], after[ND], held[ND];
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 2000000, 11, 2, 4, T.depots, "--no-rc -q", rs, rx), 0);
+    upload_ec(T.depots, "1h", 900000, 12, es, ex);
+    snprintf(st, sizeof st, "%s/crash.db", lns_test_tmpdir());
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[3].srv, SIGKILL), 0);
+    allocs_except(3, base);
+    for (int i = 0; i < ND; i++)
+        held[i] = maps_on(rx, T.dep[i].port) + maps_on(ex, T.dep[i].port);
+
+    /* killed with its second new allocation made and journaled, its exNode not written (one thread:
+     * no other ALLOCATE in flight, which only the provisional lease would bound) */
+    int rc = tt_sh(&T, "LNS_FAILPOINTS=keep.alloc=kill@2 $B/lors_keep --no-rc -t 1 --state '%s' "
+                       "--depot-list '%s' -T 3s '%s' '%s'", st, T.depots, rx, ex);
+    CU_ASSERT_EQUAL(rc, 128 + SIGKILL);
+    CU_ASSERT(pending(st) >= 1); /* the copy's file was done and written: the piece's */
+    /* killed after writing a repaired exNode, before its journal was cleared */
+    rc = tt_sh(&T, "LNS_FAILPOINTS=keep.written=kill $B/lors_keep --no-rc -t 1 --state '%s' "
+                   "--depot-list '%s' -T 3s '%s' '%s'", st, T.depots, rx, ex);
+    CU_ASSERT_EQUAL(rc, 128 + SIGKILL);
+    CU_ASSERT(pending(st) >= 1);
+    CU_ASSERT_EQUAL(ls_rc(rx), 0);
+
+    /* restarted: it finishes and frees what no exNode holds */
+    rc = tt_sh(&T, "$B/lors_keep --no-rc --state '%s' --depot-list '%s' -T 3s '%s' '%s'", st,
+               T.depots, rx, ex);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc)
+        fprintf(stderr, "%s%s", T.out, T.err);
+    CU_ASSERT_EQUAL(pending(st), 0);
+    CU_ASSERT_EQUAL(ls_rc(rx), 0);
+    CU_ASSERT_EQUAL(ls_rc(ex), 0);
+    CU_ASSERT_EQUAL(tt_downloads_equal(&T, rx, rs), 1);
+    CU_ASSERT_EQUAL(tt_downloads_equal(&T, ex, es), 1);
+    /* no leak: each live depot holds what it held before plus the new mappings on it */
+    allocs_except(3, after);
+    for (int i = 0; i < ND; i++) {
+        int now = maps_on(rx, T.dep[i].port) + maps_on(ex, T.dep[i].port);
+        if (i == 3)
+            continue;
+        CU_ASSERT_EQUAL(after[i], base[i] + now - held[i]);
+        if (after[i] != base[i] + now - held[i])
+            fprintf(stderr, "depot %d: %d allocations, was %d; mappings %d, were %d\n", i,
+                    after[i], base[i], now, held[i]);
+    }
+    tt_revive(&T);
+    tt_free_all(&T, rx);
+    tt_free_all(&T, ex);
+}
+
+/* ---- the daemon against short leases --------------------------------------------------- */
+
+#define NS 7
+#define LEASE "4"
+
+static void test_daemon_outlives_leases(void)
+{
+    test_depot_t d[NS];
+    char res[NS][PATH_MAX], extra[PATH_MAX + 96], list[NS * 24] = "";
+    char rs[4096], rx[4096], cs[4096], cx[4096], es[4096], ex[4096], st[4200], ev[4200];
+    tt_bg_t bg = {0};
+    int up = 0;
+    memset(d, 0, sizeof d);
+    for (int i = 0; i < NS; i++, up++) {
+        snprintf(res[i], sizeof res[i], "%s/short%d", lns_test_tmpdir(), i);
+        snprintf(extra, sizeof extra, "--resource %s,hard=64M,soft=64M,max-duration=" LEASE,
+                 res[i]);
+        if (tt_sh(&T, "mkdir -p '%s'", res[i]) != 0 || td_start(&d[i], extra) != 0)
+            break;
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s127.0.0.1:%d",
+                 i ? "," : "", d[i].port);
+    }
+    CU_ASSERT_EQUAL_FATAL(up, NS);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 1200000, 21, 2, 3, list, "--no-rc -q -d " LEASE, rs, rx),
+                          0);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 1200000, 21, 2, 3, list, "--no-rc -q -d " LEASE, cs, cx),
+                          0);
+    upload_ec(list, LEASE, 600000, 22, es, ex);
+    snprintf(st, sizeof st, "%s/daemon.db", lns_test_tmpdir());
+    snprintf(ev, sizeof ev, "%s/daemon.events", lns_test_tmpdir());
+    CU_ASSERT_EQUAL_FATAL(tt_spawn(&T, &bg, "lors_keep", "--no-rc", "--daemon", "--margin", "3s",
+                                   "--interval", "1s", "--provisional", "2s", "-T", "2s", "--state", st, "--depot-list",
+                                   list, "--events", ev, rx, ex, NULL), 0);
+    /* each depot in turn: SIGKILLed, its storage gone, a new empty depot in its place */
+    int ok = 1;
+    for (int round = 0; round < NS; round++) {
+        lns_test_sleep_ms(2500);
+        int i = round % NS;
+        CU_ASSERT_EQUAL(lns_test_server_kill(&d[i].srv, SIGKILL), 0);
+        CU_ASSERT_EQUAL(tt_sh(&T, "rm -rf '%s' && mkdir -p '%s'", res[i], res[i]), 0);
+        CU_ASSERT_EQUAL(td_restart(&d[i]), 0);
+        if (round % 2 == 1) {
+            ok &= tt_downloads_equal(&T, rx, rs);
+            ok &= tt_downloads_equal(&T, ex, es);
+        }
+    }
+    lns_test_sleep_ms(2500);
+    CU_ASSERT(ok);
+    /* ~20 s: five lease lifetimes, every depot replaced once */
+    CU_ASSERT_EQUAL(tt_downloads_equal(&T, rx, rs), 1);
+    CU_ASSERT_EQUAL(tt_downloads_equal(&T, ex, es), 1);
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_download --no-rc --quiet -T 2s -o '%s.got' '%s'", cx, cx),
+                    6);
+    kill(bg.pid, SIGTERM);
+    CU_ASSERT_EQUAL(tt_wait(&T, &bg, 20000), 0);
+    CU_ASSERT(tt_wait_lines(ev, "REBUILD", 1, 10));
+    CU_ASSERT(tt_wait_lines(ev, "SEND_END", 1, 10));
+    CU_ASSERT(tt_wait_lines(ev, "REFRESH", 10, 10));
+    for (int i = 0; i < NS; i++)
+        lns_test_server_stop(&d[i].srv);
+}
+
+static const lns_test_case tests[] = {
+    {"one pass repairs copies and pieces; a dry run changes nothing", test_once_and_dry_run},
+    {"bytes with no survivor: exit 11, the range named, the mapping kept", test_lost_is_loud},
+    {"SIGKILL mid-repair: the restart finishes, nothing leaked", test_sigkill_mid_repair},
+    {"the daemon keeps files alive across leases and depots", test_daemon_outlives_leases},
+};
+
+TT_MAIN(&T, "lors_keep", ND, tests)
