@@ -28,20 +28,6 @@ static const command_t *find_command(const char *name);
 
 /* ---- output and errors ---- */
 
-void ibp_tool_json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(f, "\\u%04x", ch);
-        else
-            fputc(ch, f);
-    }
-    fputc('"', f);
-}
 
 
 int ibp_tool_usage_error(const ibp_tool_t *t, const char *fmt, ...)
@@ -101,11 +87,11 @@ int ibp_tool_fail(const ibp_tool_t *t, int err, const char *fmt, ...)
     if (t->json) {
         const char *name = ibp_errname(err);
         printf("{\"error\":{\"code\":%d,\"name\":", err);
-        ibp_tool_json_str(stdout, name ? name : "UNKNOWN");
+        tool_json_str(stdout, name ? name : "UNKNOWN");
         printf(",\"message\":");
-        ibp_tool_json_str(stdout, ibp_strerror(err));
+        tool_json_str(stdout, ibp_strerror(err));
         printf(",\"what\":");
-        ibp_tool_json_str(stdout, what);
+        tool_json_str(stdout, what);
         printf("}}\n");
     }
     return exit_code(err);

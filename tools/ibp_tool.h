@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "ibp.h"
+#include "tool.h" /* tool_json_str */
 
 enum { EX_OK = 0, EX_IBP = 1, EX_USAGE = 2, EX_NET = 3, EX_LOCAL = 4 };
 
@@ -57,7 +58,6 @@ typedef struct command {
 } command_t;
 
 /* ---- helpers (ibp_tool.c) ---- */
-void ibp_tool_json_str(FILE *f, const char *s);
 int ibp_tool_usage_error(const ibp_tool_t *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 int ibp_tool_fail(const ibp_tool_t *t, int err, const char *fmt, ...)

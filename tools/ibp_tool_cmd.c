@@ -22,11 +22,11 @@ static int print_caps(const ibp_tool_t *t, const ibp_caps_t *caps)
 {
     if (t->json) {
         printf("{\"read\":");
-        ibp_tool_json_str(stdout, caps->read);
+        tool_json_str(stdout, caps->read);
         printf(",\"write\":");
-        ibp_tool_json_str(stdout, caps->write);
+        tool_json_str(stdout, caps->write);
         printf(",\"manage\":");
-        ibp_tool_json_str(stdout, caps->manage);
+        tool_json_str(stdout, caps->manage);
         printf("}\n");
     } else {
         printf("%s\n%s\n%s\n", caps->read, caps->write, caps->manage);
@@ -456,11 +456,11 @@ static void print_status(const ibp_tool_t *t, const char *host, int port,
 {
     if (t->json) {
         printf("{\"depot\":");
-        ibp_tool_json_str(stdout, host);
+        tool_json_str(stdout, host);
         printf(",\"port\":%d,\"version\":", port);
-        ibp_tool_json_str(stdout, s->version);
+        tool_json_str(stdout, s->version);
         printf(",\"rid\":");
-        ibp_tool_json_str(stdout, s->rid);
+        tool_json_str(stdout, s->rid);
         printf(",\"hard_total\":%" PRIu64 ",\"hard_used\":%" PRIu64 ",\"soft_total\":%" PRIu64
                ",\"soft_used\":%" PRIu64 ",\"max_duration\":%" PRId64 ",\"allocations\":%d}\n",
                s->hard_total, s->hard_used, s->soft_total, s->soft_used, s->max_duration_s,

@@ -252,20 +252,6 @@ static size_t reconcile(keep_state_t *ks, ibp_client_t *ibp, const char *path)
 
 /* ---- the report -------------------------------------------------------------------------- */
 
-static void json_str(FILE *o, const char *s)
-{
-    fputc('"', o);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(o, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(o, "\\u%04x", ch);
-        else
-            fputc(ch, o);
-    }
-    fputc('"', o);
-}
 
 typedef struct outcome {
     const char *status;       /* ok, repaired, at-risk, lost, error */
@@ -276,7 +262,7 @@ static void report_json(FILE *o, const char *path, const outcome_t *oc,
                         const lors_keep_report_t *r, int first)
 {
     fprintf(o, "%s{\"exnode\":", first ? "" : ",");
-    json_str(o, path);
+    tool_json_str(o, path);
     fprintf(o, ",\"status\":\"%s\",\"mappings\":%d,\"dead\":%d,\"refreshed\":%d,"
             "\"refresh_failed\":%d,\"added\":%d,\"removed\":%d,\"unfreed\":%d,"
             "\"bytes_sent\":%" PRId64 ",\"bytes_rebuilt\":%" PRId64 ",\"next_end\":%" PRId64,
@@ -291,7 +277,7 @@ static void report_json(FILE *o, const char *path, const outcome_t *oc,
                 r->risks[i].live, r->risks[i].need, r->risks[i].lost ? "true" : "false");
     fprintf(o, "],\"error\":");
     if (r->error[0])
-        json_str(o, r->error);
+        tool_json_str(o, r->error);
     else
         fputs("null", o);
     fputc('}', o);

@@ -342,17 +342,7 @@ static void print_text(const settings_t *f, const xnd_t *x, const lors_e2e_info_
 
 static void json_str(const char *s)
 {
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            printf("\\%c", ch);
-        else if (ch < 0x20)
-            printf("\\u%04x", ch);
-        else
-            putchar(ch);
-    }
-    putchar('"');
+    tool_json_str(stdout, s);
 }
 
 /* A metadata list as an object; a repeated name keeps its first value, as lookups do. */

@@ -236,6 +236,8 @@ void tool_mapping_depot(const xnd_mapping_t *m, char *buf, size_t size);
 /* bytes as ls -lh and df -h print them: "512", "4.0K", "17M", "1.5G" (powers of 1024, one
  * decimal below 10, rounded up) into buf. */
 void tool_human(int64_t bytes, char *buf, size_t size);
+/* s as a JSON string, quotes and all ('"', '\\' and control bytes escaped), on f. */
+void tool_json_str(FILE *f, const char *s);
 /* in for a terminal, as ls -b escapes names: \\ \n \t \r, and \xHH for the other control
  * bytes, DEL, the C1 controls U+0080..U+009F (as their UTF-8 bytes) and bytes that are not
  * UTF-8; printable UTF-8 is kept.  out is always terminated (cut at a whole character). */

@@ -489,6 +489,21 @@ static size_t utf8_printable(const unsigned char *s)
     return n;
 }
 
+void tool_json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
 void tool_escape(const char *in, char *out, size_t size)
 {
     const unsigned char *s = (const unsigned char *)in;
