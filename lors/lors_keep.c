@@ -263,8 +263,15 @@ static int repair_copies(keep_t *k)
             k->rep->would_add += k->min_live > (int)r[i].count ? o->copies - (int)r[i].count : 0;
             continue;
         }
-        if (lors__keep_stopped(k))
-            return LORS_E_STOPPED;
+        if (lors__keep_stopped(k)) {
+            rc = LORS_E_STOPPED;
+            break;
+        }
+        if (k->ntargets == 0) {
+            lns_err_set(k->rep->error, sizeof k->rep->error,
+                        "keep: no depot to place new copies on");
+            continue;
+        }
         lors_augment_opts_t ao;
         lors_report_t ar;
         lors_augment_opts_init(&ao);
@@ -285,11 +292,6 @@ static int repair_copies(keep_t *k)
         ao.discount = k->leaving;
         ao.on_alloc = o->on_alloc;
         ao.alloc_arg = o->alloc_arg;
-        if (k->ntargets == 0) {
-            lns_err_set(k->rep->error, sizeof k->rep->error,
-                        "keep: no depot to place new copies on");
-            continue;
-        }
         int arc = lors_augment(&ao, k->x, NULL, &ar);
         if (arc == LORS_OK) {
             k->rep->added += ar.mappings;
@@ -299,8 +301,6 @@ static int repair_copies(keep_t *k)
             rc = lors__keep_grow(k);
         } else if (arc == LORS_E_STOPPED || arc == LORS_E_NOMEM || arc == LORS_E_WRITE) {
             rc = arc;
-        } else if (!k->rep->error[0]) {
-            lns_err_set(k->rep->error, sizeof k->rep->error, "keep: %s", ar.error);
         }
         k->rep->freed.freed += ar.freed.freed;
         k->rep->freed.unfreed += ar.freed.unfreed;
@@ -348,17 +348,11 @@ static int ec_replaced(const keep_t *k, size_t i)
     return 0;
 }
 
-typedef struct prune_ev {
-    keep_t *k;
-    const int *idx;           /* mapping numbers, as before the prune */
-} prune_ev_t;
-
 static int prune(keep_t *k)
 {
     size_t *gone = malloc((k->n ? k->n : 1) * sizeof *gone);
     const char **caps = malloc((k->n ? k->n : 1) * sizeof *caps);
     size_t ng = 0, nc = 0;
-    int rc = LORS_OK;
     if (!gone || !caps) {
         free(gone);
         free(caps);
@@ -412,7 +406,7 @@ static int prune(keep_t *k)
 out:
     free(gone);
     free(caps);
-    return rc;
+    return LORS_OK;
 }
 
 /* ---- what is left at risk ---------------------------------------------------------------- */
