@@ -199,6 +199,8 @@ typedef struct lors_report {
     double seconds;
     int64_t bytes_sent;    /* augment: copied depot to depot (IBP SEND) */
     int64_t bytes_relayed; /* augment: copied through this client where SEND failed */
+    int64_t bytes_rebuilt; /* augment of an erasure-coded file: pieces decoded from survivors
+                            * and stored */
     int64_t plain_size;    /* e2e: the file's size before the transforms (= size without) */
     lors_issue_t *issues;  /* malloc'd */
     size_t nissues;
@@ -448,6 +450,40 @@ void lors_augment_opts_init(lors_augment_opts_t *o);
  * allocations made are freed (report->freed) and report->error names the piece.  report: bytes_sent, bytes_relayed, mappings (added),
  * issues. */
 int lors_augment(const lors_augment_opts_t *o, xnd_t *x, xnd_t **added, lors_report_t *report);
+/* An erasure-coded x instead gets back its missing pieces: each column of a stripe group that
+ * no live mapping holds is decoded from any k live pieces of its stripes (checked against
+ * their digests, the result against the column's own) and stored on a depot of the list
+ * that holds no other live piece of those stripes (report->bytes_rebuilt); up.copies,
+ * balance, offset/length, relay, probes and discount do not apply, and the dead mappings
+ * stay in x.  Nothing missing: LORS_OK and nothing added.  A stripe with fewer than k live
+ * pieces: LORS_E_NO_REPLICA; no depot fit for some piece: LORS_E_NODEPOTS (x unchanged,
+ * what was made freed, as above).  To change the layout (replicated <-> erasure coded), see
+ * lors_convert. */
+
+/* ---- convert: another layout (replicated <-> erasure coded) ------------------------------ */
+
+typedef struct lors_convert_opts {
+    lors_upload_opts_t up;    /* the new layout and where it goes: up.ec_k > 0 erasure codes
+                               * (ec_k, ec_m, ec_piece), else up.copies copies; depots,
+                               * duration, checksum, threads, timeout, on_event, stop as in
+                               * an upload (e2e and keep_partial are not used) */
+    lors_download_opts_t down;/* how the file is read (the whole file: offset 0, length -1) */
+} lors_convert_opts_t;
+
+/* Defaults: those of lors_upload_opts_init and lors_download_opts_init. */
+void lors_convert_opts_init(lors_convert_opts_t *o);
+
+/* Store the network file x again in the layout o->up describes: read through the download
+ * engine (any live copy, or any k pieces of each stripe, every block checked against its
+ * digests) and written by the upload engine as it is read, through a pipe (memory: the two
+ * engines' buffers).  On LORS_OK *out is a new exNode of the same file (its filename and
+ * bitrate carried over); x and its allocations are untouched (lors_discard them once *out
+ * is safely kept).  On failure *out is NULL, what the call allocated is freed
+ * (report->freed) and report->error says why: the read's reason when the file could not be
+ * read (LORS_E_NO_REPLICA, ...), else the upload's.  A compressed or encrypted file is
+ * LORS_E_INVAL (its bytes would be stored plain).  report as for lors_upload_fd. */
+int lors_convert(const lors_convert_opts_t *o, const xnd_t *x, xnd_t **out,
+                 lors_report_t *report);
 
 /* ---- trim: fewer mappings ------------------------------------------------------------- */
 

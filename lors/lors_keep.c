@@ -484,7 +484,7 @@ static int targets(keep_t *k)
     return LORS_OK;
 }
 
-int lors_keep(const lors_keep_opts_t *o, xnd_t *x, lors_keep_report_t *report)
+int lors__keep_pass(const lors_keep_opts_t *o, xnd_t *x, lors_keep_report_t *report, int prune_dead)
 {
     lors_keep_report_t local;
     lors_keep_report_t *rep = report ? report : &local;
@@ -544,7 +544,7 @@ int lors_keep(const lors_keep_opts_t *o, xnd_t *x, lors_keep_report_t *report)
     if (rc != LORS_OK)
         goto out;
     if ((rc = lors__keep_grow(&k)) != LORS_OK || (rc = extend_fresh(&k)) != LORS_OK ||
-        (rc = prune(&k)) != LORS_OK ||
+        (prune_dead && (rc = prune(&k)) != LORS_OK) ||
         (rc = risks(&k)) != LORS_OK)
         goto out;
     for (size_t i = 0; i < k.n; i++)
@@ -579,4 +579,9 @@ out:
     if (!report)
         lors_keep_report_free(&local);
     return rc;
+}
+
+int lors_keep(const lors_keep_opts_t *o, xnd_t *x, lors_keep_report_t *report)
+{
+    return lors__keep_pass(o, x, report, 1);
 }

@@ -28,6 +28,10 @@ typedef struct keep {
     lors__ec_t ec;
 } keep_t;
 
+/* lors_keep's pass; prune_dead 0 leaves every mapping in x (lors_augment of an erasure-coded
+ * file: new pieces appended after x's mappings, nothing taken out). */
+int lors__keep_pass(const lors_keep_opts_t *o, xnd_t *x, lors_keep_report_t *report,
+                    int prune_dead);
 int lors__keep_grow(keep_t *k);
 int lors__keep_counts(const keep_t *k, size_t i);
 int lors__keep_stopped(const keep_t *k);

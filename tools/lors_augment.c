@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "lns_err.h"
 #include "lors.h"
 #include "tool_lbone.h"
 #include "tool.h"
@@ -32,9 +34,26 @@ typedef struct settings {
     tool_lbone_opts_t lb;   /* -H/--lbone, -P, -l, -m */
     int new_only, balance, no_relay, copies, reliability, force;
     int64_t duration, offset, length;
+    int ec_k, ec_m, ec_off;   /* --ec K+M, --ec off: convert */
+    int64_t ec_piece;
 } settings_t;
 
 #define S(field) TOOL_OFF(settings_t, field)
+
+static int set_ec(void *sp, const tool_opt_t *o, const char *name, const char *val,
+                  tool_from from, char *err, size_t errlen)
+{
+    settings_t *s = sp;
+    s->ec_off = strcasecmp(val, "off") == 0 || strcasecmp(val, "none") == 0;
+    if (s->ec_off)
+        s->ec_k = s->ec_m = 0;
+    else if (lors_ec_parse(val, &s->ec_k, &s->ec_m) != LORS_OK) {
+        lns_err_set(err, errlen, "%s %s: expected K+M such as 4+2 (K 1..32 data pieces, M "
+                    "1..16 parity pieces), or off", name, val);
+        return -1;
+    }
+    return 0;
+}
 
 static const tool_opt_t opts[] = {
     TOOL_OPT_EXNODE,
@@ -62,6 +81,13 @@ static const tool_opt_t opts[] = {
      "... and before N + this", NULL},
     {TOOL_OPT_SWITCH, "no-relay", 0, NULL, S(no_relay), 1, 0, NULL, NULL,
      "fail a piece whose SEND fails instead of copying it through\nthis client", NULL},
+    /* no rc keywords: a conversion is asked for, never a standing setting */
+    {TOOL_OPT_FN, "ec", 0, NULL, 0, 0, 0, NULL, "K+M|off",
+     "convert: store the file again erasure coded (K data and M\nparity pieces a stripe), "
+     "or with --ec off as -c copies\n(default the rc file's COPIES, else 2); the old "
+     "copies are\nfreed once the new exNode replaces the input", set_ec},
+    {TOOL_OPT_SIZE, "ec-piece", 0, NULL, S(ec_piece), 4096, 64 << 20, "1M", "N",
+     "bytes per piece with --ec (a multiple of 4K)", NULL},
     TOOL_OPT_VERBOSE("print a report at the end"),
     TOOL_OPT_EVENTS,
     TOOL_OPT_PROGRESS,
@@ -76,6 +102,15 @@ static int check(void *sp, int argc, char **argv, int first)
     const settings_t *f = sp;
     if (f->new_only && !f->output)
         return tool_usage(TOOL, "-n writes only the new copies: give -o FILE for them");
+    if (f->ec_k || f->ec_off) {
+        const char *bad = f->new_only ? "-n" : f->balance ? "-B" : f->offset >= 0 ? "-O"
+                          : f->length >= 0 ? "-L" : NULL;
+        if (bad)
+            return tool_usage(TOOL, "--ec converts the whole file: leave out %s", bad);
+        if (f->ec_k && f->copies != TOOL_UNSET_INT)
+            return tool_usage(TOOL, "--ec %d+%d replaces copies: leave out -c %d", f->ec_k,
+                              f->ec_m, f->copies);
+    }
     return TOOL_EXIT_OK;
 }
 
@@ -83,7 +118,9 @@ static const tool_cmd_t cmd = {
     "lors_augment",
     "Usage: lors_augment [options] EXNODE\n"
     "Add copies of a network file's data on more depots.  The bytes go depot to depot (IBP\n"
-    "SEND); where that fails they are relayed through this client and the tool says so.\n\n",
+    "SEND); where that fails they are relayed through this client and the tool says so.\n"
+    "An erasure-coded file gets back its missing pieces instead, decoded from survivors.\n"
+    "--ec K+M (or off) converts the file to erasure coding (or back to copies).\n\n",
     "\nExit: 0 ok, 2 usage, 3 exNode, 4 local I/O (also: -o exists, without --force), 5 depots,\n"
     "6 no live copy of some bytes, 9 internal, 130 SIGINT, 143 SIGTERM.  See lors_augment(1).\n",
     opts, sizeof(settings_t), check,
@@ -137,6 +174,120 @@ static int pick_depots(const settings_t *f, lors_augment_opts_t *ao,
     return TOOL_EXIT_OK;
 }
 
+/* --ec K+M / --ec off: the file stored again in the other layout (lors_convert); the new
+ * exNode goes to out, and when that replaces the input the old allocations are freed, since
+ * no exNode names them any more. */
+static int convert(settings_t *f, const char *path, const char *out, int replace, const xnd_t *x)
+{
+    lors_convert_opts_t co;
+    lors_report_t rep = {0};
+    lors_ec_info_t ec;
+    tool_feed_t feed = {0};
+    lors_depot_t *depots = NULL;
+    size_t ndepots = 0;
+    xnd_t *nx = NULL;
+    char err[256], freed[160];
+    int code;
+
+    if (lors_ec_info(x, &ec, err, sizeof err) != LORS_OK) {
+        tool_error(TOOL, "%s: %s", path, err);
+        return TOOL_EXIT_EXNODE;
+    }
+    lors_convert_opts_init(&co);
+    if (f->ec_k) {
+        co.up.ec_k = f->ec_k;
+        co.up.ec_m = f->ec_m;
+        co.up.ec_piece = f->ec_piece > 0 ? f->ec_piece : LORS_EC_DEFAULT_PIECE;
+        if (ec.present && ec.k == f->ec_k && ec.m == f->ec_m && ec.piece_size == co.up.ec_piece) {
+            tool_error(TOOL, "%s is already erasure coded %d+%d with %" PRId64 "-byte pieces",
+                       path, ec.k, ec.m, ec.piece_size);
+            return TOOL_EXIT_USAGE;
+        }
+    } else {
+        if (!ec.present) {
+            tool_error(TOOL, "%s is not erasure coded: nothing to convert (add copies without "
+                       "--ec)", path);
+            return TOOL_EXIT_USAGE;
+        }
+        co.up.copies = f->copies != TOOL_UNSET_INT ? f->copies
+                       : f->c.rc.copies > 0 ? f->c.rc.copies : 2;
+    }
+    co.up.duration_s = f->duration;
+    co.up.reliability = f->reliability ? f->reliability : IBP_HARD;
+    co.up.threads = f->c.threads;
+    co.up.timeout_s = (int)f->c.timeout;
+
+    int64_t size = ec.present ? ec.size : xnd_size(x);
+    int spread = co.up.ec_k ? co.up.ec_k + co.up.ec_m : co.up.copies;
+    tool_lbone_need_t need = {0, 0, co.up.reliability, co.up.duration_s};
+    need.units = (int64_t)co.up.fragments * spread;
+    need.unit = co.up.ec_k ? (size / co.up.ec_k + co.up.fragments) / co.up.fragments + co.up.ec_piece
+                           : (size + co.up.fragments - 1) / co.up.fragments;
+    code = tool_lbone_depots(TOOL, f->depots, &f->c.rc, &f->lb, &need, spread,
+                             f->c.verbose && !f->c.quiet, &depots, &ndepots);
+    if (code)
+        goto done;
+    int maxd = f->lb.count > 0 ? f->lb.count : f->c.rc.maxdepots > 0 ? f->c.rc.maxdepots : 0;
+    co.up.depots = depots;
+    co.up.ndepots = maxd > 0 && (size_t)maxd < ndepots ? (size_t)maxd : ndepots;
+
+    code = tool_feed_open(TOOL, &feed, f->c.events, "augment",
+                          co.up.ec_k ? size / co.up.ec_k * spread : size * co.up.copies,
+                          f->c.quiet ? -1 : f->c.progress);
+    if (code)
+        goto done;
+    tool_feed_attach(&feed, &co.up.on_event, &co.up.event_arg);
+    if (feed.es) {
+        char file[3 * 4096];
+        tool_events_encode(path, file, sizeof file);
+        tool_events_printf(feed.es, "BEGIN", "op=convert exnode=%s from=%s to=%s", file,
+                           ec.present ? "ec" : "copies", co.up.ec_k ? "ec" : "copies");
+    }
+    co.up.stop = tool_stop_install(TOOL);
+    int lrc = lors_convert(&co, x, &nx, &rep);
+    tool_progress_finish(feed.bar);
+    feed.bar = NULL;
+    if (!f->c.quiet)
+        tool_print_issues(TOOL, &rep, 0);
+    if (lrc != LORS_OK) {
+        tool_freed_text(&rep.freed, freed, sizeof freed);
+        if (lrc == LORS_E_STOPPED) {
+            tool_error(TOOL, "interrupted; %s", freed);
+            code = tool_stop_exit_code();
+        } else {
+            tool_error(TOOL, "%s: %s; %s", path, rep.error[0] ? rep.error : lors_strerror(lrc),
+                       freed);
+            code = tool_exit_code(lrc);
+        }
+        goto done;
+    }
+    code = tool_save_exnode(TOOL, nx, out, replace);
+    if (code) {
+        lors_discard(nx, co.up.threads, co.up.timeout_s, &rep.freed);
+        tool_freed_text(&rep.freed, freed, sizeof freed);
+        tool_error(TOOL, "%s", freed);
+        goto done;
+    }
+    lors_freed_t old = {0};
+    int in_place = strcmp(path, "-") != 0 && (strcmp(out, path) == 0 || tool_same_file(out, path));
+    if (in_place && lors_discard(x, co.up.threads, co.up.timeout_s > 10 ? 10 : co.up.timeout_s,
+                                 &old) != LORS_OK && !f->c.quiet)
+        tool_error(TOOL, "warning: %d old allocation%s could not be freed (depot down); they "
+                   "end with their leases", old.unfreed, old.unfreed == 1 ? "" : "s");
+    if (f->c.verbose && !f->c.quiet)
+        fprintf(stderr, "%s: %s -> %s: %" PRId64 " bytes stored in %d mapping%s; %d old "
+                "allocation%s freed; %.2f s\n", TOOL, ec.present ? "erasure coded" : "copies",
+                co.up.ec_k ? "erasure coded" : "copies", rep.bytes_stored, rep.mappings,
+                rep.mappings == 1 ? "" : "s", old.freed, old.freed == 1 ? "" : "s",
+                rep.seconds);
+done:
+    tool_feed_end(&feed, rep.bytes_stored, rep.seconds, code);
+    lors_report_free(&rep);
+    xnd_free(nx);
+    free(depots);
+    return code;
+}
+
 int main(int argc, char **argv)
 {
     settings_t f;
@@ -158,6 +309,23 @@ int main(int argc, char **argv)
     if (code)
         goto done;
 
+    if (f.ec_k || f.ec_off) {
+        code = convert(&f, path, out, replace, x);
+        goto done;
+    }
+    lors_ec_info_t ec;
+    char err[256];
+    if (lors_ec_info(x, &ec, err, sizeof err) != LORS_OK) {
+        tool_error(TOOL, "%s: %s", path, err);
+        code = TOOL_EXIT_EXNODE;
+        goto done;
+    }
+    if (ec.present && (f.copies != TOOL_UNSET_INT || f.offset >= 0 || f.length >= 0)) {
+        code = tool_usage(TOOL, "%s is erasure coded: lors_augment brings back its missing "
+                          "pieces; -c, -O and -L do not apply (--ec off converts it to copies)",
+                          path);
+        goto done;
+    }
     lors_augment_opts_init(&ao);
     ao.up.copies = f.copies != TOOL_UNSET_INT ? f.copies
                    : f.balance && f.c.rc.copies > 0 ? f.c.rc.copies : 1;
@@ -211,8 +379,10 @@ int main(int argc, char **argv)
     }
     if (f.c.verbose && !f.c.quiet)
         fprintf(stderr, "%s: %d new mapping%s; %" PRId64 " bytes copied depot to depot, %" PRId64
-                " relayed through this client; %.2f s\n", TOOL, rep.mappings,
-                rep.mappings == 1 ? "" : "s", rep.bytes_sent, rep.bytes_relayed, rep.seconds);
+                " %s; %.2f s\n", TOOL, rep.mappings, rep.mappings == 1 ? "" : "s",
+                rep.bytes_sent, ec.present ? rep.bytes_rebuilt : rep.bytes_relayed,
+                ec.present ? "decoded from surviving pieces" : "relayed through this client",
+                rep.seconds);
 
 done:
     tool_feed_end(&feed, rep.bytes_sent + rep.bytes_relayed, rep.seconds, code);

@@ -159,6 +159,8 @@ int tool_write_exnode(const char *tool, const xnd_t *x, const char *path);
  * may be replaced.  Else TOOL_EXIT_IO after "<tool>: OUT exists; use --force to overwrite it". */
 int tool_check_output(const char *tool, const char *out, const char *input, int force,
                       int *replace);
+/* 1 if paths a and b name one existing file (device and inode). */
+int tool_same_file(const char *a, const char *b);
 /* tool_write_exnode; without replace, a file at path is never replaced, not even one that
  * appeared meanwhile (the same line and TOOL_EXIT_IO as tool_check_output). */
 int tool_save_exnode(const char *tool, const xnd_t *x, const char *path, int replace);

@@ -113,7 +113,7 @@ int tool_write_exnode(const char *tool, const xnd_t *x, const char *path)
 }
 
 /* 1 if a and b name the same file (both exist). */
-static int same_file(const char *a, const char *b)
+int tool_same_file(const char *a, const char *b)
 {
     struct stat sa, sb;
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
@@ -133,7 +133,7 @@ int tool_check_output(const char *tool, const char *out, const char *input, int 
     *replace = force;
     if (force || strcmp(out, "-") == 0 || lstat(out, &st) != 0)
         return TOOL_EXIT_OK;
-    if (input && strcmp(input, "-") != 0 && same_file(out, input)) {
+    if (input && strcmp(input, "-") != 0 && tool_same_file(out, input)) {
         *replace = 1;
         return TOOL_EXIT_OK;
     }
