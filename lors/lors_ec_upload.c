@@ -723,6 +723,8 @@ int lors__upload_ec(const lors_upload_opts_t *o, int fd, const void *mem, int64_
     if (rc == LORS_OK && stopped(&u)) {
         rc = LORS_E_STOPPED;
         lors__report_error(rep, "stopped after %lld bytes", (long long)u.size);
+    } else if (rc != LORS_OK && stopped(&u)) {
+        rc = LORS_E_STOPPED; /* a call in flight failed while the stop waited for it */
     }
     if (rc == LORS_OK) {
         /* the real size and stripe count; the last segment ends with the last stripe */

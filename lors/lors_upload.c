@@ -507,6 +507,8 @@ static int upload(const lors_upload_opts_t *o, enum source_kind src, int fd,
         pthread_join(tids[i], NULL);
 
     rc = u.err;
+    if (rc != LORS_OK && lors__up_stopped(&u))
+        rc = LORS_E_STOPPED; /* a call in flight failed while the stop waited for it */
     if (rc == LORS_OK)
         rc = build_exnode(&u, filename, rep->bytes_read, 0, out);
     int kept = 0;
