@@ -331,7 +331,9 @@ int lors_download_fd(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
  * from the start (a block is good when the digest of any replica whose checksum block it is
  * matches), and set *good to the longest verified prefix: complete blocks only, so a tail
  * that ends inside a block, and anything after the first block that fails or that no
- * checksum covers, is not counted.  LORS_OK, LORS_E_READ (fd shorter than len or unreadable;
+ * checksum covers, is not counted.  An erasure-coded file goes data piece by data piece,
+ * each checked against its column's piece digest (over the piece's bytes and, in the last
+ * stripe, its zero padding).  LORS_OK, LORS_E_READ (fd shorter than len or unreadable;
  * *good still the prefix verified before), LORS_E_INVAL or LORS_E_NOMEM. */
 int lors_verify_prefix(const xnd_t *x, int fd, int64_t offset, int64_t len, int64_t *good);
 

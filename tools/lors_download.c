@@ -230,9 +230,14 @@ static const tool_cmd_t cmd = {
 
 static int has_checksums(const xnd_t *x)
 {
-    for (size_t i = 0; i < x->nmaps; i++)
-        if (x->maps[i]->func && strcmp(x->maps[i]->func->name, LORS_CHECKSUM_FUNC) == 0)
+    const char *d;
+    for (size_t i = 0; i < x->nmaps; i++) {
+        const xnd_func_t *fn = x->maps[i]->func;
+        if (fn && (strcmp(fn->name, LORS_CHECKSUM_FUNC) == 0 ||
+                   (strcmp(fn->name, LORS_EC_META) == 0 &&
+                    xnd_meta_get_string(&fn->args, "digests", &d) == XND_OK && *d)))
             return 1;
+    }
     return 0;
 }
 

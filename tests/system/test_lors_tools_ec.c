@@ -1,7 +1,8 @@
 /* test_lors_tools_ec.c -- erasure coding as a user meets it: lors_upload --ec 4+2 on six real
  * depots, lors_ls's stripes view (text and --json) and exit codes as depots die, lors_download
  * byte-exact with two depots killed and failing with three, naming the bytes; lors_trim refusing
- * to leave a stripe with fewer than K pieces; --ec refused with -c and with too few depots. */
+ * to leave a stripe with fewer than K pieces; -R resuming against the pieces' digests; --ec
+ * refused with -c and with too few depots. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -105,7 +106,48 @@ static void test_refused(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "needs 6 distinct depots; 5 given"));
 }
 
+/* -R on an erasure-coded file: the prefix is checked data piece by data piece against the
+ * columns' digests (the short last stripe's pieces with their zero padding), cut at the first
+ * piece that fails or is incomplete, and the rest fetched: byte-exact every time. */
+static void test_resume(void)
+{
+    char src[4096], xnd[4096], part[4200];
+    tt_revive(&T);
+    upload(src, xnd, 700001); /* 2 full stripes of 256 KiB, a last one of 175713 bytes */
+    snprintf(part, sizeof part, "%s.part", src);
+    struct {
+        const char *make;       /* builds the partial file from $S */
+        const char *says;       /* on stderr, or NULL: nothing */
+    } cases[] = {
+        /* a good prefix that ends on a piece: kept whole, no message */
+        {"head -c 262144 \"$S\"", NULL},
+        /* a good prefix, then garbage: cut at the last whole good piece */
+        {"head -c 300000 \"$S\"; head -c 5000 /dev/zero | tr '\\0' x",
+         "the first 262144 of its 305000 bytes match"},
+        /* a wrong byte in piece 1: only piece 0 is kept */
+        {"head -c 100000 \"$S\"; printf Z; tail -c +100002 \"$S\" | head -c 60000",
+         "the first 65536 of its 160001 bytes match"},
+        /* all but the end of the short last piece: the padded pieces before it vouch */
+        {"head -c 699990 \"$S\"", "the first 656075 of its 699990 bytes match"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CU_ASSERT_EQUAL(tt_sh(&T, "S='%s'; { %s; } > '%s'", src, cases[i].make, part), 0);
+        int rc = tt_sh(&T, "$B/lors_download --no-rc -R -o '%s' '%s'", part, xnd);
+        CU_ASSERT_EQUAL(rc, 0);
+        if (cases[i].says) {
+            CU_ASSERT_PTR_NOT_NULL(strstr(T.err, cases[i].says));
+            if (!strstr(T.err, cases[i].says))
+                fprintf(stderr, "case %zu: %s", i, T.err);
+        } else {
+            CU_ASSERT_EQUAL(T.err[0], '\0');
+        }
+        CU_ASSERT(tt_same_file(part, src));
+    }
+    tt_free_all(&T, xnd);
+}
+
 static const lns_test_case tests[] = {
+    {"-R checks the prefix against the pieces' digests", test_resume},
     {"upload --ec, ls stripes, download with depots killed", test_ls_and_download},
     {"lors_trim counts pieces, not copies", test_trim_counts_pieces},
     {"--ec refused: with -c, malformed, too few depots", test_refused},
