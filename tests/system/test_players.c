@@ -31,13 +31,13 @@
 #include "test_depot.h"
 #include "test_lors.h"
 
-#define ND 3
+#define ND 6 /* the replicated tests use the first 3 (depots), erasure coding all 6 */
 #define RATE 8000000.0     /* bit/s of the paced-consumer tests */
 
 static test_depot_t dep[ND];
 static lors_depot_t ldep[ND];
 static ibp_client_t *cli;
-static char depots[256];
+static char depots[256], depots6[512];
 static char err[1 << 14];
 
 static double now_s(void)
@@ -263,10 +263,14 @@ static int suite_init(void)
     setenv("LNS_NO_REPORT", "1", 1);
     if (tl_fleet_start(dep, ldep, ND, &cli) < 0)
         return -1;
-    size_t n = 0;
-    for (int i = 0; i < ND; i++)
-        n += (size_t)snprintf(depots + n, sizeof depots - n, "%s127.0.0.1:%d", i ? "," : "",
-                              dep[i].port);
+    size_t n = 0, n6 = 0;
+    for (int i = 0; i < ND; i++) {
+        if (i < 3)
+            n += (size_t)snprintf(depots + n, sizeof depots - n, "%s127.0.0.1:%d", i ? "," : "",
+                                  dep[i].port);
+        n6 += (size_t)snprintf(depots6 + n6, sizeof depots6 - n6, "%s127.0.0.1:%d",
+                               i ? "," : "", dep[i].port);
+    }
     return 0;
 }
 
@@ -396,6 +400,57 @@ static void test_play_depot_killed(void)
     CU_ASSERT_EQUAL(td_restart(&dep[best]), 0);
 }
 
+/* An erasure-coded stream (4+2 over 6 depots): two depots SIGKILLed one after the other while
+ * it plays (M = 2 of each stripe's pieces gone), the first one holding data pieces.  After a
+ * 2 s pre-buffer the player must not starve and must get every byte right. */
+static void test_play_ec_two_killed(void)
+{
+    char a[65], b[65];
+    make_file(lns_test_path("v4.bin"), 8 * 1000 * 1000, 14);
+    const char *up[] = {"--no-rc", "--depot-list", depots6, "-d", "10m", "--ec", "4+2",
+                        "--ec-piece", "256K", "--bitrate", "8M", "-o", lns_test_path("v4.xnd"),
+                        lns_test_path("v4.bin"), NULL};
+    CU_ASSERT_EQUAL_FATAL(run("lors_upload", up), 0);
+    const char *args[] = {"--no-rc", "--player", "paced", "--headless", "--prebuffer", "2",
+                          "--buffer", "2", "-t", "4", "-bs", "256K", "-V", "--output",
+                          lns_test_path("v4.out"),
+                          "--events", lns_test_path("v4.ev"), lns_test_path("v4.xnd"), NULL};
+    pid_t pid = spawn(-1, "lors_play", args);
+    CU_ASSERT_FATAL(pid > 0);
+    double t0 = now_s();
+    sleep_until(t0 + 1.0);
+    CU_ASSERT_EQUAL(waitpid(pid, NULL, WNOHANG), 0); /* still playing */
+    /* the first victim served data pieces so far: its loss must be decoded around */
+    static char ev[1 << 20];
+    lns_test_slurp(lns_test_path("v4.ev"), ev, sizeof ev);
+    int v1 = -1;
+    for (int i = 0; i < ND && v1 < 0; i++) {
+        char needle[64];
+        snprintf(needle, sizeof needle, "FETCH_END depot=127.0.0.1:%d ", dep[i].port);
+        if (strstr(ev, needle))
+            v1 = i;
+    }
+    CU_ASSERT_FATAL(v1 >= 0);
+    int fetched = 0;
+    for (const char *p = strstr(ev, "FETCH_END "); p; p = strstr(p + 1, "FETCH_END "))
+        fetched++;
+    CU_ASSERT(fetched < (8 * 1000 * 1000) / (256 * 1024)); /* mid-stream */
+    int v2 = (v1 + 3) % ND;
+    lns_test_server_kill(&dep[v1].srv, SIGKILL);
+    sleep_until(t0 + 3.0);
+    CU_ASSERT_EQUAL(waitpid(pid, NULL, WNOHANG), 0);
+    lns_test_server_kill(&dep[v2].srv, SIGKILL);
+    CU_ASSERT_EQUAL(reap(pid, "lors_play"), 0);
+    sha_file(lns_test_path("v4.bin"), a);
+    sha_file(lns_test_path("v4.out"), b);
+    CU_ASSERT_STRING_EQUAL(a, b);
+    CU_ASSERT_EQUAL(underruns_of(err), 0);
+    if (underruns_of(err) != 0)
+        fprintf(stderr, "%s", err);
+    CU_ASSERT_EQUAL(td_restart(&dep[v1]), 0);
+    CU_ASSERT_EQUAL(td_restart(&dep[v2]), 0);
+}
+
 /* User + system seconds of the children reaped so far (and of their reaped children). */
 static double children_cpu_s(void)
 {
@@ -477,6 +532,8 @@ void lns_test_register(void)
     CU_add_test(s, "paced player over 3 depots: bytes, no underrun", test_play_paced);
     CU_add_test(s, "usage, exit codes, a command as the player", test_play_usage);
     CU_add_test(s, "a depot SIGKILLed mid-stream, 2 copies", test_play_depot_killed);
+    CU_add_test(s, "4+2 erasure coded: 2 depots SIGKILLed mid-stream, no underrun",
+                test_play_ec_two_killed);
     CU_add_test(s, "10 s at 15 Mbit/s cost under 15% of a core", test_play_cpu);
     if (have("mpv") && have("ffmpeg"))
         CU_add_test(s, "mpv --headless plays a generated MPEG-TS", test_play_mpv);
