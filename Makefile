@@ -7,6 +7,7 @@
 #   make fuzz             libFuzzer on the request, exNode and L-Bone JSON parsers (FUZZ_SECONDS each, default 600)
 #   make bench-depot      depot benchmarks against nginx and socat (docs/PERFORMANCE.md)
 #   make bench-lors       lors_download against curl and aria2c, and its memory (docs/PERFORMANCE.md)
+#   make bench-ec         erasure coding: ISA-L rates, --ec against copies, degraded reads (docs/PERFORMANCE.md)
 #   make bench-wan        WAN scenarios on a namespace testbed vs aria2c (docs/wan-testbed.md)
 #   make bench-lbone      lbone_server with 10,000 depots: query latency, heartbeat rate (docs/PERFORMANCE.md)
 #   make bench-ibp-perf   ACCRE's ibp_perf against an lns and an ACCRE 1.4 depot (docs/PERFORMANCE.md)
@@ -130,7 +131,7 @@ BENCH_BINS = $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 # Everything a program may link, top layer first (static archives resolve left to right).
 ALL_LIBS_A = $(LIBTOOL_A) $(LIBLORS_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
 
-.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-wan bench-lbone bench-ibp-perf soak install uninstall clean \
+.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-ec bench-wan bench-lbone bench-ibp-perf soak install uninstall clean \
         interop interop-build
 
 # The installed libraries, each as .a and .so (soname lib<name>.so.0), and their public headers
@@ -286,6 +287,10 @@ bench-wan:
 	@scripts/install-deps.sh --bench
 	$(MAKE) all
 	@tests/wan/bench_wan.sh $(B)
+
+bench-ec: deps
+	$(MAKE) benchprogs
+	@tests/bench/bench_ec.sh $(B)
 
 bench-lbone: deps
 	$(MAKE) benchprogs

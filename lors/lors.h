@@ -305,6 +305,7 @@ typedef struct lors_dl_report {
     lors_dl_degraded_t *degraded; /* malloc'd, in file order: where fewer copies are left than
                                * the exNode lists (empty when no fetch failed for good) */
     size_t ndegraded;
+    int erasure_coded;        /* 1: degraded counts the pieces of each stripe, not copies */
 } lors_dl_report_t;
 
 void lors_dl_report_free(lors_dl_report_t *r);

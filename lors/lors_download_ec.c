@@ -5,7 +5,8 @@
  * piece size); a block's replicas are its own data piece's mappings first (so data pieces
  * win ties), then the parity pieces, each block starting at a different one, then the
  * stripe's other data pieces.  Those "foreign" replicas are held back
- * (lors_sched_replica_hold) until the block may need them: its data fetch failed (refused,
+ * (lors_sched_replica_hold) until the block may need them (from the start if the exNode has
+ * no mapping of its own piece): its data fetch failed (refused,
  * timed out, bad digests), its data piece's depot failed, or the writer is waiting for its
  * stripe (then the scheduler's redundant fetch of a slow piece may go elsewhere).  Any k
  * distinct pieces decode, so a block may bring whichever piece its stripe does not have yet,
@@ -135,10 +136,14 @@ int lors__dl_plan_ec(dl_t *dl, int64_t off, int64_t len)
                     rc = LORS_E_NOMEM;
                 if (t < 0)
                     dl->data_depot[b] = dl->map_depot[q];
-                else if (lors_sched_replica_hold(dl->s, b, (int)q, 1) < 0)
+                else if (dl->data_depot[b] >= 0 && lors_sched_replica_hold(dl->s, b, (int)q, 1) < 0)
                     rc = LORS_E_NOMEM;
             }
         }
+        /* no mapping of its own data piece: nothing to wait for, it reads others from the
+         * start (else it would wait for the writer, stripe after stripe) */
+        if (dl->data_depot[b] < 0)
+            dl->open[b] = 1;
     }
     return rc;
 }

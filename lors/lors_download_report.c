@@ -118,6 +118,7 @@ void lors__dl_fill_report(dl_t *dl, uint64_t t0)
     r->seconds = (double)((uint64_t)lns_mono_ns() - t0) / 1e9;
     r->blocks = dl->nblocks;
     r->blocksize = dl->B;
+    r->erasure_coded = dl->ec != NULL;
     r->peak_buffered = dl->peak;
     r->max_fetch_buffer = (int64_t)dl->bufsz;
     r->bytes_fetched = dl->fetched;

@@ -375,15 +375,16 @@ void tool_print_degraded(const char *tool, const lors_dl_report_t *r)
     const lors_dl_degraded_t *g = &r->degraded[0];
     if (n < sizeof line)
         n += (size_t)snprintf(line + n, sizeof line - n, "%s; bytes %lld-%lld had %d of %d "
-                              "cop%s left", nd > 1 ? " failed" : "", (long long)g->offset,
+                              "%s left", nd > 1 ? " failed" : "", (long long)g->offset,
                               (long long)(g->offset + g->length - 1), g->left, g->copies,
-                              g->copies == 1 ? "y" : "ies");
+                              r->erasure_coded ? "pieces" : g->copies == 1 ? "copy" : "copies");
     if (r->ndegraded > 1 && n < sizeof line) {
         long long all = 0;
         for (size_t i = 0; i < r->ndegraded; i++)
             all += (long long)r->degraded[i].length;
-        snprintf(line + n, sizeof line - n, ", and %zu more range%s below their copy count "
-                 "(%lld bytes in all)", r->ndegraded - 1, r->ndegraded == 2 ? "" : "s", all);
+        snprintf(line + n, sizeof line - n, ", and %zu more range%s below their %s count "
+                 "(%lld bytes in all)", r->ndegraded - 1, r->ndegraded == 2 ? "" : "s",
+                 r->erasure_coded ? "piece" : "copy", all);
     }
     tool_error(tool, "%s", line);
 }

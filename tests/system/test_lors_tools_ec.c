@@ -52,6 +52,7 @@ static void test_ls_and_download(void)
     int rc = tt_sh(&T, "$B/lors_download --no-rc --quiet -T 5s -o '%s' '%s'", got, xnd);
     CU_ASSERT(rc == 0 || rc == 10);
     CU_ASSERT(tt_same_file(got, src));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "had 4 of 6 pieces left"));
 
     /* three gone: lors_ls exit 8, lors_download fails naming the bytes */
     CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[5].srv, SIGKILL), 0);
@@ -146,7 +147,48 @@ static void test_resume(void)
     tt_free_all(&T, xnd);
 }
 
+/* An exNode without the mappings of data columns 0 and 1 (trimmed after their depots died):
+ * those blocks read parity from the start, ahead of the writer, instead of waiting until the
+ * writer waits for their stripe (which made such a download 0.6x a healthy one). */
+static void test_missing_columns_read_ahead(void)
+{
+    char src[4096], xnd[4096], out[4200], ev[4200], cmd[512] = "";
+    tt_revive(&T);
+    upload(src, xnd, 8 * 256 * 1024);
+    snprintf(out, sizeof out, "%s.two", xnd);
+    snprintf(ev, sizeof ev, "%s.ev", xnd);
+    xnd_t *x = tt_load(xnd);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    for (size_t i = 0; i < x->nmaps; i++) {
+        int64_t col = -1;
+        if (x->maps[i]->func &&
+            xnd_meta_get_int(&x->maps[i]->func->args, "piece", &col) == XND_OK && col < 2)
+            snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " -m %zu", i);
+    }
+    xnd_free(x);
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_trim --no-rc%s -o '%s' '%s'", cmd, out, xnd), 0);
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_download --no-rc --quiet --events '%s' -o '%s.got' '%s'",
+                          ev, out, out), 0);
+    char got[4300];
+    snprintf(got, sizeof got, "%s.got", out);
+    CU_ASSERT(tt_same_file(got, src));
+    static char text[1 << 18];
+    lns_test_slurp(ev, text, sizeof text);
+    const char *w = strstr(text, " WRITE "), *f = strstr(text, " FETCH_START ");
+    const char *b4 = NULL;
+    for (; f; f = strstr(f + 1, " FETCH_START "))
+        if (strstr(f, " frag=4 ") && strstr(f, " frag=4 ") < strchr(f + 1, '\n')) {
+            b4 = f;
+            break;
+        }
+    CU_ASSERT_PTR_NOT_NULL(w);
+    CU_ASSERT_PTR_NOT_NULL(b4);
+    CU_ASSERT(b4 && w && b4 < w); /* stripe 1's block 0 started before stripe 0 was written */
+    tt_free_all(&T, xnd);
+}
+
 static const lns_test_case tests[] = {
+    {"missing data columns read parity ahead of the writer", test_missing_columns_read_ahead},
     {"-R checks the prefix against the pieces' digests", test_resume},
     {"upload --ec, ls stripes, download with depots killed", test_ls_and_download},
     {"lors_trim counts pieces, not copies", test_trim_counts_pieces},
