@@ -447,13 +447,6 @@ static void read_stripes(ecu_t *u)
 {
     int k = u->ec.k;
     int64_t S = (int64_t)k * u->ec.piece;
-    unsigned char *stripe = malloc((size_t)S);
-    if (!stripe) {
-        pthread_mutex_lock(&u->mu);
-        fail_locked(u, LORS_E_NOMEM, "out of memory");
-        pthread_mutex_unlock(&u->mu);
-        return;
-    }
     for (int64_t s = 0;; s++) {
         ring_t *r = &u->ring[s % RING];
         pthread_mutex_lock(&u->mu);
@@ -466,7 +459,7 @@ static void read_stripes(ecu_t *u)
         int64_t want = S;
         if (u->length >= 0 && u->length - u->size < want)
             want = u->length - u->size;
-        int64_t got = want > 0 ? read_input(u, stripe, want) : 0;
+        int64_t got = want > 0 ? read_input(u, r->p[0], want) : 0;
         if (got < 0) {
             pthread_mutex_lock(&u->mu);
             fail_locked(u, LORS_E_READ, "reading the input at byte %lld: %s",
@@ -484,11 +477,13 @@ static void read_stripes(ecu_t *u)
         if (got == 0)
             break;
         int64_t plen = got == S ? u->ec.piece : (got + k - 1) / k;
-        for (int i = 0; i < k; i++) {
+        /* a short stripe's pieces are plen bytes: move piece i from i x plen to its place at
+         * i x piece, last first (the places only move up), and zero the padding */
+        for (int i = plen == u->ec.piece ? -1 : k - 1; i >= 0; i--) {
             int64_t o = (int64_t)i * plen, l = got - o < plen ? got - o : plen;
             if (l < 0)
                 l = 0;
-            memcpy(r->p[i], stripe + o, (size_t)l);
+            memmove(r->p[i], r->p[0] + o, (size_t)l);
             memset(r->p[i] + l, 0, (size_t)(plen - l));
         }
         lors__ec_encode(&u->ec, plen, r->p, r->p + k);
@@ -513,7 +508,6 @@ static void read_stripes(ecu_t *u)
         if (got < S)
             break;
     }
-    free(stripe);
     pthread_mutex_lock(&u->mu);
     u->eof = 1;
     pthread_cond_broadcast(&u->cv);
@@ -686,10 +680,14 @@ int lors__upload_ec(const lors_upload_opts_t *o, int fd, const void *mem, int64_
     rc = u.bad && u.ibp ? LORS_OK : LORS_E_NOMEM;
     int n = o->ec_k + o->ec_m;
     for (int i = 0; i < RING; i++) {
+        /* one block a stripe, the pieces one after another: a full stripe is read straight
+         * into its k data pieces */
         u.ring[i].stripe = -1;
-        for (int j = 0; j < n && rc == LORS_OK; j++)
-            if (!(u.ring[i].p[j] = malloc((size_t)piece)))
-                rc = LORS_E_NOMEM;
+        unsigned char *b = rc == LORS_OK ? malloc((size_t)n * (size_t)piece) : NULL;
+        if (!b)
+            rc = LORS_E_NOMEM;
+        for (int j = 0; j < n && b; j++)
+            u.ring[i].p[j] = b + (size_t)j * (size_t)piece;
     }
     pthread_mutex_init(&u.mu, NULL);
     pthread_mutex_init(&u.evmu, NULL);
@@ -741,8 +739,7 @@ int lors__upload_ec(const lors_upload_opts_t *o, int fd, const void *mem, int64_
     rep->fragments = (int)u.nsegs;
     rep->seconds = lors__up_now_s() - t0;
     for (int i = 0; i < RING; i++)
-        for (int j = 0; j < n; j++)
-            free(u.ring[i].p[j]);
+        free(u.ring[i].p[0]);
     for (size_t g = 0; g < u.nsegs; g++) {
         for (int j = 0; j < n; j++)
             free(u.segs[g]->cols[j].hex);

@@ -7,8 +7,9 @@
 #   tests/bench/bench_ec.sh BUILD_DIR          (make bench-ec runs it on build/release)
 #
 # Environment: BENCH_RUNS (rounds, default 5, at least 3), BENCH_SIZE (the erasure-coded file,
-# default 256M), BENCH_LAYOUTS (default "4+2 6+3 10+4"), TMPDIR (where the depots keep their
-# data; a real disk, not tmpfs, default /tmp).
+# default 256M), BENCH_LAYOUTS (default "4+2 6+3 10+4"), BENCH_CHECKSUM (lors_upload -k for
+# both sides, default sha256; "none" shows the engines' cost without the digests), TMPDIR
+# (where the depots keep their data; a real disk, not tmpfs, default /tmp).
 #
 # For a layout K+M on K+M depots: the erasure-coded file has F bytes and stores F(K+M)/K; the
 # replicated one (-c 2, the alternative a user would pick) has F(K+M)/(2K) bytes, so it stores
@@ -25,6 +26,7 @@ set -euo pipefail
 bench_runs 5
 SIZE_ARG=${BENCH_SIZE:-256M}
 LAYOUTS=${BENCH_LAYOUTS:-4+2 6+3 10+4}
+CHECKSUM=${BENCH_CHECKSUM:-sha256}
 DRIVER=$BUILD/bench/bench_lors_dl
 EC=$BUILD/bench/bench_ec
 bench_need_built "$BIN/ibp_depot" "$BIN/lors_upload" "$BIN/lors_download" "$DRIVER" "$EC"
@@ -35,7 +37,7 @@ bench_workdir
 export LNS_RC=$WORK/empty.rc LNS_NO_REPORT=1
 
 echo "== bench_ec: machine and command"
-echo "command: BENCH_RUNS=$RUNS BENCH_SIZE=$SIZE_ARG BENCH_LAYOUTS='$LAYOUTS' $0 $*"
+echo "command: BENCH_RUNS=$RUNS BENCH_SIZE=$SIZE_ARG BENCH_LAYOUTS='$LAYOUTS' BENCH_CHECKSUM=$CHECKSUM $0 $*"
 bench_describe_machine
 
 echo "== ISA-L raw rates (one core, from memory, 1 MiB pieces; MB/s of file data)"
@@ -72,7 +74,7 @@ for l in $LAYOUTS; do
     cat "$WORK/ec.bin" "$WORK/rep.bin" >/dev/null # warm the page cache
     : >"$WORK/res/up.$l"; : >"$WORK/res/down.$l"; : >"$WORK/res/deg.$l"
     for r in $(seq "$RUNS"); do
-        up=(--no-rc -q --force --depot-list "$L" -d 1h)
+        up=(--no-rc -q --force --depot-list "$L" -d 1h -k "$CHECKSUM")
         # interleave the sides: erasure coding first in odd rounds
         if [ $(( r % 2 )) = 1 ]; then
             te=$(timed "$BIN/lors_upload" "${up[@]}" --ec "$l" -o "$WORK/ec.xnd" "$WORK/ec.bin")
