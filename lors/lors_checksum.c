@@ -2,8 +2,10 @@
  *
  * A mapping's digests are those of consecutive checksum blocks of its logical range, so every
  * replica of a range carries the same string and a reader can check any block it loads
- * without loading the rest.  The algorithm is any fixed-size OpenSSL EVP digest by name.
+ * without loading the rest.  The algorithm is any fixed-size OpenSSL EVP digest by name, or
+ * "crc64" (lors_checksum.h).
  */
+#include <isa-l/crc64.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,11 @@ int lors_ck_init(lors_ck_t *c, const char *algorithm, int64_t blocksize)
         return LORS_OK;
     if (blocksize <= 0)
         return LORS_E_INVAL;
+    if (strcmp(algorithm, LORS_CK_CRC64) == 0) {
+        c->crc = 1;
+        c->blocksize = blocksize;
+        return LORS_OK;
+    }
     c->md = digest_by_name(algorithm);
     if (!c->md)
         return LORS_E_DIGEST;
@@ -43,8 +50,13 @@ static int end_block(lors_ck_t *c)
     unsigned int dl = 0;
     static const char hexd[] = "0123456789abcdef";
 
-    if (!EVP_DigestFinal_ex(c->ctx, d, &dl))
+    if (c->crc) {
+        for (dl = 0; dl < 8; dl++)
+            d[dl] = (unsigned char)(c->crc_state >> (56 - 8 * dl));
+        c->crc_state = 0;
+    } else if (!EVP_DigestFinal_ex(c->ctx, d, &dl)) {
         return LORS_E_DIGEST;
+    }
     if (lns_grow(&c->hex, &c->hexcap, c->hexlen + 2 * dl + 1, 1, 256) < 0)
         return LORS_E_NOMEM;
     for (unsigned int i = 0; i < dl; i++) {
@@ -59,15 +71,17 @@ static int end_block(lors_ck_t *c)
 int lors_ck_update(lors_ck_t *c, const void *data, size_t len)
 {
     const unsigned char *p = data;
-    if (!c->md)
+    if (!c->md && !c->crc)
         return LORS_OK;
     while (len > 0) {
-        if (c->in_block == 0 && !EVP_DigestInit_ex(c->ctx, c->md, NULL))
+        if (c->in_block == 0 && c->md && !EVP_DigestInit_ex(c->ctx, c->md, NULL))
             return LORS_E_DIGEST;
         size_t n = (size_t)(c->blocksize - c->in_block);
         if (n > len)
             n = len;
-        if (!EVP_DigestUpdate(c->ctx, p, n))
+        if (c->crc)
+            c->crc_state = crc64_ecma_refl(c->crc_state, p, n);
+        else if (!EVP_DigestUpdate(c->ctx, p, n))
             return LORS_E_DIGEST;
         c->in_block += (int64_t)n;
         p += n;
@@ -84,7 +98,7 @@ int lors_ck_update(lors_ck_t *c, const void *data, size_t len)
 int lors_ck_finish(lors_ck_t *c, char **hex)
 {
     *hex = NULL;
-    if (c->md && c->in_block > 0) {
+    if ((c->md || c->crc) && c->in_block > 0) {
         int rc = end_block(c);
         if (rc != LORS_OK)
             return rc;

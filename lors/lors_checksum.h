@@ -9,7 +9,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Besides the OpenSSL digests: "crc64", CRC-64/XZ (ECMA-182 polynomial, reflected, initial
+ * value and final xor all ones; ISA-L crc64_ecma_refl with seed 0; check value of "123456789":
+ * 995dc9bbdf1939fa), 16 hex digits, most significant first.  Not cryptographic: used for the
+ * parity pieces of erasure-coded files, whose decoded data is checked against the data
+ * pieces' own digests (docs/lors.md, "Erasure coding"). */
+#define LORS_CK_CRC64 "crc64"
+
 typedef struct lors_ck {
+    int crc;          /* 1: "crc64" (md NULL) */
+    uint64_t crc_state;
     const void *md;   /* const EVP_MD *; NULL for "none" */
     void *ctx;        /* EVP_MD_CTX * */
     int64_t blocksize;

@@ -561,12 +561,15 @@ static int write_stripe_locked(dl_t *dl, uint32_t b, int out_fd)
     pthread_mutex_lock(&dl->mu);
     if (werr < 0) {
         const block_t *a = &dl->blocks[b], *e = &dl->blocks[b + k - 1];
-        lors__dl_fail_locked(dl, werr == -EBADMSG ? LORS_E_E2E : LORS_E_WRITE,
-                             "%s bytes %lld-%lld: %s",
-                             werr == -EBADMSG ? "rebuilding" : "writing", (long long)a->off,
+        int bad = werr == -EBADMSG || werr == -EILSEQ;
+        lors__dl_fail_locked(dl, bad ? LORS_E_E2E : LORS_E_WRITE, "%s bytes %lld-%lld: %s",
+                             bad ? "rebuilding" : "writing", (long long)a->off,
                              (long long)(e->off + e->len - 1),
                              werr == -EBADMSG ? "the pieces at hand do not decode"
-                                              : strerror(-werr));
+                             : werr == -EILSEQ ? "the decoded data does not match its digests "
+                                                 "(a parity piece is wrong); nothing of it was "
+                                                 "written"
+                                               : strerror(-werr));
         return -1;
     }
     int64_t bytes = 0;

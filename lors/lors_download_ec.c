@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "lors_download_int.h"
+#include "lors_checksum.h"
 #include "lors_ec_int.h"
 #include "lors_report.h"
 #include "lns_io.h"
@@ -265,6 +266,33 @@ int lors__dl_ec_stripe_done_locked(const dl_t *dl, uint32_t b)
     return 1;
 }
 
+/* 1 if piece (s, column i) of len bytes matches the digest that some mapping of its column
+ * lists, or no mapping lists one (nothing to check against); 0 if it does not match. */
+static int decoded_ok(const dl_t *dl, int64_t s, int i, const unsigned char *p, int64_t len)
+{
+    for (size_t q = 0; q < dl->x->nmaps; q++) {
+        const lors__ec_col_t *c = &dl->ecol[q];
+        if (!c->ok || c->column != i || !c->alg || !c->digests || c->hexlen == 0 ||
+            s < c->first || s >= c->first + c->n)
+            continue;
+        lors_ck_t ck;
+        char *h = NULL;
+        int ok = lors_ck_init(&ck, c->alg, len) == LORS_OK &&
+                 lors_ck_update(&ck, p, (size_t)len) == LORS_OK &&
+                 lors_ck_finish(&ck, &h) == LORS_OK;
+        lors_ck_free(&ck);
+        if (!ok) { /* an algorithm this build cannot compute: let another mapping vouch */
+            free(h);
+            continue;
+        }
+        ok = strlen(h) == c->hexlen &&
+             memcmp(h, c->digests + (size_t)(s - c->first) * c->hexlen, c->hexlen) == 0;
+        free(h);
+        return ok;
+    }
+    return 1;
+}
+
 int lors__dl_ec_write_stripe(dl_t *dl, uint32_t b, int fd)
 {
     const lors__ec_t *ec = dl->ec;
@@ -289,6 +317,10 @@ int lors__dl_ec_write_stripe(dl_t *dl, uint32_t b, int fd)
         }
     if (nw > 0 && lors__ec_decode(ec, plen, have, src, want, nw, dst) != LORS_OK)
         return -EBADMSG;
+    /* the parity pieces carry only a CRC: a decoded data piece must match its own digest */
+    for (int w = 0; dl->o->verify && w < nw; w++)
+        if (!decoded_ok(dl, s, want[w], dst[w], plen))
+            return -EILSEQ;
     for (int i = 0; i < k; i++) {
         const block_t *bl = &dl->blocks[b + (uint32_t)i];
         int64_t a, l;

@@ -199,8 +199,16 @@ static int add_hex(col_t *c, const char *h)
     return 0;
 }
 
-/* Store one piece and add its digest. */
-static int store_piece(ecu_t *u, col_t *c, const unsigned char *p, int64_t plen)
+/* The digest of column j's pieces: the upload's for data, CRC-64 for parity (the data a
+ * decode gives is checked against the data pieces' digests, so parity needs no
+ * cryptographic digest of its own, and hashing it cost a third of a 6+3 upload's CPU). */
+static const char *col_alg(const ecu_t *u, int j)
+{
+    return !u->use_ck ? NULL : j < u->ec.k ? u->o->checksum : LORS_CK_CRC64;
+}
+
+/* Store column j's piece and add its digest. */
+static int store_piece(ecu_t *u, col_t *c, int j, const unsigned char *p, int64_t plen)
 {
     uint64_t stored = 0;
     int rc = ibp_store(u->ibp, c->caps.write, p, (uint64_t)plen, &stored);
@@ -211,7 +219,7 @@ static int store_piece(ecu_t *u, col_t *c, const unsigned char *p, int64_t plen)
     if (u->use_ck) {
         lors_ck_t ck;
         char *h = NULL;
-        int ok = lors_ck_init(&ck, u->o->checksum, plen) == LORS_OK &&
+        int ok = lors_ck_init(&ck, col_alg(u, j), plen) == LORS_OK &&
                  lors_ck_update(&ck, p, (size_t)plen) == LORS_OK &&
                  lors_ck_finish(&ck, &h) == LORS_OK;
         lors_ck_free(&ck);
@@ -330,7 +338,7 @@ static int move_column(ecu_t *u, seg_t *sg, int j, int64_t s, const char *op, in
             }
             if (j >= u->ec.k)
                 lors__ec_encode(&u->ec, plen, tmp, tmp + u->ec.k);
-            ierr = store_piece(u, c, tmp[j], plen);
+            ierr = store_piece(u, c, j, tmp[j], plen);
         }
         if (ierr == IBP_OK)
             return IBP_OK;
@@ -371,13 +379,13 @@ static void *column_worker(void *arg)
         }
         if (ierr == IBP_OK) {
             op = "STORE";
-            ierr = store_piece(u, c, r->p[j], r->plen);
+            ierr = store_piece(u, c, j, r->p[j], r->plen);
         }
         if (ierr != IBP_OK) {
             if (u->again && !tmp[n - 1])
                 ierr = IBP_E_ALLOC_FAILED;
             else if ((ierr = move_column(u, sg, j, s, op, ierr, tmp)) == IBP_OK)
-                ierr = store_piece(u, c, r->p[j], r->plen);
+                ierr = store_piece(u, c, j, r->p[j], r->plen);
         }
         int64_t so = s * u->ec.k * u->ec.piece;
         if (ierr == IBP_OK)
@@ -547,8 +555,7 @@ static int build_exnode(ecu_t *u, const char *filename, xnd_t **out)
             m->e2e_blocksize = u->ec.piece;
             m->has_e2e_blocksize = 1;
             rc = lors__map_set_alloc(m, c->start, c->end, &c->caps);
-            xnd_func_t *f = rc == XND_OK ? lors__ec_func(&u->ec, j, u->use_ck ? u->o->checksum
-                                                                               : NULL, c->hex)
+            xnd_func_t *f = rc == XND_OK ? lors__ec_func(&u->ec, j, col_alg(u, j), c->hex)
                                          : NULL;
             if (rc == XND_OK && !f)
                 rc = XND_E_NOMEM;

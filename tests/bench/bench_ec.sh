@@ -56,12 +56,14 @@ depots() { # the first $1 depots
 
 head -c "$SIZE" /dev/urandom >"$WORK/ec.bin"
 
-timed() { # CMD... -> seconds
+timed() { # CMD... -> "seconds cpu_s" (cpu: the client's user + system)
     local out
     out=$("$DRIVER" time "$@" 2>>"$WORK/client.err") ||
         { echo "bench_ec: $1 failed: $(tail -1 "$WORK/client.err")" >&2; return 1; }
-    echo "$out" | kv seconds
+    echo "$(echo "$out" | kv seconds) $(echo "$out" | kv cpu_s)"
 }
+# client CPU ms per GB (10^9) stored: $1 cpu seconds, $2 bytes
+cpu_gb() { awk -v c="$1" -v b="$2" 'BEGIN { printf "%.0f", c * 1000 * 1e9 / b }'; }
 
 printf '\n%-6s %5s %9s %9s %7s %9s %9s %7s %9s %7s %8s %8s\n' layout round "ec_up" "rep_up" \
     ratio "ec_down" "rep_down" ratio "degraded" ratio "ec_B/B" "rep_B/B"
@@ -85,6 +87,8 @@ for l in $LAYOUTS; do
         fi
         es=$("$EC" storage "$WORK/ec.xnd"); rs=$("$EC" storage "$WORK/rep.xnd")
         eb=$(echo "$es" | kv allocated); rb=$(echo "$rs" | kv allocated)
+        record "ecc.$l" "$(cpu_gb "${te#* }" "$eb")"; record "repc.$l" "$(cpu_gb "${tr#* }" "$rb")"
+        te=${te% *}; tr=${tr% *}
         ecu=$(mbps "$eb" "$te"); repu=$(mbps "$rb" "$tr")
         "$EC" drop "$WORK/ec.xnd" "$m" "$WORK/deg.xnd"
         dl=(--no-rc --quiet -o /dev/null)
@@ -97,6 +101,7 @@ for l in $LAYOUTS; do
             dr=$(timed "$BIN/lors_download" "${dl[@]}" "$WORK/rep.xnd")
             de=$(timed "$BIN/lors_download" "${dl[@]}" "$WORK/ec.xnd")
         fi
+        de=${de% *}; dr=${dr% *}; dg=${dg% *}
         ecd=$(mbps "$SIZE" "$de"); repd=$(mbps "$RSIZE" "$dr"); deg=$(mbps "$SIZE" "$dg")
         ru=$(ratio "$ecu" "$repu"); rd=$(ratio "$ecd" "$repd"); rg=$(ratio "$deg" "$ecd")
         record "up.$l" "$ru"; record "down.$l" "$rd"; record "deg.$l" "$rg"
@@ -119,4 +124,9 @@ for l in $LAYOUTS; do
         "$(med "down.$l")" "$(med "dg.$l")" "$(med "deg.$l")" \
         "$(verdict "$(med "up.$l")" 0.85)" "$(verdict "$(med "down.$l")" 0.85)" \
         "$(verdict "$(med "deg.$l")" 0.8)"
+done
+echo
+echo "== upload client CPU (user + system) per GB stored, medians: where the loopback time goes"
+for l in $LAYOUTS; do
+    printf '%-6s erasure coded %5s ms/GB   copies %5s ms/GB\n' "$l" "$(med "ecc.$l")" "$(med "repc.$l")"
 done

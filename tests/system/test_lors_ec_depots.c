@@ -12,6 +12,8 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
+#include <isa-l/crc64.h>
+
 #include "ibp.h"
 #include "lns_test.h"
 #include "lors.h"
@@ -253,6 +255,62 @@ static void test_two_corrupted(void)
     tl_free_xnd(cli, y);
 }
 
+/* Parity pieces carry a CRC-64, data pieces SHA-256.  A parity piece rewritten with its CRC
+ * in the exNode forged to match (what only a hostile depot or editor does) passes its own
+ * check; the data decoded from it then fails the data piece's SHA-256: the download stops
+ * there (LORS_E_E2E) and never writes the wrong bytes. */
+static void test_forged_parity(void)
+{
+    lors_report_t urep;
+    xnd_t *y = upload_ec(ldep, ND, src, N, 4, 2, &urep);
+    lors_report_free(&urep);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(y);
+    int64_t S = 4 * PIECE, s = 2;
+    /* stripe 2: data piece 1 and parity piece 5 damaged (their digests fail), parity piece 4
+     * damaged with its CRC forged: the only fourth piece left is the forged one */
+    corrupt(y, s, 1);
+    corrupt(y, s, 5);
+    corrupt(y, s, 4);
+    int forged = 0;
+    for (size_t i = 0; i < y->nmaps && !forged; i++) {
+        xnd_mapping_t *m = y->maps[i];
+        int64_t col;
+        const char *alg = NULL, *dig = NULL;
+        int64_t first = m->exnode_offset / S, n = (m->logical_length + S - 1) / S;
+        if (xnd_meta_get_int(&m->func->args, "piece", &col) != XND_OK || col != 4 ||
+            s < first || s >= first + n)
+            continue;
+        CU_ASSERT_EQUAL(xnd_meta_get_string(&m->func->args, "algorithm", &alg), XND_OK);
+        CU_ASSERT_STRING_EQUAL(alg, "crc64");
+        CU_ASSERT_EQUAL_FATAL(xnd_meta_get_string(&m->func->args, "digests", &dig), XND_OK);
+        unsigned char *piece = malloc(PIECE);
+        CU_ASSERT_EQUAL_FATAL(ibp_load(cli, m->cap[XND_READ], (uint64_t)((s - first) * PIECE),
+                                       PIECE, piece), IBP_OK);
+        char hex[17], *d = strdup(dig);
+        snprintf(hex, sizeof hex, "%016llx",
+                 (unsigned long long)crc64_ecma_refl(0, piece, (uint64_t)PIECE));
+        memcpy(d + (size_t)(s - first) * 16, hex, 16);
+        CU_ASSERT_EQUAL(xnd_meta_set_string(&m->func->args, "digests", d), XND_OK);
+        free(d);
+        free(piece);
+        forged = 1;
+    }
+    CU_ASSERT_FATAL(forged);
+    lors_download_opts_t o;
+    lors_dl_report_t rep;
+    unsigned char *out = NULL;
+    size_t outlen = 0;
+    dopts(&o);
+    int rc = tl_download_mem(&o, y, &out, &outlen, &rep);
+    CU_ASSERT_EQUAL(rc, LORS_E_E2E);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rep.error, "does not match its digests"));
+    CU_ASSERT(outlen <= (size_t)(s * S));
+    CU_ASSERT(memcmp(out, src, outlen) == 0);
+    free(out);
+    lors_dl_report_free(&rep);
+    tl_free_xnd(cli, y);
+}
+
 static void test_one_stopped(void)
 {
     kill(dep[2].pid, SIGSTOP);
@@ -370,6 +428,8 @@ static const lns_test_case tests[] = {
     {"any two depots SIGKILLed (15 pairs)", test_two_killed},
     {"two depots SIGKILLed mid-download", test_two_killed_midway},
     {"two corrupted pieces", test_two_corrupted},
+    {"a parity piece with a forged CRC: the decoded data fails its SHA-256",
+     test_forged_parity},
     {"one depot SIGSTOPped", test_one_stopped},
     {"three depots gone: fails naming the bytes", test_three_gone},
     {"upload from a pipe around a dead depot", test_pipe_and_dead_depot},

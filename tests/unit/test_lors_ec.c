@@ -7,6 +7,7 @@
 
 #include "lns_test.h"
 #include "lors.h"
+#include "lors_checksum.h"
 #include "lors_ec_int.h"
 #include "xnd.h"
 
@@ -215,7 +216,27 @@ static void test_description(void)
     xnd_free(x);
 }
 
+/* The parity pieces' "crc64": CRC-64/XZ, its check value, fed in parts and per block. */
+static void test_crc64(void)
+{
+    lors_ck_t ck;
+    char *h = NULL;
+    CU_ASSERT_EQUAL_FATAL(lors_ck_init(&ck, "crc64", 9), LORS_OK);
+    CU_ASSERT_EQUAL(lors_ck_update(&ck, "1234", 4), LORS_OK);
+    CU_ASSERT_EQUAL(lors_ck_update(&ck, "56789", 5), LORS_OK);
+    CU_ASSERT_EQUAL(lors_ck_finish(&ck, &h), LORS_OK);
+    CU_ASSERT_STRING_EQUAL(h, "995dc9bbdf1939fa");
+    free(h);
+    /* blocks of 9: the second block starts from a fresh CRC */
+    CU_ASSERT_EQUAL(lors_ck_update(&ck, "123456789123456789", 18), LORS_OK);
+    CU_ASSERT_EQUAL(lors_ck_finish(&ck, &h), LORS_OK);
+    CU_ASSERT_STRING_EQUAL(h, "995dc9bbdf1939fa995dc9bbdf1939fa");
+    free(h);
+    lors_ck_free(&ck);
+}
+
 static const lns_test_case tests[] = {
+    {"crc64 digests (CRC-64/XZ)", test_crc64},
     {"layout", test_layout},
     {"codec: every loss of up to m pieces", test_codec},
     {"K+M parsing", test_parse},
