@@ -2,7 +2,7 @@
  *
  *   bench_ec codec [-s BYTES] [-p PIECE]     ISA-L's raw rates for 4+2, 6+3 and 10+4
  *   bench_ec storage X.xnd                   bytes allocated per byte of the file
- *   bench_ec drop X.xnd M OUT.xnd            OUT: X without the mappings of data columns 0..M-1
+ *   bench_ec drop X.xnd M OUT.xnd            OUT: X with data columns 0..M-1 on a dead depot
  *   bench_ec free X.xnd                      free every allocation of X (lors_discard)
  *
  * codec: for each layout, the same Cauchy matrix lns uses (gf_gen_cauchy1_matrix), encode
@@ -28,7 +28,7 @@ static const char *usage_text =
     "usage: bench_ec COMMAND ARGS...\n"
     "  codec [-s BYTES] [-p PIECE]   ISA-L encode and decode rates for 4+2, 6+3, 10+4\n"
     "  storage X.xnd                 bytes allocated per byte of the file\n"
-    "  drop X.xnd M OUT.xnd          X without the mappings of data columns 0..M-1\n"
+    "  drop X.xnd M OUT.xnd          X with data columns 0..M-1 on a dead depot\n"
     "  free X.xnd                    free every allocation of X\n";
 
 static int cmp_double(const void *a, const void *b)
@@ -153,17 +153,43 @@ static int storage(const char *path)
     return 0;
 }
 
+/* cap with its host:port replaced by 127.0.0.1:1, where nothing listens (malloc'd). */
+static char *dead_cap(const char *cap)
+{
+    const char *h = strstr(cap, "://"), *e = h ? strchr(h + 3, '/') : NULL;
+    if (!e)
+        return strdup(cap);
+    size_t n = (size_t)(h + 3 - cap), len = n + strlen("127.0.0.1:1") + strlen(e) + 1;
+    char *d = malloc(len);
+    if (d)
+        snprintf(d, len, "%.*s127.0.0.1:1%s", (int)n, cap, e);
+    return d;
+}
+
 static int drop(const char *path, int m, const char *out)
 {
     xnd_t *x = load(path);
     if (!x)
         return 3;
-    for (size_t i = x->nmaps; i-- > 0;) {
-        const xnd_func_t *f = x->maps[i]->func;
+    /* the mappings stay, with their digests (so decoded pieces are checked as after a real
+     * loss); their depot refuses connections, as a dead one does */
+    for (size_t i = 0; i < x->nmaps; i++) {
+        xnd_mapping_t *mp = x->maps[i];
         int64_t col;
-        if (f && strcmp(f->name, LORS_EC_META) == 0 &&
-            xnd_meta_get_int(&f->args, "piece", &col) == XND_OK && col < m)
-            xnd_remove(x, i);
+        if (!mp->func || strcmp(mp->func->name, LORS_EC_META) != 0 ||
+            xnd_meta_get_int(&mp->func->args, "piece", &col) != XND_OK || col >= m)
+            continue;
+        for (int c = 0; c < 3; c++) {
+            if (!mp->cap[c])
+                continue;
+            char *d = dead_cap(mp->cap[c]);
+            if (!d || xnd_mapping_set_cap(mp, (xnd_capkind)c, d) != XND_OK) {
+                free(d);
+                xnd_free(x);
+                return 4;
+            }
+            free(d);
+        }
     }
     char err[512];
     int rc = xnd_write_file(x, out, err, sizeof err) == XND_OK ? 0 : 4;

@@ -17,7 +17,8 @@
 # work both do for the depots), download rates file bytes per second; everything runs under
 # `bench_lors_dl time` (the whole process: start, connections, exit), output to /dev/null,
 # SHA-256 verification on (the default) on both sides.  The degraded download reads an exNode
-# without the mappings of data columns 0..M-1, so every stripe is decoded from parity.  Each
+# whose data columns 0..M-1 point at a dead depot (127.0.0.1:1, connection refused), digests
+# kept, so every stripe is decoded from parity and checked as after a real loss.  Each
 # ratio is computed per round; the medians of the per-round ratios are what the targets judge:
 # upload and download cost at most 15% (ratio >= 0.85), degraded >= 0.8 of healthy.
 set -euo pipefail
