@@ -309,6 +309,59 @@ static void note_fate_locked(dl_t *dl, const lors_sched_fetch_t *f, int kind, in
 }
 
 /* Run fetch f in slot sl: load, verify, report.  Called and returns without dl->mu. */
+/* Decode the stripe of block b, which lacks nw data pieces, on this fetch thread (marked busy
+ * by lors__dl_ec_take_decode_locked); then its blocks hold their own data pieces and the
+ * writer only writes them.  Without dl->mu. */
+static void predecode(dl_t *dl, uint32_t b, int nw)
+{
+    uint32_t k = (uint32_t)dl->ec->k, first = b / k * k;
+    unsigned char *fresh[LORS_EC_MAX_M] = {0}, *piece[LORS_EC_MAX_K];
+    int got = 0, rc = 0;
+    while (got < nw && (fresh[got] = buf_get(dl)) != NULL)
+        got++;
+    if (got == nw)
+        rc = lors__dl_ec_decode_stripe(dl, b, fresh, piece);
+    pthread_mutex_lock(&dl->mu);
+    if (got < nw || rc < 0) {
+        for (int i = 0; i < got; i++)
+            buf_put_locked(dl, fresh[i]);
+        if (rc < 0) {
+            /* the stripe stays busy: the writer never writes it */
+            const block_t *a = &dl->blocks[first], *e = &dl->blocks[first + k - 1];
+            lors__dl_fail_locked(dl, LORS_E_E2E, "rebuilding bytes %lld-%lld: %s",
+                                 (long long)a->off, (long long)(e->off + e->len - 1),
+                                 rc == -EBADMSG ? "the pieces at hand do not decode"
+                                                : "the decoded data does not match its digests "
+                                                  "(a parity piece is wrong); nothing of it "
+                                                  "was written");
+        } else {
+            dl->ec_busy[first / k] = 0; /* no buffers: the writer decodes it in its scratch */
+        }
+        pthread_cond_signal(&dl->wcv);
+        pthread_mutex_unlock(&dl->mu);
+        return;
+    }
+    /* each block gets its own data piece; the pieces no longer needed (parity, or a block's
+     * that was rebuilt elsewhere) go back to the pool */
+    unsigned char *old[LORS_EC_MAX_K];
+    for (uint32_t i = 0; i < k; i++) {
+        block_t *bl = &dl->blocks[first + i];
+        old[i] = bl->buf;
+        bl->buf = piece[i];
+        bl->won_col = (int)i;
+    }
+    for (uint32_t i = 0; i < k; i++) {
+        int kept = 0;
+        for (uint32_t j = 0; j < k && !kept; j++)
+            kept = old[i] == piece[j];
+        if (!kept)
+            buf_put_locked(dl, old[i]);
+    }
+    dl->ec_busy[first / k] = 0;
+    pthread_cond_signal(&dl->wcv);
+    pthread_mutex_unlock(&dl->mu);
+}
+
 static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t t0)
 {
     const xnd_mapping_t *m = dl->x->maps[f->mapping];
@@ -445,6 +498,7 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
         lors_sched_fail(dl->s, f->id, now, (lors_sched_fail_kind_t)kind);
     }
     lors__dl_ec_unclaim_locked(dl, sl, won);
+    int decode = won && dl->ec ? lors__dl_ec_take_decode_locked(dl, f->block) : 0;
     buf_put_locked(dl, buf);
     sl->id = 0;
     sl->cancelled = sl->aborted = 0;
@@ -473,6 +527,8 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
         if (kind == LORS_SCHED_FAIL_BAD_DATA)
             dl_event(dl, LORS_EV_BAD_MAPPING, f->depot, f->block, f->mapping, 0, op);
     }
+    if (decode > 0)
+        predecode(dl, f->block, decode);
 }
 
 static void timed_wait_locked(dl_t *dl, pthread_cond_t *cv, uint64_t until)

@@ -114,9 +114,10 @@ int lors__dl_plan_ec(dl_t *dl, int64_t off, int64_t len)
     }
     dl->bufsz = (size_t)ec->piece;
     dl->open = calloc(nb, 1);
+    dl->ec_busy = calloc((size_t)(s1 - s0 + 1), 1);
     dl->data_depot = malloc(nb * sizeof *dl->data_depot);
     dl->ec_dead = calloc((size_t)dl->ndepots + 1, 1);
-    if (!dl->open || !dl->data_depot || !dl->ec_dead)
+    if (!dl->open || !dl->data_depot || !dl->ec_dead || !dl->ec_busy)
         return LORS_E_NOMEM;
     int rc = lors__dl_sched_new(dl);
     for (uint32_t b = 0; rc == LORS_OK && b < dl->nblocks; b++) {
@@ -260,6 +261,8 @@ int lors__dl_ec_late_locked(dl_t *dl, uint32_t b)
 
 int lors__dl_ec_stripe_done_locked(const dl_t *dl, uint32_t b)
 {
+    if (dl->ec_busy[b / (uint32_t)dl->ec->k])
+        return 0;
     for (int i = 0; i < dl->ec->k; i++)
         if (!dl->blocks[b + (uint32_t)i].buf)
             return 0;
@@ -293,26 +296,56 @@ static int decoded_ok(const dl_t *dl, int64_t s, int i, const unsigned char *p, 
     return 1;
 }
 
-int lors__dl_ec_write_stripe(dl_t *dl, uint32_t b, int fd)
+int lors__dl_ec_take_decode_locked(dl_t *dl, uint32_t b)
 {
-    const lors__ec_t *ec = dl->ec;
-    int k = ec->k;
-    int64_t s = dl->ec_s0 + b / (uint32_t)k, plen = lors__ec_piece_len(ec, s);
-    int have[LORS_EC_MAX_K], want[LORS_EC_MAX_M], nw = 0;
-    unsigned char *src[LORS_EC_MAX_K], *dst[LORS_EC_MAX_M], *piece[LORS_EC_MAX_K] = {0};
+    uint32_t k = (uint32_t)dl->ec->k, first = b / k * k;
+    int have[LORS_EC_MAX_K] = {0}, missing = (int)k;
+    if (dl->ec_busy[b / k])
+        return 0;
+    for (uint32_t i = 0; i < k; i++) {
+        const block_t *bl = &dl->blocks[first + i];
+        if (!bl->buf)
+            return 0;
+        if (bl->won_col >= 0 && bl->won_col < (int)k && !have[bl->won_col]) {
+            have[bl->won_col] = 1;
+            missing--;
+        }
+    }
+    if (missing > 0)
+        dl->ec_busy[b / k] = 1;
+    return missing;
+}
+
+/* piece[i]: the buffer of data piece i among the blocks of the stripe at first, else NULL. */
+static void data_pieces(const dl_t *dl, uint32_t first, int *have, unsigned char **src,
+                        unsigned char **piece)
+{
+    int k = dl->ec->k;
+    for (int i = 0; i < k; i++)
+        piece[i] = NULL;
     for (int i = 0; i < k; i++) {
-        block_t *bl = &dl->blocks[b + (uint32_t)i];
+        const block_t *bl = &dl->blocks[first + (uint32_t)i];
         have[i] = bl->won_col;
         src[i] = bl->buf;
         if (bl->won_col >= 0 && bl->won_col < k)
             piece[bl->won_col] = bl->buf; /* a data piece, whichever block brought it */
     }
+}
+
+int lors__dl_ec_decode_stripe(dl_t *dl, uint32_t b, unsigned char **fresh, unsigned char **piece)
+{
+    const lors__ec_t *ec = dl->ec;
+    int k = ec->k, have[LORS_EC_MAX_K], want[LORS_EC_MAX_M], nw = 0;
+    uint32_t first = b / (uint32_t)k * (uint32_t)k;
+    int64_t s = dl->ec_s0 + first / (uint32_t)k, plen = lors__ec_piece_len(ec, s);
+    unsigned char *src[LORS_EC_MAX_K], *dst[LORS_EC_MAX_M];
+    data_pieces(dl, first, have, src, piece);
     for (int i = 0; i < k; i++)
         if (!piece[i]) {
-            if (nw == LORS_EC_MAX_M || nw >= ec->m)
+            if (nw >= ec->m)
                 return -EBADMSG;
             want[nw] = i;
-            dst[nw] = dl->scratch[nw];
+            dst[nw] = fresh[nw];
             piece[i] = dst[nw++];
         }
     if (nw > 0 && lors__ec_decode(ec, plen, have, src, want, nw, dst) != LORS_OK)
@@ -321,6 +354,19 @@ int lors__dl_ec_write_stripe(dl_t *dl, uint32_t b, int fd)
     for (int w = 0; dl->o->verify && w < nw; w++)
         if (!decoded_ok(dl, s, want[w], dst[w], plen))
             return -EILSEQ;
+    return 0;
+}
+
+int lors__dl_ec_write_stripe(dl_t *dl, uint32_t b, int fd)
+{
+    const lors__ec_t *ec = dl->ec;
+    int k = ec->k;
+    int64_t s = dl->ec_s0 + b / (uint32_t)k;
+    unsigned char *piece[LORS_EC_MAX_K];
+    /* a fetch thread has decoded it already, unless it could not get buffers: then here */
+    int rc = lors__dl_ec_decode_stripe(dl, b, dl->scratch, piece);
+    if (rc < 0)
+        return rc;
     for (int i = 0; i < k; i++) {
         const block_t *bl = &dl->blocks[b + (uint32_t)i];
         int64_t a, l;
@@ -407,6 +453,7 @@ void lors__dl_ec_free(dl_t *dl)
     free(dl->open);
     free(dl->data_depot);
     free(dl->ec_dead);
+    free(dl->ec_busy);
     for (int j = 0; j < 16; j++)
         free(dl->scratch[j]);
 }

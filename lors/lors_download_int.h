@@ -96,6 +96,7 @@ typedef struct dl {
     int *data_depot;            /* per block: the depot of its data piece (-1: none) */
     unsigned char *ec_dead;     /* per depot: a fetch there failed; its blocks were opened */
     unsigned char *scratch[16]; /* rebuilt data pieces (LORS_EC_MAX_M of them) */
+    unsigned char *ec_busy;     /* per stripe: a fetch thread is decoding it (the writer waits) */
     lns_evlog_t *netlog;  /* o->netlog_path open, else NULL: no fetch events */
     char netlog_run[40];  /* "<pid>.<n>": makes fetch ids unique in a shared log */
 } dl_t;
@@ -150,6 +151,17 @@ void lors__dl_ec_fetch_failed_locked(dl_t *dl, const lors_sched_fetch_t *f, int 
 int lors__dl_ec_late_locked(dl_t *dl, uint32_t b);
 /* Writer, with dl->mu: 1 if every block of the stripe starting at block b is done. */
 int lors__dl_ec_stripe_done_locked(const dl_t *dl, uint32_t b);
+/* The fetch thread that completes a stripe decodes it, so that decoding and checking the
+ * rebuilt pieces run on the fetch threads, in parallel, not one stripe after another in the
+ * writer.  With dl->mu: the number of data pieces the stripe of block b lacks (its blocks all
+ * done, some with a piece not their own) and no one decodes it yet: then it is marked busy
+ * and the caller, without dl->mu, passes that many free buffers to
+ * lors__dl_ec_decode_stripe.  0: nothing to do. */
+int lors__dl_ec_take_decode_locked(dl_t *dl, uint32_t b);
+/* Without dl->mu, on a busy stripe: rebuild its missing data pieces into fresh[] and check
+ * them against their digests; piece[i] (i < k) gets the buffer that holds data piece i (a
+ * block's or a fresh one).  0, -EBADMSG (does not decode) or -EILSEQ (digest mismatch). */
+int lors__dl_ec_decode_stripe(dl_t *dl, uint32_t b, unsigned char **fresh, unsigned char **piece);
 /* Writer, without dl->mu: rebuild the stripe's missing data pieces (if any) and write its
  * blocks to fd.  0, or -errno of the write, or LORS_E_E2E-like -EBADMSG if it cannot decode. */
 int lors__dl_ec_write_stripe(dl_t *dl, uint32_t b, int fd);
