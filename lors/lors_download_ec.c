@@ -10,13 +10,14 @@
  * timed out, bad digests), its data piece's depot failed, or the writer is waiting for its
  * stripe (then the scheduler's redundant fetch of a slow piece may go elsewhere).  Any k
  * distinct pieces decode, so a block may bring whichever piece its stripe does not have yet,
- * and the writer rebuilds the missing data pieces (ISA-L) before writing them.  A piece
+ * and the fetch thread that completes the stripe rebuilds the missing data pieces (ISA-L) and
+ * checks them against their digests before the writer may write them.  A piece
  * serves one block only: while a block fetches it ("claims" it) the stripe's other blocks
  * are told to leave it; if it wins, they lose it for good, otherwise they may have it again.
  *
- * The writer takes a stripe at a time: it waits until all k blocks of the stripe are done,
- * decodes if any came from parity, writes the bytes of the range, and releases the k blocks
- * together; the scheduler's buffer is therefore at least two stripes (lors__dl_sched_new).
+ * The writer takes a stripe at a time: it waits until all k blocks of the stripe are done and
+ * decoded (it decodes itself only a stripe whose fetch thread got no buffers), writes the
+ * bytes of the range, and releases the k blocks together; the scheduler's buffer is therefore at least two stripes (lors__dl_sched_new).
  */
 #include <errno.h>
 #include <stdio.h>
