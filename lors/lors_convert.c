@@ -8,13 +8,12 @@
  * a new exNode; x and its allocations are left alone (the caller frees them once the new
  * exNode is safely written: lors_discard).
  */
-#include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "lors.h"
+#include "lors_feed.h"
 #include "lors_report.h"
 
 void lors_convert_opts_init(lors_convert_opts_t *o)
@@ -22,22 +21,6 @@ void lors_convert_opts_init(lors_convert_opts_t *o)
     memset(o, 0, sizeof *o);
     lors_upload_opts_init(&o->up);
     lors_download_opts_init(&o->down);
-}
-
-typedef struct reader {
-    const lors_convert_opts_t *o;
-    const xnd_t *x;
-    int fd;                   /* the pipe's write end; closed by the reader */
-    int rc;
-    lors_dl_report_t rep;
-} reader_t;
-
-static void *read_file(void *arg)
-{
-    reader_t *r = arg;
-    r->rc = lors_download_fd(&r->o->down, r->x, r->fd, &r->rep);
-    close(r->fd);
-    return NULL;
 }
 
 int lors_convert(const lors_convert_opts_t *o, const xnd_t *x, xnd_t **out,
@@ -49,7 +32,7 @@ int lors_convert(const lors_convert_opts_t *o, const xnd_t *x, xnd_t **out,
     lors_ec_info_t ec;
     const char *name = NULL;
     int64_t bitrate = 0;
-    int p[2], rc;
+    int in, rc;
 
     memset(rep, 0, sizeof *rep);
     if (out)
@@ -77,23 +60,12 @@ int lors_convert(const lors_convert_opts_t *o, const xnd_t *x, xnd_t **out,
     int64_t size = ec.present ? ec.size : xnd_size(x);
     (void)xnd_meta_get_string(&x->meta, "filename", &name);
     (void)xnd_meta_get_int(&x->meta, "bitrate", &bitrate);
-    if (pipe(p) != 0) {
-        lors__report_error(rep, "convert: pipe: %s", strerror(errno));
-        rc = LORS_E_NOMEM;
+    lors__feed_t r = {.o = o->down, .x = x, .run = lors_download_fd};
+    if ((rc = lors__feed_start(&r, &in, rep->error, sizeof rep->error)) != LORS_OK)
         goto done;
-    }
-    reader_t r = {.o = o, .x = x, .fd = p[1]};
-    pthread_t t;
-    if (pthread_create(&t, NULL, read_file, &r) != 0) {
-        close(p[0]);
-        close(p[1]);
-        lors__report_error(rep, "convert: cannot start the reading thread");
-        rc = LORS_E_THREAD;
-        goto done;
-    }
-    rc = lors_upload_fd(&o->up, p[0], size, name, out, rep);
-    close(p[0]); /* a reader still writing gets EPIPE and ends */
-    pthread_join(t, NULL);
+    rc = lors_upload_fd(&o->up, in, size, name, out, rep);
+    close(in); /* a feeder still writing gets EPIPE and ends */
+    lors__feed_join(&r);
     if (r.rc != LORS_OK && rc != LORS_E_STOPPED &&
         !(r.rc == LORS_E_WRITE && rc != LORS_OK)) {
         /* the read failed first: that is the reason (the write saw a short input) */

@@ -33,22 +33,14 @@
 #include "lns_io.h"
 #include "lns_time.h"
 #include "lors_e2e_int.h"
+#include "lors_feed.h"
 #include "lors_manage_int.h"
 #include "lors_report.h"
 
-#define PIPE_BYTES (1 << 20) /* asked of the kernel: fewer context switches per frame */
 
 static double now_s(void)
 {
     return (double)lns_mono_ns() / 1e9;
-}
-
-static int make_pipe(int p[2])
-{
-    if (pipe2(p, O_CLOEXEC) != 0)
-        return -1;
-    (void)fcntl(p[1], F_SETPIPE_SZ, PIPE_BYTES); /* best effort: the default works too */
-    return 0;
 }
 
 /* SIGPIPE held back in the calling thread: a closed pipe is EPIPE.  *was_pending: whether a
@@ -124,7 +116,7 @@ int lors__upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chain
         }
         lors__e2e_keyid(o->key, d.keyid);
     }
-    if (make_pipe(p) != 0) {
+    if (lors__pipe(p) != 0) {
         lors__report_error(rep, "upload: no pipe for the transformed bytes: %s",
                            strerror(errno));
         return LORS_E_READ;
@@ -180,22 +172,6 @@ int lors__upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chain
 
 /* ---- download ---------------------------------------------------------------------------- */
 
-typedef struct feed {
-    lors_download_opts_t o;   /* the stored range of the frames */
-    const xnd_t *x;
-    int fd;                   /* the pipe's write end; the feeder closes it */
-    lors_dl_report_t rep;
-    int rc;
-} feed_t;
-
-static void *feeder(void *arg)
-{
-    feed_t *f = arg;
-    f->rc = lors__download_plain(&f->o, f->x, f->fd, &f->rep);
-    close(f->fd);
-    return NULL;
-}
-
 /* Decode frames f0..f1 from in_fd and write the plain bytes of [off, end) to out_fd.
  * LORS_OK; 1 if the stored bytes ended early (the feeder failed); or an error in rep. */
 static int decode_frames(const lors__e2e_desc_t *d, lors__e2e_codec_t *codec, int in_fd,
@@ -244,7 +220,7 @@ static int decode_frames(const lors__e2e_desc_t *d, lors__e2e_codec_t *codec, in
 }
 
 /* The feeder failed: its report, with the missing stored bytes as plain bytes. */
-static void feeder_failed(const lors__e2e_desc_t *d, const feed_t *fd, int64_t off, int64_t end,
+static void feeder_failed(const lors__e2e_desc_t *d, const lors__feed_t *fd, int64_t off, int64_t end,
                           lors_dl_report_t *rep)
 {
     if (fd->rc == LORS_E_NO_REPLICA && fd->rep.missing_len > 0) {
@@ -295,10 +271,9 @@ int lors__download_e2e(const lors_download_opts_t *o, const xnd_t *x, const lors
     double t0 = now_s();
     int64_t off = o->offset, len = o->length < 0 ? d->plain_size - o->offset : o->length;
     char kid[17];
-    feed_t fd;
+    lors__feed_t fd;
     lors__e2e_codec_t codec;
-    int p[2], rc;
-    pthread_t tid;
+    int in, rc;
 
     if (out_fd < 0) {
         lors__report_error(rep, "no options, exNode or output");
@@ -325,6 +300,7 @@ int lors__download_e2e(const lors_download_opts_t *o, const xnd_t *x, const lors
     fd.o = *o;
     fd.o.key = NULL;
     fd.x = x;
+    fd.run = lors__download_plain;
     if (len == 0) {
         /* nothing to decode; the engine still checks the options */
         fd.o.offset = fd.o.length = 0;
@@ -343,28 +319,18 @@ int lors__download_e2e(const lors_download_opts_t *o, const xnd_t *x, const lors
         lors__report_error(rep, "out of memory");
         return rc;
     }
-    if (make_pipe(p) != 0) {
+    if ((rc = lors__feed_start(&fd, &in, rep->error, sizeof rep->error)) != LORS_OK) {
         lors__e2e_codec_free(&codec);
-        lors__report_error(rep, "no pipe for the stored bytes: %s",
-                           strerror(errno));
-        return LORS_E_THREAD;
-    }
-    fd.fd = p[1];
-    if (pthread_create(&tid, NULL, feeder, &fd) != 0) {
-        close(p[0]);
-        close(p[1]);
-        lors__e2e_codec_free(&codec);
-        lors__report_error(rep, "cannot start the download thread");
-        return LORS_E_THREAD;
+        return rc;
     }
     sigset_t old;
     int was_pending;
     lors__sigpipe_hold(&old, &was_pending);
     lors_dl_report_t mine;
     memset(&mine, 0, sizeof mine);
-    rc = decode_frames(d, &codec, p[0], out_fd, off, off + len, &mine);
-    close(p[0]); /* a feeder still writing gets EPIPE and stops */
-    pthread_join(tid, NULL);
+    rc = decode_frames(d, &codec, in, out_fd, off, off + len, &mine);
+    close(in); /* a feeder still writing gets EPIPE and stops */
+    lors__feed_join(&fd);
     lors__sigpipe_release(&old, was_pending);
     lors__e2e_codec_free(&codec);
 
