@@ -194,6 +194,8 @@ static const char usage_text[] =
     "      --lbone-env-connection C, --lbone-env-monitoring H, --lbone-env-power P,\n"
     "      --lbone-env-firewall yes|no    environment the L-Bone's clients filter on\n"
     "      --lbone-interval S       heartbeat interval (default: what the L-Bone asks)\n"
+    "      --lbone-leaving yes|no   say in every heartbeat that this depot is leaving: the\n"
+    "                               L-Bone hands it out no more, keepers move data off it\n"
     "      --check-config           validate the settings, print a summary, exit\n"
     "  -h, --help                   show this help\n"
     "  -V, --version                show the version\n";
@@ -232,6 +234,7 @@ static const lns_conf_setting_t settings[] = {
     {"lbone-env-power", 0, LNS_CONF_FUNC, .fn = set_lbone},
     {"lbone-env-firewall", 0, LNS_CONF_FUNC, .fn = set_lbone},
     {"lbone-interval", 0, LNS_CONF_FUNC, .fn = set_lbone},
+    {"lbone-leaving", 0, LNS_CONF_FUNC, .fn = set_lbone},
     LNS_CONF_TABLE_END(depot_config_t)};
 
 static const lns_conf_daemon_t daemon_def = {usage_text, "ibp_depot (lns) " LNS_VERSION "\n",

@@ -45,6 +45,7 @@ static struct {
     char power[16];
     int firewall;
     int interval; /* seconds; 0: the L-Bone's */
+    int leaving;  /* -1 unset, 0, 1: heartbeats say the depot is leaving */
 } set;
 
 /* The announcing thread. */
@@ -66,6 +67,7 @@ void depot_lbone_reset(void)
     memset(&set, 0, sizeof set);
     set.monitoring = -1;
     set.firewall = -1;
+    set.leaving = -1;
 }
 
 static int copy(char *dst, size_t size, const char *key, const char *v, char *err, size_t errlen)
@@ -140,6 +142,8 @@ int depot_lbone_set(const char *key, const char *v, char *err, size_t errlen)
     }
     if (strcmp(key, "lbone-env-firewall") == 0)
         return lns_conf_bool(key, v, &set.firewall, err, errlen);
+    if (strcmp(key, "lbone-leaving") == 0)
+        return lns_conf_bool(key, v, &set.leaving, err, errlen);
     if (strcmp(key, "lbone-interval") == 0) {
         int64_t s;
         if (lns_parse_seconds(v, &s) < 0 || s < 1 || s > 86400)
@@ -176,7 +180,7 @@ int depot_lbone_check(char *err, size_t errlen)
     if (!set.url[0]) {
         if (set.token_file[0] || set.place[0] || set.has_lat || set.has_lon || set.contact[0] ||
             set.connection[0] || set.monitoring >= 0 || set.power[0] || set.firewall >= 0 ||
-            set.interval) {
+            set.interval || set.leaving >= 0) {
             lns_err_set(err, errlen, "lbone: L-Bone settings given but no L-Bone (--lbone URL)");
             return -1;
         }
@@ -248,6 +252,7 @@ static void announce(int rid, char *ridtxt, size_t ridsize, lbone_announce_t *a)
     a->monitoring = set.monitoring;
     a->power = set.power[0] ? set.power : NULL;
     a->firewall = set.firewall;
+    a->leaving = set.leaving > 0;
 }
 
 /* Log a problem once: the same kind again (what failed, and the lbone_code; the text may

@@ -2,7 +2,7 @@
  *
  * The settings are the config keys lbone, lbone-token-file, lbone-place, lbone-lat,
  * lbone-lon, lbone-contact, lbone-env-connection, lbone-env-monitoring, lbone-env-power,
- * lbone-env-firewall and lbone-interval (docs/depot.md).  They live in this module (one
+ * lbone-env-firewall, lbone-interval and lbone-leaving (docs/depot.md).  They live in this module (one
  * depot per process) rather than in depot_config_t; depot_config_init resets them.
  */
 #ifndef LNS_DEPOT_LBONE_H

@@ -57,6 +57,8 @@ typedef struct lbone_request {
     int monitoring;         /* hours per day, 0..24; -1: any */
     const char *power;      /* "none", "ups", "generator"; NULL: any */
     int firewall;           /* 0: only depots not behind a firewall; -1 (or 1): any */
+    int any_status;         /* 1: depots of every status (down, unreachable, leaving, ...),
+                             * status in each answer's status field; 0: only up ones */
 } lbone_request_t;
 
 /* count 0, no minimum, no location, no filters. */
@@ -72,7 +74,8 @@ typedef struct lbone_depot_info {
     int64_t max_duration;         /* seconds */
     double lat, lon;
     char place[256];
-    char status[16];              /* "up" in query answers */
+    char status[16];              /* "up" in query answers; with any_status also "down",
+                                   * "unreachable", "probing", "leaving" */
     double distance_km;           /* from the resolved location */
     double forecast_mbps;         /* the L-Bone's bandwidth forecast for this client */
     int64_t last_heard;           /* epoch seconds */
@@ -125,6 +128,9 @@ typedef struct lbone_announce {
     int monitoring;     /* hours per day */
     const char *power;
     int firewall;       /* 1 behind a firewall, 0 not */
+    int leaving;        /* heartbeats only: 1 the depot is leaving (the L-Bone hands it out
+                         * no more; keepers move data off it) for as long as its heartbeats
+                         * say so; 0 (the default) not */
 } lbone_announce_t;
 
 void lbone_announce_init(lbone_announce_t *a);

@@ -174,6 +174,10 @@ int lbone_heartbeat(const char *server, lbone_session_t *s, const lbone_announce
     lbone_buf_init(&body);
     lbone_buf_puts(&body, "{");
     put_status(&body, a);
+    if (a->leaving) { /* only then: a server from before "leaving" refuses the field */
+        put_key(&body, "leaving");
+        lbone_buf_puts(&body, "true");
+    }
     lbone_buf_puts(&body, "}");
     if (body.oom) {
         lbone_buf_free(&body);

@@ -71,6 +71,8 @@ static int build_query(const lbone_request_t *req, lbone_buf_t *b, char *err, si
         put_param(b, "location", req->location);
     if (req->order && *req->order)
         put_param(b, "order", req->order);
+    if (req->any_status)
+        put_param(b, "status", "any");
     if (req->connection && *req->connection)
         put_param(b, "connection", req->connection);
     if (req->monitoring >= 0)

@@ -47,12 +47,13 @@ static void duration(int64_t s, char *out, size_t size)
         snprintf(out, size, "%llds", (long long)s);
 }
 
-static void print_table(const lbone_result_t *r)
+static void print_table(const lbone_result_t *r, int all)
 {
     char addr[300], hard[16], soft[16], dur[24], dist[24], fc[24], heard[24];
     time_t now = time(NULL);
-    printf("%-3s %-28s %-6s %8s %8s %7s %10s %10s %6s  %s\n", "#", "DEPOT", "RID", "HARD",
-           "SOFT", "MAXDUR", "DISTANCE", "FORECAST", "HEARD", "PLACE");
+    printf("%-3s %-28s %-6s %8s %8s %7s %10s %10s %6s  %s%s\n", "#", "DEPOT", "RID", "HARD",
+           "SOFT", "MAXDUR", "DISTANCE", "FORECAST", "HEARD", all ? "STATUS       " : "",
+           "PLACE");
     for (size_t i = 0; i < r->n; i++) {
         const lbone_depot_info_t *d = &r->depots[i];
         snprintf(addr, sizeof addr, "%s:%d", d->host, d->port);
@@ -71,9 +72,11 @@ static void print_table(const lbone_result_t *r)
             snprintf(heard, sizeof heard, "-");
         else
             snprintf(heard, sizeof heard, "%llds", (long long)(now - d->last_heard));
-        printf("%-3zu %-28s %-6s %8s %8s %7s %10s %10s %6s  %s\n", i + 1, addr,
-               d->rid[0] ? d->rid : "-", hard, soft, dur, dist, fc, heard,
-               d->place[0] ? d->place : "-");
+        printf("%-3zu %-28s %-6s %8s %8s %7s %10s %10s %6s  ", i + 1, addr,
+               d->rid[0] ? d->rid : "-", hard, soft, dur, dist, fc, heard);
+        if (all)
+            printf("%-12s ", d->status[0] ? d->status : "-");
+        printf("%s\n", d->place[0] ? d->place : "-");
     }
     if (r->resolved)
         printf("location: %s (%.4f,%.4f)\n", r->place[0] ? r->place : "?", r->lat, r->lon);
@@ -86,7 +89,7 @@ typedef struct settings {
     const char *given[MAX_SERVERS]; /* -H, in order */
     size_t nservers;
     const char *port, *location, *order, *connection, *power;
-    int count, monitoring, no_firewall, json;
+    int count, monitoring, no_firewall, json, all;
     int64_t soft, hard, duration;
 } settings_t;
 
@@ -152,6 +155,9 @@ static const tool_opt_t opts[] = {
      "at least this power backup: none, ups, generator", NULL},
     {TOOL_OPT_SWITCH, "no-firewall", 0, NULL, S(no_firewall), 1, 0, NULL, NULL,
      "only depots not behind a firewall", NULL},
+    {TOOL_OPT_SWITCH, "all", 'a', NULL, S(all), 1, 0, NULL, NULL,
+     "every depot, whatever its status (down, unreachable, probing,\nleaving), with a STATUS "
+     "column", NULL},
     {TOOL_OPT_SWITCH, "json", 0, NULL, S(json), 1, 0, NULL, NULL,
      "print the L-Bone's JSON answer instead of a table", NULL},
     {TOOL_OPT_SECONDS, "timeout", 'T', NULL, TOOL_C(timeout), 1, 3600, "15s", "TIME",
@@ -191,6 +197,7 @@ int main(int argc, char **argv)
     req.count = s.count != TOOL_UNSET_INT ? s.count : 0;
     req.monitoring = s.monitoring != TOOL_UNSET_INT ? s.monitoring : -1;
     req.firewall = s.no_firewall ? 0 : -1;
+    req.any_status = s.all;
     req.soft = s.soft != TOOL_UNSET ? (uint64_t)s.soft : 0;
     req.hard = s.hard != TOOL_UNSET ? (uint64_t)s.hard : 0;
     req.duration = s.duration != TOOL_UNSET ? s.duration : 0;
@@ -225,7 +232,7 @@ int main(int argc, char **argv)
             putchar('\n');
     }
     else
-        print_table(&res);
+        print_table(&res, s.all);
     lbone_result_free(&res);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         perror("lbone_query: stdout");

@@ -320,6 +320,9 @@ typedef struct ctx {
     keep_state_t *ks;
     ibp_client_t *ibp;
     lors_keep_opts_t ko;
+    const lors_depot_t *asked_leaving; /* --leaving */
+    size_t nasked_leaving;
+    lors_depot_t *leaving;    /* --leaving and what the L-Bone calls down or leaving */
     tool_feed_t feed;
     const volatile sig_atomic_t *stop;
 } ctx_t;
@@ -439,6 +442,26 @@ static int depots(ctx_t *c, lors_depot_t **list, size_t *n)
     free(*list);
     *list = fresh;
     *n = nf;
+    /* depots the L-Bone calls down, unreachable or leaving: data moves off them */
+    lors_depot_t *gone = NULL;
+    size_t ng = 0;
+    if (tool_lbone_in_use(c->f->depots, &c->f->c.rc, &c->f->lb) &&
+        tool_lbone_unusable(TOOL, &c->f->c.rc, &c->f->lb, &gone, &ng) == TOOL_EXIT_INTERNAL)
+        return TOOL_EXIT_INTERNAL;
+    lors_depot_t *all = malloc((c->nasked_leaving + ng + 1) * sizeof *all);
+    if (!all) {
+        free(gone);
+        return TOOL_EXIT_INTERNAL;
+    }
+    if (c->nasked_leaving)
+        memcpy(all, c->asked_leaving, c->nasked_leaving * sizeof *all);
+    if (ng)
+        memcpy(all + c->nasked_leaving, gone, ng * sizeof *all);
+    free(gone);
+    free(c->leaving);
+    c->leaving = all;
+    c->ko.leaving = all;
+    c->ko.nleaving = c->nasked_leaving + ng;
     return TOOL_EXIT_OK;
 }
 
@@ -525,8 +548,8 @@ int main(int argc, char **argv)
         code = tool_usage(TOOL, "--leaving %s: %s", f.leaving, err);
         goto done;
     }
-    c.ko.leaving = leaving;
-    c.ko.nleaving = nleaving;
+    c.ko.leaving = c.asked_leaving = leaving;
+    c.ko.nleaving = c.nasked_leaving = nleaving;
 
     if (f.state)
         snprintf(statepath, sizeof statepath, "%s", f.state);
@@ -592,6 +615,7 @@ done:
         close(lockfd);
     free(dl);
     free(leaving);
+    free(c.leaving);
     tool_opt_free(&f);
     return code;
 }

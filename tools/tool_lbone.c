@@ -155,15 +155,68 @@ static int from_lbone(const char *tool, const tool_rc_t *rc, const tool_lbone_op
     return TOOL_EXIT_OK;
 }
 
+int tool_lbone_in_use(const char *list, const tool_rc_t *rc, const tool_lbone_opts_t *lb)
+{
+    return !list && (lb->asked || (!rc->depots && rc->nlbone));
+}
+
 int tool_lbone_depots(const char *tool, const char *list, const tool_rc_t *rc,
                       const tool_lbone_opts_t *lb, const tool_lbone_need_t *need, int copies,
                       int verbose, lors_depot_t **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
-    if (!list && (lb->asked || (!rc->depots && rc->nlbone)))
+    if (tool_lbone_in_use(list, rc, lb))
         return from_lbone(tool, rc, lb, need, copies, verbose, out, n);
     return tool_depots(tool, list, rc, out, n);
+}
+
+int tool_lbone_unusable(const char *tool, const tool_rc_t *rc, const tool_lbone_opts_t *lb,
+                        lors_depot_t **out, size_t *n)
+{
+    char **servers = NULL, err[512];
+    size_t nservers = 0;
+    lbone_request_t req;
+    lbone_result_t res;
+    memset(&res, 0, sizeof res);
+    *out = NULL;
+    *n = 0;
+    if (tool_lbone_servers(lb, rc, &servers, &nservers) < 0)
+        return TOOL_EXIT_INTERNAL;
+    lbone_request_init(&req);
+    req.count = 10000; /* the server's most */
+    req.any_status = 1;
+    int rc_q = nservers ? lbone_query_depots((const char *const *)servers, nservers, &req, &res,
+                                             err, sizeof err)
+                        : LBONE_E_ARG;
+    tool_lbone_servers_free(servers, nservers);
+    if (rc_q != LBONE_OK) {
+        tool_error(tool, "warning: L-Bone: %s; depots it calls down or leaving are not known "
+                   "this pass", nservers ? err : "none to ask");
+        lbone_result_free(&res);
+        return TOOL_EXIT_DEPOTS;
+    }
+    lors_depot_t *d = calloc(res.n ? res.n : 1, sizeof *d);
+    if (!d) {
+        lbone_result_free(&res);
+        return TOOL_EXIT_INTERNAL;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < res.n; i++) {
+        const lbone_depot_info_t *in = &res.depots[i];
+        char spec[512];
+        if (strcmp(in->status, "down") != 0 && strcmp(in->status, "unreachable") != 0 &&
+            strcmp(in->status, "leaving") != 0)
+            continue;
+        snprintf(spec, sizeof spec, strchr(in->host, ':') ? "[%s]:%d" : "%s:%d", in->host,
+                 in->port);
+        if (lors_depot_parse(spec, &d[k]) == LORS_OK)
+            k++;
+    }
+    lbone_result_free(&res);
+    *out = d;
+    *n = k;
+    return TOOL_EXIT_OK;
 }
 
 /* -H/--lbone (--lbone alone in lors_download: where reports go), -P, -l and -m: on the

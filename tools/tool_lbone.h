@@ -67,6 +67,17 @@ int tool_lbone_depots(const char *tool, const char *list, const tool_rc_t *rc,
                       const tool_lbone_opts_t *lb, const tool_lbone_need_t *need, int copies,
                       int verbose, lors_depot_t **out, size_t *n);
 
+/* 1 if tool_lbone_depots takes the depots from the L-Bone (no list; -H/-P/-l/-m, or the rc
+ * file names an L-Bone and no DEPOT). */
+int tool_lbone_in_use(const char *list, const tool_rc_t *rc, const tool_lbone_opts_t *lb);
+
+/* The depots the L-Bone lists as down, unreachable or leaving (a query of every status),
+ * for lors_keep to move data off.  Prints a warning and returns TOOL_EXIT_DEPOTS when no
+ * L-Bone answers (the caller goes on without); TOOL_EXIT_OK with *out malloc'd (maybe
+ * empty), TOOL_EXIT_INTERNAL. */
+int tool_lbone_unusable(const char *tool, const tool_rc_t *rc, const tool_lbone_opts_t *lb,
+                        lors_depot_t **out, size_t *n);
+
 /* ---- throughput reports -------------------------------------------------------------- */
 
 /* 1 when reports are off: the tool's --no-report, or LNS_NO_REPORT=1 in the environment. */

@@ -112,7 +112,8 @@ void lbone_env_put_json(lbone_buf_t *b, const lbone_env_t *e);
 /* ---- depots and the registry (lbone_srv_registry.c) ---------------------------------- */
 
 enum lbone_probe_state { LBONE_PROBE_UNKNOWN = 0, LBONE_PROBE_OK = 1, LBONE_PROBE_FAILED = 2 };
-enum lbone_status { LBONE_ST_UP, LBONE_ST_DOWN, LBONE_ST_UNREACHABLE, LBONE_ST_PROBING };
+enum lbone_status { LBONE_ST_UP, LBONE_ST_DOWN, LBONE_ST_UNREACHABLE, LBONE_ST_PROBING,
+                    LBONE_ST_LEAVING };
 
 typedef struct lbone_depot {
     /* registered (persistent) */
@@ -130,6 +131,9 @@ typedef struct lbone_depot {
     uint8_t secret_hash[LBONE_HASH_LEN];
     int64_t registered_ms, last_heard_ms; /* epoch */
     /* runtime */
+    int leaving;             /* its heartbeats say it is leaving: not handed out, and
+                              * keepers move data off it (not stored: every heartbeat
+                              * repeats it) */
     uint64_t gen;            /* bumped by each registration: stale probe results are dropped */
     int probe_state;
     int probe_queued;
@@ -278,7 +282,7 @@ int lbone_core_register(lbone_srv_t *s, lbone_depot_t *in, char *id, char *secre
                         char *err, size_t errlen);
 /* Fields of upd flagged in mask replace the depot's; see LBONE_HB_*. */
 enum { LBONE_HB_HARD_TOTAL = 1, LBONE_HB_HARD_FREE = 2, LBONE_HB_SOFT_TOTAL = 4,
-       LBONE_HB_SOFT_FREE = 8, LBONE_HB_MAX_DURATION = 16 };
+       LBONE_HB_SOFT_FREE = 8, LBONE_HB_MAX_DURATION = 16, LBONE_HB_LEAVING = 32 };
 int lbone_core_heartbeat(lbone_srv_t *s, const char *id, const char *bearer,
                          const lbone_depot_t *upd, int mask, char *err, size_t errlen);
 int lbone_core_delete(lbone_srv_t *s, const char *id, const char *bearer, char *err,

@@ -261,12 +261,21 @@ int lbone_api_heartbeat(lbone_srv_t *s, const char *id, const char *bearer, cons
         const char *k;
         json_t *m;
         json_object_foreach (doc, k, m) {
+            if (strcmp(k, "leaving") == 0) {
+                if (!json_is_boolean(m)) {
+                    json_decref(doc);
+                    return lbone_api_error(out, 400, "leaving: must be true or false");
+                }
+                upd.leaving = json_is_true(m);
+                mask |= LBONE_HB_LEAVING;
+                continue;
+            }
             if ((rc = space_field(k, m, &upd, &mask, out)) == 1)
                 continue;
             if (rc == 0)
                 rc = lbone_api_error(out, 400, "unknown field '%.64s' (a heartbeat carries "
                                                "hard_total, hard_free, soft_total, soft_free, "
-                                               "max_duration)", k);
+                                               "max_duration, leaving)", k);
             json_decref(doc);
             return rc;
         }

@@ -50,6 +50,7 @@ const char *lbone_status_name(int st)
     case LBONE_ST_UP: return "up";
     case LBONE_ST_DOWN: return "down";
     case LBONE_ST_UNREACHABLE: return "unreachable";
+    case LBONE_ST_LEAVING: return "leaving";
     default: return "probing";
     }
 }
@@ -58,6 +59,8 @@ int lbone_srv_status(const lbone_srv_t *s, const lbone_depot_t *d, int64_t now_m
 {
     if (now_ms - d->last_heard_ms > (int64_t)lbone_srv_down_after_s(s->cfg) * 1000)
         return LBONE_ST_DOWN;
+    if (d->leaving)
+        return LBONE_ST_LEAVING;
     if (s->cfg->probe_interval_s == 0)
         return LBONE_ST_UP;
     if (d->probe_state == LBONE_PROBE_OK)
@@ -177,6 +180,7 @@ int lbone_core_heartbeat(lbone_srv_t *s, const char *id, const char *bearer,
     d->soft_free = tmp.soft_free;
     d->max_duration = tmp.max_duration;
     d->last_heard_ms = tmp.last_heard_ms;
+    d->leaving = (mask & LBONE_HB_LEAVING) && upd->leaving; /* each heartbeat says it again */
     /* A depot that speaks again may be reachable again: do not make it wait a whole
      * probe interval (but do not let heartbeats drive a probe storm either). */
     if (!d->probe_queued &&

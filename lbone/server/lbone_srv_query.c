@@ -32,6 +32,7 @@ typedef struct query {
     int64_t duration;
     lbone_env_t want;
     int bandwidth;
+    int any_status;           /* status=any: every depot, whatever its status */
     const char *location;
 } query_t;
 
@@ -95,7 +96,7 @@ static int parse_params(query_t *q, const lbone_kv_t *kv, size_t nkv, lbone_buf_
 {
     static const char *const known[] = {"count", "hard", "soft", "duration", "location",
                                         "order", "connection", "monitoring", "power",
-                                        "firewall"};
+                                        "firewall", "status"};
     memset(q, 0, sizeof *q);
     q->count = DEFAULT_COUNT;
     lbone_env_unknown(&q->want);
@@ -109,7 +110,7 @@ static int parse_params(query_t *q, const lbone_kv_t *kv, size_t nkv, lbone_buf_
         if (j == sizeof known / sizeof known[0])
             return lbone_api_error(out, 400, "unknown parameter '%.64s' (count, hard, soft, "
                                              "duration, location, order, connection, "
-                                             "monitoring, power, firewall)", k);
+                                             "monitoring, power, firewall, status)", k);
         for (size_t p = 0; p < i; p++)
             if (strcmp(kv[p].key, k) == 0)
                 return lbone_api_error(out, 400, "parameter '%s' given twice", k);
@@ -129,6 +130,11 @@ static int parse_params(query_t *q, const lbone_kv_t *kv, size_t nkv, lbone_buf_
             if (!*v || strlen(v) > 200)
                 return lbone_api_error(out, 400, "location: empty or too long");
             q->location = v;
+        } else if (strcmp(k, "status") == 0) {
+            if (strcmp(v, "any") == 0)
+                q->any_status = 1;
+            else if (strcmp(v, "up") != 0)
+                return lbone_api_error(out, 400, "status: must be up or any");
         } else if (strcmp(k, "order") == 0) {
             if (strcmp(v, "bandwidth") == 0)
                 q->bandwidth = 1;
@@ -232,7 +238,7 @@ int lbone_api_query(lbone_srv_t *s, const char *net, const lbone_kv_t *kv, size_
     size_t n = 0;
     for (size_t i = 0; i < s->reg.n; i++) {
         lbone_depot_t *d = s->reg.v[i];
-        if (lbone_srv_status(s, d, now) != LBONE_ST_UP || d->hard_free < q.hard ||
+        if ((!q.any_status && lbone_srv_status(s, d, now) != LBONE_ST_UP) || d->hard_free < q.hard ||
             d->soft_free < q.soft || d->max_duration < q.duration ||
             !lbone_env_matches(&d->env, &q.want))
             continue;

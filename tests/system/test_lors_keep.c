@@ -3,7 +3,8 @@
  * that, restarted, finishes with a valid exNode and no leaked allocation, and a daemon that
  * keeps two files alive across several lease lifetimes of 4-second leases while every depot
  * in turn is killed and replaced by a new, empty one -- while the same file without the
- * keeper is gone. */
+ * keeper is gone; and a depot that tells the L-Bone it is leaving has its data moved off by a
+ * keeper that takes its depots from that L-Bone. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 #include <sqlite3.h>
 
+#include "test_lbone.h"
 #include "test_tools.h"
 
 #define ND 8
@@ -255,7 +257,94 @@ static void test_daemon_outlives_leases(void)
         lns_test_server_stop(&d[i].srv);
 }
 
+/* A depot that says in its heartbeats that it is leaving (ibp_depot --lbone-leaving yes):
+ * the L-Bone lists it as "leaving" (status=any) and hands it out no more, and a keeper that
+ * takes its depots from that L-Bone moves the data off it -- SEND while it still answers --
+ * with no --leaving given. */
+static void test_lbone_leaving(void)
+{
+    test_lbone_t lb;
+    test_depot_t d;
+    char args[3 * 4096], rs[4096], rx[4096], st[4200], *body = NULL;
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tlb_start(&lb, "--probe-interval 0"), 0);
+    /* the fixture's depots, registered by hand: up for the default 3 minutes */
+    for (int i = 0; i < ND; i++) {
+        char json[1024], id[17], secret[65];
+        tlb_depot_json(json, sizeof json, "127.0.0.1", T.dep[i].port, 35.9, -83.9, 1ull << 30,
+                       1ull << 30, 3600, "");
+        CU_ASSERT_EQUAL(tlb_register(&lb, json, id, secret), 201);
+    }
+    /* a real depot that announces itself as leaving */
+    snprintf(args, sizeof args, "--lbone %s --lbone-token-file %s "
+             "--lbone-place zip=37996 --lbone-interval 1 --lbone-leaving yes", lb.url,
+             lb.token_file);
+    CU_ASSERT_EQUAL_FATAL(td_start(&d, args), 0);
+    char needle[64];
+    snprintf(needle, sizeof needle, "\"port\":%d,", d.port);
+    int listed = 0;
+    for (int waited = 0; waited < 10000 && !listed; waited += 100) {
+        free(body);
+        body = NULL;
+        if (tlb_http(lb.port, "GET", "/v1/depots?status=any&count=100", NULL, NULL, &body) ==
+                200 && body) {
+            const char *p = strstr(body, needle), *e = p ? strchr(p, '}') : NULL;
+            const char *stt = p ? strstr(p, "\"status\":\"leaving\"") : NULL;
+            listed = stt && stt < e;
+        }
+        if (!listed)
+            lns_test_sleep_ms(100);
+    }
+    CU_ASSERT_FATAL(listed);
+    free(body);
+    body = NULL;
+    /* not handed out */
+    CU_ASSERT_EQUAL(tlb_http(lb.port, "GET", "/v1/depots?count=100", NULL, NULL, &body), 200);
+    CU_ASSERT_PTR_NULL(body ? strstr(body, needle) : "no body");
+    free(body);
+    /* lbone_query --all shows it with its status; without --all it is not there */
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d ", d.port);
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lbone_query -H %s --all -m 100", lb.url), 0);
+    const char *line = strstr(T.out, addr), *eol = line ? strchr(line, '\n') : NULL;
+    const char *lv = line ? strstr(line, " leaving ") : NULL;
+    CU_ASSERT(lv && lv < eol);
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lbone_query -H %s -m 100", lb.url), 0);
+    CU_ASSERT_PTR_NULL(strstr(T.out, addr));
+
+    /* a 2-copy file on depot 0 and the leaving one */
+    char list[128];
+    snprintf(list, sizeof list, "127.0.0.1:%d,127.0.0.1:%d", T.dep[0].port, d.port);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 400000, 12, 2, 2, list, "--no-rc -q", rs, rx), 0);
+    xnd_t *x = tt_load(rx);
+    int on_leaving = 0;
+    for (size_t i = 0; x && i < x->nmaps; i++)
+        on_leaving += tt_cap_port(x->maps[i]->cap[XND_READ]) == d.port;
+    xnd_free(x);
+    CU_ASSERT(on_leaving > 0);
+    snprintf(st, sizeof st, "%s/leaving.db", lns_test_tmpdir());
+    int rc = tt_sh(&T, "$B/lors_keep --no-rc --state '%s' -H %s -m 8 -T 3s --json '%s'", st,
+                   lb.url, rx);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc)
+        fprintf(stderr, "%s%s", T.out, T.err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "\"status\":\"repaired\""));
+    x = tt_load(rx);
+    on_leaving = 0;
+    for (size_t i = 0; x && i < x->nmaps; i++)
+        on_leaving += tt_cap_port(x->maps[i]->cap[XND_READ]) == d.port;
+    xnd_free(x);
+    CU_ASSERT_EQUAL(on_leaving, 0);
+    /* the data went depot to depot while the leaving one still answered; now it can go */
+    lns_test_server_stop(&d.srv);
+    CU_ASSERT_EQUAL(tt_downloads_equal(&T, rx, rs), 1);
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls --no-rc -T 3s '%s'", rx), 0);
+    lns_test_server_stop(&lb.srv);
+    tt_free_all(&T, rx);
+}
+
 static const lns_test_case tests[] = {
+    {"a depot leaving by the L-Bone: the keeper moves its data off", test_lbone_leaving},
     {"one pass repairs copies and pieces; a dry run changes nothing", test_once_and_dry_run},
     {"bytes with no survivor: exit 11, the range named, the mapping kept", test_lost_is_loud},
     {"SIGKILL mid-repair: the restart finishes, nothing leaked", test_sigkill_mid_repair},
