@@ -25,7 +25,6 @@
 #include <string.h>
 
 #include "lors_download_int.h"
-#include "lors_checksum.h"
 #include "lors_ec_int.h"
 #include "lors_report.h"
 #include "lns_io.h"
@@ -276,23 +275,12 @@ static int decoded_ok(const dl_t *dl, int64_t s, int i, const unsigned char *p, 
 {
     for (size_t q = 0; q < dl->x->nmaps; q++) {
         const lors__ec_col_t *c = &dl->ecol[q];
-        if (!c->ok || c->column != i || !c->alg || !c->digests || c->hexlen == 0 ||
-            s < c->first || s >= c->first + c->n)
+        if (!c->ok || c->column != i || s < c->first || s >= c->first + c->n)
             continue;
-        lors_ck_t ck;
-        char *h = NULL;
-        int ok = lors_ck_init(&ck, c->alg, len) == LORS_OK &&
-                 lors_ck_update(&ck, p, (size_t)len) == LORS_OK &&
-                 lors_ck_finish(&ck, &h) == LORS_OK;
-        lors_ck_free(&ck);
-        if (!ok) { /* an algorithm this build cannot compute: let another mapping vouch */
-            free(h);
-            continue;
-        }
-        ok = strlen(h) == c->hexlen &&
-             memcmp(h, c->digests + (size_t)(s - c->first) * c->hexlen, c->hexlen) == 0;
-        free(h);
-        return ok;
+        int r = lors__ec_piece_check(c, s, p, len);
+        if (r >= 0)
+            return r;
+        /* no digest, or one this build cannot compute: let another mapping vouch */
     }
     return 1;
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lors_checksum.h"
 #include "lors_ec_int.h"
 #include "lns_err.h"
 
@@ -365,4 +366,22 @@ int lors_ec_parse(const char *s, int *k, int *m)
     *k = (int)a;
     *m = (int)b;
     return LORS_OK;
+}
+
+int lors__ec_piece_check(const lors__ec_col_t *c, int64_t s, const unsigned char *p, int64_t len)
+{
+    if (!c->alg || !c->digests || c->hexlen == 0)
+        return -1;
+    lors_ck_t ck;
+    char *h = NULL;
+    int ok = lors_ck_init(&ck, c->alg, len) == LORS_OK &&
+             lors_ck_update(&ck, p, (size_t)len) == LORS_OK && lors_ck_finish(&ck, &h) == LORS_OK;
+    lors_ck_free(&ck);
+    if (ok)
+        ok = strlen(h) == c->hexlen &&
+             memcmp(h, c->digests + (size_t)(s - c->first) * c->hexlen, c->hexlen) == 0;
+    else
+        ok = -2;
+    free(h);
+    return ok;
 }

@@ -80,6 +80,9 @@ xnd_func_t *lors__ec_func(const lors__ec_t *ec, int column, const char *alg, con
 /* Where piece (s, c->column) starts in the mapping's allocation. */
 int64_t lors__ec_alloc_off(const lors__ec_t *ec, const xnd_mapping_t *m, const lors__ec_col_t *c,
                            int64_t s);
+/* Does piece (stripe s) of column c, len bytes at p, match the digest c lists for it?
+ * 1 yes, 0 no, -1 c lists none, -2 its algorithm cannot be computed here. */
+int lors__ec_piece_check(const lors__ec_col_t *c, int64_t s, const unsigned char *p, int64_t len);
 
 /* ---- the engines ------------------------------------------------------------------------ */
 

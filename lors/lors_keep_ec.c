@@ -17,7 +17,6 @@
 #include <string.h>
 
 #include "lns_time.h"
-#include "lors_checksum.h"
 #include "lors_keep_int.h"
 #include "lors_manage_int.h"
 #include "lors_report.h"
@@ -124,17 +123,8 @@ static int allocate(ecr_t *r, job_t *j)
 /* Does piece s of column c (its bytes p) match its digest?  1 also when it has none. */
 static int piece_ok(const lors__ec_col_t *c, int64_t s, const unsigned char *p, int64_t len)
 {
-    if (!c->alg || !c->digests || c->hexlen == 0)
-        return 1;
-    lors_ck_t ck;
-    char *h = NULL;
-    int ok = lors_ck_init(&ck, c->alg, len) == LORS_OK &&
-             lors_ck_update(&ck, p, (size_t)len) == LORS_OK && lors_ck_finish(&ck, &h) == LORS_OK &&
-             strlen(h) == c->hexlen &&
-             memcmp(h, c->digests + (size_t)(s - c->first) * c->hexlen, c->hexlen) == 0;
-    lors_ck_free(&ck);
-    free(h);
-    return ok;
+    int r = lors__ec_piece_check(c, s, p, len);
+    return r == 1 || r == -1;
 }
 
 /* Load k good pieces of stripe s (other columns than j's), data columns first; have[] gets
