@@ -168,9 +168,8 @@ static int pick_depots(const settings_t *f, lors_augment_opts_t *ao,
                                  f->c.verbose && !f->c.quiet, depots, ndepots);
     if (code)
         return code;
-    int maxd = f->lb.count > 0 ? f->lb.count : f->c.rc.maxdepots > 0 ? f->c.rc.maxdepots : 0;
     ao->up.depots = *depots;
-    ao->up.ndepots = maxd > 0 && (size_t)maxd < *ndepots ? (size_t)maxd : *ndepots;
+    ao->up.ndepots = tool_lbone_cap(&f->lb, &f->c.rc, *ndepots);
     return TOOL_EXIT_OK;
 }
 
@@ -184,7 +183,6 @@ static int convert(settings_t *f, const char *path, const char *out, int replace
     lors_ec_info_t ec;
     tool_feed_t feed = {0};
     lors_depot_t *depots = NULL;
-    size_t ndepots = 0;
     xnd_t *nx = NULL;
     char err[256], freed[160];
     int code;
@@ -219,17 +217,10 @@ static int convert(settings_t *f, const char *path, const char *out, int replace
 
     int64_t size = ec.present ? ec.size : xnd_size(x);
     int spread = co.up.ec_k ? co.up.ec_k + co.up.ec_m : co.up.copies;
-    tool_lbone_need_t need = {0, 0, co.up.reliability, co.up.duration_s};
-    need.units = (int64_t)co.up.fragments * spread;
-    need.unit = co.up.ec_k ? (size / co.up.ec_k + co.up.fragments) / co.up.fragments + co.up.ec_piece
-                           : (size + co.up.fragments - 1) / co.up.fragments;
-    code = tool_lbone_depots(TOOL, f->depots, &f->c.rc, &f->lb, &need, spread,
-                             f->c.verbose && !f->c.quiet, &depots, &ndepots);
+    code = tool_upload_depots(TOOL, f->depots, &f->c.rc, &f->lb, size,
+                              f->c.verbose && !f->c.quiet, &co.up, &depots);
     if (code)
         goto done;
-    int maxd = f->lb.count > 0 ? f->lb.count : f->c.rc.maxdepots > 0 ? f->c.rc.maxdepots : 0;
-    co.up.depots = depots;
-    co.up.ndepots = maxd > 0 && (size_t)maxd < ndepots ? (size_t)maxd : ndepots;
 
     code = tool_feed_open(TOOL, &feed, f->c.events, "augment",
                           co.up.ec_k ? size / co.up.ec_k * spread : size * co.up.copies,

@@ -448,7 +448,6 @@ int main(int argc, char **argv)
     lors_upload_opts_t o;
     lors_report_t rep = {0};
     lors_depot_t *depots = NULL;
-    size_t ndepots = 0;
     tool_lbone_meter_t *meter = NULL;
     xnd_t *x = NULL;
     unsigned char key[LORS_KEY_BYTES];
@@ -523,25 +522,10 @@ int main(int argc, char **argv)
     }
 
     /* The depots, now that the size is known: the L-Bone is asked for room enough. */
-    tool_lbone_need_t need = {o.blocksize, 1, o.reliability, o.duration_s};
     int spread = o.ec_k ? o.ec_k + o.ec_m : o.copies; /* distinct depots wanted */
-    if (length >= 0 && o.ec_k) {
-        /* each of the K+M columns holds a K-th of the file, in -F allocations */
-        need.unit = (length / o.ec_k + o.fragments) / o.fragments + o.ec_piece;
-        need.units = (int64_t)o.fragments * spread;
-    } else if (length >= 0) {
-        /* transforms may grow the data a little: AES tags, zlib on incompressible bytes */
-        int64_t stored = o.e2e && *o.e2e ? length + length / 512 + 65536 : length;
-        need.unit = (stored + o.fragments - 1) / o.fragments;
-        need.units = (int64_t)o.fragments * o.copies;
-    }
-    code = tool_lbone_depots(TOOL, f.depots, &f.c.rc, &f.lb, &need, spread, verbose,
-                             &depots, &ndepots);
+    code = tool_upload_depots(TOOL, f.depots, &f.c.rc, &f.lb, length, verbose, &o, &depots);
     if (code)
         goto done;
-    int maxd = f.lb.count > 0 ? f.lb.count : f.c.rc.maxdepots > 0 ? f.c.rc.maxdepots : 0;
-    o.depots = depots;
-    o.ndepots = maxd > 0 && (size_t)maxd < ndepots ? (size_t)maxd : ndepots;
     if (!o.ec_k && o.copies > (int)o.ndepots && !f.c.quiet)
         tool_error(TOOL, "warning: %d copies on %zu depot%s: some copies share a depot",
                        o.copies, o.ndepots, o.ndepots == 1 ? "" : "s");

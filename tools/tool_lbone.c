@@ -171,6 +171,37 @@ int tool_lbone_depots(const char *tool, const char *list, const tool_rc_t *rc,
     return tool_depots(tool, list, rc, out, n);
 }
 
+size_t tool_lbone_cap(const tool_lbone_opts_t *lb, const tool_rc_t *rc, size_t n)
+{
+    int maxd = lb->count > 0 ? lb->count : rc->maxdepots > 0 ? rc->maxdepots : 0;
+    return maxd > 0 && (size_t)maxd < n ? (size_t)maxd : n;
+}
+
+int tool_upload_depots(const char *tool, const char *list, const tool_rc_t *rc,
+                       const tool_lbone_opts_t *lb, int64_t length, int verbose,
+                       lors_upload_opts_t *o, lors_depot_t **owned)
+{
+    tool_lbone_need_t need = {o->blocksize, 1, o->reliability, o->duration_s};
+    int spread = o->ec_k ? o->ec_k + o->ec_m : o->copies; /* distinct depots wanted */
+    size_t n = 0;
+    if (length >= 0 && o->ec_k) {
+        /* each of the K+M columns holds a K-th of the file, in -F allocations */
+        need.unit = (length / o->ec_k + o->fragments) / o->fragments + o->ec_piece;
+        need.units = (int64_t)o->fragments * spread;
+    } else if (length >= 0) {
+        /* transforms may grow the data a little: AES tags, zlib on incompressible bytes */
+        int64_t stored = o->e2e && *o->e2e ? length + length / 512 + 65536 : length;
+        need.unit = (stored + o->fragments - 1) / o->fragments;
+        need.units = (int64_t)o->fragments * o->copies;
+    }
+    int code = tool_lbone_depots(tool, list, rc, lb, &need, spread, verbose, owned, &n);
+    if (code)
+        return code;
+    o->depots = *owned;
+    o->ndepots = tool_lbone_cap(lb, rc, n);
+    return TOOL_EXIT_OK;
+}
+
 int tool_lbone_unusable(const char *tool, const tool_rc_t *rc, const tool_lbone_opts_t *lb,
                         lors_depot_t **out, size_t *n)
 {

@@ -67,6 +67,17 @@ int tool_lbone_depots(const char *tool, const char *list, const tool_rc_t *rc,
                       const tool_lbone_opts_t *lb, const tool_lbone_need_t *need, int copies,
                       int verbose, lors_depot_t **out, size_t *n);
 
+/* How many of n depots a transfer uses: -m, else the rc file's MAXDEPOTS, else all. */
+size_t tool_lbone_cap(const tool_lbone_opts_t *lb, const tool_rc_t *rc, size_t n);
+
+/* The depots for an upload of length bytes (-1: unknown) as o describes it (copies or
+ * erasure coding, fragments, transforms): tool_lbone_depots with each depot's share of the
+ * data as the room asked of the L-Bone, then o->depots and o->ndepots set (capped by
+ * tool_lbone_cap).  *owned: the array to free.  Exit codes as tool_lbone_depots. */
+int tool_upload_depots(const char *tool, const char *list, const tool_rc_t *rc,
+                       const tool_lbone_opts_t *lb, int64_t length, int verbose,
+                       lors_upload_opts_t *o, lors_depot_t **owned);
+
 /* 1 if tool_lbone_depots takes the depots from the L-Bone (no list; -H/-P/-l/-m, or the rc
  * file names an L-Bone and no DEPOT). */
 int tool_lbone_in_use(const char *list, const tool_rc_t *rc, const tool_lbone_opts_t *lb);
