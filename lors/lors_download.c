@@ -309,6 +309,22 @@ static void note_fate_locked(dl_t *dl, const lors_sched_fetch_t *f, int kind, in
 }
 
 /* Run fetch f in slot sl: load, verify, report.  Called and returns without dl->mu. */
+/* The download fails on the stripe whose first block is b: werr from
+ * lors__dl_ec_decode_stripe (-EBADMSG, -EILSEQ) or a write's -errno. */
+static void stripe_failed_locked(dl_t *dl, uint32_t b, int werr)
+{
+    const block_t *a = &dl->blocks[b], *e = &dl->blocks[b + (uint32_t)dl->ec->k - 1];
+    int bad = werr == -EBADMSG || werr == -EILSEQ;
+    lors__dl_fail_locked(dl, bad ? LORS_E_E2E : LORS_E_WRITE, "%s bytes %lld-%lld: %s",
+                         bad ? "rebuilding" : "writing", (long long)a->off,
+                         (long long)(e->off + e->len - 1),
+                         werr == -EBADMSG ? "the pieces at hand do not decode"
+                         : werr == -EILSEQ ? "the decoded data does not match its digests "
+                                             "(a parity piece is wrong); nothing of it was "
+                                             "written"
+                                           : strerror(-werr));
+}
+
 /* Decode the stripe of block b, which lacks nw data pieces, on this fetch thread (marked busy
  * by lors__dl_ec_take_decode_locked); then its blocks hold their own data pieces and the
  * writer only writes them.  Without dl->mu. */
@@ -326,14 +342,7 @@ static void predecode(dl_t *dl, uint32_t b, int nw)
         for (int i = 0; i < got; i++)
             buf_put_locked(dl, fresh[i]);
         if (rc < 0) {
-            /* the stripe stays busy: the writer never writes it */
-            const block_t *a = &dl->blocks[first], *e = &dl->blocks[first + k - 1];
-            lors__dl_fail_locked(dl, LORS_E_E2E, "rebuilding bytes %lld-%lld: %s",
-                                 (long long)a->off, (long long)(e->off + e->len - 1),
-                                 rc == -EBADMSG ? "the pieces at hand do not decode"
-                                                : "the decoded data does not match its digests "
-                                                  "(a parity piece is wrong); nothing of it "
-                                                  "was written");
+            stripe_failed_locked(dl, first, rc); /* it stays busy: the writer never writes it */
         } else {
             dl->ec_busy[first / k] = 0; /* no buffers: the writer decodes it in its scratch */
         }
@@ -616,16 +625,7 @@ static int write_stripe_locked(dl_t *dl, uint32_t b, int out_fd)
     int werr = lors__dl_ec_write_stripe(dl, b, out_fd);
     pthread_mutex_lock(&dl->mu);
     if (werr < 0) {
-        const block_t *a = &dl->blocks[b], *e = &dl->blocks[b + k - 1];
-        int bad = werr == -EBADMSG || werr == -EILSEQ;
-        lors__dl_fail_locked(dl, bad ? LORS_E_E2E : LORS_E_WRITE, "%s bytes %lld-%lld: %s",
-                             bad ? "rebuilding" : "writing", (long long)a->off,
-                             (long long)(e->off + e->len - 1),
-                             werr == -EBADMSG ? "the pieces at hand do not decode"
-                             : werr == -EILSEQ ? "the decoded data does not match its digests "
-                                                 "(a parity piece is wrong); nothing of it was "
-                                                 "written"
-                                               : strerror(-werr));
+        stripe_failed_locked(dl, b, werr);
         return -1;
     }
     int64_t bytes = 0;

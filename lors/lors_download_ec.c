@@ -17,7 +17,8 @@
  *
  * The writer takes a stripe at a time: it waits until all k blocks of the stripe are done and
  * decoded (it decodes itself only a stripe whose fetch thread got no buffers), writes the
- * bytes of the range, and releases the k blocks together; the scheduler's buffer is therefore at least two stripes (lors__dl_sched_new).
+ * bytes of the range, and releases the k blocks together; the scheduler's buffer is
+ * therefore at least two stripes (lors__dl_sched_new).
  */
 #include <errno.h>
 #include <stdio.h>
