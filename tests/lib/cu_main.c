@@ -5,6 +5,7 @@
 #include "lns_test.h"
 
 #include <CUnit/Basic.h>
+#include <dirent.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
@@ -138,10 +139,44 @@ void lns_test_sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
+/* kill() only queues SIGSTOP: wait until every thread of pid has stopped (2 s at most).
+ * 0, or -1. */
+static int wait_stopped(int pid)
+{
+    char path[64];
+    for (int tries = 0; tries < 200; tries++) {
+        int running = 0;
+        snprintf(path, sizeof path, "/proc/%d/task", pid);
+        DIR *dir = opendir(path);
+        struct dirent *e;
+        if (!dir)
+            return -1;
+        while ((e = readdir(dir)) != NULL) {
+            char stat[320], buf[512], *rp;
+            if (e->d_name[0] == '.')
+                continue;
+            snprintf(stat, sizeof stat, "/proc/%d/task/%s/stat", pid, e->d_name);
+            FILE *f = fopen(stat, "r");
+            if (!f)
+                continue;
+            if (fgets(buf, sizeof buf, f) && (rp = strrchr(buf, ')')) && rp[1] && rp[2] != 'T')
+                running++;
+            fclose(f);
+        }
+        closedir(dir);
+        if (!running)
+            return 0;
+        lns_test_sleep_ms(10);
+    }
+    return -1;
+}
+
 int lns_test_signal_child(int *pid, int sig)
 {
     if (*pid <= 0 || kill(*pid, sig) < 0)
         return -1;
+    if (sig == SIGSTOP)
+        return wait_stopped(*pid);
     if (sig == SIGKILL || sig == SIGTERM || sig == SIGINT) {
         int st;
         for (int i = 0; i < 1000; i++) {

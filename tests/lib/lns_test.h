@@ -76,8 +76,9 @@ void lns_test_feed_end(lns_test_feed *f);
 /* Sleep ms milliseconds. */
 void lns_test_sleep_ms(int ms);
 /* Send sig to the child *pid.  For SIGKILL, SIGTERM and SIGINT also reap it (SIGKILL after
- * 10 s if it has not gone), untrack it and set *pid to 0.  0, or -1 if there is no child or
- * kill fails. */
+ * 10 s if it has not gone), untrack it and set *pid to 0; for SIGSTOP wait until every
+ * thread of it has stopped (kill only queues the signal; 2 s at most).  0, or -1 if there
+ * is no child, kill fails or it did not stop. */
 int lns_test_signal_child(int *pid, int sig);
 /* 1 if the log at path holds no sanitizer report (a missing log is clean), else 0 after a
  * line on stderr. */
@@ -107,7 +108,8 @@ int lns_test_server_init(lns_test_server *s, const char *kind, int seq, const ch
  * set.  0, or -1 after printing why. */
 int lns_test_server_spawn(lns_test_server *s, const char *prog, int port,
                           const char *const *args, int tries);
-/* Send sig (lns_test_signal_child: SIGKILL, SIGTERM, SIGINT also wait for the end). */
+/* Send sig (lns_test_signal_child: SIGKILL, SIGTERM, SIGINT also wait for the end, SIGSTOP
+ * until it has stopped). */
 int lns_test_server_kill(lns_test_server *s, int sig);
 /* SIGTERM, wait, forget; nothing when it is not running. */
 void lns_test_server_stop(lns_test_server *s);

@@ -11,7 +11,6 @@
  *
  * Connections are counted from /proc/net/tcp: every socket, in any state (TIME_WAIT
  * included), with the depot's port at one end names one connection by its other port. */
-#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -564,37 +563,6 @@ static void test_depot_killed(void)
     lns_test_server_stop(&d.srv);
 }
 
-/* kill() only queues SIGSTOP: wait until every thread of pid has stopped. */
-static int wait_stopped(int pid)
-{
-    char path[64];
-    for (int tries = 0; tries < 200; tries++) {
-        int running = 0;
-        snprintf(path, sizeof path, "/proc/%d/task", pid);
-        DIR *dir = opendir(path);
-        struct dirent *e;
-        if (!dir)
-            return -1;
-        while ((e = readdir(dir)) != NULL) {
-            char stat[320], buf[512], *rp;
-            if (e->d_name[0] == '.')
-                continue;
-            snprintf(stat, sizeof stat, "/proc/%d/task/%s/stat", pid, e->d_name);
-            FILE *f = fopen(stat, "r");
-            if (!f)
-                continue;
-            if (fgets(buf, sizeof buf, f) && (rp = strrchr(buf, ')')) && rp[1] && rp[2] != 'T')
-                running++;
-            fclose(f);
-        }
-        closedir(dir);
-        if (!running)
-            return 0;
-        usleep(10000);
-    }
-    return -1;
-}
-
 static void test_depot_stopped(void)
 {
     test_depot_t d;
@@ -603,8 +571,7 @@ static void test_depot_stopped(void)
     char buf[3];
     ibp_client_t *c = depot_with_alloc(&d, NULL, 1000, 1000, &caps);
     CU_ASSERT_EQUAL(ibp_store(c, caps.write, "abc", 3, NULL), IBP_OK);
-    lns_test_server_kill(&d.srv, SIGSTOP);
-    CU_ASSERT_EQUAL_FATAL(wait_stopped(d.pid), 0);
+    CU_ASSERT_EQUAL_FATAL(lns_test_server_kill(&d.srv, SIGSTOP), 0); /* waits until stopped */
     /* on the pooled connection */
     int64_t t0 = now_ms();
     CU_ASSERT_EQUAL(ibp_probe(c, caps.manage, &p), IBP_E_CLIENT_TIMEOUT);
