@@ -9,7 +9,10 @@
 # Environment: BENCH_RUNS (rounds, default 5, at least 3), BENCH_SIZE (the erasure-coded file,
 # default 256M), BENCH_LAYOUTS (default "4+2 6+3 10+4"), BENCH_CHECKSUM (lors_upload -k for
 # both sides, default sha256; "none" shows the engines' cost without the digests), TMPDIR
-# (where the depots keep their data; a real disk, not tmpfs, default /tmp).
+# (where the depots keep their data; a real disk, not tmpfs, default /tmp), BENCH_LINK (e.g.
+# 1gbit: run everything inside a network namespace of its own whose loopback is capped by a
+# tbf at that rate, one link shared by every byte both ways, so the bytes moved decide and not
+# the CPU; needs root and tc, as the WAN testbed; default unset: plain loopback).
 #
 # For a layout K+M on K+M depots: the erasure-coded file has F bytes and stores F(K+M)/K; the
 # replicated one (-c 2, the alternative a user would pick) has F(K+M)/(2K) bytes, so it stores
@@ -22,6 +25,24 @@
 # ratio is computed per round; the medians of the per-round ratios are what the targets judge:
 # upload and download cost at most 15% (ratio >= 0.85), degraded >= 0.8 of healthy.
 set -euo pipefail
+
+# BENCH_LINK: the same script again inside a namespace whose loopback is the capped link.
+if [ -n "${BENCH_LINK:-}" ] && [ -z "${BENCH_EC_NS:-}" ]; then
+    ns=lnsbec$$
+    ip netns add "$ns" || { echo "bench_ec: BENCH_LINK needs ip netns (root)" >&2; exit 2; }
+    trap 'ip netns delete "$ns" 2>/dev/null' EXIT
+    # tbf's bucket must hold a loopback packet (64 KiB) and 4 ms of traffic
+    tbf=$(awk -v r="$BENCH_LINK" 'BEGIN { v = r + 0; if (r ~ /gbit$/) v *= 1000;
+        else if (r ~ /kbit$/) v /= 1000; b = v * 1e6 / 8 * 0.004; if (b < 262144) b = 262144;
+        printf "rate %gmbit burst %d latency 100ms", v, b }')
+    ip netns exec "$ns" ip link set lo up
+    # shellcheck disable=SC2086 # tbf holds several words
+    ip netns exec "$ns" tc qdisc add dev lo root tbf $tbf ||
+        { echo "bench_ec: tc tbf on the namespace's loopback failed" >&2; exit 2; }
+    echo "== bench_ec: inside namespace $ns, loopback capped: tbf $tbf"
+    BENCH_EC_NS=$ns ip netns exec "$ns" "$0" "$@"
+    exit
+fi
 
 . "$(dirname "$0")/lib.sh"
 bench_runs 5
@@ -38,7 +59,7 @@ bench_workdir
 export LNS_RC=$WORK/empty.rc LNS_NO_REPORT=1
 
 echo "== bench_ec: machine and command"
-echo "command: BENCH_RUNS=$RUNS BENCH_SIZE=$SIZE_ARG BENCH_LAYOUTS='$LAYOUTS' BENCH_CHECKSUM=$CHECKSUM $0 $*"
+echo "command: BENCH_RUNS=$RUNS BENCH_SIZE=$SIZE_ARG BENCH_LAYOUTS='$LAYOUTS' BENCH_CHECKSUM=$CHECKSUM${BENCH_LINK:+ BENCH_LINK=$BENCH_LINK} $0 $*"
 bench_describe_machine
 
 echo "== ISA-L raw rates (one core, from memory, 1 MiB pieces; MB/s of file data)"
