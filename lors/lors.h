@@ -45,7 +45,7 @@ typedef enum lors_err {
     LORS_E_UNSAFE = -15,   /* trim: would leave bytes with no copy at all (force to do it anyway) */
     LORS_E_PARTIAL = -16,  /* refresh/trim: some mappings could not be handled (the report lists them) */
     LORS_E_RC = -17,       /* the rc file does not parse (the message names file and line) */
-    LORS_E_STOPPED = -18   /* upload, augment: stopped when the caller's stop flag was set */
+    LORS_E_STOPPED = -18   /* upload, augment, download: stopped when the caller's stop flag was set */
 } lors_err;
 
 /* Words for any code, including unknown ones.  Never NULL. */
@@ -256,6 +256,13 @@ typedef struct lors_download_opts {
     const unsigned char *key; /* LORS_KEY_BYTES bytes: for files whose e2e chain has "aes" */
     const char *netlog_path;  /* NetLogger event log of every fetch (docs/netlogger.md), appended
                                * to, or "fd:N"; NULL: none (and no cost) */
+    /* Once *stop is nonzero the call ends within about 100 ms (LORS_E_STOPPED, the bytes
+     * written a prefix of the range).  NULL: never stops. */
+    const volatile sig_atomic_t *stop;
+    /* NULL: the call makes its own client, and connections, and closes them at the end.
+     * Else its pooled connections are used and left in its pool for the next call (the
+     * random-access reader runs many short downloads); its timeouts are the client's. */
+    ibp_client_t *client;
 } lors_download_opts_t;
 
 /* Defaults: automatic threads, cap 4 per depot, 1 MiB blocks, R 2, P 3, 64 MiB buffer, no
@@ -326,6 +333,77 @@ void lors_dl_report_free(lors_dl_report_t *r);
  * that went away is LORS_E_WRITE. */
 int lors_download_fd(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
                      lors_dl_report_t *report);
+
+/* ---- random access (lors_reader.c) ------------------------------------------------------ */
+
+/* A bounded cache of file blocks, shared by any number of readers (one per network file),
+ * and the connections their fetches share.  Thread-safe. */
+typedef struct lors_cache lors_cache_t;
+
+typedef struct lors_cache_opts {
+    int64_t bytes;            /* the most bytes of blocks held, loading or loaded (64 MiB) */
+    int max_jobs;             /* the most fetches (downloads of a run of blocks) at once (16) */
+    int timeout_ms;           /* the connections' I/O timeout (30 s) */
+} lors_cache_opts_t;
+
+void lors_cache_opts_init(lors_cache_opts_t *o);
+/* NULL with errno (EINVAL: a bound < 1; ENOMEM).  o NULL: the defaults. */
+lors_cache_t *lors_cache_new(const lors_cache_opts_t *o);
+/* After every reader on it is closed. */
+void lors_cache_free(lors_cache_t *c);
+
+typedef struct lors_cache_stats {
+    int64_t bytes, peak, limit; /* held now, the most held at once, the bound */
+    uint64_t hits, misses;      /* blocks a read found loaded / had to wait for */
+    int jobs;                   /* fetches running now */
+    uint64_t fetches;           /* fetches started */
+    uint64_t cancelled, failed; /* ... stopped by a seek or a close / failed */
+    uint64_t evictions;
+    uint64_t fetched_bytes;     /* loaded from depots by the fetches that ended */
+} lors_cache_stats_t;
+void lors_cache_stats(lors_cache_t *c, lors_cache_stats_t *st);
+
+typedef struct lors_reader lors_reader_t; /* one network file, open for random access */
+typedef struct lors_stream lors_stream_t; /* one client's reads of it, and their read-ahead */
+
+typedef struct lors_reader_opts {
+    lors_download_opts_t dl;  /* every fetch's: verify, key, redundancy, cap, blocksize,
+                               * timeouts, events, netlog; offset, length, buffers, stop and
+                               * client are the reader's own */
+    int64_t block;            /* the cache's block: 0 = 1 MiB, or a transformed file's frame
+                               * or an erasure-coded file's piece if larger */
+    int64_t readahead;        /* the most bytes a sequential stream is read ahead (16 MiB);
+                               * 0: none */
+} lors_reader_opts_t;
+
+void lors_reader_opts_init(lors_reader_opts_t *o);
+/* Open x (replicated, erasure coded, compressed, encrypted) for reading through cache (NULL:
+ * a cache of its own with the defaults).  x must stay as it is until lors_reader_close.
+ * NULL with a line in err: a malformed exNode, an encrypted file without o->dl.key, a cache
+ * smaller than 4 blocks, out of memory.  Nothing is fetched yet. */
+lors_reader_t *lors_reader_open(const lors_reader_opts_t *o, const xnd_t *x, lors_cache_t *cache,
+                                char *err, size_t errlen);
+/* The file's size (plain bytes). */
+int64_t lors_reader_size(const lors_reader_t *r);
+/* Stops its fetches (within about 100 ms) and drops its blocks; no read may be in progress
+ * on it. */
+void lors_reader_close(lors_reader_t *r);
+
+/* NULL: out of memory. */
+lors_stream_t *lors_stream_open(lors_reader_t *r);
+/* Stops the stream's read-ahead that no other read waits for. */
+void lors_stream_close(lors_stream_t *s);
+/* Up to len bytes at off into buf: the bytes read (len, fewer only at the end of the file,
+ * 0 at or past it), or -1 (*rc the LORS_E_ code, err the engine's line naming the bytes it
+ * could not get: LORS_E_NO_REPLICA when no live copy is left).  A short count with *rc set
+ * means the bytes after it failed.  Reads that follow each other are read ahead; a read
+ * elsewhere stops that read-ahead.  One thread at a time per stream; any number of streams
+ * of any readers at once. */
+int64_t lors_stream_pread(lors_stream_t *s, void *buf, size_t len, int64_t off, int *rc,
+                          char *err, size_t errlen);
+/* A read on a stream of its own: no read-ahead. */
+int64_t lors_reader_pread(lors_reader_t *r, void *buf, size_t len, int64_t off, int *rc,
+                          char *err, size_t errlen);
 
 /* Resume (-R): fd holds file bytes [offset, offset + len) at its positions 0..len.  Check
  * them against the lns_checksum digests of x's mappings, checksum block by checksum block

@@ -618,11 +618,11 @@ static void *worker(void *arg)
 /* Erasure coded: the stripe whose first block is b, all of its blocks done, decoded if some
  * came from parity, written and released.  With dl->mu held (dropped while writing); -1 if
  * the download failed. */
-static int write_stripe_locked(dl_t *dl, uint32_t b, int out_fd)
+static int write_stripe_locked(dl_t *dl, uint32_t b, const lors__out_t *out)
 {
     uint32_t k = (uint32_t)dl->ec->k;
     pthread_mutex_unlock(&dl->mu);
-    int werr = lors__dl_ec_write_stripe(dl, b, out_fd);
+    int werr = lors__dl_ec_write_stripe(dl, b, out);
     pthread_mutex_lock(&dl->mu);
     if (werr < 0) {
         stripe_failed_locked(dl, b, werr);
@@ -648,7 +648,7 @@ static int write_stripe_locked(dl_t *dl, uint32_t b, int out_fd)
 
 /* Release blocks in order until all are written or the download stopped; also the watchdog.
  * Returns with dl->mu held. */
-static void writer(dl_t *dl, int out_fd)
+static void writer(dl_t *dl, const lors__out_t *out)
 {
     uint64_t stalled[64];
     pthread_mutex_lock(&dl->mu);
@@ -656,7 +656,7 @@ static void writer(dl_t *dl, int out_fd)
         uint32_t b;
         if (dl->ec && lors_sched_releasable(dl->s, &b) == 1 &&
             lors__dl_ec_stripe_done_locked(dl, b)) {
-            if (write_stripe_locked(dl, b, out_fd) < 0)
+            if (write_stripe_locked(dl, b, out) < 0)
                 break;
             dl->ec_head = b + (uint32_t)dl->ec->k;
             continue;
@@ -667,9 +667,7 @@ static void writer(dl_t *dl, int out_fd)
             block_t *bl = &dl->blocks[b];
             unsigned char *buf = bl->buf;
             pthread_mutex_unlock(&dl->mu);
-            int werr = 0;
-            if (lns_fd_write_all(out_fd, buf + bl->data_off, (size_t)bl->len, -1) < 0)
-                werr = -errno;
+            int werr = lors__out_write(out, buf + bl->data_off, (size_t)bl->len);
             pthread_mutex_lock(&dl->mu);
             if (werr < 0) {
                 lors__dl_fail_locked(dl, LORS_E_WRITE, "writing bytes %lld-%lld to the output: %s",
@@ -701,6 +699,10 @@ static void writer(dl_t *dl, int out_fd)
         lors_sched_totals(dl->s, &t);
         if (t.released == dl->nblocks || dl->stop)
             break;
+        if (dl->o->stop && *dl->o->stop) {
+            lors__dl_fail_locked(dl, LORS_E_STOPPED, "stopped");
+            break;
+        }
         int n = lors_sched_stalled(dl->s, now_ns(), stalled, 64);
         for (int i = 0; i < n; i++)
             for (int k = 0; k < dl->nthreads; k++)
@@ -746,7 +748,7 @@ static int check_opts(const lors_download_opts_t *o, const xnd_t *x, lors_dl_rep
 }
 
 static int download(const lors_download_opts_t *o, const xnd_t *x, const lors__ec_t *ec,
-                    int out_fd, lors_dl_report_t *report)
+                    const lors__out_t *out, lors_dl_report_t *report)
 {
     dl_t dl;
     int64_t off = 0, len = 0;
@@ -756,7 +758,7 @@ static int download(const lors_download_opts_t *o, const xnd_t *x, const lors__e
 
     if (report)
         memset(report, 0, sizeof *report);
-    if (!o || !x || out_fd < 0) {
+    if (!o || !x || !out || (!out->put && out->fd < 0)) {
         if (report)
             lors__report_error(report, "no options, exNode or output");
         return LORS_E_INVAL;
@@ -814,7 +816,7 @@ static int download(const lors_download_opts_t *o, const xnd_t *x, const lors__e
         co.server_timeout_s = o->timeout_ms / 1000 + 1;
         dl.nthreads = lors__dl_streams(o, dl.ndepots);
         co.max_idle_per_depot = dl.nthreads; /* every stream keeps its connection */
-        dl.ibp = ibp_client_new(&co);
+        dl.ibp = o->client ? o->client : ibp_client_new(&co);
         dl.slots = calloc((size_t)dl.nthreads, sizeof *dl.slots);
         for (int i = 0; dl.slots && i < dl.nthreads; i++)
             dl.slots[i].claim = -1;
@@ -836,7 +838,7 @@ static int download(const lors_download_opts_t *o, const xnd_t *x, const lors__e
             if (report)
                 lors__report_error(report, "cannot start a worker thread");
         } else {
-            writer(&dl, out_fd);
+            writer(&dl, out);
             dl.stop = 1; /* workers still waiting or loading (e.g. after a write error) leave */
             for (int i = 0; i < nt; i++)
                 stop_slot_locked(&dl.slots[i]);
@@ -862,7 +864,8 @@ static int download(const lors_download_opts_t *o, const xnd_t *x, const lors__e
     free(dl.chunks);
     free(dl.freebufs);
     lors_sched_free(dl.s);
-    ibp_client_free(dl.ibp);
+    if (dl.ibp != o->client)
+        ibp_client_free(dl.ibp);
     free(dl.slots);
     free(dl.blocks);
     free(dl.map_depot);
@@ -884,11 +887,18 @@ static int download(const lors_download_opts_t *o, const xnd_t *x, const lors__e
 int lors__download_plain(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
                          lors_dl_report_t *report)
 {
-    return download(o, x, NULL, out_fd, report);
+    lors__out_t out = {.fd = out_fd};
+    return download(o, x, NULL, &out, report);
+}
+
+int lors__download_plain_to(const lors_download_opts_t *o, const xnd_t *x,
+                            const lors__out_t *out, lors_dl_report_t *report)
+{
+    return download(o, x, NULL, out, report);
 }
 
 /* An erasure-coded file (lns_ec present): the engine with the codec. */
-static int download_ec(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
+static int download_ec(const lors_download_opts_t *o, const xnd_t *x, const lors__out_t *out,
                        lors_dl_report_t *rep)
 {
     lors__ec_t ec;
@@ -902,14 +912,14 @@ static int download_ec(const lors_download_opts_t *o, const xnd_t *x, int out_fd
                            LORS_EC_META, LORS_E2E_META);
         return LORS_E_EXNODE;
     }
-    rc = download(o, x, &ec, out_fd, rep);
+    rc = download(o, x, &ec, out, rep);
     lors__ec_free(&ec);
     return rc;
 }
 
-/* The public entry point: plain, erasure coded, or through the transforms (lors_e2e.c). */
-int lors_download_fd(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
-                     lors_dl_report_t *report)
+/* Plain, erasure coded, or through the transforms (lors_e2e.c), to out. */
+int lors__download_to(const lors_download_opts_t *o, const xnd_t *x, const lors__out_t *out,
+                      lors_dl_report_t *report)
 {
     lors__e2e_desc_t d;
     lors_dl_report_t local;
@@ -917,10 +927,10 @@ int lors_download_fd(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
     int present = 0;
 
     if (!o || !x)
-        return lors__download_plain(o, x, out_fd, report);
+        return download(o, x, NULL, out, report);
     memset(rep, 0, sizeof *rep);
     if (xnd_meta_find(&x->meta, LORS_EC_META)) {
-        int rc = download_ec(o, x, out_fd, rep);
+        int rc = download_ec(o, x, out, rep);
         if (!report)
             lors_dl_report_free(&local);
         return rc;
@@ -929,11 +939,19 @@ int lors_download_fd(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
     if (rc != LORS_OK || !present) {
         if (!report)
             lors_dl_report_free(&local);
-        return rc != LORS_OK ? rc : lors__download_plain(o, x, out_fd, report);
+        return rc != LORS_OK ? rc : download(o, x, NULL, out, report);
     }
-    rc = lors__download_e2e(o, x, &d, out_fd, rep);
+    rc = lors__download_e2e(o, x, &d, out, rep);
     lors__e2e_desc_free(&d);
     if (!report)
         lors_dl_report_free(&local);
     return rc;
+}
+
+/* The public entry point. */
+int lors_download_fd(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
+                     lors_dl_report_t *report)
+{
+    lors__out_t out = {.fd = out_fd};
+    return lors__download_to(o, x, &out, report);
 }

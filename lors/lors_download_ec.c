@@ -347,7 +347,7 @@ int lors__dl_ec_decode_stripe(dl_t *dl, uint32_t b, unsigned char **fresh, unsig
     return 0;
 }
 
-int lors__dl_ec_write_stripe(dl_t *dl, uint32_t b, int fd)
+int lors__dl_ec_write_stripe(dl_t *dl, uint32_t b, const lors__out_t *out)
 {
     const lors__ec_t *ec = dl->ec;
     int k = ec->k;
@@ -361,9 +361,9 @@ int lors__dl_ec_write_stripe(dl_t *dl, uint32_t b, int fd)
         const block_t *bl = &dl->blocks[b + (uint32_t)i];
         int64_t a, l;
         lors__ec_data_range(ec, s, i, &a, &l);
-        if (bl->len > 0 &&
-            lns_fd_write_all(fd, piece[i] + (bl->off - a), (size_t)bl->len, -1) < 0)
-            return -errno;
+        if (bl->len > 0 && (rc = lors__out_write(out, piece[i] + (bl->off - a),
+                                                 (size_t)bl->len)) < 0)
+            return rc;
     }
     return 0;
 }

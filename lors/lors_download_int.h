@@ -18,6 +18,7 @@
 #include "lors.h"
 #include "lors_sched.h"
 #include "lns_log.h"
+#include "lors_out.h"
 
 typedef struct block {
     int64_t off, len;     /* real bytes of the file */
@@ -163,8 +164,8 @@ int lors__dl_ec_take_decode_locked(dl_t *dl, uint32_t b);
  * block's or a fresh one).  0, -EBADMSG (does not decode) or -EILSEQ (digest mismatch). */
 int lors__dl_ec_decode_stripe(dl_t *dl, uint32_t b, unsigned char **fresh, unsigned char **piece);
 /* Writer, without dl->mu: rebuild the stripe's missing data pieces (if any) and write its
- * blocks to fd.  0, or -errno of the write, or LORS_E_E2E-like -EBADMSG if it cannot decode. */
-int lors__dl_ec_write_stripe(dl_t *dl, uint32_t b, int fd);
+ * blocks to out.  0, or -errno of the write, or LORS_E_E2E-like -EBADMSG if it cannot decode. */
+int lors__dl_ec_write_stripe(dl_t *dl, uint32_t b, const lors__out_t *out);
 /* The line naming the stripes that cannot be read any more, for a block that failed. */
 void lors__dl_ec_fail_locked(dl_t *dl, uint32_t b);
 void lors__dl_ec_free(dl_t *dl);

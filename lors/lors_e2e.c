@@ -175,7 +175,7 @@ int lors__upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chain
 /* Decode frames f0..f1 from in_fd and write the plain bytes of [off, end) to out_fd.
  * LORS_OK; 1 if the stored bytes ended early (the feeder failed); or an error in rep. */
 static int decode_frames(const lors__e2e_desc_t *d, lors__e2e_codec_t *codec, int in_fd,
-                         int out_fd, int64_t off, int64_t end, lors_dl_report_t *rep)
+                         const lors__out_t *out, int64_t off, int64_t end, lors_dl_report_t *rep)
 {
     int64_t fs = d->frame_size;
     int64_t f0 = off / fs, f1 = (end - 1) / fs;
@@ -206,9 +206,10 @@ static int decode_frames(const lors__e2e_desc_t *d, lors__e2e_codec_t *codec, in
         }
         int64_t a = off > fstart ? off : fstart;
         int64_t b = end < fstart + pl ? end : fstart + pl;
-        if (lns_fd_write_all(out_fd, pbuf + (a - fstart), (size_t)(b - a), -1) < 0) {
+        int werr = lors__out_write(out, pbuf + (a - fstart), (size_t)(b - a));
+        if (werr < 0) {
             lors__report_error(rep, "writing bytes %lld-%lld to the output: %s",
-                               (long long)a, (long long)(b - 1), strerror(errno));
+                               (long long)a, (long long)(b - 1), strerror(-werr));
             rc = LORS_E_WRITE;
             break;
         }
@@ -266,7 +267,7 @@ static void degraded_plain(const lors__e2e_desc_t *d, int64_t off, int64_t end,
 }
 
 int lors__download_e2e(const lors_download_opts_t *o, const xnd_t *x, const lors__e2e_desc_t *d,
-                       int out_fd, lors_dl_report_t *rep)
+                       const lors__out_t *out, lors_dl_report_t *rep)
 {
     double t0 = now_s();
     int64_t off = o->offset, len = o->length < 0 ? d->plain_size - o->offset : o->length;
@@ -275,7 +276,7 @@ int lors__download_e2e(const lors_download_opts_t *o, const xnd_t *x, const lors
     lors__e2e_codec_t codec;
     int in, rc;
 
-    if (out_fd < 0) {
+    if (!out || (!out->put && out->fd < 0)) {
         lors__report_error(rep, "no options, exNode or output");
         return LORS_E_INVAL;
     }
@@ -304,7 +305,7 @@ int lors__download_e2e(const lors_download_opts_t *o, const xnd_t *x, const lors
     if (len == 0) {
         /* nothing to decode; the engine still checks the options */
         fd.o.offset = fd.o.length = 0;
-        rc = lors__download_plain(&fd.o, x, out_fd, rep);
+        rc = lors__download_plain_to(&fd.o, x, out, rep);
         rep->offset = off;
         rep->length = 0;
         return rc;
@@ -328,7 +329,7 @@ int lors__download_e2e(const lors_download_opts_t *o, const xnd_t *x, const lors
     lors__sigpipe_hold(&old, &was_pending);
     lors_dl_report_t mine;
     memset(&mine, 0, sizeof mine);
-    rc = decode_frames(d, &codec, in, out_fd, off, off + len, &mine);
+    rc = decode_frames(d, &codec, in, out, off, off + len, &mine);
     close(in); /* a feeder still writing gets EPIPE and stops */
     lors__feed_join(&fd);
     lors__sigpipe_release(&old, was_pending);

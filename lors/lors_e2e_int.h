@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "lors.h"
+#include "lors_out.h"
 
 #define LORS_E2E_DEFAULT_FRAME ((int64_t)1 << 20)
 #define LORS_E2E_MAX_FRAME ((int64_t)256 << 20) /* bounds what a hostile exNode makes us allocate */
@@ -31,6 +32,12 @@
 /* lors_download_fd's contract, on the stored bytes: no transforms undone. */
 int lors__download_plain(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
                          lors_dl_report_t *report);
+/* ... and the same to an output of lors_out.h */
+int lors__download_plain_to(const lors_download_opts_t *o, const xnd_t *x,
+                            const lors__out_t *out, lors_dl_report_t *report);
+/* lors_download_fd to an output of lors_out.h: plain, erasure coded or transformed. */
+int lors__download_to(const lors_download_opts_t *o, const xnd_t *x, const lors__out_t *out,
+                      lors_dl_report_t *report);
 /* lors_upload_fd / lors_upload_buf without transforms (o->e2e is ignored). */
 int lors__upload_plain_fd(const lors_upload_opts_t *o, int fd, int64_t length,
                           const char *filename, xnd_t **out, lors_report_t *report);
@@ -153,8 +160,8 @@ int lors__e2e_from_hex(const char *s, size_t len, unsigned char *out, size_t n);
 int lors__upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chain, int fd,
                      const unsigned char *mem, int64_t length, const char *filename,
                      xnd_t **out, lors_report_t *rep);
-/* lors_download_fd on a transformed file described by d: the asked plain bytes to out_fd. */
+/* lors_download_fd on a transformed file described by d: the asked plain bytes to out. */
 int lors__download_e2e(const lors_download_opts_t *o, const xnd_t *x, const lors__e2e_desc_t *d,
-                       int out_fd, lors_dl_report_t *rep);
+                       const lors__out_t *out, lors_dl_report_t *rep);
 
 #endif

@@ -1,0 +1,418 @@
+/* test_lors_reader.c -- the random-access reader (lors_reader.c) on real depots: random reads
+ * of replicated, erasure-coded and compressed + encrypted files equal the source's bytes;
+ * a sequential stream is read ahead in few fetches; a seek stops read-ahead stuck on a
+ * stopped depot; a depot killed during reads costs nothing; concurrent streams stay inside
+ * the cache's bound; a range with no live copy fails naming its bytes, and a later read
+ * after the depot is back succeeds. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lns_time.h"
+#include "test_tools.h"
+
+#define ND 6
+
+static tt_env_t T;
+
+/* The source's bytes, read back whole. */
+static unsigned char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long l = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *p = malloc(l > 0 ? (size_t)l : 1);
+    if (p && fread(p, 1, (size_t)l, f) != (size_t)l) {
+        free(p);
+        p = NULL;
+    }
+    fclose(f);
+    *n = (size_t)l;
+    return p;
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t next_rand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+/* n random reads through a reader (one stream each: no read-ahead) equal the source. */
+static int random_reads_equal(lors_reader_t *r, const unsigned char *src, size_t size, int n,
+                              size_t maxlen)
+{
+    unsigned char *buf = malloc(maxlen);
+    int bad = 0;
+    for (int i = 0; i < n && !bad; i++) {
+        int64_t off = (int64_t)(next_rand() % (size + 1));
+        size_t len = 1 + (size_t)(next_rand() % maxlen);
+        int rc;
+        char err[512];
+        int64_t got = lors_reader_pread(r, buf, len, off, &rc, err, sizeof err);
+        int64_t want = (int64_t)size - off < (int64_t)len ? (int64_t)size - off : (int64_t)len;
+        if (got != want || memcmp(buf, src + off, (size_t)want) != 0) {
+            fprintf(stderr, "read %zu at %lld: got %lld of %lld (%s)\n", len, (long long)off,
+                    (long long)got, (long long)want, got < 0 ? err : "bytes differ");
+            bad = 1;
+        }
+    }
+    free(buf);
+    return !bad;
+}
+
+/* Read the whole file through one stream in chunks of chunk bytes; 1 if it equals src. */
+static int stream_equal(lors_reader_t *r, const unsigned char *src, size_t size, size_t chunk)
+{
+    lors_stream_t *s = lors_stream_open(r);
+    unsigned char *buf = malloc(chunk);
+    int ok = s && buf;
+    for (size_t off = 0; ok && off < size; off += chunk) {
+        int rc;
+        char err[512];
+        int64_t got = lors_stream_pread(s, buf, chunk, (int64_t)off, &rc, err, sizeof err);
+        size_t want = size - off < chunk ? size - off : chunk;
+        if (got != (int64_t)want || memcmp(buf, src + off, want) != 0) {
+            fprintf(stderr, "stream at %zu: got %lld of %zu (%s)\n", off, (long long)got, want,
+                    got < 0 ? err : "bytes differ");
+            ok = 0;
+        }
+    }
+    free(buf);
+    lors_stream_close(s);
+    return ok;
+}
+
+static lors_reader_t *open_reader(const xnd_t *x, lors_cache_t *c, int64_t readahead)
+{
+    lors_reader_opts_t o;
+    char err[512];
+    lors_reader_opts_init(&o);
+    o.readahead = readahead;
+    o.dl.timeout_ms = 5000;
+    lors_reader_t *r = lors_reader_open(&o, x, c, err, sizeof err);
+    if (!r)
+        fprintf(stderr, "lors_reader_open: %s\n", err);
+    return r;
+}
+
+static void test_replicated_random_and_sequential(void)
+{
+    char src[4096], xnd[4096];
+    size_t size;
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 9 * 1024 * 1024 + 4321, 7, 2, 6, T.depots, NULL, src,
+                                    xnd), 0);
+    xnd_t *x = tt_load(xnd);
+    unsigned char *data = slurp(src, &size);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+
+    lors_cache_t *c = lors_cache_new(NULL);
+    lors_reader_t *r = open_reader(x, c, (int64_t)16 << 20);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_EQUAL(lors_reader_size(r), (int64_t)size);
+    CU_ASSERT(random_reads_equal(r, data, size, 300, 300 * 1024));
+    /* the ends: the last byte, a read across the end, at the end, past it */
+    unsigned char b[16];
+    int rc;
+    char err[256];
+    CU_ASSERT_EQUAL(lors_reader_pread(r, b, 16, (int64_t)size - 1, &rc, err, sizeof err), 1);
+    CU_ASSERT_EQUAL(b[0], data[size - 1]);
+    CU_ASSERT_EQUAL(lors_reader_pread(r, b, 16, (int64_t)size, &rc, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(lors_reader_pread(r, b, 16, (int64_t)size + 99, &rc, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(lors_reader_pread(r, b, 16, -1, &rc, err, sizeof err), -1);
+    CU_ASSERT_EQUAL(rc, LORS_E_INVAL);
+    lors_reader_close(r);
+
+    /* a fresh reader, a sequential stream in 64 KiB reads: read ahead in few fetches, most
+     * reads find their block loaded */
+    lors_cache_stats_t st0, st;
+    lors_cache_stats(c, &st0);
+    CU_ASSERT_EQUAL(st0.bytes, 0); /* closing the reader dropped its blocks */
+    r = open_reader(x, c, (int64_t)16 << 20);
+    CU_ASSERT(stream_equal(r, data, size, 64 * 1024));
+    lors_cache_stats(c, &st);
+    uint64_t fetches = st.fetches - st0.fetches;
+    CU_ASSERT(fetches >= 2 && fetches <= 5); /* 10 blocks: 1, 2, then the windows */
+    CU_ASSERT(st.hits - st0.hits > 10 * (st.misses - st0.misses));
+    CU_ASSERT(st.peak <= st.limit);
+    if (fetches < 2 || fetches > 5)
+        fprintf(stderr, "sequential: %llu fetches, %llu hits, %llu misses\n",
+                (unsigned long long)fetches, (unsigned long long)(st.hits - st0.hits),
+                (unsigned long long)(st.misses - st0.misses));
+    lors_reader_close(r);
+
+    /* no read-ahead: one fetch per block read */
+    lors_cache_stats(c, &st0);
+    r = open_reader(x, c, 0);
+    CU_ASSERT(stream_equal(r, data, size, 64 * 1024));
+    lors_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.fetches - st0.fetches, 10);
+    lors_reader_close(r);
+
+    lors_cache_free(c);
+    xnd_free(x);
+    free(data);
+    tt_free_all(&T, xnd);
+}
+
+/* The depot of the mapping that holds byte off (the first one listed). */
+static int depot_of(const xnd_t *x, int64_t off)
+{
+    for (size_t i = 0; i < x->nmaps; i++) {
+        const xnd_mapping_t *m = x->maps[i];
+        if (off >= m->exnode_offset && off < m->exnode_offset + m->logical_length)
+            return tt_cap_port(m->cap[XND_READ]);
+    }
+    return -1;
+}
+
+static void test_seek_stops_read_ahead(void)
+{
+    char src[4096], xnd[4096];
+    size_t size;
+    tt_revive(&T);
+    /* one copy, two fragments on two depots: [0, 4M) and [4M, 8M) */
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 8 * 1024 * 1024, 9, 1, 2, tt_dlist(&T, 0, 1, -1), NULL,
+                                    src, xnd), 0);
+    xnd_t *x = tt_load(xnd);
+    unsigned char *data = slurp(src, &size);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    int p0 = depot_of(x, 0), p1 = depot_of(x, 6 << 20);
+    CU_ASSERT_NOT_EQUAL_FATAL(p0, p1);
+    int stopped = T.dep[0].port == p1 ? 0 : 1;
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[stopped].srv, SIGSTOP), 0);
+
+    lors_cache_t *c = lors_cache_new(NULL);
+    lors_reader_t *r = open_reader(x, c, (int64_t)16 << 20);
+    lors_stream_t *s = lors_stream_open(r);
+    unsigned char *buf = malloc(256 * 1024);
+    int rc;
+    char err[512];
+    /* sequential over the first 3 MiB: the window reaches into the stopped depot's half */
+    for (int64_t off = 0; off < 3 << 20; off += 256 * 1024)
+        CU_ASSERT_EQUAL(lors_stream_pread(s, buf, 256 * 1024, off, &rc, err, sizeof err),
+                        256 * 1024);
+    lors_cache_stats_t st;
+    lors_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.cancelled, 0);
+    /* a seek back to the start: the read-ahead stuck on the stopped depot is stopped */
+    int64_t t0 = lns_mono_ns();
+    CU_ASSERT_EQUAL(lors_stream_pread(s, buf, 4096, 0, &rc, err, sizeof err), 4096);
+    CU_ASSERT_EQUAL(memcmp(buf, data, 4096), 0);
+    for (int i = 0; i < 100 && st.jobs > 0; i++) {
+        usleep(20000);
+        lors_cache_stats(c, &st);
+    }
+    CU_ASSERT_EQUAL(st.jobs, 0);
+    CU_ASSERT(st.cancelled >= 1);
+    CU_ASSERT_EQUAL(st.failed, 0);
+    int64_t ms = (lns_mono_ns() - t0) / 1000000;
+    CU_ASSERT(ms < 1500); /* not the 5 s timeout */
+    fprintf(stderr, "seek: %llu read-ahead fetches stopped in %lld ms\n",
+            (unsigned long long)st.cancelled, (long long)ms);
+    lors_stream_close(s);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[stopped].srv, SIGCONT), 0);
+    /* the dropped blocks are fetched again */
+    CU_ASSERT(stream_equal(r, data, size, 1 << 20));
+    lors_reader_close(r);
+    lors_cache_free(c);
+    free(buf);
+    xnd_free(x);
+    free(data);
+    tt_free_all(&T, xnd);
+}
+
+typedef struct worker {
+    lors_reader_t *r;
+    const unsigned char *src;
+    size_t size;
+    int ok;
+    uint64_t seed;
+} worker_t;
+
+static void *random_stream(void *arg)
+{
+    worker_t *w = arg;
+    lors_stream_t *s = lors_stream_open(w->r);
+    unsigned char *buf = malloc(512 * 1024);
+    uint64_t g = w->seed;
+    w->ok = s && buf;
+    for (int i = 0; i < 60 && w->ok; i++) {
+        g ^= g << 13;
+        g ^= g >> 7;
+        g ^= g << 17;
+        /* runs of sequential reads from random places */
+        int64_t off = (int64_t)(g % w->size);
+        for (int k = 0; k < 4 && off < (int64_t)w->size; k++) {
+            size_t len = 128 * 1024 + (size_t)(g % (384 * 1024));
+            int rc;
+            char err[512];
+            int64_t got = lors_stream_pread(s, buf, len, off, &rc, err, sizeof err);
+            int64_t want = (int64_t)w->size - off < (int64_t)len ? (int64_t)w->size - off
+                                                                  : (int64_t)len;
+            if (got != want || memcmp(buf, w->src + off, (size_t)want) != 0) {
+                fprintf(stderr, "thread read at %lld: %lld of %lld %s\n", (long long)off,
+                        (long long)got, (long long)want, got < 0 ? err : "");
+                w->ok = 0;
+                break;
+            }
+            off += got;
+        }
+    }
+    free(buf);
+    lors_stream_close(s);
+    return NULL;
+}
+
+static void test_concurrent_streams_bounded(void)
+{
+    char src[4096], xnd[4096];
+    size_t size;
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 12 * 1024 * 1024 + 1, 11, 2, 8, T.depots, NULL, src,
+                                    xnd), 0);
+    xnd_t *x = tt_load(xnd);
+    unsigned char *data = slurp(src, &size);
+    lors_cache_opts_t co;
+    lors_cache_opts_init(&co);
+    co.bytes = 6 << 20; /* half the file */
+    co.max_jobs = 4;
+    lors_cache_t *c = lors_cache_new(&co);
+    lors_reader_t *r = open_reader(x, c, (int64_t)4 << 20);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    worker_t w[8];
+    pthread_t t[8];
+    for (int i = 0; i < 8; i++) {
+        w[i] = (worker_t){r, data, size, 0, 0x1234567ull * (uint64_t)(i + 1)};
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, random_stream, &w[i]), 0);
+    }
+    /* a depot killed while they read */
+    usleep(200000);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[2].srv, SIGKILL), 0);
+    for (int i = 0; i < 8; i++) {
+        pthread_join(t[i], NULL);
+        CU_ASSERT(w[i].ok);
+    }
+    lors_cache_stats_t st;
+    lors_cache_stats(c, &st);
+    CU_ASSERT(st.peak <= co.bytes);
+    CU_ASSERT(st.evictions > 0);
+    if (st.peak > co.bytes)
+        fprintf(stderr, "peak %lld > %lld\n", (long long)st.peak, (long long)co.bytes);
+    lors_reader_close(r);
+    lors_cache_free(c);
+    xnd_free(x);
+    free(data);
+    tt_revive(&T);
+    tt_free_all(&T, xnd);
+}
+
+static void test_no_live_copy(void)
+{
+    char src[4096], xnd[4096];
+    size_t size;
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 3 * 1024 * 1024, 13, 1, 1, tt_dlist(&T, 4, -1), NULL,
+                                    src, xnd), 0);
+    xnd_t *x = tt_load(xnd);
+    unsigned char *data = slurp(src, &size);
+    lors_reader_t *r = open_reader(x, NULL, (int64_t)16 << 20);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[4].srv, SIGKILL), 0);
+    unsigned char buf[1000];
+    int rc = 0;
+    char err[512] = "";
+    CU_ASSERT_EQUAL(lors_reader_pread(r, buf, sizeof buf, 1500000, &rc, err, sizeof err), -1);
+    CU_ASSERT_EQUAL(rc, LORS_E_NO_REPLICA);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "bytes 1048576-2097151"));
+    if (!strstr(err, "bytes 1048576-2097151"))
+        fprintf(stderr, "the error: %s\n", err);
+    /* back: the failure was not cached */
+    tt_revive(&T);
+    CU_ASSERT_EQUAL(lors_reader_pread(r, buf, sizeof buf, 1500000, &rc, err, sizeof err),
+                    (int64_t)sizeof buf);
+    CU_ASSERT_EQUAL(memcmp(buf, data + 1500000, sizeof buf), 0);
+    lors_reader_close(r);
+    xnd_free(x);
+    free(data);
+    tt_free_all(&T, xnd);
+}
+
+static void test_erasure_coded_and_transformed(void)
+{
+    char src[4096], xnd[4096], key[4200];
+    size_t size;
+    tt_revive(&T);
+    /* 4+2 in pieces of 256 KiB: blocks of the cache are 1 MiB */
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 5 * 1024 * 1024 + 77, 17, 1, 1, T.depots,
+                                    "--ec 4+2 --ec-piece 256K", src, xnd), 0);
+    xnd_t *x = tt_load(xnd);
+    unsigned char *data = slurp(src, &size);
+    lors_reader_t *r = open_reader(x, NULL, (int64_t)16 << 20);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_EQUAL(lors_reader_size(r), (int64_t)size);
+    CU_ASSERT(random_reads_equal(r, data, size, 100, 200 * 1024));
+    lors_reader_close(r);
+    /* two depots gone: decoded from parity */
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[1].srv, SIGKILL), 0);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[4].srv, SIGKILL), 0);
+    r = open_reader(x, NULL, (int64_t)16 << 20);
+    CU_ASSERT(random_reads_equal(r, data, size, 60, 200 * 1024));
+    CU_ASSERT(stream_equal(r, data, size, 100 * 1000));
+    lors_reader_close(r);
+    xnd_free(x);
+    free(data);
+    tt_revive(&T);
+    tt_free_all(&T, xnd);
+
+    /* compressed and encrypted, frames of 256 KiB */
+    snprintf(key, sizeof key, "%s/reader.key", lns_test_tmpdir());
+    static const char hex[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+    CU_ASSERT_EQUAL_FATAL(tt_write_file(key, hex, 64), 0);
+    CU_ASSERT_EQUAL(chmod(key, 0600), 0);
+    char extra[4400];
+    snprintf(extra, sizeof extra, "--e2e zlib,aes -E 256K --key-file '%s'", key);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 3 * 1024 * 1024 + 5, 19, 2, 3, T.depots, extra, src,
+                                    xnd), 0);
+    x = tt_load(xnd);
+    data = slurp(src, &size);
+    lors_reader_opts_t o;
+    char err[512];
+    lors_reader_opts_init(&o);
+    CU_ASSERT_PTR_NULL(lors_reader_open(&o, x, NULL, err, sizeof err)); /* no key */
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "no key"));
+    unsigned char k[LORS_KEY_BYTES];
+    CU_ASSERT_EQUAL_FATAL(lors_key_load(key, k, err, sizeof err), LORS_OK);
+    o.dl.key = k;
+    r = lors_reader_open(&o, x, NULL, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_EQUAL(lors_reader_size(r), (int64_t)size);
+    CU_ASSERT(random_reads_equal(r, data, size, 100, 100 * 1024));
+    CU_ASSERT(stream_equal(r, data, size, 33333));
+    lors_reader_close(r);
+    xnd_free(x);
+    free(data);
+    tt_free_all(&T, xnd);
+}
+
+static const lns_test_case tests[] = {
+    {"replicated: random reads, ends, a sequential stream read ahead",
+     test_replicated_random_and_sequential},
+    {"a seek stops read-ahead stuck on a stopped depot", test_seek_stops_read_ahead},
+    {"8 streams at once inside the cache's bound, a depot killed", test_concurrent_streams_bounded},
+    {"no live copy: the bytes named; back again: read", test_no_live_copy},
+    {"erasure coded (2 depots lost) and compressed + encrypted", test_erasure_coded_and_transformed},
+};
+
+TT_MAIN(&T, "random-access reader", ND, tests)
