@@ -29,6 +29,8 @@
 #                              progress bar, event stream, exit codes
 #   tools/NAME.c, NAME_*.c     the program NAME (TOOL_PROGS below)
 #   tools/lifelines/           lors_lifelines and its analysis
+#   serve/*.c                  the HTTP gateway over lors_reader (serve.h), tools/lors_serve.c
+#                              its program
 #   players/NAME.c             lors_play, lns_paced
 #   tests/{unit,system}/test_*.c one test program each; tests/fuzz/ the fuzz targets (fuzz.mk)
 
@@ -53,7 +55,7 @@ endif
 
 WARN     = -Wall -Wextra -Wshadow -Wpointer-arith -Wstrict-prototypes -Wno-unused-parameter
 XML2_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
-CPPFLAGS = -D_GNU_SOURCE -Icommon -Iibp -Iexnode -Ilors -Ilbone -Idepot -Ilbone/server -Itools \
+CPPFLAGS = -D_GNU_SOURCE -Icommon -Iibp -Iexnode -Ilors -Ilbone -Idepot -Ilbone/server -Iserve -Itools \
            -Itools/lifelines -Itests/lib $(XML2_CFLAGS)
 # -fvisibility=hidden: a shared library exports only what its public header declares between
 # "#pragma GCC visibility push(default)" and "pop" (ibp.h, xnd.h, lors.h, lbone.h).
@@ -74,9 +76,10 @@ LBONE_SRC  = $(wildcard lbone/*.c)
 LBONE_SRV_SRC = $(filter-out lbone/server/lbone_server_main.c,$(wildcard lbone/server/*.c))
 DEPOT_SRC  = $(filter-out depot/depot_main.c,$(wildcard depot/depot_*.c))
 TOOLLIB_SRC = $(wildcard tools/tool_*.c)
+SERVE_SRC  = $(wildcard serve/*.c)
 LIFELINES_SRC = $(filter-out tools/lifelines/lors_lifelines.c,$(wildcard tools/lifelines/*.c))
 TOOL_PROGS = ibp_tool lbone_query lors_upload lors_download lors_augment lors_trim lors_refresh \
-             lors_ls lors_share lors_keep
+             lors_ls lors_share lors_keep lors_serve
 TESTLIB_SRC = $(wildcard tests/lib/*.c)
 UNIT_SRC   = $(wildcard tests/unit/test_*.c)
 SYS_SRC    = $(wildcard tests/system/test_*.c)
@@ -121,6 +124,7 @@ $(eval $(call library,LBONE,lbone,$(LBONE_SRC),,,-lcurl -ljansson -lm))
 
 LIBDEPOT_A = $(B)/lib/libdepot.a
 LIBTOOL_A = $(B)/lib/libtool.a
+LIBSERVE_A = $(B)/lib/libserve.a
 LIBLIFELINES_A = $(B)/lib/liblifelines.a
 LIBLBONE_SRV_A = $(B)/lib/liblbone_srv.a
 TOOL_BINS = $(addprefix $(B)/bin/,$(TOOL_PROGS)) $(B)/bin/lors_lifelines
@@ -158,6 +162,8 @@ $(B)/obj/empty.o:
 
 $(LIBTOOL_A): $(call obj,$(TOOLLIB_SRC))
 	$(ARCHIVE)
+$(LIBSERVE_A): $(call obj,$(SERVE_SRC))
+	$(ARCHIVE)
 
 $(call obj,$(LIFELINES_SRC) tests/unit/test_lors_lifelines.c): CPPFLAGS += $(CAIRO_CFLAGS)
 $(LIBLIFELINES_A): $(call obj,$(LIFELINES_SRC))
@@ -167,9 +173,12 @@ $(LIBLIFELINES_A): $(call obj,$(LIFELINES_SRC))
 define tool_prog
 $(B)/bin/$(1): $(call obj,$(wildcard tools/$(1).c tools/$(1)_*.c)) $(ALL_LIBS_A)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(LIBS) $$(LBONE_LIBS)
+	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(LIBS) $$(LBONE_LIBS) $$(TOOL_EXTRA_LIBS)
 endef
 $(foreach p,$(TOOL_PROGS),$(eval $(call tool_prog,$(p))))
+# lors_serve: the gateway layer and libmicrohttpd
+$(B)/bin/lors_serve: $(LIBSERVE_A)
+$(B)/bin/lors_serve: TOOL_EXTRA_LIBS = $(LIBLORS_A) $(LIBEXNODE_A) $(LIBIBP_A) $(LIBS) $(SRV_LIBS)
 
 $(B)/bin/lors_lifelines: $(call obj,tools/lifelines/lors_lifelines.c) $(LIBLIFELINES_A) $(ALL_LIBS_A)
 	@mkdir -p $(dir $@)
@@ -209,7 +218,7 @@ $(B)/bin/ibp_depot: $(call obj,depot/depot_main.c) $(LIBDEPOT_A) $(LIBLBONE_A) $
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS)
 
-TEST_LINK = $(call obj,$(TESTLIB_SRC)) $(LIBDEPOT_A) $(LIBLIFELINES_A) $(LIBTOOL_A) $(LIBLORS_A) \
+TEST_LINK = $(call obj,$(TESTLIB_SRC)) $(LIBDEPOT_A) $(LIBLIFELINES_A) $(LIBSERVE_A) $(LIBTOOL_A) $(LIBLORS_A) \
             $(LIBLBONE_SRV_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
 
 $(B)/tests/%: $(call obj,tests/unit/%.c) $(TEST_LINK)

@@ -1,0 +1,91 @@
+/* test_serve_range.c -- lors_serve's Range parsing (RFC 9110 14.1.2) and content types. */
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lns_test.h"
+#include "serve.h"
+
+/* The ranges of h for size as "a-b,c-d" (inclusive ends), with the kind. */
+static serve_ranges_kind parse(const char *h, int64_t size, char *out, size_t n)
+{
+    serve_range_t r[SERVE_MAX_RANGES];
+    int k;
+    serve_ranges_kind kind = serve_parse_ranges(h, size, r, &k);
+    size_t w = 0;
+    out[0] = '\0';
+    for (int i = 0; i < k && w < n; i++)
+        w += (size_t)snprintf(out + w, n - w, "%s%lld-%lld", i ? "," : "", (long long)r[i].off,
+                              (long long)(r[i].off + r[i].len - 1));
+    return kind;
+}
+
+static void test_single(void)
+{
+    char o[256];
+    CU_ASSERT_EQUAL(parse("bytes=0-499", 1000, o, sizeof o), SERVE_PARTIAL);
+    CU_ASSERT_STRING_EQUAL(o, "0-499");
+    CU_ASSERT_EQUAL(parse("bytes=500-", 1000, o, sizeof o), SERVE_PARTIAL);
+    CU_ASSERT_STRING_EQUAL(o, "500-999");
+    CU_ASSERT_EQUAL(parse("bytes=-300", 1000, o, sizeof o), SERVE_PARTIAL);
+    CU_ASSERT_STRING_EQUAL(o, "700-999");
+    CU_ASSERT_EQUAL(parse("bytes=-3000", 1000, o, sizeof o), SERVE_PARTIAL); /* all of it */
+    CU_ASSERT_STRING_EQUAL(o, "0-999");
+    CU_ASSERT_EQUAL(parse("bytes=900-5000", 1000, o, sizeof o), SERVE_PARTIAL); /* clipped */
+    CU_ASSERT_STRING_EQUAL(o, "900-999");
+    CU_ASSERT_EQUAL(parse(" Bytes = 5-5 ", 1000, o, sizeof o), SERVE_PARTIAL);
+    CU_ASSERT_STRING_EQUAL(o, "5-5");
+}
+
+static void test_multi_and_unsatisfiable(void)
+{
+    char o[256];
+    CU_ASSERT_EQUAL(parse("bytes=0-9, 100-109,-5", 1000, o, sizeof o), SERVE_PARTIAL);
+    CU_ASSERT_STRING_EQUAL(o, "0-9,100-109,995-999");
+    /* the satisfiable ones are kept, the others dropped */
+    CU_ASSERT_EQUAL(parse("bytes=2000-3000,10-19", 1000, o, sizeof o), SERVE_PARTIAL);
+    CU_ASSERT_STRING_EQUAL(o, "10-19");
+    CU_ASSERT_EQUAL(parse("bytes=1000-", 1000, o, sizeof o), SERVE_UNSATISFIABLE);
+    CU_ASSERT_EQUAL(parse("bytes=-0", 1000, o, sizeof o), SERVE_UNSATISFIABLE);
+    CU_ASSERT_EQUAL(parse("bytes=0-0", 0, o, sizeof o), SERVE_UNSATISFIABLE);
+}
+
+static void test_ignored(void)
+{
+    char o[256];
+    CU_ASSERT_EQUAL(parse(NULL, 1000, o, sizeof o), SERVE_WHOLE);
+    CU_ASSERT_EQUAL(parse("items=0-5", 1000, o, sizeof o), SERVE_WHOLE);
+    CU_ASSERT_EQUAL(parse("bytes=5-1", 1000, o, sizeof o), SERVE_WHOLE);  /* last < first */
+    CU_ASSERT_EQUAL(parse("bytes=a-b", 1000, o, sizeof o), SERVE_WHOLE);
+    CU_ASSERT_EQUAL(parse("bytes=", 1000, o, sizeof o), SERVE_WHOLE);
+    CU_ASSERT_EQUAL(parse("bytes=1-2;3-4", 1000, o, sizeof o), SERVE_WHOLE);
+    CU_ASSERT_EQUAL(parse("bytes=99999999999999999999-", 1000, o, sizeof o), SERVE_WHOLE);
+    char many[1024] = "bytes=";
+    for (int i = 0; i <= SERVE_MAX_RANGES; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "%s%d-%d", i ? "," : "", i,
+                 i);
+    CU_ASSERT_EQUAL(parse(many, 1000, o, sizeof o), SERVE_WHOLE); /* too many: the whole */
+}
+
+static void test_types(void)
+{
+    CU_ASSERT_STRING_EQUAL(serve_content_type("movie.mp4"), "video/mp4");
+    CU_ASSERT_STRING_EQUAL(serve_content_type("a.b.WEBM"), "video/webm");
+    CU_ASSERT_STRING_EQUAL(serve_content_type("x.tar"), "application/x-tar");
+    CU_ASSERT_STRING_EQUAL(serve_content_type("noext"), "application/octet-stream");
+    CU_ASSERT_STRING_EQUAL(serve_content_type(".mp4"), "application/octet-stream");
+    char n[64];
+    serve_name_of("/a/b/movie.mp4.xnd", n, sizeof n);
+    CU_ASSERT_STRING_EQUAL(n, "movie.mp4");
+    serve_name_of("plain", n, sizeof n);
+    CU_ASSERT_STRING_EQUAL(n, "plain");
+}
+
+static const lns_test_case tests[] = {
+    {"one range: first-last, first-, -suffix, clipped", test_single},
+    {"several ranges; none satisfiable: 416", test_multi_and_unsatisfiable},
+    {"malformed or too many: the whole file", test_ignored},
+    {"content types and URL names", test_types},
+};
+
+LNS_TEST_MAIN("lors_serve ranges", tests)

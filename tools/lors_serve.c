@@ -1,0 +1,232 @@
+/* lors_serve.c -- lors_serve: network files over HTTP, with ranges, for players, browsers and
+ * anything that seeks.  A thin front end over the gateway layer (serve/serve.h) and the
+ * random-access reader (lors_reader, lors.h): options, the token, the port file, signals.
+ * Runs until SIGINT or SIGTERM, then closes the listening socket, lets no new request in,
+ * stops the fetches and exits 0.
+ */
+#include <errno.h>
+#include <microhttpd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lns_err.h"
+#include "lors.h"
+#include "serve.h"
+#include "tool.h"
+#include "tool_opt.h"
+
+static const char *TOOL = "lors_serve";
+
+typedef struct settings {
+    tool_common_t c;
+    const char *listen, *port_file, *token_file, *key_file, *log;
+    int port, max_clients, fetches, idle;
+    int64_t cache, readahead;
+} settings_t;
+
+#define S(field) TOOL_OFF(settings_t, field)
+
+static const tool_opt_t opts[] = {
+    {TOOL_OPT_STR, "listen", 'l', NULL, S(listen), 0, 0, "127.0.0.1", "ADDR",
+     "the address to listen on (default 127.0.0.1: this machine only;\n"
+     "any other needs --token-file)", NULL},
+    {TOOL_OPT_INT, "port", 'p', NULL, S(port), 0, 65535, "8080", "N",
+     "the port (0: any free one; see --port-file)", NULL},
+    {TOOL_OPT_STR, "port-file", 0, NULL, S(port_file), 0, 0, NULL, "FILE",
+     "write the port listened on to FILE once serving", NULL},
+    {TOOL_OPT_STR, "token-file", 0, NULL, S(token_file), 0, 0, NULL, "FILE",
+     "ask every request for the token in FILE (its first line):\n"
+     "\"Authorization: Bearer TOKEN\" or ?token=TOKEN", NULL},
+    {TOOL_OPT_SIZE, "cache", 0, NULL, S(cache), 4 << 20, INT64_MAX, "64M", "SIZE",
+     "memory for file blocks, shared by all clients", NULL},
+    {TOOL_OPT_SIZE, "readahead", 0, NULL, S(readahead), 0, INT64_MAX, "16M", "SIZE",
+     "the most a sequential reader is read ahead (0: none)", NULL},
+    {TOOL_OPT_INT, "max-clients", 0, NULL, S(max_clients), 1, 4096, "128", "N",
+     "connections at once; more wait in the listen queue", NULL},
+    {TOOL_OPT_INT, "fetches", 0, NULL, S(fetches), 1, 1024, "16", "N",
+     "downloads from the depots at once, for all clients", NULL},
+    {TOOL_OPT_INT, "idle-timeout", 0, NULL, S(idle), 1, 86400, "60", "S",
+     "close a connection idle for S seconds", NULL},
+    {TOOL_OPT_STR, "key-file", 0, NULL, S(key_file), 0, 0, NULL, "FILE",
+     "the aes key of encrypted files (else $LNS_KEY or $LNS_KEY_FILE)", NULL},
+    {TOOL_OPT_STR, "log", 0, NULL, S(log), 0, 0, NULL, "FILE",
+     "the request log (default stderr): a line per request and\nper failure, naming the bytes",
+     NULL},
+    TOOL_OPT_THREADS(0, "0", "streams of each download (0: automatic)"),
+    TOOL_OPT_TIMEOUT("30s", "longest wait for any one depot"),
+    TOOL_OPT_IBP_VERSION,
+    TOOL_OPT_QUIET('q'),
+    TOOL_OPT_SETTINGS,
+    TOOL_OPT_TABLE_END,
+};
+
+static int check(void *sp, int argc, char **argv, int first)
+{
+    settings_t *f = sp;
+    (void)f;
+    if (first >= argc)
+        return tool_usage(TOOL, "give one or more directories of exNodes or exNode files");
+    return TOOL_EXIT_OK;
+}
+
+static const tool_cmd_t cmd = {
+    "lors_serve",
+    "Usage: lors_serve [options] DIR|EXNODE...\n"
+    "Serve network files over HTTP: GET and HEAD with Range (one or many), ETag and\n"
+    "Last-Modified, so that players seek and browsers play.  A directory's NAME.xnd is served\n"
+    "as /NAME; / lists them.  Read-only.\n\n",
+    "\nExit: 0 stopped by SIGINT or SIGTERM, 2 usage, 4 local I/O (port file, token file,\n"
+    "log), 5 cannot listen, 7 key, 9 internal.  See lors_serve(1).\n",
+    opts, sizeof(settings_t), check,
+};
+
+static int loopback(const char *addr)
+{
+    return strncmp(addr, "127.", 4) == 0 || strcmp(addr, "::1") == 0 ||
+           strcmp(addr, "localhost") == 0;
+}
+
+/* The token: the first line of path, at least 16 characters. */
+static int read_token(const char *path, char *tok, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        tool_error(TOOL, "--token-file %s: %s", path, strerror(errno));
+        return TOOL_EXIT_IO;
+    }
+    if (!fgets(tok, (int)size, f))
+        tok[0] = '\0';
+    fclose(f);
+    tok[strcspn(tok, "\r\n")] = '\0';
+    if (strlen(tok) < 16) {
+        tool_error(TOOL, "--token-file %s: the token must be at least 16 characters", path);
+        return TOOL_EXIT_USAGE;
+    }
+    return TOOL_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    settings_t f;
+    int first, code, port = 0;
+    char token[512], err[512];
+    unsigned char key[LORS_KEY_BYTES];
+    serve_files_t t;
+    serve_cfg_t cfg;
+    struct MHD_Daemon *d = NULL;
+    lors_cache_t *cache = NULL;
+    FILE *log = NULL;
+
+    memset(&t, 0, sizeof t);
+    code = tool_opt_parse(&cmd, argc, argv, &f, &first);
+    if (code)
+        return code;
+    pthread_mutex_init(&t.mu, NULL);
+    memset(&cfg, 0, sizeof cfg);
+    if (f.token_file && (code = read_token(f.token_file, token, sizeof token)))
+        goto done;
+    if (!loopback(f.listen) && !f.token_file) {
+        code = tool_usage(TOOL, "--listen %s serves beyond this machine: give --token-file",
+                          f.listen);
+        goto done;
+    }
+    for (int i = first; i < argc; i++) {
+        struct stat st;
+        if (stat(argv[i], &st) != 0) {
+            code = tool_usage(TOOL, "%s: %s", argv[i], strerror(errno));
+            goto done;
+        }
+        char ***list = S_ISDIR(st.st_mode) ? &t.dirs : &t.singles;
+        size_t *n = S_ISDIR(st.st_mode) ? &t.ndirs : &t.nsingles;
+        char **l = realloc(*list, (*n + 1) * sizeof *l);
+        if (!l) {
+            code = TOOL_EXIT_INTERNAL;
+            goto done;
+        }
+        *list = l;
+        l[(*n)++] = argv[i];
+    }
+    lors_reader_opts_init(&t.ro);
+    t.ro.readahead = f.readahead;
+    t.ro.dl.threads = f.c.threads;
+    t.ro.dl.timeout_ms = (int)f.c.timeout * 1000;
+    /* a key is loaded when one is at hand; an encrypted file without it is refused per request */
+    if (f.key_file || getenv("LNS_KEY") || getenv("LNS_KEY_FILE")) {
+        const unsigned char *use = NULL;
+        if ((code = tool_key(TOOL, "aes", f.key_file, key, &use)))
+            goto done;
+        t.ro.dl.key = use;
+    }
+    lors_cache_opts_t co;
+    lors_cache_opts_init(&co);
+    co.bytes = f.cache;
+    co.max_jobs = f.fetches;
+    co.timeout_ms = t.ro.dl.timeout_ms;
+    if (!(cache = lors_cache_new(&co))) {
+        tool_error(TOOL, "cannot make the cache: %s", strerror(errno));
+        code = TOOL_EXIT_INTERNAL;
+        goto done;
+    }
+    t.cache = cache;
+    if (f.log && !(log = fopen(f.log, "a"))) {
+        tool_error(TOOL, "--log %s: %s", f.log, strerror(errno));
+        code = TOOL_EXIT_IO;
+        goto done;
+    }
+    cfg.listen = f.listen;
+    cfg.port = f.port;
+    cfg.token = f.token_file ? token : NULL;
+    cfg.max_clients = f.max_clients;
+    cfg.idle_timeout_s = f.idle;
+    cfg.quiet = f.c.quiet;
+    cfg.log = log ? log : stderr;
+
+    /* SIGINT and SIGTERM are waited for by this thread alone */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    if (!(d = serve_http_start(&cfg, &t, &port, err, sizeof err))) {
+        tool_error(TOOL, "%s", err);
+        code = TOOL_EXIT_DEPOTS;
+        goto done;
+    }
+    if (f.port_file) {
+        char tmp[4200];
+        snprintf(tmp, sizeof tmp, "%s.tmp", f.port_file);
+        FILE *pf = fopen(tmp, "w");
+        if (!pf || fprintf(pf, "%d\n", port) < 0 || fclose(pf) != 0 ||
+            rename(tmp, f.port_file) != 0) {
+            tool_error(TOOL, "--port-file %s: %s", f.port_file, strerror(errno));
+            code = TOOL_EXIT_IO;
+            goto done;
+        }
+    }
+    if (!f.c.quiet)
+        fprintf(stderr, "%s: serving %zu director%s and %zu file%s on http://%s%s%s:%d/\n",
+                TOOL, t.ndirs, t.ndirs == 1 ? "y" : "ies", t.nsingles,
+                t.nsingles == 1 ? "" : "s", strchr(f.listen, ':') ? "[" : "", f.listen,
+                strchr(f.listen, ':') ? "]" : "", port);
+    int sig;
+    sigwait(&sigs, &sig);
+    if (!f.c.quiet)
+        fprintf(stderr, "%s: %s: stopping\n", TOOL, strsignal(sig));
+    code = TOOL_EXIT_OK;
+
+done:
+    if (d)
+        MHD_stop_daemon(d);
+    serve_files_free(&t);
+    lors_cache_free(cache);
+    if (log)
+        fclose(log);
+    free(t.dirs);
+    free(t.singles);
+    tool_opt_free(&f);
+    return code;
+}
