@@ -178,7 +178,7 @@ int tt_make_file(const char *path, size_t n, uint64_t seed)
     return rc;
 }
 
-static unsigned char *tt_read_whole(const char *path, size_t *n)
+unsigned char *tt_read_whole(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");
     if (!f)

@@ -83,6 +83,8 @@ void tt_free_all(tt_env_t *t, const char *xnd);
  * lors_upload's exit code (printed when not 0), or -1. */
 int tt_upload(tt_env_t *t, size_t n, uint64_t seed, int copies, int frags, const char *depots,
               const char *extra, char *src, char *xnd);
+/* The bytes of the file path, malloc'd, their number in *n; NULL if it cannot be opened. */
+unsigned char *tt_read_whole(const char *path, size_t *n);
 /* 1 if lors_download gives back the bytes of src from xnd, else 0. */
 int tt_downloads_equal(tt_env_t *t, const char *xnd, const char *src);
 

@@ -19,25 +19,6 @@
 
 static tt_env_t T;
 
-/* The source's bytes, read back whole. */
-static unsigned char *slurp(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long l = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *p = malloc(l > 0 ? (size_t)l : 1);
-    if (p && fread(p, 1, (size_t)l, f) != (size_t)l) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    *n = (size_t)l;
-    return p;
-}
-
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t next_rand(void)
 {
@@ -113,7 +94,7 @@ static void test_replicated_random_and_sequential(void)
     CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 9 * 1024 * 1024 + 4321, 7, 2, 6, T.depots, NULL, src,
                                     xnd), 0);
     xnd_t *x = tt_load(xnd);
-    unsigned char *data = slurp(src, &size);
+    unsigned char *data = tt_read_whole(src, &size);
     CU_ASSERT_PTR_NOT_NULL_FATAL(x);
     CU_ASSERT_PTR_NOT_NULL_FATAL(data);
 
@@ -186,7 +167,7 @@ static void test_seek_stops_read_ahead(void)
     CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 8 * 1024 * 1024, 9, 1, 2, tt_dlist(&T, 0, 1, -1), NULL,
                                     src, xnd), 0);
     xnd_t *x = tt_load(xnd);
-    unsigned char *data = slurp(src, &size);
+    unsigned char *data = tt_read_whole(src, &size);
     CU_ASSERT_PTR_NOT_NULL_FATAL(x);
     int p0 = depot_of(x, 0), p1 = depot_of(x, 6 << 20);
     CU_ASSERT_NOT_EQUAL_FATAL(p0, p1);
@@ -283,7 +264,7 @@ static void test_concurrent_streams_bounded(void)
     CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 12 * 1024 * 1024 + 1, 11, 2, 8, T.depots, NULL, src,
                                     xnd), 0);
     xnd_t *x = tt_load(xnd);
-    unsigned char *data = slurp(src, &size);
+    unsigned char *data = tt_read_whole(src, &size);
     lors_cache_opts_t co;
     lors_cache_opts_init(&co);
     co.bytes = 6 << 20; /* half the file */
@@ -326,7 +307,7 @@ static void test_no_live_copy(void)
     CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 3 * 1024 * 1024, 13, 1, 1, tt_dlist(&T, 4, -1), NULL,
                                     src, xnd), 0);
     xnd_t *x = tt_load(xnd);
-    unsigned char *data = slurp(src, &size);
+    unsigned char *data = tt_read_whole(src, &size);
     lors_reader_t *r = open_reader(x, NULL, (int64_t)16 << 20);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[4].srv, SIGKILL), 0);
@@ -358,7 +339,7 @@ static void test_erasure_coded_and_transformed(void)
     CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 5 * 1024 * 1024 + 77, 17, 1, 1, T.depots,
                                     "--ec 4+2 --ec-piece 256K", src, xnd), 0);
     xnd_t *x = tt_load(xnd);
-    unsigned char *data = slurp(src, &size);
+    unsigned char *data = tt_read_whole(src, &size);
     lors_reader_t *r = open_reader(x, NULL, (int64_t)16 << 20);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     CU_ASSERT_EQUAL(lors_reader_size(r), (int64_t)size);
@@ -386,7 +367,7 @@ static void test_erasure_coded_and_transformed(void)
     CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 3 * 1024 * 1024 + 5, 19, 2, 3, T.depots, extra, src,
                                     xnd), 0);
     x = tt_load(xnd);
-    data = slurp(src, &size);
+    data = tt_read_whole(src, &size);
     lors_reader_opts_t o;
     char err[512];
     lors_reader_opts_init(&o);
