@@ -182,6 +182,9 @@ xnd_t *xnd_new(void);
 void xnd_free(xnd_t *x);
 /* The "size" metadata: the file size, or -1 if absent.  set_size writes it. */
 int64_t xnd_size(const xnd_t *x);
+/* The file's length: its "size", else (an exNode without one) the end of its last mapping;
+ * 0 for none. */
+int64_t xnd_extent(const xnd_t *x);
 int xnd_set_size(xnd_t *x, int64_t size);
 
 int xnd_append(xnd_t *x, xnd_mapping_t *m); /* takes m (also on failure) */

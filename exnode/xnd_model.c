@@ -306,6 +306,18 @@ int64_t xnd_size(const xnd_t *x)
     return v;
 }
 
+int64_t xnd_extent(const xnd_t *x)
+{
+    int64_t size = xnd_size(x);
+    if (size >= 0 || !x)
+        return size >= 0 ? size : 0;
+    size = 0;
+    for (size_t i = 0; i < x->nmaps; i++)
+        if (x->maps[i]->exnode_offset + x->maps[i]->logical_length > size)
+            size = x->maps[i]->exnode_offset + x->maps[i]->logical_length;
+    return size;
+}
+
 int xnd_set_size(xnd_t *x, int64_t size)
 {
     if (!x || size < 0)

@@ -719,14 +719,8 @@ static void writer(dl_t *dl, const lors__out_t *out)
 static int check_opts(const lors_download_opts_t *o, const xnd_t *x, lors_dl_report_t *r,
                       int64_t *off, int64_t *len)
 {
-    int64_t size = xnd_size(x);
+    int64_t size = xnd_extent(x);
     const char *bad = NULL;
-    if (size < 0) {
-        size = 0;
-        for (size_t i = 0; i < x->nmaps; i++)
-            if (x->maps[i]->exnode_offset + x->maps[i]->logical_length > size)
-                size = x->maps[i]->exnode_offset + x->maps[i]->logical_length;
-    }
     *off = o->offset;
     *len = o->length < 0 ? size - o->offset : o->length;
     if (o->threads < 0 || o->threads > MAX_THREADS)

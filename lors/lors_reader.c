@@ -531,15 +531,8 @@ lors_reader_t *lors_reader_open(const lors_reader_opts_t *o, const xnd_t *x, lor
         r->size = ei.plain_size;
     else if (ec.present)
         r->size = ec.size;
-    else {
-        r->size = xnd_size(x);
-        if (r->size < 0) { /* no size attribute: the end of the last mapping */
-            r->size = 0;
-            for (size_t i = 0; i < x->nmaps; i++)
-                if (x->maps[i]->exnode_offset + x->maps[i]->logical_length > r->size)
-                    r->size = x->maps[i]->exnode_offset + x->maps[i]->logical_length;
-        }
-    }
+    else
+        r->size = xnd_extent(x);
     /* whole frames and pieces per block: a block never fetches a unit twice */
     int64_t u = o->block ? o->block : LORS_DEFAULT_CHECKSUM_BLOCKSIZE;
     if (ei.present && ei.frame_size > u)

@@ -359,13 +359,7 @@ int main(int argc, char **argv)
     }
 
     /* the range, in the file's (plain) bytes */
-    size = e2e.present ? e2e.plain_size : xnd_size(x);
-    if (size < 0) {
-        size = 0;
-        for (size_t i = 0; i < x->nmaps; i++)
-            if (x->maps[i]->exnode_offset + x->maps[i]->logical_length > size)
-                size = x->maps[i]->exnode_offset + x->maps[i]->logical_length;
-    }
+    size = e2e.present ? e2e.plain_size : xnd_extent(x);
     off = f.offset >= 0 ? f.offset : 0;
     if (off > size) {
         code = tool_usage(TOOL, "-O %" PRId64 ": the file has only %" PRId64 " bytes", off,

@@ -592,6 +592,28 @@ static void test_time(void)
     CU_ASSERT_STRING_EQUAL(buf, "2026-11-22 10:40:50");
 }
 
+/* xnd_extent: the size when there is one, else the end of the last mapping, else 0. */
+static void test_extent(void)
+{
+    xnd_t *x = xnd_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT_EQUAL(xnd_extent(NULL), 0);
+    CU_ASSERT_EQUAL(xnd_extent(x), 0);
+    int64_t at[] = {100, 0, 40};
+    for (int i = 0; i < 3; i++) {
+        xnd_mapping_t *m = xnd_mapping_new();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        m->exnode_offset = at[i];
+        m->logical_length = 50;
+        CU_ASSERT_EQUAL(xnd_append(x, m), XND_OK);
+    }
+    CU_ASSERT_EQUAL(xnd_size(x), -1);
+    CU_ASSERT_EQUAL(xnd_extent(x), 150);
+    CU_ASSERT_EQUAL(xnd_set_size(x, 120), XND_OK);
+    CU_ASSERT_EQUAL(xnd_extent(x), 120);
+    xnd_free(x);
+}
+
 static const lns_test_case tests[] = {
     {"the DLT sample", test_sample},
     {"sample round trip, byte for byte", test_roundtrip},
@@ -600,6 +622,7 @@ static const lns_test_case tests[] = {
     {"typed metadata API", test_meta_api},
     {"sorted view, find, replicas, coverage", test_coverage},
     {"dates", test_time},
+    {"xnd_extent: size, else the last mapping's end", test_extent},
 };
 
 LNS_TEST_MAIN("exnode", tests)
