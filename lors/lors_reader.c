@@ -64,7 +64,6 @@ typedef struct job {
     entry_t **e;
     int64_t cur;                   /* the block being filled */
     volatile sig_atomic_t stop;
-    pthread_t tid;
 } job_t;
 
 struct lors_cache {
@@ -285,6 +284,13 @@ static int make_room_locked(lors_cache_t *c, int64_t need)
 
 /* ---- jobs ------------------------------------------------------------------------------- */
 
+/* The bytes of block u (the last one may be short). */
+static int64_t unit_len(const lors_reader_t *r, int64_t u)
+{
+    int64_t off = u * r->unit;
+    return off + r->unit <= r->size ? r->unit : r->size - off;
+}
+
 /* The engine's output: bytes in order from the job's first block on. */
 static int job_put(void *arg, const void *buf, size_t len)
 {
@@ -385,23 +391,18 @@ static int64_t start_job_locked(lors_reader_t *r, lors_stream_t *owner, int64_t 
         n = cap;
     if (u + n > r->nunits)
         n = r->nunits - u;
-    int64_t k = 0, bytes = 0;
-    while (k < n && !lookup_locked(c, r->rid, u + k)) {
-        int64_t l = (u + k + 1) * r->unit <= r->size ? r->unit : r->size - (u + k) * r->unit;
-        bytes += l;
-        k++;
-    }
-    if (k == 0)
-        return 0;
-    for (;;) {
+    int64_t k;
+    for (;;) { /* counted again after a wait: others may have started some of them */
+        int64_t bytes = 0;
+        for (k = 0; k < n && !lookup_locked(c, r->rid, u + k); k++)
+            bytes += unit_len(r, u + k);
+        if (k == 0)
+            return 0;
         if (c->jobs < c->max_jobs && make_room_locked(c, bytes))
             break;
         if (!demand || r->closing)
             return 0;
         pthread_cond_wait(&c->cv, &c->mu);
-        /* someone else may have started (part of) it meanwhile */
-        if (lookup_locked(c, r->rid, u))
-            return 0;
     }
     job_t *j = calloc(1, sizeof *j);
     entry_t **es = j ? calloc((size_t)k, sizeof *es) : NULL;
@@ -412,10 +413,7 @@ static int64_t start_job_locked(lors_reader_t *r, lors_stream_t *owner, int64_t 
     }
     int64_t made = 0;
     for (; made < k; made++) {
-        if (lookup_locked(c, r->rid, u + made))
-            break; /* cannot happen with the lock held throughout, kept for safety */
-        int64_t off = (u + made) * r->unit;
-        size_t l = (size_t)(off + r->unit <= r->size ? r->unit : r->size - off);
+        size_t l = (size_t)unit_len(r, u + made);
         entry_t *e = calloc(1, sizeof *e);
         unsigned char *b = e ? malloc(l) : NULL;
         if (!b) {
@@ -449,9 +447,10 @@ static int64_t start_job_locked(lors_reader_t *r, lors_stream_t *owner, int64_t 
     j->n = made;
     j->e = es;
     pthread_attr_t at;
+    pthread_t tid;
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    int err = pthread_create(&j->tid, &at, job_run, j);
+    int err = pthread_create(&tid, &at, job_run, j);
     pthread_attr_destroy(&at);
     if (err != 0) {
         for (int64_t i = 0; i < made; i++) {
