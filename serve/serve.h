@@ -43,11 +43,12 @@ typedef struct serve_file {
     xnd_t *x;
     lors_reader_t *r;
     int64_t size;
-    time_t mtime;          /* the exNode file's */
+    time_t mtime;          /* the exNode file's, for Last-Modified */
+    struct timespec mtim;  /* ... with its inode and size: changed on disk or replaced? */
+    ino_t ino;
     off_t xsize;
     char etag[40];         /* "\"...\"": a digest of the exNode's bytes */
     int refs;              /* the table's (while current) and each request's */
-    int stale;             /* replaced or gone: freed at the last release */
 } serve_file_t;
 
 typedef struct serve_files {

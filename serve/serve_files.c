@@ -58,14 +58,13 @@ static void file_free(serve_file_t *f)
     free(f);
 }
 
-/* With t->mu: drop the table's reference of open[i]. */
-static void drop_locked(serve_files_t *t, size_t i)
+/* With t->mu: drop the table's reference of open[i].  The file if that was the last one: the
+ * caller frees it after unlocking (closing a reader waits for its fetches to stop). */
+static serve_file_t *drop_locked(serve_files_t *t, size_t i)
 {
     serve_file_t *f = t->open[i];
     t->open[i] = t->open[--t->nopen];
-    f->stale = 1;
-    if (--f->refs == 0)
-        file_free(f);
+    return --f->refs == 0 ? f : NULL;
 }
 
 /* The ETag: the first 128 bits of the exNode's SHA-256, so a rewritten exNode (new
@@ -104,20 +103,25 @@ serve_file_t *serve_file_get(serve_files_t *t, const char *name, int *status, ch
         snprintf(err, errlen, "no such file");
         return NULL;
     }
+    serve_file_t *old = NULL;
     pthread_mutex_lock(&t->mu);
     for (size_t i = 0; i < t->nopen; i++) {
         serve_file_t *f = t->open[i];
         if (strcmp(f->name, name) != 0)
             continue;
-        if (strcmp(f->path, path) == 0 && f->mtime == st.st_mtime && f->xsize == st.st_size) {
+        if (strcmp(f->path, path) == 0 && f->ino == st.st_ino && f->xsize == st.st_size &&
+            f->mtim.tv_sec == st.st_mtim.tv_sec && f->mtim.tv_nsec == st.st_mtim.tv_nsec) {
             f->refs++;
             pthread_mutex_unlock(&t->mu);
             return f;
         }
-        drop_locked(t, i); /* changed on disk: open it anew */
+        old = drop_locked(t, i); /* changed on disk: open it anew */
         break;
     }
     pthread_mutex_unlock(&t->mu);
+    if (old)
+        file_free(old);
+    old = NULL;
 
     serve_file_t *f = calloc(1, sizeof *f);
     char xerr[512];
@@ -127,6 +131,8 @@ serve_file_t *serve_file_get(serve_files_t *t, const char *name, int *status, ch
         goto fail;
     }
     f->mtime = st.st_mtime;
+    f->mtim = st.st_mtim;
+    f->ino = st.st_ino;
     f->xsize = st.st_size;
     if (etag_of(path, f->etag, sizeof f->etag) < 0) {
         snprintf(err, errlen, "reading the exNode %s: %s", path, strerror(errno));
@@ -145,7 +151,7 @@ serve_file_t *serve_file_get(serve_files_t *t, const char *name, int *status, ch
     pthread_mutex_lock(&t->mu);
     for (size_t i = 0; i < t->nopen; i++)
         if (strcmp(t->open[i]->name, name) == 0) { /* another request opened it meanwhile */
-            drop_locked(t, i);
+            old = drop_locked(t, i);
             break;
         }
     if (t->nopen == t->capopen) {
@@ -153,6 +159,8 @@ serve_file_t *serve_file_get(serve_files_t *t, const char *name, int *status, ch
         serve_file_t **o = realloc(t->open, cap * sizeof *o);
         if (!o) {
             pthread_mutex_unlock(&t->mu);
+            if (old)
+                file_free(old);
             f->refs = 1; /* the caller's alone */
             return f;
         }
@@ -161,6 +169,8 @@ serve_file_t *serve_file_get(serve_files_t *t, const char *name, int *status, ch
     }
     t->open[t->nopen++] = f;
     pthread_mutex_unlock(&t->mu);
+    if (old)
+        file_free(old);
     return f;
 fail:
     if (f)
@@ -297,8 +307,13 @@ char *serve_index_html(serve_files_t *t)
 void serve_files_free(serve_files_t *t)
 {
     pthread_mutex_lock(&t->mu);
-    while (t->nopen)
-        drop_locked(t, t->nopen - 1);
+    while (t->nopen) {
+        serve_file_t *f = drop_locked(t, t->nopen - 1);
+        pthread_mutex_unlock(&t->mu);
+        if (f)
+            file_free(f);
+        pthread_mutex_lock(&t->mu);
+    }
     pthread_mutex_unlock(&t->mu);
     free(t->open);
     t->open = NULL;

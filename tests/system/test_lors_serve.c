@@ -148,6 +148,15 @@ static void test_http(void)
     if (strcmp(T.out, "404404") != 0)
         fprintf(stderr, "404s: %s\n", T.out);
 
+    /* the exNode rewritten in place: the next request reads the new file, with a new tag */
+    char src2[4096];
+    put_file("data.bin", 3 * 1024 * 1024 + 5, 22, 2, T.depots, NULL, src2);
+    CU_ASSERT_EQUAL(tt_sh(&T, "curl -sfI %s:%d/data.bin | tr -d '\\r'", u, port), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "Content-Length: 3145733"));
+    CU_ASSERT_PTR_NULL(strstr(T.out, etag));
+    CU_ASSERT_EQUAL(tt_sh(&T, "curl -sf %s:%d/data.bin | cmp - '%s'", u, port, src2), 0);
+    put_file("data.bin", 6 * 1024 * 1024 + 999, 21, 2, T.depots, NULL, src);
+
     /* a depot SIGKILLed during a range read: the bytes are still right */
     CU_ASSERT_EQUAL(tt_sh(&T, "(sleep 0.05; kill -9 %d) & curl -sf --limit-rate 20M "
                               "-r 100000-6000000 %s:%d/data.bin > $D/got; wait; "
