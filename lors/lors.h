@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "ibp.h"
 #include "xnd.h"
@@ -45,7 +46,8 @@ typedef enum lors_err {
     LORS_E_UNSAFE = -15,   /* trim: would leave bytes with no copy at all (force to do it anyway) */
     LORS_E_PARTIAL = -16,  /* refresh/trim: some mappings could not be handled (the report lists them) */
     LORS_E_RC = -17,       /* the rc file does not parse (the message names file and line) */
-    LORS_E_STOPPED = -18   /* upload, augment, download: stopped when the caller's stop flag was set */
+    LORS_E_STOPPED = -18,  /* upload, augment, download: stopped when the caller's stop flag was set */
+    LORS_E_NOTFOUND = -19  /* lors_dir: no network file of that name */
 } lors_err;
 
 /* Words for any code, including unknown ones.  Never NULL. */
@@ -404,6 +406,49 @@ int64_t lors_stream_pread(lors_stream_t *s, void *buf, size_t len, int64_t off, 
 /* A read on a stream of its own: no read-ahead. */
 int64_t lors_reader_pread(lors_reader_t *r, void *buf, size_t len, int64_t off, int *rc,
                           char *err, size_t errlen);
+
+/* ---- a directory of network files (lors_dir.c) ----------------------------------------- */
+
+/* The exNodes that lors_serve and lors_mount show: those of directories (NAME.xnd shows as
+ * NAME) and single exNode files, each opened as a reader on one shared cache at first use and
+ * kept while its exNode file is unchanged.  An exNode rewritten in place (lors_augment,
+ * lors_keep) is opened anew at the next lors_dir_get; holders of the old one go on reading it,
+ * and it is freed when the last lets it go.  Thread-safe. */
+typedef struct lors_dir lors_dir_t;
+
+typedef struct lors_dir_file {
+    const char *name;         /* as shown: the exNode file's base name without ".xnd" */
+    const char *path;         /* the exNode file */
+    const xnd_t *x;
+    lors_reader_t *r;
+    int64_t size;             /* the file's (plain bytes) */
+    struct timespec mtime;    /* the exNode file's modification time */
+    char tag[40];             /* "\"<32 hex digits>\"": the first 128 bits of the SHA-256 of the
+                               * exNode's bytes, an HTTP entity tag that changes with them */
+} lors_dir_file_t;
+
+/* ro and cache are used for every reader (cache is not owned); NULL: out of memory. */
+lors_dir_t *lors_dir_new(const lors_reader_opts_t *ro, lors_cache_t *cache);
+/* Show path: a directory's exNodes, or one exNode file.  LORS_OK, or LORS_E_READ with a line
+ * in err (not found, neither a directory nor a file), LORS_E_NOMEM. */
+int lors_dir_add(lors_dir_t *d, const char *path, char *err, size_t errlen);
+/* The file shown as name: a new reference, or NULL with *rc LORS_E_NOTFOUND (no such name;
+ * names with '/' or a leading '.' are never found), else the failure to read the exNode or
+ * open it (LORS_E_READ, LORS_E_EXNODE, LORS_E_KEY, LORS_E_NOMEM) and a line in err. */
+lors_dir_file_t *lors_dir_get(lors_dir_t *d, const char *name, int *rc, char *err,
+                              size_t errlen);
+void lors_dir_put(lors_dir_t *d, lors_dir_file_t *f);
+/* Every name shown, sorted, without duplicates (the first path given wins): a malloc'd array
+ * of *n malloc'd strings (lors_dir_names_free), or NULL with *n 0 when there are none or
+ * memory ran out (errno ENOMEM). */
+char **lors_dir_names(lors_dir_t *d, size_t *n);
+void lors_dir_names_free(char **names, size_t n);
+/* How many directories and single files were added. */
+void lors_dir_counts(const lors_dir_t *d, size_t *dirs, size_t *files);
+/* After every reference is put back. */
+void lors_dir_free(lors_dir_t *d);
+/* The name an exNode file is shown as: its base name without ".xnd". */
+void lors_dir_name_of(const char *path, char *name, size_t size);
 
 /* Resume (-R): fd holds file bytes [offset, offset + len) at its positions 0..len.  Check
  * them against the lns_checksum digests of x's mappings, checksum block by checksum block

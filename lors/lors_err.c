@@ -25,6 +25,7 @@ const char *lors_strerror(int err)
     case LORS_E_PARTIAL: return "some mappings could not be handled";
     case LORS_E_RC: return "the rc file does not parse";
     case LORS_E_STOPPED: return "stopped (interrupted)";
+    case LORS_E_NOTFOUND: return "no such network file";
     default: return "unknown liblors error";
     }
 }

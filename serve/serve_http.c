@@ -33,7 +33,7 @@
 
 typedef struct srv {
     const serve_cfg_t *cfg;
-    serve_files_t *t;
+    lors_dir_t *d;
     pthread_mutex_t logmu;
 } srv_t;
 
@@ -92,7 +92,7 @@ static enum MHD_Result answer_text(struct MHD_Connection *c, unsigned status, co
 /* ---- the body of a file response ------------------------------------------------------ */
 
 typedef struct body {
-    serve_file_t *f;
+    lors_dir_file_t *f;
     lors_stream_t *s;
     serve_range_t r[SERVE_MAX_RANGES];
     int nr;
@@ -110,7 +110,7 @@ static void body_free(void *cls)
 {
     body_t *b = cls;
     lors_stream_close(b->s);
-    serve_file_put(S.t, b->f);
+    lors_dir_put(S.d, b->f);
     for (int i = 0; i < b->nr; i++)
         free(b->part[i]);
     free(b->pre);
@@ -204,10 +204,11 @@ static int etag_listed(const char *list, const char *etag)
 static enum MHD_Result serve_file(struct MHD_Connection *c, const char *who, const char *method,
                                   const char *name)
 {
-    int status;
+    int rc;
     char err[600];
-    serve_file_t *f = serve_file_get(S.t, name, &status, err, sizeof err);
+    lors_dir_file_t *f = lors_dir_get(S.d, name, &rc, err, sizeof err);
     if (!f) {
+        int status = rc == LORS_E_NOTFOUND ? 404 : 500;
         logf_("%s %s /%s %d %s", who, method, name, status, err);
         char line[700];
         snprintf(line, sizeof line, "%s: %s\n", name, err);
@@ -215,12 +216,12 @@ static enum MHD_Result serve_file(struct MHD_Connection *c, const char *who, con
     }
     int head = strcmp(method, "HEAD") == 0;
     char lm[64], cr[96];
-    http_date(f->mtime, lm, sizeof lm);
+    http_date(f->mtime.tv_sec, lm, sizeof lm);
     if (etag_listed(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-None-Match"),
-                    f->etag)) {
-        serve_file_put(S.t, f);
+                    f->tag)) {
         struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-        MHD_add_response_header(r, "ETag", f->etag);
+        MHD_add_response_header(r, "ETag", f->tag);
+        lors_dir_put(S.d, f);
         enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_NOT_MODIFIED, r);
         MHD_destroy_response(r);
         logf_("%s %s /%s 304", who, method, name);
@@ -230,7 +231,7 @@ static enum MHD_Result serve_file(struct MHD_Connection *c, const char *who, con
     body_t *b = calloc(1, sizeof *b);
     if (!b || !(b->s = lors_stream_open(f->r))) {
         free(b);
-        serve_file_put(S.t, f);
+        lors_dir_put(S.d, f);
         return answer_text(c, 500, "out of memory\n", NULL, NULL);
     }
     b->f = f;
@@ -238,7 +239,7 @@ static enum MHD_Result serve_file(struct MHD_Connection *c, const char *who, con
     snprintf(b->name, sizeof b->name, "%s", name);
     const char *range = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Range");
     const char *ifr = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-Range");
-    if (range && ifr && strcmp(ifr, f->etag) != 0 && strcmp(ifr, lm) != 0)
+    if (range && ifr && strcmp(ifr, f->tag) != 0 && strcmp(ifr, lm) != 0)
         range = NULL; /* the representation changed: the whole of it */
     serve_ranges_kind k = serve_parse_ranges(range, f->size, b->r, &b->nr);
     if (k == SERVE_UNSATISFIABLE) {
@@ -272,7 +273,6 @@ static enum MHD_Result serve_file(struct MHD_Connection *c, const char *who, con
     /* the first bytes now: a range with no live copy is an error the client can see */
     if (!head && b->r[0].len > 0) {
         int64_t want = b->r[0].len < PRE_BYTES ? b->r[0].len : PRE_BYTES;
-        int rc;
         b->pre = malloc((size_t)want);
         int64_t got = b->pre ? lors_stream_pread(b->s, b->pre, (size_t)want, b->r[0].off, &rc,
                                                  err, sizeof err)
@@ -299,7 +299,7 @@ static enum MHD_Result serve_file(struct MHD_Connection *c, const char *who, con
     }
     unsigned code = k == SERVE_PARTIAL ? MHD_HTTP_PARTIAL_CONTENT : MHD_HTTP_OK;
     MHD_add_response_header(r, "Accept-Ranges", "bytes");
-    MHD_add_response_header(r, "ETag", f->etag);
+    MHD_add_response_header(r, "ETag", f->tag);
     MHD_add_response_header(r, "Last-Modified", lm);
     if (b->multi) {
         char ct[96];
@@ -367,7 +367,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                            "WWW-Authenticate", "Bearer");
     }
     if (strcmp(url, "/") == 0) {
-        char *html = serve_index_html(S.t);
+        char *html = serve_index_html(S.d);
         if (!html)
             return answer_text(c, 500, "out of memory\n", NULL, NULL);
         struct MHD_Response *r =
@@ -392,11 +392,11 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     logf_("libmicrohttpd: %s", line);
 }
 
-struct MHD_Daemon *serve_http_start(const serve_cfg_t *cfg, serve_files_t *t, int *port,
+struct MHD_Daemon *serve_http_start(const serve_cfg_t *cfg, lors_dir_t *files, int *port,
                                     char *err, size_t errlen)
 {
     S.cfg = cfg;
-    S.t = t;
+    S.d = files;
     pthread_mutex_init(&S.logmu, NULL);
     srandom((unsigned)time(NULL) ^ (unsigned)getpid());
     int fd = lns_listen(cfg->listen, cfg->port, 128, port, err, errlen);

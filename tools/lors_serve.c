@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lns_err.h"
@@ -114,18 +113,15 @@ int main(int argc, char **argv)
     settings_t f;
     int first, code, port = 0;
     char token[512], err[512];
-    unsigned char key[LORS_KEY_BYTES];
-    serve_files_t t;
+    tool_files_t tf;
     serve_cfg_t cfg;
     struct MHD_Daemon *d = NULL;
-    lors_cache_t *cache = NULL;
     FILE *log = NULL;
 
-    memset(&t, 0, sizeof t);
+    memset(&tf, 0, sizeof tf);
     code = tool_opt_parse(&cmd, argc, argv, &f, &first);
     if (code)
         return code;
-    pthread_mutex_init(&t.mu, NULL);
     memset(&cfg, 0, sizeof cfg);
     if (f.token_file && (code = read_token(f.token_file, token, sizeof token)))
         goto done;
@@ -134,44 +130,9 @@ int main(int argc, char **argv)
                           f.listen);
         goto done;
     }
-    for (int i = first; i < argc; i++) {
-        struct stat st;
-        if (stat(argv[i], &st) != 0) {
-            code = tool_usage(TOOL, "%s: %s", argv[i], strerror(errno));
-            goto done;
-        }
-        char ***list = S_ISDIR(st.st_mode) ? &t.dirs : &t.singles;
-        size_t *n = S_ISDIR(st.st_mode) ? &t.ndirs : &t.nsingles;
-        char **l = realloc(*list, (*n + 1) * sizeof *l);
-        if (!l) {
-            code = TOOL_EXIT_INTERNAL;
-            goto done;
-        }
-        *list = l;
-        l[(*n)++] = argv[i];
-    }
-    lors_reader_opts_init(&t.ro);
-    t.ro.readahead = f.readahead;
-    t.ro.dl.threads = f.c.threads;
-    t.ro.dl.timeout_ms = (int)f.c.timeout * 1000;
-    /* a key is loaded when one is at hand; an encrypted file without it is refused per request */
-    if (f.key_file || getenv("LNS_KEY") || getenv("LNS_KEY_FILE")) {
-        const unsigned char *use = NULL;
-        if ((code = tool_key(TOOL, "aes", f.key_file, key, &use)))
-            goto done;
-        t.ro.dl.key = use;
-    }
-    lors_cache_opts_t co;
-    lors_cache_opts_init(&co);
-    co.bytes = f.cache;
-    co.max_jobs = f.fetches;
-    co.timeout_ms = t.ro.dl.timeout_ms;
-    if (!(cache = lors_cache_new(&co))) {
-        tool_error(TOOL, "cannot make the cache: %s", strerror(errno));
-        code = TOOL_EXIT_INTERNAL;
+    if ((code = tool_files_open(TOOL, &tf, argv + first, argc - first, f.c.threads, f.c.timeout,
+                                f.readahead, f.cache, f.fetches, f.key_file)))
         goto done;
-    }
-    t.cache = cache;
     if (f.log && !(log = fopen(f.log, "a"))) {
         tool_error(TOOL, "--log %s: %s", f.log, strerror(errno));
         code = TOOL_EXIT_IO;
@@ -191,7 +152,7 @@ int main(int argc, char **argv)
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    if (!(d = serve_http_start(&cfg, &t, &port, err, sizeof err))) {
+    if (!(d = serve_http_start(&cfg, tf.dir, &port, err, sizeof err))) {
         tool_error(TOOL, "%s", err);
         code = TOOL_EXIT_DEPOTS;
         goto done;
@@ -207,11 +168,14 @@ int main(int argc, char **argv)
             goto done;
         }
     }
-    if (!f.c.quiet)
+    if (!f.c.quiet) {
+        size_t ndirs, nfiles;
+        lors_dir_counts(tf.dir, &ndirs, &nfiles);
         fprintf(stderr, "%s: serving %zu director%s and %zu file%s on http://%s%s%s:%d/\n",
-                TOOL, t.ndirs, t.ndirs == 1 ? "y" : "ies", t.nsingles,
-                t.nsingles == 1 ? "" : "s", strchr(f.listen, ':') ? "[" : "", f.listen,
-                strchr(f.listen, ':') ? "]" : "", port);
+                TOOL, ndirs, ndirs == 1 ? "y" : "ies", nfiles, nfiles == 1 ? "" : "s",
+                strchr(f.listen, ':') ? "[" : "", f.listen, strchr(f.listen, ':') ? "]" : "",
+                port);
+    }
     int sig;
     sigwait(&sigs, &sig);
     if (!f.c.quiet)
@@ -221,12 +185,9 @@ int main(int argc, char **argv)
 done:
     if (d)
         MHD_stop_daemon(d);
-    serve_files_free(&t);
-    lors_cache_free(cache);
+    tool_files_close(&tf);
     if (log)
         fclose(log);
-    free(t.dirs);
-    free(t.singles);
     tool_opt_free(&f);
     return code;
 }

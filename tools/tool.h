@@ -208,6 +208,22 @@ void tool_feed_end(tool_feed_t *f, int64_t bytes, double seconds, int code);
 int tool_key(const char *tool, const char *chain, const char *keyfile,
              unsigned char key[LORS_KEY_BYTES], const unsigned char **use);
 
+/* What lors_serve and lors_mount show: the network files of paths (directories of exNodes or
+ * exNode files) on one block cache. */
+typedef struct tool_files {
+    lors_cache_t *cache;
+    lors_dir_t *dir;
+    unsigned char key[LORS_KEY_BYTES];
+} tool_files_t;
+/* Open them: every fetch with threads streams (0: automatic) and timeout_s per depot, reading
+ * ahead up to readahead bytes, the cache holding cache_bytes with at most fetches running; the
+ * aes key from key_file, $LNS_KEY or $LNS_KEY_FILE when one is given (an encrypted file
+ * without it fails when it is opened).  TOOL_EXIT_OK, or a code after one error line. */
+int tool_files_open(const char *tool, tool_files_t *tf, char **paths, int npaths, int threads,
+                    int64_t timeout_s, int64_t readahead, int64_t cache_bytes, int fetches,
+                    const char *key_file);
+void tool_files_close(tool_files_t *tf);
+
 /* One line on stderr per issue an upload (pieces 0: "fragment F copy C") or an augment
  * (pieces 1: "piece P") worked around, or could not. */
 void tool_print_issues(const char *tool, const lors_report_t *rep, int pieces);

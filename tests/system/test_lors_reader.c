@@ -3,7 +3,8 @@
  * a sequential stream is read ahead in few fetches; a seek stops read-ahead stuck on a
  * stopped depot; a depot killed during reads costs nothing; concurrent streams stay inside
  * the cache's bound; a range with no live copy fails naming its bytes, and a later read
- * after the depot is back succeeds. */
+ * after the depot is back succeeds.  lors_dir, the directory of readers lors_serve and
+ * lors_mount show, is checked here too. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -387,6 +388,106 @@ static void test_erasure_coded_and_transformed(void)
     tt_free_all(&T, xnd);
 }
 
+/* lors_dir: names from a directory and a single file (the first given wins a name), lookups
+ * that cannot escape the directory, a file kept while unchanged and opened anew once its
+ * exNode is rewritten (holders of the old one still read it), a malformed exNode refused. */
+static void test_dir(void)
+{
+    char src[4096], xnd[4096], dir[4200], p[4400], err[600];
+    size_t size;
+    int rc;
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 300 * 1024 + 7, 11, 1, 2, T.depots, NULL, src, xnd),
+                          0);
+    unsigned char *data = tt_read_whole(src, &size);
+    unsigned char *xb = NULL;
+    size_t xn;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(xb = tt_read_whole(xnd, &xn));
+    snprintf(dir, sizeof dir, "%s.dir", xnd);
+    CU_ASSERT_EQUAL_FATAL(mkdir(dir, 0700), 0);
+    const char *names[] = {"b.xnd", "a.xnd", ".hidden.xnd", "notes.txt"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        CU_ASSERT_EQUAL(tt_write_file(p, xb, xn), 0);
+    }
+    snprintf(p, sizeof p, "%s/bad.xnd", dir);
+    CU_ASSERT_EQUAL(tt_write_file(p, "<exnode", 7), 0);
+
+    lors_cache_t *c = lors_cache_new(NULL);
+    lors_reader_opts_t ro;
+    lors_reader_opts_init(&ro);
+    lors_dir_t *d = lors_dir_new(&ro, c);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    char single[4200];
+    snprintf(single, sizeof single, "%s.b.xnd", xnd); /* shown as "<name>.b": a single file */
+    CU_ASSERT_EQUAL(tt_write_file(single, xb, xn), 0);
+    CU_ASSERT_EQUAL(lors_dir_add(d, dir, err, sizeof err), LORS_OK);
+    CU_ASSERT_EQUAL(lors_dir_add(d, single, err, sizeof err), LORS_OK);
+    CU_ASSERT_EQUAL(lors_dir_add(d, "/nonexistent/x.xnd", err, sizeof err), LORS_E_READ);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "/nonexistent/x.xnd"));
+    size_t nd, nf, n;
+    lors_dir_counts(d, &nd, &nf);
+    CU_ASSERT(nd == 1 && nf == 1);
+    char **v = lors_dir_names(d, &n);
+    char want_single[4200];
+    lors_dir_name_of(single, want_single, sizeof want_single);
+    CU_ASSERT_EQUAL_FATAL(n, 4); /* a, b, bad, <single>: not .hidden, not notes.txt */
+    CU_ASSERT_STRING_EQUAL(v[0], "a");
+    CU_ASSERT_STRING_EQUAL(v[1], "b");
+    CU_ASSERT_STRING_EQUAL(v[2], "bad");
+    CU_ASSERT_STRING_EQUAL(v[3], want_single);
+    lors_dir_names_free(v, n);
+
+    const char *never[] = {"nope", ".hidden", "../a", "a/b", "", "a.xnd"};
+    for (int i = 0; i < 6; i++) {
+        CU_ASSERT_PTR_NULL(lors_dir_get(d, never[i], &rc, err, sizeof err));
+        CU_ASSERT_EQUAL(rc, LORS_E_NOTFOUND);
+    }
+    CU_ASSERT_PTR_NULL(lors_dir_get(d, "bad", &rc, err, sizeof err));
+    CU_ASSERT_EQUAL(rc, LORS_E_EXNODE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "bad.xnd"));
+
+    lors_dir_file_t *a = lors_dir_get(d, "a", &rc, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_EQUAL(a->size, (int64_t)size);
+    CU_ASSERT_STRING_EQUAL(a->name, "a");
+    CU_ASSERT_EQUAL(strlen(a->tag), 34);
+    lors_dir_file_t *a2 = lors_dir_get(d, "a", &rc, err, sizeof err);
+    CU_ASSERT_PTR_EQUAL(a, a2); /* unchanged: the same */
+    lors_dir_put(d, a2);
+    lors_dir_file_t *s = lors_dir_get(d, want_single, &rc, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL(s);
+    CU_ASSERT_STRING_EQUAL(s->tag, a->tag); /* the same exNode bytes: the same tag */
+    lors_dir_put(d, s);
+
+    /* rewritten in place with other bytes (a comment): a new file, the old one still reads */
+    snprintf(p, sizeof p, "%s/a.xnd", dir);
+    FILE *fp = fopen(p, "a");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    fputs("<!-- rewritten -->\n", fp);
+    fclose(fp);
+    a2 = lors_dir_get(d, "a", &rc, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a2);
+    CU_ASSERT_PTR_NOT_EQUAL(a, a2);
+    CU_ASSERT_STRING_NOT_EQUAL(a->tag, a2->tag);
+    unsigned char buf[1000];
+    CU_ASSERT_EQUAL(lors_reader_pread(a->r, buf, 1000, 5000, &rc, err, sizeof err), 1000);
+    CU_ASSERT_EQUAL(memcmp(buf, data + 5000, 1000), 0);
+    lors_dir_put(d, a); /* the last reference of the old one: freed here */
+    CU_ASSERT_EQUAL(lors_reader_pread(a2->r, buf, 1000, (int64_t)size - 1000, &rc, err,
+                                      sizeof err), 1000);
+    CU_ASSERT_EQUAL(memcmp(buf, data + size - 1000, 1000), 0);
+    lors_dir_put(d, a2);
+    lors_dir_free(d);
+    lors_cache_free(c);
+
+    tt_sh(&T, "rm -rf '%s' '%s'", dir, single);
+    free(xb);
+    free(data);
+    tt_free_all(&T, xnd);
+}
+
 static const lns_test_case tests[] = {
     {"replicated: random reads, ends, a sequential stream read ahead",
      test_replicated_random_and_sequential},
@@ -394,6 +495,7 @@ static const lns_test_case tests[] = {
     {"8 streams at once inside the cache's bound, a depot killed", test_concurrent_streams_bounded},
     {"no live copy: the bytes named; back again: read", test_no_live_copy},
     {"erasure coded (2 depots lost) and compressed + encrypted", test_erasure_coded_and_transformed},
+    {"lors_dir: names, lookups, a rewritten exNode, a malformed one", test_dir},
 };
 
 TT_MAIN(&T, "random-access reader", ND, tests)

@@ -100,7 +100,7 @@ static void test_list(void)
 
 static void test_strerror(void)
 {
-    for (int e = 0; e >= -10; e--) {
+    for (int e = 0; e >= LORS_E_NOTFOUND; e--) {
         CU_ASSERT_PTR_NOT_NULL(lors_strerror(e));
         CU_ASSERT_STRING_NOT_EQUAL(lors_strerror(e), "unknown liblors error");
     }

@@ -75,9 +75,9 @@ static void test_types(void)
     CU_ASSERT_STRING_EQUAL(serve_content_type("noext"), "application/octet-stream");
     CU_ASSERT_STRING_EQUAL(serve_content_type(".mp4"), "application/octet-stream");
     char n[64];
-    serve_name_of("/a/b/movie.mp4.xnd", n, sizeof n);
+    lors_dir_name_of("/a/b/movie.mp4.xnd", n, sizeof n);
     CU_ASSERT_STRING_EQUAL(n, "movie.mp4");
-    serve_name_of("plain", n, sizeof n);
+    lors_dir_name_of("plain", n, sizeof n);
     CU_ASSERT_STRING_EQUAL(n, "plain");
 }
 

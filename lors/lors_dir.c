@@ -1,0 +1,377 @@
+/* lors_dir.c -- a directory of network files: the exNodes lors_serve serves and lors_mount
+ * shows, found by name in the directories and among the single files given (in the order
+ * given: the first that has a name wins), opened (a lors_reader on the shared cache) on first
+ * use and kept while their exNode file is unchanged.
+ *
+ * Unchanged means the same path, inode, size and modification time to the nanosecond: an
+ * exNode rewritten in place (lors_augment, lors_keep) or replaced by rename is opened anew at
+ * the next lookup, and holders of the old one finish on it.  A file is freed when its last
+ * reference goes, always outside the table's lock: closing a reader waits for its fetches. */
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <openssl/evp.h>
+
+#include "lors.h"
+
+typedef struct dfile {
+    lors_dir_file_t pub;   /* first: a lors_dir_file_t * is a dfile_t * */
+    char *name, *path;
+    xnd_t *x;
+    ino_t ino;             /* with path, size and mtime: changed on disk or replaced? */
+    off_t xsize;
+    int refs;              /* the table's (while current) and each holder's; dir->mu */
+} dfile_t;
+
+typedef struct source {
+    char *path;
+    int is_dir;
+} source_t;
+
+struct lors_dir {
+    pthread_mutex_t mu;
+    source_t *src;         /* as added; not changed after the first lookup */
+    size_t nsrc, ndirs;
+    dfile_t **open;        /* mu */
+    size_t nopen, capopen; /* mu */
+    lors_cache_t *cache;
+    lors_reader_opts_t ro;
+};
+
+void lors_dir_name_of(const char *path, char *name, size_t size)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    size_t n = strlen(b);
+    if (n > 4 && strcmp(b + n - 4, ".xnd") == 0)
+        n -= 4;
+    snprintf(name, size, "%.*s", (int)n, b);
+}
+
+static int valid_name(const char *name)
+{
+    return name[0] && name[0] != '.' && !strchr(name, '/') && strlen(name) < 1024;
+}
+
+lors_dir_t *lors_dir_new(const lors_reader_opts_t *ro, lors_cache_t *cache)
+{
+    lors_dir_t *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    pthread_mutex_init(&d->mu, NULL);
+    d->ro = *ro;
+    d->cache = cache;
+    return d;
+}
+
+int lors_dir_add(lors_dir_t *d, const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return LORS_E_READ;
+    }
+    if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: neither a directory nor an exNode file", path);
+        return LORS_E_READ;
+    }
+    source_t *s = realloc(d->src, (d->nsrc + 1) * sizeof *s);
+    if (!s)
+        return LORS_E_NOMEM;
+    d->src = s;
+    if (!(s[d->nsrc].path = strdup(path)))
+        return LORS_E_NOMEM;
+    s[d->nsrc].is_dir = S_ISDIR(st.st_mode);
+    d->ndirs += (size_t)s[d->nsrc].is_dir;
+    d->nsrc++;
+    return LORS_OK;
+}
+
+void lors_dir_counts(const lors_dir_t *d, size_t *dirs, size_t *files)
+{
+    *dirs = d->ndirs;
+    *files = d->nsrc - d->ndirs;
+}
+
+/* The exNode path shown as name: 0 with the path in buf and its stat, or -1. */
+static int find_path(lors_dir_t *d, const char *name, char *buf, size_t size, struct stat *st)
+{
+    char n[1100];
+    for (size_t i = 0; i < d->nsrc; i++) {
+        if (d->src[i].is_dir) {
+            snprintf(buf, size, "%s/%s.xnd", d->src[i].path, name);
+            if (stat(buf, st) == 0 && S_ISREG(st->st_mode))
+                return 0;
+            continue;
+        }
+        lors_dir_name_of(d->src[i].path, n, sizeof n);
+        if (strcmp(n, name) == 0 && stat(d->src[i].path, st) == 0) {
+            snprintf(buf, size, "%s", d->src[i].path);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static void file_free(dfile_t *f)
+{
+    lors_reader_close(f->pub.r);
+    xnd_free(f->x);
+    free(f->name);
+    free(f->path);
+    free(f);
+}
+
+/* With d->mu: drop the table's reference of open[i].  The file if that was the last one: the
+ * caller frees it after unlocking. */
+static dfile_t *drop_locked(lors_dir_t *d, size_t i)
+{
+    dfile_t *f = d->open[i];
+    d->open[i] = d->open[--d->nopen];
+    return --f->refs == 0 ? f : NULL;
+}
+
+/* The tag: the first 128 bits of the exNode's SHA-256, so a rewritten exNode (new mappings,
+ * same bytes) gets a new tag but an unchanged one keeps it across restarts. */
+static int tag_of(const char *path, char *tag, size_t size)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return -1;
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    unsigned char buf[65536], md[EVP_MAX_MD_SIZE];
+    size_t n;
+    int bad = !c || EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1;
+    while (!bad && (n = fread(buf, 1, sizeof buf, fp)) > 0)
+        bad = EVP_DigestUpdate(c, buf, n) != 1;
+    bad = bad || ferror(fp) || EVP_DigestFinal_ex(c, md, NULL) != 1;
+    EVP_MD_CTX_free(c);
+    fclose(fp);
+    if (bad)
+        return -1;
+    int k = snprintf(tag, size, "\"");
+    for (int i = 0; i < 16 && k + 3 < (int)size; i++)
+        k += snprintf(tag + k, size - (size_t)k, "%02x", md[i]);
+    snprintf(tag + k, size - (size_t)k, "\"");
+    return 0;
+}
+
+static int unchanged(const dfile_t *f, const char *path, const struct stat *st)
+{
+    return strcmp(f->path, path) == 0 && f->ino == st->st_ino && f->xsize == st->st_size &&
+           f->pub.mtime.tv_sec == st->st_mtim.tv_sec &&
+           f->pub.mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+/* A new file for name at path, with one reference (the caller's); NULL with *rc and err. */
+static dfile_t *file_open(lors_dir_t *d, const char *name, const char *path,
+                          const struct stat *st, int *rc, char *err, size_t errlen)
+{
+    dfile_t *f = calloc(1, sizeof *f);
+    char xerr[512];
+    *rc = LORS_E_NOMEM;
+    if (!f || !(f->name = strdup(name)) || !(f->path = strdup(path))) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    f->pub.name = f->name;
+    f->pub.path = f->path;
+    f->pub.mtime = st->st_mtim;
+    f->ino = st->st_ino;
+    f->xsize = st->st_size;
+    *rc = LORS_E_READ;
+    if (tag_of(path, f->pub.tag, sizeof f->pub.tag) < 0) {
+        snprintf(err, errlen, "reading the exNode %s: %s", path, strerror(errno));
+        goto fail;
+    }
+    *rc = LORS_E_EXNODE;
+    if (xnd_read_file(path, &f->x, xerr, sizeof xerr) != XND_OK) {
+        snprintf(err, errlen, "the exNode %s: %s", path, xerr);
+        goto fail;
+    }
+    f->pub.x = f->x;
+    if (!(f->pub.r = lors_reader_open(&d->ro, f->x, d->cache, xerr, sizeof xerr))) {
+        snprintf(err, errlen, "the exNode %s: %s", path, xerr);
+        goto fail;
+    }
+    f->pub.size = lors_reader_size(f->pub.r);
+    f->refs = 1;
+    *rc = LORS_OK;
+    return f;
+fail:
+    if (f)
+        file_free(f);
+    return NULL;
+}
+
+lors_dir_file_t *lors_dir_get(lors_dir_t *d, const char *name, int *rc, char *err,
+                              size_t errlen)
+{
+    char path[2200];
+    struct stat st;
+    err[0] = '\0';
+    *rc = LORS_E_NOTFOUND;
+    if (!valid_name(name) || find_path(d, name, path, sizeof path, &st) < 0) {
+        snprintf(err, errlen, "no such file");
+        return NULL;
+    }
+    dfile_t *old = NULL;
+    pthread_mutex_lock(&d->mu);
+    for (size_t i = 0; i < d->nopen; i++) {
+        dfile_t *f = d->open[i];
+        if (strcmp(f->name, name) != 0)
+            continue;
+        if (unchanged(f, path, &st)) {
+            f->refs++;
+            pthread_mutex_unlock(&d->mu);
+            *rc = LORS_OK;
+            return &f->pub;
+        }
+        old = drop_locked(d, i); /* changed on disk: open it anew */
+        break;
+    }
+    pthread_mutex_unlock(&d->mu);
+    if (old)
+        file_free(old);
+    old = NULL;
+
+    dfile_t *f = file_open(d, name, path, &st, rc, err, errlen);
+    if (!f)
+        return NULL;
+    pthread_mutex_lock(&d->mu);
+    for (size_t i = 0; i < d->nopen; i++)
+        if (strcmp(d->open[i]->name, name) == 0) { /* another caller opened it meanwhile */
+            old = drop_locked(d, i);
+            break;
+        }
+    if (d->nopen == d->capopen) {
+        size_t cap = d->capopen ? d->capopen * 2 : 16;
+        dfile_t **o = realloc(d->open, cap * sizeof *o);
+        if (!o) { /* not kept: the caller's alone */
+            pthread_mutex_unlock(&d->mu);
+            if (old)
+                file_free(old);
+            return &f->pub;
+        }
+        d->open = o;
+        d->capopen = cap;
+    }
+    f->refs++; /* the table's */
+    d->open[d->nopen++] = f;
+    pthread_mutex_unlock(&d->mu);
+    if (old)
+        file_free(old);
+    return &f->pub;
+}
+
+void lors_dir_put(lors_dir_t *d, lors_dir_file_t *pub)
+{
+    if (!pub)
+        return;
+    dfile_t *f = (dfile_t *)pub;
+    pthread_mutex_lock(&d->mu);
+    int last = --f->refs == 0;
+    pthread_mutex_unlock(&d->mu);
+    if (last)
+        file_free(f);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* name appended to the growing list; 0 or -1 (out of memory). */
+static int add_name(char ***names, size_t *n, size_t *cap, const char *name)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 16;
+        char **v = realloc(*names, c * sizeof *v);
+        if (!v)
+            return -1;
+        *names = v;
+        *cap = c;
+    }
+    if (!((*names)[*n] = strdup(name)))
+        return -1;
+    (*n)++;
+    return 0;
+}
+
+char **lors_dir_names(lors_dir_t *d, size_t *n)
+{
+    char **names = NULL, name[1100];
+    size_t nn = 0, cap = 0;
+    int bad = 0;
+    for (size_t i = 0; i < d->nsrc && !bad; i++) {
+        if (!d->src[i].is_dir) {
+            lors_dir_name_of(d->src[i].path, name, sizeof name);
+            bad = valid_name(name) && add_name(&names, &nn, &cap, name) < 0;
+            continue;
+        }
+        DIR *dir = opendir(d->src[i].path);
+        struct dirent *e;
+        while (dir && !bad && (e = readdir(dir))) {
+            size_t l = strlen(e->d_name);
+            if (l <= 4 || strcmp(e->d_name + l - 4, ".xnd") != 0)
+                continue;
+            lors_dir_name_of(e->d_name, name, sizeof name);
+            bad = valid_name(name) && add_name(&names, &nn, &cap, name) < 0;
+        }
+        if (dir)
+            closedir(dir);
+    }
+    if (bad) {
+        lors_dir_names_free(names, nn);
+        *n = 0;
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (nn)
+        qsort(names, nn, sizeof *names, cmp_str);
+    size_t k = 0;
+    for (size_t i = 0; i < nn; i++) {
+        if (k > 0 && strcmp(names[i], names[k - 1]) == 0)
+            free(names[i]);
+        else
+            names[k++] = names[i];
+    }
+    *n = k;
+    if (!k) {
+        free(names);
+        return NULL;
+    }
+    return names;
+}
+
+void lors_dir_names_free(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+void lors_dir_free(lors_dir_t *d)
+{
+    if (!d)
+        return;
+    pthread_mutex_lock(&d->mu);
+    while (d->nopen) {
+        dfile_t *f = drop_locked(d, d->nopen - 1);
+        pthread_mutex_unlock(&d->mu);
+        if (f)
+            file_free(f);
+        pthread_mutex_lock(&d->mu);
+    }
+    pthread_mutex_unlock(&d->mu);
+    pthread_mutex_destroy(&d->mu);
+    for (size_t i = 0; i < d->nsrc; i++)
+        free(d->src[i].path);
+    free(d->src);
+    free(d->open);
+    free(d);
+}
