@@ -30,6 +30,7 @@
 #   tools/NAME.c, NAME_*.c     the program NAME (TOOL_PROGS below)
 #   tools/lifelines/           lors_lifelines and its analysis
 #   serve/*.c                  the HTTP gateway over lors_reader (serve.h), tools/lors_serve.c
+#   mount/*.c                  the FUSE file system over lors_reader (lmount.h), tools/lors_mount.c
 #                              its program
 #   players/NAME.c             lors_play, lns_paced
 #   tests/{unit,system}/test_*.c one test program each; tests/fuzz/ the fuzz targets (fuzz.mk)
@@ -55,7 +56,7 @@ endif
 
 WARN     = -Wall -Wextra -Wshadow -Wpointer-arith -Wstrict-prototypes -Wno-unused-parameter
 XML2_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
-CPPFLAGS = -D_GNU_SOURCE -Icommon -Iibp -Iexnode -Ilors -Ilbone -Idepot -Ilbone/server -Iserve -Itools \
+CPPFLAGS = -D_GNU_SOURCE -Icommon -Iibp -Iexnode -Ilors -Ilbone -Idepot -Ilbone/server -Iserve -Imount -Itools \
            -Itools/lifelines -Itests/lib $(XML2_CFLAGS)
 # -fvisibility=hidden: a shared library exports only what its public header declares between
 # "#pragma GCC visibility push(default)" and "pop" (ibp.h, xnd.h, lors.h, lbone.h).
@@ -67,6 +68,8 @@ CAIRO_CFLAGS := $(shell pkg-config --cflags cairo fontconfig 2>/dev/null)
 CAIRO_LIBS := $(shell pkg-config --libs cairo fontconfig 2>/dev/null || echo -lcairo -lfontconfig)
 LBONE_LIBS = -lcurl -ljansson -lm
 SRV_LIBS = -lmicrohttpd -ljansson -lm
+FUSE_CFLAGS := $(shell pkg-config --cflags fuse3 2>/dev/null || echo -I/usr/include/fuse3)
+FUSE_LIBS := $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
 
 COMMON_SRC = $(wildcard common/*.c)
 LIBIBP_SRC = $(wildcard ibp/*.c)
@@ -77,9 +80,10 @@ LBONE_SRV_SRC = $(filter-out lbone/server/lbone_server_main.c,$(wildcard lbone/s
 DEPOT_SRC  = $(filter-out depot/depot_main.c,$(wildcard depot/depot_*.c))
 TOOLLIB_SRC = $(wildcard tools/tool_*.c)
 SERVE_SRC  = $(wildcard serve/*.c)
+MOUNT_SRC  = $(wildcard mount/*.c)
 LIFELINES_SRC = $(filter-out tools/lifelines/lors_lifelines.c,$(wildcard tools/lifelines/*.c))
 TOOL_PROGS = ibp_tool lbone_query lors_upload lors_download lors_augment lors_trim lors_refresh \
-             lors_ls lors_share lors_keep lors_serve
+             lors_ls lors_share lors_keep lors_serve lors_mount
 TESTLIB_SRC = $(wildcard tests/lib/*.c)
 UNIT_SRC   = $(wildcard tests/unit/test_*.c)
 SYS_SRC    = $(wildcard tests/system/test_*.c)
@@ -125,6 +129,7 @@ $(eval $(call library,LBONE,lbone,$(LBONE_SRC),,,-lcurl -ljansson -lm))
 LIBDEPOT_A = $(B)/lib/libdepot.a
 LIBTOOL_A = $(B)/lib/libtool.a
 LIBSERVE_A = $(B)/lib/libserve.a
+LIBLMOUNT_A = $(B)/lib/liblmount.a
 LIBLIFELINES_A = $(B)/lib/liblifelines.a
 LIBLBONE_SRV_A = $(B)/lib/liblbone_srv.a
 TOOL_BINS = $(addprefix $(B)/bin/,$(TOOL_PROGS)) $(B)/bin/lors_lifelines
@@ -164,6 +169,9 @@ $(LIBTOOL_A): $(call obj,$(TOOLLIB_SRC))
 	$(ARCHIVE)
 $(LIBSERVE_A): $(call obj,$(SERVE_SRC))
 	$(ARCHIVE)
+$(call obj,$(MOUNT_SRC)): CPPFLAGS += $(FUSE_CFLAGS)
+$(LIBLMOUNT_A): $(call obj,$(MOUNT_SRC))
+	$(ARCHIVE)
 
 $(call obj,$(LIFELINES_SRC) tests/unit/test_lors_lifelines.c): CPPFLAGS += $(CAIRO_CFLAGS)
 $(LIBLIFELINES_A): $(call obj,$(LIFELINES_SRC))
@@ -179,6 +187,9 @@ $(foreach p,$(TOOL_PROGS),$(eval $(call tool_prog,$(p))))
 # lors_serve: the gateway layer and libmicrohttpd
 $(B)/bin/lors_serve: $(LIBSERVE_A)
 $(B)/bin/lors_serve: TOOL_EXTRA_LIBS = $(LIBLORS_A) $(LIBEXNODE_A) $(LIBIBP_A) $(LIBS) $(SRV_LIBS)
+# lors_mount: the FUSE layer and libfuse3
+$(B)/bin/lors_mount: $(LIBLMOUNT_A)
+$(B)/bin/lors_mount: TOOL_EXTRA_LIBS = $(LIBLORS_A) $(LIBEXNODE_A) $(LIBIBP_A) $(LIBS) $(FUSE_LIBS)
 
 $(B)/bin/lors_lifelines: $(call obj,tools/lifelines/lors_lifelines.c) $(LIBLIFELINES_A) $(ALL_LIBS_A)
 	@mkdir -p $(dir $@)

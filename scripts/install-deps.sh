@@ -5,10 +5,12 @@
 #   scripts/install-deps.sh --bench   also the peers `make bench` measures against (aria2)
 # chromium (headless) is for tests/system/test_lbone_page.c, which screenshots the L-Bone page.
 # libcairo2-dev draws lors_lifelines' plot; fonts-dejavu-core gives its text a font on a bare machine.
+# libfuse3-dev builds lors_mount; fuse3 (fusermount3) mounts and unmounts for it and its test.
 set -eu
 
 PKGS="build-essential pkg-config libssl-dev libsqlite3-dev libcunit1-dev libxml2-dev zlib1g-dev
 libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libcairo2-dev fonts-dejavu-core libisal-dev
+libfuse3-dev fuse3
 clang libclang-rt-14-dev
 curl socat nginx-light procps groff-base iproute2 tk8.6 xvfb x11-apps
 chromium"

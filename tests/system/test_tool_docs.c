@@ -128,7 +128,7 @@ static void check_tool(const char *tool)
 static void test_man_pages(void)
 {
     static const char *tools[] = {"lors_upload", "lors_download", "lors_augment", "lors_trim",
-                                  "lors_refresh", "lors_ls", "lors_share", "lors_play", "lors_serve",
+                                  "lors_refresh", "lors_ls", "lors_share", "lors_play", "lors_serve", "lors_mount",
                                   "lbone_query"};
     for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++)
         check_tool(tools[i]);

@@ -1,0 +1,261 @@
+/* lmount_fs.c -- lors_mount's FUSE 3 file system: "/" is a read-only directory of the names a
+ * lors_dir shows, each a read-only regular file of its network file's size, read through the
+ * random-access reader.
+ *
+ * An open file holds its lors_dir file (so an exNode rewritten meanwhile does not change what
+ * an open file reads) and a stream, whose read-ahead follows a reader going on through the
+ * file.  The kernel may send several reads of one open file at once (its own read-ahead):
+ * the stream takes one at a time, the others read without read-ahead, which finds the
+ * blocks the stream fetches.  A read that fails answers EIO and leaves a line in the log
+ * naming the file and the bytes; it fails within the depot timeout, so a depot that stopped
+ * answering blocks a reader, and an unmount waiting for it, that long at most. */
+#define FUSE_USE_VERSION 312
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lmount.h"
+
+static const lmount_cfg_t *M;
+static struct timespec mounted_at; /* the directory's times */
+static pthread_mutex_t logmu = PTHREAD_MUTEX_INITIALIZER;
+
+typedef struct handle {
+    lors_dir_file_t *f;
+    lors_stream_t *s;
+    pthread_mutex_t mu;  /* held while s reads */
+} handle_t;
+
+static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logf_(const char *fmt, ...)
+{
+    if (!M->log)
+        return;
+    char when[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+    va_list ap;
+    va_start(ap, fmt);
+    pthread_mutex_lock(&logmu);
+    fprintf(M->log, "%s lors_mount: ", when);
+    vfprintf(M->log, fmt, ap);
+    fputc('\n', M->log);
+    fflush(M->log);
+    pthread_mutex_unlock(&logmu);
+    va_end(ap);
+}
+
+/* errno for a lors_dir_get failure. */
+static int lookup_errno(int rc)
+{
+    return rc == LORS_E_NOTFOUND ? ENOENT : rc == LORS_E_NOMEM ? ENOMEM : EIO;
+}
+
+static void file_stat(const lors_dir_file_t *f, struct stat *st)
+{
+    st->st_mode = S_IFREG | 0444;
+    st->st_nlink = 1;
+    st->st_size = f->size;
+    st->st_blksize = 1 << 20;
+    st->st_blocks = (f->size + 511) / 512;
+    st->st_mtim = f->mtime;
+    st->st_ctim = f->mtime;
+    st->st_atim = f->mtime;
+}
+
+static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+    (void)conn;
+    cfg->use_ino = 0;
+    cfg->nullpath_ok = 1;  /* reads and releases go by handle */
+    return NULL;
+}
+
+static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+{
+    memset(st, 0, sizeof *st);
+    st->st_uid = getuid();
+    st->st_gid = getgid();
+    if (fi && fi->fh) {
+        file_stat(((handle_t *)(uintptr_t)fi->fh)->f, st);
+        return 0;
+    }
+    if (strcmp(path, "/") == 0) {
+        st->st_mode = S_IFDIR | 0555;
+        st->st_nlink = 2;
+        st->st_mtim = st->st_ctim = st->st_atim = mounted_at;
+        return 0;
+    }
+    int rc;
+    char err[600];
+    lors_dir_file_t *f = lors_dir_get(M->dir, path + 1, &rc, err, sizeof err);
+    if (!f) {
+        if (rc != LORS_E_NOTFOUND)
+            logf_("%s: %s", path + 1, err);
+        return -lookup_errno(rc);
+    }
+    file_stat(f, st);
+    lors_dir_put(M->dir, f);
+    return 0;
+}
+
+static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
+                      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+{
+    (void)path; /* "/": the only directory (and NULL: nullpath_ok) */
+    (void)off;
+    (void)fi;
+    (void)flags;
+    fill(buf, ".", NULL, 0, 0);
+    fill(buf, "..", NULL, 0, 0);
+    size_t n;
+    errno = 0;
+    char **names = lors_dir_names(M->dir, &n);
+    if (!names && errno == ENOMEM)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        if (fill(buf, names[i], NULL, 0, 0))
+            break;
+    lors_dir_names_free(names, n);
+    return 0;
+}
+
+static int fs_open(const char *path, struct fuse_file_info *fi)
+{
+    if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
+        return -EROFS;
+    int rc;
+    char err[600];
+    lors_dir_file_t *f = lors_dir_get(M->dir, path + 1, &rc, err, sizeof err);
+    if (!f) {
+        if (rc != LORS_E_NOTFOUND)
+            logf_("%s: %s", path + 1, err);
+        return -lookup_errno(rc);
+    }
+    handle_t *h = calloc(1, sizeof *h);
+    if (!h || !(h->s = lors_stream_open(f->r))) {
+        free(h);
+        lors_dir_put(M->dir, f);
+        return -ENOMEM;
+    }
+    h->f = f;
+    pthread_mutex_init(&h->mu, NULL);
+    fi->fh = (uint64_t)(uintptr_t)h;
+    return 0;
+}
+
+static int fs_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+{
+    (void)path;
+    handle_t *h = (handle_t *)(uintptr_t)fi->fh;
+    int rc = LORS_OK;
+    char err[600];
+    int64_t got;
+    if (pthread_mutex_trylock(&h->mu) == 0) {
+        got = lors_stream_pread(h->s, buf, size, off, &rc, err, sizeof err);
+        pthread_mutex_unlock(&h->mu);
+    } else {
+        got = lors_reader_pread(h->f->r, buf, size, off, &rc, err, sizeof err);
+    }
+    if (got < 0 || (rc != LORS_OK && (size_t)got < size)) {
+        logf_("%s: read of bytes %lld-%lld failed (EIO): %s", h->f->name, (long long)off,
+              (long long)off + (long long)size - 1, err);
+        return got > 0 ? (int)got : -EIO;
+    }
+    return (int)got;
+}
+
+static int fs_release(const char *path, struct fuse_file_info *fi)
+{
+    (void)path;
+    handle_t *h = (handle_t *)(uintptr_t)fi->fh;
+    lors_stream_close(h->s);
+    lors_dir_put(M->dir, h->f);
+    pthread_mutex_destroy(&h->mu);
+    free(h);
+    return 0;
+}
+
+static int fs_statfs(const char *path, struct statvfs *st)
+{
+    (void)path;
+    memset(st, 0, sizeof *st);
+    st->f_bsize = st->f_frsize = 1 << 20;
+    st->f_namemax = 1023;
+    st->f_flag = ST_RDONLY | ST_NOSUID | ST_NODEV;
+    return 0;
+}
+
+static const struct fuse_operations ops = {
+    .init = fs_init,
+    .getattr = fs_getattr,
+    .readdir = fs_readdir,
+    .open = fs_open,
+    .read = fs_read,
+    .release = fs_release,
+    .statfs = fs_statfs,
+};
+
+int lmount_run(const lmount_cfg_t *cfg, const char *mountpoint, int fuse_argc, char **fuse_argv,
+               int foreground, char *err, size_t errlen)
+{
+    struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+    struct fuse *fs = NULL;
+    struct fuse_loop_config *lc = NULL;
+    int mounted = 0, handlers = 0, code = 1;
+    M = cfg;
+    clock_gettime(CLOCK_REALTIME, &mounted_at);
+    for (int i = 0; i < fuse_argc; i++)
+        if (fuse_opt_add_arg(&args, fuse_argv[i]) != 0)
+            goto oom;
+    /* read-only whatever was asked; named for mount(8) and df(1) */
+    if (fuse_opt_add_arg(&args, "-oro,default_permissions,fsname=lors,subtype=lors") != 0)
+        goto oom;
+    if (!(fs = fuse_new(&args, &ops, sizeof ops, NULL))) {
+        snprintf(err, errlen, "the FUSE options are not valid (see lors_mount --help)");
+        goto out;
+    }
+    if (fuse_mount(fs, mountpoint) != 0) {
+        snprintf(err, errlen, "cannot mount on %s (is it an empty directory you may write, and "
+                              "is /dev/fuse there?)", mountpoint);
+        goto out;
+    }
+    mounted = 1;
+    if (fuse_daemonize(foreground) != 0) {
+        snprintf(err, errlen, "cannot detach from the terminal");
+        goto out;
+    }
+    if (fuse_set_signal_handlers(fuse_get_session(fs)) != 0) {
+        snprintf(err, errlen, "cannot set the signal handlers");
+        goto out;
+    }
+    handlers = 1;
+    if (!(lc = fuse_loop_cfg_create()))
+        goto oom;
+    fuse_loop_cfg_set_max_threads(lc, 64);
+    fuse_loop_cfg_set_idle_threads(lc, 8);
+    code = fuse_loop_mt(fs, lc) < 0;
+    if (code)
+        snprintf(err, errlen, "the FUSE session failed");
+    goto out;
+oom:
+    snprintf(err, errlen, "out of memory");
+out:
+    if (lc)
+        fuse_loop_cfg_destroy(lc);
+    if (handlers)
+        fuse_remove_signal_handlers(fuse_get_session(fs));
+    if (mounted)
+        fuse_unmount(fs);
+    if (fs)
+        fuse_destroy(fs);
+    fuse_opt_free_args(&args);
+    return code;
+}

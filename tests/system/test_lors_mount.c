@@ -1,0 +1,287 @@
+/* test_lors_mount.c -- lors_mount on real depots through the real kernel FUSE: the mounted
+ * directory lists the exNodes' names with their sizes; cmp of a mounted file against its
+ * source; 1,000 preads at random offsets; tar tf of a mounted tarball; writes refused; a depot
+ * SIGKILLed during reads costs nothing; a reader blocked on a SIGSTOPped depot gets EIO
+ * within the timeout, with a log line naming the bytes, and fusermount3 -u then unmounts and
+ * the program exits 0; started without -f it detaches once mounted.
+ *
+ * Without /dev/fuse or fusermount3 (Debian fuse3) nothing can be mounted: the program
+ * registers no test and prints a "SKIP" line. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lns_time.h"
+#include "test_tools.h"
+
+#define ND 4
+
+static tt_env_t T;
+static tt_bg_t mnt_bg;
+static char dir[4096], mnt[4096], logp[4200];
+
+/* fusermount3 -u -z at exit, before the tracked programs are killed: a mount whose program
+ * died would be left behind "not connected". */
+static void lazy_unmount(void)
+{
+    char cmd[4200];
+    if (!mnt[0])
+        return;
+    snprintf(cmd, sizeof cmd, "fusermount3 -u -z '%s' 2>/dev/null", mnt);
+    if (system(cmd) != 0) { /* not mounted: nothing to do */
+    }
+}
+
+/* 1 once mnt is a FUSE mount (its device differs from its parent's), polling up to ms. */
+static int mounted(int ms)
+{
+    char parent[4200];
+    snprintf(parent, sizeof parent, "%s/..", mnt);
+    for (int i = 0; i <= ms / 10; i++) {
+        struct stat a, b;
+        if (stat(mnt, &a) == 0 && stat(parent, &b) == 0 && a.st_dev != b.st_dev)
+            return 1;
+        usleep(10000);
+    }
+    return 0;
+}
+
+/* lors_mount -f of dir on mnt, with extra flags (up to 2); 0 once mounted. */
+static int start_mount(const char *a1, const char *a2)
+{
+    static int registered;
+    if (!registered++)
+        atexit(lazy_unmount);
+    snprintf(mnt, sizeof mnt, "%s/mnt", lns_test_tmpdir());
+    snprintf(logp, sizeof logp, "%s/mount.log", lns_test_tmpdir());
+    mkdir(mnt, 0755);
+    unlink(logp);
+    if (tt_spawn(&T, &mnt_bg, "lors_mount", "--no-rc", "-f", "--log", logp, dir, mnt, a1, a2,
+                 (char *)NULL) != 0)
+        return -1;
+    return mounted(5000) ? 0 : -1;
+}
+
+/* fusermount3 -u, retried while busy for up to ms; then lors_mount's exit code. */
+static int stop_mount(int ms)
+{
+    int rc = -1;
+    for (int i = 0; i <= ms / 50 && rc != 0; i++) {
+        rc = tt_sh(&T, "fusermount3 -u '%s' 2>&1", mnt);
+        if (rc != 0)
+            usleep(50000);
+    }
+    if (rc != 0)
+        fprintf(stderr, "fusermount3 -u: %s\n", T.out);
+    rc = tt_wait(&T, &mnt_bg, 5000);
+    CU_ASSERT_PTR_NULL(strstr(T.err, "Sanitizer")); /* under make test's ASan build: no report */
+    if (strstr(T.err, "Sanitizer"))
+        fprintf(stderr, "lors_mount: %s\n", T.err);
+    return rc;
+}
+
+/* A file of n bytes uploaded into dir as NAME.xnd; its source path in src. */
+static void put_file(const char *name, size_t n, uint64_t seed, int copies, const char *depots,
+                     char *src)
+{
+    char xnd[4096], dst[8400];
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, n, seed, copies, 4, depots, NULL, src, xnd), 0);
+    snprintf(dst, sizeof dst, "%s/%s.xnd", dir, name);
+    CU_ASSERT_EQUAL_FATAL(rename(xnd, dst), 0);
+}
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static uint64_t next_rand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static void test_files(void)
+{
+    char src[4096], tarsrc[4096], path[8400];
+    tt_revive(&T);
+    snprintf(dir, sizeof dir, "%s/mounted", lns_test_tmpdir());
+    mkdir(dir, 0755);
+    put_file("data.bin", 9 * 1024 * 1024 + 4321, 31, 2, T.depots, src);
+    /* a tarball of a few files, uploaded as any file */
+    CU_ASSERT_EQUAL_FATAL(tt_sh(&T, "cd $D && mkdir -p tree/sub && head -c 300000 /dev/urandom "
+                                    "> tree/a && echo hello > tree/sub/b && head -c 2000000 "
+                                    "/dev/urandom > tree/sub/c && tar cf tree.tar tree && "
+                                    "tar tf tree.tar > tree.list"), 0);
+    char xnd[8400];
+    snprintf(tarsrc, sizeof tarsrc, "%s/tree.tar", lns_test_tmpdir());
+    snprintf(xnd, sizeof xnd, "%s/tree.tar.xnd", dir);
+    CU_ASSERT_EQUAL_FATAL(tt_run(&T, NULL, NULL, "lors_upload", "--no-rc", "-q", "-d", "10m",
+                                 "-c", "2", "--depot-list", T.depots, "-o", xnd, tarsrc,
+                                 (char *)NULL), 0);
+    CU_ASSERT_EQUAL_FATAL(start_mount(NULL, NULL), 0);
+
+    /* the listing: names and sizes */
+    CU_ASSERT_EQUAL(tt_sh(&T, "ls '%s'", mnt), 0);
+    CU_ASSERT_STRING_EQUAL(T.out, "data.bin\ntree.tar\n");
+    struct stat st;
+    snprintf(path, sizeof path, "%s/data.bin", mnt);
+    CU_ASSERT_EQUAL(stat(path, &st), 0);
+    CU_ASSERT_EQUAL(st.st_size, 9 * 1024 * 1024 + 4321);
+    CU_ASSERT(S_ISREG(st.st_mode) && (st.st_mode & 0777) == 0444);
+
+    /* the whole file, then 1,000 preads at random offsets */
+    CU_ASSERT_EQUAL(tt_sh(&T, "cmp '%s' '%s'", path, src), 0);
+    size_t size;
+    unsigned char *data = tt_read_whole(src, &size);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    int fd = open(path, O_RDONLY);
+    CU_ASSERT_FATAL(fd >= 0);
+    unsigned char buf[70000];
+    int bad = 0;
+    for (int i = 0; i < 1000 && bad < 3; i++) {
+        off_t off = (off_t)(next_rand() % (size + 100));
+        size_t len = 1 + (size_t)(next_rand() % sizeof buf);
+        ssize_t got = pread(fd, buf, len, off);
+        ssize_t want = off >= (off_t)size ? 0
+                       : (off_t)(size - (size_t)off) < (off_t)len ? (ssize_t)(size - (size_t)off)
+                                                                  : (ssize_t)len;
+        if (got != want || (want > 0 && memcmp(buf, data + off, (size_t)want) != 0)) {
+            fprintf(stderr, "pread %zu at %lld: %zd of %zd\n", len, (long long)off, got, want);
+            bad++;
+        }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    close(fd);
+    free(data);
+
+    /* tar reads the mounted tarball as any file */
+    CU_ASSERT_EQUAL(tt_sh(&T, "tar tf '%s/tree.tar' | cmp - $D/tree.list", mnt), 0);
+    CU_ASSERT_EQUAL(tt_sh(&T, "cd $D && mkdir -p x && tar xf '%s/tree.tar' -C x && "
+                              "diff -r tree x/tree", mnt), 0);
+
+    /* read-only; no such name */
+    errno = 0;
+    CU_ASSERT_EQUAL(open(path, O_WRONLY), -1);
+    CU_ASSERT(errno == EROFS || errno == EACCES);
+    snprintf(path, sizeof path, "%s/new", mnt);
+    errno = 0;
+    CU_ASSERT_EQUAL(open(path, O_WRONLY | O_CREAT, 0644), -1);
+    CU_ASSERT(errno == EROFS || errno == EACCES);
+    snprintf(path, sizeof path, "%s/nothing", mnt);
+    errno = 0;
+    CU_ASSERT_EQUAL(open(path, O_RDONLY), -1);
+    CU_ASSERT_EQUAL(errno, ENOENT);
+
+    CU_ASSERT_EQUAL(stop_mount(3000), 0);
+    CU_ASSERT(!mounted(0));
+}
+
+/* Two copies: a depot SIGKILLed while a reader goes through the file costs it nothing. */
+static void test_depot_killed(void)
+{
+    char src[4096];
+    tt_revive(&T);
+    snprintf(dir, sizeof dir, "%s/killed", lns_test_tmpdir());
+    mkdir(dir, 0755);
+    put_file("big.bin", 24 * 1024 * 1024, 41, 2, tt_dlist(&T, 0, 1, -1), src);
+    CU_ASSERT_EQUAL_FATAL(start_mount("--readahead", "4M"), 0);
+    char path[8400];
+    snprintf(path, sizeof path, "%s/big.bin", mnt);
+    size_t size;
+    unsigned char *data = tt_read_whole(src, &size);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    int fd = open(path, O_RDONLY);
+    CU_ASSERT_FATAL(fd >= 0);
+    unsigned char *buf = malloc(128 * 1024);
+    int bad = 0;
+    for (size_t off = 0; off < size && !bad; off += 128 * 1024) {
+        if (off == 6 * 1024 * 1024)
+            CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[1].srv, SIGKILL), 0);
+        ssize_t got = pread(fd, buf, 128 * 1024, (off_t)off);
+        if (got != 128 * 1024 || memcmp(buf, data + off, 128 * 1024) != 0) {
+            fprintf(stderr, "read at %zu: %zd (%s)\n", off, got, got < 0 ? strerror(errno) : "");
+            bad = 1;
+        }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    close(fd);
+    free(buf);
+    free(data);
+    CU_ASSERT_EQUAL(stop_mount(3000), 0);
+}
+
+/* One copy on a SIGSTOPped depot: a reader blocks, gets EIO within the timeout (the log names
+ * the bytes), and fusermount3 -u, retried as a user would while the reader holds the file,
+ * unmounts once it is let go; the program exits 0. */
+static void test_blocked_reader_unmount(void)
+{
+    char src[4096];
+    tt_revive(&T);
+    snprintf(dir, sizeof dir, "%s/stopped", lns_test_tmpdir());
+    mkdir(dir, 0755);
+    put_file("held.bin", 2 * 1024 * 1024, 51, 1, tt_dlist(&T, 2, -1), src);
+    CU_ASSERT_EQUAL_FATAL(start_mount("-T", "2s"), 0);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[2].srv, SIGSTOP), 0);
+    int64_t t0 = lns_mono_ns();
+    /* the reader: cat in the background, its status into a file */
+    CU_ASSERT_EQUAL(tt_sh(&T, "(cat '%s/held.bin' > /dev/null 2> $D/cat.err; echo $? > "
+                              "$D/cat.rc) & sleep 0.3", mnt), 0);
+    int rc = stop_mount(10000);
+    double secs = (double)(lns_mono_ns() - t0) / 1e9;
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT(secs < 8.0); /* the 2 s timeout (a retry or two), not forever */
+    CU_ASSERT(!mounted(0));
+    CU_ASSERT_EQUAL(tt_sh(&T, "sleep 0.2; cat $D/cat.rc $D/cat.err"), 0);
+    CU_ASSERT(atoi(T.out) != 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "Input/output error"));
+    CU_ASSERT_EQUAL(tt_sh(&T, "cat '%s'", logp), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "held.bin: read of bytes 0-"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "failed (EIO)"));
+    if (secs >= 8.0 || !strstr(T.out, "failed (EIO)"))
+        fprintf(stderr, "unmounted after %.1f s; log: %s\n", secs, T.out);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[2].srv, SIGCONT), 0);
+}
+
+/* Without -f: lors_mount returns once mounted, and runs on until unmounted. */
+static void test_detached(void)
+{
+    char src[4096], path[8400];
+    tt_revive(&T);
+    snprintf(dir, sizeof dir, "%s/detached", lns_test_tmpdir());
+    mkdir(dir, 0755);
+    put_file("d.bin", 1000000, 61, 1, T.depots, src);
+    snprintf(mnt, sizeof mnt, "%s/mnt", lns_test_tmpdir());
+    /* a relative source: resolved before the program leaves its directory */
+    CU_ASSERT_EQUAL(tt_sh(&T, "cd '%s/..' && '%s/lors_mount' --no-rc detached '%s' && "
+                              "cmp '%s/d.bin' '%s'", dir, getenv("LNS_BIN"), mnt, mnt, src), 0);
+    CU_ASSERT(mounted(0));
+    snprintf(path, sizeof path, "%s/d.bin", mnt);
+    CU_ASSERT_EQUAL(tt_sh(&T, "fusermount3 -u '%s'", mnt), 0);
+    CU_ASSERT(!mounted(0));
+    /* usage: no mount point; a mount point that is not a directory */
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_mount", "--no-rc", dir, (char *)NULL), 2);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_mount", "--no-rc", dir, src, (char *)NULL), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "not a directory"));
+}
+
+static const lns_test_case tests[] = {
+    {"ls, cmp, 1000 preads, tar tf, read-only", test_files},
+    {"a depot SIGKILLed during reads", test_depot_killed},
+    {"a reader blocked on a stopped depot: EIO, then fusermount3 -u", test_blocked_reader_unmount},
+    {"detached once mounted; usage errors", test_detached},
+};
+
+void lns_test_register(void)
+{
+    if (access("/dev/fuse", R_OK | W_OK) != 0 ||
+        system("command -v fusermount3 >/dev/null 2>&1") != 0) {
+        printf("SKIP test_lors_mount: no /dev/fuse or no fusermount3 (scripts/install-deps.sh "
+               "installs fuse3); lors_serve is the way in without FUSE\n");
+        return;
+    }
+    tt_add_suite(&T, "lors_mount", ND, tests, sizeof tests / sizeof tests[0]);
+}
