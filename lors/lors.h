@@ -355,7 +355,10 @@ lors_cache_t *lors_cache_new(const lors_cache_opts_t *o);
 void lors_cache_free(lors_cache_t *c);
 
 typedef struct lors_cache_stats {
-    int64_t bytes, peak, limit; /* held now, the most held at once, the bound */
+    int64_t bytes, peak, limit; /* blocks held now, the most held at once (blocks and pool),
+                                 * the bound (blocks and pool) */
+    int64_t pooled;             /* buffers of dropped blocks kept for the next ones (at most
+                                 * a quarter of the bound) */
     uint64_t hits, misses;      /* blocks a read found loaded / had to wait for */
     int jobs;                   /* fetches running now */
     uint64_t fetches;           /* fetches started */
@@ -395,6 +398,9 @@ void lors_reader_close(lors_reader_t *r);
 lors_stream_t *lors_stream_open(lors_reader_t *r);
 /* Stops the stream's read-ahead that no other read waits for. */
 void lors_stream_close(lors_stream_t *s);
+/* The stream will read nothing at or past end (an HTTP range's end): its read-ahead stops
+ * there.  Default: the file's end. */
+void lors_stream_set_end(lors_stream_t *s, int64_t end);
 /* Up to len bytes at off into buf: the bytes read (len, fewer only at the end of the file,
  * 0 at or past it), or -1 (*rc the LORS_E_ code, err the engine's line naming the bytes it
  * could not get: LORS_E_NO_REPLICA when no live copy is left).  A short count with *rc set

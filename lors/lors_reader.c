@@ -72,7 +72,9 @@ struct lors_cache {
     entry_t **tab;
     size_t nbuckets, nentries;
     entry_t *lru_head, *lru_tail;
-    int64_t limit, bytes;
+    int64_t limit, bytes;          /* bytes: every block's buffer and the pool's */
+    struct pooled *pool;           /* buffers of dropped blocks, for the next ones */
+    int64_t pool_bytes;
     int jobs, max_jobs;
     uint64_t next_rid;
     ibp_client_t *client;
@@ -97,9 +99,18 @@ struct lors_stream {
     int64_t next_off;              /* where a sequential read would start */
     int64_t window;                /* read-ahead, in blocks (0: not sequential) */
     int64_t ahead;                 /* blocks before this are asked for already */
+    int64_t end_unit;              /* read-ahead stops before this block (lors_stream_set_end) */
 };
 
 #define MIN_JOB_AHEAD 2            /* read-ahead jobs are at least this many blocks */
+
+/* A buffer kept for reuse, in its own first bytes: a block's buffer freshly mapped costs
+ * the kernel a zeroed page (or huge page) at every first touch, more than the block's
+ * SHA-256 on a fast machine, so dropped blocks hand their buffers to the next ones. */
+typedef struct pooled {
+    struct pooled *next;
+    size_t len;
+} pooled_t;
 
 /* ---- the cache -------------------------------------------------------------------------- */
 
@@ -157,6 +168,54 @@ static void entry_free(entry_t *e)
     free(e);
 }
 
+/* A block's buffer into the pool (its bytes stay counted), or freed when the pool holds a
+ * quarter of the cache already. */
+static void pool_put_locked(lors_cache_t *c, unsigned char *buf, size_t len)
+{
+    if (len < sizeof(pooled_t) || c->pool_bytes + (int64_t)len > c->limit / 4) {
+        free(buf);
+        c->bytes -= (int64_t)len;
+        return;
+    }
+    pooled_t *p = (pooled_t *)(void *)buf;
+    p->len = len;
+    p->next = c->pool;
+    c->pool = p;
+    c->pool_bytes += (int64_t)len;
+}
+
+/* An unlinked entry nothing holds any more: its buffer to the pool, the rest freed. */
+static void entry_drop_locked(lors_cache_t *c, entry_t *e)
+{
+    pool_put_locked(c, e->buf, e->len);
+    e->buf = NULL;
+    entry_free(e);
+}
+
+/* A buffer of len bytes for a new block, counted: a pooled one of that size, else a new one
+ * after freeing pooled ones to stay inside the bound (the caller made room for it). */
+static unsigned char *buf_get_locked(lors_cache_t *c, size_t len)
+{
+    for (pooled_t **pp = &c->pool; *pp; pp = &(*pp)->next)
+        if ((*pp)->len == len) {
+            pooled_t *p = *pp;
+            *pp = p->next;
+            c->pool_bytes -= (int64_t)len;
+            return (unsigned char *)p;
+        }
+    while (c->pool && c->bytes + (int64_t)len > c->limit) {
+        pooled_t *p = c->pool;
+        c->pool = p->next;
+        c->pool_bytes -= (int64_t)p->len;
+        c->bytes -= (int64_t)p->len;
+        free(p);
+    }
+    unsigned char *b = malloc(len);
+    if (b)
+        c->bytes += (int64_t)len;
+    return b;
+}
+
 void lors_cache_free(lors_cache_t *c)
 {
     if (!c)
@@ -166,6 +225,11 @@ void lors_cache_free(lors_cache_t *c)
             n = e->hnext;
             entry_free(e);
         }
+    while (c->pool) {
+        pooled_t *p = c->pool;
+        c->pool = p->next;
+        free(p);
+    }
     free(c->tab);
     ibp_client_free(c->client);
     pthread_cond_destroy(&c->cv);
@@ -177,7 +241,8 @@ void lors_cache_stats(lors_cache_t *c, lors_cache_stats_t *st)
 {
     pthread_mutex_lock(&c->mu);
     *st = c->st;
-    st->bytes = c->bytes;
+    st->bytes = c->bytes - c->pool_bytes;
+    st->pooled = c->pool_bytes;
     st->jobs = c->jobs;
     pthread_mutex_unlock(&c->mu);
 }
@@ -240,8 +305,7 @@ static void release_locked(lors_cache_t *c, entry_t *e)
 {
     if (--e->pins > 0 || e->linked)
         return;
-    c->bytes -= (int64_t)e->len;
-    entry_free(e);
+    entry_drop_locked(c, e);
 }
 
 static void grow_locked(lors_cache_t *c)
@@ -266,20 +330,20 @@ static void grow_locked(lors_cache_t *c)
     free(old);
 }
 
-/* Evict loaded blocks no read holds, least recently used first, until need more bytes fit.
- * 1 if they fit. */
+/* Evict loaded blocks no read holds, least recently used first, until need more bytes fit
+ * (the pool's buffers count as room).  1 if they fit. */
 static int make_room_locked(lors_cache_t *c, int64_t need)
 {
-    for (entry_t *e = c->lru_tail, *p; e && c->bytes + need > c->limit; e = p) {
+    for (entry_t *e = c->lru_tail, *p; e && c->bytes - c->pool_bytes + need > c->limit;
+         e = p) {
         p = e->lprev;
         if (e->pins)
             continue;
         table_unlink_locked(c, e);
-        c->bytes -= (int64_t)e->len;
         c->st.evictions++;
-        entry_free(e);
+        entry_drop_locked(c, e);
     }
-    return c->bytes + need <= c->limit;
+    return c->bytes - c->pool_bytes + need <= c->limit;
 }
 
 /* ---- jobs ------------------------------------------------------------------------------- */
@@ -415,7 +479,7 @@ static int64_t start_job_locked(lors_reader_t *r, lors_stream_t *owner, int64_t 
     for (; made < k; made++) {
         size_t l = (size_t)unit_len(r, u + made);
         entry_t *e = calloc(1, sizeof *e);
-        unsigned char *b = e ? malloc(l) : NULL;
+        unsigned char *b = e ? buf_get_locked(c, l) : NULL;
         if (!b) {
             free(e);
             break;
@@ -432,7 +496,6 @@ static int64_t start_job_locked(lors_reader_t *r, lors_stream_t *owner, int64_t 
         e->hnext = c->tab[bk];
         c->tab[bk] = e;
         c->nentries++;
-        c->bytes += (int64_t)l;
         es[made] = e;
     }
     if (made == 0) {
@@ -590,8 +653,7 @@ void lors_reader_close(lors_reader_t *r)
             n = e->hnext;
             if (e->rid == r->rid && !e->pins) {
                 table_unlink_locked(c, e);
-                c->bytes -= (int64_t)e->len;
-                entry_free(e);
+                entry_drop_locked(c, e);
             }
         }
     pthread_mutex_unlock(&c->mu);
@@ -606,8 +668,17 @@ lors_stream_t *lors_stream_open(lors_reader_t *r)
     if (s) {
         s->r = r;
         s->next_off = -1;
+        s->end_unit = r->nunits;
     }
     return s;
+}
+
+void lors_stream_set_end(lors_stream_t *s, int64_t end)
+{
+    lors_reader_t *r = s->r;
+    pthread_mutex_lock(&r->c->mu);
+    s->end_unit = end <= 0 ? 0 : end >= r->size ? r->nunits : (end + r->unit - 1) / r->unit;
+    pthread_mutex_unlock(&r->c->mu);
 }
 
 void lors_stream_close(lors_stream_t *s)
@@ -631,13 +702,13 @@ static void read_ahead_locked(lors_stream_t *s, int64_t u)
     if (s->window <= 0)
         return;
     int64_t want = u + 1 + s->window;
-    if (want > r->nunits)
-        want = r->nunits;
+    if (want > s->end_unit)
+        want = s->end_unit;
     if (s->ahead < u + 1)
         s->ahead = u + 1;
     /* in runs of at least half the window, so that each job spreads over the depots */
     int64_t min = s->window / 2 > MIN_JOB_AHEAD ? s->window / 2 : MIN_JOB_AHEAD;
-    while (s->ahead < want && (want - s->ahead >= min || want == r->nunits)) {
+    while (s->ahead < want && (want - s->ahead >= min || want == s->end_unit)) {
         entry_t *e = lookup_locked(r->c, r->rid, s->ahead);
         if (e) {
             s->ahead++;
@@ -714,6 +785,8 @@ int64_t lors_stream_pread(lors_stream_t *s, void *buf, size_t len, int64_t off, 
             /* absent: fetch it, with what the read needs after it and, for a sequential
              * stream, its window */
             int64_t n = (end - uoff + r->unit - 1) / r->unit + s->window;
+            if (u + n > s->end_unit && s->end_unit > u)
+                n = s->end_unit - u;
             if (start_job_locked(r, s->window ? s : NULL, u, n, 1) < 0) {
                 rc = LORS_E_NOMEM;
                 snprintf(err, errlen, "starting a fetch: %s", strerror(errno));

@@ -253,6 +253,11 @@ static enum MHD_Result serve_file(struct MHD_Connection *c, const char *who, con
         b->nr = 1;
         b->r[0] = (serve_range_t){0, f->size};
     }
+    int64_t last = 0; /* no read-ahead past what was asked for */
+    for (int i = 0; i < b->nr; i++)
+        if (b->r[i].off + b->r[i].len > last)
+            last = b->r[i].off + b->r[i].len;
+    lors_stream_set_end(b->s, last);
     const char *ctype = serve_content_type(name);
     char boundary[40];
     snprintf(boundary, sizeof boundary, "lns%08lx%08lx", (unsigned long)random(),
