@@ -206,15 +206,40 @@ static int verify_end(const dl_t *dl, int k, size_t first, size_t len, lors_ck_t
  * buffer when bufsz is larger, so nothing is rounded up but the last chunk's spare room. */
 #define HUGE_PAGE ((size_t)2 << 20)
 
+/* Chunks of exactly HUGE_PAGE kept from one run to the next (at most SPARE_CHUNKS, for the
+ * whole process): the first touch of a fresh one costs the kernel a zeroed 2 MiB page, which
+ * the random-access reader's many short runs (often one block each) paid at every run. */
+#define SPARE_CHUNKS 8
+static pthread_mutex_t spare_mu = PTHREAD_MUTEX_INITIALIZER;
+static void *spare[SPARE_CHUNKS];
+static int nspare;
+
+/* The size of dl's chunks, and how many buffers of which stride each holds. */
+static size_t chunk_size(const dl_t *dl, size_t *per, size_t *stride)
+{
+    *per = 1;
+    *stride = dl->bufsz;
+    if (dl->bufsz >= HUGE_PAGE / 8) {
+        *stride = (dl->bufsz + 63) & ~(size_t)63;
+        *per = *stride < HUGE_PAGE ? HUGE_PAGE / *stride : 1;
+    }
+    return *per * *stride;
+}
+
 /* Add one chunk of buffers to the free list.  Called without dl->mu; 0 or -1. */
 static int buf_grow(dl_t *dl)
 {
-    size_t per = 1, stride = dl->bufsz, size = dl->bufsz;
+    size_t per, stride, size = chunk_size(dl, &per, &stride);
     void *p = NULL;
-    if (dl->bufsz >= HUGE_PAGE / 8) {
-        stride = (dl->bufsz + 63) & ~(size_t)63;
-        per = stride < HUGE_PAGE ? HUGE_PAGE / stride : 1;
-        size = per * stride;
+    if (size == HUGE_PAGE) {
+        pthread_mutex_lock(&spare_mu);
+        if (nspare > 0)
+            p = spare[--nspare];
+        pthread_mutex_unlock(&spare_mu);
+    }
+    if (p) {
+        /* a spare chunk, already aligned and advised */
+    } else if (dl->bufsz >= HUGE_PAGE / 8) {
         if (posix_memalign(&p, HUGE_PAGE, size) != 0)
             return -1;
         madvise(p, size, MADV_HUGEPAGE); /* a hint: without it the buffers still work */
@@ -853,8 +878,15 @@ static int download(const lors_download_opts_t *o, const xnd_t *x, const lors__e
     pthread_sigmask(SIG_SETMASK, &old_set, NULL);
 
     lors__dl_fill_report(&dl, t0);
-    for (size_t i = 0; i < dl.nchunks; i++)
-        free(dl.chunks[i]);
+    size_t per, stride, csize = chunk_size(&dl, &per, &stride);
+    pthread_mutex_lock(&spare_mu);
+    for (size_t i = 0; i < dl.nchunks; i++) {
+        if (csize == HUGE_PAGE && nspare < SPARE_CHUNKS)
+            spare[nspare++] = dl.chunks[i];
+        else
+            free(dl.chunks[i]);
+    }
+    pthread_mutex_unlock(&spare_mu);
     free(dl.chunks);
     free(dl.freebufs);
     lors_sched_free(dl.s);
