@@ -10,6 +10,7 @@
 #   make bench-ec         erasure coding: ISA-L rates, --ec against copies, degraded reads (docs/PERFORMANCE.md)
 #   make bench-wan        WAN scenarios on a namespace testbed vs aria2c (docs/wan-testbed.md)
 #   make bench-lbone      lbone_server with 10,000 depots: query latency, heartbeat rate (docs/PERFORMANCE.md)
+#   make bench-serve      lors_serve and lors_mount against lors_download and IBP LOAD; the load curve
 #   make bench-ibp-perf   ACCRE's ibp_perf against an lns and an ACCRE 1.4 depot (docs/PERFORMANCE.md)
 #   make soak             the long runs: every depot failpoint, then random faults (SOAK_SECONDS, default 600)
 #   make interop          lns against the real ACCRE 1.4 and LoCI 1.3.1 programs (docs/interop.md)
@@ -140,7 +141,7 @@ BENCH_BINS = $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 # Everything a program may link, top layer first (static archives resolve left to right).
 ALL_LIBS_A = $(LIBTOOL_A) $(LIBLORS_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
 
-.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-ec bench-wan bench-lbone bench-ibp-perf soak install uninstall clean \
+.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-ec bench-wan bench-lbone bench-serve bench-ibp-perf soak install uninstall clean \
         interop interop-build
 
 # The installed libraries, each as .a and .so (soname lib<name>.so.0), and their public headers
@@ -244,6 +245,10 @@ $(B)/bench/%: $(call obj,tests/bench/%.c tests/bench/usage.c) $(LIBLORS_A) $(LIB
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
+# bench_serve's HTTP clients (libcurl) and its plot (cairo)
+$(call obj,tests/bench/bench_serve.c): CPPFLAGS += $(CAIRO_CFLAGS)
+$(B)/bench/bench_serve: LIBS += -lcurl $(CAIRO_LIBS) -lm -lcrypto
+
 benchprogs: all $(BENCH_BINS)
 
 deps:
@@ -315,6 +320,10 @@ bench-ec: deps
 bench-lbone: deps
 	$(MAKE) benchprogs
 	@tests/bench/bench_lbone.sh $(B)
+
+bench-serve: deps
+	$(MAKE) benchprogs
+	@tests/bench/bench_serve.sh $(B)
 
 VERSION := $(shell sed -n 's/.*LNS_VERSION "\(.*\)"/\1/p' common/lns_version.h)
 
