@@ -3,7 +3,9 @@
 # Idempotent: when everything is present it checks and exits without touching apt.
 #   scripts/install-deps.sh           what building and `make test` need
 #   scripts/install-deps.sh --bench   also the peers `make bench` measures against (aria2)
-# chromium (headless) is for tests/system/test_lbone_page.c, which screenshots the L-Bone page.
+# chromium (headless) is for tests/system/test_lbone_page.c, which screenshots the L-Bone page,
+# and tests/system/test_lors_serve_browser.c, which plays a video from lors_serve in it (that
+# test also needs ffmpeg, which --bench installs; without either it is skipped).
 # libcairo2-dev draws lors_lifelines' plot; fonts-dejavu-core gives its text a font on a bare machine.
 # libfuse3-dev builds lors_mount; fuse3 (fusermount3) mounts and unmounts for it and its test.
 set -eu

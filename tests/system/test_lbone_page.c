@@ -13,19 +13,18 @@
  * and says so rather than passing without having looked at the page.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "lns_test.h"
+#include "test_chromium.h"
 #include "test_depot.h"
 #include "test_lbone.h"
 
@@ -74,82 +73,6 @@ static unsigned char *slurp(const char *path, size_t *len)
     if (len)
         *len = n;
     return buf;
-}
-
-/* chromium (Debian) or chromium-browser (elsewhere) from PATH, copied to out; 0 or -1. */
-static int find_chromium(char *out, size_t size)
-{
-    static const char *const names[] = {"chromium", "chromium-browser"};
-    const char *path = getenv("PATH");
-    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
-        const char *p = path ? path : "/usr/bin:/bin";
-        while (*p) {
-            size_t n = strcspn(p, ":");
-            snprintf(out, size, "%.*s/%s", (int)n, p, names[k]);
-            if (n && access(out, X_OK) == 0)
-                return 0;
-            p += n + (p[n] == ':');
-        }
-    }
-    return -1;
-}
-
-/* Run chromium headless on url with one more flag (--screenshot=FILE or --dump-dom); its
- * stdout goes to out_file, its stderr to the chromium log.  Its own process group, so a hung
- * browser is killed with all its helpers.  0 when it exited 0, else -1 after saying why. */
-static int run_chromium(const char *bin, const char *flag, const char *url, const char *out_file)
-{
-    char win[64], udd[PATH_MAX + 32];
-    snprintf(win, sizeof win, "--window-size=%d,%d", WIN_W, WIN_H);
-    snprintf(udd, sizeof udd, "--user-data-dir=%s", lns_test_path("chromium-profile"));
-    /* The flags after --disable-gpu keep the browser from reaching past 127.0.0.1 (first-run
-     * pages, component updates, sync) and from scrollbars that would vary the picture. */
-    char *const argv[] = {(char *)bin, "--headless=new", "--no-sandbox", "--disable-gpu", win,
-                          udd, "--no-first-run", "--no-default-browser-check",
-                          "--disable-background-networking", "--disable-component-update",
-                          "--disable-sync", "--no-proxy-server", "--hide-scrollbars",
-                          (char *)flag, (char *)url, NULL};
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        setpgid(0, 0);
-        int o = open(out_file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = open(lns_test_path("chromium.log"), O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (o < 0 || e < 0)
-            _exit(126);
-        dup2(o, 1);
-        dup2(e, 2);
-        execv(bin, argv);
-        _exit(127);
-    }
-    lns_test_track_pid(pid);
-    int st = 0;
-    for (int waited = 0;; waited += 50) {
-        if (waitpid(pid, &st, WNOHANG) == pid)
-            break;
-        if (waited >= CHROMIUM_TIMEOUT_MS) {
-            fprintf(stderr, "\n  chromium %s: no exit after %d s; killed (log: %s)\n", flag,
-                    CHROMIUM_TIMEOUT_MS / 1000, lns_test_path("chromium.log"));
-            kill(-pid, SIGKILL);
-            kill(pid, SIGKILL);
-            waitpid(pid, &st, 0);
-            lns_test_untrack_pid(pid);
-            return -1;
-        }
-        sleep_ms(50);
-    }
-    lns_test_untrack_pid(pid);
-    kill(-pid, SIGKILL); /* helpers it left behind, if any */
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        char *log = (char *)slurp(lns_test_path("chromium.log"), NULL);
-        size_t n = log ? strlen(log) : 0;
-        fprintf(stderr, "\n  chromium %s: exit status 0x%x; end of its log:\n%s\n", flag, st,
-                log ? log + (n > 1500 ? n - 1500 : 0) : "(none)");
-        free(log);
-        return -1;
-    }
-    return 0;
 }
 
 /* The table row (<tr>...</tr>) of the depot at port, copied to row; -1 if there is none.
@@ -369,13 +292,13 @@ static int copy_file(const char *from, const char *to)
 
 static void test_status_page_in_chromium(void)
 {
-    char chromium[PATH_MAX], args[3 * PATH_MAX], why[256], row[4096];
+    char chromium[PATH_MAX], args[3 * PATH_MAX], why[256], row[4096], win[64];
     test_lbone_t l;
     test_depot_t dep[ND];
     static const char *const all_up[ND] = {"up", "up", "up"};
     static const char *const nrt_down[ND] = {"up", "up", "down"};
 
-    if (find_chromium(chromium, sizeof chromium) < 0) {
+    if (tc_find(chromium, sizeof chromium) < 0) {
         fprintf(stderr, "\n  chromium not found in PATH: this test needs the Debian package "
                         "'chromium' (scripts/install-deps.sh installs it)\n");
         CU_FAIL_FATAL("chromium is not installed");
@@ -395,12 +318,16 @@ static void test_status_page_in_chromium(void)
     CU_ASSERT_FATAL(lns_test_server_kill(&dep[NRT].srv, SIGKILL) == 0);
     CU_ASSERT_FATAL(wait_page(&l, dep, nrt_down, 10000));
 
+    /* Both runs in one window size, without scrollbars (they would vary the picture). */
+    snprintf(win, sizeof win, "--window-size=%d,%d", WIN_W, WIN_H);
+
     /* What the browser built from the page: the three depots, each in its state, at its
      * place. */
     const char *url = l.url;
     char dom_file[PATH_MAX];
     snprintf(dom_file, sizeof dom_file, "%s", lns_test_path("dom.html"));
-    CU_ASSERT_FATAL(run_chromium(chromium, "--dump-dom", url, dom_file) == 0);
+    const char *const dump[] = {win, "--hide-scrollbars", "--dump-dom", NULL};
+    CU_ASSERT_FATAL(tc_run(chromium, dump, url, dom_file, CHROMIUM_TIMEOUT_MS) == 0);
     char *dom = (char *)slurp(dom_file, NULL);
     CU_ASSERT_FATAL(dom != NULL);
     CU_ASSERT(strstr(dom, "<title>L-Bone depot registry</title>") != NULL);
@@ -418,7 +345,9 @@ static void test_status_page_in_chromium(void)
     char png[PATH_MAX], flag[PATH_MAX + 16];
     snprintf(png, sizeof png, "%s", lns_test_path("lbone-status.png"));
     snprintf(flag, sizeof flag, "--screenshot=%s", png);
-    CU_ASSERT_FATAL(run_chromium(chromium, flag, url, lns_test_path("screenshot.out")) == 0);
+    const char *const shot[] = {win, "--hide-scrollbars", flag, NULL};
+    CU_ASSERT_FATAL(
+        tc_run(chromium, shot, url, lns_test_path("screenshot.out"), CHROMIUM_TIMEOUT_MS) == 0);
     png_stats_t s;
     int decoded = png_stats(png, &s, why, sizeof why) == 0;
     if (!decoded)
