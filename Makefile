@@ -197,13 +197,15 @@ $(B)/bin/lors_lifelines: $(call obj,tools/lifelines/lors_lifelines.c) $(LIBLIFEL
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS) $(CAIRO_LIBS)
 
 # Players (players/NAME.c -> bin/NAME: lors_play, lns_paced), built, installed and removed
-# with everything else; they link like the lors tools.
-PLAYER_SRC  = $(wildcard players/*.c)
+# with everything else; they link like the lors tools.  players/play_*.c are lors_play's
+# modules (play_gateway.c: --start through a private lors_serve), not programs.
+PLAYER_SRC  = $(filter-out players/play_%.c,$(wildcard players/*.c))
 PLAYER_BINS = $(patsubst players/%.c,$(B)/bin/%,$(PLAYER_SRC))
 all: $(PLAYER_BINS)
 $(PLAYER_BINS): $(B)/bin/%: $(B)/obj/players/%.o $(ALL_LIBS_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(LIBS) $(LBONE_LIBS)
+$(B)/bin/lors_play: $(call obj,$(wildcard players/play_*.c))
 .PHONY: install-players uninstall-players
 install: install-players
 install-players: $(PLAYER_BINS)

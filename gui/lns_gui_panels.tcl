@@ -2,6 +2,10 @@
 # download to a file, play through lors_play.  Sourced by lns_gui (next to it, or from
 # $(PREFIX)/share/lns).
 #
+# Play goes through lors_play --start (a private lors_serve, so the player can seek): a seek
+# bar over the file's duration (ffprobe on a short-lived lors_serve's URL) chooses where, and
+# moving it while the player plays stops that run and starts one at the new position.
+#
 # Key ideas: a panel only builds the argv of the real tool, as a Tcl list, so a file name
 # is never quoted for a shell; the tool runs with its event stream on fd 3, which a tiny
 # `sh -c 'exec "$@" 3>&1 >/dev/null'` turns into the pipe the GUI reads (the tool's own
@@ -20,9 +24,10 @@ array set pv {
     trim_xnd "" trim_by depot trim_maps "" trim_free 0
     ref_xnd "" ref_how "from now" ref_dur 1d
     dl_xnd "" dl_out "" dl_threads ""
-    play_xnd "" player mpv headless 0 bitrate ""
+    play_xnd "" player mpv headless 0 bitrate "" play_pos 0 play_dur "" play_text "" play_from ""
 }
-set run(tool) ""; set run(rc) ""; set run(err) ""; set run(busy) 0
+set run(tool) ""; set run(rc) ""; set run(err) ""; set run(busy) 0; set run(name) ""
+set run(restart) 0; set run(restarts) 0; set run(seeking) 0
 
 # ---------------------------------------------------------------- layout
 grid .side -rowspan 1
@@ -118,8 +123,16 @@ grid $w.player -row 1 -column 1 -sticky w
 checkbutton $w.hd -text "--headless" -variable pv(headless)
 grid $w.hd -row 2 -column 1 -sticky w
 pfield $w 3 "bitrate" pv(bitrate)
-prun $w 4 play
+label $w.sl -text "from" -anchor w
+scale $w.seek -orient horizontal -from 0 -to 100 -resolution 1 -showvalue 0 -variable pv(play_pos) \
+    -command play_seek_moved -state disabled
+label $w.st -textvariable pv(play_text) -anchor w -font TkSmallCaptionFont
+grid $w.sl -row 4 -column 0 -sticky w
+grid $w.seek -row 4 -column 1 -columnspan 2 -sticky ew
+grid $w.st -row 5 -column 1 -columnspan 2 -sticky w
+prun $w 6 play
 unset w
+set pv(play_text) "no exNode"
 
 # ---------------------------------------------------------------- depot selection
 proc panel_selected {} {
@@ -259,6 +272,12 @@ proc panel_argv {name} {
             set a [list lors_play --quiet -f [need $pv(play_xnd) "the exNode"] -P $pv(player)]
             if {$pv(headless)} { lappend a --headless }
             popt a -b $pv(bitrate)
+            # through the gateway from the seek bar's position; lns_paced reads a pipe
+            if {$pv(player) ne "paced"} {
+                set pv(play_from) [expr {$pv(play_dur) ne "" ? int($pv(play_pos)) : 0}]
+                set ::run(seeking) 0
+                lappend a --start $pv(play_from)
+            }
             return $a
         }
     }
@@ -284,9 +303,10 @@ proc panel_run {name} {
         file delete $run(errfile)
         panel_refused "$name: cannot run $run(tool): $e"; return
     }
-    set run(busy) 1
+    set run(busy) 1; set run(name) $name
     set ::run_done [list panel_done $name]
     set status "$name: $run(tool) running"
+    if {$name eq "play"} { play_tick [clock milliseconds] }
 }
 proc panel_refused {msg} {
     set ::status $msg
@@ -296,13 +316,21 @@ proc panel_refused {msg} {
 # The tool has exited with RC: its exit code and its error line on the status line.
 proc panel_done {name rc} {
     global run status st
-    set run(busy) 0; set run(rc) $rc
+    set run(busy) 0; set run(rc) $rc; set run(name) ""
     if {![catch {open $run(errfile)} ch]} {
         while {[gets $ch line] >= 0} { if {[string trim $line] ne ""} { set run(err) $line; break } }
         close $ch
     }
     file delete $run(errfile)
-    if {$rc ne "0"} {
+    if {$run(restart)} {
+        # the seek bar moved while the player played: play again from there
+        set run(restart) 0; incr run(restarts)
+        set status "Seeking to [fmt_pos $::pv(play_pos)]"
+        set ::run_again 1
+        after idle {unset -nocomplain ::run_again; panel_run play}
+    } elseif {$st(stopped)} {
+        set status "Stopped $name ($run(tool) ended by SIGTERM, exit $rc)"
+    } elseif {$rc ne "0"} {
         set status "$name failed (exit $rc)[expr {$run(err) ne "" ? ": $run(err)" : ""}]"
     } elseif {[dict exists $st(endf) underruns]} {
         append status ", underruns [dict get $st(endf) underruns]"
@@ -321,6 +349,10 @@ proc panels_selftest {} {
     append o "selected [llength [panel_selected]]\n"
     append o "rings [llength [.map find withtag ring]]\n"
     append o "tab [.tasks tab current -text]\n"
+    append o "play_dur [expr {$::pv(play_dur) eq "" ? "-" : $::pv(play_dur)}]\n"
+    append o "play_seek [.tasks.play.seek cget -state] [.tasks.play.seek cget -to]\n"
+    append o "play_from [expr {$::pv(play_from) eq "" ? "-" : $::pv(play_from)}]\n"
+    append o "restarts $run(restarts)\n"
     foreach t {mbox removed unfreed refreshed mfailed} {
         append o "$t [llength [.xfer find withtag $t]]\n"
     }
@@ -416,4 +448,110 @@ proc mapping_status {f} {
     set nf [llength [.xfer find withtag mfailed]]
     if {$nf} { append s ", $nf failed" }
     return "$s, rc $rc"
+}
+
+# ---------------------------------------------------------------- the play panel's seek bar
+# The duration: a lors_serve of the GUI's own (port 0) serves the exNode for a moment, and
+# ffprobe reads the container's duration from its URL (the same Range requests a player
+# makes).  Without ffprobe, the file's size (HEAD) over the bitrate field is an estimate;
+# without either the bar stays disabled and Play starts at 0.
+trace add variable pv(play_xnd) write play_probe_later
+proc play_probe_later {args} {
+    after cancel play_probe
+    after 300 play_probe
+}
+# The URL path of an exNode's served name (lors_serve: the file name without .xnd).
+proc play_url_name {path} {
+    set n [file tail $path]
+    if {[string match *.xnd $n] && [string length $n] > 4} { set n [string range $n 0 end-4] }
+    set o ""
+    foreach b [split [encoding convertto utf-8 $n] ""] {
+        if {[regexp {[A-Za-z0-9._~-]} $b]} { append o $b } else { append o [format %%%02X [scan $b %c]] }
+    }
+    return $o
+}
+proc play_probe {} {
+    global pv
+    set x [string trim $pv(play_xnd)]
+    set pv(play_dur) ""
+    .tasks.play.seek configure -state disabled
+    if {$x eq "" || ![file readable $x]} { set pv(play_text) "no exNode"; return }
+    set dir [file join [expr {[info exists ::env(TMPDIR)] ? $::env(TMPDIR) : "/tmp"}] \
+        lns_gui-probe-[pid]-[clock clicks]]
+    file mkdir $dir
+    set sp ""
+    set pv(play_text) "reading the duration ..."
+    update idletasks
+    if {![catch {exec [tool_path lors_serve] -q -p 0 --port-file $dir/port $x >& /dev/null &} sp]} {
+        for {set i 0} {$i < 250 && ![file exists $dir/port]} {incr i} { after 20 }
+    }
+    set dur ""; set size ""
+    if {[file exists $dir/port] && ![catch {open $dir/port} ch]} {
+        set url "http://127.0.0.1:[string trim [read $ch]]/[play_url_name $x]"
+        close $ch
+        if {[auto_execok ffprobe] ne ""} {
+            catch {exec ffprobe -v error -show_entries format=duration -of csv=p=0 $url 2>/dev/null} dur
+            set dur [string trim $dur]
+        }
+        if {![catch {http::geturl $url -validate 1 -timeout 5000} tok]} {
+            if {[http::ncode $tok] == 200} { catch {set size [dict get [http::meta $tok] Content-Length]} }
+            http::cleanup $tok
+        }
+    }
+    if {$sp ne "" && [string is integer -strict $sp]} { catch {exec kill $sp} }
+    file delete -force $dir
+    set how "ffprobe"
+    if {![string is double -strict $dur] || $dur <= 0} {
+        set dur ""
+        set rate [play_rate $pv(bitrate)]
+        if {[string is integer -strict $size] && $rate > 0} {
+            set dur [expr {$size * 8.0 / $rate}]; set how "size / bitrate"
+        }
+    }
+    if {$dur eq ""} {
+        set pv(play_text) "duration unknown (no ffprobe, no bitrate): plays from 0:00"
+        return
+    }
+    set pv(play_dur) [format %.3f $dur]
+    set pv(play_pos) 0
+    .tasks.play.seek configure -state normal -to [expr {int($dur)}]
+    set pv(play_text) "0:00 of [fmt_pos $dur] ($how)"
+}
+# bit/s of a bitrate field (15M, 800K, 3000000); 0 if it says none.
+proc play_rate {v} {
+    set v [string trim $v]
+    if {![regexp {^([0-9.]+)([KMG]?)$} $v -> n u]} { return 0 }
+    expr {$n * [dict get {"" 1 K 1e3 M 1e6 G 1e9} $u]}
+}
+# The bar moved: the label says where; a playing run is restarted there once the bar has
+# rested for 400 ms (a drag is many moves).  The bar's own advance while playing is not a move.
+proc play_seek_moved {v} {
+    global pv run
+    if {[info exists ::play_ticking]} return
+    if {$pv(play_dur) ne ""} { set pv(play_text) "[fmt_pos $v] of [fmt_pos $pv(play_dur)]" }
+    if {$run(busy) && $run(name) eq "play" && $pv(player) ne "paced"} {
+        set run(seeking) 1
+        after cancel play_restart
+        after 400 play_restart
+    }
+}
+proc play_restart {} {
+    global run
+    if {!$run(busy) || $run(name) ne "play"} return
+    set run(restart) 1
+    run_stop
+}
+# While the player plays, the bar follows it: from where it started, at real time.
+proc play_tick {t0} {
+    global pv run
+    if {!$run(busy) || $run(name) ne "play" || $pv(play_dur) eq "" || $pv(play_from) eq ""} return
+    if {!$run(restart) && !$run(seeking)} {
+        set now [expr {min($pv(play_dur), $pv(play_from) + ([clock milliseconds] - $t0) / 1000.0)}]
+        set ::play_ticking 1
+        set pv(play_pos) [expr {int($now)}]
+        update idletasks
+        unset ::play_ticking
+        set pv(play_text) "playing [fmt_pos $now] of [fmt_pos $pv(play_dur)] (from [fmt_pos $pv(play_from)])"
+    }
+    after 500 [list play_tick $t0]
 }

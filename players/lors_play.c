@@ -12,7 +12,9 @@
  * while the download was still running: a monitor thread samples the pipe's fill level
  * (FIONREAD) every 2 ms.  An empty pipe means the player could have taken data and none was
  * there; its own cache may still have covered the gap, so this is an upper bound on what the
- * viewer saw.  See docs/players.md.
+ * viewer saw.  With --start POS the player seeks instead: it reads the file from a private
+ * lors_serve on 127.0.0.1 (play_gateway.c) with its own start option, and the pipe, the
+ * monitor and the pre-buffer are not used.  See docs/players.md.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +39,7 @@
 #include "tool.h"
 #include "tool_opt.h"
 #include "lns_err.h"
+#include "play_gateway.h"
 
 static const char *TOOL = "lors_play";
 
@@ -47,6 +50,8 @@ typedef struct settings {
     const char *player, *output, *keyfile;
     int headless, depot_cap, redundancy;
     double prebuffer, buffer, bitrate; /* seconds, seconds, bit/s; 0 = not given */
+    double start;                      /* --start in seconds, when has_start */
+    int has_start;                     /* --start given: the gateway, not a pipe */
     int64_t blocksize;
 } settings_t;
 
@@ -76,11 +81,27 @@ static int set_bitrate(void *sp, const tool_opt_t *o, const char *name, const ch
     return 0;
 }
 
+/* --start: seconds or [h:]m:s. */
+static int set_start(void *sp, const tool_opt_t *o, const char *name, const char *val,
+                     tool_from from, char *err, size_t errlen)
+{
+    settings_t *f = sp;
+    if (play_parse_pos(val, &f->start) < 0)
+        return lns_err_set(err, errlen, "%s %s: expected seconds (90, 90.5) or [h:]m:s "
+                           "(1:30, 1:02:03)", name, val);
+    f->has_start = 1;
+    return 0;
+}
+
 static const tool_opt_t opts[] = {
     TOOL_OPT_EXNODE,
     {TOOL_OPT_STR, "player", 'P', NULL, S(player), 0, 0, NULL, "P",
      "mpv, mplayer, vlc, paced (lns_paced: measures underruns) or a\nshell command reading "
      "stdin; default the first of mpv, mplayer,\nvlc that is installed", NULL},
+    {TOOL_OPT_FN, "start", 0, NULL, 0, 0, 0, NULL, "POS",
+     "start at POS (90, 1:30, 1:02:03): the player reads the file\nfrom a lors_serve of its "
+     "own with its start option (mpv,\nmplayer, vlc, or a command running one of them)",
+     set_start},
     {TOOL_OPT_SWITCH, "headless", 0, NULL, S(headless), 1, 0, NULL, NULL,
      "no video or audio output, real-time pace (servers, tests)", NULL},
     {TOOL_OPT_FN, "prebuffer", 'q', NULL, S(prebuffer), 0, 0, NULL, "T",
@@ -117,8 +138,9 @@ static const tool_cmd_t command = {
     "Stream a network file into a media player that reads standard input, with settings\n"
     "chosen for playback, and report how often and how long playback had to wait for data.\n\n",
     "\nExit: 0 ok (stalls or not: they are reported), 2 usage or no player, 3 exNode,\n"
-    "4 the player failed or quit early, 6 some bytes have no live copy, 7 integrity or key,\n"
-    "9 internal.  See lors_play(1).\n",
+    "4 the player failed or quit early (--start: or the gateway did), 6 some bytes have no\n"
+    "live copy, 7 integrity or key, 9 internal; --start: 130 SIGINT, 143 SIGTERM (the player\n"
+    "and the gateway stopped).  See lors_play(1).\n",
     opts, sizeof(settings_t), NULL,
 };
 
@@ -146,8 +168,8 @@ static int in_path(const char *name)
     return 0;
 }
 
-/* lns_paced next to this program (the build's bin/ or the install's), else from PATH. */
-static void paced_path(char *buf, size_t size)
+/* Program name next to this one (the build's bin/ or the install's), else from PATH. */
+static void sibling_path(const char *name, char *buf, size_t size)
 {
     char self[PATH_MAX - 32];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -156,35 +178,76 @@ static void paced_path(char *buf, size_t size)
         char *slash = strrchr(self, '/');
         if (slash) {
             *slash = 0;
-            snprintf(buf, size, "%s/lns_paced", self);
+            snprintf(buf, size, "%s/%s", self, name);
             if (executable(buf))
                 return;
         }
     }
-    snprintf(buf, size, "lns_paced");
+    snprintf(buf, size, "%s", name);
 }
 
 typedef struct player {
     char name[16];            /* mpv, mplayer, vlc, paced, cmd */
     const char *argv[24];
     char rate[32], json[PATH_MAX], paced[PATH_MAX], jsonopt[PATH_MAX + 16];
+    char startopt[64], url[PATH_MAX + 64]; /* --start: url is filled once the gateway runs */
+    char shcmd[4096];         /* --start with a command: CMD "$@" */
     int pid;
 } player_t;
 
-/* The players lors_play knows: their flags, and those for --headless (no video or audio,
- * still real time: mpv's ao=null plays in real time; --untimed would not, so it is never
- * used).  Each reads the stream from "-". */
+/* The players lors_play knows: their flags, those for --headless (no video or audio, still
+ * real time: mpv's ao=null plays in real time; --untimed would not, so it is never used), and
+ * their start option (seconds; "=" joins it to its value, else it is a word of its own).
+ * Each reads the stream from "-", or with --start the gateway's URL. */
 typedef struct known_player {
     const char *name;
     const char *args[3];
     const char *headless[5];
+    const char *start;
+    int start_joined;
 } known_player_t;
 
 static const known_player_t known_players[] = {
-    {"mpv", {"--no-terminal", "--cache=yes"}, {"--vo=null", "--ao=null"}},
-    {"mplayer", {"-really-quiet"}, {"-vo", "null", "-ao", "null"}},
-    {"vlc", {"--play-and-exit"}, {"-I", "dummy", "--no-video", "--aout=dummy"}},
+    {"mpv", {"--no-terminal", "--cache=yes"}, {"--vo=null", "--ao=null"}, "--start=", 1},
+    {"mplayer", {"-really-quiet"}, {"-vo", "null", "-ao", "null"}, "-ss", 0},
+    {"vlc", {"--play-and-exit"}, {"-I", "dummy", "--no-video", "--aout=dummy"}, "--start-time=",
+     1},
 };
+
+static const known_player_t *known_player(const char *name)
+{
+    for (size_t i = 0; i < sizeof known_players / sizeof known_players[0]; i++)
+        if (strcmp(name, known_players[i].name) == 0)
+            return &known_players[i];
+    return NULL;
+}
+
+/* The known player a shell command runs: its first word's file name (mpv, /opt/bin/mpv). */
+static const known_player_t *command_player(const char *cmd)
+{
+    char w[256];
+    cmd += strspn(cmd, " \t");
+    size_t n = strcspn(cmd, " \t");
+    snprintf(w, sizeof w, "%.*s", (int)(n < sizeof w ? n : sizeof w - 1), cmd);
+    const char *b = strrchr(w, '/');
+    return known_player(b ? b + 1 : w);
+}
+
+/* With --start: the start option of player k, then the URL (p->url, filled later). */
+static void start_args(const settings_t *f, const known_player_t *k, player_t *p, int *n)
+{
+    char secs[32];
+    play_format_secs(f->start, secs, sizeof secs);
+    if (k->start_joined) {
+        snprintf(p->startopt, sizeof p->startopt, "%s%s", k->start, secs);
+        p->argv[(*n)++] = p->startopt;
+    } else {
+        snprintf(p->startopt, sizeof p->startopt, "%s", secs);
+        p->argv[(*n)++] = k->start;
+        p->argv[(*n)++] = p->startopt;
+    }
+    p->argv[(*n)++] = p->url;
+}
 
 /* Build the player's command line.  TOOL_EXIT_OK or a usage error. */
 static int player_argv(const settings_t *f, double bitrate, player_t *p)
@@ -200,22 +263,36 @@ static int player_argv(const settings_t *f, double bitrate, player_t *p)
                                   "name one with --player (paced, or a command)");
     }
     snprintf(p->name, sizeof p->name, "%s", want);
-    const known_player_t *k = NULL;
-    for (size_t i = 0; i < sizeof known_players / sizeof known_players[0]; i++)
-        if (strcmp(want, known_players[i].name) == 0)
-            k = &known_players[i];
+    const known_player_t *k = known_player(want);
+    int start = f->has_start;
+    if (start && !k && (strcmp(want, "paced") == 0 || !command_player(want)))
+        return tool_usage(TOOL, "--start: the player '%s' has no known start option (use mpv, "
+                              "mplayer, vlc, or a command that runs one of them)", want);
     if (k) {
         p->argv[n++] = k->name;
         for (int i = 0; k->args[i]; i++)
             p->argv[n++] = k->args[i];
         for (int i = 0; f->headless && k->headless[i]; i++)
             p->argv[n++] = k->headless[i];
-        p->argv[n++] = "-";
+        if (start)
+            start_args(f, k, p, &n);
+        else
+            p->argv[n++] = "-";
+    } else if (start) {
+        /* a command running a known player: its start option and the URL as its arguments */
+        if ((size_t)snprintf(p->shcmd, sizeof p->shcmd, "%s \"$@\"", want) >= sizeof p->shcmd)
+            return tool_usage(TOOL, "--player: the command is too long");
+        snprintf(p->name, sizeof p->name, "command");
+        p->argv[n++] = "/bin/sh";
+        p->argv[n++] = "-c";
+        p->argv[n++] = p->shcmd;
+        p->argv[n++] = TOOL;
+        start_args(f, command_player(want), p, &n);
     } else if (strcmp(want, "paced") == 0) {
         if (!(bitrate > 0))
             return tool_usage(TOOL, "--player paced needs the stream's bitrate: give "
                                   "--bitrate (the exNode has none and ffprobe could not tell)");
-        paced_path(p->paced, sizeof p->paced);
+        sibling_path("lns_paced", p->paced, sizeof p->paced);
         snprintf(p->rate, sizeof p->rate, "%.0f", bitrate);
         snprintf(p->jsonopt, sizeof p->jsonopt, "--json=%s", p->json);
         p->argv[n++] = p->paced;
@@ -240,7 +317,8 @@ static int player_argv(const settings_t *f, double bitrate, player_t *p)
     return TOOL_EXIT_OK;
 }
 
-/* Start the player with rfd as its stdin.  0 or -1 (message printed). */
+/* Start the player with rfd as its stdin (-1: lors_play's own), wfd closed in it.  0 or -1
+ * (message printed). */
 static int player_start(player_t *p, int rfd, int wfd)
 {
     pid_t pid = fork();
@@ -249,11 +327,15 @@ static int player_start(player_t *p, int rfd, int wfd)
         return -1;
     }
     if (pid == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL); /* --start blocks signals for sigtimedwait */
         signal(SIGPIPE, SIG_DFL);
-        close(wfd);
-        if (dup2(rfd, STDIN_FILENO) < 0)
+        if (wfd >= 0)
+            close(wfd);
+        if (rfd >= 0 && dup2(rfd, STDIN_FILENO) < 0)
             _exit(126);
-        if (rfd != STDIN_FILENO)
+        if (rfd >= 0 && rfd != STDIN_FILENO)
             close(rfd);
         execvp(p->argv[0], (char *const *)p->argv);
         fprintf(stderr, "%s: running %s: %s\n", TOOL, p->argv[0], strerror(errno));
@@ -484,6 +566,89 @@ static void play_opts(const settings_t *f, const xnd_t *x, double bitrate,
     o->stall_ms = piece_ms * 2 > 2000 ? (piece_ms * 2 < 30000 ? (int)(piece_ms * 2) : 30000) : 2000;
 }
 
+/* --start: the player reads the file from a private gateway (play_gateway.c) at the
+ * position, instead of a pipe from the start.  The session ends when the player does, when
+ * SIGINT or SIGTERM comes, or when the gateway dies; the gateway and its files go in every
+ * case.  Its BEGIN and END lines are those of the pipe, with start= and url= and without the
+ * pipe's measures; END's bytes are those the player asked the gateway for. */
+static int play_from(const settings_t *f, const char *path, const xnd_t *x, int64_t size,
+                     double bitrate, const char *bsrc, player_t *pl)
+{
+    tool_feed_t feed = {0};
+    play_gateway_t g;
+    char serve[PATH_MAX], err[PATH_MAX + 256], secs[32], timeout[32];
+    const char *extra[8];
+    int n = 0, code, pstatus = -1, requests = 0;
+    int64_t bytes = 0, t0 = lns_mono_ns();
+
+    memset(&g, 0, sizeof g);
+    if ((code = tool_feed_open(TOOL, &feed, f->c.events, "play", -1, -1)))
+        return code;
+    play_signals_block();
+    sibling_path("lors_serve", serve, sizeof serve);
+    if (f->c.no_rc)
+        extra[n++] = "--no-rc";
+    else if (f->c.rcfile) {
+        extra[n++] = "--rc";
+        extra[n++] = f->c.rcfile;
+    }
+    if (f->keyfile) {
+        extra[n++] = "--key-file";
+        extra[n++] = f->keyfile;
+    }
+    snprintf(timeout, sizeof timeout, "%llds", (long long)f->c.timeout);
+    extra[n++] = "-T";
+    extra[n++] = timeout;
+    extra[n] = NULL;
+    play_format_secs(f->start, secs, sizeof secs);
+    if (play_gateway_start(&g, serve, path, x, extra, err, sizeof err) < 0) {
+        tool_error(TOOL, "%s", err);
+        code = TOOL_EXIT_IO;
+        goto out;
+    }
+    snprintf(pl->url, sizeof pl->url, "%s", g.url);
+    if (feed.es) {
+        char xp[3 * PATH_MAX], up[3 * sizeof g.url];
+        tool_events_encode(path, xp, sizeof xp);
+        tool_events_encode(g.url, up, sizeof up);
+        tool_events_printf(feed.es, "BEGIN", "op=play exnode=%s size=%" PRId64 " player=%s "
+                           "bitrate=%.0f bitrate_from=%s start=%s url=%s", xp, size, pl->name,
+                           bitrate > 0 ? bitrate : 0, bsrc, secs, up);
+    }
+    if (player_start(pl, -1, -1) < 0) {
+        code = TOOL_EXIT_IO;
+        goto out;
+    }
+    int why = play_gateway_wait(&g, pl->pid, &pstatus);
+    play_gateway_stats(&g, &requests, &bytes);
+    if (why == SIGINT || why == SIGTERM) {
+        code = 128 + why;
+        tool_error(TOOL, "%s: stopped the player and the gateway", strsignal(why));
+    } else if (why == PLAY_GATEWAY_DIED) {
+        code = TOOL_EXIT_IO;
+        tool_error(TOOL, "the gateway (%s) exited with status %d while the player played",
+                   serve, g.status);
+    } else if (pstatus != 0) {
+        code = TOOL_EXIT_IO;
+        tool_error(TOOL, "the player (%s) %s %d", pl->argv[0], pstatus > 128 ?
+                   "died of signal" : "exited with status", pstatus > 128 ? pstatus - 128 :
+                   pstatus);
+    } else {
+        code = TOOL_EXIT_OK;
+    }
+    if (!f->c.quiet)
+        fprintf(stderr, "%s: played from %s s through %s: the player asked for %" PRId64
+                " bytes in %d requests\n", TOOL, secs, g.url, bytes, requests);
+out:
+    play_gateway_stop(&g);
+    if (feed.es)
+        tool_events_printf(feed.es, "END", "bytes=%" PRId64 " seconds=%.3f player_status=%d "
+                           "start=%s requests=%d rc=%d", bytes, (lns_mono_ns() - t0) / 1e9,
+                           pstatus, secs, requests, code);
+    tool_feed_close(&feed);
+    return code;
+}
+
 int main(int argc, char **argv)
 {
     settings_t f;
@@ -529,27 +694,38 @@ int main(int argc, char **argv)
         bsrc = "flag";
     } else if ((bitrate = meta_bitrate(x)) > 0) {
         bsrc = "exnode";
-    } else if ((f.prebuffer > 0 || (f.player && strcmp(f.player, "paced") == 0)) &&
+    } else if (!f.has_start && (f.prebuffer > 0 || (f.player && strcmp(f.player, "paced") == 0)) &&
                (bitrate = probe_bitrate(x, size, keyp)) > 0) {
         bsrc = "ffprobe";
+    }
+    if (f.has_start && f.prebuffer > 0) {
+        code = tool_usage(TOOL, "--prebuffer and --start exclude each other (from a position "
+                              "the player reads the gateway at its own pace)");
+        goto done;
     }
     if (f.prebuffer > 0 && !(bitrate > 0)) {
         code = tool_usage(TOOL, "--prebuffer %g: the stream's bitrate is unknown (the exNode "
                               "has none and ffprobe could not tell): give --bitrate", f.prebuffer);
         goto done;
     }
-    char tmpjson[] = "/tmp/lors_play-json-XXXXXX";
-    int jfd = mkstemp(tmpjson);
-    if (jfd < 0) {
-        tool_error(TOOL, "a temporary file: %s", strerror(errno));
-        code = TOOL_EXIT_IO;
-        goto done;
+    if (!f.has_start) { /* lns_paced's results */
+        char tmpjson[] = "/tmp/lors_play-json-XXXXXX";
+        int jfd = mkstemp(tmpjson);
+        if (jfd < 0) {
+            tool_error(TOOL, "a temporary file: %s", strerror(errno));
+            code = TOOL_EXIT_IO;
+            goto done;
+        }
+        close(jfd);
+        snprintf(pl.json, sizeof pl.json, "%s", tmpjson);
     }
-    close(jfd);
-    snprintf(pl.json, sizeof pl.json, "%s", tmpjson);
     code = player_argv(&f, bitrate, &pl);
     if (code)
         goto done;
+    if (f.has_start) {
+        code = play_from(&f, path, x, size, bitrate, bsrc, &pl);
+        goto done;
+    }
     play_opts(&f, x, bitrate, &o);
     o.key = keyp;
 

@@ -129,7 +129,8 @@ static const tool_cmd_t cmd = {
 
 
 /* The event stream's BEGIN line: what this augment is, for a reader that sees nothing else. */
-static void begin_line(tool_events_t *es, const char *path, const lors_augment_opts_t *ao)
+static void begin_line(tool_events_t *es, const char *path, const xnd_t *x,
+                       const lors_augment_opts_t *ao)
 {
     char file[3 * 4096], list[4096] = "", d[IBP_MAX_HOST + IBP_MAX_RID + 16];
     char enc[3 * sizeof list];
@@ -143,9 +144,10 @@ static void begin_line(tool_events_t *es, const char *path, const lors_augment_o
         strcat(list, d);
     }
     tool_events_encode(list, enc, sizeof enc);
-    tool_events_printf(es, "BEGIN", "op=augment exnode=%s copies=%d balance=%d offset=%" PRId64
-                         " length=%" PRId64 " relay=%d depots=%s", file, ao->up.copies,
-                         ao->balance, ao->offset, ao->length, ao->relay, enc);
+    tool_events_printf(es, "BEGIN", "op=augment exnode=%s size=%" PRId64 " copies=%d balance=%d "
+                         "offset=%" PRId64 " length=%" PRId64 " relay=%d depots=%s", file,
+                         xnd_extent(x), ao->up.copies, ao->balance, ao->offset, ao->length,
+                         ao->relay, enc);
 }
 
 /* The depots for the new copies; from the L-Bone, with room for pieces as large as the
@@ -337,7 +339,7 @@ int main(int argc, char **argv)
     if (code)
         goto done;
     tool_feed_attach(&feed, &ao.up.on_event, &ao.up.event_arg);
-    begin_line(feed.es, path, &ao);
+    begin_line(feed.es, path, x, &ao);
 
     ao.up.stop = tool_stop_install(TOOL);
     /* the new mappings alone, also without -n: what to free if the exNode cannot be written */

@@ -5,8 +5,8 @@
 # through the GUI's own --selftest dump (canvas items and widget state), never through
 # pixels; what the panels did is checked with the tools themselves (lors_ls --json, cmp).
 #   tests/gui/test_gui.sh [BINDIR]        BINDIR: the lns programs (default build/release/bin)
-#   LNS_UPDATE_DOCS=1 tests/gui/test_gui.sh   also rewrites docs/gui-download.png and
-#                                             docs/gui-upload.png
+#   LNS_UPDATE_DOCS=1 tests/gui/test_gui.sh   also rewrites docs/gui-download.png,
+#                                             docs/gui-upload.png and docs/gui-play.png
 # Exit 0: all checks passed; 1: a check failed; 77: no X display could be started (SKIP).
 #
 # The expected numbers come from the streams themselves (counted with awk here), so a GUI
@@ -68,9 +68,15 @@ nend=$(awk '$2 == "FETCH_END"' "$ev" | wc -l | tr -d ' ')
 ndep=$(grep -c '^[^#]' "$data/depots-3.txt")
 shot=$tmp/gui-download.png
 [ "${LNS_UPDATE_DOCS:-0}" = 1 ] && shot=$root/docs/gui-download.png
+echo "after 700 {set f [open {$tmp/dl.status} w]; puts \$f \$::status; close \$f}" >"$tmp/dl.tcl"
 run_gui "$tmp/dl" --depots "$data/depots-3.txt" --events "$ev" --replay-speed 0.02 \
-    --screenshot "$shot" --snap-at 14
+    --screenshot "$shot" --snap-at 14 --script "$tmp/dl.tcl"
 d=$tmp/dl
+xname=$(awk '$2 == "BEGIN" { for (i = 3; i <= NF; i++) if ($i ~ /^exnode=/) print substr($i, 8) }' "$ev")
+case "$(cat "$tmp/dl.status" 2>/dev/null)" in "Downloading $(basename "$xname") from "[1-3]" depot"*) ok "download: status in words ($(cat "$tmp/dl.status"))";;
+    *) bad "download: status mid-stream: $(cat "$tmp/dl.status" 2>/dev/null)";; esac
+check "download: trails of the depots after END (the picture stays)" "$ndep" "$(val $d trails)"
+check "download: no failed fetch" "0 0" "$(val $d failed) $(val $d failed_marks)"
 check "download: error" "-" "$(val $d error)"
 check "download: op" download "$(val $d op)"
 check "download: stream ended" 1 "$(val $d ended)"
@@ -133,6 +139,19 @@ case "$(val $tmp/js panel)" in
     state:_up\|free:_250_B_of_1000_B\|position:_35.96_-83.92\|place:_airport_TYS*) ok "JSON: side panel";;
     *) bad "JSON: side panel shows $(val $tmp/js panel)";;
 esac
+# the L-Bone's fields in units (last_heard 1 is 1970: decades ago, counted in days)
+case "$(val $tmp/js panel)" in
+    *"|L-Bone_id:_a1|"*"|longest_lease:_1_day|forecast:_none|heard_from:_"*"_days_ago") ok "JSON: units in the side panel";;
+    *) bad "JSON: side panel units: $(val $tmp/js panel)";;
+esac
+grep -qx 'label airport_TYS_(Knoxville,_US)' "$tmp/js" && grep -qx 'label Sydney_"AU"' "$tmp/js" &&
+    ok "JSON: depots labelled by place" || bad "JSON: labels $(grep '^label ' "$tmp/js" | tr '\n' ' ')"
+# three depots a few km apart: labels by place, moved apart so that none overlaps another
+printf '%s\n' "127.0.0.1:1 35.96 -83.92 Knoxville" "127.0.0.1:2 36.01 -84.27 Oak Ridge" \
+    "127.0.0.1:3 35.76 -83.97 Maryville" >"$tmp/near.txt"
+run_gui "$tmp/near" --depots "$tmp/near.txt"
+check "close depots: labels" "Knoxville Oak_Ridge Maryville" "$(awk '$1 == "label" { printf "%s%s", s, $2; s = " " }' "$tmp/near")"
+check "close depots: overlapping labels" 0 "$(val $tmp/near label_overlaps)"
 
 # --- 6. live: the GUI runs lors_upload then lors_download against 3 local depots
 if [ -x "$bin/ibp_depot" ] && [ -x "$bin/lors_upload" ] && [ -x "$bin/lors_download" ]; then
@@ -166,6 +185,29 @@ if [ -x "$bin/ibp_depot" ] && [ -x "$bin/lors_upload" ] && [ -x "$bin/lors_downl
     check "live download: blocks done" "$(awk '$2 == "FETCH_END"' "$tmp/ld.events" | wc -l | tr -d ' ')" \
         "$(val $tmp/ld done_blocks)"
     cmp -s "$tmp/in.bin" "$tmp/out.bin" && ok "live download: same bytes" || bad "live download: bytes differ"
+    # a fourth depot holds one of two copies and is killed: its failed fetches are drawn
+    mkdir -p "$tmp/dep4"
+    "$bin/ibp_depot" --listen 127.0.0.1 --port 0 --port-file "$tmp/dep4/port" \
+        --public-host 127.0.0.1 -r "$tmp/dep4,hard=64M" --log-file "$tmp/dep4/log" &
+    dep4=$!; pids="$pids $dep4"
+    i=0
+    while [ ! -s "$tmp/dep4/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    p4=127.0.0.1:$(cat "$tmp/dep4/port")
+    echo "$p4 -33.87 151.21 Sydney" >"$tmp/dead-depots.txt"
+    head -1 "$tmp/live-depots.txt" >>"$tmp/dead-depots.txt"
+    "$bin/lors_upload" --no-rc -q --depot-list "$p4,$(head -1 "$tmp/live-depots.txt" | cut -d' ' -f1)" \
+        -c 2 -F 3 -o "$tmp/dead.xnd" "$tmp/in.bin" || bad "upload onto the depot to kill"
+    kill "$dep4"; wait "$dep4" 2>/dev/null
+    run_gui "$tmp/lf" --depots "$tmp/dead-depots.txt" --run \
+        "'$bin/lors_download' --no-rc --no-report -o '$tmp/out2.bin' --events fd:1 '$tmp/dead.xnd' | tee '$tmp/lf.events'"
+    nf=$(awk '$2 == "FETCH_FAIL"' "$tmp/lf.events" | wc -l | tr -d ' ')
+    [ "$nf" -ge 1 ] && ok "dead depot: $nf failed fetches in the stream" || bad "dead depot: no FETCH_FAIL"
+    check "dead depot: failures counted" "$nf" "$(val $tmp/lf failed)"
+    check "dead depot: failures on the bar" "$nf" "$(val $tmp/lf failed_marks)"
+    check "dead depot: its row marked failed" 1 "$(val $tmp/lf failed_rows)"
+    case "$(val $tmp/lf status)" in download_done:*,_${nf}_fetch*_failed) ok "dead depot: status";;
+        *) bad "dead depot: status $(val $tmp/lf status)";; esac
+    cmp -s "$tmp/in.bin" "$tmp/out2.bin" && ok "dead depot: same bytes" || bad "dead depot: bytes differ"
 else
     echo "(live part not run: no ibp_depot/lors_upload/lors_download in $bin)"
     bad "live part: programs missing in $bin"
@@ -284,6 +326,10 @@ if [ -x "$bin/lors_augment" ] && [ -x "$bin/lors_trim" ] && [ -x "$bin/lors_refr
     [ "$n1" -gt "$n0" ] && ok "panel augment: more mappings ($n0 -> $n1)" || bad "panel augment: mappings $n0 -> $n1"
     check "panel augment: new ones on $k3" "$((n1 - n0))" "$(grep -c "^$k3" "$tmp/m1")"
     check "panel augment: stored boxes" "$((n1 - n0))" "$(val $tmp/pa stored)"
+    check "panel augment: the new copy in a row of its own" "new_1" "$(val $tmp/pa row_labels)"
+    # boxes by bytes: 3 fragments of the file side by side from the row's start to the bar's end
+    check "panel augment: boxes over the file's bytes" "60 878" \
+        "$(val $tmp/pa block_coords | tr ' ' '\n' | awk -F, 'NR == 1 || $1 < a { a = $1 } $3 > b { b = $3 } END { print a, b }')"
     # trim: every mapping on the third depot, selected by a click
     panel pt ".tasks select .tasks.trim" "set pv(trim_xnd) {$tmp/p.xnd}" "click_depot $k3" \
         ".tasks.trim.run invoke"
@@ -342,6 +388,49 @@ if [ -x "$bin/lors_augment" ] && [ -x "$bin/lors_trim" ] && [ -x "$bin/lors_refr
     check "panel play: op" play "$(val $tmp/pp op)"
     case " $(val $tmp/pp end) " in *" underruns=0 "*) ok "panel play: 0 underruns";; *) bad "panel play: END $(val $tmp/pp end)";; esac
     check "panel play: edge" "$sz of $sz" "$(val $tmp/pp edge)"
+    # play through the gateway (lors_play --start) with a real mpv, from the seek bar
+    if command -v mpv >/dev/null 2>&1 && command -v ffmpeg >/dev/null 2>&1 && command -v ffprobe >/dev/null 2>&1 &&
+       [ -x "$bin/lors_serve" ]; then
+        ffmpeg -v error -y -f lavfi -i testsrc=size=320x240:rate=25 -f lavfi -i sine=frequency=440 \
+            -t 4 -c:v mpeg2video -g 12 -b:v 1M -c:a mp2 -f mpegts "$tmp/clip.ts"
+        "$bin/lors_upload" --no-rc -q --depot-list "$k1,$k3" -c 1 -F 2 -o "$tmp/clip.ts.xnd" "$tmp/clip.ts" ||
+            bad "upload of the clip"
+        pshot=$tmp/gui-play.png
+        [ "${LNS_UPDATE_DOCS:-0}" = 1 ] && pshot=$root/docs/gui-play.png
+        # the bar reads the duration (4 s); Run from 1:00... 0:01; 0.8 s later the bar is moved
+        # to 0:03: that run stops and one from 3 s starts; the status and a screenshot mid-play
+        panel ps ".tasks select .tasks.play" "set pv(play_xnd) {$tmp/clip.ts.xnd}" "set pv(player) mpv" \
+            "set pv(headless) 1" "after cancel play_probe" "play_probe" \
+            "set f [open {$tmp/ps.dur} w]; puts \$f \"\$pv(play_dur) [expr {int([.tasks.play.seek cget -to])}]\"; close \$f" \
+            "set pv(play_pos) 1" ".tasks.play.run invoke" \
+            "after 500 {set f [open {$tmp/ps.status} w]; puts \$f \$::status; close \$f}" \
+            "after 800 {set pv(play_pos) 3; play_seek_moved 3}" \
+            "after 1800 {screenshot {$pshot}}"
+        set -- $(cat "$tmp/ps.dur" 2>/dev/null)
+        case "${1:-}" in 3.9*|4.0*) ok "panel play: duration $1 s (ffprobe on the gateway)";; *) bad "panel play: duration '${1:-}'";; esac
+        check "panel play: the seek bar's end" 4 "${2:-}"
+        check "panel play: exit" 0 "$(val $tmp/ps run_rc)"
+        check "panel play: restarted once by the seek bar" 1 "$(val $tmp/ps restarts)"
+        case "$(val $tmp/ps run_args)" in *_--start_3_--events*) ok "panel play: lors_play --start 3";;
+            *) bad "panel play: argv $(val $tmp/ps run_args)";; esac
+        case " $(val $tmp/ps end) " in *" start=3 "*" rc=0 "*) ok "panel play: END from 3 s";; *) bad "panel play: END $(val $tmp/ps end)";; esac
+        case "$(cat "$tmp/ps.status" 2>/dev/null)" in "Playing clip.ts.xnd from 0:01 (mpv, through lors_serve)")
+            ok "panel play: status in words";; *) bad "panel play: status $(cat "$tmp/ps.status" 2>/dev/null)";; esac
+        head -c 8 "$pshot" 2>/dev/null | od -An -c | grep -q 'P   N   G' && ok "panel play: screenshot $pshot" ||
+            bad "panel play: no screenshot"
+        # Stop: SIGTERM to the tool's process group; lors_play stops mpv and its lors_serve
+        panel pst ".tasks select .tasks.play" "set pv(play_xnd) {$tmp/clip.ts.xnd}" "set pv(player) mpv" \
+            "set pv(headless) 1" "after cancel play_probe" "play_probe" ".tasks.play.run invoke" \
+            "after 800 {.bar.stop invoke}"
+        check "stop: stopped" 1 "$(val $tmp/pst stopped)"
+        check "stop: lors_play's exit" 143 "$(val $tmp/pst run_rc)"
+        case "$(val $tmp/pst status)" in Stopped_play_*) ok "stop: status";; *) bad "stop: status $(val $tmp/pst status)";; esac
+        sleep 0.3
+        left=$(pgrep -f -- "$tmp/clip" | wc -l | tr -d ' ')
+        check "stop: no lors_serve or mpv left" 0 "$left"
+    else
+        echo "SKIP: the play panel through the gateway (needs mpv, ffmpeg, ffprobe, lors_serve)"
+    fi
     # a failing tool: its exit code and its error line reach the status line
     panel pf "set pv(file) {$tmp/no-such-file}" "set pv(depots) $k1" ".tasks.upload.run invoke"
     rc=$(val $tmp/pf run_rc)

@@ -7,9 +7,13 @@
  * --output) must be the file's, and the stream must play without an underrun, also when a
  * depot holding one of two copies is SIGKILLed while the stream plays, and a 15 Mbit/s stream
  * must cost lors_play and lns_paced a small share of one core.  When mpv and ffmpeg
- * are both installed, one more test plays a tiny generated MPEG-TS through mpv; otherwise it
- * is not registered (a note says so) so that a skip never counts as a pass.
+ * are both installed, two more tests play a tiny generated MPEG-TS through mpv, the second
+ * from a position (--start, through lors_play's private lors_serve): mpv's own time-pos at
+ * the start, the gateway's bytes, and no gateway or temporary file left afterwards, also
+ * when lors_play is stopped by SIGTERM or the player fails.  Otherwise they are not
+ * registered (a note says so) so that a skip never counts as a pass.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -522,6 +526,180 @@ static void test_play_mpv(void)
     CU_ASSERT_EQUAL(underruns_of(err), 0);
 }
 
+/* ---- --start: the player on a private gateway ------------------------------------------ */
+
+/* The pid of a child of ppid whose command name is comm, from /proc; 0 if none. */
+static pid_t child_named(pid_t ppid, const char *comm)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    pid_t found = 0;
+    while (d && !found && (e = readdir(d))) {
+        char p[300], buf[512], name[64];
+        int pp;
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        snprintf(p, sizeof p, "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(p, "r");
+        if (!f)
+            continue;
+        if (fgets(buf, sizeof buf, f) && sscanf(buf, "%*d (%63[^)]) %*c %d", name, &pp) == 2 &&
+            pp == ppid && strcmp(name, comm) == 0)
+            found = (pid_t)atoi(e->d_name);
+        fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* Entries in dir, "." and ".." aside. */
+static int entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    while (d && (e = readdir(d)))
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    if (d)
+        closedir(d);
+    return d ? n : -1;
+}
+
+static void write_script(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_FATAL(f != NULL);
+    fputs(text, f);
+    fclose(f);
+    chmod(path, 0755);
+}
+
+/* lors_play --start on a 6 s MPEG-TS: a wrapper named mpv (so lors_play knows its start
+ * option) records its arguments, reads a range of the URL with curl and runs the real mpv,
+ * which prints its time-pos when playback starts; the real mpv --headless from 4 s plays the
+ * last 2 s only; SIGTERM to lors_play stops mpv and the gateway; a failing player (a wrapper
+ * named mplayer: -ss as a word of its own) is exit 4; nothing is left in $TMPDIR. */
+static void test_play_start(void)
+{
+    char cmd[4 * PATH_MAX], buf[PATH_MAX], wrap[PATH_MAX / 2], gw[PATH_MAX];
+    snprintf(cmd, sizeof cmd, "ffmpeg -v error -y -f lavfi -i testsrc=size=160x120:rate=25 "
+             "-f lavfi -i sine=frequency=440 -t 6 -c:v mpeg2video -g 12 -b:v 1M -c:a mp2 "
+             "-f mpegts '%s'", lns_test_path("clip.ts"));
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    CU_ASSERT_EQUAL_FATAL(upload("clip.ts", "clip.ts.xnd", "1", "2"), 0);
+    /* the gateway's directory goes into an empty $TMPDIR of the test's own */
+    snprintf(gw, sizeof gw, "%s", lns_test_path("gwtmp"));
+    mkdir(gw, 0755);
+    setenv("TMPDIR", gw, 1);
+    snprintf(wrap, sizeof wrap, "%s", lns_test_path("wrap"));
+    mkdir(wrap, 0755);
+    snprintf(cmd, sizeof cmd, "#!/bin/sh\n"
+             "printf '%%s\\n' \"$@\" > '%s/args'\n"
+             "for u; do :; done\n"
+             "curl -sf -r 100000-199999 \"$u\" > '%s/range' || exit 9\n"
+             "exec mpv --no-config \"$@\" --terminal --vo=null --ao=null --frames=3 "
+             "--msg-level=all=no,term-msg=info --term-playing-msg='POS=${=time-pos}' "
+             "> '%s/pos'\n", wrap, wrap, wrap);
+    snprintf(buf, sizeof buf, "%s/mpv", wrap);
+    write_script(buf, cmd);
+    const char *a1[] = {"--no-rc", "--player", buf, "--start", "0:03", "--events",
+                        lns_test_path("start.ev"), lns_test_path("clip.ts.xnd"), NULL};
+    CU_ASSERT_EQUAL(run("lors_play", a1), 0);
+    if (getenv("LNS_TEST_VERBOSE"))
+        fprintf(stderr, "%s", err);
+    char args[4096], pos[256], ev[4096];
+    snprintf(buf, sizeof buf, "%s/args", wrap);
+    lns_test_slurp(buf, args, sizeof args);
+    CU_ASSERT_PTR_NOT_NULL(strstr(args, "--start=3\nhttp://127.0.0.1:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(args, "/clip.ts\n"));
+    /* mpv's own position when playback started: 3 s, or the keyframe after it (0.48 s apart) */
+    snprintf(buf, sizeof buf, "%s/pos", wrap);
+    lns_test_slurp(buf, pos, sizeof pos);
+    const char *p = strstr(pos, "POS=");
+    double at = p ? strtod(p + 4, NULL) : -1;
+    CU_ASSERT(at >= 2.99 && at < 3.6);
+    if (!(at >= 2.99 && at < 3.6))
+        fprintf(stderr, "\nmpv started at %s\n", pos);
+    /* the URL served the file's bytes */
+    snprintf(cmd, sizeof cmd, "tail -c +100001 '%s' | head -c 100000 | cmp -s - '%s/range'",
+             lns_test_path("clip.ts"), wrap);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+    lns_test_slurp(lns_test_path("start.ev"), ev, sizeof ev);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ev, " BEGIN op=play "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(ev, " start=3 url=http%3A%2F%2F127.0.0.1%3A") ||
+                           strstr(ev, " start=3 url=http://127.0.0.1:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(ev, " rc=0 "));
+    CU_ASSERT_EQUAL(entries(gw), 0);
+
+    /* the real mpv from 4 s: the last 2 s in real time, not all 6 */
+    const char *a2[] = {"--no-rc", "--player", "mpv", "--headless", "--start", "4",
+                        lns_test_path("clip.ts.xnd"), NULL};
+    double t0 = now_s();
+    CU_ASSERT_EQUAL(run("lors_play", a2), 0);
+    double wall = now_s() - t0;
+    CU_ASSERT(wall > 1.4 && wall < 4.5);
+    if (!(wall > 1.4 && wall < 4.5))
+        fprintf(stderr, "\nmpv --start 4 of 6 s took %.2f s: %s\n", wall, err);
+    CU_ASSERT_EQUAL(entries(gw), 0);
+
+    /* SIGTERM while mpv plays: both stopped, exit 143, nothing left */
+    const char *a3[] = {"--no-rc", "--player", "mpv", "--headless", "--start", "1",
+                        lns_test_path("clip.ts.xnd"), NULL};
+    pid_t pid = spawn(-1, "lors_play", a3);
+    CU_ASSERT_FATAL(pid > 0);
+    pid_t srv = 0, pl = 0;
+    for (int i = 0; i < 300 && !(srv && pl); i++) {
+        usleep(10000);
+        srv = child_named(pid, "lors_serve");
+        pl = child_named(pid, "mpv");
+    }
+    CU_ASSERT(srv > 0 && pl > 0);
+    CU_ASSERT_EQUAL(entries(gw), 1);
+    usleep(300000);
+    kill(pid, SIGTERM);
+    t0 = now_s();
+    CU_ASSERT_EQUAL(reap(pid, "lors_play"), 143);
+    CU_ASSERT(now_s() - t0 < 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "stopped the player and the gateway"));
+    CU_ASSERT(srv > 0 && kill(srv, 0) < 0 && errno == ESRCH);
+    CU_ASSERT(pl > 0 && kill(pl, 0) < 0 && errno == ESRCH);
+    CU_ASSERT_EQUAL(entries(gw), 0);
+
+    /* a player that fails (named mplayer: -ss is a word of its own) */
+    snprintf(cmd, sizeof cmd, "#!/bin/sh\nprintf '%%s\\n' \"$@\" > '%s/args'\nexit 3\n",
+             wrap);
+    snprintf(buf, sizeof buf, "%s/mplayer", wrap);
+    write_script(buf, cmd);
+    const char *a4[] = {"--no-rc", "--player", buf, "--start", "1:02:03.5",
+                        lns_test_path("clip.ts.xnd"), NULL};
+    CU_ASSERT_EQUAL(run("lors_play", a4), 4);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "exited with status 3"));
+    snprintf(buf, sizeof buf, "%s/args", wrap);
+    lns_test_slurp(buf, args, sizeof args);
+    CU_ASSERT_PTR_NOT_NULL(strstr(args, "-ss\n3723.5\nhttp://127.0.0.1:"));
+    CU_ASSERT_EQUAL(entries(gw), 0);
+
+    /* usage: a player without a start option, a bad position, a pre-buffer */
+    const char *u1[] = {"--no-rc", "--player", "paced", "--start", "3",
+                        lns_test_path("clip.ts.xnd"), NULL};
+    CU_ASSERT_EQUAL(run("lors_play", u1), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "no known start option"));
+    CU_ASSERT_PTR_NULL(strchr(err, '\n') ? strchr(strchr(err, '\n') + 1, '\n') : NULL);
+    const char *u2[] = {"--no-rc", "--player", "cat > /dev/null", "--start", "3",
+                        lns_test_path("clip.ts.xnd"), NULL};
+    CU_ASSERT_EQUAL(run("lors_play", u2), 2);
+    const char *u3[] = {"--no-rc", "--player", "mpv", "--start", "1:75",
+                        lns_test_path("clip.ts.xnd"), NULL};
+    CU_ASSERT_EQUAL(run("lors_play", u3), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "--start 1:75"));
+    const char *u4[] = {"--no-rc", "--player", "mpv", "--start", "3", "--prebuffer", "1",
+                        lns_test_path("clip.ts.xnd"), NULL};
+    CU_ASSERT_EQUAL(run("lors_play", u4), 2);
+    CU_ASSERT_EQUAL(entries(gw), 0);
+    unsetenv("TMPDIR");
+}
+
 void lns_test_register(void)
 {
     CU_pSuite s = CU_add_suite("lns_paced", NULL, NULL);
@@ -535,9 +713,11 @@ void lns_test_register(void)
     CU_add_test(s, "4+2 erasure coded: 2 depots SIGKILLed mid-stream, no underrun",
                 test_play_ec_two_killed);
     CU_add_test(s, "10 s at 15 Mbit/s cost under 15% of a core", test_play_cpu);
-    if (have("mpv") && have("ffmpeg"))
+    if (have("mpv") && have("ffmpeg") && have("curl")) {
         CU_add_test(s, "mpv --headless plays a generated MPEG-TS", test_play_mpv);
-    else
-        printf("test_players: NOTE: mpv or ffmpeg not installed: the mpv playback test is "
-               "skipped (not counted)\n");
+        CU_add_test(s, "--start: mpv from a position through a private gateway, SIGTERM",
+                    test_play_start);
+    } else
+        printf("test_players: SKIP: mpv, ffmpeg or curl not installed: the mpv playback and "
+               "--start tests are not run (not counted)\n");
 }
