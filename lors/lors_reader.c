@@ -744,9 +744,14 @@ int64_t lors_stream_pread(lors_stream_t *s, void *buf, size_t len, int64_t off, 
     pthread_mutex_lock(&c->mu);
     int64_t maxw = r->o.readahead > 0 ? (r->o.readahead + r->unit - 1) / r->unit : 0;
     if (s->next_off >= 0 && off >= s->next_off - r->unit && off <= s->next_off + r->unit) {
-        s->window = s->window ? s->window * 2 : 2;
-        if (s->window > maxw)
-            s->window = maxw;
+        /* the window grows as the stream goes on into new blocks, not with its reads: the
+         * many small reads of one block (a 1 MiB random read cut into 128 KiB by FUSE, an
+         * HTTP body in 256 KiB) are no sign of more to come */
+        if ((end - 1) / r->unit > (s->next_off - 1) / r->unit) {
+            s->window = s->window ? s->window * 2 : 2;
+            if (s->window > maxw)
+                s->window = maxw;
+        }
     } else if (s->next_off >= 0 || s->window) {
         cancel_ahead_locked(s);
         s->window = 0;

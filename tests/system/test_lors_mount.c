@@ -2,7 +2,7 @@
  * directory lists the exNodes' names with their sizes; cmp of a mounted file against its
  * source; 1,000 preads at random offsets; tar tf of a mounted tarball; writes refused; a depot
  * SIGKILLed during reads costs nothing; a reader blocked on a SIGSTOPped depot gets EIO
- * within the timeout, with a log line naming the bytes, and fusermount3 -u then unmounts and
+ * within a few timeouts, with a log line naming the bytes, and fusermount3 -u then unmounts and
  * the program exits 0; started without -f it detaches once mounted.
  *
  * Without /dev/fuse or fusermount3 (Debian fuse3) nothing can be mounted: the program
@@ -233,7 +233,9 @@ static void test_blocked_reader_unmount(void)
     int rc = stop_mount(10000);
     double secs = (double)(lns_mono_ns() - t0) / 1e9;
     CU_ASSERT_EQUAL(rc, 0);
-    CU_ASSERT(secs < 8.0); /* the 2 s timeout (a retry or two), not forever */
+    /* not forever: each read fails after the engine's two tries of 2 s, and the kernel
+     * tries a failed read-ahead again with one page */
+    CU_ASSERT(secs < 14.0);
     CU_ASSERT(!mounted(0));
     CU_ASSERT_EQUAL(tt_sh(&T, "sleep 0.2; cat $D/cat.rc $D/cat.err"), 0);
     CU_ASSERT(atoi(T.out) != 0);
@@ -241,7 +243,7 @@ static void test_blocked_reader_unmount(void)
     CU_ASSERT_EQUAL(tt_sh(&T, "cat '%s'", logp), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "held.bin: read of bytes 0-"));
     CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "failed (EIO)"));
-    if (secs >= 8.0 || !strstr(T.out, "failed (EIO)"))
+    if (secs >= 14.0 || !strstr(T.out, "failed (EIO)"))
         fprintf(stderr, "unmounted after %.1f s; log: %s\n", secs, T.out);
     CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[2].srv, SIGCONT), 0);
 }
