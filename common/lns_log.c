@@ -328,3 +328,19 @@ void lns_evlog_close(lns_evlog_t *l)
     pthread_mutex_destroy(&l->mu);
     free(l);
 }
+
+void lns_log_line(FILE *f, const char *fmt, va_list ap)
+{
+    if (!f)
+        return;
+    char when[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+    flockfile(f);
+    fprintf(f, "%s ", when);
+    vfprintf(f, fmt, ap);
+    fputc('\n', f);
+    fflush(f);
+    funlockfile(f);
+}

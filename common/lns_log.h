@@ -13,6 +13,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 
 enum lns_log_level { LNS_LOG_ERROR = 0, LNS_LOG_WARN = 1, LNS_LOG_INFO = 2, LNS_LOG_DEBUG = 3 };
 
@@ -25,6 +26,9 @@ void lns_log_set_level(int level);
 int lns_log_enabled(int level);
 void lns_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void lns_vlog(int level, const char *fmt, va_list ap);
+/* A request log's line on f: "2026-11-22T17:40:01Z " and the message, written whole under
+ * f's lock and flushed (lors_serve's and lors_mount's logs).  f NULL: nothing. */
+void lns_log_line(FILE *f, const char *fmt, va_list ap);
 
 /* The event stream.  host: the name written in every line.  sample: write 1 event in
  * `sample` (1 = all, 0 = events off).  0, or -1 with "event-log: cannot open PATH: why" in

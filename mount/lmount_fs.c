@@ -21,10 +21,10 @@
 #include <unistd.h>
 
 #include "lmount.h"
+#include "lns_log.h"
 
 static const lmount_cfg_t *M;
 static struct timespec mounted_at; /* the directory's times */
-static pthread_mutex_t logmu = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct handle {
     lors_dir_file_t *f;
@@ -35,27 +35,25 @@ typedef struct handle {
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logf_(const char *fmt, ...)
 {
-    if (!M->log)
-        return;
-    char when[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
     va_list ap;
     va_start(ap, fmt);
-    pthread_mutex_lock(&logmu);
-    fprintf(M->log, "%s lors_mount: ", when);
-    vfprintf(M->log, fmt, ap);
-    fputc('\n', M->log);
-    fflush(M->log);
-    pthread_mutex_unlock(&logmu);
+    lns_log_line(M->log, fmt, ap);
     va_end(ap);
 }
 
-/* errno for a lors_dir_get failure. */
-static int lookup_errno(int rc)
+/* The file at path ("/NAME"): a reference, or NULL with *e the errno to answer (a failure
+ * other than "no such name" logged). */
+static lors_dir_file_t *lookup(const char *path, int *e)
 {
-    return rc == LORS_E_NOTFOUND ? ENOENT : rc == LORS_E_NOMEM ? ENOMEM : EIO;
+    int rc;
+    char err[600];
+    lors_dir_file_t *f = lors_dir_get(M->dir, path + 1, &rc, err, sizeof err);
+    if (!f) {
+        if (rc != LORS_E_NOTFOUND)
+            logf_("%s: %s", path + 1, err);
+        *e = rc == LORS_E_NOTFOUND ? ENOENT : rc == LORS_E_NOMEM ? ENOMEM : EIO;
+    }
+    return f;
 }
 
 static void file_stat(const lors_dir_file_t *f, struct stat *st)
@@ -93,14 +91,10 @@ static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *
         st->st_mtim = st->st_ctim = st->st_atim = mounted_at;
         return 0;
     }
-    int rc;
-    char err[600];
-    lors_dir_file_t *f = lors_dir_get(M->dir, path + 1, &rc, err, sizeof err);
-    if (!f) {
-        if (rc != LORS_E_NOTFOUND)
-            logf_("%s: %s", path + 1, err);
-        return -lookup_errno(rc);
-    }
+    int e;
+    lors_dir_file_t *f = lookup(path, &e);
+    if (!f)
+        return -e;
     file_stat(f, st);
     lors_dir_put(M->dir, f);
     return 0;
@@ -131,14 +125,10 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
 {
     if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
         return -EROFS;
-    int rc;
-    char err[600];
-    lors_dir_file_t *f = lors_dir_get(M->dir, path + 1, &rc, err, sizeof err);
-    if (!f) {
-        if (rc != LORS_E_NOTFOUND)
-            logf_("%s: %s", path + 1, err);
-        return -lookup_errno(rc);
-    }
+    int e;
+    lors_dir_file_t *f = lookup(path, &e);
+    if (!f)
+        return -e;
     handle_t *h = calloc(1, sizeof *h);
     if (!h || !(h->s = lors_stream_open(f->r))) {
         free(h);

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lns_log.h"
 #include "lns_net.h"
 #include "serve.h"
 
@@ -34,7 +35,6 @@
 typedef struct srv {
     const serve_cfg_t *cfg;
     lors_dir_t *d;
-    pthread_mutex_t logmu;
 } srv_t;
 
 static srv_t S;
@@ -42,20 +42,9 @@ static srv_t S;
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logf_(const char *fmt, ...)
 {
-    if (!S.cfg->log)
-        return;
-    char when[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
     va_list ap;
     va_start(ap, fmt);
-    pthread_mutex_lock(&S.logmu);
-    fprintf(S.cfg->log, "%s ", when);
-    vfprintf(S.cfg->log, fmt, ap);
-    fputc('\n', S.cfg->log);
-    fflush(S.cfg->log);
-    pthread_mutex_unlock(&S.logmu);
+    lns_log_line(S.cfg->log, fmt, ap);
     va_end(ap);
 }
 
@@ -402,7 +391,6 @@ struct MHD_Daemon *serve_http_start(const serve_cfg_t *cfg, lors_dir_t *files, i
 {
     S.cfg = cfg;
     S.d = files;
-    pthread_mutex_init(&S.logmu, NULL);
     srandom((unsigned)time(NULL) ^ (unsigned)getpid());
     int fd = lns_listen(cfg->listen, cfg->port, 128, port, err, errlen);
     if (fd < 0)

@@ -136,6 +136,17 @@ int tool_opt_set(void *settings, const tool_opt_t *o, const char *name, const ch
      "write the event stream (docs/events.md)", NULL}, \
     {TOOL_OPT_FN, "demo", 'D', NULL, TOOL_C(events), 0, 0, NULL, NULL, \
      "the event stream on stderr (--events fd:2)", tool_opt_demo}
+/* The random-access reader's settings of lors_serve and lors_mount (their settings structs of
+ * type `type` have the fields cache, readahead, fetches and key_file); who: "clients", ... */
+#define TOOL_OPT_READER(type, who) \
+    {TOOL_OPT_SIZE, "cache", 0, NULL, offsetof(type, cache), 4 << 20, INT64_MAX, "64M", "SIZE", \
+     "memory for file blocks, shared by all " who, NULL}, \
+    {TOOL_OPT_SIZE, "readahead", 0, NULL, offsetof(type, readahead), 0, INT64_MAX, "16M", \
+     "SIZE", "the most a sequential reader is read ahead (0: none)", NULL}, \
+    {TOOL_OPT_INT, "fetches", 0, NULL, offsetof(type, fetches), 1, 1024, "16", "N", \
+     "downloads from the depots at once, for all " who, NULL}, \
+    {TOOL_OPT_STR, "key-file", 0, NULL, offsetof(type, key_file), 0, 0, NULL, "FILE", \
+     "the aes key of encrypted files (else $LNS_KEY or $LNS_KEY_FILE)", NULL}
 #define TOOL_OPT_THREADS(min, def, help) \
     {TOOL_OPT_INT, "threads", 't', "THREADS", TOOL_C(threads), min, TOOL_MAX_THREADS, def, "N", \
      help, NULL}

@@ -98,6 +98,44 @@ static void print_lat(const char *mode, int64_t size, double *ms, int n)
     printf(" p99_ms=%.3f\n", pct(ms, n, 0.99));
 }
 
+/* Time n reads of size at o[] through fn; print their latencies as mode.  0, or 1 after a
+ * line naming the read that failed. */
+typedef int64_t (*read_fn)(void *arg, char *buf, int64_t size, int64_t off, char *err,
+                           size_t errlen);
+static int time_reads(const char *mode, read_fn fn, void *arg, const int64_t *o, int64_t size,
+                      int n)
+{
+    double *ms = malloc((size_t)n * sizeof *ms);
+    char *buf = malloc((size_t)size), err[512] = "";
+    for (int i = 0; i < n; i++) {
+        int64_t t0 = lns_mono_ns();
+        if (fn(arg, buf, size, o[i], err, sizeof err) != size) {
+            fprintf(stderr, "bench_serve: %s: read at %lld failed %s\n", mode, (long long)o[i],
+                    err);
+            return 1;
+        }
+        ms[i] = (double)(lns_mono_ns() - t0) / 1e6;
+    }
+    print_lat(mode, size, ms, n);
+    free(buf);
+    free(ms);
+    return 0;
+}
+
+/* x and a reader of it on a cache of its own: 0, or 1 after a line. */
+static int open_reader(const char *xpath, xnd_t **x, lors_reader_t **r)
+{
+    char err[512];
+    lors_reader_opts_t ro;
+    lors_reader_opts_init(&ro);
+    if (xnd_read_file(xpath, x, err, sizeof err) != XND_OK ||
+        !(*r = lors_reader_open(&ro, *x, NULL, err, sizeof err))) {
+        fprintf(stderr, "bench_serve: %s: %s\n", xpath, err);
+        return 1;
+    }
+    return 0;
+}
+
 /* ---- HTTP ---------------------------------------------------------------------------------- */
 
 typedef struct sink {
@@ -167,6 +205,15 @@ static int mode_http(const char *url, int64_t fsize, int64_t size, int n)
 
 /* ---- a file, a depot, the reader ---------------------------------------------------------- */
 
+static int64_t file_read(void *arg, char *buf, int64_t size, int64_t off, char *err,
+                         size_t errlen)
+{
+    ssize_t got = pread(*(int *)arg, buf, (size_t)size, off);
+    if (got < 0)
+        snprintf(err, errlen, "(%s)", strerror(errno));
+    return got;
+}
+
 static int mode_file(const char *path, int64_t size, int n)
 {
     int fd = open(path, O_RDONLY);
@@ -174,24 +221,11 @@ static int mode_file(const char *path, int64_t size, int n)
         fprintf(stderr, "bench_serve: %s: %s\n", path, strerror(errno));
         return 1;
     }
-    off_t fsize = lseek(fd, 0, SEEK_END);
-    int64_t *o = offsets(fsize, size, n);
-    double *ms = malloc((size_t)n * sizeof *ms);
-    char *buf = malloc((size_t)size);
-    for (int i = 0; i < n; i++) {
-        int64_t t0 = lns_mono_ns();
-        if (pread(fd, buf, (size_t)size, o[i]) != size) {
-            fprintf(stderr, "bench_serve: pread of %s at %lld failed\n", path, (long long)o[i]);
-            return 1;
-        }
-        ms[i] = (double)(lns_mono_ns() - t0) / 1e6;
-    }
-    print_lat("file", size, ms, n);
+    int64_t *o = offsets(lseek(fd, 0, SEEK_END), size, n);
+    int bad = time_reads("file", file_read, &fd, o, size, n);
     close(fd);
-    free(buf);
-    free(ms);
     free(o);
-    return 0;
+    return bad;
 }
 
 /* verify: LOAD the whole 1 MiB block that holds the bytes and SHA-256 it, as a client that
@@ -247,57 +281,38 @@ static int mode_ibp(const char *xpath, int64_t size, int n, int verify)
     return 0;
 }
 
+static int64_t reader_read(void *arg, char *buf, int64_t size, int64_t off, char *err,
+                           size_t errlen)
+{
+    int rc;
+    return lors_reader_pread(arg, buf, (size_t)size, off, &rc, err, errlen);
+}
+
 /* n reads of size through lors_reader_pread (no HTTP): the reader's own latency. */
 static int mode_reader_random(const char *xpath, int64_t size, int n)
 {
     xnd_t *x;
-    char err[512];
-    if (xnd_read_file(xpath, &x, err, sizeof err) != XND_OK) {
-        fprintf(stderr, "bench_serve: %s: %s\n", xpath, err);
+    lors_reader_t *r;
+    if (open_reader(xpath, &x, &r))
         return 1;
-    }
-    lors_reader_opts_t ro;
-    lors_reader_opts_init(&ro);
-    lors_reader_t *r = lors_reader_open(&ro, x, NULL, err, sizeof err);
-    if (!r) {
-        fprintf(stderr, "bench_serve: %s: %s\n", xpath, err);
-        return 1;
-    }
     int64_t *o = offsets(lors_reader_size(r), size, n);
-    double *ms = malloc((size_t)n * sizeof *ms);
-    char *buf = malloc((size_t)size);
-    int rc;
-    for (int i = 0; i < n; i++) {
-        int64_t t0 = lns_mono_ns();
-        if (lors_reader_pread(r, buf, (size_t)size, o[i], &rc, err, sizeof err) != size) {
-            fprintf(stderr, "bench_serve: read at %lld: %s\n", (long long)o[i], err);
-            return 1;
-        }
-        ms[i] = (double)(lns_mono_ns() - t0) / 1e6;
-    }
-    print_lat("reader", size, ms, n);
+    int bad = time_reads("reader", reader_read, r, o, size, n);
     lors_reader_close(r);
     xnd_free(x);
-    free(buf);
-    free(ms);
     free(o);
-    return 0;
+    return bad;
 }
 
 static int mode_reader(const char *xpath)
 {
     xnd_t *x;
+    lors_reader_t *r;
     char err[512];
-    if (xnd_read_file(xpath, &x, err, sizeof err) != XND_OK) {
-        fprintf(stderr, "bench_serve: %s: %s\n", xpath, err);
+    if (open_reader(xpath, &x, &r))
         return 1;
-    }
-    lors_reader_opts_t ro;
-    lors_reader_opts_init(&ro);
-    lors_reader_t *r = lors_reader_open(&ro, x, NULL, err, sizeof err);
-    lors_stream_t *s = r ? lors_stream_open(r) : NULL;
+    lors_stream_t *s = lors_stream_open(r);
     if (!s) {
-        fprintf(stderr, "bench_serve: %s: %s\n", xpath, r ? "out of memory" : err);
+        fprintf(stderr, "bench_serve: out of memory\n");
         return 1;
     }
     size_t chunk = 256 * 1024;

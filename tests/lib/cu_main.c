@@ -210,16 +210,21 @@ int lns_test_log_clean(const char *path)
     return bad == 0;
 }
 
+uint64_t lns_test_rand(uint64_t *state)
+{
+    uint64_t x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *state = x;
+}
+
 void lns_test_fill(void *buf, size_t n, uint64_t seed)
 {
     uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
     unsigned char *p = buf;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        p[i] = (unsigned char)(x >> 24);
-    }
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)(lns_test_rand(&x) >> 24);
 }
 
 CU_pSuite lns_test_add_suite(const char *name, CU_InitializeFunc init, CU_CleanupFunc clean,

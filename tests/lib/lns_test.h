@@ -62,6 +62,8 @@ int lns_test_vsh(const char *vars, const char *fmt, va_list ap);
 void lns_test_script(const char *path, const char *skip_why);
 /* Fill buf with deterministic pseudo-random bytes from seed. */
 void lns_test_fill(void *buf, size_t n, uint64_t seed);
+/* The next number of a xorshift64 sequence in *state (never 0: start it at any non-zero). */
+uint64_t lns_test_rand(uint64_t *state);
 /* A pipe fed from a thread: lns_test_feed_start makes the pipe and starts a thread that writes
  * data[0..n) into it in writes of at most chunk bytes, then closes its end; the reader reads
  * f->rfd.  -1 if the pipe cannot be made.  lns_test_feed_end joins the thread and closes rfd. */

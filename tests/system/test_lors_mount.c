@@ -98,10 +98,7 @@ static void put_file(const char *name, size_t n, uint64_t seed, int copies, cons
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 static uint64_t next_rand(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return lns_test_rand(&rng);
 }
 
 static void test_files(void)

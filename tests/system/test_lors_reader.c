@@ -23,10 +23,7 @@ static tt_env_t T;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t next_rand(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return lns_test_rand(&rng);
 }
 
 /* n random reads through a reader (one stream each: no read-ahead) equal the source. */
