@@ -103,6 +103,7 @@ struct lors_stream {
 };
 
 #define MIN_JOB_AHEAD 2            /* read-ahead jobs are at least this many blocks */
+#define MIN_UNIT ((int64_t)4096)   /* the smallest block that follows a checksum block */
 
 /* A buffer kept for reuse, in its own first bytes: a block's buffer freshly mapped costs
  * the kernel a zeroed page (or huge page) at every first touch, more than the block's
@@ -559,6 +560,19 @@ void lors_reader_opts_init(lors_reader_opts_t *o)
     o->readahead = (int64_t)16 << 20;
 }
 
+/* The checksum block of the first mapping that has lns_checksum digests, or 0. */
+static int64_t checksum_block(const xnd_t *x)
+{
+    for (size_t i = 0; i < x->nmaps; i++) {
+        const xnd_mapping_t *m = x->maps[i];
+        int64_t bs;
+        if (m->func && strcmp(m->func->name, LORS_CHECKSUM_FUNC) == 0 &&
+            xnd_meta_get_int(&m->func->args, "blocksize", &bs) == XND_OK && bs > 0)
+            return bs;
+    }
+    return 0;
+}
+
 lors_reader_t *lors_reader_open(const lors_reader_opts_t *o, const xnd_t *x, lors_cache_t *cache,
                                 char *err, size_t errlen)
 {
@@ -597,6 +611,11 @@ lors_reader_t *lors_reader_open(const lors_reader_opts_t *o, const xnd_t *x, lor
         r->size = xnd_extent(x);
     /* whole frames and pieces per block: a block never fetches a unit twice */
     int64_t u = o->block ? o->block : LORS_DEFAULT_CHECKSUM_BLOCKSIZE;
+    /* a plain file's blocks follow a smaller checksum block (lors_upload -E 64K): a small
+     * read then fetches and checks one checksum block, not a whole MiB */
+    int64_t ck = checksum_block(x);
+    if (!o->block && !ei.present && !ec.present && o->dl.verify && ck >= MIN_UNIT && ck < u)
+        u = ck;
     if (ei.present && ei.frame_size > u)
         u = ei.frame_size;
     if (ec.present && ec.piece_size > u)

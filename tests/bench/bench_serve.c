@@ -228,8 +228,8 @@ static int mode_file(const char *path, int64_t size, int n)
     return bad;
 }
 
-/* verify: LOAD the whole 1 MiB block that holds the bytes and SHA-256 it, as a client that
- * checks what it reads against lns_checksum digests (one per MiB) must. */
+/* verify: LOAD the whole checksum block that holds the bytes (the mapping's lns_checksum
+ * blocksize, 1 MiB by default) and SHA-256 it, as a client that checks what it reads must. */
 static int mode_ibp(const char *xpath, int64_t size, int n, int verify)
 {
     xnd_t *x;
@@ -245,8 +245,14 @@ static int mode_ibp(const char *xpath, int64_t size, int n, int verify)
     for (int i = -1; i < n; i++) { /* -1: a first LOAD that opens the connections */
         int64_t off = i < 0 ? 0 : o[i], len = i < 0 ? 1 : size;
         if (verify && i >= 0) {
-            off = off / BLOCK * BLOCK;
-            len = BLOCK;
+            int64_t ck = BLOCK;
+            for (size_t k = 0; k < x->nmaps; k++)
+                if (x->maps[k]->func &&
+                    strcmp(x->maps[k]->func->name, LORS_CHECKSUM_FUNC) == 0 &&
+                    xnd_meta_get_int(&x->maps[k]->func->args, "blocksize", &ck) == XND_OK)
+                    break;
+            off = off / ck * ck;
+            len = ck;
         }
         const xnd_mapping_t *m = NULL;
         for (size_t k = 0; k < x->nmaps && !m; k++)

@@ -15,7 +15,8 @@
 #    gateway (curl's library, one kept-alive connection), through the mount (pread), through
 #    the reader in-process (no HTTP), and straight from the depot holding them: one IBP LOAD
 #    of the bytes, and one LOAD of the 1 MiB checksum block around them plus its SHA-256 (what
-#    a client that verifies what it reads must do); p50 and p99 medians over the rounds.
+#    a client that verifies what it reads must do); p50 and p99 medians over the rounds.  4 KiB
+#    reads also of the same bytes uploaded with a 64 KiB checksum block (-E 64K).
 # 3. Load, in the GigaView manner: a BENCH_LOAD_SIZE (1G) file on 4 depots, one lors_serve
 #    with its defaults, BENCH_CLIENTS ("1 8 32 128") clients at once each reading random 1 MiB
 #    windows for BENCH_LOAD_SECONDS (10); throughput and p50/p99 response time per count, and
@@ -83,7 +84,7 @@ echo "== bench_serve: machine and command"
 echo "command: BENCH_RUNS=$RUNS BENCH_SIZE=$SIZE_ARG BENCH_READS=$READS BENCH_LOAD_SIZE=$LOAD_SIZE_ARG BENCH_CLIENTS='$CLIENTS' BENCH_LOAD_SECONDS=$LOAD_SECS${BENCH_LINK:+ BENCH_LINK=$BENCH_LINK} $0 $*"
 bench_describe_machine
 
-ROOM=$(( (SIZE + LOAD_SIZE) / 1048576 / 4 + 128 ))
+ROOM=$(( (2 * SIZE + LOAD_SIZE) / 1048576 / 4 + 128 ))
 for i in 1 2 3 4; do start_depot "d$i" "$ROOM"; done
 L="$ADDR:$PORT_d1,$ADDR:$PORT_d2,$ADDR:$PORT_d3,$ADDR:$PORT_d4"
 mkdir -p "$WORK/x" "$WORK/mnt" "$WORK/www"
@@ -91,6 +92,9 @@ head -c "$SIZE" /dev/urandom >"$WORK/www/data.bin"
 "$BIN/lors_upload" --no-rc -q -d 2h -F 4 --depot-list "$L" -o "$WORK/x/data.bin.xnd" \
     "$WORK/www/data.bin"
 XND=$WORK/x/data.bin.xnd
+# the same bytes with a 64 KiB checksum block (lors_upload -E 64K), for small random reads
+"$BIN/lors_upload" --no-rc -q -d 2h -F 4 -E 64K --depot-list "$L" -o "$WORK/x/data64.bin.xnd" \
+    "$WORK/www/data.bin"
 
 timed() { # CMD... -> seconds
     local out
@@ -145,7 +149,7 @@ printf '%5s %10s %10s %7s %10s %7s %12s   target: ratio >= 0.8: gateway %s, moun
 # ---- 2. random reads -------------------------------------------------------------------------
 echo
 echo "== 2. random reads, $READS per kind and round, each in a block of its own: p50 / p99 ms"
-printf '%5s %5s %14s %14s %14s %14s %14s\n' round size gateway mount reader "ibp LOAD" \
+printf '%5s %8s %14s %14s %14s %14s %14s\n' round size:file gateway mount reader "ibp LOAD" \
     "LOAD+sha256"
 lat() { # "p50 p99" of a bench_serve line
     local out
@@ -153,37 +157,41 @@ lat() { # "p50 p99" of a bench_serve line
         { echo "bench_serve: $2 $3 failed: $(tail -1 "$WORK/client.err")" >&2; return 1; }
     echo "$(echo "$out" | kv p50_ms) $(echo "$out" | kv p99_ms)"
 }
+KINDS="4K:data 1M:data 4K:data64"   # size:file; data64 has 64 KiB checksum blocks
 for r in $(seq "$RUNS"); do
-    for s in 4K 1M; do
-        seed=$(( r * 10 + ${#s} ))
+    ki=0
+    for kind in $KINDS; do
+        s=${kind%:*} f=${kind#*:} ki=$(( ki + 1 ))
+        seed=$(( r * 100 + ki * 10 ))
         serve_start
-        g=$(lat "$seed" "$SB" http "$SURL/data.bin" "$SIZE" "$s" "$READS")
+        g=$(lat "$seed" "$SB" http "$SURL/$f.bin" "$SIZE" "$s" "$READS")
         serve_stop
         m="0 0"
         if [ "$MOUNT_OK" = 1 ]; then
             mount_start
-            m=$(lat $(( seed + 1 )) "$SB" file "$WORK/mnt/data.bin" "$s" "$READS")
+            m=$(lat $(( seed + 1 )) "$SB" file "$WORK/mnt/$f.bin" "$s" "$READS")
             mount_stop
         fi
-        rd=$(lat $(( seed + 2 )) "$SB" reader "$XND" "$s" "$READS")
-        i=$(lat $(( seed + 3 )) "$SB" ibp "$XND" "$s" "$READS")
-        v=$(lat $(( seed + 4 )) "$SB" ibpv "$XND" "$s" "$READS")
+        rd=$(lat $(( seed + 2 )) "$SB" reader "$WORK/x/$f.bin.xnd" "$s" "$READS")
+        i=$(lat $(( seed + 3 )) "$SB" ibp "$WORK/x/$f.bin.xnd" "$s" "$READS")
+        v=$(lat $(( seed + 4 )) "$SB" ibpv "$WORK/x/$f.bin.xnd" "$s" "$READS")
+        s=$kind
         for k in g m rd i v; do
             record "r50.$k.$s" "${!k% *}"; record "r99.$k.$s" "${!k#* }"
         done
         record "rr.g.$s" "$(ratio "${g% *}" "${i% *}")"; record "rv.g.$s" "$(ratio "${g% *}" "${v% *}")"
         record "rr.m.$s" "$(ratio "${m% *}" "${i% *}")"; record "rv.m.$s" "$(ratio "${m% *}" "${v% *}")"
-        printf '%5s %5s %14s %14s %14s %14s %14s\n' "$r" "$s" "${g/ / / }" "${m/ / / }" \
+        printf '%5s %8s %14s %14s %14s %14s %14s\n' "$r" "$s" "${g/ / / }" "${m/ / / }" \
             "${rd/ / / }" "${i/ / / }" "${v/ / / }"
     done
 done
-for s in 4K 1M; do
-    printf '%5s %5s %14s %14s %14s %14s %14s\n' median "$s" \
+for s in $KINDS; do
+    printf '%5s %8s %14s %14s %14s %14s %14s\n' median "$s" \
         "$(med "r50.g.$s") / $(med "r99.g.$s")" "$(med "r50.m.$s") / $(med "r99.m.$s")" \
         "$(med "r50.rd.$s") / $(med "r99.rd.$s")" "$(med "r50.i.$s") / $(med "r99.i.$s")" \
         "$(med "r50.v.$s") / $(med "r99.v.$s")"
 done
-for s in 4K 1M; do
+for s in $KINDS; do
     echo "p50 $s: gateway $(med "rr.g.$s") x one LOAD, $(med "rv.g.$s") x LOAD+sha256;" \
         "mount $(med "rr.m.$s") x, $(med "rv.m.$s") x   (target: within 1.5 x)"
 done

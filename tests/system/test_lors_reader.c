@@ -385,6 +385,48 @@ static void test_erasure_coded_and_transformed(void)
     tt_free_all(&T, xnd);
 }
 
+/* A file uploaded with a 64 KiB checksum block: the reader's blocks follow it, so a 4 KiB
+ * read fetches 64 KiB and not 1 MiB, and whole reads still equal the source. */
+static void test_small_checksum_block(void)
+{
+    char src[4096], xnd[4096];
+    size_t size;
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 3 * 1024 * 1024 + 333, 17, 2, 3, T.depots, "-E 64K",
+                                    src, xnd), 0);
+    xnd_t *x = tt_load(xnd);
+    unsigned char *data = tt_read_whole(src, &size);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    lors_cache_t *c = lors_cache_new(NULL);
+    lors_reader_t *r = open_reader(x, c, (int64_t)16 << 20);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    unsigned char b[4096];
+    int rc;
+    char err[256];
+    lors_cache_stats_t st;
+    CU_ASSERT_EQUAL(lors_reader_pread(r, b, 4096, 2000000, &rc, err, sizeof err), 4096);
+    CU_ASSERT_EQUAL(memcmp(b, data + 2000000, 4096), 0);
+    lors_cache_stats(c, &st);
+    for (int i = 0; i < 200 && st.jobs > 0; i++) { /* its bytes are counted as it ends */
+        usleep(10000);
+        lors_cache_stats(c, &st);
+    }
+    CU_ASSERT_EQUAL(st.fetches, 1);
+    /* one 64 KiB block, perhaps raced from the other copy too: far from 1 MiB */
+    CU_ASSERT(st.fetched_bytes >= 64 * 1024 && st.fetched_bytes <= 4 * 64 * 1024);
+    if (st.fetched_bytes > 4 * 64 * 1024 || st.fetched_bytes < 64 * 1024)
+        fprintf(stderr, "a 4 KiB read fetched %llu bytes\n",
+                (unsigned long long)st.fetched_bytes);
+    CU_ASSERT(random_reads_equal(r, data, size, 100, 200 * 1024));
+    CU_ASSERT(stream_equal(r, data, size, 100000));
+    lors_reader_close(r);
+    lors_cache_free(c);
+    xnd_free(x);
+    free(data);
+    tt_free_all(&T, xnd);
+}
+
 /* lors_dir: names from a directory and a single file (the first given wins a name), lookups
  * that cannot escape the directory, a file kept while unchanged and opened anew once its
  * exNode is rewritten (holders of the old one still read it), a malformed exNode refused. */
@@ -493,6 +535,7 @@ static const lns_test_case tests[] = {
     {"no live copy: the bytes named; back again: read", test_no_live_copy},
     {"erasure coded (2 depots lost) and compressed + encrypted", test_erasure_coded_and_transformed},
     {"lors_dir: names, lookups, a rewritten exNode, a malformed one", test_dir},
+    {"a 64 KiB checksum block: a 4 KiB read fetches 64 KiB", test_small_checksum_block},
 };
 
 TT_MAIN(&T, "random-access reader", ND, tests)
