@@ -10,6 +10,7 @@
 typedef struct lmount_cfg {
     lors_dir_t *dir;     /* what is shown */
     FILE *log;           /* a line per read that failed, naming the file and its bytes */
+    int direct_io;       /* reads bypass the page cache and its read-ahead (no MAP_SHARED) */
 } lmount_cfg_t;
 
 /* Mount at mountpoint with the FUSE options in fuse_argv (fuse_argc strings, the first the

@@ -8,7 +8,12 @@
  * the stream takes one at a time, the others read without read-ahead, which finds the
  * blocks the stream fetches.  A read that fails answers EIO and leaves a line in the log
  * naming the file and the bytes; it fails within the depot timeout, so a depot that stopped
- * answering blocks a reader, and an unmount waiting for it, that long at most. */
+ * answering blocks a reader, and an unmount waiting for it, that long at most.
+ *
+ * With direct_io the kernel keeps no pages of these files and reads none ahead: every read
+ * comes here as asked.  The kernel's read-ahead otherwise asks for the 128 KiB after each
+ * read, which for a random reader costs the fetch of a block it never reads (on a link,
+ * half the bandwidth of the next read); but without the page cache, MAP_SHARED is refused. */
 #define FUSE_USE_VERSION 312
 #include <errno.h>
 #include <fcntl.h>
@@ -138,6 +143,7 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
     h->f = f;
     pthread_mutex_init(&h->mu, NULL);
     fi->fh = (uint64_t)(uintptr_t)h;
+    fi->direct_io = (unsigned)(M->direct_io != 0);
     return 0;
 }
 

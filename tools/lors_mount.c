@@ -19,7 +19,7 @@ static const char *TOOL = "lors_mount";
 typedef struct settings {
     tool_common_t c;
     const char *key_file, *log;
-    int foreground, debug, fetches;
+    int foreground, debug, direct_io, fetches;
     int64_t cache, readahead;
     const char *fopts[32]; /* the -o options, as given */
     int nfopts;
@@ -51,6 +51,9 @@ static const tool_opt_t opts[] = {
      "stay in the foreground (default: detach once mounted)", NULL},
     {TOOL_OPT_SWITCH, "debug", 'd', NULL, S(debug), 1, 0, NULL, NULL,
      "print every FUSE request (implies --foreground)", NULL},
+    {TOOL_OPT_SWITCH, "direct-io", 0, NULL, S(direct_io), 1, 0, NULL, NULL,
+     "no page cache and no kernel read-ahead: faster random reads,\n"
+     "but no shared mmap of the files", NULL},
     TOOL_OPT_READER(settings_t, "readers"),
     {TOOL_OPT_STR, "log", 0, NULL, S(log), 0, 0, NULL, "FILE",
      "a line per failed read, naming the file and its bytes (default:\n"
@@ -131,7 +134,7 @@ int main(int argc, char **argv)
     }
     if (f.debug)
         fargv[fargc++] = "-d";
-    lmount_cfg_t mc = {tf.dir, log ? log : stderr};
+    lmount_cfg_t mc = {tf.dir, log ? log : stderr, f.direct_io};
     int fg = f.foreground || f.debug;
     if (!f.c.quiet && fg) {
         size_t nd, nf;

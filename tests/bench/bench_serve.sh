@@ -6,13 +6,14 @@
 #
 # 1. Sequential: one file of BENCH_SIZE (256M) on 4 depots read whole by lors_download -o
 #    /dev/null, by curl through a lors_serve started for the round, and by dd (bs=1M) from a
-#    lors_mount mounted for the round (a fresh cache each time, process start and connection
+#    lors_mount mounted for the round (with the page cache, and with --direct-io) (a fresh cache each time, process start and connection
 #    set-up included on every side); rates and the per-round ratios against lors_download.  On
 #    plain loopback the gateway's bytes cross the loopback twice (depot -> gateway -> curl)
 #    on the same 2 cores: the nginx -> curl line is what that second crossing alone costs.
 # 2. Random reads of 4 KiB and 1 MiB, BENCH_READS (200) per kind and round, each in a 1 MiB
 #    block of its own (no read finds another's bytes cached), each timed alone: through the
-#    gateway (curl's library, one kept-alive connection), through the mount (pread), through
+#    gateway (curl's library, one kept-alive connection), through the mount (pread; with the
+#    page cache and with --direct-io), through
 #    the reader in-process (no HTTP), and straight from the depot holding them: one IBP LOAD
 #    of the bytes, and one LOAD of the 1 MiB checksum block around them plus its SHA-256 (what
 #    a client that verifies what it reads must do); p50 and p99 medians over the rounds.  4 KiB
@@ -123,34 +124,41 @@ mount_stop() { fusermount3 -u "$WORK/mnt"; }
 start_nginx ng
 echo
 echo "== 1. sequential: $SIZE_ARG on 4 depots, MB/s (ratio: against lors_download, same round)"
-printf '%5s %10s %10s %7s %10s %7s %12s\n' round download gateway ratio mount ratio "nginx->curl"
+printf '%5s %10s %10s %7s %10s %7s %10s %7s %12s\n' round download gateway ratio mount ratio \
+    "mount dio" ratio "nginx->curl"
 for r in $(seq "$RUNS"); do
     td=$(timed "$BIN/lors_download" --no-rc --quiet -o /dev/null "$XND")
     serve_start
     tg=$(timed curl -sf -o /dev/null "$SURL/data.bin")
     serve_stop
-    tm=0
+    tm=0 to=0
     if [ "$MOUNT_OK" = 1 ]; then
         mount_start
         tm=$(timed dd if="$WORK/mnt/data.bin" of=/dev/null bs=1M status=none)
         mount_stop
+        mount_start --direct-io
+        to=$(timed dd if="$WORK/mnt/data.bin" of=/dev/null bs=1M status=none)
+        mount_stop
     fi
     tn=$(timed curl -sf -o /dev/null "http://127.0.0.1:$NGPORT_ng/data.bin")
-    d=$(mbps "$SIZE" "$td"); g=$(mbps "$SIZE" "$tg"); m=$(mbps "$SIZE" "$tm"); n=$(mbps "$SIZE" "$tn")
-    record seq.d "$d"; record seq.g "$g"; record seq.m "$m"; record seq.n "$n"
+    d=$(mbps "$SIZE" "$td"); g=$(mbps "$SIZE" "$tg"); m=$(mbps "$SIZE" "$tm")
+    o=$(mbps "$SIZE" "$to"); n=$(mbps "$SIZE" "$tn")
+    record seq.d "$d"; record seq.g "$g"; record seq.m "$m"; record seq.o "$o"; record seq.n "$n"
     record seq.rg "$(ratio "$g" "$d")"; record seq.rm "$(ratio "$m" "$d")"
-    printf '%5s %10s %10s %7s %10s %7s %12s\n' "$r" "$d" "$g" "$(ratio "$g" "$d")" "$m" \
-        "$(ratio "$m" "$d")" "$n"
+    record seq.ro "$(ratio "$o" "$d")"
+    printf '%5s %10s %10s %7s %10s %7s %10s %7s %12s\n' "$r" "$d" "$g" "$(ratio "$g" "$d")" \
+        "$m" "$(ratio "$m" "$d")" "$o" "$(ratio "$o" "$d")" "$n"
 done
-printf '%5s %10s %10s %7s %10s %7s %12s   target: ratio >= 0.8: gateway %s, mount %s\n' median \
-    "$(med seq.d)" "$(med seq.g)" "$(med seq.rg)" "$(med seq.m)" "$(med seq.rm)" "$(med seq.n)" \
-    "$(verdict "$(med seq.rg)" 0.8)" "$(verdict "$(med seq.rm)" 0.8)"
+printf '%5s %10s %10s %7s %10s %7s %10s %7s %12s\n' median "$(med seq.d)" "$(med seq.g)" \
+    "$(med seq.rg)" "$(med seq.m)" "$(med seq.rm)" "$(med seq.o)" "$(med seq.ro)" "$(med seq.n)"
+echo "target: ratio >= 0.8: gateway $(verdict "$(med seq.rg)" 0.8), mount" \
+    "$(verdict "$(med seq.rm)" 0.8), mount --direct-io $(verdict "$(med seq.ro)" 0.8)"
 
 # ---- 2. random reads -------------------------------------------------------------------------
 echo
 echo "== 2. random reads, $READS per kind and round, each in a block of its own: p50 / p99 ms"
-printf '%5s %8s %14s %14s %14s %14s %14s\n' round size:file gateway mount reader "ibp LOAD" \
-    "LOAD+sha256"
+printf '%5s %8s %14s %14s %14s %14s %14s %14s\n' round size:file gateway mount "mount dio" \
+    reader "ibp LOAD" "LOAD+sha256"
 lat() { # "p50 p99" of a bench_serve line
     local out
     out=$(BENCH_SEED=$1 "${@:2}" 2>>"$WORK/client.err") ||
@@ -166,34 +174,40 @@ for r in $(seq "$RUNS"); do
         serve_start
         g=$(lat "$seed" "$SB" http "$SURL/$f.bin" "$SIZE" "$s" "$READS")
         serve_stop
-        m="0 0"
+        m="0 0" o="0 0"
         if [ "$MOUNT_OK" = 1 ]; then
             mount_start
             m=$(lat $(( seed + 1 )) "$SB" file "$WORK/mnt/$f.bin" "$s" "$READS")
+            mount_stop
+            mount_start --direct-io
+            o=$(lat $(( seed + 5 )) "$SB" file "$WORK/mnt/$f.bin" "$s" "$READS")
             mount_stop
         fi
         rd=$(lat $(( seed + 2 )) "$SB" reader "$WORK/x/$f.bin.xnd" "$s" "$READS")
         i=$(lat $(( seed + 3 )) "$SB" ibp "$WORK/x/$f.bin.xnd" "$s" "$READS")
         v=$(lat $(( seed + 4 )) "$SB" ibpv "$WORK/x/$f.bin.xnd" "$s" "$READS")
         s=$kind
-        for k in g m rd i v; do
+        for k in g m o rd i v; do
             record "r50.$k.$s" "${!k% *}"; record "r99.$k.$s" "${!k#* }"
         done
         record "rr.g.$s" "$(ratio "${g% *}" "${i% *}")"; record "rv.g.$s" "$(ratio "${g% *}" "${v% *}")"
         record "rr.m.$s" "$(ratio "${m% *}" "${i% *}")"; record "rv.m.$s" "$(ratio "${m% *}" "${v% *}")"
-        printf '%5s %8s %14s %14s %14s %14s %14s\n' "$r" "$s" "${g/ / / }" "${m/ / / }" \
-            "${rd/ / / }" "${i/ / / }" "${v/ / / }"
+        record "rr.o.$s" "$(ratio "${o% *}" "${i% *}")"; record "rv.o.$s" "$(ratio "${o% *}" "${v% *}")"
+        printf '%5s %8s %14s %14s %14s %14s %14s %14s\n' "$r" "$s" "${g/ / / }" "${m/ / / }" \
+            "${o/ / / }" "${rd/ / / }" "${i/ / / }" "${v/ / / }"
     done
 done
 for s in $KINDS; do
-    printf '%5s %8s %14s %14s %14s %14s %14s\n' median "$s" \
+    printf '%5s %8s %14s %14s %14s %14s %14s %14s\n' median "$s" \
         "$(med "r50.g.$s") / $(med "r99.g.$s")" "$(med "r50.m.$s") / $(med "r99.m.$s")" \
+        "$(med "r50.o.$s") / $(med "r99.o.$s")" \
         "$(med "r50.rd.$s") / $(med "r99.rd.$s")" "$(med "r50.i.$s") / $(med "r99.i.$s")" \
         "$(med "r50.v.$s") / $(med "r99.v.$s")"
 done
 for s in $KINDS; do
     echo "p50 $s: gateway $(med "rr.g.$s") x one LOAD, $(med "rv.g.$s") x LOAD+sha256;" \
-        "mount $(med "rr.m.$s") x, $(med "rv.m.$s") x   (target: within 1.5 x)"
+        "mount $(med "rr.m.$s") x, $(med "rv.m.$s") x; mount --direct-io $(med "rr.o.$s") x," \
+        "$(med "rv.o.$s") x   (target: within 1.5 x)"
 done
 
 # ---- 3. load --------------------------------------------------------------------------------

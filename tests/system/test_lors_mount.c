@@ -1,6 +1,6 @@
 /* test_lors_mount.c -- lors_mount on real depots through the real kernel FUSE: the mounted
  * directory lists the exNodes' names with their sizes; cmp of a mounted file against its
- * source; 1,000 preads at random offsets; tar tf of a mounted tarball; writes refused; a depot
+ * source; 1,000 preads at random offsets; mmap; --direct-io (shared mmap refused); tar tf of a mounted tarball; writes refused; a depot
  * SIGKILLed during reads costs nothing; a reader blocked on a SIGSTOPped depot gets EIO
  * within a few timeouts, with a log line naming the bytes, and fusermount3 -u then unmounts and
  * the program exits 0; started without -f it detaches once mounted.
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -152,6 +153,11 @@ static void test_files(void)
         }
     }
     CU_ASSERT_EQUAL(bad, 0);
+    /* through the page cache: mmap works */
+    unsigned char *mp = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    CU_ASSERT_FATAL(mp != MAP_FAILED);
+    CU_ASSERT_EQUAL(memcmp(mp + 5000000, data + 5000000, 100000), 0);
+    munmap(mp, size);
     close(fd);
     free(data);
 
@@ -245,6 +251,37 @@ static void test_blocked_reader_unmount(void)
     CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[2].srv, SIGCONT), 0);
 }
 
+/* --direct-io: the same bytes, read as asked (no kernel read-ahead); a shared mmap refused,
+ * a private one served. */
+static void test_direct_io(void)
+{
+    char src[4096], path[8400];
+    tt_revive(&T);
+    snprintf(dir, sizeof dir, "%s/direct", lns_test_tmpdir());
+    mkdir(dir, 0755);
+    put_file("dio.bin", 5 * 1024 * 1024 + 17, 71, 2, T.depots, src);
+    CU_ASSERT_EQUAL_FATAL(start_mount("--direct-io", NULL), 0);
+    snprintf(path, sizeof path, "%s/dio.bin", mnt);
+    CU_ASSERT_EQUAL(tt_sh(&T, "cmp '%s' '%s' && dd if='%s' bs=4k skip=777 count=3 status=none"
+                              " > $D/dio.a && dd if='%s' bs=4k skip=777 count=3 status=none > "
+                              "$D/dio.b && cmp $D/dio.a $D/dio.b", path, src, path, src), 0);
+    int fd = open(path, O_RDONLY);
+    CU_ASSERT_FATAL(fd >= 0);
+    errno = 0;
+    void *mp = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+    CU_ASSERT(mp == MAP_FAILED); /* a shared mapping needs the page cache */
+    CU_ASSERT_EQUAL(errno, ENODEV);
+    if (mp != MAP_FAILED)
+        munmap(mp, 4096);
+    mp = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 777 * 4096); /* a private one works */
+    CU_ASSERT_FATAL(mp != MAP_FAILED);
+    CU_ASSERT_EQUAL(tt_sh(&T, "dd if='%s' bs=4k skip=777 count=1 status=none", src), 0);
+    CU_ASSERT_EQUAL(memcmp(mp, T.out, 64), 0);
+    munmap(mp, 4096);
+    close(fd);
+    CU_ASSERT_EQUAL(stop_mount(3000), 0);
+}
+
 /* Without -f: lors_mount returns once mounted, and runs on until unmounted. */
 static void test_detached(void)
 {
@@ -273,6 +310,7 @@ static const lns_test_case tests[] = {
     {"ls, cmp, 1000 preads, tar tf, read-only", test_files},
     {"a depot SIGKILLed during reads", test_depot_killed},
     {"a reader blocked on a stopped depot: EIO, then fusermount3 -u", test_blocked_reader_unmount},
+    {"--direct-io: the same bytes, shared mmap refused", test_direct_io},
     {"detached once mounted; usage errors", test_detached},
 };
 
