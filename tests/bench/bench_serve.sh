@@ -49,6 +49,7 @@ MOUNT_OK=1
 
 serve_cleanup() { # the mount and the namespace, then lib.sh's cleanup with the exit status
     local rc=$?
+    set +e # a trap under errexit would stop at the first step that has nothing to undo
     fusermount3 -u -z "$WORK/mnt" 2>/dev/null
     if [ -n "${ns:-}" ]; then ip link delete "$va" 2>/dev/null; ip netns delete "$ns" 2>/dev/null; fi
     (exit "$rc")
