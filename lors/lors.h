@@ -247,6 +247,13 @@ typedef struct lors_download_opts {
     int progress;             /* later completions before a redundant fetch (-p P); 0 = none */
     int64_t buffer_bytes;     /* reorder buffer (-M); 0 = unlimited */
     int64_t prebuffer_bytes;  /* contiguous bytes ready before the first write (-q) */
+    /* 1: when out_fd is a regular file (not O_APPEND) or a block device, each block is written
+     * at its place (pwrite, from the fd's position on) as soon as it is checked, in any
+     * order, so one slow block holds up nothing and the buffer bounds only the blocks in
+     * flight; no pre-buffer.  The fd is left after the written prefix (bytes_prefix).  A run
+     * that ends early leaves the blocks after the prefix written too, and holes: -R must then
+     * check the file against its checksums.  0: in order, as to a pipe. */
+    int in_place;
     int64_t offset;           /* the sub-range: first byte (-O) */
     int64_t length;           /* ... and its length (-L); -1 = to the end of the file */
     int timeout_ms;           /* longest wait for any one read/write progress of a fetch */
@@ -298,7 +305,8 @@ typedef struct lors_dl_degraded {
 
 typedef struct lors_dl_report {
     int64_t offset, length;   /* the range asked for (length resolved) */
-    int64_t bytes_written;    /* to out_fd: always a prefix of the range */
+    int64_t bytes_written;    /* to out_fd: a prefix of the range, except with in_place */
+    int64_t bytes_prefix;     /* the range's bytes from its start that are all written */
     int64_t bytes_fetched;    /* loaded from depots, losers and checksum padding included */
     double seconds;
     uint32_t blocks;

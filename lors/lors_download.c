@@ -5,8 +5,9 @@
  * it in one request through an ibp_loader_t, reading PIECE (64 KiB) at a time: each piece is
  * hashed (lns_checksum) while it is still in cache and reported as progress, and between
  * pieces the stream notices that its fetch lost, stalled or the download stopped.  The
- * calling thread is the writer: it releases blocks strictly in order to out_fd, and is also
- * the watchdog that turns stalled fetches into TIMEOUT failures.
+ * calling thread is the writer: it releases blocks strictly in order to out_fd (o->in_place
+ * and a file: each block at its place as soon as it is done, in any order), and is also the
+ * watchdog that turns stalled fetches into TIMEOUT failures.
  *
  * Interrupts: every fetch's loader is published in its slot before its request goes out, so
  * the thread that cancels a loser, the watchdog and a stop abort it at once (the socket is
@@ -35,7 +36,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lors.h"
@@ -692,7 +695,12 @@ static void writer(dl_t *dl, const lors__out_t *out)
             block_t *bl = &dl->blocks[b];
             unsigned char *buf = bl->buf;
             pthread_mutex_unlock(&dl->mu);
-            int werr = lors__out_write(out, buf + bl->data_off, (size_t)bl->len);
+            int werr = !dl->in_place
+                           ? lors__out_write(out, buf + bl->data_off, (size_t)bl->len)
+                       : lns_pwrite_all(out->fd, buf + bl->data_off, (size_t)bl->len,
+                                        (uint64_t)(dl->base + bl->off - dl->range_off)) < 0
+                           ? -errno
+                           : 0;
             pthread_mutex_lock(&dl->mu);
             if (werr < 0) {
                 lors__dl_fail_locked(dl, LORS_E_WRITE, "writing bytes %lld-%lld to the output: %s",
@@ -715,8 +723,14 @@ static void writer(dl_t *dl, const lors__out_t *out)
             if (dl->rep)
                 dl->rep->bytes_written += bl->len;
             kick_locked(dl);
+            /* WRITE events follow the output's prefix, in order (docs/events.md), also when
+             * blocks are written in place in any order */
+            uint32_t from = dl->in_place ? dl->write_events : b;
+            uint32_t to = dl->in_place ? lors_sched_prefix(dl->s) : b + 1;
+            dl->write_events = to;
             pthread_mutex_unlock(&dl->mu);
-            dl_event(dl, LORS_EV_WRITE, -1, b, -1, 0, NULL);
+            for (uint32_t k = from; k < to; k++)
+                dl_event(dl, LORS_EV_WRITE, -1, k, -1, 0, NULL);
             pthread_mutex_lock(&dl->mu);
             continue;
         }
@@ -823,6 +837,18 @@ static int download(const lors_download_opts_t *o, const xnd_t *x, const lors__e
     sigpending(&pending);
     int pipe_was_pending = sigismember(&pending, SIGPIPE);
 
+    /* in place: an output that takes writes at any offset, from its position on */
+    if (o->in_place && !ec && out->fd >= 0) {
+        struct stat st;
+        int fl = fcntl(out->fd, F_GETFL);
+        off_t pos = lseek(out->fd, 0, SEEK_CUR);
+        if (fstat(out->fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) &&
+            fl >= 0 && !(fl & O_APPEND) && pos >= 0) {
+            dl.in_place = 1;
+            dl.base = pos;
+            dl.range_off = off;
+        }
+    }
     rc = lors__dl_plan(&dl, off, len);
     if (rc != LORS_OK && report && !report->error[0])
         lors__report_error(report, "planning %u blocks: %s", dl.nblocks,
@@ -878,6 +904,19 @@ static int download(const lors_download_opts_t *o, const xnd_t *x, const lors__e
     pthread_sigmask(SIG_SETMASK, &old_set, NULL);
 
     lors__dl_fill_report(&dl, t0);
+    int64_t prefix = 0; /* in place: the bytes from the range's start all written */
+    if (dl.s) {
+        uint32_t p = lors_sched_prefix(dl.s);
+        prefix = p >= dl.nblocks ? len : dl.blocks[p].off - off;
+    }
+    if (report)
+        report->bytes_prefix = dl.in_place ? prefix : report->bytes_written;
+    if (dl.in_place && lseek(out->fd, dl.base + prefix, SEEK_SET) < 0 && rc == LORS_OK) {
+        rc = LORS_E_WRITE;
+        if (report)
+            lors__report_error(report, "positioning the output after its bytes: %s",
+                               strerror(errno));
+    }
     size_t per, stride, csize = chunk_size(&dl, &per, &stride);
     pthread_mutex_lock(&spare_mu);
     for (size_t i = 0; i < dl.nchunks; i++) {

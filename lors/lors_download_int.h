@@ -61,6 +61,10 @@ typedef struct dl {
     block_t *blocks;
     uint32_t nblocks;
     int64_t B;            /* block size after rounding */
+    int in_place;         /* o->in_place and an output that takes writes at any offset */
+    int64_t range_off;    /* in_place: the range's first byte goes to out->fd at base */
+    int64_t base;
+    uint32_t write_events; /* in_place: WRITE events sent for blocks 0 .. write_events - 1 */
     int *map_depot;       /* per mapping: depot index, -1 when its read cap is unusable */
     ckinfo_t *ck;         /* per mapping */
     fate_t *map_fate;     /* per mapping, and per depot: for the report's lost copies */

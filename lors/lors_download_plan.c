@@ -299,6 +299,7 @@ int lors__dl_sched_new(dl_t *dl)
     cfg.fail_limit = o->fail_limit;
     cfg.dead_retry_ns = 0;
     cfg.stall_ns = (uint64_t)o->stall_ms * 1000000ull;
+    cfg.any_order = dl->in_place;
     if (dl->ec && cfg.buffer_bytes) {
         /* the writer holds a stripe's k blocks until all are done: room for two stripes */
         uint64_t least = 2 * (uint64_t)dl->ec->k * (uint64_t)dl->B;

@@ -610,6 +610,11 @@ int lors__sched_buffer_full(const lors_sched_t *s, uint32_t b)
 {
     if (!s->cfg.buffer_bytes)
         return 0;
+    /* in any order, a done block leaves at once: no block can wait behind another, so the
+     * buffer bounds only what is in flight (and the one block being written) */
+    if (s->cfg.any_order)
+        return s->tot.buffered > 0 &&
+               s->tot.buffered + lors__sched_blk_len(s, b) > s->cfg.buffer_bytes;
     if (b == s->first_hole && (s->next_release == s->first_hole || !prebuffer_met(s)))
         return 0;
     /* every pending block below b keeps its room: the writer needs them first.  Only the
@@ -788,6 +793,8 @@ int lors_sched_complete(lors_sched_t *s, uint64_t id, uint64_t now, uint64_t *ca
             s->fly[i].ahead++;
 
     s->blk[b].state = ST_DONE;
+    if (s->cfg.any_order)
+        lors__sched_bits_set(&s->done, b);
     s->tot.done++;
     s->tot.bytes_done += len;
     while (s->first_hole < s->nblocks && s->blk[s->first_hole].state >= ST_DONE &&
@@ -876,6 +883,13 @@ int lors_sched_stalled(const lors_sched_t *s, uint64_t now, uint64_t *out, int m
 
 int lors_sched_releasable(const lors_sched_t *s, uint32_t *b)
 {
+    if (s->cfg.any_order) {
+        uint32_t d = lors__sched_bits_next(&s->done, 0);
+        if (d == NONE)
+            return 0;
+        *b = d;
+        return 1;
+    }
     uint32_t nr = s->next_release;
     if (nr >= s->nblocks || s->blk[nr].state != ST_DONE)
         return 0;
@@ -885,14 +899,25 @@ int lors_sched_releasable(const lors_sched_t *s, uint32_t *b)
     return 1;
 }
 
+uint32_t lors_sched_prefix(const lors_sched_t *s)
+{
+    return s->next_release;
+}
+
 int lors_sched_released(lors_sched_t *s, uint32_t b)
 {
     uint32_t nb;
-    if (!lors_sched_releasable(s, &nb) || nb != b)
+    if (s->cfg.any_order) {
+        if (b >= s->nblocks || s->blk[b].state != ST_DONE)
+            return LORS_SCHED_E_INVAL;
+        lors__sched_bits_clear(&s->done, b);
+    } else if (!lors_sched_releasable(s, &nb) || nb != b) {
         return LORS_SCHED_E_INVAL;
+    }
     s->releasing = 1;
     s->blk[b].state = ST_RELEASED;
-    s->next_release++;
+    while (s->next_release < s->nblocks && s->blk[s->next_release].state == ST_RELEASED)
+        s->next_release++; /* every block before it is written: the output's whole prefix */
     s->tot.released++;
     s->tot.bytes_released += lors__sched_blk_len(s, b);
     s->tot.buffered -= lors__sched_blk_len(s, b);

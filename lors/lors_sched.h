@@ -46,6 +46,10 @@ typedef struct lors_sched_cfg {
     uint64_t stall_ns;        /* no progress for this long: stalled; 0 = no stall detection */
     double ewma_alpha;        /* weight of the newest throughput sample, (0, 1] */
     int endgame;              /* nothing pending: idle streams duplicate the lowest in-flight block */
+    int any_order;            /* the writer takes done blocks in any order (an output it can
+                               * write at any offset): releasable gives the lowest done block,
+                               * the buffer counts only blocks in flight and done but not yet
+                               * written, and there is no pre-buffer */
 } lors_sched_cfg_t;
 
 typedef enum lors_sched_err {
@@ -159,11 +163,13 @@ int lors_sched_replica_hold(lors_sched_t *s, uint32_t b, int mapping, int held);
  * returned.  The caller should abort them and report _fail(..., LORS_SCHED_FAIL_TIMEOUT). */
 int lors_sched_stalled(const lors_sched_t *s, uint64_t now, uint64_t *out, int max);
 
-/* Writer: 1 and *b = the next block to write, in order, once the pre-buffer is satisfied;
- * 0 if it must wait. */
+/* Writer: 1 and *b = the next block to write, in order, once the pre-buffer is satisfied
+ * (cfg.any_order: the lowest done block); 0 if it must wait. */
 int lors_sched_releasable(const lors_sched_t *s, uint32_t *b);
 /* The writer has written block b (which lors_sched_releasable gave): its bytes leave the buffer. */
 int lors_sched_released(lors_sched_t *s, uint32_t b);
+/* Blocks 0 .. *return - 1 are all written: the output's whole prefix. */
+uint32_t lors_sched_prefix(const lors_sched_t *s);
 
 int lors_sched_depot_stats(const lors_sched_t *s, int depot, lors_sched_depot_stats_t *st);
 void lors_sched_totals(const lors_sched_t *s, lors_sched_totals_t *t);

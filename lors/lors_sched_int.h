@@ -92,6 +92,7 @@ struct lors_sched {
     uint64_t prebuffer; /* cfg.prebuffer_bytes clamped so that it fits in the buffer */
     uint32_t first_hole, next_release, failed_min, npending;
     bits_t pending; /* the blocks in ST_PENDING, for "lowest pending at or after k" */
+    bits_t done;    /* cfg.any_order: the blocks in ST_DONE, for the writer */
     int started, releasing;
     lors_sched_totals_t tot;
 };

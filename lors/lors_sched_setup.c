@@ -45,7 +45,8 @@ lors_sched_t *lors_sched_new(const lors_sched_cfg_t *cfg)
     s->dep = calloc((size_t)cfg->ndepots, sizeof *s->dep);
     if (!s->blk || !s->dep)
         goto oom;
-    if (lors__sched_bits_init(&s->pending, s->nblocks) < 0)
+    if (lors__sched_bits_init(&s->pending, s->nblocks) < 0 ||
+        (cfg->any_order && lors__sched_bits_init(&s->done, s->nblocks) < 0))
         goto oom;
     for (uint32_t b = 0; b < s->nblocks; b++) {
         s->blk[b] = (blk_t){NONE, NONE, NONE, ST_PENDING, 1};
@@ -57,7 +58,7 @@ lors_sched_t *lors_sched_new(const lors_sched_cfg_t *cfg)
     s->npending = s->nblocks;
     s->free_fx = NONE;
     s->failed_min = NONE;
-    s->prebuffer = cfg->prebuffer_bytes;
+    s->prebuffer = cfg->any_order ? 0 : cfg->prebuffer_bytes;
     if (cfg->buffer_bytes) {
         uint64_t whole = cfg->buffer_bytes / cfg->block_size * cfg->block_size;
         if (s->prebuffer > whole)
@@ -84,6 +85,7 @@ void lors_sched_free(lors_sched_t *s)
     free(s->fx);
     free(s->fly);
     lors__sched_bits_free(&s->pending);
+    lors__sched_bits_free(&s->done);
     free(s);
 }
 

@@ -2,9 +2,12 @@
  *
  * A thin front end over lors_download_fd() (lors.h): settings come from the defaults, then
  * the rc file, then the flags.  The output file is written directly, not through a temporary
- * file, so that what a failed or interrupted run leaves behind is a valid prefix that -R can
- * resume: -R checks that prefix against the exNode's checksums (lors_verify_prefix), cuts it
- * at the first block that does not match and downloads only the rest.  The exNode is read
+ * file, so that what a failed or interrupted run leaves behind can be resumed: -R checks it
+ * against the exNode's checksums (lors_verify_prefix), cuts it at the first block that does
+ * not match and downloads only the rest.  A file whose every mapping has checksums is
+ * written in place (each block at its offset as soon as it is checked, in any order, so a
+ * slow depot's block holds nothing up); a run that fails is cut back to the prefix it holds
+ * in full, and one that is killed leaves holes that -R finds by those checksums.  The exNode is read
  * before the output is opened, so a bad exNode leaves no empty output file behind.
  *
  * What the user must hear even from a run that worked: a copy that failed on the way (lost
@@ -133,6 +136,7 @@ static struct {
     int fd;                       /* the output file, -1: stdout */
     int64_t off;                  /* the file byte its first byte is */
     int count;                    /* stdout: counting bytes written is meaningful */
+    int in_place;                 /* the file is written in any order: it may have holes */
     volatile sig_atomic_t bar;    /* a progress bar is on stderr's line: start a new one */
 } intr;
 static _Atomic int64_t written_to_stdout;
@@ -167,11 +171,13 @@ static void on_interrupt(int sig)
         int64_t kept = fstat(intr.fd, &st) == 0 && S_ISREG(st.st_mode) ? st.st_size : 0;
         p = put_str(p, intr.out);
         if (kept > 0) {
-            p = put_str(p, " holds bytes ");
+            p = put_str(p, intr.in_place ? " holds parts of bytes " : " holds bytes ");
             p = put_i64(p, intr.off);
             *p++ = '-';
             p = put_i64(p, intr.off + kept - 1);
-            p = put_str(p, " (resume with -R)");
+            p = put_str(p, intr.in_place ? " (resume with -R: it keeps what matches the "
+                                           "checksums)"
+                                         : " (resume with -R)");
         } else {
             p = put_str(p, " holds none of it");
         }
@@ -228,6 +234,19 @@ static const tool_cmd_t cmd = {
 };
 
 
+/* Every mapping's bytes have lns_checksum digests: what -R needs to find the holes an
+ * interrupted in-place download leaves. */
+static int all_checksummed(const xnd_t *x)
+{
+    for (size_t i = 0; i < x->nmaps; i++) {
+        const xnd_func_t *fn = x->maps[i]->func;
+        if (x->maps[i]->logical_length > 0 &&
+            (!fn || strcmp(fn->name, LORS_CHECKSUM_FUNC) != 0))
+            return 0;
+    }
+    return x->nmaps > 0;
+}
+
 static int has_checksums(const xnd_t *x)
 {
     const char *d;
@@ -253,11 +272,9 @@ static int resume_point(const settings_t *f, const xnd_t *x, int e2e, int fd, in
     }
     if (!S_ISREG(st.st_mode))
         return tool_usage(TOOL, "-R: %s is not a regular file", f->output);
-    int64_t have = st.st_size;
-    if (have >= len) {
-        *skip = len;
-        return TOOL_EXIT_OK;
-    }
+    /* a file of the full size is checked too: an in-place run that was killed leaves one
+     * with holes */
+    int64_t have = st.st_size < len ? st.st_size : len;
     int64_t good = have;
     if (have > 0 && !f->no_verify) {
         if (e2e) {
@@ -406,6 +423,9 @@ int main(int argc, char **argv)
     }
     o.offset = off + skip;
     o.length = len - skip;
+    /* a file with checksums is written in place: a slow block holds nothing up; what a killed
+     * run leaves (holes after the prefix) -R checks against the checksums */
+    o.in_place = fd != STDOUT_FILENO && !e2e.present && !f.no_verify && all_checksummed(x);
 
     /* the engine's events count stored bytes: for a transformed file, not the plain ones */
     code = tool_feed_open(TOOL, &feed, f.c.events, "download", e2e.present ? -1 : o.length,
@@ -436,6 +456,7 @@ int main(int argc, char **argv)
     intr.fd = fd == STDOUT_FILENO ? -1 : fd;
     intr.off = off;
     intr.count = !e2e.present;
+    intr.in_place = o.in_place;
     intr.bar = feed.bar != NULL;
     interrupt_catch(old_sig);
     lrc = lors_download_fd(&o, x, fd, &rep);
@@ -446,7 +467,12 @@ int main(int argc, char **argv)
         tool_print_degraded(TOOL, &rep);
     if (lrc != LORS_OK) {
         code = tool_exit_code(lrc);
-        int64_t kept = skip + rep.bytes_written;
+        int64_t kept = skip + rep.bytes_prefix;
+        /* written in place: the blocks after the prefix go, so what is left is the prefix
+         * alone (-R would fetch them again anyway, from the first hole on) */
+        if (o.in_place && ftruncate(fd, kept) < 0)
+            tool_error(TOOL, "%s: cutting it to the %" PRId64 " bytes it holds in full: %s",
+                       out, kept, strerror(errno));
         const char *why = rep.error[0] ? rep.error : lors_strerror(lrc);
         if (fd == STDOUT_FILENO)
             tool_error(TOOL, "%s: %s", path, why);

@@ -1,0 +1,153 @@
+/* test_lors_download_inplace.c -- a download to a file is written in place (issue 16): with
+ * the first fragment's only copy on a SIGSTOPped depot and a reorder buffer of 4 MiB, every
+ * other block still reaches the file (in order, nothing could be written at all); once the
+ * depot answers the file is complete and exact.  A run SIGKILLed with holes in its file is
+ * finished by -R, which keeps what matches the checksums.  The library writes from the fd's
+ * position and leaves it after the bytes.  (Pipes, in order, are test_lors_download's.) */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lns_time.h"
+#include "test_tools.h"
+
+#define ND 4
+#define MIB (1024 * 1024)
+
+static tt_env_t T;
+
+/* The test's depot index holding byte off (the first mapping listed). */
+static int depot_index_of(const xnd_t *x, int64_t off)
+{
+    for (size_t i = 0; i < x->nmaps; i++) {
+        const xnd_mapping_t *m = x->maps[i];
+        if (off >= m->exnode_offset && off < m->exnode_offset + m->logical_length) {
+            int port = tt_cap_port(m->cap[XND_READ]);
+            for (int d = 0; d < T.n; d++)
+                if (T.dep[d].port == port)
+                    return d;
+        }
+    }
+    return -1;
+}
+
+/* Bytes of path on disk (a file with holes has fewer than its size). */
+static int64_t allocated(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (int64_t)st.st_blocks * 512 : -1;
+}
+
+/* Poll up to ms until path has at least n bytes on disk; its bytes then. */
+static int64_t wait_allocated(const char *path, int64_t n, int ms)
+{
+    int64_t a = -1;
+    for (int i = 0; i <= ms / 20 && (a = allocated(path)) < n; i++)
+        usleep(20000);
+    return a;
+}
+
+/* 24 MiB in 4 fragments of one copy over the 4 depots; the depot holding byte 0. */
+static int setup(char *src, char *xnd)
+{
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 24 * MIB, 77, 1, 4, T.depots, NULL, src, xnd), 0);
+    xnd_t *x = tt_load(xnd);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    int d = depot_index_of(x, 0);
+    CU_ASSERT_FATAL(d >= 0 && depot_index_of(x, 12 * MIB) != d);
+    xnd_free(x);
+    return d;
+}
+
+static void test_stalled_depot(void)
+{
+    char src[4096], xnd[4096], out[4200];
+    int d = setup(src, xnd);
+    snprintf(out, sizeof out, "%s.out", src);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[d].srv, SIGSTOP), 0);
+    tt_bg_t bg;
+    CU_ASSERT_EQUAL_FATAL(tt_spawn(&T, &bg, "lors_download", "--no-rc", "--quiet", "-M", "4M",
+                                   "-T", "60s", "-o", out, xnd, (char *)NULL), 0);
+    /* the three other fragments (18 MiB) reach the file while the first waits */
+    int64_t a = wait_allocated(out, 18 * MIB, 15000);
+    CU_ASSERT(a >= 18 * MIB);
+    if (a < 18 * MIB)
+        fprintf(stderr, "only %lld bytes written behind the stopped depot\n", (long long)a);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[d].srv, SIGCONT), 0);
+    CU_ASSERT_EQUAL(tt_wait(&T, &bg, 60000), 0);
+    CU_ASSERT(tt_same_file(out, src));
+    unlink(out);
+    tt_free_all(&T, xnd);
+}
+
+static void test_killed_then_resumed(void)
+{
+    char src[4096], xnd[4096], out[4200];
+    int d = setup(src, xnd);
+    snprintf(out, sizeof out, "%s.out", src);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[d].srv, SIGSTOP), 0);
+    tt_bg_t bg;
+    CU_ASSERT_EQUAL_FATAL(tt_spawn(&T, &bg, "lors_download", "--no-rc", "--quiet", "-T", "60s",
+                                   "-o", out, xnd, (char *)NULL), 0);
+    CU_ASSERT(wait_allocated(out, 18 * MIB, 15000) >= 18 * MIB);
+    kill(bg.pid, SIGKILL); /* a hole at the start, blocks after it */
+    CU_ASSERT_EQUAL(tt_wait(&T, &bg, 5000), TT_SIGNALLED + SIGKILL);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[d].srv, SIGCONT), 0);
+    CU_ASSERT_FALSE(tt_same_file(out, src));
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-R", "-o", out, xnd,
+                           (char *)NULL), 0);
+    CU_ASSERT(tt_same_file(out, src));
+    unlink(out);
+    tt_free_all(&T, xnd);
+}
+
+/* The library: in place from the fd's position, which it leaves after the bytes. */
+static void test_library(void)
+{
+    char src[4096], xnd[4096], out[4200];
+    size_t size;
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 5 * MIB + 123, 78, 2, 3, T.depots, NULL, src, xnd), 0);
+    xnd_t *x = tt_load(xnd);
+    unsigned char *data = tt_read_whole(src, &size);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    snprintf(out, sizeof out, "%s.lib", src);
+    int fd = open(out, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_EQUAL(write(fd, "head", 4), 4);
+    lors_download_opts_t o;
+    lors_download_opts_init(&o);
+    o.in_place = 1;
+    o.offset = 1000;
+    lors_dl_report_t rep;
+    CU_ASSERT_EQUAL(lors_download_fd(&o, x, fd, &rep), LORS_OK);
+    CU_ASSERT_EQUAL(rep.bytes_prefix, (int64_t)size - 1000);
+    CU_ASSERT_EQUAL(rep.bytes_written, (int64_t)size - 1000);
+    CU_ASSERT_EQUAL(lseek(fd, 0, SEEK_CUR), 4 + (off_t)size - 1000);
+    lors_dl_report_free(&rep);
+    close(fd);
+    size_t n;
+    unsigned char *got = tt_read_whole(out, &n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+    CU_ASSERT_EQUAL(n, 4 + size - 1000);
+    CU_ASSERT(memcmp(got, "head", 4) == 0 && memcmp(got + 4, data + 1000, size - 1000) == 0);
+    free(got);
+    unlink(out);
+    xnd_free(x);
+    free(data);
+    tt_free_all(&T, xnd);
+}
+
+static const lns_test_case tests[] = {
+    {"a stopped depot's block holds up no other block", test_stalled_depot},
+    {"SIGKILLed with holes, finished by -R", test_killed_then_resumed},
+    {"the library: in place from the fd's position, left after the bytes", test_library},
+};
+
+TT_MAIN(&T, "in-place downloads", ND, tests)
