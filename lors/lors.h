@@ -237,6 +237,11 @@ int lors_discard(const xnd_t *x, int threads, int timeout_s, lors_freed_t *out);
 
 /* ---- download ------------------------------------------------------------------------- */
 
+/* A run of bytes of a file. */
+typedef struct lors_span {
+    int64_t off, len;
+} lors_span_t;
+
 typedef struct lors_download_opts {
     int threads;              /* worker streams (-t); 0: automatic, up to depots x depot_cap
                                * (at most 64), each depot starting with its share of 8 and
@@ -254,6 +259,16 @@ typedef struct lors_download_opts {
      * that ends early leaves the blocks after the prefix written too, and holes: -R must then
      * check the file against its checksums.  0: in order, as to a pipe. */
     int in_place;
+    /* in_place: the range's bytes an earlier run wrote already, file offsets (what
+     * lors_download -R reads back from its control file): blocks wholly inside them are
+     * neither fetched nor written, and count as written.  NULL: none. */
+    const lors_span_t *have;
+    size_t nhave;
+    /* in_place: called by the calling thread after each block is written at its place, in
+     * any order (what a control file records), and with len 0 at least every 100 ms while
+     * the download runs (a chance to save that record); NULL: none. */
+    void (*on_placed)(void *arg, int64_t off, int64_t len);
+    void *placed_arg;
     int64_t offset;           /* the sub-range: first byte (-O) */
     int64_t length;           /* ... and its length (-L); -1 = to the end of the file */
     int timeout_ms;           /* longest wait for any one read/write progress of a fetch */

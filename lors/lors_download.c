@@ -701,6 +701,8 @@ static void writer(dl_t *dl, const lors__out_t *out)
                                         (uint64_t)(dl->base + bl->off - dl->range_off)) < 0
                            ? -errno
                            : 0;
+            if (werr == 0 && dl->in_place && dl->o->on_placed)
+                dl->o->on_placed(dl->o->placed_arg, bl->off, bl->len);
             pthread_mutex_lock(&dl->mu);
             if (werr < 0) {
                 lors__dl_fail_locked(dl, LORS_E_WRITE, "writing bytes %lld-%lld to the output: %s",
@@ -741,6 +743,11 @@ static void writer(dl_t *dl, const lors__out_t *out)
         if (dl->o->stop && *dl->o->stop) {
             lors__dl_fail_locked(dl, LORS_E_STOPPED, "stopped");
             break;
+        }
+        if (dl->in_place && dl->o->on_placed) { /* a tick: the caller may save its record */
+            pthread_mutex_unlock(&dl->mu);
+            dl->o->on_placed(dl->o->placed_arg, 0, 0);
+            pthread_mutex_lock(&dl->mu);
         }
         int n = lors_sched_stalled(dl->s, now_ns(), stalled, 64);
         for (int i = 0; i < n; i++)
@@ -850,6 +857,14 @@ static int download(const lors_download_opts_t *o, const xnd_t *x, const lors__e
         }
     }
     rc = lors__dl_plan(&dl, off, len);
+    /* in place: the blocks an earlier run wrote are not fetched again */
+    for (uint32_t b = 0; rc == LORS_OK && dl.in_place && o->nhave && b < dl.nblocks; b++)
+        for (size_t i = 0; i < o->nhave; i++)
+            if (o->have[i].off <= dl.blocks[b].off &&
+                dl.blocks[b].off + dl.blocks[b].len <= o->have[i].off + o->have[i].len) {
+                lors_sched_skip(dl.s, b);
+                break;
+            }
     if (rc != LORS_OK && report && !report->error[0])
         lors__report_error(report, "planning %u blocks: %s", dl.nblocks,
                            lors_strerror(rc));

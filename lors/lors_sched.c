@@ -904,6 +904,26 @@ uint32_t lors_sched_prefix(const lors_sched_t *s)
     return s->next_release;
 }
 
+int lors_sched_skip(lors_sched_t *s, uint32_t b)
+{
+    if (!s->cfg.any_order || s->started || b >= s->nblocks || s->blk[b].state != ST_PENDING)
+        return LORS_SCHED_E_INVAL;
+    s->blk[b].state = ST_RELEASED;
+    s->npending--;
+    lors__sched_bits_clear(&s->pending, b);
+    uint64_t len = lors__sched_blk_len(s, b);
+    s->tot.done++;
+    s->tot.bytes_done += len;
+    s->tot.released++;
+    s->tot.bytes_released += len;
+    while (s->first_hole < s->nblocks && s->blk[s->first_hole].state >= ST_DONE &&
+           s->blk[s->first_hole].state != ST_FAILED)
+        s->first_hole++;
+    while (s->next_release < s->nblocks && s->blk[s->next_release].state == ST_RELEASED)
+        s->next_release++;
+    return 0;
+}
+
 int lors_sched_released(lors_sched_t *s, uint32_t b)
 {
     uint32_t nb;

@@ -170,6 +170,9 @@ int lors_sched_releasable(const lors_sched_t *s, uint32_t *b);
 int lors_sched_released(lors_sched_t *s, uint32_t b);
 /* Blocks 0 .. *return - 1 are all written: the output's whole prefix. */
 uint32_t lors_sched_prefix(const lors_sched_t *s);
+/* cfg.any_order, before the first lors_sched_next: block b is in the output already (an
+ * earlier run wrote it): it is counted released and never fetched. */
+int lors_sched_skip(lors_sched_t *s, uint32_t b);
 
 int lors_sched_depot_stats(const lors_sched_t *s, int depot, lors_sched_depot_stats_t *st);
 void lors_sched_totals(const lors_sched_t *s, lors_sched_totals_t *t);

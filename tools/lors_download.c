@@ -31,6 +31,7 @@
 #include "lns_units.h"
 #include "lors.h"
 #include "tool_lbone.h"
+#include "lors_download_ctl.h"
 #include "tool.h"
 #include "tool_opt.h"
 
@@ -175,9 +176,7 @@ static void on_interrupt(int sig)
             p = put_i64(p, intr.off);
             *p++ = '-';
             p = put_i64(p, intr.off + kept - 1);
-            p = put_str(p, intr.in_place ? " (resume with -R: it keeps what matches the "
-                                           "checksums)"
-                                         : " (resume with -R)");
+            p = put_str(p, " (resume with -R)");
         } else {
             p = put_str(p, " holds none of it");
         }
@@ -344,9 +343,10 @@ int main(int argc, char **argv)
     tool_lbone_meter_t *meter = NULL;
     unsigned char key[LORS_KEY_BYTES];
     char err[512];
-    int code, lrc, fd = -1;
+    int code, lrc, fd = -1, in_place = 0;
     int64_t size, off, len, skip = 0;
     const char *path, *out;
+    dl_ctl_t ctl = {0};
 
     code = tool_opt_exnode(&cmd, argc, argv, &f, &path, &x);
     if (code)
@@ -405,10 +405,29 @@ int main(int argc, char **argv)
             goto done;
         }
     }
-    if (f.resume) {
+    /* a file with checksums is written in place: a slow block holds nothing up; its control
+     * file (OUT.lnsdl) says which bytes are there for -R */
+    in_place = fd != STDOUT_FILENO && !e2e.present && !f.no_verify && all_checksummed(x);
+    int have = 0;
+    if (in_place) {
+        dl_ctl_init(&ctl, out, fd, x, off, len);
+        if (!f.resume) {
+            dl_ctl_remove(&ctl); /* a stale one, of the file just truncated */
+        } else if ((have = dl_ctl_load(&ctl, err, sizeof err)) < 0) {
+            if (!f.c.quiet)
+                tool_error(TOOL, "%s; checking %s against the checksums instead", err, out);
+            dl_ctl_remove(&ctl);
+        } else if (have > 0 && !f.c.quiet) {
+            tool_error(TOOL, "%s: %" PRId64 " of the %" PRId64 " bytes are there already "
+                           "(%s); fetching the rest", out, dl_ctl_bytes(&ctl), len, ctl.path);
+        }
+    }
+    if (f.resume && have <= 0) {
         code = resume_point(&f, x, e2e.present, fd, off, len, &skip);
         if (code)
             goto done;
+        if (in_place && skip > 0)
+            dl_ctl_placed(&ctl, off, skip); /* the prefix just checked is there too */
         if (skip >= len) {
             if (!f.c.quiet)
                 tool_error(TOOL, "%s: already holds the %" PRId64 " bytes asked for; nothing "
@@ -423,9 +442,13 @@ int main(int argc, char **argv)
     }
     o.offset = off + skip;
     o.length = len - skip;
-    /* a file with checksums is written in place: a slow block holds nothing up; what a killed
-     * run leaves (holes after the prefix) -R checks against the checksums */
-    o.in_place = fd != STDOUT_FILENO && !e2e.present && !f.no_verify && all_checksummed(x);
+    o.in_place = in_place;
+    if (in_place) {
+        o.have = ctl.spans;
+        o.nhave = ctl.n;
+        o.on_placed = dl_ctl_placed;
+        o.placed_arg = &ctl;
+    }
 
     /* the engine's events count stored bytes: for a transformed file, not the plain ones */
     code = tool_feed_open(TOOL, &feed, f.c.events, "download", e2e.present ? -1 : o.length,
@@ -456,7 +479,7 @@ int main(int argc, char **argv)
     intr.fd = fd == STDOUT_FILENO ? -1 : fd;
     intr.off = off;
     intr.count = !e2e.present;
-    intr.in_place = o.in_place;
+    intr.in_place = in_place;
     intr.bar = feed.bar != NULL;
     interrupt_catch(old_sig);
     lrc = lors_download_fd(&o, x, fd, &rep);
@@ -468,20 +491,31 @@ int main(int argc, char **argv)
     if (lrc != LORS_OK) {
         code = tool_exit_code(lrc);
         int64_t kept = skip + rep.bytes_prefix;
-        /* written in place: the blocks after the prefix go, so what is left is the prefix
-         * alone (-R would fetch them again anyway, from the first hole on) */
-        if (o.in_place && ftruncate(fd, kept) < 0)
-            tool_error(TOOL, "%s: cutting it to the %" PRId64 " bytes it holds in full: %s",
-                       out, kept, strerror(errno));
+        /* written in place: the blocks past the prefix stay, recorded for -R */
+        int64_t more = in_place ? dl_ctl_bytes(&ctl) - kept : 0;
+        if (in_place && dl_ctl_save(&ctl) < 0 && !ctl.err)
+            ctl.err = errno;
         const char *why = rep.error[0] ? rep.error : lors_strerror(lrc);
+        char after[PATH_MAX + 96] = "";
+        if (more > 0)
+            snprintf(after, sizeof after, " and %" PRId64 " bytes after them, which %s records",
+                     more, ctl.path);
         if (fd == STDOUT_FILENO)
             tool_error(TOOL, "%s: %s", path, why);
-        else if (kept == 0)
+        else if (kept == 0 && more <= 0)
             tool_error(TOOL, "%s: %s; %s holds none of it", path, why, out);
+        else if (kept == 0)
+            tool_error(TOOL, "%s: %s; %s holds %" PRId64 " bytes of it, which %s records "
+                           "(resume with -R)", path, why, out, more, ctl.path);
         else
-            tool_error(TOOL, "%s: %s; %s holds bytes %" PRId64 "-%" PRId64 " (resume with "
-                           "-R)", path, why, out, off, off + kept - 1);
+            tool_error(TOOL, "%s: %s; %s holds bytes %" PRId64 "-%" PRId64 "%s (resume with "
+                           "-R)", path, why, out, off, off + kept - 1, after);
+    } else if (in_place) {
+        dl_ctl_remove(&ctl); /* complete: nothing to resume */
     }
+    if (in_place && ctl.err && !f.c.quiet)
+        tool_error(TOOL, "warning: %s: %s; -R would check %s against the checksums instead",
+                   ctl.path, strerror(ctl.err), out);
     if (fd != STDOUT_FILENO) {
         int cfd = fd;
         fd = -1;
@@ -502,6 +536,7 @@ int main(int argc, char **argv)
     }
 
 done:
+    dl_ctl_free(&ctl);
     tool_feed_end(&feed, rep.bytes_written, rep.seconds, code);
     memset(key, 0, sizeof key);
     if (fd > STDOUT_FILENO)

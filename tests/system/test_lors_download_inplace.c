@@ -1,8 +1,8 @@
 /* test_lors_download_inplace.c -- a download to a file is written in place (issue 16): with
  * the first fragment's only copy on a SIGSTOPped depot and a reorder buffer of 4 MiB, every
  * other block still reaches the file (in order, nothing could be written at all); once the
- * depot answers the file is complete and exact.  A run SIGKILLed with holes in its file is
- * finished by -R, which keeps what matches the checksums.  The library writes from the fd's
+ * depot answers the file is complete and exact.  A run SIGKILLed with a hole at the start of
+ * its file has its 18 MiB recorded in OUT.lnsdl, and -R fetches only the 6 MiB missing.  The library writes from the fd's
  * position and leaves it after the bytes.  (Pipes, in order, are test_lors_download's.) */
 #include <fcntl.h>
 #include <signal.h>
@@ -95,14 +95,36 @@ static void test_killed_then_resumed(void)
     CU_ASSERT_EQUAL_FATAL(tt_spawn(&T, &bg, "lors_download", "--no-rc", "--quiet", "-T", "60s",
                                    "-o", out, xnd, (char *)NULL), 0);
     CU_ASSERT(wait_allocated(out, 18 * MIB, 15000) >= 18 * MIB);
+    /* the control file records the 18 MiB within a second or so */
+    char ctl[4300];
+    snprintf(ctl, sizeof ctl, "%s.lnsdl", out);
+    int recorded = 0;
+    for (int i = 0; i < 150 && recorded < 18 * MIB; i++) {
+        usleep(20000);
+        if (tt_sh(&T, "awk '/^have/ { n += $3 } END { print n + 0 }' '%s' 2>/dev/null", ctl) == 0)
+            recorded = atoi(T.out);
+    }
+    CU_ASSERT_EQUAL(recorded, 18 * MIB);
     kill(bg.pid, SIGKILL); /* a hole at the start, blocks after it */
     CU_ASSERT_EQUAL(tt_wait(&T, &bg, 5000), TT_SIGNALLED + SIGKILL);
     CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[d].srv, SIGCONT), 0);
     CU_ASSERT_FALSE(tt_same_file(out, src));
+    /* -R fetches only what the record lacks: the first fragment's 6 blocks */
+    char ev[4300];
+    snprintf(ev, sizeof ev, "%s.events", out);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-R", "--events", ev,
+                           "-o", out, xnd, (char *)NULL), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "18874368 of the 25165824 bytes are there already"));
+    CU_ASSERT(tt_same_file(out, src));
+    CU_ASSERT_EQUAL(tt_sh(&T, "grep -c ' FETCH_END ' '%s'", ev), 0);
+    CU_ASSERT_EQUAL(atoi(T.out), 6);
+    CU_ASSERT_NOT_EQUAL(access(ctl, F_OK), 0); /* complete: the record is gone */
+    /* without the record, -R falls back on the checksums (and keeps the prefix they pass) */
     CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-R", "-o", out, xnd,
                            (char *)NULL), 0);
     CU_ASSERT(tt_same_file(out, src));
     unlink(out);
+    unlink(ev);
     tt_free_all(&T, xnd);
 }
 

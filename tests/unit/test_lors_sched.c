@@ -723,6 +723,35 @@ static void test_any_order(void)
     CU_ASSERT_EQUAL(lors_sched_released(s, 0), LORS_SCHED_E_INVAL); /* twice */
     lors_sched_free(s);
 
+    /* blocks an earlier run wrote: skipped before the start, never fetched, counted */
+    c = base_cfg(6, 1000, 1);
+    c.any_order = 1;
+    s = mk_full(&c);
+    CU_ASSERT_EQUAL(lors_sched_skip(s, 0), 0);
+    CU_ASSERT_EQUAL(lors_sched_skip(s, 2), 0);
+    CU_ASSERT_EQUAL(lors_sched_skip(s, 2), LORS_SCHED_E_INVAL); /* twice */
+    CU_ASSERT_EQUAL(lors_sched_prefix(s), 1);
+    for (uint32_t want = 1; want < 6; want++) {
+        if (want == 2)
+            continue;
+        next_fetch(s, 0, &f);
+        CU_ASSERT_EQUAL(f.block, want);
+        CU_ASSERT_EQUAL(lors_sched_complete(s, f.id, 1, cancel), 0);
+        CU_ASSERT_TRUE(lors_sched_releasable(s, &b));
+        CU_ASSERT_EQUAL(lors_sched_released(s, b), 0);
+    }
+    CU_ASSERT_EQUAL(lors_sched_next(s, 2, &f), LORS_SCHED_DONE);
+    CU_ASSERT_EQUAL(lors_sched_prefix(s), 6);
+    CU_ASSERT_EQUAL(lors_sched_skip(s, 5), LORS_SCHED_E_INVAL); /* started */
+    lors_sched_totals_t tt;
+    lors_sched_totals(s, &tt);
+    CU_ASSERT_EQUAL(tt.released, 6);
+    lors_sched_free(s);
+    c = base_cfg(6, 1000, 1); /* in order: no skipping */
+    s = mk_full(&c);
+    CU_ASSERT_EQUAL(lors_sched_skip(s, 0), LORS_SCHED_E_INVAL);
+    lors_sched_free(s);
+
     /* whole simulated runs in any order with a two-block budget */
     c = base_cfg(40, 1000, 3);
     c.buffer_bytes = 2000;
