@@ -9,6 +9,7 @@
 #   make bench-lors       lors_download against curl and aria2c, and its memory (docs/PERFORMANCE.md)
 #   make bench-ec         erasure coding: ISA-L rates, --ec against copies, degraded reads (docs/PERFORMANCE.md)
 #   make bench-wan        WAN scenarios on a namespace testbed vs aria2c (docs/wan-testbed.md)
+#   make bench-wan-random SEEDS=N   N random testbed scenarios vs aria2c (issue 16's targets)
 #   make bench-lbone      lbone_server with 10,000 depots: query latency, heartbeat rate (docs/PERFORMANCE.md)
 #   make bench-serve      lors_serve and lors_mount against lors_download and IBP LOAD; the load curve
 #   make bench-ibp-perf   ACCRE's ibp_perf against an lns and an ACCRE 1.4 depot (docs/PERFORMANCE.md)
@@ -141,7 +142,7 @@ BENCH_BINS = $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 # Everything a program may link, top layer first (static archives resolve left to right).
 ALL_LIBS_A = $(LIBTOOL_A) $(LIBLORS_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
 
-.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-ec bench-wan bench-lbone bench-serve bench-ibp-perf soak install uninstall clean \
+.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-ec bench-wan bench-wan-random bench-lbone bench-serve bench-ibp-perf soak install uninstall clean \
         interop interop-build
 
 # The installed libraries, each as .a and .so (soname lib<name>.so.0), and their public headers
@@ -314,6 +315,12 @@ bench-wan:
 	@scripts/install-deps.sh --bench
 	$(MAKE) all
 	@tests/wan/bench_wan.sh $(B)
+
+# SEEDS random scenarios (tests/wan/gen_scenario.sh) against aria2c; WAN_PIPE=1: to a pipe.
+bench-wan-random:
+	@scripts/install-deps.sh --bench
+	$(MAKE) all
+	@tests/wan/bench_wan_random.sh $(B)
 
 bench-ec: deps
 	$(MAKE) benchprogs

@@ -10,7 +10,8 @@
 # WAN_NETLOG=DIR (NetLogger logs for lors_lifelines: DIR/h<i>.events from every depot,
 # DIR/ours.<round>.netlog from lors_download), WAN_MEDIA (the videos' directory, default
 # build/media, made there by tests/media/make_videos.sh when missing), WAN_CLIENT (flags added
-# after the scenario's "client" flags, e.g. "-t 16" for a what-if run), WAN_PEER (replaces "peer").
+# after the scenario's "client" flags, e.g. "-t 16" for a what-if run), WAN_PEER (replaces "peer"),
+# WAN_PIPE=1 (lors_download writes to a pipe, in order, instead of to a file in place).
 #
 # Scenario format (one directive a line, # comments; docs/wan-testbed.md):
 #   name TEXT | size N | copies N | fragments N | runs N
@@ -230,6 +231,12 @@ timed() {
         # shellcheck disable=SC2086
         tb_client $TIME_CMD "$TB_BIN/lors_play" -V --no-rc --player paced --headless $CLIENT_FLAGS \
             -o "$out" "$TB_WORK/file.xnd" 2>"$TB_WORK/ours.$round.report" &
+    elif [ "$side" = ours ] && [ -n "${WAN_PIPE:-}" ]; then
+        # through a pipe: in order, through the reorder buffer (WAN_PIPE=1)
+        # shellcheck disable=SC2016,SC2086
+        tb_client $TIME_CMD bash -c 'set -o pipefail; out=$1; shift; "$@" | cat >"$out"' pipe \
+            "$out" "$TB_BIN/lors_download" -V --no-report --no-rc $CLIENT_FLAGS -o - \
+            "$TB_WORK/file.xnd" 2>"$TB_WORK/ours.$round.report" &
     elif [ "$side" = ours ]; then
         local netlog=()
         [ -n "${WAN_NETLOG:-}" ] && netlog=(--netlog "$WAN_NETLOG/ours.$round.netlog")

@@ -1,0 +1,65 @@
+#!/bin/bash
+# bench_wan_random.sh -- make bench-wan-random: lors_download against aria2c on SEEDS random
+# scenarios of the testbed (tests/wan/gen_scenario.sh, seeds 1..SEEDS), each output checked
+# with sha256; per seed and overall, the fraction of the payload limit for both and the ratio.
+#
+#   tests/wan/bench_wan_random.sh BUILD_DIR
+#
+# Environment: SEEDS (default 20), SEED0 (the first seed, default 1), WAN_SIZE (default 256M),
+# WAN_RUNS (rounds per seed, default 3), WAN_PIPE=1 (lors_download to a pipe: in order, through
+# the reorder buffer; aria2c still writes its file).  Logs and scenarios go to
+# build/wan/random/, the table to build/wan/random/results.md (also printed).
+# Targets (issue 16): to a file, median >= 0.92 and worst >= 0.80 of the payload limit and
+# >= aria2c on every seed; to a pipe, median >= 0.85 and worst >= 0.70.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+BUILD=${1:?usage: bench_wan_random.sh BUILD_DIR}
+export TB_BIN
+TB_BIN=$(cd "$BUILD/bin" && pwd)
+SEEDS=${SEEDS:-20}
+SEED0=${SEED0:-1}
+SIZE=${WAN_SIZE:-256M}
+OUT=$(cd "$HERE/../.." && pwd)/build/wan/random${WAN_PIPE:+-pipe}
+mkdir -p "$OUT"
+T=$OUT/results.md
+{
+    echo "machine: nproc=$(nproc) kernel=$(uname -r); $(date -u +%F); seeds $SEED0..$((SEED0 + SEEDS - 1)), size $SIZE, output: ${WAN_PIPE:+a pipe}${WAN_PIPE:-a file}"
+    echo
+    echo "| seed | hosts | copies | events | lors_download (of the payload limit) | aria2c | ratio |"
+    echo "|---|---|---|---|---|---|---|"
+} >"$T"
+: >"$OUT/ours"
+: >"$OUT/ratios"
+rc=0
+for seed in $(seq "$SEED0" $((SEED0 + SEEDS - 1))); do
+    scn=$OUT/random-$seed.scn
+    "$HERE/gen_scenario.sh" "$seed" "$SIZE" >"$scn"
+    log=$OUT/random-$seed.log
+    echo "== seed $seed (log: $log)"
+    if ! WAN_SIZE=$SIZE "$HERE/run_scenario.sh" "$scn" >"$log" 2>&1; then
+        echo "bench_wan_random: seed $seed failed; its log ends:" >&2
+        tail -8 "$log" >&2
+        rc=1
+    fi
+    ours=$(sed -n 's/^result: ours .*, \([0-9.]*\) of the payload limit.*/\1/p' "$log")
+    peer=$(sed -n 's/^result: aria2c .*, \([0-9.-]*\) of the payload limit.*/\1/p' "$log")
+    ratio=$(sed -n 's/^result: aria2c .*(speed, median of per-round) \([0-9.-]*\).*/\1/p' "$log")
+    hosts=$(grep -c '^host ' "$scn"); copies=$(sed -n 's/^copies //p' "$scn")
+    events=$(grep '^at ' "$scn" | sed 's/^at //' | paste -sd ';' -)
+    echo "| $seed | $hosts | $copies | ${events:--} | ${ours:-fail} | ${peer:--} | ${ratio:--} |" >>"$T"
+    echo "seed $seed: ours ${ours:-fail}, aria2c ${peer:--}, ratio ${ratio:--}"
+    [ -n "$ours" ] && echo "$ours" >>"$OUT/ours"
+    [ -n "$ratio" ] && echo "$ratio" >>"$OUT/ratios"
+done
+med() { sort -g "$1" | awk '{ v[NR] = $1 } END { if (!NR) print "-"; else if (NR % 2) print v[(NR + 1) / 2];
+                                                 else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+worst() { sort -g "$1" | head -1; }
+{
+    echo
+    echo "overall: lors_download median $(med "$OUT/ours"), worst $(worst "$OUT/ours") of the payload limit;" \
+         "ratio to aria2c median $(med "$OUT/ratios"), lowest $(worst "$OUT/ratios");" \
+         "$(awk '$1 < 1 { n++ } END { print n + 0 }' "$OUT/ratios") of $(wc -l <"$OUT/ratios") seeds below aria2c"
+} >>"$T"
+echo
+cat "$T"
+exit "$rc"
