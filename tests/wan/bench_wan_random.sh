@@ -25,10 +25,11 @@ T=$OUT/results.md
 {
     echo "machine: nproc=$(nproc) kernel=$(uname -r); $(date -u +%F); seeds $SEED0..$((SEED0 + SEEDS - 1)), size $SIZE, output: ${WAN_PIPE:+a pipe}${WAN_PIPE:-a file}"
     echo
-    echo "| seed | hosts | copies | events | lors_download (of the payload limit) | aria2c | ratio |"
-    echo "|---|---|---|---|---|---|---|"
+    echo "| seed | hosts | copies | events | lors_download (of the payload limit) | lors_download (of the placement limit) | aria2c (of the payload limit) | ratio |"
+    echo "|---|---|---|---|---|---|---|---|"
 } >"$T"
 : >"$OUT/ours"
+: >"$OUT/placed"
 : >"$OUT/ratios"
 rc=0
 for seed in $(seq "$SEED0" $((SEED0 + SEEDS - 1))); do
@@ -42,13 +43,15 @@ for seed in $(seq "$SEED0" $((SEED0 + SEEDS - 1))); do
         rc=1
     fi
     ours=$(sed -n 's/^result: ours .*, \([0-9.]*\) of the payload limit.*/\1/p' "$log")
+    placed=$(sed -n 's/^result: placement: ours \([0-9.-]*\) of the placement limit.*/\1/p' "$log")
     peer=$(sed -n 's/^result: aria2c .*, \([0-9.-]*\) of the payload limit.*/\1/p' "$log")
     ratio=$(sed -n 's/^result: aria2c .*(speed, median of per-round) \([0-9.-]*\).*/\1/p' "$log")
     hosts=$(grep -c '^host ' "$scn"); copies=$(sed -n 's/^copies //p' "$scn")
     events=$(grep '^at ' "$scn" | sed 's/^at //' | paste -sd ';' -)
-    echo "| $seed | $hosts | $copies | ${events:--} | ${ours:-fail} | ${peer:--} | ${ratio:--} |" >>"$T"
-    echo "seed $seed: ours ${ours:-fail}, aria2c ${peer:--}, ratio ${ratio:--}"
+    echo "| $seed | $hosts | $copies | ${events:--} | ${ours:-fail} | ${placed:--} | ${peer:--} | ${ratio:--} |" >>"$T"
+    echo "seed $seed: ours ${ours:-fail} (placement: ${placed:--}), aria2c ${peer:--}, ratio ${ratio:--}"
     [ -n "$ours" ] && echo "$ours" >>"$OUT/ours"
+    [ -n "$placed" ] && echo "$placed" >>"$OUT/placed"
     [ -n "$ratio" ] && echo "$ratio" >>"$OUT/ratios"
 done
 med() { sort -g "$1" | awk '{ v[NR] = $1 } END { if (!NR) print "-"; else if (NR % 2) print v[(NR + 1) / 2];
@@ -57,6 +60,7 @@ worst() { sort -g "$1" | head -1; }
 {
     echo
     echo "overall: lors_download median $(med "$OUT/ours"), worst $(worst "$OUT/ours") of the payload limit;" \
+         "median $(med "$OUT/placed"), worst $(worst "$OUT/placed") of the placement limit;" \
          "ratio to aria2c median $(med "$OUT/ratios"), lowest $(worst "$OUT/ratios");" \
          "$(awk '$1 < 1 { n++ } END { print n + 0 }' "$OUT/ratios") of $(wc -l <"$OUT/ratios") seeds below aria2c"
 } >>"$T"

@@ -143,7 +143,12 @@ parse_event() {
 }
 
 # ---- the ideal time: a fluid model over the capacity schedule -----------------------------
-# Events as "t SECONDS|f FRACTION  host I  rate MBIT|kill"; 1 ms steps.
+# Events as "t SECONDS|f FRACTION  host I  rate MBIT|kill"; 1 ms steps.  PLACED=1: the limit
+# of a client that can take each fragment only from the hosts that hold a copy of it
+# (lors_upload puts copy k of fragment j on host (j*copies + k) mod hosts): the events fire
+# when the placement-free model has them fire, and the time is the largest, over every set S
+# of fragments, of the time at which the hosts holding any of S have together sent S's
+# bytes (Hall's condition of the transportation problem; 2^fragments sets, fragments <= 16).
 ideal_time() {
     local spec="" e when what val i
     for i in $(seq 1 "$N"); do spec+="r $i $(tb_mbit "${RATES[$((i - 1))]}");"; done
@@ -156,11 +161,12 @@ ideal_time() {
         esac
         if [ "$what" != rate ]; then spec+=" 0;"; else spec+=" $(tb_mbit "$val");"; fi
     done
-    awk -v spec="$spec" -v size="$SIZE" 'BEGIN {
+    awk -v spec="$spec" -v size="$SIZE" -v placed="${PLACED:-0}" -v nf="$FRAGS" \
+        -v nc="$COPIES" -v nh="$N" 'BEGIN {
         ne = 0; n = split(spec, items, ";")
         for (k = 1; k <= n; k++) {
             if (split(items[k], w, " ") < 3) continue
-            if (w[1] == "r") rate[w[2]] = w[3]
+            if (w[1] == "r") { rate[w[2]] = w[3]; start[w[2]] = w[3] }
             else { ne++; kind[ne] = w[1]; at[ne] = w[2]; host[ne] = w[3]; val[ne] = w[4]; done[ne] = 0 }
         }
         t = 0; got = 0; dt = 0.001
@@ -168,13 +174,43 @@ ideal_time() {
             for (e = 1; e <= ne; e++)
                 if (!done[e] && ((kind[e] == "t" && t >= at[e]) ||
                                  (kind[e] == "f" && got >= at[e] / 100 * size * 8))) {
-                    rate[host[e]] = val[e]; done[e] = 1
+                    rate[host[e]] = val[e]; done[e] = 1; fired[e] = t
                 }
             c = 0; for (h in rate) c += rate[h] * 1e6
             if (c <= 0) { t = 1e5; break }
             got += c * dt; t += dt
         }
-        printf "%.3f\n", t
+        if (!placed || nf > 16 || nc >= nh) { printf "%.3f\n", t; exit }
+        for (e = 1; e <= ne; e++)            # events that never fired in time: never
+            if (!done[e]) fired[e] = 1e9
+        for (j = 0; j < nf; j++)
+            for (k = 0; k < nc; k++) holds[(j * nc + k) % nh + 1, j] = 1
+        fbits = size * 8 / nf
+        worst = 0
+        for (m = 1; m < 2 ^ nf; m++) {
+            demand = 0; delete in_s
+            for (j = 0; j < nf; j++)
+                if (int(m / 2 ^ j) % 2) {
+                    demand += fbits
+                    for (h = 1; h <= nh; h++) if ((h, j) in holds) in_s[h] = 1
+                }
+            for (h = 1; h <= nh; h++) r[h] = start[h]
+            tt = 0; sent = 0; last = 0
+            while (1) {                      # the next change of any of these hosts rates
+                nxt = 1e9; ne2 = 0
+                for (e = 1; e <= ne; e++)
+                    if (fired[e] >= tt && fired[e] < nxt && !(e in applied)) nxt = fired[e]
+                cap = 0; for (h in in_s) cap += r[h] * 1e6
+                if (cap > 0 && sent + cap * (nxt - tt) >= demand) { tt += (demand - sent) / cap; break }
+                if (nxt >= 1e9) { tt = 1e5; break }
+                sent += cap * (nxt - tt); tt = nxt
+                for (e = 1; e <= ne; e++)
+                    if (fired[e] == nxt && !(e in applied)) { r[host[e]] = val[e]; applied[e] = 1 }
+            }
+            delete applied
+            if (tt > worst) worst = tt
+        }
+        printf "%.3f\n", (worst > t) ? worst : t  # parenthesized: a bare > redirects
     }'
 }
 
@@ -298,6 +334,7 @@ tb_client "$TB_BIN/lors_upload" --no-rc --no-report --quiet --depot-list "$LIST"
     -F "$FRAGS" -d 1d $UPLOAD_FLAGS -o "$TB_WORK/file.xnd" "$TB_WORK/www/file"
 for i in $(seq 1 "$N"); do tb_rate "$i" "${RATES[$((i - 1))]}"; done
 IDEAL=$(ideal_time)
+IDEAL_PL=$(PLACED=1 ideal_time)
 AGG=$(for r in "${RATES[@]}"; do tb_mbit "$r"; echo; done | awk '{ s += $1 } END { printf "%g", s }')
 
 echo "== $NAME ($SCN)"
@@ -314,6 +351,8 @@ echo "physical limit: aggregate $AGG Mbit/s, ideal time $IDEAL s ($(awk -v s="$S
 PAYLOAD_EFF=$(awk 'BEGIN { printf "%.4f", 1448 / 1514 }')
 IDEAL_P=$(awk -v i="$IDEAL" -v e="$PAYLOAD_EFF" 'BEGIN { printf "%.3f", i / e }')
 echo "payload limit: $IDEAL_P s (headers: 1448 data bytes per 1514-byte frame, $PAYLOAD_EFF of the caps)"
+IDEAL_PLP=$(awk -v i="$IDEAL_PL" -v e="$PAYLOAD_EFF" 'BEGIN { printf "%.3f", i / e }')
+echo "placement limit: $IDEAL_PLP s of payload (each fragment only from the $COPIES hosts holding it; aria2c reads every host's whole file)"
 
 # Untimed warm-up: page caches of the depots' files and nginx's file.
 cat "$TB_WORK"/h*/res/* "$TB_WORK/www/file" >/dev/null 2>&1 || true
@@ -350,7 +389,9 @@ FAILS=$(( RUNS - $(wc -l <"$TB_WORK/t.ours") ))
 mbit() { awk -v s="$SIZE" -v t="$1" 'BEGIN { if (t == "nan" || t <= 0) print "-"; else printf "%.1f", s * 8 / t / 1e6 }'; }
 OF=$(awk -v i="$IDEAL" -v t="$MO" 'BEGIN { if (t == "nan") print "-"; else printf "%.3f", i / t }')
 OFP=$(awk -v i="$IDEAL_P" -v t="$MO" 'BEGIN { if (t == "nan") print "-"; else printf "%.3f", i / t }')
+OFL=$(awk -v i="$IDEAL_PLP" -v t="$MO" 'BEGIN { if (t == "nan") print "-"; else printf "%.3f", i / t }')
 echo "result: ours median ${MO}s = $(mbit "$MO") Mbit/s, $OF of the ideal, $OFP of the payload limit (time ${MO}/${IDEAL} = $(awk -v i="$IDEAL" -v t="$MO" 'BEGIN { if (t == "nan") print "-"; else printf "%.3f", t / i }')x ideal, $(awk -v i="$IDEAL_P" -v t="$MO" 'BEGIN { if (t == "nan") print "-"; else printf "%.3f", t / i }')x the payload limit); failed rounds $FAILS"
+echo "result: placement: ours $OFL of the placement limit ($IDEAL_PLP s)"
 if [ "$MODE" = play ]; then
     UNDERRUNS=$(tr '\n' ' ' <"$TB_WORK/underruns")
     echo "result: underruns per round: ${UNDERRUNS}(target 0)"
