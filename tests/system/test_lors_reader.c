@@ -84,17 +84,28 @@ static lors_reader_t *open_reader(const xnd_t *x, lors_cache_t *c, int64_t reada
     return r;
 }
 
+/* A file of n bytes uploaded (tt_upload: copies x frags over depots, extra flags), its exNode
+ * in *x and its bytes returned (*size of them); the depots revived first.  Fatal on failure. */
+static unsigned char *uploaded(size_t n, uint64_t seed, int copies, int frags,
+                               const char *depots, const char *extra, char *src, char *xnd,
+                               xnd_t **x, size_t *size)
+{
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, n, seed, copies, frags, depots, extra, src, xnd), 0);
+    *x = tt_load(xnd);
+    unsigned char *data = tt_read_whole(src, size);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(*x);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    return data;
+}
+
 static void test_replicated_random_and_sequential(void)
 {
     char src[4096], xnd[4096];
     size_t size;
-    tt_revive(&T);
-    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 9 * 1024 * 1024 + 4321, 7, 2, 6, T.depots, NULL, src,
-                                    xnd), 0);
-    xnd_t *x = tt_load(xnd);
-    unsigned char *data = tt_read_whole(src, &size);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    xnd_t *x;
+    unsigned char *data = uploaded(9 * 1024 * 1024 + 4321, 7, 2, 6, T.depots, NULL,
+                                   src, xnd, &x, &size);
 
     lors_cache_t *c = lors_cache_new(NULL);
     lors_reader_t *r = open_reader(x, c, (int64_t)16 << 20);
@@ -160,13 +171,10 @@ static void test_seek_stops_read_ahead(void)
 {
     char src[4096], xnd[4096];
     size_t size;
-    tt_revive(&T);
     /* one copy, two fragments on two depots: [0, 4M) and [4M, 8M) */
-    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 8 * 1024 * 1024, 9, 1, 2, tt_dlist(&T, 0, 1, -1), NULL,
-                                    src, xnd), 0);
-    xnd_t *x = tt_load(xnd);
-    unsigned char *data = tt_read_whole(src, &size);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    xnd_t *x;
+    unsigned char *data = uploaded(8 * 1024 * 1024, 9, 1, 2, tt_dlist(&T, 0, 1, -1), NULL,
+                                   src, xnd, &x, &size);
     int p0 = depot_of(x, 0), p1 = depot_of(x, 6 << 20);
     CU_ASSERT_NOT_EQUAL_FATAL(p0, p1);
     int stopped = T.dep[0].port == p1 ? 0 : 1;
@@ -258,11 +266,9 @@ static void test_concurrent_streams_bounded(void)
 {
     char src[4096], xnd[4096];
     size_t size;
-    tt_revive(&T);
-    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 12 * 1024 * 1024 + 1, 11, 2, 8, T.depots, NULL, src,
-                                    xnd), 0);
-    xnd_t *x = tt_load(xnd);
-    unsigned char *data = tt_read_whole(src, &size);
+    xnd_t *x;
+    unsigned char *data = uploaded(12 * 1024 * 1024 + 1, 11, 2, 8, T.depots, NULL,
+                                   src, xnd, &x, &size);
     lors_cache_opts_t co;
     lors_cache_opts_init(&co);
     co.bytes = 6 << 20; /* half the file */
@@ -301,11 +307,9 @@ static void test_no_live_copy(void)
 {
     char src[4096], xnd[4096];
     size_t size;
-    tt_revive(&T);
-    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 3 * 1024 * 1024, 13, 1, 1, tt_dlist(&T, 4, -1), NULL,
-                                    src, xnd), 0);
-    xnd_t *x = tt_load(xnd);
-    unsigned char *data = tt_read_whole(src, &size);
+    xnd_t *x;
+    unsigned char *data = uploaded(3 * 1024 * 1024, 13, 1, 1, tt_dlist(&T, 4, -1), NULL,
+                                   src, xnd, &x, &size);
     lors_reader_t *r = open_reader(x, NULL, (int64_t)16 << 20);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[4].srv, SIGKILL), 0);
@@ -332,12 +336,10 @@ static void test_erasure_coded_and_transformed(void)
 {
     char src[4096], xnd[4096], key[4200];
     size_t size;
-    tt_revive(&T);
     /* 4+2 in pieces of 256 KiB: blocks of the cache are 1 MiB */
-    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 5 * 1024 * 1024 + 77, 17, 1, 1, T.depots,
-                                    "--ec 4+2 --ec-piece 256K", src, xnd), 0);
-    xnd_t *x = tt_load(xnd);
-    unsigned char *data = tt_read_whole(src, &size);
+    xnd_t *x;
+    unsigned char *data = uploaded(5 * 1024 * 1024 + 77, 17, 1, 1,
+                                   T.depots, "--ec 4+2 --ec-piece 256K", src, xnd, &x, &size);
     lors_reader_t *r = open_reader(x, NULL, (int64_t)16 << 20);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     CU_ASSERT_EQUAL(lors_reader_size(r), (int64_t)size);
@@ -391,13 +393,9 @@ static void test_small_checksum_block(void)
 {
     char src[4096], xnd[4096];
     size_t size;
-    tt_revive(&T);
-    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 3 * 1024 * 1024 + 333, 17, 2, 3, T.depots, "-E 64K",
-                                    src, xnd), 0);
-    xnd_t *x = tt_load(xnd);
-    unsigned char *data = tt_read_whole(src, &size);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    xnd_t *x;
+    unsigned char *data = uploaded(3 * 1024 * 1024 + 333, 17, 2, 3, T.depots, "-E 64K",
+                                   src, xnd, &x, &size);
     lors_cache_t *c = lors_cache_new(NULL);
     lors_reader_t *r = open_reader(x, c, (int64_t)16 << 20);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
