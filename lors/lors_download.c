@@ -695,12 +695,14 @@ static void writer(dl_t *dl, const lors__out_t *out)
             block_t *bl = &dl->blocks[b];
             unsigned char *buf = bl->buf;
             pthread_mutex_unlock(&dl->mu);
-            int werr = !dl->in_place
-                           ? lors__out_write(out, buf + bl->data_off, (size_t)bl->len)
-                       : lns_pwrite_all(out->fd, buf + bl->data_off, (size_t)bl->len,
-                                        (uint64_t)(dl->base + bl->off - dl->range_off)) < 0
-                           ? -errno
-                           : 0;
+            int werr;
+            if (!dl->in_place)
+                werr = lors__out_write(out, buf + bl->data_off, (size_t)bl->len);
+            else if (lns_pwrite_all(out->fd, buf + bl->data_off, (size_t)bl->len,
+                                    (uint64_t)(dl->base + bl->off - dl->range_off)) < 0)
+                werr = -errno;
+            else
+                werr = 0;
             if (werr == 0 && dl->in_place && dl->o->on_placed)
                 dl->o->on_placed(dl->o->placed_arg, bl->off, bl->len);
             pthread_mutex_lock(&dl->mu);

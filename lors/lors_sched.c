@@ -724,6 +724,17 @@ int lors_sched_has_work(lors_sched_t *s, uint64_t now)
     return decide(s, now, &f, &b, &r, &redundant) == LORS_SCHED_FETCH;
 }
 
+/* first_hole past the blocks done or written, next_release past the blocks written (every
+ * block before it is: the output's whole prefix).  Both only move forward. */
+static void advance_marks(lors_sched_t *s)
+{
+    while (s->first_hole < s->nblocks && s->blk[s->first_hole].state >= ST_DONE &&
+           s->blk[s->first_hole].state != ST_FAILED)
+        s->first_hole++;
+    while (s->next_release < s->nblocks && s->blk[s->next_release].state == ST_RELEASED)
+        s->next_release++;
+}
+
 /* ---- reports from the streams ----------------------------------------------------------- */
 
 int lors_sched_replied(lors_sched_t *s, uint64_t id, uint64_t now)
@@ -797,9 +808,7 @@ int lors_sched_complete(lors_sched_t *s, uint64_t id, uint64_t now, uint64_t *ca
         lors__sched_bits_set(&s->done, b);
     s->tot.done++;
     s->tot.bytes_done += len;
-    while (s->first_hole < s->nblocks && s->blk[s->first_hole].state >= ST_DONE &&
-           s->blk[s->first_hole].state != ST_FAILED)
-        s->first_hole++;
+    advance_marks(s);
     return nc;
 }
 
@@ -916,11 +925,7 @@ int lors_sched_skip(lors_sched_t *s, uint32_t b)
     s->tot.bytes_done += len;
     s->tot.released++;
     s->tot.bytes_released += len;
-    while (s->first_hole < s->nblocks && s->blk[s->first_hole].state >= ST_DONE &&
-           s->blk[s->first_hole].state != ST_FAILED)
-        s->first_hole++;
-    while (s->next_release < s->nblocks && s->blk[s->next_release].state == ST_RELEASED)
-        s->next_release++;
+    advance_marks(s);
     return 0;
 }
 
@@ -936,8 +941,7 @@ int lors_sched_released(lors_sched_t *s, uint32_t b)
     }
     s->releasing = 1;
     s->blk[b].state = ST_RELEASED;
-    while (s->next_release < s->nblocks && s->blk[s->next_release].state == ST_RELEASED)
-        s->next_release++; /* every block before it is written: the output's whole prefix */
+    advance_marks(s);
     s->tot.released++;
     s->tot.bytes_released += lors__sched_blk_len(s, b);
     s->tot.buffered -= lors__sched_blk_len(s, b);

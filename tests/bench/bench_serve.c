@@ -179,28 +179,34 @@ static CURL *http_handle(const char *url, sink_t *s)
     return h;
 }
 
+typedef struct http_reader {
+    CURL *h;
+    sink_t s;
+} http_reader_t;
+
+static int64_t http_read(void *arg, char *buf, int64_t size, int64_t off, char *err,
+                         size_t errlen)
+{
+    http_reader_t *hr = arg;
+    (void)buf; /* the bytes land in the sink */
+    if (http_range(hr->h, &hr->s, off, size) != 0) {
+        snprintf(err, errlen, "(GET of bytes %lld+%lld)", (long long)off, (long long)size);
+        return -1;
+    }
+    return size;
+}
+
 static int mode_http(const char *url, int64_t fsize, int64_t size, int n)
 {
     int64_t *o = offsets(fsize, size, n);
-    double *ms = malloc((size_t)n * sizeof *ms);
-    sink_t s = {malloc((size_t)size), 0, (size_t)size};
-    CURL *h = http_handle(url, &s);
-    http_range(h, &s, 0, 1); /* the connection made before the clock starts, as for ibp */
-    for (int i = 0; i < n; i++) {
-        int64_t t0 = lns_mono_ns();
-        if (http_range(h, &s, o[i], size) != 0) {
-            fprintf(stderr, "bench_serve: GET %s bytes %lld+%lld failed\n", url,
-                    (long long)o[i], (long long)size);
-            return 1;
-        }
-        ms[i] = (double)(lns_mono_ns() - t0) / 1e6;
-    }
-    print_lat("http", size, ms, n);
-    curl_easy_cleanup(h);
-    free(s.buf);
-    free(ms);
+    http_reader_t hr = {NULL, {malloc((size_t)size), 0, (size_t)size}};
+    hr.h = http_handle(url, &hr.s);
+    http_range(hr.h, &hr.s, 0, 1); /* the connection made before the clock starts, as for ibp */
+    int bad = time_reads("http", http_read, &hr, o, size, n);
+    curl_easy_cleanup(hr.h);
+    free(hr.s.buf);
     free(o);
-    return 0;
+    return bad;
 }
 
 /* ---- a file, a depot, the reader ---------------------------------------------------------- */
@@ -228,8 +234,50 @@ static int mode_file(const char *path, int64_t size, int n)
     return bad;
 }
 
-/* verify: LOAD the whole checksum block that holds the bytes (the mapping's lns_checksum
- * blocksize, 1 MiB by default) and SHA-256 it, as a client that checks what it reads must. */
+typedef struct ibp_reader {
+    const xnd_t *x;
+    ibp_client_t *c;
+    int64_t ck;          /* verify: the checksum block to load and hash; 0: just the bytes */
+    unsigned char *buf;  /* BLOCK bytes */
+} ibp_reader_t;
+
+/* One LOAD of [off, off+size) from the first mapping that holds it all, or with r->ck of the
+ * whole checksum block around it, SHA-256'd, as a client that checks what it reads must. */
+static int64_t ibp_read(void *arg, char *buf, int64_t size, int64_t off, char *err,
+                        size_t errlen)
+{
+    ibp_reader_t *r = arg;
+    int64_t len = size;
+    (void)buf;
+    if (r->ck) {
+        off = off / r->ck * r->ck;
+        len = r->ck;
+    }
+    const xnd_mapping_t *m = NULL;
+    for (size_t k = 0; k < r->x->nmaps && !m; k++)
+        if (off >= r->x->maps[k]->exnode_offset &&
+            off + len <= r->x->maps[k]->exnode_offset + r->x->maps[k]->logical_length)
+            m = r->x->maps[k];
+    if (!m) {
+        snprintf(err, errlen, "(no one mapping holds bytes %lld+%lld)", (long long)off,
+                 (long long)len);
+        return -1;
+    }
+    int rc = ibp_load(r->c, m->cap[XND_READ],
+                      (uint64_t)(off - m->exnode_offset + m->alloc_offset), (uint64_t)len,
+                      r->buf);
+    if (rc != IBP_OK) {
+        snprintf(err, errlen, "(LOAD: %s)", ibp_strerror(rc));
+        return -1;
+    }
+    unsigned char md[EVP_MAX_MD_SIZE];
+    if (r->ck && EVP_Digest(r->buf, (size_t)len, md, NULL, EVP_sha256(), NULL) != 1) {
+        snprintf(err, errlen, "(SHA-256 failed)");
+        return -1;
+    }
+    return size;
+}
+
 static int mode_ibp(const char *xpath, int64_t size, int n, int verify)
 {
     xnd_t *x;
@@ -238,53 +286,30 @@ static int mode_ibp(const char *xpath, int64_t size, int n, int verify)
         fprintf(stderr, "bench_serve: %s: %s\n", xpath, err);
         return 1;
     }
-    int64_t *o = offsets(xnd_extent(x), size, n);
-    double *ms = malloc((size_t)n * sizeof *ms);
-    char *buf = malloc(BLOCK);
-    ibp_client_t *c = ibp_client_new(NULL);
-    for (int i = -1; i < n; i++) { /* -1: a first LOAD that opens the connections */
-        int64_t off = i < 0 ? 0 : o[i], len = i < 0 ? 1 : size;
-        if (verify && i >= 0) {
-            int64_t ck = BLOCK;
-            for (size_t k = 0; k < x->nmaps; k++)
-                if (x->maps[k]->func &&
-                    strcmp(x->maps[k]->func->name, LORS_CHECKSUM_FUNC) == 0 &&
-                    xnd_meta_get_int(&x->maps[k]->func->args, "blocksize", &ck) == XND_OK)
-                    break;
-            off = off / ck * ck;
-            len = ck;
-        }
-        const xnd_mapping_t *m = NULL;
-        for (size_t k = 0; k < x->nmaps && !m; k++)
-            if (off >= x->maps[k]->exnode_offset &&
-                off + len <= x->maps[k]->exnode_offset + x->maps[k]->logical_length)
-                m = x->maps[k];
-        if (!m) {
-            fprintf(stderr, "bench_serve: no one mapping holds bytes %lld+%lld\n",
-                    (long long)off, (long long)len);
+    ibp_reader_t r = {x, ibp_client_new(NULL), 0, malloc(BLOCK)};
+    if (verify) { /* the file's checksum block, 1 MiB unless it says otherwise */
+        r.ck = BLOCK;
+        for (size_t k = 0; k < x->nmaps; k++)
+            if (x->maps[k]->func && strcmp(x->maps[k]->func->name, LORS_CHECKSUM_FUNC) == 0 &&
+                xnd_meta_get_int(&x->maps[k]->func->args, "blocksize", &r.ck) == XND_OK)
+                break;
+        if (r.ck < 1 || r.ck > BLOCK) {
+            fprintf(stderr, "bench_serve: %s: a checksum block of %lld bytes (1..1 MiB here)\n",
+                    xpath, (long long)r.ck);
             return 1;
         }
-        int64_t t0 = lns_mono_ns();
-        int rc = ibp_load(c, m->cap[XND_READ],
-                          (uint64_t)(off - m->exnode_offset + m->alloc_offset), (uint64_t)len,
-                          buf);
-        if (rc != IBP_OK) {
-            fprintf(stderr, "bench_serve: LOAD: %s\n", ibp_strerror(rc));
-            return 1;
-        }
-        unsigned char md[EVP_MAX_MD_SIZE];
-        if (verify && EVP_Digest(buf, (size_t)len, md, NULL, EVP_sha256(), NULL) != 1)
-            return 1;
-        if (i >= 0)
-            ms[i] = (double)(lns_mono_ns() - t0) / 1e6;
     }
-    print_lat(verify ? "ibp_verified" : "ibp", size, ms, n);
-    ibp_client_free(c);
+    int64_t *o = offsets(xnd_extent(x), size, n);
+    int bad = ibp_read(&r, NULL, 1, 0, err, sizeof err) != 1; /* opens the connections */
+    if (bad)
+        fprintf(stderr, "bench_serve: ibp: the first LOAD failed %s\n", err);
+    else
+        bad = time_reads(verify ? "ibp_verified" : "ibp", ibp_read, &r, o, size, n);
+    ibp_client_free(r.c);
     xnd_free(x);
-    free(buf);
-    free(ms);
+    free(r.buf);
     free(o);
-    return 0;
+    return bad;
 }
 
 static int64_t reader_read(void *arg, char *buf, int64_t size, int64_t off, char *err,
