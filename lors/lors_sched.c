@@ -260,6 +260,100 @@ static void rate_sample(const lors_sched_t *s, depot_t *dp, uint64_t bytes, uint
     }
 }
 
+/* ---- silent depots ---------------------------------------------------------------------- */
+
+/* A link that went down without a word (a crashed host, a cut cable) leaves its fetches
+ * waiting for bytes that will not come, until stall_ns.  How long a silence is suspicious
+ * depends on the depot: its fetches report bytes every gap_ns or so (a piece at the pace the
+ * depot has shown), and a fetch waits about its latency for the depot's reply.  A fetch that
+ * has heard nothing for SILENT_GAPS of its depot's gaps, or before the reply SILENT_LATS of
+ * its latencies more (never less than cfg.silent_ns, never more than stall_ns), is silent:
+ * its block gets a redundant fetch elsewhere at once, and its depot goes mute (no new fetches
+ * but an occasional probe) until it is heard from again.  A depot that only slowed down is
+ * heard from again with its next piece, and its gaps then stretch the limit to its new pace. */
+#define SILENT_GAPS 8
+#define SILENT_LATS 4
+#define PROBE_FIRST_NS 2000000000ull /* a mute depot's first probe after this, then doubled */
+#define PROBE_MAX_NS 60000000000ull
+
+static uint64_t silence_limit(const lors_sched_t *s, const fetch_t *f)
+{
+    const depot_t *dp = &s->dep[f->depot];
+    uint64_t t = SILENT_GAPS * dp->gap_ns;
+    if (t < s->cfg.silent_ns)
+        t = s->cfg.silent_ns;
+    if (!f->replied)
+        t += dp->lat_ns ? SILENT_LATS * dp->lat_ns : s->cfg.silent_ns;
+    if (s->cfg.stall_ns && t > s->cfg.stall_ns)
+        t = s->cfg.stall_ns;
+    return t;
+}
+
+/* Only a depot that has shown its pace (a reply or bytes) can be judged by it; until then
+ * only stall_ns counts. */
+static int judged(const lors_sched_t *s, const fetch_t *f)
+{
+    const depot_t *dp = &s->dep[f->depot];
+    return s->cfg.silent_ns && s->cfg.stall_ns && (dp->gap_ns || dp->lat_ns);
+}
+
+static int fetch_silent(const lors_sched_t *s, const fetch_t *f, uint64_t now)
+{
+    if (now <= f->last)
+        return 0;
+    if (s->cfg.stall_ns && now - f->last >= s->cfg.stall_ns)
+        return 1;
+    return judged(s, f) && now - f->last >= silence_limit(s, f);
+}
+
+static int fly_stalled(const lors_sched_t *s, const fly_t *e, uint64_t now)
+{
+    int n = 0;
+    for (int i = 0; i < e->n; i++)
+        n += fetch_silent(s, &s->fx[e->f[i]], now);
+    return n;
+}
+
+/* Mute the depots of silent fetches, and say which mute ones may take a probe now.  A probe
+ * that stays silent too doubles the wait for the next. */
+static void find_silent(lors_sched_t *s, uint64_t now)
+{
+    for (uint32_t i = 0; i < s->nfly; i++)
+        for (int k = 0; k < s->fly[i].n; k++) {
+            const fetch_t *f = &s->fx[s->fly[i].f[k]];
+            depot_t *dp = &s->dep[f->depot];
+            if (!fetch_silent(s, f, now) || (dp->mute && dp->probe_at != UINT64_MAX))
+                continue;
+            if (!dp->mute) {
+                dp->mute = 1;
+                dp->backoff = PROBE_FIRST_NS;
+                dp->st.silences++;
+            }
+            dp->probe_at = now + dp->backoff;
+            if (dp->backoff < PROBE_MAX_NS)
+                dp->backoff *= 2;
+        }
+    for (int d = 0; d < s->cfg.ndepots; d++) {
+        depot_t *dp = &s->dep[d];
+        dp->probe_ok = dp->mute && dp->st.active == 0 && now >= dp->probe_at;
+    }
+}
+
+/* Any reply or bytes from a depot: it is not silent. */
+static void heard(depot_t *dp)
+{
+    dp->mute = 0;
+    dp->probe_ok = 0;
+}
+
+/* May a new fetch (not a redundant one) start on the depot now? */
+static int depot_open(const depot_t *dp)
+{
+    if (dp->dead)
+        return 0;
+    return dp->mute ? dp->probe_ok : dp->st.active < dp->cap;
+}
+
 static double depot_score(const lors_sched_t *s, int d, double unknown)
 {
     const depot_t *dp = &s->dep[d];
@@ -281,7 +375,7 @@ static uint32_t choose_replica(const lors_sched_t *s, uint32_t b, const int *exc
     for (uint32_t r = bk->rep_head; r != NONE; r = s->rep[r].next) {
         const rep_t *rp = &s->rep[r];
         const depot_t *dp = &s->dep[rp->depot];
-        if (!lors__sched_rep_in_round(s, bk, rp) || dp->dead || dp->st.active >= dp->cap)
+        if (!lors__sched_rep_in_round(s, bk, rp) || !depot_open(dp) || (dp->mute && nexcl))
             continue;
         int skip = 0;
         for (int i = 0; i < nexcl; i++)
@@ -291,8 +385,11 @@ static uint32_t choose_replica(const lors_sched_t *s, uint32_t b, const int *exc
         double sc = depot_score(s, rp->depot, unknown);
         if (best != NONE) {
             const rep_t *bp = &s->rep[best];
-            int ba = s->dep[bp->depot].st.active;
-            if (sc < bscore || (sc == bscore && (dp->st.active > ba ||
+            int ba = s->dep[bp->depot].st.active, bm = s->dep[bp->depot].mute;
+            if (dp->mute != bm) { /* a probe only where no other depot can take the block */
+                if (dp->mute)
+                    continue;
+            } else if (sc < bscore || (sc == bscore && (dp->st.active > ba ||
                                                  (dp->st.active == ba && rp->depot >= bp->depot))))
                 continue;
         }
@@ -300,16 +397,6 @@ static uint32_t choose_replica(const lors_sched_t *s, uint32_t b, const int *exc
         bscore = sc;
     }
     return best;
-}
-
-static int fly_stalled(const lors_sched_t *s, const fly_t *e, uint64_t now)
-{
-    int n = 0;
-    if (!s->cfg.stall_ns)
-        return 0;
-    for (int i = 0; i < e->n; i++)
-        n += now - s->fx[e->f[i]].last >= s->cfg.stall_ns;
-    return n;
 }
 
 /* ---- fetch bookkeeping ------------------------------------------------------------------ */
@@ -398,6 +485,8 @@ static int fetch_start(lors_sched_t *s, uint32_t b, uint32_t r, uint64_t now, in
     f->bytes = 0;
     f->replied = 0;
     rp->tries++;
+    if (dp->mute) /* a probe: no other until it is heard from or falls silent too */
+        dp->probe_at = UINT64_MAX;
     dp->st.active++;
     dp->st.started++;
     s->tot.started++;
@@ -576,7 +665,7 @@ static uint32_t lowest_pending(lors_sched_t *s)
     uint32_t best = NONE;
     for (int d = 0; d < s->cfg.ndepots; d++) {
         depot_t *dp = &s->dep[d];
-        if (dp->dead || dp->st.active >= dp->cap)
+        if (!depot_open(dp))
             continue;
         while (dp->pend.n) {
             uint32_t b = dp->pend.v[0];
@@ -637,10 +726,17 @@ static uint64_t wait_hint(const lors_sched_t *s, uint64_t now)
         if (dp->dead && dp->retry_at > now && (!t || dp->retry_at < t))
             t = dp->retry_at;
     }
-    if (s->cfg.stall_ns && s->cfg.redundancy > 1)
+    for (int d = 0; d < s->cfg.ndepots; d++) {
+        const depot_t *dp = &s->dep[d];
+        if (dp->mute && dp->st.active == 0 && dp->probe_at > now && (!t || dp->probe_at < t))
+            t = dp->probe_at;
+    }
+    if (s->cfg.stall_ns)
         for (uint32_t i = 0; i < s->nfly; i++)
             for (int k = 0; k < s->fly[i].n; k++) {
-                uint64_t due = s->fx[s->fly[i].f[k]].last + s->cfg.stall_ns;
+                const fetch_t *f = &s->fx[s->fly[i].f[k]];
+                uint64_t lim = judged(s, f) ? silence_limit(s, f) : s->cfg.stall_ns;
+                uint64_t due = f->last + lim;
                 if (due > now && (!t || due < t))
                     t = due;
             }
@@ -678,6 +774,7 @@ static lors_sched_action_t decide(lors_sched_t *s, uint64_t now, lors_sched_fetc
             dp->consec = 0;
         }
     }
+    find_silent(s, now);
     lors__sched_rates(s, now);
 
     *redundant = 1;
@@ -746,8 +843,11 @@ int lors_sched_replied(lors_sched_t *s, uint64_t id, uint64_t now)
         depot_t *dp = &s->dep[f->depot];
         uint64_t lat = now - f->start;
         f->replied = 1;
+        if (now > f->last)
+            f->last = now;
         if (!dp->lat_ns || lat < dp->lat_ns)
             dp->lat_ns = lat ? lat : 1;
+        heard(dp);
     }
     return 0;
 }
@@ -758,8 +858,14 @@ int lors_sched_progress(lors_sched_t *s, uint64_t id, uint64_t bytes, uint64_t n
     if (!f)
         return LORS_SCHED_E_STALE;
     if (bytes > f->bytes) {
+        depot_t *dp = &s->dep[f->depot];
+        if (f->replied && now > f->last) { /* the pace of the depot's bytes */
+            uint64_t gap = now - f->last;
+            dp->gap_ns = dp->gap_ns ? (gap + 3 * dp->gap_ns) / 4 : gap;
+        }
         f->bytes = bytes;
         f->last = now;
+        heard(dp);
     }
     return 0;
 }
@@ -882,7 +988,7 @@ int lors_sched_stalled(const lors_sched_t *s, uint64_t now, uint64_t *out, int m
     for (uint32_t i = 0; i < s->nfly && n < max; i++)
         for (int k = 0; k < s->fly[i].n && n < max; k++) {
             uint32_t slot = s->fly[i].f[k];
-            if (now - s->fx[slot].last >= s->cfg.stall_ns)
+            if (now > s->fx[slot].last && now - s->fx[slot].last >= s->cfg.stall_ns)
                 out[n++] = fetch_id(s, slot);
         }
     return n;

@@ -44,6 +44,9 @@ typedef struct lors_sched_cfg {
     int fail_limit;           /* K consecutive failures mark a depot dead; 0 = never */
     uint64_t dead_retry_ns;   /* a depot marked dead by K failures is retried after this; 0 = never */
     uint64_t stall_ns;        /* no progress for this long: stalled; 0 = no stall detection */
+    uint64_t silent_ns;       /* the least silence (no reply, no bytes) that makes a depot
+                               * suspect, before its own measured pace stretches it
+                               * (docs/scheduler.md, "Silent depots"); 0 = only stall_ns */
     double ewma_alpha;        /* weight of the newest throughput sample, (0, 1] */
     int endgame;              /* nothing pending: idle streams duplicate the lowest in-flight block */
     int any_order;            /* the writer takes done blocks in any order (an output it can
@@ -95,6 +98,7 @@ typedef struct lors_sched_depot_stats {
     uint64_t cancelled;         /* fetches here that lost to another and were cancelled */
     uint64_t failures;          /* fetches here that failed (any kind) */
     uint64_t bad_data;          /* ... of which delivered bad data */
+    uint64_t silences;          /* times the depot fell silent (its fetches rescued elsewhere) */
 } lors_sched_depot_stats_t;
 
 typedef struct lors_sched_totals {
@@ -105,7 +109,8 @@ typedef struct lors_sched_totals {
     int in_flight;
 } lors_sched_totals_t;
 
-/* Defaults: R 2, P 3, cap 4, K 3, dead retry 30 s, stall 10 s, alpha 0.3, endgame on. */
+/* Defaults: R 2, P 3, cap 4, K 3, dead retry 30 s, stall 10 s, silence 1 s, alpha 0.3,
+ * endgame on. */
 void lors_sched_cfg_init(lors_sched_cfg_t *cfg);
 
 /* NULL on a bad configuration (errno EINVAL) or out of memory (ENOMEM). */

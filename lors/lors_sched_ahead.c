@@ -85,7 +85,7 @@ void lors__sched_lookahead(const lors_sched_t *s, uint32_t *b, uint32_t *r)
 
     for (int d = 0; d < s->cfg.ndepots; d++) {
         const depot_t *dp = &s->dep[d];
-        if (d != d0 && !dp->dead && dp->known && dp->st.active == 0 && dp->cap > 0 &&
+        if (d != d0 && !dp->dead && !dp->mute && dp->known && dp->st.active == 0 && dp->cap > 0 &&
             dp->bps > 0 && (di < 0 || dp->bps > s->dep[di].bps))
             di = d;
     }
@@ -104,7 +104,8 @@ void lors__sched_lookahead(const lors_sched_t *s, uint32_t *b, uint32_t *r)
     double tf = HUGE_VAL;
     for (int d = 0; d < s->cfg.ndepots; d++) {
         const depot_t *dp = &s->dep[d];
-        if (!dp->dead && dp->known && dp->fetch_bps > 0 && len / dp->fetch_bps * 1e9 < tf)
+        if (!dp->dead && !dp->mute && dp->known && dp->fetch_bps > 0 &&
+            len / dp->fetch_bps * 1e9 < tf)
             tf = len / dp->fetch_bps * 1e9;
     }
     if (t0 > need0 + 2 * tf && (lb = lookahead_block(s, d0, t0, agg, b0 + 1, 1, &ri)) != NONE) {

@@ -72,6 +72,12 @@ typedef struct depot {
     double cut;        /* lors__sched_rates: sum over the fetches in flight of block / age */
     int cut_n;         /* ... their number; -1 when one has just started */
     uint64_t lat_ns;   /* least time from a fetch's start to the depot's reply; 0 = none yet */
+    uint64_t gap_ns;   /* EWMA of the time between two reports of bytes from its fetches */
+    int mute;          /* fell silent (silence_limit) and not heard from since: no new
+                        * fetches but a probe, no redundant ones */
+    int probe_ok;      /* mute, idle and its probe time has come (refreshed by find_silent) */
+    uint64_t probe_at; /* mute: when a probe may go; UINT64_MAX while one is out */
+    uint64_t backoff;  /* mute: the wait before the next probe, doubled by each silent one */
     heap_t pend;
     lors_sched_depot_stats_t st;
 } depot_t;

@@ -22,6 +22,7 @@ void lors_sched_cfg_init(lors_sched_cfg_t *cfg)
     cfg->fail_limit = 3;
     cfg->dead_retry_ns = 30ull * 1000000000ull;
     cfg->stall_ns = 10ull * 1000000000ull;
+    cfg->silent_ns = 1000000000ull;
     cfg->ewma_alpha = 0.3;
     cfg->endgame = 1;
 }
