@@ -28,14 +28,19 @@
 # A round: ours then the peer (the order alternates each round), each from a fresh start of every
 # host (rates reset, killed depots restarted) with the scenario's events replayed while it runs;
 # "at N%" fires when the client namespace has received N% of the file's bytes (wire bytes, read
-# from the namespace's interface counters, so the same rule holds for both clients).  Each client's
-# output is checked with sha256 against the source.  The physical limit is the ideal completion
-# time of a fluid model in which every live link runs at its full rate throughout (the capacity
-# schedule of the events): the figure is reported as a fraction of it.
+# from the namespace's interface counters, so the same rule holds for both clients); events fire
+# in the order they come due, and a killed or crashed host stays dead for the round.  Each
+# client's output is checked with sha256 against the source.  The physical limit is the ideal
+# completion time of a fluid model in which every live link runs at its full rate throughout
+# (the capacity schedule of the events), the placement limit the same for a client that takes
+# each fragment only from the hosts holding it (limits.sh; tests/wan/check_limits.sh checks
+# both): the figures are reported as fractions of them.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/wan/testbed.sh
 . "$HERE/testbed.sh"
+# shellcheck source=tests/wan/limits.sh
+. "$HERE/limits.sh"
 
 SCN=${1:?usage: run_scenario.sh SCENARIO.scn}
 [ -r "$SCN" ] || { echo "run_scenario: $SCN: cannot read" >&2; exit 2; }
@@ -121,123 +126,52 @@ if [ -n "$PEER" ] && ! command -v aria2c >/dev/null; then
     echo "run_scenario: aria2c not installed (scripts/install-deps.sh --bench)" >&2; exit 2
 fi
 
-# parse_event "WHEN WORDS...": sets when, i (host index), what (kill|rate), val.  The words
-# may come in either order: "at 30% kill host3", "at 10s host2 rate 1mbit".
-parse_event() {
-    local w
-    set -- $1
-    when=$1; shift; i=""; what=""; val=""
-    while [ $# -gt 0 ]; do
-        w=$1; shift
-        case $w in
-        host[0-9]*) i=${w#host} ;;
-        kill) what=kill ;;
-        crash) what=crash ;;
-        rate) what=rate; val=${1:-}; shift || true ;;
-        *) echo "run_scenario: event 'at $when ...': unknown word $w" >&2; exit 2 ;;
-        esac
-    done
-    if [ -z "$i" ] || [ -z "$what" ] || [ "$i" -lt 1 ] || [ "$i" -gt "$N" ]; then
-        echo "run_scenario: event 'at $when ...': needs hostI (1..$N) and kill, crash or rate R" >&2; exit 2
-    fi
-}
-
-# ---- the ideal time: a fluid model over the capacity schedule -----------------------------
-# Events as "t SECONDS|f FRACTION  host I  rate MBIT|kill"; 1 ms steps.  PLACED=1: the limit
-# of a client that can take each fragment only from the hosts that hold a copy of it
-# (lors_upload puts copy k of fragment j on host (j*copies + k) mod hosts): the events fire
-# when the placement-free model has them fire, and the time is the largest, over every set S
-# of fragments, of the time at which the hosts holding any of S have together sent S's
-# bytes (Hall's condition of the transportation problem; 2^fragments sets, fragments <= 16).
-ideal_time() {
-    local spec="" e when what val i
-    for i in $(seq 1 "$N"); do spec+="r $i $(tb_mbit "${RATES[$((i - 1))]}");"; done
-    for e in "${EVENTS[@]}"; do
-        parse_event "$e"
-        case $when in
-        *%) spec+="f ${when%\%} $i" ;;
-        *s) spec+="t ${when%s} $i" ;;
-        *) spec+="t $when $i" ;;
-        esac
-        if [ "$what" != rate ]; then spec+=" 0;"; else spec+=" $(tb_mbit "$val");"; fi
-    done
-    awk -v spec="$spec" -v size="$SIZE" -v placed="${PLACED:-0}" -v nf="$FRAGS" \
-        -v nc="$COPIES" -v nh="$N" 'BEGIN {
-        ne = 0; n = split(spec, items, ";")
-        for (k = 1; k <= n; k++) {
-            if (split(items[k], w, " ") < 3) continue
-            if (w[1] == "r") { rate[w[2]] = w[3]; start[w[2]] = w[3] }
-            else { ne++; kind[ne] = w[1]; at[ne] = w[2]; host[ne] = w[3]; val[ne] = w[4]; done[ne] = 0 }
-        }
-        t = 0; got = 0; dt = 0.001
-        while (got < size * 8 && t < 1e5) {
-            for (e = 1; e <= ne; e++)
-                if (!done[e] && ((kind[e] == "t" && t >= at[e]) ||
-                                 (kind[e] == "f" && got >= at[e] / 100 * size * 8))) {
-                    rate[host[e]] = val[e]; done[e] = 1; fired[e] = t
-                }
-            c = 0; for (h in rate) c += rate[h] * 1e6
-            if (c <= 0) { t = 1e5; break }
-            got += c * dt; t += dt
-        }
-        if (!placed || nf > 16 || nc >= nh) { printf "%.3f\n", t; exit }
-        for (e = 1; e <= ne; e++)            # events that never fired in time: never
-            if (!done[e]) fired[e] = 1e9
-        for (j = 0; j < nf; j++)
-            for (k = 0; k < nc; k++) holds[(j * nc + k) % nh + 1, j] = 1
-        fbits = size * 8 / nf
-        worst = 0
-        for (m = 1; m < 2 ^ nf; m++) {
-            demand = 0; delete in_s
-            for (j = 0; j < nf; j++)
-                if (int(m / 2 ^ j) % 2) {
-                    demand += fbits
-                    for (h = 1; h <= nh; h++) if ((h, j) in holds) in_s[h] = 1
-                }
-            for (h = 1; h <= nh; h++) r[h] = start[h]
-            tt = 0; sent = 0; last = 0
-            while (1) {                      # the next change of any of these hosts rates
-                nxt = 1e9; ne2 = 0
-                for (e = 1; e <= ne; e++)
-                    if (fired[e] >= tt && fired[e] < nxt && !(e in applied)) nxt = fired[e]
-                cap = 0; for (h in in_s) cap += r[h] * 1e6
-                if (cap > 0 && sent + cap * (nxt - tt) >= demand) { tt += (demand - sent) / cap; break }
-                if (nxt >= 1e9) { tt = 1e5; break }
-                sent += cap * (nxt - tt); tt = nxt
-                for (e = 1; e <= ne; e++)
-                    if (fired[e] == nxt && !(e in applied)) { r[host[e]] = val[e]; applied[e] = 1 }
-            }
-            delete applied
-            if (tt > worst) worst = tt
-        }
-        printf "%.3f\n", (worst > t) ? worst : t  # parenthesized: a bare > redirects
-    }'
-}
-
 # ---- events during a run -----------------------------------------------------------------
-# run_events BASE_RX START: replay the events in order (each waits for its time or byte share).
+# run_events BASE_RX START: replay the events as they come due, whichever their kind ("at 10s":
+# that long after START; "at 30%": that share of the file's bytes received since BASE_RX),
+# polled every 20 ms, in the order ideal_time has them fire (events due together: in the
+# file's order).  A host killed or crashed stays dead for the round: a later rate event of it
+# is skipped (and logged as ignored), as in ideal_time.
 run_events() {
-    local base=$1 start=$2 e when what val i target el
-    for e in "${EVENTS[@]}"; do
-        parse_event "$e"
+    local base=$1 start=$2 n=${#EVENTS[@]} k left rx now_us start_us el_us el when what val i
+    local -a kinds=() targets=() hosts=() whats=() vals=() fired=() dead=()
+    start_us=${start#*.}
+    start_us=$(( ${start%.*} * 1000000 + 10#${start_us:0:6} ))
+    for ((k = 0; k < n; k++)); do
+        parse_event "${EVENTS[k]}"
         case $when in
-        *%) target=$(awk -v f="${when%\%}" -v s="$SIZE" -v b="$base" 'BEGIN { printf "%.0f", b + f / 100 * s }')
-            while [ "$(tb_rx_bytes)" -lt "$target" ]; do sleep 0.02; done ;;
-        *) target=${when%s}
-           while :; do
-               el=$(awk -v s="$start" -v n="$(now)" 'BEGIN { print (n - s >= '"$target"') ? 1 : 0 }')
-               [ "$el" = 1 ] && break
-               sleep 0.02
-           done ;;
+        *%) kinds[k]=p
+            targets[k]=$(awk -v f="${when%\%}" -v s="$SIZE" -v b="$base" 'BEGIN { printf "%.0f", b + f / 100 * s }') ;;
+        *) kinds[k]=t
+           targets[k]=$(awk -v t="${when%s}" 'BEGIN { printf "%.0f", t * 1e6 }') ;;
         esac
-        el=$(awk -v s="$start" -v n="$(now)" 'BEGIN { printf "%.2f", n - s }')
-        case $what in
-        kill) tb_kill "$i" ;;
-        crash) tb_crash "$i" ;;
-        rate) tb_rate "$i" "$val" ;;
-        *) echo "run_scenario: unknown event '$e'" >&2 ;;
-        esac
-        echo "  event at ${el}s (rx $(( $(tb_rx_bytes) - base )) B): host$i $what ${val:-}" >&2
+        hosts[k]=$i; whats[k]=$what; vals[k]=$val
+    done
+    left=$n
+    while [ "$left" -gt 0 ]; do
+        rx=$(tb_rx_bytes)
+        now_us=${EPOCHREALTIME//[!0-9]/}
+        for ((k = 0; k < n; k++)); do
+            [ -z "${fired[k]:-}" ] || continue
+            if [ "${kinds[k]}" = p ]; then [ "$rx" -ge "${targets[k]}" ] || continue
+            else [ $((now_us - start_us)) -ge "${targets[k]}" ] || continue; fi
+            fired[k]=1; left=$((left - 1))
+            i=${hosts[k]}; what=${whats[k]}; val=${vals[k]}
+            el_us=$(( ${EPOCHREALTIME//[!0-9]/} - start_us ))
+            el=$(printf '%d.%02d' $((el_us / 1000000)) $((el_us % 1000000 / 10000)))
+            case $what in
+            kill) tb_kill "$i"; dead[i]=1 ;;
+            crash) tb_crash "$i"; dead[i]=1 ;;
+            rate)
+                if [ -n "${dead[i]:-}" ]; then
+                    echo "  event at ${el}s (rx $(( $(tb_rx_bytes) - base )) B): host$i rate $val ignored (host$i is dead this round)" >&2
+                    continue
+                fi
+                tb_rate "$i" "$val" ;;
+            esac
+            echo "  event at ${el}s (rx $(( $(tb_rx_bytes) - base )) B): host$i $what ${val:-}" >&2
+        done
+        [ "$left" -eq 0 ] || sleep 0.02
     done
 }
 
@@ -335,6 +269,8 @@ tb_client "$TB_BIN/lors_upload" --no-rc --no-report --quiet --depot-list "$LIST"
 for i in $(seq 1 "$N"); do tb_rate "$i" "${RATES[$((i - 1))]}"; done
 IDEAL=$(ideal_time)
 IDEAL_PL=$(PLACED=1 ideal_time)
+# Erasure-coded pieces are not copies: their placement is not modelled (the payload limit).
+case " $UPLOAD_FLAGS " in *" --ec "*) IDEAL_PL=$IDEAL ;; esac
 AGG=$(for r in "${RATES[@]}"; do tb_mbit "$r"; echo; done | awk '{ s += $1 } END { printf "%g", s }')
 
 echo "== $NAME ($SCN)"
