@@ -1,6 +1,8 @@
 #!/bin/bash
 # run_scenario.sh -- run one WAN scenario (tests/wan/scenarios/*.scn) on the namespace testbed:
-# lors_download against aria2c on the same hosts, same run, medians of the rounds.
+# lors_download against aria2c on the same hosts, same run, medians of the rounds.  With fewer
+# copies than hosts aria2c gets the exNode's placement (each fragment from the hosts holding a
+# copy of it, from nginx); with full replicas, or WAN_PEER_FULL=1, the whole file from every host.
 #
 #   tests/wan/run_scenario.sh SCENARIO.scn
 #
@@ -11,7 +13,8 @@
 # DIR/ours.<round>.netlog from lors_download), WAN_MEDIA (the videos' directory, default
 # build/media, made there by tests/media/make_videos.sh when missing), WAN_CLIENT (flags added
 # after the scenario's "client" flags, e.g. "-t 16" for a what-if run), WAN_PEER (replaces "peer"),
-# WAN_PIPE=1 (lors_download writes to a pipe, in order, instead of to a file in place).
+# WAN_PIPE=1 (lors_download writes to a pipe, in order, instead of to a file in place),
+# WAN_PEER_FULL=1 (aria2c reads the whole file from every host even with fewer copies than hosts).
 #
 # Scenario format (one directive a line, # comments; docs/wan-testbed.md):
 #   name TEXT | size N | copies N | fragments N | runs N
@@ -20,6 +23,8 @@
 #   at 10s host2 rate 1mbit | at 30% kill host3 | at 12s crash host1
 #     (kill: SIGKILL the host's depot and nginx; crash: also take its link down, silently)
 #   client FLAGS...   extra lors_download flags;  peer FLAGS...  aria2c flags ("peer none": no peer)
+#     (aria2c, same placement: -i with one entry per fragment, its URIs the nginx of the hosts
+#      holding it, -j FRAGMENTS -s COPIES FLAGS; whole file: -s HOSTS FLAGS, every host's nginx)
 #   client play FLAGS...  stream with lors_play --player paced --headless FLAGS instead (no peer):
 #                     the figure is lns_paced's underrun count and duration per round
 #   media NAME | bitrate RATE | upload FLAGS...   the file is video NAME (from WAN_MEDIA) instead
@@ -125,6 +130,15 @@ PEER=yes
 if [ -n "$PEER" ] && ! command -v aria2c >/dev/null; then
     echo "run_scenario: aria2c not installed (scripts/install-deps.sh --bench)" >&2; exit 2
 fi
+# The peer's placement: with fewer copies than hosts, aria2c takes each fragment only from the
+# hosts holding a copy of it (as lors_download must); with full replicas the whole file from
+# every host is the same thing (the old path).  WAN_PEER_FULL=1: the whole file anyway.
+PEER_MODE=full
+if [ -n "$PEER" ] && [ "$COPIES" -lt "$N" ] && [ -z "${WAN_PEER_FULL:-}" ]; then
+    PEER_MODE=placed
+    command -v jq >/dev/null || { echo "run_scenario: jq not installed (the peer's placement)" >&2; exit 2; }
+    [ -x "$TB_BIN/lors_ls" ] || { echo "run_scenario: $TB_BIN/lors_ls: not built" >&2; exit 2; }
+fi
 
 # ---- events during a run -----------------------------------------------------------------
 # run_events BASE_RX START: replay the events as they come due, whichever their kind ("at 10s":
@@ -193,6 +207,7 @@ timed() {
     local side=$1 round=$2 out base start end pid evpid rc=0 i urls=()
     out=$TB_WORK/out.$side
     rm -f "$out" "$out.aria2"
+    rm -rf "$TB_WORK/out.frags"
     reset_hosts
     sync
     base=$(tb_rx_bytes)
@@ -213,6 +228,13 @@ timed() {
         # shellcheck disable=SC2086
         tb_client $TIME_CMD "$TB_BIN/lors_download" -V --no-report --no-rc "${netlog[@]}" $CLIENT_FLAGS \
             -o "$out" "$TB_WORK/file.xnd" 2>"$TB_WORK/ours.$round.report" &
+    elif [ "$PEER_MODE" = placed ]; then
+        # aria2c, same placement: every fragment at once (-j), each from its holders (-s).
+        mkdir -p "$TB_WORK/out.frags"
+        # shellcheck disable=SC2086
+        tb_client $TIME_CMD aria2c -q -i "$TB_WORK/peer.input" -j "$NFRAG" -s "$COPIES" $PEER_FLAGS \
+            --file-allocation=none --max-tries=0 --retry-wait=1 --allow-overwrite=true \
+            --auto-file-renaming=false -d "$TB_WORK/out.frags" >"$TB_WORK/peer.$round.log" 2>&1 &
     else
         for i in $(seq 1 "$N"); do urls+=("http://$(tb_addr "$i")/file"); done
         # shellcheck disable=SC2086
@@ -231,6 +253,11 @@ timed() {
         echo "run_scenario: $side round $round: exit $rc" >&2
         tail -5 "$TB_WORK/ours.$round.report" "$TB_WORK/peer.$round.log" 2>/dev/null >&2 || true
         T=fail; return 0
+    fi
+    if [ "$side" = peer ] && [ "$PEER_MODE" = placed ]; then
+        # Untimed: the fragments, in order, make the file.
+        for ((i = 0; i < NFRAG; i++)); do cat "$TB_WORK/out.frags/frag.$i" || true; done >"$out" 2>/dev/null
+        rm -rf "$TB_WORK/out.frags"
     fi
     if [ "$(sha256sum <"$out" | cut -d' ' -f1)" != "$SUM" ]; then
         echo "run_scenario: $side round $round: output differs from the source" >&2
@@ -266,6 +293,36 @@ for i in $(seq 1 "$N"); do LIST+="${LIST:+,}$(tb_addr "$i"):6714"; done
 # shellcheck disable=SC2086
 tb_client "$TB_BIN/lors_upload" --no-rc --no-report --quiet --depot-list "$LIST" -c "$COPIES" \
     -F "$FRAGS" -d 1d $UPLOAD_FLAGS -o "$TB_WORK/file.xnd" "$TB_WORK/www/file"
+# The fair peer's files (untimed): the exNode's file ranges as www/frag.0, frag.1, ..., and
+# aria2c's input: per fragment, the URIs of the nginx of every host holding a copy of it
+# (depot 10.77.I.2 is host I, its nginx on the same address), then "  out=frag.J".
+if [ "$PEER_MODE" = placed ]; then
+    "$TB_BIN/lors_ls" --json --no-probe --no-rc "$TB_WORK/file.xnd" >"$TB_WORK/xnd.json"
+    # One line per file range, in file order: OFFSET LENGTH ADDRESS...
+    jq -r '.mappings | group_by([.offset, .length]) | sort_by(.[0].offset)[]
+           | "\(.[0].offset) \(.[0].length) \(map(.depot | sub(":.*$"; "")) | unique | join(" "))"' \
+        "$TB_WORK/xnd.json" >"$TB_WORK/ranges"
+    # The ranges must tile the file, their depots be testbed hosts.
+    if ! awk -v size="$SIZE" '{ if ($1 != end || NF < 3) exit 1; end = $1 + $2
+             for (k = 3; k <= NF; k++) if ($k !~ /^10\.77\.[0-9]+\.2$/) exit 1 }
+             END { exit (end == size) ? 0 : 1 }' "$TB_WORK/ranges"; then
+        echo "run_scenario: the exNode's ranges do not tile the file (or name unknown depots):" \
+            "aria2c reads the whole file from every host" >&2
+        PEER_MODE=full
+    fi
+fi
+if [ "$PEER_MODE" = placed ]; then
+    NFRAG=0
+    : >"$TB_WORK/peer.input"
+    while read -r off len addrs; do
+        dd if="$TB_WORK/www/file" of="$TB_WORK/www/frag.$NFRAG" bs=1M iflag=skip_bytes,count_bytes \
+            skip="$off" count="$len" status=none
+        uris=""
+        for a in $addrs; do uris+="${uris:+$'\t'}http://$a/frag.$NFRAG"; done
+        printf '%s\n  out=frag.%d\n' "$uris" "$NFRAG" >>"$TB_WORK/peer.input"
+        NFRAG=$((NFRAG + 1))
+    done <"$TB_WORK/ranges"
+fi
 for i in $(seq 1 "$N"); do tb_rate "$i" "${RATES[$((i - 1))]}"; done
 IDEAL=$(ideal_time)
 IDEAL_PL=$(PLACED=1 ideal_time)
@@ -279,7 +336,16 @@ echo "hosts: ${RATES[*]} (latency ms: ${LATS[*]}); file $SIZE_ARG, $COPIES copie
 [ -n "$MEDIA" ] && echo "media: $MEDIA, $SIZE bytes${BITRATE:+ at $BITRATE bit/s: $(awk -v s="$SIZE" -v b="$(tb_mbit "$BITRATE")" 'BEGIN { printf "%.1f", s * 8 / b / 1e6 }') s of stream}"
 if [ "$MODE" = play ]; then OURS="lors_play --player paced --headless$CLIENT_FLAGS (underruns: lns_paced)"
 else OURS="lors_download $CLIENT_FLAGS"; fi
-echo "ours: $OURS; peer: $([ -n "$PEER" ] && echo "aria2c -s$N $PEER_FLAGS" || echo none)"
+PEER_NOTE=""
+if [ -z "$PEER" ]; then PEER_DESC=none; PEER_NAME=""
+elif [ "$PEER_MODE" = placed ]; then
+    PEER_NAME="aria2c (same placement)"; PEER_NOTE=", same placement"
+    PEER_DESC="aria2c, same placement: -i (each of the $NFRAG fragments from the nginx of the hosts holding it) -j $NFRAG -s $COPIES $PEER_FLAGS"
+else
+    PEER_NAME="aria2c (whole file)"
+    PEER_DESC="aria2c, whole file: -s$N $PEER_FLAGS (every host's nginx as a mirror)"
+fi
+echo "ours: $OURS; peer: $PEER_DESC"
 echo "physical limit: aggregate $AGG Mbit/s, ideal time $IDEAL s ($(awk -v s="$SIZE" -v t="$IDEAL" 'BEGIN { printf "%.1f", s * 8 / t / 1e6 }') Mbit/s over the schedule)"
 # The caps (tc tbf) count whole frames: a full TCP segment carries 1448 bytes of data (MSS with
 # timestamps) in a 1514-byte Ethernet frame, so no client can move file bytes faster than
@@ -288,10 +354,13 @@ PAYLOAD_EFF=$(awk 'BEGIN { printf "%.4f", 1448 / 1514 }')
 IDEAL_P=$(awk -v i="$IDEAL" -v e="$PAYLOAD_EFF" 'BEGIN { printf "%.3f", i / e }')
 echo "payload limit: $IDEAL_P s (headers: 1448 data bytes per 1514-byte frame, $PAYLOAD_EFF of the caps)"
 IDEAL_PLP=$(awk -v i="$IDEAL_PL" -v e="$PAYLOAD_EFF" 'BEGIN { printf "%.3f", i / e }')
-echo "placement limit: $IDEAL_PLP s of payload (each fragment only from the $COPIES hosts holding it; aria2c reads every host's whole file)"
+if [ "$PEER_MODE" = placed ]; then PL_PEER="aria2c too"
+elif [ -n "$PEER" ] && [ "$COPIES" -lt "$N" ]; then PL_PEER="aria2c reads every host's whole file"
+else PL_PEER="every host holds every byte"; fi
+echo "placement limit: $IDEAL_PLP s of payload (each fragment only from the $COPIES hosts holding it; $PL_PEER)"
 
 # Untimed warm-up: page caches of the depots' files and nginx's file.
-cat "$TB_WORK"/h*/res/* "$TB_WORK/www/file" >/dev/null 2>&1 || true
+cat "$TB_WORK"/h*/res/* "$TB_WORK"/www/* >/dev/null 2>&1 || true
 : >"$TB_WORK/t.ours"; : >"$TB_WORK/t.peer"; : >"$TB_WORK/ratio"
 for r in $(seq 1 "$RUNS"); do
     if [ $((r % 2)) = 1 ]; then order="ours peer"; else order="peer ours"; fi
@@ -332,11 +401,12 @@ if [ "$MODE" = play ]; then
     UNDERRUNS=$(tr '\n' ' ' <"$TB_WORK/underruns")
     echo "result: underruns per round: ${UNDERRUNS}(target 0)"
 fi
-[ -n "$PEER" ] && echo "result: aria2c median ${MP}s = $(mbit "$MP") Mbit/s, $(awk -v i="$IDEAL_P" -v t="$MP" 'BEGIN { if (t == "nan") print "-"; else printf "%.3f", i / t }') of the payload limit; ratio ours/aria2c (speed, median of per-round) $MR"
+frac() { awk -v i="$1" -v t="$2" 'BEGIN { if (t == "nan") print "-"; else printf "%.3f", i / t }'; }
+[ -n "$PEER" ] && echo "result: $PEER_NAME median ${MP}s = $(mbit "$MP") Mbit/s, $(frac "$IDEAL_P" "$MP") of the payload limit, $(frac "$IDEAL_PLP" "$MP") of the placement limit; ratio ours/aria2c (speed, median of per-round) $MR"
 if [ -n "${WAN_RESULTS:-}" ]; then
     printf '| %s | %s | %s | %s | %s Mbit/s, %s s | %s s (%s Mbit/s) | %s | %s | %s | %s |\n' \
         "$NAME" "$N" "$SIZE_ARG" "$RUNS" "$AGG" "$IDEAL" "$MO" "$(mbit "$MO")" "$OF ($OFP of payload)" \
-        "${PEER:+$MP s ($(mbit "$MP") Mbit/s)}${UNDERRUNS:+underruns per round: $UNDERRUNS}" "${PEER:+$MR}" \
+        "${PEER:+$MP s ($(mbit "$MP") Mbit/s$PEER_NOTE)}${UNDERRUNS:+underruns per round: $UNDERRUNS}" "${PEER:+$MR}" \
         "$FAILS" >>"$WAN_RESULTS"
 fi
 [ "$FAILS" -eq 0 ]
