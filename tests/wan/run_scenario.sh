@@ -1,6 +1,8 @@
 #!/bin/bash
 # run_scenario.sh -- run one WAN scenario (tests/wan/scenarios/*.scn) on the namespace testbed:
-# lors_download against aria2c on the same hosts, same run, medians of the rounds.
+# lors_download against aria2c on the same hosts, same run, medians of the rounds.  With fewer
+# copies than hosts aria2c gets the exNode's placement (each fragment from the hosts holding a
+# copy of it, from nginx); with full replicas, or WAN_PEER_FULL=1, the whole file from every host.
 #
 #   tests/wan/run_scenario.sh SCENARIO.scn
 #
@@ -11,7 +13,8 @@
 # DIR/ours.<round>.netlog from lors_download), WAN_MEDIA (the videos' directory, default
 # build/media, made there by tests/media/make_videos.sh when missing), WAN_CLIENT (flags added
 # after the scenario's "client" flags, e.g. "-t 16" for a what-if run), WAN_PEER (replaces "peer"),
-# WAN_PIPE=1 (lors_download writes to a pipe, in order, instead of to a file in place).
+# WAN_PIPE=1 (lors_download writes to a pipe, in order, instead of to a file in place),
+# WAN_PEER_FULL=1 (aria2c reads the whole file from every host even with fewer copies than hosts).
 #
 # Scenario format (one directive a line, # comments; docs/wan-testbed.md):
 #   name TEXT | size N | copies N | fragments N | runs N
@@ -20,6 +23,8 @@
 #   at 10s host2 rate 1mbit | at 30% kill host3 | at 12s crash host1
 #     (kill: SIGKILL the host's depot and nginx; crash: also take its link down, silently)
 #   client FLAGS...   extra lors_download flags;  peer FLAGS...  aria2c flags ("peer none": no peer)
+#     (aria2c, same placement: -i with one entry per fragment, its URIs the nginx of the hosts
+#      holding it, -j FRAGMENTS -s COPIES FLAGS; whole file: -s HOSTS FLAGS, every host's nginx)
 #   client play FLAGS...  stream with lors_play --player paced --headless FLAGS instead (no peer):
 #                     the figure is lns_paced's underrun count and duration per round
 #   media NAME | bitrate RATE | upload FLAGS...   the file is video NAME (from WAN_MEDIA) instead
@@ -28,14 +33,19 @@
 # A round: ours then the peer (the order alternates each round), each from a fresh start of every
 # host (rates reset, killed depots restarted) with the scenario's events replayed while it runs;
 # "at N%" fires when the client namespace has received N% of the file's bytes (wire bytes, read
-# from the namespace's interface counters, so the same rule holds for both clients).  Each client's
-# output is checked with sha256 against the source.  The physical limit is the ideal completion
-# time of a fluid model in which every live link runs at its full rate throughout (the capacity
-# schedule of the events): the figure is reported as a fraction of it.
+# from the namespace's interface counters, so the same rule holds for both clients); events fire
+# in the order they come due, and a killed or crashed host stays dead for the round.  Each
+# client's output is checked with sha256 against the source.  The physical limit is the ideal
+# completion time of a fluid model in which every live link runs at its full rate throughout
+# (the capacity schedule of the events), the placement limit the same for a client that takes
+# each fragment only from the hosts holding it (limits.sh; tests/wan/check_limits.sh checks
+# both): the figures are reported as fractions of them.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/wan/testbed.sh
 . "$HERE/testbed.sh"
+# shellcheck source=tests/wan/limits.sh
+. "$HERE/limits.sh"
 
 SCN=${1:?usage: run_scenario.sh SCENARIO.scn}
 [ -r "$SCN" ] || { echo "run_scenario: $SCN: cannot read" >&2; exit 2; }
@@ -120,124 +130,62 @@ PEER=yes
 if [ -n "$PEER" ] && ! command -v aria2c >/dev/null; then
     echo "run_scenario: aria2c not installed (scripts/install-deps.sh --bench)" >&2; exit 2
 fi
-
-# parse_event "WHEN WORDS...": sets when, i (host index), what (kill|rate), val.  The words
-# may come in either order: "at 30% kill host3", "at 10s host2 rate 1mbit".
-parse_event() {
-    local w
-    set -- $1
-    when=$1; shift; i=""; what=""; val=""
-    while [ $# -gt 0 ]; do
-        w=$1; shift
-        case $w in
-        host[0-9]*) i=${w#host} ;;
-        kill) what=kill ;;
-        crash) what=crash ;;
-        rate) what=rate; val=${1:-}; shift || true ;;
-        *) echo "run_scenario: event 'at $when ...': unknown word $w" >&2; exit 2 ;;
-        esac
-    done
-    if [ -z "$i" ] || [ -z "$what" ] || [ "$i" -lt 1 ] || [ "$i" -gt "$N" ]; then
-        echo "run_scenario: event 'at $when ...': needs hostI (1..$N) and kill, crash or rate R" >&2; exit 2
-    fi
-}
-
-# ---- the ideal time: a fluid model over the capacity schedule -----------------------------
-# Events as "t SECONDS|f FRACTION  host I  rate MBIT|kill"; 1 ms steps.  PLACED=1: the limit
-# of a client that can take each fragment only from the hosts that hold a copy of it
-# (lors_upload puts copy k of fragment j on host (j*copies + k) mod hosts): the events fire
-# when the placement-free model has them fire, and the time is the largest, over every set S
-# of fragments, of the time at which the hosts holding any of S have together sent S's
-# bytes (Hall's condition of the transportation problem; 2^fragments sets, fragments <= 16).
-ideal_time() {
-    local spec="" e when what val i
-    for i in $(seq 1 "$N"); do spec+="r $i $(tb_mbit "${RATES[$((i - 1))]}");"; done
-    for e in "${EVENTS[@]}"; do
-        parse_event "$e"
-        case $when in
-        *%) spec+="f ${when%\%} $i" ;;
-        *s) spec+="t ${when%s} $i" ;;
-        *) spec+="t $when $i" ;;
-        esac
-        if [ "$what" != rate ]; then spec+=" 0;"; else spec+=" $(tb_mbit "$val");"; fi
-    done
-    awk -v spec="$spec" -v size="$SIZE" -v placed="${PLACED:-0}" -v nf="$FRAGS" \
-        -v nc="$COPIES" -v nh="$N" 'BEGIN {
-        ne = 0; n = split(spec, items, ";")
-        for (k = 1; k <= n; k++) {
-            if (split(items[k], w, " ") < 3) continue
-            if (w[1] == "r") { rate[w[2]] = w[3]; start[w[2]] = w[3] }
-            else { ne++; kind[ne] = w[1]; at[ne] = w[2]; host[ne] = w[3]; val[ne] = w[4]; done[ne] = 0 }
-        }
-        t = 0; got = 0; dt = 0.001
-        while (got < size * 8 && t < 1e5) {
-            for (e = 1; e <= ne; e++)
-                if (!done[e] && ((kind[e] == "t" && t >= at[e]) ||
-                                 (kind[e] == "f" && got >= at[e] / 100 * size * 8))) {
-                    rate[host[e]] = val[e]; done[e] = 1; fired[e] = t
-                }
-            c = 0; for (h in rate) c += rate[h] * 1e6
-            if (c <= 0) { t = 1e5; break }
-            got += c * dt; t += dt
-        }
-        if (!placed || nf > 16 || nc >= nh) { printf "%.3f\n", t; exit }
-        for (e = 1; e <= ne; e++)            # events that never fired in time: never
-            if (!done[e]) fired[e] = 1e9
-        for (j = 0; j < nf; j++)
-            for (k = 0; k < nc; k++) holds[(j * nc + k) % nh + 1, j] = 1
-        fbits = size * 8 / nf
-        worst = 0
-        for (m = 1; m < 2 ^ nf; m++) {
-            demand = 0; delete in_s
-            for (j = 0; j < nf; j++)
-                if (int(m / 2 ^ j) % 2) {
-                    demand += fbits
-                    for (h = 1; h <= nh; h++) if ((h, j) in holds) in_s[h] = 1
-                }
-            for (h = 1; h <= nh; h++) r[h] = start[h]
-            tt = 0; sent = 0; last = 0
-            while (1) {                      # the next change of any of these hosts rates
-                nxt = 1e9; ne2 = 0
-                for (e = 1; e <= ne; e++)
-                    if (fired[e] >= tt && fired[e] < nxt && !(e in applied)) nxt = fired[e]
-                cap = 0; for (h in in_s) cap += r[h] * 1e6
-                if (cap > 0 && sent + cap * (nxt - tt) >= demand) { tt += (demand - sent) / cap; break }
-                if (nxt >= 1e9) { tt = 1e5; break }
-                sent += cap * (nxt - tt); tt = nxt
-                for (e = 1; e <= ne; e++)
-                    if (fired[e] == nxt && !(e in applied)) { r[host[e]] = val[e]; applied[e] = 1 }
-            }
-            delete applied
-            if (tt > worst) worst = tt
-        }
-        printf "%.3f\n", (worst > t) ? worst : t  # parenthesized: a bare > redirects
-    }'
-}
+# The peer's placement: with fewer copies than hosts, aria2c takes each fragment only from the
+# hosts holding a copy of it (as lors_download must); with full replicas the whole file from
+# every host is the same thing (the old path).  WAN_PEER_FULL=1: the whole file anyway.
+PEER_MODE=full
+if [ -n "$PEER" ] && [ "$COPIES" -lt "$N" ] && [ -z "${WAN_PEER_FULL:-}" ]; then
+    PEER_MODE=placed
+    command -v jq >/dev/null || { echo "run_scenario: jq not installed (the peer's placement)" >&2; exit 2; }
+    [ -x "$TB_BIN/lors_ls" ] || { echo "run_scenario: $TB_BIN/lors_ls: not built" >&2; exit 2; }
+fi
 
 # ---- events during a run -----------------------------------------------------------------
-# run_events BASE_RX START: replay the events in order (each waits for its time or byte share).
+# run_events BASE_RX START: replay the events as they come due, whichever their kind ("at 10s":
+# that long after START; "at 30%": that share of the file's bytes received since BASE_RX),
+# polled every 20 ms, in the order ideal_time has them fire (events due together: in the
+# file's order).  A host killed or crashed stays dead for the round: a later rate event of it
+# is skipped (and logged as ignored), as in ideal_time.
 run_events() {
-    local base=$1 start=$2 e when what val i target el
-    for e in "${EVENTS[@]}"; do
-        parse_event "$e"
+    local base=$1 start=$2 n=${#EVENTS[@]} k left rx now_us start_us el_us el when what val i
+    local -a kinds=() targets=() hosts=() whats=() vals=() fired=() dead=()
+    start_us=${start#*.}
+    start_us=$(( ${start%.*} * 1000000 + 10#${start_us:0:6} ))
+    for ((k = 0; k < n; k++)); do
+        parse_event "${EVENTS[k]}"
         case $when in
-        *%) target=$(awk -v f="${when%\%}" -v s="$SIZE" -v b="$base" 'BEGIN { printf "%.0f", b + f / 100 * s }')
-            while [ "$(tb_rx_bytes)" -lt "$target" ]; do sleep 0.02; done ;;
-        *) target=${when%s}
-           while :; do
-               el=$(awk -v s="$start" -v n="$(now)" 'BEGIN { print (n - s >= '"$target"') ? 1 : 0 }')
-               [ "$el" = 1 ] && break
-               sleep 0.02
-           done ;;
+        *%) kinds[k]=p
+            targets[k]=$(awk -v f="${when%\%}" -v s="$SIZE" -v b="$base" 'BEGIN { printf "%.0f", b + f / 100 * s }') ;;
+        *) kinds[k]=t
+           targets[k]=$(awk -v t="${when%s}" 'BEGIN { printf "%.0f", t * 1e6 }') ;;
         esac
-        el=$(awk -v s="$start" -v n="$(now)" 'BEGIN { printf "%.2f", n - s }')
-        case $what in
-        kill) tb_kill "$i" ;;
-        crash) tb_crash "$i" ;;
-        rate) tb_rate "$i" "$val" ;;
-        *) echo "run_scenario: unknown event '$e'" >&2 ;;
-        esac
-        echo "  event at ${el}s (rx $(( $(tb_rx_bytes) - base )) B): host$i $what ${val:-}" >&2
+        hosts[k]=$i; whats[k]=$what; vals[k]=$val
+    done
+    left=$n
+    while [ "$left" -gt 0 ]; do
+        rx=$(tb_rx_bytes)
+        now_us=${EPOCHREALTIME//[!0-9]/}
+        for ((k = 0; k < n; k++)); do
+            [ -z "${fired[k]:-}" ] || continue
+            if [ "${kinds[k]}" = p ]; then [ "$rx" -ge "${targets[k]}" ] || continue
+            else [ $((now_us - start_us)) -ge "${targets[k]}" ] || continue; fi
+            fired[k]=1; left=$((left - 1))
+            i=${hosts[k]}; what=${whats[k]}; val=${vals[k]}
+            el_us=$(( ${EPOCHREALTIME//[!0-9]/} - start_us ))
+            el=$(printf '%d.%02d' $((el_us / 1000000)) $((el_us % 1000000 / 10000)))
+            case $what in
+            kill) tb_kill "$i"; dead[i]=1 ;;
+            crash) tb_crash "$i"; dead[i]=1 ;;
+            rate)
+                if [ -n "${dead[i]:-}" ]; then
+                    echo "  event at ${el}s (rx $(( $(tb_rx_bytes) - base )) B): host$i rate $val ignored (host$i is dead this round)" >&2
+                    continue
+                fi
+                tb_rate "$i" "$val" ;;
+            esac
+            echo "  event at ${el}s (rx $(( $(tb_rx_bytes) - base )) B): host$i $what ${val:-}" >&2
+        done
+        [ "$left" -eq 0 ] || sleep 0.02
     done
 }
 
@@ -259,6 +207,7 @@ timed() {
     local side=$1 round=$2 out base start end pid evpid rc=0 i urls=()
     out=$TB_WORK/out.$side
     rm -f "$out" "$out.aria2"
+    rm -rf "$TB_WORK/out.frags"
     reset_hosts
     sync
     base=$(tb_rx_bytes)
@@ -279,6 +228,13 @@ timed() {
         # shellcheck disable=SC2086
         tb_client $TIME_CMD "$TB_BIN/lors_download" -V --no-report --no-rc "${netlog[@]}" $CLIENT_FLAGS \
             -o "$out" "$TB_WORK/file.xnd" 2>"$TB_WORK/ours.$round.report" &
+    elif [ "$PEER_MODE" = placed ]; then
+        # aria2c, same placement: every fragment at once (-j), each from its holders (-s).
+        mkdir -p "$TB_WORK/out.frags"
+        # shellcheck disable=SC2086
+        tb_client $TIME_CMD aria2c -q -i "$TB_WORK/peer.input" -j "$NFRAG" -s "$COPIES" $PEER_FLAGS \
+            --file-allocation=none --max-tries=0 --retry-wait=1 --allow-overwrite=true \
+            --auto-file-renaming=false -d "$TB_WORK/out.frags" >"$TB_WORK/peer.$round.log" 2>&1 &
     else
         for i in $(seq 1 "$N"); do urls+=("http://$(tb_addr "$i")/file"); done
         # shellcheck disable=SC2086
@@ -297,6 +253,11 @@ timed() {
         echo "run_scenario: $side round $round: exit $rc" >&2
         tail -5 "$TB_WORK/ours.$round.report" "$TB_WORK/peer.$round.log" 2>/dev/null >&2 || true
         T=fail; return 0
+    fi
+    if [ "$side" = peer ] && [ "$PEER_MODE" = placed ]; then
+        # Untimed: the fragments, in order, make the file.
+        for ((i = 0; i < NFRAG; i++)); do cat "$TB_WORK/out.frags/frag.$i" || true; done >"$out" 2>/dev/null
+        rm -rf "$TB_WORK/out.frags"
     fi
     if [ "$(sha256sum <"$out" | cut -d' ' -f1)" != "$SUM" ]; then
         echo "run_scenario: $side round $round: output differs from the source" >&2
@@ -332,9 +293,41 @@ for i in $(seq 1 "$N"); do LIST+="${LIST:+,}$(tb_addr "$i"):6714"; done
 # shellcheck disable=SC2086
 tb_client "$TB_BIN/lors_upload" --no-rc --no-report --quiet --depot-list "$LIST" -c "$COPIES" \
     -F "$FRAGS" -d 1d $UPLOAD_FLAGS -o "$TB_WORK/file.xnd" "$TB_WORK/www/file"
+# The fair peer's files (untimed): the exNode's file ranges as www/frag.0, frag.1, ..., and
+# aria2c's input: per fragment, the URIs of the nginx of every host holding a copy of it
+# (depot 10.77.I.2 is host I, its nginx on the same address), then "  out=frag.J".
+if [ "$PEER_MODE" = placed ]; then
+    "$TB_BIN/lors_ls" --json --no-probe --no-rc "$TB_WORK/file.xnd" >"$TB_WORK/xnd.json"
+    # One line per file range, in file order: OFFSET LENGTH ADDRESS...
+    jq -r '.mappings | group_by([.offset, .length]) | sort_by(.[0].offset)[]
+           | "\(.[0].offset) \(.[0].length) \(map(.depot | sub(":.*$"; "")) | unique | join(" "))"' \
+        "$TB_WORK/xnd.json" >"$TB_WORK/ranges"
+    # The ranges must tile the file, their depots be testbed hosts.
+    if ! awk -v size="$SIZE" '{ if ($1 != end || NF < 3) exit 1; end = $1 + $2
+             for (k = 3; k <= NF; k++) if ($k !~ /^10\.77\.[0-9]+\.2$/) exit 1 }
+             END { exit (end == size) ? 0 : 1 }' "$TB_WORK/ranges"; then
+        echo "run_scenario: the exNode's ranges do not tile the file (or name unknown depots):" \
+            "aria2c reads the whole file from every host" >&2
+        PEER_MODE=full
+    fi
+fi
+if [ "$PEER_MODE" = placed ]; then
+    NFRAG=0
+    : >"$TB_WORK/peer.input"
+    while read -r off len addrs; do
+        dd if="$TB_WORK/www/file" of="$TB_WORK/www/frag.$NFRAG" bs=1M iflag=skip_bytes,count_bytes \
+            skip="$off" count="$len" status=none
+        uris=""
+        for a in $addrs; do uris+="${uris:+$'\t'}http://$a/frag.$NFRAG"; done
+        printf '%s\n  out=frag.%d\n' "$uris" "$NFRAG" >>"$TB_WORK/peer.input"
+        NFRAG=$((NFRAG + 1))
+    done <"$TB_WORK/ranges"
+fi
 for i in $(seq 1 "$N"); do tb_rate "$i" "${RATES[$((i - 1))]}"; done
 IDEAL=$(ideal_time)
 IDEAL_PL=$(PLACED=1 ideal_time)
+# Erasure-coded pieces are not copies: their placement is not modelled (the payload limit).
+case " $UPLOAD_FLAGS " in *" --ec "*) IDEAL_PL=$IDEAL ;; esac
 AGG=$(for r in "${RATES[@]}"; do tb_mbit "$r"; echo; done | awk '{ s += $1 } END { printf "%g", s }')
 
 echo "== $NAME ($SCN)"
@@ -343,7 +336,16 @@ echo "hosts: ${RATES[*]} (latency ms: ${LATS[*]}); file $SIZE_ARG, $COPIES copie
 [ -n "$MEDIA" ] && echo "media: $MEDIA, $SIZE bytes${BITRATE:+ at $BITRATE bit/s: $(awk -v s="$SIZE" -v b="$(tb_mbit "$BITRATE")" 'BEGIN { printf "%.1f", s * 8 / b / 1e6 }') s of stream}"
 if [ "$MODE" = play ]; then OURS="lors_play --player paced --headless$CLIENT_FLAGS (underruns: lns_paced)"
 else OURS="lors_download $CLIENT_FLAGS"; fi
-echo "ours: $OURS; peer: $([ -n "$PEER" ] && echo "aria2c -s$N $PEER_FLAGS" || echo none)"
+PEER_NOTE=""
+if [ -z "$PEER" ]; then PEER_DESC=none; PEER_NAME=""
+elif [ "$PEER_MODE" = placed ]; then
+    PEER_NAME="aria2c (same placement)"; PEER_NOTE=", same placement"
+    PEER_DESC="aria2c, same placement: -i (each of the $NFRAG fragments from the nginx of the hosts holding it) -j $NFRAG -s $COPIES $PEER_FLAGS"
+else
+    PEER_NAME="aria2c (whole file)"
+    PEER_DESC="aria2c, whole file: -s$N $PEER_FLAGS (every host's nginx as a mirror)"
+fi
+echo "ours: $OURS; peer: $PEER_DESC"
 echo "physical limit: aggregate $AGG Mbit/s, ideal time $IDEAL s ($(awk -v s="$SIZE" -v t="$IDEAL" 'BEGIN { printf "%.1f", s * 8 / t / 1e6 }') Mbit/s over the schedule)"
 # The caps (tc tbf) count whole frames: a full TCP segment carries 1448 bytes of data (MSS with
 # timestamps) in a 1514-byte Ethernet frame, so no client can move file bytes faster than
@@ -352,10 +354,13 @@ PAYLOAD_EFF=$(awk 'BEGIN { printf "%.4f", 1448 / 1514 }')
 IDEAL_P=$(awk -v i="$IDEAL" -v e="$PAYLOAD_EFF" 'BEGIN { printf "%.3f", i / e }')
 echo "payload limit: $IDEAL_P s (headers: 1448 data bytes per 1514-byte frame, $PAYLOAD_EFF of the caps)"
 IDEAL_PLP=$(awk -v i="$IDEAL_PL" -v e="$PAYLOAD_EFF" 'BEGIN { printf "%.3f", i / e }')
-echo "placement limit: $IDEAL_PLP s of payload (each fragment only from the $COPIES hosts holding it; aria2c reads every host's whole file)"
+if [ "$PEER_MODE" = placed ]; then PL_PEER="aria2c too"
+elif [ -n "$PEER" ] && [ "$COPIES" -lt "$N" ]; then PL_PEER="aria2c reads every host's whole file"
+else PL_PEER="every host holds every byte"; fi
+echo "placement limit: $IDEAL_PLP s of payload (each fragment only from the $COPIES hosts holding it; $PL_PEER)"
 
 # Untimed warm-up: page caches of the depots' files and nginx's file.
-cat "$TB_WORK"/h*/res/* "$TB_WORK/www/file" >/dev/null 2>&1 || true
+cat "$TB_WORK"/h*/res/* "$TB_WORK"/www/* >/dev/null 2>&1 || true
 : >"$TB_WORK/t.ours"; : >"$TB_WORK/t.peer"; : >"$TB_WORK/ratio"
 for r in $(seq 1 "$RUNS"); do
     if [ $((r % 2)) = 1 ]; then order="ours peer"; else order="peer ours"; fi
@@ -396,11 +401,12 @@ if [ "$MODE" = play ]; then
     UNDERRUNS=$(tr '\n' ' ' <"$TB_WORK/underruns")
     echo "result: underruns per round: ${UNDERRUNS}(target 0)"
 fi
-[ -n "$PEER" ] && echo "result: aria2c median ${MP}s = $(mbit "$MP") Mbit/s, $(awk -v i="$IDEAL_P" -v t="$MP" 'BEGIN { if (t == "nan") print "-"; else printf "%.3f", i / t }') of the payload limit; ratio ours/aria2c (speed, median of per-round) $MR"
+frac() { awk -v i="$1" -v t="$2" 'BEGIN { if (t == "nan") print "-"; else printf "%.3f", i / t }'; }
+[ -n "$PEER" ] && echo "result: $PEER_NAME median ${MP}s = $(mbit "$MP") Mbit/s, $(frac "$IDEAL_P" "$MP") of the payload limit, $(frac "$IDEAL_PLP" "$MP") of the placement limit; ratio ours/aria2c (speed, median of per-round) $MR"
 if [ -n "${WAN_RESULTS:-}" ]; then
     printf '| %s | %s | %s | %s | %s Mbit/s, %s s | %s s (%s Mbit/s) | %s | %s | %s | %s |\n' \
         "$NAME" "$N" "$SIZE_ARG" "$RUNS" "$AGG" "$IDEAL" "$MO" "$(mbit "$MO")" "$OF ($OFP of payload)" \
-        "${PEER:+$MP s ($(mbit "$MP") Mbit/s)}${UNDERRUNS:+underruns per round: $UNDERRUNS}" "${PEER:+$MR}" \
+        "${PEER:+$MP s ($(mbit "$MP") Mbit/s$PEER_NOTE)}${UNDERRUNS:+underruns per round: $UNDERRUNS}" "${PEER:+$MR}" \
         "$FAILS" >>"$WAN_RESULTS"
 fi
 [ "$FAILS" -eq 0 ]

@@ -24,9 +24,9 @@ for scn in "$HERE"/scenarios/6-scaling-*.scn; do
         "$HERE/run_scenario.sh" "$scn" >"$log" 2>&1 || echo "scaling: $nn: a round failed (see $log)" >&2
         grep '^result:\|^physical' "$log" || true
     fi
-    # "result: ours median 5.6s = 383.1 Mbit/s, ..." and "result: aria2c median 5.9s = 364.0 Mbit/s; ..."
+    # "result: ours median 5.6s = 383.1 Mbit/s, ..." and "result: aria2c (whole file) median 5.9s = 364.0 Mbit/s, ..."
     o=$(sed -n 's/^result: ours median [^=]*= \([0-9.]*\) Mbit.*/\1/p' "$log")
-    p=$(sed -n 's/^result: aria2c median [^=]*= \([0-9.]*\) Mbit.*/\1/p' "$log")
+    p=$(sed -n 's/^result: aria2c[^=]* median [^=]*= \([0-9.]*\) Mbit.*/\1/p' "$log")
     ideal+="${ideal:+,}$n:$((n * 50))"
     [ -n "$o" ] && ours+="${ours:+,}$n:$o"
     [ -n "$p" ] && peer+="${peer:+,}$n:$p"

@@ -1,0 +1,144 @@
+#!/bin/bash
+# limits.sh -- the WAN testbed's limits: the ideal completion time of a scenario under its
+# event schedule, with or without the exNode's placement.  Sourced by run_scenario.sh and by
+# check_limits.sh (which runs it on hand-checked scenarios without the testbed); needs tb_mbit
+# (testbed.sh) and the scenario in N, RATES[], EVENTS[], SIZE (bytes), FRAGS and COPIES.
+
+# parse_event "WHEN WORDS...": sets when, i (host index), what (kill|crash|rate), val.  The
+# words may come in either order: "at 30% kill host3", "at 10s host2 rate 1mbit".
+parse_event() {
+    local w
+    # shellcheck disable=SC2086
+    set -- $1
+    when=$1; shift; i=""; what=""; val=""
+    while [ $# -gt 0 ]; do
+        w=$1; shift
+        case $w in
+        host[0-9]*) i=${w#host} ;;
+        kill) what=kill ;;
+        crash) what=crash ;;
+        rate) what=rate; val=${1:-}; shift || true ;;
+        *) echo "run_scenario: event 'at $when ...': unknown word $w" >&2; exit 2 ;;
+        esac
+    done
+    if [ -z "$i" ] || [ -z "$what" ] || [ "$i" -lt 1 ] || [ "$i" -gt "$N" ]; then
+        echo "run_scenario: event 'at $when ...': needs hostI (1..$N) and kill, crash or rate R" >&2; exit 2
+    fi
+}
+
+# ---- the ideal time: a fluid model over the capacity schedule -----------------------------
+# ideal_time: seconds (%.3f) until an ideal client has every byte, each host sending at its
+# full rate whenever it is alive.  PLACED=1: the client may take each fragment only from the
+# hosts holding a copy of it (lors_upload puts copy k of fragment j on host (j*copies + k) mod
+# hosts, 0-based); without it, every host holds every byte (one fragment on every host).
+#
+# Max-flow/min-cut: with c_h(t) the bits host h could have sent by t (the integral of its
+# rate), the most a client can have received by t is
+#     got(t) = min over sets S of fragments of  demand(F \ S) + sum over h in N(S) of c_h(t)
+# (N(S): the hosts holding any fragment of S; equal fragments of size/F).  Fragments with the
+# same holders are merged into one class (a cut takes all of a class or none of it), and the
+# sets are enumerated once, each reduced to its host mask N(S) with the largest demand it
+# covers.  Between events the rates are constant, so every term is linear in t and the time
+# got(t) reaches X is exact: the largest, over the masks, of the time that term reaches X.
+# The model is event-driven: from t0, each pending event's firing time ("at 10s": its time;
+# "at 30%": when got reaches 30% of the file) and the completion time; the earliest wins; an
+# event advances every c_h to its time and changes a rate.  Kill and crash set the rate to 0
+# for good: a later rate event of a dead host is ignored (run_events does the same).
+# Events are taken in the order they fire, whichever their kind, as run_events does.
+ideal_time() {
+    local spec="" e when what val i
+    for i in $(seq 1 "$N"); do spec+="r $i $(tb_mbit "${RATES[$((i - 1))]}");"; done
+    for e in "${EVENTS[@]}"; do
+        parse_event "$e"
+        case $when in
+        *%) spec+="f ${when%\%} $i" ;;
+        *s) spec+="t ${when%s} $i" ;;
+        *) spec+="t $when $i" ;;
+        esac
+        if [ "$what" != rate ]; then spec+=" kill 0;"; else spec+=" rate $(tb_mbit "$val");"; fi
+    done
+    awk -v spec="$spec" -v size="$SIZE" -v placed="${PLACED:-0}" -v nf="$FRAGS" \
+        -v nc="$COPIES" -v nh="$N" '
+    # The time at which every cut term reaches X bits (t0 if they all have; INF if a term
+    # that has not has no live host).
+    function reach(x,    k, need, tt, worst) {
+        worst = t0
+        for (k = 1; k <= nm; k++) {
+            need = x - (total - mdem[k]) - A[k]
+            if (need <= eps) continue
+            if (B[k] <= 0) return INF
+            tt = t0 + need / B[k]
+            if (tt > worst) worst = tt
+        }
+        return worst
+    }
+    BEGIN {
+        INF = 1e18; total = size * 8; eps = total * 1e-12
+        ne = 0; n = split(spec, items, ";")
+        for (k = 1; k <= n; k++) {
+            if (split(items[k], w, " ") < 3) continue
+            if (w[1] == "r") { rate[w[2]] = w[3] * 1e6; continue }
+            ne++; kind[ne] = w[1]; at[ne] = w[2]; host[ne] = w[3]; what[ne] = w[4]
+            val[ne] = w[5] * 1e6; pending[ne] = 1
+        }
+        # Placement-free: one fragment that every host holds.
+        F = nf; C = nc
+        if (!placed || C >= nh) { F = 1; C = nh }
+        # Classes of fragments by their holders (host h is bit h-1 of a mask).
+        ncl = 0
+        for (j = 0; j < F; j++) {
+            m = 0
+            for (k = 0; k < C; k++) { h = (j * C + k) % nh; if (int(m / 2 ^ h) % 2 == 0) m += 2 ^ h }
+            key = sprintf("%.0f", m)               # (mawk prints big integers with %.6g)
+            if (!(key in cls)) { cls[key] = ++ncl; cmask[ncl] = m; ccount[ncl] = 0 }
+            ccount[cls[key]]++
+        }
+        if (ncl > 16) {
+            print "limits: " ncl " classes of fragments (more than 16): the placement limit is the placement-free one" > "/dev/stderr"
+            F = 1; C = nh; ncl = 1; m = 2 ^ nh - 1; cmask[1] = m; ccount[1] = 1
+        }
+        fbits = total / F
+        # Every set of classes (bit c-1: class c), its host mask and its fragments, built from
+        # the set without its highest class.
+        smask[0] = 0; scount[0] = 0
+        for (c = 1; c <= ncl; c++) {
+            for (h = 0; h < nh; h++) cbit[c, h] = int(cmask[c] / 2 ^ h) % 2
+            lo = 2 ^ (c - 1)
+            for (s = lo; s < 2 * lo; s++) {
+                m = smask[s - lo]
+                for (h = 0; h < nh; h++) if (cbit[c, h] && int(m / 2 ^ h) % 2 == 0) m += 2 ^ h
+                smask[s] = m; scount[s] = scount[s - lo] + ccount[c]
+                key = sprintf("%.0f", m)
+                if (!(key in most) || scount[s] > most[key]) most[key] = scount[s]
+            }
+        }
+        # The distinct masks: their hosts and the largest demand they cover.
+        nm = 0
+        for (key in most) {
+            m = key + 0; nm++; mdem[nm] = most[key] * fbits; mn[nm] = 0
+            for (h = 0; h < nh; h++) if (int(m / 2 ^ h) % 2) mh[nm, ++mn[nm]] = h + 1
+        }
+        for (h = 1; h <= nh; h++) { c_h[h] = 0; if (!(h in rate)) rate[h] = 0 }
+        t0 = 0
+        while (1) {
+            for (k = 1; k <= nm; k++) {
+                A[k] = 0; B[k] = 0
+                for (q = 1; q <= mn[k]; q++) { h = mh[k, q]; A[k] += c_h[h]; B[k] += rate[h] }
+            }
+            done_at = reach(total)
+            first = 0; te = INF
+            for (e = 1; e <= ne; e++) {
+                if (!pending[e]) continue
+                if (kind[e] == "t") ft = (at[e] > t0) ? at[e] : t0
+                else ft = reach(at[e] / 100 * total)
+                if (ft < te) { te = ft; first = e }
+            }
+            if (done_at <= te || !first) break
+            for (h = 1; h <= nh; h++) c_h[h] += rate[h] * (te - t0)
+            t0 = te; pending[first] = 0; h = host[first]
+            if (what[first] == "kill") { rate[h] = 0; dead[h] = 1 }
+            else if (!(h in dead)) rate[h] = val[first]
+        }
+        printf "%.3f\n", (done_at < 1e5) ? done_at : 1e5  # parenthesized: a bare > redirects
+    }'
+}
