@@ -541,9 +541,14 @@ double lors__sched_aggregate_bps(const lors_sched_t *s)
 }
 
 /* When the writer will need block b, ns from now: the blocks between the first hole and b at
- * the download's rate.  The first hole is needed now. */
+ * the download's rate.  The first hole is needed now.  In any order, every block is needed
+ * only at the end: when the other blocks not yet done have come at that rate. */
 double lors__sched_need_ns(const lors_sched_t *s, uint32_t b, double agg)
 {
+    if (s->cfg.any_order && agg > 0) {
+        uint32_t left = s->nblocks - s->tot.done;
+        return left > 1 ? (double)(left - 1) * (double)s->cfg.block_size / agg * 1e9 : 0;
+    }
     if (b <= s->first_hole || agg <= 0)
         return 0;
     return (double)(b - s->first_hole) * (double)s->cfg.block_size / agg * 1e9;

@@ -1167,9 +1167,11 @@ static void test_silent_depot(void)
         printf("\n  %s: a depot silent 5 s in: %.3f of the ideal (%d probes, %llu silences); "
                "fixed stall time only: %.3f", any ? "any order" : "in order", on, probes,
                (unsigned long long)sil, off);
-        /* 0.81 is what this mix of depots reaches with no depot lost (the slow depots' last
-         * blocks are fetched again by the fast one): the silence costs nothing more */
-        CU_ASSERT_TRUE(on >= 0.77);
+        /* in order, 0.81 is what this mix of depots reaches with no depot lost (the slow
+         * depots' blocks are fetched again by the fast one when the writer needs them): the
+         * silence costs nothing more.  In any order no block is needed before the end, and
+         * none is fetched twice before it (0.81 when it was) */
+        CU_ASSERT_TRUE(on >= (any ? 0.86 : 0.77));
         if (!any) /* in order, the stalled fetches held the writer; in any order the blocks
                    * behind them went on, and rescue by completions ahead came in time */
             CU_ASSERT_TRUE(on > off + 0.05);
