@@ -104,6 +104,7 @@ static void mark_failed(lors_sched_t *s, uint32_t b)
 {
     if (s->blk[b].state == ST_PENDING) {
         s->npending--;
+        lors__sched_class_pend(s, b, -1);
         lors__sched_bits_clear(&s->pending, b);
     }
     s->blk[b].state = ST_FAILED;
@@ -130,7 +131,7 @@ static int push_pending(lors_sched_t *s, uint32_t b)
         if (lors__sched_rep_in_round(s, bk, &s->rep[r]) &&
             lors__sched_heap_push(&s->dep[s->rep[r].depot].pend, b) < 0)
             return -1;
-    return 0;
+    return lors__sched_class_push(s, b);
 }
 
 /* All replicas on live depots tried in this round: open the next round. */
@@ -464,6 +465,7 @@ static int fetch_start(lors_sched_t *s, uint32_t b, uint32_t r, uint64_t now, in
     if (bk->state == ST_PENDING) {
         bk->state = ST_FLIGHT;
         s->npending--;
+        lors__sched_class_pend(s, b, -1);
         lors__sched_bits_clear(&s->pending, b);
         s->tot.buffered += lors__sched_blk_len(s, b);
         bk->fly = s->nfly++;
@@ -689,6 +691,70 @@ static uint32_t lowest_pending(lors_sched_t *s)
     return best;
 }
 
+/* In any order, with holder classes: the open depot a new fetch would go to anyway (the best
+ * score, as choose_replica ranks them), and of the classes it holds the one whose pending
+ * blocks need the longest (their number over the summed rates of the class's live holders);
+ * the lowest pending block of that class.  Lowest block first spends every depot on whatever
+ * comes first in the file, and a class whose holders are few and slow then finishes long
+ * after the rest: its holders' time went early to blocks that faster depots also hold.  Each
+ * depot on its scarcest class is the order of the max-flow limit (docs/scheduler.md, "Scarce
+ * blocks first").  NONE: the plain order decides (no open depot holds a pending class, or the
+ * block has no replica there in its round). */
+static uint32_t scarce_pending(lors_sched_t *s, uint32_t *orep)
+{
+    double best_known = lors__sched_best_known_bps(s);
+    double unknown = best_known > 0 ? 2 * best_known : 1.0;
+    double need[CLS_MAX];
+    for (int c = 0; c < s->ncls; c++) {
+        const cls_t *cl = &s->cls[c];
+        double rate = 0;
+        for (int i = 0; i < cl->n; i++) {
+            const depot_t *dp = &s->dep[cl->holder[i]];
+            if (!dp->dead && !dp->mute)
+                rate += dp->known ? dp->bps : unknown;
+        }
+        need[c] = !cl->npend ? -1 : rate > 0 ? (double)cl->npend / rate : HUGE_VAL;
+    }
+    int bd = -1, bc = -1;
+    double bscore = 0;
+    for (int d = 0; d < s->cfg.ndepots; d++) {
+        const depot_t *dp = &s->dep[d];
+        if (!depot_open(dp))
+            continue;
+        int dc = -1;
+        for (int c = 0; c < s->ncls; c++) {
+            const cls_t *cl = &s->cls[c];
+            int holds = 0;
+            for (int i = 0; i < cl->n && !holds; i++)
+                holds = cl->holder[i] == d;
+            if (holds && need[c] >= 0 && (dc < 0 || need[c] > need[dc]))
+                dc = c;
+        }
+        if (dc < 0)
+            continue;
+        double sc = depot_score(s, d, unknown);
+        if (bd >= 0 && (sc < bscore || (sc == bscore && dp->st.active >= s->dep[bd].st.active)))
+            continue;
+        bd = d;
+        bc = dc;
+        bscore = sc;
+    }
+    if (bd < 0)
+        return NONE;
+    heap_t *h = &s->cls[bc].pend;
+    while (h->n && s->blk[h->v[0]].state != ST_PENDING)
+        heap_pop(h);
+    if (!h->n)
+        return NONE;
+    const blk_t *bk = &s->blk[h->v[0]];
+    for (uint32_t r = bk->rep_head; r != NONE; r = s->rep[r].next)
+        if (s->rep[r].depot == bd && lors__sched_rep_in_round(s, bk, &s->rep[r])) {
+            *orep = r;
+            return h->v[0];
+        }
+    return NONE;
+}
+
 static int prebuffer_met(const lors_sched_t *s)
 {
     if (s->releasing || s->first_hole >= s->nblocks)
@@ -766,6 +832,8 @@ static lors_sched_action_t decide(lors_sched_t *s, uint64_t now, lors_sched_fetc
     if (!s->started) {
         s->started = 1;
         lors__sched_scan_failed(s);
+        if (s->cfg.any_order)
+            lors__sched_classes_build(s);
     }
     if (s->failed_min != NONE)
         return failed_action(s, f);
@@ -786,6 +854,14 @@ static lors_sched_action_t decide(lors_sched_t *s, uint64_t now, lors_sched_fetc
     if (pick_redundant(s, now, 0, b, r))
         return LORS_SCHED_FETCH;
 
+    *redundant = 0;
+    if (s->ncls && (*b = scarce_pending(s, r)) != NONE) {
+        if (lors__sched_buffer_full(s, *b)) {
+            f->wait_until = wait_hint(s, now);
+            return LORS_SCHED_WAIT;
+        }
+        return LORS_SCHED_FETCH;
+    }
     *b = lowest_pending(s);
     if (*b != NONE) {
         if (lors__sched_buffer_full(s, *b)) {
@@ -794,11 +870,11 @@ static lors_sched_action_t decide(lors_sched_t *s, uint64_t now, lors_sched_fetc
         }
         *r = choose_replica(s, *b, NULL, 0);
         assert(*r != NONE); /* lowest_pending found b on a live depot below its cap */
-        *redundant = 0;
         lors__sched_lookahead(s, b, r);
         return LORS_SCHED_FETCH;
     }
 
+    *redundant = 1;
     if (s->cfg.endgame && s->npending == 0 && pick_redundant(s, now, 1, b, r))
         return LORS_SCHED_FETCH;
 
@@ -948,6 +1024,7 @@ int lors_sched_fail(lors_sched_t *s, uint64_t id, uint64_t now, lors_sched_fail_
         fly_remove(s, b);
         s->blk[b].state = ST_PENDING;
         s->npending++;
+        lors__sched_class_pend(s, b, 1);
         lors__sched_bits_set(&s->pending, b);
         s->tot.buffered -= lors__sched_blk_len(s, b);
         maybe_next_round(s, b);

@@ -82,6 +82,16 @@ typedef struct depot {
     lors_sched_depot_stats_t st;
 } depot_t;
 
+/* A holder class (lors_sched_class.c): the blocks held by the same set of depots. */
+#define CLS_MAX 64
+#define CLS_HOLDERS 8
+typedef struct cls {
+    heap_t pend;    /* its pending blocks (lazy: checked at the top) */
+    uint32_t npend; /* ... their number, exactly */
+    int n;          /* holders */
+    int holder[CLS_HOLDERS];
+} cls_t;
+
 struct lors_sched {
     lors_sched_cfg_t cfg;
     uint32_t nblocks;
@@ -101,6 +111,9 @@ struct lors_sched {
     bits_t done;    /* cfg.any_order: the blocks in ST_DONE, for the writer */
     int started, releasing;
     lors_sched_totals_t tot;
+    cls_t *cls;     /* cfg.any_order: the holder classes, ncls > 1 of them; else none */
+    uint8_t *bcls;  /* ... each block's */
+    int ncls;
 };
 
 /* Helpers defined in lors_sched.c and used by lors_sched_setup.c. */
@@ -117,6 +130,12 @@ double lors__sched_new_fetch_bps(const lors_sched_t *s, int d, double best_known
 double lors__sched_aggregate_bps(const lors_sched_t *s);
 double lors__sched_need_ns(const lors_sched_t *s, uint32_t b, double agg);
 void lors__sched_rates(lors_sched_t *s, uint64_t now);
+
+/* lors_sched_class.c: holder classes, for cfg.any_order (scarce blocks first). */
+void lors__sched_classes_build(lors_sched_t *s);
+void lors__sched_classes_free(lors_sched_t *s);
+void lors__sched_class_pend(lors_sched_t *s, uint32_t b, int delta); /* pending count += delta */
+int lors__sched_class_push(lors_sched_t *s, uint32_t b);              /* b is pending again */
 
 /* lors_sched_ahead.c: given the lowest pending block *b and its best replica *r, maybe a later
  * block or another depot (lookahead). */

@@ -87,6 +87,7 @@ void lors_sched_free(lors_sched_t *s)
     free(s->fly);
     lors__sched_bits_free(&s->pending);
     lors__sched_bits_free(&s->done);
+    lors__sched_classes_free(s);
     free(s);
 }
 

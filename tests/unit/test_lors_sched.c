@@ -1181,6 +1181,40 @@ static void test_silent_depot(void)
     }
 }
 
+/* In any order, each depot on its scarcest blocks: three fragments of 64 blocks, on {A, C},
+ * {B, D} and {C, D}; A and B at 20 MB/s, C and D at 2 MB/s.  The limit is the third fragment
+ * at C and D's 4 MB/s, with C and D on it from the start (A and B take the other two).
+ * Lowest block first had C and D spend their first seconds on the first two fragments
+ * (0.77 of the limit; 0.93 now, the rest is the last blocks: 2 s each on C and D). */
+static void test_scarce_first(void)
+{
+    enum { NB = 192, ND = 4 };
+    lors_sched_cfg_t c = base_cfg(NB, 1 << 20, ND);
+    c.depot_cap = 4;
+    c.buffer_bytes = 64ull << 20;
+    c.any_order = 1;
+    lors_sched_t *s = mk(&c);
+    static const int on[3][2] = {{0, 2}, {1, 3}, {2, 3}};
+    for (uint32_t b = 0; b < NB; b++)
+        for (int k = 0; k < 2; k++)
+            CU_ASSERT_EQUAL(lors_sched_add_replica(s, b, on[b / 64][k], on[b / 64][k], 1), 0);
+    sim_t m;
+    sim_init(&m, s, ND, 16);
+    m.bw[0] = m.bw[1] = 20e6;
+    m.bw[2] = m.bw[3] = 2e6;
+    m.latency = 20000000;
+    m.replied = 1;
+    m.report_progress = 1;
+    m.piece = 64 << 10;
+    m.any_order = 1;
+    sim_all(&m, NULL, NB);
+    double limit = 64.0 * (1 << 20) / 4e6, of = limit / ((double)m.now / 1e9);
+    printf("\n  scarce first: %.2f s against a limit of %.2f s (%.3f)", (double)m.now / 1e9, limit,
+           of);
+    CU_ASSERT_TRUE(of >= 0.93);
+    lors_sched_free(s);
+}
+
 /* Scenario 4, simulated: 8 depots of 25 Mbit/s behind 100 ms.  One fetch at a time per depot
  * leaves each link idle for the round trip of every block (0.75 of the aggregate with 1 MiB
  * blocks); with depot_min the depots get more fetches once their latency is measured, and
@@ -1323,6 +1357,7 @@ static const lns_test_case tests[] = {
     {"straggler: a depot drops to 1 Mbit/s", test_straggler},
     {"streams per depot follow the latency", test_latency_streams},
     {"a depot falls silent: found by its own pace", test_silent_depot},
+    {"any order: each depot on its scarcest blocks", test_scarce_first},
     {"streaming: a paced player never starves", test_streaming},
     {"200k blocks x 3 replicas x 16 depots", test_perf},
 };
