@@ -55,7 +55,7 @@ for seed in $(seq "$SEED0" $((SEED0 + SEEDS - 1))); do
     peer_kind=$(sed -n 's/^result: aria2c (\([^)]*\)).*/\1/p' "$log")
     ratio=$(sed -n 's/^result: aria2c .*(speed, median of per-round) \([0-9.-]*\).*/\1/p' "$log")
     hosts=$(grep -c '^host ' "$scn"); copies=$(sed -n 's/^copies //p' "$scn")
-    events=$(grep '^at ' "$scn" | sed 's/^at //' | paste -sd ';' -)
+    events=$({ grep '^at ' "$scn" || true; } | sed 's/^at //' | paste -sd ';' -)
     echo "| $seed | $hosts | $copies | ${events:--} | ${ours:-fail} | ${placed:--} | ${peer:--} | ${peer_placed:--} | ${ratio:--} |" >>"$T"
     echo "seed $seed: ours ${ours:-fail} (placement: ${placed:--}), aria2c${peer_kind:+ ($peer_kind)} ${peer:--} (placement: ${peer_placed:--}), ratio ${ratio:--}"
     [ -n "$ours" ] && echo "$ours" >>"$OUT/ours"
