@@ -336,6 +336,12 @@ static void find_silent(lors_sched_t *s, uint64_t now)
         }
     for (int d = 0; d < s->cfg.ndepots; d++) {
         depot_t *dp = &s->dep[d];
+        if (dp->mute && dp->st.active == 0 && dp->probe_at == UINT64_MAX) {
+            /* the probe ended without a word (it failed, or lost to another fetch) */
+            dp->probe_at = now + dp->backoff;
+            if (dp->backoff < PROBE_MAX_NS)
+                dp->backoff *= 2;
+        }
         dp->probe_ok = dp->mute && dp->st.active == 0 && now >= dp->probe_at;
     }
 }
@@ -961,6 +967,7 @@ int lors_sched_complete(lors_sched_t *s, uint64_t id, uint64_t now, uint64_t *ca
     depot_t *dp = &s->dep[f->depot];
 
     rate_sample(s, dp, len, len, now - f->start);
+    heard(dp);
     dp->consec = 0;
     dp->st.blocks_won++;
     dp->st.bytes_won += len;

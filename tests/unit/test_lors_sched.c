@@ -1157,6 +1157,50 @@ static double silent_run(int any_order, uint64_t silent_ns, int *probes, uint64_
     return ideal / ((double)m.now / 1e9);
 }
 
+/* A mute depot's probe that ends without a word (it fails, or loses to another fetch) must
+ * not leave the depot mute for good: the next probe follows after the doubled wait.  Depot 0
+ * holds block 0 alone (two mappings there, so that it has tries to spare), depot 1 the rest. */
+static void test_probe_after_failure(void)
+{
+    lors_sched_cfg_t c = base_cfg(4, 1000, 2);
+    c.fail_limit = 0; /* failures never kill the depot: only muteness can keep it out */
+    c.endgame = 0;
+    lors_sched_t *s = mk(&c);
+    lors_sched_add_replica(s, 0, 0, 0, 1);
+    lors_sched_add_replica(s, 0, 0, 2, 1);
+    for (uint32_t k = 1; k < 4; k++)
+        lors_sched_add_replica(s, k, 1, 1, 1);
+    lors_sched_fetch_t f, g;
+    next_fetch(s, 0, &f);
+    CU_ASSERT_EQUAL_FATAL(f.depot, 0);
+    CU_ASSERT_EQUAL(lors_sched_replied(s, f.id, NS / 100), 0); /* depot 0 has a pace now */
+    uint64_t t = 5 * NS;                   /* then nothing: silent */
+    lors_sched_depot_stats_t st;
+    while (lors_sched_next(s, t, &g) == LORS_SCHED_FETCH) /* depot 1's blocks */
+        CU_ASSERT_EQUAL(g.depot, 1);
+    lors_sched_depot_stats(s, 0, &st);
+    CU_ASSERT_EQUAL(st.silences, 1);
+    CU_ASSERT_EQUAL(lors_sched_fail(s, f.id, t, LORS_SCHED_FAIL_TIMEOUT), 0); /* aborted */
+    /* the first probe, 2 s later; it fails without a word */
+    CU_ASSERT_EQUAL(lors_sched_next(s, t + NS, &g), LORS_SCHED_WAIT);
+    next_fetch(s, t + 3 * NS, &g);
+    CU_ASSERT_EQUAL_FATAL(g.depot, 0);
+    CU_ASSERT_EQUAL(lors_sched_fail(s, g.id, t + 3 * NS + NS / 10, LORS_SCHED_FAIL_DEPOT), 0);
+    /* another probe comes (after the doubled wait), and a reply unmutes the depot */
+    uint64_t u = t + 3 * NS + NS / 10;
+    int probed = 0;
+    for (int i = 0; i < 100 && !probed; i++, u += NS / 2) {
+        lors_sched_action_t a = lors_sched_next(s, u, &g);
+        CU_ASSERT_NOT_EQUAL(a, LORS_SCHED_FAILED);
+        probed = a == LORS_SCHED_FETCH && g.depot == 0;
+    }
+    CU_ASSERT_TRUE_FATAL(probed);
+    CU_ASSERT_EQUAL(lors_sched_replied(s, g.id, u), 0);
+    uint64_t cancel[LORS_SCHED_MAX_R];
+    CU_ASSERT_EQUAL(lors_sched_complete(s, g.id, u + NS / 10, cancel), 0);
+    lors_sched_free(s);
+}
+
 static void test_silent_depot(void)
 {
     for (int any = 0; any <= 1; any++) {
@@ -1357,6 +1401,7 @@ static const lns_test_case tests[] = {
     {"straggler: a depot drops to 1 Mbit/s", test_straggler},
     {"streams per depot follow the latency", test_latency_streams},
     {"a depot falls silent: found by its own pace", test_silent_depot},
+    {"a mute depot's failed probe: another follows", test_probe_after_failure},
     {"any order: each depot on its scarcest blocks", test_scarce_first},
     {"streaming: a paced player never starves", test_streaming},
     {"200k blocks x 3 replicas x 16 depots", test_perf},
