@@ -298,13 +298,19 @@ static int judged(const lors_sched_t *s, const fetch_t *f)
     return s->cfg.silent_ns && s->cfg.stall_ns && (dp->gap_ns || dp->lat_ns);
 }
 
+/* When f counts as silent if it hears nothing more: stall_ns after its last word, or sooner
+ * by its depot's pace; 0: never (no stall detection). */
+static uint64_t silent_at(const lors_sched_t *s, const fetch_t *f)
+{
+    if (!s->cfg.stall_ns)
+        return 0;
+    return f->last + (judged(s, f) ? silence_limit(s, f) : s->cfg.stall_ns);
+}
+
 static int fetch_silent(const lors_sched_t *s, const fetch_t *f, uint64_t now)
 {
-    if (now <= f->last)
-        return 0;
-    if (s->cfg.stall_ns && now - f->last >= s->cfg.stall_ns)
-        return 1;
-    return judged(s, f) && now - f->last >= silence_limit(s, f);
+    uint64_t t = silent_at(s, f);
+    return t && now > f->last && now >= t;
 }
 
 static int fly_stalled(const lors_sched_t *s, const fly_t *e, uint64_t now)
@@ -315,8 +321,16 @@ static int fly_stalled(const lors_sched_t *s, const fly_t *e, uint64_t now)
     return n;
 }
 
+/* The mute depot's next probe after its current wait, and the wait doubled for the one after. */
+static void next_probe(depot_t *dp, uint64_t now)
+{
+    dp->probe_at = now + dp->backoff;
+    if (dp->backoff < PROBE_MAX_NS)
+        dp->backoff *= 2;
+}
+
 /* Mute the depots of silent fetches, and say which mute ones may take a probe now.  A probe
- * that stays silent too doubles the wait for the next. */
+ * that stays silent too, or ends without a word, doubles the wait for the next. */
 static void find_silent(lors_sched_t *s, uint64_t now)
 {
     for (uint32_t i = 0; i < s->nfly; i++)
@@ -330,18 +344,12 @@ static void find_silent(lors_sched_t *s, uint64_t now)
                 dp->backoff = PROBE_FIRST_NS;
                 dp->st.silences++;
             }
-            dp->probe_at = now + dp->backoff;
-            if (dp->backoff < PROBE_MAX_NS)
-                dp->backoff *= 2;
+            next_probe(dp, now);
         }
     for (int d = 0; d < s->cfg.ndepots; d++) {
         depot_t *dp = &s->dep[d];
-        if (dp->mute && dp->st.active == 0 && dp->probe_at == UINT64_MAX) {
-            /* the probe ended without a word (it failed, or lost to another fetch) */
-            dp->probe_at = now + dp->backoff;
-            if (dp->backoff < PROBE_MAX_NS)
-                dp->backoff *= 2;
-        }
+        if (dp->mute && dp->st.active == 0 && dp->probe_at == UINT64_MAX)
+            next_probe(dp, now); /* the probe ended without a word (failed, or lost) */
         dp->probe_ok = dp->mute && dp->st.active == 0 && now >= dp->probe_at;
     }
 }
@@ -811,9 +819,7 @@ static uint64_t wait_hint(const lors_sched_t *s, uint64_t now)
     if (s->cfg.stall_ns)
         for (uint32_t i = 0; i < s->nfly; i++)
             for (int k = 0; k < s->fly[i].n; k++) {
-                const fetch_t *f = &s->fx[s->fly[i].f[k]];
-                uint64_t lim = judged(s, f) ? silence_limit(s, f) : s->cfg.stall_ns;
-                uint64_t due = f->last + lim;
+                uint64_t due = silent_at(s, &s->fx[s->fly[i].f[k]]);
                 if (due > now && (!t || due < t))
                     t = due;
             }
