@@ -644,7 +644,9 @@ static uint64_t redundancy_step(const lors_sched_t *s)
 /* (a) The lowest in-flight block due a redundant fetch, and the replica for it.  The k-th
  * extra fetch is due after k x redundancy_step later completions (a stalled fetch counts as
  * a whole step), and only if the new fetch is expected to end first (rescue_pays; a stalled
- * block needs no such proof).  In the endgame the count is not needed. */
+ * block needs no such proof).  In the endgame the count is not needed.  A silent fetch does
+ * not count against the redundancy: a block whose rescue fell silent too (two links down in
+ * turn) would otherwise wait for the stall to abort one of them. */
 static int pick_redundant(const lors_sched_t *s, uint64_t now, int endgame, uint32_t *ob,
                           uint32_t *orep)
 {
@@ -656,9 +658,11 @@ static int pick_redundant(const lors_sched_t *s, uint64_t now, int endgame, uint
     double agg = lors__sched_aggregate_bps(s);
     for (uint32_t i = 0; i < s->nfly; i++) {
         const fly_t *e = &s->fly[i];
-        if (e->n >= R || e->block >= best)
+        if (e->n >= LORS_SCHED_MAX_R || e->block >= best)
             continue;
         int stalled = fly_stalled(s, e, now);
+        if (e->n - stalled >= R)
+            continue;
         if (!endgame && (uint64_t)e->ahead + step * (uint64_t)stalled < step * (uint64_t)e->n)
             continue;
         if (!endgame && !stalled && on_schedule(s, e, now, agg))

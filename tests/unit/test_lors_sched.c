@@ -1225,6 +1225,66 @@ static void test_silent_depot(void)
     }
 }
 
+/* A block whose fetches have all fallen silent gets another one at once, even with
+ * `redundancy` of them in flight: silent fetches do not count against it.  Random seed 13 of
+ * the testbed: a block's fetch on host 3 went silent (its link down), the rescue went to host
+ * 2, whose link went down a second later; with both fetches silent and redundancy 2, the block
+ * waited for the 10 s stall to abort the first (11.3 s for a download of 5.5 s).  Three depots
+ * of one fetch each, every block on all of them: block 0 on depot 0, which replies and then
+ * says nothing; its rescue goes to depot 1 (free first), which does the same; depot 2 is busy
+ * until 2 s, and then must take block 0. */
+static void test_all_silent(void)
+{
+    lors_sched_cfg_t c = base_cfg(3, 1 << 20, 3);
+    c.depot_cap = 1;
+    c.endgame = 0;
+    c.any_order = 1;
+    lors_sched_t *s = mk_full(&c);
+    lors_sched_fetch_t a, b, x, g;
+    next_fetch(s, 0, &a);
+    next_fetch(s, 0, &b);
+    next_fetch(s, 0, &x);
+    CU_ASSERT_EQUAL_FATAL(a.block, 0);
+    CU_ASSERT_EQUAL_FATAL(a.depot, 0);
+    CU_ASSERT_EQUAL_FATAL(b.depot, 1);
+    CU_ASSERT_EQUAL_FATAL(x.depot, 2);
+    CU_ASSERT_EQUAL(lors_sched_replied(s, a.id, NS / 100), 0);
+    CU_ASSERT_EQUAL(lors_sched_replied(s, b.id, NS / 100), 0);
+    CU_ASSERT_EQUAL(lors_sched_replied(s, x.id, NS / 100), 0);
+    uint64_t cancel[LORS_SCHED_MAX_R], t = NS / 10;
+    for (; t <= NS / 2; t += NS / 10) /* depots 1 and 2 send; depot 0 has fallen silent */
+        CU_ASSERT_EQUAL(lors_sched_progress(s, b.id, (1 << 20) / 5 * (t / (NS / 10)), t), 0);
+    CU_ASSERT_EQUAL(lors_sched_complete(s, b.id, t, cancel), 0);
+    int rescued = 0, third = 0;
+    uint64_t third_at = 0;
+    for (; t < 9 * NS && !third; t += NS / 10) {
+        int rc = 0;
+        if (t < 2 * NS)
+            rc = lors_sched_progress(s, x.id, (1 << 20) / 2 * t / (2 * NS), t);
+        else if (t == 2 * NS)
+            rc = lors_sched_complete(s, x.id, t, cancel);
+        CU_ASSERT_EQUAL(rc, 0);
+        if (lors_sched_next(s, t, &g) != LORS_SCHED_FETCH)
+            continue;
+        CU_ASSERT_EQUAL(g.block, 0);
+        if (!rescued) { /* the rescue, on depot 1: it replies, then falls silent too */
+            CU_ASSERT_EQUAL(g.depot, 1);
+            CU_ASSERT_EQUAL(lors_sched_replied(s, g.id, t + NS / 100), 0);
+            rescued = 1;
+        } else {
+            CU_ASSERT_EQUAL(g.depot, 2);
+            third = 1;
+            third_at = t;
+        }
+    }
+    printf("\n  block 0's third fetch, with its two in flight silent: at %.1f s",
+           (double)third_at / 1e9);
+    CU_ASSERT_TRUE(rescued);
+    CU_ASSERT_TRUE(third);
+    CU_ASSERT_TRUE(third_at < 4 * NS); /* not the 10 s stall */
+    lors_sched_free(s);
+}
+
 /* In any order, each depot on its scarcest blocks: three fragments of 64 blocks, on {A, C},
  * {B, D} and {C, D}; A and B at 20 MB/s, C and D at 2 MB/s.  The limit is the third fragment
  * at C and D's 4 MB/s, with C and D on it from the start (A and B take the other two).
@@ -1402,6 +1462,7 @@ static const lns_test_case tests[] = {
     {"streams per depot follow the latency", test_latency_streams},
     {"a depot falls silent: found by its own pace", test_silent_depot},
     {"a mute depot's failed probe: another follows", test_probe_after_failure},
+    {"a block's fetches all silent: one more", test_all_silent},
     {"any order: each depot on its scarcest blocks", test_scarce_first},
     {"streaming: a paced player never starves", test_streaming},
     {"200k blocks x 3 replicas x 16 depots", test_perf},
