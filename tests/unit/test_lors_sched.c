@@ -1252,7 +1252,7 @@ static void test_all_silent(void)
     CU_ASSERT_EQUAL(lors_sched_replied(s, b.id, NS / 100), 0);
     CU_ASSERT_EQUAL(lors_sched_replied(s, x.id, NS / 100), 0);
     uint64_t cancel[LORS_SCHED_MAX_R], t = NS / 10;
-    for (; t <= NS / 2; t += NS / 10) /* depots 1 and 2 send; depot 0 has fallen silent */
+    for (; t <= NS / 2; t += NS / 10) /* depot 1 sends its block; depot 0 has fallen silent */
         CU_ASSERT_EQUAL(lors_sched_progress(s, b.id, (1 << 20) / 5 * (t / (NS / 10)), t), 0);
     CU_ASSERT_EQUAL(lors_sched_complete(s, b.id, t, cancel), 0);
     int rescued = 0, third = 0;
