@@ -72,5 +72,37 @@ check "only holder killed" "10mbit 10mbit" 1 2 10 7.969 100000.000 "10% kill hos
 # rates every host holds 3 fragments, so placed = free = 134217728 bits at 160 = 0.8388608 s.
 check "16 fragment classes (speed)" "$(printf '10mbit %.0s' $(seq 16))" 3 16 16 0.839 0.839
 
+# check_inorder NAME "RATES" COPIES FRAGMENTS SIZE_MIB BUFFER_MIB WANT [EVENT...]: the in-order
+# reference (inorder_time, a fluid simulation in steps) must be WANT seconds within 0.5%.
+check_inorder() {
+    local name=$1 want=$7 got
+    # shellcheck disable=SC2206
+    RATES=($2)
+    N=${#RATES[@]}; COPIES=$3; FRAGS=$4; SIZE=$(( $5 * 1048576 ))
+    local buf=$(( $6 * 1048576 ))
+    shift 7
+    EVENTS=("$@")
+    got=$(inorder_time "$buf")
+    if awk -v g="$got" -v w="$want" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(d <= w * 0.005) }'; then
+        printf 'ok    %-34s in order %8s s (want %s)\n' "$name" "$got" "$want"
+    else
+        printf 'FAIL  %-34s in order %8s s (want %s)\n' "$name" "$got" "$want"
+        fails=$((fails + 1))
+    fi
+}
+
+# Every host holds every byte: the buffer costs nothing (the fluid hosts share the lowest
+# bytes), as "full replicas" above.
+check_inorder "in order, full replicas" "10mbit 20mbit 30mbit" 3 3 60 1 8.389
+# A buffer as large as the file: the placement limit ("overlapping holders" above).
+check_inorder "in order, buffer >= file" "10mbit 10mbit 10mbit 10mbit 100mbit" 2 5 5 8 0.629
+# "1 copy, 2 fragments" through a 1 MiB buffer: host2 (30) may fetch fragment 1 only 1 MiB
+# past the written prefix, which host1 (10) alone writes through fragment 0.  Fragment 0 is
+# written at 3.3554432 s, and host2, faster than the window moves, has filled 1 MiB of
+# fragment 1 by then; its other 3 MiB take 25165824 / 30e6 = 0.8388608 s: 4.194304 s.
+check_inorder "in order, 1 MiB buffer" "10mbit 30mbit" 1 2 8 1 4.194
+# Events fire as in ideal_time: "kill at 50%" through a 1 MiB buffer is still 3.146 s.
+check_inorder "in order, kill at 50%" "20mbit 20mbit" 2 2 10 1 3.146 "50% kill host1"
+
 [ "$fails" -eq 0 ] || { echo "check_limits: $fails case(s) failed" >&2; exit 1; }
 echo "check_limits: all cases agree with the hand-computed limits"

@@ -45,7 +45,9 @@ parse_event() {
 # event advances every c_h to its time and changes a rate.  Kill and crash set the rate to 0
 # for good: a later rate event of a dead host is ignored (run_events does the same).
 # Events are taken in the order they fire, whichever their kind, as run_events does.
-ideal_time() {
+# limit_spec: the rates and the events as the models read them: "r HOST MBIT;" per host, then
+# per event "f PERCENT HOST WHAT MBIT;" or "t SECONDS HOST WHAT MBIT;" (WHAT: kill or rate).
+limit_spec() {
     local spec="" e when what val i
     for i in $(seq 1 "$N"); do spec+="r $i $(tb_mbit "${RATES[$((i - 1))]}");"; done
     for e in "${EVENTS[@]}"; do
@@ -57,6 +59,12 @@ ideal_time() {
         esac
         if [ "$what" != rate ]; then spec+=" kill 0;"; else spec+=" rate $(tb_mbit "$val");"; fi
     done
+    printf '%s' "$spec"
+}
+
+ideal_time() {
+    local spec
+    spec=$(limit_spec)
     awk -v spec="$spec" -v size="$SIZE" -v placed="${PLACED:-0}" -v nf="$FRAGS" \
         -v nc="$COPIES" -v nh="$N" '
     # The time at which every cut term reaches X bits (t0 if they all have; INF if a term
@@ -140,5 +148,121 @@ ideal_time() {
             else if (!(h in dead)) rate[h] = val[first]
         }
         printf "%.3f\n", (done_at < 1e5) ? done_at : 1e5  # parenthesized: a bare > redirects
+    }'
+}
+
+# ---- the in-order reference: a fluid model with a bounded reorder buffer -----------------
+# inorder_time BUFFER: seconds (%.3f) until an in-order client (a pipe) with a reorder buffer of
+# BUFFER bytes has written every byte, under the placement (as PLACED=1 ideal_time).  Bytes
+# beyond the written prefix may be held only up to BUFFER (the window [written, written +
+# BUFFER)), so a fragment whose holders are slow cannot be fetched ahead of its turn by more
+# than the buffer, and the tail of the file may wait for them; ideal_time's placement limit
+# lets them start at once.  A fluid simulation in 256 KiB chunks and steps of an eighth of a
+# chunk at the aggregate rate: every host sends at its full rate into the window, by one of
+# two policies, and the faster of the two is the reference:
+#   lowest  every host fills the lowest chunks of its fragments in the window;
+#   scarce  every host fills first its fragment whose rest needs the longest at its holders'
+#           rates (the order of the placement limit), lowest chunks first.
+# A reference, not a bound: a clairvoyant schedule might do better.  Events fire as in
+# ideal_time ("at 30%": when the bytes received reach 30%).
+inorder_time() {
+    local spec
+    spec=$(limit_spec)
+    awk -v spec="$spec" -v size="$SIZE" -v nf="$FRAGS" -v nc="$COPIES" -v nh="$N" -v buf="$1" '
+    function run(policy,    c, j, h, k, i, x, cap, t, W, Wb, lim, got, sum, dt, fired, stop, order, tmp) {
+        for (c = 0; c < n; c++) fill[c] = 0
+        for (j = 0; j < F; j++) { pf[j] = c0[j]; frem[j] = 0 }
+        for (c = 0; c < n; c++) frem[cf[c]] += qlen[c]
+        for (h = 1; h <= nh; h++) { rate[h] = rate0[h]; dead[h] = 0 }
+        for (e = 1; e <= ne; e++) pending[e] = 1
+        sum = 0; for (h = 1; h <= nh; h++) sum += rate[h]
+        if (sum <= 0) return INF
+        dt = q * 8 / sum / 8
+        t = 0; W = 0; got = 0
+        while (W < n) {
+            for (e = 1; e <= ne; e++) {
+                if (!pending[e]) continue
+                fired = (kind[e] == "t") ? (t >= at[e]) : (got >= at[e] / 100 * total)
+                if (!fired) continue
+                pending[e] = 0; h = host[e]
+                if (what[e] == "kill") { rate[h] = 0; dead[h] = 1 }
+                else if (!dead[h]) rate[h] = val[e]
+            }
+            # hosts fastest first (a fast host takes the lowest chunk it can)
+            for (h = 1; h <= nh; h++) order[h] = h
+            for (i = 2; i <= nh; i++)
+                for (k = i; k > 1 && rate[order[k]] > rate[order[k - 1]]; k--) {
+                    tmp = order[k]; order[k] = order[k - 1]; order[k - 1] = tmp
+                }
+            if (policy == "scarce")
+                for (j = 0; j < F; j++) {
+                    sum = 0
+                    for (k = 0; k < C; k++) sum += rate[hold[j, k] + 1]
+                    need[j] = frem[j] <= 0 ? -1 : sum > 0 ? frem[j] / sum : INF
+                }
+            Wb = cs[W] + fill[W]            # the written prefix (bits), the head chunk partly
+            stop = 1
+            for (i = 1; i <= nh; i++) {
+                h = order[i]; cap = rate[h] * dt
+                if (cap <= 0) continue
+                stop = 0
+                # the fragments of h in the policy order (insertion sort; a handful)
+                nj = 0
+                for (j = 0; j < F; j++) if (holds[j, h - 1]) mine[++nj] = j
+                if (policy == "scarce")
+                    for (x = 2; x <= nj; x++)
+                        for (k = x; k > 1 && need[mine[k]] > need[mine[k - 1]]; k--) {
+                            tmp = mine[k]; mine[k] = mine[k - 1]; mine[k - 1] = tmp
+                        }
+                for (k = 1; k <= nj && cap > 0; k++) {
+                    j = mine[k]
+                    while (cap > 0 && pf[j] < c1[j]) {
+                        c = pf[j]; lim = Wb + bb - cs[c]  # the window ends BUFFER past Wb
+                        if (lim > qlen[c]) lim = qlen[c]
+                        x = lim - fill[c]
+                        if (x <= 0) break
+                        if (x > cap) x = cap
+                        fill[c] += x; cap -= x; got += x; frem[j] -= x
+                        if (fill[c] >= qlen[c]) pf[j]++
+                    }
+                }
+            }
+            if (stop) return INF
+            t += dt
+            while (W < n && fill[W] >= qlen[W]) W++
+            if (t > 1e5) return INF
+        }
+        return t
+    }
+    BEGIN {
+        INF = 1e18; total = size * 8
+        ne = 0; m = split(spec, items, ";")
+        for (k = 1; k <= m; k++) {
+            if (split(items[k], w, " ") < 3) continue
+            if (w[1] == "r") { rate0[w[2]] = w[3] * 1e6; continue }
+            ne++; kind[ne] = w[1]; at[ne] = w[2]; host[ne] = w[3]; what[ne] = w[4]
+            val[ne] = w[5] * 1e6
+        }
+        for (h = 1; h <= nh; h++) if (!(h in rate0)) rate0[h] = 0
+        F = nf; C = nc
+        if (C >= nh) { F = 1; C = nh }
+        for (j = 0; j < F; j++)
+            for (k = 0; k < C; k++) { hold[j, k] = (j * C + k) % nh; holds[j, hold[j, k]] = 1 }
+        # chunks of at most q bytes, none across a fragment boundary; cs: the start of each (bits)
+        q = 262144; if (size / 64 < q) q = int(size / 64); if (q < 1) q = 1
+        n = 0
+        for (j = 0; j < F; j++) {
+            lo = int(j * size / F); end = int((j + 1) * size / F); c0[j] = n
+            for (; lo < end; lo += q) {
+                x = end - lo; if (x > q) x = q
+                cs[n] = lo * 8; qlen[n] = x * 8; cf[n] = j; n++
+            }
+            c1[j] = n
+        }
+        cs[n] = total; fill[n] = 0
+        bb = buf * 8
+        a = run("lowest"); b = run("scarce")
+        if (b < a) a = b
+        printf "%.3f\n", (a < 1e5) ? a : 1e5
     }'
 }

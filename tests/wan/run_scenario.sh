@@ -39,7 +39,9 @@
 # completion time of a fluid model in which every live link runs at its full rate throughout
 # (the capacity schedule of the events), the placement limit the same for a client that takes
 # each fragment only from the hosts holding it (limits.sh; tests/wan/check_limits.sh checks
-# both): the figures are reported as fractions of them.
+# both): the figures are reported as fractions of them.  With WAN_PIPE=1 also of the in-order
+# reference: the placement limit for a client that writes in order through its reorder buffer
+# (-M in WAN_CLIENT, else lors_download's default 64M; limits.sh, inorder_time).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/wan/testbed.sh
@@ -218,9 +220,11 @@ timed() {
             -o "$out" "$TB_WORK/file.xnd" 2>"$TB_WORK/ours.$round.report" &
     elif [ "$side" = ours ] && [ -n "${WAN_PIPE:-}" ]; then
         # through a pipe: in order, through the reorder buffer (WAN_PIPE=1)
+        local netlog=()
+        [ -n "${WAN_NETLOG:-}" ] && netlog=(--netlog "$WAN_NETLOG/ours.$round.netlog")
         # shellcheck disable=SC2016,SC2086
         tb_client $TIME_CMD bash -c 'set -o pipefail; out=$1; shift; "$@" | cat >"$out"' pipe \
-            "$out" "$TB_BIN/lors_download" -V --no-report --no-rc $CLIENT_FLAGS -o - \
+            "$out" "$TB_BIN/lors_download" -V --no-report --no-rc "${netlog[@]}" $CLIENT_FLAGS -o - \
             "$TB_WORK/file.xnd" 2>"$TB_WORK/ours.$round.report" &
     elif [ "$side" = ours ]; then
         local netlog=()
@@ -358,6 +362,14 @@ if [ "$PEER_MODE" = placed ]; then PL_PEER="aria2c too"
 elif [ -n "$PEER" ] && [ "$COPIES" -lt "$N" ]; then PL_PEER="aria2c reads every host's whole file"
 else PL_PEER="every host holds every byte"; fi
 echo "placement limit: $IDEAL_PLP s of payload (each fragment only from the $COPIES hosts holding it; $PL_PEER)"
+IDEAL_IOP=""
+if [ -n "${WAN_PIPE:-}" ]; then
+    IO_BUF=$(printf '%s\n' "$CLIENT_FLAGS" | sed -n 's/.*-M  *\([0-9][0-9]*[KMG]\?\).*/\1/p')
+    IO_BUF=${IO_BUF:-64M}
+    IDEAL_IOP=$(awk -v i="$(inorder_time "$(bytes_of "$IO_BUF")")" -v e="$PAYLOAD_EFF" \
+        'BEGIN { printf "%.3f", i / e }')
+    echo "in-order reference: $IDEAL_IOP s of payload (the placement, written in order through a reorder buffer of $IO_BUF; limits.sh, inorder_time)"
+fi
 
 # Untimed warm-up: page caches of the depots' files and nginx's file.
 cat "$TB_WORK"/h*/res/* "$TB_WORK"/www/* >/dev/null 2>&1 || true
@@ -397,6 +409,9 @@ OFP=$(awk -v i="$IDEAL_P" -v t="$MO" 'BEGIN { if (t == "nan") print "-"; else pr
 OFL=$(awk -v i="$IDEAL_PLP" -v t="$MO" 'BEGIN { if (t == "nan") print "-"; else printf "%.3f", i / t }')
 echo "result: ours median ${MO}s = $(mbit "$MO") Mbit/s, $OF of the ideal, $OFP of the payload limit (time ${MO}/${IDEAL} = $(awk -v i="$IDEAL" -v t="$MO" 'BEGIN { if (t == "nan") print "-"; else printf "%.3f", t / i }')x ideal, $(awk -v i="$IDEAL_P" -v t="$MO" 'BEGIN { if (t == "nan") print "-"; else printf "%.3f", t / i }')x the payload limit); failed rounds $FAILS"
 echo "result: placement: ours $OFL of the placement limit ($IDEAL_PLP s)"
+if [ -n "$IDEAL_IOP" ]; then
+    echo "result: in order: ours $(awk -v i="$IDEAL_IOP" -v t="$MO" 'BEGIN { if (t == "nan") print "-"; else printf "%.3f", i / t }') of the in-order reference ($IDEAL_IOP s)"
+fi
 if [ "$MODE" = play ]; then
     UNDERRUNS=$(tr '\n' ' ' <"$TB_WORK/underruns")
     echo "result: underruns per round: ${UNDERRUNS}(target 0)"
