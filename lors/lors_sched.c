@@ -620,7 +620,7 @@ static int on_schedule(const lors_sched_t *s, const fly_t *e, uint64_t now, doub
         double age = (double)(now - f->start), done = (double)f->bytes, rem;
         if (done > 0)
             rem = age * (len - done) / done;
-        else if (dp->known && dp->fetch_bps > 0)
+        else if (dp->known && dp->fetch_bps > 0 && age <= 2 * len / dp->fetch_bps * 1e9)
             rem = len / dp->fetch_bps * 1e9 - age;
         else
             continue;
@@ -663,7 +663,9 @@ static int pick_redundant(const lors_sched_t *s, uint64_t now, int endgame, uint
         int stalled = fly_stalled(s, e, now);
         if (e->n - stalled >= R)
             continue;
-        if (!endgame && (uint64_t)e->ahead + step * (uint64_t)stalled < step * (uint64_t)e->n)
+        int head = !s->cfg.any_order && e->block == s->first_hole && agg > 0;
+        if (!endgame && !head &&
+            (uint64_t)e->ahead + step * (uint64_t)stalled < step * (uint64_t)e->n)
             continue;
         if (!endgame && !stalled && on_schedule(s, e, now, agg))
             continue;

@@ -912,34 +912,39 @@ static void test_stall(void)
 
 /* (12) the redundancy trigger scales with the fetches in flight: with 12 streams, a block
  * that has shown nothing gets its second fetch after 11 later completions (the fetches in
- * flight when it is decided), not after P = 3 */
+ * flight when it is decided), not after P = 3.  That is for blocks the writer does not wait
+ * on yet; in order, the first hole is rescued as soon as a new fetch pays (one that has shown
+ * nothing for a second against fetches of a microsecond): after the first completion. */
 static void test_redundancy_scales(void)
 {
-    lors_sched_cfg_t c = trigger_cfg(40, 2, 3);
-    c.depot_cap = 8;
-    lors_sched_t *s = mk_full(&c);
-    uint64_t id[40] = {0}, t0 = NS, cancel[LORS_SCHED_MAX_R];
-    lors_sched_fetch_t f;
-    next_fetch(s, 0, &f);
-    id[f.block] = f.id; /* block 0 starts long before the others and never shows a byte */
-    for (int i = 1; i < 12; i++) {
-        next_fetch(s, t0, &f);
-        id[f.block] = f.id;
-    }
-    int found = 0;
-    for (uint32_t k = 1; k < 20 && !found; k++) {
-        uint64_t now = t0 + 1000 + k;
-        CU_ASSERT_EQUAL_FATAL(lors_sched_complete(s, id[k], now, cancel), 0);
-        next_fetch(s, now, &f);
-        if (f.redundant) {
-            CU_ASSERT_EQUAL(f.block, 0);
-            found = (int)k;
-        } else {
+    for (int any = 0; any <= 1; any++) {
+        lors_sched_cfg_t c = trigger_cfg(40, 2, 3);
+        c.depot_cap = 8;
+        c.any_order = any;
+        lors_sched_t *s = mk_full(&c);
+        uint64_t id[40] = {0}, t0 = NS, cancel[LORS_SCHED_MAX_R];
+        lors_sched_fetch_t f;
+        next_fetch(s, 0, &f);
+        id[f.block] = f.id; /* block 0 starts long before the others and never shows a byte */
+        for (int i = 1; i < 12; i++) {
+            next_fetch(s, t0, &f);
             id[f.block] = f.id;
         }
+        int found = 0;
+        for (uint32_t k = 1; k < 20 && !found; k++) {
+            uint64_t now = t0 + 1000 + k;
+            CU_ASSERT_EQUAL_FATAL(lors_sched_complete(s, id[k], now, cancel), 0);
+            next_fetch(s, now, &f);
+            if (f.redundant) {
+                CU_ASSERT_EQUAL(f.block, 0);
+                found = (int)k;
+            } else {
+                id[f.block] = f.id;
+            }
+        }
+        CU_ASSERT_EQUAL(found, any ? 11 : 1);
+        lors_sched_free(s);
     }
-    CU_ASSERT_EQUAL(found, 11);
-    lors_sched_free(s);
 }
 
 /* (13) a redundant fetch must pay: a block whose fetch is making normal progress gets none,
@@ -1217,8 +1222,10 @@ static void test_silent_depot(void)
          * none is fetched twice before it (0.81 when it was) */
         CU_ASSERT_TRUE(on >= (any ? 0.86 : 0.77));
         if (!any) /* in order, the stalled fetches held the writer; in any order the blocks
-                   * behind them went on, and rescue by completions ahead came in time */
-            CU_ASSERT_TRUE(on > off + 0.05);
+                   * behind them went on, and rescue by completions ahead came in time.  The
+                   * head block's rescue (as soon as a new fetch pays) already frees the
+                   * writer without the silence (0.70 before it): the silence adds the rest */
+            CU_ASSERT_TRUE(on > off + 0.01);
         CU_ASSERT_TRUE(on >= off - 0.02);
         CU_ASSERT_TRUE(sil >= 1);
         CU_ASSERT_TRUE(probes <= 3);
