@@ -28,15 +28,16 @@ static uint32_t rep_on(const lors_sched_t *s, uint32_t b, int d)
 
 /* A block for a fetch of t_ns on depot d that arrives about when the writer needs it: the
  * lowest pending block d holds at or after first hole + (the blocks the download fetches in
- * t_ns x LOOKAHEAD_SAFETY), and after `from`.  That distance is at most 3/4 of the reorder
- * buffer (the blocks below it must fit too) and is clamped there; if it exceeds twice that,
- * the depot is too slow to be of use (a straggler): NONE, unless clamp.  O(log n) per block
- * examined, at most LOOKAHEAD_TRIES of them. */
+ * t_ns x LOOKAHEAD_SAFETY) + the blocks past the hole already done (the writer passes those at
+ * once), and after `from`.  That distance is at most 3/4 of the reorder buffer (the blocks
+ * below it must fit too) and is clamped there; if it exceeds twice that, the depot is too
+ * slow to be of use (a straggler): NONE, unless clamp.  O(log n) per block examined, at most
+ * LOOKAHEAD_TRIES of them. */
 static uint32_t lookahead_block(const lors_sched_t *s, int d, double t_ns, double agg,
                                 uint32_t from, int clamp, uint32_t *orep)
 {
     double bs = (double)s->cfg.block_size;
-    double k = ceil(agg * t_ns / 1e9 * LOOKAHEAD_SAFETY / bs);
+    double k = ceil(agg * t_ns / 1e9 * LOOKAHEAD_SAFETY / bs) + lors__sched_done_ahead(s);
     double maxk = s->cfg.buffer_bytes ? (double)(s->cfg.buffer_bytes / s->cfg.block_size * 3 / 4)
                                       : (double)s->nblocks;
     if (k > 2 * maxk && !clamp)

@@ -129,6 +129,7 @@ double lors__sched_best_known_bps(const lors_sched_t *s);
 double lors__sched_new_fetch_bps(const lors_sched_t *s, int d, double best_known);
 double lors__sched_aggregate_bps(const lors_sched_t *s);
 double lors__sched_need_ns(const lors_sched_t *s, uint32_t b, double agg);
+uint32_t lors__sched_done_ahead(const lors_sched_t *s);
 void lors__sched_rates(lors_sched_t *s, uint64_t now);
 
 /* lors_sched_class.c: holder classes, for cfg.any_order (scarce blocks first). */

@@ -1040,6 +1040,50 @@ static void test_lookahead(void)
     lors_sched_free(s);
 }
 
+/* (13b) lookahead past the blocks already done: as in (13), but the writer waits on block 2
+ * with blocks 3..12 done behind it.  When block 2 comes the writer passes those ten at once,
+ * so the slow depot's block must be ten further.  Depot 0 measures about 2e9 B/s (two fetches
+ * at a time: block 2's and the next), so in depot 1's 10 us the download fetches 21 blocks,
+ * x 1.5 = 32: block 2 + 32 + 10 = 44 (34 before the ten were counted, and on random seed 7 to
+ * a pipe such blocks arrived after the writer needed them). */
+static void test_lookahead_done_ahead(void)
+{
+    lors_sched_cfg_t c = trigger_cfg(64, 2, 1);
+    c.depot_cap = 64;
+    lors_sched_t *s = mk_full(&c);
+    lors_sched_fetch_t f0, f1, hole, g, slow;
+    uint64_t cancel[LORS_SCHED_MAX_R];
+    next_fetch(s, 0, &f0);
+    next_fetch(s, 0, &f1);
+    CU_ASSERT_EQUAL(lors_sched_complete(s, f0.id, 1000, cancel), 0);
+    CU_ASSERT_EQUAL(lors_sched_complete(s, f1.id, 10000, cancel), 0);
+    CU_ASSERT_EQUAL(lors_sched_depot_dead(s, 1, 1, NS), 0); /* depot 1 out for now */
+    uint64_t now = 10000;
+    next_fetch(s, now, &hole);
+    CU_ASSERT_EQUAL_FATAL(hole.block, 2);
+    for (uint32_t b = 3; b <= 12; b++) {
+        next_fetch(s, now, &g);
+        CU_ASSERT_EQUAL(g.block, b);
+        CU_ASSERT_EQUAL(g.depot, 0);
+        now += 1000;
+        CU_ASSERT_EQUAL(lors_sched_complete(s, g.id, now, cancel), 0);
+    }
+    CU_ASSERT_EQUAL(lors_sched_progress(s, hole.id, 500, now), 0); /* on its way */
+    /* block 13 starts on depot 0 now: a fetch just started bounds nothing, so depot 0 keeps
+     * its measured rate although block 2 is old (What a fetch in flight proves) */
+    next_fetch(s, now, &g);
+    CU_ASSERT_EQUAL(g.block, 13);
+    CU_ASSERT_EQUAL(lors_sched_depot_dead(s, 1, 0, 0), 0);
+    next_fetch(s, now, &slow);
+    CU_ASSERT_EQUAL(slow.depot, 1);
+    CU_ASSERT_EQUAL(slow.block, 44);
+    CU_ASSERT_FALSE(slow.redundant);
+    next_fetch(s, now, &g); /* the blocks below stay depot 0's */
+    CU_ASSERT_EQUAL(g.block, 14);
+    CU_ASSERT_EQUAL(g.depot, 0);
+    lors_sched_free(s);
+}
+
 /* (12) heterogeneous depots, full replicas (WAN scenario 1 in bytes/s: 20/40/80/160 Mbit/s,
  * 256 blocks of 1 MiB, 8 streams, cap 4, 64 MiB buffer).  Streams used to go to the best
  * depot for the lowest pending block, so the slowest depot got a block only when the others
@@ -1221,11 +1265,11 @@ static void test_silent_depot(void)
          * silence costs nothing more.  In any order no block is needed before the end, and
          * none is fetched twice before it (0.81 when it was) */
         CU_ASSERT_TRUE(on >= (any ? 0.86 : 0.77));
-        if (!any) /* in order, the stalled fetches held the writer; in any order the blocks
-                   * behind them went on, and rescue by completions ahead came in time.  The
-                   * head block's rescue (as soon as a new fetch pays) already frees the
-                   * writer without the silence (0.70 before it): the silence adds the rest */
-            CU_ASSERT_TRUE(on > off + 0.01);
+        /* The silence must cost nothing.  It once gained 0.11 in order (0.81 against 0.70
+         * with the stall time only: the stalled fetches held the writer); since the first
+         * hole is rescued as soon as a new fetch pays, that rescue frees the writer first,
+         * and in any order the blocks behind went on anyway.  That the silence is found is
+         * checked below. */
         CU_ASSERT_TRUE(on >= off - 0.02);
         CU_ASSERT_TRUE(sil >= 1);
         CU_ASSERT_TRUE(probes <= 3);
@@ -1464,6 +1508,7 @@ static const lns_test_case tests[] = {
     {"redundancy trigger scales with fetches in flight", test_redundancy_scales},
     {"a redundant fetch must pay", test_redundancy_pays},
     {"lookahead: a slow idle depot fetches a later block", test_lookahead},
+    {"lookahead: past the blocks already done", test_lookahead_done_ahead},
     {"heterogeneous depots: slow ones used (lookahead)", test_heterogeneous},
     {"straggler: a depot drops to 1 Mbit/s", test_straggler},
     {"streams per depot follow the latency", test_latency_streams},
