@@ -1265,11 +1265,13 @@ static void test_silent_depot(void)
          * silence costs nothing more.  In any order no block is needed before the end, and
          * none is fetched twice before it (0.81 when it was) */
         CU_ASSERT_TRUE(on >= (any ? 0.86 : 0.77));
-        /* The silence must cost nothing.  It once gained 0.11 in order (0.81 against 0.70
-         * with the stall time only: the stalled fetches held the writer); since the first
-         * hole is rescued as soon as a new fetch pays, that rescue frees the writer first,
-         * and in any order the blocks behind went on anyway.  That the silence is found is
-         * checked below. */
+        /* In order, the stalled fetches held the writer: the silence gained 0.11 (0.81
+         * against 0.70 with the stall time only); since the first hole is rescued as soon as
+         * a new fetch pays, that rescue frees the writer first, and the silence adds 0.02
+         * (0.805 against 0.781).  In any order the blocks behind went on anyway: it must
+         * cost nothing. */
+        if (!any)
+            CU_ASSERT_TRUE(on > off + 0.01);
         CU_ASSERT_TRUE(on >= off - 0.02);
         CU_ASSERT_TRUE(sil >= 1);
         CU_ASSERT_TRUE(probes <= 3);
