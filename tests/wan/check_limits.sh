@@ -103,6 +103,9 @@ check_inorder "in order, buffer >= file" "10mbit 10mbit 10mbit 10mbit 100mbit" 2
 check_inorder "in order, 1 MiB buffer" "10mbit 30mbit" 1 2 8 1 4.194
 # Events fire as in ideal_time: "kill at 50%" through a 1 MiB buffer is still 3.146 s.
 check_inorder "in order, kill at 50%" "20mbit 20mbit" 2 2 10 1 3.146 "50% kill host1"
+# The only holder of fragment 0 killed at 10%: never complete (1e5 s), found without
+# stepping the clock to 1e5 s.
+check_inorder "in order, only holder killed" "10mbit 10mbit" 1 2 10 1 100000.000 "10% kill host1"
 
 [ "$fails" -eq 0 ] || { echo "check_limits: $fails case(s) failed" >&2; exit 1; }
 echo "check_limits: all cases agree with the hand-computed limits"

@@ -178,7 +178,7 @@ inorder_time() {
         sum = 0; for (h = 1; h <= nh; h++) sum += rate[h]
         if (sum <= 0) return INF
         dt = q * 8 / sum / 8
-        t = 0; W = 0; got = 0
+        t = 0; W = 0; got = 0; got0[0] = -1
         while (W < n) {
             for (e = 1; e <= ne; e++) {
                 if (!pending[e]) continue
@@ -231,6 +231,15 @@ inorder_time() {
             t += dt
             while (W < n && fill[W] >= qlen[W]) W++
             if (t > 1e5) return INF
+            if (got == got0[0]) {
+                # nothing moved (the window waits on bytes no live host holds): only a timed
+                # event can change that; jump to it, or never
+                te = INF
+                for (e = 1; e <= ne; e++) if (pending[e] && kind[e] == "t" && at[e] < te) te = at[e]
+                if (te == INF) return INF
+                if (te > t) t = te
+            }
+            got0[0] = got
         }
         return t
     }
