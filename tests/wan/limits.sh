@@ -207,8 +207,8 @@ inorder_time() {
                 if (cap <= 0) continue
                 stop = 0
                 # the fragments of h in the policy order (insertion sort; a handful)
-                nj = 0
-                for (j = 0; j < F; j++) if (holds[j, h - 1]) mine[++nj] = j
+                nj = nfr[h]
+                for (x = 1; x <= nj; x++) mine[x] = fr[h, x]
                 if (policy == "scarce")
                     for (x = 2; x <= nj; x++)
                         for (k = x; k > 1 && need[mine[k]] > need[mine[k - 1]]; k--) {
@@ -256,7 +256,11 @@ inorder_time() {
         F = nf; C = nc
         if (C >= nh) { F = 1; C = nh }
         for (j = 0; j < F; j++)
-            for (k = 0; k < C; k++) { hold[j, k] = (j * C + k) % nh; holds[j, hold[j, k]] = 1 }
+            for (k = 0; k < C; k++) hold[j, k] = (j * C + k) % nh
+        # the fragments of each host, lowest first
+        for (h = 1; h <= nh; h++) nfr[h] = 0
+        for (j = 0; j < F; j++)
+            for (k = 0; k < C; k++) { h = hold[j, k] + 1; fr[h, ++nfr[h]] = j }
         # chunks of at most q bytes, none across a fragment boundary; cs: the start of each (bits)
         q = 262144; if (size / 64 < q) q = int(size / 64); if (q < 1) q = 1
         n = 0

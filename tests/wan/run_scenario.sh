@@ -206,7 +206,8 @@ reset_hosts() {
 # timed SIDE ROUND: one client run with the events; sets T to its seconds (or "fail"); checks
 # the bytes.  Runs in this shell (not $(...)) so that restarted hosts' pids are kept.
 timed() {
-    local side=$1 round=$2 out base start end pid evpid rc=0 i urls=()
+    local side=$1 round=$2 out base start end pid evpid rc=0 i urls=() netlog=()
+    [ -n "${WAN_NETLOG:-}" ] && netlog=(--netlog "$WAN_NETLOG/ours.$round.netlog")
     out=$TB_WORK/out.$side
     rm -f "$out" "$out.aria2"
     rm -rf "$TB_WORK/out.frags"
@@ -220,15 +221,11 @@ timed() {
             -o "$out" "$TB_WORK/file.xnd" 2>"$TB_WORK/ours.$round.report" &
     elif [ "$side" = ours ] && [ -n "${WAN_PIPE:-}" ]; then
         # through a pipe: in order, through the reorder buffer (WAN_PIPE=1)
-        local netlog=()
-        [ -n "${WAN_NETLOG:-}" ] && netlog=(--netlog "$WAN_NETLOG/ours.$round.netlog")
         # shellcheck disable=SC2016,SC2086
         tb_client $TIME_CMD bash -c 'set -o pipefail; out=$1; shift; "$@" | cat >"$out"' pipe \
             "$out" "$TB_BIN/lors_download" -V --no-report --no-rc "${netlog[@]}" $CLIENT_FLAGS -o - \
             "$TB_WORK/file.xnd" 2>"$TB_WORK/ours.$round.report" &
     elif [ "$side" = ours ]; then
-        local netlog=()
-        [ -n "${WAN_NETLOG:-}" ] && netlog=(--netlog "$WAN_NETLOG/ours.$round.netlog")
         # shellcheck disable=SC2086
         tb_client $TIME_CMD "$TB_BIN/lors_download" -V --no-report --no-rc "${netlog[@]}" $CLIENT_FLAGS \
             -o "$out" "$TB_WORK/file.xnd" 2>"$TB_WORK/ours.$round.report" &
