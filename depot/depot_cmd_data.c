@@ -163,6 +163,7 @@ int depot_cmd_store(depot_conn_t *c, const ibp_req_t *req)
         depot_alloc_release(a);
         if (vec)
             free(v);
+        c->close = 1; /* the bytes the client sends next are not a request */
         return IBP_E_SOCK_WRITE;
     }
     if (c->ncs_type)

@@ -38,6 +38,11 @@ static void cleanup(void)
             pids[i] = 0;
         }
     }
+    const char *keep = getenv("LNS_TEST_KEEP");
+    if (tmpdir[0] && keep && *keep && strcmp(keep, "0") != 0) {
+        fprintf(stderr, "%s: LNS_TEST_KEEP: kept %s\n", progname, tmpdir);
+        tmpdir[0] = 0;
+    }
     if (tmpdir[0]) {
         char cmd[PATH_MAX + 32];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

@@ -990,6 +990,37 @@ static void test_fault_sweep(void)
 
 /* ---- the real thing: a full filesystem and a capacity larger than the disk ---------------- */
 
+/* A STORE whose "1 \n" cannot be sent (store.ack) is dropped, and so is its connection: the
+ * client hears at once instead of sending its bytes into a connection that reads them as the
+ * next request and waiting out its I/O timeout (10 s here) for an answer. */
+static void test_store_ack_fails(void)
+{
+    test_depot_t d;
+    ibp_caps_t a;
+    ibp_probe_t p;
+    unsigned char data[10] = "0123456789";
+    ibp_client_t *cl = new_client();
+    ibp_attr_t at = {4096, 600, IBP_HARD, IBP_BYTEARRAY};
+    setenv("LNS_FAILPOINTS", "store.ack=eio@1", 1);
+    int rc = td_start(&d, "--chksum-cache 0");
+    unsetenv("LNS_FAILPOINTS");
+    CU_ASSERT_FATAL(rc == 0);
+    CU_ASSERT_FATAL(ibp_allocate(cl, "127.0.0.1", d.port, "0", &at, &a) == IBP_OK);
+    double t0 = now_s();
+    CU_ASSERT_NOT_EQUAL(ibp_store(cl, a.write, data, sizeof data, NULL), IBP_OK);
+    double took = now_s() - t0;
+    CU_ASSERT(took < 2);
+    if (took >= 2)
+        printf("  the refused STORE took %.1f s\n", took);
+    CU_ASSERT_EQUAL(ibp_probe(cl, a.manage, &p), IBP_OK);
+    CU_ASSERT_EQUAL(p.cur_size, 0);
+    CU_ASSERT_EQUAL(ibp_store(cl, a.write, data, sizeof data, NULL), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_probe(cl, a.manage, &p), IBP_OK);
+    CU_ASSERT_EQUAL(p.cur_size, sizeof data);
+    lns_test_server_finish(&d.srv);
+    ibp_client_free(cl);
+}
+
 /* A resource declared far larger than its filesystem is capped to what it can hold, with a
  * warning in the log; STATUS CHANGE cannot raise it past that either. */
 static void test_capacity_capped(void)
@@ -1109,6 +1140,7 @@ static void test_full_filesystem(void)
 
 static const lns_test_case tests[] = {
     {"every failpoint, error and crash, invariants after each request", test_fault_sweep},
+    {"a STORE whose acknowledgement fails: the client hears at once", test_store_ack_fails},
     {"a capacity larger than the filesystem is capped", test_capacity_capped},
     {"a full filesystem: stores refused, metadata commits", test_full_filesystem},
 };
