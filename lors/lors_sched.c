@@ -198,11 +198,14 @@ void lors__sched_rates(lors_sched_t *s, uint64_t now)
         dp->fetch_bps = dp->ewma_fetch;
         dp->cut = 0;
         dp->cut_n = 0;
+        dp->shown = 0;
     }
     for (uint32_t i = 0; i < s->nfly; i++)
         for (int k = 0; k < s->fly[i].n; k++) {
             const fetch_t *f = &s->fx[s->fly[i].f[k]];
             depot_t *dp = &s->dep[f->depot];
+            if (f->bytes && now > f->start + dp->lat_ns)
+                dp->shown += (double)f->bytes / ((double)(now - f->start - dp->lat_ns) / 1e9);
             if (dp->cut_n < 0)
                 continue;
             if (now <= f->start) {
@@ -376,7 +379,12 @@ static double depot_score(const lors_sched_t *s, int d, double unknown)
 }
 
 /* The best eligible replica of b on a live depot below its cap and not in excl[]. */
-static uint32_t choose_replica(const lors_sched_t *s, uint32_t b, const int *excl, int nexcl)
+static int has_pending(const lors_sched_t *s, int d, const double *need);
+
+/* busy (in any order, or NULL): a depot that still has pending blocks of its own is passed
+ * over (has_pending). */
+static uint32_t choose_replica(const lors_sched_t *s, uint32_t b, const int *excl, int nexcl,
+                               const double *busy)
 {
     double best_known = 0;
     for (int d = 0; d < s->cfg.ndepots; d++)
@@ -395,7 +403,7 @@ static uint32_t choose_replica(const lors_sched_t *s, uint32_t b, const int *exc
         int skip = 0;
         for (int i = 0; i < nexcl; i++)
             skip |= excl[i] == rp->depot;
-        if (skip)
+        if (skip || (busy && has_pending(s, rp->depot, busy)))
             continue;
         double sc = depot_score(s, rp->depot, unknown);
         if (best != NONE) {
@@ -652,6 +660,80 @@ static uint64_t redundancy_step(const lors_sched_t *s)
     return F > P ? F : P;
 }
 
+/* With holder classes: each class's need, the time its pending blocks and the rest of its blocks
+ * in flight take at the summed rates of its live holders (-1: none pending).  A holder not
+ * measured yet counts at the rate its fetches have shown, if they have, and at most at unknown
+ * (the optimistic guess): a slow depot's first block takes long to measure it, and counted
+ * fast meanwhile it hides its class's scarcity. */
+static void class_needs(const lors_sched_t *s, double unknown, double *need)
+{
+    double bs = (double)s->cfg.block_size, left[CLS_MAX] = {0};
+    for (uint32_t i = 0; i < s->nfly; i++) {
+        const fly_t *e = &s->fly[i];
+        double len = (double)lors__sched_blk_len(s, e->block), most = 0;
+        for (int k = 0; k < e->n; k++)
+            if ((double)s->fx[e->f[k]].bytes > most)
+                most = (double)s->fx[e->f[k]].bytes;
+        if (most < len)
+            left[s->bcls[e->block]] += (len - most) / bs;
+    }
+    for (int c = 0; c < s->ncls; c++) {
+        const cls_t *cl = &s->cls[c];
+        double rate = 0;
+        for (int i = 0; i < cl->n; i++) {
+            const depot_t *dp = &s->dep[cl->holder[i]];
+            if (!dp->dead && !dp->mute)
+                rate += dp->known                          ? dp->bps
+                        : dp->shown > 0 && dp->shown < unknown ? dp->shown
+                                                             : unknown;
+        }
+        need[c] = !cl->npend ? -1 : rate > 0 ? ((double)cl->npend + left[c]) / rate : HUGE_VAL;
+    }
+}
+
+/* Of the classes depot d holds with blocks pending, the one that needs the longest; -1. */
+static int scarcest_class(const lors_sched_t *s, int d, const double *need)
+{
+    int dc = -1;
+    for (int c = 0; c < s->ncls; c++) {
+        const cls_t *cl = &s->cls[c];
+        int holds = 0;
+        for (int i = 0; i < cl->n && !holds; i++)
+            holds = cl->holder[i] == d;
+        if (holds && need[c] >= 0 && (dc < 0 || need[c] > need[dc]))
+            dc = c;
+    }
+    return dc;
+}
+
+/* Has depot d pending blocks it can fetch?  With holder classes, a class it holds has some
+ * (need from class_needs); without, any block is pending (every depot holds them all, or the
+ * plain order finds one). */
+static int has_pending(const lors_sched_t *s, int d, const double *need)
+{
+    return s->ncls ? scarcest_class(s, d, need) >= 0 : s->npending > 0;
+}
+
+/* In any order with holder classes: is every fetch of e on a depot whose time a scarcer class
+ * needs (HANDOVER times the need of e's class)?  Such fetches were started before the depots
+ * were measured, when every class looked alike; a faster holder that fetches the block again
+ * frees the depot (its fetch loses and is cancelled) for the class only it and few others can
+ * serve (docs/scheduler.md, "Scarce blocks first"). */
+#define HANDOVER 2.0
+static int misplaced(const lors_sched_t *s, const fly_t *e, const double *need)
+{
+    if (!s->ncls || !e->n)
+        return 0;
+    int c = s->bcls[e->block];
+    double nc = need[c] > 0 ? need[c] : 0;
+    for (int i = 0; i < e->n; i++) {
+        int dc = scarcest_class(s, s->fx[e->f[i]].depot, need);
+        if (dc < 0 || dc == c || need[dc] <= HANDOVER * nc)
+            return 0;
+    }
+    return 1;
+}
+
 /* (a) The lowest in-flight block due a redundant fetch, and the replica for it.  The k-th
  * extra fetch is due after k x redundancy_step later completions (a stalled fetch counts as
  * a whole step), and only if the new fetch is expected to end first (rescue_pays; a stalled
@@ -667,6 +749,11 @@ static int pick_redundant(const lors_sched_t *s, uint64_t now, int endgame, uint
     if (R <= 1 || (!endgame && P <= 0))
         return 0;
     double agg = lors__sched_aggregate_bps(s);
+    double need[CLS_MAX];
+    if (s->ncls) {
+        double best_known = lors__sched_best_known_bps(s);
+        class_needs(s, best_known > 0 ? 2 * best_known : 1.0, need);
+    }
     for (uint32_t i = 0; i < s->nfly; i++) {
         const fly_t *e = &s->fly[i];
         if (e->n >= LORS_SCHED_MAX_R || e->block >= best)
@@ -675,15 +762,21 @@ static int pick_redundant(const lors_sched_t *s, uint64_t now, int endgame, uint
         if (e->n - stalled >= R)
             continue;
         int head = !s->cfg.any_order && e->block == s->first_hole && agg > 0;
-        if (!endgame && !head &&
+        int hand = !endgame && agg > 0 && misplaced(s, e, need);
+        if (!endgame && !head && !hand &&
             (uint64_t)e->ahead + step * (uint64_t)stalled < step * (uint64_t)e->n)
             continue;
-        if (!endgame && !stalled && on_schedule(s, e, now, agg))
+        if (!endgame && !stalled && !hand && on_schedule(s, e, now, agg))
             continue;
         int excl[LORS_SCHED_MAX_R];
         for (int k = 0; k < e->n; k++)
             excl[k] = s->fx[e->f[k]].depot;
-        uint32_t r = choose_replica(s, e->block, excl, e->n);
+        /* In any order no block is needed before another: a depot with pending blocks of its
+         * own starts one of them rather than a second copy (which would only move its time
+         * from a block nobody fetches to one that is coming), unless the copy is a hand-over
+         * or a stalled block's, or the endgame's. */
+        int busy = s->cfg.any_order && !endgame && !stalled && !hand;
+        uint32_t r = choose_replica(s, e->block, excl, e->n, busy ? need : NULL);
         if (r != NONE && (stalled || rescue_pays(s, e, s->rep[r].depot, now))) {
             best = e->block;
             brep = r;
@@ -724,7 +817,7 @@ static uint32_t lowest_pending(lors_sched_t *s)
 
 /* In any order, with holder classes: the open depot a new fetch would go to anyway (the best
  * score, as choose_replica ranks them), and of the classes it holds the one whose pending
- * blocks need the longest (their number over the summed rates of the class's live holders);
+ * blocks need the longest (class_needs);
  * the lowest pending block of that class.  Lowest block first spends every depot on whatever
  * comes first in the file, and a class whose holders are few and slow then finishes long
  * after the rest: its holders' time went early to blocks that faster depots also hold.  Each
@@ -736,31 +829,14 @@ static uint32_t scarce_pending(lors_sched_t *s, uint32_t *orep)
     double best_known = lors__sched_best_known_bps(s);
     double unknown = best_known > 0 ? 2 * best_known : 1.0;
     double need[CLS_MAX];
-    for (int c = 0; c < s->ncls; c++) {
-        const cls_t *cl = &s->cls[c];
-        double rate = 0;
-        for (int i = 0; i < cl->n; i++) {
-            const depot_t *dp = &s->dep[cl->holder[i]];
-            if (!dp->dead && !dp->mute)
-                rate += dp->known ? dp->bps : unknown;
-        }
-        need[c] = !cl->npend ? -1 : rate > 0 ? (double)cl->npend / rate : HUGE_VAL;
-    }
+    class_needs(s, unknown, need);
     int bd = -1, bc = -1;
     double bscore = 0;
     for (int d = 0; d < s->cfg.ndepots; d++) {
         const depot_t *dp = &s->dep[d];
         if (!depot_open(dp))
             continue;
-        int dc = -1;
-        for (int c = 0; c < s->ncls; c++) {
-            const cls_t *cl = &s->cls[c];
-            int holds = 0;
-            for (int i = 0; i < cl->n && !holds; i++)
-                holds = cl->holder[i] == d;
-            if (holds && need[c] >= 0 && (dc < 0 || need[c] > need[dc]))
-                dc = c;
-        }
+        int dc = scarcest_class(s, d, need);
         if (dc < 0)
             continue;
         double sc = depot_score(s, d, unknown);
@@ -897,7 +973,7 @@ static lors_sched_action_t decide(lors_sched_t *s, uint64_t now, lors_sched_fetc
             f->wait_until = wait_hint(s, now); /* or when the writer releases */
             return LORS_SCHED_WAIT;
         }
-        *r = choose_replica(s, *b, NULL, 0);
+        *r = choose_replica(s, *b, NULL, 0, NULL);
         assert(*r != NONE); /* lowest_pending found b on a live depot below its cap */
         lors__sched_lookahead(s, b, r);
         return LORS_SCHED_FETCH;

@@ -910,11 +910,12 @@ static void test_stall(void)
     lors_sched_free(s);
 }
 
-/* (12) the redundancy trigger scales with the fetches in flight: with 12 streams, a block
- * that has shown nothing gets its second fetch after 11 later completions (the fetches in
- * flight when it is decided), not after P = 3.  That is for blocks the writer does not wait
- * on yet; in order, the first hole is rescued as soon as a new fetch pays (one that has shown
- * nothing for a second against fetches of a microsecond): after the first completion. */
+/* (12) in order, the first hole is rescued as soon as a new fetch pays (one that has shown
+ * nothing for a second against fetches of a microsecond): after the first completion, not
+ * after the count (11 later completions with 12 streams, not P = 3).  In any order no block
+ * is needed before another: while the depots have pending blocks of their own, a slow block
+ * (not stalled) gets no second copy; 19 completions later it still has none (it had one
+ * after 11 when the count applied there too, which took a stream from a pending block). */
 static void test_redundancy_scales(void)
 {
     for (int any = 0; any <= 1; any++) {
@@ -942,7 +943,7 @@ static void test_redundancy_scales(void)
                 id[f.block] = f.id;
             }
         }
-        CU_ASSERT_EQUAL(found, any ? 11 : 1);
+        CU_ASSERT_EQUAL(found, any ? 0 : 1);
         lors_sched_free(s);
     }
 }
@@ -1342,7 +1343,7 @@ static void test_all_silent(void)
  * {B, D} and {C, D}; A and B at 20 MB/s, C and D at 2 MB/s.  The limit is the third fragment
  * at C and D's 4 MB/s, with C and D on it from the start (A and B take the other two).
  * Lowest block first had C and D spend their first seconds on the first two fragments
- * (0.77 of the limit; 0.93 now, the rest is the last blocks: 2 s each on C and D). */
+ * (0.77 of the limit; 0.96 now, 0.93 before the hand-over; the rest is the last blocks). */
 static void test_scarce_first(void)
 {
     enum { NB = 192, ND = 4 };
@@ -1368,7 +1369,84 @@ static void test_scarce_first(void)
     double limit = 64.0 * (1 << 20) / 4e6, of = limit / ((double)m.now / 1e9);
     printf("\n  scarce first: %.2f s against a limit of %.2f s (%.3f)", (double)m.now / 1e9, limit,
            of);
-    CU_ASSERT_TRUE(of >= 0.93);
+    CU_ASSERT_TRUE(of >= 0.95);
+    lors_sched_free(s);
+}
+
+/* In any order, before the slow depots are known: fragment X on {A, B, C}, Y on {A, D}, 32
+ * blocks each; A and D at 8 MB/s, B and C at 1 MB/s, and A drops to 0.1 MB/s at 1.5 s (seed
+ * 1 of the random WAN family in small).  B's and C's first blocks take a second, and a depot
+ * not yet measured counts as fast, so X (three holders) looked less scarce than Y (two) and A
+ * spent its good time on Y, which D alone could have carried: X then waited on B and C.  The
+ * rate an unmeasured depot's fetches have shown (bytes over their age) moves A to X within
+ * its first blocks.  Reference: A on X from the start, 1.5 s x 10 MB/s of X by the drop and
+ * the rest of X at B and C's 2 MB/s: 10.8 s.  The optimistic guess gave 0.64 of it, the shown
+ * rate 0.79 (A's first four blocks, started before anything was measured, still go to Y). */
+static void test_scarce_unmeasured(void)
+{
+    enum { NB = 64, ND = 4 };
+    lors_sched_cfg_t c = base_cfg(NB, 1 << 20, ND);
+    c.depot_cap = 4;
+    c.buffer_bytes = 64ull << 20;
+    c.any_order = 1;
+    lors_sched_t *s = mk(&c);
+    static const int on[2][3] = {{0, 1, 2}, {0, 3, -1}};
+    for (uint32_t b = 0; b < NB; b++)
+        for (int k = 0; k < 3 && on[b / 32][k] >= 0; k++)
+            CU_ASSERT_EQUAL(lors_sched_add_replica(s, b, on[b / 32][k], on[b / 32][k], 1), 0);
+    sim_t m;
+    sim_init(&m, s, ND, 16);
+    m.bw[0] = m.bw[3] = 8e6;
+    m.bw[1] = m.bw[2] = 1e6;
+    m.latency = 20000000;
+    m.replied = 1;
+    m.report_progress = 1;
+    m.piece = 64 << 10;
+    m.any_order = 1;
+    m.drop_at = 1500000000;
+    m.drop_depot = 0;
+    m.drop_bw = 0.1e6;
+    sim_all(&m, NULL, NB);
+    double ref = 1.5 + (32.0 * (1 << 20) - 1.5 * 10e6) / 2e6, of = ref / ((double)m.now / 1e9);
+    printf("\n  scarce, unmeasured depots: %.2f s against %.2f s (%.3f)", (double)m.now / 1e9,
+           ref, of);
+    CU_ASSERT_TRUE(of >= 0.75);
+    lors_sched_free(s);
+}
+
+/* In any order, a slow depot's first fetches on the wrong class: X (8 blocks) on {S, T}, Y (64
+ * blocks) on {F, S}; F at 10 MB/s, S and T at 0.25 MB/s.  Before anything is measured Y looks
+ * the scarcer (more blocks, as many holders), so S starts its four fetches there, 16 s of its
+ * time, while X, which only S and T hold, is the download's critical path.  Once S shows its
+ * pace those fetches are handed over: F, which has nothing else to do, fetches the blocks
+ * again and S, cancelled as the loser, takes X.  Reference: S and T on X from the start, 8 MiB
+ * at 0.5 MB/s, 16.8 s.  Without the hand-over 0.67 of it, with it 0.93. */
+static void test_scarce_handover(void)
+{
+    enum { NB = 72, ND = 3 };
+    lors_sched_cfg_t c = base_cfg(NB, 1 << 20, ND);
+    c.depot_cap = 4;
+    c.buffer_bytes = 64ull << 20;
+    c.any_order = 1;
+    lors_sched_t *s = mk(&c);
+    for (uint32_t b = 0; b < NB; b++) { /* F 0, S 1, T 2; X = blocks 0-7 */
+        int h0 = b < 8 ? 1 : 0, h1 = b < 8 ? 2 : 1;
+        CU_ASSERT_EQUAL(lors_sched_add_replica(s, b, h0, h0, 1), 0);
+        CU_ASSERT_EQUAL(lors_sched_add_replica(s, b, h1, h1, 1), 0);
+    }
+    sim_t m;
+    sim_init(&m, s, ND, 12);
+    m.bw[0] = 10e6;
+    m.bw[1] = m.bw[2] = 0.25e6;
+    m.latency = 20000000;
+    m.replied = 1;
+    m.report_progress = 1;
+    m.piece = 64 << 10;
+    m.any_order = 1;
+    sim_all(&m, NULL, NB);
+    double ref = 8.0 * (1 << 20) / 0.5e6, of = ref / ((double)m.now / 1e9);
+    printf("\n  scarce, hand-over: %.2f s against %.2f s (%.3f)", (double)m.now / 1e9, ref, of);
+    CU_ASSERT_TRUE(of >= 0.9);
     lors_sched_free(s);
 }
 
@@ -1518,6 +1596,8 @@ static const lns_test_case tests[] = {
     {"a mute depot's failed probe: another follows", test_probe_after_failure},
     {"a block's fetches all silent: one more", test_all_silent},
     {"any order: each depot on its scarcest blocks", test_scarce_first},
+    {"any order: scarce by what unmeasured depots show", test_scarce_unmeasured},
+    {"any order: a slow depot's fetches on the wrong class handed over", test_scarce_handover},
     {"streaming: a paced player never starves", test_streaming},
     {"200k blocks x 3 replicas x 16 depots", test_perf},
 };
