@@ -1339,6 +1339,28 @@ static void test_all_silent(void)
     lors_sched_free(s);
 }
 
+/* The holder-class tests: a download in any order of nb 1 MiB blocks from nd depots (4
+ * fetches each, 64 MiB of memory), simulated with 20 ms of latency and progress in 64 KiB
+ * pieces, as the engine reports it.  The caller adds the replicas and the rates. */
+static lors_sched_t *any_order_new(uint32_t nb, int nd)
+{
+    lors_sched_cfg_t c = base_cfg(nb, 1 << 20, nd);
+    c.depot_cap = 4;
+    c.buffer_bytes = 64ull << 20;
+    c.any_order = 1;
+    return mk(&c);
+}
+
+static void any_order_sim(sim_t *m, lors_sched_t *s, int nd, int streams)
+{
+    sim_init(m, s, nd, streams);
+    m->latency = 20000000;
+    m->replied = 1;
+    m->report_progress = 1;
+    m->piece = 64 << 10;
+    m->any_order = 1;
+}
+
 /* In any order, each depot on its scarcest blocks: three fragments of 64 blocks, on {A, C},
  * {B, D} and {C, D}; A and B at 20 MB/s, C and D at 2 MB/s.  The limit is the third fragment
  * at C and D's 4 MB/s, with C and D on it from the start (A and B take the other two).
@@ -1347,24 +1369,15 @@ static void test_all_silent(void)
 static void test_scarce_first(void)
 {
     enum { NB = 192, ND = 4 };
-    lors_sched_cfg_t c = base_cfg(NB, 1 << 20, ND);
-    c.depot_cap = 4;
-    c.buffer_bytes = 64ull << 20;
-    c.any_order = 1;
-    lors_sched_t *s = mk(&c);
+    lors_sched_t *s = any_order_new(NB, ND);
     static const int on[3][2] = {{0, 2}, {1, 3}, {2, 3}};
     for (uint32_t b = 0; b < NB; b++)
         for (int k = 0; k < 2; k++)
             CU_ASSERT_EQUAL(lors_sched_add_replica(s, b, on[b / 64][k], on[b / 64][k], 1), 0);
     sim_t m;
-    sim_init(&m, s, ND, 16);
+    any_order_sim(&m, s, ND, 16);
     m.bw[0] = m.bw[1] = 20e6;
     m.bw[2] = m.bw[3] = 2e6;
-    m.latency = 20000000;
-    m.replied = 1;
-    m.report_progress = 1;
-    m.piece = 64 << 10;
-    m.any_order = 1;
     sim_all(&m, NULL, NB);
     double limit = 64.0 * (1 << 20) / 4e6, of = limit / ((double)m.now / 1e9);
     printf("\n  scarce first: %.2f s against a limit of %.2f s (%.3f)", (double)m.now / 1e9, limit,
@@ -1385,24 +1398,15 @@ static void test_scarce_first(void)
 static void test_scarce_unmeasured(void)
 {
     enum { NB = 64, ND = 4 };
-    lors_sched_cfg_t c = base_cfg(NB, 1 << 20, ND);
-    c.depot_cap = 4;
-    c.buffer_bytes = 64ull << 20;
-    c.any_order = 1;
-    lors_sched_t *s = mk(&c);
+    lors_sched_t *s = any_order_new(NB, ND);
     static const int on[2][3] = {{0, 1, 2}, {0, 3, -1}};
     for (uint32_t b = 0; b < NB; b++)
         for (int k = 0; k < 3 && on[b / 32][k] >= 0; k++)
             CU_ASSERT_EQUAL(lors_sched_add_replica(s, b, on[b / 32][k], on[b / 32][k], 1), 0);
     sim_t m;
-    sim_init(&m, s, ND, 16);
+    any_order_sim(&m, s, ND, 16);
     m.bw[0] = m.bw[3] = 8e6;
     m.bw[1] = m.bw[2] = 1e6;
-    m.latency = 20000000;
-    m.replied = 1;
-    m.report_progress = 1;
-    m.piece = 64 << 10;
-    m.any_order = 1;
     m.drop_at = 1500000000;
     m.drop_depot = 0;
     m.drop_bw = 0.1e6;
@@ -1424,25 +1428,16 @@ static void test_scarce_unmeasured(void)
 static void test_scarce_handover(void)
 {
     enum { NB = 72, ND = 3 };
-    lors_sched_cfg_t c = base_cfg(NB, 1 << 20, ND);
-    c.depot_cap = 4;
-    c.buffer_bytes = 64ull << 20;
-    c.any_order = 1;
-    lors_sched_t *s = mk(&c);
+    lors_sched_t *s = any_order_new(NB, ND);
     for (uint32_t b = 0; b < NB; b++) { /* F 0, S 1, T 2; X = blocks 0-7 */
         int h0 = b < 8 ? 1 : 0, h1 = b < 8 ? 2 : 1;
         CU_ASSERT_EQUAL(lors_sched_add_replica(s, b, h0, h0, 1), 0);
         CU_ASSERT_EQUAL(lors_sched_add_replica(s, b, h1, h1, 1), 0);
     }
     sim_t m;
-    sim_init(&m, s, ND, 12);
+    any_order_sim(&m, s, ND, 12);
     m.bw[0] = 10e6;
     m.bw[1] = m.bw[2] = 0.25e6;
-    m.latency = 20000000;
-    m.replied = 1;
-    m.report_progress = 1;
-    m.piece = 64 << 10;
-    m.any_order = 1;
     sim_all(&m, NULL, NB);
     double ref = 8.0 * (1 << 20) / 0.5e6, of = ref / ((double)m.now / 1e9);
     printf("\n  scarce, hand-over: %.2f s against %.2f s (%.3f)", (double)m.now / 1e9, ref, of);
