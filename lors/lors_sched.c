@@ -378,19 +378,23 @@ static double depot_score(const lors_sched_t *s, int d, double unknown)
     return (dp->known ? dp->bps : unknown) / (dp->st.active + 1);
 }
 
-/* The best eligible replica of b on a live depot below its cap and not in excl[]. */
+/* What a depot not measured yet counts as: twice the best known rate (optimistic: every depot
+ * gets tried), or 1 when none is known. */
+static double unknown_bps(const lors_sched_t *s)
+{
+    double best_known = lors__sched_best_known_bps(s);
+    return best_known > 0 ? 2 * best_known : 1.0;
+}
+
 static int has_pending(const lors_sched_t *s, int d, const double *need);
 
-/* busy (in any order, or NULL): a depot that still has pending blocks of its own is passed
- * over (has_pending). */
+/* The best eligible replica of b on a live depot below its cap and not in excl[].  busy (in
+ * any order, or NULL): a depot that still has pending blocks of its own is passed over
+ * (has_pending). */
 static uint32_t choose_replica(const lors_sched_t *s, uint32_t b, const int *excl, int nexcl,
                                const double *busy)
 {
-    double best_known = 0;
-    for (int d = 0; d < s->cfg.ndepots; d++)
-        if (s->dep[d].bps > best_known)
-            best_known = s->dep[d].bps;
-    double unknown = best_known > 0 ? 2 * best_known : 1.0; /* optimistic: try every depot */
+    double unknown = unknown_bps(s);
 
     const blk_t *bk = &s->blk[b];
     uint32_t best = NONE;
@@ -750,10 +754,8 @@ static int pick_redundant(const lors_sched_t *s, uint64_t now, int endgame, uint
         return 0;
     double agg = lors__sched_aggregate_bps(s);
     double need[CLS_MAX];
-    if (s->ncls) {
-        double best_known = lors__sched_best_known_bps(s);
-        class_needs(s, best_known > 0 ? 2 * best_known : 1.0, need);
-    }
+    if (s->ncls)
+        class_needs(s, unknown_bps(s), need);
     for (uint32_t i = 0; i < s->nfly; i++) {
         const fly_t *e = &s->fly[i];
         if (e->n >= LORS_SCHED_MAX_R || e->block >= best)
@@ -826,8 +828,7 @@ static uint32_t lowest_pending(lors_sched_t *s)
  * block has no replica there in its round). */
 static uint32_t scarce_pending(lors_sched_t *s, uint32_t *orep)
 {
-    double best_known = lors__sched_best_known_bps(s);
-    double unknown = best_known > 0 ? 2 * best_known : 1.0;
+    double unknown = unknown_bps(s);
     double need[CLS_MAX];
     class_needs(s, unknown, need);
     int bd = -1, bc = -1;
