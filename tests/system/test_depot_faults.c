@@ -1001,8 +1001,6 @@ static void test_fault_sweep(void)
     free(triples);
 }
 
-/* ---- the real thing: a full filesystem and a capacity larger than the disk ---------------- */
-
 /* A STORE whose "1 \n" cannot be sent (store.ack) is dropped, and so is its connection: the
  * client hears at once instead of sending its bytes into a connection that reads them as the
  * next request and waiting out its I/O timeout (10 s here) for an answer. */
@@ -1014,10 +1012,8 @@ static void test_store_ack_fails(void)
     unsigned char data[10] = "0123456789";
     ibp_client_t *cl = new_client();
     ibp_attr_t at = {4096, 600, IBP_HARD, IBP_BYTEARRAY};
-    setenv("LNS_FAILPOINTS", "store.ack=eio@1", 1);
-    int rc = td_start(&d, "--chksum-cache 0");
-    unsetenv("LNS_FAILPOINTS");
-    CU_ASSERT_FATAL(rc == 0);
+    run_t r = {.spec = "store.ack=eio@1"};
+    CU_ASSERT_FATAL(start(&d, &r, 0) == 0);
     CU_ASSERT_FATAL(ibp_allocate(cl, "127.0.0.1", d.port, "0", &at, &a) == IBP_OK);
     double t0 = now_s();
     CU_ASSERT_NOT_EQUAL(ibp_store(cl, a.write, data, sizeof data, NULL), IBP_OK);
@@ -1033,6 +1029,8 @@ static void test_store_ack_fails(void)
     lns_test_server_finish(&d.srv);
     ibp_client_free(cl);
 }
+
+/* ---- the real thing: a full filesystem and a capacity larger than the disk ---------------- */
 
 /* A resource declared far larger than its filesystem is capped to what it can hold, with a
  * warning in the log; STATUS CHANGE cannot raise it past that either. */
