@@ -7,9 +7,11 @@
 # Asserts that lors_download still writes the exact bytes (sha256).  When the players exist
 # (BIN_DIR/lors_play and lns_paced), also streams the file with `lors_play --player paced
 # --headless` at 16 Mbit/s (a fifth of the capacity, still well below the 40 Mbit/s left after
-# the kill) with a depot killed after 1 s, and asserts zero underruns.
+# the kill) with a depot killed after 1 s, and asserts zero underruns.  Last, a link's rate drops
+# from 100 to 4 Mbit/s under a bulk transfer (curl from the host's nginx): it must go on at
+# 4 Mbit/s, not stall (a tbf bucket smaller than the packets already queued; testbed.sh).
 # Exit: 0 passed, 1 failed, 77 skipped (network namespaces not permitted here).  Needs no
-# Toxiproxy, ffmpeg or aria2: only ip, tc, ibp_depot and the lors tools.
+# Toxiproxy, ffmpeg or aria2: only ip, tc, curl, nginx, ibp_depot and the lors tools.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 TB_BIN=$(cd "${1:?usage: short.sh BIN_DIR}" && pwd)
@@ -89,4 +91,21 @@ if [ -x "$TB_BIN/lors_play" ] && [ -x "$TB_BIN/lns_paced" ]; then
 else
     echo "short: streaming part not run: $TB_BIN/lors_play or lns_paced not built"
 fi
+# 3. A rate drop under load: the link goes on at its new rate.  At 100 Mbit/s the bucket holds
+# 50 KB, so big GSO packets queue; a link that let them out now waited for a bucket of the new
+# rate's size that can never hold them (0 bytes a second, where 4 Mbit/s is 500 KB).
+head -c $((32 * 1048576)) /dev/zero >"$TB_WORK/www/bulk"
+tb_rate 2 100mbit
+tb_client curl -s -o /dev/null "http://$(tb_addr 2)/bulk" &
+cu=$!
+sleep 0.5
+tb_rate 2 4mbit
+sleep 0.3
+a=$(tb_rx_bytes)
+sleep 1
+b=$(tb_rx_bytes)
+kill "$cu" 2>/dev/null || true
+wait "$cu" 2>/dev/null || true
+echo "short: after a drop from 100 to 4 Mbit/s the link carried $((b - a)) bytes in 1 s"
+[ $((b - a)) -ge 250000 ] || { echo "short: FAIL: the link stalled after its rate drop"; exit 1; }
 echo "short: passed"

@@ -102,6 +102,9 @@ tb_mbit() {
                           printf "%g", v }'
 }
 # tbf needs a bucket of at least one timer tick's worth of bytes; 4 ms of traffic, >= 32 KiB.
+# Every packet a host sends fits the smallest bucket: its link's GSO packets are at most
+# TB_GSO_MAX bytes of payload (16 KiB plus at most 12 segments' headers < 32 KiB; tb_up).
+TB_GSO_MAX=16384
 tb_tbf_args() {
     awk -v m="$1" 'BEGIN { b = m * 1e6 / 8 * 0.004; if (b < 32768) b = 32768;
                           printf "rate %gmbit burst %d latency 100ms", m, b }'
@@ -121,6 +124,10 @@ tb_up() {
         ip -n "$TB_NS_C" link add "${TB_P}c$i" type veth peer name "${TB_P}h$i" netns "$h"
         ip -n "$TB_NS_C" addr add "10.77.$i.1/24" dev "${TB_P}c$i"
         ip -n "$h" addr add "10.77.$i.2/24" dev "${TB_P}h$i"
+        # No packet bigger than the smallest bucket (tb_tbf_args): tbf checks a packet's size
+        # against the bucket when it queues it, so after a rate drop a GSO packet queued under
+        # the old, larger bucket would never fit the new one and stall the link for good.
+        ip -n "$h" link set "${TB_P}h$i" gso_max_size "$TB_GSO_MAX"
         ip -n "$TB_NS_C" link set "${TB_P}c$i" up
         ip -n "$h" link set "${TB_P}h$i" up
     done
