@@ -236,8 +236,10 @@ CU_pSuite lns_test_add_suite(const char *name, CU_InitializeFunc init, CU_Cleanu
                              const lns_test_case *tests, size_t n)
 {
     CU_pSuite s = CU_add_suite(name, init, clean);
+    const char *only = getenv("LNS_TEST_ONLY"); /* run only the tests whose name has this */
     for (size_t i = 0; i < n; i++)
-        CU_add_test(s, tests[i].name, tests[i].fn);
+        if (!only || !*only || strstr(tests[i].name, only))
+            CU_add_test(s, tests[i].name, tests[i].fn);
     return s;
 }
 
