@@ -695,18 +695,44 @@ static void class_needs(const lors_sched_t *s, double unknown, double *need)
     }
 }
 
+static int cls_holds(const cls_t *cl, int d)
+{
+    for (int i = 0; i < cl->n; i++)
+        if (cl->holder[i] == d)
+            return 1;
+    return 0;
+}
+
 /* Of the classes depot d holds with blocks pending, the one that needs the longest; -1. */
 static int scarcest_class(const lors_sched_t *s, int d, const double *need)
 {
     int dc = -1;
-    for (int c = 0; c < s->ncls; c++) {
-        const cls_t *cl = &s->cls[c];
-        int holds = 0;
-        for (int i = 0; i < cl->n && !holds; i++)
-            holds = cl->holder[i] == d;
-        if (holds && need[c] >= 0 && (dc < 0 || need[c] > need[dc]))
+    for (int c = 0; c < s->ncls; c++)
+        if (need[c] >= 0 && cls_holds(&s->cls[c], d) && (dc < 0 || need[c] > need[dc]))
             dc = c;
-    }
+    return dc;
+}
+
+/* The class a new fetch on depot d serves: its scarcest (scarcest_class), except while d has
+ * shown nothing yet (no sample, no bytes): then every need is a guess about d's own rate, and
+ * its first fetches (all sent at once, before any is measured) go one to each class it holds,
+ * the one with the fewest of its fetches first, the scarcest among those.  Whichever class
+ * turns out scarce has some of d's time from the start (docs/scheduler.md, "Scarce blocks
+ * first"); d's fetches on the others are handed over if a faster holder has time (misplaced). */
+static int next_class(const lors_sched_t *s, int d, const double *need)
+{
+    const depot_t *dp = &s->dep[d];
+    if (dp->known || dp->shown > 0 || !dp->st.active)
+        return scarcest_class(s, d, need);
+    int mine[CLS_MAX] = {0};
+    for (uint32_t i = 0; i < s->nfly; i++)
+        for (int k = 0; k < s->fly[i].n; k++)
+            mine[s->bcls[s->fly[i].block]] += s->fx[s->fly[i].f[k]].depot == d;
+    int dc = -1;
+    for (int c = 0; c < s->ncls; c++)
+        if (need[c] >= 0 && cls_holds(&s->cls[c], d) &&
+            (dc < 0 || mine[c] < mine[dc] || (mine[c] == mine[dc] && need[c] > need[dc])))
+            dc = c;
     return dc;
 }
 
@@ -837,7 +863,7 @@ static uint32_t scarce_pending(lors_sched_t *s, uint32_t *orep)
         const depot_t *dp = &s->dep[d];
         if (!depot_open(dp))
             continue;
-        int dc = scarcest_class(s, d, need);
+        int dc = next_class(s, d, need);
         if (dc < 0)
             continue;
         double sc = depot_score(s, d, unknown);

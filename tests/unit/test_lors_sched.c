@@ -1365,7 +1365,8 @@ static void any_order_sim(sim_t *m, lors_sched_t *s, int nd, int streams)
  * {B, D} and {C, D}; A and B at 20 MB/s, C and D at 2 MB/s.  The limit is the third fragment
  * at C and D's 4 MB/s, with C and D on it from the start (A and B take the other two).
  * Lowest block first had C and D spend their first seconds on the first two fragments
- * (0.77 of the limit; 0.96 now, 0.93 before the hand-over; the rest is the last blocks). */
+ * (0.77 of the limit; 0.97 now, 0.96 before the first fetches were spread, 0.93 before the
+ * hand-over; the rest is the last blocks). */
 static void test_scarce_first(void)
 {
     enum { NB = 192, ND = 4 };
@@ -1394,7 +1395,8 @@ static void test_scarce_first(void)
  * rate an unmeasured depot's fetches have shown (bytes over their age) moves A to X within
  * its first blocks.  Reference: A on X from the start, 1.5 s x 10 MB/s of X by the drop and
  * the rest of X at B and C's 2 MB/s: 10.8 s.  The optimistic guess gave 0.64 of it, the shown
- * rate 0.79 (A's first four blocks, started before anything was measured, still go to Y). */
+ * rate 0.79 (A's first four blocks, started before anything was measured, all went to Y), and
+ * with those four spread over X and Y (next_class) 0.85. */
 static void test_scarce_unmeasured(void)
 {
     enum { NB = 64, ND = 4 };
@@ -1414,7 +1416,7 @@ static void test_scarce_unmeasured(void)
     double ref = 1.5 + (32.0 * (1 << 20) - 1.5 * 10e6) / 2e6, of = ref / ((double)m.now / 1e9);
     printf("\n  scarce, unmeasured depots: %.2f s against %.2f s (%.3f)", (double)m.now / 1e9,
            ref, of);
-    CU_ASSERT_TRUE(of >= 0.75);
+    CU_ASSERT_TRUE(of >= 0.82);
     lors_sched_free(s);
 }
 
@@ -1424,7 +1426,8 @@ static void test_scarce_unmeasured(void)
  * time, while X, which only S and T hold, is the download's critical path.  Once S shows its
  * pace those fetches are handed over: F, which has nothing else to do, fetches the blocks
  * again and S, cancelled as the loser, takes X.  Reference: S and T on X from the start, 8 MiB
- * at 0.5 MB/s, 16.8 s.  Without the hand-over 0.67 of it, with it 0.93. */
+ * at 0.5 MB/s, 16.8 s.  Without the hand-over 0.67 of it, with it 0.93, 0.94 with the first
+ * fetches spread. */
 static void test_scarce_handover(void)
 {
     enum { NB = 72, ND = 3 };
