@@ -59,11 +59,13 @@ tb_trap() {
     trap 'exit 143' TERM
 }
 
-# tb_check: can we make a namespace, a veth pair and a tbf here?  0 yes, 77 not permitted.
+# tb_check: can we make a namespace, a veth pair (with its GSO size capped, as tb_up does) and
+# a tbf here?  0 yes, 77 not permitted.
 tb_check() {
     local ns="${TB_P}k" rc=0
     ip netns add "$ns" 2>/dev/null || return 77
     if ! ip -n "$ns" link add "${TB_P}ka" type veth peer name "${TB_P}kb" 2>/dev/null ||
+        ! ip -n "$ns" link set "${TB_P}ka" gso_max_size "$TB_GSO_MAX" 2>/dev/null ||
         ! ip -n "$ns" link set "${TB_P}ka" up 2>/dev/null ||
         ! ip netns exec "$ns" tc qdisc add dev "${TB_P}ka" root tbf rate 10mbit burst 32kb \
             latency 50ms 2>/dev/null; then
