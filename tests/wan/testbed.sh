@@ -31,6 +31,9 @@ TB_BIN=${TB_BIN:-$TB_ROOT/build/release/bin}
 TB_CACHE=${TB_CACHE:-$TB_ROOT/build/wan}
 TB_TOXI=$TB_CACHE/go/bin/toxiproxy-server
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+# A host's GSO packets carry at most this much payload: 16 KiB plus at most 12 segments'
+# headers is less than the smallest tbf bucket (32 KiB, tb_tbf_args).
+TB_GSO_MAX=16384
 
 tb_log() { echo "testbed: $*" >&2; }
 
@@ -104,9 +107,7 @@ tb_mbit() {
                           printf "%g", v }'
 }
 # tbf needs a bucket of at least one timer tick's worth of bytes; 4 ms of traffic, >= 32 KiB.
-# Every packet a host sends fits the smallest bucket: its link's GSO packets are at most
-# TB_GSO_MAX bytes of payload (16 KiB plus at most 12 segments' headers < 32 KiB; tb_up).
-TB_GSO_MAX=16384
+# Every packet a host sends fits the smallest bucket (TB_GSO_MAX, tb_up).
 tb_tbf_args() {
     awk -v m="$1" 'BEGIN { b = m * 1e6 / 8 * 0.004; if (b < 32768) b = 32768;
                           printf "rate %gmbit burst %d latency 100ms", m, b }'
