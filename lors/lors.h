@@ -302,7 +302,8 @@ typedef struct lors_dl_depot {
     uint64_t failures;        /* fetches here that failed (any kind) */
     uint64_t bad_data;        /* ... of which delivered bytes that failed the checksum */
     uint64_t redundant_started, redundant_won;
-    uint64_t wasted;          /* fetches here that lost a race and were cancelled */
+    uint64_t wasted;          /* fetches here cancelled: they lost a race, or were withdrawn
+                               * for a scarcer class (docs/scheduler.md) */
     char failed[64];          /* "" unless the download stopped counting on this depot: its
                                * latest fetch failed (why: "cannot connect to the depot", "no
                                * answer in time", "timed out", ...) or a mapping on it failed

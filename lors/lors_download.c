@@ -758,6 +758,17 @@ static void writer(dl_t *dl, const lors__out_t *out)
                     dl->slots[k].aborted = 1;
                     stop_slot_locked(&dl->slots[k]);
                 }
+        /* first fetches a scarcer class needs more: ended by the scheduler, dropped here as
+         * a cancelled loser is (docs/scheduler.md, "Scarce blocks first") */
+        n = lors_sched_withdraw(dl->s, now_ns(), stalled, 64);
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < dl->nthreads; k++)
+                if (dl->slots[k].id == stalled[i]) {
+                    dl->slots[k].cancelled = 1;
+                    stop_slot_locked(&dl->slots[k]);
+                }
+        if (n)
+            kick_locked(dl);
         timed_wait_locked(dl, &dl->wcv, 0);
     }
 }

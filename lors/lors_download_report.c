@@ -142,7 +142,7 @@ void lors__dl_fill_report(dl_t *dl, uint64_t t0)
             o->bad_data = st.bad_data;
             o->redundant_started = st.redundant_started;
             o->redundant_won = st.redundant_won;
-            o->wasted = st.cancelled;
+            o->wasted = st.cancelled + st.withdrawn;
         }
         depot_failed(dl, d, o->failed, sizeof o->failed);
     }

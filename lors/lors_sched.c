@@ -387,12 +387,18 @@ static double unknown_bps(const lors_sched_t *s)
 }
 
 static int has_pending(const lors_sched_t *s, int d, const double *need);
+static int scarcest_class(const lors_sched_t *s, int d, const double *need);
 
-/* The best eligible replica of b on a live depot below its cap and not in excl[].  busy (in
- * any order, or NULL): a depot that still has pending blocks of its own is passed over
- * (has_pending). */
+/* Which depots choose_replica passes over, with the classes' needs (class_needs). */
+enum { PASS_NONE, PASS_BUSY, PASS_NEEDED };
+
+/* The best eligible replica of b on a live depot below its cap and not in excl[].  pass
+ * (in any order, with need): PASS_BUSY passes over a depot that still has pending blocks of its
+ * own (has_pending); PASS_NEEDED, for a hand-over, one whose own scarcest class needs as long
+ * as needed or longer (taking the block would move its time to a class less scarce than the
+ * one it frees the block's depots for). */
 static uint32_t choose_replica(const lors_sched_t *s, uint32_t b, const int *excl, int nexcl,
-                               const double *busy)
+                               const double *need, int pass, double needed)
 {
     double unknown = unknown_bps(s);
 
@@ -407,7 +413,9 @@ static uint32_t choose_replica(const lors_sched_t *s, uint32_t b, const int *exc
         int skip = 0;
         for (int i = 0; i < nexcl; i++)
             skip |= excl[i] == rp->depot;
-        if (skip || (busy && has_pending(s, rp->depot, busy)))
+        int dc = pass == PASS_NEEDED ? scarcest_class(s, rp->depot, need) : -1;
+        if (skip || (pass == PASS_BUSY && has_pending(s, rp->depot, need)) ||
+            (dc >= 0 && need[dc] >= needed))
             continue;
         double sc = depot_score(s, rp->depot, unknown);
         if (best != NONE) {
@@ -509,6 +517,7 @@ static int fetch_start(lors_sched_t *s, uint32_t b, uint32_t r, uint64_t now, in
     f->depot = rp->depot;
     f->live = 1;
     f->redundant = (uint8_t)redundant;
+    f->blind = !dp->known && !(dp->shown > 0);
     f->start = f->last = now;
     f->bytes = 0;
     f->replied = 0;
@@ -664,6 +673,17 @@ static uint64_t redundancy_step(const lors_sched_t *s)
     return F > P ? F : P;
 }
 
+/* What a holder adds to its classes' rate: nothing dead or mute; measured, its rate; else what
+ * its fetches have shown, at most unknown (class_needs). */
+static double holder_bps(const depot_t *dp, double unknown)
+{
+    if (dp->dead || dp->mute)
+        return 0;
+    return dp->known                              ? dp->bps
+           : dp->shown > 0 && dp->shown < unknown ? dp->shown
+                                                  : unknown;
+}
+
 /* With holder classes: each class's need, the time its pending blocks and the rest of its blocks
  * in flight take at the summed rates of its live holders (-1: none pending).  A holder not
  * measured yet counts at the rate its fetches have shown, if they have, and at most at unknown
@@ -684,13 +704,8 @@ static void class_needs(const lors_sched_t *s, double unknown, double *need)
     for (int c = 0; c < s->ncls; c++) {
         const cls_t *cl = &s->cls[c];
         double rate = 0;
-        for (int i = 0; i < cl->n; i++) {
-            const depot_t *dp = &s->dep[cl->holder[i]];
-            if (!dp->dead && !dp->mute)
-                rate += dp->known                          ? dp->bps
-                        : dp->shown > 0 && dp->shown < unknown ? dp->shown
-                                                             : unknown;
-        }
+        for (int i = 0; i < cl->n; i++)
+            rate += holder_bps(&s->dep[cl->holder[i]], unknown);
         need[c] = !cl->npend ? -1 : rate > 0 ? ((double)cl->npend + left[c]) / rate : HUGE_VAL;
     }
 }
@@ -797,14 +812,20 @@ static int pick_redundant(const lors_sched_t *s, uint64_t now, int endgame, uint
         if (!endgame && !stalled && !hand && on_schedule(s, e, now, agg))
             continue;
         int excl[LORS_SCHED_MAX_R];
-        for (int k = 0; k < e->n; k++)
+        double freed = HUGE_VAL; /* a hand-over frees the block's depots for their classes */
+        for (int k = 0; k < e->n; k++) {
             excl[k] = s->fx[e->f[k]].depot;
+            int dc = hand ? scarcest_class(s, excl[k], need) : -1;
+            if (dc >= 0 && need[dc] < freed)
+                freed = need[dc];
+        }
         /* In any order no block is needed before another: a depot with pending blocks of its
          * own starts one of them rather than a second copy (which would only move its time
          * from a block nobody fetches to one that is coming), unless the copy is a hand-over
          * or a stalled block's, or the endgame's. */
         int busy = s->cfg.any_order && !endgame && !stalled && !hand;
-        uint32_t r = choose_replica(s, e->block, excl, e->n, busy ? need : NULL);
+        uint32_t r = choose_replica(s, e->block, excl, e->n, need,
+                                    hand ? PASS_NEEDED : busy ? PASS_BUSY : PASS_NONE, freed);
         if (r != NONE && (stalled || rescue_pays(s, e, s->rep[r].depot, now))) {
             best = e->block;
             brep = r;
@@ -1000,7 +1021,7 @@ static lors_sched_action_t decide(lors_sched_t *s, uint64_t now, lors_sched_fetc
             f->wait_until = wait_hint(s, now); /* or when the writer releases */
             return LORS_SCHED_WAIT;
         }
-        *r = choose_replica(s, *b, NULL, 0, NULL);
+        *r = choose_replica(s, *b, NULL, 0, NULL, PASS_NONE, 0);
         assert(*r != NONE); /* lowest_pending found b on a live depot below its cap */
         lors__sched_lookahead(s, b, r);
         return LORS_SCHED_FETCH;
@@ -1206,6 +1227,81 @@ int lors_sched_stalled(const lors_sched_t *s, uint64_t now, uint64_t *out, int m
             if (now > s->fx[slot].last && now - s->fx[slot].last >= s->cfg.stall_ns)
                 out[n++] = fetch_id(s, slot);
         }
+    return n;
+}
+
+/* A blind fetch (started before its depot had shown anything: its first fetches, which go
+ * out together at the start) on the wrong class: its depot shows its pace now, its scarcest
+ * class needs more than HANDOVER times what the block's does (as for a hand-over, misplaced;
+ * the first estimates are rough, and a small difference moved depots back and forth), the
+ * block's class has another live holder, and the depot's time on the rest of the block is
+ * worth more on its scarcest class than the bytes it has fetched of it, whose share d of the
+ * block is thrown away: (1 - d) x (1 - need of the block's class / need of the scarcest) > d.
+ * And the fetch, at the rate it has shown, still has more than WITHDRAW_NS to go: less saves
+ * nothing worth a new request (on a LAN a block takes milliseconds, and the first estimates
+ * are noise).  A hand-over (pick_redundant) needs a faster holder with time, and the blind
+ * fetch runs on until that one wins; withdrawn, the depot's stream is free for its scarce
+ * class at once. */
+#define WITHDRAW_NS 200e6
+static int withdrawable(const lors_sched_t *s, const fly_t *e, const double *need, uint64_t now)
+{
+    if (e->n != 1)
+        return 0;
+    const fetch_t *f = &s->fx[e->f[0]];
+    const depot_t *dp = &s->dep[f->depot];
+    int c = s->bcls[e->block], dc = scarcest_class(s, f->depot, need);
+    double len = (double)lors__sched_blk_len(s, e->block), done = (double)f->bytes / len;
+    if (!f->blind || !(dp->known || dp->shown > 0) || dc < 0 || dc == c || !(need[dc] > 0))
+        return 0;
+    double age = (double)(now - f->start), got = (double)f->bytes;
+    if (!f->bytes || age * (len - got) / got < WITHDRAW_NS)
+        return 0;
+    double nc = need[c] > 0 ? need[c] : 0;
+    if (need[dc] <= HANDOVER * nc || (1 - done) * (1 - nc / need[dc]) <= done)
+        return 0;
+    const cls_t *cl = &s->cls[c];
+    for (int i = 0; i < cl->n; i++) {
+        const depot_t *o = &s->dep[cl->holder[i]];
+        if (cl->holder[i] != f->depot && !o->dead && !o->mute)
+            return 1;
+    }
+    return 0;
+}
+
+int lors_sched_withdraw(lors_sched_t *s, uint64_t now, uint64_t *out, int max)
+{
+    if (!s->ncls || !s->started)
+        return 0;
+    lors__sched_rates(s, now);
+    double need[CLS_MAX];
+    class_needs(s, unknown_bps(s), need);
+    int n = 0;
+    for (uint32_t i = 0; i < s->nfly && n < max; i++) {
+        fly_t *e = &s->fly[i];
+        if (!withdrawable(s, e, need, now))
+            continue;
+        uint32_t slot = e->f[0], b = e->block;
+        const fetch_t *f = &s->fx[slot];
+        /* as if never started: the try is not counted, the block is pending on every holder
+         * (pushed first: harmless while it is in flight, the heaps check lazily) */
+        s->rep[f->rep].tries--;
+        if (push_pending(s, b) < 0) {
+            s->rep[f->rep].tries++;
+            break;
+        }
+        out[n++] = fetch_id(s, slot);
+        rate_sample(s, &s->dep[f->depot], f->bytes, lors__sched_blk_len(s, b), now - f->start);
+        s->dep[f->depot].st.withdrawn++;
+        s->tot.withdrawn++;
+        fetch_end(s, slot);
+        fly_remove(s, b);
+        s->blk[b].state = ST_PENDING;
+        s->npending++;
+        lors__sched_class_pend(s, b, 1);
+        lors__sched_bits_set(&s->pending, b);
+        s->tot.buffered -= lors__sched_blk_len(s, b);
+        i--; /* fly_remove moved the last entry here */
+    }
     return n;
 }
 

@@ -96,6 +96,7 @@ typedef struct lors_sched_depot_stats {
     uint64_t redundant_started; /* redundant fetches started here */
     uint64_t redundant_won;     /* ... of which won their block */
     uint64_t cancelled;         /* fetches here that lost to another and were cancelled */
+    uint64_t withdrawn;         /* fetches here withdrawn for a scarcer class (_withdraw) */
     uint64_t failures;          /* fetches here that failed (any kind) */
     uint64_t bad_data;          /* ... of which delivered bad data */
     uint64_t silences;          /* times the depot fell silent (its fetches rescued elsewhere) */
@@ -106,6 +107,7 @@ typedef struct lors_sched_totals {
     uint64_t bytes_done, bytes_released;
     uint64_t buffered;          /* bytes held against buffer_bytes now */
     uint64_t started, redundant_started, cancelled, failures;
+    uint64_t withdrawn;
     int in_flight;
 } lors_sched_totals_t;
 
@@ -167,6 +169,13 @@ int lors_sched_replica_hold(lors_sched_t *s, uint32_t b, int mapping, int held);
 /* Fetches with no progress for cfg.stall_ns: ids written to out[0 .. max), their number
  * returned.  The caller should abort them and report _fail(..., LORS_SCHED_FAIL_TIMEOUT). */
 int lors_sched_stalled(const lors_sched_t *s, uint64_t now, uint64_t *out, int max);
+
+/* cfg.any_order: the fetches the scheduler has withdrawn now, ids written to out[0 .. max),
+ * their number returned: first fetches sent before their depot had shown its pace, which a
+ * scarcer class needs now (docs/scheduler.md, "Scarce blocks first").  They are ended and
+ * their blocks pending again; the caller must abort them and never report them again, as
+ * it does a loser that lors_sched_complete cancels.  Call it as often as lors_sched_stalled. */
+int lors_sched_withdraw(lors_sched_t *s, uint64_t now, uint64_t *out, int max);
 
 /* Writer: 1 and *b = the next block to write, in order, once the pre-buffer is satisfied
  * (cfg.any_order: the lowest done block); 0 if it must wait. */

@@ -34,6 +34,7 @@ typedef struct fetch {
     uint32_t block, rep, next_free;
     int depot;
     uint8_t live, redundant;
+    uint8_t blind;   /* started before its depot had shown anything (lors_sched_withdraw) */
     uint64_t start, last, bytes;
     uint8_t replied; /* the depot's reply header has come (lors_sched_replied) */
 } fetch_t;

@@ -1448,6 +1448,117 @@ static void test_scarce_handover(void)
     lors_sched_free(s);
 }
 
+/* In any order, by hand: a slow depot's blind first fetches withdrawn.  X (blocks 0-7) on {S,
+ * T}, Y (8-71) on {F, S}.  Before anything is measured every class looks alike, and S spreads
+ * its first four fetches over X and Y.  At 0.2 s F has fetched a block in 0.2 s (four at once:
+ * 20 MB/s), S and T have shown 0.16 MB/s each: X needs S and T, Y has F, so S's time on its Y
+ * blocks (a fortieth of each done) is worth more on X, and those two fetches are withdrawn:
+ * ended, their blocks pending again, their ids stale.  S's X fetches, T's and F's stay, and
+ * nothing is withdrawn before the depots have shown anything, nor twice. */
+static void test_withdraw(void)
+{
+    enum { NB = 72, ND = 3, F = 0, S = 1, T = 2 };
+    lors_sched_t *s = any_order_new(NB, ND);
+    for (uint32_t b = 0; b < NB; b++) {
+        int h0 = b < 8 ? S : F, h1 = b < 8 ? T : S;
+        CU_ASSERT_EQUAL(lors_sched_add_replica(s, b, h0, h0, 1), 0);
+        CU_ASSERT_EQUAL(lors_sched_add_replica(s, b, h1, h1, 1), 0);
+    }
+    lors_sched_fetch_t f[12];
+    int nf = 0, sy = 0;
+    while (nf < 12 && lors_sched_next(s, 0, &f[nf]) == LORS_SCHED_FETCH)
+        nf++;
+    CU_ASSERT_EQUAL_FATAL(nf, 12); /* four on each depot */
+    for (int i = 0; i < nf; i++)
+        sy += f[i].depot == S && f[i].block >= 8;
+    CU_ASSERT_EQUAL_FATAL(sy, 2); /* spread: two of S's four on Y */
+    uint64_t out[16], cancel[LORS_SCHED_MAX_R], t = NS / 5;
+    CU_ASSERT_EQUAL(lors_sched_withdraw(s, NS / 10, out, 16), 0); /* nothing shown yet */
+    for (int i = 0; i < nf; i++) {
+        CU_ASSERT_EQUAL(lors_sched_replied(s, f[i].id, NS / 50), 0);
+        if (f[i].depot != F)
+            CU_ASSERT_EQUAL(lors_sched_progress(s, f[i].id, 8 << 10, t), 0);
+    }
+    for (int i = 0; i < nf; i++)
+        if (f[i].depot == F) {
+            CU_ASSERT_EQUAL(lors_sched_complete(s, f[i].id, t, cancel), 0);
+            break;
+        }
+    int n = lors_sched_withdraw(s, t, out, 16);
+    CU_ASSERT_EQUAL(n, 2);
+    for (int k = 0; k < n; k++) {
+        int hit = 0;
+        for (int i = 0; i < nf; i++)
+            hit |= f[i].id == out[k] && f[i].depot == S && f[i].block >= 8;
+        CU_ASSERT_TRUE(hit);
+        CU_ASSERT_EQUAL(lors_sched_progress(s, out[k], 16 << 10, t), LORS_SCHED_E_STALE);
+    }
+    lors_sched_depot_stats_t st;
+    CU_ASSERT_EQUAL(lors_sched_depot_stats(s, S, &st), 0);
+    CU_ASSERT_EQUAL(st.withdrawn, 2);
+    CU_ASSERT_EQUAL(st.active, 2);
+    lors_sched_totals_t tt;
+    lors_sched_totals(s, &tt);
+    CU_ASSERT_EQUAL(tt.withdrawn, 2);
+    CU_ASSERT_EQUAL(tt.in_flight, 9);
+    CU_ASSERT_EQUAL(lors_sched_withdraw(s, t, out, 16), 0);
+    /* S's two free streams go to X, F's one to a withdrawn block (the lowest pending of Y) */
+    lors_sched_fetch_t g;
+    int sx = 0, again = 0;
+    while (lors_sched_next(s, t, &g) == LORS_SCHED_FETCH) {
+        sx += g.depot == S && g.block < 8;
+        for (int i = 0; i < nf; i++)
+            again += g.block == f[i].block && f[i].depot == S && f[i].block >= 8;
+    }
+    CU_ASSERT_EQUAL(sx, 2);
+    CU_ASSERT_EQUAL(again, 1);
+    lors_sched_free(s);
+}
+
+/* In any order, by hand: who takes a hand-over.  X (blocks 0-63) on {A, S}, Y (64-127) on {A,
+ * S, G, H}; A, G and H at 10 MB/s, S at 1 MB/s.  X needs more than twice what Y does, so S's
+ * first fetches on Y are handed over.  A would take them first (the best score, the lowest
+ * index), but A's own time is what X needs too: moving it to Y to free S for X would trade a
+ * fast depot's time on the scarcest class for a slow one's (random WAN seed 1: the 48 Mbit/s
+ * holder of the critical fragment took a hand-over from an 11 Mbit/s one).  G or H takes it. */
+static void test_handover_taker(void)
+{
+    enum { NB = 128, ND = 4, A = 0, S = 1, G = 2, H = 3 };
+    lors_sched_t *s = any_order_new(NB, ND);
+    for (uint32_t b = 0; b < NB; b++) {
+        static const int x[] = {A, S}, y[] = {A, S, G, H};
+        for (int k = 0; k < (b < 64 ? 2 : 4); k++)
+            CU_ASSERT_EQUAL(lors_sched_add_replica(s, b, b < 64 ? x[k] : y[k], 0, 1), 0);
+    }
+    lors_sched_fetch_t f[16], g;
+    int nf = 0, sy = 0;
+    while (nf < 16 && lors_sched_next(s, 0, &f[nf]) == LORS_SCHED_FETCH)
+        nf++;
+    CU_ASSERT_EQUAL_FATAL(nf, 16);
+    for (int i = 0; i < nf; i++)
+        sy += f[i].depot == S && f[i].block >= 64;
+    CU_ASSERT_EQUAL_FATAL(sy, 2);
+    uint64_t cancel[LORS_SCHED_MAX_R], t = 4 * NS / 10;
+    int done[ND] = {0};
+    for (int i = 0; i < nf; i++) { /* A, G and H: a block each in 0.4 s, four at once */
+        CU_ASSERT_EQUAL(lors_sched_replied(s, f[i].id, NS / 100), 0);
+        if (f[i].depot == S) {
+            CU_ASSERT_EQUAL(lors_sched_progress(s, f[i].id, 100 << 10, t), 0);
+        } else if (!done[f[i].depot]++) {
+            CU_ASSERT_EQUAL(lors_sched_complete(s, f[i].id, t, cancel), 0);
+        }
+    }
+    int handed = 0;
+    while (lors_sched_next(s, t, &g) == LORS_SCHED_FETCH)
+        if (g.redundant) {
+            handed++;
+            CU_ASSERT_TRUE(g.block >= 64);
+            CU_ASSERT_NOT_EQUAL(g.depot, A);
+        }
+    CU_ASSERT_EQUAL(handed, 2);
+    lors_sched_free(s);
+}
+
 /* Scenario 4, simulated: 8 depots of 25 Mbit/s behind 100 ms.  One fetch at a time per depot
  * leaves each link idle for the round trip of every block (0.75 of the aggregate with 1 MiB
  * blocks); with depot_min the depots get more fetches once their latency is measured, and
@@ -1596,6 +1707,8 @@ static const lns_test_case tests[] = {
     {"any order: each depot on its scarcest blocks", test_scarce_first},
     {"any order: scarce by what unmeasured depots show", test_scarce_unmeasured},
     {"any order: a slow depot's fetches on the wrong class handed over", test_scarce_handover},
+    {"any order: a hand-over goes to a depot no scarcer class needs", test_handover_taker},
+    {"any order: a slow depot's blind first fetches withdrawn", test_withdraw},
     {"streaming: a paced player never starves", test_streaming},
     {"200k blocks x 3 replicas x 16 depots", test_perf},
 };
