@@ -153,7 +153,7 @@ PUBLIC_HEADERS = ibp/ibp.h exnode/xnd.h lors/lors.h lbone/lbone.h
 
 all: $(LIBIBP_A) $(LIBEXNODE_A) $(LIBLORS_A) $(LIBLBONE_A) $(LIBS_SO) $(SERVER_BINS) $(TOOL_BINS)
 
-tests: all $(UNIT_BINS) $(SYS_BINS)
+tests: all $(UNIT_BINS) $(SYS_BINS) $(B)/bench/bench_sched_wan
 
 # Objects depend on the Makefile too: a change of flags (such as -fvisibility) rebuilds them.
 $(B)/obj/%.o: %.c Makefile

@@ -4,6 +4,16 @@
 # check_limits.sh (which runs it on hand-checked scenarios without the testbed); needs tb_mbit
 # (testbed.sh) and the scenario in N, RATES[], EVENTS[], SIZE (bytes), FRAGS and COPIES.
 
+# bytes_of SIZE: a scenario's size (K, M and G: powers of 1024) in bytes.
+bytes_of() {
+    case $1 in
+    *G) echo $(( ${1%G} * 1073741824 )) ;;
+    *M) echo $(( ${1%M} * 1048576 )) ;;
+    *K) echo $(( ${1%K} * 1024 )) ;;
+    *) echo "$1" ;;
+    esac
+}
+
 # parse_event "WHEN WORDS...": sets when, i (host index), what (kill|crash|rate), val.  The
 # words may come in either order: "at 30% kill host3", "at 10s host2 rate 1mbit".
 parse_event() {

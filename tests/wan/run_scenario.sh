@@ -109,14 +109,6 @@ COPIES=${COPIES:-$N}
 FRAGS=${FRAGS:-$N}
 [ "$RUNS" -ge 3 ] || echo "run_scenario: warning: $RUNS rounds (medians want >= 3)" >&2
 
-bytes_of() {
-    case $1 in
-    *G) echo $(( ${1%G} * 1073741824 )) ;;
-    *M) echo $(( ${1%M} * 1048576 )) ;;
-    *K) echo $(( ${1%K} * 1024 )) ;;
-    *) echo "$1" ;;
-    esac
-}
 SIZE=$(bytes_of "$SIZE_ARG")
 median() { sort -g | awk '{ v[NR] = $1 } END { if (!NR) print "nan"; else if (NR % 2) print v[(NR + 1) / 2];
                                              else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
