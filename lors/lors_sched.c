@@ -1153,6 +1153,18 @@ int lors_sched_complete(lors_sched_t *s, uint64_t id, uint64_t now, uint64_t *ca
     return nc;
 }
 
+/* Block b, whose last fetch has ended, is pending again (its bytes leave the buffer); the
+ * caller pushes it on the heaps. */
+static void back_to_pending(lors_sched_t *s, uint32_t b)
+{
+    fly_remove(s, b);
+    s->blk[b].state = ST_PENDING;
+    s->npending++;
+    lors__sched_class_pend(s, b, 1);
+    lors__sched_bits_set(&s->pending, b);
+    s->tot.buffered -= lors__sched_blk_len(s, b);
+}
+
 int lors_sched_fail(lors_sched_t *s, uint64_t id, uint64_t now, lors_sched_fail_kind_t kind)
 {
     fetch_t *f = fetch_get(s, id);
@@ -1175,12 +1187,7 @@ int lors_sched_fail(lors_sched_t *s, uint64_t id, uint64_t now, lors_sched_fail_
     fetch_end(s, slot);
 
     if (s->fly[s->blk[b].fly].n == 0) {
-        fly_remove(s, b);
-        s->blk[b].state = ST_PENDING;
-        s->npending++;
-        lors__sched_class_pend(s, b, 1);
-        lors__sched_bits_set(&s->pending, b);
-        s->tot.buffered -= lors__sched_blk_len(s, b);
+        back_to_pending(s, b);
         maybe_next_round(s, b);
         if (!blk_viable(s, b))
             mark_failed(s, b);
@@ -1294,12 +1301,7 @@ int lors_sched_withdraw(lors_sched_t *s, uint64_t now, uint64_t *out, int max)
         s->dep[f->depot].st.withdrawn++;
         s->tot.withdrawn++;
         fetch_end(s, slot);
-        fly_remove(s, b);
-        s->blk[b].state = ST_PENDING;
-        s->npending++;
-        lors__sched_class_pend(s, b, 1);
-        lors__sched_bits_set(&s->pending, b);
-        s->tot.buffered -= lors__sched_blk_len(s, b);
+        back_to_pending(s, b);
         i--; /* fly_remove moved the last entry here */
     }
     return n;
