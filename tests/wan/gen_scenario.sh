@@ -10,13 +10,15 @@
 # a host's rate dropping to a tenth or less (and, half the time, coming back later), a depot
 # killed, a host crashing silently (its link down, no reset).  At most copies - 1 hosts are
 # killed or crashed, so every byte keeps a live copy wherever the upload put it.  The same
-# seed always gives the same scenario (awk's srand), whatever the machine.
+# seed always gives the same scenario (mawk's srand and rand, Debian's awk, always installed;
+# gawk's draw other numbers, so mawk is asked for by name), whatever the machine.
 set -euo pipefail
 SEED=${1:?usage: gen_scenario.sh SEED [SIZE]}
 SIZE=${2:-256M}
 case $SEED in *[!0-9]*|'') echo "gen_scenario: SEED must be a number" >&2; exit 2 ;; esac
 
-awk -v seed="$SEED" -v size="$SIZE" '
+AWK=$(command -v mawk || command -v awk)
+"$AWK" -v seed="$SEED" -v size="$SIZE" '
 function uni(a, b) { return a + (b - a) * rand() }
 function logu(a, b) { return exp(uni(log(a), log(b))) }
 function pick(n) { return 1 + int(rand() * n) }
