@@ -101,6 +101,18 @@ static void stop_slot_locked(slot_t *sl)
         ibp_loader_abort(sl->ld);
 }
 
+/* The fetches ids[0 .. n) are no longer the scheduler's (losers of a race, withdrawn): their
+ * streams drop them without a report. */
+static void cancel_ids_locked(dl_t *dl, const uint64_t *ids, int n)
+{
+    for (int i = 0; i < n; i++)
+        for (int t = 0; t < dl->nthreads; t++)
+            if (dl->slots[t].id == ids[i]) {
+                dl->slots[t].cancelled = 1;
+                stop_slot_locked(&dl->slots[t]);
+            }
+}
+
 /* The first failure wins: it is the one the report names. */
 void lors__dl_fail_locked(dl_t *dl, int rc, const char *fmt, ...)
 {
@@ -510,12 +522,7 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
         int nc = lors_sched_complete(dl->s, f->id, now, cancel);
         if (nc >= 0) {
             won = 1;
-            for (int i = 0; i < nc; i++)
-                for (int t = 0; t < dl->nthreads; t++)
-                    if (dl->slots[t].id == cancel[i]) {
-                        dl->slots[t].cancelled = 1;
-                        stop_slot_locked(&dl->slots[t]);
-                    }
+            cancel_ids_locked(dl, cancel, nc);
             block_t *bl = &dl->blocks[f->block];
             bl->buf = buf;
             bl->data_off = at.data_off;
@@ -678,7 +685,7 @@ static int write_stripe_locked(dl_t *dl, uint32_t b, const lors__out_t *out)
  * Returns with dl->mu held. */
 static void writer(dl_t *dl, const lors__out_t *out)
 {
-    uint64_t stalled[64];
+    uint64_t ids[64]; /* fetches to stop: stalled, then withdrawn */
     pthread_mutex_lock(&dl->mu);
     for (;;) {
         uint32_t b;
@@ -751,22 +758,17 @@ static void writer(dl_t *dl, const lors__out_t *out)
             dl->o->on_placed(dl->o->placed_arg, 0, 0);
             pthread_mutex_lock(&dl->mu);
         }
-        int n = lors_sched_stalled(dl->s, now_ns(), stalled, 64);
+        int n = lors_sched_stalled(dl->s, now_ns(), ids, 64);
         for (int i = 0; i < n; i++)
             for (int k = 0; k < dl->nthreads; k++)
-                if (dl->slots[k].id == stalled[i] && !dl->slots[k].aborted) {
+                if (dl->slots[k].id == ids[i] && !dl->slots[k].aborted) {
                     dl->slots[k].aborted = 1;
                     stop_slot_locked(&dl->slots[k]);
                 }
         /* first fetches a scarcer class needs more: ended by the scheduler, dropped here as
          * a cancelled loser is (docs/scheduler.md, "Scarce blocks first") */
-        n = lors_sched_withdraw(dl->s, now_ns(), stalled, 64);
-        for (int i = 0; i < n; i++)
-            for (int k = 0; k < dl->nthreads; k++)
-                if (dl->slots[k].id == stalled[i]) {
-                    dl->slots[k].cancelled = 1;
-                    stop_slot_locked(&dl->slots[k]);
-                }
+        n = lors_sched_withdraw(dl->s, now_ns(), ids, 64);
+        cancel_ids_locked(dl, ids, n);
         if (n)
             kick_locked(dl);
         timed_wait_locked(dl, &dl->wcv, 0);

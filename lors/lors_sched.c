@@ -1257,13 +1257,12 @@ static int withdrawable(const lors_sched_t *s, const fly_t *e, const double *nee
     const fetch_t *f = &s->fx[e->f[0]];
     const depot_t *dp = &s->dep[f->depot];
     int c = s->bcls[e->block], dc = scarcest_class(s, f->depot, need);
-    double len = (double)lors__sched_blk_len(s, e->block), done = (double)f->bytes / len;
     if (!f->blind || !(dp->known || dp->shown > 0) || dc < 0 || dc == c || !(need[dc] > 0))
         return 0;
-    double age = (double)(now - f->start), got = (double)f->bytes;
-    if (!f->bytes || age * (len - got) / got < WITHDRAW_NS)
+    double len = (double)lors__sched_blk_len(s, e->block), got = (double)f->bytes;
+    if (!f->bytes || (double)(now - f->start) * (len - got) / got < WITHDRAW_NS)
         return 0;
-    double nc = need[c] > 0 ? need[c] : 0;
+    double done = got / len, nc = need[c] > 0 ? need[c] : 0;
     if (need[dc] <= HANDOVER * nc || (1 - done) * (1 - nc / need[dc]) <= done)
         return 0;
     const cls_t *cl = &s->cls[c];

@@ -4,6 +4,11 @@
 # check_limits.sh (which runs it on hand-checked scenarios without the testbed); needs tb_mbit
 # (testbed.sh) and the scenario in N, RATES[], EVENTS[], SIZE (bytes), FRAGS and COPIES.
 
+# The caps (tc tbf) count whole frames: a full TCP segment carries 1448 bytes of data (MSS with
+# timestamps) in a 1514-byte Ethernet frame, so no client can move file bytes faster than
+# PAYLOAD_EFF of the caps; the payload limits are the ideal times over it.
+PAYLOAD_EFF=$(awk 'BEGIN { printf "%.4f", 1448 / 1514 }')
+
 # bytes_of SIZE: a scenario's size (K, M and G: powers of 1024) in bytes.
 bytes_of() {
     case $1 in

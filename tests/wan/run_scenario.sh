@@ -340,10 +340,7 @@ else
 fi
 echo "ours: $OURS; peer: $PEER_DESC"
 echo "physical limit: aggregate $AGG Mbit/s, ideal time $IDEAL s ($(awk -v s="$SIZE" -v t="$IDEAL" 'BEGIN { printf "%.1f", s * 8 / t / 1e6 }') Mbit/s over the schedule)"
-# The caps (tc tbf) count whole frames: a full TCP segment carries 1448 bytes of data (MSS with
-# timestamps) in a 1514-byte Ethernet frame, so no client can move file bytes faster than
-# PAYLOAD_EFF of the caps.  The payload limit is the ideal time over that.
-PAYLOAD_EFF=$(awk 'BEGIN { printf "%.4f", 1448 / 1514 }')
+# PAYLOAD_EFF (limits.sh): the share of the caps that file bytes can use.
 IDEAL_P=$(awk -v i="$IDEAL" -v e="$PAYLOAD_EFF" 'BEGIN { printf "%.3f", i / e }')
 echo "payload limit: $IDEAL_P s (headers: 1448 data bytes per 1514-byte frame, $PAYLOAD_EFF of the caps)"
 IDEAL_PLP=$(awk -v i="$IDEAL_PL" -v e="$PAYLOAD_EFF" 'BEGIN { printf "%.3f", i / e }')

@@ -25,7 +25,6 @@ SEEDS=${SEEDS:-20}; SEED0=${SEED0:-1}
 FLOOR_MEDIAN=${SIM_MEDIAN:-0.90}; FLOOR_WORST=${SIM_WORST:-0.80}
 PIPE=()
 [ -n "${WAN_PIPE:-}" ] && PIPE=(--pipe)
-EFF=$(awk 'BEGIN { printf "%.6f", 1448 / 1514 }') # the caps count frames (run_scenario.sh)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -52,7 +51,7 @@ for seed in $(seq "$SEED0" $((SEED0 + SEEDS - 1))); do
     else
         ref=$(PLACED=1 ideal_time)
     fi
-    ref=$(awk -v t="$ref" -v e="$EFF" 'BEGIN { printf "%.3f", t / e }')
+    ref=$(awk -v t="$ref" -v e="$PAYLOAD_EFF" 'BEGIN { printf "%.3f", t / e }')
     for j in 1 2 3 4 5 6 7; do
         "$SIM" "${PIPE[@]}" --seed "$j" "$scn" | awk '/^time/ { print $2 }'
     done | sort -n | awk -v s="$seed" -v n="$N" -v r="$ref" '{ t[NR] = $1 }
