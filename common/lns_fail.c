@@ -19,7 +19,7 @@
 
 #define FAIL_MAX 64
 
-enum { ACT_ENOSPC, ACT_EIO, ACT_KILL };
+enum { ACT_ENOSPC, ACT_EIO, ACT_KILL, ACT_STOP };
 
 typedef struct fail_point {
     char name[48];
@@ -47,6 +47,8 @@ static int parse_action(const char *s, size_t n)
         return ACT_EIO;
     if (n == 4 && !strncmp(s, "kill", 4))
         return ACT_KILL;
+    if (n == 4 && !strncmp(s, "stop", 4))
+        return ACT_STOP;
     return -1;
 }
 
@@ -124,9 +126,20 @@ static int trigger(const char *name, int action)
         for (;;)
             pause();
     }
+    if (action == ACT_STOP) { /* hung: the step goes on if someone sends SIGCONT */
+        lns_log(LNS_LOG_WARN, "failpoint %s: SIGSTOP", name);
+        kill(getpid(), SIGSTOP);
+        return 0;
+    }
     lns_log(LNS_LOG_WARN, "failpoint %s: %s", name, action == ACT_EIO ? "EIO" : "ENOSPC");
     errno = action == ACT_EIO ? EIO : ENOSPC;
     return -1;
+}
+
+int lns_fail_armed(void)
+{
+    pthread_once(&once, setup);
+    return atomic_load_explicit(&armed, memory_order_relaxed);
 }
 
 int lns_fail(const char *name)

@@ -9,6 +9,8 @@
  *         ACTION  error       the step fails with ENOSPC (lns_fail returns -1, errno set)
  *                 eio         the step fails with EIO
  *                 kill        the process gets SIGKILL there, before the step
+ *                 stop        the process gets SIGSTOP there (hung until a SIGCONT, then
+ *                             the step goes on)
  *         @N      on the N-th time the point is reached (default: the first), once;
  *                 @N+ every time from the N-th on
  *     LNS_FAILPOINTS="random=SEED/PERMILLE[/kill]"
@@ -23,5 +25,9 @@
 /* 0: go on.  -1 with errno set: the step must behave as if it failed.  Does not return when
  * the point is armed to kill. */
 int lns_fail(const char *name);
+
+/* 1 if failpoints are armed: a step that has a point only on a slower path (a send cut in
+ * two) takes that path then, and the fast one in every production run. */
+int lns_fail_armed(void);
 
 #endif

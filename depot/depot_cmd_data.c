@@ -283,6 +283,18 @@ static int verify(depot_alloc_t *a, const depot_data_t *d, uint64_t off, uint64_
     return depot_cks_verify(a, &m, d->base - m.base + off, len);
 }
 
+/* A LOAD's len bytes from fd at *off, in one sendfile.  Under armed failpoints in two, with
+ * "load.mid" between them: kill, the depot dies with half its reply sent (a host killed in
+ * the middle of a transfer); error, the reply ends there. */
+static int send_range(depot_conn_t *c, int fd, off_t *off, uint64_t len, int tmo)
+{
+    uint64_t half = lns_fail_armed() ? len / 2 : 0;
+    if (half && (lns_sendfile_full(c->fd, fd, off, (size_t)half, tmo, INT64_MAX) < 0 ||
+                 lns_fail("load.mid") < 0))
+        return -1;
+    return lns_sendfile_full(c->fd, fd, off, (size_t)(len - half), tmo, INT64_MAX);
+}
+
 int depot_cmd_load(depot_conn_t *c, const ibp_req_t *req)
 {
     depot_alloc_t *a;
@@ -322,7 +334,7 @@ int depot_cmd_load(depot_conn_t *c, const ibp_req_t *req)
                       (unsigned long long)req->offset, (unsigned long long)len);
         ibp_vec_t all = {(uint64_t)off, len};
         if (c->ncs_type ? depot_cks_send(c, d.fd, 0, &all, 1, tmo) < 0
-                        : lns_sendfile_full(c->fd, d.fd, &off, (size_t)len, tmo, INT64_MAX) < 0) {
+                        : send_range(c, d.fd, &off, len, tmo) < 0) {
             lns_log(LNS_LOG_INFO, "%s: %016llx: LOAD cut short: %s", c->peer,
                     (unsigned long long)c->ev_alloc, strerror(errno));
             c->close = 1; /* the client expects bytes we cannot send: end it */
