@@ -103,12 +103,13 @@ static void stop_slot_locked(slot_t *sl)
 
 /* The fetches ids[0 .. n) are no longer the scheduler's (losers of a race, withdrawn): their
  * streams drop them without a report. */
-static void cancel_ids_locked(dl_t *dl, const uint64_t *ids, int n)
+static void cancel_ids_locked(dl_t *dl, const uint64_t *ids, int n, int withdrawn)
 {
     for (int i = 0; i < n; i++)
         for (int t = 0; t < dl->nthreads; t++)
             if (dl->slots[t].id == ids[i]) {
                 dl->slots[t].cancelled = 1;
+                dl->slots[t].withdrawn = withdrawn;
                 stop_slot_locked(&dl->slots[t]);
             }
 }
@@ -411,21 +412,220 @@ static void predecode(dl_t *dl, uint32_t b, int nw)
     pthread_mutex_unlock(&dl->mu);
 }
 
-static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t t0)
+/* ---- the rest of a block --------------------------------------------------------------- */
+
+/* A fetch that fails (its depot died, its link went silent, it was cut short) or is withdrawn
+ * keeps the bytes it received: its block's next fetch, from any replica, loads only the rest,
+ * and the block's digests are checked over both parts.  A redundant fetch likewise starts with
+ * a copy of what the block's fetch in flight has received, and the two race over the rest.
+ * If the digests do not match, the fetch loads its whole range again from its own replica;
+ * if that matches, the bytes it started with were the bad ones and their mapping is reported
+ * (docs/lors.md, "The rest of a block").  Kept parts are buffers held outside any fetch: at
+ * most MAX_PARTS of them (a killed depot's fetches). */
+#define MAX_PARTS 8
+
+/* The fetch of block b with layout at takes the bytes kept of b, if they start at or before
+ * its range: their buffer (NULL: none), moved to the fetch's layout, with *kept the bytes of
+ * its range they hold (fewer than at->len: a fetch always loads something) and *map their
+ * mapping.  With dl->mu. */
+static unsigned char *take_part_locked(dl_t *dl, uint32_t b, const fetch_at_t *at, size_t *kept,
+                                       int *map)
+{
+    block_t *bl = &dl->blocks[b];
+    unsigned char *p = bl->part;
+    int64_t fa = bl->off - (int64_t)at->data_off;
+    *kept = 0;
+    if (!p)
+        return NULL;
+    bl->part = NULL;
+    dl->nparts--;
+    if (bl->part_fa > fa || bl->part_fa + (int64_t)bl->part_n <= fa) {
+        buf_put_locked(dl, p);
+        return NULL;
+    }
+    size_t skip = (size_t)(fa - bl->part_fa), n = bl->part_n - skip;
+    if (n >= at->len)
+        n = at->len - 1;
+    if (skip)
+        memmove(p, p + skip, n);
+    *kept = n;
+    *map = bl->part_map;
+    return p;
+}
+
+/* The fetch in slot me of block b (layout at), whose buffer buf holds *kept bytes of its
+ * range, starts with more if another fetch of b in flight has them: they are copied (their
+ * prefix does not change while that fetch loads after it), *kept and *map updated.  With
+ * dl->mu (a copy of at most a block, for redundant fetches only). */
+static void copy_flight_locked(dl_t *dl, const slot_t *me, uint32_t b, const fetch_at_t *at,
+                               unsigned char *buf, size_t *kept, int *map)
+{
+    int64_t fa = dl->blocks[b].off - (int64_t)at->data_off;
+    for (int t = 0; t < dl->nthreads; t++) {
+        const slot_t *o = &dl->slots[t];
+        if (o == me || !o->id || !o->buf || o->block != b || o->cancelled || o->fa > fa ||
+            o->fa + (int64_t)o->got <= fa)
+            continue;
+        size_t n = (size_t)(o->fa + (int64_t)o->got - fa);
+        if (n >= at->len)
+            n = at->len - 1;
+        if (n <= *kept)
+            continue;
+        memcpy(buf, o->buf + (fa - o->fa), n);
+        *kept = n;
+        *map = o->map;
+    }
+}
+
+/* Fetch f of its block (layout at) ended without the block, with got bytes of its range in
+ * buf, from mapping map: keep them for the block's next fetch, unless the block is done, a
+ * longer part is kept already or MAX_PARTS are.  1: buf is the block's now.  With dl->mu. */
+static int keep_part_locked(dl_t *dl, const lors_sched_fetch_t *f, const fetch_at_t *at,
+                            unsigned char *buf, size_t got, int map)
+{
+    block_t *bl = &dl->blocks[f->block];
+    int64_t fa = bl->off - (int64_t)at->data_off;
+    if (dl->ec || !buf || !got || bl->won_fetch || dl->stop)
+        return 0;
+    if (bl->part) {
+        if (bl->part_fa + (int64_t)bl->part_n >= fa + (int64_t)got)
+            return 0;
+        buf_put_locked(dl, bl->part);
+        bl->part = NULL;
+        dl->nparts--;
+    }
+    if (dl->nparts >= MAX_PARTS)
+        return 0;
+    bl->part = buf;
+    bl->part_fa = fa;
+    bl->part_n = got;
+    bl->part_map = map;
+    dl->nparts++;
+    return 1;
+}
+
+/* ---- a fetch, continued --------------------------------------------------------------------- */
+
+/* What a LOAD of fetch range at from byte `from` on asks for: the netlog's correlation key. */
+static fetch_at_t asked_from(const fetch_at_t *at, uint64_t from)
+{
+    fetch_at_t a = *at;
+    a.aoff += (int64_t)from;
+    a.len -= (size_t)from;
+    return a;
+}
+
+/* Load bytes [*got, at->len) of fetch f's range into buf with one LOAD, PIECE at a time, each
+ * fed to ck (unless NULL) and reported as progress; *got counts the bytes in buf.  The
+ * loader is published in the slot before the request goes out, so that a cancel, a stall or
+ * a stop interrupts it even while it waits for the depot's reply.  again: a second LOAD of
+ * the fetch (no latency sample).  0, or the failure's kind with *ierr and *op; *gone: it was
+ * cancelled or the download stopped (drop it without a report). */
+static int load_rest(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, const fetch_at_t *at,
+                     unsigned char *buf, lors_ck_t *ck, int again, uint64_t *got, int *ierr,
+                     const char **op, int *gone)
 {
     const xnd_mapping_t *m = dl->x->maps[f->mapping];
+    uint64_t len = at->len, from = *got;
+    fetch_at_t asked = asked_from(at, from);
+    int kind = 0;
+    ibp_loader_t *ld = ibp_loader_new(dl->ibp);
+    pthread_mutex_lock(&dl->mu);
+    sl->ld = ld;
+    if (ld && (sl->cancelled || sl->aborted || dl->stop))
+        stop_slot_locked(sl);
+    pthread_mutex_unlock(&dl->mu);
+    char extra[64];
+    if (from)
+        snprintf(extra, sizeof extra, "redundant=%d kept=%llu", f->redundant ? 1 : 0,
+                 (unsigned long long)from);
+    else
+        snprintf(extra, sizeof extra, "redundant=%d", f->redundant ? 1 : 0);
+    if (f->redundant && !again)
+        netlog_fetch(dl, "LORS_REDUNDANT", f, &asked, NULL);
+    netlog_fetch(dl, "LORS_REQ_SENT", f, &asked, extra);
+    *ierr = ld ? ibp_loader_start(ld, m->cap[XND_READ], (uint64_t)at->aoff + from, len - from)
+               : IBP_E_ALLOC_FAILED;
+    if (*ierr == IBP_OK && !again) { /* the reply header: a latency sample for the stream count */
+        netlog_fetch(dl, "LORS_REPLY", f, &asked, extra);
+        pthread_mutex_lock(&dl->mu);
+        if (!sl->cancelled && !dl->stop) {
+            lors_sched_replied(dl->s, f->id, now_ns());
+            kick_locked(dl); /* the depot may be allowed more streams now */
+        }
+        pthread_mutex_unlock(&dl->mu);
+    }
+    while (!kind && !*gone && *got < len) {
+        uint64_t n = len - *got < PIECE ? len - *got : PIECE;
+        if (*ierr == IBP_OK)
+            *ierr = ibp_loader_read(ld, buf + *got, n);
+        if (*ierr == IBP_OK && ck && lors_ck_update(ck, buf + *got, n) != LORS_OK) {
+            kind = LORS_SCHED_FAIL_BAD_DATA;
+            *op = "CHECKSUM";
+        }
+        pthread_mutex_lock(&dl->mu);
+        if (*ierr == IBP_OK) {
+            *got += n;
+            dl->fetched += (int64_t)n;
+            if (sl->buf)
+                sl->got = *got;
+        }
+        if (sl->cancelled || dl->stop) {
+            *gone = 1;
+        } else if (kind) {
+            /* the digest library failed: counted as bad data */
+        } else if (sl->aborted) {
+            kind = LORS_SCHED_FAIL_TIMEOUT;
+            *op = "TIMEOUT";
+        } else if (*ierr != IBP_OK) {
+            kind = *ierr == IBP_E_CLIENT_TIMEOUT ? LORS_SCHED_FAIL_TIMEOUT : LORS_SCHED_FAIL_DEPOT;
+            *op = *ierr == IBP_E_CLIENT_TIMEOUT ? "TIMEOUT" : "LOAD";
+        } else {
+            /* in the scheduler's units: every block of its virtual file is B bytes */
+            lors_sched_progress(dl->s, f->id, *got * (uint64_t)dl->B / len, now_ns());
+        }
+        pthread_mutex_unlock(&dl->mu);
+    }
+    if (ld) {
+        pthread_mutex_lock(&dl->mu);
+        sl->ld = NULL;
+        pthread_mutex_unlock(&dl->mu);
+        ibp_loader_free(ld);
+    }
+    return kind;
+}
+
+static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t t0)
+{
     fetch_at_t at;
     lors__dl_fetch_at(dl, f->block, f->mapping, &at);
-    size_t len = at.len;
-    unsigned char *buf = buf_get(dl);
-    int ierr = IBP_OK, kind = 0;
+    size_t len = at.len, kept = 0;
+    int ierr = IBP_OK, kind = 0, kept_map = -1, bad_kept = -1;
     const char *op = "LOAD";
     lors_ck_t ck;
     int checking = dl->o->verify && dl->ck[f->mapping].ok;
 
     dl_event(dl, LORS_EV_FETCH_START, f->depot, f->block, f->mapping, 0, NULL);
 
-    uint64_t got = 0;
+    pthread_mutex_lock(&dl->mu);
+    unsigned char *buf = take_part_locked(dl, f->block, &at, &kept, &kept_map);
+    pthread_mutex_unlock(&dl->mu);
+    if (!buf)
+        buf = buf_get(dl);
+    pthread_mutex_lock(&dl->mu);
+    if (buf && !dl->ec) {
+        copy_flight_locked(dl, sl, f->block, &at, buf, &kept, &kept_map);
+        sl->block = f->block;
+        sl->buf = buf;
+        sl->fa = dl->blocks[f->block].off - (int64_t)at.data_off;
+        sl->got = kept;
+        sl->map = kept && kept_map != f->mapping ? -1 : f->mapping;
+    }
+    if (kept && !sl->cancelled && !dl->stop)
+        lors_sched_resumed(dl->s, f->id, kept * (uint64_t)dl->B / len);
+    pthread_mutex_unlock(&dl->mu);
+
+    uint64_t got = kept;
     int gone = 0; /* cancelled or stopped: drop without reporting */
     if (!buf) {
         ierr = IBP_E_GENERIC;
@@ -435,94 +635,65 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
         checking = 0;
         kind = LORS_SCHED_FAIL_BAD_DATA;
         op = "CHECKSUM";
+    } else if (checking && kept && lors_ck_update(&ck, buf, kept) != LORS_OK) {
+        kind = LORS_SCHED_FAIL_BAD_DATA;
+        op = "CHECKSUM";
     }
-    /* one LOAD for the whole fetch, read PIECE at a time; published in the slot before it
-     * starts, so that a cancel, a stall or a stop can interrupt it even while it waits for
-     * the depot's reply */
-    ibp_loader_t *ld = NULL;
-    if (!kind) {
-        ld = ibp_loader_new(dl->ibp);
-        pthread_mutex_lock(&dl->mu);
-        sl->ld = ld;
-        if (ld && (sl->cancelled || sl->aborted || dl->stop))
-            stop_slot_locked(sl);
-        pthread_mutex_unlock(&dl->mu);
-        if (f->redundant)
-            netlog_fetch(dl, "LORS_REDUNDANT", f, &at, NULL);
-        netlog_fetch(dl, "LORS_REQ_SENT", f, &at, f->redundant ? "redundant=1" : "redundant=0");
-        ierr = ld ? ibp_loader_start(ld, m->cap[XND_READ], (uint64_t)at.aoff, len)
-                  : IBP_E_ALLOC_FAILED;
-        if (ierr == IBP_OK) { /* the reply header: a latency sample for the stream count */
-            netlog_fetch(dl, "LORS_REPLY", f, &at,
-                         f->redundant ? "redundant=1" : "redundant=0");
-            pthread_mutex_lock(&dl->mu);
-            if (!sl->cancelled && !dl->stop) {
-                lors_sched_replied(dl->s, f->id, now_ns());
-                kick_locked(dl); /* the depot may be allowed more streams now */
-            }
-            pthread_mutex_unlock(&dl->mu);
-        }
-    }
-    while (!kind && got < len) {
-        uint64_t n = len - got < PIECE ? len - got : PIECE;
-        if (ierr == IBP_OK)
-            ierr = ibp_loader_read(ld, buf + got, n);
-        if (ierr == IBP_OK && checking && lors_ck_update(&ck, buf + got, n) != LORS_OK) {
-            kind = LORS_SCHED_FAIL_BAD_DATA;
-            op = "CHECKSUM";
-        }
-        pthread_mutex_lock(&dl->mu);
-        if (ierr == IBP_OK) {
-            got += n;
-            dl->fetched += (int64_t)n;
-        }
-        if (sl->cancelled || dl->stop) {
-            gone = 1;
-        } else if (kind) {
-            /* the digest library failed: counted as bad data below */
-        } else if (sl->aborted) {
-            kind = LORS_SCHED_FAIL_TIMEOUT;
-            op = "TIMEOUT";
-        } else if (ierr != IBP_OK) {
-            kind = ierr == IBP_E_CLIENT_TIMEOUT ? LORS_SCHED_FAIL_TIMEOUT : LORS_SCHED_FAIL_DEPOT;
-            op = ierr == IBP_E_CLIENT_TIMEOUT ? "TIMEOUT" : "LOAD";
-        } else {
-            /* in the scheduler's units: every block of its virtual file is B bytes */
-            lors_sched_progress(dl->s, f->id, got * (uint64_t)dl->B / len, now_ns());
-        }
-        pthread_mutex_unlock(&dl->mu);
-        if (gone)
-            break;
-    }
-    if (ld) {
-        pthread_mutex_lock(&dl->mu);
-        sl->ld = NULL;
-        pthread_mutex_unlock(&dl->mu);
-        ibp_loader_free(ld);
-    }
+    if (!kind)
+        kind = load_rest(dl, sl, f, &at, buf, checking ? &ck : NULL, 0, &got, &ierr, &op, &gone);
+    fetch_at_t asked = asked_from(&at, kept); /* the netlog's key: what the LOAD asked for */
     if (!gone && !kind && got == len)
-        netlog_fetch(dl, "LORS_RECV_END", f, &at, NULL);
+        netlog_fetch(dl, "LORS_RECV_END", f, &asked, NULL);
     if (checking) {
         if (!gone && !kind && !verify_end(dl, f->mapping, at.ck_first, len, &ck)) {
             kind = LORS_SCHED_FAIL_BAD_DATA;
             op = "CHECKSUM";
+            if (kept) { /* the kept bytes or these: the whole range again from here */
+                lors_ck_free(&ck);
+                pthread_mutex_lock(&dl->mu);
+                sl->got = 0; /* no one copies what is loaded over again */
+                sl->map = f->mapping;
+                pthread_mutex_unlock(&dl->mu);
+                got = 0;
+                kept = 0; /* what buf holds is this mapping's alone */
+                asked = at;
+                if (!verify_begin(dl, f->mapping, &ck)) {
+                    checking = 0;
+                } else if (!(kind = load_rest(dl, sl, f, &at, buf, &ck, 1, &got, &ierr, &op,
+                                              &gone)) &&
+                           !gone) {
+                    if (verify_end(dl, f->mapping, at.ck_first, len, &ck))
+                        bad_kept = kept_map; /* these match: the kept bytes did not */
+                    else
+                        kind = LORS_SCHED_FAIL_BAD_DATA;
+                }
+            }
         }
-        lors_ck_free(&ck);
+        if (checking)
+            lors_ck_free(&ck);
     }
 
     pthread_mutex_lock(&dl->mu);
+    sl->buf = NULL; /* buf goes to the block, is kept or goes back */
+    sl->got = 0;
     int won = 0, lost = sl->cancelled; /* lost: to another fetch of the block */
+    int withdrawn = sl->withdrawn;
     uint64_t now = now_ns();
     if (!gone && (sl->cancelled || dl->stop))
         gone = 1;
     if (!gone)
         note_fate_locked(dl, f, kind, ierr, op);
+    if (bad_kept >= 0) {
+        fate_t v = {1, IBP_OK, "CHECKSUM"};
+        note_bad_mapping_locked(dl, bad_kept);
+        dl->map_fate[bad_kept] = v;
+    }
     if (!gone && !kind) {
         uint64_t cancel[LORS_SCHED_MAX_R];
         int nc = lors_sched_complete(dl->s, f->id, now, cancel);
         if (nc >= 0) {
             won = 1;
-            cancel_ids_locked(dl, cancel, nc);
+            cancel_ids_locked(dl, cancel, nc, 0);
             block_t *bl = &dl->blocks[f->block];
             bl->buf = buf;
             bl->data_off = at.data_off;
@@ -532,6 +703,11 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
             bl->won_fetch = f->id;
             bl->won_depot = f->depot;
             buf = NULL;
+            if (bl->part) { /* kept by a fetch that failed meanwhile: no longer needed */
+                buf_put_locked(dl, bl->part);
+                bl->part = NULL;
+                dl->nparts--;
+            }
         } else {
             lost = 1; /* complete, but the block was already someone else's */
         }
@@ -541,14 +717,18 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
         lors__dl_ec_fetch_failed_locked(dl, f, kind);
         lors_sched_fail(dl->s, f->id, now, (lors_sched_fail_kind_t)kind);
     }
+    /* what a failed or withdrawn fetch received serves the block's next one */
+    if (!won && (gone ? withdrawn : kind && kind != LORS_SCHED_FAIL_BAD_DATA) &&
+        keep_part_locked(dl, f, &at, buf, got, kept && kept_map != f->mapping ? -1 : f->mapping))
+        buf = NULL;
     lors__dl_ec_unclaim_locked(dl, sl, won);
     int decode = won && dl->ec ? lors__dl_ec_take_decode_locked(dl, f->block) : 0;
     buf_put_locked(dl, buf);
     sl->id = 0;
-    sl->cancelled = sl->aborted = 0;
+    sl->cancelled = sl->aborted = sl->withdrawn = 0;
     /* COMMIT is stamped before the writer can see the block, so it precedes its RELEASE */
     if (dl->netlog && won)
-        netlog_fetch(dl, "LORS_COMMIT", f, &at, checking ? "verified=1" : "verified=0");
+        netlog_fetch(dl, "LORS_COMMIT", f, &asked, checking ? "verified=1" : "verified=0");
     uint32_t nb;
     if (won && lors_sched_releasable(dl->s, &nb))
         pthread_cond_signal(&dl->wcv);
@@ -558,10 +738,10 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
         char why[64];
         if (kind) {
             snprintf(why, sizeof why, "op=%s ibp_err=%d", op, ierr);
-            netlog_fetch(dl, "LORS_FAIL", f, &at, why);
+            netlog_fetch(dl, "LORS_FAIL", f, &asked, why);
         } else if (lost) {
-            snprintf(why, sizeof why, "got=%llu", (unsigned long long)got);
-            netlog_fetch(dl, "LORS_CANCEL", f, &at, why);
+            snprintf(why, sizeof why, "got=%llu", (unsigned long long)(got - kept));
+            netlog_fetch(dl, "LORS_CANCEL", f, &asked, why);
         }
     }
     if (won)
@@ -571,6 +751,9 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
         if (kind == LORS_SCHED_FAIL_BAD_DATA)
             dl_event(dl, LORS_EV_BAD_MAPPING, f->depot, f->block, f->mapping, 0, op);
     }
+    if (bad_kept >= 0 && dl->map_depot[bad_kept] >= 0)
+        dl_event(dl, LORS_EV_BAD_MAPPING, dl->map_depot[bad_kept], f->block, bad_kept, 0,
+                 "CHECKSUM");
     if (decode > 0)
         predecode(dl, f->block, decode);
 }
@@ -768,7 +951,7 @@ static void writer(dl_t *dl, const lors__out_t *out)
         /* first fetches a scarcer class needs more: ended by the scheduler, dropped here as
          * a cancelled loser is (docs/scheduler.md, "Scarce blocks first") */
         n = lors_sched_withdraw(dl->s, now_ns(), ids, 64);
-        cancel_ids_locked(dl, ids, n);
+        cancel_ids_locked(dl, ids, n, 1);
         if (n)
             kick_locked(dl);
         timed_wait_locked(dl, &dl->wcv, 0);

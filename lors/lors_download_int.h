@@ -27,6 +27,10 @@ typedef struct block {
     uint64_t won_fetch;   /* --netlog: the fetch that won it, and its depot */
     int won_depot;
     int won_col;          /* erasure coded: the column (piece) whose bytes buf holds */
+    unsigned char *part;  /* bytes kept from failed fetches of the block (a buffer), or NULL */
+    int64_t part_fa;      /* ... the file offset of part[0] */
+    size_t part_n;        /* ... how many bytes from there */
+    int part_map;         /* ... the mapping they came from (-1: more than one) */
 } block_t;
 
 struct dl;
@@ -43,6 +47,12 @@ typedef struct slot {     /* one worker and its fetch in flight */
     long claim;           /* erasure coded: the parity piece its fetch claims, -1: none */
     ibp_loader_t *ld;     /* its LOAD while it has one: what stop_slot_locked interrupts */
     int cancelled;        /* lost to another fetch of its block: drop it, never report it */
+    int withdrawn;        /* ... or withdrawn (lors_sched_withdraw): its bytes may be kept */
+    uint32_t block;       /* its fetch's block, and while it loads (replicated files): */
+    unsigned char *buf;   /* ... its buffer (NULL: none), */
+    int64_t fa;           /* ... the file offset of buf[0], */
+    uint64_t got;         /* ... the bytes there from buf[0] on (a later fetch may copy them) */
+    int map;              /* ... and their mapping (-1: more than one) */
     int aborted;          /* the watchdog saw it stall: fail it as TIMEOUT */
 } slot_t;
 
@@ -87,6 +97,7 @@ typedef struct dl {
     unsigned char **freebufs; /* buffers not in use; room for every buffer carved */
     size_t nfree, capfree, ncarved;
     int64_t buffered, peak, fetched; /* bytes of buffers in use, and their peak */
+    int nparts;           /* blocks holding a part (block_t.part) */
     /* erasure coded (lors_download_ec.c): NULL for a replicated file.  Block b is data
      * piece b % k of stripe ec_s0 + b / k; its replicas are that piece's mappings, then
      * parity pieces.  claims[(s - ec_s0) * m + j - k] counts the fetches in flight or won of

@@ -204,15 +204,17 @@ void lors__sched_rates(lors_sched_t *s, uint64_t now)
         for (int k = 0; k < s->fly[i].n; k++) {
             const fetch_t *f = &s->fx[s->fly[i].f[k]];
             depot_t *dp = &s->dep[f->depot];
-            if (f->bytes && now > f->start + dp->lat_ns)
-                dp->shown += (double)f->bytes / ((double)(now - f->start - dp->lat_ns) / 1e9);
+            if (f->bytes > f->base && now > f->start + dp->lat_ns)
+                dp->shown += (double)(f->bytes - f->base) /
+                             ((double)(now - f->start - dp->lat_ns) / 1e9);
             if (dp->cut_n < 0)
                 continue;
             if (now <= f->start) {
                 dp->cut_n = -1; /* just started: bounds nothing */
                 continue;
             }
-            dp->cut += (double)lors__sched_blk_len(s, f->block) / ((double)(now - f->start) / 1e9);
+            dp->cut += (double)(lors__sched_blk_len(s, f->block) - f->base) /
+                       ((double)(now - f->start) / 1e9);
             dp->cut_n++;
         }
     for (int d = 0; d < D; d++) {
@@ -253,6 +255,8 @@ void lors__sched_rates(lors_sched_t *s, uint64_t now)
 static void rate_sample(const lors_sched_t *s, depot_t *dp, uint64_t bytes, uint64_t len,
                         uint64_t ns)
 {
+    if (!len) /* a resumed fetch that had all its bytes: nothing of the depot's */
+        return;
     double secs = (double)(ns ? ns : 1) / 1e9, bound = (double)len / secs;
     if (dp->known && dp->ewma_fetch > 0 && secs > OVERDUE * (double)len / dp->ewma_fetch) {
         if (bound < dp->ewma_fetch)
@@ -519,7 +523,7 @@ static int fetch_start(lors_sched_t *s, uint32_t b, uint32_t r, uint64_t now, in
     f->redundant = (uint8_t)redundant;
     f->blind = !dp->known && !(dp->shown > 0);
     f->start = f->last = now;
-    f->bytes = 0;
+    f->bytes = f->base = 0;
     f->replied = 0;
     rp->tries++;
     if (dp->mute) /* a probe: no other until it is heard from or falls silent too */
@@ -625,8 +629,8 @@ static int rescue_pays(const lors_sched_t *s, const fly_t *e, int d, uint64_t no
         double age = (double)(now - f->start), done = (double)f->bytes, rem;
         if (done >= len)
             return 0;
-        if (done > 0)
-            rem = age * (len - done) / done;
+        if (f->bytes > f->base)
+            rem = age * (len - done) / (done - (double)f->base);
         else
             rem = age >= 2 * t_new ? HUGE_VAL : 0;
         if (rem <= 2 * t_new)
@@ -650,8 +654,8 @@ static int on_schedule(const lors_sched_t *s, const fly_t *e, uint64_t now, doub
         const fetch_t *f = &s->fx[e->f[i]];
         const depot_t *dp = &s->dep[f->depot];
         double age = (double)(now - f->start), done = (double)f->bytes, rem;
-        if (done > 0)
-            rem = age * (len - done) / done;
+        if (f->bytes > f->base)
+            rem = age * (len - done) / (done - (double)f->base);
         else if (dp->known && dp->fetch_bps > 0 && age <= 2 * len / dp->fetch_bps * 1e9)
             rem = len / dp->fetch_bps * 1e9 - age;
         else
@@ -1104,6 +1108,16 @@ int lors_sched_progress(lors_sched_t *s, uint64_t id, uint64_t bytes, uint64_t n
     return 0;
 }
 
+int lors_sched_resumed(lors_sched_t *s, uint64_t id, uint64_t bytes)
+{
+    fetch_t *f = fetch_get(s, id);
+    if (!f)
+        return LORS_SCHED_E_STALE;
+    uint64_t len = lors__sched_blk_len(s, f->block);
+    f->bytes = f->base = bytes < len ? bytes : len;
+    return 0;
+}
+
 int lors_sched_complete(lors_sched_t *s, uint64_t id, uint64_t now, uint64_t *cancel)
 {
     fetch_t *f = fetch_get(s, id);
@@ -1113,7 +1127,7 @@ int lors_sched_complete(lors_sched_t *s, uint64_t id, uint64_t now, uint64_t *ca
     uint64_t len = lors__sched_blk_len(s, b);
     depot_t *dp = &s->dep[f->depot];
 
-    rate_sample(s, dp, len, len, now - f->start);
+    rate_sample(s, dp, len - f->base, len - f->base, now - f->start);
     heard(dp);
     dp->consec = 0;
     dp->st.blocks_won++;
@@ -1134,7 +1148,8 @@ int lors_sched_complete(lors_sched_t *s, uint64_t id, uint64_t now, uint64_t *ca
          * Unless it is overdue: then it ran at under block / age, and the estimates must
          * hear it, or the depot is fast again once its fetches are gone (rate_sample) */
         const fetch_t *lf = &s->fx[lo];
-        rate_sample(s, &s->dep[lf->depot], lf->bytes, len, now - lf->start);
+        rate_sample(s, &s->dep[lf->depot], lf->bytes - lf->base, len - lf->base,
+                    now - lf->start);
         s->dep[s->fx[lo].depot].st.cancelled++;
         s->tot.cancelled++;
         fetch_end(s, lo);
@@ -1260,7 +1275,8 @@ static int withdrawable(const lors_sched_t *s, const fly_t *e, const double *nee
     if (!f->blind || !(dp->known || dp->shown > 0) || dc < 0 || dc == c || !(need[dc] > 0))
         return 0;
     double len = (double)lors__sched_blk_len(s, e->block), got = (double)f->bytes;
-    if (!f->bytes || (double)(now - f->start) * (len - got) / got < WITHDRAW_NS)
+    if (f->bytes <= f->base ||
+        (double)(now - f->start) * (len - got) / (got - (double)f->base) < WITHDRAW_NS)
         return 0;
     double done = got / len, nc = need[c] > 0 ? need[c] : 0;
     if (need[dc] <= HANDOVER * nc || (1 - done) * (1 - nc / need[dc]) <= done)
@@ -1296,7 +1312,8 @@ int lors_sched_withdraw(lors_sched_t *s, uint64_t now, uint64_t *out, int max)
             break;
         }
         out[n++] = fetch_id(s, slot);
-        rate_sample(s, &s->dep[f->depot], f->bytes, lors__sched_blk_len(s, b), now - f->start);
+        rate_sample(s, &s->dep[f->depot], f->bytes - f->base,
+                    lors__sched_blk_len(s, b) - f->base, now - f->start);
         s->dep[f->depot].st.withdrawn++;
         s->tot.withdrawn++;
         fetch_end(s, slot);

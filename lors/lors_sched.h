@@ -149,6 +149,11 @@ int lors_sched_replied(lors_sched_t *s, uint64_t id, uint64_t now);
 /* bytes: the total received so far by this fetch; any increase resets its stall clock. */
 int lors_sched_progress(lors_sched_t *s, uint64_t id, uint64_t bytes, uint64_t now);
 
+/* The fetch, just started, begins with `bytes` of its block already there (kept from a failed
+ * fetch of the block): its progress starts at bytes, and its depot's rate counts only what
+ * it loads after them.  Call before its first lors_sched_progress. */
+int lors_sched_resumed(lors_sched_t *s, uint64_t id, uint64_t bytes);
+
 /* The fetch delivered its whole block.  The first completion of a block commits it; the ids
  * of the block's other fetches, which the caller must cancel (abort, discard their data, and
  * not report them again), are written to cancel[] (room for LORS_SCHED_MAX_R - 1) and their

@@ -36,6 +36,7 @@ typedef struct fetch {
     uint8_t live, redundant;
     uint8_t blind;   /* started before its depot had shown anything (lors_sched_withdraw) */
     uint64_t start, last, bytes;
+    uint64_t base;   /* bytes of its block it started with (lors_sched_resumed): not its depot's */
     uint8_t replied; /* the depot's reply header has come (lors_sched_replied) */
 } fetch_t;
 

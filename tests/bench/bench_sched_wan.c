@@ -17,7 +17,11 @@
  * fails its fetches after its latency, and new ones at once (refused); a crashed one answers
  * nothing (its fetches fall silent, as do requests on its idle connections; new connections
  * time out after 5 s, as the engine's).  Rates are payload rates (1448 data bytes per
- * 1514-byte frame, as the testbed's limits count them).
+ * 1514-byte frame, as the testbed's limits count them).  A fetch that fails or is withdrawn
+ * leaves the whole pieces it received to its block's next fetch, which loads only the rest
+ * (lors_sched_resumed; at most 8 blocks keep bytes), and a redundant fetch starts with what
+ * the block's fetch in flight has received, as the engine does; --no-keep does neither.
+ * A killed host's bytes already on their way are not modelled (the testbed delivers them).
  *
  * Prints the simulated time and, per host, the blocks it won and the fetches it lost; exits 1
  * if the scheduler fails a block or leaves the download stuck.
@@ -37,6 +41,7 @@
 #define CONNECT_NS 5000000000ull
 #define TICK_NS 100000000ull /* the engine's writer tick (stall checks) */
 #define EFF (1448.0 / 1514.0)
+#define MAX_PARTS 8 /* the engine's: blocks holding bytes of failed fetches */
 #define STUCK_S 36000.0 /* no scenario of the family takes a simulated 10 h: the scheduler hangs */
 
 typedef struct host {
@@ -76,8 +81,10 @@ typedef struct sim {
     int nf, idle, streams;
     double now, committed;
     double *blen; /* each block's real length */
+    double *kept; /* per block: bytes kept from a failed or withdrawn fetch */
+    int nkept;
     lors_sched_t *s;
-    int pipe, trace, no_withdraw;
+    int pipe, trace, no_withdraw, no_keep;
 } sim_t;
 
 static uint64_t ns(double t)
@@ -147,6 +154,7 @@ static void place(sim_t *m, int any_order)
         nb += (e - a + m->bs - 1) / m->bs;
     }
     m->blen = calloc(nb, sizeof *m->blen);
+    m->kept = calloc(nb, sizeof *m->kept);
     lors_sched_cfg_t cfg;
     lors_sched_cfg_init(&cfg);
     cfg.off = 0;
@@ -163,7 +171,7 @@ static void place(sim_t *m, int any_order)
     cfg.stall_ns = 10 * 1000000000ull;
     cfg.any_order = any_order;
     m->s = lors_sched_new(&cfg);
-    if (!m->s || !m->blen) {
+    if (!m->s || !m->blen || !m->kept) {
         fprintf(stderr, "bench_sched_wan: out of memory\n");
         exit(1);
     }
@@ -208,6 +216,20 @@ static void take_stream(sim_t *m, const lors_sched_fetch_t *sf)
     f->host = sf->depot;
     f->len = m->blen[sf->block];
     f->fail_at = -1;
+    if (m->kept[sf->block] > 0) { /* the rest of the block */
+        f->got = f->reported = m->kept[sf->block];
+        m->kept[sf->block] = 0;
+        m->nkept--;
+        lors_sched_resumed(m->s, f->id, (uint64_t)(f->got * (double)m->bs / f->len));
+    }
+    double most = 0; /* the block's other fetches in flight: the most they received */
+    for (int i = 0; i < m->nf - 1 && !m->no_keep; i++)
+        if (m->f[i].block == sf->block && m->f[i].reported > most)
+            most = m->f[i].reported;
+    if (most > f->got && most < f->len) {
+        f->got = f->reported = most;
+        lors_sched_resumed(m->s, f->id, (uint64_t)(f->got * (double)m->bs / f->len));
+    }
     if (m->trace)
         printf("%.3f start host%d block %u%s\n", m->now, f->host + 1, f->block,
                sf->redundant ? " redundant" : "");
@@ -228,6 +250,16 @@ static void take_stream(sim_t *m, const lors_sched_fetch_t *sf)
  * closed (a cancelled or failed fetch). */
 static void end_fetch(sim_t *m, int i, int keep, const char *how)
 {
+    const fetch_t *f = &m->f[i];
+    if (!m->no_keep && !keep && strcmp(how, "lost") && f->reported > m->kept[f->block] &&
+        f->reported < f->len) { /* failed or withdrawn: its whole pieces serve the next */
+        if (m->kept[f->block] > 0)
+            m->kept[f->block] = f->reported;
+        else if (m->nkept < MAX_PARTS) {
+            m->kept[f->block] = f->reported;
+            m->nkept++;
+        }
+    }
     if (m->trace)
         printf("%.3f %s host%d block %u (%.0f of %.0f bytes)\n", m->now, how, m->f[i].host + 1,
                m->f[i].block, m->f[i].got, m->f[i].len);
@@ -400,6 +432,10 @@ static double run(sim_t *m)
             if (f->got >= f->len) {
                 uint64_t cancel[LORS_SCHED_MAX_R];
                 int h = f->host, nc = lors_sched_complete(m->s, f->id, ns(m->now), cancel);
+                if (m->kept[f->block] > 0) { /* kept by a fetch that failed meanwhile */
+                    m->kept[f->block] = 0;
+                    m->nkept--;
+                }
                 m->committed += f->len;
                 m->h[h].won++;
                 end_fetch(m, i, 1, "won");
@@ -420,12 +456,15 @@ static double run(sim_t *m)
 int main(int argc, char **argv)
 {
     bench_usage_init(argv[0],
-                     "usage: bench_sched_wan [--pipe] [--trace] [--no-withdraw] [--seed N] "
+                     "usage: bench_sched_wan [--pipe] [--trace] [--no-withdraw] [--no-keep] "
+                     "[--seed N] "
                      "[-bs SIZE] SCENARIO\n"
                      "  plays lors_download's scheduler against a scenario of gen_scenario.sh\n"
                      "  in simulated time; prints the time and per host the blocks won and the\n"
                      "  fetches lost.  --pipe: in order (to a pipe); --trace: every fetch;\n"
-                     "  --no-withdraw: never lors_sched_withdraw; --seed: the jitter's\n");
+                     "  --no-withdraw: never lors_sched_withdraw; --no-keep: a failed fetch's\n"
+                     "  bytes are dropped, a redundant one loads its whole block; --seed: the\n"
+                     "  jitter's random seed\n");
     sim_t m;
     memset(&m, 0, sizeof m);
     m.bs = 1 << 20;
@@ -437,6 +476,8 @@ int main(int argc, char **argv)
             m.trace = 1;
         else if (!strcmp(argv[i], "--no-withdraw"))
             m.no_withdraw = 1;
+        else if (!strcmp(argv[i], "--no-keep"))
+            m.no_keep = 1;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             srand48(atol(argv[++i]));
         else if (!strcmp(argv[i], "-bs") && i + 1 < argc)
@@ -462,5 +503,6 @@ int main(int argc, char **argv)
         printf("host%d won %d lost %d\n", h + 1, m.h[h].won, m.h[h].lost);
     lors_sched_free(m.s);
     free(m.blen);
+    free(m.kept);
     return 0;
 }

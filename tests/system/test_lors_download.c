@@ -370,6 +370,175 @@ static void test_no_replica(void)
     free(src);
 }
 
+/* A victim depot whose LOAD replies run into the failpoint load.mid (spec), over ld[0]. */
+static void start_cut_depot(test_depot_t *vd, const char *spec, lors_depot_t *ld)
+{
+    setenv("LNS_FAILPOINTS", spec, 1);
+    int started = tl_start_depot(vd, "cut", "64M");
+    unsetenv("LNS_FAILPOINTS");
+    CU_ASSERT_FATAL(started == 0);
+    tl_lors_depot(vd, ld);
+}
+
+/* The depot's first LOAD reply ends halfway (failpoint load.mid): the block's other half is
+ * all that is fetched again, so the bytes fetched are the file's size exactly, and the
+ * block's digests are checked over both parts. */
+static void test_cut_reply(void)
+{
+    test_depot_t vd;
+    lors_depot_t ld;
+    start_cut_depot(&vd, "load.mid=error@1", &ld);
+    size_t n = 8 * (size_t)DBS;
+    unsigned char *src = tl_data(n, 14);
+    xnd_t *x = upload(&ld, 1, src, n, 1, 1);
+    lors_download_opts_t o;
+    lors_dl_report_t rep;
+    unsigned char *out;
+    size_t outlen;
+    dopts(&o);
+    CU_ASSERT_EQUAL(download(&o, x, &out, &outlen, &rep), LORS_OK);
+    CU_ASSERT(outlen == n && memcmp(out, src, n) == 0);
+    CU_ASSERT_EQUAL(rep.ndepots, 1);
+    if (rep.ndepots == 1)
+        CU_ASSERT_EQUAL(rep.depots[0].failures, 1);
+    CU_ASSERT_EQUAL(rep.bytes_fetched, (int64_t)n);
+    if (rep.bytes_fetched != (int64_t)n)
+        fprintf(stderr, "fetched %lld bytes of %zu\n", (long long)rep.bytes_fetched, n);
+    lors_dl_report_free(&rep);
+    free(out);
+    tl_free_xnd(cli, x);
+    lns_test_server_stop(&vd.srv);
+    free(src);
+}
+
+typedef struct bg_download {
+    lors_download_opts_t o;
+    const xnd_t *x;
+    unsigned char *out;
+    size_t outlen;
+    lors_dl_report_t rep;
+    int rc;
+} bg_download_t;
+
+static void *bg_download(void *arg)
+{
+    bg_download_t *b = arg;
+    b->rc = tl_download_mem(&b->o, b->x, &b->out, &b->outlen, &b->rep);
+    return NULL;
+}
+
+/* 1 once process pid is stopped or dead (state T or Z in /proc, or gone), within ms. */
+static int wait_halted(int pid, int ms)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    for (int i = 0; i <= ms / 10; i++) {
+        FILE *f = fopen(path, "r");
+        if (!f)
+            return 1;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        const char *p = strrchr(buf, ')');
+        if (p && p[1] == ' ' && (p[2] == 'T' || p[2] == 'Z'))
+            return 1;
+        usleep(10000);
+    }
+    return 0;
+}
+
+/* Two victim depots: copy 0 of an 8-block file on `first`, whose LOADs run into the failpoint
+ * load.mid as spec says, and copy 1 on `late`. */
+typedef struct late {
+    test_depot_t first, late;
+    size_t n;
+    unsigned char *src;
+    xnd_t *x;
+    bg_download_t bg;
+} late_t;
+
+static void late_setup(late_t *L, const char *spec, uint64_t seed)
+{
+    lors_depot_t ld[2];
+    memset(L, 0, sizeof *L);
+    start_cut_depot(&L->first, spec, &ld[0]);
+    CU_ASSERT_FATAL(tl_start_depot(&L->late, "late", "64M") == 0);
+    tl_lors_depot(&L->late, &ld[1]);
+    L->n = 8 * (size_t)DBS;
+    L->src = tl_data(L->n, seed);
+    L->x = upload(ld, 2, L->src, L->n, 2, 1);
+}
+
+/* Download the file into L->bg with `late` stopped until `first` has stopped or died at the
+ * failpoint and the half it sent has come: so the fetch from `first` has its half before any
+ * fetch from `late` can race it.  The bytes must be the file's. */
+static void late_download(late_t *L)
+{
+    bg_download_t *bg = &L->bg;
+    dopts(&bg->o);
+    bg->x = L->x;
+    CU_ASSERT_EQUAL(lns_test_server_kill(&L->late.srv, SIGSTOP), 0);
+    pthread_t t;
+    CU_ASSERT_FATAL(pthread_create(&t, NULL, bg_download, bg) == 0);
+    /* no assertion while the download runs: it makes its own (tl_download_mem) */
+    int halted = wait_halted(L->first.pid, 5000);
+    usleep(300000);
+    int cont = lns_test_server_kill(&L->late.srv, SIGCONT);
+    pthread_join(t, NULL);
+    CU_ASSERT(halted);
+    CU_ASSERT_EQUAL(cont, 0);
+    CU_ASSERT_EQUAL(bg->rc, LORS_OK);
+    CU_ASSERT(bg->outlen == L->n && memcmp(bg->out, L->src, L->n) == 0);
+}
+
+static void late_end(late_t *L)
+{
+    lors_dl_report_free(&L->bg.rep);
+    free(L->bg.out);
+    lns_test_server_kill(&L->first.srv, SIGCONT); /* if it was stopped */
+    tl_free_xnd(cli, L->x);
+    lns_test_server_stop(&L->first.srv);
+    lns_test_server_stop(&L->late.srv);
+    free(L->src);
+}
+
+/* Copy 0's depot has bad bytes in the first half of every block and dies halfway through its
+ * first LOAD reply: the half it sent, joined to the rest from copy 1, fails the checksum; the
+ * block then comes whole from copy 1, which passes, so the bad half was copy 0's: reported
+ * as its bad data (copy 1 is not blamed, or the file could not be read). */
+static void test_cut_reply_bad(void)
+{
+    late_t L;
+    late_setup(&L, "load.mid=kill@1", 15);
+    CU_ASSERT_EQUAL_FATAL(L.x->nmaps, 2);
+    int bad = cap_port(L.x->maps[0]->cap[XND_READ]) == L.first.port ? 0 : 1;
+    CU_ASSERT_EQUAL_FATAL(cap_port(L.x->maps[bad]->cap[XND_READ]), L.first.port);
+    for (size_t off = 1000; off < L.n; off += (size_t)DBS) {
+        unsigned char junk[4] = {L.src[off] ^ 0xff, 1, 2, 3};
+        CU_ASSERT_EQUAL(ibp_write(cli, L.x->maps[bad]->cap[XND_WRITE], off, junk, 4, NULL),
+                        IBP_OK);
+    }
+    late_download(&L);
+    CU_ASSERT_EQUAL(L.bg.rep.nbad, 1);
+    if (L.bg.rep.nbad == 1)
+        CU_ASSERT_EQUAL(L.bg.rep.bad_mappings[0], bad);
+    late_end(&L);
+}
+
+/* Copy 0's depot hangs halfway through its first LOAD reply (load.mid=stop): the block's
+ * rescue on copy 1 starts with a copy of the half that came and loads only the rest, so the
+ * bytes fetched are still the file's size exactly (not a half block more). */
+static void test_stalled_reply(void)
+{
+    late_t L;
+    late_setup(&L, "load.mid=stop@1", 16);
+    late_download(&L);
+    CU_ASSERT_EQUAL(L.bg.rep.bytes_fetched, (int64_t)L.n);
+    if (L.bg.rep.bytes_fetched != (int64_t)L.n)
+        fprintf(stderr, "fetched %lld bytes of %zu\n", (long long)L.bg.rep.bytes_fetched, L.n);
+    late_end(&L);
+}
+
 /* A reorder buffer of two blocks still downloads 20 MB, within budget + one buffer a stream. */
 static void test_memory_bound(void)
 {
@@ -398,6 +567,9 @@ static const lns_test_case tests[] = {
     {"to a pipe; the reader leaves", test_pipe},
     {"a depot SIGKILLed mid-download", test_killed},
     {"a depot SIGSTOPped mid-download", test_stopped},
+    {"a reply cut halfway: only the rest is fetched again", test_cut_reply},
+    {"a cut reply's bad half: the block whole, its depot blamed", test_cut_reply_bad},
+    {"a hung reply's half starts its rescue elsewhere", test_stalled_reply},
     {"a corrupted replica: checksum, other replica, reported", test_corrupt},
     {"one copy, its depot dead: no replica", test_no_replica},
     {"memory bound with a 2-block reorder buffer", test_memory_bound},

@@ -1559,6 +1559,32 @@ static void test_handover_taker(void)
     lors_sched_free(s);
 }
 
+/* A fetch that starts with half its block kept from a failed one (lors_sched_resumed): its
+ * progress starts there and its depot's rate counts only the half it loaded (1 MB in 1 s is
+ * 0.5 MB/s, not 1 MB/s). */
+static void test_resumed(void)
+{
+    double bps[2];
+    for (int resumed = 0; resumed <= 1; resumed++) {
+        lors_sched_cfg_t c = base_cfg(2, 1000000, 1);
+        lors_sched_t *s = mk_full(&c);
+        lors_sched_fetch_t f;
+        uint64_t cancel[LORS_SCHED_MAX_R];
+        next_fetch(s, 1000, &f);
+        if (resumed)
+            CU_ASSERT_EQUAL(lors_sched_resumed(s, f.id, 500000), 0);
+        CU_ASSERT_EQUAL(lors_sched_progress(s, f.id, 1000000, 1000 + 1000000000ull), 0);
+        CU_ASSERT_EQUAL(lors_sched_complete(s, f.id, 1000 + 1000000000ull, cancel), 0);
+        next_fetch(s, 2000 + 1000000000ull, &f); /* the second block: the rates of now */
+        lors_sched_depot_stats_t st;
+        lors_sched_depot_stats(s, 0, &st);
+        bps[resumed] = st.bps;
+        lors_sched_free(s);
+    }
+    CU_ASSERT_DOUBLE_EQUAL(bps[0], 1e6, 1e3);
+    CU_ASSERT_DOUBLE_EQUAL(bps[1], 0.5e6, 1e3);
+}
+
 /* Scenario 4, simulated: 8 depots of 25 Mbit/s behind 100 ms.  One fetch at a time per depot
  * leaves each link idle for the round trip of every block (0.75 of the aggregate with 1 MiB
  * blocks); with depot_min the depots get more fetches once their latency is measured, and
@@ -1700,6 +1726,7 @@ static const lns_test_case tests[] = {
     {"lookahead: past the blocks already done", test_lookahead_done_ahead},
     {"heterogeneous depots: slow ones used (lookahead)", test_heterogeneous},
     {"straggler: a depot drops to 1 Mbit/s", test_straggler},
+    {"a resumed fetch: its depot's rate counts only what it loaded", test_resumed},
     {"streams per depot follow the latency", test_latency_streams},
     {"a depot falls silent: found by its own pace", test_silent_depot},
     {"a mute depot's failed probe: another follows", test_probe_after_failure},
