@@ -433,17 +433,16 @@ static unsigned char *take_part_locked(dl_t *dl, uint32_t b, const fetch_at_t *a
 {
     block_t *bl = &dl->blocks[b];
     unsigned char *p = bl->part;
-    int64_t fa = bl->off - (int64_t)at->data_off;
     *kept = 0;
     if (!p)
         return NULL;
     bl->part = NULL;
     dl->nparts--;
-    if (bl->part_fa > fa || bl->part_fa + (int64_t)bl->part_n <= fa) {
+    if (bl->part_fa > at->fa || bl->part_fa + (int64_t)bl->part_n <= at->fa) {
         buf_put_locked(dl, p);
         return NULL;
     }
-    size_t skip = (size_t)(fa - bl->part_fa), n = bl->part_n - skip;
+    size_t skip = (size_t)(at->fa - bl->part_fa), n = bl->part_n - skip;
     if (n >= at->len)
         n = at->len - 1;
     if (skip)
@@ -460,7 +459,7 @@ static unsigned char *take_part_locked(dl_t *dl, uint32_t b, const fetch_at_t *a
 static void copy_flight_locked(dl_t *dl, const slot_t *me, uint32_t b, const fetch_at_t *at,
                                unsigned char *buf, size_t *kept, int *map)
 {
-    int64_t fa = dl->blocks[b].off - (int64_t)at->data_off;
+    int64_t fa = at->fa;
     for (int t = 0; t < dl->nthreads; t++) {
         const slot_t *o = &dl->slots[t];
         if (o == me || !o->id || !o->buf || o->block != b || o->cancelled || o->fa > fa ||
@@ -477,6 +476,16 @@ static void copy_flight_locked(dl_t *dl, const slot_t *me, uint32_t b, const fet
     }
 }
 
+/* Block bl's kept bytes are no longer needed: their buffer goes back.  With dl->mu. */
+static void drop_part_locked(dl_t *dl, block_t *bl)
+{
+    if (!bl->part)
+        return;
+    buf_put_locked(dl, bl->part);
+    bl->part = NULL;
+    dl->nparts--;
+}
+
 /* Fetch f of its block (layout at) ended without the block, with got bytes of its range in
  * buf, from mapping map: keep them for the block's next fetch, unless the block is done, a
  * longer part is kept already or MAX_PARTS are.  1: buf is the block's now.  With dl->mu. */
@@ -484,20 +493,15 @@ static int keep_part_locked(dl_t *dl, const lors_sched_fetch_t *f, const fetch_a
                             unsigned char *buf, size_t got, int map)
 {
     block_t *bl = &dl->blocks[f->block];
-    int64_t fa = bl->off - (int64_t)at->data_off;
     if (dl->ec || !buf || !got || bl->won_fetch || dl->stop)
         return 0;
-    if (bl->part) {
-        if (bl->part_fa + (int64_t)bl->part_n >= fa + (int64_t)got)
-            return 0;
-        buf_put_locked(dl, bl->part);
-        bl->part = NULL;
-        dl->nparts--;
-    }
+    if (bl->part && bl->part_fa + (int64_t)bl->part_n >= at->fa + (int64_t)got)
+        return 0;
+    drop_part_locked(dl, bl);
     if (dl->nparts >= MAX_PARTS)
         return 0;
     bl->part = buf;
-    bl->part_fa = fa;
+    bl->part_fa = at->fa;
     bl->part_n = got;
     bl->part_map = map;
     dl->nparts++;
@@ -511,6 +515,7 @@ static fetch_at_t asked_from(const fetch_at_t *at, uint64_t from)
 {
     fetch_at_t a = *at;
     a.aoff += (int64_t)from;
+    a.fa += (int64_t)from;
     a.len -= (size_t)from;
     return a;
 }
@@ -617,7 +622,7 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
         copy_flight_locked(dl, sl, f->block, &at, buf, &kept, &kept_map);
         sl->block = f->block;
         sl->buf = buf;
-        sl->fa = dl->blocks[f->block].off - (int64_t)at.data_off;
+        sl->fa = at.fa;
         sl->got = kept;
         sl->map = kept && kept_map != f->mapping ? -1 : f->mapping;
     }
@@ -703,11 +708,7 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
             bl->won_fetch = f->id;
             bl->won_depot = f->depot;
             buf = NULL;
-            if (bl->part) { /* kept by a fetch that failed meanwhile: no longer needed */
-                buf_put_locked(dl, bl->part);
-                bl->part = NULL;
-                dl->nparts--;
-            }
+            drop_part_locked(dl, bl); /* kept by a fetch that failed meanwhile */
         } else {
             lost = 1; /* complete, but the block was already someone else's */
         }
@@ -719,7 +720,7 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
     }
     /* what a failed or withdrawn fetch received serves the block's next one */
     if (!won && (gone ? withdrawn : kind && kind != LORS_SCHED_FAIL_BAD_DATA) &&
-        keep_part_locked(dl, f, &at, buf, got, kept && kept_map != f->mapping ? -1 : f->mapping))
+        keep_part_locked(dl, f, &at, buf, got, sl->map))
         buf = NULL;
     lors__dl_ec_unclaim_locked(dl, sl, won);
     int decode = won && dl->ec ? lors__dl_ec_take_decode_locked(dl, f->block) : 0;

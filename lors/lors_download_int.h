@@ -132,13 +132,14 @@ void lors__dl_fill_report(dl_t *dl, uint64_t t0);
 int lors__dl_streams(const lors_download_opts_t *o, int ndepots);
 /* Where a fetch of block b from mapping k reads: aoff and len in the allocation (the block,
  * widened to whole checksum blocks of the mapping when it is verified; erasure coded: the
- * piece), the index of its first digest in the mapping's, and where the block's bytes start
- * in what it reads. */
+ * piece), the index of its first digest in the mapping's, where the block's bytes start in
+ * what it reads, and the file offset of what it reads (the block's offset - data_off). */
 typedef struct fetch_at {
     int64_t aoff;
     size_t len;
     size_t ck_first;
     size_t data_off;
+    int64_t fa;
 } fetch_at_t;
 void lors__dl_fetch_at(const dl_t *dl, uint32_t b, int k, fetch_at_t *at);
 

@@ -246,6 +246,7 @@ void lors__dl_fetch_at(const dl_t *dl, uint32_t b, int k, fetch_at_t *at)
         at->len = (size_t)lors__ec_piece_len(dl->ec, s);
         at->ck_first = (size_t)(s - c->first);
         at->data_off = 0;
+        at->fa = dl->blocks[b].off;
         return;
     }
     int64_t fa, fb;
@@ -254,6 +255,7 @@ void lors__dl_fetch_at(const dl_t *dl, uint32_t b, int k, fetch_at_t *at)
     at->len = (size_t)(fb - fa);
     at->ck_first = dl->ck[k].ok ? (size_t)((fa - m->exnode_offset) / dl->ck[k].bs) : 0;
     at->data_off = (size_t)(dl->blocks[b].off - fa);
+    at->fa = fa;
 }
 
 /* Automatic stream count (-t 0, the default): a depot starts with its share of AUTO_BASE

@@ -606,6 +606,17 @@ double lors__sched_need_ns(const lors_sched_t *s, uint32_t b, double agg)
     return (double)(b - s->first_hole) * (double)s->cfg.block_size / agg * 1e9;
 }
 
+/* The time fetch f needs for the rest of its block (len bytes) at the pace it has shown: its
+ * own bytes (not those it started with, lors_sched_resumed) over its age.  -1 before it has
+ * loaded anything (never otherwise: progress never passes the block). */
+static double left_at_shown_pace(const fetch_t *f, double len, uint64_t now)
+{
+    if (f->bytes <= f->base)
+        return -1;
+    return (double)(now - f->start) * (len - (double)f->bytes) /
+           ((double)f->bytes - (double)f->base);
+}
+
 /* Does a new fetch of e's block from depot d pay?  It must be expected to end earlier than
  * every fetch of the block in flight by at least its own duration t_new: the time it saves
  * the writer must be worth the stream time it costs.  A fetch in flight is projected at the
@@ -626,12 +637,10 @@ static int rescue_pays(const lors_sched_t *s, const fly_t *e, int d, uint64_t no
     double t_new = rate > 0 ? len / rate * 1e9 : HUGE_VAL;
     for (int i = 0; i < e->n; i++) {
         const fetch_t *f = &s->fx[e->f[i]];
-        double age = (double)(now - f->start), done = (double)f->bytes, rem;
-        if (done >= len)
+        double age = (double)(now - f->start), rem = left_at_shown_pace(f, len, now);
+        if ((double)f->bytes >= len)
             return 0;
-        if (f->bytes > f->base)
-            rem = age * (len - done) / (done - (double)f->base);
-        else
+        if (rem < 0)
             rem = age >= 2 * t_new ? HUGE_VAL : 0;
         if (rem <= 2 * t_new)
             return 0;
@@ -653,13 +662,12 @@ static int on_schedule(const lors_sched_t *s, const fly_t *e, uint64_t now, doub
     for (int i = 0; i < e->n; i++) {
         const fetch_t *f = &s->fx[e->f[i]];
         const depot_t *dp = &s->dep[f->depot];
-        double age = (double)(now - f->start), done = (double)f->bytes, rem;
-        if (f->bytes > f->base)
-            rem = age * (len - done) / (done - (double)f->base);
-        else if (dp->known && dp->fetch_bps > 0 && age <= 2 * len / dp->fetch_bps * 1e9)
+        double age = (double)(now - f->start), rem = left_at_shown_pace(f, len, now);
+        if (rem < 0) { /* no bytes yet: at its depot's per-fetch rate, if that is known */
+            if (!dp->known || !(dp->fetch_bps > 0) || age > 2 * len / dp->fetch_bps * 1e9)
+                continue;
             rem = len / dp->fetch_bps * 1e9 - age;
-        else
-            continue;
+        }
         if (rem <= need)
             return 1;
     }
@@ -1274,11 +1282,10 @@ static int withdrawable(const lors_sched_t *s, const fly_t *e, const double *nee
     int c = s->bcls[e->block], dc = scarcest_class(s, f->depot, need);
     if (!f->blind || !(dp->known || dp->shown > 0) || dc < 0 || dc == c || !(need[dc] > 0))
         return 0;
-    double len = (double)lors__sched_blk_len(s, e->block), got = (double)f->bytes;
-    if (f->bytes <= f->base ||
-        (double)(now - f->start) * (len - got) / (got - (double)f->base) < WITHDRAW_NS)
+    double len = (double)lors__sched_blk_len(s, e->block);
+    if (left_at_shown_pace(f, len, now) < WITHDRAW_NS) /* -1: nothing loaded yet */
         return 0;
-    double done = got / len, nc = need[c] > 0 ? need[c] : 0;
+    double done = (double)f->bytes / len, nc = need[c] > 0 ? need[c] : 0;
     if (need[dc] <= HANDOVER * nc || (1 - done) * (1 - nc / need[dc]) <= done)
         return 0;
     const cls_t *cl = &s->cls[c];

@@ -216,17 +216,15 @@ static void take_stream(sim_t *m, const lors_sched_fetch_t *sf)
     f->host = sf->depot;
     f->len = m->blen[sf->block];
     f->fail_at = -1;
-    if (m->kept[sf->block] > 0) { /* the rest of the block */
-        f->got = f->reported = m->kept[sf->block];
+    double most = m->kept[sf->block]; /* the rest of the block: what was kept of it, */
+    if (most > 0) {
         m->kept[sf->block] = 0;
         m->nkept--;
-        lors_sched_resumed(m->s, f->id, (uint64_t)(f->got * (double)m->bs / f->len));
     }
-    double most = 0; /* the block's other fetches in flight: the most they received */
-    for (int i = 0; i < m->nf - 1 && !m->no_keep; i++)
-        if (m->f[i].block == sf->block && m->f[i].reported > most)
+    for (int i = 0; i < m->nf - 1 && !m->no_keep; i++) /* or its fetches in flight have */
+        if (m->f[i].block == sf->block && m->f[i].reported > most && m->f[i].reported < f->len)
             most = m->f[i].reported;
-    if (most > f->got && most < f->len) {
+    if (most > 0) {
         f->got = f->reported = most;
         lors_sched_resumed(m->s, f->id, (uint64_t)(f->got * (double)m->bs / f->len));
     }
