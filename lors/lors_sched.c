@@ -876,6 +876,47 @@ static uint32_t lowest_pending(lors_sched_t *s)
     return best;
 }
 
+/* In any order, with holder classes: would one more fetch on depot d, of a block of class c,
+ * end after the class and the whole download could be done without d?  That block would be
+ * the download's last: its time is the bytes d still has to send and the block, at d's rate,
+ * against the larger of the class's need at the rates of its other live holders and the
+ * bytes left in the download at the rate of all other depots.  (Random seed 1 of the WAN
+ * testbed: a block sent 2 s before the end to a host that had dropped to 1 Mbit/s, beside
+ * the one it already had, took 4 s more than the rest; its class's other holders were free
+ * 1 s after it started.)  Such a block is left to the faster holders.  A depot with nothing
+ * in flight may always start one, so that its rate stays measured (a slow host may recover),
+ * and one not yet measured, or the class's only live holder, is never held. */
+static int ends_last(const lors_sched_t *s, int d, int c, const double *need, double unknown)
+{
+    const depot_t *dp = &s->dep[d];
+    if (!dp->st.active || !dp->known || !(dp->bps > 0) || need[c] < 0)
+        return 0;
+    const cls_t *cl = &s->cls[c];
+    double with = 0, without = 0;
+    for (int i = 0; i < cl->n; i++) {
+        double r = holder_bps(&s->dep[cl->holder[i]], unknown);
+        with += r;
+        without += cl->holder[i] == d ? 0 : r;
+    }
+    double others = lors__sched_aggregate_bps(s) - dp->bps;
+    if (!(without > 0) || !(others > 0))
+        return 0;
+    double bs = (double)s->cfg.block_size, mine = 0, left = (double)s->npending * bs;
+    for (uint32_t i = 0; i < s->nfly; i++) {
+        const fly_t *e = &s->fly[i];
+        double len = (double)lors__sched_blk_len(s, e->block), most = 0;
+        for (int k = 0; k < e->n; k++) {
+            const fetch_t *f = &s->fx[e->f[k]];
+            most = (double)f->bytes > most ? (double)f->bytes : most;
+            if (f->depot == d && (double)f->bytes < len)
+                mine += len - (double)f->bytes;
+        }
+        left += most < len ? len - most : 0;
+    }
+    double t_class = need[c] * with * bs / without, t_rest = left / others;
+    return (mine + bs) / dp->bps > (t_class > t_rest ? t_class : t_rest);
+}
+
 /* In any order, with holder classes: the open depot a new fetch would go to anyway (the best
  * score, as choose_replica ranks them), and of the classes it holds the one whose pending
  * blocks need the longest (class_needs);
@@ -885,13 +926,14 @@ static uint32_t lowest_pending(lors_sched_t *s)
  * depot on its scarcest class is the order of the max-flow limit (docs/scheduler.md, "Scarce
  * blocks first").  NONE: the plain order decides (no open depot holds a pending class, or the
  * block has no replica there in its round). */
-static uint32_t scarce_pending(lors_sched_t *s, uint32_t *orep)
+static uint32_t scarce_pending(lors_sched_t *s, uint32_t *orep, int *held)
 {
     double unknown = unknown_bps(s);
     double need[CLS_MAX];
     class_needs(s, unknown, need);
     int bd = -1, bc = -1;
     double bscore = 0;
+    *held = 0;
     for (int d = 0; d < s->cfg.ndepots; d++) {
         const depot_t *dp = &s->dep[d];
         if (!depot_open(dp))
@@ -899,6 +941,10 @@ static uint32_t scarce_pending(lors_sched_t *s, uint32_t *orep)
         int dc = next_class(s, d, need);
         if (dc < 0)
             continue;
+        if (ends_last(s, d, dc, need, unknown)) {
+            *held = 1;
+            continue;
+        }
         double sc = depot_score(s, d, unknown);
         if (bd >= 0 && (sc < bscore || (sc == bscore && dp->st.active >= s->dep[bd].st.active)))
             continue;
@@ -1020,14 +1066,16 @@ static lors_sched_action_t decide(lors_sched_t *s, uint64_t now, lors_sched_fetc
         return LORS_SCHED_FETCH;
 
     *redundant = 0;
-    if (s->ncls && (*b = scarce_pending(s, r)) != NONE) {
+    int held = 0;
+    if (s->ncls && (*b = scarce_pending(s, r, &held)) != NONE) {
         if (lors__sched_buffer_full(s, *b)) {
             f->wait_until = wait_hint(s, now);
             return LORS_SCHED_WAIT;
         }
         return LORS_SCHED_FETCH;
     }
-    *b = lowest_pending(s);
+    /* the open depots with pending classes would each end last: none starts one */
+    *b = held ? NONE : lowest_pending(s);
     if (*b != NONE) {
         if (lors__sched_buffer_full(s, *b)) {
             f->wait_until = wait_hint(s, now); /* or when the writer releases */

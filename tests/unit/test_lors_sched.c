@@ -1448,6 +1448,38 @@ static void test_scarce_handover(void)
     lors_sched_free(s);
 }
 
+/* In any order, a slow depot's next fetch near the end: seed 1 of the random WAN family in
+ * small.  X (32 blocks) on {A, B, C}, Y (32 blocks) on {A, D}; A at 12 MB/s drops to 0.06
+ * MB/s at 1 s (a block then takes it 17 s), B and C at 1 MB/s, D at 8 MB/s.  A keeps a fetch
+ * going at its new pace; one more, started while B and C still work through X, would end
+ * long after them and be rescued only once they are free.  Reference: A on X for its good
+ * second, then X at the 2.06 MB/s of B, C and A: 10.49 s.  Starting them, A started 16
+ * fetches (5 cancelled, rescued) and the download took 15.81 s (0.664); left to the faster
+ * holders, 14 (3 cancelled) and 13.71 s (0.765). */
+static void test_ends_last(void)
+{
+    enum { NB = 64, ND = 4 };
+    lors_sched_t *s = any_order_new(NB, ND);
+    static const int on[2][3] = {{0, 1, 2}, {0, 3, -1}};
+    for (uint32_t b = 0; b < NB; b++)
+        for (int k = 0; k < 3 && on[b / 32][k] >= 0; k++)
+            CU_ASSERT_EQUAL(lors_sched_add_replica(s, b, on[b / 32][k], on[b / 32][k], 1), 0);
+    sim_t m;
+    any_order_sim(&m, s, ND, 16);
+    m.bw[0] = 12e6;
+    m.bw[1] = m.bw[2] = 1e6;
+    m.bw[3] = 8e6;
+    m.drop_at = 1000000000;
+    m.drop_depot = 0;
+    m.drop_bw = 0.06e6;
+    sim_all(&m, NULL, NB);
+    double ref = 1.0 + (32.0 * (1 << 20) - 14e6) / 2.06e6, of = ref / ((double)m.now / 1e9);
+    printf("\n  a slow depot's block at the end: %.2f s against %.2f s (%.3f)",
+           (double)m.now / 1e9, ref, of);
+    CU_ASSERT_TRUE(of >= 0.72);
+    lors_sched_free(s);
+}
+
 /* In any order, by hand: a slow depot's blind first fetches withdrawn.  X (blocks 0-7) on {S,
  * T}, Y (8-71) on {F, S}.  Before anything is measured every class looks alike, and S spreads
  * its first four fetches over X and Y.  At 0.2 s F has fetched a block in 0.2 s (four at once:
@@ -1736,6 +1768,7 @@ static const lns_test_case tests[] = {
     {"any order: a slow depot's fetches on the wrong class handed over", test_scarce_handover},
     {"any order: a hand-over goes to a depot no scarcer class needs", test_handover_taker},
     {"any order: a slow depot's blind first fetches withdrawn", test_withdraw},
+    {"any order: a slow depot starts no block it would end last", test_ends_last},
     {"streaming: a paced player never starves", test_streaming},
     {"200k blocks x 3 replicas x 16 depots", test_perf},
 };
