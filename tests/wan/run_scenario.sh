@@ -14,7 +14,9 @@
 # build/media, made there by tests/media/make_videos.sh when missing), WAN_CLIENT (flags added
 # after the scenario's "client" flags, e.g. "-t 16" for a what-if run), WAN_PEER (replaces "peer"),
 # WAN_PIPE=1 (lors_download writes to a pipe, in order, instead of to a file in place),
-# WAN_PEER_FULL=1 (aria2c reads the whole file from every host even with fewer copies than hosts).
+# WAN_PEER_FULL=1 (aria2c reads the whole file from every host even with fewer copies than hosts),
+# WAN_EVENT_ON=file (a % event fires at the bytes the client has written, the blocks allocated
+# in its output, instead of the bytes on the client's links: docs/wan-testbed.md).
 #
 # Scenario format (one directive a line, # comments; docs/wan-testbed.md):
 #   name TEXT | size N | copies N | fragments N | runs N
@@ -141,7 +143,7 @@ fi
 # file's order).  A host killed or crashed stays dead for the round: a later rate event of it
 # is skipped (and logged as ignored), as in ideal_time.
 run_events() {
-    local base=$1 start=$2 n=${#EVENTS[@]} k left rx now_us start_us el_us el when what val i
+    local base=$1 start=$2 written=$3 n=${#EVENTS[@]} k left rx now_us start_us el_us el when what val i b
     local -a kinds=() targets=() hosts=() whats=() vals=() fired=() dead=()
     start_us=${start#*.}
     start_us=$(( ${start%.*} * 1000000 + 10#${start_us:0:6} ))
@@ -149,7 +151,8 @@ run_events() {
         parse_event "${EVENTS[k]}"
         case $when in
         *%) kinds[k]=p
-            targets[k]=$(awk -v f="${when%\%}" -v s="$SIZE" -v b="$base" 'BEGIN { printf "%.0f", b + f / 100 * s }') ;;
+            [ "${WAN_EVENT_ON:-}" = file ] && b=0 || b=$base
+            targets[k]=$(awk -v f="${when%\%}" -v s="$SIZE" -v b="$b" 'BEGIN { printf "%.0f", b + f / 100 * s }') ;;
         *) kinds[k]=t
            targets[k]=$(awk -v t="${when%s}" 'BEGIN { printf "%.0f", t * 1e6 }') ;;
         esac
@@ -157,7 +160,12 @@ run_events() {
     done
     left=$n
     while [ "$left" -gt 0 ]; do
-        rx=$(tb_rx_bytes)
+        if [ "${WAN_EVENT_ON:-}" = file ]; then
+            rx=$(du -s -B1 "$written" 2>/dev/null | awk '{ print $1 }')
+            rx=${rx:-0}
+        else
+            rx=$(tb_rx_bytes)
+        fi
         now_us=${EPOCHREALTIME//[!0-9]/}
         for ((k = 0; k < n; k++)); do
             [ -z "${fired[k]:-}" ] || continue
@@ -177,7 +185,7 @@ run_events() {
                 fi
                 tb_rate "$i" "$val" ;;
             esac
-            echo "  event at ${el}s (rx $(( $(tb_rx_bytes) - base )) B): host$i $what ${val:-}" >&2
+            echo "  event at ${el}s (rx $(( $(tb_rx_bytes) - base )) B${WAN_EVENT_ON:+, written $rx B}): host$i $what ${val:-}" >&2
         done
         [ "$left" -eq 0 ] || sleep 0.02
     done
@@ -198,7 +206,7 @@ reset_hosts() {
 # timed SIDE ROUND: one client run with the events; sets T to its seconds (or "fail"); checks
 # the bytes.  Runs in this shell (not $(...)) so that restarted hosts' pids are kept.
 timed() {
-    local side=$1 round=$2 out base start end pid evpid rc=0 i urls=() netlog=()
+    local side=$1 round=$2 out base start end pid evpid rc=0 i urls=() netlog=() written
     [ -n "${WAN_NETLOG:-}" ] && netlog=(--netlog "$WAN_NETLOG/ours.$round.netlog")
     out=$TB_WORK/out.$side
     rm -f "$out" "$out.aria2"
@@ -236,7 +244,8 @@ timed() {
             "${urls[@]}" >"$TB_WORK/peer.$round.log" 2>&1 &
     fi
     pid=$!
-    run_events "$base" "$start" &
+    [ "$side" = peer ] && [ "$PEER_MODE" = placed ] && written=$TB_WORK/out.frags || written=$out
+    run_events "$base" "$start" "$written" &
     evpid=$!
     wait "$pid" || rc=$?
     end=$(now)
