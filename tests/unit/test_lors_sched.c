@@ -1361,6 +1361,17 @@ static void any_order_sim(sim_t *m, lors_sched_t *s, int nd, int streams)
     m->any_order = 1;
 }
 
+/* X (blocks 0-31) on {A, B, C}, Y (32-63) on {A, D}: depots 0-3, in any order. */
+static lors_sched_t *xy_new(void)
+{
+    lors_sched_t *s = any_order_new(64, 4);
+    static const int on[2][3] = {{0, 1, 2}, {0, 3, -1}};
+    for (uint32_t b = 0; b < 64; b++)
+        for (int k = 0; k < 3 && on[b / 32][k] >= 0; k++)
+            CU_ASSERT_EQUAL(lors_sched_add_replica(s, b, on[b / 32][k], on[b / 32][k], 1), 0);
+    return s;
+}
+
 /* In any order, each depot on its scarcest blocks: three fragments of 64 blocks, on {A, C},
  * {B, D} and {C, D}; A and B at 20 MB/s, C and D at 2 MB/s.  The limit is the third fragment
  * at C and D's 4 MB/s, with C and D on it from the start (A and B take the other two).
@@ -1400,11 +1411,7 @@ static void test_scarce_first(void)
 static void test_scarce_unmeasured(void)
 {
     enum { NB = 64, ND = 4 };
-    lors_sched_t *s = any_order_new(NB, ND);
-    static const int on[2][3] = {{0, 1, 2}, {0, 3, -1}};
-    for (uint32_t b = 0; b < NB; b++)
-        for (int k = 0; k < 3 && on[b / 32][k] >= 0; k++)
-            CU_ASSERT_EQUAL(lors_sched_add_replica(s, b, on[b / 32][k], on[b / 32][k], 1), 0);
+    lors_sched_t *s = xy_new();
     sim_t m;
     any_order_sim(&m, s, ND, 16);
     m.bw[0] = m.bw[3] = 8e6;
@@ -1459,11 +1466,7 @@ static void test_scarce_handover(void)
 static void test_ends_last(void)
 {
     enum { NB = 64, ND = 4 };
-    lors_sched_t *s = any_order_new(NB, ND);
-    static const int on[2][3] = {{0, 1, 2}, {0, 3, -1}};
-    for (uint32_t b = 0; b < NB; b++)
-        for (int k = 0; k < 3 && on[b / 32][k] >= 0; k++)
-            CU_ASSERT_EQUAL(lors_sched_add_replica(s, b, on[b / 32][k], on[b / 32][k], 1), 0);
+    lors_sched_t *s = xy_new();
     sim_t m;
     any_order_sim(&m, s, ND, 16);
     m.bw[0] = 12e6;
