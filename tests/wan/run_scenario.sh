@@ -16,7 +16,8 @@
 # WAN_PIPE=1 (lors_download writes to a pipe, in order, instead of to a file in place),
 # WAN_PEER_FULL=1 (aria2c reads the whole file from every host even with fewer copies than hosts),
 # WAN_EVENT_ON=file (a % event fires at the bytes the client has written, the blocks allocated
-# in its output, instead of the bytes on the client's links: docs/wan-testbed.md).
+# in its output, instead of the bytes on the client's links: docs/wan-testbed.md),
+# WAN_EVENT_HOSTS=1 (each event line is followed by the MB received from each host so far).
 #
 # Scenario format (one directive a line, # comments; docs/wan-testbed.md):
 #   name TEXT | size N | copies N | fragments N | runs N
@@ -186,9 +187,21 @@ run_events() {
                 tb_rate "$i" "$val" ;;
             esac
             echo "  event at ${el}s (rx $(( $(tb_rx_bytes) - base )) B${WAN_EVENT_ON:+, written $rx B}): host$i $what ${val:-}" >&2
+            [ -z "${WAN_EVENT_HOSTS:-}" ] || echo "    rx by host since the start: $(rx_hosts)" >&2
         done
         [ "$left" -eq 0 ] || sleep 0.02
     done
+}
+
+# rx_hosts: MB received so far on each host's link, less what it had at the round's start
+# (rx_hosts_base, set by timed); for WAN_EVENT_HOSTS=1.
+rx_hosts() {
+    awk -v p="${TB_P}c" -v base="${rx_hosts_base:-}" '
+        BEGIN { n = split(base, b, " "); for (k = 1; k <= n; k++) { split(b[k], kv, "="); b0[kv[1]] = kv[2] } }
+        $1 ~ "^" p { name = $1; sub(/:.*/, "", name); sub("^" p, "", name)
+                     v = $0; sub(/^[^:]*:/, "", v); split(v, f, " ")
+                     printf "%sh%s=%.2f", sep, name, (f[1] - b0["h" name]) / 1e6; sep = " " }' \
+        "/proc/$TB_ANCHOR/net/dev" 2>/dev/null
 }
 
 # reset_hosts: every host at its own rate, every depot and nginx alive.
@@ -214,6 +227,9 @@ timed() {
     reset_hosts
     sync
     base=$(tb_rx_bytes)
+    [ -z "${WAN_EVENT_HOSTS:-}" ] || rx_hosts_base=$(awk -v p="${TB_P}c" '$1 ~ "^" p { name = $1
+        sub(/:.*/, "", name); sub("^" p, "", name); v = $0; sub(/^[^:]*:/, "", v); split(v, f, " ")
+        printf "h%s=%.0f ", name, f[1] }' "/proc/$TB_ANCHOR/net/dev")
     start=$(now)
     if [ "$side" = ours ] && [ "$MODE" = play ]; then
         # shellcheck disable=SC2086
