@@ -199,11 +199,13 @@ void lors__sched_rates(lors_sched_t *s, uint64_t now)
         dp->cut = 0;
         dp->cut_n = 0;
         dp->shown = 0;
+        dp->owed = 0;
     }
     for (uint32_t i = 0; i < s->nfly; i++)
         for (int k = 0; k < s->fly[i].n; k++) {
             const fetch_t *f = &s->fx[s->fly[i].f[k]];
             depot_t *dp = &s->dep[f->depot];
+            dp->owed += (double)(lors__sched_blk_len(s, f->block) - f->bytes);
             if (f->bytes > f->base && now > f->start + dp->lat_ns)
                 dp->shown += (double)(f->bytes - f->base) /
                              ((double)(now - f->start - dp->lat_ns) / 1e9);
@@ -700,10 +702,11 @@ static double holder_bps(const depot_t *dp, double unknown)
  * in flight take at the summed rates of its live holders (-1: none pending).  A holder not
  * measured yet counts at the rate its fetches have shown, if they have, and at most at unknown
  * (the optimistic guess): a slow depot's first block takes long to measure it, and counted
- * fast meanwhile it hides its class's scarcity. */
-static void class_needs(const lors_sched_t *s, double unknown, double *need)
+ * fast meanwhile it hides its class's scarcity.  Returns what is left of the download, in
+ * blocks: the pending ones and the rest of those in flight, over all classes. */
+static double class_needs(const lors_sched_t *s, double unknown, double *need)
 {
-    double bs = (double)s->cfg.block_size, left[CLS_MAX] = {0};
+    double bs = (double)s->cfg.block_size, left[CLS_MAX] = {0}, total = 0;
     for (uint32_t i = 0; i < s->nfly; i++) {
         const fly_t *e = &s->fly[i];
         double len = (double)lors__sched_blk_len(s, e->block), most = 0;
@@ -719,7 +722,9 @@ static void class_needs(const lors_sched_t *s, double unknown, double *need)
         for (int i = 0; i < cl->n; i++)
             rate += holder_bps(&s->dep[cl->holder[i]], unknown);
         need[c] = !cl->npend ? -1 : rate > 0 ? ((double)cl->npend + left[c]) / rate : HUGE_VAL;
+        total += (double)cl->npend + left[c];
     }
+    return total;
 }
 
 static int cls_holds(const cls_t *cl, int d)
@@ -878,15 +883,16 @@ static uint32_t lowest_pending(lors_sched_t *s)
 
 /* In any order, with holder classes: would one more fetch on depot d, of a block of class c,
  * end after the class and the whole download could be done without d?  That block would be
- * the download's last: its time is the bytes d still has to send and the block, at d's rate,
- * against the larger of the class's need at the rates of its other live holders and the
- * bytes left in the download at the rate of all other depots.  (Random seed 1 of the WAN
- * testbed: a block sent 2 s before the end to a host that had dropped to 1 Mbit/s, beside
+ * the download's last: its time is the bytes d still has to send (owed) and the block, at d's
+ * rate, against the larger of the class's need at the rates of its other live holders and
+ * the download's left bytes at agg, the rate of all depots, less d's.  (Random seed 1 of the
+ * WAN testbed: a block sent 2 s before the end to a host that had dropped to 1 Mbit/s, beside
  * the one it already had, took 4 s more than the rest; its class's other holders were free
  * 1 s after it started.)  Such a block is left to the faster holders.  A depot with nothing
  * in flight may always start one, so that its rate stays measured (a slow host may recover),
  * and one not yet measured, or the class's only live holder, is never held. */
-static int ends_last(const lors_sched_t *s, int d, int c, const double *need, double unknown)
+static int ends_last(const lors_sched_t *s, int d, int c, const double *need, double unknown,
+                     double left, double agg)
 {
     const depot_t *dp = &s->dep[d];
     if (!dp->st.active || !dp->known || !(dp->bps > 0) || need[c] < 0)
@@ -898,23 +904,12 @@ static int ends_last(const lors_sched_t *s, int d, int c, const double *need, do
         with += r;
         without += cl->holder[i] == d ? 0 : r;
     }
-    double others = lors__sched_aggregate_bps(s) - dp->bps;
+    double others = agg - dp->bps;
     if (!(without > 0) || !(others > 0))
         return 0;
-    double bs = (double)s->cfg.block_size, mine = 0, left = (double)s->npending * bs;
-    for (uint32_t i = 0; i < s->nfly; i++) {
-        const fly_t *e = &s->fly[i];
-        double len = (double)lors__sched_blk_len(s, e->block), most = 0;
-        for (int k = 0; k < e->n; k++) {
-            const fetch_t *f = &s->fx[e->f[k]];
-            most = (double)f->bytes > most ? (double)f->bytes : most;
-            if (f->depot == d && (double)f->bytes < len)
-                mine += len - (double)f->bytes;
-        }
-        left += most < len ? len - most : 0;
-    }
+    double bs = (double)s->cfg.block_size;
     double t_class = need[c] * with * bs / without, t_rest = left / others;
-    return (mine + bs) / dp->bps > (t_class > t_rest ? t_class : t_rest);
+    return (dp->owed + bs) / dp->bps > (t_class > t_rest ? t_class : t_rest);
 }
 
 /* In any order, with holder classes: the open depot a new fetch would go to anyway (the best
@@ -930,7 +925,8 @@ static uint32_t scarce_pending(lors_sched_t *s, uint32_t *orep, int *held)
 {
     double unknown = unknown_bps(s);
     double need[CLS_MAX];
-    class_needs(s, unknown, need);
+    double left = class_needs(s, unknown, need) * (double)s->cfg.block_size;
+    double agg = lors__sched_aggregate_bps(s);
     int bd = -1, bc = -1;
     double bscore = 0;
     *held = 0;
@@ -941,7 +937,7 @@ static uint32_t scarce_pending(lors_sched_t *s, uint32_t *orep, int *held)
         int dc = next_class(s, d, need);
         if (dc < 0)
             continue;
-        if (ends_last(s, d, dc, need, unknown)) {
+        if (ends_last(s, d, dc, need, unknown, left, agg)) {
             *held = 1;
             continue;
         }

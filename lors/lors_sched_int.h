@@ -74,6 +74,7 @@ typedef struct depot {
     double cut;        /* lors__sched_rates: sum over the fetches in flight of block / age */
     double shown;      /* ... and of bytes so far / (age - lat_ns): the rate they have shown */
     int cut_n;         /* ... their number; -1 when one has just started */
+    double owed;       /* ... and the bytes they still lack */
     uint64_t lat_ns;   /* least time from a fetch's start to the depot's reply; 0 = none yet */
     uint64_t gap_ns;   /* EWMA of the time between two reports of bytes from its fetches */
     int mute;          /* fell silent (silence_limit) and not heard from since: no new
