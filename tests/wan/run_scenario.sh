@@ -193,15 +193,20 @@ run_events() {
     done
 }
 
-# rx_hosts: MB received so far on each host's link, less what it had at the round's start
-# (rx_hosts_base, set by timed); for WAN_EVENT_HOSTS=1.
-rx_hosts() {
-    awk -v p="${TB_P}c" -v base="${rx_hosts_base:-}" '
-        BEGIN { n = split(base, b, " "); for (k = 1; k <= n; k++) { split(b[k], kv, "="); b0[kv[1]] = kv[2] } }
-        $1 ~ "^" p { name = $1; sub(/:.*/, "", name); sub("^" p, "", name)
-                     v = $0; sub(/^[^:]*:/, "", v); split(v, f, " ")
-                     printf "%sh%s=%.2f", sep, name, (f[1] - b0["h" name]) / 1e6; sep = " " }' \
+# rx_by_host: "h<i>=<bytes>" for each host's link in the client namespace (its received bytes),
+# space-separated; for WAN_EVENT_HOSTS=1.
+rx_by_host() {
+    awk -v p="${TB_P}c" '$1 ~ "^" p { name = $1; sub(/:.*/, "", name); sub("^" p, "", name)
+        v = $0; sub(/^[^:]*:/, "", v); split(v, f, " "); printf "h%s=%.0f ", name, f[1] }' \
         "/proc/$TB_ANCHOR/net/dev" 2>/dev/null
+}
+
+# rx_hosts: MB received on each host's link since rx_hosts_base (rx_by_host, set by timed).
+rx_hosts() {
+    echo "$rx_hosts_base" "$(rx_by_host)" | awk '{
+        for (k = 1; k <= NF; k++) { split($k, kv, "=")
+            if (!(kv[1] in b0)) b0[kv[1]] = kv[2]
+            else { printf "%s%s=%.2f", sep, kv[1], (kv[2] - b0[kv[1]]) / 1e6; sep = " " } } }'
 }
 
 # reset_hosts: every host at its own rate, every depot and nginx alive.
@@ -227,9 +232,7 @@ timed() {
     reset_hosts
     sync
     base=$(tb_rx_bytes)
-    [ -z "${WAN_EVENT_HOSTS:-}" ] || rx_hosts_base=$(awk -v p="${TB_P}c" '$1 ~ "^" p { name = $1
-        sub(/:.*/, "", name); sub("^" p, "", name); v = $0; sub(/^[^:]*:/, "", v); split(v, f, " ")
-        printf "h%s=%.0f ", name, f[1] }' "/proc/$TB_ANCHOR/net/dev")
+    [ -z "${WAN_EVENT_HOSTS:-}" ] || rx_hosts_base=$(rx_by_host)
     start=$(now)
     if [ "$side" = ours ] && [ "$MODE" = play ]; then
         # shellcheck disable=SC2086
