@@ -10,8 +10,10 @@
 # Environment: SEEDS (default 20), SEED0 (the first seed, default 1), WAN_SIZE (default 256M),
 # TB_BIN (the programs, default BUILD_DIR/bin),
 # WAN_RUNS (rounds per seed, default 3), WAN_PIPE=1 (lors_download to a pipe: in order, through
-# the reorder buffer; aria2c still writes its file).  Logs and scenarios go to
-# build/wan/random/, the table to build/wan/random/results.md (also printed).
+# the reorder buffer; aria2c still writes its file), WAN_EVENT_ON=limit (each % event at the
+# time it fires for a client at the placement limit, the same for both clients:
+# run_scenario.sh).  Logs and scenarios go to build/wan/random/ (random-pipe/, random-limit/),
+# the table to results.md there (also printed).
 # Targets (issue 16): to a file, median >= 0.92 and worst >= 0.80 of the placement limit and
 # >= aria2c (same placement) on every seed; to a pipe, median >= 0.85 and worst >= 0.70 of the
 # in-order reference (the placement written in order through the reorder buffer; pipe runs get
@@ -26,7 +28,7 @@ TB_BIN=${TB_BIN:-$(cd "$BUILD/bin" && pwd)}
 SEEDS=${SEEDS:-20}
 SEED0=${SEED0:-1}
 SIZE=${WAN_SIZE:-256M}
-OUT=$(cd "$HERE/../.." && pwd)/build/wan/random${WAN_PIPE:+-pipe}
+OUT=$(cd "$HERE/../.." && pwd)/build/wan/random${WAN_PIPE:+-pipe}${WAN_EVENT_ON:+-$WAN_EVENT_ON}
 mkdir -p "$OUT"
 T=$OUT/results.md
 {

@@ -72,6 +72,37 @@ check "only holder killed" "10mbit 10mbit" 1 2 10 7.969 100000.000 "10% kill hos
 # rates every host holds 3 fragments, so placed = free = 134217728 bits at 160 = 0.8388608 s.
 check "16 fragment classes (speed)" "$(printf '10mbit %.0s' $(seq 16))" 3 16 16 0.839 0.839
 
+# check_fires NAME "RATES" COPIES FRAGMENTS SIZE_MIB WANT [EVENT...]: under the placement, the
+# events must fire as WANT says ("K SECONDS" per fired event, in firing order, ";" between:
+# FIRES_OUT, which run_scenario.sh's WAN_EVENT_ON=limit replays).
+check_fires() {
+    local name=$1 want=$6 got out
+    # shellcheck disable=SC2206
+    RATES=($2)
+    N=${#RATES[@]}; COPIES=$3; FRAGS=$4; SIZE=$(( $5 * 1048576 ))
+    shift 6
+    EVENTS=("$@")
+    out=$(mktemp)
+    PLACED=1 FIRES_OUT=$out ideal_time >/dev/null
+    got=$(awk '{ printf "%s%d %.3f", (NR > 1 ? ";" : ""), $1, $2 }' "$out")
+    rm -f "$out"
+    if [ "$got" = "$want" ]; then
+        printf 'ok    %-34s fires %s\n' "$name" "$got"
+    else
+        printf 'FAIL  %-34s fires %s (want %s)\n' "$name" "$got" "$want"
+        fails=$((fails + 1))
+    fi
+}
+
+# "% event under the placement": 75% when host1 has sent 16777216 bits, 1.6777216 s.
+check_fires "fires: a % event" "10mbit 30mbit" 1 2 8 "1 1.678" "75% host1 rate 30mbit"
+# "time event before a % event": the second event first (1 s), then the first (1.097152 s).
+check_fires "fires: in firing order" "20mbit 20mbit" 2 2 10 "2 1.000;1 1.097" \
+    "50% host1 rate 40mbit" "1s host2 rate 0mbit"
+# An event due after the end never fires: 90% of 10 MiB at 20+20 is 1.887 s, the end 2.097 s.
+check_fires "fires: not after the end" "20mbit 20mbit" 2 2 10 "1 1.887" "90% host1 rate 40mbit" \
+    "5s host2 rate 1mbit"
+
 # check_inorder NAME "RATES" COPIES FRAGMENTS SIZE_MIB BUFFER_MIB WANT [EVENT...]: the in-order
 # reference (inorder_time, a fluid simulation in steps) must be WANT seconds within 0.5%.
 check_inorder() {

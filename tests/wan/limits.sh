@@ -77,11 +77,13 @@ limit_spec() {
     printf '%s' "$spec"
 }
 
+# With FIRES_OUT=FILE, also writes there "K SECONDS" for each event that fires before the end
+# (K: its place in EVENTS, from 1), in the order they fire (run_scenario.sh, WAN_EVENT_ON=limit).
 ideal_time() {
     local spec
     spec=$(limit_spec)
     awk -v spec="$spec" -v size="$SIZE" -v placed="${PLACED:-0}" -v nf="$FRAGS" \
-        -v nc="$COPIES" -v nh="$N" '
+        -v nc="$COPIES" -v nh="$N" -v fires="${FIRES_OUT:-}" '
     # The time at which every cut term reaches X bits (t0 if they all have; INF if a term
     # that has not has no live host).
     function reach(x,    k, need, tt, worst) {
@@ -158,6 +160,7 @@ ideal_time() {
             }
             if (done_at <= te || !first) break
             for (h = 1; h <= nh; h++) c_h[h] += rate[h] * (te - t0)
+            if (fires != "") printf "%d %.6f\n", first, te > fires
             t0 = te; pending[first] = 0; h = host[first]
             if (what[first] == "kill") { rate[h] = 0; dead[h] = 1 }
             else if (!(h in dead)) rate[h] = val[first]

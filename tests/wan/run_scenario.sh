@@ -17,7 +17,10 @@
 # WAN_PEER_FULL=1 (aria2c reads the whole file from every host even with fewer copies than hosts),
 # WAN_EVENT_ON=file (a % event fires at the bytes the client has written, the blocks allocated
 # in its output, instead of the bytes on the client's links: docs/wan-testbed.md),
-# WAN_EVENT_HOSTS=1 (each event line is followed by the MB received from each host so far).
+# WAN_EVENT_ON=limit (a % event fires at the time it fires for a client at the placement limit,
+# the same time for both clients: docs/wan-testbed.md),
+# WAN_EVENT_HOSTS=1 (each event line is followed by the MB received from each host so far, and
+# each client's round ends with the same line).
 #
 # Scenario format (one directive a line, # comments; docs/wan-testbed.md):
 #   name TEXT | size N | copies N | fragments N | runs N
@@ -151,9 +154,14 @@ run_events() {
     for ((k = 0; k < n; k++)); do
         parse_event "${EVENTS[k]}"
         case $when in
-        *%) kinds[k]=p
-            [ "${WAN_EVENT_ON:-}" = file ] && b=0 || b=$base
-            targets[k]=$(awk -v f="${when%\%}" -v s="$SIZE" -v b="$b" 'BEGIN { printf "%.0f", b + f / 100 * s }') ;;
+        *%) if [ "${WAN_EVENT_ON:-}" = limit ]; then
+                kinds[k]=t # never, if the limit's client ends first
+                targets[k]=${LIMIT_AT_US[k]:-999999999999}
+            else
+                kinds[k]=p
+                [ "${WAN_EVENT_ON:-}" = file ] && b=0 || b=$base
+                targets[k]=$(awk -v f="${when%\%}" -v s="$SIZE" -v b="$b" 'BEGIN { printf "%.0f", b + f / 100 * s }')
+            fi ;;
         *) kinds[k]=t
            targets[k]=$(awk -v t="${when%s}" 'BEGIN { printf "%.0f", t * 1e6 }') ;;
         esac
@@ -186,7 +194,7 @@ run_events() {
                 fi
                 tb_rate "$i" "$val" ;;
             esac
-            echo "  event at ${el}s (rx $(( $(tb_rx_bytes) - base )) B${WAN_EVENT_ON:+, written $rx B}): host$i $what ${val:-}" >&2
+            echo "  event at ${el}s (rx $(( $(tb_rx_bytes) - base )) B$([ "${WAN_EVENT_ON:-}" != file ] || echo ", written $rx B")): host$i $what ${val:-}" >&2
             [ -z "${WAN_EVENT_HOSTS:-}" ] || echo "    rx by host since the start: $(rx_hosts)" >&2
         done
         [ "$left" -eq 0 ] || sleep 0.02
@@ -270,6 +278,7 @@ timed() {
     end=$(now)
     kill "$evpid" 2>/dev/null || true
     wait "$evpid" 2>/dev/null || true
+    [ -z "${WAN_EVENT_HOSTS:-}" ] || echo "  $side done: rx by host since the start: $(rx_hosts)" >&2
     if [ "$rc" -ne 0 ]; then
         echo "run_scenario: $side round $round: exit $rc" >&2
         tail -5 "$TB_WORK/ours.$round.report" "$TB_WORK/peer.$round.log" 2>/dev/null >&2 || true
@@ -347,8 +356,18 @@ fi
 for i in $(seq 1 "$N"); do tb_rate "$i" "${RATES[$((i - 1))]}"; done
 IDEAL=$(ideal_time)
 IDEAL_PL=$(PLACED=1 ideal_time)
+PL_PLACED=1
 # Erasure-coded pieces are not copies: their placement is not modelled (the payload limit).
-case " $UPLOAD_FLAGS " in *" --ec "*) IDEAL_PL=$IDEAL ;; esac
+case " $UPLOAD_FLAGS " in *" --ec "*) IDEAL_PL=$IDEAL; PL_PLACED=0 ;; esac
+# WAN_EVENT_ON=limit: each % event at the time it fires for a client at the placement limit,
+# the same time for both clients (run_events); LIMIT_AT_US[k]: EVENTS[k]'s, in microseconds.
+LIMIT_AT_US=()
+if [ "${WAN_EVENT_ON:-}" = limit ]; then
+    PLACED=$PL_PLACED FIRES_OUT="$TB_WORK/limit.fires" ideal_time >/dev/null
+    while read -r ek et; do
+        LIMIT_AT_US[ek - 1]=$(awk -v t="$et" 'BEGIN { printf "%.0f", t * 1e6 }')
+    done <"$TB_WORK/limit.fires"
+fi
 AGG=$(for r in "${RATES[@]}"; do tb_mbit "$r"; echo; done | awk '{ s += $1 } END { printf "%g", s }')
 
 echo "== $NAME ($SCN)"
@@ -376,6 +395,16 @@ if [ "$PEER_MODE" = placed ]; then PL_PEER="aria2c too"
 elif [ -n "$PEER" ] && [ "$COPIES" -lt "$N" ]; then PL_PEER="aria2c reads every host's whole file"
 else PL_PEER="every host holds every byte"; fi
 echo "placement limit: $IDEAL_PLP s of payload (each fragment only from the $COPIES hosts holding it; $PL_PEER)"
+if [ "${WAN_EVENT_ON:-}" = limit ]; then
+    lim=""
+    for ((ek = 0; ek < ${#EVENTS[@]}; ek++)); do
+        case ${EVENTS[ek]} in
+        *%*) et=${LIMIT_AT_US[ek]:+$(awk -v u="${LIMIT_AT_US[ek]}" 'BEGIN { printf "%.2fs", u / 1e6 }')}
+             lim+="${lim:+; }${EVENTS[ek]} at ${et:-never}" ;;
+        esac
+    done
+    echo "events at the placement limit's times (WAN_EVENT_ON=limit, both clients): ${lim:-none}"
+fi
 IDEAL_IOP=""
 if [ -n "${WAN_PIPE:-}" ]; then
     IO_BUF=$(printf '%s\n' "$CLIENT_FLAGS" | sed -n 's/.*-M  *\([0-9][0-9]*[KMG]\?\).*/\1/p')
