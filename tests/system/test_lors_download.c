@@ -527,13 +527,17 @@ static void test_cut_reply_bad(void)
 
 /* Copy 0's depot hangs halfway through its first LOAD reply (load.mid=stop): the block's
  * rescue on copy 1 starts with a copy of the half that came and loads only the rest, so the
- * bytes fetched are still the file's size exactly (not a half block more). */
+ * bytes fetched are less than a half block over the file's size (reloading the block from
+ * copy 1 makes them a half block more).  Not exactly the size: a piece of the half that the
+ * hung fetch reads only after the rescue has started counts as fetched twice (CI, under
+ * ASan: 64 KiB more). */
 static void test_stalled_reply(void)
 {
     late_t L;
     late_setup(&L, "load.mid=stop@1", 16);
     late_download(&L);
-    CU_ASSERT_EQUAL(L.bg.rep.bytes_fetched, (int64_t)L.n);
+    CU_ASSERT(L.bg.rep.bytes_fetched >= (int64_t)L.n);
+    CU_ASSERT(L.bg.rep.bytes_fetched < (int64_t)L.n + DBS / 2);
     if (L.bg.rep.bytes_fetched != (int64_t)L.n)
         fprintf(stderr, "fetched %lld bytes of %zu\n", (long long)L.bg.rep.bytes_fetched, L.n);
     late_end(&L);
