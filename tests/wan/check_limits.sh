@@ -15,13 +15,17 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/limits.sh"
 
 fails=0
+# scenario "RATES" COPIES FRAGMENTS SIZE_MIB: the variables limits.sh reads.
+scenario() {
+    # shellcheck disable=SC2206
+    RATES=($1)
+    N=${#RATES[@]}; COPIES=$2; FRAGS=$3; SIZE=$(( $4 * 1048576 ))
+}
 # check NAME "RATES" COPIES FRAGMENTS SIZE_MIB FREE PLACED [EVENT...]: the placement-free and
 # the placed ideal times must be FREE and PLACED seconds (EVENT: an "at" line without "at").
 check() {
     local name=$1 free=$6 placed=$7 got_free got_placed t0 t1
-    # shellcheck disable=SC2206
-    RATES=($2)
-    N=${#RATES[@]}; COPIES=$3; FRAGS=$4; SIZE=$(( $5 * 1048576 ))
+    scenario "$2" "$3" "$4" "$5"
     shift 7
     EVENTS=("$@")
     t0=${EPOCHREALTIME//[!0-9]/}
@@ -77,9 +81,7 @@ check "16 fragment classes (speed)" "$(printf '10mbit %.0s' $(seq 16))" 3 16 16 
 # FIRES_OUT, which run_scenario.sh's WAN_EVENT_ON=limit replays).
 check_fires() {
     local name=$1 want=$6 got out
-    # shellcheck disable=SC2206
-    RATES=($2)
-    N=${#RATES[@]}; COPIES=$3; FRAGS=$4; SIZE=$(( $5 * 1048576 ))
+    scenario "$2" "$3" "$4" "$5"
     shift 6
     EVENTS=("$@")
     out=$(mktemp)
@@ -107,9 +109,7 @@ check_fires "fires: not after the end" "20mbit 20mbit" 2 2 10 "1 1.887" "90% hos
 # reference (inorder_time, a fluid simulation in steps) must be WANT seconds within 0.5%.
 check_inorder() {
     local name=$1 want=$7 got
-    # shellcheck disable=SC2206
-    RATES=($2)
-    N=${#RATES[@]}; COPIES=$3; FRAGS=$4; SIZE=$(( $5 * 1048576 ))
+    scenario "$2" "$3" "$4" "$5"
     local buf=$(( $6 * 1048576 ))
     shift 7
     EVENTS=("$@")
