@@ -20,7 +20,9 @@
 # WAN_EVENT_ON=limit (a % event fires at the time it fires for a client at the placement limit,
 # the same time for both clients: docs/wan-testbed.md),
 # WAN_EVENT_HOSTS=1 (each event line is followed by the MB received from each host so far, and
-# each client's round ends with the same line).
+# each client's round ends with the same line), WAN_PEER_STALL (seconds, default 90: an aria2c
+# that writes nothing for that long is stopped and its round counts as failed; after a silent
+# crash it can wait on the dead host for good).
 #
 # Scenario format (one directive a line, # comments; docs/wan-testbed.md):
 #   name TEXT | size N | copies N | fragments N | runs N
@@ -217,6 +219,29 @@ rx_hosts() {
             else { printf "%s%s=%.2f", sep, kv[1], (kv[2] - b0[kv[1]]) / 1e6; sep = " " } } }'
 }
 
+# peer_stall: stop the peer's aria2c (the one whose command line names $TB_WORK) once it has
+# written nothing for WAN_PEER_STALL seconds.  Run in the background for one peer round.
+peer_stall() {
+    local limit=${WAN_PEER_STALL:-90} p q w last="" since now
+    since=$(date +%s)
+    while sleep 5; do
+        p=""
+        for q in $(pgrep -x aria2c); do
+            tr '\0' ' ' <"/proc/$q/cmdline" 2>/dev/null | grep -qF -- "$TB_WORK" && p=$q && break
+        done
+        [ -n "$p" ] || continue
+        w=$(awk '/^wchar/ { print $2 }' "/proc/$p/io" 2>/dev/null) || continue
+        now=$(date +%s)
+        if [ "$w" != "$last" ]; then
+            last=$w; since=$now
+        elif [ $((now - since)) -ge "$limit" ]; then
+            echo "run_scenario: aria2c wrote nothing for $limit s (waiting on a silent host); stopped" >&2
+            kill "$p" 2>/dev/null || true
+            return 0
+        fi
+    done
+}
+
 # reset_hosts: every host at its own rate, every depot and nginx alive.
 reset_hosts() {
     local i
@@ -232,7 +257,7 @@ reset_hosts() {
 # timed SIDE ROUND: one client run with the events; sets T to its seconds (or "fail"); checks
 # the bytes.  Runs in this shell (not $(...)) so that restarted hosts' pids are kept.
 timed() {
-    local side=$1 round=$2 out base start end pid evpid rc=0 i urls=() netlog=() written
+    local side=$1 round=$2 out base start end pid evpid stallpid="" rc=0 i urls=() netlog=() written
     [ -n "${WAN_NETLOG:-}" ] && netlog=(--netlog "$WAN_NETLOG/ours.$round.netlog")
     out=$TB_WORK/out.$side
     rm -f "$out" "$out.aria2"
@@ -274,10 +299,11 @@ timed() {
     [ "$side" = peer ] && [ "$PEER_MODE" = placed ] && written=$TB_WORK/out.frags || written=$out
     run_events "$base" "$start" "$written" &
     evpid=$!
+    if [ "$side" = peer ]; then peer_stall & stallpid=$!; fi
     wait "$pid" || rc=$?
     end=$(now)
-    kill "$evpid" 2>/dev/null || true
-    wait "$evpid" 2>/dev/null || true
+    kill "$evpid" $stallpid 2>/dev/null || true
+    wait "$evpid" $stallpid 2>/dev/null || true
     [ -z "${WAN_EVENT_HOSTS:-}" ] || echo "  $side done: rx by host since the start: $(rx_hosts)" >&2
     if [ "$rc" -ne 0 ]; then
         echo "run_scenario: $side round $round: exit $rc" >&2
