@@ -4,9 +4,9 @@
  * the report: the engine remembers, for every mapping and every depot, whether its latest
  * fetch failed (lors_download.c, note_fate_locked), and here the range is swept once over the
  * mappings' starts and ends to list the bytes with fewer working copies than mappings.  A
- * mapping counts as lost when its own latest fetch failed, or when its depot's did: a depot
- * that refused its last connection is not asked again for its other mappings, so they are
- * known only through it.
+ * mapping counts as lost when its own latest fetch failed, when it ever returned bad data, or
+ * when its depot's latest fetch failed: a depot that refused its last connection is not asked
+ * again for its other mappings, so they are known only through it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,9 +27,17 @@ static const char *fate_why(const fate_t *f)
     return lors__why(f->ierr);
 }
 
+/* A mapping that returned bad data once stays lost even when a later fetch from it passes:
+ * one that loaded only the rest of a block (docs/lors.md, "The rest of a block") can miss the
+ * bad bytes. */
 static int lost(const dl_t *dl, size_t k)
 {
-    return dl->map_fate[k].failed || dl->dep_fate[dl->map_depot[k]].failed;
+    if (dl->map_fate[k].failed || dl->dep_fate[dl->map_depot[k]].failed)
+        return 1;
+    for (size_t i = 0; dl->rep && i < dl->rep->nbad; i++)
+        if (dl->rep->bad_mappings[i] == (int)k)
+            return 1;
+    return 0;
 }
 
 typedef struct edge {
