@@ -60,16 +60,21 @@ static void two_bad(two_t *t, int k)
     t->rep.nbad = 1;
 }
 
-/* The report lists bytes 0-999 once, with 2 copies and `left` of them left. */
-static void assert_one_range(const lors_dl_report_t *r, int left)
+/* Fill t's report, check it, free it: bytes 0-999 listed once with 2 copies and `left` of them
+ * left, or (left < 0) nothing listed. */
+static void check_report(two_t *t, int left)
 {
-    CU_ASSERT_EQUAL(r->ndegraded, 1);
-    if (r->ndegraded != 1)
-        return;
-    CU_ASSERT_EQUAL(r->degraded[0].offset, 0);
-    CU_ASSERT_EQUAL(r->degraded[0].length, 1000);
-    CU_ASSERT_EQUAL(r->degraded[0].copies, 2);
-    CU_ASSERT_EQUAL(r->degraded[0].left, left);
+    lors_dl_report_t *r = &t->rep;
+    lors__dl_fill_report(&t->dl, 0);
+    CU_ASSERT_EQUAL(r->ndepots, 2);
+    CU_ASSERT_EQUAL(r->ndegraded, left < 0 ? 0 : 1);
+    if (left >= 0 && r->ndegraded == 1) {
+        CU_ASSERT_EQUAL(r->degraded[0].offset, 0);
+        CU_ASSERT_EQUAL(r->degraded[0].length, 1000);
+        CU_ASSERT_EQUAL(r->degraded[0].copies, 2);
+        CU_ASSERT_EQUAL(r->degraded[0].left, left);
+    }
+    lors_dl_report_free(r);
 }
 
 static void test_none_lost(void)
@@ -77,10 +82,7 @@ static void test_none_lost(void)
     two_t t;
     two_init(&t);
     t.map_fate[0] = t.map_fate[1] = WORKED;
-    lors__dl_fill_report(&t.dl, 0);
-    CU_ASSERT_EQUAL(t.rep.ndegraded, 0);
-    CU_ASSERT_EQUAL(t.rep.ndepots, 2);
-    lors_dl_report_free(&t.rep);
+    check_report(&t, -1);
 }
 
 static void test_latest_failed(void)
@@ -88,21 +90,21 @@ static void test_latest_failed(void)
     two_t t;
     two_init(&t);
     t.map_fate[1] = LOAD_FAILED;
-    lors__dl_fill_report(&t.dl, 0);
-    assert_one_range(&t.rep, 1);
-    lors_dl_report_free(&t.rep);
+    check_report(&t, 1);
 }
 
+/* A depot that refused its last connection: its mapping is lost, and the depot says why. */
 static void test_depot_failed(void)
 {
     two_t t;
     two_init(&t);
     t.dep_fate[0] = LOAD_FAILED;
     lors__dl_fill_report(&t.dl, 0);
-    assert_one_range(&t.rep, 1);
-    if (t.rep.ndepots == 2)
-        CU_ASSERT_STRING_NOT_EQUAL(t.rep.depots[0].failed, "");
+    CU_ASSERT(t.rep.ndepots == 2 && t.rep.depots[0].failed[0] != 0);
     lors_dl_report_free(&t.rep);
+    two_init(&t);
+    t.dep_fate[0] = LOAD_FAILED;
+    check_report(&t, 1);
 }
 
 /* Copy 0 returned bad data, then a fetch of only the rest of a block from it passed (the rest
@@ -113,23 +115,18 @@ static void test_bad_then_worked(void)
     two_t t;
     two_init(&t);
     two_bad(&t, 0);
-    t.map_fate[0] = WORKED;
-    t.map_fate[1] = WORKED;
-    lors__dl_fill_report(&t.dl, 0);
-    assert_one_range(&t.rep, 1);
-    lors_dl_report_free(&t.rep);
+    t.map_fate[0] = t.map_fate[1] = WORKED;
+    check_report(&t, 1);
 }
 
-static void test_both_bad(void)
+static void test_both_lost(void)
 {
     two_t t;
     two_init(&t);
     two_bad(&t, 1);
     t.map_fate[1] = BAD_DATA;
     t.dep_fate[0] = LOAD_FAILED;
-    lors__dl_fill_report(&t.dl, 0);
-    assert_one_range(&t.rep, 0);
-    lors_dl_report_free(&t.rep);
+    check_report(&t, 0);
 }
 
 static const lns_test_case tests[] = {
@@ -137,7 +134,7 @@ static const lns_test_case tests[] = {
     {"a mapping's latest fetch failed", test_latest_failed},
     {"a depot's latest fetch failed", test_depot_failed},
     {"bad data, then a fetch of the rest that passed: still lost", test_bad_then_worked},
-    {"both copies lost", test_both_bad},
+    {"both copies lost", test_both_lost},
 };
 
 LNS_TEST_MAIN("lors download report", tests)
