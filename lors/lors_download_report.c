@@ -27,17 +27,23 @@ static const char *fate_why(const fate_t *f)
     return lors__why(f->ierr);
 }
 
-/* A mapping that returned bad data once stays lost even when a later fetch from it passes:
- * one that loaded only the rest of a block (docs/lors.md, "The rest of a block") can miss the
- * bad bytes. */
+/* How mapping k failed, or NULL: its latest fetch's failure, else bad data if it ever returned
+ * any.  Bad data stays even when a later fetch from the mapping passed: one that loaded only
+ * the rest of a block (docs/lors.md, "The rest of a block") can miss the bad bytes. */
+static const fate_t *map_failed(const dl_t *dl, size_t k)
+{
+    static const fate_t bad_data = {1, IBP_OK, "CHECKSUM"};
+    if (dl->map_fate[k].failed)
+        return &dl->map_fate[k];
+    for (size_t i = 0; i < dl->rep->nbad; i++) /* dl->rep: lors__dl_fill_report's */
+        if (dl->rep->bad_mappings[i] == (int)k)
+            return &bad_data;
+    return NULL;
+}
+
 static int lost(const dl_t *dl, size_t k)
 {
-    if (dl->map_fate[k].failed || dl->dep_fate[dl->map_depot[k]].failed)
-        return 1;
-    for (size_t i = 0; dl->rep && i < dl->rep->nbad; i++)
-        if (dl->rep->bad_mappings[i] == (int)k)
-            return 1;
-    return 0;
+    return map_failed(dl, k) || dl->dep_fate[dl->map_depot[k]].failed;
 }
 
 typedef struct edge {
@@ -108,13 +114,13 @@ static void degraded(dl_t *dl, int64_t off, int64_t end)
 }
 
 /* Each depot's words when the download stopped counting on it: its own latest failure, else
- * that of the first of its mappings found failing. */
+ * that of the first of its mappings found failing (map_failed). */
 static void depot_failed(const dl_t *dl, int d, char *buf, size_t size)
 {
     const fate_t *f = dl->dep_fate[d].failed ? &dl->dep_fate[d] : NULL;
     for (size_t k = 0; !f && k < dl->x->nmaps; k++)
-        if (dl->map_depot[k] == d && dl->map_fate[k].failed)
-            f = &dl->map_fate[k];
+        if (dl->map_depot[k] == d)
+            f = map_failed(dl, k);
     snprintf(buf, size, "%s", f ? fate_why(f) : "");
 }
 
