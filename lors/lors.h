@@ -569,8 +569,9 @@ typedef struct lors_probe {
  * *out is malloc'd, x->nmaps entries in document order. */
 int lors_probe_all(const xnd_t *x, int threads, int timeout_s, lors_probe_t **out);
 
-/* The logical view: x's coverage counting only mappings alive in probes (NULL: all), each
- * range's count the number of distinct depots (host:port) holding it (xnd_coverage_by). */
+/* The logical view: x's coverage counting only mappings alive in probes (NULL: all) whose
+ * function lns reads (lors_func_info), each range's count the number of distinct depots
+ * (host:port) holding it (xnd_coverage_by). */
 int lors_ls_logical(const xnd_t *x, const lors_probe_t *probes, xnd_range_t **out, size_t *n);
 
 /* ---- augment: more copies, depot to depot --------------------------------------------- */
@@ -860,6 +861,30 @@ int lors_share_revoke(const lors_share_key_t *keys, size_t n, int timeout_s, int
  * lns_checksum function.  LORS_OK, LORS_E_DIGEST if they differ, the function is malformed
  * or the algorithm unknown, LORS_E_INVAL if the mapping has no lns_checksum. */
 int lors_checksum_verify(const xnd_mapping_t *m, const void *data, size_t len);
+
+/* ---- what a mapping's function means ---------------------------------------------------- */
+
+/* A reader reads a mapping's bytes only as one of the first four kinds; an UNKNOWN one is
+ * never read (a replica that can be read serves its range, or the read fails with
+ * LORS_E_EXNODE naming the function).  docs/exnode.md, "Functions". */
+typedef enum lors_func_kind {
+    LORS_FUNC_NONE = 0,     /* no function: the allocation holds the bytes as they are */
+    LORS_FUNC_CHECKSUM,     /* lns_checksum: the bytes as they are, with their digests */
+    LORS_FUNC_EC,           /* lns_ec: a column of an erasure-coded file */
+    LORS_FUNC_LORS131,      /* a chain of the original LoRS tools' functions that lns decodes */
+    LORS_FUNC_UNKNOWN       /* anything else */
+} lors_func_kind;
+
+typedef struct lors_func_info {
+    lors_func_kind kind;
+    char name[128];         /* the function as lors_ls shows it ("" for none), e.g.
+                               "lns_checksum", "checksum,xor_encrypt" (1.3.1: in the order
+                               applied), "des_encrypt" */
+    char why[256];          /* UNKNOWN: what lns does not understand of it */
+} lors_func_info_t;
+
+/* What mapping i of x means.  LORS_OK, or LORS_E_INVAL (no such mapping). */
+int lors_func_info(const xnd_t *x, size_t i, lors_func_info_t *info);
 
 #ifdef __cplusplus
 }

@@ -58,10 +58,27 @@ static int64_t map_end(const xnd_mapping_t *m)
     return m->exnode_offset + m->logical_length;
 }
 
-/* A mapping bytes can be copied from: alive, readable, not empty. */
-static int usable(const xnd_t *x, const lors_probe_t *pr, size_t i)
+/* A mapping bytes can be copied from: alive, readable, not empty, and with a function lns
+ * reads (one it does not is never copied: lns could not say which of its bytes to copy). */
+static int usable(const aug_t *a, const lors_probe_t *pr, size_t i)
 {
-    return pr[i].alive && x->maps[i]->cap[XND_READ] && x->maps[i]->logical_length > 0;
+    const xnd_mapping_t *m = a->x->maps[i];
+    lors_func_kind k = a->fn[i].kind;
+    return pr[i].alive && m->cap[XND_READ] && m->logical_length > 0 &&
+           (k == LORS_FUNC_NONE || k == LORS_FUNC_CHECKSUM || k == LORS_FUNC_LORS131);
+}
+
+/* 1 if mapping i holds the same stored bytes as mapping src of a piece, so that either may
+ * be its source: both the bytes as they are, or both the same 1.3.1 chain of one range. */
+static int same_layout(const aug_t *a, int src, size_t i)
+{
+    const xnd_mapping_t *m = a->x->maps[src], *n = a->x->maps[i];
+    int raw_m = a->fn[src].kind != LORS_FUNC_LORS131, raw_n = a->fn[i].kind != LORS_FUNC_LORS131;
+    if (raw_m || raw_n)
+        return raw_m && raw_n;
+    return m->exnode_offset == n->exnode_offset && m->logical_length == n->logical_length &&
+           m->alloc_length == n->alloc_length && m->e2e_blocksize == n->e2e_blocksize &&
+           lors__func_same(m->func, n->func);
 }
 
 /* Cover [from, to) with live mappings; a->pieces gets one piece per chosen mapping. */
@@ -73,7 +90,7 @@ static int cover(aug_t *a, const xnd_t *x, const lors_probe_t *pr, int64_t from,
         int64_t reach = pos;
         for (size_t i = 0; i < x->nmaps; i++) {
             const xnd_mapping_t *m = x->maps[i];
-            if (usable(x, pr, i) && m->exnode_offset <= pos && map_end(m) > reach) {
+            if (usable(a, pr, i) && m->exnode_offset <= pos && map_end(m) > reach) {
                 best = (int)i;
                 reach = map_end(m);
             }
@@ -94,9 +111,18 @@ static int cover(aug_t *a, const xnd_t *x, const lors_probe_t *pr, int64_t from,
                 }
             }
             if (lost_end > pos) {
-                char b[64];
+                char b[64], why[256];
                 int64_t end = lost_end < next ? lost_end : next;
                 lors__bytes(pos, (end < to ? end : to) - pos, b, sizeof b);
+                for (size_t i = 0; i < x->nmaps; i++) {
+                    const xnd_mapping_t *m = x->maps[i];
+                    if (a->fn[i].kind == LORS_FUNC_UNKNOWN && m->logical_length > 0 &&
+                        m->exnode_offset <= pos && map_end(m) > pos) {
+                        lors__func_read(x, NULL, m, &(lors__func_t){0}, why, sizeof why);
+                        lors__report_error(a->rep, "augment: %s: mapping %zu: %s", b, i, why);
+                        return LORS_E_EXNODE;
+                    }
+                }
                 lors__report_error(a->rep,
                                    "augment: %s have no live copy to copy from (mapping %zu: %s)",
                                    b, dead, pr[dead].alive ? "no read capability" : pr[dead].why);
@@ -118,6 +144,8 @@ static int cover(aug_t *a, const xnd_t *x, const lors_probe_t *pr, int64_t from,
         p->src = best;
         p->off = x->maps[best]->exnode_offset;
         p->len = x->maps[best]->logical_length;
+        p->whole = a->fn[best].kind == LORS_FUNC_LORS131;
+        p->slen = p->whole ? x->maps[best]->alloc_length : p->len;
         pos = reach;
     }
     return LORS_OK;
@@ -151,7 +179,7 @@ static int piece_details(aug_t *a, const xnd_t *x, const lors_probe_t *pr)
                 continue;
             int whole = m->exnode_offset <= p->off && map_end(m) >= p->off + p->len;
             live += whole && !(a->o->discount && a->o->discount[i]);
-            if ((int)i != p->src && whole && usable(x, pr, i))
+            if ((int)i != p->src && whole && usable(a, pr, i) && same_layout(a, p->src, i))
                 p->alts[p->nalts++] = (int)i;
             if (m->exnode_offset < p->off + p->len && map_end(m) > p->off)
                 for (size_t d = 0; d < D; d++)
@@ -202,7 +230,7 @@ static xnd_mapping_t *new_mapping(const xnd_t *x, const aug_job_t *j)
         m->exnode_offset = j->p->off;
         m->logical_length = j->p->len;
         m->alloc_offset = 0;
-        m->alloc_length = j->p->len;
+        m->alloc_length = j->p->slen;
         m->e2e_blocksize = src->e2e_blocksize;
         m->has_e2e_blocksize = src->has_e2e_blocksize;
         rc = lors__map_set_alloc(m, j->start, j->end, &j->caps);
@@ -278,6 +306,7 @@ static void free_plan(aug_t *a)
     free(a->pieces);
     free(a->jobs);
     free(a->mapdep);
+    free(a->fn);
     free(a->bad);
     free(a->load);
 }
@@ -412,8 +441,15 @@ int lors_augment(const lors_augment_opts_t *o, xnd_t *x, xnd_t **added, lors_rep
         rc = LORS_E_NOMEM;
         goto out;
     }
-    for (size_t i = 0; i < x->nmaps; i++)
+    a.fn = calloc(x->nmaps ? x->nmaps : 1, sizeof *a.fn);
+    if (!a.fn) {
+        rc = LORS_E_NOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < x->nmaps; i++) {
         lors__map_depot(x->maps[i], &a.mapdep[i]);
+        lors__func_read(x, NULL, x->maps[i], &a.fn[i], NULL, 0);
+    }
     if (o->probes) {
         if (!(pr = malloc((x->nmaps ? x->nmaps : 1) * sizeof *pr))) {
             rc = LORS_E_NOMEM;

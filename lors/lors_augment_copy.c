@@ -191,6 +191,8 @@ static int source_failed_locked(aug_t *a, aug_job_t *j, const char *op, int ibp_
 static uint64_t source_offset(const aug_t *a, const aug_job_t *j)
 {
     const xnd_mapping_t *m = a->x->maps[source_of(j)];
+    if (j->p->whole)
+        return 0;
     return (uint64_t)(m->alloc_offset + (j->p->off - m->exnode_offset));
 }
 
@@ -199,7 +201,7 @@ static uint64_t source_offset(const aug_t *a, const aug_job_t *j)
 static enum blame relay(aug_t *a, aug_job_t *j, const char **op, int *rc, int64_t *moved)
 {
     const char *rcap = a->x->maps[source_of(j)]->cap[XND_READ];
-    uint64_t soff = source_offset(a, j), have = 0, len = (uint64_t)j->p->len;
+    uint64_t soff = source_offset(a, j), have = 0, len = (uint64_t)j->p->slen;
     ibp_probe_t p;
 
     *moved = 0;
@@ -255,7 +257,7 @@ static enum blame copy_piece(aug_t *a, aug_job_t *j, const char **op, int *rc)
 {
     const xnd_mapping_t *src = a->x->maps[source_of(j)];
     const lors_depot_t *sd = &a->mapdep[source_of(j)], *td = target_of(a, j);
-    uint64_t soff = source_offset(a, j), len = (uint64_t)j->p->len, copied = 0;
+    uint64_t soff = source_offset(a, j), len = (uint64_t)j->p->slen, copied = 0;
     lors_event_t ev;
 
     event_of(j, LORS_EV_SEND_START, sd, td, &ev);
@@ -297,7 +299,7 @@ static int allocate(aug_t *a, aug_job_t *j)
 {
     const lors_upload_opts_t *up = &a->o->up;
     const lors_depot_t *d = target_of(a, j);
-    ibp_attr_t at = {(uint64_t)j->p->len, up->duration_s, up->reliability, IBP_BYTEARRAY};
+    ibp_attr_t at = {(uint64_t)j->p->slen, up->duration_s, up->reliability, IBP_BYTEARRAY};
     int rc = ibp_allocate(a->ibp, d->host, d->port, d->rid[0] ? d->rid : NULL, &at, &j->caps);
     if (rc != IBP_OK)
         return rc;

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "lors.h"
+#include "lors_func_int.h"
 
 #define AUG_RELAY_CHUNK ((int64_t)4 << 20) /* bytes per LOAD/STORE when relaying */
 
@@ -23,6 +24,8 @@ typedef struct aug_piece {
     int index;
     int src;            /* the chosen mapping: its range, function and the first source */
     int64_t off, len;   /* its bytes of the file */
+    int whole;          /* a 1.3.1 chain (lors_func_int.h): its allocation is copied as it is */
+    int64_t slen;       /* the bytes copied: len, or whole the source's alloc_length */
     int *alts;          /* live mappings holding all of [off, off+len), src first */
     int nalts;
     unsigned char *held; /* per target depot: holds a live copy of the piece already */
@@ -49,6 +52,7 @@ typedef struct aug {
     lors_report_t *rep;
     pthread_mutex_t mu, evmu;
     lors_depot_t *mapdep; /* depot of each mapping (host "" if none parses) */
+    lors__func_t *fn;     /* what each mapping's function means */
     int *bad;             /* per target depot: failed during this call */
     int *load;            /* per target depot: jobs placed there */
     aug_piece_t *pieces;

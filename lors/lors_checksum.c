@@ -22,6 +22,16 @@ static const EVP_MD *digest_by_name(const char *name)
     return md;
 }
 
+int lors_ck_hexlen(const char *algorithm)
+{
+    if (!algorithm)
+        return -1;
+    if (strcmp(algorithm, LORS_CK_CRC64) == 0)
+        return 16;
+    const EVP_MD *md = digest_by_name(algorithm);
+    return md ? 2 * EVP_MD_size(md) : -1;
+}
+
 int lors_ck_init(lors_ck_t *c, const char *algorithm, int64_t blocksize)
 {
     memset(c, 0, sizeof *c);

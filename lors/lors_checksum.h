@@ -33,5 +33,7 @@ int lors_ck_update(lors_ck_t *c, const void *data, size_t len);
 /* The digests of everything fed since init or the last finish (malloc'd; "" for nothing). */
 int lors_ck_finish(lors_ck_t *c, char **hex);
 void lors_ck_free(lors_ck_t *c);
+/* Hex digits of one digest of algorithm ("crc64" or a fixed-size OpenSSL digest), or -1. */
+int lors_ck_hexlen(const char *algorithm);
 
 #endif

@@ -612,13 +612,16 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
 
     dl_event(dl, LORS_EV_FETCH_START, f->depot, f->block, f->mapping, 0, NULL);
 
+    /* a 1.3.1 chain's stored bytes are not the file's: none of them is kept for the block's
+     * next fetch or copied into another, and it starts with none */
+    int loci = at.loci != NULL;
     pthread_mutex_lock(&dl->mu);
-    unsigned char *buf = take_part_locked(dl, f->block, &at, &kept, &kept_map);
+    unsigned char *buf = loci ? NULL : take_part_locked(dl, f->block, &at, &kept, &kept_map);
     pthread_mutex_unlock(&dl->mu);
     if (!buf)
         buf = buf_get(dl);
     pthread_mutex_lock(&dl->mu);
-    if (buf && !dl->ec) {
+    if (buf && !dl->ec && !loci) {
         copy_flight_locked(dl, sl, f->block, &at, buf, &kept, &kept_map);
         sl->block = f->block;
         sl->buf = buf;
@@ -649,6 +652,13 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
     fetch_at_t asked = asked_from(&at, kept); /* the netlog's key: what the LOAD asked for */
     if (!gone && !kind && got == len)
         netlog_fetch(dl, "LORS_RECV_END", f, &asked, NULL);
+    if (loci && !gone && !kind) { /* bad data like a digest's: the report names the mapping */
+        int dr = lors__loci_decode(at.loci, buf, len, at.b0, at.b1, dl->o->verify, NULL, 0);
+        if (dr < 0) {
+            kind = LORS_SCHED_FAIL_BAD_DATA;
+            op = dr == -EILSEQ ? "CHECKSUM" : "DECODE";
+        }
+    }
     if (checking) {
         if (!gone && !kind && !verify_end(dl, f->mapping, at.ck_first, len, &ck)) {
             kind = LORS_SCHED_FAIL_BAD_DATA;
@@ -719,7 +729,7 @@ static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t
         lors_sched_fail(dl->s, f->id, now, (lors_sched_fail_kind_t)kind);
     }
     /* what a failed or withdrawn fetch received serves the block's next one */
-    if (!won && (gone ? withdrawn : kind && kind != LORS_SCHED_FAIL_BAD_DATA) &&
+    if (!won && !loci && (gone ? withdrawn : kind && kind != LORS_SCHED_FAIL_BAD_DATA) &&
         keep_part_locked(dl, f, &at, buf, got, sl->map))
         buf = NULL;
     lors__dl_ec_unclaim_locked(dl, sl, won);
@@ -1151,6 +1161,7 @@ static int download(const lors_download_opts_t *o, const xnd_t *x, const lors__e
     free(dl.map_fate);
     free(dl.dep_fate);
     free(dl.ck);
+    free(dl.fn);
     free(dl.depots);
     free(dl.won_bytes);
     free(dl.won_seconds);

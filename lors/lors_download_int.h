@@ -19,6 +19,7 @@
 #include "lors_sched.h"
 #include "lns_log.h"
 #include "lors_out.h"
+#include "lors_func_int.h"
 
 typedef struct block {
     int64_t off, len;     /* real bytes of the file */
@@ -77,6 +78,7 @@ typedef struct dl {
     uint32_t write_events; /* in_place: WRITE events sent for blocks 0 .. write_events - 1 */
     int *map_depot;       /* per mapping: depot index, -1 when its read cap is unusable */
     ckinfo_t *ck;         /* per mapping */
+    lors__func_t *fn;     /* per mapping: what its function means (lors_func_int.h) */
     fate_t *map_fate;     /* per mapping, and per depot: for the report's lost copies */
     fate_t *dep_fate;
     lors_depot_t *depots;
@@ -133,13 +135,18 @@ int lors__dl_streams(const lors_download_opts_t *o, int ndepots);
 /* Where a fetch of block b from mapping k reads: aoff and len in the allocation (the block,
  * widened to whole checksum blocks of the mapping when it is verified; erasure coded: the
  * piece), the index of its first digest in the mapping's, where the block's bytes start in
- * what it reads, and the file offset of what it reads (the block's offset - data_off). */
+ * what it reads, and the file offset of what it reads (the block's offset - data_off).
+ * A mapping with a LoRS 1.3.1 chain (loci set): aoff and len are the stored bytes of its
+ * plain blocks [b0, b1), which decode to `plain` bytes of the file from fa. */
 typedef struct fetch_at {
     int64_t aoff;
     size_t len;
     size_t ck_first;
     size_t data_off;
     int64_t fa;
+    const lors__loci_t *loci;
+    int64_t b0, b1;
+    size_t plain;
 } fetch_at_t;
 void lors__dl_fetch_at(const dl_t *dl, uint32_t b, int k, fetch_at_t *at);
 

@@ -16,10 +16,10 @@
 #include "lors_report.h"
 #include "lns_array.h"
 
-static void parse_checksum(const xnd_mapping_t *m, ckinfo_t *c)
+static void parse_checksum(const xnd_mapping_t *m, const lors__func_t *fn, ckinfo_t *c)
 {
     memset(c, 0, sizeof *c);
-    if (!m->func || strcmp(m->func->name, LORS_CHECKSUM_FUNC) != 0)
+    if (fn->kind != LORS_FUNC_CHECKSUM)
         return;
     if (xnd_meta_get_string(&m->func->args, "algorithm", &c->alg) != XND_OK ||
         xnd_meta_get_int(&m->func->args, "blocksize", &c->bs) != XND_OK || c->bs <= 0 ||
@@ -33,16 +33,20 @@ static int plan_depots(dl_t *dl)
     const xnd_t *x = dl->x;
     dl->map_depot = malloc((x->nmaps ? x->nmaps : 1) * sizeof *dl->map_depot);
     dl->ck = calloc(x->nmaps ? x->nmaps : 1, sizeof *dl->ck);
+    dl->fn = calloc(x->nmaps ? x->nmaps : 1, sizeof *dl->fn);
     dl->depots = calloc(x->nmaps ? x->nmaps : 1, sizeof *dl->depots);
-    if (!dl->map_depot || !dl->ck || !dl->depots)
+    if (!dl->map_depot || !dl->ck || !dl->fn || !dl->depots)
         return LORS_E_NOMEM;
     for (size_t i = 0; i < x->nmaps; i++) {
         const xnd_mapping_t *m = x->maps[i];
         ibp_cap_t cap;
         dl->map_depot[i] = -1;
-        parse_checksum(m, &dl->ck[i]);
+        lors__func_read(x, dl->ec, m, &dl->fn[i], NULL, 0);
+        parse_checksum(m, &dl->fn[i], &dl->ck[i]);
+        /* a mapping whose function lns does not read is never fetched (lors_func.c) */
         if (m->logical_length <= 0 || !m->cap[XND_READ] ||
-            ibp_cap_parse(m->cap[XND_READ], &cap) != IBP_OK)
+            ibp_cap_parse(m->cap[XND_READ], &cap) != IBP_OK ||
+            dl->fn[i].kind == LORS_FUNC_UNKNOWN || (!dl->ec && dl->fn[i].kind == LORS_FUNC_EC))
             continue;
         int d;
         for (d = 0; d < dl->ndepots; d++)
@@ -122,13 +126,43 @@ static int held_at_all(const xnd_t *x, int64_t a, int64_t b)
     return 0;
 }
 
-/* Refuse, before any block is planned, a range that cannot be served or planned. */
+/* The first mapping holding a byte of [a, b) whose function lns does not read, with why;
+ * -1 if none does. */
+static long refused_in(const dl_t *dl, int64_t a, int64_t b, char *why, size_t whylen)
+{
+    const xnd_t *x = dl->x;
+    for (size_t k = 0; k < x->nmaps; k++) {
+        const xnd_mapping_t *m = x->maps[k];
+        if (m->logical_length > 0 && m->exnode_offset < b &&
+            m->exnode_offset + m->logical_length > a && dl->fn[k].kind == LORS_FUNC_UNKNOWN) {
+            lors__func_t f;
+            lors__func_read(x, dl->ec, m, &f, why, whylen);
+            return (long)k;
+        }
+    }
+    return -1;
+}
+
+/* Refuse, before any block is planned, a range that cannot be served or planned: bytes that
+ * only mappings lns cannot read hold are LORS_E_EXNODE, naming the first such mapping and its
+ * function. */
 static int plan_check(dl_t *dl, int64_t off, int64_t len)
 {
     int64_t ga, gb;
     int gap = first_gap(dl, off, off + len, &ga, &gb);
     if (gap < 0)
         return LORS_E_NOMEM;
+    char why[256];
+    long refused = gap ? refused_in(dl, ga, gb, why, sizeof why) : -1;
+    if (refused >= 0) {
+        if (dl->rep) {
+            dl->rep->missing_off = ga;
+            dl->rep->missing_len = gb - ga;
+            lors__report_error(dl->rep, "bytes %lld-%lld: mapping %ld: %s", (long long)ga,
+                               (long long)(gb - 1), refused, why);
+        }
+        return LORS_E_EXNODE;
+    }
     if (gap) {
         if (dl->rep) {
             dl->rep->missing_off = ga;
@@ -219,19 +253,24 @@ static int plan_blocks(dl_t *dl, int64_t off, int64_t end)
 }
 
 /* The bytes of the file a fetch of block b from mapping k loads: the block, widened to whole
- * checksum blocks of the mapping when it is verified. */
+ * checksum blocks of the mapping when it is verified, or to whole blocks of its 1.3.1 chain,
+ * which decode only as a whole. */
 static void fetch_range(const dl_t *dl, uint32_t b, int k, int64_t *fa, int64_t *fb)
 {
     const xnd_mapping_t *m = dl->x->maps[k];
     const ckinfo_t *c = &dl->ck[k];
-    int64_t a = dl->blocks[b].off, e = a + dl->blocks[b].len;
+    int64_t a = dl->blocks[b].off, e = a + dl->blocks[b].len, bs;
     *fa = a;
     *fb = e;
-    if (!dl->o->verify || !c->ok)
+    if (dl->fn[k].kind == LORS_FUNC_LORS131)
+        bs = dl->fn[k].loci.ebs;
+    else if (dl->o->verify && c->ok)
+        bs = c->bs;
+    else
         return;
     int64_t mo = m->exnode_offset, me = mo + m->logical_length;
-    *fa = mo + (a - mo) / c->bs * c->bs;
-    *fb = mo + (e - mo + c->bs - 1) / c->bs * c->bs;
+    *fa = mo + (a - mo) / bs * bs;
+    *fb = mo + (e - mo + bs - 1) / bs * bs;
     if (*fb > me)
         *fb = me;
 }
@@ -239,6 +278,7 @@ static void fetch_range(const dl_t *dl, uint32_t b, int k, int64_t *fa, int64_t 
 void lors__dl_fetch_at(const dl_t *dl, uint32_t b, int k, fetch_at_t *at)
 {
     const xnd_mapping_t *m = dl->x->maps[k];
+    memset(at, 0, sizeof *at);
     if (dl->ec) {
         const lors__ec_col_t *c = &dl->ecol[k];
         int64_t s = dl->ec_s0 + b / (uint32_t)dl->ec->k;
@@ -247,6 +287,7 @@ void lors__dl_fetch_at(const dl_t *dl, uint32_t b, int k, fetch_at_t *at)
         at->ck_first = (size_t)(s - c->first);
         at->data_off = 0;
         at->fa = dl->blocks[b].off;
+        at->plain = at->len;
         return;
     }
     int64_t fa, fb;
@@ -256,6 +297,17 @@ void lors__dl_fetch_at(const dl_t *dl, uint32_t b, int k, fetch_at_t *at)
     at->ck_first = dl->ck[k].ok ? (size_t)((fa - m->exnode_offset) / dl->ck[k].bs) : 0;
     at->data_off = (size_t)(dl->blocks[b].off - fa);
     at->fa = fa;
+    at->plain = at->len;
+    if (dl->fn[k].kind == LORS_FUNC_LORS131) {
+        const lors__loci_t *l = &dl->fn[k].loci;
+        int64_t sl;
+        at->loci = l;
+        at->b0 = (fa - m->exnode_offset) / l->ebs;
+        at->b1 = (fb - m->exnode_offset + l->ebs - 1) / l->ebs;
+        lors__loci_stored(l, at->b0, at->b1, &at->aoff, &sl);
+        at->len = (size_t)sl;
+        at->plain = (size_t)(fb - fa);
+    }
 }
 
 /* Automatic stream count (-t 0, the default): a depot starts with its share of AUTO_BASE
@@ -333,22 +385,30 @@ static int plan_sched(dl_t *dl)
             lors__dl_fetch_at(dl, b, (int)k, &at);
             if (at.len > dl->bufsz)
                 dl->bufsz = at.len;
+            if (at.plain > dl->bufsz) /* a 1.3.1 chain decodes in its buffer */
+                dl->bufsz = at.plain;
         }
     }
     return LORS_OK;
 }
 
 /* The block size: the asked one rounded up to a multiple of the checksum block size (of the
- * first mapping that has one), so that blocks line up with checksum blocks. */
+ * first mapping that has one, or the first 1.3.1 chain's block), so that blocks line up with
+ * checksum blocks; and at least every 1.3.1 mapping that decodes only whole (zlib), so that
+ * it is fetched once, not once per block. */
 static int64_t round_blocksize(const dl_t *dl)
 {
-    int64_t B = dl->o->blocksize;
-    for (size_t i = 0; dl->o->verify && i < dl->x->nmaps; i++)
-        if (dl->ck[i].ok) {
-            int64_t c = dl->ck[i].bs;
-            return (B + c - 1) / c * c;
-        }
-    return B;
+    int64_t B = dl->o->blocksize, c = 0;
+    for (size_t i = 0; i < dl->x->nmaps; i++) {
+        const lors__func_t *f = &dl->fn[i];
+        if (f->kind == LORS_FUNC_LORS131 && f->loci.whole && f->loci.ebs > B)
+            B = f->loci.ebs;
+        if (!c && dl->o->verify && dl->ck[i].ok)
+            c = dl->ck[i].bs;
+        if (!c && f->kind == LORS_FUNC_LORS131 && !f->loci.whole)
+            c = f->loci.ebs;
+    }
+    return c ? (B + c - 1) / c * c : B;
 }
 
 int lors__dl_plan(dl_t *dl, int64_t off, int64_t len)

@@ -26,6 +26,8 @@
 #define LORS_E2E_TAG 16                         /* GCM tag bytes after each encrypted frame */
 #define LORS_E2E_SALT 8                         /* random per-file half of the nonce */
 #define LORS_E2E_VERSION 1                      /* the lns_e2e layout we write and read */
+#define LORS_E2E_FUNC "lns_e2e"  /* on a mapping of frames without lns_checksum: for the
+                                    original tools, which then refuse it (lors_e2e.c) */
 
 /* ---- the engines on stored bytes --------------------------------------------------------- */
 

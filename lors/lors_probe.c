@@ -14,6 +14,7 @@
 #include "lns_err.h"
 #include "lns_time.h"
 #include "lors_ec_int.h"
+#include "lors_func_int.h"
 #include "lors_manage_int.h"
 
 typedef struct probe_run {
@@ -24,11 +25,15 @@ typedef struct probe_run {
     const lors__ec_t *ec; /* an erasure-coded file: its columns hold pieces, not the range */
 } probe_run_t;
 
-/* The bytes mapping m's allocation must hold: its range, or for a column of an
- * erasure-coded file its pieces. */
+/* The bytes mapping m's allocation must hold: its range, for a column of an erasure-coded
+ * file its pieces, for a 1.3.1 chain everything it stored. */
 static uint64_t stored_need(const probe_run_t *r, const xnd_mapping_t *m)
 {
     lors__ec_col_t c;
+    lors__func_t f;
+    lors__func_read(r->x, r->ec, m, &f, NULL, 0);
+    if (f.kind == LORS_FUNC_LORS131)
+        return (uint64_t)m->alloc_length;
     if (r->ec) {
         lors__ec_col(r->ec, m, &c);
         if (c.ok)
@@ -140,13 +145,14 @@ typedef struct live_arg {
     lors__mapidx_t mi;
     const lors_probe_t *probes;
     size_t *depot; /* per mapping (document order): its depot's number */
+    unsigned char *unread; /* per mapping: 1 if lns does not read its function */
 } live_arg_t;
 
 static int count_live(const xnd_mapping_t *m, void *arg)
 {
     live_arg_t *a = arg;
     size_t i = lors__mapidx_find(&a->mi, m);
-    return i != (size_t)-1 && (!a->probes || a->probes[i].alive);
+    return i != (size_t)-1 && (!a->probes || a->probes[i].alive) && !a->unread[i];
 }
 
 static size_t depot_of(const xnd_mapping_t *m, void *arg)
@@ -200,16 +206,35 @@ int lors_ls_logical(const xnd_t *x, const lors_probe_t *probes, xnd_range_t **ou
         return LORS_E_INVAL;
     live_arg_t a = {.probes = probes};
     int rc;
-    if (!(a.depot = malloc((x->nmaps ? x->nmaps : 1) * sizeof *a.depot)))
+    a.depot = malloc((x->nmaps ? x->nmaps : 1) * sizeof *a.depot);
+    a.unread = malloc(x->nmaps ? x->nmaps : 1);
+    if (!a.depot || !a.unread) {
+        free(a.depot);
+        free(a.unread);
         return LORS_E_NOMEM;
+    }
+    lors__ec_t ec;
+    int ec_present = 0;
+    char err[128];
+    if (lors__ec_read(x, &ec, &ec_present, err, sizeof err) != LORS_OK)
+        ec_present = 0;
+    for (size_t i = 0; i < x->nmaps; i++) {
+        lors__func_t f;
+        lors__func_read(x, ec_present ? &ec : NULL, x->maps[i], &f, NULL, 0);
+        a.unread[i] = f.kind == LORS_FUNC_UNKNOWN;
+    }
+    if (ec_present)
+        lors__ec_free(&ec);
     if ((rc = number_depots(x, a.depot)) != LORS_OK ||
         (rc = lors__mapidx_build(x, &a.mi)) != LORS_OK) {
         free(a.depot);
+        free(a.unread);
         return rc;
     }
     rc = xnd_coverage_by(x, count_live, depot_of, &a, out, n);
     lors__mapidx_free(&a.mi);
     free(a.depot);
+    free(a.unread);
     if (rc == XND_OK)
         return LORS_OK;
     return rc == XND_E_NOMEM ? LORS_E_NOMEM : LORS_E_EXNODE;

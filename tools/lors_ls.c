@@ -69,9 +69,12 @@ static const tool_cmd_t cmd = {
     "lors_ls",
     "Usage: lors_ls [options] EXNODE\n"
     "Show a network file's mappings and which of them are alive.\n\n",
-    "\nPhysical: N FLAGS REFS DEPOT OFFSET LENGTH EXPIRY STATUS, FLAGS = S|H (soft, hard, - not\n"
-    "probed), r, w, m (capabilities present), a (byte array); STATUS alive or dead: why.\n"
-    "Logical: OFFSET LENGTH LIVE (depots with a live copy), then GAP where none is left, UNDER\n"
+    "\nPhysical: N FLAGS REFS DEPOT OFFSET LENGTH EXPIRY FUNCTION STATUS, FLAGS = S|H (soft,\n"
+    "hard, - not probed), r, w, m (capabilities present), a (byte array); FUNCTION its\n"
+    "end-to-end functions in the order applied, - none; STATUS alive or dead: why, and why\n"
+    "lns does not read a function it does not understand.\n"
+    "Logical: OFFSET LENGTH LIVE (depots with a live copy lns reads), then GAP where none is\n"
+    "left, UNDER\n"
     "where fewer than the file's copy count (copies: the number of mappings over most of its\n"
     "bytes).\n"
     "Exit: 0 ok, 2 usage, 3 exNode, 4 stdout, 8 some bytes have no live copy, 9 internal,\n"
@@ -140,8 +143,8 @@ static size_t copy_count(const xnd_range_t *all, size_t n, size_t nmaps)
 
 /* ---- text ---- */
 
-#define NCOL 8
-enum { C_N, C_FLAGS, C_REFS, C_DEPOT, C_OFF, C_LEN, C_EXP, C_STATUS };
+#define NCOL 9
+enum { C_N, C_FLAGS, C_REFS, C_DEPOT, C_OFF, C_LEN, C_EXP, C_FUNC, C_STATUS };
 
 typedef struct cells {
     char v[NCOL][4 * (IBP_MAX_HOST + 96)];
@@ -153,7 +156,7 @@ static void physical_cells(const settings_t *f, const xnd_t *x, const lors_probe
 {
     const xnd_mapping_t *m = x->maps[i];
     const lors_probe_t *p = &pr[i];
-    char caps[4], why[sizeof p->why + 64];
+    char caps[4], why[sizeof p->why + 320];
     caps_flags(m, caps);
     snprintf(c->v[C_N], sizeof c->v[C_N], "%zu", i);
     snprintf(c->v[C_FLAGS], sizeof c->v[C_FLAGS], "%c%sa",
@@ -166,7 +169,13 @@ static void physical_cells(const settings_t *f, const xnd_t *x, const lors_probe
     fmt_size(m->exnode_offset, f->human, c->v[C_OFF], sizeof c->v[C_OFF]);
     fmt_size(m->logical_length, f->human, c->v[C_LEN], sizeof c->v[C_LEN]);
     fmt_time(p->expires, c->v[C_EXP], sizeof c->v[C_EXP]);
-    if (p->alive)
+    lors_func_info_t fi;
+    lors_func_info(x, i, &fi);
+    tool_escape(fi.name[0] ? fi.name : "-", c->v[C_FUNC], sizeof c->v[C_FUNC]);
+    if (p->alive && fi.kind == LORS_FUNC_UNKNOWN)
+        snprintf(why, sizeof why, "%s; not read by lns: %s", f->no_probe ? "not probed" : "alive",
+                 fi.why);
+    else if (p->alive)
         snprintf(why, sizeof why, "%s", f->no_probe ? "not probed" : "alive");
     else
         snprintf(why, sizeof why, "dead: %s", p->why[0] ? p->why : ibp_strerror(p->ibp_err));
@@ -189,8 +198,8 @@ static void print_physical(const settings_t *f, const xnd_t *x, const lors_probe
                            char (*where)[IBP_MAX_HOST + 96])
 {
     static const char *head[NCOL] = {"N", "FLAGS", "REFS", "DEPOT", "OFFSET", "LENGTH",
-                                     "EXPIRY", "STATUS"};
-    static const int right[NCOL] = {1, 0, 1, 0, 1, 1, 0, 0};
+                                     "EXPIRY", "FUNCTION", "STATUS"};
+    static const int right[NCOL] = {1, 0, 1, 0, 1, 1, 0, 0, 0};
     int width[NCOL];
     cells_t c; /* 11 KiB */
     for (int k = 0; k < NCOL; k++)
@@ -442,6 +451,19 @@ static void print_json(const char *path, const settings_t *f, const xnd_t *x,
             printf("null");
         else
             json_str(p->why[0] ? p->why : ibp_strerror(p->ibp_err));
+        lors_func_info_t fi;
+        lors_func_info(x, i, &fi);
+        printf(",\"function\":");
+        if (fi.name[0])
+            json_str(fi.name);
+        else
+            printf("null");
+        printf(",\"readable\":%s,\"unreadable_why\":",
+               fi.kind == LORS_FUNC_UNKNOWN ? "false" : "true");
+        if (fi.kind == LORS_FUNC_UNKNOWN)
+            json_str(fi.why);
+        else
+            printf("null");
         if (p->probed)
             printf(",\"probe\":{\"reliability\":\"%s\",\"read_refs\":%d,\"write_refs\":%d,"
                    "\"cur_size\":%" PRIu64 ",\"max_size\":%" PRIu64 ",\"seconds_left\":%" PRId64
@@ -455,8 +477,9 @@ static void print_json(const char *path, const settings_t *f, const xnd_t *x,
     printf("]}\n");
 }
 
-/* 1 if no range is a gap; else 0 and a line for the user: how many bytes, where the first. */
-static int gap_summary(const xnd_range_t *rg, size_t nrg, char *buf, size_t size)
+/* 1 if no range is a gap; else 0 and a line for the user: how many bytes, where the first
+ * (unread: some mapping has a function lns does not read, which counts as no copy). */
+static int gap_summary(const xnd_range_t *rg, size_t nrg, int unread, char *buf, size_t size)
 {
     int64_t lost = 0, first_off = 0, first_len = 0;
     size_t ngaps = 0;
@@ -470,9 +493,9 @@ static int gap_summary(const xnd_range_t *rg, size_t nrg, char *buf, size_t size
         }
     if (!ngaps)
         return 1;
-    snprintf(buf, size, "%" PRId64 " bytes in %zu range%s have no live copy (first: bytes %"
-             PRId64 "-%" PRId64 ")", lost, ngaps, ngaps == 1 ? "" : "s", first_off,
-             first_off + first_len - 1);
+    snprintf(buf, size, "%" PRId64 " bytes in %zu range%s have no live copy%s (first: bytes %"
+             PRId64 "-%" PRId64 ")", lost, ngaps, ngaps == 1 ? "" : "s",
+             unread ? " that lns reads" : "", first_off, first_off + first_len - 1);
     return 0;
 }
 
@@ -541,7 +564,13 @@ int main(int argc, char **argv)
         goto done;
     }
     copies = copy_count(all, nall, x->nmaps);
-    complete = gap_summary(rg, nrg, gaps, sizeof gaps);
+    int unread = 0;
+    for (size_t i = 0; i < x->nmaps; i++) {
+        lors_func_info_t fi;
+        lors_func_info(x, i, &fi);
+        unread |= fi.kind == LORS_FUNC_UNKNOWN;
+    }
+    complete = gap_summary(rg, nrg, unread, gaps, sizeof gaps);
     full = under_summary(rg, nrg, copies, thin, sizeof thin);
     if (lors_ec_info(x, &ec.info, err, sizeof err) != LORS_OK) {
         tool_error(TOOL, "%s: %s", path, err);

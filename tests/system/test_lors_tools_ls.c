@@ -74,15 +74,17 @@ static void test_ls_views(void)
     CU_ASSERT(strncmp(p, "N FLAGS REFS DEPOT ", 19) == 0);
     const char *hdr = p, *h_off = strstr(hdr, " OFFSET "), *h_len = strstr(hdr, " LENGTH ");
     const char *h_exp = strstr(hdr, " EXPIRY "), *h_st = strstr(hdr, " STATUS\n");
-    CU_ASSERT_FATAL(h_off && h_len && h_exp && h_st);
+    const char *h_fn = strstr(hdr, " FUNCTION ");
+    CU_ASSERT_FATAL(h_off && h_len && h_exp && h_fn && h_st);
     p = strchr(p, '\n') + 1;
     for (int i = 0; i < 4; i++) {
         int n, refs, port, used = 0;
-        char flags[8], date[16], tod[16], status[16];
+        char flags[8], date[16], tod[16], func[16], status[16];
         long long off, len;
-        CU_ASSERT_EQUAL_FATAL(sscanf(p, "%d %7s %d 127.0.0.1:%d/%*s %lld %lld %15s %15s %15s%n",
-                                     &n, flags, &refs, &port, &off, &len, date, tod, status,
-                                     &used), 9);
+        CU_ASSERT_EQUAL_FATAL(sscanf(p, "%d %7s %d 127.0.0.1:%d/%*s %lld %lld %15s %15s %15s "
+                                     "%15s%n", &n, flags, &refs, &port, &off, &len, date, tod,
+                                     func, status, &used), 10);
+        CU_ASSERT_STRING_EQUAL(func, "lns_checksum");
         CU_ASSERT_EQUAL(n, i);
         CU_ASSERT_STRING_EQUAL(flags, "Hrwma");
         CU_ASSERT_EQUAL(refs, 1);
@@ -94,6 +96,7 @@ static void test_ls_views(void)
         CU_ASSERT_EQUAL(p[h_len - hdr + 7], ' ');    /* LENGTH's last digit, then a space */
         CU_ASSERT(p[h_len - hdr + 6] >= '0' && p[h_len - hdr + 6] <= '9');
         CU_ASSERT(p[h_exp - hdr + 1] == '2');        /* the year */
+        CU_ASSERT_EQUAL(strncmp(p + (h_fn - hdr) + 1, "lns_checksum ", 13), 0);
         CU_ASSERT_EQUAL(strncmp(p + (h_st - hdr) + 1, "alive\n", 6), 0);
         p = strchr(p + used, '\n');
         CU_ASSERT_PTR_NOT_NULL_FATAL(p);
