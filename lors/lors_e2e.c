@@ -77,6 +77,28 @@ static void *encoder(void *arg)
     return NULL;
 }
 
+/* The original tools read a mapping without an e2e_blocksize as the file's own bytes, which
+ * frames are not: every mapping of a transformed file gets one (the frame size), so that they
+ * send it through their conditioning functions, and a function with a name they do not know
+ * (lns_checksum, or LORS_E2E_FUNC where there are no checksums), which they then refuse
+ * ("lorsSetLoad failure", nothing written).  Without a function they would crash.
+ * docs/exnode.md, "Older readers". */
+static int mark_for_originals(xnd_t *x, int64_t fs)
+{
+    for (size_t i = 0; i < x->nmaps; i++) {
+        xnd_mapping_t *m = x->maps[i];
+        m->e2e_blocksize = fs;
+        m->has_e2e_blocksize = 1;
+        if (!m->func) {
+            xnd_func_t *f = xnd_func_new(LORS_E2E_FUNC);
+            if (!f)
+                return XND_E_NOMEM;
+            xnd_mapping_set_func(m, f);
+        }
+    }
+    return XND_OK;
+}
+
 /* A failed input after the engine succeeded: what it stored is not the file. */
 static void discard(const lors_upload_opts_t *o, xnd_t *x, lors_report_t *rep)
 {
@@ -154,7 +176,8 @@ int lors__upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chain
         rc = LORS_E_E2E;
         lors__report_error(rep, "the engine stored %lld bytes, the encoder made "
                            "%lld", (long long)rep->size, (long long)d.stored_size);
-    } else if (rc == LORS_OK && (rc = lors__e2e_desc_write(&d, *out)) != XND_OK) {
+    } else if (rc == LORS_OK && ((rc = lors__e2e_desc_write(&d, *out)) != XND_OK ||
+                                 (rc = mark_for_originals(*out, fs)) != XND_OK)) {
         lors__report_error(rep, "building the exNode: %s", xnd_strerror(rc));
         rc = rc == XND_E_NOMEM ? LORS_E_NOMEM : LORS_E_EXNODE;
     }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "lors.h"
+#include "lors_e2e_int.h"
 #include "lns_time.h"
 
 void lors_share_opts_init(lors_share_opts_t *o)
@@ -168,8 +169,16 @@ static int share_mapping(ibp_client_t *c, const lors_share_opts_t *o, const xnd_
         n->alloc_offset = 0;
         n->alloc_length = t - s;
     }
-    if (m->func && !whole)
-        xnd_mapping_set_func(n, NULL); /* the digests are of blocks this piece cuts */
+    if (m->func && !whole) {
+        /* the digests are of blocks this piece cuts; frames keep the mark that makes the
+         * original tools refuse them (lors_e2e.c) */
+        xnd_func_t *mark = n->e2e_blocksize ? xnd_func_new(LORS_E2E_FUNC) : NULL;
+        if (n->e2e_blocksize && !mark) {
+            xnd_mapping_free(n);
+            return -1;
+        }
+        xnd_mapping_set_func(n, mark);
+    }
     if (xnd_mapping_set_cap(n, XND_READ, caps.read) != XND_OK ||
         xnd_mapping_set_cap(n, XND_WRITE, NULL) != XND_OK ||
         xnd_mapping_set_cap(n, XND_MANAGE, NULL) != XND_OK) {

@@ -490,8 +490,43 @@ static void test_reader_leaves(void)
     free(src);
 }
 
+/* Every mapping of frames carries the frame size as its e2e_blocksize and a function the
+ * original tools do not know, so that they refuse the file instead of writing its frames out
+ * as data: lns_checksum, or without checksums the lns_e2e mark; lns reads both as the bytes
+ * as they are.  (make interop gives such files to the original lors_download: cells 6.lns-*.) */
+static void test_marked_for_originals(void)
+{
+    size_t n = 3 * FRAME + 5;
+    unsigned char *src = tl_data(n, 77);
+    for (int ck = 0; ck < 2; ck++) {
+        lors_upload_opts_t o;
+        uopts(&o, "zlib,aes", 2);
+        if (!ck)
+            o.checksum = "none";
+        xnd_t *x = upload_buf(&o, src, n, NULL);
+        CU_ASSERT(x->nmaps > 0);
+        for (size_t i = 0; i < x->nmaps; i++) {
+            lors_func_info_t fi;
+            CU_ASSERT_EQUAL(x->maps[i]->e2e_blocksize, FRAME);
+            CU_ASSERT_EQUAL(lors_func_info(x, i, &fi), LORS_OK);
+            CU_ASSERT_EQUAL(fi.kind, ck ? LORS_FUNC_CHECKSUM : LORS_FUNC_NONE);
+            CU_ASSERT_STRING_EQUAL(fi.name, ck ? LORS_CHECKSUM_FUNC : "lns_e2e");
+        }
+        check_range(x, src, n, 0, -1, NULL);
+        check_range(x, src, n, FRAME - 3, FRAME + 7, NULL);
+        /* the mark means nothing in a file without frames: there it is refused */
+        xnd_meta_remove(&x->meta, LORS_E2E_META);
+        lors_func_info_t fi;
+        CU_ASSERT_EQUAL(lors_func_info(x, 0, &fi), LORS_OK);
+        CU_ASSERT_EQUAL(fi.kind, ck ? LORS_FUNC_CHECKSUM : LORS_FUNC_UNKNOWN);
+        tl_free_xnd(cli, x);
+    }
+    free(src);
+}
+
 static const lns_test_case tests[] = {
     {"round trips: 4 chains x 6 sizes, 2 copies, via XML", test_round_trips},
+    {"mappings of frames marked for the original tools", test_marked_for_originals},
     {"from a pipe and a file; an input that ends early", test_fd_inputs},
     {"sub-ranges across frames", test_subranges},
     {"compressible data shrinks", test_compressible},
