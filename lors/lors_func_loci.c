@@ -101,14 +101,17 @@ int lors__loci_parse(const xnd_mapping_t *m, lors__loci_t *l, char *why, size_t 
     char chain[128];
     lors__func_name(m, chain, sizeof chain);
     for (int i = 0; i < n; i++) {
+        /* the original reads neither back on a 64-bit machine (docs/exnode.md): there is no
+         * working implementation to hold a decoder to */
         if (l->step[i].kind == LORS_LOCI_DES) {
-            lns_err_set(why, whylen, "function %s (LoRS 1.3.1 DES): lns does not decode it",
+            lns_err_set(why, whylen, "function %s (LoRS 1.3.1 DES): not decoded: the original "
+                        "tools' 64-bit DES is not DES and they cannot read it back either",
                         chain);
             return LORS_E_EXNODE;
         }
         if (l->step[i].kind == LORS_LOCI_AES) {
-            lns_err_set(why, whylen, "function %s (LoRS 1.3.1 AES): lns does not decode it",
-                        chain);
+            lns_err_set(why, whylen, "function %s (LoRS 1.3.1 AES): not decoded: the original "
+                        "tools cannot read their own AES files back", chain);
             return LORS_E_EXNODE;
         }
         l->whole |= l->step[i].kind == LORS_LOCI_ZLIB;
@@ -296,9 +299,10 @@ static int undo_checksum(const lors__loci_step_t *s, unsigned char *p, size_t *l
 }
 
 /* xor_encrypt: each block is xored from its first byte with the KEY's bytes and the NUL that
- * ends it, taken in the original's order (index l - 1 first, then l, then 0, 1, ...: a slip
- * it kept "for compatibility"), so a 7-character key xors every other byte with its last
- * character and leaves the others as they are. */
+ * ends it, in the original's order: the index starts at 0, is made l - 1 whenever it is 0,
+ * and after each byte goes up by one, back to 0 past l (a slip it kept "for
+ * compatibility").  So the indexes run l - 1, l, l - 1, l, ...: every other byte is xored
+ * with the key's last character and the others with its NUL, left as they are. */
 static void undo_xor(const lors__loci_step_t *s, unsigned char *p, size_t len)
 {
     size_t l = strlen(s->key);
