@@ -124,7 +124,7 @@ $$(LIB$(1)_SO): $$(call obj,$(3)) $$(LIBCOMMON_A) $(5)
 endef
 # libibp.a also holds the common/ helpers, for the programs that link the archives.
 $(eval $(call library,IBP,ibp,$(LIBIBP_SRC),$(COMMON_SRC)))
-$(eval $(call library,EXNODE,exnode,$(EXNODE_SRC),,$(LIBIBP_SO),-lxml2))
+$(eval $(call library,EXNODE,exnode,$(EXNODE_SRC),,$(LIBIBP_SO),-lxml2 -lcrypto))
 $(eval $(call library,LORS,lors,$(LORS_SRC),,$(LIBEXNODE_SO) $(LIBIBP_SO),-lcrypto -lz -lisal))
 $(eval $(call library,LBONE,lbone,$(LBONE_SRC),,,-lcurl -ljansson -lm))
 

@@ -122,7 +122,8 @@ static const tool_cmd_t cmd = {
     "An erasure-coded file gets back its missing pieces instead, decoded from survivors.\n"
     "--ec K+M (or off) converts the file to erasure coding (or back to copies).\n\n",
     "\nExit: 0 ok, 2 usage, 3 exNode, 4 local I/O (also: -o exists, without --force), 5 depots,\n"
-    "6 no live copy of some bytes, 9 internal, 130 SIGINT, 143 SIGTERM.  See lors_augment(1).\n",
+    "6 no live copy of some bytes, 9 internal, 12 the exNode changed meanwhile (not replaced,\n"
+    "the new copies freed), 130 SIGINT, 143 SIGTERM.  See lors_augment(1).\n",
     opts, sizeof(settings_t), check,
 };
 
@@ -178,7 +179,8 @@ static int pick_depots(const settings_t *f, lors_augment_opts_t *ao,
 /* --ec K+M / --ec off: the file stored again in the other layout (lors_convert); the new
  * exNode goes to out, and when that replaces the input the old allocations are freed, since
  * no exNode names them any more. */
-static int convert(settings_t *f, const char *path, const char *out, int replace, const xnd_t *x)
+static int convert(settings_t *f, const char *path, const char *out, int replace, const xnd_t *x,
+                   tool_rewrite_t *rw)
 {
     lors_convert_opts_t co;
     lors_report_t rep = {0};
@@ -254,16 +256,18 @@ static int convert(settings_t *f, const char *path, const char *out, int replace
         }
         goto done;
     }
-    code = tool_save_exnode(TOOL, nx, out, replace);
+    code = tool_put_exnode(TOOL, nx, out, replace, rw);
     if (code) {
         lors_discard(nx, co.up.threads, co.up.timeout_s, &rep.freed);
         tool_freed_text(&rep.freed, freed, sizeof freed);
-        tool_error(TOOL, "%s", freed);
+        if (code == TOOL_EXIT_CHANGED)
+            tool_error(TOOL, "%s; %s", rw->why, freed);
+        else
+            tool_error(TOOL, "%s", freed);
         goto done;
     }
     lors_freed_t old = {0};
-    int in_place = strcmp(path, "-") != 0 && (strcmp(out, path) == 0 || tool_same_file(out, path));
-    if (in_place && lors_discard(x, co.up.threads, co.up.timeout_s > 10 ? 10 : co.up.timeout_s,
+    if (rw->in_place && lors_discard(x, co.up.threads, co.up.timeout_s > 10 ? 10 : co.up.timeout_s,
                                  &old) != LORS_OK && !f->c.quiet)
         tool_error(TOOL, "warning: %d old allocation%s could not be freed (depot down); they "
                    "end with their leases", old.unfreed, old.unfreed == 1 ? "" : "s");
@@ -290,11 +294,13 @@ int main(int argc, char **argv)
     lors_depot_t *depots = NULL;
     size_t ndepots = 0;
     xnd_t *x = NULL, *added = NULL;
+    tool_rewrite_t rw;
     int code, lrc, replace = 0;
     const char *path, *out;
     char freed[160];
 
-    code = tool_opt_exnode(&cmd, argc, argv, &f, &path, &x);
+    /* no lock held while copying (that may take long): the write is a compare-and-swap */
+    code = tool_opt_exnode_rw(&cmd, argc, argv, &f, &f.output, 0, &path, &x, &rw);
     if (code)
         return code;
     out = f.output ? f.output : path;
@@ -303,7 +309,7 @@ int main(int argc, char **argv)
         goto done;
 
     if (f.ec_k || f.ec_off) {
-        code = convert(&f, path, out, replace, x);
+        code = convert(&f, path, out, replace, x, &rw);
         goto done;
     }
     lors_ec_info_t ec;
@@ -363,11 +369,15 @@ int main(int argc, char **argv)
         }
         goto done;
     }
-    code = tool_save_exnode(TOOL, f.new_only ? added : x, out, replace);
+    code = f.new_only ? tool_save_exnode(TOOL, added, out, replace)
+                      : tool_put_exnode(TOOL, x, out, replace, &rw);
     if (code) {
         lors_discard(added, ao.up.threads, ao.up.timeout_s, &rep.freed);
         tool_freed_text(&rep.freed, freed, sizeof freed);
-        tool_error(TOOL, "%s", freed);
+        if (code == TOOL_EXIT_CHANGED)
+            tool_error(TOOL, "%s; %s", rw.why, freed);
+        else
+            tool_error(TOOL, "%s", freed);
         goto done;
     }
     if (f.c.verbose && !f.c.quiet)

@@ -114,8 +114,9 @@ static const tool_cmd_t cmd = {
     "atomically.  A directory stands for the *.xnd files under it.\n\n",
     "\nExit: 0 every file meets the policy, 2 usage, 3 an exNode, 4 local I/O (the state\n"
     "file), 5 depots, 8 some leases could not be extended, 9 internal, 11 some bytes are at\n"
-    "risk or lost (too few survivors, no depot with room: each range is named), 130/143 a\n"
-    "pass was interrupted.  --daemon exits 0 on SIGINT/SIGTERM.  See lors_keep(1).\n",
+    "risk or lost (too few survivors, no depot with room: each range is named), 12 an exNode\n"
+    "changed during its pass (not replaced, the new copies freed), 130/143 a pass was\n"
+    "interrupted.  --daemon exits 0 on SIGINT/SIGTERM.  See lors_keep(1).\n",
     opts, sizeof(settings_t), check,
 };
 
@@ -289,14 +290,15 @@ static void report_text(const settings_t *f, const char *path, const outcome_t *
     char sent[16], built[16];
     int busy = r->added || r->removed || r->dead || r->refresh_failed ||
                r->nrisks || r->would_add || r->would_remove || r->would_refresh;
-    if (f->c.quiet || (!busy && !f->c.verbose && strcmp(oc->status, "error") != 0))
+    if (!busy && !f->c.verbose && strcmp(oc->status, "error") != 0)
         return;
     tool_human(r->bytes_sent, sent, sizeof sent);
     tool_human(r->bytes_rebuilt, built, sizeof built);
-    if (f->dry_run)
+    /* -q: the summary goes, the errors on stderr stay */
+    if (!f->c.quiet && f->dry_run)
         printf("%s: %s: %d mappings, %d dead; would refresh %d, add %d, remove %d\n", path,
                oc->status, r->mappings, r->dead, r->would_refresh, r->would_add, r->would_remove);
-    else
+    else if (!f->c.quiet)
         printf("%s: %s: %d mappings, %d dead; refreshed %d, added %d (%s sent, %s rebuilt), "
                "removed %d\n", path, oc->status, r->mappings, r->dead, r->refreshed, r->added,
                sent, built, r->removed);
@@ -327,16 +329,10 @@ typedef struct ctx {
     const volatile sig_atomic_t *stop;
 } ctx_t;
 
-static int same_file(const struct stat *a, const struct stat *b)
-{
-    return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
-           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
-}
-
 static void keep_file(ctx_t *c, const char *path, lors_keep_report_t *r, outcome_t *oc)
 {
-    char err[512];
-    struct stat before, after;
+    char err[640];
+    xnd_digest_t was;
     xnd_t *x = NULL;
     journal_t jn = {c->ks, path};
     lors_keep_opts_t ko = c->ko;
@@ -346,9 +342,7 @@ static void keep_file(ctx_t *c, const char *path, lors_keep_report_t *r, outcome
     oc->code = TOOL_EXIT_OK;
     if (!c->f->dry_run)
         reconcile(c->ks, c->ibp, path);
-    if (stat(path, &before) != 0 || xnd_read_file(path, &x, err, sizeof err) != XND_OK) {
-        if (stat(path, &before) != 0)
-            snprintf(err, sizeof err, "%s", strerror(errno));
+    if (xnd_read_file_digest(path, NULL, &x, &was, err, sizeof err) != XND_OK) {
         lns_err_set(r->error, sizeof r->error, "%s", err);
         oc->code = TOOL_EXIT_EXNODE;
         return;
@@ -359,15 +353,23 @@ static void keep_file(ctx_t *c, const char *path, lors_keep_report_t *r, outcome
     int lrc = lors_keep(&ko, x, r);
     if (lrc == LORS_OK || lrc == LORS_E_PARTIAL) {
         if (r->changed && !c->f->dry_run) {
-            if (stat(path, &after) != 0 || !same_file(&before, &after)) {
-                lns_err_set(r->error, sizeof r->error,
-                            "the exNode changed during the pass: not overwritten; its new "
-                            "allocations are freed and the next pass keeps it");
-                lrc = LORS_E_PARTIAL;
-                oc->code = TOOL_EXIT_PARTIAL;
-            } else if (lns_fail("keep.write") < 0 ||
-                       xnd_write_file(x, path, err, sizeof err) != XND_OK) {
-                lns_err_set(r->error, sizeof r->error, "writing the exNode: %s", err);
+            /* a compare-and-swap: a version another keeper or tool wrote during the pass is
+             * never replaced; the reconcile below then frees what this pass allocated */
+            int wrc = XND_E_IO;
+            size_t pl = strlen(path);
+            if (lns_fail("keep.write") < 0)
+                snprintf(err, sizeof err, "%s", strerror(errno));
+            else
+                wrc = xnd_update_file(x, path, &was, -1, NULL, err, sizeof err);
+            /* the report line names the file already */
+            const char *why = strncmp(err, path, pl) == 0 && strncmp(err + pl, ": ", 2) == 0
+                                  ? err + pl + 2 : err;
+            if (wrc == XND_E_CHANGED || wrc == XND_E_BUSY) {
+                lns_err_set(r->error, sizeof r->error, "%s; this pass's new allocations are "
+                            "freed and the next pass keeps it", why);
+                oc->code = TOOL_EXIT_CHANGED;
+            } else if (wrc != XND_OK) {
+                lns_err_set(r->error, sizeof r->error, "writing the exNode: %s", why);
                 oc->code = TOOL_EXIT_IO;
             }
             lns_fail("keep.written"); /* tests: die before the journal is cleared */

@@ -109,6 +109,11 @@ int tool_opt_parse(const tool_cmd_t *cmd, int argc, char **argv, void *settings,
  * with nothing left to free. */
 int tool_opt_exnode(const tool_cmd_t *cmd, int argc, char **argv, void *settings,
                     const char **path, xnd_t **x);
+/* The same for a tool that writes its exNode back (tool_open_exnode_rw): *output is the
+ * settings' -o field, read after the parse. */
+int tool_opt_exnode_rw(const tool_cmd_t *cmd, int argc, char **argv, void *settings,
+                       const char **output, int hold, const char **path, xnd_t **x,
+                       tool_rewrite_t *rw);
 void tool_opt_free(void *settings);
 
 /* --help's text for cmd on f. */
