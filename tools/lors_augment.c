@@ -33,7 +33,7 @@ typedef struct settings {
     const char *output, *depots;
     tool_lbone_opts_t lb;   /* -H/--lbone, -P, -l, -m */
     int new_only, balance, no_relay, copies, reliability, force;
-    int64_t duration, offset, length;
+    int64_t duration, offset, length, provisional;
     int ec_k, ec_m, ec_off;   /* --ec K+M, --ec off: convert */
     int64_t ec_piece;
 } settings_t;
@@ -71,6 +71,7 @@ static const tool_opt_t opts[] = {
     TOOL_OPT_DEPOTS(S(depots), S(lb)),
     {TOOL_OPT_DURATION, "duration", 'd', "DURATION", S(duration), 1, INT64_MAX, "1d", "T",
      "lifetime of the new copies (s, m, h, d; -1 or max: each\ndepot's maximum)", NULL},
+    TOOL_OPT_PROVISIONAL(S(provisional)),
     TOOL_OPT_STORAGE(S(reliability)),
     TOOL_OPT_THREADS(1, "4", "parallel depot calls"),
     TOOL_OPT_TIMEOUT("3m", "longest wait of any one depot call"),
@@ -215,6 +216,7 @@ static int convert(settings_t *f, const char *path, const char *out, int replace
                        : f->c.rc.copies > 0 ? f->c.rc.copies : 2;
     }
     co.up.duration_s = f->duration;
+    co.up.provisional_s = f->provisional;
     co.up.reliability = f->reliability ? f->reliability : IBP_HARD;
     co.up.threads = f->c.threads;
     co.up.timeout_s = (int)f->c.timeout;
@@ -256,6 +258,8 @@ static int convert(settings_t *f, const char *path, const char *out, int replace
         }
         goto done;
     }
+    if (strcmp(out, "-") == 0)
+        tool_leases_promise(nx, NULL, &co.up);
     code = tool_put_exnode(TOOL, nx, out, replace, rw);
     if (code) {
         lors_discard(nx, co.up.threads, co.up.timeout_s, &rep.freed);
@@ -266,6 +270,7 @@ static int convert(settings_t *f, const char *path, const char *out, int replace
             tool_error(TOOL, "%s", freed);
         goto done;
     }
+    code = tool_leases_extend(TOOL, nx, NULL, &co.up, out, rw);
     lors_freed_t old = {0};
     if (rw->in_place && lors_discard(x, co.up.threads, co.up.timeout_s > 10 ? 10 : co.up.timeout_s,
                                  &old) != LORS_OK && !f->c.quiet)
@@ -329,6 +334,7 @@ int main(int argc, char **argv)
     ao.up.copies = f.copies != TOOL_UNSET_INT ? f.copies
                    : f.balance && f.c.rc.copies > 0 ? f.c.rc.copies : 1;
     ao.up.duration_s = f.duration;
+    ao.up.provisional_s = f.provisional;
     ao.up.reliability = f.reliability ? f.reliability : IBP_HARD;
     ao.up.threads = f.c.threads;
     ao.up.timeout_s = (int)f.c.timeout;
@@ -369,8 +375,27 @@ int main(int argc, char **argv)
         }
         goto done;
     }
+    /* the new mappings: appended to x, or all of added */
+    size_t n0 = x->nmaps - (added ? added->nmaps : 0);
+    unsigned char *fresh = calloc(x->nmaps ? x->nmaps : 1, 1);
+    if (!fresh) {
+        tool_error(TOOL, "out of memory");
+        code = TOOL_EXIT_INTERNAL;
+        lors_discard(added, ao.up.threads, ao.up.timeout_s, &rep.freed);
+        goto done;
+    }
+    for (size_t i = n0; i < x->nmaps; i++)
+        fresh[i] = 1;
+    if (strcmp(out, "-") == 0)
+        tool_leases_promise(f.new_only ? added : x, f.new_only ? NULL : fresh, &ao.up);
     code = f.new_only ? tool_save_exnode(TOOL, added, out, replace)
                       : tool_put_exnode(TOOL, x, out, replace, &rw);
+    if (code == TOOL_EXIT_OK)
+        code = f.new_only ? tool_leases_extend(TOOL, added, NULL, &ao.up, out, NULL)
+                          : tool_leases_extend(TOOL, x, fresh, &ao.up, out, &rw);
+    free(fresh);
+    if (code == TOOL_EXIT_PARTIAL)
+        goto done;
     if (code) {
         lors_discard(added, ao.up.threads, ao.up.timeout_s, &rep.freed);
         tool_freed_text(&rep.freed, freed, sizeof freed);

@@ -66,9 +66,7 @@ static const tool_opt_t opts[] = {
      "for nothing and are removed once rebuilt elsewhere", NULL},
     {TOOL_OPT_DURATION, "duration", 'd', NULL, S(duration), 1, INT64_MAX, "max", "T",
      "lifetime of new copies (default max: each depot's maximum)", NULL},
-    {TOOL_OPT_SECONDS, "provisional", 0, NULL, S(provisional), 0, INT64_MAX, "10m", "T",
-     "new copies live T until the pass that made them is done (an\n"
-     "allocation a killed keeper never recorded ends by itself);\n0: none", NULL},
+    TOOL_OPT_PROVISIONAL(S(provisional)),
     TOOL_OPT_STORAGE(S(reliability)),
     TOOL_OPT_HEADING("Running:"),
     {TOOL_OPT_SWITCH, "once", 0, NULL, S(once), 1, 0, NULL, NULL,
@@ -329,10 +327,26 @@ typedef struct ctx {
     const volatile sig_atomic_t *stop;
 } ctx_t;
 
+/* The pass's new allocations, provisional until the exNode naming them is on disk, get their
+ * duration; the exNode is written again with their ends unless someone wrote a newer one. */
+static void extend_written(ctx_t *c, const char *path, xnd_t *x, lors_keep_report_t *r,
+                           const xnd_digest_t *mine)
+{
+    char err[640];
+    int failed = 0;
+    if (!r->fresh || r->nfresh != x->nmaps)
+        return;
+    lors_lease_extend(x, r->fresh, c->ko.duration_s, c->ko.provisional_s, c->ko.threads,
+                      c->ko.timeout_s, &failed);
+    r->refresh_failed += failed;
+    if (r->added > 0)
+        xnd_update_file(x, path, mine, -1, NULL, err, sizeof err);
+}
+
 static void keep_file(ctx_t *c, const char *path, lors_keep_report_t *r, outcome_t *oc)
 {
     char err[640];
-    xnd_digest_t was;
+    xnd_digest_t was, mine;
     xnd_t *x = NULL;
     journal_t jn = {c->ks, path};
     lors_keep_opts_t ko = c->ko;
@@ -360,7 +374,7 @@ static void keep_file(ctx_t *c, const char *path, lors_keep_report_t *r, outcome
             if (lns_fail("keep.write") < 0)
                 snprintf(err, sizeof err, "%s", strerror(errno));
             else
-                wrc = xnd_update_file(x, path, &was, -1, NULL, err, sizeof err);
+                wrc = xnd_update_file(x, path, &was, -1, &mine, err, sizeof err);
             /* the report line names the file already */
             const char *why = strncmp(err, path, pl) == 0 && strncmp(err + pl, ": ", 2) == 0
                                   ? err + pl + 2 : err;
@@ -371,6 +385,8 @@ static void keep_file(ctx_t *c, const char *path, lors_keep_report_t *r, outcome
             } else if (wrc != XND_OK) {
                 lns_err_set(r->error, sizeof r->error, "writing the exNode: %s", why);
                 oc->code = TOOL_EXIT_IO;
+            } else {
+                extend_written(c, path, x, r, &mine);
             }
             lns_fail("keep.written"); /* tests: die before the journal is cleared */
         }
@@ -541,6 +557,7 @@ int main(int argc, char **argv)
     c.ko.margin_s = f.margin;
     c.ko.duration_s = f.duration;
     c.ko.provisional_s = f.provisional;
+    c.ko.defer_extend = 1; /* extended once the exNode naming them is written */
     c.ko.reliability = f.reliability ? f.reliability : IBP_HARD;
     c.ko.threads = f.c.threads;
     c.ko.timeout_s = (int)f.c.timeout;

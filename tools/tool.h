@@ -194,6 +194,17 @@ int tool_put_exnode(const char *tool, const xnd_t *x, const char *out, int repla
 /* Let the update lock go (if held). */
 void tool_rewrite_end(tool_rewrite_t *rw);
 
+/* Provisional leases (up->provisional_s, lors_lease_extend).  Before an exNode goes to
+ * stdout, which is written once: the ends its mappings with select[i] (NULL: all) will have,
+ * now + up->duration_s (-d max: left as they are).  After x was written to out: extend them,
+ * and for a file write x again with the ends the depots gave, as a compare-and-swap against
+ * the version just written (rw, in place, or NULL for a new file); a newer version someone
+ * else wrote is left alone.  TOOL_EXIT_PARTIAL after a warning line when some allocation
+ * stays on its provisional lease, else TOOL_EXIT_OK. */
+void tool_leases_promise(xnd_t *x, const unsigned char *select, const lors_upload_opts_t *up);
+int tool_leases_extend(const char *tool, xnd_t *x, const unsigned char *select,
+                       const lors_upload_opts_t *up, const char *out, tool_rewrite_t *rw);
+
 /* ---- interrupts (tool_stop.c) -------------------------------------------------------------
  * For the tools that allocate: from tool_stop_install on, SIGINT or SIGTERM (unless ignored
  * when the program started, as in a script's background job) sets the flag it returns

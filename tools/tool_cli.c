@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lns_time.h"
 #include "tool.h"
 #include "lns_version.h"
 
@@ -190,6 +191,48 @@ void tool_rewrite_end(tool_rewrite_t *rw)
 {
     xnd_unlock_file(rw->lockfd);
     rw->lockfd = -1;
+}
+
+void tool_leases_promise(xnd_t *x, const unsigned char *select, const lors_upload_opts_t *up)
+{
+    int64_t now = lns_now_s();
+    for (size_t i = 0; up->duration_s > 0 && i < x->nmaps; i++)
+        if (!select || select[i])
+            xnd_mapping_set_time(x->maps[i], 1, now + up->duration_s);
+}
+
+int tool_leases_extend(const char *tool, xnd_t *x, const unsigned char *select,
+                       const lors_upload_opts_t *up, const char *out, tool_rewrite_t *rw)
+{
+    char err[256];
+    xnd_digest_t before, after;
+    tool_rewrite_t own;
+    int failed = 0, file = strcmp(out, "-") != 0;
+    if (file && (!rw || !rw->in_place)) {
+        /* a new file: the version to compare with is the one just written */
+        memset(&own, 0, sizeof own);
+        own.in_place = 1;
+        own.lockfd = -1;
+        rw = &own;
+        if (xnd_digest(x, &own.was, err, sizeof err) != XND_OK)
+            file = 0;
+    }
+    if (file && xnd_digest(x, &before, err, sizeof err) != XND_OK)
+        file = 0;
+    lors_lease_extend(x, select, up->duration_s, up->provisional_s, up->threads, up->timeout_s,
+                      &failed);
+    /* unchanged when nothing was provisional; a newer version (a keeper's) is left alone */
+    if (file && xnd_digest(x, &after, err, sizeof err) == XND_OK &&
+        memcmp(before.sha256, after.sha256, sizeof before.sha256) != 0 &&
+        tool_put_exnode(tool, x, out, 1, rw) == TOOL_EXIT_CHANGED)
+        file = 0;
+    if (failed == 0)
+        return TOOL_EXIT_OK;
+    tool_error(tool, "warning: %d allocation%s kept %s provisional lease of %" PRId64 " s (the "
+               "depot did not answer the extension); lors_refresh %s gives %s the lease asked",
+               failed, failed == 1 ? "" : "s", failed == 1 ? "its" : "their", up->provisional_s,
+               file ? out : "EXNODE", failed == 1 ? "it" : "them");
+    return TOOL_EXIT_PARTIAL;
 }
 
 int tool_save_exnode(const char *tool, const xnd_t *x, const char *path, int replace)
