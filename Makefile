@@ -13,7 +13,8 @@
 #   make bench-lbone      lbone_server with 10,000 depots: query latency, heartbeat rate (docs/PERFORMANCE.md)
 #   make bench-serve      lors_serve and lors_mount against lors_download and IBP LOAD; the load curve
 #   make bench-ibp-perf   ACCRE's ibp_perf against an lns and an ACCRE 1.4 depot (docs/PERFORMANCE.md)
-#   make soak             the long runs: every depot failpoint, then random faults (SOAK_SECONDS, default 600)
+#   make soak             the long runs: every depot failpoint, then random faults (SOAK_SECONDS, default 600);
+#                         concurrent exNode writers and tools SIGKILLed at random points
 #   make interop          lns against the real ACCRE 1.4 and LoCI 1.3.1 programs (docs/interop.md)
 #   make interop-build    build those programs (ACCRE_MIRROR=, LORS_MIRROR= their git dirs)
 #   make install          PREFIX=/usr/local DESTDIR= (programs; libibp, libexnode, liblors, liblbone
@@ -124,7 +125,7 @@ $$(LIB$(1)_SO): $$(call obj,$(3)) $$(LIBCOMMON_A) $(5)
 endef
 # libibp.a also holds the common/ helpers, for the programs that link the archives.
 $(eval $(call library,IBP,ibp,$(LIBIBP_SRC),$(COMMON_SRC)))
-$(eval $(call library,EXNODE,exnode,$(EXNODE_SRC),,$(LIBIBP_SO),-lxml2))
+$(eval $(call library,EXNODE,exnode,$(EXNODE_SRC),,$(LIBIBP_SO),-lxml2 -lcrypto))
 $(eval $(call library,LORS,lors,$(LORS_SRC),,$(LIBEXNODE_SO) $(LIBIBP_SO),-lcrypto -lz -lisal))
 $(eval $(call library,LBONE,lbone,$(LBONE_SRC),,,-lcurl -ljansson -lm))
 
@@ -265,11 +266,14 @@ test: deps
 	@tests/run.sh build/release build/asan
 
 # Long runs that make test only samples: the depot's fault-injection harness over every
-# (request, failpoint, action), then random faults until SOAK_SECONDS (docs/depot.md).
+# (request, failpoint, action), then random faults until SOAK_SECONDS (docs/depot.md); then
+# 30 rounds of concurrent exNode writers and 22 SIGKILLs at random points of each tool that
+# allocates, counting what no exNode names (tests/system/test_lors_race.c).
 soak: deps
 	$(MAKE) tests
 	LNS_FAULT_SOAK=1 LNS_FAULT_SECONDS=$(or $(SOAK_SECONDS),600) LNS_BIN=$(B)/bin \
 	    $(B)/tests/test_depot_faults
+	LNS_RACE_ROUNDS=30 LNS_RACE_KILLS=22 LNS_BIN=$(B)/bin $(B)/tests/test_lors_race
 
 # The interoperability matrix against the real programs, built under LNS_INTEROP_PREFIX
 # (default /work/interop) by make interop-build; not part of make test (their sources need

@@ -48,7 +48,9 @@ typedef enum xnd_err {
     XND_E_CAP = -11,      /* a mapping without capabilities, or a malformed one */
     XND_E_LIMIT = -12,    /* input larger or deeper than the configured limits */
     XND_E_IO = -13,       /* reading or writing a file */
-    XND_E_EXISTS = -14    /* xnd_write_file_excl: the file is there already */
+    XND_E_EXISTS = -14,   /* xnd_write_file_excl: the file is there already */
+    XND_E_CHANGED = -15,  /* xnd_update_file: the file is no longer the one read */
+    XND_E_BUSY = -16      /* xnd_lock_file, xnd_update_file: another process holds the lock */
 } xnd_err;
 
 const char *xnd_strerror(int err);
@@ -252,6 +254,38 @@ int xnd_write_file(const xnd_t *x, const char *path, char *err, size_t errlen);
  * while the exNode is being written (the temporary file is put in place by a rename that
  * refuses to replace, or a hard link).  An exNode is the only handle on its allocations. */
 int xnd_write_file_excl(const xnd_t *x, const char *path, char *err, size_t errlen);
+
+/* ---- updating a file that others may update too (xnd_update.c) ---------------------------
+ * A program that reads an exNode file, works on it and writes it back must not replace a
+ * version someone else wrote meanwhile: each version is the only handle on its allocations.
+ * The update is a compare-and-swap of the file's bytes under a POSIX record lock (fcntl,
+ * which NFS carries to its lock manager, unlike flock on some systems) on the lock file
+ * ".<name>.lock" beside it: read with a digest, update with that digest. */
+
+/* A digest of an exNode file's bytes (SHA-256). */
+typedef struct xnd_digest {
+    unsigned char sha256[32];
+} xnd_digest_t;
+
+/* xnd_read_file_opts that also gives the digest of the bytes it parsed (path "-": stdin). */
+int xnd_read_file_digest(const char *path, const xnd_opts_t *opts, xnd_t **out,
+                         xnd_digest_t *digest, char *err, size_t errlen);
+/* The digest of the file xnd_write_file would write for x (its serialization). */
+int xnd_digest(const xnd_t *x, xnd_digest_t *digest, char *err, size_t errlen);
+
+/* Take the update lock of path, waiting at most wait_ms for another process to let it go:
+ * XND_OK with *fd holding it, XND_E_BUSY after the wait (err names the holder's pid), or
+ * XND_E_IO.  A process that dies lets it go.  xnd_unlock_file(fd) releases it. */
+int xnd_lock_file(const char *path, int wait_ms, int *fd, char *err, size_t errlen);
+void xnd_unlock_file(int fd);
+/* Replace path by x atomically (as xnd_write_file) only if it still holds the bytes that
+ * *was is the digest of, checked and replaced under the update lock: lockfd, if the caller holds it
+ * (xnd_lock_file), else taken here for the check and the rename (waiting at most
+ * XND_LOCK_WAIT_MS).  XND_E_CHANGED, nothing written, when the file differs or is gone;
+ * XND_E_BUSY when the lock stays taken.  On XND_OK, *now (if not NULL) is x's digest. */
+#define XND_LOCK_WAIT_MS 30000
+int xnd_update_file(const xnd_t *x, const char *path, const xnd_digest_t *was, int lockfd,
+                    xnd_digest_t *now, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

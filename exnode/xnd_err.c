@@ -24,6 +24,8 @@ const char *xnd_strerror(int err)
     case XND_E_LIMIT: return "exNode too large or too deep";
     case XND_E_IO: return "I/O error";
     case XND_E_EXISTS: return "the file exists";
+    case XND_E_CHANGED: return "the file changed since it was read";
+    case XND_E_BUSY: return "another process is updating the file";
     default: return "unknown error";
     }
 }

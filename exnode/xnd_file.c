@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int read_all(int fd, size_t max, char **out, size_t *len)
+int xnd_read_all(int fd, size_t max, char **out, size_t *len)
 {
     size_t cap = 65536, n = 0;
     char *buf = malloc(cap);
@@ -62,22 +62,16 @@ static int read_all(int fd, size_t max, char **out, size_t *len)
     return XND_OK;
 }
 
-int xnd_read_file_opts(const char *path, const xnd_opts_t *opts, xnd_t **out, char *err,
-                       size_t errlen)
+int xnd_read_bytes(const char *path, size_t max, char **buf, size_t *len, char *err,
+                   size_t errlen)
 {
-    size_t max = opts && opts->max_size ? opts->max_size : XND_DEFAULT_MAX_SIZE;
-    char *buf = NULL, msg[256];
-    size_t len = 0;
     int fd, rc, saved;
-
-    if (out)
-        *out = NULL;
-    if (!path || !out)
-        return xnd_seterr(err, errlen, XND_E_INVAL, 0, "no path");
+    *buf = NULL;
+    *len = 0;
     fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return xnd_seterr(err, errlen, XND_E_IO, 0, "%s: %s", path, strerror(errno));
-    rc = read_all(fd, max, &buf, &len);
+    rc = xnd_read_all(fd, max, buf, len);
     saved = errno;
     if (fd != STDIN_FILENO)
         close(fd);
@@ -88,11 +82,41 @@ int xnd_read_file_opts(const char *path, const xnd_opts_t *opts, xnd_t **out, ch
                           max);
     if (rc != XND_OK)
         return xnd_seterr(err, errlen, rc, 0, "%s: out of memory", path);
-    rc = xnd_parse_buf_opts(buf, len, opts, out, msg, sizeof msg);
-    free(buf);
-    if (rc != XND_OK)
-        return xnd_seterr(err, errlen, rc, 0, "%s: %s", path, msg);
     return XND_OK;
+}
+
+int xnd_read_file_raw(const char *path, const xnd_opts_t *opts, xnd_t **out, char **bytes,
+                      size_t *nbytes, char *err, size_t errlen)
+{
+    size_t max = opts && opts->max_size ? opts->max_size : XND_DEFAULT_MAX_SIZE;
+    char *buf = NULL, msg[256];
+    size_t len = 0;
+    int rc;
+
+    if (out)
+        *out = NULL;
+    if (!path || !out)
+        return xnd_seterr(err, errlen, XND_E_INVAL, 0, "no path");
+    if ((rc = xnd_read_bytes(path, max, &buf, &len, err, errlen)) != XND_OK)
+        return rc;
+    rc = xnd_parse_buf_opts(buf, len, opts, out, msg, sizeof msg);
+    if (rc != XND_OK) {
+        free(buf);
+        return xnd_seterr(err, errlen, rc, 0, "%s: %s", path, msg);
+    }
+    if (bytes) {
+        *bytes = buf;
+        *nbytes = len;
+    } else {
+        free(buf);
+    }
+    return XND_OK;
+}
+
+int xnd_read_file_opts(const char *path, const xnd_opts_t *opts, xnd_t **out, char *err,
+                       size_t errlen)
+{
+    return xnd_read_file_raw(path, opts, out, NULL, NULL, err, errlen);
 }
 
 int xnd_read_file(const char *path, xnd_t **out, char *err, size_t errlen)
@@ -113,40 +137,31 @@ static int place_new(const char *tmp, const char *path)
     return 0;
 }
 
-static int write_file(const xnd_t *x, const char *path, int excl, char *err, size_t errlen)
+int xnd_write_text(const char *text, size_t len, const char *path, int excl, char *err,
+                   size_t errlen)
 {
-    char *text = NULL, dir[PATH_MAX], base[PATH_MAX], tmp[PATH_MAX * 2 + 16];
+    char dir[PATH_MAX], base[PATH_MAX], tmp[PATH_MAX * 2 + 16];
     char dirbuf[PATH_MAX];
-    size_t len;
     struct stat st;
     int fd = -1, dfd, rc;
     const char *step;
 
-    if (!path || !*path)
-        return xnd_seterr(err, errlen, XND_E_INVAL, 0, "no path");
-    if ((rc = xnd_serialize(x, &text, &len, err, errlen)) != XND_OK)
-        return rc;
     if (strcmp(path, "-") == 0) {
         rc = lns_fd_write_all(STDOUT_FILENO, text, len, -1);
-        free(text);
         if (rc < 0)
             return xnd_seterr(err, errlen, XND_E_IO, 0, "stdout: %s", strerror(errno));
         return XND_OK;
     }
-    if (strlen(path) >= PATH_MAX) {
-        free(text);
+    if (strlen(path) >= PATH_MAX)
         return xnd_seterr(err, errlen, XND_E_INVAL, 0, "path too long");
-    }
     strcpy(dir, path);
     strcpy(base, path);
     /* dirname() may return a static "." or cut dir in place: keep a copy */
     snprintf(dirbuf, sizeof dirbuf, "%s", dirname(dir));
     snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dirbuf, basename(base));
 
-    if (excl && lstat(path, &st) == 0) {
-        free(text);
+    if (excl && lstat(path, &st) == 0)
         return xnd_seterr(err, errlen, XND_E_EXISTS, 0, "%s: exists", path);
-    }
     step = "create temporary file";
     if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0)
         goto fail_notmp;
@@ -168,7 +183,6 @@ static int write_file(const xnd_t *x, const char *path, int excl, char *err, siz
     step = "rename";
     if ((excl ? place_new(tmp, path) : rename(tmp, path)) < 0)
         goto fail;
-    free(text);
     /* The rename is durable only once the directory is. */
     if ((dfd = open(dirbuf, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
         rc = fsync(dfd);
@@ -187,10 +201,23 @@ fail: {
 }
 fail_notmp:
     rc = errno;
-    free(text);
     if (excl && rc == EEXIST)
         return xnd_seterr(err, errlen, XND_E_EXISTS, 0, "%s: exists", path);
     return xnd_seterr(err, errlen, XND_E_IO, 0, "%s: %s: %s", path, step, strerror(rc));
+}
+
+static int write_file(const xnd_t *x, const char *path, int excl, char *err, size_t errlen)
+{
+    char *text = NULL;
+    size_t len;
+    int rc;
+    if (!path || !*path)
+        return xnd_seterr(err, errlen, XND_E_INVAL, 0, "no path");
+    if ((rc = xnd_serialize(x, &text, &len, err, errlen)) != XND_OK)
+        return rc;
+    rc = xnd_write_text(text, len, path, excl, err, errlen);
+    free(text);
+    return rc;
 }
 
 int xnd_write_file(const xnd_t *x, const char *path, char *err, size_t errlen)

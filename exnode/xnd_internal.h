@@ -38,6 +38,18 @@ int xnd_seterr(char *err, size_t errlen, int code, int line, const char *fmt, ..
 
 /* Strict numbers: optional '-', decimal digits, within int64; surrounding XML whitespace
  * allowed.  0 or -1. */
+/* xnd_file.c: the bytes of fd, at most max (XND_E_LIMIT past it; *out malloc'd); the bytes
+ * of the file path ("-": stdin) with err naming it; the file read and parsed, its bytes kept
+ * in *bytes (malloc'd) when bytes is not NULL; text written to path atomically ("-": stdout;
+ * excl: never replacing a file). */
+int xnd_read_all(int fd, size_t max, char **out, size_t *len);
+int xnd_read_bytes(const char *path, size_t max, char **buf, size_t *len, char *err,
+                   size_t errlen);
+int xnd_read_file_raw(const char *path, const xnd_opts_t *opts, xnd_t **out, char **bytes,
+                      size_t *nbytes, char *err, size_t errlen);
+int xnd_write_text(const char *text, size_t len, const char *path, int excl, char *err,
+                   size_t errlen);
+
 int xnd_parse_int(const char *s, int64_t *out);
 int xnd_parse_double(const char *s, double *out);
 /* Parse text as type; XND_OK or XND_E_NUMBER. */

@@ -164,6 +164,13 @@ typedef struct lors_upload_opts {
      * otherwise each holds about blocksize (-bs) bytes. */
     int ec_k, ec_m;
     int64_t ec_piece;
+    /* upload, augment (and the keeper's copies): 0 (the default) allocates for duration_s at
+     * once.  Above 0 and below duration_s, new allocations first live provisional_s and are
+     * kept alive (extended to provisional_s again every third of it) while the call runs;
+     * the exNode returned carries those ends, and the caller extends them to duration_s with
+     * lors_lease_extend once that exNode is safe (written), so an allocation that a SIGKILLed
+     * process never recorded in an exNode ends within provisional_s. */
+    int64_t provisional_s;
 } lors_upload_opts_t;
 
 /* Defaults: blocksize 5 MiB, 1 copy, 4 fragments, duration 1 day, HARD, 4 threads,
@@ -743,9 +750,13 @@ typedef struct lors_keep_opts {
     size_t nleaving;
     int64_t duration_s;       /* lease of new allocations; -1 (default): each depot's maximum */
     int64_t provisional_s;    /* new allocations live this long (default 600 s; 0: no such
-                               * step) until the pass is done and extends them to duration_s:
-                               * one the caller never heard of (the keeper killed while its
-                               * ALLOCATE was in flight) ends by itself soon */
+                               * step), kept alive while the pass runs, until the pass is done
+                               * and extends them to duration_s: one the caller never heard
+                               * of (the keeper killed while its ALLOCATE was in flight) ends
+                               * by itself soon */
+    int defer_extend;         /* 1: the pass leaves them provisional; the caller extends the
+                               * mappings of report->fresh with lors_lease_extend once it has
+                               * written x (so a kill between the two leaks only minutes) */
     int reliability;          /* IBP_HARD (default) or IBP_SOFT */
     int threads, timeout_s;   /* default 4, 30 s */
     int dry_run;              /* probe and report what a pass would do; change nothing */
@@ -782,10 +793,20 @@ typedef struct lors_keep_report {
     int changed;              /* x was edited: write it back */
     int64_t next_end;         /* earliest end of a live mapping after the pass (epoch; 0 none) */
     lors_freed_t freed;       /* what a failed repair freed again */
+    unsigned char *fresh;     /* malloc'd: per mapping of x after the pass, 1 if it made it */
+    size_t nfresh;
     char error[512];
 } lors_keep_report_t;
 
 void lors_keep_report_free(lors_keep_report_t *r);
+
+/* Extend the provisional leases of x's mappings with select[i] (NULL: all) to duration_s (-1:
+ * each depot's maximum), as upload, augment and the keeper need once the exNode naming them
+ * is safe: CHNG and PROBE (lors_refresh), each mapping's end the depot's.  Nothing to do
+ * (LORS_OK) when provisional_s gives no shorter first lease.  LORS_OK, or LORS_E_PARTIAL with
+ * *failed (may be NULL) mappings left on their provisional lease. */
+int lors_lease_extend(xnd_t *x, const unsigned char *select, int64_t duration_s,
+                      int64_t provisional_s, int threads, int timeout_s, int *failed);
 
 /* One pass over x: probe every mapping; refresh (to the depot's maximum) each live one that
  * ends within o->margin_s; where some byte (stripe) has fewer than min_live live copies

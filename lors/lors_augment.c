@@ -328,7 +328,8 @@ static int augment_ec(const lors_augment_opts_t *o, xnd_t *x, xnd_t **added, lor
     ko.depots = o->up.depots;
     ko.ndepots = o->up.ndepots;
     ko.duration_s = o->up.duration_s;
-    ko.provisional_s = 0;     /* an interrupt frees, as in any augment */
+    ko.provisional_s = o->up.provisional_s;
+    ko.defer_extend = 1;      /* the caller extends them once its exNode is written */
     ko.reliability = o->up.reliability;
     ko.threads = o->up.threads;
     ko.timeout_s = o->up.timeout_s;
@@ -472,6 +473,7 @@ int lors_augment(const lors_augment_opts_t *o, xnd_t *x, xnd_t **added, lors_rep
 
     if (a.njobs > 0) {
         a.ibp = lors__client(o->up.timeout_s, o->up.threads);
+        a.alive = lors__alive_start(o->up.duration_s, o->up.provisional_s, o->up.timeout_s);
         if (!a.ibp) {
             rc = LORS_E_NOMEM;
             goto out;
@@ -488,6 +490,7 @@ int lors_augment(const lors_augment_opts_t *o, xnd_t *x, xnd_t **added, lors_rep
 out:
     if (rc != LORS_OK && !rep->error[0])
         lors__report_error(rep, "augment: %s", lors_strerror(rc));
+    lors__alive_stop(a.alive);
     if (a.ibp)
         ibp_client_free(a.ibp);
     free(pr);

@@ -299,15 +299,17 @@ static int allocate(aug_t *a, aug_job_t *j)
 {
     const lors_upload_opts_t *up = &a->o->up;
     const lors_depot_t *d = target_of(a, j);
-    ibp_attr_t at = {(uint64_t)j->p->slen, up->duration_s, up->reliability, IBP_BYTEARRAY};
+    int64_t lease = lors__first_lease(up->duration_s, up->provisional_s);
+    ibp_attr_t at = {(uint64_t)j->p->slen, lease, up->reliability, IBP_BYTEARRAY};
     int rc = ibp_allocate(a->ibp, d->host, d->port, d->rid[0] ? d->rid : NULL, &at, &j->caps);
     if (rc != IBP_OK)
         return rc;
     j->allocated = 1;
+    lors__alive_add(a->alive, j->caps.manage);
     if (a->o->on_alloc && a->o->on_alloc(a->o->alloc_arg, &j->caps) != 0)
         return LORS_AUG_JOURNAL;
     j->start = lns_now_s();
-    j->end = up->duration_s > 0 ? j->start + up->duration_s : XND_TIME_UNKNOWN;
+    j->end = lease > 0 ? j->start + lease : XND_TIME_UNKNOWN;
     return IBP_OK;
 }
 

@@ -16,6 +16,7 @@
 
 #include "lors.h"
 #include "lors_func_int.h"
+#include "lors_lease_int.h"
 
 #define AUG_RELAY_CHUNK ((int64_t)4 << 20) /* bytes per LOAD/STORE when relaying */
 
@@ -49,6 +50,7 @@ typedef struct aug {
     const lors_augment_opts_t *o;
     const xnd_t *x;
     ibp_client_t *ibp;
+    lors__alive_t *alive; /* the provisional leases kept alive (NULL: none) */
     lors_report_t *rep;
     pthread_mutex_t mu, evmu;
     lors_depot_t *mapdep; /* depot of each mapping (host "" if none parses) */

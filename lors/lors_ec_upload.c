@@ -26,6 +26,7 @@
 
 #include "lors_checksum.h"
 #include "lors_ec_int.h"
+#include "lors_lease_int.h"
 #include "lors_manage_int.h"
 #include "lors_report.h"
 #include "lors_upload_int.h"
@@ -61,6 +62,7 @@ typedef struct ecu {
     lors__ec_t ec;
     lors_report_t *rep;
     ibp_client_t *ibp;
+    lors__alive_t *alive;     /* the provisional leases kept alive (NULL: none) */
     int fd;                   /* -1 with mem */
     const unsigned char *mem;
     int64_t base;             /* fd: position of the first byte */
@@ -240,16 +242,18 @@ static int allocate(ecu_t *u, seg_t *sg, col_t *c)
                       ? (u->ec.stripes - 1 - sg->first) * u->ec.piece +
                             lors__ec_piece_len(&u->ec, u->ec.stripes - 1)
                       : u->G * u->ec.piece;
-    ibp_attr_t a = {(uint64_t)len, u->o->duration_s, u->o->reliability, IBP_BYTEARRAY};
+    int64_t lease = lors__first_lease(u->o->duration_s, u->o->provisional_s);
+    ibp_attr_t a = {(uint64_t)len, lease, u->o->reliability, IBP_BYTEARRAY};
     int rc = ibp_allocate(u->ibp, d->host, d->port, d->rid[0] ? d->rid : NULL, &a, &c->caps);
     if (rc != IBP_OK)
         return rc;
+    lors__alive_add(u->alive, c->caps.manage);
     c->allocated = 1;
     c->alloc_len = len;
     c->stored = 0;
     c->hexlen = 0;
     c->start = time(NULL);
-    c->end = u->o->duration_s > 0 ? c->start + u->o->duration_s : XND_TIME_UNKNOWN;
+    c->end = lease > 0 ? c->start + lease : XND_TIME_UNKNOWN;
     if (c->end == XND_TIME_UNKNOWN) {
         ibp_probe_t p;
         if (ibp_probe(u->ibp, c->caps.manage, &p) == IBP_OK)
@@ -684,6 +688,7 @@ int lors__upload_ec(const lors_upload_opts_t *o, int fd, const void *mem, int64_
     u.use_ck = o->checksum && strcmp(o->checksum, "none") != 0;
     u.bad = calloc(o->ndepots, sizeof *u.bad);
     u.ibp = lors__client(o->timeout_s, o->ec_k + o->ec_m);
+    u.alive = lors__alive_start(o->duration_s, o->provisional_s, o->timeout_s);
     rc = u.bad && u.ibp ? LORS_OK : LORS_E_NOMEM;
     int n = o->ec_k + o->ec_m;
     for (int i = 0; i < RING; i++) {
@@ -754,6 +759,7 @@ int lors__upload_ec(const lors_upload_opts_t *o, int fd, const void *mem, int64_
     }
     free(u.segs);
     free(u.bad);
+    lors__alive_stop(u.alive);
     ibp_client_free(u.ibp);
     lors__ec_free(&u.ec);
     pthread_cond_destroy(&u.cv);

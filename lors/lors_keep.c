@@ -44,6 +44,9 @@ void lors_keep_report_free(lors_keep_report_t *r)
     free(r->risks);
     r->risks = NULL;
     r->nrisks = 0;
+    free(r->fresh);
+    r->fresh = NULL;
+    r->nfresh = 0;
 }
 
 int lors__keep_stopped(const keep_t *k)
@@ -198,39 +201,23 @@ static int refresh(keep_t *k)
     return rc == LORS_E_PARTIAL ? LORS_OK : rc;
 }
 
-int64_t lors__keep_first_lease(const lors_keep_opts_t *o)
-{
-    if (o->provisional_s <= 0 || (o->duration_s > 0 && o->duration_s <= o->provisional_s))
-        return o->duration_s;
-    return o->provisional_s;
-}
-
-/* The new mappings' provisional leases extended to the policy's duration. */
+/* The new mappings' provisional leases extended to the policy's duration, unless the caller
+ * does that once x is written (defer_extend). */
 static int extend_fresh(keep_t *k)
 {
     const lors_keep_opts_t *o = k->o;
-    if (lors__keep_first_lease(o) == o->duration_s || o->dry_run)
-        return LORS_OK;
     size_t want = 0;
     for (size_t i = 0; i < k->n; i++)
         want += k->fresh[i];
-    if (!want)
+    if (o->dry_run || o->defer_extend || !want)
         return LORS_OK;
-    lors_refresh_opts_t ro;
-    lors_refresh_report_t rr;
-    lors_refresh_opts_init(&ro);
-    ro.select = k->fresh;
-    ro.mode = o->duration_s < 0 ? LORS_REFRESH_MAX : LORS_REFRESH_FROM_NOW;
-    ro.value = o->duration_s;
-    ro.threads = o->threads;
-    ro.timeout_s = o->timeout_s;
-    int rc = lors_refresh(&ro, k->x, &rr);
-    for (size_t i = 0; i < rr.n && i < k->n; i++)
-        if (k->fresh[i] && rr.items[i].ok)
-            k->pr[i].expires = rr.items[i].new_end;
-        else if (k->fresh[i])
-            k->rep->refresh_failed++;
-    lors_refresh_report_free(&rr);
+    int failed = 0;
+    int rc = lors_lease_extend(k->x, k->fresh, o->duration_s, o->provisional_s, o->threads,
+                               o->timeout_s, &failed);
+    for (size_t i = 0; i < k->n; i++)
+        if (k->fresh[i] && k->x->maps[i]->end.epoch != XND_TIME_UNKNOWN)
+            k->pr[i].expires = k->x->maps[i]->end.epoch;
+    k->rep->refresh_failed += failed;
     return rc == LORS_E_PARTIAL ? LORS_OK : rc;
 }
 
@@ -278,7 +265,8 @@ static int repair_copies(keep_t *k)
         ao.up.depots = k->targets;
         ao.up.ndepots = k->ntargets;
         ao.up.copies = o->copies;
-        ao.up.duration_s = lors__keep_first_lease(o);
+        ao.up.duration_s = o->duration_s;
+        ao.up.provisional_s = o->provisional_s;
         ao.up.reliability = o->reliability;
         ao.up.threads = o->threads;
         ao.up.timeout_s = o->timeout_s;
@@ -294,6 +282,9 @@ static int repair_copies(keep_t *k)
         ao.alloc_arg = o->alloc_arg;
         int arc = lors_augment(&ao, k->x, NULL, &ar);
         if (arc == LORS_OK) {
+            /* augment kept them alive while it ran; the pass does until it ends */
+            for (size_t m = k->n; m < k->x->nmaps; m++)
+                lors__alive_add(k->alive, k->x->maps[m]->cap[XND_MANAGE]);
             k->rep->added += ar.mappings;
             k->rep->bytes_sent += ar.bytes_sent + ar.bytes_relayed;
             if (ar.mappings > 0)
@@ -519,6 +510,8 @@ int lors__keep_pass(const lors_keep_opts_t *o, xnd_t *x, lors_keep_report_t *rep
     rep->erasure_coded = k.ec_present;
     if ((rc = targets(&k)) != LORS_OK)
         goto out;
+    if (!o->dry_run)
+        k.alive = lors__alive_start(o->duration_s, o->provisional_s, o->timeout_s);
     if ((rc = lors_probe_all(x, o->threads, o->timeout_s, &k.pr)) != LORS_OK)
         goto out;
     k.n = x->nmaps;
@@ -567,7 +560,15 @@ int lors__keep_pass(const lors_keep_opts_t *o, xnd_t *x, lors_keep_report_t *rep
         rep->error[0] = '\0'; /* a failed try that a later one made good */
     }
 
+    if (o->defer_extend && (rep->fresh = malloc(k.n ? k.n : 1))) {
+        memcpy(rep->fresh, k.fresh, k.n);
+        rep->nfresh = k.n;
+    } else if (o->defer_extend) {
+        rc = LORS_E_NOMEM;
+    }
+
 out:
+    lors__alive_stop(k.alive);
     if (rc != LORS_OK && rc != LORS_E_PARTIAL && !rep->error[0])
         lors__report_error(rep, "keep: %s", lors_strerror(rc));
     if (k.ec_present)

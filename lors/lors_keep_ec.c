@@ -110,11 +110,13 @@ static int allocate(ecr_t *r, job_t *j)
 {
     const lors_keep_opts_t *o = r->k->o;
     const lors_depot_t *d = &r->k->targets[j->depot];
-    ibp_attr_t a = {(uint64_t)j->len, lors__keep_first_lease(o), o->reliability, IBP_BYTEARRAY};
+    ibp_attr_t a = {(uint64_t)j->len, lors__first_lease(o->duration_s, o->provisional_s),
+                    o->reliability, IBP_BYTEARRAY};
     int rc = ibp_allocate(r->ibp, d->host, d->port, d->rid[0] ? d->rid : NULL, &a, &j->caps);
     if (rc != IBP_OK)
         return rc;
     j->allocated = 1;
+    lors__alive_add(r->k->alive, j->caps.manage);
     j->start = lns_now_s();
     j->end = a.duration_s > 0 ? j->start + a.duration_s : XND_TIME_UNKNOWN;
     return IBP_OK;

@@ -12,6 +12,7 @@
 
 #include "lors.h"
 #include "lors_ec_int.h"
+#include "lors_lease_int.h"
 
 typedef struct keep {
     const lors_keep_opts_t *o;
@@ -26,6 +27,7 @@ typedef struct keep {
     int min_live;             /* repair below this (copies or pieces) */
     int ec_present;
     lors__ec_t ec;
+    lors__alive_t *alive;     /* keeps this pass's new allocations alive (NULL: none) */
 } keep_t;
 
 /* lors_keep's pass; prune_dead 0 leaves every mapping in x (lors_augment of an erasure-coded
@@ -35,8 +37,6 @@ int lors__keep_pass(const lors_keep_opts_t *o, xnd_t *x, lors_keep_report_t *rep
 int lors__keep_grow(keep_t *k);
 int lors__keep_counts(const keep_t *k, size_t i);
 int lors__keep_stopped(const keep_t *k);
-/* The lease a new allocation gets first: the provisional one, if shorter than the policy's. */
-int64_t lors__keep_first_lease(const lors_keep_opts_t *o);
 /* Rebuild the missing columns of every stripe group below min_live; LORS_OK also when some
  * could not be rebuilt (the risks say so), else LORS_E_STOPPED, LORS_E_NOMEM, LORS_E_WRITE. */
 int lors__keep_ec(keep_t *k);

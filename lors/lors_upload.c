@@ -395,6 +395,8 @@ const char *lors__store_opts_problem(const lors_upload_opts_t *o)
         return "threads out of range (1..1024)";
     if (o->timeout_s < 1)
         return "timeout must be positive";
+    if (o->provisional_s < 0)
+        return "the provisional lease must be >= 0";
     return NULL;
 }
 
@@ -482,6 +484,7 @@ static int upload(const lors_upload_opts_t *o, enum source_kind src, int fd,
         u.budget = 2 * frag_size + CHUNK;
 
     u.ibp = lors__client(o->timeout_s, o->threads);
+    u.alive = lors__alive_start(o->duration_s, o->provisional_s, o->timeout_s);
     u.bad = calloc(o->ndepots, sizeof *u.bad);
     u.load = calloc(o->ndepots, sizeof *u.load);
     tids = calloc((size_t)o->threads, sizeof *tids);
@@ -542,6 +545,7 @@ done:
     free(u.bad);
     free(u.load);
     free(tids);
+    lors__alive_stop(u.alive);
     if (u.ibp)
         ibp_client_free(u.ibp);
     rep->seconds = lors__up_now_s() - t0;

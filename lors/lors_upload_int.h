@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "lors.h"
+#include "lors_lease_int.h"
 
 #define CHUNK ((int64_t)1 << 20) /* bytes per STORE */
 #define LORS_VERSION_NUMBER 0.82 /* the exNode dialect we write, as LoRS tools read it */
@@ -56,6 +57,7 @@ typedef struct frag {
 typedef struct up {
     const lors_upload_opts_t *o;
     ibp_client_t *ibp;
+    lors__alive_t *alive;     /* the provisional leases kept alive (NULL: none) */
     lors_report_t *rep;
     pthread_mutex_t mu, evmu;
     pthread_cond_t cv;

@@ -227,12 +227,14 @@ static void release_chunk(up_t *u, chunk_t *c)
 static int do_allocate(up_t *u, stream_t *s, int64_t alloc_len)
 {
     const lors_depot_t *d = &u->o->depots[s->depot];
-    ibp_attr_t a = {(uint64_t)alloc_len, u->o->duration_s, u->o->reliability, IBP_BYTEARRAY};
+    int64_t lease = lors__first_lease(u->o->duration_s, u->o->provisional_s);
+    ibp_attr_t a = {(uint64_t)alloc_len, lease, u->o->reliability, IBP_BYTEARRAY};
     int rc = ibp_allocate(u->ibp, d->host, d->port, d->rid[0] ? d->rid : NULL, &a, &s->caps);
     if (rc != IBP_OK)
         return rc;
+    lors__alive_add(u->alive, s->caps.manage);
     s->start = time(NULL);
-    s->end = u->o->duration_s > 0 ? s->start + u->o->duration_s : XND_TIME_UNKNOWN;
+    s->end = lease > 0 ? s->start + lease : XND_TIME_UNKNOWN;
     s->alloc_len = alloc_len;
     return IBP_OK;
 }

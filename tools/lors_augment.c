@@ -33,7 +33,7 @@ typedef struct settings {
     const char *output, *depots;
     tool_lbone_opts_t lb;   /* -H/--lbone, -P, -l, -m */
     int new_only, balance, no_relay, copies, reliability, force;
-    int64_t duration, offset, length;
+    int64_t duration, offset, length, provisional;
     int ec_k, ec_m, ec_off;   /* --ec K+M, --ec off: convert */
     int64_t ec_piece;
 } settings_t;
@@ -71,6 +71,7 @@ static const tool_opt_t opts[] = {
     TOOL_OPT_DEPOTS(S(depots), S(lb)),
     {TOOL_OPT_DURATION, "duration", 'd', "DURATION", S(duration), 1, INT64_MAX, "1d", "T",
      "lifetime of the new copies (s, m, h, d; -1 or max: each\ndepot's maximum)", NULL},
+    TOOL_OPT_PROVISIONAL(S(provisional)),
     TOOL_OPT_STORAGE(S(reliability)),
     TOOL_OPT_THREADS(1, "4", "parallel depot calls"),
     TOOL_OPT_TIMEOUT("3m", "longest wait of any one depot call"),
@@ -122,7 +123,8 @@ static const tool_cmd_t cmd = {
     "An erasure-coded file gets back its missing pieces instead, decoded from survivors.\n"
     "--ec K+M (or off) converts the file to erasure coding (or back to copies).\n\n",
     "\nExit: 0 ok, 2 usage, 3 exNode, 4 local I/O (also: -o exists, without --force), 5 depots,\n"
-    "6 no live copy of some bytes, 9 internal, 130 SIGINT, 143 SIGTERM.  See lors_augment(1).\n",
+    "6 no live copy of some bytes, 9 internal, 12 the exNode changed meanwhile (not replaced,\n"
+    "the new copies freed), 130 SIGINT, 143 SIGTERM.  See lors_augment(1).\n",
     opts, sizeof(settings_t), check,
 };
 
@@ -178,7 +180,8 @@ static int pick_depots(const settings_t *f, lors_augment_opts_t *ao,
 /* --ec K+M / --ec off: the file stored again in the other layout (lors_convert); the new
  * exNode goes to out, and when that replaces the input the old allocations are freed, since
  * no exNode names them any more. */
-static int convert(settings_t *f, const char *path, const char *out, int replace, const xnd_t *x)
+static int convert(settings_t *f, const char *path, const char *out, int replace, const xnd_t *x,
+                   tool_rewrite_t *rw)
 {
     lors_convert_opts_t co;
     lors_report_t rep = {0};
@@ -213,6 +216,7 @@ static int convert(settings_t *f, const char *path, const char *out, int replace
                        : f->c.rc.copies > 0 ? f->c.rc.copies : 2;
     }
     co.up.duration_s = f->duration;
+    co.up.provisional_s = f->provisional;
     co.up.reliability = f->reliability ? f->reliability : IBP_HARD;
     co.up.threads = f->c.threads;
     co.up.timeout_s = (int)f->c.timeout;
@@ -254,16 +258,21 @@ static int convert(settings_t *f, const char *path, const char *out, int replace
         }
         goto done;
     }
-    code = tool_save_exnode(TOOL, nx, out, replace);
+    if (strcmp(out, "-") == 0)
+        tool_leases_promise(nx, NULL, &co.up);
+    code = tool_put_exnode(TOOL, nx, out, replace, rw);
     if (code) {
         lors_discard(nx, co.up.threads, co.up.timeout_s, &rep.freed);
         tool_freed_text(&rep.freed, freed, sizeof freed);
-        tool_error(TOOL, "%s", freed);
+        if (code == TOOL_EXIT_CHANGED)
+            tool_error(TOOL, "%s; %s", rw->why, freed);
+        else
+            tool_error(TOOL, "%s", freed);
         goto done;
     }
+    code = tool_leases_extend(TOOL, nx, NULL, &co.up, out, rw);
     lors_freed_t old = {0};
-    int in_place = strcmp(path, "-") != 0 && (strcmp(out, path) == 0 || tool_same_file(out, path));
-    if (in_place && lors_discard(x, co.up.threads, co.up.timeout_s > 10 ? 10 : co.up.timeout_s,
+    if (rw->in_place && lors_discard(x, co.up.threads, co.up.timeout_s > 10 ? 10 : co.up.timeout_s,
                                  &old) != LORS_OK && !f->c.quiet)
         tool_error(TOOL, "warning: %d old allocation%s could not be freed (depot down); they "
                    "end with their leases", old.unfreed, old.unfreed == 1 ? "" : "s");
@@ -290,11 +299,13 @@ int main(int argc, char **argv)
     lors_depot_t *depots = NULL;
     size_t ndepots = 0;
     xnd_t *x = NULL, *added = NULL;
+    tool_rewrite_t rw;
     int code, lrc, replace = 0;
     const char *path, *out;
     char freed[160];
 
-    code = tool_opt_exnode(&cmd, argc, argv, &f, &path, &x);
+    /* no lock held while copying (that may take long): the write is a compare-and-swap */
+    code = tool_opt_exnode_rw(&cmd, argc, argv, &f, &f.output, 0, &path, &x, &rw);
     if (code)
         return code;
     out = f.output ? f.output : path;
@@ -303,7 +314,7 @@ int main(int argc, char **argv)
         goto done;
 
     if (f.ec_k || f.ec_off) {
-        code = convert(&f, path, out, replace, x);
+        code = convert(&f, path, out, replace, x, &rw);
         goto done;
     }
     lors_ec_info_t ec;
@@ -323,6 +334,7 @@ int main(int argc, char **argv)
     ao.up.copies = f.copies != TOOL_UNSET_INT ? f.copies
                    : f.balance && f.c.rc.copies > 0 ? f.c.rc.copies : 1;
     ao.up.duration_s = f.duration;
+    ao.up.provisional_s = f.provisional;
     ao.up.reliability = f.reliability ? f.reliability : IBP_HARD;
     ao.up.threads = f.c.threads;
     ao.up.timeout_s = (int)f.c.timeout;
@@ -363,11 +375,34 @@ int main(int argc, char **argv)
         }
         goto done;
     }
-    code = tool_save_exnode(TOOL, f.new_only ? added : x, out, replace);
+    /* the new mappings: appended to x, or all of added */
+    size_t n0 = x->nmaps - (added ? added->nmaps : 0);
+    unsigned char *fresh = calloc(x->nmaps ? x->nmaps : 1, 1);
+    if (!fresh) {
+        tool_error(TOOL, "out of memory");
+        code = TOOL_EXIT_INTERNAL;
+        lors_discard(added, ao.up.threads, ao.up.timeout_s, &rep.freed);
+        goto done;
+    }
+    for (size_t i = n0; i < x->nmaps; i++)
+        fresh[i] = 1;
+    if (strcmp(out, "-") == 0)
+        tool_leases_promise(f.new_only ? added : x, f.new_only ? NULL : fresh, &ao.up);
+    code = f.new_only ? tool_save_exnode(TOOL, added, out, replace)
+                      : tool_put_exnode(TOOL, x, out, replace, &rw);
+    if (code == TOOL_EXIT_OK)
+        code = f.new_only ? tool_leases_extend(TOOL, added, NULL, &ao.up, out, NULL)
+                          : tool_leases_extend(TOOL, x, fresh, &ao.up, out, &rw);
+    free(fresh);
+    if (code == TOOL_EXIT_PARTIAL)
+        goto done;
     if (code) {
         lors_discard(added, ao.up.threads, ao.up.timeout_s, &rep.freed);
         tool_freed_text(&rep.freed, freed, sizeof freed);
-        tool_error(TOOL, "%s", freed);
+        if (code == TOOL_EXIT_CHANGED)
+            tool_error(TOOL, "%s; %s", rw.why, freed);
+        else
+            tool_error(TOOL, "%s", freed);
         goto done;
     }
     if (f.c.verbose && !f.c.quiet)

@@ -66,9 +66,7 @@ static const tool_opt_t opts[] = {
      "for nothing and are removed once rebuilt elsewhere", NULL},
     {TOOL_OPT_DURATION, "duration", 'd', NULL, S(duration), 1, INT64_MAX, "max", "T",
      "lifetime of new copies (default max: each depot's maximum)", NULL},
-    {TOOL_OPT_SECONDS, "provisional", 0, NULL, S(provisional), 0, INT64_MAX, "10m", "T",
-     "new copies live T until the pass that made them is done (an\n"
-     "allocation a killed keeper never recorded ends by itself);\n0: none", NULL},
+    TOOL_OPT_PROVISIONAL(S(provisional)),
     TOOL_OPT_STORAGE(S(reliability)),
     TOOL_OPT_HEADING("Running:"),
     {TOOL_OPT_SWITCH, "once", 0, NULL, S(once), 1, 0, NULL, NULL,
@@ -114,8 +112,9 @@ static const tool_cmd_t cmd = {
     "atomically.  A directory stands for the *.xnd files under it.\n\n",
     "\nExit: 0 every file meets the policy, 2 usage, 3 an exNode, 4 local I/O (the state\n"
     "file), 5 depots, 8 some leases could not be extended, 9 internal, 11 some bytes are at\n"
-    "risk or lost (too few survivors, no depot with room: each range is named), 130/143 a\n"
-    "pass was interrupted.  --daemon exits 0 on SIGINT/SIGTERM.  See lors_keep(1).\n",
+    "risk or lost (too few survivors, no depot with room: each range is named), 12 an exNode\n"
+    "changed during its pass (not replaced, the new copies freed), 130/143 a pass was\n"
+    "interrupted.  --daemon exits 0 on SIGINT/SIGTERM.  See lors_keep(1).\n",
     opts, sizeof(settings_t), check,
 };
 
@@ -289,14 +288,15 @@ static void report_text(const settings_t *f, const char *path, const outcome_t *
     char sent[16], built[16];
     int busy = r->added || r->removed || r->dead || r->refresh_failed ||
                r->nrisks || r->would_add || r->would_remove || r->would_refresh;
-    if (f->c.quiet || (!busy && !f->c.verbose && strcmp(oc->status, "error") != 0))
+    if (!busy && !f->c.verbose && strcmp(oc->status, "error") != 0)
         return;
     tool_human(r->bytes_sent, sent, sizeof sent);
     tool_human(r->bytes_rebuilt, built, sizeof built);
-    if (f->dry_run)
+    /* -q: the summary goes, the errors on stderr stay */
+    if (!f->c.quiet && f->dry_run)
         printf("%s: %s: %d mappings, %d dead; would refresh %d, add %d, remove %d\n", path,
                oc->status, r->mappings, r->dead, r->would_refresh, r->would_add, r->would_remove);
-    else
+    else if (!f->c.quiet)
         printf("%s: %s: %d mappings, %d dead; refreshed %d, added %d (%s sent, %s rebuilt), "
                "removed %d\n", path, oc->status, r->mappings, r->dead, r->refreshed, r->added,
                sent, built, r->removed);
@@ -327,16 +327,26 @@ typedef struct ctx {
     const volatile sig_atomic_t *stop;
 } ctx_t;
 
-static int same_file(const struct stat *a, const struct stat *b)
+/* The pass's new allocations, provisional until the exNode naming them is on disk, get their
+ * duration; the exNode is written again with their ends unless someone wrote a newer one. */
+static void extend_written(ctx_t *c, const char *path, xnd_t *x, lors_keep_report_t *r,
+                           const xnd_digest_t *mine)
 {
-    return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
-           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+    char err[640];
+    int failed = 0;
+    if (!r->fresh || r->nfresh != x->nmaps)
+        return;
+    lors_lease_extend(x, r->fresh, c->ko.duration_s, c->ko.provisional_s, c->ko.threads,
+                      c->ko.timeout_s, &failed);
+    r->refresh_failed += failed;
+    if (r->added > 0)
+        xnd_update_file(x, path, mine, -1, NULL, err, sizeof err);
 }
 
 static void keep_file(ctx_t *c, const char *path, lors_keep_report_t *r, outcome_t *oc)
 {
-    char err[512];
-    struct stat before, after;
+    char err[640];
+    xnd_digest_t was, mine;
     xnd_t *x = NULL;
     journal_t jn = {c->ks, path};
     lors_keep_opts_t ko = c->ko;
@@ -346,9 +356,7 @@ static void keep_file(ctx_t *c, const char *path, lors_keep_report_t *r, outcome
     oc->code = TOOL_EXIT_OK;
     if (!c->f->dry_run)
         reconcile(c->ks, c->ibp, path);
-    if (stat(path, &before) != 0 || xnd_read_file(path, &x, err, sizeof err) != XND_OK) {
-        if (stat(path, &before) != 0)
-            snprintf(err, sizeof err, "%s", strerror(errno));
+    if (xnd_read_file_digest(path, NULL, &x, &was, err, sizeof err) != XND_OK) {
         lns_err_set(r->error, sizeof r->error, "%s", err);
         oc->code = TOOL_EXIT_EXNODE;
         return;
@@ -359,16 +367,26 @@ static void keep_file(ctx_t *c, const char *path, lors_keep_report_t *r, outcome
     int lrc = lors_keep(&ko, x, r);
     if (lrc == LORS_OK || lrc == LORS_E_PARTIAL) {
         if (r->changed && !c->f->dry_run) {
-            if (stat(path, &after) != 0 || !same_file(&before, &after)) {
-                lns_err_set(r->error, sizeof r->error,
-                            "the exNode changed during the pass: not overwritten; its new "
-                            "allocations are freed and the next pass keeps it");
-                lrc = LORS_E_PARTIAL;
-                oc->code = TOOL_EXIT_PARTIAL;
-            } else if (lns_fail("keep.write") < 0 ||
-                       xnd_write_file(x, path, err, sizeof err) != XND_OK) {
-                lns_err_set(r->error, sizeof r->error, "writing the exNode: %s", err);
+            /* a compare-and-swap: a version another keeper or tool wrote during the pass is
+             * never replaced; the reconcile below then frees what this pass allocated */
+            int wrc = XND_E_IO;
+            size_t pl = strlen(path);
+            if (lns_fail("keep.write") < 0)
+                snprintf(err, sizeof err, "%s", strerror(errno));
+            else
+                wrc = xnd_update_file(x, path, &was, -1, &mine, err, sizeof err);
+            /* the report line names the file already */
+            const char *why = strncmp(err, path, pl) == 0 && strncmp(err + pl, ": ", 2) == 0
+                                  ? err + pl + 2 : err;
+            if (wrc == XND_E_CHANGED || wrc == XND_E_BUSY) {
+                lns_err_set(r->error, sizeof r->error, "%s; this pass's new allocations are "
+                            "freed and the next pass keeps it", why);
+                oc->code = TOOL_EXIT_CHANGED;
+            } else if (wrc != XND_OK) {
+                lns_err_set(r->error, sizeof r->error, "writing the exNode: %s", why);
                 oc->code = TOOL_EXIT_IO;
+            } else {
+                extend_written(c, path, x, r, &mine);
             }
             lns_fail("keep.written"); /* tests: die before the journal is cleared */
         }
@@ -539,6 +557,7 @@ int main(int argc, char **argv)
     c.ko.margin_s = f.margin;
     c.ko.duration_s = f.duration;
     c.ko.provisional_s = f.provisional;
+    c.ko.defer_extend = 1; /* extended once the exNode naming them is written */
     c.ko.reliability = f.reliability ? f.reliability : IBP_HARD;
     c.ko.threads = f.c.threads;
     c.ko.timeout_s = (int)f.c.timeout;

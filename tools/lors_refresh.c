@@ -99,7 +99,8 @@ static const tool_cmd_t cmd = {
     "\nThe event stream: BEGIN, MAPPING per mapping, REFRESH or FAILURE per mapping, END.\n"
     "Exit: 0 ok, 2 usage, 3 exNode, 4 local I/O (also the events file; -o exists, without\n"
     "--force), 8 some mappings could not be extended (each is named on stderr; the others\n"
-    "were), 9 internal.  See lors_refresh(1).\n",
+    "were), 9 internal, 12 another program holds the exNode's update lock or changed it\n"
+    "meanwhile (not replaced).  See lors_refresh(1).\n",
     opts, sizeof(settings_t), check,
 };
 
@@ -124,11 +125,14 @@ int main(int argc, char **argv)
     xnd_t *x = NULL;
     int code, lrc, replace = 0;
     tool_depot_name_t *where = NULL;
+    tool_rewrite_t rw;
     int64_t bytes = 0, start;
     double secs = 0;
     const char *path, *out;
 
-    code = tool_opt_exnode(&cmd, argc, argv, &f, &path, &x);
+    /* the update lock from the read to the write: what the depots were told (extended
+     * leases, freed allocations) cannot be taken back if another program's version won */
+    code = tool_opt_exnode_rw(&cmd, argc, argv, &f, &f.output, 1, &path, &x, &rw);
     if (code)
         return code;
     out = f.output ? f.output : path;
@@ -165,7 +169,9 @@ int main(int argc, char **argv)
         code = tool_exit_code(lrc);
         goto done;
     }
-    code = tool_save_exnode(TOOL, x, out, replace);
+    code = tool_put_exnode(TOOL, x, out, replace, &rw);
+    if (code == TOOL_EXIT_CHANGED)
+        tool_error(TOOL, "%s", rw.why);
     if (code)
         goto done;
     for (size_t i = 0; i < rep.n; i++) {
@@ -184,6 +190,7 @@ int main(int argc, char **argv)
     code = lrc == LORS_E_PARTIAL ? TOOL_EXIT_PARTIAL : TOOL_EXIT_OK;
 
 done:
+    tool_rewrite_end(&rw);
     tool_feed_end(&feed, bytes, secs, code);
     lors_refresh_report_free(&rep);
     xnd_free(x);

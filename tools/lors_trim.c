@@ -138,7 +138,8 @@ static const tool_cmd_t cmd = {
     "\nThe event stream: BEGIN, MAPPING per mapping, TRIM per removed one, END.\n"
     "Exit: 0 ok, 2 usage, 3 exNode, 4 local I/O (also the events file; -o exists, without\n"
     "--force), 6 the trim would leave bytes with no copy (nothing changed), 8 removed but\n"
-    "some allocations could not be freed, 9 internal.  See lors_trim(1).\n",
+    "some allocations could not be freed, 9 internal, 12 another program holds the exNode's\n"
+    "update lock or changed it meanwhile (not replaced).  See lors_trim(1).\n",
     opts, sizeof(settings_t), check,
 };
 
@@ -198,11 +199,14 @@ int main(int argc, char **argv)
     int *nums = NULL, code, lrc, replace = 0;
     size_t nnums = 0;
     tool_depot_name_t *where = NULL;
+    tool_rewrite_t rw;
     int64_t *len = NULL, t0;
     double secs = 0;
     const char *path, *out;
 
-    code = tool_opt_exnode(&cmd, argc, argv, &f, &path, &x);
+    /* the update lock from the read to the write: what the depots were told (extended
+     * leases, freed allocations) cannot be taken back if another program's version won */
+    code = tool_opt_exnode_rw(&cmd, argc, argv, &f, &f.output, 1, &path, &x, &rw);
     if (code)
         return code;
     out = f.output ? f.output : path;
@@ -255,7 +259,9 @@ int main(int argc, char **argv)
     }
     /* nothing removed and the output is the input file: leave the file alone */
     if (rep.nremoved > 0 || f.output || strcmp(out, "-") == 0) {
-        code = tool_save_exnode(TOOL, x, out, replace);
+        code = tool_put_exnode(TOOL, x, out, replace, &rw);
+        if (code == TOOL_EXIT_CHANGED)
+            tool_error(TOOL, "%s", rw.why);
         if (code)
             goto done;
     }
@@ -274,6 +280,7 @@ int main(int argc, char **argv)
     code = lrc == LORS_E_PARTIAL ? TOOL_EXIT_PARTIAL : TOOL_EXIT_OK;
 
 done:
+    tool_rewrite_end(&rw);
     tool_feed_end(&feed, len ? removed_bytes(&rep, len) : 0, secs, code);
     lors_trim_report_free(&rep);
     xnd_free(x);

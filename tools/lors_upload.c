@@ -45,7 +45,7 @@ typedef struct settings {
     int no_report, none, use_stdin, copies, fragments, reliability, force, keep_partial;
     char e2e[64];           /* the chain from -z, -a and --e2e, in command-line order */
     int e2e_from;           /* where e2e came from: TOOL_FROM_RC or TOOL_FROM_ARGV; 0: none */
-    int64_t blocksize, duration, memory, offset, length, e2e_bs;
+    int64_t blocksize, duration, memory, offset, length, e2e_bs, provisional;
     int64_t bitrate;        /* --bitrate, bit/s; 0 = not given */
     int ec_k, ec_m;         /* --ec K+M; 0: replication */
     int64_t ec_piece;
@@ -171,6 +171,7 @@ static const tool_opt_t opts[] = {
      "N", "fragment size when the length is unknown", NULL},
     {TOOL_OPT_DURATION, "duration", 'd', "DURATION", S(duration), 1, INT64_MAX, "1d", "T",
      "lifetime (s, m, h, d; -1 or max: each depot's maximum)", NULL},
+    TOOL_OPT_PROVISIONAL(S(provisional)),
     TOOL_OPT_STORAGE(S(reliability)),
     TOOL_OPT_THREADS(1, "4", "parallel depot calls"),
     TOOL_OPT_TIMEOUT("3m", "longest wait of any one depot call"),
@@ -342,7 +343,10 @@ static void after_failure(const lors_upload_opts_t *o, lors_report_t *rep, int64
         stop_where(o, rep, length, where, sizeof where);
     if (px) {
         int frags = rep->mappings / o->copies;
+        if (strcmp(out, "-") == 0)
+            tool_leases_promise(px, NULL, o);
         if (tool_save_exnode(TOOL, px, out, replace) == TOOL_EXIT_OK) {
+            tool_leases_extend(TOOL, px, NULL, o, out, NULL);
             snprintf(kept, sizeof kept, "kept %d complete fragment%s (%d mapping%s) in %s",
                      frags, frags == 1 ? "" : "s", rep->mappings, rep->mappings == 1 ? "" : "s",
                      strcmp(out, "-") ? out : "the exNode on stdout");
@@ -465,6 +469,7 @@ int main(int argc, char **argv)
     o.fragments = f.fragments;
     o.blocksize = f.blocksize;
     o.duration_s = f.duration;
+    o.provisional_s = f.provisional;
     o.reliability = f.reliability ? f.reliability : IBP_HARD;
     o.threads = f.c.threads;
     o.timeout_s = (int)f.c.timeout;
@@ -573,6 +578,8 @@ int main(int argc, char **argv)
         tool_error(TOOL, "recording the bitrate: out of memory");
         code = TOOL_EXIT_INTERNAL;
     }
+    if (code == TOOL_EXIT_OK && strcmp(out, "-") == 0)
+        tool_leases_promise(x, NULL, &o); /* stdout is written once */
     if (code == TOOL_EXIT_OK)
         code = tool_save_exnode(TOOL, x, out, replace);
     if (code != TOOL_EXIT_OK) {
@@ -581,12 +588,16 @@ int main(int argc, char **argv)
         after_failure(&o, &rep, length, NULL, out, replace, 0);
         goto done;
     }
+    /* the exNode is safe: the provisional leases get -d */
+    int leases = tool_leases_extend(TOOL, x, NULL, &o, out, NULL);
     if (verbose)
         print_report(&o, &rep, out, notes);
     /* every byte is stored, but not with the redundancy asked: said under -q too (a warning
      * about the data, as lors_download's lost copies), and in the exit code (as lors_ls) */
     if (!o.ec_k && tool_print_spread(TOOL, x, o.copies, o.depots, o.ndepots, &rep))
         code = TOOL_EXIT_DEGRADED;
+    if (code == TOOL_EXIT_OK)
+        code = leases;
     report_throughput(&f, meter);
 
 done:

@@ -27,8 +27,11 @@ enum {
     TOOL_EXIT_INTEGRITY = 7, /* checksum or decryption failure with no good copy; wrong key */
     TOOL_EXIT_PARTIAL = 8,   /* done, except for what the report lists (refresh, trim -d, ls dead) */
     TOOL_EXIT_INTERNAL = 9,  /* out of memory, threads, a bug */
-    TOOL_EXIT_DEGRADED = 10  /* ls: some bytes have fewer live copies than the file's count;
+    TOOL_EXIT_DEGRADED = 10, /* ls: some bytes have fewer live copies than the file's count;
                               * upload: copies on fewer depots than asked */
+    TOOL_EXIT_CHANGED = 12   /* the exNode changed since the tool read it, or another program
+                              * kept its update lock: nothing written, what the run allocated
+                              * freed (11 is lors_keep's "at risk") */
 };
 
 /* The exit code for a lors_err (LORS_OK -> 0). */
@@ -164,6 +167,43 @@ int tool_same_file(const char *a, const char *b);
 /* tool_write_exnode; without replace, a file at path is never replaced, not even one that
  * appeared meanwhile (the same line and TOOL_EXIT_IO as tool_check_output). */
 int tool_save_exnode(const char *tool, const xnd_t *x, const char *path, int replace);
+
+/* Writing back the exNode a tool read, when others may write it too (xnd_update_file): the
+ * digest of the version read, so that a version someone else wrote meanwhile is never
+ * replaced.  in_place: the output is the file read. */
+typedef struct tool_rewrite {
+    int in_place;
+    xnd_digest_t was;    /* the digest of the version read, then of the one last written */
+    int lockfd;          /* the update lock when held from the read on; -1 */
+    char why[640];       /* after TOOL_EXIT_CHANGED: the one line saying what happened */
+} tool_rewrite_t;
+/* tool_open_exnode for a tool that writes its exNode back to out (NULL: in place).  In
+ * place, rw has the digest of the bytes read and, with hold, the update lock taken before the
+ * read and kept until tool_rewrite_end (a tool whose depot calls cannot be taken back, such as
+ * trim's frees, holds it); another program holding it longer than XND_LOCK_WAIT_MS is
+ * TOOL_EXIT_CHANGED after one line. */
+int tool_open_exnode_rw(const char *tool, const char *fflag, int argc, char **argv, int first,
+                        const char *out, int hold, const char **path, xnd_t **x,
+                        tool_rewrite_t *rw);
+/* Write x to out: in place (rw->in_place) as a compare-and-swap against rw->was, which then
+ * becomes x's digest; else tool_save_exnode.  TOOL_EXIT_CHANGED, with nothing printed and the
+ * line in rw->why, when the file is no longer the version read or stays locked; the caller
+ * frees what it allocated and prints the line with what it freed. */
+int tool_put_exnode(const char *tool, const xnd_t *x, const char *out, int replace,
+                    tool_rewrite_t *rw);
+/* Let the update lock go (if held). */
+void tool_rewrite_end(tool_rewrite_t *rw);
+
+/* Provisional leases (up->provisional_s, lors_lease_extend).  Before an exNode goes to
+ * stdout, which is written once: the ends its mappings with select[i] (NULL: all) will have,
+ * now + up->duration_s (-d max: left as they are).  After x was written to out: extend them,
+ * and for a file write x again with the ends the depots gave, as a compare-and-swap against
+ * the version just written (rw, in place, or NULL for a new file); a newer version someone
+ * else wrote is left alone.  TOOL_EXIT_PARTIAL after a warning line when some allocation
+ * stays on its provisional lease, else TOOL_EXIT_OK. */
+void tool_leases_promise(xnd_t *x, const unsigned char *select, const lors_upload_opts_t *up);
+int tool_leases_extend(const char *tool, xnd_t *x, const unsigned char *select,
+                       const lors_upload_opts_t *up, const char *out, tool_rewrite_t *rw);
 
 /* ---- interrupts (tool_stop.c) -------------------------------------------------------------
  * For the tools that allocate: from tool_stop_install on, SIGINT or SIGTERM (unless ignored

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lns_time.h"
 #include "tool.h"
 #include "lns_version.h"
 
@@ -68,11 +69,13 @@ static const char *exnode_arg(const char *tool, const char *fflag, int argc, cha
     return fflag;
 }
 
-static int read_exnode(const char *tool, const char *path, xnd_t **x)
+/* Read, parse and check the exNode at path; with digest, also the digest of its bytes. */
+static int read_exnode(const char *tool, const char *path, xnd_t **x, xnd_digest_t *digest)
 {
     char err[512];
     lors_e2e_info_t info;
-    int rc = xnd_read_file(path, x, err, sizeof err);
+    int rc = digest ? xnd_read_file_digest(path, NULL, x, digest, err, sizeof err)
+                    : xnd_read_file(path, x, err, sizeof err);
     if (rc == XND_E_NOMEM) {
         tool_error(tool, "%s: out of memory", path);
         return TOOL_EXIT_INTERNAL;
@@ -98,7 +101,7 @@ int tool_open_exnode(const char *tool, const char *fflag, int argc, char **argv,
     *x = NULL;
     if (!(*path = exnode_arg(tool, fflag, argc, argv, first)))
         return TOOL_EXIT_USAGE;
-    return read_exnode(tool, *path, x);
+    return read_exnode(tool, *path, x, NULL);
 }
 
 int tool_write_exnode(const char *tool, const xnd_t *x, const char *path)
@@ -138,6 +141,98 @@ int tool_check_output(const char *tool, const char *out, const char *input, int 
         return TOOL_EXIT_OK;
     }
     return exists_line(tool, out);
+}
+
+static int in_place(const char *out, const char *path)
+{
+    return strcmp(path, "-") != 0 && (strcmp(out, path) == 0 || tool_same_file(out, path));
+}
+
+int tool_open_exnode_rw(const char *tool, const char *fflag, int argc, char **argv, int first,
+                        const char *out, int hold, const char **path, xnd_t **x,
+                        tool_rewrite_t *rw)
+{
+    char err[640];
+    memset(rw, 0, sizeof *rw);
+    rw->lockfd = -1;
+    *x = NULL;
+    if (!(*path = exnode_arg(tool, fflag, argc, argv, first)))
+        return TOOL_EXIT_USAGE;
+    rw->in_place = in_place(out ? out : *path, *path);
+    if (rw->in_place && hold &&
+        xnd_lock_file(*path, XND_LOCK_WAIT_MS, &rw->lockfd, err, sizeof err) != XND_OK) {
+        tool_error(tool, "%s", err);
+        return TOOL_EXIT_CHANGED;
+    }
+    int code = read_exnode(tool, *path, x, rw->in_place ? &rw->was : NULL);
+    if (code != TOOL_EXIT_OK)
+        tool_rewrite_end(rw);
+    return code;
+}
+
+int tool_put_exnode(const char *tool, const xnd_t *x, const char *out, int replace,
+                    tool_rewrite_t *rw)
+{
+    char err[600];
+    if (!rw || !rw->in_place)
+        return tool_save_exnode(tool, x, out, replace);
+    int rc = xnd_update_file(x, out, &rw->was, rw->lockfd, &rw->was, err, sizeof err);
+    if (rc == XND_OK)
+        return TOOL_EXIT_OK;
+    if (rc == XND_E_CHANGED || rc == XND_E_BUSY) {
+        snprintf(rw->why, sizeof rw->why, "%s", err);
+        return TOOL_EXIT_CHANGED;
+    }
+    tool_error(tool, "writing the exNode %s: %s", out, err);
+    return rc == XND_E_IO ? TOOL_EXIT_IO : TOOL_EXIT_INTERNAL;
+}
+
+void tool_rewrite_end(tool_rewrite_t *rw)
+{
+    xnd_unlock_file(rw->lockfd);
+    rw->lockfd = -1;
+}
+
+void tool_leases_promise(xnd_t *x, const unsigned char *select, const lors_upload_opts_t *up)
+{
+    int64_t now = lns_now_s();
+    for (size_t i = 0; up->duration_s > 0 && i < x->nmaps; i++)
+        if (!select || select[i])
+            xnd_mapping_set_time(x->maps[i], 1, now + up->duration_s);
+}
+
+int tool_leases_extend(const char *tool, xnd_t *x, const unsigned char *select,
+                       const lors_upload_opts_t *up, const char *out, tool_rewrite_t *rw)
+{
+    char err[256];
+    xnd_digest_t before, after;
+    tool_rewrite_t own;
+    int failed = 0, file = strcmp(out, "-") != 0;
+    if (file && (!rw || !rw->in_place)) {
+        /* a new file: the version to compare with is the one just written */
+        memset(&own, 0, sizeof own);
+        own.in_place = 1;
+        own.lockfd = -1;
+        rw = &own;
+        if (xnd_digest(x, &own.was, err, sizeof err) != XND_OK)
+            file = 0;
+    }
+    if (file && xnd_digest(x, &before, err, sizeof err) != XND_OK)
+        file = 0;
+    lors_lease_extend(x, select, up->duration_s, up->provisional_s, up->threads, up->timeout_s,
+                      &failed);
+    /* unchanged when nothing was provisional; a newer version (a keeper's) is left alone */
+    if (file && xnd_digest(x, &after, err, sizeof err) == XND_OK &&
+        memcmp(before.sha256, after.sha256, sizeof before.sha256) != 0 &&
+        tool_put_exnode(tool, x, out, 1, rw) == TOOL_EXIT_CHANGED)
+        file = 0;
+    if (failed == 0)
+        return TOOL_EXIT_OK;
+    tool_error(tool, "warning: %d allocation%s kept %s provisional lease of %" PRId64 " s (the "
+               "depot did not answer the extension); lors_refresh %s gives %s the lease asked",
+               failed, failed == 1 ? "" : "s", failed == 1 ? "its" : "their", up->provisional_s,
+               file ? out : "EXNODE", failed == 1 ? "it" : "them");
+    return TOOL_EXIT_PARTIAL;
 }
 
 int tool_save_exnode(const char *tool, const xnd_t *x, const char *path, int replace)

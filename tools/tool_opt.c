@@ -402,6 +402,20 @@ int tool_opt_exnode(const tool_cmd_t *cmd, int argc, char **argv, void *s,
     return code;
 }
 
+int tool_opt_exnode_rw(const tool_cmd_t *cmd, int argc, char **argv, void *s,
+                       const char **output, int hold, const char **path, xnd_t **x,
+                       tool_rewrite_t *rw)
+{
+    int first, code = tool_opt_parse(cmd, argc, argv, s, &first);
+    *x = NULL;
+    rw->lockfd = -1;
+    if (code == TOOL_EXIT_OK &&
+        (code = tool_open_exnode_rw(cmd->name, ((tool_common_t *)s)->file, argc, argv, first,
+                                    *output, hold, path, x, rw)) != TOOL_EXIT_OK)
+        tool_opt_free(s);
+    return code;
+}
+
 void tool_opt_free(void *s)
 {
     tool_rc_free(&((tool_common_t *)s)->rc);

@@ -109,6 +109,11 @@ int tool_opt_parse(const tool_cmd_t *cmd, int argc, char **argv, void *settings,
  * with nothing left to free. */
 int tool_opt_exnode(const tool_cmd_t *cmd, int argc, char **argv, void *settings,
                     const char **path, xnd_t **x);
+/* The same for a tool that writes its exNode back (tool_open_exnode_rw): *output is the
+ * settings' -o field, read after the parse. */
+int tool_opt_exnode_rw(const tool_cmd_t *cmd, int argc, char **argv, void *settings,
+                       const char **output, int hold, const char **path, xnd_t **x,
+                       tool_rewrite_t *rw);
 void tool_opt_free(void *settings);
 
 /* --help's text for cmd on f. */
@@ -176,6 +181,12 @@ int tool_opt_set(void *settings, const tool_opt_t *o, const char *name, const ch
     {TOOL_OPT_SWITCH, "hard", 'h', NULL, off, IBP_HARD, 0, NULL, NULL, \
      "hard storage (the default)", NULL}, \
     {TOOL_OPT_FN, NULL, 0, "STORAGE_TYPE", off, 0, 0, NULL, NULL, NULL, tool_opt_storage}
+/* --provisional T: upload, augment and keep (docs/lors-tools.md, "Never losing the handle"). */
+#define TOOL_OPT_PROVISIONAL(off) \
+    {TOOL_OPT_SECONDS, "provisional", 0, NULL, off, 0, INT64_MAX, "10m", "T", \
+     "new allocations live T until the exNode naming them is\n" \
+     "written (kept alive meanwhile), then get -d: one a killed\n" \
+     "run never recorded ends by itself; 0: -d at once", NULL}
 /* -f EXNODE, and -o FILE for the programs that rewrite the exNode they read. */
 #define TOOL_OPT_EXNODE \
     {TOOL_OPT_STR, "file", 'f', NULL, TOOL_C(file), 0, 0, NULL, "EXNODE", \

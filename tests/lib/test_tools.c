@@ -295,10 +295,17 @@ int tt_spawn(tt_env_t *t, tt_bg_t *bg, const char *prog, ...)
         perror("tt_spawn: pipe");
         return -1;
     }
+    /* files of its own: two programs in the background at once keep their outputs apart */
+    snprintf(bg->out, sizeof bg->out, "%s", lns_test_path("bg.out"));
+    snprintf(bg->err, sizeof bg->err, "%s", lns_test_path("bg.err"));
     pid_t pid = fork();
     if (pid == 0) {
-        int o = open(lns_test_path("bg.out"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = open(lns_test_path("bg.err"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        char num[24];
+        snprintf(num, sizeof num, ".%d", (int)getpid());
+        strncat(bg->out, num, sizeof bg->out - strlen(bg->out) - 1);
+        strncat(bg->err, num, sizeof bg->err - strlen(bg->err) - 1);
+        int o = open(bg->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int e = open(bg->err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (o < 0 || e < 0)
             _exit(126);
         dup2(p[0], 0);
@@ -322,6 +329,10 @@ int tt_spawn(tt_env_t *t, tt_bg_t *bg, const char *prog, ...)
     lns_test_track_pid(pid);
     bg->pid = pid;
     bg->in = p[1];
+    char num[24];
+    snprintf(num, sizeof num, ".%d", (int)pid);
+    strncat(bg->out, num, sizeof bg->out - strlen(bg->out) - 1);
+    strncat(bg->err, num, sizeof bg->err - strlen(bg->err) - 1);
     return 0;
 }
 
@@ -348,8 +359,8 @@ int tt_wait(tt_env_t *t, tt_bg_t *bg, int ms)
     }
     lns_test_untrack_pid(bg->pid);
     bg->pid = 0;
-    lns_test_slurp(lns_test_path("bg.out"), t->out, sizeof t->out);
-    lns_test_slurp(lns_test_path("bg.err"), t->err, sizeof t->err);
+    lns_test_slurp(bg->out, t->out, sizeof t->out);
+    lns_test_slurp(bg->err, t->err, sizeof t->err);
     if (st != -1)
         rc = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? TT_SIGNALLED + WTERMSIG(st) : -1;
     return rc;

@@ -92,6 +92,7 @@ int tt_downloads_equal(tt_env_t *t, const char *xnd, const char *src);
 typedef struct tt_bg {
     int pid;   /* 0 once reaped */
     int in;    /* the write end of its stdin; -1 once closed */
+    char out[PATH_MAX], err[PATH_MAX]; /* its stdout and stderr: bg.out.PID, bg.err.PID */
 } tt_bg_t;
 
 /* Start bin/<prog> with the NULL-terminated arguments in the background: stdin a pipe

@@ -255,7 +255,7 @@ static void test_video_seek(void)
     CU_ASSERT(seek_range >= 1);
     CU_ASSERT(not_found >= 1);
     CU_ASSERT_EQUAL(server_errors, 0);
-    CU_ASSERT(lns_test_log_clean(lns_test_path("bg.err")));
+    CU_ASSERT(lns_test_log_clean(srv.err));
     tt_free_all(&T, dst);
 }
 

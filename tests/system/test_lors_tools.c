@@ -599,7 +599,7 @@ static void test_interrupt(void)
     lns_test_untrack_pid(pid);
     close(bg.in);
     CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGINT);
-    lns_test_slurp(lns_test_path("bg.err"), T.err, sizeof T.err);
+    lns_test_slurp(bg.err, T.err, sizeof T.err);
     /* written in place: the file may hold blocks after the stuck one too */
     snprintf(want, sizeof want, "lors_download: %s: interrupted; %s holds parts of bytes "
              "0-%lld (resume with -R)\n", xndp, outp,

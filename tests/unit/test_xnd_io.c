@@ -1,5 +1,6 @@
 /* test_xnd_io.c -- libexnode files and speed: atomic writes (readers never see half an
- * exNode; failures leave the old file and no temporary), stdin/stdout, read limits, and an
+ * exNode; failures leave the old file and no temporary), updates in place that never replace
+ * a version they did not read, stdin/stdout, read limits, and an
  * exNode of 100,000 mappings parsed, serialized and searched against the clock. */
 #include <CUnit/CUnit.h>
 #include <dirent.h>
@@ -450,8 +451,77 @@ static void test_write_excl(void)
     xnd_free(big);
 }
 
+/* xnd_update_file: a compare-and-swap of the bytes under the update lock. */
+static void test_update(void)
+{
+    char dir[512], path[600], err[256];
+    xnd_digest_t d0, d1, mine;
+    xnd_t *small = make_exnode(2), *big = make_exnode(20), *got = NULL;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(small);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(big);
+    dir_in_tmp("update", dir, sizeof dir, path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(xnd_write_file_excl(small, path, err, sizeof err), XND_OK);
+    CU_ASSERT_EQUAL_FATAL(xnd_read_file_digest(path, NULL, &got, &d0, err, sizeof err), XND_OK);
+    xnd_free(got);
+    CU_ASSERT_EQUAL(xnd_digest(small, &mine, err, sizeof err), XND_OK);
+    CU_ASSERT_EQUAL(memcmp(mine.sha256, d0.sha256, sizeof d0.sha256), 0);
+
+    /* the version read: replaced, and *now is the new one's digest */
+    CU_ASSERT_EQUAL(xnd_update_file(big, path, &d0, -1, &d1, err, sizeof err), XND_OK);
+    CU_ASSERT_EQUAL(xnd_read_file_digest(path, NULL, &got, &mine, err, sizeof err), XND_OK);
+    CU_ASSERT_TRUE(got && got->nmaps == 20);
+    xnd_free(got);
+    CU_ASSERT_EQUAL(memcmp(mine.sha256, d1.sha256, sizeof d1.sha256), 0);
+    /* a stale digest: refused, the file as it was */
+    CU_ASSERT_EQUAL(xnd_update_file(small, path, &d0, -1, NULL, err, sizeof err), XND_E_CHANGED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "changed since it was read"));
+    CU_ASSERT_EQUAL(xnd_read_file_digest(path, NULL, &got, &mine, err, sizeof err), XND_OK);
+    CU_ASSERT_EQUAL(memcmp(mine.sha256, d1.sha256, sizeof d1.sha256), 0);
+    xnd_free(got);
+    /* the lock file beside it, and no temporary */
+    CU_ASSERT_EQUAL(entries(dir), 2);
+
+    /* another process holds the lock: BUSY after the wait, naming it; the caller's own lock
+     * is used as given */
+    int p[2];
+    CU_ASSERT_FATAL(pipe(p) == 0);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        int fd;
+        char c = xnd_lock_file(path, 0, &fd, err, sizeof err) == XND_OK ? 'y' : 'n';
+        if (write(p[1], &c, 1) != 1)
+            _exit(1);
+        pause();
+        _exit(0);
+    }
+    char c = 0;
+    CU_ASSERT_EQUAL(read(p[0], &c, 1), 1);
+    CU_ASSERT_EQUAL(c, 'y');
+    int fd = -1;
+    CU_ASSERT_EQUAL(xnd_lock_file(path, 50, &fd, err, sizeof err), XND_E_BUSY);
+    char pidtext[32];
+    snprintf(pidtext, sizeof pidtext, "pid %d", (int)pid);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, pidtext));
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    close(p[0]);
+    close(p[1]);
+    /* its death let the lock go */
+    CU_ASSERT_EQUAL_FATAL(xnd_lock_file(path, 5000, &fd, err, sizeof err), XND_OK);
+    CU_ASSERT_EQUAL(xnd_update_file(small, path, &d1, fd, &d0, err, sizeof err), XND_OK);
+    xnd_unlock_file(fd);
+    /* a file gone since it was read is not written again */
+    CU_ASSERT_EQUAL(unlink(path), 0);
+    CU_ASSERT_EQUAL(xnd_update_file(big, path, &d0, -1, NULL, err, sizeof err), XND_E_CHANGED);
+    CU_ASSERT_EQUAL(access(path, F_OK), -1);
+    xnd_free(small);
+    xnd_free(big);
+}
+
 static const lns_test_case tests[] = {
     {"write, read, modes, errors", test_write_read},
+    {"updating in place: compare-and-swap under the lock", test_update},
     {"never replacing: xnd_write_file_excl", test_write_excl},
     {"stdin and stdout", test_stdio},
     {"readers never see half an exNode", test_atomic_under_readers},
