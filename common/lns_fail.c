@@ -128,7 +128,9 @@ static int trigger(const char *name, int action)
     }
     if (action == ACT_STOP) { /* hung: the step goes on if someone sends SIGCONT */
         lns_log(LNS_LOG_WARN, "failpoint %s: SIGSTOP", name);
-        kill(getpid(), SIGSTOP);
+        /* to this thread: sent to the process, the group stop could reach this thread only
+         * after it had gone on past the point (a test renaming a file there saw it read) */
+        raise(SIGSTOP);
         return 0;
     }
     lns_log(LNS_LOG_WARN, "failpoint %s: %s", name, action == ACT_EIO ? "EIO" : "ENOSPC");

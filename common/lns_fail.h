@@ -10,7 +10,8 @@
  *                 eio         the step fails with EIO
  *                 kill        the process gets SIGKILL there, before the step
  *                 stop        the process gets SIGSTOP there (hung until a SIGCONT, then
- *                             the step goes on)
+ *                             the step goes on); the thread that reached the point is
+ *                             stopped before it goes past it
  *         @N      on the N-th time the point is reached (default: the first), once;
  *                 @N+ every time from the N-th on
  *     LNS_FAILPOINTS="random=SEED/PERMILLE[/kill]"

@@ -236,6 +236,12 @@ int xnd_parse_buf_opts(const char *buf, size_t len, const xnd_opts_t *opts, xnd_
 int xnd_read_file(const char *path, xnd_t **out, char *err, size_t errlen);
 int xnd_read_file_opts(const char *path, const xnd_opts_t *opts, xnd_t **out, char *err,
                        size_t errlen);
+/* Read an open descriptor to its end and parse what it held (fd stays open, the caller's).
+ * With raw not NULL, on XND_OK *raw holds the very bytes parsed (malloc'd, *rawlen of them):
+ * a digest of them describes this exNode even if its file has been replaced since it was
+ * opened, where reading the path again might find another one. */
+int xnd_read_fd_opts(int fd, const xnd_opts_t *opts, xnd_t **out, char **raw, size_t *rawlen,
+                     char *err, size_t errlen);
 
 /* Check the model.  Always: numbers non-negative, offset+length without overflow.  Strict
  * (lax 0) also: each mapping has a capability, every capability is a well-formed IBP

@@ -85,31 +85,51 @@ int xnd_read_bytes(const char *path, size_t max, char **buf, size_t *len, char *
     return XND_OK;
 }
 
+int xnd_read_fd_opts(int fd, const xnd_opts_t *opts, xnd_t **out, char **raw, size_t *rawlen,
+                     char *err, size_t errlen)
+{
+    size_t max = opts && opts->max_size ? opts->max_size : XND_DEFAULT_MAX_SIZE;
+    char *buf = NULL;
+    size_t len = 0;
+
+    if (out)
+        *out = NULL;
+    if (!out)
+        return xnd_seterr(err, errlen, XND_E_INVAL, 0, "no output");
+    int rc = xnd_read_all(fd, max, &buf, &len);
+    if (rc == XND_E_IO)
+        return xnd_seterr(err, errlen, rc, 0, "%s", strerror(errno));
+    if (rc == XND_E_LIMIT)
+        return xnd_seterr(err, errlen, rc, 0, "larger than the limit of %zu bytes", max);
+    if (rc != XND_OK)
+        return xnd_seterr(err, errlen, rc, 0, "out of memory");
+    rc = xnd_parse_buf_opts(buf, len, opts, out, err, errlen);
+    if (rc == XND_OK && raw) {
+        *raw = buf;
+        *rawlen = len;
+    } else {
+        free(buf);
+    }
+    return rc;
+}
+
 int xnd_read_file_raw(const char *path, const xnd_opts_t *opts, xnd_t **out, char **bytes,
                       size_t *nbytes, char *err, size_t errlen)
 {
-    size_t max = opts && opts->max_size ? opts->max_size : XND_DEFAULT_MAX_SIZE;
-    char *buf = NULL, msg[256];
-    size_t len = 0;
-    int rc;
+    char msg[256];
 
     if (out)
         *out = NULL;
     if (!path || !out)
         return xnd_seterr(err, errlen, XND_E_INVAL, 0, "no path");
-    if ((rc = xnd_read_bytes(path, max, &buf, &len, err, errlen)) != XND_OK)
-        return rc;
-    rc = xnd_parse_buf_opts(buf, len, opts, out, msg, sizeof msg);
-    if (rc != XND_OK) {
-        free(buf);
+    int fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return xnd_seterr(err, errlen, XND_E_IO, 0, "%s: %s", path, strerror(errno));
+    int rc = xnd_read_fd_opts(fd, opts, out, bytes, nbytes, msg, sizeof msg);
+    if (fd != STDIN_FILENO)
+        close(fd);
+    if (rc != XND_OK)
         return xnd_seterr(err, errlen, rc, 0, "%s: %s", path, msg);
-    }
-    if (bytes) {
-        *bytes = buf;
-        *nbytes = len;
-    } else {
-        free(buf);
-    }
     return XND_OK;
 }
 

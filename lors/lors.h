@@ -461,7 +461,8 @@ typedef struct lors_dir_file {
     int64_t size;             /* the file's (plain bytes) */
     struct timespec mtime;    /* the exNode file's modification time */
     char tag[40];             /* "\"<32 hex digits>\"": the first 128 bits of the SHA-256 of the
-                               * exNode's bytes, an HTTP entity tag that changes with them */
+                               * exNode's bytes, an HTTP entity tag that changes with them;
+                               * mtime, tag and x all from one open of the file */
 } lors_dir_file_t;
 
 /* ro and cache are used for every reader (cache is not owned); NULL: out of memory. */

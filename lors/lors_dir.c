@@ -6,16 +6,22 @@
  * Unchanged means the same path, inode, size and modification time to the nanosecond: an
  * exNode rewritten in place (lors_augment, lors_keep) or replaced by rename is opened anew at
  * the next lookup, and holders of the old one finish on it.  A file is freed when its last
- * reference goes, always outside the table's lock: closing a reader waits for its fetches. */
+ * reference goes, always outside the table's lock: closing a reader waits for its fetches.
+ *
+ * What a file shows (its identity, its tag and time, its mappings) comes from one open of the
+ * exNode file, read once: tools write exNodes by rename, and two opens could find two files. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <openssl/evp.h>
 
+#include "lns_fail.h"
 #include "lors.h"
 
 typedef struct dfile {
@@ -135,23 +141,12 @@ static dfile_t *drop_locked(lors_dir_t *d, size_t i)
     return --f->refs == 0 ? f : NULL;
 }
 
-/* The tag: the first 128 bits of the exNode's SHA-256, so a rewritten exNode (new mappings,
- * same bytes) gets a new tag but an unchanged one keeps it across restarts. */
-static int tag_of(const char *path, char *tag, size_t size)
+/* The tag: the first 128 bits of the SHA-256 of the exNode's bytes, so a rewritten exNode
+ * (new mappings, same bytes) gets a new tag but an unchanged one keeps it across restarts. */
+static int tag_of(const char *bytes, size_t n, char *tag, size_t size)
 {
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return -1;
-    EVP_MD_CTX *c = EVP_MD_CTX_new();
-    unsigned char buf[65536], md[EVP_MAX_MD_SIZE];
-    size_t n;
-    int bad = !c || EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1;
-    while (!bad && (n = fread(buf, 1, sizeof buf, fp)) > 0)
-        bad = EVP_DigestUpdate(c, buf, n) != 1;
-    bad = bad || ferror(fp) || EVP_DigestFinal_ex(c, md, NULL) != 1;
-    EVP_MD_CTX_free(c);
-    fclose(fp);
-    if (bad)
+    unsigned char md[EVP_MAX_MD_SIZE];
+    if (EVP_Digest(bytes, n, md, NULL, EVP_sha256(), NULL) != 1)
         return -1;
     int k = snprintf(tag, size, "\"");
     for (int i = 0; i < 16 && k + 3 < (int)size; i++)
@@ -167,12 +162,18 @@ static int unchanged(const dfile_t *f, const char *path, const struct stat *st)
            f->pub.mtime.tv_nsec == st->st_mtim.tv_nsec;
 }
 
-/* A new file for name at path, with one reference (the caller's); NULL with *rc and err. */
-static dfile_t *file_open(lors_dir_t *d, const char *name, const char *path,
-                          const struct stat *st, int *rc, char *err, size_t errlen)
+/* A new file for name at path, with one reference (the caller's); NULL with *rc and err.
+ * One open gives everything: the identity unchanged() compares (fstat), the tag and the
+ * mappings (the bytes read once), so a rename over path meanwhile cannot give one file's tag
+ * or time to another's bytes. */
+static dfile_t *file_open(lors_dir_t *d, const char *name, const char *path, int *rc,
+                          char *err, size_t errlen)
 {
     dfile_t *f = calloc(1, sizeof *f);
-    char xerr[512];
+    char xerr[512], *bytes = NULL;
+    size_t nbytes = 0;
+    struct stat st;
+    int fd = -1;
     *rc = LORS_E_NOMEM;
     if (!f || !(f->name = strdup(name)) || !(f->path = strdup(path))) {
         snprintf(err, errlen, "out of memory");
@@ -180,20 +181,34 @@ static dfile_t *file_open(lors_dir_t *d, const char *name, const char *path,
     }
     f->pub.name = f->name;
     f->pub.path = f->path;
-    f->pub.mtime = st->st_mtim;
-    f->ino = st->st_ino;
-    f->xsize = st->st_size;
     *rc = LORS_E_READ;
-    if (tag_of(path, f->pub.tag, sizeof f->pub.tag) < 0) {
+    /* the failpoint dir.read: tests stop here and rename another exNode over path */
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) < 0 ||
+        lns_fail("dir.read") < 0) {
         snprintf(err, errlen, "reading the exNode %s: %s", path, strerror(errno));
         goto fail;
     }
-    *rc = LORS_E_EXNODE;
-    if (xnd_read_file(path, &f->x, xerr, sizeof xerr) != XND_OK) {
+    f->pub.mtime = st.st_mtim;
+    f->ino = st.st_ino;
+    f->xsize = st.st_size;
+    int xrc = xnd_read_fd_opts(fd, NULL, &f->x, &bytes, &nbytes, xerr, sizeof xerr);
+    close(fd);
+    fd = -1;
+    if (xrc != XND_OK) {
+        *rc = xrc == XND_E_IO ? LORS_E_READ : LORS_E_EXNODE;
         snprintf(err, errlen, "the exNode %s: %s", path, xerr);
         goto fail;
     }
+    int tagged = tag_of(bytes, nbytes, f->pub.tag, sizeof f->pub.tag);
+    free(bytes);
+    bytes = NULL;
+    *rc = LORS_E_NOMEM;
+    if (tagged < 0) {
+        snprintf(err, errlen, "the exNode %s: no SHA-256 for its tag", path);
+        goto fail;
+    }
     f->pub.x = f->x;
+    *rc = LORS_E_EXNODE;
     if (!(f->pub.r = lors_reader_open(&d->ro, f->x, d->cache, xerr, sizeof xerr))) {
         snprintf(err, errlen, "the exNode %s: %s", path, xerr);
         goto fail;
@@ -203,6 +218,9 @@ static dfile_t *file_open(lors_dir_t *d, const char *name, const char *path,
     *rc = LORS_OK;
     return f;
 fail:
+    free(bytes);
+    if (fd >= 0)
+        close(fd);
     if (f)
         file_free(f);
     return NULL;
@@ -239,7 +257,7 @@ lors_dir_file_t *lors_dir_get(lors_dir_t *d, const char *name, int *rc, char *er
         file_free(old);
     old = NULL;
 
-    dfile_t *f = file_open(d, name, path, &st, rc, err, errlen);
+    dfile_t *f = file_open(d, name, path, rc, err, errlen);
     if (!f)
         return NULL;
     pthread_mutex_lock(&d->mu);

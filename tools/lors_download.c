@@ -4,11 +4,13 @@
  * the rc file, then the flags.  The output file is written directly, not through a temporary
  * file, so that what a failed or interrupted run leaves behind can be resumed: -R checks it
  * against the exNode's checksums (lors_verify_prefix), cuts it at the first block that does
- * not match and downloads only the rest.  A file whose every mapping has checksums is
- * written in place (each block at its offset as soon as it is checked, in any order, so a
- * slow depot's block holds nothing up); a run that fails is cut back to the prefix it holds
- * in full, and one that is killed leaves holes that -R finds by those checksums.  The exNode is read
- * before the output is opened, so a bad exNode leaves no empty output file behind.
+ * not match and downloads only the rest; once the range is all there, what an older, longer
+ * file left after it is cut, so OUT ends as the range exactly.  A file whose every mapping
+ * has checksums is written in place (each block at its offset as soon as it is checked, in
+ * any order, so a slow depot's block holds nothing up); a run that fails is cut back to the
+ * prefix it holds in full, and one that is killed leaves holes that -R finds by those
+ * checksums.  The exNode is read before the output is opened, so a bad exNode leaves no empty
+ * output file behind.
  *
  * What the user must hear even from a run that worked: a copy that failed on the way (lost
  * redundancy: one line, kept under --quiet, as rsync keeps its warnings under -q), and on
@@ -73,7 +75,7 @@ static const tool_opt_t opts[] = {
      "... and only N of them", NULL},
     {TOOL_OPT_SWITCH, "resume", 'R', NULL, S(resume), 1, 0, NULL, NULL,
      "OUT holds a prefix from an earlier run: check it against the\nchecksums, cut it at the "
-     "first bad block, fetch the rest", NULL},
+     "first bad block, fetch the rest;\nbytes past the range go", NULL},
     TOOL_OPT_THREADS(0, "0", "parallel streams (default 0: automatic, 8 to 64 by the depots\n"
                      "and their latency)"),
     {TOOL_OPT_INT, "depot-streams", 'a', NULL, S(depot_cap), 1, TOOL_MAX_THREADS, "4", "N",
@@ -309,6 +311,24 @@ static int resume_point(const settings_t *f, const xnd_t *x, int e2e, int fd, in
     return TOOL_EXIT_OK;
 }
 
+/* -R and OUT holds the range's len bytes: what an older, longer file left after them goes, so
+ * that OUT ends as the range exactly, as a run without -R (which truncates OUT) leaves it.
+ * The bytes cut in *cut.  TOOL_EXIT_OK, or TOOL_EXIT_IO after a line. */
+static int cut_past_range(const char *out, int fd, int64_t len, int64_t *cut)
+{
+    struct stat st;
+    *cut = 0;
+    if (fstat(fd, &st) < 0 ||
+        (S_ISREG(st.st_mode) && st.st_size > len && ftruncate(fd, len) < 0)) {
+        tool_error(TOOL, "%s: cutting it to the %" PRId64 " bytes asked for: %s", out, len,
+                   strerror(errno));
+        return TOOL_EXIT_IO;
+    }
+    if (S_ISREG(st.st_mode) && st.st_size > len) /* a device has no end to move */
+        *cut = st.st_size - len;
+    return TOOL_EXIT_OK;
+}
+
 static void print_report(const lors_dl_report_t *r)
 {
     double mbps = r->seconds > 0 ? (double)r->bytes_written / r->seconds / 1e6 : 0;
@@ -429,7 +449,12 @@ int main(int argc, char **argv)
         if (in_place && skip > 0)
             dl_ctl_placed(&ctl, off, skip); /* the prefix just checked is there too */
         if (skip >= len) {
-            if (!f.c.quiet)
+            int64_t cut;
+            code = cut_past_range(out, fd, len, &cut);
+            if (!code && !f.c.quiet && cut > 0)
+                tool_error(TOOL, "%s: already holds the %" PRId64 " bytes asked for; cut the %"
+                               PRId64 " bytes after them", out, len, cut);
+            else if (!code && !f.c.quiet)
                 tool_error(TOOL, "%s: already holds the %" PRId64 " bytes asked for; nothing "
                                "to do", out, len);
             goto done;
@@ -488,6 +513,13 @@ int main(int argc, char **argv)
     feed.bar = NULL;
     if (lrc == LORS_OK)
         tool_print_degraded(TOOL, &rep);
+    if (lrc == LORS_OK && f.resume) {
+        int64_t cut;
+        code = cut_past_range(out, fd, len, &cut);
+        if (!code && !f.c.quiet && cut > 0)
+            tool_error(TOOL, "%s: cut the %" PRId64 " bytes after the %" PRId64 " asked for",
+                       out, cut, len);
+    }
     if (lrc != LORS_OK) {
         code = tool_exit_code(lrc);
         int64_t kept = skip + rep.bytes_prefix;

@@ -586,11 +586,14 @@ int main(int argc, char **argv)
         code = TOOL_EXIT_IO;
         goto done;
     }
-    if (ks_open(statepath, &c.ks, err, sizeof err) < 0) {
+    int opened = ks_open(statepath, &c.ks, err, sizeof err);
+    if (opened < 0) {
         tool_error(TOOL, "state file %s", err);
         code = TOOL_EXIT_IO;
         goto done;
     }
+    if (opened > 0)
+        tool_error(TOOL, "warning: state file %s", err);
     ibp_client_opts_t io;
     ibp_client_opts_init(&io);
     io.connect_timeout_ms = io.io_timeout_ms = (int)(f.c.timeout * 1000);

@@ -9,13 +9,22 @@
  *     due again, so a restarted daemon picks up its schedule instead of starting over.
  * WAL, synchronous=FULL: a row is on disk when the call returns.  One connection, used by
  * the worker threads too (on_alloc), under one mutex.
+ *
+ * The rows are manage capabilities, secrets like an exNode's (0600): the file is created
+ * 0600 before SQLite opens it, and SQLite gives its -wal, -shm and -journal the database's
+ * mode.  A file or side file open to others (as keepers before this left them) is made
+ * owner-only and said, not refused: refusing, as ssh refuses a key, would stop every keeper
+ * an upgrade finds with such a file, and would close nothing that tightening leaves open.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "lns_err.h"
 #include "lors_keep_state.h"
@@ -32,6 +41,40 @@ static const char *const SCHEMA =
     "CREATE TABLE IF NOT EXISTS files(exnode TEXT PRIMARY KEY, last_pass INTEGER,"
     " next_due INTEGER, status TEXT);";
 
+/* Create path 0600 if it is not there, and take group and other bits off it and off the side
+ * files SQLite has left beside it.  0 (nothing to tighten), 1 with a warning in err naming
+ * what was open, or -1 with the failure in err. */
+static int make_private(const char *path, char *err, size_t errlen)
+{
+    static const char *const side[] = {"", "-wal", "-shm", "-journal"};
+    char opened[160] = "";
+    size_t k = 0;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return lns_err_set(err, errlen, "%s: %s", path, strerror(errno));
+    close(fd);
+    for (size_t i = 0; i < sizeof side / sizeof side[0]; i++) {
+        char p[4200];
+        struct stat st;
+        snprintf(p, sizeof p, "%s%s", path, side[i]);
+        if (stat(p, &st) != 0 || !(st.st_mode & 077))
+            continue;
+        if (chmod(p, st.st_mode & 0700) != 0)
+            return lns_err_set(err, errlen, "%s: open to others (mode %04o) and cannot be "
+                               "made private: %s", p, (unsigned)(st.st_mode & 07777),
+                               strerror(errno));
+        int n = snprintf(opened + k, sizeof opened - k, "%s%s %04o", k ? ", " : "",
+                         i ? side[i] : "the file", (unsigned)(st.st_mode & 07777));
+        if (n > 0 && (size_t)n < sizeof opened - k)
+            k += (size_t)n;
+    }
+    if (!k)
+        return 0;
+    lns_err_set(err, errlen, "%s: was open to others (%s); made owner-only: it holds manage "
+                "capabilities", path, opened);
+    return 1;
+}
+
 int ks_open(const char *path, keep_state_t **out, char *err, size_t errlen)
 {
     keep_state_t *s = calloc(1, sizeof *s);
@@ -39,6 +82,11 @@ int ks_open(const char *path, keep_state_t **out, char *err, size_t errlen)
     *out = NULL;
     if (!s)
         return lns_err_set(err, errlen, "out of memory");
+    int tightened = make_private(path, err, errlen);
+    if (tightened < 0) {
+        free(s);
+        return -1;
+    }
     if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
                         SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK ||
         sqlite3_busy_timeout(s->db, 5000) != SQLITE_OK ||
@@ -51,7 +99,7 @@ int ks_open(const char *path, keep_state_t **out, char *err, size_t errlen)
     }
     pthread_mutex_init(&s->mu, NULL);
     *out = s;
-    return 0;
+    return tightened;
 }
 
 void ks_close(keep_state_t *s)

@@ -8,7 +8,9 @@
 
 typedef struct keep_state keep_state_t;
 
-/* Open or create; -1 with "PATH: why" in err. */
+/* Open or create, owner-only with its side files (they hold manage capabilities): 0; 1 when
+ * some were open to others and have been made owner-only, a warning naming them in err; -1
+ * with "PATH: why" in err. */
 int ks_open(const char *path, keep_state_t **out, char *err, size_t errlen);
 void ks_close(keep_state_t *s);
 

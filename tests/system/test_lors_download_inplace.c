@@ -2,8 +2,9 @@
  * the first fragment's only copy on a SIGSTOPped depot and a reorder buffer of 4 MiB, every
  * other block still reaches the file (in order, nothing could be written at all); once the
  * depot answers the file is complete and exact.  A run SIGKILLed with a hole at the start of
- * its file has its 18 MiB recorded in OUT.lnsdl, and -R fetches only the 6 MiB missing.  The library writes from the fd's
- * position and leaves it after the bytes.  (Pipes, in order, are test_lors_download's.) */
+ * its file has its 18 MiB recorded in OUT.lnsdl, and -R fetches only the 6 MiB missing (and
+ * cuts what lies past the file's end).  The library writes from the fd's position and leaves
+ * it after the bytes.  (Pipes, in order, are test_lors_download's.) */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -109,12 +110,19 @@ static void test_killed_then_resumed(void)
     CU_ASSERT_EQUAL(tt_wait(&T, &bg, 5000), TT_SIGNALLED + SIGKILL);
     CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[d].srv, SIGCONT), 0);
     CU_ASSERT_FALSE(tt_same_file(out, src));
-    /* -R fetches only what the record lacks: the first fragment's 6 blocks */
+    /* and bytes past the file's end, as an older, longer file of the name leaves */
+    int fd = open(out, O_WRONLY);
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_EQUAL(pwrite(fd, "junk", 4, 24 * MIB + 4092), 4);
+    close(fd);
+    /* -R fetches only what the record lacks (the first fragment's 6 blocks) and cuts the
+     * bytes after the file's */
     char ev[4300];
     snprintf(ev, sizeof ev, "%s.events", out);
     CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-R", "--events", ev,
                            "-o", out, xnd, (char *)NULL), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "18874368 of the 25165824 bytes are there already"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "cut the 4096 bytes after the 25165824 asked for"));
     CU_ASSERT(tt_same_file(out, src));
     CU_ASSERT_EQUAL(tt_sh(&T, "grep -c ' FETCH_END ' '%s'", ev), 0);
     CU_ASSERT_EQUAL(atoi(T.out), 6);

@@ -4,11 +4,14 @@
  * keeps two files alive across several lease lifetimes of 4-second leases while every depot
  * in turn is killed and replaced by a new, empty one -- while the same file without the
  * keeper is gone; and a depot that tells the L-Bone it is leaving has its data moved off by a
- * keeper that takes its depots from that L-Bone. */
+ * keeper that takes its depots from that L-Bone.  The state file, which holds manage
+ * capabilities, and SQLite's files beside it are the owner's alone. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -142,6 +145,40 @@ static int pending(const char *state)
     return n;
 }
 
+/* The state file and the SQLite side files beside it that are there: how many of them
+ * others may read or write (each named on stderr); *present: how many there are. */
+static int open_to_others(const char *state, int *present)
+{
+    static const char *const side[] = {"", "-wal", "-shm", "-journal"};
+    int n = 0;
+    *present = 0;
+    for (size_t i = 0; i < sizeof side / sizeof side[0]; i++) {
+        char p[4300];
+        struct stat st;
+        snprintf(p, sizeof p, "%s%s", state, side[i]);
+        if (stat(p, &st) != 0)
+            continue;
+        ++*present;
+        if (st.st_mode & 077) {
+            fprintf(stderr, "%s: mode %04o\n", p, (unsigned)(st.st_mode & 07777));
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Every file of the state made readable by all, as a keeper before 0600 left it. */
+static void open_up(const char *state)
+{
+    static const char *const side[] = {"", "-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < sizeof side / sizeof side[0]; i++) {
+        char p[4300];
+        snprintf(p, sizeof p, "%s%s", state, side[i]);
+        if (access(p, F_OK) == 0)
+            CU_ASSERT_EQUAL(chmod(p, 0644), 0);
+    }
+}
+
 static void test_sigkill_mid_repair(void)
 {
     char rs[4096], rx[4096], es[4096], ex[4096], st[4200];
@@ -157,16 +194,28 @@ static void test_sigkill_mid_repair(void)
 
     /* killed with its second new allocation made and journaled, its exNode not written (one thread:
      * no other ALLOCATE in flight, which only the provisional lease would bound) */
+    mode_t mask = umask(022); /* a usual umask: what the keeper's own modes must overrule */
     int rc = tt_sh(&T, "LNS_FAILPOINTS=keep.alloc=kill@2 $B/lors_keep --no-rc -t 1 --state '%s' "
                        "--depot-list '%s' -T 3s '%s' '%s'", st, T.depots, rx, ex);
     CU_ASSERT_EQUAL(rc, 128 + SIGKILL);
     CU_ASSERT(pending(st) >= 1); /* the copy's file was done and written: the piece's */
-    /* killed after writing a repaired exNode, before its journal was cleared */
+    /* the manage capabilities it journaled are the owner's alone: the database and the WAL
+     * files a kill leaves beside it */
+    int present;
+    CU_ASSERT_EQUAL(open_to_others(st, &present), 0);
+    CU_ASSERT(present >= 2);
+    /* killed after writing a repaired exNode, before its journal was cleared; its state
+     * files open to all when it starts, as an older keeper left them: made private, said */
+    open_up(st);
     rc = tt_sh(&T, "LNS_FAILPOINTS=keep.written=kill $B/lors_keep --no-rc -t 1 --state '%s' "
                    "--depot-list '%s' -T 3s '%s' '%s'", st, T.depots, rx, ex);
     CU_ASSERT_EQUAL(rc, 128 + SIGKILL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "warning: state file"));
     CU_ASSERT(pending(st) >= 1);
     CU_ASSERT_EQUAL(ls_rc(rx), 0);
+    CU_ASSERT_EQUAL(open_to_others(st, &present), 0);
+    CU_ASSERT(present >= 2);
+    umask(mask);
 
     /* restarted: it finishes and frees what no exNode holds */
     rc = tt_sh(&T, "$B/lors_keep --no-rc --state '%s' --depot-list '%s' -T 3s '%s' '%s'", st,
@@ -175,6 +224,7 @@ static void test_sigkill_mid_repair(void)
     if (rc)
         fprintf(stderr, "%s%s", T.out, T.err);
     CU_ASSERT_EQUAL(pending(st), 0);
+    CU_ASSERT_EQUAL(open_to_others(st, &present), 0);
     CU_ASSERT_EQUAL(ls_rc(rx), 0);
     CU_ASSERT_EQUAL(ls_rc(ex), 0);
     CU_ASSERT_EQUAL(tt_downloads_equal(&T, rx, rs), 1);
@@ -347,7 +397,8 @@ static const lns_test_case tests[] = {
     {"a depot leaving by the L-Bone: the keeper moves its data off", test_lbone_leaving},
     {"one pass repairs copies and pieces; a dry run changes nothing", test_once_and_dry_run},
     {"bytes with no survivor: exit 11, the range named, the mapping kept", test_lost_is_loud},
-    {"SIGKILL mid-repair: the restart finishes, nothing leaked", test_sigkill_mid_repair},
+    {"SIGKILL mid-repair: the restart finishes, nothing leaked, the state private",
+     test_sigkill_mid_repair},
     {"the daemon keeps files alive across leases and depots", test_daemon_outlives_leases},
 };
 

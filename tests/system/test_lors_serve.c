@@ -1,13 +1,23 @@
 /* test_lors_serve.c -- lors_serve on real depots, driven by curl as a user drives it: the
  * index, HEAD, a whole GET, single and multiple ranges equal to the source's bytes, 416 past
  * the end, ETag and 304, 405 for a write, the token, a range with no live copy (502 naming
- * the bytes, and the log line), a depot SIGKILLed during a range read; with ffmpeg/ffprobe and
- * mpv installed, ffprobe on the URL and mpv --start=3 decoding from the middle. */
+ * the bytes, and the log line), a depot SIGKILLed during a range read, an exNode replaced by
+ * rename again and again while ranges of it are read (every answer's ETag, Last-Modified and
+ * bytes of one and the same file); with ffmpeg/ffprobe and mpv installed, ffprobe on the URL
+ * and mpv --start=3 decoding from the middle. */
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test_tools.h"
@@ -228,6 +238,244 @@ static void test_token_and_listen(void)
     stop_serve();
 }
 
+/* ---- an exNode replaced by rename while it is served ------------------------------------- */
+
+#define SWAP_SIZE (200 * 1000) /* both files' */
+#define SWAP_GETS 1500         /* ranges read while the swapper renames as fast as it can */
+#define STOP_GETS 100          /* ... while it renames at each stop at the failpoint */
+
+/* Two files A and B of one size and their exNodes, written in turn over one served name as
+ * every lns tool writes an exNode (a temporary file, then rename), each with a modification
+ * time of its own; what an answer must then be: the tag, date and bytes of one of them. */
+typedef struct swap {
+    char path[8400], tmp[8400];
+    unsigned char *x[2], *data[2]; /* exNode, file */
+    size_t xn[2];
+    time_t mtime[2];
+    char tag[2][64], lm[2][64];
+    int pid;                       /* 0: rename on and on; else lors_serve's, stopped at the
+                                    * failpoint dir.read: rename once at each stop */
+    atomic_int stop;
+    long renames;
+} swap_t;
+
+/* Exnode i over the served name, with its modification time: 0 or -1. */
+static int swap_put(swap_t *s, int i)
+{
+    int fd = open(s->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    struct timespec ts[2] = {{s->mtime[i], 0}, {s->mtime[i], 0}};
+    int ok = fd >= 0 && write(fd, s->x[i], s->xn[i]) == (ssize_t)s->xn[i] &&
+             futimens(fd, ts) == 0;
+    if (fd >= 0)
+        close(fd);
+    if (!ok || rename(s->tmp, s->path) != 0) {
+        fprintf(stderr, "test_lors_serve: %s: cannot replace it\n", s->path);
+        return -1;
+    }
+    return 0;
+}
+
+static void *swapper(void *arg)
+{
+    swap_t *s = arg;
+    int i = 1;
+    while (!atomic_load(&s->stop)) {
+        if (s->pid) { /* lors_serve has opened the exNode and stopped before reading it */
+            int st;
+            pid_t p = waitpid(s->pid, &st, WUNTRACED | WNOHANG);
+            if (p == 0) {
+                lns_test_sleep_ms(1);
+                continue;
+            }
+            if (p != s->pid || !WIFSTOPPED(st)) {
+                fprintf(stderr, "test_lors_serve: lors_serve ended, not stopped\n");
+                break;
+            }
+        }
+        int bad = swap_put(s, i) < 0;
+        if (s->pid)
+            kill(s->pid, SIGCONT);
+        if (bad)
+            break;
+        s->renames++;
+        i ^= 1;
+    }
+    return NULL;
+}
+
+/* The ETag lors_serve gives an exNode of these bytes: the first 128 bits of their SHA-256. */
+static void tag_of_bytes(const unsigned char *p, size_t n, char *tag)
+{
+    unsigned char md[32];
+    EVP_Digest(p, n, md, NULL, EVP_sha256(), NULL);
+    int k = sprintf(tag, "\"");
+    for (int i = 0; i < 16; i++)
+        k += sprintf(tag + k, "%02x", md[i]);
+    sprintf(tag + k, "\"");
+}
+
+typedef struct answer {
+    char etag[256], lm[256];
+    unsigned char *body;
+    size_t n, cap;
+} answer_t;
+
+static size_t on_header(char *p, size_t size, size_t nitems, void *arg)
+{
+    answer_t *a = arg;
+    size_t n = size * nitems;
+    char line[256];
+    snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), p);
+    line[strcspn(line, "\r\n")] = '\0';
+    if (strncasecmp(line, "ETag: ", 6) == 0)
+        snprintf(a->etag, sizeof a->etag, "%s", line + 6);
+    else if (strncasecmp(line, "Last-Modified: ", 15) == 0)
+        snprintf(a->lm, sizeof a->lm, "%s", line + 15);
+    return n;
+}
+
+static size_t on_body(char *p, size_t size, size_t nitems, void *arg)
+{
+    answer_t *a = arg;
+    size_t n = size * nitems;
+    if (a->n + n > a->cap) {
+        size_t c = a->cap ? a->cap : 65536;
+        while (c < a->n + n)
+            c *= 2;
+        unsigned char *b = realloc(a->body, c);
+        if (!b)
+            return 0;
+        a->body = b;
+        a->cap = c;
+    }
+    memcpy(a->body + a->n, p, n);
+    a->n += n;
+    return n;
+}
+
+/* n random ranges of the served name read over one connection while the swapper runs, every
+ * other one with "If-Range: <A's tag>" as a client resuming A sends it: the answers with the
+ * tag of one file and the bytes or date of the other (*bytes: with its bytes), those that
+ * failed (not 206, or 200 where If-Range did not call for it, or a tag of neither file), and
+ * how often each tag was seen. */
+static void swap_gets(swap_t *s, int n, int *mixed, int *bytes, int *failed, int seen[2])
+{
+    CURL *h = curl_easy_init();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    char url[128], ifr[96];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/swap.bin", port);
+    snprintf(ifr, sizeof ifr, "If-Range: %s", s->tag[0]);
+    struct curl_slist *with_ifr = curl_slist_append(NULL, ifr);
+    answer_t a = {0};
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &a);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
+    pthread_t th;
+    atomic_store(&s->stop, 0);
+    s->renames = 0;
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, swapper, s), 0);
+    *mixed = *bytes = *failed = seen[0] = seen[1] = 0;
+    uint64_t rs = 35;
+    for (int i = 0; i < n; i++) {
+        int64_t len = 1 + (int64_t)(lns_test_rand(&rs) % 20000);
+        int64_t off = (int64_t)(lns_test_rand(&rs) % (uint64_t)(SWAP_SIZE - len));
+        char range[64];
+        snprintf(range, sizeof range, "%lld-%lld", (long long)off, (long long)(off + len - 1));
+        a.n = 0;
+        a.etag[0] = a.lm[0] = '\0';
+        curl_easy_setopt(h, CURLOPT_RANGE, range);
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, i % 2 ? with_ifr : NULL);
+        long code = 0;
+        if (curl_easy_perform(h) != CURLE_OK ||
+            curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code) != CURLE_OK ||
+            (code != 206 && code != 200)) {
+            if (!(*failed)++)
+                fprintf(stderr, "GET %s bytes=%s: HTTP %ld\n", url, range, code);
+            continue;
+        }
+        int k = strcmp(a.etag, s->tag[0]) == 0 ? 0 : strcmp(a.etag, s->tag[1]) == 0 ? 1 : -1;
+        if (k < 0 || (code == 200 && (i % 2 == 0 || k == 0))) {
+            if (!(*failed)++)
+                fprintf(stderr, "GET %s bytes=%s: HTTP %ld, ETag %s\n", url, range, code,
+                        a.etag);
+            continue;
+        }
+        seen[k]++;
+        if (code == 200) /* If-Range named the other file: the whole of this one */
+            off = 0, len = SWAP_SIZE;
+        int other = a.n != (size_t)len || memcmp(a.body, s->data[k] + off, (size_t)len) != 0;
+        *bytes += other;
+        *mixed += other || strcmp(a.lm, s->lm[k]) != 0;
+    }
+    atomic_store(&s->stop, 1);
+    pthread_join(th, NULL);
+    curl_slist_free_all(with_ifr);
+    curl_easy_cleanup(h);
+    free(a.body);
+}
+
+/* A's and B's exNodes renamed in turn over one served name while ranges of it are read:
+ * every answer is all of one file, its bytes and Last-Modified those of the file its ETag
+ * names.  First the renames run free (any window between two looks at the file); then
+ * lors_serve stops at the failpoint dir.read each time it has opened the exNode and not yet
+ * read it, and each stop gets a rename, so every answer has one in that window.  (The gateway
+ * once opened the exNode for the tag and again for the mappings, and served A's tag with B's
+ * bytes.) */
+static void test_replaced_by_rename(void)
+{
+    char src[2][4096], xnd[2][4096];
+    size_t dn;
+    swap_t s = {0};
+    tt_revive(&T);
+    snprintf(dir, sizeof dir, "%s/served5", lns_test_tmpdir());
+    mkdir(dir, 0755);
+    for (int i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL_FATAL(tt_upload(&T, SWAP_SIZE, 51 + (uint64_t)i, 1, 2, T.depots, NULL,
+                                        src[i], xnd[i]), 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s.data[i] = tt_read_whole(src[i], &dn));
+        CU_ASSERT_EQUAL_FATAL(dn, SWAP_SIZE);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s.x[i] = tt_read_whole(xnd[i], &s.xn[i]));
+        tag_of_bytes(s.x[i], s.xn[i], s.tag[i]);
+        s.mtime[i] = 1000000000 + i * 86400;
+        struct tm tm;
+        strftime(s.lm[i], sizeof s.lm[i], "%a, %d %b %Y %H:%M:%S GMT",
+                 gmtime_r(&s.mtime[i], &tm));
+    }
+    CU_ASSERT_STRING_NOT_EQUAL_FATAL(s.tag[0], s.tag[1]);
+    snprintf(s.path, sizeof s.path, "%s/swap.bin.xnd", dir);
+    snprintf(s.tmp, sizeof s.tmp, "%s/.swap.bin.xnd.tmp", dir);
+
+    static const char *const how[2] = {"renamed freely", "renamed at each stop at dir.read"};
+    for (int phase = 0; phase < 2; phase++) {
+        CU_ASSERT_EQUAL_FATAL(swap_put(&s, 0), 0);
+        if (phase)
+            setenv("LNS_FAILPOINTS", "dir.read=stop@1+", 1);
+        int started = start_serve(NULL, NULL, NULL, NULL);
+        unsetenv("LNS_FAILPOINTS");
+        CU_ASSERT_EQUAL_FATAL(started, 0);
+        s.pid = phase ? srv.pid : 0;
+        int n = phase ? STOP_GETS : SWAP_GETS, mixed, bytes, failed, seen[2];
+        swap_gets(&s, n, &mixed, &bytes, &failed, seen);
+        if (mixed || failed)
+            fprintf(stderr, "test_lors_serve: of %d ranges read while the exNode was %s (%ld "
+                            "times), %d answers mixed two files (%d with the other's bytes, "
+                            "the rest with its date) and %d failed\n",
+                    n, how[phase], s.renames, mixed, bytes, failed);
+        CU_ASSERT_EQUAL(mixed, 0);
+        CU_ASSERT_EQUAL(failed, 0);
+        CU_ASSERT(seen[0] > 0 && seen[1] > 0); /* the renames were seen: the test tested them */
+        stop_serve();
+    }
+    for (int i = 0; i < 2; i++) {
+        tt_free_all(&T, xnd[i]);
+        free(s.data[i]);
+        free(s.x[i]);
+    }
+}
+
 /* A generated video served: ffprobe reads its duration from the URL, and mpv decodes from
  * 3 s in (a seek the gateway answers with a range) without errors. */
 static void test_players(void)
@@ -265,6 +513,8 @@ static const lns_test_case tests[] = {
     {"index, HEAD, GET, ranges, 416, 304, 405, 404, a depot killed", test_http},
     {"no live copy: 502 naming the bytes, logged", test_no_live_copy},
     {"a token; beyond loopback only with one", test_token_and_listen},
+    {"an exNode replaced by rename while served: ETag, date and bytes of one file",
+     test_replaced_by_rename},
 };
 
 void lns_test_register(void)

@@ -242,6 +242,54 @@ static void test_resume(void)
     tt_free_all(&T, lns_test_path("res.xnd"));
 }
 
+/* n bytes of junk after the end of the file path: what an older, longer file of the same
+ * name leaves. */
+static void append_junk(const char *path, size_t n)
+{
+    char junk[8192];
+    memset(junk, 0x5a, sizeof junk);
+    int fd = open(path, O_WRONLY | O_APPEND);
+    CU_ASSERT_FATAL(fd >= 0 && n <= sizeof junk);
+    CU_ASSERT_EQUAL(write(fd, junk, n), (ssize_t)n);
+    close(fd);
+}
+
+/* -R into an OUT longer than the range: it ends as the range's bytes exactly, as a download
+ * without -R (which truncates OUT first) leaves it, whether OUT was checked (written in
+ * place) or not (--no-verify), and for a sub-range. */
+static void test_resume_longer(void)
+{
+    char a[65], b[65], f[PATH_MAX];
+    struct stat st;
+    snprintf(f, sizeof f, "%s", lns_test_path("long.out"));
+    make_file("long.bin", 3 * MIB, 5);
+    sha_file(lns_test_path("long.bin"), 0, -1, a);
+    CU_ASSERT_EQUAL_FATAL(upload("long.bin", "long.xnd", "-F", "3"), 0);
+    for (int nv = 0; nv < 2; nv++) {
+        CU_ASSERT_EQUAL_FATAL(tt_sh(&T, "cp \"$D/long.bin\" \"$D/long.out\""), 0);
+        append_junk(f, 5000);
+        CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-R", "-o", f,
+                               lns_test_path("long.xnd"), nv ? "--no-verify" : NULL,
+                               (char *)NULL), 0);
+        CU_ASSERT_EQUAL(stat(f, &st), 0);
+        CU_ASSERT_EQUAL(st.st_size, 3 * MIB);
+        sha_file(f, 0, -1, b);
+        CU_ASSERT_STRING_EQUAL(a, b);
+        CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "cut the 5000 bytes after them"));
+    }
+    /* a sub-range: OUT holds bytes 1M-2M of the file and the next MiB after them */
+    CU_ASSERT_EQUAL_FATAL(tt_sh(&T, "tail -c +%d \"$D/long.bin\" > \"$D/long.out\"", MIB + 1),
+                          0);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-R", "-O", "1M", "-L",
+                           "1M", "-o", f, lns_test_path("long.xnd"), (char *)NULL), 0);
+    CU_ASSERT_EQUAL(stat(f, &st), 0);
+    CU_ASSERT_EQUAL(st.st_size, MIB);
+    sha_file(lns_test_path("long.bin"), MIB, MIB, a);
+    sha_file(f, 0, -1, b);
+    CU_ASSERT_STRING_EQUAL(a, b);
+    tt_free_all(&T, lns_test_path("long.xnd"));
+}
+
 static void test_bad_exnode(void)
 {
     const char *bad = "<?xml version=\"1.0\"?>\n<exnode xmlns=\"http://loci.cs.utk.edu/exnode\">"
@@ -675,6 +723,7 @@ static const lns_test_case tests[] = {
     {"stdin and stdout pipes", test_stdin_and_stdout_pipes},
     {"sub-range -O/-L", test_subrange},
     {"resume -R cuts a damaged prefix", test_resume},
+    {"resume -R into a longer file leaves the range exactly", test_resume_longer},
     {"malformed exNode", test_bad_exnode},
     {"rc file", test_rc_file},
     {"event stream", test_events},

@@ -1,7 +1,7 @@
 /* test_xnd_io.c -- libexnode files and speed: atomic writes (readers never see half an
  * exNode; failures leave the old file and no temporary), updates in place that never replace
- * a version they did not read, stdin/stdout, read limits, and an
- * exNode of 100,000 mappings parsed, serialized and searched against the clock. */
+ * a version they did not read, stdin/stdout, a descriptor and the bytes read from it, read
+ * limits, and an exNode of 100,000 mappings parsed, serialized and searched against the clock. */
 #include <CUnit/CUnit.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -215,6 +215,22 @@ static void test_write_read(void)
     CU_ASSERT_EQUAL(xnd_read_file(path, &y, err, sizeof err), XND_OK);
     CU_ASSERT_PTR_NOT_NULL_FATAL(y);
     CU_ASSERT_EQUAL(y->nmaps, 10);
+    xnd_free(y);
+
+    /* from a descriptor, with the very bytes parsed */
+    char *raw = NULL, *text;
+    size_t rawlen = 0, len;
+    int fd = open(path, O_RDONLY);
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_EQUAL(xnd_read_fd_opts(fd, NULL, &y, &raw, &rawlen, err, sizeof err), XND_OK);
+    close(fd);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(y);
+    CU_ASSERT_EQUAL(y->nmaps, 10);
+    text = slurp(path, &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT(raw && rawlen == len && memcmp(raw, text, len) == 0);
+    free(text);
+    free(raw);
     xnd_free(y);
 
     /* a replaced file keeps its mode */
