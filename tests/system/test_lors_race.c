@@ -1,6 +1,7 @@
 /* test_lors_race.c -- no allocation is left that no exNode names: concurrent writers of one
  * exNode (two keepers, two augments, a keeper and an augment started at once) and tools
- * SIGKILLed at random points (lors_upload, lors_upload --ec, lors_augment, lors_keep).
+ * SIGKILLed at random points (lors_upload, lors_upload --ec, lors_augment, lors_keep), and
+ * lors_download -R killed at random points and run again.
  *
  * Four real depots of their own with the depots' default 30-day maximum, so that a leak looks
  * as it does in use: an allocation with weeks left that nobody can name.  The judge is each
@@ -404,11 +405,71 @@ static void test_sigkill_random_points(void)
     CU_ASSERT_EQUAL(leaks, 0);
 }
 
+/* lors_download -R SIGKILLed at random points and run again, as a user does after each kill:
+ * whatever the kills left (blocks written out of order, the control file OUT.lnsdl, the stale
+ * tail of an older and longer OUT), the last run ends with exit 0, OUT is the file exactly,
+ * and the control file is gone. */
+static void test_download_resume_kills(void)
+{
+    int kills = 2 * env_int("LNS_RACE_KILLS", 2);
+    uint64_t seed = (uint64_t)env_int("LNS_RACE_SEED", (int)(time(NULL) & 0x7fffffff));
+    uint64_t rs = seed;
+    char src[PATH_MAX], xnd[PATH_MAX], out[PATH_MAX], ctl[PATH_MAX + 8];
+    CU_ASSERT_EQUAL_FATAL(race_depots(), 0);
+    snprintf(src, sizeof src, "%s/dl.bin", lns_test_tmpdir());
+    snprintf(xnd, sizeof xnd, "%s/dl.xnd", lns_test_tmpdir());
+    snprintf(out, sizeof out, "%s/dl.out", lns_test_tmpdir());
+    snprintf(ctl, sizeof ctl, "%s.lnsdl", out);
+    CU_ASSERT_EQUAL_FATAL(tt_make_file(src, 8 << 20, 91), 0);
+    CU_ASSERT_EQUAL_FATAL(upload(src, xnd, "-c 2 -F 8"), 0);
+    /* an older, longer file where OUT goes */
+    CU_ASSERT_EQUAL_FATAL(tt_make_file(out, (8 << 20) + 100000, 92), 0);
+    /* a run to the end, timed, sets the range of the kills */
+    int64_t t0 = lns_mono_ms();
+    tt_bg_t bg = {0};
+    CU_ASSERT_EQUAL_FATAL(tt_spawn(&T, &bg, "lors_download", "--no-rc", "--quiet", "-R", "-o", out,
+                                   xnd, NULL), 0);
+    CU_ASSERT_EQUAL(tt_wait(&T, &bg, 120000), 0);
+    int64_t ms = lns_mono_ms() - t0;
+    CU_ASSERT(tt_same_file(out, src));
+    int killed = 0, right = 0;
+    for (int k = 0; k < kills; k++) {
+        /* a new round: the file's bytes spoiled again where they are, so that -R must find out
+         * what is good (its digests) and fetch the rest */
+        CU_ASSERT_EQUAL_FATAL(tt_make_file(out, (8 << 20) + 100000, 93 + (uint64_t)k), 0);
+        for (int again = 0; again < 3; again++) {
+            int delay = (int)(lns_test_rand(&rs) % (uint64_t)(ms + 1));
+            memset(&bg, 0, sizeof bg);
+            CU_ASSERT_EQUAL_FATAL(tt_spawn(&T, &bg, "lors_download", "--no-rc", "--quiet", "-R", "-o",
+                                           out, xnd, NULL), 0);
+            lns_test_sleep_ms(delay);
+            kill(bg.pid, SIGKILL);
+            int rc = tt_wait(&T, &bg, 120000);
+            CU_ASSERT(rc == 0 || rc == TT_SIGNALLED + SIGKILL);
+            killed += rc == TT_SIGNALLED + SIGKILL;
+        }
+        int rc = tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "--quiet", "-R", "-o", out, xnd,
+                        NULL);
+        CU_ASSERT_EQUAL(rc, 0);
+        if (rc != 0)
+            fprintf(stderr, "lors_download -R after kills: exit %d: %s\n", rc, T.err);
+        int same = tt_same_file(out, src);
+        CU_ASSERT(same);
+        right += same;
+        CU_ASSERT_NOT_EQUAL(access(ctl, F_OK), 0);
+    }
+    printf("\n  lors_download -R (LNS_RACE_SEED=%" PRIu64 "): %d of %d runs killed (runs of %"
+           PRId64 " ms), %d of %d files right after the kills\n", seed, killed, 3 * kills, ms,
+           right, kills);
+    drop(xnd);
+}
+
 static const lns_test_case tests[] = {
     {"a keeper stopped before its write does not replace the newer exNode",
      test_keeper_stopped_before_write},
     {"concurrent writers of one exNode leak nothing", test_concurrent_writers},
     {"SIGKILL at random points leaks nothing beyond minutes", test_sigkill_random_points},
+    {"lors_download -R SIGKILLed at random points ends right", test_download_resume_kills},
 };
 
 TT_MAIN(&T, "lors_race", 1, tests)

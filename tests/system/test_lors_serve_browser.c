@@ -182,7 +182,7 @@ static void test_video_seek(void)
     char clip[PATH_MAX], xnd[PATH_MAX], dir[PATH_MAX], dst[PATH_MAX + 32], logp[PATH_MAX];
     char page[PATH_MAX], url[PATH_MAX + 16], dom_file[PATH_MAX];
     long long lo = 0, hi = 0;
-    tt_bg_t srv = {0, -1};
+    tt_bg_t srv = {.pid = 0, .in = -1};
 
     snprintf(clip, sizeof clip, "%s", lns_test_path("clip.webm"));
     snprintf(xnd, sizeof xnd, "%s", lns_test_path("clip.xnd"));
