@@ -20,14 +20,14 @@ int lors__ec_init(lors__ec_t *ec, int k, int m, int64_t piece, int64_t size)
 {
     memset(ec, 0, sizeof *ec);
     if (k < 1 || k > LORS_EC_MAX_K || m < 1 || m > LORS_EC_MAX_M || piece < 1 ||
-        piece > LORS_EC_MAX_PIECE || size < 0)
+        piece > LORS_EC_MAX_PIECE || size < 0 || lors__ec_count(size, (int64_t)k * piece) >
+        LORS_EC_MAX_STRIPES)
         return LORS_E_INVAL;
     ec->k = k;
     ec->m = m;
     ec->piece = piece;
     ec->size = size;
-    int64_t stripe = (int64_t)k * piece;
-    ec->stripes = (size + stripe - 1) / stripe;
+    ec->stripes = lors__ec_count(size, (int64_t)k * piece);
     ec->matrix = malloc((size_t)(k + m) * (size_t)k);
     ec->tables = malloc((size_t)32 * (size_t)k * (size_t)m);
     if (!ec->matrix || !ec->tables) {
@@ -46,11 +46,16 @@ void lors__ec_free(lors__ec_t *ec)
     ec->matrix = ec->tables = NULL;
 }
 
+int64_t lors__ec_count(int64_t bytes, int64_t unit)
+{
+    return bytes / unit + (bytes % unit != 0);
+}
+
 int64_t lors__ec_stripe_bytes(const lors__ec_t *ec, int64_t s)
 {
-    int64_t stripe = (int64_t)ec->k * ec->piece, a = s * stripe;
-    if (s < 0 || a >= ec->size)
+    if (s < 0 || s >= ec->stripes)
         return 0;
+    int64_t stripe = (int64_t)ec->k * ec->piece, a = s * stripe;
     return ec->size - a < stripe ? ec->size - a : stripe;
 }
 
@@ -68,7 +73,7 @@ void lors__ec_data_range(const lors__ec_t *ec, int64_t s, int i, int64_t *off, i
         a = b;
     if (e > b)
         e = b;
-    *off = s * (int64_t)ec->k * ec->piece + a;
+    *off = b > 0 ? s * (int64_t)ec->k * ec->piece + a : 0;
     *len = e - a;
 }
 
@@ -180,6 +185,12 @@ int lors__ec_read(const xnd_t *x, lors__ec_t *ec, int *present, char *err, size_
         lns_err_set(err, errlen, "%s: the exNode has no size", LORS_EC_META);
         rc = LORS_E_EXNODE;
     }
+    if (rc == LORS_OK && lors__ec_count(size, k * piece) > LORS_EC_MAX_STRIPES) {
+        lns_err_set(err, errlen, "%s: a size of %lld in stripes of %lld bytes makes more than "
+                    "the %lld stripes lns reads", LORS_EC_META, (long long)size,
+                    (long long)(k * piece), (long long)LORS_EC_MAX_STRIPES);
+        rc = LORS_E_EXNODE;
+    }
     if (rc == LORS_OK && (rc = lors__ec_init(ec, (int)k, (int)m, piece, size)) != LORS_OK)
         lns_err_set(err, errlen, "%s: %s", LORS_EC_META, lors_strerror(rc));
     if (rc == LORS_OK && ec->stripes != stripes) {
@@ -248,11 +259,12 @@ void lors__ec_col(const lors__ec_t *ec, const xnd_mapping_t *m, lors__ec_col_t *
         xnd_meta_get_int(&f->args, "piece", &v) != XND_OK || v < 0 || v >= ec->k + ec->m)
         return;
     c->column = (int)v;
-    if (m->exnode_offset % stripe != 0 || m->logical_length <= 0)
+    if (m->exnode_offset < 0 || m->exnode_offset % stripe != 0 || m->logical_length <= 0)
         return;
+    /* each bound checked before the next sum, so that none overflows whatever the numbers */
     c->first = m->exnode_offset / stripe;
-    c->n = (m->logical_length + stripe - 1) / stripe;
-    if (c->first + c->n > ec->stripes)
+    c->n = lors__ec_count(m->logical_length, stripe);
+    if (c->first > ec->stripes || c->n > ec->stripes - c->first)
         return;
     /* the mapping ends at a stripe boundary, or at the end of the file */
     int64_t end = m->exnode_offset + m->logical_length;
@@ -261,7 +273,7 @@ void lors__ec_col(const lors__ec_t *ec, const xnd_mapping_t *m, lors__ec_col_t *
     /* its allocation holds every piece */
     int64_t last = c->first + c->n - 1;
     int64_t need = (c->n - 1) * ec->piece + lors__ec_piece_len(ec, last);
-    if (m->alloc_offset < 0 || m->alloc_length - m->alloc_offset < need)
+    if (m->alloc_offset < 0 || m->alloc_length < need || m->alloc_offset > m->alloc_length - need)
         return;
     if (xnd_meta_get_string(&f->args, "algorithm", &c->alg) == XND_OK &&
         xnd_meta_get_string(&f->args, "digests", &c->digests) == XND_OK) {

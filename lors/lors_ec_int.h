@@ -24,6 +24,11 @@
 #define LORS_EC_MAX_M 16
 #define LORS_EC_MIN_PIECE ((int64_t)4096)
 #define LORS_EC_MAX_PIECE ((int64_t)64 << 20)
+/* The most stripes a file may have: every per-stripe table (lors_ec_stripes, the keeper's
+ * plan) stays within a few hundred MB, and every offset within the file or an allocation,
+ * at most 2^24 x 32 x 64 MiB = 2^55, is far from overflowing int64.  With 1 MiB pieces and
+ * k = 4 that is 64 TiB a file. */
+#define LORS_EC_MAX_STRIPES ((int64_t)1 << 24)
 
 /* A file's coding, from its lns_ec metadata, and the codec for it. */
 typedef struct lors__ec {
@@ -45,12 +50,15 @@ typedef struct lors__ec_col {
     size_t hexlen;            /* hex digits per digest (0 without) */
 } lors__ec_col_t;
 
-/* The codec for k + m (1 <= k <= 32, 1 <= m <= 16).  LORS_OK, LORS_E_INVAL, LORS_E_NOMEM. */
+/* The codec for k + m (1 <= k <= 32, 1 <= m <= 16) of a file of size bytes, at most
+ * LORS_EC_MAX_STRIPES stripes.  LORS_OK, LORS_E_INVAL, LORS_E_NOMEM. */
 int lors__ec_init(lors__ec_t *ec, int k, int m, int64_t piece, int64_t size);
 void lors__ec_free(lors__ec_t *ec);
 
+/* ceil(bytes / unit) for bytes >= 0 and unit >= 1, without overflowing. */
+int64_t lors__ec_count(int64_t bytes, int64_t unit);
 /* Bytes of the file in stripe s, and the length of each of its pieces: piece for a full
- * stripe, ceil(bytes / k) for a short last one. */
+ * stripe, ceil(bytes / k) for a short last one; 0 for an s outside the file. */
 int64_t lors__ec_stripe_bytes(const lors__ec_t *ec, int64_t s);
 int64_t lors__ec_piece_len(const lors__ec_t *ec, int64_t s);
 /* The file bytes data piece i of stripe s holds: [*off, *off + *len) (len may be 0 in a

@@ -484,6 +484,14 @@ static void read_stripes(ecu_t *u)
         }
         if (got == 0)
             break;
+        if (s >= LORS_EC_MAX_STRIPES) {
+            pthread_mutex_lock(&u->mu);
+            fail_locked(u, LORS_E_INVAL, "the input has more than %lld stripes of %lld bytes, "
+                        "the most an erasure-coded file may have: use larger pieces",
+                        (long long)LORS_EC_MAX_STRIPES, (long long)S);
+            pthread_mutex_unlock(&u->mu);
+            break;
+        }
         int64_t plen = got == S ? u->ec.piece : (got + k - 1) / k;
         /* a short stripe's pieces are plen bytes: move piece i from i x plen to its place at
          * i x piece, last first (the places only move up), and zero the padding */
@@ -670,7 +678,13 @@ int lors__upload_ec(const lors_upload_opts_t *o, int fd, const void *mem, int64_
     int64_t piece = o->ec_piece ? o->ec_piece : LORS_EC_DEFAULT_PIECE;
     int rc = lors__ec_init(&u.ec, o->ec_k, o->ec_m, piece, u.length >= 0 ? u.length : 0);
     if (rc != LORS_OK) {
-        lors__report_error(rep, "erasure coding: %s", lors_strerror(rc));
+        if (u.length >= 0 && lors__ec_count(u.length, o->ec_k * piece) > LORS_EC_MAX_STRIPES)
+            lors__report_error(rep, "erasure coding: %lld bytes make more than %lld stripes of "
+                               "%lld bytes, the most a file may have: use larger pieces",
+                               (long long)u.length, (long long)LORS_EC_MAX_STRIPES,
+                               (long long)(o->ec_k * piece));
+        else
+            lors__report_error(rep, "erasure coding: %s", lors_strerror(rc));
         return rc;
     }
     if (u.length >= 0) {

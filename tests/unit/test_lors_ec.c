@@ -216,6 +216,85 @@ static void test_description(void)
     xnd_free(x);
 }
 
+/* Layouts at the edges of int64: refused or computed without overflow (UBSan traps on any). */
+static void test_extremes(void)
+{
+    lors__ec_t ec;
+    const int64_t big = LORS_EC_MAX_PIECE, most = LORS_EC_MAX_STRIPES;
+    CU_ASSERT_EQUAL(lors__ec_init(&ec, 2, 1, 4096, INT64_MAX), LORS_E_INVAL);
+    CU_ASSERT_EQUAL(lors__ec_init(&ec, LORS_EC_MAX_K, LORS_EC_MAX_M, big, INT64_MAX),
+                    LORS_E_INVAL);
+    CU_ASSERT_EQUAL(lors__ec_init(&ec, 1, 1, 1, INT64_MAX - 1), LORS_E_INVAL);
+    CU_ASSERT_EQUAL(lors__ec_init(&ec, 2, 1, INT64_MAX, 1), LORS_E_INVAL);
+    CU_ASSERT_EQUAL(lors__ec_init(&ec, 2, 1, 4096, -1), LORS_E_INVAL);
+    /* the largest file lns reads: LORS_EC_MAX_STRIPES stripes of the largest layout */
+    int64_t S = LORS_EC_MAX_K * big;
+    CU_ASSERT_EQUAL(lors__ec_init(&ec, LORS_EC_MAX_K, 1, big, most * S + 1), LORS_E_INVAL);
+    CU_ASSERT_EQUAL_FATAL(lors__ec_init(&ec, LORS_EC_MAX_K, 1, big, most * S), LORS_OK);
+    CU_ASSERT_EQUAL(ec.stripes, most);
+    CU_ASSERT_EQUAL(lors__ec_stripe_bytes(&ec, most - 1), S);
+    CU_ASSERT_EQUAL(lors__ec_stripe_bytes(&ec, most), 0);
+    CU_ASSERT_EQUAL(lors__ec_stripe_bytes(&ec, INT64_MAX), 0);
+    CU_ASSERT_EQUAL(lors__ec_stripe_bytes(&ec, -1), 0);
+    CU_ASSERT_EQUAL(lors__ec_piece_len(&ec, INT64_MAX), 0);
+    int64_t off, len;
+    lors__ec_data_range(&ec, most - 1, LORS_EC_MAX_K - 1, &off, &len);
+    CU_ASSERT_EQUAL(off, most * S - big);
+    CU_ASSERT_EQUAL(len, big);
+    lors__ec_data_range(&ec, INT64_MAX, 0, &off, &len);
+    CU_ASSERT_EQUAL(len, 0);
+    /* column mappings whose numbers run off the end: not columns, and no overflow */
+    xnd_mapping_t *m = xnd_mapping_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    xnd_mapping_set_func(m, lors__ec_func(&ec, 0, NULL, NULL));
+    lors__ec_col_t c;
+    const int64_t edge[][4] = {/* exnode_offset, logical_length, alloc_offset, alloc_length */
+                               {0, INT64_MAX, 0, INT64_MAX},
+                               {(most - 1) * S, INT64_MAX - (most - 1) * S, 0, INT64_MAX},
+                               {INT64_MAX / S * S, S, 0, INT64_MAX},
+                               {0, S, INT64_MAX, INT64_MAX},
+                               {0, S, INT64_MAX - 1, 0},
+                               {0, S, 0, INT64_MIN}};
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
+        m->exnode_offset = edge[i][0];
+        m->logical_length = edge[i][1];
+        m->alloc_offset = edge[i][2];
+        m->alloc_length = edge[i][3];
+        lors__ec_col(&ec, m, &c);
+        CU_ASSERT(!c.ok);
+    }
+    /* the last stripe, in an allocation exactly its size */
+    m->exnode_offset = (most - 1) * S;
+    m->logical_length = S;
+    m->alloc_offset = 0;
+    m->alloc_length = big;
+    lors__ec_col(&ec, m, &c);
+    CU_ASSERT(c.ok && c.first == most - 1 && c.n == 1);
+    xnd_mapping_free(m);
+    lors__ec_free(&ec);
+
+    /* an exNode that says so is refused with a line, as LORS_E_EXNODE */
+    const int64_t sizes[] = {INT64_MAX, INT64_MAX - 8192, most * 8192 + 1};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        xnd_t *x = xnd_new();
+        xnd_meta_list_t *l;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+        CU_ASSERT_EQUAL(xnd_set_size(x, sizes[i]), XND_OK);
+        CU_ASSERT_EQUAL(xnd_meta_set_meta(&x->meta, LORS_EC_META, &l), XND_OK);
+        CU_ASSERT_EQUAL(xnd_meta_set_int(l, "version", LORS_EC_VERSION), XND_OK);
+        CU_ASSERT_EQUAL(xnd_meta_set_string(l, "code", LORS_EC_CODE), XND_OK);
+        CU_ASSERT_EQUAL(xnd_meta_set_int(l, "k", 2), XND_OK);
+        CU_ASSERT_EQUAL(xnd_meta_set_int(l, "m", 1), XND_OK);
+        CU_ASSERT_EQUAL(xnd_meta_set_int(l, "piece_size", 4096), XND_OK);
+        CU_ASSERT_EQUAL(xnd_meta_set_int(l, "stripes", sizes[i] / 8192 + 1), XND_OK);
+        lors_ec_info_t info;
+        char err[256] = "";
+        CU_ASSERT_EQUAL(lors_ec_info(x, &info, err, sizeof err), LORS_E_EXNODE);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "stripes"));
+        xnd_free(x);
+    }
+}
+
 /* The parity pieces' "crc64": CRC-64/XZ, its check value, fed in parts and per block. */
 static void test_crc64(void)
 {
@@ -238,6 +317,7 @@ static void test_crc64(void)
 static const lns_test_case tests[] = {
     {"crc64 digests (CRC-64/XZ)", test_crc64},
     {"layout", test_layout},
+    {"layouts at the edges of int64", test_extremes},
     {"codec: every loss of up to m pieces", test_codec},
     {"K+M parsing", test_parse},
     {"lns_ec description", test_description},

@@ -1,0 +1,224 @@
+/* test_lors_ec_lies.c -- erasure-coded exNodes that lie, on real depots: an exNode whose
+ * layout overflows (size INT64_MAX and its kin) is refused with one line by every tool, and
+ * lors_serve and lors_mount answer it with an error while they go on serving the good file
+ * beside it.
+ *
+ * Each lie is built from a real upload with libexnode, as someone editing the XML would. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lns_time.h"
+#include "test_tools.h"
+
+#define ND 4
+#define PIECE 65536
+#define STRIPE (2 * PIECE)
+#define FILE_SIZE (2 * STRIPE + 37000) /* two full stripes and a short one */
+
+static tt_env_t T;
+
+/* A 2+1 upload of FILE_SIZE bytes from seed, one stripe a column mapping, on depots 0-2. */
+static void upload(const char *name, uint64_t seed, char *src, char *xnd)
+{
+    snprintf(src, 4096, "%s/%s.bin", lns_test_tmpdir(), name);
+    snprintf(xnd, 4096, "%s/%s.xnd", lns_test_tmpdir(), name);
+    CU_ASSERT_EQUAL_FATAL(tt_make_file(src, FILE_SIZE, seed), 0);
+    int rc = tt_sh(&T, "$B/lors_upload --no-rc -q --depot-list '%s' --ec 2+1 --ec-piece 64K "
+                       "-F 3 -d 1h --force -o '%s' '%s'", tt_dlist(&T, 0, 1, 2, -1), xnd, src);
+    if (rc != 0)
+        fprintf(stderr, "lors_upload --ec: %s", T.err);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+}
+
+static void save(const xnd_t *x, const char *path)
+{
+    char e[256];
+    CU_ASSERT_EQUAL_FATAL(xnd_write_file(x, path, e, sizeof e), XND_OK);
+}
+
+/* Start lors_serve on dir; its port, or -1. */
+static int start_serve(tt_bg_t *srv, const char *dir)
+{
+    char pf[4200], logp[4200];
+    snprintf(pf, sizeof pf, "%s/serve.port", lns_test_tmpdir());
+    snprintf(logp, sizeof logp, "%s/serve.log", lns_test_tmpdir());
+    unlink(pf);
+    if (tt_spawn(&T, srv, "lors_serve", "--no-rc", "-p", "0", "--port-file", pf, "--log", logp,
+                 "-T", "3s", dir, (char *)NULL) != 0)
+        return -1;
+    for (int i = 0; i < 500; i++) {
+        FILE *f = fopen(pf, "r");
+        int port = 0;
+        if (f) {
+            int ok = fscanf(f, "%d", &port) == 1;
+            fclose(f);
+            if (ok)
+                return port;
+        }
+        usleep(10000);
+    }
+    return -1;
+}
+
+static void stop_serve(tt_bg_t *srv)
+{
+    kill(srv->pid, SIGTERM);
+    CU_ASSERT_EQUAL(tt_wait(&T, srv, 5000), 0);
+}
+
+/* GET name from the server on port into got: the HTTP status (0: no answer within 30 s);
+ * *clean 1 if curl received the whole body it was promised. */
+static int get(int port, const char *name, const char *got, int *clean)
+{
+    int rc = tt_sh(&T, "curl -s -m 30 -o '%s' -w '%%{http_code}' http://127.0.0.1:%d/%s", got,
+                   port, name);
+    *clean = rc == 0;
+    return atoi(T.out);
+}
+
+/* ---- layouts that overflow --------------------------------------------------------------- */
+
+enum { BAD_MAX, BAD_NEAR, BAD_BIGPIECE, NBAD };
+static const char *const bad_name[NBAD] = {"max", "near", "bigpiece"};
+
+/* The stripes a size makes at stripe bytes a stripe, without overflowing. */
+static int64_t stripes_of(int64_t size, int64_t stripe)
+{
+    return size / stripe + (size % stripe != 0);
+}
+
+/* An honest exNode whose lns_ec and size say a huge file (its mappings still fit it). */
+static void make_bad(const char *xnd, int bad, const char *path)
+{
+    xnd_t *x = tt_load(xnd);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    xnd_meta_list_t *l;
+    CU_ASSERT_EQUAL_FATAL(xnd_meta_get_meta(&x->meta, "lns_ec", &l), XND_OK);
+    int64_t size = bad == BAD_NEAR ? INT64_MAX - STRIPE : INT64_MAX, stripe = STRIPE;
+    if (bad == BAD_BIGPIECE) {
+        /* the largest layout: 32 pieces of 64 MiB a stripe; every column still says its own */
+        stripe = (int64_t)32 * (64 << 20);
+        CU_ASSERT_EQUAL(xnd_meta_set_int(l, "piece_size", 64 << 20), XND_OK);
+        CU_ASSERT_EQUAL(xnd_meta_set_int(l, "k", 32), XND_OK);
+    }
+    CU_ASSERT_EQUAL(xnd_meta_set_int(l, "stripes", stripes_of(size, stripe)), XND_OK);
+    CU_ASSERT_EQUAL(xnd_set_size(x, size), XND_OK);
+    save(x, path);
+    xnd_free(x);
+}
+
+/* No sanitizer report, no crash: the tool refused the exNode with one line naming it. */
+static void refused(int rc, const char *tool, const char *path)
+{
+    if (rc != 3)
+        fprintf(stderr, "%s %s: exit %d: %s\n", tool, path, rc, T.err);
+    CU_ASSERT_EQUAL(rc, 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, path));
+    CU_ASSERT_PTR_NULL(strstr(T.err, "runtime error"));
+    CU_ASSERT_PTR_NULL(strstr(T.err, "Sanitizer"));
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+}
+
+static void test_overflow_tools(void)
+{
+    char src[4096], xnd[4096], bad[4200], st[4400];
+    tt_revive(&T);
+    upload("huge", 15, src, xnd);
+    snprintf(st, sizeof st, "%s/huge.db", lns_test_tmpdir());
+    for (int b = 0; b < NBAD; b++) {
+        snprintf(bad, sizeof bad, "%s.%s", xnd, bad_name[b]);
+        make_bad(xnd, b, bad);
+        refused(tt_sh(&T, "$B/lors_ls --no-rc -T 3s '%s'", bad), "lors_ls", bad);
+        refused(tt_sh(&T, "$B/lors_download --no-rc --quiet -T 3s -o $D/huge.got '%s'", bad),
+                "lors_download", bad);
+        refused(tt_sh(&T, "$B/lors_augment --no-rc -q -T 3s --depot-list '%s' '%s'",
+                      tt_dlist(&T, 3, -1), bad), "lors_augment", bad);
+        refused(tt_sh(&T, "$B/lors_keep --no-rc --state '%s' --depot-list '%s' -T 3s '%s'", st,
+                      T.depots, bad), "lors_keep", bad);
+    }
+    tt_free_all(&T, xnd);
+}
+
+/* A directory with the bad exNodes and a good file: the bad ones answer an error, the good
+ * one is served before and after them, the server stays up. */
+static void test_overflow_serve(void)
+{
+    char src[4096], xnd[4096], dir[4200], bad[4400], got[4400], good[4400];
+    tt_bg_t srv;
+    tt_revive(&T);
+    upload("good", 16, src, xnd);
+    snprintf(dir, sizeof dir, "%s/huge", lns_test_tmpdir());
+    mkdir(dir, 0755);
+    for (int b = 0; b < NBAD; b++) {
+        snprintf(bad, sizeof bad, "%s/%s.bin.xnd", dir, bad_name[b]);
+        make_bad(xnd, b, bad);
+    }
+    snprintf(good, sizeof good, "%s/good.bin.xnd", dir);
+    CU_ASSERT_EQUAL_FATAL(tt_sh(&T, "cp '%s' '%s'", xnd, good), 0);
+    snprintf(got, sizeof got, "%s/good.got", lns_test_tmpdir());
+    int port = start_serve(&srv, dir), clean;
+    CU_ASSERT_FATAL(port > 0);
+    CU_ASSERT_EQUAL(get(port, "good.bin", got, &clean), 200);
+    CU_ASSERT(clean && tt_same_file(got, src));
+    CU_ASSERT_EQUAL(tt_sh(&T, "curl -sf http://127.0.0.1:%d/", port), 0);
+    for (int b = 0; b < NBAD; b++) {
+        char name[64], body[4400];
+        snprintf(name, sizeof name, "%s.bin", bad_name[b]);
+        snprintf(body, sizeof body, "%s/%s.body", lns_test_tmpdir(), bad_name[b]);
+        int code = get(port, name, body, &clean);
+        if (code < 400 || code >= 600)
+            fprintf(stderr, "GET %s: %d\n", name, code);
+        CU_ASSERT(code >= 400 && code < 600);
+        char text[4096];
+        lns_test_slurp(body, text, sizeof text);
+        CU_ASSERT_EQUAL(tt_count(text, "\n"), 1);
+        CU_ASSERT_NOT_EQUAL(tt_sh(&T, "curl -sfI -m 30 http://127.0.0.1:%d/%s", port, name), 0);
+        CU_ASSERT_EQUAL(kill(srv.pid, 0), 0);
+    }
+    CU_ASSERT_EQUAL(get(port, "good.bin", got, &clean), 200);
+    CU_ASSERT(clean && tt_same_file(got, src));
+    stop_serve(&srv);
+
+    /* lors_mount, where FUSE is there: the bad files fail to read, the good one reads */
+    if (access("/dev/fuse", R_OK | W_OK) == 0 &&
+        system("command -v fusermount3 >/dev/null 2>&1") == 0) {
+        char mnt[4200], logp[4200];
+        tt_bg_t mb;
+        snprintf(mnt, sizeof mnt, "%s/mnt", lns_test_tmpdir());
+        snprintf(logp, sizeof logp, "%s/mount.log", lns_test_tmpdir());
+        mkdir(mnt, 0755);
+        CU_ASSERT_EQUAL_FATAL(tt_spawn(&T, &mb, "lors_mount", "--no-rc", "-f", "-T", "3s",
+                                       "--log", logp, dir, mnt, (char *)NULL), 0);
+        int up = 0;
+        for (int i = 0; i < 500 && !up; i++) {
+            char f[4400];
+            struct stat sb;
+            snprintf(f, sizeof f, "%s/good.bin", mnt);
+            up = stat(f, &sb) == 0;
+            if (!up)
+                usleep(10000);
+        }
+        CU_ASSERT_FATAL(up);
+        for (int b = 0; b < NBAD; b++) {
+            CU_ASSERT_NOT_EQUAL(tt_sh(&T, "timeout 30 cat '%s/%s.bin' > /dev/null", mnt, bad_name[b]), 0);
+            CU_ASSERT_EQUAL(tt_sh(&T, "cmp '%s/good.bin' '%s'", mnt, src), 0);
+        }
+        CU_ASSERT_EQUAL(kill(mb.pid, 0), 0);
+        CU_ASSERT_EQUAL(tt_sh(&T, "fusermount3 -u '%s'", mnt), 0);
+        CU_ASSERT_EQUAL(tt_wait(&T, &mb, 5000), 0);
+    } else {
+        printf("SKIP lors_mount part: no /dev/fuse or no fusermount3\n");
+    }
+    tt_free_all(&T, xnd);
+}
+
+static const lns_test_case tests[] = {
+    {"overflowing layouts: every tool refuses with one line", test_overflow_tools},
+    {"overflowing layouts: lors_serve and lors_mount stay up", test_overflow_serve},
+};
+
+TT_MAIN(&T, "lors_ec_lies", ND, tests)
