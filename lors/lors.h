@@ -527,6 +527,10 @@ typedef struct lors_ec_info {
     int64_t stripe_size;      /* k x piece_size bytes of the file */
     int64_t stripes;
     int64_t size;             /* the file's size */
+    int version;              /* of its lns_ec description */
+    int bound;                /* 1: each piece's digest is bound to its place (version 2), so
+                               * a piece relabelled as another fails its check; 0: version 1,
+                               * read as before but unbound (docs/exnode.md) */
 } lors_ec_info_t;
 
 /* LORS_OK (info->present says whether the file is erasure coded) or LORS_E_EXNODE if its

@@ -18,7 +18,10 @@
 #include "lors.h"
 
 #define LORS_EC_FUNC "lns_ec"     /* the function on every column mapping */
-#define LORS_EC_VERSION 1
+/* Version 2 binds each piece's digest to its place (lors__ec_bind); version 1, still read,
+ * listed the pieces' own digests, so a piece relabelled as another passed its check. */
+#define LORS_EC_VERSION 2
+#define LORS_EC_VERSION_UNBOUND 1
 #define LORS_EC_CODE "rs-cauchy"  /* ISA-L gf_gen_cauchy1_matrix, GF(2^8) */
 #define LORS_EC_MAX_K 32
 #define LORS_EC_MAX_M 16
@@ -32,6 +35,7 @@
 
 /* A file's coding, from its lns_ec metadata, and the codec for it. */
 typedef struct lors__ec {
+    int version;              /* of the file's lns_ec: LORS_EC_VERSION for a new one */
     int k, m;
     int64_t piece;            /* bytes of a piece of a full stripe */
     int64_t size;             /* the file's size */
@@ -88,9 +92,19 @@ xnd_func_t *lors__ec_func(const lors__ec_t *ec, int column, const char *alg, con
 /* Where piece (s, c->column) starts in the mapping's allocation. */
 int64_t lors__ec_alloc_off(const lors__ec_t *ec, const xnd_mapping_t *m, const lors__ec_col_t *c,
                            int64_t s);
+/* The digest an exNode lists for piece (s, column) whose own digest (alg over its bytes, hex)
+ * is own: in a version-2 file alg over the line "lns_ec-piece 2 CODE K M PIECE_SIZE SIZE S
+ * COLUMN OWN" (docs/exnode.md), so that the same bytes anywhere else fail; in a version-1
+ * file own itself.  *out malloc'd.  LORS_OK, LORS_E_DIGEST, LORS_E_NOMEM. */
+int lors__ec_bind(const lors__ec_t *ec, int64_t s, int column, const char *alg, const char *own,
+                  char **out);
+/* The same for the own digests of pieces first, first + 1, ... of column, concatenated. */
+int lors__ec_bind_all(const lors__ec_t *ec, int64_t first, int column, const char *alg,
+                      const char *own, char **out);
 /* Does piece (stripe s) of column c, len bytes at p, match the digest c lists for it?
  * 1 yes, 0 no, -1 c lists none, -2 its algorithm cannot be computed here. */
-int lors__ec_piece_check(const lors__ec_col_t *c, int64_t s, const unsigned char *p, int64_t len);
+int lors__ec_piece_check(const lors__ec_t *ec, const lors__ec_col_t *c, int64_t s,
+                         const unsigned char *p, int64_t len);
 
 /* ---- the engines ------------------------------------------------------------------------ */
 

@@ -40,7 +40,8 @@ typedef struct col {
     ibp_caps_t caps;
     int64_t start, end, alloc_len;
     int64_t stored;           /* pieces stored in this allocation */
-    char *hex;                /* their digests, in order */
+    char *hex;                /* their own digests, in order (bound to their places only
+                               * once the size is known: build_exnode) */
     size_t hexlen, hexcap;
 } col_t;
 
@@ -563,8 +564,15 @@ static int build_exnode(ecu_t *u, const char *filename, xnd_t **out)
             m->e2e_blocksize = u->ec.piece;
             m->has_e2e_blocksize = 1;
             rc = lors__map_set_alloc(m, c->start, c->end, &c->caps);
-            xnd_func_t *f = rc == XND_OK ? lors__ec_func(&u->ec, j, col_alg(u, j), c->hex)
+            /* the pieces' digests bound to their places, now that the size is known */
+            char *bound = NULL;
+            if (rc == XND_OK && c->hex && *c->hex &&
+                lors__ec_bind_all(&u->ec, sg->first, j, col_alg(u, j), c->hex, &bound) !=
+                    LORS_OK)
+                rc = XND_E_NOMEM;
+            xnd_func_t *f = rc == XND_OK ? lors__ec_func(&u->ec, j, col_alg(u, j), bound)
                                          : NULL;
+            free(bound);
             if (rc == XND_OK && !f)
                 rc = XND_E_NOMEM;
             if (f)

@@ -1,4 +1,8 @@
-/* test_lors_ec_lies.c -- erasure-coded exNodes that lie, on real depots: an exNode whose
+/* test_lors_ec_lies.c -- erasure-coded exNodes that lie, on real depots: pieces relabelled as
+ * other pieces (two data columns swapped, a parity column called a data column, a data column
+ * copied with its digests under another index, a column shifted by a stripe) never come out
+ * as the file's bytes with exit 0, through lors_download nor through lors_serve (no 200 with
+ * wrong bytes); an exNode of lns_ec version 1 is read and shown as unbound; an exNode whose
  * layout overflows (size INT64_MAX and its kin) is refused with one line by every tool, and
  * lors_serve and lors_mount answer it with an error while they go on serving the good file
  * beside it.
@@ -11,7 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lns_time.h"
 #include "test_tools.h"
 
 #define ND 4
@@ -34,10 +37,116 @@ static void upload(const char *name, uint64_t seed, char *src, char *xnd)
     CU_ASSERT_EQUAL_FATAL(rc, 0);
 }
 
+/* The index of x's column mapping of column j over stripe s, or -1. */
+static int column_of(const xnd_t *x, int j, int64_t s)
+{
+    for (size_t i = 0; i < x->nmaps; i++) {
+        int64_t v;
+        const xnd_mapping_t *m = x->maps[i];
+        if (m->func && xnd_meta_get_int(&m->func->args, "piece", &v) == XND_OK && v == j &&
+            m->exnode_offset == s * STRIPE)
+            return (int)i;
+    }
+    return -1;
+}
+
+static void set_arg(xnd_mapping_t *m, const char *name, int64_t v)
+{
+    CU_ASSERT_EQUAL(xnd_meta_set_int(&m->func->args, name, v), XND_OK);
+}
+
 static void save(const xnd_t *x, const char *path)
 {
     char e[256];
     CU_ASSERT_EQUAL_FATAL(xnd_write_file(x, path, e, sizeof e), XND_OK);
+}
+
+/* ---- relabelled pieces ------------------------------------------------------------------- */
+
+enum { LIE_SWAP, LIE_PARITY, LIE_COPY, LIE_SHIFT, NLIES };
+static const char *const lie_name[NLIES] = {"swap", "parity", "copy", "shift"};
+
+/* The lie into path: from the honest exNode xnd. */
+static void make_lie(const char *xnd, int lie, const char *path)
+{
+    xnd_t *x = tt_load(xnd);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    int d0 = column_of(x, 0, 0), d1 = column_of(x, 1, 0), p = column_of(x, 2, 0);
+    CU_ASSERT_FATAL(d0 >= 0 && d1 >= 0 && p >= 0);
+    switch (lie) {
+    case LIE_SWAP: /* data columns 0 and 1 of stripe 0 trade their indexes */
+        set_arg(x->maps[d0], "piece", 1);
+        set_arg(x->maps[d1], "piece", 0);
+        break;
+    case LIE_PARITY: /* the parity column of stripe 0 calls itself data column 0 */
+        set_arg(x->maps[p], "piece", 0);
+        CU_ASSERT_EQUAL(xnd_remove(x, (size_t)d0), XND_OK);
+        break;
+    case LIE_COPY: { /* data column 1, allocation and digests, also as column 0 */
+        xnd_mapping_t *m = xnd_mapping_copy(x->maps[d1]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        set_arg(m, "piece", 0);
+        CU_ASSERT_EQUAL(xnd_remove(x, (size_t)d0), XND_OK);
+        CU_ASSERT_EQUAL(xnd_append(x, m), XND_OK);
+        break;
+    }
+    case LIE_SHIFT: { /* stripe 0's data column 0 moved onto stripe 1, in place of its own */
+        int s1 = column_of(x, 0, 1);
+        CU_ASSERT_FATAL(s1 >= 0);
+        x->maps[d0]->exnode_offset = STRIPE;
+        xnd_changed(x);
+        CU_ASSERT_EQUAL(xnd_remove(x, (size_t)s1), XND_OK);
+        break;
+    }
+    }
+    save(x, path);
+    xnd_free(x);
+}
+
+/* Fetched bytes: the source's, or a failure with a line saying why; never other bytes with
+ * success.  1 if the file's bytes came out. */
+static int honest(int ok, const char *got, const char *src, const char *what)
+{
+    int same = ok && tt_same_file(got, src);
+    if (ok && !same)
+        fprintf(stderr, "%s: success with wrong bytes\n", what);
+    CU_ASSERT(!ok || same);
+    return same;
+}
+
+static void test_relabelled_download(void)
+{
+    char src[4096], xnd[4096], lie[4200], got[4400];
+    tt_revive(&T);
+    upload("honest", 11, src, xnd);
+    for (int l = 0; l < NLIES; l++) {
+        snprintf(lie, sizeof lie, "%s.%s", xnd, lie_name[l]);
+        snprintf(got, sizeof got, "%s.got", lie);
+        make_lie(xnd, l, lie);
+        int rc = tt_sh(&T, "$B/lors_download --no-rc --quiet -T 3s -o '%s' '%s'", got, lie);
+        int same = honest(rc == 0 || rc == 10, got, src, lie_name[l]);
+        if (!same) { /* failed: one line naming the file */
+            CU_ASSERT_NOT_EQUAL(rc, 0);
+            CU_ASSERT_PTR_NOT_NULL(strstr(T.err, lie));
+        }
+    }
+    /* an exNode of version 1 is read, and lors_ls says its digests are not bound */
+    xnd_t *x = tt_load(xnd);
+    xnd_meta_list_t *l;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT_EQUAL_FATAL(xnd_meta_get_meta(&x->meta, "lns_ec", &l), XND_OK);
+    CU_ASSERT_EQUAL(xnd_meta_set_int(l, "version", 1), XND_OK);
+    snprintf(lie, sizeof lie, "%s.v1", xnd);
+    save(x, lie);
+    xnd_free(x);
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls --no-rc -T 3s '%s'", lie), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "3 stripes (lns_ec version 1: digests not bound to "
+                                         "the pieces' places)"));
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls --no-rc -T 3s --json '%s'", lie), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "\"version\":1,\"bound\":false}"));
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls --no-rc -T 3s --json '%s'", xnd), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "\"version\":2,\"bound\":true}"));
+    tt_free_all(&T, xnd);
 }
 
 /* Start lors_serve on dir; its port, or -1. */
@@ -78,6 +187,33 @@ static int get(int port, const char *name, const char *got, int *clean)
                    port, name);
     *clean = rc == 0;
     return atoi(T.out);
+}
+
+static void test_relabelled_serve(void)
+{
+    char src[4096], xnd[4096], dir[4200], lie[4400], got[4400];
+    tt_bg_t srv;
+    tt_revive(&T);
+    upload("served", 12, src, xnd);
+    snprintf(dir, sizeof dir, "%s/lies", lns_test_tmpdir());
+    mkdir(dir, 0755);
+    for (int l = 0; l < NLIES; l++) {
+        snprintf(lie, sizeof lie, "%s/%s.bin.xnd", dir, lie_name[l]);
+        make_lie(xnd, l, lie);
+    }
+    int port = start_serve(&srv, dir);
+    CU_ASSERT_FATAL(port > 0);
+    for (int l = 0; l < NLIES; l++) {
+        char name[64];
+        int clean;
+        snprintf(name, sizeof name, "%s.bin", lie_name[l]);
+        snprintf(got, sizeof got, "%s/%s.got", lns_test_tmpdir(), lie_name[l]);
+        int code = get(port, name, got, &clean);
+        honest(code == 200, got, src, name);
+        CU_ASSERT(code == 200 ? clean : code >= 400 && code < 600);
+    }
+    stop_serve(&srv);
+    tt_free_all(&T, xnd);
 }
 
 /* ---- layouts that overflow --------------------------------------------------------------- */
@@ -217,6 +353,8 @@ static void test_overflow_serve(void)
 }
 
 static const lns_test_case tests[] = {
+    {"relabelled pieces: lors_download never succeeds with wrong bytes", test_relabelled_download},
+    {"relabelled pieces: lors_serve never answers 200 with wrong bytes", test_relabelled_serve},
     {"overflowing layouts: every tool refuses with one line", test_overflow_tools},
     {"overflowing layouts: lors_serve and lors_mount stay up", test_overflow_serve},
 };
