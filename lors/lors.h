@@ -779,6 +779,8 @@ typedef struct lors_keep_report {
     int64_t bytes_rebuilt;    /* pieces decoded from survivors and stored */
     int removed;              /* dead or evacuated mappings taken out of the exNode */
     int unfreed;              /* ... whose allocation could not be freed (depot down) */
+    int unread;               /* mappings whose function lns does not understand: kept as
+                               * they are, never removed nor freed */
     int would_add, would_remove, would_refresh; /* dry run: what the pass would have done */
     lors_keep_risk_t *risks;  /* malloc'd, after the pass */
     size_t nrisks;
@@ -797,7 +799,8 @@ void lors_keep_report_free(lors_keep_report_t *r);
  * (lors_augment), pieces of an erasure-coded file decoded from any k survivors of their
  * stripe and stored; then take out of x the dead and evacuated mappings whose bytes live on
  * elsewhere (freeing their allocations where the depot answers).  A mapping that still holds
- * the only copy of a byte is never taken out, dead or not.  LORS_OK when the file meets the
+ * the only copy of a byte is never taken out, dead or not, nor is one whose function lns does
+ * not understand (report->unread counts them).  LORS_OK when the file meets the
  * policy after the pass; LORS_E_PARTIAL when something is left (report->risks, refresh
  * failures); LORS_E_STOPPED, LORS_E_NOMEM, LORS_E_EXNODE, LORS_E_INVAL otherwise.  x is edited
  * only when report->changed. */

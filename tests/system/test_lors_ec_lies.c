@@ -2,10 +2,12 @@
  * other pieces (two data columns swapped, a parity column called a data column, a data column
  * copied with its digests under another index, a column shifted by a stripe) never come out
  * as the file's bytes with exit 0, through lors_download nor through lors_serve (no 200 with
- * wrong bytes); an exNode of lns_ec version 1 is read and shown as unbound; an exNode whose
- * layout overflows (size INT64_MAX and its kin) is refused with one line by every tool, and
- * lors_serve and lors_mount answer it with an error while they go on serving the good file
- * beside it.
+ * wrong bytes); an exNode of lns_ec version 1 is read and shown as unbound; the keeper keeps
+ * the mappings it cannot interpret (a piece index outside the layout, a k that is not the
+ * file's, a function lns does not know in a replicated file), their allocations intact, and
+ * reports them; an exNode whose layout overflows (size INT64_MAX and its kin) is refused with
+ * one line by every tool, and lors_serve and lors_mount answer it with an error while they go
+ * on serving the good file beside it.
  *
  * Each lie is built from a real upload with libexnode, as someone editing the XML would. */
 #include <signal.h>
@@ -15,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lns_time.h"
 #include "test_tools.h"
 
 #define ND 4
@@ -149,6 +152,21 @@ static void test_relabelled_download(void)
     tt_free_all(&T, xnd);
 }
 
+/* A directory <tmpdir>/name served as NAME.bin for each of the n exNodes that make(xnd, i,
+ * path) writes from the honest xnd; its path in dir (4200 bytes). */
+static void served_dir(const char *name, const char *xnd,
+                       void (*make)(const char *, int, const char *),
+                       const char *const *names, int n, char *dir)
+{
+    char path[4400];
+    snprintf(dir, 4200, "%s/%s", lns_test_tmpdir(), name);
+    mkdir(dir, 0755);
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s.bin.xnd", dir, names[i]);
+        make(xnd, i, path);
+    }
+}
+
 /* Start lors_serve on dir; its port, or -1. */
 static int start_serve(tt_bg_t *srv, const char *dir)
 {
@@ -191,16 +209,11 @@ static int get(int port, const char *name, const char *got, int *clean)
 
 static void test_relabelled_serve(void)
 {
-    char src[4096], xnd[4096], dir[4200], lie[4400], got[4400];
+    char src[4096], xnd[4096], dir[4200], got[4400];
     tt_bg_t srv;
     tt_revive(&T);
     upload("served", 12, src, xnd);
-    snprintf(dir, sizeof dir, "%s/lies", lns_test_tmpdir());
-    mkdir(dir, 0755);
-    for (int l = 0; l < NLIES; l++) {
-        snprintf(lie, sizeof lie, "%s/%s.bin.xnd", dir, lie_name[l]);
-        make_lie(xnd, l, lie);
-    }
+    served_dir("lies", xnd, make_lie, lie_name, NLIES, dir);
     int port = start_serve(&srv, dir);
     CU_ASSERT_FATAL(port > 0);
     for (int l = 0; l < NLIES; l++) {
@@ -213,6 +226,100 @@ static void test_relabelled_serve(void)
         CU_ASSERT(code == 200 ? clean : code >= 400 && code < 600);
     }
     stop_serve(&srv);
+    tt_free_all(&T, xnd);
+}
+
+/* ---- the keeper keeps what it cannot interpret ------------------------------------------- */
+
+/* 1 if x still has a mapping with manage capability cap and its depot still holds it. */
+static int kept(const xnd_t *x, const char *cap)
+{
+    int found = 0;
+    for (size_t i = 0; x && i < x->nmaps; i++)
+        found |= x->maps[i]->cap[XND_MANAGE] && strcmp(x->maps[i]->cap[XND_MANAGE], cap) == 0;
+    ibp_probe_t p;
+    int alive = ibp_probe(T.cli, cap, &p) == IBP_OK && p.cur_size > 0;
+    if (!found || !alive)
+        fprintf(stderr, "%s: %s\n", cap, !found ? "left the exNode" : "freed");
+    return found && alive;
+}
+
+#define NODD 4
+
+static void test_keep_unread_ec(void)
+{
+    char src[4096], xnd[4096], src2[4096], xnd2[4096], st[4200];
+    char *caps[NODD];
+    tt_revive(&T);
+    upload("kept", 13, src, xnd);
+    upload("donor", 13, src2, xnd2); /* the same bytes in allocations of their own */
+    xnd_t *x = tt_load(xnd), *d = tt_load(xnd2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    /* valid pieces under functions that do not fit the 2+1 layout */
+    static const struct { const char *arg; int64_t v; } odd[NODD] = {
+        {"piece", 7}, {"piece", -1}, {"piece", 2147483647}, {"k", 1}};
+    for (int i = 0; i < NODD; i++) {
+        xnd_mapping_t *m = xnd_mapping_copy(d->maps[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+        set_arg(m, odd[i].arg, odd[i].v);
+        caps[i] = strdup(m->cap[XND_MANAGE]);
+        CU_ASSERT_EQUAL(xnd_append(x, m), XND_OK);
+    }
+    save(x, xnd);
+    xnd_free(x);
+    snprintf(st, sizeof st, "%s/keep.db", lns_test_tmpdir());
+    int rc = tt_sh(&T, "$B/lors_keep --no-rc --state '%s' --depot-list '%s' -T 3s --json '%s'",
+                   st, T.depots, xnd);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "\"unread\":4"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "\"removed\":0"));
+    rc = tt_sh(&T, "$B/lors_keep --no-rc --state '%s' --depot-list '%s' -T 3s -V '%s'", st,
+               T.depots, xnd);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "4 mappings lns cannot read are kept"));
+    x = tt_load(xnd);
+    for (int i = 0; i < NODD; i++) {
+        CU_ASSERT(kept(x, caps[i]));
+        free(caps[i]);
+    }
+    xnd_free(x);
+    CU_ASSERT_EQUAL(tt_downloads_equal(&T, xnd, src), 1);
+    tt_free_all(&T, xnd);
+    for (size_t i = NODD; d && i < d->nmaps; i++)
+        ibp_decr(T.cli, d->maps[i]->cap[XND_MANAGE], IBP_READCAP);
+    xnd_free(d);
+}
+
+/* A replicated file: a copy under a function lns does not know, its lease over by the
+ * exNode (so the keeper counts it dead), stays with its allocation. */
+static void test_keep_unread_copies(void)
+{
+    char src[4096], xnd[4096], src2[4096], xnd2[4096], st[4200];
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 300000, 14, 2, 1, T.depots, NULL, src, xnd), 0);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 300000, 14, 1, 1, T.depots, NULL, src2, xnd2), 0);
+    xnd_t *x = tt_load(xnd), *d = tt_load(xnd2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    xnd_mapping_t *m = xnd_mapping_copy(d->maps[0]);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    xnd_mapping_set_func(m, xnd_func_new("someone_elses_cipher"));
+    CU_ASSERT_EQUAL(xnd_mapping_set_time(m, 1, lns_now_s() - 60), XND_OK);
+    char *cap = strdup(m->cap[XND_MANAGE]);
+    CU_ASSERT_EQUAL(xnd_append(x, m), XND_OK);
+    save(x, xnd);
+    xnd_free(x);
+    xnd_free(d);
+    snprintf(st, sizeof st, "%s/keep2.db", lns_test_tmpdir());
+    int rc = tt_sh(&T, "$B/lors_keep --no-rc --state '%s' --depot-list '%s' -T 3s --json '%s'",
+                   st, T.depots, xnd);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "\"unread\":1"));
+    x = tt_load(xnd);
+    CU_ASSERT(kept(x, cap));
+    xnd_free(x);
+    free(cap);
     tt_free_all(&T, xnd);
 }
 
@@ -283,16 +390,11 @@ static void test_overflow_tools(void)
  * one is served before and after them, the server stays up. */
 static void test_overflow_serve(void)
 {
-    char src[4096], xnd[4096], dir[4200], bad[4400], got[4400], good[4400];
+    char src[4096], xnd[4096], dir[4200], got[4400], good[4400];
     tt_bg_t srv;
     tt_revive(&T);
     upload("good", 16, src, xnd);
-    snprintf(dir, sizeof dir, "%s/huge", lns_test_tmpdir());
-    mkdir(dir, 0755);
-    for (int b = 0; b < NBAD; b++) {
-        snprintf(bad, sizeof bad, "%s/%s.bin.xnd", dir, bad_name[b]);
-        make_bad(xnd, b, bad);
-    }
+    served_dir("huge", xnd, make_bad, bad_name, NBAD, dir);
     snprintf(good, sizeof good, "%s/good.bin.xnd", dir);
     CU_ASSERT_EQUAL_FATAL(tt_sh(&T, "cp '%s' '%s'", xnd, good), 0);
     snprintf(got, sizeof got, "%s/good.got", lns_test_tmpdir());
@@ -355,6 +457,8 @@ static void test_overflow_serve(void)
 static const lns_test_case tests[] = {
     {"relabelled pieces: lors_download never succeeds with wrong bytes", test_relabelled_download},
     {"relabelled pieces: lors_serve never answers 200 with wrong bytes", test_relabelled_serve},
+    {"keeper keeps lns_ec mappings that do not fit, and reports them", test_keep_unread_ec},
+    {"keeper keeps a copy under an unknown function", test_keep_unread_copies},
     {"overflowing layouts: every tool refuses with one line", test_overflow_tools},
     {"overflowing layouts: lors_serve and lors_mount stay up", test_overflow_serve},
 };
