@@ -244,6 +244,16 @@ static int kept(const xnd_t *x, const char *cap)
     return found && alive;
 }
 
+/* Write x to xnd (and free it), then one lors_keep --json pass over it with state db: its
+ * exit code, the report in T.out. */
+static int save_and_keep(xnd_t *x, const char *xnd, const char *db)
+{
+    save(x, xnd);
+    xnd_free(x);
+    return tt_sh(&T, "$B/lors_keep --no-rc --state '%s' --depot-list '%s' -T 3s --json '%s'", db,
+                 T.depots, xnd);
+}
+
 #define NODD 4
 
 static void test_keep_unread_ec(void)
@@ -266,16 +276,12 @@ static void test_keep_unread_ec(void)
         caps[i] = strdup(m->cap[XND_MANAGE]);
         CU_ASSERT_EQUAL(xnd_append(x, m), XND_OK);
     }
-    save(x, xnd);
-    xnd_free(x);
     snprintf(st, sizeof st, "%s/keep.db", lns_test_tmpdir());
-    int rc = tt_sh(&T, "$B/lors_keep --no-rc --state '%s' --depot-list '%s' -T 3s --json '%s'",
-                   st, T.depots, xnd);
-    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_EQUAL(save_and_keep(x, xnd, st), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "\"unread\":4"));
     CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "\"removed\":0"));
-    rc = tt_sh(&T, "$B/lors_keep --no-rc --state '%s' --depot-list '%s' -T 3s -V '%s'", st,
-               T.depots, xnd);
+    int rc = tt_sh(&T, "$B/lors_keep --no-rc --state '%s' --depot-list '%s' -T 3s -V '%s'", st,
+                   T.depots, xnd);
     CU_ASSERT_EQUAL(rc, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "4 mappings lns cannot read are kept"));
     x = tt_load(xnd);
@@ -308,13 +314,9 @@ static void test_keep_unread_copies(void)
     CU_ASSERT_EQUAL(xnd_mapping_set_time(m, 1, lns_now_s() - 60), XND_OK);
     char *cap = strdup(m->cap[XND_MANAGE]);
     CU_ASSERT_EQUAL(xnd_append(x, m), XND_OK);
-    save(x, xnd);
-    xnd_free(x);
     xnd_free(d);
     snprintf(st, sizeof st, "%s/keep2.db", lns_test_tmpdir());
-    int rc = tt_sh(&T, "$B/lors_keep --no-rc --state '%s' --depot-list '%s' -T 3s --json '%s'",
-                   st, T.depots, xnd);
-    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_EQUAL(save_and_keep(x, xnd, st), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "\"unread\":1"));
     x = tt_load(xnd);
     CU_ASSERT(kept(x, cap));
