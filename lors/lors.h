@@ -535,6 +535,10 @@ typedef struct lors_ec_info {
     int64_t stripe_size;      /* k x piece_size bytes of the file */
     int64_t stripes;
     int64_t size;             /* the file's size */
+    int version;              /* of its lns_ec description */
+    int bound;                /* 1: each piece's digest is bound to its place (version 2), so
+                               * a piece relabelled as another fails its check; 0: version 1,
+                               * read as before but unbound (docs/exnode.md) */
 } lors_ec_info_t;
 
 /* LORS_OK (info->present says whether the file is erasure coded) or LORS_E_EXNODE if its
@@ -787,6 +791,8 @@ typedef struct lors_keep_report {
     int64_t bytes_rebuilt;    /* pieces decoded from survivors and stored */
     int removed;              /* dead or evacuated mappings taken out of the exNode */
     int unfreed;              /* ... whose allocation could not be freed (depot down) */
+    int unread;               /* mappings whose function lns does not understand: kept as
+                               * they are, never removed nor freed */
     int would_add, would_remove, would_refresh; /* dry run: what the pass would have done */
     lors_keep_risk_t *risks;  /* malloc'd, after the pass */
     size_t nrisks;
@@ -815,7 +821,8 @@ int lors_lease_extend(xnd_t *x, const unsigned char *select, int64_t duration_s,
  * (lors_augment), pieces of an erasure-coded file decoded from any k survivors of their
  * stripe and stored; then take out of x the dead and evacuated mappings whose bytes live on
  * elsewhere (freeing their allocations where the depot answers).  A mapping that still holds
- * the only copy of a byte is never taken out, dead or not.  LORS_OK when the file meets the
+ * the only copy of a byte is never taken out, dead or not, nor is one whose function lns does
+ * not understand (report->unread counts them).  LORS_OK when the file meets the
  * policy after the pass; LORS_E_PARTIAL when something is left (report->risks, refresh
  * failures); LORS_E_STOPPED, LORS_E_NOMEM, LORS_E_EXNODE, LORS_E_INVAL otherwise.  x is edited
  * only when report->changed. */

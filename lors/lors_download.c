@@ -191,13 +191,22 @@ static int verify_begin(const dl_t *dl, int k, lors_ck_t *ck)
     return lors_ck_init(ck, c->alg, c->bs) == LORS_OK;
 }
 
-/* 1 if the digests of the len bytes fed to ck match the mapping's from digest `first` on. */
+/* 1 if the digests of the len bytes fed to ck match the mapping's from digest `first` on
+ * (a column's piece: its digest bound to its place, lors__ec_bind). */
 static int verify_end(const dl_t *dl, int k, size_t first, size_t len, lors_ck_t *ck)
 {
     const ckinfo_t *c = &dl->ck[k];
     char *got = NULL;
     int ok = 0;
-    if (lors_ck_finish(ck, &got) == LORS_OK) {
+    if (lors_ck_finish(ck, &got) == LORS_OK && dl->ec) {
+        char *own = got;
+        const lors__ec_col_t *col = &dl->ecol[k];
+        if (lors__ec_bind(dl->ec, col->first + (int64_t)first, col->column, c->alg, own,
+                          &got) != LORS_OK)
+            got = NULL;
+        free(own);
+    }
+    if (got) {
         size_t nck = (len + (size_t)c->bs - 1) / (size_t)c->bs;
         size_t gl = strlen(got), hd = nck ? gl / nck : 0;
         if (hd > 0 && strlen(c->digests) >= (first + nck) * hd &&

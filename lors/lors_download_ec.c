@@ -278,7 +278,7 @@ static int decoded_ok(const dl_t *dl, int64_t s, int i, const unsigned char *p, 
         const lors__ec_col_t *c = &dl->ecol[q];
         if (!c->ok || c->column != i || s < c->first || s >= c->first + c->n)
             continue;
-        int r = lors__ec_piece_check(c, s, p, len);
+        int r = lors__ec_piece_check(dl->ec, c, s, p, len);
         if (r >= 0)
             return r;
         /* no digest, or one this build cannot compute: let another mapping vouch */

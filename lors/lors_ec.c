@@ -20,14 +20,15 @@ int lors__ec_init(lors__ec_t *ec, int k, int m, int64_t piece, int64_t size)
 {
     memset(ec, 0, sizeof *ec);
     if (k < 1 || k > LORS_EC_MAX_K || m < 1 || m > LORS_EC_MAX_M || piece < 1 ||
-        piece > LORS_EC_MAX_PIECE || size < 0)
+        piece > LORS_EC_MAX_PIECE || size < 0 || lors__ec_count(size, (int64_t)k * piece) >
+        LORS_EC_MAX_STRIPES)
         return LORS_E_INVAL;
+    ec->version = LORS_EC_VERSION;
     ec->k = k;
     ec->m = m;
     ec->piece = piece;
     ec->size = size;
-    int64_t stripe = (int64_t)k * piece;
-    ec->stripes = (size + stripe - 1) / stripe;
+    ec->stripes = lors__ec_count(size, (int64_t)k * piece);
     ec->matrix = malloc((size_t)(k + m) * (size_t)k);
     ec->tables = malloc((size_t)32 * (size_t)k * (size_t)m);
     if (!ec->matrix || !ec->tables) {
@@ -46,11 +47,16 @@ void lors__ec_free(lors__ec_t *ec)
     ec->matrix = ec->tables = NULL;
 }
 
+int64_t lors__ec_count(int64_t bytes, int64_t unit)
+{
+    return bytes / unit + (bytes % unit != 0);
+}
+
 int64_t lors__ec_stripe_bytes(const lors__ec_t *ec, int64_t s)
 {
-    int64_t stripe = (int64_t)ec->k * ec->piece, a = s * stripe;
-    if (s < 0 || a >= ec->size)
+    if (s < 0 || s >= ec->stripes)
         return 0;
+    int64_t stripe = (int64_t)ec->k * ec->piece, a = s * stripe;
     return ec->size - a < stripe ? ec->size - a : stripe;
 }
 
@@ -68,7 +74,7 @@ void lors__ec_data_range(const lors__ec_t *ec, int64_t s, int i, int64_t *off, i
         a = b;
     if (e > b)
         e = b;
-    *off = s * (int64_t)ec->k * ec->piece + a;
+    *off = b > 0 ? s * (int64_t)ec->k * ec->piece + a : 0;
     *len = e - a;
 }
 
@@ -158,9 +164,9 @@ int lors__ec_read(const xnd_t *x, lors__ec_t *ec, int *present, char *err, size_
     int64_t ver, k, m, piece, stripes, size = xnd_size(x);
     const char *code;
     int rc = get_int(l, "version", 1, INT64_MAX, &ver, err, errlen);
-    if (rc == LORS_OK && ver != LORS_EC_VERSION) {
-        lns_err_set(err, errlen, "%s version %lld: this lns reads version %d", LORS_EC_META,
-                    (long long)ver, LORS_EC_VERSION);
+    if (rc == LORS_OK && ver > LORS_EC_VERSION) {
+        lns_err_set(err, errlen, "%s version %lld: this lns reads versions %d to %d",
+                    LORS_EC_META, (long long)ver, LORS_EC_VERSION_UNBOUND, LORS_EC_VERSION);
         rc = LORS_E_EXNODE;
     }
     if (rc == LORS_OK && (xnd_meta_get_string(l, "code", &code) != XND_OK ||
@@ -180,8 +186,16 @@ int lors__ec_read(const xnd_t *x, lors__ec_t *ec, int *present, char *err, size_
         lns_err_set(err, errlen, "%s: the exNode has no size", LORS_EC_META);
         rc = LORS_E_EXNODE;
     }
+    if (rc == LORS_OK && lors__ec_count(size, k * piece) > LORS_EC_MAX_STRIPES) {
+        lns_err_set(err, errlen, "%s: a size of %lld in stripes of %lld bytes makes more than "
+                    "the %lld stripes lns reads", LORS_EC_META, (long long)size,
+                    (long long)(k * piece), (long long)LORS_EC_MAX_STRIPES);
+        rc = LORS_E_EXNODE;
+    }
     if (rc == LORS_OK && (rc = lors__ec_init(ec, (int)k, (int)m, piece, size)) != LORS_OK)
         lns_err_set(err, errlen, "%s: %s", LORS_EC_META, lors_strerror(rc));
+    if (rc == LORS_OK)
+        ec->version = (int)ver;
     if (rc == LORS_OK && ec->stripes != stripes) {
         lns_err_set(err, errlen, "%s: %lld stripes, but a size of %lld makes %lld", LORS_EC_META,
                     (long long)stripes, (long long)size, (long long)ec->stripes);
@@ -197,7 +211,7 @@ int lors__ec_write(xnd_t *x, const lors__ec_t *ec)
     xnd_meta_list_t *l;
     int rc = xnd_meta_set_meta(&x->meta, LORS_EC_META, &l);
     if (rc == XND_OK)
-        rc = xnd_meta_set_int(l, "version", LORS_EC_VERSION);
+        rc = xnd_meta_set_int(l, "version", ec->version);
     if (rc == XND_OK)
         rc = xnd_meta_set_string(l, "code", LORS_EC_CODE);
     if (rc == XND_OK)
@@ -248,11 +262,12 @@ void lors__ec_col(const lors__ec_t *ec, const xnd_mapping_t *m, lors__ec_col_t *
         xnd_meta_get_int(&f->args, "piece", &v) != XND_OK || v < 0 || v >= ec->k + ec->m)
         return;
     c->column = (int)v;
-    if (m->exnode_offset % stripe != 0 || m->logical_length <= 0)
+    if (m->exnode_offset < 0 || m->exnode_offset % stripe != 0 || m->logical_length <= 0)
         return;
+    /* each bound checked before the next sum, so that none overflows whatever the numbers */
     c->first = m->exnode_offset / stripe;
-    c->n = (m->logical_length + stripe - 1) / stripe;
-    if (c->first + c->n > ec->stripes)
+    c->n = lors__ec_count(m->logical_length, stripe);
+    if (c->first > ec->stripes || c->n > ec->stripes - c->first)
         return;
     /* the mapping ends at a stripe boundary, or at the end of the file */
     int64_t end = m->exnode_offset + m->logical_length;
@@ -261,7 +276,7 @@ void lors__ec_col(const lors__ec_t *ec, const xnd_mapping_t *m, lors__ec_col_t *
     /* its allocation holds every piece */
     int64_t last = c->first + c->n - 1;
     int64_t need = (c->n - 1) * ec->piece + lors__ec_piece_len(ec, last);
-    if (m->alloc_offset < 0 || m->alloc_length - m->alloc_offset < need)
+    if (m->alloc_offset < 0 || m->alloc_length < need || m->alloc_offset > m->alloc_length - need)
         return;
     if (xnd_meta_get_string(&f->args, "algorithm", &c->alg) == XND_OK &&
         xnd_meta_get_string(&f->args, "digests", &c->digests) == XND_OK) {
@@ -298,6 +313,8 @@ int lors_ec_info(const xnd_t *x, lors_ec_info_t *info, char *err, size_t errlen)
     info->stripe_size = (int64_t)ec.k * ec.piece;
     info->stripes = ec.stripes;
     info->size = ec.size;
+    info->version = ec.version;
+    info->bound = ec.version != LORS_EC_VERSION_UNBOUND;
     lors__ec_free(&ec);
     return LORS_OK;
 }
@@ -368,20 +385,84 @@ int lors_ec_parse(const char *s, int *k, int *m)
     return LORS_OK;
 }
 
-int lors__ec_piece_check(const lors__ec_col_t *c, int64_t s, const unsigned char *p, int64_t len)
+/* alg over the len bytes at p, as hex into *hex.  LORS_OK or the first failure. */
+static int digest(const char *alg, const void *p, size_t len, char **hex)
+{
+    lors_ck_t ck;
+    *hex = NULL;
+    int rc = lors_ck_init(&ck, alg, len ? (int64_t)len : 1);
+    if (rc == LORS_OK)
+        rc = lors_ck_update(&ck, p, len);
+    if (rc == LORS_OK)
+        rc = lors_ck_finish(&ck, hex);
+    lors_ck_free(&ck);
+    return rc;
+}
+
+int lors__ec_bind(const lors__ec_t *ec, int64_t s, int column, const char *alg, const char *own,
+                  char **out)
+{
+    *out = NULL;
+    if (ec->version == LORS_EC_VERSION_UNBOUND) {
+        *out = strdup(own);
+        return *out ? LORS_OK : LORS_E_NOMEM;
+    }
+    /* the place in decimal, one space apart, then the piece's own digest: a line anyone can
+     * rebuild with printf and sha256sum, and no two places write the same one */
+    char line[256];
+    int n = snprintf(line, sizeof line, "lns_ec-piece %d %s %d %d %lld %lld %lld %d %s",
+                     ec->version, LORS_EC_CODE, ec->k, ec->m, (long long)ec->piece,
+                     (long long)ec->size, (long long)s, column, own);
+    if (n < 0 || (size_t)n >= sizeof line)
+        return LORS_E_DIGEST;
+    return digest(alg, line, (size_t)n, out);
+}
+
+int lors__ec_bind_all(const lors__ec_t *ec, int64_t first, int column, const char *alg,
+                      const char *own, char **out)
+{
+    int hl = lors_ck_hexlen(alg);
+    size_t len = strlen(own), n = hl > 0 ? len / (size_t)hl : 0;
+    *out = NULL;
+    char one[2 * 64 + 1]; /* the longest OpenSSL digest, EVP_MAX_MD_SIZE bytes, in hex */
+    if (hl <= 0 || (size_t)hl >= sizeof one || len % (size_t)hl != 0)
+        return LORS_E_DIGEST;
+    char *all = malloc(len + 1);
+    int rc = all ? LORS_OK : LORS_E_NOMEM;
+    for (size_t i = 0; rc == LORS_OK && i < n; i++) {
+        char *b = NULL;
+        memcpy(one, own + i * (size_t)hl, (size_t)hl);
+        one[hl] = '\0';
+        rc = lors__ec_bind(ec, first + (int64_t)i, column, alg, one, &b);
+        if (rc == LORS_OK && strlen(b) != (size_t)hl)
+            rc = LORS_E_DIGEST;
+        if (rc == LORS_OK)
+            memcpy(all + i * (size_t)hl, b, (size_t)hl);
+        free(b);
+    }
+    if (rc != LORS_OK) {
+        free(all);
+        return rc;
+    }
+    all[len] = '\0';
+    *out = all;
+    return LORS_OK;
+}
+
+int lors__ec_piece_check(const lors__ec_t *ec, const lors__ec_col_t *c, int64_t s,
+                         const unsigned char *p, int64_t len)
 {
     if (!c->alg || !c->digests || c->hexlen == 0)
         return -1;
-    lors_ck_t ck;
-    char *h = NULL;
-    int ok = lors_ck_init(&ck, c->alg, len) == LORS_OK &&
-             lors_ck_update(&ck, p, (size_t)len) == LORS_OK && lors_ck_finish(&ck, &h) == LORS_OK;
-    lors_ck_free(&ck);
+    char *own = NULL, *h = NULL;
+    int ok = digest(c->alg, p, (size_t)len, &own) == LORS_OK &&
+             lors__ec_bind(ec, s, c->column, c->alg, own, &h) == LORS_OK;
     if (ok)
         ok = strlen(h) == c->hexlen &&
              memcmp(h, c->digests + (size_t)(s - c->first) * c->hexlen, c->hexlen) == 0;
     else
         ok = -2;
+    free(own);
     free(h);
     return ok;
 }

@@ -18,15 +18,24 @@
 #include "lors.h"
 
 #define LORS_EC_FUNC "lns_ec"     /* the function on every column mapping */
-#define LORS_EC_VERSION 1
+/* Version 2 binds each piece's digest to its place (lors__ec_bind); version 1, still read,
+ * listed the pieces' own digests, so a piece relabelled as another passed its check. */
+#define LORS_EC_VERSION 2
+#define LORS_EC_VERSION_UNBOUND 1
 #define LORS_EC_CODE "rs-cauchy"  /* ISA-L gf_gen_cauchy1_matrix, GF(2^8) */
 #define LORS_EC_MAX_K 32
 #define LORS_EC_MAX_M 16
 #define LORS_EC_MIN_PIECE ((int64_t)4096)
 #define LORS_EC_MAX_PIECE ((int64_t)64 << 20)
+/* The most stripes a file may have: every per-stripe table (lors_ec_stripes, the keeper's
+ * plan) stays within a few hundred MB, and every offset within the file or an allocation,
+ * at most 2^24 x 32 x 64 MiB = 2^55, is far from overflowing int64.  With 1 MiB pieces and
+ * k = 4 that is 64 TiB a file. */
+#define LORS_EC_MAX_STRIPES ((int64_t)1 << 24)
 
 /* A file's coding, from its lns_ec metadata, and the codec for it. */
 typedef struct lors__ec {
+    int version;              /* of the file's lns_ec: LORS_EC_VERSION for a new one */
     int k, m;
     int64_t piece;            /* bytes of a piece of a full stripe */
     int64_t size;             /* the file's size */
@@ -45,12 +54,15 @@ typedef struct lors__ec_col {
     size_t hexlen;            /* hex digits per digest (0 without) */
 } lors__ec_col_t;
 
-/* The codec for k + m (1 <= k <= 32, 1 <= m <= 16).  LORS_OK, LORS_E_INVAL, LORS_E_NOMEM. */
+/* The codec for k + m (1 <= k <= 32, 1 <= m <= 16) of a file of size bytes, at most
+ * LORS_EC_MAX_STRIPES stripes.  LORS_OK, LORS_E_INVAL, LORS_E_NOMEM. */
 int lors__ec_init(lors__ec_t *ec, int k, int m, int64_t piece, int64_t size);
 void lors__ec_free(lors__ec_t *ec);
 
+/* ceil(bytes / unit) for bytes >= 0 and unit >= 1, without overflowing. */
+int64_t lors__ec_count(int64_t bytes, int64_t unit);
 /* Bytes of the file in stripe s, and the length of each of its pieces: piece for a full
- * stripe, ceil(bytes / k) for a short last one. */
+ * stripe, ceil(bytes / k) for a short last one; 0 for an s outside the file. */
 int64_t lors__ec_stripe_bytes(const lors__ec_t *ec, int64_t s);
 int64_t lors__ec_piece_len(const lors__ec_t *ec, int64_t s);
 /* The file bytes data piece i of stripe s holds: [*off, *off + *len) (len may be 0 in a
@@ -80,9 +92,19 @@ xnd_func_t *lors__ec_func(const lors__ec_t *ec, int column, const char *alg, con
 /* Where piece (s, c->column) starts in the mapping's allocation. */
 int64_t lors__ec_alloc_off(const lors__ec_t *ec, const xnd_mapping_t *m, const lors__ec_col_t *c,
                            int64_t s);
+/* The digest an exNode lists for piece (s, column) whose own digest (alg over its bytes, hex)
+ * is own: in a version-2 file alg over the line "lns_ec-piece 2 CODE K M PIECE_SIZE SIZE S
+ * COLUMN OWN" (docs/exnode.md), so that the same bytes anywhere else fail; in a version-1
+ * file own itself.  *out malloc'd.  LORS_OK, LORS_E_DIGEST, LORS_E_NOMEM. */
+int lors__ec_bind(const lors__ec_t *ec, int64_t s, int column, const char *alg, const char *own,
+                  char **out);
+/* The same for the own digests of pieces first, first + 1, ... of column, concatenated. */
+int lors__ec_bind_all(const lors__ec_t *ec, int64_t first, int column, const char *alg,
+                      const char *own, char **out);
 /* Does piece (stripe s) of column c, len bytes at p, match the digest c lists for it?
  * 1 yes, 0 no, -1 c lists none, -2 its algorithm cannot be computed here. */
-int lors__ec_piece_check(const lors__ec_col_t *c, int64_t s, const unsigned char *p, int64_t len);
+int lors__ec_piece_check(const lors__ec_t *ec, const lors__ec_col_t *c, int64_t s,
+                         const unsigned char *p, int64_t len);
 
 /* ---- the engines ------------------------------------------------------------------------ */
 

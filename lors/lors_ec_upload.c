@@ -41,7 +41,8 @@ typedef struct col {
     ibp_caps_t caps;
     int64_t start, end, alloc_len;
     int64_t stored;           /* pieces stored in this allocation */
-    char *hex;                /* their digests, in order */
+    char *hex;                /* their own digests, in order (bound to their places only
+                               * once the size is known: build_exnode) */
     size_t hexlen, hexcap;
 } col_t;
 
@@ -488,6 +489,14 @@ static void read_stripes(ecu_t *u)
         }
         if (got == 0)
             break;
+        if (s >= LORS_EC_MAX_STRIPES) {
+            pthread_mutex_lock(&u->mu);
+            fail_locked(u, LORS_E_INVAL, "the input has more than %lld stripes of %lld bytes, "
+                        "the most an erasure-coded file may have: use larger pieces",
+                        (long long)LORS_EC_MAX_STRIPES, (long long)S);
+            pthread_mutex_unlock(&u->mu);
+            break;
+        }
         int64_t plen = got == S ? u->ec.piece : (got + k - 1) / k;
         /* a short stripe's pieces are plen bytes: move piece i from i x plen to its place at
          * i x piece, last first (the places only move up), and zero the padding */
@@ -559,8 +568,15 @@ static int build_exnode(ecu_t *u, const char *filename, xnd_t **out)
             m->e2e_blocksize = u->ec.piece;
             m->has_e2e_blocksize = 1;
             rc = lors__map_set_alloc(m, c->start, c->end, &c->caps);
-            xnd_func_t *f = rc == XND_OK ? lors__ec_func(&u->ec, j, col_alg(u, j), c->hex)
+            /* the pieces' digests bound to their places, now that the size is known */
+            char *bound = NULL;
+            if (rc == XND_OK && c->hex && *c->hex &&
+                lors__ec_bind_all(&u->ec, sg->first, j, col_alg(u, j), c->hex, &bound) !=
+                    LORS_OK)
+                rc = XND_E_NOMEM;
+            xnd_func_t *f = rc == XND_OK ? lors__ec_func(&u->ec, j, col_alg(u, j), bound)
                                          : NULL;
+            free(bound);
             if (rc == XND_OK && !f)
                 rc = XND_E_NOMEM;
             if (f)
@@ -674,7 +690,13 @@ int lors__upload_ec(const lors_upload_opts_t *o, int fd, const void *mem, int64_
     int64_t piece = o->ec_piece ? o->ec_piece : LORS_EC_DEFAULT_PIECE;
     int rc = lors__ec_init(&u.ec, o->ec_k, o->ec_m, piece, u.length >= 0 ? u.length : 0);
     if (rc != LORS_OK) {
-        lors__report_error(rep, "erasure coding: %s", lors_strerror(rc));
+        if (u.length >= 0 && lors__ec_count(u.length, o->ec_k * piece) > LORS_EC_MAX_STRIPES)
+            lors__report_error(rep, "erasure coding: %lld bytes make more than %lld stripes of "
+                               "%lld bytes, the most a file may have: use larger pieces",
+                               (long long)u.length, (long long)LORS_EC_MAX_STRIPES,
+                               (long long)(o->ec_k * piece));
+        else
+            lors__report_error(rep, "erasure coding: %s", lors_strerror(rc));
         return rc;
     }
     if (u.length >= 0) {

@@ -10,7 +10,10 @@
  *   3. prune: a dead mapping whose bytes all have a live copy elsewhere, and a mapping on a
  *      leaving depot whose bytes all have min_live copies elsewhere, leave the exNode and their
  *      allocations are freed where the depot answers.  A mapping that is the last holder of
- *      any byte stays, dead or not: its depot may come back.
+ *      any byte stays, dead or not: its depot may come back.  So does every mapping whose
+ *      function lns does not understand (lors__func_read: UNKNOWN, an lns_ec column that does
+ *      not fit the file): what it holds, and so whether it is replaced, cannot be known; it
+ *      is counted in the report instead.
  * Mappings on leaving depots count as copies nowhere, but serve as sources while they answer.
  * Every new allocation is handed to o->on_alloc before anything is stored in it, so a keeper
  * killed mid-repair can free what never reached the exNode (the tool's journal).
@@ -21,6 +24,7 @@
 
 #include "lns_time.h"
 #include "lors_ec_int.h"
+#include "lors_func_int.h"
 #include "lors_keep_int.h"
 #include "lors_manage_int.h"
 #include "lors_report.h"
@@ -307,12 +311,21 @@ static int repair_copies(keep_t *k)
 
 static int ec_replaced(const keep_t *k, size_t i);
 
+/* 1 if lns does not understand mapping i's function. */
+static int unread(const keep_t *k, size_t i)
+{
+    lors__func_t f;
+    lors__func_read(k->x, k->ec_present ? &k->ec : NULL, k->x->maps[i], &f, NULL, 0);
+    return f.kind == LORS_FUNC_UNKNOWN;
+}
+
 /* May mapping i leave the exNode: dead with its bytes alive elsewhere, or on a leaving depot
- * with min_live copies elsewhere (an erasure-coded column: a live copy of the column). */
+ * with min_live copies elsewhere (an erasure-coded column: a live copy of the column); never
+ * one lns cannot interpret. */
 static int removable(const keep_t *k, size_t i)
 {
     const xnd_mapping_t *m = k->x->maps[i];
-    if (k->fresh[i] || (k->pr[i].alive && !k->leaving[i]))
+    if (k->fresh[i] || (k->pr[i].alive && !k->leaving[i]) || unread(k, i))
         return 0;
     if (k->ec_present)
         return ec_replaced(k, i);
@@ -525,6 +538,7 @@ int lors__keep_pass(const lors_keep_opts_t *o, xnd_t *x, lors_keep_report_t *rep
         for (size_t l = 0; l < o->nleaving && !k.leaving[i]; l++)
             k.leaving[i] = (unsigned char)lors__same_depot(&k.pr[i].depot, &o->leaving[l]);
         rep->dead += !lors__keep_counts(&k, i);
+        rep->unread += unread(&k, i);
     }
 
     if ((rc = refresh(&k)) != LORS_OK)

@@ -123,9 +123,10 @@ static int allocate(ecr_t *r, job_t *j)
 }
 
 /* Does piece s of column c (its bytes p) match its digest?  1 also when it has none. */
-static int piece_ok(const lors__ec_col_t *c, int64_t s, const unsigned char *p, int64_t len)
+static int piece_ok(const lors__ec_t *ec, const lors__ec_col_t *c, int64_t s,
+                    const unsigned char *p, int64_t len)
 {
-    int r = lors__ec_piece_check(c, s, p, len);
+    int r = lors__ec_piece_check(ec, c, s, p, len);
     return r == 1 || r == -1;
 }
 
@@ -151,7 +152,7 @@ static int load_sources(ecr_t *r, const job_t *j, int64_t s, int64_t plen, unsig
                 int64_t off = lors__ec_alloc_off(&k->ec, k->x->maps[i], c, s);
                 if (ibp_load(r->ibp, k->x->maps[i]->cap[XND_READ], (uint64_t)off,
                              (uint64_t)plen, src[got]) != IBP_OK ||
-                    !piece_ok(c, s, src[got], plen)) {
+                    !piece_ok(&k->ec, c, s, src[got], plen)) {
                     skip[i] = 1;
                     continue;
                 }
@@ -180,7 +181,7 @@ static int rebuild(ecr_t *r, job_t *j, unsigned char **src, unsigned char *dst,
             return ST_SOURCE;
         if (lors__ec_decode(&k->ec, plen, have, src, &j->column, 1, &dst) != LORS_OK)
             return ST_FATAL;
-        if (!piece_ok(tc, s, dst, plen))
+        if (!piece_ok(&k->ec, tc, s, dst, plen))
             return ST_SOURCE; /* sources without digests gave a wrong piece */
         uint64_t stored = 0;
         int rc = ibp_store(r->ibp, j->caps.write, dst, (uint64_t)plen, &stored);

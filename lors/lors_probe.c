@@ -26,13 +26,16 @@ typedef struct probe_run {
 } probe_run_t;
 
 /* The bytes mapping m's allocation must hold: its range, for a column of an erasure-coded
- * file its pieces, for a 1.3.1 chain everything it stored. */
+ * file its pieces, for a 1.3.1 chain everything it stored; for a function lns does not
+ * understand the allocation as the exNode sizes it (its range means nothing known: an lns_ec
+ * column that does not fit the file holds pieces, not its range, and must not look
+ * incomplete, hence dead, for it). */
 static uint64_t stored_need(const probe_run_t *r, const xnd_mapping_t *m)
 {
     lors__ec_col_t c;
     lors__func_t f;
     lors__func_read(r->x, r->ec, m, &f, NULL, 0);
-    if (f.kind == LORS_FUNC_LORS131)
+    if (f.kind == LORS_FUNC_LORS131 || f.kind == LORS_FUNC_UNKNOWN)
         return (uint64_t)m->alloc_length;
     if (r->ec) {
         lors__ec_col(r->ec, m, &c);

@@ -82,6 +82,19 @@ static int digest_of(int fd, int64_t from, int64_t n, int64_t pad, const char *a
     return rc;
 }
 
+/* The digest the exNode lists for data piece s of column c, if it is the n bytes of fd at
+ * from and pad zero bytes: their own digest, bound to the piece's place. */
+static int piece_digest_of(const lors__ec_t *ec, const lors__ec_col_t *c, int64_t s, int fd,
+                           int64_t from, int64_t n, int64_t pad, unsigned char *buf, char **hex)
+{
+    char *own = NULL;
+    int rc = digest_of(fd, from, n, pad, c->alg, n + pad, buf, &own);
+    if (rc == LORS_OK)
+        rc = lors__ec_bind(ec, s, c->column, c->alg, own, hex);
+    free(own);
+    return rc;
+}
+
 /* 1 if digest hex matches digest k of a column's list (hexlen digits each). */
 static int same_digest(const char *hex, const lors__ec_col_t *c, int64_t k)
 {
@@ -118,7 +131,7 @@ static int verify_ec(const xnd_t *x, const lors__ec_t *ec, int fd, int64_t offse
                 s < c->first || s >= c->first + c->n)
                 continue;
             char *hex = NULL;
-            rc = digest_of(fd, pos, l, plen - l, c->alg, plen, buf, &hex);
+            rc = piece_digest_of(ec, c, s, fd, pos, l, plen - l, buf, &hex);
             if (rc == LORS_E_DIGEST || rc == LORS_E_INVAL)
                 rc = LORS_OK;
             else if (rc == LORS_OK && same_digest(hex, c, s - c->first))

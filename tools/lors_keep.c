@@ -264,9 +264,10 @@ static void report_json(FILE *o, const char *path, const outcome_t *oc,
     tool_json_str(o, path);
     fprintf(o, ",\"status\":\"%s\",\"mappings\":%d,\"dead\":%d,\"refreshed\":%d,"
             "\"refresh_failed\":%d,\"added\":%d,\"removed\":%d,\"unfreed\":%d,"
-            "\"bytes_sent\":%" PRId64 ",\"bytes_rebuilt\":%" PRId64 ",\"next_end\":%" PRId64,
-            oc->status, r->mappings, r->dead, r->refreshed, r->refresh_failed, r->added,
-            r->removed, r->unfreed, r->bytes_sent, r->bytes_rebuilt, r->next_end);
+            "\"unread\":%d,\"bytes_sent\":%" PRId64 ",\"bytes_rebuilt\":%" PRId64
+            ",\"next_end\":%" PRId64, oc->status, r->mappings, r->dead, r->refreshed,
+            r->refresh_failed, r->added, r->removed, r->unfreed, r->unread, r->bytes_sent,
+            r->bytes_rebuilt, r->next_end);
     fprintf(o, ",\"would\":{\"refresh\":%d,\"add\":%d,\"remove\":%d}", r->would_refresh,
             r->would_add, r->would_remove);
     fprintf(o, ",\"at_risk\":[");
@@ -286,7 +287,7 @@ static void report_text(const settings_t *f, const char *path, const outcome_t *
                         const lors_keep_report_t *r)
 {
     char sent[16], built[16];
-    int busy = r->added || r->removed || r->dead || r->refresh_failed ||
+    int busy = r->added || r->removed || r->dead || r->refresh_failed || r->unread ||
                r->nrisks || r->would_add || r->would_remove || r->would_refresh;
     if (!busy && !f->c.verbose && strcmp(oc->status, "error") != 0)
         return;
@@ -311,6 +312,10 @@ static void report_text(const settings_t *f, const char *path, const outcome_t *
     if (r->unfreed)
         tool_error(TOOL, "%s: warning: %d removed mapping%s could not be freed (depot down); "
                    "the lease ends on its own", path, r->unfreed, r->unfreed == 1 ? "" : "s");
+    if (r->unread)
+        tool_error(TOOL, "%s: warning: %d mapping%s lns cannot read %s kept, never freed "
+                   "(lors_ls says why)", path, r->unread, r->unread == 1 ? "" : "s",
+                   r->unread == 1 ? "is" : "are");
 }
 
 /* ---- one file ---------------------------------------------------------------------------- */

@@ -336,9 +336,10 @@ static void print_text(const settings_t *f, const xnd_t *x, const lors_e2e_info_
         printf("e2e: %s, plain size %s, %" PRId64 " frames of %s\n", esc, a, e2e->frames, b);
     }
     if (ec->info.present)
-        printf("erasure coding: %d+%d in pieces of %s, %" PRId64 " stripes\n", ec->info.k,
+        printf("erasure coding: %d+%d in pieces of %s, %" PRId64 " stripes%s\n", ec->info.k,
                ec->info.m, (fmt_size(ec->info.piece_size, 1, a, sizeof a), a),
-               ec->info.stripes);
+               ec->info.stripes, ec->info.bound ? "" : " (lns_ec version 1: digests not bound "
+               "to the pieces' places)");
     if (f->physical)
         print_physical(f, x, pr, where);
     if (f->logical && ec->info.present)
@@ -425,7 +426,8 @@ static void print_json(const char *path, const settings_t *f, const xnd_t *x,
                    ec->st[i].offset, e->offset + e->length - ec->st[i].offset, i, j - 1,
                    ec->st[i].alive, ec->st[i].margin);
         }
-        printf("]}");
+        printf("],\"version\":%d,\"bound\":%s}", ec->info.version,
+               ec->info.bound ? "true" : "false");
     } else {
         printf("null");
     }

@@ -329,9 +329,14 @@ static void test_forged_parity(void)
         unsigned char *piece = malloc(PIECE);
         CU_ASSERT_EQUAL_FATAL(ibp_load(cli, m->cap[XND_READ], (uint64_t)((s - first) * PIECE),
                                        PIECE, piece), IBP_OK);
-        char hex[17], *d = strdup(dig);
+        /* the forger binds it to its place too (docs/exnode.md): the CRC of the place line */
+        char hex[17], line[256], *d = strdup(dig);
         snprintf(hex, sizeof hex, "%016llx",
                  (unsigned long long)crc64_ecma_refl(0, piece, (uint64_t)PIECE));
+        int ll = snprintf(line, sizeof line, "lns_ec-piece 2 rs-cauchy 4 2 %lld %lld %lld 4 %s",
+                          (long long)PIECE, (long long)xnd_size(y), (long long)s, hex);
+        snprintf(hex, sizeof hex, "%016llx",
+                 (unsigned long long)crc64_ecma_refl(0, (unsigned char *)line, (uint64_t)ll));
         memcpy(d + (size_t)(s - first) * 16, hex, 16);
         CU_ASSERT_EQUAL(xnd_meta_set_string(&m->func->args, "digests", d), XND_OK);
         free(d);

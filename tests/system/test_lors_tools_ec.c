@@ -39,7 +39,7 @@ static void test_ls_and_download(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "\"ec\":{\"k\":4,\"m\":2,\"piece_size\":65536,"
                                          "\"stripes\":6,\"runs\":[{\"offset\":0,\"length\":"
                                          "1311497,\"first\":0,\"last\":5,\"alive\":6,"
-                                         "\"survives\":2}]}"));
+                                         "\"survives\":2}],\"version\":2,\"bound\":true}"));
 
     /* one depot gone: every stripe survives one more loss; exit 10 says it */
     CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[0].srv, SIGKILL), 0);

@@ -194,7 +194,7 @@ static void test_description(void)
         const char *name;
         int64_t v;
         const char *says;
-    } bad[] = {{"version", 2, "version"}, {"k", 0, "k"},           {"m", 17, "m"},
+    } bad[] = {{"version", 3, "version"}, {"version", 0, "version"}, {"k", 0, "k"},           {"m", 17, "m"},
                {"piece_size", 0, "piece_size"}, {"stripes", 5, "stripes"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         xnd_t *z = described(size);
@@ -214,6 +214,148 @@ static void test_description(void)
     CU_ASSERT(strstr(err, "code") != NULL);
     xnd_free(z);
     xnd_free(x);
+}
+
+/* Layouts at the edges of int64: refused or computed without overflow (UBSan traps on any). */
+static void test_extremes(void)
+{
+    lors__ec_t ec;
+    const int64_t big = LORS_EC_MAX_PIECE, most = LORS_EC_MAX_STRIPES;
+    CU_ASSERT_EQUAL(lors__ec_init(&ec, 2, 1, 4096, INT64_MAX), LORS_E_INVAL);
+    CU_ASSERT_EQUAL(lors__ec_init(&ec, LORS_EC_MAX_K, LORS_EC_MAX_M, big, INT64_MAX),
+                    LORS_E_INVAL);
+    CU_ASSERT_EQUAL(lors__ec_init(&ec, 1, 1, 1, INT64_MAX - 1), LORS_E_INVAL);
+    CU_ASSERT_EQUAL(lors__ec_init(&ec, 2, 1, INT64_MAX, 1), LORS_E_INVAL);
+    CU_ASSERT_EQUAL(lors__ec_init(&ec, 2, 1, 4096, -1), LORS_E_INVAL);
+    /* the largest file lns reads: LORS_EC_MAX_STRIPES stripes of the largest layout */
+    int64_t S = LORS_EC_MAX_K * big;
+    CU_ASSERT_EQUAL(lors__ec_init(&ec, LORS_EC_MAX_K, 1, big, most * S + 1), LORS_E_INVAL);
+    CU_ASSERT_EQUAL_FATAL(lors__ec_init(&ec, LORS_EC_MAX_K, 1, big, most * S), LORS_OK);
+    CU_ASSERT_EQUAL(ec.stripes, most);
+    CU_ASSERT_EQUAL(lors__ec_stripe_bytes(&ec, most - 1), S);
+    CU_ASSERT_EQUAL(lors__ec_stripe_bytes(&ec, most), 0);
+    CU_ASSERT_EQUAL(lors__ec_stripe_bytes(&ec, INT64_MAX), 0);
+    CU_ASSERT_EQUAL(lors__ec_stripe_bytes(&ec, -1), 0);
+    CU_ASSERT_EQUAL(lors__ec_piece_len(&ec, INT64_MAX), 0);
+    int64_t off, len;
+    lors__ec_data_range(&ec, most - 1, LORS_EC_MAX_K - 1, &off, &len);
+    CU_ASSERT_EQUAL(off, most * S - big);
+    CU_ASSERT_EQUAL(len, big);
+    lors__ec_data_range(&ec, INT64_MAX, 0, &off, &len);
+    CU_ASSERT_EQUAL(len, 0);
+    /* column mappings whose numbers run off the end: not columns, and no overflow */
+    xnd_mapping_t *m = xnd_mapping_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    xnd_mapping_set_func(m, lors__ec_func(&ec, 0, NULL, NULL));
+    lors__ec_col_t c;
+    const int64_t edge[][4] = {/* exnode_offset, logical_length, alloc_offset, alloc_length */
+                               {0, INT64_MAX, 0, INT64_MAX},
+                               {(most - 1) * S, INT64_MAX - (most - 1) * S, 0, INT64_MAX},
+                               {INT64_MAX / S * S, S, 0, INT64_MAX},
+                               {0, S, INT64_MAX, INT64_MAX},
+                               {0, S, INT64_MAX - 1, 0},
+                               {0, S, 0, INT64_MIN}};
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
+        m->exnode_offset = edge[i][0];
+        m->logical_length = edge[i][1];
+        m->alloc_offset = edge[i][2];
+        m->alloc_length = edge[i][3];
+        lors__ec_col(&ec, m, &c);
+        CU_ASSERT(!c.ok);
+    }
+    /* the last stripe, in an allocation exactly its size */
+    m->exnode_offset = (most - 1) * S;
+    m->logical_length = S;
+    m->alloc_offset = 0;
+    m->alloc_length = big;
+    lors__ec_col(&ec, m, &c);
+    CU_ASSERT(c.ok && c.first == most - 1 && c.n == 1);
+    xnd_mapping_free(m);
+    lors__ec_free(&ec);
+
+    /* an exNode that says so is refused with a line, as LORS_E_EXNODE */
+    const int64_t sizes[] = {INT64_MAX, INT64_MAX - 8192, most * 8192 + 1};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        xnd_t *x = xnd_new();
+        xnd_meta_list_t *l;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+        CU_ASSERT_EQUAL(xnd_set_size(x, sizes[i]), XND_OK);
+        CU_ASSERT_EQUAL(xnd_meta_set_meta(&x->meta, LORS_EC_META, &l), XND_OK);
+        CU_ASSERT_EQUAL(xnd_meta_set_int(l, "version", LORS_EC_VERSION), XND_OK);
+        CU_ASSERT_EQUAL(xnd_meta_set_string(l, "code", LORS_EC_CODE), XND_OK);
+        CU_ASSERT_EQUAL(xnd_meta_set_int(l, "k", 2), XND_OK);
+        CU_ASSERT_EQUAL(xnd_meta_set_int(l, "m", 1), XND_OK);
+        CU_ASSERT_EQUAL(xnd_meta_set_int(l, "piece_size", 4096), XND_OK);
+        CU_ASSERT_EQUAL(xnd_meta_set_int(l, "stripes", sizes[i] / 8192 + 1), XND_OK);
+        lors_ec_info_t info;
+        char err[256] = "";
+        CU_ASSERT_EQUAL(lors_ec_info(x, &info, err, sizeof err), LORS_E_EXNODE);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "stripes"));
+        xnd_free(x);
+    }
+}
+
+/* Version 2 binds a piece's digest to its place: the documented line, hashed; the same bytes
+ * as another stripe, column or layout fail; version 1 lists the bytes' own digest. */
+static void test_bound_digests(void)
+{
+    lors__ec_t ec;
+    const char *own = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+    char *h = NULL;
+    CU_ASSERT_EQUAL_FATAL(lors__ec_init(&ec, 4, 2, 4096, 2 * 16384 + 5), LORS_OK);
+    CU_ASSERT_EQUAL(ec.version, LORS_EC_VERSION);
+    /* printf 'lns_ec-piece 2 rs-cauchy 4 2 4096 32773 2 5 <sha256 of "abc">' | sha256sum */
+    CU_ASSERT_EQUAL(lors__ec_bind(&ec, 2, 5, "sha256", own, &h), LORS_OK);
+    CU_ASSERT_STRING_EQUAL(h, "e278736ba89b5c6bf8ece41612463cbe51a6537d8ceae5dd1c28406645e25503");
+    free(h);
+
+    /* a column mapping of stripes 0..2 of column 1 with its pieces' bound digests */
+    unsigned char piece[3][4096];
+    char *own3 = calloc(1, 3 * 64 + 1), *bound = NULL;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(own3);
+    for (int s = 0; s < 3; s++) {
+        int64_t len = lors__ec_piece_len(&ec, s);
+        lns_test_fill(piece[s], sizeof piece[s], (uint64_t)s + 1);
+        lors_ck_t ck;
+        CU_ASSERT_EQUAL_FATAL(lors_ck_init(&ck, "sha256", len), LORS_OK);
+        CU_ASSERT_EQUAL(lors_ck_update(&ck, piece[s], (size_t)len), LORS_OK);
+        CU_ASSERT_EQUAL(lors_ck_finish(&ck, &h), LORS_OK);
+        lors_ck_free(&ck);
+        memcpy(own3 + s * 64, h, 64);
+        free(h);
+    }
+    CU_ASSERT_EQUAL_FATAL(lors__ec_bind_all(&ec, 0, 1, "sha256", own3, &bound), LORS_OK);
+    lors__ec_col_t c = {.ok = 1, .column = 1, .first = 0, .n = 3, .alg = "sha256",
+                        .digests = bound, .hexlen = 64};
+    for (int s = 0; s < 3; s++)
+        CU_ASSERT_EQUAL(lors__ec_piece_check(&ec, &c, s, piece[s], lors__ec_piece_len(&ec, s)),
+                        1);
+    /* the same bytes called another piece: another column, stripe, or layout */
+    c.column = 0;
+    CU_ASSERT_EQUAL(lors__ec_piece_check(&ec, &c, 0, piece[0], 4096), 0);
+    c.column = 1;
+    c.first = 1;
+    CU_ASSERT_EQUAL(lors__ec_piece_check(&ec, &c, 1, piece[0], 4096), 0);
+    c.first = 0;
+    lors__ec_t other = ec;
+    other.size++;
+    CU_ASSERT_EQUAL(lors__ec_piece_check(&other, &c, 0, piece[0], 4096), 0);
+    other = ec;
+    other.m = 3;
+    CU_ASSERT_EQUAL(lors__ec_piece_check(&other, &c, 0, piece[0], 4096), 0);
+    free(bound);
+
+    /* version 1: the own digests, unbound */
+    ec.version = LORS_EC_VERSION_UNBOUND;
+    CU_ASSERT_EQUAL(lors__ec_bind(&ec, 2, 5, "sha256", own, &h), LORS_OK);
+    CU_ASSERT_STRING_EQUAL(h, own);
+    free(h);
+    c.digests = own3;
+    CU_ASSERT_EQUAL(lors__ec_piece_check(&ec, &c, 2, piece[2], lors__ec_piece_len(&ec, 2)), 1);
+    c.column = 0;
+    CU_ASSERT_EQUAL(lors__ec_piece_check(&ec, &c, 2, piece[2], lors__ec_piece_len(&ec, 2)), 1);
+    free(own3);
+    lors__ec_free(&ec);
 }
 
 /* The parity pieces' "crc64": CRC-64/XZ, its check value, fed in parts and per block. */
@@ -238,6 +380,8 @@ static void test_crc64(void)
 static const lns_test_case tests[] = {
     {"crc64 digests (CRC-64/XZ)", test_crc64},
     {"layout", test_layout},
+    {"layouts at the edges of int64", test_extremes},
+    {"piece digests bound to their places", test_bound_digests},
     {"codec: every loss of up to m pieces", test_codec},
     {"K+M parsing", test_parse},
     {"lns_ec description", test_description},
