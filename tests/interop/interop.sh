@@ -362,10 +362,25 @@ lors131_download_check() {
     run "$LORS131/bin/lors_download" "$1" -o "$CELL/got" || fail "lors_download: $(why $?)"
     same_file "$CELL/got" "$DATA" || fail "sha256 differs: $(sha "$CELL/got") != $(sha "$DATA")"
 }
+# lors131_refuses_or_reads XND DATA NOTE: the original lors_download of an exNode of ours must
+# read it right, or refuse it without writing a byte that is not the file's; the cell ends.
+lors131_refuses_or_reads() {
+    local rc size
+    rm -f "$CELL/got"
+    run "$LORS131/bin/lors_download" "$1" -o "$CELL/got"
+    rc=$?
+    [ "$rc" = 0 ] && same_file "$CELL/got" "$2" && pass "read it right"
+    size=$(stat -c %s "$CELL/got" 2>/dev/null || echo 0)
+    if [ "$size" -gt 0 ]; then
+        cmp -s -n "$size" "$CELL/got" "$2" || fail "exit $rc, and $size bytes written that are not the file's"
+    fi
+    [ "$rc" != 0 ] || fail "exit 0, but only $size bytes of the file"
+    pass "refused (exit $rc; $3), nothing written that is not the file's ($size bytes)"
+}
 # An erasure-coded exNode (lns lors_upload --ec) given to the original lors_download: it must
 # refuse it or read it right, never write bytes that are not the file's (docs/exnode.md).
 cell_lors131_ec() { # K+M DEPOT...
-    local ec=$1 rc size
+    local ec=$1
     shift
     need_up "$@"
     run "$LNS_BIN/lors_upload" --no-rc -q --depot-list "$(depot_list "$@")" --ec "$ec" \
@@ -376,16 +391,199 @@ cell_lors131_ec() { # K+M DEPOT...
     run "$LNS_BIN/lors_upload" --no-rc -q --depot-list "$(depot_list "$@")" -c 2 -d 1h -T 60s \
         -o "$CELL/plain.xnd" "$DATA" || fail "lns lors_upload -c 2: $(why $?)"
     lors131_download_check "$CELL/plain.xnd"
-    rm -f "$CELL/got"
-    run "$LORS131/bin/lors_download" "$CELL/ec.xnd" -o "$CELL/got"
-    rc=$?
-    [ "$rc" = 0 ] && same_file "$CELL/got" "$DATA" && pass "read it right"
-    size=$(stat -c %s "$CELL/got" 2>/dev/null || echo 0)
-    if [ "$size" -gt 0 ]; then
-        cmp -s -n "$size" "$CELL/got" "$DATA" || fail "exit $rc, and $size bytes written that are not the file's"
+    lors131_refuses_or_reads "$CELL/ec.xnd" "$DATA" "a replicated exNode of ours read right"
+}
+# 6: end-to-end functions across the two worlds (issue 35; docs/exnode.md, "Functions" and
+# "The LoRS 1.3.1 functions").  Each case is a set of the original lors_upload's e2e flags,
+# applied in that order ("default": no flag and no E2E_ORDER line, the built-in DES then
+# checksum).  The original uploads the file to its own depots (loci1, loci2); then every lns
+# reader must give the file's bytes or refuse it (exit 3 or HTTP 502, one line naming the
+# function, nothing written that is not the file's), and must read it when the original
+# reads it back itself.  The reverse: lns's e2e files given to the original tools, which must
+# refuse them or read them right.
+# (the -z cases last: without gdb the original's broken -z may leave its depots in a state
+# where later uploads fail)
+E2E_CASES="k x k,x x,k e a k,e e,k k,a a,k x,e k,x,e default z k,z z,k x,z z,x"
+e2e_flags() { # CASE: the lors_upload flags
+    [ "$1" = default ] && return
+    local f
+    for f in ${1//,/ }; do printf -- '-%s ' "$f"; done
+}
+lors131_e2e_rc() { # CASE DEPOT...: HOME and an xndrc; E2E_ORDER none unless CASE is default
+    local c=$1 d
+    shift
+    {
+        echo "LBONE_SERVER 127.0.0.1 1"
+        [ "$c" = default ] || echo "E2E_ORDER none"
+        echo "DURATION_DAYS 1"
+        echo "STORAGE_TYPE HARD"
+        for d in "$@"; do echo "DEPOT $(dep_var $d HOST) $(dep_var $d PORT)"; done
+    } >"$CELL/xndrc"
+    mkdir -p "$CELL/home"
+    export HOME=$CELL/home
+}
+# gdb_zlib_cmds FUNCTION: gdb commands that run the program with zlib's FUNCTION given the
+# output length the original never sets (compress: room for the stream; uncompress: any).
+gdb_zlib_cmds() {
+    local v='sourceLen + sourceLen/10 + 13'
+    [ "$1" = uncompress ] && v=0xffffffff
+    printf '%s\n' 'set pagination off' 'set confirm off' 'set breakpoint pending on' \
+        "break $1" commands silent "set var *destLen = $v" continue end run 'quit $_exitcode' \
+        >"$CELL/gdb_$1"
+}
+cell_e2e_orig_upload() { # CASE
+    local c=$1 try flags gdb_dl=()
+    [ -x "$LORS131/bin/lors_upload" ] || skip "not built: $LORS131/bin/lors_upload"
+    need_up loci1 loci2
+    lors131_e2e_rc "$c" loci1 loci2
+    flags=$(e2e_flags "$c")
+    # -z: the original never sets zlib's output length; under gdb, which does, its own code
+    # writes (and reads) the layout, so that the lns readers meet real zlib chains.  (Not
+    # tried without gdb first: its failed uploads leave allocations that fill the depots.)
+    local zgdb=0
+    [[ ,$c, == *,z,* ]] && command -v gdb >/dev/null && zgdb=1
+    for try in 1 2 3; do
+        [ $zgdb = 1 ] && break
+        rm -f "$CELL/up.xnd"
+        # shellcheck disable=SC2086
+        run "$LORS131/bin/lors_upload" "$DATA_1M" --xndrc="$CELL/xndrc" --depot-list $flags \
+            -E 64K -c 2 -F 2 -o "$CELL/up.xnd" && [ -s "$CELL/up.xnd" ] && break
+    done
+    if [ $zgdb = 1 ]; then
+        gdb_zlib_cmds compress
+        gdb_zlib_cmds uncompress
+        rm -f "$CELL/up.xnd"
+        # shellcheck disable=SC2086
+        run gdb -q -batch -x "$CELL/gdb_compress" --args "$LORS131/bin/lors_upload" "$DATA_1M" \
+            --xndrc="$CELL/xndrc" --depot-list $flags -E 64K -c 2 -F 2 -o "$CELL/up.xnd"
+        gdb_dl=(gdb -q -batch -x "$CELL/gdb_uncompress" --args)
     fi
-    [ "$rc" != 0 ] || fail "exit 0, but only $size bytes of the file"
-    pass "refused (exit $rc; a replicated exNode of ours read right), nothing written that is not the file's ($size bytes)"
+    [ -s "$CELL/up.xnd" ] || fail "the original's upload fails: $(grep -v -E '^\s*$' "$CELL/err" | tail -1 | cut -c1-120)"
+    cp "$CELL/up.xnd" "$ART/e2e.$c.xnd"
+    rm -f "$CELL/got"
+    if run "${gdb_dl[@]}" "$LORS131/bin/lors_download" "$CELL/up.xnd" -o "$CELL/got" &&
+        same_file "$CELL/got" "$DATA_1M"; then
+        echo yes >"$ART/e2e.$c.orig"
+    else
+        echo no >"$ART/e2e.$c.orig"
+    fi
+    pass "uploaded with ${flags:-the default order}${gdb_dl:+ (under gdb, which sets the zlib lengths)}; the original reads it back${gdb_dl:+ under gdb}: $(cat "$ART/e2e.$c.orig")"
+}
+# e2e_judge CASE RC FILE WHAT: lns gave RC and FILE; pass if the bytes are the file's, or if
+# it refused (exit 3 or an HTTP 502 with one line naming a function) and wrote nothing that is
+# not the file's; fail otherwise, and when it refused a file the original reads back.
+e2e_judge() {
+    local c=$1 rc=$2 got=$3 what=$4 size line
+    size=$(stat -c %s "$got" 2>/dev/null || echo 0)
+    if [ "$rc" = 0 ] && same_file "$got" "$DATA_1M"; then
+        pass "$what: the file's bytes (the original reads it back: $(cat "$ART/e2e.$c.orig"))"
+    fi
+    if [ "$size" -gt 0 ] && ! cmp -s -n "$size" "$got" "$DATA_1M"; then
+        fail "$what: exit $rc, and $size bytes written that are not the file's"
+    fi
+    [ "$rc" = 0 ] && fail "$what: exit 0 with $size bytes of the file's $(stat -c %s "$DATA_1M")"
+    line=$(grep -v -E '^\s*$' "$CELL/err" | head -1)
+    [ "$rc" = 3 ] || [ "$rc" = 502 ] || fail "$what: exit $rc: ${line:0:160}"
+    grep -q -E 'function|e2e_blocksize' "$CELL/err" || fail "$what: refused without naming the function: ${line:0:160}"
+    [ "$(cat "$ART/e2e.$c.orig")" = yes ] && fail "$what: refused what the original reads back: ${line:0:160}"
+    pass "$what: refused ($rc): ${line:0:120}"
+}
+cell_e2e_lns_download() { # CASE
+    need_art "e2e.$1.xnd" "6.orig-$1.upload"
+    rm -f "$CELL/got"
+    run "$LNS_BIN/lors_download" --no-rc --quiet -T 30s -o "$CELL/got" "$ART/e2e.$1.xnd"
+    e2e_judge "$1" $? "$CELL/got" "lors_download"
+}
+cell_e2e_lns_pipe() { # CASE: to a pipe, as lors_play reads it
+    need_art "e2e.$1.xnd" "6.orig-$1.upload"
+    run sh -c "'$LNS_BIN/lors_download' --no-rc --quiet -T 30s -o - '$ART/e2e.$1.xnd' > '$CELL/got'"
+    e2e_judge "$1" $? "$CELL/got" "lors_download -o -"
+}
+cell_e2e_lns_serve() { # CASE: GET through lors_serve (the random-access reader)
+    local code pid i port
+    need_art "e2e.$1.xnd" "6.orig-$1.upload"
+    command -v curl >/dev/null || skip "no curl"
+    mkdir -p "$CELL/dir"
+    cp "$ART/e2e.$1.xnd" "$CELL/dir/f.xnd"
+    "$LNS_BIN/lors_serve" --no-rc -q --port 0 --port-file "$CELL/port" "$CELL/dir" \
+        2>"$CELL/serve.log" &
+    pid=$!
+    for i in $(seq 100); do [ -s "$CELL/port" ] && break; sleep 0.05; done
+    port=$(cat "$CELL/port" 2>/dev/null)
+    [ -n "$port" ] || { kill $pid; fail "lors_serve did not start: $(head -1 "$CELL/serve.log")"; }
+    code=$(curl -s -o "$CELL/got" -w '%{http_code}' "http://127.0.0.1:$port/f")
+    kill $pid
+    wait $pid 2>/dev/null
+    echo "+ GET /f: HTTP $code"
+    if [ "$code" = 200 ]; then
+        e2e_judge "$1" 0 "$CELL/got" "lors_serve GET"
+    fi
+    cp "$CELL/got" "$CELL/err" 2>/dev/null # a refusal's body is its one line
+    [ "$code" = 502 ] || { rm -f "$CELL/got"; fail "lors_serve GET: HTTP $code: $(head -c 160 "$CELL/err")"; }
+    rm -f "$CELL/got"
+    e2e_judge "$1" 502 "$CELL/got" "lors_serve GET"
+}
+cell_e2e_lns_keep() { # CASE: the keeper leaves every mapping it does not read as it was
+    local c=$1 before after
+    need_art "e2e.$c.xnd" "6.orig-$c.upload"
+    need_up lns1 lns2
+    cp "$ART/e2e.$c.xnd" "$CELL/k.xnd"
+    before=$(grep -o '<exnode:read>[^<]*' "$CELL/k.xnd" | sort)
+    run "$LNS_BIN/lors_keep" --no-rc -q --once -c 2 --depot-list "$(depot_list lns1 lns2)" \
+        -d 1h -T 30s --state "$CELL/keep.db" "$CELL/k.xnd"
+    after=$(grep -o '<exnode:read>[^<]*' "$CELL/k.xnd" | sort)
+    [ -n "$before" ] && [ "$(comm -23 <(echo "$before") <(echo "$after") | wc -l)" = 0 ] ||
+        fail "the keeper dropped a mapping of the original's"
+    rm -f "$CELL/got"
+    run "$LNS_BIN/lors_download" --no-rc --quiet -T 30s -o "$CELL/got" "$CELL/k.xnd"
+    e2e_judge "$c" $? "$CELL/got" "after lors_keep, lors_download"
+}
+# The original's other tools on an lns e2e file: whatever exNode they write, lns must read it
+# right and the original must still refuse it (their exit codes are recorded: the original's
+# libexnode mishandles lns's nested metadata and may crash after writing).
+cell_e2e_lns_orig_tools() { # FLAGS...
+    local rcs=""
+    need_up lns1 lns2
+    [ -x "$LORS131/bin/lors_augment" ] || skip "not built: $LORS131/bin/lors_augment"
+    run env LNS_KEY=00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff \
+        "$LNS_BIN/lors_upload" --no-rc -q --depot-list "$(depot_list lns1)" "$@" -c 1 \
+        -d 1h -T 60s -o "$CELL/lns.xnd" "$DATA_1M" || fail "lns lors_upload $*: $(why $?)"
+    lors131_e2e_rc none lns2
+    echo "ROUTE_DEPOT $(dep_var lns2 HOST) $(dep_var lns2 PORT)" >>"$CELL/xndrc"
+    run "$LORS131/bin/lors_ls" "$CELL/lns.xnd"
+    rcs="ls $?"
+    cp "$CELL/lns.xnd" "$CELL/r.xnd"
+    run "$LORS131/bin/lors_refresh" -d 2h "$CELL/r.xnd"
+    rcs="$rcs, refresh $?"
+    rm -f "$CELL/a.xnd"
+    run "$LORS131/bin/lors_augment" "$CELL/lns.xnd" --xndrc="$CELL/xndrc" --depot-list -c 1 \
+        -o "$CELL/a.xnd"
+    rcs="$rcs, augment $?"
+    local x
+    for x in r a; do
+        [ -s "$CELL/$x.xnd" ] || continue
+        rm -f "$CELL/got"
+        run env LNS_KEY=00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff \
+            "$LNS_BIN/lors_download" --no-rc --quiet -T 30s -o "$CELL/got" "$CELL/$x.xnd" ||
+            fail "($rcs) lns cannot read what the original wrote ($x.xnd): $(why $?)"
+        same_file "$CELL/got" "$DATA_1M" || fail "($rcs) $x.xnd: lns reads other bytes"
+        rm -f "$CELL/got"
+        run "$LORS131/bin/lors_download" "$CELL/$x.xnd" -o "$CELL/got"
+        [ "$?" != 0 ] || same_file "$CELL/got" "$DATA_1M" || fail "($rcs) the original reads $x.xnd as other bytes"
+    done
+    [ -s "$CELL/a.xnd" ] || pass "exit codes: $rcs; augment wrote no exNode"
+    pass "exit codes: $rcs; lns reads what refresh and augment wrote, the original still refuses it"
+}
+# The reverse: an lns e2e file (lns depots) given to the original lors_download.
+cell_e2e_lns_to_orig() { # NAME FLAGS...
+    shift
+    need_up lns1 lns2
+    [ -x "$LORS131/bin/lors_download" ] || skip "not built: $LORS131/bin/lors_download"
+    run env LNS_KEY=00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff \
+        "$LNS_BIN/lors_upload" --no-rc -q --depot-list "$(depot_list lns1 lns2)" "$@" -c 2 \
+        -d 1h -T 60s -o "$CELL/lns.xnd" "$DATA_1M" || fail "lns lors_upload $*: $(why $?)"
+    lors131_e2e_rc none lns1 lns2
+    lors131_refuses_or_reads "$CELL/lns.xnd" "$DATA_1M" "lors_upload $*"
 }
 cell_lors131_upload() {
     local k=$1 d
@@ -734,6 +932,10 @@ XFAIL_PAT[5.send.accre-to-loci]='SEND .*(cannot connect|-13)'
 XFAIL_WHY[5.send.accre-to-loci]="ACCRE's depot SENDs in version 1 only; LoCI 1.3.1 drops a version-1 line, ACCRE answers -13 (lors_augment relays instead)"
 XFAIL_PAT[3.accre.ibp_tool.probe-read]='PROBE \(with a READ capability'
 XFAIL_WHY[3.accre.ibp_tool.probe-read]='ACCRE 1.4 answers PROBE only for a MANAGE capability (-4); the error line says so'
+for c in z k,z z,k x,z z,x; do
+    XFAIL_PAT[6.orig-$c.upload]="the original's upload fails: "
+    XFAIL_WHY[6.orig-$c.upload]="the original's -z compresses with an uninitialized output length: on x86_64 its upload fails (\"CompressMapping: compression function error\") or stores other bytes"
+done
 
 NPASS=0 NFAIL=0 NSKIP=0 NXFAIL=0
 # cell ID TIMEOUT FUNCTION ARGS...
@@ -821,6 +1023,22 @@ for s in lns accre loci; do
         cell 5.send.$s-to-$t 90 cell_send $s $t
     done
 done
+# 6. e2e functions: the original's through lns, and lns's through the original.
+for c in $E2E_CASES; do
+    cell 6.orig-$c.upload 240 cell_e2e_orig_upload $c
+    cell 6.orig-$c.lns_download 120 cell_e2e_lns_download $c
+    cell 6.orig-$c.lns_pipe 120 cell_e2e_lns_pipe $c
+    cell 6.orig-$c.lns_serve 120 cell_e2e_lns_serve $c
+    cell 6.orig-$c.lns_keep 180 cell_e2e_lns_keep $c
+done
+cell 6.lns-z.orig_download 120 cell_e2e_lns_to_orig z -z
+cell 6.lns-z-nock.orig_download 120 cell_e2e_lns_to_orig z-nock -z -k none
+cell 6.lns-a.orig_download 120 cell_e2e_lns_to_orig a -a
+cell 6.lns-z-a.orig_download 120 cell_e2e_lns_to_orig z-a -z -a
+cell 6.lns-a-nock.orig_download 120 cell_e2e_lns_to_orig a-nock -a -k none
+cell 6.lns-plain.orig_download 120 cell_e2e_lns_to_orig plain
+cell 6.lns-z.orig_tools 180 cell_e2e_lns_orig_tools -z
+cell 6.lns-a-nock.orig_tools 180 cell_e2e_lns_orig_tools -a -k none
 
 # ---------------------------------------------------------------------------------------------
 # The table: results.tsv as markdown, with the run's date and the commits tested.
