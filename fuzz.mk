@@ -26,12 +26,12 @@ $(FB)/fuzz_req: tests/fuzz/fuzz_req.c ibp/ibp_proto.c ibp/ibp_proto.h
 	@mkdir -p $(FB)
 	$(CLANG) $(FFLAGS) -o $@ tests/fuzz/fuzz_req.c ibp/ibp_proto.c
 
-XND_COMMON = common/lns_io.c common/lns_err.c common/lns_array.c common/lns_units.c
+XND_COMMON = common/lns_io.c common/lns_err.c common/lns_array.c common/lns_units.c common/lns_time.c
 $(FB)/fuzz_xnd: tests/fuzz/fuzz_xnd.c tests/lib/xnd_same.h $(XND_SRC) exnode/xnd.h exnode/xnd_internal.h \
     ibp/ibp_cap.c $(XND_COMMON)
 	@mkdir -p $(FB)
 	$(CLANG) $(FFLAGS) -Iexnode $(XML2_CFLAGS) -o $@ tests/fuzz/fuzz_xnd.c $(XND_SRC) \
-	    ibp/ibp_cap.c $(XND_COMMON) -lxml2
+	    ibp/ibp_cap.c $(XND_COMMON) -lxml2 -lcrypto
 
 # Every fuzz target lives in tests/fuzz/, beside its seed corpus.
 $(FB)/fuzz_lbone_json: tests/fuzz/fuzz_lbone_json.c lbone/lbone_json.c lbone/lbone_buf.c \
