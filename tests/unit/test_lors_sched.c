@@ -1704,17 +1704,21 @@ static void test_streaming(void)
     lors_sched_free(s);
 }
 
-/* (11) 200,000 blocks x 3 replicas x 16 depots, simulated to completion */
-static void test_perf(void)
+/* (11) 200,000 blocks x 3 replicas x 16 depots, simulated to completion.  What is judged is
+ * the cost per block, which docs/scheduler.md promises does not grow with the file: the same
+ * run on a tenth of the blocks, timed in this thread's CPU time in the same process, must cost
+ * about as much per block (a decision that walked the blocks would cost ten times more).  No
+ * absolute time is asserted: a busy machine slows both runs alike. */
+static double perf_run(uint32_t nb, int print)
 {
-    enum { NB = 200000, ND = 16 };
-    lors_sched_cfg_t c = base_cfg(NB, 1 << 20, ND);
+    enum { ND = 16 };
+    lors_sched_cfg_t c = base_cfg(nb, 1 << 20, ND);
     c.depot_cap = 4;
     c.buffer_bytes = 256ull << 20;
     struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
     lors_sched_t *s = mk(&c);
-    for (uint32_t b = 0; b < NB; b++)
+    for (uint32_t b = 0; b < nb; b++)
         for (int k = 0; k < 3; k++)
             lors_sched_add_replica(s, b, (int)((b * 7 + (uint32_t)k * 5) % ND), k, 1);
     sim_t m;
@@ -1724,22 +1728,28 @@ static void test_perf(void)
     m.check_budget = 1;
     m.budget = c.buffer_bytes;
     sim_run(&m, NULL);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     lors_sched_totals_t t;
     lors_sched_totals(s, &t);
-    printf("\n  %d blocks x 3 replicas x %d depots: %.3f s (%.0f ns per block), "
-           "%llu fetches, %llu redundant, %llu cancelled\n",
-           NB, ND, secs, secs * 1e9 / NB, (unsigned long long)t.started,
-           (unsigned long long)t.redundant_started, (unsigned long long)t.cancelled);
+    if (print)
+        printf("\n  %u blocks x 3 replicas x %d depots: %.3f s of CPU (%.0f ns per block), "
+               "%llu fetches, %llu redundant, %llu cancelled", nb, ND, secs, secs * 1e9 / nb,
+               (unsigned long long)t.started, (unsigned long long)t.redundant_started,
+               (unsigned long long)t.cancelled);
     CU_ASSERT_EQUAL(m.bad, 0);
-    CU_ASSERT_EQUAL(m.released, NB);
-#if defined(__SANITIZE_ADDRESS__)
-    CU_ASSERT_TRUE(secs < 15.0);
-#else
-    CU_ASSERT_TRUE(secs < 1.0);
-#endif
+    CU_ASSERT_EQUAL(m.released, nb);
     lors_sched_free(s);
+    return secs;
+}
+
+static void test_perf(void)
+{
+    enum { NB = 200000 };
+    double small = perf_run(NB / 10, 1), big = perf_run(NB, 1);
+    double ratio = (big / NB) / (small > 0 ? small / (NB / 10) : 1e-9);
+    printf("\n  cost per block, %d blocks against %d: %.2f\n", NB, NB / 10, ratio);
+    CU_ASSERT_TRUE(ratio < 3.0);
 }
 
 static const lns_test_case tests[] = {
