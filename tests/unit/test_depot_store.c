@@ -394,9 +394,11 @@ static void test_restart_reload(void)
         lns_test_fill(buf, sizeof buf, (uint64_t)i);
         CU_ASSERT_EQUAL(put(&na[i], UINT64_MAX, buf, (uint64_t)(i * 50)), IBP_OK);
     }
+    /* taken before the 1-second allocation: on a busy machine it may expire before a status
+     * taken after it */
+    depot_res_status_t before = status();
     CU_ASSERT_EQUAL(depot_store_allocate(&st, 0, IBP_HARD, 1, 1, 100, &gone), IBP_OK);
     CU_ASSERT_EQUAL(put(&gone, UINT64_MAX, "soon gone", 9), IBP_OK);
-    depot_res_status_t before = status();
     depot_store_close(&st);
 
     /* an orphan file (a crash between row delete and unlink) and the file of one that
@@ -420,7 +422,7 @@ static void test_restart_reload(void)
     }
     depot_res_status_t after = status();
     CU_ASSERT_EQUAL(after.nallocs, 50);
-    CU_ASSERT_EQUAL(after.hard_used, before.hard_used - 100);
+    CU_ASSERT_EQUAL(after.hard_used, before.hard_used);
     CU_ASSERT_EQUAL(after.soft_used, before.soft_used);
     /* every capability kind still works */
     depot_alloc_t *a = lookup(&na[3], DEPOT_MANAGE, &rc);
