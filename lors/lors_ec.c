@@ -206,6 +206,13 @@ int lors__ec_read(const xnd_t *x, lors__ec_t *ec, int *present, char *err, size_
     return rc == LORS_E_NOMEM ? rc : rc != LORS_OK ? LORS_E_EXNODE : LORS_OK;
 }
 
+int lors__ec_read_valid(const xnd_t *x, lors__ec_t *ec)
+{
+    int present = 0;
+    char err[128];
+    return lors__ec_read(x, ec, &present, err, sizeof err) == LORS_OK && present;
+}
+
 int lors__ec_write(xnd_t *x, const lors__ec_t *ec)
 {
     xnd_meta_list_t *l;

@@ -83,6 +83,10 @@ int lors__ec_decode(const lors__ec_t *ec, int64_t len, const int *have, unsigned
 /* Read x's lns_ec metadata: *present 0 for a file without it; else the codec in *ec (free it
  * with lors__ec_free).  LORS_OK, or LORS_E_EXNODE with err naming the field. */
 int lors__ec_read(const xnd_t *x, lors__ec_t *ec, int *present, char *err, size_t errlen);
+/* 1 if x has a well-formed lns_ec description, with its codec in *ec (free it with
+ * lors__ec_free); 0 if it has none or a malformed one (a caller that must tell those apart,
+ * to refuse the file, uses lors__ec_read). */
+int lors__ec_read_valid(const xnd_t *x, lors__ec_t *ec);
 /* Write the lns_ec metadata of ec into x (replacing any). */
 int lors__ec_write(xnd_t *x, const lors__ec_t *ec);
 /* A mapping's column (ok 0 if it has none or it does not fit ec). */

@@ -166,11 +166,10 @@ int lors_func_info(const xnd_t *x, size_t i, lors_func_info_t *info)
     memset(info, 0, sizeof *info);
     if (!x || i >= x->nmaps)
         return LORS_E_INVAL;
+    /* only an lns_ec mapping needs the file's coding */
+    const xnd_func_t *fn = x->maps[i]->func;
     lors__ec_t ec;
-    int present = 0;
-    char err[64];
-    if (lors__ec_read(x, &ec, &present, err, sizeof err) != LORS_OK)
-        present = 0;
+    int present = fn && strcmp(fn->name, LORS_EC_FUNC) == 0 && lors__ec_read_valid(x, &ec);
     lors__func_t f;
     lors__func_read(x, present ? &ec : NULL, x->maps[i], &f, info->why, sizeof info->why);
     if (present)

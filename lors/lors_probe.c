@@ -119,9 +119,7 @@ int lors_probe_all(const xnd_t *x, int threads, int timeout_s, lors_probe_t **ou
         return LORS_E_NOMEM;
     probe_run_t r = {x, NULL, pr, lns_now_s(), NULL};
     lors__ec_t ec;
-    int ec_present = 0;
-    char err[128];
-    if (lors__ec_read(x, &ec, &ec_present, err, sizeof err) == LORS_OK && ec_present)
+    if (lors__ec_read_valid(x, &ec))
         r.ec = &ec;
     if (x->nmaps > 0) {
         if (threads < 1)
@@ -217,10 +215,7 @@ int lors_ls_logical(const xnd_t *x, const lors_probe_t *probes, xnd_range_t **ou
         return LORS_E_NOMEM;
     }
     lors__ec_t ec;
-    int ec_present = 0;
-    char err[128];
-    if (lors__ec_read(x, &ec, &ec_present, err, sizeof err) != LORS_OK)
-        ec_present = 0;
+    int ec_present = lors__ec_read_valid(x, &ec);
     for (size_t i = 0; i < x->nmaps; i++) {
         lors__func_t f;
         lors__func_read(x, ec_present ? &ec : NULL, x->maps[i], &f, NULL, 0);

@@ -152,7 +152,8 @@ typedef struct cells {
 
 /* The physical view's cells of mapping i (escaped where they come from outside). */
 static void physical_cells(const settings_t *f, const xnd_t *x, const lors_probe_t *pr,
-                           char (*where)[IBP_MAX_HOST + 96], size_t i, cells_t *c)
+                           char (*where)[IBP_MAX_HOST + 96], const lors_func_info_t *fn,
+                           size_t i, cells_t *c)
 {
     const xnd_mapping_t *m = x->maps[i];
     const lors_probe_t *p = &pr[i];
@@ -169,12 +170,10 @@ static void physical_cells(const settings_t *f, const xnd_t *x, const lors_probe
     fmt_size(m->exnode_offset, f->human, c->v[C_OFF], sizeof c->v[C_OFF]);
     fmt_size(m->logical_length, f->human, c->v[C_LEN], sizeof c->v[C_LEN]);
     fmt_time(p->expires, c->v[C_EXP], sizeof c->v[C_EXP]);
-    lors_func_info_t fi;
-    lors_func_info(x, i, &fi);
-    tool_escape(fi.name[0] ? fi.name : "-", c->v[C_FUNC], sizeof c->v[C_FUNC]);
-    if (p->alive && fi.kind == LORS_FUNC_UNKNOWN)
+    tool_escape(fn[i].name[0] ? fn[i].name : "-", c->v[C_FUNC], sizeof c->v[C_FUNC]);
+    if (p->alive && fn[i].kind == LORS_FUNC_UNKNOWN)
         snprintf(why, sizeof why, "%s; not read by lns: %s", f->no_probe ? "not probed" : "alive",
-                 fi.why);
+                 fn[i].why);
     else if (p->alive)
         snprintf(why, sizeof why, "%s", f->no_probe ? "not probed" : "alive");
     else
@@ -195,7 +194,7 @@ static void print_row(char (*v)[4 * (IBP_MAX_HOST + 96)], const int *width, cons
 }
 
 static void print_physical(const settings_t *f, const xnd_t *x, const lors_probe_t *pr,
-                           char (*where)[IBP_MAX_HOST + 96])
+                           char (*where)[IBP_MAX_HOST + 96], const lors_func_info_t *fn)
 {
     static const char *head[NCOL] = {"N", "FLAGS", "REFS", "DEPOT", "OFFSET", "LENGTH",
                                      "EXPIRY", "FUNCTION", "STATUS"};
@@ -205,7 +204,7 @@ static void print_physical(const settings_t *f, const xnd_t *x, const lors_probe
     for (int k = 0; k < NCOL; k++)
         width[k] = (int)strlen(head[k]);
     for (size_t i = 0; i < x->nmaps; i++) { /* the widths first, then the rows */
-        physical_cells(f, x, pr, where, i, &c);
+        physical_cells(f, x, pr, where, fn, i, &c);
         for (int k = 0; k < NCOL; k++)
             if ((int)strlen(c.v[k]) > width[k])
                 width[k] = (int)strlen(c.v[k]);
@@ -215,7 +214,7 @@ static void print_physical(const settings_t *f, const xnd_t *x, const lors_probe
     printf("physical:\n");
     print_row(c.v, width, right, NCOL);
     for (size_t i = 0; i < x->nmaps; i++) {
-        physical_cells(f, x, pr, where, i, &c);
+        physical_cells(f, x, pr, where, fn, i, &c);
         print_row(c.v, width, right, NCOL);
     }
 }
@@ -312,8 +311,8 @@ static void ec_summary(const ec_view_t *ec, int *complete, int *full, char *gaps
 
 static void print_text(const settings_t *f, const xnd_t *x, const lors_e2e_info_t *e2e,
                        const ec_view_t *ec, const lors_probe_t *pr,
-                       char (*where)[IBP_MAX_HOST + 96], const xnd_range_t *rg, size_t nrg,
-                       size_t copies)
+                       char (*where)[IBP_MAX_HOST + 96], const lors_func_info_t *fn,
+                       const xnd_range_t *rg, size_t nrg, size_t copies)
 {
     const char *name = NULL;
     char a[32], b[32], esc[4 * 4096];
@@ -341,7 +340,7 @@ static void print_text(const settings_t *f, const xnd_t *x, const lors_e2e_info_
                ec->info.stripes, ec->info.bound ? "" : " (lns_ec version 1: digests not bound "
                "to the pieces' places)");
     if (f->physical)
-        print_physical(f, x, pr, where);
+        print_physical(f, x, pr, where, fn);
     if (f->logical && ec->info.present)
         print_stripes(f, ec);
     else if (f->logical)
@@ -392,8 +391,9 @@ static void json_time(int64_t t)
 
 static void print_json(const char *path, const settings_t *f, const xnd_t *x,
                        const lors_e2e_info_t *e2e, const ec_view_t *ec, const lors_probe_t *pr,
-                       char (*where)[IBP_MAX_HOST + 96], const xnd_range_t *rg, size_t nrg,
-                       int complete, size_t copies, int under)
+                       char (*where)[IBP_MAX_HOST + 96], const lors_func_info_t *fn,
+                       const xnd_range_t *rg, size_t nrg, int complete, size_t copies,
+                       int under)
 {
     char caps[4];
     printf("{\"exnode\":");
@@ -453,17 +453,15 @@ static void print_json(const char *path, const settings_t *f, const xnd_t *x,
             printf("null");
         else
             json_str(p->why[0] ? p->why : ibp_strerror(p->ibp_err));
-        lors_func_info_t fi;
-        lors_func_info(x, i, &fi);
         printf(",\"function\":");
-        if (fi.name[0])
-            json_str(fi.name);
+        if (fn[i].name[0])
+            json_str(fn[i].name);
         else
             printf("null");
         printf(",\"readable\":%s,\"unreadable_why\":",
-               fi.kind == LORS_FUNC_UNKNOWN ? "false" : "true");
-        if (fi.kind == LORS_FUNC_UNKNOWN)
-            json_str(fi.why);
+               fn[i].kind == LORS_FUNC_UNKNOWN ? "false" : "true");
+        if (fn[i].kind == LORS_FUNC_UNKNOWN)
+            json_str(fn[i].why);
         else
             printf("null");
         if (p->probed)
@@ -533,6 +531,7 @@ int main(int argc, char **argv)
     xnd_t *x = NULL;
     int code, lrc, complete = 1, full = 1;
     tool_depot_name_t *where = NULL;
+    lors_func_info_t *fn = NULL;
     char err[256], gaps[256], thin[256];
     const char *path;
 
@@ -566,11 +565,15 @@ int main(int argc, char **argv)
         goto done;
     }
     copies = copy_count(all, nall, x->nmaps);
+    /* what each mapping's function means, once for every view */
+    if (!(fn = calloc(x->nmaps ? x->nmaps : 1, sizeof *fn))) {
+        code = TOOL_EXIT_INTERNAL;
+        goto done;
+    }
     int unread = 0;
     for (size_t i = 0; i < x->nmaps; i++) {
-        lors_func_info_t fi;
-        lors_func_info(x, i, &fi);
-        unread |= fi.kind == LORS_FUNC_UNKNOWN;
+        lors_func_info(x, i, &fn[i]);
+        unread |= fn[i].kind == LORS_FUNC_UNKNOWN;
     }
     complete = gap_summary(rg, nrg, unread, gaps, sizeof gaps);
     full = under_summary(rg, nrg, copies, thin, sizeof thin);
@@ -590,9 +593,9 @@ int main(int argc, char **argv)
     }
 
     if (f.json)
-        print_json(path, &f, x, &e2e, &ec, pr, where, rg, nrg, complete, copies, !full);
+        print_json(path, &f, x, &e2e, &ec, pr, where, fn, rg, nrg, complete, copies, !full);
     else
-        print_text(&f, x, &e2e, &ec, pr, where, rg, nrg, copies);
+        print_text(&f, x, &e2e, &ec, pr, where, fn, rg, nrg, copies);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         tool_error(TOOL, "writing to stdout failed");
         code = TOOL_EXIT_IO;
@@ -611,6 +614,7 @@ int main(int argc, char **argv)
     code = TOOL_EXIT_OK;
 
 done:
+    free(fn);
     free(ec.st);
     free(pr);
     free(rg);
