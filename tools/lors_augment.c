@@ -180,6 +180,20 @@ static int pick_depots(const settings_t *f, lors_augment_opts_t *ao,
 /* --ec K+M / --ec off: the file stored again in the other layout (lors_convert); the new
  * exNode goes to out, and when that replaces the input the old allocations are freed, since
  * no exNode names them any more. */
+/* The exNode could not be written (code; TOOL_EXIT_CHANGED: another writer's version came
+ * first): free the new allocations of nx and say so, with why, in one line. */
+static void unwritten(int code, const tool_rewrite_t *rw, const xnd_t *nx,
+                      const lors_upload_opts_t *up, lors_freed_t *fr)
+{
+    char freed[256];
+    lors_discard(nx, up->threads, up->timeout_s, fr);
+    tool_freed_text(fr, freed, sizeof freed);
+    if (code == TOOL_EXIT_CHANGED)
+        tool_error(TOOL, "%s; %s", rw->why, freed);
+    else
+        tool_error(TOOL, "%s", freed);
+}
+
 static int convert(settings_t *f, const char *path, const char *out, int replace, const xnd_t *x,
                    tool_rewrite_t *rw)
 {
@@ -262,12 +276,7 @@ static int convert(settings_t *f, const char *path, const char *out, int replace
         tool_leases_promise(nx, NULL, &co.up);
     code = tool_put_exnode(TOOL, nx, out, replace, rw);
     if (code) {
-        lors_discard(nx, co.up.threads, co.up.timeout_s, &rep.freed);
-        tool_freed_text(&rep.freed, freed, sizeof freed);
-        if (code == TOOL_EXIT_CHANGED)
-            tool_error(TOOL, "%s; %s", rw->why, freed);
-        else
-            tool_error(TOOL, "%s", freed);
+        unwritten(code, rw, nx, &co.up, &rep.freed);
         goto done;
     }
     code = tool_leases_extend(TOOL, nx, NULL, &co.up, out, rw);
@@ -397,12 +406,7 @@ int main(int argc, char **argv)
     if (code == TOOL_EXIT_PARTIAL)
         goto done;
     if (code) {
-        lors_discard(added, ao.up.threads, ao.up.timeout_s, &rep.freed);
-        tool_freed_text(&rep.freed, freed, sizeof freed);
-        if (code == TOOL_EXIT_CHANGED)
-            tool_error(TOOL, "%s; %s", rw.why, freed);
-        else
-            tool_error(TOOL, "%s", freed);
+        unwritten(code, &rw, added, &ao.up, &rep.freed);
         goto done;
     }
     if (f.c.verbose && !f.c.quiet)
