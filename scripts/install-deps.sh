@@ -4,8 +4,9 @@
 #   scripts/install-deps.sh           what building and `make test` need
 #   scripts/install-deps.sh --bench   also the peers `make bench` measures against (aria2)
 # chromium (headless) is for tests/system/test_lbone_page.c, which screenshots the L-Bone page,
-# and tests/system/test_lors_serve_browser.c, which plays a video from lors_serve in it (that
-# test also needs ffmpeg, which --bench installs; without either it is skipped).
+# and tests/system/test_lors_serve_browser.c, which plays a video from lors_serve in it.
+# mplayer, mpv and ffmpeg are the real players lors_play and its tests drive (ffmpeg also
+# makes the test videos).
 # libcairo2-dev draws lors_lifelines' plot; fonts-dejavu-core gives its text a font on a bare machine.
 # libfuse3-dev builds lors_mount; fuse3 (fusermount3) mounts and unmounts for it and its test.
 set -eu
@@ -15,9 +16,9 @@ libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libcairo2-dev fonts-dejavu
 libfuse3-dev fuse3
 clang libclang-rt-14-dev
 curl socat nginx-light procps groff-base iproute2 tk8.6 xvfb x11-apps
-chromium"
+chromium mplayer mpv ffmpeg"
 if [ "${1:-}" = "--bench" ]; then
-    PKGS="$PKGS aria2 ffmpeg mpv"
+    PKGS="$PKGS aria2"
 fi
 
 missing=""
