@@ -295,7 +295,7 @@ demo: deps all
 	@scripts/demo.sh $(B)/bin
 
 fuzz: deps
-	$(MAKE) -f fuzz.mk FUZZ_SECONDS=$(or $(FUZZ_SECONDS),600)
+	$(MAKE) -k -f fuzz.mk FUZZ_SECONDS=$(or $(FUZZ_SECONDS),600)
 
 bench: bench-depot bench-lors
 

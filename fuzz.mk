@@ -5,7 +5,8 @@
 # Each target is built with clang, -fsanitize=fuzzer,address,undefined, and run in turn for
 # FUZZ_SECONDS each (so make fuzz takes three times FUZZ_SECONDS) from the seed corpus in
 # tests/fuzz/corpus_<name> (copied, so the committed seeds stay small).  Crashes land in
-# build/fuzz/ and fail the run.
+# build/fuzz/ and fail the run, but only at its end: `make fuzz` runs this file with -k, so
+# every target gets its turn whatever an earlier one finds.
 
 # pipefail: the fuzzer's exit status, not tail's, decides whether make fails.
 SHELL = /bin/bash

@@ -626,6 +626,10 @@ int ibp_req_format(const ibp_req_t *r, char *buf, size_t size)
             return -1;
         break;
     case IBP_CMD_STATUS: {
+        if (r->version == 1 && (r->subcmd == IBP_ST_RES || r->subcmd == IBP_ST_VERSION)) {
+            put(&o, " %d", r->subcmd); /* ACCRE's short form: no resource, no password */
+            break;
+        }
         const char *pw = r->password[0] ? r->password : "x";
         if (!text_ok(pw) || !text_ok(rid))
             return -1;

@@ -486,6 +486,24 @@ static void test_roundtrip(void)
     }
 }
 
+/* ACCRE's short STATUS lines ("1 4 3 T", "1 4 5 T") format back into the same short form:
+ * "1 4  5 1" once came back as "1 4 0 5 x 1", which does not parse (found by fuzz_req). */
+static void test_roundtrip_status_short(void)
+{
+    static const char *lines[] = {"1 4  5 1", "1 4 3 30", "1 4 5 0"};
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        ibp_req_t r, again;
+        char buf[128];
+        CU_ASSERT_EQUAL_FATAL(parse_str(lines[i], &r), IBP_OK);
+        int n = ibp_req_format(&r, buf, sizeof buf);
+        CU_ASSERT_FATAL(n > 0);
+        CU_ASSERT_EQUAL(ibp_req_parse(buf, (size_t)n - 1, &again), IBP_OK);
+        CU_ASSERT_EQUAL(again.subcmd, r.subcmd);
+        CU_ASSERT_EQUAL(again.timeout, r.timeout);
+        CU_ASSERT_EQUAL(again.version, 1);
+    }
+}
+
 static void test_format_refuses(void)
 {
     ibp_req_t r;
@@ -512,6 +530,7 @@ static const lns_test_case tests[] = {
     {"send", test_send},
     {"manage", test_manage},
     {"status", test_status},
+    {"status short round trip", test_roundtrip_status_short},
     {"junk", test_junk},
     {"vector WRITE/READ ranges", test_vector},
     {"numbers and reply fields", test_numbers},
