@@ -103,13 +103,37 @@ static void daemonize(void)
     }
 }
 
+/* A password on the command line can be read by every user of the host (ps): blank it in
+ * argv once the configuration holds it, and say so; --admin-password-file or the
+ * configuration file keep it off the command line altogether.  1 if one was there. */
+static int blank_password_args(int argc, char **argv)
+{
+    int found = 0;
+    for (int i = 1; i < argc; i++) {
+        char *a = argv[i];
+        if (strcmp(a, "--") == 0)
+            break;
+        if (strncmp(a, "--admin-password=", 17) == 0) {
+            memset(a + 17, 'x', strlen(a + 17));
+            found = 1;
+        } else if (strcmp(a, "--admin-password") == 0 && i + 1 < argc) {
+            memset(argv[i + 1], 'x', strlen(argv[i + 1]));
+            found = 1;
+            i++;
+        }
+    }
+    return found;
+}
+
 int main(int argc, char **argv)
 {
     char err[PATH_MAX + 512];
     sigset_t sigs;
     int sigfd;
 
-    switch (depot_config_args(&cfg, argc, argv, err, sizeof err)) {
+    int cfg_rc = depot_config_args(&cfg, argc, argv, err, sizeof err);
+    int pw_on_argv = blank_password_args(argc, argv);
+    switch (cfg_rc) {
     case DEPOT_CFG_EXIT: return DEPOT_EXIT_OK;
     case DEPOT_CFG_ERR:
         fprintf(stderr, "ibp_depot: %s\n", err);
@@ -130,6 +154,10 @@ int main(int argc, char **argv)
         lns_event_open(cfg.event_log, cfg.public_host, cfg.event_sample, err, sizeof err) < 0)
         lns_daemon_die(&dmn, DEPOT_EXIT_CONFIG, "%s", err);
     raise_nofile();
+    if (pw_on_argv)
+        lns_log(LNS_LOG_WARN, "--admin-password on the command line can be read by any user "
+                              "of this host (ps); use --admin-password-file or the configuration "
+                              "file");
 
     lns_daemon_signals(&sigs, SIGHUP);
 

@@ -241,6 +241,8 @@ static const char global_help[] =
     "  --timeout S     connect and I/O timeout in seconds (default 5 s connect, 60 s I/O)\n"
     "  -h, --help      this help, or a command's help after the command\n"
     "  -V, --version   print the version\n"
+    "A capability argument may be @FILE (the first line of FILE) or @- (read from stdin):\n"
+    "one on the command line can be read by any user of the host (ps), so it gets a warning.\n"
     "Exit codes: 0 ok, 1 the depot refused, 2 usage, 3 network (connect, reset, timeout),\n"
     "4 local I/O.\n";
 
@@ -315,6 +317,56 @@ static int parse_cmd_opt(ibp_tool_t *t, int argc, char **argv, int *i)
     return EX_OK;
 }
 
+/* Capabilities are bearer secrets, and a command line is readable by every user of the host
+ * (ps, /proc/PID/cmdline).  An argument "@FILE" is the first line of FILE ("@-": of stdin);
+ * a capability given on the command line itself still works, with one warning, and is
+ * copied off argv and blanked there, so it stays visible only while the tool starts. */
+static int secret_args(ibp_tool_t *t)
+{
+    int warned = 0, stdin_used = 0;
+    for (int i = 0; i < t->npos; i++) {
+        char *a = t->pos[i];
+        char *buf = t->posbuf[i];
+        if (a[0] == '@') {
+            const char *path = a + 1;
+            if (strcmp(path, "-") == 0) {
+                if (stdin_used++)
+                    return ibp_tool_usage_error(t, "@- can be given only once");
+                if (!fgets(buf, IBP_MAX_CAP + 2, stdin))
+                    return ibp_tool_usage_error(t, "@-: nothing on stdin");
+            } else {
+                FILE *f = fopen(path, "r");
+                if (!f) {
+                    fprintf(stderr, "ibp_tool: %s: cannot read %s: %s\n", t->cmd->name, path,
+                            strerror(errno));
+                    return EX_LOCAL;
+                }
+                char *got = fgets(buf, IBP_MAX_CAP + 2, f);
+                fclose(f);
+                if (!got)
+                    return ibp_tool_usage_error(t, "%s is empty", path);
+            }
+            buf[strcspn(buf, "\r\n")] = 0;
+            t->pos[i] = buf;
+            continue;
+        }
+        ibp_cap_t cap;
+        if (strlen(a) > IBP_MAX_CAP || ibp_cap_parse(a, &cap) != IBP_OK)
+            continue;
+        if (!warned++)
+            fprintf(stderr, "ibp_tool: warning: a capability on the command line can be read "
+                            "by any user of this host (ps); give @FILE or @- instead\n");
+        snprintf(buf, IBP_MAX_CAP + 2, "%s", a);
+        memset(a, 'x', strlen(a));
+        t->pos[i] = buf;
+    }
+    if (stdin_used)
+        for (int i = 0; i < t->npos; i++)
+            if (strcmp(t->pos[i], "-") == 0)
+                return ibp_tool_usage_error(t, "stdin cannot be both @- and the data");
+    return EX_OK;
+}
+
 int main(int argc, char **argv)
 {
     ibp_tool_t t;
@@ -385,6 +437,8 @@ int main(int argc, char **argv)
     }
     if (t.npos < t.cmd->min_pos || t.npos > t.cmd->max_pos)
         return ibp_tool_usage_error(&t, "usage: ibp_tool %s %s", t.cmd->name, t.cmd->args);
+    if ((ex = secret_args(&t)) != EX_OK)
+        return ex;
     if (!(t.client = ibp_client_new(&t.opts))) {
         fprintf(stderr, "ibp_tool: %s: out of memory\n", t.cmd->name);
         return EX_LOCAL;

@@ -35,6 +35,7 @@ typedef struct tool {
     ibp_client_t *client;
     char *pos[8];
     int npos;
+    char posbuf[8][IBP_MAX_CAP + 2]; /* capabilities read from @FILE or copied off argv */
     int64_t duration;
     int duration_set;
     int reliability;

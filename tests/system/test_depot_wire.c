@@ -998,12 +998,33 @@ static void test_loci_wait_load(void)
     close(fd2);
 }
 
+/* --admin-password on the command line: blanked in the running depot's argv (what ps shows)
+ * and a warning in its log; the password still works (test_status). */
+static void test_password_off_cmdline(void)
+{
+    char path[PATH_MAX], cmdline[8192] = "", log[65536] = "";
+    snprintf(path, sizeof path, "/proc/%d/cmdline", D.pid);
+    FILE *f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    size_t n = fread(cmdline, 1, sizeof cmdline - 1, f);
+    fclose(f);
+    for (size_t i = 0; i < n; i++)
+        if (!cmdline[i])
+            cmdline[i] = ' ';
+    cmdline[n] = 0;
+    CU_ASSERT_PTR_NOT_NULL(strstr(cmdline, "--admin-password"));
+    CU_ASSERT_PTR_NULL(strstr(cmdline, PW));
+    lns_test_slurp(D.log, log, sizeof log);
+    CU_ASSERT_PTR_NOT_NULL(strstr(log, "--admin-password on the command line can be read"));
+}
+
 static const lns_test_case tests[] = {
     {"ALLOCATE v0/v1 reply format", test_allocate_formats},
     {"STORE two-phase and pipelined, LOAD v0/v1, WRITE", test_store_load_v0_v1},
     {"MANAGE PROBE/INCR/DECR/CHNG/TRUNCATE", test_manage},
     {"DECR of the read count frees", test_decr_frees},
     {"STATUS v0/v1 and CHANGE", test_status},
+    {"--admin-password blanked in ps, with a warning", test_password_off_cmdline},
     {"the real clients' request lines", test_real_clients},
     {"LoCI 1.3.1 smoketest lines: queue types refused, v0 LOAD waits for data", test_loci_wait_load},
     {"keep-alive", test_keepalive},

@@ -193,7 +193,7 @@ static void test_manage(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "current size: 100"));
     CU_ASSERT_EQUAL(run("$T decr '%s' read && $T decr '%s' read", c.m, c.m), 0);
     /* freed: the depot says the capability is not found */
-    CU_ASSERT_EQUAL(run("$T probe '%s'", c.m), 1);
+    CU_ASSERT_EQUAL(run("echo '%s' > \"$D/m.cap\" && $T probe @\"$D/m.cap\"", c.m), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "ibp_tool: probe: "));
     CU_ASSERT_PTR_NOT_NULL(strstr(err, ibp_strerror(IBP_E_CAP_NOT_FOUND)));
     CU_ASSERT_PTR_NULL(strchr(err, '\n') ? strchr(strchr(err, '\n') + 1, '\n') : NULL);
@@ -324,6 +324,42 @@ static void test_timeout(void)
     lns_test_server_stop(&d.srv);
 }
 
+/* Capabilities off the command line: @FILE and @- read them, one on argv gets one warning
+ * and is blanked in /proc/PID/cmdline while the tool is still running. */
+static void test_caps_off_argv(void)
+{
+    caps3_t c;
+    CU_ASSERT_EQUAL_FATAL(allocate(&dA, "1M", NULL, &c), 0);
+    CU_ASSERT_EQUAL_FATAL(run("echo '%s' > $D/w.cap; echo '%s' > $D/r.cap", c.w, c.r), 0);
+    CU_ASSERT_EQUAL(run("printf hello | $T store @$D/w.cap -"), 0);
+    CU_ASSERT_STRING_EQUAL(err, "");
+    CU_ASSERT_EQUAL(run("$T load @- < $D/r.cap"), 0);
+    CU_ASSERT_STRING_EQUAL(out, "hello");
+    CU_ASSERT_STRING_EQUAL(err, "");
+    CU_ASSERT_EQUAL(run("$T load @$D/nothing-here"), 4);
+    CU_ASSERT_EQUAL(run("$T store @- - < $D/w.cap"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "both @- and the data"));
+
+    /* on argv: it works, says so once, and the key is gone from the process's command line
+     * while it waits for its data */
+    const char *key = strchr(c.w, '#') + 1;
+    char k16[17];
+    snprintf(k16, sizeof k16, "%s", key);
+    CU_ASSERT_EQUAL(run("sleep 3 | $T store '%s' - & p=$!; "
+                        "i=0; while [ $i -lt 100 ] && ! grep -q warning $D/run.err; do "
+                        "sleep 0.05; i=$((i+1)); done; "
+                        "tr '\\0' ' ' < /proc/$p/cmdline > $D/cmdline; wait $p",
+                        c.w), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "warning: a capability on the command line"));
+    CU_ASSERT_PTR_NULL(strchr(err, '\n') ? strchr(strchr(err, '\n') + 1, '\n') : NULL);
+    char cmdline[4096] = "";
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/cmdline", lns_test_tmpdir());
+    lns_test_slurp(path, cmdline, sizeof cmdline);
+    CU_ASSERT_PTR_NOT_NULL(strstr(cmdline, "store"));
+    CU_ASSERT_PTR_NULL(strstr(cmdline, k16));
+}
+
 static const lns_test_case tests[] = {
     {"allocate, probe (plain and --json)", test_allocate_plain_and_json},
     {"store, load, write with files", test_store_load_file},
@@ -334,6 +370,7 @@ static const lns_test_case tests[] = {
     {"status, status-change", test_status},
     {"exit codes", test_exit_codes},
     {"timeout", test_timeout},
+    {"capabilities from @FILE and @-, a warning on argv", test_caps_off_argv},
 };
 
 LNS_TEST_MAIN_WITH("ibp_tool", suite_init, suite_clean, tests)
