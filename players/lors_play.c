@@ -6,7 +6,7 @@
  * blocks so the first bytes come early, more streams than depots, a reorder buffer of a few
  * seconds of stream, a short stall trigger), a pre-buffer given in seconds of stream and
  * turned into bytes with the stream's bitrate (--bitrate, else the exNode's "bitrate"
- * metadata that lors_upload --bitrate writes, else ffprobe on the first MiB), and a report of
+ * metadata that lors_upload --bitrate writes, else ffprobe: size over duration), and a report of
  * the stalls.  Two measures of them: lns_paced's underruns when it is the player (the
  * objective one), and for any player how long the pipe stood empty after the first byte
  * while the download was still running: a monitor thread samples the pipe's fill level
@@ -108,7 +108,7 @@ static const tool_opt_t opts[] = {
      "seconds of stream downloaded before the player gets any (0.5 ok)", set_secs},
     {TOOL_OPT_FN, "bitrate", 'b', NULL, 0, 0, 0, NULL, "RATE",
      "the stream's bits per second (15M; K, M, G are powers of 1000);\nelse the exNode's "
-     "bitrate metadata, else ffprobe on the first MiB", set_bitrate},
+     "bitrate metadata, else ffprobe (size over duration)", set_bitrate},
     {TOOL_OPT_FN, "buffer", 'B', NULL, S(buffer), 1, 0, NULL, "T",
      "reorder buffer in seconds of stream (default 4)", set_secs},
     TOOL_OPT_THREADS(1, NULL, "parallel streams (default: depots x -a)"),
@@ -450,15 +450,26 @@ static double ffprobe_query(const char *path, const char *entries, int sum)
     return v;
 }
 
-/* ffprobe on the file's first MiB (downloaded to a temporary file): the container's bitrate,
- * else the sum of its streams'; 0 if it cannot tell. */
+/* A file in $TMPDIR (else /tmp) from the template name "lors_play-WHAT-XXXXXX": its fd, or -1. */
+static int temp_file(const char *what, char *buf, size_t size)
+{
+    const char *d = getenv("TMPDIR");
+    snprintf(buf, size, "%s/lors_play-%s-XXXXXX", d && *d ? d : "/tmp", what);
+    return mkstemp(buf);
+}
+
+/* ffprobe on a sparse copy of the file: its first and its last MiB at their places, the
+ * rest a hole, so that a container whose index is at the end (an MP4 without faststart: moov
+ * after the data) is read as well as one with it in front.  The rate is the file's size over
+ * the duration ffprobe finds, else the sum of its streams' bitrates; 0 if it cannot tell.
+ * (The container's own bit_rate of a 1 MiB prefix was that prefix over the whole duration.) */
 static double probe_bitrate(const xnd_t *x, int64_t size, const unsigned char *key)
 {
-    char tmp[] = "/tmp/lors_play-XXXXXX";
+    char tmp[PATH_MAX];
     double rate = 0;
-    if (!in_path("ffprobe"))
+    if (!in_path("ffprobe") || size <= 0)
         return 0;
-    int fd = mkstemp(tmp);
+    int fd = temp_file("probe", tmp, sizeof tmp);
     if (fd < 0)
         return 0;
     lors_download_opts_t o;
@@ -466,9 +477,20 @@ static double probe_bitrate(const xnd_t *x, int64_t size, const unsigned char *k
     o.length = size < MIB ? size : MIB;
     o.key = key;
     int rc = lors_download_fd(&o, x, fd, NULL);
+    if (rc == LORS_OK && size > MIB) {
+        int64_t tail = size - MIB > MIB ? MIB : size - MIB;
+        o.offset = size - tail;
+        o.length = tail;
+        rc = lseek(fd, (off_t)o.offset, SEEK_SET) < 0 ? LORS_E_WRITE
+                                                       : lors_download_fd(&o, x, fd, NULL);
+    }
+    if (rc == LORS_OK && ftruncate(fd, (off_t)size) < 0)
+        rc = LORS_E_WRITE;
     close(fd);
-    if (rc == LORS_OK && (rate = ffprobe_query(tmp, "format=bit_rate", 0)) == 0)
-        rate = ffprobe_query(tmp, "stream=bit_rate", 1);
+    if (rc == LORS_OK) {
+        double secs = ffprobe_query(tmp, "format=duration", 0);
+        rate = secs > 0 ? size * 8.0 / secs : ffprobe_query(tmp, "stream=bit_rate", 1);
+    }
     unlink(tmp);
     return rate;
 }
@@ -708,16 +730,15 @@ int main(int argc, char **argv)
                               "has none and ffprobe could not tell): give --bitrate", f.prebuffer);
         goto done;
     }
-    if (!f.has_start) { /* lns_paced's results */
-        char tmpjson[] = "/tmp/lors_play-json-XXXXXX";
-        int jfd = mkstemp(tmpjson);
+    if (!f.has_start && f.player && strcmp(f.player, "paced") == 0) { /* its results */
+        int jfd = temp_file("json", pl.json, sizeof pl.json);
         if (jfd < 0) {
-            tool_error(TOOL, "a temporary file: %s", strerror(errno));
+            tool_error(TOOL, "a temporary file %s: %s", pl.json, strerror(errno));
+            pl.json[0] = 0;
             code = TOOL_EXIT_IO;
             goto done;
         }
         close(jfd);
-        snprintf(pl.json, sizeof pl.json, "%s", tmpjson);
     }
     code = player_argv(&f, bitrate, &pl);
     if (code)
@@ -783,11 +804,16 @@ int main(int argc, char **argv)
         tool_error(TOOL, "lns_paced left no results in %s", pl.json);
     }
     if (!f.c.quiet) {
-        fprintf(stderr, "%s: %" PRId64 " bytes in %.2f s (%.1f Mbit/s; stream %.1f Mbit/s from "
-                "%s), %u blocks of %" PRId64 ", %d streams; pipe empty %.3f s while "
-                "downloading, longest %.3f s, %d stretches of 100 ms or more\n", TOOL,
-                rep.bytes_written, rep.seconds, rep.seconds > 0 ? rep.bytes_written * 8 / 1e6 /
-                rep.seconds : 0, bitrate > 0 ? bitrate / 1e6 : 0, bsrc, rep.blocks, rep.blocksize,
+        char stream[64];
+        if (bitrate > 0)
+            snprintf(stream, sizeof stream, "stream %.1f Mbit/s from %s", bitrate / 1e6, bsrc);
+        else
+            snprintf(stream, sizeof stream, "stream bitrate unknown");
+        fprintf(stderr, "%s: %" PRId64 " bytes in %.2f s (%.1f Mbit/s; %s), %u blocks of %"
+                PRId64 ", %d streams; pipe empty %.3f s while downloading, longest %.3f s, %d "
+                "stretches of 100 ms or more\n", TOOL, rep.bytes_written, rep.seconds,
+                rep.seconds > 0 ? rep.bytes_written * 8 / 1e6 / rep.seconds : 0, stream,
+                rep.blocks, rep.blocksize,
                 o.threads, mon.empty_ns / 1e9, mon.longest_ns / 1e9, mon.stretches);
         if (mon.first_byte_ns)
             fprintf(stderr, "%s: the player's first bytes after %.3f s (pre-buffer %" PRId64

@@ -526,6 +526,38 @@ static void test_play_mpv(void)
     CU_ASSERT_EQUAL(underruns_of(err), 0);
 }
 
+/* Issue 36: an MP4 whose index (moov) is after its data, 1.6 MB over 2 s, no bitrate in
+ * the exNode: ffprobe must find the rate of the whole file (its size over its duration), not
+ * a 1 MiB prefix's; and with no bitrate at all the report says "bitrate unknown". */
+static void test_play_mp4_tail_index(void)
+{
+    char cmd[2 * PATH_MAX];
+    snprintf(cmd, sizeof cmd, "ffmpeg -v error -y -f lavfi -i "
+             "'nullsrc=s=160x120:r=25,geq=random(1)*255:128:128' -t 2 -c:v libx264 "
+             "-preset ultrafast -b:v 6M '%s'", lns_test_path("tail.mp4"));
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    struct stat st;
+    CU_ASSERT_FATAL(stat(lns_test_path("tail.mp4"), &st) == 0 && st.st_size > (1 << 20));
+    const char *up[] = {"--no-rc", "--depot-list", depots, "-d", "10m", "-o",
+                        lns_test_path("tail.xnd"), lns_test_path("tail.mp4"), NULL};
+    CU_ASSERT_EQUAL_FATAL(run("lors_upload", up), 0);
+    const char *paced[] = {"--no-rc", "--player", "paced", "--prebuffer", "0.5",
+                           lns_test_path("tail.xnd"), NULL};
+    CU_ASSERT_EQUAL(run("lors_play", paced), 0);
+    const char *p = strstr(err, "stream ");
+    double mbit = p ? strtod(p + 7, NULL) : 0, real = st.st_size * 8 / 2.0 / 1e6;
+    CU_ASSERT(strstr(err, "from ffprobe") != NULL);
+    CU_ASSERT(mbit > real * 0.95 && mbit < real * 1.05);
+    if (!(mbit > real * 0.95 && mbit < real * 1.05))
+        fprintf(stderr, "\nffprobe's rate %.3f Mbit/s, the file's %.3f: %s", mbit, real, err);
+    /* no pre-buffer and a plain command: nothing asks for the rate */
+    const char *cat[] = {"--no-rc", "--player", "cat > /dev/null", lns_test_path("tail.xnd"),
+                         NULL};
+    CU_ASSERT_EQUAL(run("lors_play", cat), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "stream bitrate unknown"));
+    CU_ASSERT_PTR_NULL(strstr(err, "from none"));
+}
+
 /* ---- --start: the player on a private gateway ------------------------------------------ */
 
 /* The pid of a child of ppid whose command name is comm, from /proc; 0 if none. */
@@ -715,6 +747,8 @@ void lns_test_register(void)
     CU_add_test(s, "10 s at 15 Mbit/s cost under 15% of a core", test_play_cpu);
     if (have("mpv") && have("ffmpeg") && have("curl")) {
         CU_add_test(s, "mpv --headless plays a generated MPEG-TS", test_play_mpv);
+        CU_add_test(s, "ffprobe's rate of an MP4 indexed at its end, or bitrate unknown",
+                    test_play_mp4_tail_index);
         CU_add_test(s, "--start: mpv from a position through a private gateway, SIGTERM",
                     test_play_start);
     } else
