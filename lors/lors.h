@@ -450,8 +450,12 @@ int64_t lors_reader_pread(lors_reader_t *r, void *buf, size_t len, int64_t off, 
  * NAME) and single exNode files, each opened as a reader on one shared cache at first use and
  * kept while its exNode file is unchanged.  An exNode rewritten in place (lors_augment,
  * lors_keep) is opened anew at the next lors_dir_get; holders of the old one go on reading it,
- * and it is freed when the last lets it go.  Thread-safe. */
+ * and it is freed when the last lets it go.  At most LORS_DIR_KEEP files stay open for the
+ * next lookup (the least recently used go first; held ones stay for their holders), found by
+ * a hash of the name.  Thread-safe. */
 typedef struct lors_dir lors_dir_t;
+
+#define LORS_DIR_KEEP 1024
 
 typedef struct lors_dir_file {
     const char *name;         /* as shown: the exNode file's base name without ".xnd" */
@@ -476,6 +480,9 @@ int lors_dir_add(lors_dir_t *d, const char *path, char *err, size_t errlen);
 lors_dir_file_t *lors_dir_get(lors_dir_t *d, const char *name, int *rc, char *err,
                               size_t errlen);
 void lors_dir_put(lors_dir_t *d, lors_dir_file_t *f);
+/* How many files the table keeps open now (at most LORS_DIR_KEEP; what lors_mount's statfs
+ * counts as inodes in use). */
+size_t lors_dir_kept(lors_dir_t *d);
 /* Every name shown, sorted, without duplicates (the first path given wins): a malloc'd array
  * of *n malloc'd strings (lors_dir_names_free), or NULL with *n 0 when there are none or
  * memory ran out (errno ENOMEM). */

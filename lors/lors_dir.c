@@ -8,12 +8,18 @@
  * the next lookup, and holders of the old one finish on it.  A file is freed when its last
  * reference goes, always outside the table's lock: closing a reader waits for its fetches.
  *
+ * The table is a hash of names with an LRU order and keeps at most LORS_DIR_KEEP files: a
+ * listing of 100,000 exNodes (a getattr of each) finds each by hash, and the least recently
+ * used leave the table as new ones come (their holders go on reading them).  Without the
+ * bound every file ever looked at stayed parsed; without the hash each lookup scanned them.
+ *
  * What a file shows (its identity, its tag and time, its mappings) comes from one open of the
  * exNode file, read once: tools write exNodes by rename, and two opens could find two files. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +37,12 @@ typedef struct dfile {
     ino_t ino;             /* with path, size and mtime: changed on disk or replaced? */
     off_t xsize;
     int refs;              /* the table's (while current) and each holder's; dir->mu */
+    uint32_t hash;         /* of name */
+    struct dfile *hnext;   /* the bucket's chain, while in the table; dir->mu */
+    struct dfile *newer, *older; /* the LRU order, while in the table; dir->mu */
 } dfile_t;
+
+#define NBUCKET 2048       /* a power of two, about twice LORS_DIR_KEEP */
 
 typedef struct source {
     char *path;
@@ -42,8 +53,9 @@ struct lors_dir {
     pthread_mutex_t mu;
     source_t *src;         /* as added; not changed after the first lookup */
     size_t nsrc, ndirs;
-    dfile_t **open;        /* mu */
-    size_t nopen, capopen; /* mu */
+    dfile_t *bucket[NBUCKET]; /* mu */
+    dfile_t *newest, *oldest; /* mu */
+    size_t nopen;          /* in the table, at most LORS_DIR_KEEP; mu */
     lors_cache_t *cache;
     lors_reader_opts_t ro;
 };
@@ -132,13 +144,74 @@ static void file_free(dfile_t *f)
     free(f);
 }
 
-/* With d->mu: drop the table's reference of open[i].  The file if that was the last one: the
- * caller frees it after unlocking. */
-static dfile_t *drop_locked(lors_dir_t *d, size_t i)
+static uint32_t hash_of(const char *s)
 {
-    dfile_t *f = d->open[i];
-    d->open[i] = d->open[--d->nopen];
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* With d->mu: the table's file named name (its hash h), or NULL. */
+static dfile_t *find_locked(lors_dir_t *d, const char *name, uint32_t h)
+{
+    for (dfile_t *f = d->bucket[h & (NBUCKET - 1)]; f; f = f->hnext)
+        if (f->hash == h && strcmp(f->name, name) == 0)
+            return f;
+    return NULL;
+}
+
+static void lru_unlink(lors_dir_t *d, dfile_t *f)
+{
+    if (f->newer)
+        f->newer->older = f->older;
+    else
+        d->newest = f->older;
+    if (f->older)
+        f->older->newer = f->newer;
+    else
+        d->oldest = f->newer;
+    f->newer = f->older = NULL;
+}
+
+static void lru_push(lors_dir_t *d, dfile_t *f)
+{
+    f->older = d->newest;
+    f->newer = NULL;
+    if (d->newest)
+        d->newest->newer = f;
+    else
+        d->oldest = f;
+    d->newest = f;
+}
+
+/* With d->mu: take f out of the table and drop the table's reference.  The file if that was
+ * the last one: the caller frees it after unlocking. */
+static dfile_t *drop_locked(lors_dir_t *d, dfile_t *f)
+{
+    dfile_t **p = &d->bucket[f->hash & (NBUCKET - 1)];
+    while (*p != f)
+        p = &(*p)->hnext;
+    *p = f->hnext;
+    f->hnext = NULL;
+    lru_unlink(d, f);
+    d->nopen--;
     return --f->refs == 0 ? f : NULL;
+}
+
+/* With d->mu: f into the table (with a reference of its own) as the newest.  The oldest file
+ * if that passed the bound and it was its last reference: the caller frees it after
+ * unlocking. */
+static dfile_t *insert_locked(lors_dir_t *d, dfile_t *f)
+{
+    dfile_t **b = &d->bucket[f->hash & (NBUCKET - 1)];
+    f->hnext = *b;
+    *b = f;
+    lru_push(d, f);
+    f->refs++;
+    if (++d->nopen <= LORS_DIR_KEEP)
+        return NULL;
+    return drop_locked(d, d->oldest);
 }
 
 /* The tag: the first 128 bits of the SHA-256 of the exNode's bytes, so a rewritten exNode
@@ -237,53 +310,48 @@ lors_dir_file_t *lors_dir_get(lors_dir_t *d, const char *name, int *rc, char *er
         snprintf(err, errlen, "no such file");
         return NULL;
     }
+    uint32_t h = hash_of(name);
     dfile_t *old = NULL;
     pthread_mutex_lock(&d->mu);
-    for (size_t i = 0; i < d->nopen; i++) {
-        dfile_t *f = d->open[i];
-        if (strcmp(f->name, name) != 0)
-            continue;
-        if (unchanged(f, path, &st)) {
-            f->refs++;
-            pthread_mutex_unlock(&d->mu);
-            *rc = LORS_OK;
-            return &f->pub;
-        }
-        old = drop_locked(d, i); /* changed on disk: open it anew */
-        break;
+    dfile_t *f = find_locked(d, name, h);
+    if (f && unchanged(f, path, &st)) {
+        f->refs++;
+        lru_unlink(d, f);
+        lru_push(d, f);
+        pthread_mutex_unlock(&d->mu);
+        *rc = LORS_OK;
+        return &f->pub;
     }
+    if (f)
+        old = drop_locked(d, f); /* changed on disk: open it anew */
     pthread_mutex_unlock(&d->mu);
     if (old)
         file_free(old);
-    old = NULL;
 
-    dfile_t *f = file_open(d, name, path, rc, err, errlen);
-    if (!f)
+    if (!(f = file_open(d, name, path, rc, err, errlen)))
         return NULL;
+    f->hash = h;
+    dfile_t *evicted = NULL;
+    old = NULL;
     pthread_mutex_lock(&d->mu);
-    for (size_t i = 0; i < d->nopen; i++)
-        if (strcmp(d->open[i]->name, name) == 0) { /* another caller opened it meanwhile */
-            old = drop_locked(d, i);
-            break;
-        }
-    if (d->nopen == d->capopen) {
-        size_t cap = d->capopen ? d->capopen * 2 : 16;
-        dfile_t **o = realloc(d->open, cap * sizeof *o);
-        if (!o) { /* not kept: the caller's alone */
-            pthread_mutex_unlock(&d->mu);
-            if (old)
-                file_free(old);
-            return &f->pub;
-        }
-        d->open = o;
-        d->capopen = cap;
-    }
-    f->refs++; /* the table's */
-    d->open[d->nopen++] = f;
+    dfile_t *other = find_locked(d, name, h);
+    if (other) /* another caller opened it meanwhile */
+        old = drop_locked(d, other);
+    evicted = insert_locked(d, f);
     pthread_mutex_unlock(&d->mu);
     if (old)
         file_free(old);
+    if (evicted)
+        file_free(evicted);
     return &f->pub;
+}
+
+size_t lors_dir_kept(lors_dir_t *d)
+{
+    pthread_mutex_lock(&d->mu);
+    size_t n = d->nopen;
+    pthread_mutex_unlock(&d->mu);
+    return n;
 }
 
 void lors_dir_put(lors_dir_t *d, lors_dir_file_t *pub)
@@ -378,8 +446,8 @@ void lors_dir_free(lors_dir_t *d)
     if (!d)
         return;
     pthread_mutex_lock(&d->mu);
-    while (d->nopen) {
-        dfile_t *f = drop_locked(d, d->nopen - 1);
+    while (d->oldest) {
+        dfile_t *f = drop_locked(d, d->oldest);
         pthread_mutex_unlock(&d->mu);
         if (f)
             file_free(f);
@@ -390,6 +458,5 @@ void lors_dir_free(lors_dir_t *d)
     for (size_t i = 0; i < d->nsrc; i++)
         free(d->src[i].path);
     free(d->src);
-    free(d->open);
     free(d);
 }

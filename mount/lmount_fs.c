@@ -185,6 +185,9 @@ static int fs_statfs(const char *path, struct statvfs *st)
     memset(st, 0, sizeof *st);
     st->f_bsize = st->f_frsize = 1 << 20;
     st->f_namemax = 1023;
+    /* as inodes: the exNodes kept parsed for the next lookup (df -i), at most LORS_DIR_KEEP */
+    st->f_files = LORS_DIR_KEEP;
+    st->f_ffree = st->f_favail = LORS_DIR_KEEP - lors_dir_kept(M->dir);
     st->f_flag = ST_RDONLY | ST_NOSUID | ST_NODEV;
     return 0;
 }

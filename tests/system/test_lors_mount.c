@@ -3,7 +3,8 @@
  * source; 1,000 preads at random offsets; mmap; --direct-io (shared mmap refused); tar tf of a mounted tarball; writes refused; a depot
  * SIGKILLed during reads costs nothing; a reader blocked on a SIGSTOPped depot gets EIO
  * within a few timeouts, with a log line naming the bytes, and fusermount3 -u then unmounts and
- * the program exits 0; started without -f it detaches once mounted.
+ * the program exits 0; started without -f it detaches once mounted; 5,000 exNodes listed twice
+ * leave the table of parsed exNodes at its bound.
  *
  * Without /dev/fuse or fusermount3 (Debian fuse3) nothing can be mounted: the program
  * registers no test and prints a "SKIP" line. */
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "lns_time.h"
+#include "lors.h"
 #include "test_tools.h"
 
 #define ND 4
@@ -282,6 +284,33 @@ static void test_direct_io(void)
     CU_ASSERT_EQUAL(stop_mount(3000), 0);
 }
 
+/* 5,000 exNodes (copies of one) listed twice with ls -l: every name with its size, and the
+ * table of exNodes kept parsed (statfs's inodes in use, df -i) stays at its bound
+ * LORS_DIR_KEEP instead of growing with every file ever looked at (issue 36). */
+static void test_many_files(void)
+{
+    char src[4096];
+    enum { NF = 5000 };
+    tt_revive(&T);
+    snprintf(dir, sizeof dir, "%s/many", lns_test_tmpdir());
+    mkdir(dir, 0755);
+    put_file("f0", 1000, 81, 1, T.depots, src);
+    CU_ASSERT_EQUAL_FATAL(tt_sh(&T, "cd '%s' && i=1; while [ $i -lt %d ]; do "
+                                    "ln f0.xnd f$i.xnd || exit 1; i=$((i+1)); done", dir, NF),
+                          0);
+    CU_ASSERT_EQUAL_FATAL(start_mount(NULL, NULL), 0);
+    for (int pass = 0; pass < 2; pass++) {
+        CU_ASSERT_EQUAL(tt_sh(&T, "ls -l '%s' | awk '$5 == 1000' | wc -l", mnt), 0);
+        CU_ASSERT_EQUAL(atoi(T.out), NF);
+        CU_ASSERT_EQUAL(tt_sh(&T, "stat -f -c '%%c %%d' '%s'", mnt), 0);
+        long total = -1, nfree = -1;
+        CU_ASSERT_EQUAL(sscanf(T.out, "%ld %ld", &total, &nfree), 2);
+        CU_ASSERT_EQUAL(total, LORS_DIR_KEEP);
+        CU_ASSERT(total - nfree > 0 && total - nfree <= LORS_DIR_KEEP);
+    }
+    CU_ASSERT_EQUAL(stop_mount(3000), 0);
+}
+
 /* Without -f: lors_mount returns once mounted, and runs on until unmounted. */
 static void test_detached(void)
 {
@@ -312,6 +341,7 @@ static const lns_test_case tests[] = {
     {"a reader blocked on a stopped depot: EIO, then fusermount3 -u", test_blocked_reader_unmount},
     {"--direct-io: the same bytes, shared mmap refused", test_direct_io},
     {"detached once mounted; usage errors", test_detached},
+    {"5000 exNodes listed twice: the kept table stays bounded", test_many_files},
 };
 
 void lns_test_register(void)
