@@ -28,8 +28,10 @@ typedef enum serve_ranges_kind {
 } serve_ranges_kind;
 
 /* Parse an HTTP Range header (RFC 9110, 14.1.2) for a representation of size bytes into at
- * most SERVE_MAX_RANGES ranges, in the order given, each clipped to the size; ranges that
- * cannot be satisfied are left out.  More ranges than that: the header is ignored (200). */
+ * most SERVE_MAX_RANGES ranges, each clipped to the size; ranges that cannot be satisfied are
+ * left out.  Overlapping and adjacent ranges are merged and the result sorted by offset.  More
+ * ranges than that, or ranges whose lengths add up to more than the size: the header is
+ * ignored (200, the whole file once), so no header multiplies the bytes sent (issue 36). */
 serve_ranges_kind serve_parse_ranges(const char *header, int64_t size, serve_range_t *out,
                                      int *n);
 

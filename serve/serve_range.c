@@ -23,6 +23,12 @@ static int digits(const char **p, int64_t *v)
     return 1;
 }
 
+static int by_offset(const void *a, const void *b)
+{
+    int64_t x = ((const serve_range_t *)a)->off, y = ((const serve_range_t *)b)->off;
+    return (x > y) - (x < y);
+}
+
 static const char *skip_ws(const char *p)
 {
     while (*p == ' ' || *p == '\t')
@@ -85,7 +91,28 @@ serve_ranges_kind serve_parse_ranges(const char *h, int64_t size, serve_range_t 
     }
     if (specs == 0)
         return SERVE_WHOLE;
-    return *n ? SERVE_PARTIAL : SERVE_UNSATISFIABLE;
+    if (!*n)
+        return SERVE_UNSATISFIABLE;
+    /* ranges that ask for more bytes than the file has: the whole file once (as nginx);
+     * else overlapping and adjacent ranges merged, so no header makes us send a byte twice */
+    int64_t asked = 0;
+    for (int i = 0; i < *n; i++)
+        asked += out[i].len;
+    if (asked > size)
+        return SERVE_WHOLE;
+    qsort(out, (size_t)*n, sizeof *out, by_offset);
+    int m = 0;
+    for (int i = 1; i < *n; i++) {
+        if (out[i].off <= out[m].off + out[m].len) {
+            int64_t end = out[i].off + out[i].len;
+            if (end > out[m].off + out[m].len)
+                out[m].len = end - out[m].off;
+        } else {
+            out[++m] = out[i];
+        }
+    }
+    *n = m + 1;
+    return SERVE_PARTIAL;
 }
 
 static const struct {

@@ -67,6 +67,22 @@ static void test_ignored(void)
     CU_ASSERT_EQUAL(parse(many, 1000, o, sizeof o), SERVE_WHOLE); /* too many: the whole */
 }
 
+/* Overlapping and adjacent ranges are merged; ranges asking for more than the file: 200. */
+static void test_coalesced(void)
+{
+    char o[256];
+    CU_ASSERT_EQUAL(parse("bytes=100-199,0-99,150-300", 1000, o, sizeof o), SERVE_PARTIAL);
+    CU_ASSERT_STRING_EQUAL(o, "0-300");
+    CU_ASSERT_EQUAL(parse("bytes=500-599,0-9", 1000, o, sizeof o), SERVE_PARTIAL);
+    CU_ASSERT_STRING_EQUAL(o, "0-9,500-599");
+    /* 32 times the whole file in one header: the whole file once, not 32 */
+    char many[1024] = "bytes=";
+    for (int i = 0; i < SERVE_MAX_RANGES; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "%s0-", i ? "," : "");
+    CU_ASSERT_EQUAL(parse(many, 1000, o, sizeof o), SERVE_WHOLE);
+    CU_ASSERT_EQUAL(parse("bytes=0-600,400-999", 1000, o, sizeof o), SERVE_WHOLE);
+}
+
 static void test_types(void)
 {
     CU_ASSERT_STRING_EQUAL(serve_content_type("movie.mp4"), "video/mp4");
@@ -85,6 +101,7 @@ static const lns_test_case tests[] = {
     {"one range: first-last, first-, -suffix, clipped", test_single},
     {"several ranges; none satisfiable: 416", test_multi_and_unsatisfiable},
     {"malformed or too many: the whole file", test_ignored},
+    {"overlapping ranges merged; more than the file: the whole", test_coalesced},
     {"content types and URL names", test_types},
 };
 
