@@ -57,9 +57,14 @@ static void help_options(const char *help, names_t *s)
             p++;
         if (p == line || *p != '-')
             continue;
-        size_t len = strcspn(line, "\n");
+        /* the left column: up to the first two spaces after the option names, which may
+         * be a line of their own ("--lbone-env-connection C, --lbone-env-power P,") */
+        size_t len = strcspn(p, "\n");
+        const char *gap = strstr(p, "  ");
+        if (gap && (size_t)(gap - p) < len)
+            len = (size_t)(gap - p);
         char buf[512];
-        snprintf(buf, sizeof buf, "%.*s", (int)(len < 40 ? len : 40), line); /* the left column */
+        snprintf(buf, sizeof buf, "%.*s", (int)len, p);
         long_options(buf, s);
     }
 }
@@ -84,13 +89,13 @@ static void man_tags(const char *man, names_t *s)
     }
 }
 
-static void check_tool(const char *tool)
+static void check_tool(const char *tool, int section)
 {
     char cmd[1024], raw[65536], man[65536], help[65536], path[512];
-    snprintf(path, sizeof path, "man/%s.1", tool);
+    snprintf(path, sizeof path, "man/%s.%d", tool, section);
     FILE *f = fopen(path, "r");
     if (!f) {
-        snprintf(path, sizeof path, "%s/../../../man/%s.1", lns_test_bindir(), tool);
+        snprintf(path, sizeof path, "%s/../../../man/%s.%d", lns_test_bindir(), tool, section);
         f = fopen(path, "r");
     }
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
@@ -131,7 +136,15 @@ static void test_man_pages(void)
                                   "lors_refresh", "lors_ls", "lors_share", "lors_play", "lors_serve", "lors_mount",
                                   "lbone_query"};
     for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++)
-        check_tool(tools[i]);
+        check_tool(tools[i], 1);
+}
+
+/* The daemons and the daemon modes: their pages are where an operator looks. */
+static void test_daemon_man_pages(void)
+{
+    check_tool("ibp_depot", 8);
+    check_tool("lbone_server", 8);
+    check_tool("lors_keep", 1);
 }
 
 /* ibp_tool has commands rather than options: each one its --help lists has its entry
@@ -185,6 +198,7 @@ static void test_ibp_tool_commands(void)
 
 static const lns_test_case tests[] = {
     {"man pages name the options of --help", test_man_pages},
+    {"daemon man pages name the options of --help", test_daemon_man_pages},
     {"ibp_tool's man page names the commands of --help", test_ibp_tool_commands},
 };
 
