@@ -90,6 +90,20 @@ int lns_log_enabled(int level)
     return level <= log_level;
 }
 
+/* A log line is one line: what a client sent ("%0a" in a URL, decoded) must not start a
+ * forged one.  Control bytes become \xHH; the rest is copied.  dst always ends in NUL. */
+static void log_escape(const char *src, char *dst, size_t size)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)src; *p && n + 5 < size; p++) {
+        if (*p < 0x20 || *p == 0x7f)
+            n += (size_t)snprintf(dst + n, size - n, "\\x%02x", *p);
+        else
+            dst[n++] = (char)*p;
+    }
+    dst[n] = 0;
+}
+
 void lns_vlog(int level, const char *fmt, va_list ap)
 {
     static const char *names[] = {"error", "warn", "info", "debug"};
@@ -105,8 +119,10 @@ void lns_vlog(int level, const char *fmt, va_list ap)
     n += (size_t)snprintf(line + n, sizeof line - n, "%s[%d] %s: ", log_prog, (int)getpid(),
                           names[level < 0 ? 0 : level > 3 ? 3 : level]);
     if (n < sizeof line) {
-        int k = vsnprintf(line + n, sizeof line - n, fmt, ap);
-        n = k < 0 ? n : n + (size_t)k;
+        char msg[2048];
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        log_escape(msg, line + n, sizeof line - n - 1);
+        n += strlen(line + n);
     }
     if (n >= sizeof line - 1)
         n = sizeof line - 2;
@@ -333,14 +349,14 @@ void lns_log_line(FILE *f, const char *fmt, va_list ap)
 {
     if (!f)
         return;
-    char when[32];
+    char when[32], msg[4096], safe[4096];
     time_t now = time(NULL);
     struct tm tm;
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    log_escape(msg, safe, sizeof safe);
     flockfile(f);
-    fprintf(f, "%s ", when);
-    vfprintf(f, fmt, ap);
-    fputc('\n', f);
+    fprintf(f, "%s %s\n", when, safe);
     fflush(f);
     funlockfile(f);
 }

@@ -5,7 +5,10 @@
  * stops the fetches and exits 0.
  */
 #include <errno.h>
+#include <arpa/inet.h>
 #include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,10 +79,27 @@ static const tool_cmd_t cmd = {
     opts, sizeof(settings_t), check,
 };
 
+/* 1 if every address addr resolves to is a loopback one (127/8, ::1, or 127/8 mapped into
+ * IPv6); a name that does not resolve is not loopback.  "127.evil.example" is a name. */
 static int loopback(const char *addr)
 {
-    return strncmp(addr, "127.", 4) == 0 || strcmp(addr, "::1") == 0 ||
-           strcmp(addr, "localhost") == 0;
+    struct addrinfo hints = {.ai_flags = AI_PASSIVE, .ai_socktype = SOCK_STREAM}, *res, *a;
+    if (getaddrinfo(addr, NULL, &hints, &res) != 0)
+        return 0;
+    int all = 1;
+    for (a = res; a; a = a->ai_next) {
+        if (a->ai_family == AF_INET) {
+            const struct sockaddr_in *v4 = (const struct sockaddr_in *)a->ai_addr;
+            all &= (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
+        } else if (a->ai_family == AF_INET6) {
+            const struct in6_addr *v6 = &((const struct sockaddr_in6 *)a->ai_addr)->sin6_addr;
+            all &= IN6_IS_ADDR_LOOPBACK(v6) || (IN6_IS_ADDR_V4MAPPED(v6) && v6->s6_addr[12] == 127);
+        } else {
+            all = 0;
+        }
+    }
+    freeaddrinfo(res);
+    return all;
 }
 
 /* The token: the first line of path, at least 16 characters. */

@@ -227,7 +227,20 @@ static void test_token_and_listen(void)
     CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_serve", "--no-rc", "-l", "0.0.0.0", "-p", "0",
                            dir, (char *)NULL), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "--token-file"));
+    /* a name that only starts like a loopback address is judged by what it resolves to */
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_serve", "--no-rc", "-l", "127.evil.example",
+                           "-p", "0", dir, (char *)NULL), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "--token-file"));
     CU_ASSERT_EQUAL_FATAL(start_serve("--token-file", tok, NULL, NULL), 0);
+    /* "%0a" in a URL, on the 401 path and past it, cannot write a line of its own */
+    CU_ASSERT_EQUAL(tt_sh(&T, "curl -s -o /dev/null 'http://127.0.0.1:%d/a%%0aFORGED-1'; "
+                              "curl -s -o /dev/null 'http://127.0.0.1:%d/b%%0d%%0aFORGED-2?"
+                              "token=s3cret-token-0123456789'", port, port), 0);
+    CU_ASSERT_EQUAL(tt_wait_lines(logp, "FORGED-2", 1, 2000), 1);
+    char logtext[65536] = "";
+    lns_test_slurp(logp, logtext, sizeof logtext);
+    CU_ASSERT_PTR_NOT_NULL(strstr(logtext, "/a\\x0aFORGED-1"));
+    CU_ASSERT_PTR_NULL(strstr(logtext, "\nFORGED"));
     CU_ASSERT_EQUAL(tt_sh(&T, "curl -s -o /dev/null -w '%%{http_code} ' http://127.0.0.1:%d/; "
                               "curl -s -o /dev/null -w '%%{http_code} ' -H 'Authorization: "
                               "Bearer s3cret-token-0123456789' http://127.0.0.1:%d/; "
