@@ -341,14 +341,16 @@ static void test_caps_off_argv(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "both @- and the data"));
 
     /* on argv: it works, says so once, and the key is gone from the process's command line
-     * while it waits for its data */
+     * while it waits for its data (a fifo held open until its command line is read, so a
+     * slow start on a busy machine only waits longer) */
     const char *key = strchr(c.w, '#') + 1;
     char k16[17];
     snprintf(k16, sizeof k16, "%s", key);
-    CU_ASSERT_EQUAL(run("sleep 3 | $T store '%s' - & p=$!; "
-                        "i=0; while [ $i -lt 100 ] && ! grep -q warning $D/run.err; do "
-                        "sleep 0.05; i=$((i+1)); done; "
-                        "tr '\\0' ' ' < /proc/$p/cmdline > $D/cmdline; wait $p",
+    CU_ASSERT_EQUAL(run("rm -f $D/in; mkfifo $D/in; $T store '%s' - < $D/in & p=$!; "
+                        "exec 3>$D/in; "
+                        "i=0; while [ $i -lt 600 ] && ! grep -q warning $D/run.err; do "
+                        "sleep 0.1; i=$((i+1)); done; "
+                        "tr '\\0' ' ' < /proc/$p/cmdline > $D/cmdline; exec 3>&-; wait $p",
                         c.w), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "warning: a capability on the command line"));
     CU_ASSERT_PTR_NULL(strchr(err, '\n') ? strchr(strchr(err, '\n') + 1, '\n') : NULL);
