@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "lns_daemon.h"
@@ -64,4 +65,19 @@ void lns_daemon_signals(sigset_t *sigs, int extra)
     if (extra)
         sigaddset(sigs, extra);
     pthread_sigmask(SIG_BLOCK, sigs, NULL);
+}
+
+long lns_daemon_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return -1;
+    if (rl.rlim_cur < rl.rlim_max) {
+        struct rlimit up = {rl.rlim_max, rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+            rl = up;
+    }
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (rlim_t)LONG_MAX)
+        return LONG_MAX;
+    return (long)rl.rlim_cur;
 }

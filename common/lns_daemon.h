@@ -32,4 +32,9 @@ void lns_daemon_ready(lns_daemon_t *d);
  * it starts; sigs gets them, for sigwait or signalfd. */
 void lns_daemon_signals(sigset_t *sigs, int extra);
 
+/* Raise the soft open-file limit to the hard one; returns the limit now in force (-1 when it
+ * cannot be read, LONG_MAX when unlimited), which bounds how many connections a server can
+ * hold. */
+long lns_daemon_nofile(void);
+
 #endif

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -43,15 +42,10 @@ static void absolutize(char *path, size_t size)
 
 static void raise_nofile(void)
 {
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-        rl.rlim_cur < (rlim_t)cfg.max_connections * 2 + 64)
-        lns_log(LNS_LOG_WARN, "open file limit %llu is low for %d connections",
-                (unsigned long long)rl.rlim_cur, cfg.max_connections);
+    long n = lns_daemon_nofile();
+    if (n >= 0 && n < (long)cfg.max_connections * 2 + 64)
+        lns_log(LNS_LOG_WARN, "open file limit %ld is low for %d connections", n,
+                cfg.max_connections);
 }
 
 /* Detach; the original process waits on a pipe until the daemon is ready or failed, and

@@ -17,6 +17,7 @@
 
 #include "lbone_buf.h"
 #include "lbone_json.h"
+#include "lns_reqclock.h"
 
 #define LBONE_DEFAULT_PORT 6767
 #define LBONE_ID_LEN 16      /* hex characters of a depot id */
@@ -256,7 +257,6 @@ int lbone_rl_allow(lbone_rl_t *rl, const char *addr, int64_t now_ms);
 /* ---- the server (lbone_srv_core.c, lbone_srv_probe.c, lbone_srv_http.c) -------------- */
 
 typedef struct lbone_prober lbone_prober_t;
-typedef struct lbone_deadline lbone_deadline_t;
 
 typedef struct lbone_srv {
     const lbone_srv_config_t *cfg;
@@ -267,7 +267,7 @@ typedef struct lbone_srv {
     lbone_rl_t *rl;
     lbone_prober_t *prober;
     struct MHD_Daemon *mhd;
-    lbone_deadline_t *deadline;
+    lns_reqclock_t *deadline; /* the request clock of the HTTP front */
     int port;
 } lbone_srv_t;
 
@@ -319,21 +319,6 @@ int lbone_api_error(lbone_buf_t *out, int code, const char *fmt, ...)
 /* Fields of d shared by the query and the single-depot answers (no braces). */
 void lbone_api_put_depot_fields(lbone_buf_t *b, const lbone_srv_t *s, const lbone_depot_t *d,
                                 int64_t now_ms);
-
-/* The request deadline (lbone_srv_deadline.c): libmicrohttpd's timeout counts only
- * inactivity, so each connection is on a clock from its opening, or the end of its previous
- * answer, until its request is in (received); a thread shuts down the socket of one whose
- * clock passes timeout_s.  All but start and stop take the connection NULL as a no-op. */
-typedef struct lbone_dl_conn lbone_dl_conn_t;
-lbone_deadline_t *lbone_deadline_start(int timeout_s, char *err, size_t errlen);
-void lbone_deadline_stop(lbone_deadline_t *d);
-/* A new connection on socket fd, its clock running; NULL when out of memory. */
-lbone_dl_conn_t *lbone_deadline_open(lbone_deadline_t *d, int fd);
-void lbone_deadline_received(lbone_deadline_t *d, lbone_dl_conn_t *c);
-/* Its answer is sent: the clock of its next request runs. */
-void lbone_deadline_next(lbone_deadline_t *d, lbone_dl_conn_t *c);
-/* It is being closed (before its socket is): forget it. */
-void lbone_deadline_close(lbone_deadline_t *d, lbone_dl_conn_t *c);
 
 /* The HTTP front (lbone_srv_http.c). */
 int lbone_http_start(lbone_srv_t *s, char *err, size_t errlen);

@@ -15,6 +15,7 @@
 
 #include "ibp.h"
 #include "lns_conf.h"
+#include "lns_daemon.h"
 #include "lns_err.h"
 #include "lns_log.h"
 #include "lns_units.h"
@@ -32,7 +33,7 @@ void lbone_config_init(lbone_srv_config_t *cfg)
     cfg->probe_threads = 16;
     cfg->probe_timeout_s = 5;
     cfg->threads = 4;
-    cfg->max_connections = 1024;
+    cfg->max_connections = 0; /* the open-file limit, less some for the database and logs */
     cfg->max_per_address = -1;
     cfg->idle_timeout_s = 30;
     cfg->request_timeout_s = 10;
@@ -81,7 +82,9 @@ static const char usage_text[] =
     "      --probe-threads N      probes in parallel (default 16)\n"
     "      --probe-timeout DUR    a probe's connect and reply timeout (default 5s)\n"
     "      --threads N            HTTP worker threads (default 4)\n"
-    "      --max-connections N    simultaneous HTTP connections (default 1024)\n"
+    "      --max-connections N    simultaneous HTTP connections (default 0: the open-file\n"
+    "                             limit less 256; once all but a quarter are open, the\n"
+    "                             oldest unfinished requests are closed to make room)\n"
     "      --max-per-address N    of them from one client address (default a quarter of\n"
     "                             max-connections; 0 = no limit)\n"
     "      --idle-timeout DUR     close HTTP connections inactive for (default 30s)\n"
@@ -115,7 +118,7 @@ static const lns_conf_setting_t settings[] = {
     {"probe-threads", 0, LNS_CONF_INT, F(probe_threads), 1, 1024},
     {"probe-timeout", 0, LNS_CONF_SECS, F(probe_timeout_s), 1, 600},
     {"threads", 0, LNS_CONF_INT, F(threads), 1, 256},
-    {"max-connections", 0, LNS_CONF_INT, F(max_connections), 1, 100000},
+    {"max-connections", 0, LNS_CONF_INT, F(max_connections), 0, 100000},
     {"max-per-address", 0, LNS_CONF_INT, F(max_per_address), 0, 100000},
     {"idle-timeout", 0, LNS_CONF_SECS, F(idle_timeout_s), 1, 86400},
     {"request-timeout", 0, LNS_CONF_SECS, F(request_timeout_s), 1, 3600},
@@ -139,6 +142,10 @@ int lbone_config_args(lbone_srv_config_t *cfg, int argc, char **argv, char *err,
     rc = lns_conf_daemon_args(&daemon_def, argc, argv, NULL, cfg, err, errlen);
     if (rc != LNS_CONF_OK)
         return rc == LNS_CONF_EXIT ? LBONE_CFG_EXIT : LBONE_CFG_ERR;
+    if (!cfg->max_connections) {
+        long n = lns_daemon_nofile() - 256;
+        cfg->max_connections = n < 64 ? 64 : n > 100000 ? 100000 : (int)n;
+    }
     if (cfg->max_per_address < 0)
         cfg->max_per_address = cfg->max_connections >= 4 ? cfg->max_connections / 4 : 1;
     if (!cfg->token_file[0])

@@ -6,8 +6,10 @@
  * Content-Length above it is refused before a byte is read, a chunked one that passes the
  * limit is drained and refused at its end) and handed to one handler once complete.  Against
  * slow clients: at most max-per-address connections from one address (libmicrohttpd closes
- * the others at once), and a whole request within request-timeout (lbone_srv_deadline.c;
- * libmicrohttpd's own timeout, idle-timeout, counts only inactivity).  Routes:
+ * the others at once), a whole request within request-timeout (lns_reqclock.c;
+ * libmicrohttpd's own timeout, idle-timeout, counts only inactivity), and once all but a
+ * quarter of the connections are open the oldest unfinished requests are closed to make
+ * room, against slow clients from many addresses.  Routes:
  *
  *   GET  /                          status page        GET  /healthz                 "ok"
  *   GET  /v1/depots                 query              POST /v1/depots               register
@@ -266,7 +268,7 @@ static enum MHD_Result route(lbone_srv_t *s, struct MHD_Connection *conn, const 
 }
 
 /* The connection's request clock (NULL if it could not have one). */
-static lbone_dl_conn_t *clock_of(struct MHD_Connection *conn)
+static lns_reqclock_conn_t *clock_of(struct MHD_Connection *conn)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
@@ -290,7 +292,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *con_cls = rq;
         if (cl && strtoull(cl, NULL, 10) > s->cfg->max_body) {
             rq->too_big = 2;
-            lbone_deadline_received(s->deadline, clock_of(conn)); /* answered and closed */
+            lns_reqclock_received(s->deadline, clock_of(conn)); /* answered and closed */
             return send_error(conn, 413, NULL, 1, "body larger than %llu bytes",
                               (unsigned long long)s->cfg->max_body);
         }
@@ -327,7 +329,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     if (rq->too_big == 2)
         return MHD_YES; /* answered before the body was read */
-    lbone_deadline_received(s->deadline, clock_of(conn));
+    lns_reqclock_received(s->deadline, clock_of(conn));
     if (rq->too_big)
         return send_error(conn, 413, NULL, 1, "body larger than %llu bytes",
                           (unsigned long long)s->cfg->max_body);
@@ -345,7 +347,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         free(rq);
         *con_cls = NULL;
     }
-    lbone_deadline_next(s->deadline, clock_of(conn));
+    lns_reqclock_next(s->deadline, clock_of(conn));
 }
 
 /* Opened: its request clock starts (without memory for one, it is shut down at once).
@@ -359,11 +361,11 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
         if (!ci)
             return;
-        *socket_context = lbone_deadline_open(s->deadline, ci->connect_fd);
+        *socket_context = lns_reqclock_open(s->deadline, ci->connect_fd);
         if (!*socket_context)
             shutdown(ci->connect_fd, SHUT_RDWR);
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
-        lbone_deadline_close(s->deadline, *socket_context);
+        lns_reqclock_close(s->deadline, *socket_context);
         *socket_context = NULL;
     }
 }
@@ -380,11 +382,17 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 int lbone_http_start(lbone_srv_t *s, char *err, size_t errlen)
 {
     int port = 0;
-    if (!(s->deadline = lbone_deadline_start(s->cfg->request_timeout_s, err, errlen)))
+    /* The oldest unfinished requests make room once all but a quarter of the connections
+     * are open, so that a flood of slow clients from any number of addresses leaves slots
+     * to the clients that send their requests at once. */
+    int max = s->cfg->max_connections, room = max / 4 > 8 ? max / 4 : 8;
+    if (!(s->deadline = lns_reqclock_start("http", s->cfg->request_timeout_s,
+                                           max > 2 * room ? max - room : 0, err, errlen)))
         return -1;
-    int fd = lns_listen(s->cfg->listen, s->cfg->port, 1024, &port, err, errlen);
+    /* A long listen queue holds the clients that wait for a slot instead of refusing them. */
+    int fd = lns_listen(s->cfg->listen, s->cfg->port, 4096, &port, err, errlen);
     if (fd < 0) {
-        lbone_deadline_stop(s->deadline);
+        lns_reqclock_stop(s->deadline);
         s->deadline = NULL;
         return -1;
     }
@@ -398,7 +406,7 @@ int lbone_http_start(lbone_srv_t *s, char *err, size_t errlen)
         on_connection, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
     if (!s->mhd) {
         close(fd);
-        lbone_deadline_stop(s->deadline);
+        lns_reqclock_stop(s->deadline);
         s->deadline = NULL;
         lns_err_set(err, errlen, "cannot start the HTTP server (libmicrohttpd) on port %d", port);
         return -1;
@@ -413,6 +421,6 @@ void lbone_http_stop(lbone_srv_t *s)
         MHD_stop_daemon(s->mhd);
         s->mhd = NULL;
     }
-    lbone_deadline_stop(s->deadline); /* after the daemon: no connection is left on it */
+    lns_reqclock_stop(s->deadline); /* after the daemon: no connection is left on it */
     s->deadline = NULL;
 }
