@@ -16,6 +16,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,7 @@ struct lns_reqclock {
     pthread_cond_t cv;
     int stop;
     char what[32];
+    FILE *log; /* NULL: the daemon's log (lns_log) */
     int64_t timeout_ms;
     int shed_above;
     int open;  /* connections open (on the clock or not) */
@@ -110,6 +112,19 @@ static void shed(lns_reqclock_t *d, int64_t now, int max)
     }
 }
 
+static void say(lns_reqclock_t *d, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void say(lns_reqclock_t *d, int level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (d->log)
+        lns_log_line(d->log, fmt, ap);
+    else
+        lns_vlog(level, fmt, ap);
+    va_end(ap);
+}
+
 /* With d->mu held: one line a minute at most about what was closed. */
 static void log_closed(lns_reqclock_t *d, int64_t now)
 {
@@ -117,12 +132,11 @@ static void log_closed(lns_reqclock_t *d, int64_t now)
     if ((!cut && !shed) || now - d->logged_ms < LOG_EVERY_MS)
         return;
     if (cut)
-        lns_log(LNS_LOG_INFO, "%s: %ld connections closed that had not sent a whole request "
-                "within %llds (request-timeout)", d->what, cut,
-                (long long)(d->timeout_ms / 1000));
+        say(d, LNS_LOG_INFO, "%s: %ld connections closed that had not sent a whole request "
+            "within %llds (request-timeout)", d->what, cut, (long long)(d->timeout_ms / 1000));
     if (shed)
-        lns_log(LNS_LOG_WARN, "%s: %ld unfinished requests closed, oldest first, to make room "
-                "(more than %d connections open)", d->what, shed, d->shed_above);
+        say(d, LNS_LOG_WARN, "%s: %ld unfinished requests closed, oldest first, to make room "
+            "(more than %d connections open)", d->what, shed, d->shed_above);
     d->cut_logged = d->cut;
     d->shed_logged = d->shed;
     d->logged_ms = now;
@@ -150,8 +164,8 @@ static void *clock_main(void *arg)
     return NULL;
 }
 
-lns_reqclock_t *lns_reqclock_start(const char *what, int timeout_s, int shed_above, char *err,
-                                   size_t errlen)
+lns_reqclock_t *lns_reqclock_start(const char *what, FILE *log, int timeout_s, int shed_above,
+                                   char *err, size_t errlen)
 {
     lns_reqclock_t *d = calloc(1, sizeof *d);
     if (!d) {
@@ -161,6 +175,7 @@ lns_reqclock_t *lns_reqclock_start(const char *what, int timeout_s, int shed_abo
     pthread_mutex_init(&d->mu, NULL);
     pthread_cond_init(&d->cv, NULL);
     snprintf(d->what, sizeof d->what, "%s", what);
+    d->log = log;
     d->timeout_ms = (int64_t)(timeout_s > 0 ? timeout_s : 1) * 1000;
     d->shed_above = shed_above > 0 ? shed_above : 0;
     d->logged_ms = lns_mono_ms() - LOG_EVERY_MS;

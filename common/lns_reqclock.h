@@ -14,13 +14,15 @@
 #define LNS_REQCLOCK_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 typedef struct lns_reqclock lns_reqclock_t;
 typedef struct lns_reqclock_conn lns_reqclock_conn_t;
 
-/* what names the server in its log lines ("http", "lors_serve"); shed_above 0: never shed. */
-lns_reqclock_t *lns_reqclock_start(const char *what, int timeout_s, int shed_above, char *err,
-                                   size_t errlen);
+/* what names the server in its log lines ("http", "lors_serve"), written to log (NULL: the
+ * daemon's log, lns_log); shed_above 0: never shed. */
+lns_reqclock_t *lns_reqclock_start(const char *what, FILE *log, int timeout_s, int shed_above,
+                                   char *err, size_t errlen);
 void lns_reqclock_stop(lns_reqclock_t *d);
 /* A new connection on socket fd, its clock running; NULL when out of memory. */
 lns_reqclock_conn_t *lns_reqclock_open(lns_reqclock_t *d, int fd);

@@ -49,15 +49,20 @@ typedef struct serve_cfg {
     const char *listen;
     int port;
     const char *token;     /* NULL: none asked */
-    int max_clients;
+    int max_clients;       /* workers: requests whose bytes are read at once */
+    int max_connections;   /* open at once */
+    int max_per_address;   /* of them from one address; -1: a quarter; 0: no limit */
+    int request_timeout_s; /* a whole request within, from the connection's start */
     int idle_timeout_s;
     int quiet;
     FILE *log;             /* one line per request, and the failures */
 } serve_cfg_t;
 
-struct MHD_Daemon;
-/* Start serving; the bound port in *port.  NULL after a line in err. */
-struct MHD_Daemon *serve_http_start(const serve_cfg_t *cfg, lors_dir_t *files, int *port,
-                                    char *err, size_t errlen);
+typedef struct serve_http serve_http_t;
+/* Start serving (one per process); the bound port in *port.  NULL after a line in err. */
+serve_http_t *serve_http_start(const serve_cfg_t *cfg, lors_dir_t *files, int *port, char *err,
+                               size_t errlen);
+/* Stop listening, let the reads under way end (a body under way is cut), stop. */
+void serve_http_stop(serve_http_t *h);
 
 #endif

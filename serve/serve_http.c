@@ -1,5 +1,5 @@
-/* serve_http.c -- lors_serve's HTTP front end (libmicrohttpd, a thread per connection: a
- * body is produced by blocking reads of the random-access reader).
+/* serve_http.c -- lors_serve's HTTP front end: libmicrohttpd's event loops (epoll, a few
+ * threads for any number of connections) and a pool of workers for what blocks.
  *
  * GET and HEAD of "/" (an HTML index) and of "/NAME" (a network file): Content-Length,
  * Accept-Ranges, ETag (a digest of the exNode) and Last-Modified (its mtime), a content type
@@ -10,10 +10,20 @@
  * line name the bytes; a failure later in a body ends the connection (the client sees a
  * short body) and is logged the same way.  With a token, a request must carry
  * "Authorization: Bearer TOKEN" or "?token=TOKEN" (401 otherwise).
+ *
+ * Nothing that waits on a depot runs on an event loop: a file's answer is made (the exNode
+ * opened, its first bytes read) and each block of its body read by a worker while the
+ * connection is suspended, and the worker resumes it; max-clients workers, the requests
+ * beyond them queued in the order they came.  Against slow and many clients, as nginx: a
+ * whole request within request-timeout (lns_reqclock), at most max-per-address connections
+ * from one address, up to max-connections connections (by default as many as the open-file
+ * limit allows), and, once all but a quarter of them are open, the oldest unfinished requests
+ * closed to make room; a long listen queue holds a burst.
  */
 #include <errno.h>
 #include <microhttpd.h>
 #include <openssl/crypto.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,17 +37,86 @@
 
 #include "lns_log.h"
 #include "lns_net.h"
+#include "lns_reqclock.h"
 #include "serve.h"
 
 #define PRE_BYTES ((int64_t)64 << 10) /* read before the headers: a dead range is a 502 */
-#define BODY_BLOCK (256u << 10)        /* libmicrohttpd's buffer per connection */
+#define BODY_BLOCK (256u << 10)        /* a body's block, read by a worker */
+
+/* ---- the workers: what blocks, off the event loops ------------------------------------ */
+
+typedef struct job job_t;
+struct job {
+    job_t *next;
+    void (*run)(void *arg);
+    void *arg;
+    struct MHD_Connection *c; /* suspended: resumed once run has run */
+};
 
 typedef struct srv {
     const serve_cfg_t *cfg;
     lors_dir_t *d;
+    lns_reqclock_t *clock;
+    struct MHD_Daemon *mhd;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    job_t *head, *tail;
+    int stopping;
+    pthread_t *th;
+    int nth;
 } srv_t;
 
-static srv_t S;
+/* One per process (lors_serve serves one set of files). */
+struct serve_http {
+    srv_t s;
+};
+
+static serve_http_t H;
+#define S (H.s)
+
+static void *worker_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&S.mu);
+    for (;;) {
+        while (!S.head && !S.stopping)
+            pthread_cond_wait(&S.cv, &S.mu);
+        if (!S.head)
+            break;
+        job_t *j = S.head;
+        if (!(S.head = j->next))
+            S.tail = NULL;
+        pthread_mutex_unlock(&S.mu);
+        j->run(j->arg);
+        MHD_resume_connection(j->c);
+        pthread_mutex_lock(&S.mu);
+    }
+    pthread_mutex_unlock(&S.mu);
+    return NULL;
+}
+
+/* Suspend c and have a worker run j (filled in by the caller), which then resumes it; called
+ * on c's event loop, from the access handler or the content reader.  0, or -1 when the
+ * server is stopping (c is not suspended). */
+static int submit(struct MHD_Connection *c, job_t *j)
+{
+    j->c = c;
+    j->next = NULL;
+    pthread_mutex_lock(&S.mu);
+    if (S.stopping) {
+        pthread_mutex_unlock(&S.mu);
+        return -1;
+    }
+    MHD_suspend_connection(c);
+    if (S.tail)
+        S.tail->next = j;
+    else
+        S.head = j;
+    S.tail = j;
+    pthread_cond_signal(&S.cv);
+    pthread_mutex_unlock(&S.mu);
+    return 0;
+}
 
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logf_(const char *fmt, ...)
@@ -63,19 +142,56 @@ static void client_of(struct MHD_Connection *c, char *buf, size_t size)
                   (socklen_t)size);
 }
 
-static enum MHD_Result answer_text(struct MHD_Connection *c, unsigned status, const char *text,
-                                   const char *h1, const char *v1)
+static struct MHD_Response *text_response(const char *text, const char *h1, const char *v1)
 {
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), (void *)text,
                                                              MHD_RESPMEM_MUST_COPY);
     if (!r)
-        return MHD_NO;
+        return NULL;
     MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
     if (h1)
         MHD_add_response_header(r, h1, v1);
+    return r;
+}
+
+static enum MHD_Result queue(struct MHD_Connection *c, unsigned status, struct MHD_Response *r)
+{
+    if (!r)
+        return MHD_NO;
     enum MHD_Result ok = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ok;
+}
+
+static enum MHD_Result answer_text(struct MHD_Connection *c, unsigned status, const char *text,
+                                   const char *h1, const char *v1)
+{
+    return queue(c, status, text_response(text, h1, v1));
+}
+
+/* ---- a request ------------------------------------------------------------------------ */
+
+/* What the access handler keeps of a request (*con_cls), from its head to its end.  A file's
+ * answer is made by a worker from the copies of its headers, while the connection is
+ * suspended; the handler, called again once it is resumed, queues it. */
+typedef struct req {
+    int made;                      /* a worker has made the answer */
+    char who[64], method[8];
+    char *name, *range, *if_range, *if_none_match;
+    unsigned code;
+    struct MHD_Response *resp;
+    job_t job;
+} req_t;
+
+static void req_free(req_t *q)
+{
+    if (q->resp)
+        MHD_destroy_response(q->resp);
+    free(q->name);
+    free(q->range);
+    free(q->if_range);
+    free(q->if_none_match);
+    free(q);
 }
 
 /* ---- the body of a file response ------------------------------------------------------ */
@@ -92,6 +208,14 @@ typedef struct body {
     size_t tlen;
     unsigned char *pre;            /* the first bytes of range 0, read before the headers */
     int64_t npre;
+    /* the block a worker read: buf holds file bytes [boff, boff + blen); failed once a read
+     * failed (logged); want_off/want_len what the next read is to get */
+    struct MHD_Connection *c;
+    unsigned char *buf;
+    int64_t boff, want_off;
+    size_t blen, want_len;
+    int failed;
+    job_t job;
     char who[80], name[256];
 } body_t;
 
@@ -103,6 +227,7 @@ static void body_free(void *cls)
     for (int i = 0; i < b->nr; i++)
         free(b->part[i]);
     free(b->pre);
+    free(b->buf);
     free(b);
 }
 
@@ -114,25 +239,61 @@ static int64_t total_length(const body_t *b)
     return n + (b->multi ? (int64_t)b->tlen : 0);
 }
 
-/* Bytes [off, off + len) of the file into buf, from the pre-read bytes or the reader. */
-static int64_t file_bytes(body_t *b, unsigned char *buf, size_t len, int64_t off)
+/* A worker: the next block of the body. */
+static void read_block(void *arg)
 {
-    if (off >= b->r[0].off && off < b->r[0].off + b->npre) {
-        int64_t k = b->r[0].off + b->npre - off;
-        if ((int64_t)len > k)
-            len = (size_t)k;
-        memcpy(buf, b->pre + (off - b->r[0].off), len);
-        return (int64_t)len;
-    }
+    body_t *b = arg;
     int rc;
     char err[600];
-    int64_t n = lors_stream_pread(b->s, buf, len, off, &rc, err, sizeof err);
+    int64_t n = -1;
+    if (b->buf || (b->buf = malloc(BODY_BLOCK)))
+        n = lors_stream_pread(b->s, b->buf, b->want_len, b->want_off, &rc, err, sizeof err);
+    else
+        snprintf(err, sizeof err, "out of memory");
     if (n <= 0) {
         logf_("%s GET /%s: body cut short: %s", b->who, b->name,
               n < 0 ? err : "the file ended early");
+        b->failed = 1;
+        b->blen = 0;
+        return;
+    }
+    b->boff = b->want_off;
+    b->blen = (size_t)n;
+}
+
+/* Bytes [off, off + len) of the file into buf, from the pre-read bytes or the block a worker
+ * read: how many (at least 1), 0 when a worker must read them first (the connection is then
+ * suspended; it reads up to a block of the ahead bytes from off, ahead >= len), or -1 when
+ * that failed. */
+static int64_t file_bytes(body_t *b, unsigned char *buf, size_t len, int64_t off,
+                          int64_t ahead)
+{
+    const unsigned char *from = NULL;
+    int64_t k = 0;
+    if (off >= b->r[0].off && off < b->r[0].off + b->npre) {
+        k = b->r[0].off + b->npre - off;
+        from = b->pre + (off - b->r[0].off);
+    } else if (b->blen && off >= b->boff && off < b->boff + (int64_t)b->blen) {
+        k = b->boff + (int64_t)b->blen - off;
+        from = b->buf + (off - b->boff);
+    }
+    if (from) {
+        if ((int64_t)len > k)
+            len = (size_t)k;
+        memcpy(buf, from, len);
+        return (int64_t)len;
+    }
+    if (b->failed)
+        return -1;
+    b->want_off = off;
+    b->want_len = ahead < (int64_t)BODY_BLOCK ? (size_t)ahead : BODY_BLOCK;
+    b->job.run = read_block;
+    b->job.arg = b;
+    if (submit(b->c, &b->job) < 0) {
+        logf_("%s GET /%s: body cut short: lors_serve is stopping", b->who, b->name);
         return -1;
     }
-    return n;
+    return 0;
 }
 
 static ssize_t body_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -149,8 +310,9 @@ static ssize_t body_read(void *cls, uint64_t pos, char *buf, size_t max)
             p -= (int64_t)b->plen[i];
         }
         if (p < b->r[i].len) {
-            size_t n = (size_t)(b->r[i].len - p) < max ? (size_t)(b->r[i].len - p) : max;
-            int64_t got = file_bytes(b, (unsigned char *)buf, n, b->r[i].off + p);
+            int64_t left = b->r[i].len - p;
+            size_t n = left < (int64_t)max ? (size_t)left : max;
+            int64_t got = file_bytes(b, (unsigned char *)buf, n, b->r[i].off + p, left);
             return got < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : (ssize_t)got;
         }
         p -= b->r[i].len;
@@ -190,53 +352,59 @@ static int etag_listed(const char *list, const char *etag)
     return 0;
 }
 
-static enum MHD_Result serve_file(struct MHD_Connection *c, const char *who, const char *method,
-                                  const char *name)
+/* The answer for a file, in q->code and q->resp (NULL: out of memory, the connection is
+ * closed); run by a worker, as it may wait on depots. */
+static void make_file_answer(req_t *q, struct MHD_Connection *c)
 {
     int rc;
     char err[600];
+    const char *who = q->who, *method = q->method, *name = q->name;
     lors_dir_file_t *f = lors_dir_get(S.d, name, &rc, err, sizeof err);
     if (!f) {
-        int status = rc == LORS_E_NOTFOUND ? 404 : 500;
-        logf_("%s %s /%s %d %s", who, method, name, status, err);
+        q->code = rc == LORS_E_NOTFOUND ? 404 : 500;
+        logf_("%s %s /%s %u %s", who, method, name, q->code, err);
         char line[700];
         snprintf(line, sizeof line, "%s: %s\n", name, err);
-        return answer_text(c, (unsigned)status, line, NULL, NULL);
+        q->resp = text_response(line, NULL, NULL);
+        return;
     }
     int head = strcmp(method, "HEAD") == 0;
     char lm[64], cr[96];
     http_date(f->mtime.tv_sec, lm, sizeof lm);
-    if (etag_listed(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-None-Match"),
-                    f->tag)) {
+    if (etag_listed(q->if_none_match, f->tag)) {
         struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-        MHD_add_response_header(r, "ETag", f->tag);
+        if (r)
+            MHD_add_response_header(r, "ETag", f->tag);
         lors_dir_put(S.d, f);
-        enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_NOT_MODIFIED, r);
-        MHD_destroy_response(r);
+        q->code = MHD_HTTP_NOT_MODIFIED;
+        q->resp = r;
         logf_("%s %s /%s 304", who, method, name);
-        return ok;
+        return;
     }
 
     body_t *b = calloc(1, sizeof *b);
     if (!b || !(b->s = lors_stream_open(f->r))) {
         free(b);
         lors_dir_put(S.d, f);
-        return answer_text(c, 500, "out of memory\n", NULL, NULL);
+        q->code = 500;
+        q->resp = text_response("out of memory\n", NULL, NULL);
+        return;
     }
     b->f = f;
+    b->c = c;
     snprintf(b->who, sizeof b->who, "%s", who);
     snprintf(b->name, sizeof b->name, "%s", name);
-    const char *range = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Range");
-    const char *ifr = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-Range");
-    if (range && ifr && strcmp(ifr, f->tag) != 0 && strcmp(ifr, lm) != 0)
+    const char *range = q->range;
+    if (range && q->if_range && strcmp(q->if_range, f->tag) != 0 && strcmp(q->if_range, lm) != 0)
         range = NULL; /* the representation changed: the whole of it */
     serve_ranges_kind k = serve_parse_ranges(range, f->size, b->r, &b->nr);
     if (k == SERVE_UNSATISFIABLE) {
         snprintf(cr, sizeof cr, "bytes */%lld", (long long)f->size);
         logf_("%s %s /%s 416 %s", who, method, name, range);
         body_free(b);
-        return answer_text(c, MHD_HTTP_RANGE_NOT_SATISFIABLE, "range not satisfiable\n",
-                           "Content-Range", cr);
+        q->code = MHD_HTTP_RANGE_NOT_SATISFIABLE;
+        q->resp = text_response("range not satisfiable\n", "Content-Range", cr);
+        return;
     }
     if (k == SERVE_WHOLE) {
         b->nr = 1;
@@ -280,7 +448,9 @@ static enum MHD_Result serve_file(struct MHD_Connection *c, const char *who, con
             char line[700];
             snprintf(line, sizeof line, "%s: %s\n", name, err);
             body_free(b);
-            return answer_text(c, MHD_HTTP_BAD_GATEWAY, line, NULL, NULL);
+            q->code = MHD_HTTP_BAD_GATEWAY;
+            q->resp = text_response(line, NULL, NULL);
+            return;
         }
         b->npre = got;
     }
@@ -289,9 +459,9 @@ static enum MHD_Result serve_file(struct MHD_Connection *c, const char *who, con
         MHD_create_response_from_callback((uint64_t)total, BODY_BLOCK, body_read, b, body_free);
     if (!r) {
         body_free(b);
-        return MHD_NO;
+        return;
     }
-    unsigned code = k == SERVE_PARTIAL ? MHD_HTTP_PARTIAL_CONTENT : MHD_HTTP_OK;
+    q->code = k == SERVE_PARTIAL ? MHD_HTTP_PARTIAL_CONTENT : MHD_HTTP_OK;
     MHD_add_response_header(r, "Accept-Ranges", "bytes");
     MHD_add_response_header(r, "ETag", f->tag);
     MHD_add_response_header(r, "Last-Modified", lm);
@@ -307,11 +477,21 @@ static enum MHD_Result serve_file(struct MHD_Connection *c, const char *who, con
                  (long long)(b->r[0].off + b->r[0].len - 1), (long long)f->size);
         MHD_add_response_header(r, "Content-Range", cr);
     }
-    enum MHD_Result ok = MHD_queue_response(c, code, r);
-    MHD_destroy_response(r);
-    logf_("%s %s /%s %u %s%s%lld bytes", who, method, name, code, range && k ? range : "",
+    q->resp = r;
+    logf_("%s %s /%s %u %s%s%lld bytes", who, method, name, q->code, range && k ? range : "",
           range && k ? " " : "", (long long)total);
-    return ok;
+}
+
+static struct MHD_Connection *job_conn_of(req_t *q)
+{
+    return q->job.c;
+}
+
+static void make_answer_job(void *arg)
+{
+    req_t *q = arg;
+    make_file_answer(q, job_conn_of(q));
+    q->made = 1;
 }
 
 /* The token, compared in constant time (CRYPTO_memcmp, as the depot and the L-Bone do). */
@@ -332,6 +512,19 @@ static int authorized(struct MHD_Connection *c)
     return q && same_secret(q, S.cfg->token);
 }
 
+static char *dup_header(struct MHD_Connection *c, const char *name)
+{
+    const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+    return v ? strdup(v) : NULL;
+}
+
+static lns_reqclock_conn_t *clock_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_size, void **con_cls)
@@ -339,16 +532,25 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     (void)cls;
     (void)version;
     (void)upload_data;
-    char who[64];
-    client_of(c, who, sizeof who);
+    req_t *q = *con_cls;
+    if (!q) { /* headers in; answer at the next call (after any body) */
+        if (!(q = calloc(1, sizeof *q)))
+            return MHD_NO;
+        *con_cls = q;
+        return MHD_YES;
+    }
     if (*upload_size) { /* a body we do not take */
         *upload_size = 0;
         return MHD_YES;
     }
-    if (!*con_cls) { /* headers in; answer at the next call (after any body) */
-        *con_cls = (void *)1;
-        return MHD_YES;
+    if (q->made) { /* resumed: a worker made the answer */
+        struct MHD_Response *r = q->resp;
+        q->resp = NULL;
+        return queue(c, q->code, r);
     }
+    lns_reqclock_received(S.clock, clock_of(c)); /* the whole request is in */
+    client_of(c, q->who, sizeof q->who);
+    const char *who = q->who;
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
         logf_("%s %s %s 405", who, method, url);
         return answer_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "lors_serve is read-only: GET and "
@@ -366,13 +568,59 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return answer_text(c, 500, "out of memory\n", NULL, NULL);
         struct MHD_Response *r =
             MHD_create_response_from_buffer(strlen(html), html, MHD_RESPMEM_MUST_FREE);
+        if (!r) {
+            free(html);
+            return MHD_NO;
+        }
         MHD_add_response_header(r, "Content-Type", "text/html; charset=utf-8");
-        enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
-        MHD_destroy_response(r);
         logf_("%s %s / 200", who, method);
-        return ok;
+        return queue(c, MHD_HTTP_OK, r);
     }
-    return serve_file(c, who, method, url + 1);
+    snprintf(q->method, sizeof q->method, "%s", method);
+    q->name = strdup(url + 1);
+    q->range = dup_header(c, "Range");
+    q->if_range = dup_header(c, "If-Range");
+    q->if_none_match = dup_header(c, "If-None-Match");
+    if (!q->name)
+        return MHD_NO;
+    q->job.run = make_answer_job;
+    q->job.arg = q;
+    if (submit(c, &q->job) < 0)
+        return answer_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "lors_serve is stopping\n", NULL,
+                           NULL);
+    return MHD_YES;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)toe;
+    if (*con_cls) {
+        req_free(*con_cls);
+        *con_cls = NULL;
+    }
+    lns_reqclock_next(S.clock, clock_of(c));
+}
+
+/* Opened: its request clock starts (without memory for one, it is shut down at once).
+ * Closed: libmicrohttpd tells us before it closes the socket. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!ci)
+            return;
+        *socket_context = lns_reqclock_open(S.clock, ci->connect_fd);
+        if (!*socket_context)
+            shutdown(ci->connect_fd, SHUT_RDWR);
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        lns_reqclock_close(S.clock, *socket_context);
+        *socket_context = NULL;
+    }
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -386,25 +634,90 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     logf_("libmicrohttpd: %s", line);
 }
 
-struct MHD_Daemon *serve_http_start(const serve_cfg_t *cfg, lors_dir_t *files, int *port,
-                                    char *err, size_t errlen)
+static void stop_workers(void)
 {
+    pthread_mutex_lock(&S.mu);
+    S.stopping = 1;
+    pthread_cond_broadcast(&S.cv);
+    pthread_mutex_unlock(&S.mu);
+    for (int i = 0; i < S.nth; i++)
+        pthread_join(S.th[i], NULL);
+    free(S.th);
+    S.th = NULL;
+    S.nth = 0;
+}
+
+serve_http_t *serve_http_start(const serve_cfg_t *cfg, lors_dir_t *files, int *port, char *err,
+                               size_t errlen)
+{
+    memset(&S, 0, sizeof S);
     S.cfg = cfg;
     S.d = files;
     srandom((unsigned)time(NULL) ^ (unsigned)getpid());
-    int fd = lns_listen(cfg->listen, cfg->port, 128, port, err, errlen);
-    if (fd < 0)
+    pthread_mutex_init(&S.mu, NULL);
+    pthread_cond_init(&S.cv, NULL);
+    int max = cfg->max_connections, room = max / 4 > 8 ? max / 4 : 8;
+    int per_address = cfg->max_per_address >= 0 ? cfg->max_per_address
+                      : max >= 4                 ? max / 4
+                                                 : 1;
+    int loops = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    loops = loops < 2 ? 2 : loops > 8 ? 8 : loops;
+    if (!(S.th = calloc((size_t)cfg->max_clients, sizeof *S.th))) {
+        snprintf(err, errlen, "out of memory");
         return NULL;
-    struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0,
-        NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_clients, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)cfg->idle_timeout_s, MHD_OPTION_END);
-    if (!d) {
+    }
+    for (; S.nth < cfg->max_clients; S.nth++)
+        if (pthread_create(&S.th[S.nth], NULL, worker_main, NULL) != 0) {
+            snprintf(err, errlen, "cannot start %d worker threads", cfg->max_clients);
+            stop_workers();
+            return NULL;
+        }
+    if (!(S.clock = lns_reqclock_start("lors_serve", cfg->log, cfg->request_timeout_s,
+                                       max > 2 * room ? max - room : 0, err, errlen))) {
+        stop_workers();
+        return NULL;
+    }
+    /* a long listen queue holds a burst of clients while the event loops accept */
+    int fd = lns_listen(cfg->listen, cfg->port, 4096, port, err, errlen);
+    if (fd < 0) {
+        lns_reqclock_stop(S.clock);
+        stop_workers();
+        return NULL;
+    }
+    S.mhd = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+            MHD_USE_ERROR_LOG,
+        0, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)loops,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)max, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)per_address, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->idle_timeout_s,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, NULL, MHD_OPTION_END);
+    if (!S.mhd) {
         close(fd);
+        lns_reqclock_stop(S.clock);
+        stop_workers();
         snprintf(err, errlen, "cannot start the HTTP server (libmicrohttpd) on port %d", *port);
         return NULL;
     }
-    return d;
+    return &H;
+}
+
+void serve_http_stop(serve_http_t *h)
+{
+    if (!h)
+        return;
+    /* No new connection; then the queued jobs still run (a worker resumes each connection
+     * it took) and new ones are refused: only then may the daemon stop, as it must not hold
+     * a suspended connection. */
+    MHD_socket fd = MHD_quiesce_daemon(S.mhd);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+    stop_workers();
+    MHD_stop_daemon(S.mhd);
+    S.mhd = NULL;
+    lns_reqclock_stop(S.clock); /* after the daemon: no connection is left on it */
+    S.clock = NULL;
+    pthread_cond_destroy(&S.cv);
+    pthread_mutex_destroy(&S.mu);
 }

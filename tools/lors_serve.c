@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <arpa/inet.h>
-#include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -15,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lns_daemon.h"
 #include "lns_err.h"
 #include "lors.h"
 #include "serve.h"
@@ -26,8 +26,8 @@ static const char *TOOL = "lors_serve";
 typedef struct settings {
     tool_common_t c;
     const char *listen, *port_file, *token_file, *key_file, *log;
-    int port, max_clients, fetches, idle;
-    int64_t cache, readahead;
+    int port, max_clients, max_connections, max_per_address, fetches, idle;
+    int64_t cache, readahead, request_timeout;
 } settings_t;
 
 #define S(field) TOOL_OFF(settings_t, field)
@@ -44,7 +44,17 @@ static const tool_opt_t opts[] = {
      "ask every request for the token in FILE (its first line):\n"
      "\"Authorization: Bearer TOKEN\" or ?token=TOKEN", NULL},
     {TOOL_OPT_INT, "max-clients", 0, NULL, S(max_clients), 1, 4096, "128", "N",
-     "connections at once; more wait in the listen queue", NULL},
+     "requests whose bytes are read at once; more wait their turn", NULL},
+    {TOOL_OPT_INT, "max-connections", 0, NULL, S(max_connections), 0, 1000000, "0", "N",
+     "connections open at once (0: the open-file limit less 256);\n"
+     "once all but a quarter are open, the oldest unfinished\n"
+     "requests are closed to make room", NULL},
+    {TOOL_OPT_INT, "max-per-address", 0, NULL, S(max_per_address), -1, 1000000, "-1", "N",
+     "of them from one client address (-1: a quarter of\n"
+     "--max-connections; 0: no limit)", NULL},
+    {TOOL_OPT_SECONDS, "request-timeout", 0, NULL, S(request_timeout), 1, 3600, "10s", "DUR",
+     "close a connection that has not sent a whole request within\n"
+     "DUR of opening or of its previous answer", NULL},
     {TOOL_OPT_INT, "idle-timeout", 0, NULL, S(idle), 1, 86400, "60", "S",
      "close a connection idle for S seconds", NULL},
     TOOL_OPT_READER(settings_t, "clients"),
@@ -128,7 +138,7 @@ int main(int argc, char **argv)
     char token[512], err[512];
     tool_files_t tf;
     serve_cfg_t cfg;
-    struct MHD_Daemon *d = NULL;
+    serve_http_t *d = NULL;
     FILE *log = NULL;
 
     memset(&tf, 0, sizeof tf);
@@ -155,6 +165,13 @@ int main(int argc, char **argv)
     cfg.port = f.port;
     cfg.token = f.token_file ? token : NULL;
     cfg.max_clients = f.max_clients;
+    cfg.max_connections = f.max_connections;
+    if (!cfg.max_connections) {
+        long n = lns_daemon_nofile() - 256;
+        cfg.max_connections = n < 64 ? 64 : n > 1000000 ? 1000000 : (int)n;
+    }
+    cfg.max_per_address = f.max_per_address;
+    cfg.request_timeout_s = (int)f.request_timeout;
     cfg.idle_timeout_s = f.idle;
     cfg.quiet = f.c.quiet;
     cfg.log = log ? log : stderr;
@@ -196,8 +213,7 @@ int main(int argc, char **argv)
     code = TOOL_EXIT_OK;
 
 done:
-    if (d)
-        MHD_stop_daemon(d);
+    serve_http_stop(d);
     tool_files_close(&tf);
     if (log)
         fclose(log);

@@ -386,7 +386,7 @@ int lbone_http_start(lbone_srv_t *s, char *err, size_t errlen)
      * are open, so that a flood of slow clients from any number of addresses leaves slots
      * to the clients that send their requests at once. */
     int max = s->cfg->max_connections, room = max / 4 > 8 ? max / 4 : 8;
-    if (!(s->deadline = lns_reqclock_start("http", s->cfg->request_timeout_s,
+    if (!(s->deadline = lns_reqclock_start("http", NULL, s->cfg->request_timeout_s,
                                            max > 2 * room ? max - room : 0, err, errlen)))
         return -1;
     /* A long listen queue holds the clients that wait for a slot instead of refusing them. */

@@ -28,7 +28,7 @@ static void test_slowloris_one_address(void)
 {
     test_lbone_t l;
     ts_slow_set_t s;
-    int ok, tries;
+    int ok, fast, tries;
     int64_t worst;
     CU_ASSERT_FATAL(tlb_start(&l, "--probe-interval 0 --max-connections 64") == 0);
     ts_slow_start(&s);
@@ -37,13 +37,9 @@ static void test_slowloris_one_address(void)
         made += ts_slow_add(&s, "127.0.0.3", l.port, slow_get, 0) == 0;
     CU_ASSERT(made >= 100);
     usleep(300 * 1000);
-    ts_get_for(l.port, "/healthz", 1500, 1000, &ok, &tries, &worst);
-    if (ok != tries || worst >= 1000)
-        fprintf(stderr, "\n  one address: %d of %d health checks answered, slowest %lld ms\n", ok,
-                tries, (long long)worst);
-    CU_ASSERT(tries >= 5);
+    ts_get_for(l.port, "/healthz", 1500, 5000, &ok, &fast, &tries, &worst);
+    ts_judge("one address", 0, ok, fast, tries, worst);
     CU_ASSERT_EQUAL(ok, tries);
-    CU_ASSERT(worst < 1000);
     int open = ts_slow_open_count(&s);
     if (open < 1 || open > 16)
         fprintf(stderr, "\n  one address: %d slow connections open, wanted 1..16\n", open);
@@ -88,11 +84,11 @@ static void test_slowloris_deadline(void)
         fprintf(stderr, "\n  deadline: health check %s after %lld ms\n", got ? "answered" : "failed",
                 (long long)dt);
     CU_ASSERT(got && dt < 3500);
-    int ok, tries;
+    int ok, fast, tries;
     int64_t worst;
-    ts_get_for(l.port, "/healthz", 1000, 1000, &ok, &tries, &worst);
+    ts_get_for(l.port, "/healthz", 1000, 5000, &ok, &fast, &tries, &worst);
+    ts_judge("deadline", 0, ok, fast, tries, worst);
     CU_ASSERT_EQUAL(ok, tries);
-    CU_ASSERT(worst < 1000);
     /* every slow connection was closed, none before its 2 s (the post's body included) */
     int64_t wait_end = t0 + 5000;
     while (ts_slow_open_count(&s) > 0 && lns_mono_ms() < wait_end)
@@ -135,14 +131,10 @@ static void test_slowloris_distributed(void)
     int made = ts_slow_flood(s, l.port, 2000, 2, slow_get);
     CU_ASSERT(made >= 1900);
     usleep(300 * 1000);
-    int ok, tries;
+    int ok, fast, tries;
     int64_t worst;
-    ts_get_for(l.port, "/healthz", 3000, 1000, &ok, &tries, &worst);
-    if (ok * 100 < tries * 95)
-        fprintf(stderr, "\n  distributed: %d of %d health checks answered within 1 s, slowest "
-                "%lld ms\n", ok, tries, (long long)worst);
-    CU_ASSERT(tries >= 5);
-    CU_ASSERT(ok * 100 >= tries * 95);
+    ts_get_for(l.port, "/healthz", 3000, 5000, &ok, &fast, &tries, &worst);
+    ts_judge("distributed", 1, ok, fast, tries, worst);
     /* the attack went on: connections cut at request-timeout and reopened */
     CU_ASSERT(s->reopened >= 1000);
     ts_slow_end(s);
@@ -164,14 +156,10 @@ static void test_slowloris_shed(void)
     int made = ts_slow_flood(s, l.port, 150, 1, slow_get);
     CU_ASSERT(made == 150);
     usleep(1500 * 1000);
-    int ok, tries;
+    int ok, fast, tries;
     int64_t worst;
-    ts_get_for(l.port, "/healthz", 3000, 3000, &ok, &tries, &worst);
-    if (ok * 100 < tries * 95)
-        fprintf(stderr, "\n  shed: %d of %d health checks answered, slowest %lld ms\n", ok,
-                tries, (long long)worst);
-    CU_ASSERT(tries >= 3);
-    CU_ASSERT(ok * 100 >= tries * 95);
+    ts_get_for(l.port, "/healthz", 3000, 5000, &ok, &fast, &tries, &worst);
+    ts_judge("shed", 0, ok, fast, tries, worst);
     CU_ASSERT(s->reopened >= 64);
     ts_slow_end(s);
     free(s);
