@@ -606,6 +606,10 @@ typedef struct lors_augment_opts {
     const lors_probe_t *probes;      /* x's mappings as already probed (x->nmaps): no probing */
     const unsigned char *discount;   /* with balance: mappings i with discount[i] set do not
                                       * count as live copies (they are still copied from) */
+    int distinct;                    /* 1: a new copy goes only to a depot holding no live
+                                      * copy of its bytes and no other new one; a copy with
+                                      * no such depot left is not made (report->mappings:
+                                      * those that were), not LORS_E_PLACE */
     int (*on_alloc)(void *arg, const ibp_caps_t *caps); /* each new allocation, before anything
                                       * is stored in it; nonzero: it is freed and the augment
                                       * fails (LORS_E_WRITE) */
@@ -617,8 +621,9 @@ void lors_augment_opts_init(lors_augment_opts_t *o);
 
 /* Add copies of x's data on the depots of o->up.depots.  For each piece of the file (the
  * live mappings that together cover it, chosen greedily), each new copy is an allocation on
- * a depot that holds no copy of that piece yet (if possible), filled by IBP SEND from the
- * source mapping's depot: the bytes do not pass through this client.  Where SEND fails, the
+ * a depot that holds no copy of that piece yet (if possible; with distinct, only there),
+ * of those the one holding the fewest live mappings of x and new copies of this call, filled
+ * by IBP SEND from the source mapping's depot: the bytes do not pass through this client.  Where SEND fails, the
  * bytes are loaded and stored through the client (o->relay) and the report says so.  A new
  * mapping repeats its source's range and lns_checksum function.  On LORS_OK the new mappings
  * are appended to x and, if added is not NULL, *added is a new exNode with x's file metadata
