@@ -61,6 +61,9 @@ typedef struct lors_depot {
     char host[IBP_MAX_HOST];
     int port;                /* IBP_DEFAULT_PORT when not given */
     char rid[IBP_MAX_RID];
+    char place[64];          /* where it is, as the L-Bone said (its place, else "lat,lon" to
+                              * 0.1 degree); "" unknown.  New copies of one range go to
+                              * different places where they can (lors_augment). */
 } lors_depot_t;
 
 /* Parse one depot; LORS_OK or LORS_E_DEPOT.  Strict: port 1..65535 in decimal, no empty
@@ -622,8 +625,9 @@ void lors_augment_opts_init(lors_augment_opts_t *o);
 /* Add copies of x's data on the depots of o->up.depots.  For each piece of the file (the
  * live mappings that together cover it, chosen greedily), each new copy is an allocation on
  * a depot that holds no copy of that piece yet (if possible; with distinct, only there),
- * of those the one holding the fewest live mappings of x and new copies of this call, filled
- * by IBP SEND from the source mapping's depot: the bytes do not pass through this client.  Where SEND fails, the
+ * of those one at a place (lors_depot_t.place) with fewest copies of the piece, then the one
+ * holding the fewest live mappings of x and new copies of this call, filled by IBP SEND
+ * from the source mapping's depot: the bytes do not pass through this client.  Where SEND fails, the
  * bytes are loaded and stored through the client (o->relay) and the report says so.  A new
  * mapping repeats its source's range and lns_checksum function.  On LORS_OK the new mappings
  * are appended to x and, if added is not NULL, *added is a new exNode with x's file metadata

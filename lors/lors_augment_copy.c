@@ -113,11 +113,26 @@ static int holders(const aug_t *a, const aug_job_t *j, int d)
     return n;
 }
 
-/* A target for j: not bad; fewest copies of the piece (distinct: none); least loaded; then
- * round-robin from the job's number.  -1 if no depot is left.  With a->mu held. */
+/* How many other depots of the list at depot d's place hold a copy of j's piece (live, or
+ * this call's); 0 when d's place is not known. */
+static int neighbours(const aug_t *a, const aug_job_t *j, int d)
+{
+    const lors_depot_t *dd = a->o->up.depots;
+    int n = 0;
+    if (!dd[d].place[0])
+        return 0;
+    for (int e = 0; e < (int)a->o->up.ndepots; e++)
+        if (e != d && strcmp(dd[e].place, dd[d].place) == 0 && holders(a, j, e) > 0)
+            n++;
+    return n;
+}
+
+/* A target for j: not bad; fewest copies of the piece (distinct: none); fewest at its place;
+ * least loaded; then round-robin from the job's number.  -1 if no depot is left.  With a->mu
+ * held. */
 static int choose_locked(const aug_t *a, const aug_job_t *j)
 {
-    int D = (int)a->o->up.ndepots, best = -1, best_h = 0, best_load = 0;
+    int D = (int)a->o->up.ndepots, best = -1, best_h = 0, best_pl = 0, best_load = 0;
     for (int i = 0; i < D; i++) {
         int d = (j->seq + i) % D;
         if (a->bad[d])
@@ -125,9 +140,12 @@ static int choose_locked(const aug_t *a, const aug_job_t *j)
         int h = holders(a, j, d);
         if (h > 0 && a->o->distinct)
             continue;
-        if (best < 0 || h < best_h || (h == best_h && a->load[d] < best_load)) {
+        int pl = neighbours(a, j, d);
+        if (best < 0 || h < best_h || (h == best_h && pl < best_pl) ||
+            (h == best_h && pl == best_pl && a->load[d] < best_load)) {
             best = d;
             best_h = h;
+            best_pl = pl;
             best_load = a->load[d];
         }
     }

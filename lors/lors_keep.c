@@ -6,7 +6,8 @@
  *   2. repair: where a byte (a stripe) has fewer live copies (pieces) than min_live, new ones
  *      are made on the policy's depots: copies by lors_augment (IBP SEND from a survivor,
  *      relayed through this client where SEND fails; distinct: never on a depot that holds
- *      a live copy of the same bytes, the depot with fewest of the file's mappings first),
+ *      a live copy of the same bytes, at another place than the copies' where places are
+ *      known, the depot with fewest of the file's mappings first),
  *      pieces by lors_keep_ec.c (decoded from k survivors, or sent as they are off a
  *      leaving depot);
  *   3. prune: a dead mapping whose bytes all have a live copy elsewhere, and a mapping on a

@@ -7,7 +7,8 @@
  * keeper that takes its depots from that L-Bone.  The state file, which holds manage
  * capabilities, and SQLite's files beside it are the owner's alone.  Rebuilt copies go to the
  * depots holding the fewest of the file's mappings, never beside a live copy of their bytes,
- * and a daemon's report lines carry the time. */
+ * to another place than the survivors' when the L-Bone tells places, and a daemon's report
+ * lines carry the time. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,6 +231,41 @@ static void test_new_copies_spread(void)
     CU_ASSERT(lines >= 1);
     CU_ASSERT(stamped(T.err, &lines));
     CU_ASSERT(lines >= 1);
+    tt_revive(&T);
+    tt_free_all(&T, rx);
+}
+
+/* Depots 0-2 in Knoxville and 3-5 in Amsterdam, as the L-Bone knows them; a 2-copy file
+ * on depots 0 and 3, and depot 3 lost: the new copy goes to Amsterdam (4 or 5), not next to
+ * the survivor in Knoxville, though the keeper asks for depots near Knoxville first. */
+static void test_new_copies_by_place(void)
+{
+    test_lbone_t lb;
+    char rs[4096], rx[4096], st[4200];
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tlb_start(&lb, "--probe-interval 0"), 0);
+    for (int i = 0; i < 6; i++) {
+        char json[1024], id[17], secret[65];
+        tlb_depot_json(json, sizeof json, "127.0.0.1", T.dep[i].port, i < 3 ? 35.96 : 52.37,
+                       i < 3 ? -83.92 : 4.90, 1ull << 30, 1ull << 30, 3600, "");
+        CU_ASSERT_EQUAL(tlb_register(&lb, json, id, secret), 201);
+    }
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 200000, 33, 2, 1, tt_dlist(&T, 0, 3, -1), "--no-rc -q",
+                                    rs, rx), 0);
+    CU_ASSERT_EQUAL(maps_on(rx, T.dep[0].port), 1);
+    CU_ASSERT_EQUAL(maps_on(rx, T.dep[3].port), 1);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[3].srv, SIGKILL), 0);
+    snprintf(st, sizeof st, "%s/place.db", lns_test_tmpdir());
+    int rc = tt_sh(&T, "$B/lors_keep --no-rc --state '%s' -H %s -m 8 -l 35.96,-83.92 -T 3s '%s'",
+                   st, lb.url, rx);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc)
+        fprintf(stderr, "%s%s", T.out, T.err);
+    CU_ASSERT_EQUAL(maps_on(rx, T.dep[0].port), 1);
+    CU_ASSERT_EQUAL(maps_on(rx, T.dep[1].port) + maps_on(rx, T.dep[2].port), 0);
+    CU_ASSERT_EQUAL(maps_on(rx, T.dep[4].port) + maps_on(rx, T.dep[5].port), 1);
+    CU_ASSERT_EQUAL(tt_downloads_equal(&T, rx, rs), 1);
+    lns_test_server_stop(&lb.srv);
     tt_revive(&T);
     tt_free_all(&T, rx);
 }
@@ -513,6 +549,8 @@ static const lns_test_case tests[] = {
     {"the daemon keeps files alive across leases and depots", test_daemon_outlives_leases},
     {"new copies: the least loaded depots, never beside a live copy; stamped daemon lines",
      test_new_copies_spread},
+    {"new copies: to another place than the live copy's, when the L-Bone tells places",
+     test_new_copies_by_place},
 };
 
 TT_MAIN(&T, "lors_keep", ND, tests)
