@@ -627,13 +627,13 @@ void lors_augment_opts_init(lors_augment_opts_t *o);
  * a depot that holds no copy of that piece yet (if possible; with distinct, only there),
  * of those one at a place (lors_depot_t.place) with fewest copies of the piece, then the one
  * holding the fewest live mappings of x and new copies of this call, filled by IBP SEND
- * from the source mapping's depot: the bytes do not pass through this client.  Where SEND fails, the
- * bytes are loaded and stored through the client (o->relay) and the report says so.  A new
- * mapping repeats its source's range and lns_checksum function.  On LORS_OK the new mappings
- * are appended to x and, if added is not NULL, *added is a new exNode with x's file metadata
- * and only the new mappings (-n).  On failure (LORS_E_STOPPED too) x is unchanged, the
- * allocations made are freed (report->freed) and report->error names the piece.  report: bytes_sent, bytes_relayed, mappings (added),
- * issues. */
+ * from the source mapping's depot: the bytes do not pass through this client.  Where SEND
+ * fails, the bytes are loaded and stored through the client (o->relay) and the report says
+ * so.  A new mapping repeats its source's range and lns_checksum function.  On LORS_OK the
+ * new mappings are appended to x and, if added is not NULL, *added is a new exNode with x's
+ * file metadata and only the new mappings (-n).  On failure (LORS_E_STOPPED too) x is
+ * unchanged, the allocations made are freed (report->freed) and report->error names the
+ * piece.  report: bytes_sent, bytes_relayed, mappings (added), issues. */
 int lors_augment(const lors_augment_opts_t *o, xnd_t *x, xnd_t **added, lors_report_t *report);
 /* An erasure-coded x instead gets back its missing pieces: each column of a stripe group that
  * no live mapping holds is decoded from any k live pieces of its stripes (checked against
