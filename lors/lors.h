@@ -61,6 +61,9 @@ typedef struct lors_depot {
     char host[IBP_MAX_HOST];
     int port;                /* IBP_DEFAULT_PORT when not given */
     char rid[IBP_MAX_RID];
+    char place[64];          /* where it is, as the L-Bone said (its place, else "lat,lon" to
+                              * 0.1 degree); "" unknown.  New copies of one range go to
+                              * different places where they can (lors_augment). */
 } lors_depot_t;
 
 /* Parse one depot; LORS_OK or LORS_E_DEPOT.  Strict: port 1..65535 in decimal, no empty
@@ -606,6 +609,10 @@ typedef struct lors_augment_opts {
     const lors_probe_t *probes;      /* x's mappings as already probed (x->nmaps): no probing */
     const unsigned char *discount;   /* with balance: mappings i with discount[i] set do not
                                       * count as live copies (they are still copied from) */
+    int distinct;                    /* 1: a new copy goes only to a depot holding no live
+                                      * copy of its bytes and no other new one; a copy with
+                                      * no such depot left is not made (report->mappings:
+                                      * those that were), not LORS_E_PLACE */
     int (*on_alloc)(void *arg, const ibp_caps_t *caps); /* each new allocation, before anything
                                       * is stored in it; nonzero: it is freed and the augment
                                       * fails (LORS_E_WRITE) */
@@ -617,14 +624,16 @@ void lors_augment_opts_init(lors_augment_opts_t *o);
 
 /* Add copies of x's data on the depots of o->up.depots.  For each piece of the file (the
  * live mappings that together cover it, chosen greedily), each new copy is an allocation on
- * a depot that holds no copy of that piece yet (if possible), filled by IBP SEND from the
- * source mapping's depot: the bytes do not pass through this client.  Where SEND fails, the
- * bytes are loaded and stored through the client (o->relay) and the report says so.  A new
- * mapping repeats its source's range and lns_checksum function.  On LORS_OK the new mappings
- * are appended to x and, if added is not NULL, *added is a new exNode with x's file metadata
- * and only the new mappings (-n).  On failure (LORS_E_STOPPED too) x is unchanged, the
- * allocations made are freed (report->freed) and report->error names the piece.  report: bytes_sent, bytes_relayed, mappings (added),
- * issues. */
+ * a depot that holds no copy of that piece yet (if possible; with distinct, only there),
+ * of those one at a place (lors_depot_t.place) with fewest copies of the piece, then the one
+ * holding the fewest live mappings of x and new copies of this call, filled by IBP SEND
+ * from the source mapping's depot: the bytes do not pass through this client.  Where SEND
+ * fails, the bytes are loaded and stored through the client (o->relay) and the report says
+ * so.  A new mapping repeats its source's range and lns_checksum function.  On LORS_OK the
+ * new mappings are appended to x and, if added is not NULL, *added is a new exNode with x's
+ * file metadata and only the new mappings (-n).  On failure (LORS_E_STOPPED too) x is
+ * unchanged, the allocations made are freed (report->freed) and report->error names the
+ * piece.  report: bytes_sent, bytes_relayed, mappings (added), issues. */
 int lors_augment(const lors_augment_opts_t *o, xnd_t *x, xnd_t **added, lors_report_t *report);
 /* An erasure-coded x instead gets back its missing pieces: each column of a stripe group that
  * no live mapping holds is decoded from any k live pieces of its stripes (checked against

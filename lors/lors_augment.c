@@ -175,6 +175,9 @@ static int piece_details(aug_t *a, const xnd_t *x, const lors_probe_t *pr)
         int live = 0; /* live mappings holding the whole piece, readable or not */
         for (size_t i = 0; i < N; i++) {
             const xnd_mapping_t *m = x->maps[i];
+            if (k == 0 && pr[i].alive && !(a->o->discount && a->o->discount[i]))
+                for (size_t d = 0; d < D; d++)
+                    a->load[d] += on[i * D + d];
             if (!pr[i].alive || m->logical_length <= 0)
                 continue;
             int whole = m->exnode_offset <= p->off && map_end(m) >= p->off + p->len;
@@ -188,6 +191,13 @@ static int piece_details(aug_t *a, const xnd_t *x, const lors_probe_t *pr)
         p->copies = a->o->up.copies;
         if (a->o->balance)
             p->copies = live >= p->copies ? 0 : p->copies - live;
+        if (a->o->distinct) {
+            int free_depots = 0;
+            for (size_t d = 0; d < D; d++)
+                free_depots += !p->held[d];
+            if (p->copies > free_depots)
+                p->copies = free_depots;
+        }
         a->njobs += p->copies;
     }
     free(on);
@@ -256,6 +266,8 @@ static int build_result(aug_t *a, xnd_t *x, xnd_t **added)
     /* the sources are read from x while mappings are appended to it: the array may move,
      * the mappings do not */
     for (int k = 0; rc == XND_OK && k < a->njobs; k++) {
+        if (a->jobs[k].dropped)
+            continue;
         xnd_mapping_t *m = new_mapping(x, &a->jobs[k]);
         xnd_mapping_t *m2 = m && ad ? xnd_mapping_copy(m) : NULL;
         if (!m || (ad && !m2)) {
@@ -485,7 +497,8 @@ int lors_augment(const lors_augment_opts_t *o, xnd_t *x, xnd_t **added, lors_rep
         rc = build_result(&a, x, added);
     if (rc != LORS_OK)
         free_jobs(&a);
-    rep->mappings = rc == LORS_OK ? a.njobs : 0;
+    for (int k = 0; rc == LORS_OK && k < a.njobs; k++)
+        rep->mappings += !a.jobs[k].dropped;
 
 out:
     if (rc != LORS_OK && !rep->error[0])

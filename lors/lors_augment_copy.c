@@ -113,19 +113,39 @@ static int holders(const aug_t *a, const aug_job_t *j, int d)
     return n;
 }
 
-/* A target for j: not bad; fewest copies of the piece; least loaded; then round-robin from
- * the job's number.  -1 if every depot is bad.  With a->mu held. */
+/* How many other depots of the list at depot d's place hold a copy of j's piece (live, or
+ * this call's); 0 when d's place is not known. */
+static int neighbours(const aug_t *a, const aug_job_t *j, int d)
+{
+    const lors_depot_t *dd = a->o->up.depots;
+    int n = 0;
+    if (!dd[d].place[0])
+        return 0;
+    for (int e = 0; e < (int)a->o->up.ndepots; e++)
+        if (e != d && strcmp(dd[e].place, dd[d].place) == 0 && holders(a, j, e) > 0)
+            n++;
+    return n;
+}
+
+/* A target for j: not bad; fewest copies of the piece (distinct: none); fewest at its place;
+ * least loaded; then round-robin from the job's number.  -1 if no depot is left.  With a->mu
+ * held. */
 static int choose_locked(const aug_t *a, const aug_job_t *j)
 {
-    int D = (int)a->o->up.ndepots, best = -1, best_h = 0, best_load = 0;
+    int D = (int)a->o->up.ndepots, best = -1, best_h = 0, best_pl = 0, best_load = 0;
     for (int i = 0; i < D; i++) {
         int d = (j->seq + i) % D;
         if (a->bad[d])
             continue;
         int h = holders(a, j, d);
-        if (best < 0 || h < best_h || (h == best_h && a->load[d] < best_load)) {
+        if (h > 0 && a->o->distinct)
+            continue;
+        int pl = neighbours(a, j, d);
+        if (best < 0 || h < best_h || (h == best_h && pl < best_pl) ||
+            (h == best_h && pl == best_pl && a->load[d] < best_load)) {
             best = d;
             best_h = h;
+            best_pl = pl;
             best_load = a->load[d];
         }
     }
@@ -147,6 +167,10 @@ static int target_failed_locked(aug_t *a, aug_job_t *j, const char *op, int ibp_
     event_of(j, LORS_EV_FAILURE, &a->o->up.depots[from], tod, ev);
     ev->ibp_err = ibp_rc;
     ev->op = op;
+    if (to < 0 && a->o->distinct) {
+        j->dropped = 1; /* the piece stays short; the caller counts what was made */
+        return -1;
+    }
     if (to < 0) {
         char b[64], dn[IBP_MAX_HOST + 80];
         lors__bytes(j->p->off, j->p->len, b, sizeof b);
@@ -333,11 +357,13 @@ void lors__aug_run_job(void *arg, size_t i)
     j->depot = choose_locked(a, j);
     if (j->depot >= 0)
         a->load[j->depot]++;
+    else if (a->o->distinct)
+        j->dropped = 1;
     else
         fatal_locked(a, LORS_E_PLACE, "piece %d copy %d: every depot has failed", j->p->index,
                      j->copy);
     for (;;) {
-        if (a->err || lors__aug_stopped_locked(a))
+        if (a->err || j->dropped || lors__aug_stopped_locked(a))
             break;
         pthread_mutex_unlock(&a->mu);
 

@@ -44,6 +44,7 @@ typedef struct aug_job {
     ibp_caps_t caps;
     int64_t start, end; /* epochs; end XND_TIME_UNKNOWN if the depot did not tell */
     int done;
+    int dropped;        /* distinct: no depot fit for it; not made */
 } aug_job_t;
 
 typedef struct aug {
@@ -56,7 +57,7 @@ typedef struct aug {
     lors_depot_t *mapdep; /* depot of each mapping (host "" if none parses) */
     lors__func_t *fn;     /* what each mapping's function means */
     int *bad;             /* per target depot: failed during this call */
-    int *load;            /* per target depot: jobs placed there */
+    int *load;            /* per target depot: live mappings of x and jobs placed there */
     aug_piece_t *pieces;
     int npieces;
     aug_job_t *jobs;

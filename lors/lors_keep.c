@@ -5,8 +5,11 @@
  *      depot's maximum (lors_refresh on just those);
  *   2. repair: where a byte (a stripe) has fewer live copies (pieces) than min_live, new ones
  *      are made on the policy's depots: copies by lors_augment (IBP SEND from a survivor,
- *      relayed through this client where SEND fails), pieces by lors_keep_ec.c (decoded from
- *      k survivors, or sent as they are off a leaving depot);
+ *      relayed through this client where SEND fails; distinct: never on a depot that holds
+ *      a live copy of the same bytes, at another place than the copies' where places are
+ *      known, the depot with fewest of the file's mappings first),
+ *      pieces by lors_keep_ec.c (decoded from k survivors, or sent as they are off a
+ *      leaving depot);
  *   3. prune: a dead mapping whose bytes all have a live copy elsewhere, and a mapping on a
  *      leaving depot whose bytes all have min_live copies elsewhere, leave the exNode and their
  *      allocations are freed where the depot answers.  A mapping that is the last holder of
@@ -278,6 +281,7 @@ static int repair_copies(keep_t *k)
         ao.up.event_arg = o->event_arg;
         ao.up.stop = o->stop;
         ao.balance = 1;
+        ao.distinct = 1;
         ao.offset = off;
         ao.length = len;
         ao.probes = k->pr;

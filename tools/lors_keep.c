@@ -22,6 +22,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@
 
 #include "lns_err.h"
 #include "lns_fail.h"
+#include "lns_log.h"
 #include "lns_time.h"
 #include "lors.h"
 #include "lors_keep_state.h"
@@ -120,6 +122,37 @@ static const tool_cmd_t cmd = {
 
 #define EXIT_AT_RISK 11
 
+/* A report line on o (newline added).  A daemon's lines start with the time, as the depots'
+ * and lors_serve's logs do ("2026-11-22T17:40:01Z ", UTC): its output is a log. */
+static void say(const settings_t *f, FILE *o, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void say(const settings_t *f, FILE *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (f->daemon) {
+        lns_log_line(o, fmt, ap);
+    } else {
+        vfprintf(o, fmt, ap);
+        fputc('\n', o);
+    }
+    va_end(ap);
+}
+
+/* An error line, "lors_keep: message" on stderr (tool_error), the daemon's with the time. */
+static void complain(const settings_t *f, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void complain(const settings_t *f, const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+    say(f, stderr, "%s: %s", TOOL, msg);
+}
+
 /* ---- the files ---------------------------------------------------------------------------- */
 
 typedef struct files {
@@ -187,13 +220,13 @@ static void scan_dir(files_t *fs, const char *dir, int depth)
 }
 
 /* The operands as files; one that is missing is an error line each pass. */
-static void collect(files_t *fs, int argc, char **argv, int first, int quiet)
+static void collect(const settings_t *f, files_t *fs, int argc, char **argv, int first)
 {
     for (int i = first; i < argc; i++) {
         struct stat st;
         if (stat(argv[i], &st) != 0) {
-            if (!quiet)
-                tool_error(TOOL, "%s: %s", argv[i], strerror(errno));
+            if (!f->c.quiet)
+                complain(f, "%s: %s", argv[i], strerror(errno));
             continue;
         }
         if (S_ISDIR(st.st_mode))
@@ -295,27 +328,27 @@ static void report_text(const settings_t *f, const char *path, const outcome_t *
     tool_human(r->bytes_rebuilt, built, sizeof built);
     /* -q: the summary goes, the errors on stderr stay */
     if (!f->c.quiet && f->dry_run)
-        printf("%s: %s: %d mappings, %d dead; would refresh %d, add %d, remove %d\n", path,
-               oc->status, r->mappings, r->dead, r->would_refresh, r->would_add, r->would_remove);
+        say(f, stdout, "%s: %s: %d mappings, %d dead; would refresh %d, add %d, remove %d", path,
+            oc->status, r->mappings, r->dead, r->would_refresh, r->would_add, r->would_remove);
     else if (!f->c.quiet)
-        printf("%s: %s: %d mappings, %d dead; refreshed %d, added %d (%s sent, %s rebuilt), "
-               "removed %d\n", path, oc->status, r->mappings, r->dead, r->refreshed, r->added,
-               sent, built, r->removed);
+        say(f, stdout, "%s: %s: %d mappings, %d dead; refreshed %d, added %d (%s sent, %s "
+            "rebuilt), removed %d", path, oc->status, r->mappings, r->dead, r->refreshed,
+            r->added, sent, built, r->removed);
     for (size_t i = 0; i < r->nrisks; i++) {
         const lors_keep_risk_t *k = &r->risks[i];
-        tool_error(TOOL, "%s: bytes %" PRId64 "-%" PRId64 " %s: %d of %d %s live", path,
-                   k->offset, k->offset + k->length - 1, k->lost ? "LOST" : "at risk",
-                   k->live, k->need, r->erasure_coded ? "pieces" : "copies");
+        complain(f, "%s: bytes %" PRId64 "-%" PRId64 " %s: %d of %d %s live", path, k->offset,
+                 k->offset + k->length - 1, k->lost ? "LOST" : "at risk", k->live, k->need,
+                 r->erasure_coded ? "pieces" : "copies");
     }
     if (r->error[0] && (r->nrisks == 0 || strcmp(oc->status, "error") == 0))
-        tool_error(TOOL, "%s: %s", path, r->error);
+        complain(f, "%s: %s", path, r->error);
     if (r->unfreed)
-        tool_error(TOOL, "%s: warning: %d removed mapping%s could not be freed (depot down); "
-                   "the lease ends on its own", path, r->unfreed, r->unfreed == 1 ? "" : "s");
+        complain(f, "%s: warning: %d removed mapping%s could not be freed (depot down); the "
+                 "lease ends on its own", path, r->unfreed, r->unfreed == 1 ? "" : "s");
     if (r->unread)
-        tool_error(TOOL, "%s: warning: %d mapping%s lns cannot read %s kept, never freed "
-                   "(lors_ls says why)", path, r->unread, r->unread == 1 ? "" : "s",
-                   r->unread == 1 ? "is" : "are");
+        complain(f, "%s: warning: %d mapping%s lns cannot read %s kept, never freed (lors_ls "
+                 "says why)", path, r->unread, r->unread == 1 ? "" : "s",
+                 r->unread == 1 ? "is" : "are");
 }
 
 /* ---- one file ---------------------------------------------------------------------------- */
@@ -493,7 +526,7 @@ static int pass(ctx_t *c, int argc, char **argv, int first, int64_t *wake)
     files_t fs = {0};
     int code = TOOL_EXIT_OK, nfirst = 1;
     int64_t now = lns_now_s();
-    collect(&fs, argc, argv, first, c->f->c.quiet);
+    collect(c->f, &fs, argc, argv, first);
     if (c->f->json)
         printf("{\"time\":%" PRId64 ",\"dry_run\":%s,\"files\":[", now,
                c->f->dry_run ? "true" : "false");

@@ -8,6 +8,8 @@
  * code is 8.  --events writes BEGIN, the exNode as read (MAPPING lines), one TRIM per removed
  * mapping as the library reports it, and END with the exit code (docs/events.md).  -o
  * never replaces a file other than the input unless --force, checked before any depot call.
+ * What -d frees, every copy of the exNode loses: one line on stderr says so and points to
+ * lors_share, which hands out exNodes that cannot free the owner's allocations.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -102,7 +104,8 @@ static const tool_opt_t opts[] = {
     {TOOL_OPT_SWITCH, "dead", 'u', NULL, S(dead), 1, 0, NULL, NULL,
      "only mappings whose depot or allocation is gone (alone: all\nof those)", NULL},
     {TOOL_OPT_SWITCH, "free", 'd', NULL, S(free_allocs), 1, 0, NULL, NULL,
-     "also free the allocations (DECR of the read count)", NULL},
+     "also free the allocations (DECR of the read count): copies\n"
+     "of this exNode (cp) lose those bytes too; share with lors_share", NULL},
     {TOOL_OPT_SWITCH, "exnode-only", 'n', NULL, S(exnode_only), 1, 0, NULL, NULL,
      "only edit the exNode (the default)", NULL},
     /* one --force for both safeguards of lors_trim, as TOOL_OPT_FORCE names it elsewhere */
@@ -265,6 +268,13 @@ int main(int argc, char **argv)
         if (code)
             goto done;
     }
+    /* an exNode is a set of keys: cp of it names the same allocations, and nothing on the
+     * depot tells the copies apart (issue 36) */
+    size_t freed = f.free_allocs ? rep.nremoved - rep.nunfreed : 0;
+    if (freed > 0)
+        tool_error(TOOL, "freed %zu allocation%s: copies of this exNode (cp) lose %s bytes "
+                   "too; to give others a file, share it with lors_share", freed,
+                   freed == 1 ? "" : "s", freed == 1 ? "its" : "their");
     for (size_t i = 0; i < rep.nunfreed; i++) {
         int k = rep.unfreed[i];
         tool_error(TOOL, "mapping %d (%s): removed from the exNode, but its allocation "

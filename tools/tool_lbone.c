@@ -128,10 +128,17 @@ static int from_lbone(const char *tool, const tool_rc_t *rc, const tool_lbone_op
         /* Through the tools' own parser: the L-Bone's answer is input like any other. */
         snprintf(spec, sizeof spec, strchr(in->host, ':') ? "[%s]:%d%s%s" : "%s:%d%s%s",
                  in->host, in->port, in->rid[0] ? "/" : "", in->rid);
-        if (lors_depot_parse(spec, &d[k]) == LORS_OK)
-            k++;
-        else
+        if (lors_depot_parse(spec, &d[k]) != LORS_OK) {
             tool_error(tool, "L-Bone %s: depot '%s' is not usable; skipped", res.server, spec);
+            continue;
+        }
+        /* where it is, for placement: its place, else its cell of 0.1 degree (some 10 km) */
+        if (in->place[0])
+            snprintf(d[k].place, sizeof d[k].place, "%.*s", (int)sizeof d[k].place - 1,
+                     in->place);
+        else if (!isnan(in->lat) && !isnan(in->lon))
+            snprintf(d[k].place, sizeof d[k].place, "%.1f,%.1f", in->lat, in->lon);
+        k++;
     }
     if (verbose && k) {
         fprintf(stderr, "%s: L-Bone %s: %zu depot%s", tool, res.server, k, k == 1 ? "" : "s");

@@ -60,8 +60,8 @@ typedef struct tool_lbone_need {
 
 /* The depots for an upload or augment, in order of preference (see above).  From the
  * L-Bone: lb->count depots (at least as many as copies) with room for their share of need,
- * nearest to the location first.  verbose: one line naming the L-Bone, the place and the
- * depots with their distances.  Prints its own error line; returns TOOL_EXIT_OK,
+ * nearest to the location first, each with its place (lors_depot_t.place).  verbose: one
+ * line naming the L-Bone, the place and the depots with their distances.  Prints its own error line; returns TOOL_EXIT_OK,
  * TOOL_EXIT_USAGE, TOOL_EXIT_DEPOTS or TOOL_EXIT_INTERNAL.  *out is malloc'd (free it). */
 int tool_lbone_depots(const char *tool, const char *list, const tool_rc_t *rc,
                       const tool_lbone_opts_t *lb, const tool_lbone_need_t *need, int copies,

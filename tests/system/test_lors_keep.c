@@ -5,7 +5,10 @@
  * in turn is killed and replaced by a new, empty one -- while the same file without the
  * keeper is gone; and a depot that tells the L-Bone it is leaving has its data moved off by a
  * keeper that takes its depots from that L-Bone.  The state file, which holds manage
- * capabilities, and SQLite's files beside it are the owner's alone. */
+ * capabilities, and SQLite's files beside it are the owner's alone.  Rebuilt copies go to the
+ * depots holding the fewest of the file's mappings, never beside a live copy of their bytes,
+ * to another place than the survivors' when the L-Bone tells places, and a daemon's report
+ * lines carry the time. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +122,150 @@ static void test_lost_is_loud(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "bytes 0-299999 LOST: 0 of 2 copies live"));
     /* the dead mapping holds the only copy: it stays */
     CU_ASSERT_EQUAL(maps_on(rx, T.dep[2].port), 1);
+    tt_revive(&T);
+    tt_free_all(&T, rx);
+}
+
+/* ---- where new copies go ------------------------------------------------------------- */
+
+/* Pairs of mappings of xnd holding some byte in common on one depot (each named on stderr);
+ * *most: the most mappings any depot holds. */
+static int beside(const char *xnd, int *most)
+{
+    xnd_t *x = tt_load(xnd);
+    int n = 0;
+    *most = 0;
+    for (size_t i = 0; x && i < x->nmaps; i++) {
+        const xnd_mapping_t *a = x->maps[i];
+        int port = tt_cap_port(a->cap[XND_READ]), on = 0;
+        for (size_t j = 0; j < x->nmaps; j++) {
+            const xnd_mapping_t *b = x->maps[j];
+            if (tt_cap_port(b->cap[XND_READ]) != port)
+                continue;
+            on++;
+            if (j > i && a->exnode_offset < b->exnode_offset + b->logical_length &&
+                b->exnode_offset < a->exnode_offset + a->logical_length) {
+                fprintf(stderr, "%s: mappings %zu and %zu hold the same bytes on port %d\n",
+                        xnd, i, j, port);
+                n++;
+            }
+        }
+        if (on > *most)
+            *most = on;
+    }
+    xnd_free(x);
+    return n;
+}
+
+/* "2026-12-03T10:16:15Z " at the start of every line of text (n: how many lines). */
+static int stamped(const char *text, int *n)
+{
+    int ok = 1;
+    *n = 0;
+    for (const char *l = text; *l; (*n)++) {
+        const char *e = strchr(l, '\n');
+        static const char form[] = "dddd-dd-ddTdd:dd:ddZ ";
+        for (size_t k = 0; k < sizeof form - 1 && ok; k++)
+            ok = form[k] == 'd' ? l[k] >= '0' && l[k] <= '9' : l[k] == form[k];
+        if (!ok)
+            fprintf(stderr, "no timestamp: %.*s\n", (int)(e ? e - l : (long)strlen(l)), l);
+        l = e ? e + 1 : l + strlen(l);
+    }
+    return ok;
+}
+
+/* A 2-copy file of 4 fragments on depots 0-3 (two mappings each); depot 1 lost: its two
+ * copies are rebuilt on depots 4 and 5, which hold none -- not both beside the other copies
+ * on one depot (4 of the 8 mappings there, as a keeper did).  Then 3 depots, two lost: the
+ * survivor holds the only copies and gets no second one beside them (at risk, said, with
+ * timestamps on the daemon's lines). */
+static void test_new_copies_spread(void)
+{
+    char rs[4096], rx[4096], st[4200];
+    int most = 0, rc;
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 800000, 31, 2, 4, tt_dlist(&T, 0, 1, 2, 3, -1),
+                                    "--no-rc -q", rs, rx), 0);
+    CU_ASSERT_EQUAL(beside(rx, &most), 0);
+    CU_ASSERT_EQUAL(most, 2);
+    CU_ASSERT_EQUAL_FATAL(maps_on(rx, T.dep[1].port), 2);
+    snprintf(st, sizeof st, "%s/spread.db", lns_test_tmpdir());
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[1].srv, SIGKILL), 0);
+    rc = tt_sh(&T, "$B/lors_keep --no-rc --state '%s' --depot-list '%s' -T 3s '%s'", st,
+               tt_dlist(&T, 0, 1, 2, 3, 4, 5, -1), rx);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc)
+        fprintf(stderr, "%s%s", T.out, T.err);
+    /* a pass that is not a daemon's: lines as before, for cron's mail */
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, rx));
+    CU_ASSERT_EQUAL(strncmp(T.out, rx, strlen(rx)), 0);
+    CU_ASSERT_EQUAL(beside(rx, &most), 0);
+    CU_ASSERT_EQUAL(most, 2);
+    CU_ASSERT_EQUAL(maps_on(rx, T.dep[4].port), 1);
+    CU_ASSERT_EQUAL(maps_on(rx, T.dep[5].port), 1);
+    CU_ASSERT_EQUAL(tt_downloads_equal(&T, rx, rs), 1);
+    tt_revive(&T);
+    tt_free_all(&T, rx);
+
+    /* the only survivor holds both fragments: nothing goes beside them */
+    char ev[4200];
+    tt_bg_t bg = {0};
+    int lines = 0;
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 300000, 32, 2, 2, tt_dlist(&T, 0, 1, 2, -1),
+                                    "--no-rc -q", rs, rx), 0);
+    CU_ASSERT_EQUAL_FATAL(maps_on(rx, T.dep[0].port), 2);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[1].srv, SIGKILL), 0);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[2].srv, SIGKILL), 0);
+    snprintf(ev, sizeof ev, "%s/spread.events", lns_test_tmpdir());
+    CU_ASSERT_EQUAL_FATAL(tt_spawn(&T, &bg, "lors_keep", "--no-rc", "--daemon", "--state", st,
+                                   "--depot-list", tt_dlist(&T, 0, 1, 2, -1), "-T", "3s",
+                                   "--events", ev, rx, NULL), 0);
+    CU_ASSERT(tt_wait_lines(ev, "KEPT", 1, 20000));
+    kill(bg.pid, SIGTERM);
+    CU_ASSERT_EQUAL(tt_wait(&T, &bg, 20000), 0);
+    CU_ASSERT_EQUAL(maps_on(rx, T.dep[0].port), 2);
+    CU_ASSERT_EQUAL(beside(rx, &most), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, ": at-risk: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "at risk: 1 of 2 copies live"));
+    CU_ASSERT(stamped(T.out, &lines));
+    CU_ASSERT(lines >= 1);
+    CU_ASSERT(stamped(T.err, &lines));
+    CU_ASSERT(lines >= 1);
+    tt_revive(&T);
+    tt_free_all(&T, rx);
+}
+
+/* Depots 0-2 in Knoxville and 3-5 in Amsterdam, as the L-Bone knows them; a 2-copy file
+ * on depots 0 and 3, and depot 3 lost: the new copy goes to Amsterdam (4 or 5), not next to
+ * the survivor in Knoxville, though the keeper asks for depots near Knoxville first. */
+static void test_new_copies_by_place(void)
+{
+    test_lbone_t lb;
+    char rs[4096], rx[4096], st[4200];
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tlb_start(&lb, "--probe-interval 0"), 0);
+    for (int i = 0; i < 6; i++) {
+        char json[1024], id[17], secret[65];
+        tlb_depot_json(json, sizeof json, "127.0.0.1", T.dep[i].port, i < 3 ? 35.96 : 52.37,
+                       i < 3 ? -83.92 : 4.90, 1ull << 30, 1ull << 30, 3600, "");
+        CU_ASSERT_EQUAL(tlb_register(&lb, json, id, secret), 201);
+    }
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 200000, 33, 2, 1, tt_dlist(&T, 0, 3, -1), "--no-rc -q",
+                                    rs, rx), 0);
+    CU_ASSERT_EQUAL(maps_on(rx, T.dep[0].port), 1);
+    CU_ASSERT_EQUAL(maps_on(rx, T.dep[3].port), 1);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[3].srv, SIGKILL), 0);
+    snprintf(st, sizeof st, "%s/place.db", lns_test_tmpdir());
+    int rc = tt_sh(&T, "$B/lors_keep --no-rc --state '%s' -H %s -m 8 -l 35.96,-83.92 -T 3s '%s'",
+                   st, lb.url, rx);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc)
+        fprintf(stderr, "%s%s", T.out, T.err);
+    CU_ASSERT_EQUAL(maps_on(rx, T.dep[0].port), 1);
+    CU_ASSERT_EQUAL(maps_on(rx, T.dep[1].port) + maps_on(rx, T.dep[2].port), 0);
+    CU_ASSERT_EQUAL(maps_on(rx, T.dep[4].port) + maps_on(rx, T.dep[5].port), 1);
+    CU_ASSERT_EQUAL(tt_downloads_equal(&T, rx, rs), 1);
+    lns_test_server_stop(&lb.srv);
     tt_revive(&T);
     tt_free_all(&T, rx);
 }
@@ -400,6 +547,10 @@ static const lns_test_case tests[] = {
     {"SIGKILL mid-repair: the restart finishes, nothing leaked, the state private",
      test_sigkill_mid_repair},
     {"the daemon keeps files alive across leases and depots", test_daemon_outlives_leases},
+    {"new copies: the least loaded depots, never beside a live copy; stamped daemon lines",
+     test_new_copies_spread},
+    {"new copies: to another place than the live copy's, when the L-Bone tells places",
+     test_new_copies_by_place},
 };
 
 TT_MAIN(&T, "lors_keep", ND, tests)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ibp.h"
 #include "lns_test.h"
@@ -338,9 +339,24 @@ static void test_trim_dead_and_free(void)
     evsum_t e;
     int nb = tt_ls_json(&T, xnd, b);
     CU_ASSERT_EQUAL(nb, 2);
+    /* a copy of the exNode names the same allocations: -d says it frees them for both */
+    char twin[4096 + 8];
+    snprintf(twin, sizeof twin, "%s.twin", xnd);
+    CU_ASSERT_EQUAL_FATAL(tt_sh(&T, "cp '%s' '%s'", xnd, twin), 0);
     CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_trim -d -m 0 --force --events fd:3 '%s' 3>\"$D/trimd.ev\"",
                           xnd), 0);
     CU_ASSERT_NOT_EQUAL(ibp_probe(T.cli, m0, &p), IBP_OK);
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "lors_trim: freed 1 allocation: "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "copies of this exNode (cp) lose"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "lors_share"));
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_ls --no-rc -T 3s '%s'", twin), 8);
+    unlink(twin);
+    /* without -d nothing is freed, and nothing is said */
+    CU_ASSERT_EQUAL(tt_sh(&T, "cp '%s' '%s'", xnd, twin), 0);
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_trim -n -m 0 --force -o '%s.n' '%s'", twin, twin), 0);
+    CU_ASSERT_EQUAL(T.err[0], '\0');
+    unlink(twin);
     if (nb > 0 && ev_read("trimd.ev", "lors_trim", b, nb, &e) == 0) {
         CU_ASSERT_EQUAL(e.ntrim, 1);
         CU_ASSERT_EQUAL(e.kind[0], 'T');
