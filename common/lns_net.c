@@ -16,10 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <linux/sockios.h>
 
 #include "lns_time.h"
+
+#define DRAIN_LOOK_MS 100 /* how often a wait looks at a send queue that is draining */
 
 int lns_set_nonblock(int fd)
 {
@@ -100,23 +104,40 @@ int lns_listen(const char *addr, int port, int backlog, int *bound_port, char *e
     return fd;
 }
 
+/* Our bytes the peer has not acknowledged yet (SIOCOUTQ), or -1 (not a TCP socket). */
+static int unsent_bytes(int fd)
+{
+    int n = 0;
+    return ioctl(fd, SIOCOUTQ, &n) == 0 ? n : -1;
+}
+
 int lns_wait(int fd, short events, int idle_ms, int64_t deadline_ms)
 {
+    int unsent = idle_ms >= 0 ? unsent_bytes(fd) : -1;
+    int64_t idle_end = idle_ms >= 0 ? lns_deadline_ms(idle_ms) : INT64_MAX;
     for (;;) {
-        int left = lns_ms_left(deadline_ms);
-        int wait = idle_ms;
-        if (left >= 0 && (wait < 0 || left < wait))
-            wait = left;
+        int64_t end = idle_end < deadline_ms ? idle_end : deadline_ms;
+        int wait = end == INT64_MAX ? -1 : lns_ms_left(end);
+        /* while our bytes are still leaving, look at the queue often: each step out of it
+         * is progress and starts the idle time again */
+        if (unsent > 0 && (wait < 0 || wait > DRAIN_LOOK_MS))
+            wait = DRAIN_LOOK_MS;
         struct pollfd p = {.fd = fd, .events = events};
         int rc = poll(&p, 1, wait);
         if (rc > 0)
             return 0; /* readable, writable, or an error the next call will report */
-        if (rc == 0) {
+        if (rc < 0 && errno != EINTR)
+            return -1;
+        if (rc == 0 && unsent > 0) {
+            int now = unsent_bytes(fd);
+            if (now < unsent && idle_ms >= 0)
+                idle_end = lns_deadline_ms(idle_ms);
+            unsent = now;
+        }
+        if (rc == 0 && lns_ms_left(end) == 0) {
             errno = ETIMEDOUT;
             return -1;
         }
-        if (errno != EINTR)
-            return -1;
     }
 }
 

@@ -2,7 +2,10 @@
  *
  * Every socket made here is non-blocking; every read and write waits in poll() for at most
  * idle_ms for progress and never past deadline_ms (a monotonic ms time from lns_deadline_ms,
- * or INT64_MAX for none).  Errors come back as -1 with errno set: ETIMEDOUT when a wait ran
+ * or INT64_MAX for none).  Progress is the socket becoming ready, or our bytes leaving its
+ * send queue (the peer acknowledging them): a wait for an answer behind megabytes still
+ * crossing a slow link counts from when the link stopped taking them, not from our last
+ * write.  Errors come back as -1 with errno set: ETIMEDOUT when a wait ran
  * out, ECONNRESET when the peer closed before we had all we needed, and whatever the kernel
  * said otherwise.  lns_rbuf adds a read buffer for line-oriented protocols.
  */

@@ -163,6 +163,12 @@ typedef struct ibp_client_opts {
                                  speak only that.  ibp_version_pin overrides it per depot */
     int connect_timeout_ms;   /* default 5000 */
     int io_timeout_ms;        /* longest wait for any single read/write progress; default 60000 */
+    int stall_ms;             /* a depot that shows no life this long fails the call with
+                                 IBP_E_CLIENT_TIMEOUT (at most io_timeout_ms): no byte of its
+                                 answer, none of ours leaving the send queue (lns_net.h: a slow
+                                 link still taking our data is alive).  Not the wait for a
+                                 SEND's answer, which the depot gives after its whole copy.
+                                 Default 0: io_timeout_ms */
     int server_timeout_s;     /* srv_timeout sent in requests; default 60 */
     int max_idle_per_depot;   /* pooled idle connections kept per depot; default 8, 0 = no pooling */
     int max_idle_s;           /* pooled connections idle longer than this are not reused, and a

@@ -92,7 +92,7 @@ static int read_reply_line(ibp_client_t *c, ibp_conn_t *conn, int wait_ms, ibp_r
     char *line;
     size_t len;
     int rc = lns_rbuf_readline(&conn->rb, &line, &len, IBP_MAX_LINE, wait_ms,
-                               c->o.io_timeout_ms, INT64_MAX);
+                               c->idle_ms, INT64_MAX);
     *early = 0;
     if (rc == 0) {
         *early = 1;
@@ -127,7 +127,7 @@ static int read_until_nul(ibp_client_t *c, ibp_conn_t *conn, int wait_ms, ibp_re
         if (n == sizeof rep->line - 1)
             return IBP_E_BAD_FORMAT;
         ssize_t r = lns_read_some(conn->fd, rep->line + n, sizeof rep->line - 1 - n,
-                                  n == 0 ? wait_ms : c->o.io_timeout_ms, INT64_MAX);
+                                  n == 0 ? wait_ms : c->idle_ms, INT64_MAX);
         if (r == 0)
             break;
         if (r < 0) {
@@ -153,7 +153,7 @@ static int call_once(ibp_client_t *c, ibp_conn_t *conn, const char *req, size_t 
     int rc;
     *early = 0;
     rep->status = 0;
-    if (lns_write_full(conn->fd, req, len, 0, c->o.io_timeout_ms, INT64_MAX) < 0) {
+    if (lns_write_full(conn->fd, req, len, 0, c->idle_ms, INT64_MAX) < 0) {
         int e = errno;
         *early = e == EPIPE || e == ECONNRESET;
         return ibp_sock_err(e, 1);
@@ -229,7 +229,7 @@ int ibp_call_begin_intr(ibp_client_t *c, const char *host, int port, ibp_vsel_t 
 {
     int rc, early = 0, retry, again = 0;
     if (reply_wait_ms < 0)
-        reply_wait_ms = c->o.io_timeout_ms;
+        reply_wait_ms = c->idle_ms;
     for (int attempt = 0; attempt < 2; attempt++) {
         ibp_conn_t *conn;
         rc = ibp_pool_get(c->pool, host, port, attempt == 0, c->o.connect_timeout_ms, intr,
@@ -286,7 +286,7 @@ int ibp_call_begin(ibp_client_t *c, const char *host, int port, ibp_vsel_t *vs, 
 int ibp_call_line(ibp_client_t *c, ibp_conn_t *conn, ibp_reply_t *rep)
 {
     int early;
-    int rc = read_reply_line(c, conn, c->o.io_timeout_ms, rep, &early);
+    int rc = read_reply_line(c, conn, c->idle_ms, rep, &early);
     if (rc != IBP_OK)
         ibp_conn_close(conn);
     return rc;

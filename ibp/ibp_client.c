@@ -20,6 +20,7 @@ void ibp_client_opts_init(ibp_client_opts_t *o)
     o->version = -1;
     o->connect_timeout_ms = 5000;
     o->io_timeout_ms = 60000;
+    o->stall_ms = 0;
     o->server_timeout_s = 60;
     o->max_idle_per_depot = 8;
     o->max_idle_s = 30;
@@ -42,6 +43,8 @@ ibp_client_t *ibp_client_new(const ibp_client_opts_t *opts)
         c->o.io_timeout_ms = d.io_timeout_ms;
     if (c->o.server_timeout_s <= 0)
         c->o.server_timeout_s = d.server_timeout_s;
+    c->idle_ms = c->o.stall_ms > 0 && c->o.stall_ms < c->o.io_timeout_ms ? c->o.stall_ms
+                                                                        : c->o.io_timeout_ms;
     if (c->o.max_idle_per_depot < 0)
         c->o.max_idle_per_depot = 0;
     if (c->o.max_idle_s < 0)
@@ -388,7 +391,7 @@ static int finish_status_v1(ibp_client_t *c, ibp_conn_t *conn, ibp_reply_t *rep,
         char *f[64];
         int nf;
         if (n >= sizeof rep->line ||
-            lns_rbuf_read(&conn->rb, rep->line, (size_t)n, c->o.io_timeout_ms, INT64_MAX) < 0) {
+            lns_rbuf_read(&conn->rb, rep->line, (size_t)n, c->idle_ms, INT64_MAX) < 0) {
             ibp_conn_close(conn);
             return n >= sizeof rep->line ? IBP_E_BAD_FORMAT : ibp_sock_err(errno, 0);
         }

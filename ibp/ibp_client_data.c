@@ -38,7 +38,7 @@ typedef struct data_src {
 /* Send len bytes of src on the socket.  IBP_OK or an error. */
 static int send_data(ibp_client_t *c, ibp_conn_t *conn, const data_src_t *src, uint64_t len)
 {
-    int io = c->o.io_timeout_ms;
+    int io = c->idle_ms;
     if (len == 0)
         return IBP_OK;
     if (len > SIZE_MAX)
@@ -282,7 +282,7 @@ int ibp_load(ibp_client_t *c, const char *rcap, uint64_t offset, uint64_t len, v
         return IBP_E_INV_PAR_SIZE;
     if ((rc = load_begin(c, rcap, offset, len, NULL, &conn)) != IBP_OK)
         return rc;
-    if (len > 0 && lns_rbuf_read(&conn->rb, buf, (size_t)len, c->o.io_timeout_ms, INT64_MAX) < 0) {
+    if (len > 0 && lns_rbuf_read(&conn->rb, buf, (size_t)len, c->idle_ms, INT64_MAX) < 0) {
         rc = ibp_sock_err(errno, 0);
         ibp_conn_close(conn);
         return rc;
@@ -331,7 +331,7 @@ int ibp_loader_read(ibp_loader_t *l, void *buf, size_t n)
         return IBP_E_SOCK_READ;
     if (n > l->left || (!buf && n > 0))
         return IBP_E_INV_PAR_SIZE;
-    if (n > 0 && lns_rbuf_read(&l->conn->rb, buf, n, l->c->o.io_timeout_ms, INT64_MAX) < 0) {
+    if (n > 0 && lns_rbuf_read(&l->conn->rb, buf, n, l->c->idle_ms, INT64_MAX) < 0) {
         l->failed = 1;
         return ibp_sock_err(errno, 0);
     }
@@ -380,7 +380,7 @@ int ibp_load_fd(ibp_client_t *c, const char *rcap, uint64_t offset, uint64_t len
         size_t want = len < cap ? (size_t)len : cap;
         size_t got = lns_rbuf_take(&conn->rb, chunk, want);
         if (got == 0) {
-            ssize_t r = lns_read_some(conn->fd, chunk, want, c->o.io_timeout_ms, INT64_MAX);
+            ssize_t r = lns_read_some(conn->fd, chunk, want, c->idle_ms, INT64_MAX);
             if (r <= 0) {
                 rc = r == 0 ? IBP_E_SOCK_READ : ibp_sock_err(errno, 0);
                 break;

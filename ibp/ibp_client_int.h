@@ -40,6 +40,8 @@ typedef struct ibp_vtab ibp_vtab_t;
 
 struct ibp_client {
     ibp_client_opts_t o;   /* o.version: -1 detect per depot, 0 or 1 always that */
+    int idle_ms;           /* what a wait inside an exchange allows: o.stall_ms or, without
+                              one, o.io_timeout_ms */
     ibp_pool_t *pool;
     ibp_vtab_t *versions;  /* what detection learned, per depot */
 };

@@ -131,6 +131,12 @@ typedef void (*lors_event_fn)(void *arg, const lors_event_t *ev);
 
 #define LORS_DEFAULT_BLOCKSIZE (5 * 1024 * 1024)
 #define LORS_DEFAULT_CHECKSUM_BLOCKSIZE (1024 * 1024)
+/* How long a depot may show no life inside a call of upload, augment, refresh, trim, probe
+ * and discard (no byte of an answer, none of ours leaving the socket's send queue) before the
+ * call fails as IBP_E_CLIENT_TIMEOUT and the work moves on (libibp's stall_ms): a stopped
+ * depot accepts connections into its kernel backlog and then says nothing, and must not hold
+ * a program for its whole timeout.  A link that is slow but moving never counts. */
+#define LORS_STALL_MS 5000
 
 typedef struct lors_upload_opts {
     const lors_depot_t *depots; /* where to store, in order of preference */

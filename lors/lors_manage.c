@@ -46,9 +46,10 @@ ibp_client_t *lors__client(int timeout_s, int threads)
      * program can ask for) is as long as it can wait, never an overflow */
     int ms = timeout_s > INT_MAX / 1000 ? INT_MAX : timeout_s * 1000;
     co.io_timeout_ms = ms;
+    co.stall_ms = LORS_STALL_MS < ms ? LORS_STALL_MS : ms;
     co.server_timeout_s = timeout_s;
-    if (co.connect_timeout_ms > ms)
-        co.connect_timeout_ms = ms;
+    if (co.connect_timeout_ms > co.stall_ms)
+        co.connect_timeout_ms = co.stall_ms;
     if (co.max_idle_per_depot < threads)
         co.max_idle_per_depot = threads;
     return ibp_client_new(&co);

@@ -31,7 +31,8 @@ int lors__map_set_alloc(xnd_mapping_t *m, int64_t start, int64_t end, const ibp_
 const char *lors__store_opts_problem(const lors_upload_opts_t *o);
 
 /* A pooled client for `threads` parallel calls, each bounded by timeout_s (below 1: 30 s; its
- * milliseconds saturate at INT_MAX, about 24.8 days).  NULL: no memory. */
+ * milliseconds saturate at INT_MAX, about 24.8 days) and by LORS_STALL_MS without progress
+ * (connects too).  NULL: no memory. */
 ibp_client_t *lors__client(int timeout_s, int threads);
 
 /* Run fn(arg, i) for every i in [0, n), on up to min(threads, n) threads, the calling one

@@ -300,6 +300,14 @@ void *lors__up_worker(void *arg)
             continue;
         }
         frag_t *f = s->f;
+        if (!s->allocated && u->bad[s->depot]) {
+            /* placed before its depot failed another copy: no need to wait for it again */
+            int d = lors__up_choose_depot(u, s);
+            if (d >= 0) {
+                s->depot = d;
+                u->load[d]++;
+            }
+        }
         s->busy = 1;
         if (!s->allocated) {
             int64_t alen = f->alloc_len;

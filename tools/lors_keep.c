@@ -635,6 +635,9 @@ int main(int argc, char **argv)
     ibp_client_opts_t io;
     ibp_client_opts_init(&io);
     io.connect_timeout_ms = io.io_timeout_ms = (int)(f.c.timeout * 1000);
+    io.stall_ms = LORS_STALL_MS; /* as the engines' calls: a stopped depot holds no round */
+    if (io.connect_timeout_ms > LORS_STALL_MS)
+        io.connect_timeout_ms = LORS_STALL_MS;
     if (!(c.ibp = ibp_client_new(&io))) {
         code = TOOL_EXIT_INTERNAL;
         goto done;

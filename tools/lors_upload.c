@@ -559,7 +559,10 @@ int main(int argc, char **argv)
     lrc = lors_upload_fd(&o, in, length, name, &x, &rep);
     tool_progress_finish(feed.bar); /* end the bar's line before any message */
     feed.bar = NULL;
-    if (!f.c.quiet)
+    /* the failed depots once: when copies ended up on fewer depots than asked, the warning
+     * after the save names them, with what that cost */
+    if (!f.c.quiet && !(lrc == LORS_OK && !o.ec_k &&
+                        tool_spread_short(x, o.copies, o.depots, o.ndepots)))
         tool_print_issues(TOOL, &rep, 0);
     if (lrc == LORS_E_STOPPED) {
         after_failure(&o, &rep, length, x, out, replace, 1);

@@ -264,8 +264,10 @@ int tool_files_open(const char *tool, tool_files_t *tf, char **paths, int npaths
                     const char *key_file);
 void tool_files_close(tool_files_t *tf);
 
-/* One line on stderr per issue an upload (pieces 0: "fragment F copy C") or an augment
- * (pieces 1: "piece P") worked around, or could not. */
+/* One line on stderr per depot that failed an upload (pieces 0: copies) or an augment
+ * (pieces 1: pieces): its first failure and where its copies went ("fragment F copy C" when
+ * it was one, else their number), or that no depot was left for them; one line per relayed
+ * SEND. */
 void tool_print_issues(const char *tool, const lors_report_t *rep, int pieces);
 
 /* After an upload: when some bytes have copies on fewer distinct depots than asked (copies,
@@ -275,6 +277,8 @@ void tool_print_issues(const char *tool, const lors_report_t *rep, int pieces);
  * summed up.  Returns 1 if it printed it, else 0. */
 int tool_print_spread(const char *tool, xnd_t *x, int copies, const lors_depot_t *depots,
                       size_t ndepots, const lors_report_t *rep);
+/* 1 if tool_print_spread would print its warning (which names the failed depots itself). */
+int tool_spread_short(xnd_t *x, int copies, const lors_depot_t *depots, size_t ndepots);
 
 /* The download's one warning line when it had to work around failed copies (lost
  * redundancy; the data is right): "<tool>: warning: depot D failed (why); bytes A-B had L of C

@@ -308,30 +308,94 @@ tool_depot_name_t *tool_mapping_depots(const char *tool, const xnd_t *x)
     return where;
 }
 
+static int same_depot(const lors_depot_t *a, const lors_depot_t *b)
+{
+    return a->port == b->port && strcmp(a->host, b->host) == 0 && strcmp(a->rid, b->rid) == 0;
+}
+
+/* The issue failed on depot d (a relay is the SEND's, not a depot's failure). */
+static int failed_on(const lors_issue_t *is, const lors_depot_t *d)
+{
+    return !is->relayed && same_depot(&is->depot, d);
+}
+
+/* "D1", "D1 and D2", "D1, D2, D3 and 2 more": where the copies that failed on d went. */
+static void moved_targets(const lors_report_t *rep, const lors_depot_t *d, char *buf,
+                          size_t size)
+{
+    size_t named = 0, more = 0, n = 0;
+    const lors_depot_t *names[3];
+    for (size_t i = 0; i < rep->nissues; i++) {
+        const lors_issue_t *is = &rep->issues[i];
+        if (!is->moved || !failed_on(is, d))
+            continue;
+        size_t j = 0;
+        while (j < i && !(rep->issues[j].moved && failed_on(&rep->issues[j], d) &&
+                          same_depot(&rep->issues[j].moved_to, &is->moved_to)))
+            j++;
+        if (j < i)
+            continue;
+        if (named < 3)
+            names[named++] = &is->moved_to;
+        else
+            more++;
+    }
+    buf[0] = '\0';
+    for (size_t k = 0; k < named && n < size; k++) {
+        char name[IBP_MAX_HOST + IBP_MAX_RID + 16];
+        lors_depot_format(names[k], name, sizeof name);
+        n += (size_t)snprintf(buf + n, size - n, "%s%s",
+                              k == 0 ? "" : k + 1 == named && !more ? " and " : ", ", name);
+    }
+    if (more && n < size)
+        snprintf(buf + n, size - n, " and %zu more", more);
+}
+
 void tool_print_issues(const char *tool, const lors_report_t *rep, int pieces)
 {
     for (size_t i = 0; i < rep->nissues; i++) {
         const lors_issue_t *is = &rep->issues[i];
-        char from[IBP_MAX_HOST + IBP_MAX_RID + 16], to[IBP_MAX_HOST + IBP_MAX_RID + 16];
-        char what[64];
+        char from[IBP_MAX_HOST + IBP_MAX_RID + 16], to[4 * (IBP_MAX_HOST + IBP_MAX_RID + 16)];
+        char what[96];
         lors_depot_format(&is->depot, from, sizeof from);
-        lors_depot_format(&is->moved_to, to, sizeof to);
-        if (pieces)
-            snprintf(what, sizeof what, "piece %d", is->fragment);
-        else
-            snprintf(what, sizeof what, "fragment %d copy %d", is->fragment, is->copy);
         long long a = (long long)is->offset, b = (long long)(is->offset + is->length - 1);
-        if (is->relayed)
-            tool_error(tool, "%s (bytes %lld-%lld): %s from %s to %s failed (%s); relayed "
-                       "through this client", what, a, b, is->op, from, to,
-                       ibp_strerror(is->ibp_err));
-        else if (is->moved)
-            tool_error(tool, "%s (bytes %lld-%lld): %s on %s failed (%s); %s %s%s", what, a, b,
-                       is->op, from, ibp_strerror(is->ibp_err),
-                       pieces ? "the copy went to" : "stored on", to, pieces ? "" : " instead");
+        if (pieces)
+            snprintf(what, sizeof what, "piece %d (bytes %lld-%lld)", is->fragment, a, b);
         else
-            tool_error(tool, "%s (bytes %lld-%lld): %s on %s failed (%s); no depot left for it",
-                       what, a, b, is->op, from, ibp_strerror(is->ibp_err));
+            snprintf(what, sizeof what, "fragment %d copy %d (bytes %lld-%lld)", is->fragment,
+                     is->copy, a, b);
+        if (is->relayed) {
+            lors_depot_format(&is->moved_to, to, sizeof to);
+            tool_error(tool, "%s: %s from %s to %s failed (%s); relayed through this client",
+                       what, is->op, from, to, ibp_strerror(is->ibp_err));
+            continue;
+        }
+        /* one line per failed depot, however many copies it failed: its first failure, and
+         * where they all went */
+        size_t j = 0, moved = 0, stuck = 0;
+        while (j < i && !failed_on(&rep->issues[j], &is->depot))
+            j++;
+        if (j < i)
+            continue;
+        for (size_t k = i; k < rep->nissues; k++)
+            if (failed_on(&rep->issues[k], &is->depot)) {
+                moved += rep->issues[k].moved != 0;
+                stuck += rep->issues[k].moved == 0;
+            }
+        if (moved + stuck > 1)
+            snprintf(what, sizeof what, "%zu %s", moved + stuck, pieces ? "pieces" : "copies");
+        moved_targets(rep, &is->depot, to, sizeof to);
+        if (moved && stuck)
+            tool_error(tool, "depot %s failed (%s: %s); of %s, %zu %s %s, %zu found no depot",
+                       from, is->op, ibp_strerror(is->ibp_err), what, moved,
+                       pieces ? "went to" : "were stored on", to, stuck);
+        else if (moved)
+            tool_error(tool, "depot %s failed (%s: %s); %s %s %s%s", from, is->op,
+                       ibp_strerror(is->ibp_err), what, pieces ? "went to" : "stored on", to,
+                       pieces ? "" : " instead");
+        else
+            tool_error(tool, "depot %s failed (%s: %s); no depot left for %s", from, is->op,
+                       ibp_strerror(is->ibp_err), what);
     }
 }
 
@@ -346,11 +410,6 @@ static int distinct_names(tool_depot_name_t *names, size_t n)
         d += j == i;
     }
     return d;
-}
-
-static int same_depot(const lors_depot_t *a, const lors_depot_t *b)
-{
-    return a->port == b->port && strcmp(a->host, b->host) == 0 && strcmp(a->rid, b->rid) == 0;
 }
 
 /* "depot D failed (OP: why); " or "depots D1 (OP: why), D2 (...) and K more failed; " from
@@ -388,9 +447,20 @@ static void failed_depots(const lors_report_t *rep, char *buf, size_t size)
         snprintf(buf + n, size - n, " failed; ");
 }
 
-int tool_print_spread(const char *tool, xnd_t *x, int copies, const lors_depot_t *depots,
-                      size_t ndepots, const lors_report_t *rep)
+/* The bytes of x on fewer distinct depots than asked (copies, or as many as the list names):
+ * the first such range [*first_off, *first_end) on *first_n depots, how many ranges and bytes
+ * in all, and the count wanted.  0 when there are none. */
+typedef struct spread {
+    int64_t first_off, first_end, all;
+    int first_n, want;
+    size_t nranges;
+} spread_t;
+
+static int spread_scan(xnd_t *x, int copies, const lors_depot_t *depots, size_t ndepots,
+                       spread_t *sp)
 {
+    memset(sp, 0, sizeof *sp);
+    sp->first_off = sp->first_end = -1;
     tool_depot_name_t *names = calloc(ndepots ? ndepots : 1, sizeof *names);
     if (!names)
         return 0;
@@ -400,6 +470,7 @@ int tool_print_spread(const char *tool, xnd_t *x, int copies, const lors_depot_t
     free(names);
     if (copies < want)
         want = copies;
+    sp->want = want;
     size_t nm = 0;
     xnd_mapping_t *const *m = xnd_sorted(x, &nm);
     tool_depot_name_t *g = calloc(nm ? nm : 1, sizeof *g);
@@ -407,9 +478,6 @@ int tool_print_spread(const char *tool, xnd_t *x, int copies, const lors_depot_t
         free(g);
         return 0;
     }
-    int64_t first_off = -1, first_end = -1, all = 0;
-    int first_n = 0;
-    size_t nranges = 0;
     for (size_t i = 0; i < nm;) {
         size_t j = i;
         while (j < nm && m[j]->exnode_offset == m[i]->exnode_offset &&
@@ -420,29 +488,42 @@ int tool_print_spread(const char *tool, xnd_t *x, int copies, const lors_depot_t
         int n = distinct_names(g, j - i);
         int64_t off = m[i]->exnode_offset, end = off + m[i]->logical_length;
         if (n < want) {
-            all += end - off;
-            if (first_off < 0) {
-                first_off = off, first_end = end, first_n = n, nranges = 1;
-            } else if (nranges == 1 && off == first_end && n == first_n) {
-                first_end = end;
-            } else if (off != first_end || n != first_n || nranges > 1) {
-                nranges++;
+            sp->all += end - off;
+            if (sp->first_off < 0) {
+                sp->first_off = off, sp->first_end = end, sp->first_n = n, sp->nranges = 1;
+            } else if (sp->nranges == 1 && off == sp->first_end && n == sp->first_n) {
+                sp->first_end = end;
+            } else if (off != sp->first_end || n != sp->first_n || sp->nranges > 1) {
+                sp->nranges++;
             }
         }
         i = j;
     }
     free(g);
-    if (first_off < 0)
+    return sp->first_off >= 0;
+}
+
+int tool_spread_short(xnd_t *x, int copies, const lors_depot_t *depots, size_t ndepots)
+{
+    spread_t sp;
+    return spread_scan(x, copies, depots, ndepots, &sp);
+}
+
+int tool_print_spread(const char *tool, xnd_t *x, int copies, const lors_depot_t *depots,
+                      size_t ndepots, const lors_report_t *rep)
+{
+    spread_t sp;
+    if (!spread_scan(x, copies, depots, ndepots, &sp))
         return 0;
     char failed[1024], more[160] = "";
     failed_depots(rep, failed, sizeof failed);
-    if (nranges > 1)
+    if (sp.nranges > 1)
         snprintf(more, sizeof more, ", and %zu more range%s below %d (%lld bytes in all)",
-                 nranges - 1, nranges == 2 ? "" : "s", want, (long long)all);
+                 sp.nranges - 1, sp.nranges == 2 ? "" : "s", sp.want, (long long)sp.all);
     tool_error(tool, "warning: %sbytes %lld-%lld have copies on %d depot%s, not %d%s; "
                "lors_augment can add copies", failed,
-               (long long)first_off, (long long)(first_end - 1), first_n,
-               first_n == 1 ? "" : "s", want, more);
+               (long long)sp.first_off, (long long)(sp.first_end - 1), sp.first_n,
+               sp.first_n == 1 ? "" : "s", sp.want, more);
     return 1;
 }
 

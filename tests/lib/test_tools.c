@@ -56,9 +56,13 @@ CU_pSuite tt_add_suite(tt_env_t *t, const char *name, int n, const lns_test_case
 
 void tt_revive(tt_env_t *t)
 {
-    for (int i = 0; i < t->n; i++)
-        if (t->dep[i].pid == 0)
+    for (int i = 0; i < t->n; i++) {
+        if (t->dep[i].pid == 0) {
             CU_ASSERT_EQUAL(td_restart(&t->dep[i]), 0);
+        } else {
+            kill(t->dep[i].pid, SIGCONT); /* one an earlier test stopped */
+        }
+    }
 }
 
 static void tt_collect(tt_env_t *t)

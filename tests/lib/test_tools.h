@@ -46,7 +46,8 @@ CU_pSuite tt_add_suite(tt_env_t *t, const char *name, int n, const lns_test_case
     {                                                                               \
         tt_add_suite((t), (name), (n), (table), sizeof(table) / sizeof((table)[0])); \
     }
-/* Restart the depots an earlier test killed (it may have stopped at a failed assertion). */
+/* Restart the depots an earlier test killed, wake those it stopped with SIGSTOP (it may have
+ * ended at a failed assertion). */
 void tt_revive(tt_env_t *t);
 
 /* Run bin/<prog> with the NULL-terminated arguments (a NULL argument ends them early); stdin

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -106,6 +107,40 @@ static void test_once_and_dry_run(void)
     tt_revive(&T);
     tt_free_all(&T, rx);
     tt_free_all(&T, ex);
+}
+
+static long long mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A stopped depot (SIGSTOP: the kernel accepts connections into its backlog, nothing ever
+ * answers) holding one copy of each fragment, -T 60s: the pass gives it up after a short
+ * silence, long before -T (each of its calls waited that long before), and makes the copies
+ * again on the third depot. */
+static void test_stopped_depot(void)
+{
+    char rs[4096], rx[4096], st[4200];
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 1500000, 17, 2, 3, tt_dlist(&T, 0, 1, -1), "--no-rc -q",
+                                    rs, rx), 0);
+    snprintf(st, sizeof st, "%s/stopped.db", lns_test_tmpdir());
+    CU_ASSERT_EQUAL_FATAL(lns_test_server_kill(&T.dep[1].srv, SIGSTOP), 0);
+    long long t0 = mono_ms();
+    int rc = tt_sh(&T, "$B/lors_keep --no-rc --state '%s' --depot-list '%s' -T 60s '%s'", st,
+                   tt_dlist(&T, 0, 1, 2, -1), rx);
+    long long took = mono_ms() - t0;
+    kill(T.dep[1].pid, SIGCONT);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT(took < 30000);
+    if (rc != 0 || took >= 30000)
+        fprintf(stderr, "exit %d after %lld ms: %s%s", rc, took, T.out, T.err);
+    CU_ASSERT_EQUAL(maps_on(rx, T.dep[1].port), 0);
+    CU_ASSERT_EQUAL(maps_on(rx, T.dep[2].port), 3);
+    CU_ASSERT_EQUAL(tt_downloads_equal(&T, rx, rs), 1);
+    tt_free_all(&T, rx);
 }
 
 /* Bytes beyond what the policy can reach: exit 11, the range named. */
@@ -544,6 +579,7 @@ static const lns_test_case tests[] = {
     {"a depot leaving by the L-Bone: the keeper moves its data off", test_lbone_leaving},
     {"one pass repairs copies and pieces; a dry run changes nothing", test_once_and_dry_run},
     {"bytes with no survivor: exit 11, the range named, the mapping kept", test_lost_is_loud},
+    {"a stopped depot: given up promptly, its copies made again", test_stopped_depot},
     {"SIGKILL mid-repair: the restart finishes, nothing leaked, the state private",
      test_sigkill_mid_repair},
     {"the daemon keeps files alive across leases and depots", test_daemon_outlives_leases},

@@ -603,6 +603,72 @@ static void test_copies_short(void)
     tt_free_all(&T, lns_test_path("short.xnd"));
 }
 
+static long long mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A stopped depot (SIGSTOP: the kernel still accepts connections into its backlog, nothing
+ * ever answers) among three, -c 2 -T 60s: the upload gives the depot up after a short silence
+ * and puts its copies on the other two, long before -T (a 60 s wait is what it did before),
+ * says so in one line naming the depot, and exits 0: every fragment still has its two copies
+ * on distinct depots.  The exNode downloads whole. */
+static void test_upload_depot_stopped(void)
+{
+    char want[64], needle[32], a[65], b[65];
+    tt_revive(&T);
+    make_file("stop.bin", 3 * MIB + 5, 41);
+    int sport = T.dep[2].port;
+    CU_ASSERT_EQUAL_FATAL(lns_test_server_kill(&T.dep[2].srv, SIGSTOP), 0);
+    long long t0 = mono_ms();
+    int rc = tt_run(&T, NULL, NULL, "lors_upload", "--no-rc", "--depot-list",
+                    tt_dlist(&T, 0, 1, 2, -1), "-d", "10m", "-c", "2", "-T", "60s", "-o",
+                    lns_test_path("stop.xnd"), lns_test_path("stop.bin"), (char *)NULL);
+    long long took = mono_ms() - t0;
+    kill(T.dep[2].pid, SIGCONT);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT(took < 30000);
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+    snprintf(want, sizeof want, "lors_upload: depot 127.0.0.1:%d failed (", sport);
+    CU_ASSERT(strncmp(T.err, want, strlen(want)) == 0);
+    if (rc != 0 || took >= 30000 || tt_count(T.err, "\n") != 1)
+        fprintf(stderr, "exit %d after %lld ms: %s", rc, took, T.err);
+    xnd_t *x = tt_load(lns_test_path("stop.xnd"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    snprintf(needle, sizeof needle, ":%d/", sport);
+    for (size_t i = 0; i < x->nmaps; i++)
+        CU_ASSERT_PTR_NULL(strstr(x->maps[i]->cap[XND_READ], needle));
+    xnd_free(x);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "--quiet", "-o",
+                           lns_test_path("stop.out"), lns_test_path("stop.xnd"), (char *)NULL), 0);
+    sha_file(lns_test_path("stop.bin"), 0, -1, a);
+    sha_file(lns_test_path("stop.out"), 0, -1, b);
+    CU_ASSERT_STRING_EQUAL(a, b);
+    tt_free_all(&T, lns_test_path("stop.xnd"));
+}
+
+/* -c 2 over two depots, one refusing connections: both copies on the survivor.  That is said
+ * once, in the warning that fewer distinct depots than copies remain (naming the failed
+ * depot), not again per copy that moved. */
+static void test_upload_one_of_two_dead(void)
+{
+    char list[128];
+    snprintf(list, sizeof list, "127.0.0.1:%d,127.0.0.1:1", T.dep[0].port);
+    make_file("half.bin", 3 * MIB, 43);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_upload", "--no-rc", "--depot-list", list, "-d",
+                           "10m", "-c", "2", "-o", lns_test_path("half.xnd"),
+                           lns_test_path("half.bin"), (char *)NULL), 10);
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+    CU_ASSERT_EQUAL(tt_count(T.err, "127.0.0.1:1 "), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "lors_upload: warning: depot 127.0.0.1:1 failed ("));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "have copies on 1 depot, not 2"));
+    if (tt_count(T.err, "\n") != 1)
+        fprintf(stderr, "stderr: %s", T.err);
+    tt_free_all(&T, lns_test_path("half.xnd"));
+}
+
 /* Ctrl-C during a download: one line naming the bytes the output holds and -R, then death
  * by SIGINT (a shell's $? is 130).  The second fragment's capability points at a port that
  * accepts and never answers, so the download is stuck after the first fragment's bytes. */
@@ -731,6 +797,8 @@ static const lns_test_case tests[] = {
     {"a depot killed before the download", test_depot_killed},
     {"a lost copy: a warning, exit 0; lors_ls exit 10", test_lost_copy},
     {"upload: copies on fewer depots than asked: a warning, exit 10", test_copies_short},
+    {"upload: a stopped depot is given up quickly, one line", test_upload_depot_stopped},
+    {"upload: -c 2, one of two depots dead: said once", test_upload_one_of_two_dead},
     {"SIGINT: where it stopped, -R resumes", test_interrupt},
     {"refuses to write to a terminal unless -o -", test_terminal},
     {"an exNode of size near INT64_MAX: fails at once", test_huge_size},

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ibp.h"
@@ -157,6 +158,37 @@ static void test_ls_views(void)
     tt_free_all(&T, xnd);
 }
 
+static long long mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A stopped depot (SIGSTOP: connections accepted by the kernel, never answered) under -T 60s:
+ * its mappings are reported dead after a short silence, not after the 60 s it took before;
+ * the others alive, the file one live copy short (exit 10). */
+static void test_ls_stopped_depot(void)
+{
+    char src[4096], xnd[4096];
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 3 << 20, 9, 2, 2, tt_dlist(&T, 2, 3, -1), NULL, src, xnd),
+                          0);
+    CU_ASSERT_EQUAL_FATAL(lns_test_server_kill(&T.dep[3].srv, SIGSTOP), 0);
+    long long t0 = mono_ms();
+    int rc = tt_sh(&T, "$B/lors_ls -T 60s -p '%s'", xnd);
+    long long took = mono_ms() - t0;
+    kill(T.dep[3].pid, SIGCONT);
+    CU_ASSERT_EQUAL(rc, 10);
+    CU_ASSERT(took < 30000);
+    CU_ASSERT_EQUAL(tt_count(T.out, " dead: "), 2);
+    CU_ASSERT_EQUAL(tt_count(T.out, " alive\n"), 2);
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+    if (took >= 30000 || rc != 10)
+        fprintf(stderr, "exit %d after %lld ms\n%s%s", rc, took, T.out, T.err);
+    tt_free_all(&T, xnd);
+}
+
 static void test_ls_expired_and_lost(void)
 {
     char src[4096], xnd[4096];
@@ -275,6 +307,7 @@ static const lns_test_case tests[] = {
     {"--help, --version, usage errors", test_help_version_usage},
     {"ls -p, -l, -h, --json; a killed depot", test_ls_views},
     {"ls: an expired mapping, a lost copy", test_ls_expired_and_lost},
+    {"ls: a stopped depot's mappings dead, promptly", test_ls_stopped_depot},
     {"a malformed exNode: exit 3, nothing written", test_malformed_exnode},
     {"ls escapes control characters from the exNode", test_ls_escapes},
 };

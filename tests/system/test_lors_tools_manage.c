@@ -10,6 +10,7 @@
  */
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -537,6 +538,112 @@ static void test_refresh_dead_depot(void)
     xnd_free(x1);
 }
 
+/* ---- a stopped depot (SIGSTOP: the kernel accepts connections into its backlog, nothing
+ * ever answers) under -T 60s: each tool gives it up after a short silence, long before -T,
+ * which is what each waited before ---- */
+
+static long long mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Stop depot i, run cmd through sh, wake the depot: the exit code, *took its milliseconds. */
+static int run_stopped(int i, long long *took, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int run_stopped(int i, long long *took, const char *fmt, ...)
+{
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    if (lns_test_server_kill(&T.dep[i].srv, SIGSTOP) != 0)
+        return -1;
+    long long t0 = mono_ms();
+    int rc = tt_sh(&T, "%s", cmd);
+    *took = mono_ms() - t0;
+    kill(T.dep[i].pid, SIGCONT);
+    if (*took >= 30000)
+        fprintf(stderr, "%s: exit %d after %lld ms: %s", cmd, rc, *took, T.err);
+    return rc;
+}
+
+/* augment onto a list whose first depot is stopped: the copies go to the other, one line. */
+static void test_augment_stopped(void)
+{
+    char src[4096], xnd[4096], want[96];
+    long long took;
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 3000000, 11, 1, 3, tt_dlist(&T, 4, -1), NULL, src, xnd),
+                          0);
+    CU_ASSERT_EQUAL(run_stopped(1, &took, "$B/lors_augment -T 60s -d 10m --depot-list '%s' '%s'",
+                                tt_dlist(&T, 1, 2, -1), xnd), 0);
+    CU_ASSERT(took < 30000);
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+    snprintf(want, sizeof want, "lors_augment: depot 127.0.0.1:%d failed (", T.dep[1].port);
+    CU_ASSERT(strncmp(T.err, want, strlen(want)) == 0);
+    xnd_t *x = tt_load(xnd);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT_EQUAL(x->nmaps, 6);
+    for (size_t i = 0; i < x->nmaps; i++)
+        CU_ASSERT_NOT_EQUAL(tt_cap_port(x->maps[i]->cap[XND_READ]), T.dep[1].port);
+    xnd_free(x);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[4].srv, SIGKILL), 0);
+    CU_ASSERT(tt_downloads_equal(&T, xnd, src)); /* from the new copies alone */
+    tt_revive(&T);
+    tt_free_all(&T, xnd);
+}
+
+/* refresh: the stopped depot's mapping fails (exit 8, one line naming it), the other is
+ * extended. */
+static void test_refresh_stopped(void)
+{
+    char src[4096], xnd[4096], want[128];
+    long long took;
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 200000, 12, 2, 1, tt_dlist(&T, 0, 4, -1), NULL, src, xnd),
+                          0);
+    xnd_t *x0 = tt_load(xnd);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x0);
+    int stopped = tt_cap_port(x0->maps[0]->cap[XND_READ]) == T.dep[4].port ? 0 : 1;
+    int64_t before = (int64_t)time(NULL);
+    CU_ASSERT_EQUAL(run_stopped(4, &took, "$B/lors_refresh -T 60s -s 40m '%s'", xnd), 8);
+    CU_ASSERT(took < 30000);
+    snprintf(want, sizeof want, "lors_refresh: mapping %d (127.0.0.1:%d", stopped, T.dep[4].port);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, want));
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+    xnd_t *x1 = tt_load(xnd);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x1);
+    CU_ASSERT(x1->maps[1 - stopped]->end.epoch >= before + 2399);
+    CU_ASSERT_EQUAL(x1->maps[stopped]->end.epoch, x0->maps[stopped]->end.epoch);
+    tt_free_all(&T, xnd);
+    xnd_free(x0);
+    xnd_free(x1);
+}
+
+/* trim -u: the stopped depot's mappings count as unreachable and go; the rest downloads. */
+static void test_trim_stopped(void)
+{
+    char src[4096], xnd[4096];
+    long long took;
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 600000, 13, 2, 2, tt_dlist(&T, 3, 4, -1), NULL, src, xnd),
+                          0);
+    CU_ASSERT_EQUAL(run_stopped(4, &took, "$B/lors_trim -T 60s -u '%s'", xnd), 0);
+    CU_ASSERT(took < 30000);
+    CU_ASSERT_EQUAL(T.err[0], 0);
+    xnd_t *x = tt_load(xnd);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT_EQUAL(x->nmaps, 2);
+    for (size_t i = 0; i < x->nmaps; i++)
+        CU_ASSERT_EQUAL(tt_cap_port(x->maps[i]->cap[XND_READ]), T.dep[3].port);
+    xnd_free(x);
+    CU_ASSERT(tt_downloads_equal(&T, xnd, src));
+    tt_free_all(&T, xnd);
+}
+
 /* An exNode whose size is near INT64_MAX (one mapping of 100000 bytes): lors_augment's
  * arithmetic (pieces, room asked of the L-Bone) must not overflow; in the sanitizer build an
  * overflow is an abort.  The copy is made; the L-Bone of a closed port is exit 5. */
@@ -573,6 +680,9 @@ static const lns_test_case tests[] = {
     {"trim refuses the last copy without --force", test_trim_refuses_last_copy},
     {"refresh -s, -d, -a, -m", test_refresh_modes},
     {"refresh with a dead depot: exit 8 naming the mapping", test_refresh_dead_depot},
+    {"augment past a stopped depot, promptly", test_augment_stopped},
+    {"refresh with a stopped depot, promptly", test_refresh_stopped},
+    {"trim -u with a stopped depot, promptly", test_trim_stopped},
 };
 
 TT_MAIN(&T, "lors manage tools", ND, tests)

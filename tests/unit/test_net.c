@@ -1,6 +1,10 @@
 /* test_net.c -- common/lns_net: the read buffer and the timeouts every socket call relies on. */
 #include <CUnit/CUnit.h>
 #include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -130,11 +134,99 @@ static void test_eof(void)
     close(sp[0]);
 }
 
+/* A slow link: a peer that takes SLOW_STEP bytes every SLOW_MS, then answers "ok\n". */
+#define SLOW_TOTAL (400 * 1024)
+#define SLOW_STEP (16 * 1024)
+#define SLOW_MS 50
+
+typedef struct slow_peer {
+    int fd;
+    int answer;
+} slow_peer_t;
+
+static void *slow_reader(void *arg)
+{
+    slow_peer_t *p = arg;
+    char *buf = malloc(SLOW_STEP);
+    size_t got = 0;
+    while (buf && got < SLOW_TOTAL) {
+        lns_test_sleep_ms(SLOW_MS);
+        ssize_t r = read(p->fd, buf, SLOW_STEP);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    if (p->answer && got == SLOW_TOTAL && write(p->fd, "ok\n", 3) != 3)
+        got = 0;
+    free(buf);
+    return NULL;
+}
+
+/* A TCP connection over loopback: *cli (non-blocking, a big send buffer) and *srv (blocking,
+ * a small receive buffer, so that most of what is sent waits in cli's send queue). */
+static int tcp_pair(int *cli, int *srv)
+{
+    int port = 0, small = 16 * 1024, big = 1 << 20;
+    int l = lns_listen("127.0.0.1", 0, 4, &port, NULL, 0);
+    if (l < 0)
+        return -1;
+    setsockopt(l, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    *cli = lns_connect("127.0.0.1", port, 2000);
+    if (*cli >= 0)
+        setsockopt(*cli, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+    if (*cli >= 0 && lns_wait(l, POLLIN, 2000, INT64_MAX) == 0)
+        *srv = accept(l, NULL, NULL);
+    else
+        *srv = -1;
+    close(l);
+    return *cli >= 0 && *srv >= 0 ? 0 : -1;
+}
+
+/* The wait for an answer behind our bytes still crossing a slow link counts from when they
+ * stop leaving, not from our last write: a 300 ms idle wait outlasts the 1.2 s the link takes
+ * to carry them.  A peer that takes nothing more (stopped) is given up after the idle time. */
+static void test_idle_counts_draining(void)
+{
+    int cli, srv;
+    char *data = calloc(1, SLOW_TOTAL), buf[8];
+    CU_ASSERT_FATAL(data != NULL);
+    CU_ASSERT_FATAL(tcp_pair(&cli, &srv) == 0);
+    slow_peer_t p = {srv, 1};
+    pthread_t th;
+    CU_ASSERT_FATAL(pthread_create(&th, NULL, slow_reader, &p) == 0);
+    int64_t t0 = lns_mono_ms();
+    CU_ASSERT_EQUAL(lns_write_full(cli, data, SLOW_TOTAL, 0, 300, INT64_MAX), 0);
+    errno = 0;
+    CU_ASSERT_EQUAL(lns_read_full(cli, buf, 3, 300, INT64_MAX), 0);
+    int64_t took = lns_mono_ms() - t0;
+    CU_ASSERT(took > 300); /* the bytes did take longer than one idle wait */
+    if (took <= 300)
+        fprintf(stderr, "answer after %lld ms\n", (long long)took);
+    pthread_join(th, NULL);
+    close(cli);
+    close(srv);
+
+    /* a peer that reads nothing: the write fills the queues, then nothing moves */
+    CU_ASSERT_FATAL(tcp_pair(&cli, &srv) == 0);
+    t0 = lns_mono_ms();
+    int w = 0;
+    for (int i = 0; i < 64 && w == 0; i++)
+        w = lns_write_full(cli, data, SLOW_TOTAL, 0, 300, INT64_MAX);
+    CU_ASSERT_EQUAL(w, -1);
+    CU_ASSERT_EQUAL(errno, ETIMEDOUT);
+    took = lns_mono_ms() - t0;
+    CU_ASSERT(took < 5000);
+    close(cli);
+    close(srv);
+    free(data);
+}
+
 static const lns_test_case tests[] = {
     {"lines and buffered data", test_lines},
     {"overlong line without newline", test_no_newline_overflow},
     {"timeouts", test_timeouts},
     {"early EOF", test_eof},
+    {"an idle wait counts our bytes leaving as progress", test_idle_counts_draining},
 };
 
 LNS_TEST_MAIN_WITH("lns_net", setup, teardown, tests)
