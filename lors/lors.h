@@ -837,6 +837,14 @@ void lors_keep_report_free(lors_keep_report_t *r);
 int lors_lease_extend(xnd_t *x, const unsigned char *select, int64_t duration_s,
                       int64_t provisional_s, int threads, int timeout_s, int *failed);
 
+/* Whether the leases of x's bytes [off, off+len) (len -1: to the end of the exNode; offsets
+ * of the mappings, so stored bytes) are over by the exNode's account: 1 when every mapping
+ * holding some of them has an end at or before now, with *last the latest of those ends (the
+ * moment the last copy expired); 0 when some mapping has no known end or is still within its
+ * lease, or none holds those bytes.  What lors_download and lors_refresh say instead of
+ * naming each copy that failed. */
+int lors_leases_expired(const xnd_t *x, int64_t off, int64_t len, int64_t now, int64_t *last);
+
 /* One pass over x: probe every mapping; refresh (to the depot's maximum) each live one that
  * ends within o->margin_s; where some byte (stripe) has fewer than min_live live copies
  * (pieces), bring it back to the target on o->depots -- copies by IBP SEND from a survivor

@@ -1137,6 +1137,8 @@ static int download(const lors_download_opts_t *o, const xnd_t *x, const lors__e
     pthread_sigmask(SIG_SETMASK, &old_set, NULL);
 
     lors__dl_fill_report(&dl, t0);
+    if (rc == LORS_E_NO_REPLICA && report)
+        lors__dl_note_expired(x, ec != NULL, report);
     int64_t prefix = 0; /* in place: the bytes from the range's start all written */
     if (dl.s) {
         uint32_t p = lors_sched_prefix(dl.s);

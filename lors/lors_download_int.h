@@ -130,6 +130,11 @@ int lors__dl_sched_new(dl_t *dl);
 /* The end of the call (lors_download_report.c): time, blocks, buffers, per-depot statistics,
  * and the bytes served below their copy count, into dl->rep (if any). */
 void lors__dl_fill_report(dl_t *dl, uint64_t t0);
+/* A download that failed for bytes with no replica, LORS_E_NO_REPLICA, because the leases of
+ * x (the whole file, or of those bytes) ended by the exNode's account: rep's error says that
+ * and when, not which copies failed.  ec: an erasure-coded file, whose mappings' offsets are
+ * not the file's bytes (only the whole file is judged). */
+void lors__dl_note_expired(const xnd_t *x, int ec, lors_dl_report_t *rep);
 /* The worker streams to run: o->threads, or the automatic count for ndepots depots. */
 int lors__dl_streams(const lors_download_opts_t *o, int ndepots);
 /* Where a fetch of block b from mapping k reads: aoff and len in the allocation (the block,

@@ -6,7 +6,8 @@
  * mappings' starts and ends to list the bytes with fewer working copies than mappings.  A
  * mapping counts as lost when its own latest fetch failed, when it ever returned bad data, or
  * when its depot's latest fetch failed: a depot that refused its last connection is not asked
- * again for its other mappings, so they are known only through it.
+ * again for its other mappings, so they are known only through it.  Bytes with no copy left
+ * because their leases ended are said to have expired, and when, not that copies failed.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 
 #include "lors_download_int.h"
 #include "lors_manage_int.h"
+#include "lors_report.h"
 #include "lns_array.h"
 #include "lns_time.h"
 
@@ -161,4 +163,20 @@ void lors__dl_fill_report(dl_t *dl, uint64_t t0)
         depot_failed(dl, d, o->failed, sizeof o->failed);
     }
     degraded(dl, r->offset, r->offset + r->length);
+}
+
+void lors__dl_note_expired(const xnd_t *x, int ec, lors_dl_report_t *rep)
+{
+    int64_t last, now = lns_now_s();
+    char when[32];
+    if (lors_leases_expired(x, 0, -1, now, &last)) {
+        xnd_time_format(last, when, sizeof when);
+        lors__report_error(rep, "the file's leases expired at %s UTC", when);
+    } else if (!ec && rep->missing_len > 0 &&
+               lors_leases_expired(x, rep->missing_off, rep->missing_len, now, &last)) {
+        xnd_time_format(last, when, sizeof when);
+        lors__report_error(rep, "bytes %lld-%lld: the leases of all their copies expired, the "
+                           "last at %s UTC", (long long)rep->missing_off,
+                           (long long)(rep->missing_off + rep->missing_len - 1), when);
+    }
 }

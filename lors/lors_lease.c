@@ -1,6 +1,7 @@
 /* lors_lease.c -- provisional leases: the first lease of a new allocation, the keep-alive of
  * a call's allocations while it runs, and their extension to the duration asked once the
- * exNode that names them is safe (lors_lease_int.h has the idea).
+ * exNode that names them is safe (lors_lease_int.h has the idea); and whether a file's
+ * leases are over.
  *
  * The keep-alive is one thread per call with its own client: every third of the provisional
  * lease it CHNGes each allocation to the provisional lease from now, so an allocation made at
@@ -9,6 +10,7 @@
  * one whose depot does not answer is tried again next time (its copy has failed or will).
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -149,4 +151,26 @@ int lors_lease_extend(xnd_t *x, const unsigned char *select, int64_t duration_s,
     if (failed)
         *failed = nf;
     return rc;
+}
+
+int lors_leases_expired(const xnd_t *x, int64_t off, int64_t len, int64_t now, int64_t *last)
+{
+    int64_t end = len < 0 ? INT64_MAX : off + len, latest = INT64_MIN;
+    if (!x)
+        return 0;
+    for (size_t i = 0; i < x->nmaps; i++) {
+        const xnd_mapping_t *m = x->maps[i];
+        if (m->logical_length <= 0 || m->exnode_offset >= end ||
+            m->exnode_offset + m->logical_length <= off)
+            continue;
+        if (m->end.epoch == XND_TIME_UNKNOWN || m->end.epoch > now)
+            return 0;
+        if (m->end.epoch > latest)
+            latest = m->end.epoch;
+    }
+    if (latest == INT64_MIN)
+        return 0;
+    if (last)
+        *last = latest;
+    return 1;
 }

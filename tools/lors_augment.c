@@ -254,7 +254,7 @@ static int convert(settings_t *f, const char *path, const char *out, int replace
         tool_events_printf(feed.es, "BEGIN", "op=convert exnode=%s from=%s to=%s", file,
                            ec.present ? "ec" : "copies", co.up.ec_k ? "ec" : "copies");
     }
-    co.up.stop = tool_stop_install(TOOL);
+    co.up.stop = tool_stop_install(TOOL, NULL);
     int lrc = lors_convert(&co, x, &nx, &rep);
     tool_progress_finish(feed.bar);
     feed.bar = NULL;
@@ -362,7 +362,7 @@ int main(int argc, char **argv)
     tool_feed_attach(&feed, &ao.up.on_event, &ao.up.event_arg);
     begin_line(feed.es, path, x, &ao);
 
-    ao.up.stop = tool_stop_install(TOOL);
+    ao.up.stop = tool_stop_install(TOOL, NULL);
     /* the new mappings alone, also without -n: what to free if the exNode cannot be written */
     lrc = lors_augment(&ao, x, &added, &rep);
     tool_progress_finish(feed.bar); /* end the bar's line before any message */

@@ -7,15 +7,15 @@
  * not match and downloads only the rest; once the range is all there, what an older, longer
  * file left after it is cut, so OUT ends as the range exactly.  A file whose every mapping
  * has checksums is written in place (each block at its offset as soon as it is checked, in
- * any order, so a slow depot's block holds nothing up); a run that fails is cut back to the
- * prefix it holds in full, and one that is killed leaves holes that -R finds by those
- * checksums.  The exNode is read before the output is opened, so a bad exNode leaves no empty
- * output file behind.
+ * any order, so a slow depot's block holds nothing up), and its control file OUT.lnsdl
+ * records which blocks are there: saved now and then on the way, and with exactly the bytes
+ * written when the run fails or is interrupted (lors_download_ctl.c).  The exNode is read
+ * before the output is opened, so a bad exNode leaves no empty output file behind.
  *
  * What the user must hear even from a run that worked: a copy that failed on the way (lost
  * redundancy: one line, kept under --quiet, as rsync keeps its warnings under -q), and on
- * Ctrl-C which bytes the output holds.  Binary data is not written to a terminal unless -o -
- * asks for it, as curl refuses.
+ * Ctrl-C which bytes the output holds, as its record says.  Binary data is not written to a
+ * terminal unless -o - asks for it, as curl refuses.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +23,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,98 +127,57 @@ static int check(void *sp, int argc, char **argv, int first)
 }
 
 /* ---- Ctrl-C ------------------------------------------------------------------------------
- * SIGINT or SIGTERM during the download: one line on where it stopped, then the default
- * action, so the shell sees death by that signal (exit status 130 or 143).  The line is
- * prepared before the download; the handler only adds a number (the output file's size, or
- * the bytes written to stdout), writes and re-raises: all async-signal-safe. */
+ * SIGINT or SIGTERM during the download stops the engine (tool_stop.c), which returns within
+ * about 100 ms with every block it wrote recorded: the control file is then saved with
+ * exactly those bytes, and the one line names them from that record, not from the file's
+ * size (written in place, a file is as long as its furthest block).  Then the tool dies of
+ * the signal, so that the shell sees 130 or 143.  A second signal exits at once; the record
+ * is then the last one saved, which never claims a byte the disk lacks. */
 
-static struct {
-    char head[2 * PATH_MAX + 64]; /* "lors_download: EXNODE: interrupted" */
-    char out[PATH_MAX + 8];       /* "; OUT" (a file), "" (stdout) */
-    int fd;                       /* the output file, -1: stdout */
-    int64_t off;                  /* the file byte its first byte is */
-    int count;                    /* stdout: counting bytes written is meaningful */
-    int in_place;                 /* the file is written in any order: it may have holes */
-    volatile sig_atomic_t bar;    /* a progress bar is on stderr's line: start a new one */
-} intr;
-static _Atomic int64_t written_to_stdout;
-
-static char *put_str(char *p, const char *s)
+/* c's bytes, for a message: "12582912 of the 25165824 bytes (bytes 0-6291455,
+ * 12582912-18874367)", the first four runs named. */
+static void held_text(const dl_ctl_t *c, char *buf, size_t size)
 {
-    while (*s)
-        *p++ = *s++;
-    return p;
+    int n = snprintf(buf, size, "%" PRId64 " of the %" PRId64 " bytes", dl_ctl_bytes(c),
+                     c->len);
+    for (size_t i = 0; i < c->n && i < 4 && n >= 0 && (size_t)n < size; i++)
+        n += snprintf(buf + n, size - (size_t)n, "%s%" PRId64 "-%" PRId64,
+                      i == 0 ? (c->n == 1 ? " (bytes " : " (in runs: bytes ") : ", ",
+                      c->spans[i].off, c->spans[i].off + c->spans[i].len - 1);
+    if (c->n > 4 && n >= 0 && (size_t)n < size)
+        n += snprintf(buf + n, size - (size_t)n, ", ... %zu runs in all", c->n);
+    if (c->n > 0 && n >= 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, ")");
 }
 
-static char *put_i64(char *p, int64_t v)
+/* The line of a stopped download: what OUT holds, from the record saved now when it was
+ * written in place.  written: the bytes of the range now in OUT from its start on (in order),
+ * or written to stdout; -1: not counted (a transformed file's). */
+static void say_interrupted(const char *path, const char *out, int to_stdout, dl_ctl_t *ctl,
+                            int in_place, int64_t off, int64_t written)
 {
-    char d[24];
-    int n = 0;
-    do
-        d[n++] = (char)('0' + v % 10);
-    while ((v /= 10) > 0);
-    while (n > 0)
-        *p++ = d[--n];
-    return p;
-}
-
-static void on_interrupt(int sig)
-{
-    char line[sizeof intr.head + sizeof intr.out + 128], *p = line;
-    struct stat st;
-    if (intr.bar)
-        *p++ = '\n';
-    p = put_str(p, intr.head);
-    if (intr.fd >= 0) {
-        int64_t kept = fstat(intr.fd, &st) == 0 && S_ISREG(st.st_mode) ? st.st_size : 0;
-        p = put_str(p, intr.out);
-        if (kept > 0) {
-            p = put_str(p, intr.in_place ? " holds parts of bytes " : " holds bytes ");
-            p = put_i64(p, intr.off);
-            *p++ = '-';
-            p = put_i64(p, intr.off + kept - 1);
-            p = put_str(p, " (resume with -R)");
-        } else {
-            p = put_str(p, " holds none of it");
-        }
-    } else if (intr.count) {
-        p = put_str(p, " after ");
-        p = put_i64(p, written_to_stdout);
-        p = put_str(p, " bytes written to stdout");
+    char held[256];
+    if (to_stdout && written >= 0)
+        tool_error(TOOL, "%s: interrupted after %" PRId64 " bytes written to stdout", path,
+                   written);
+    else if (to_stdout)
+        tool_error(TOOL, "%s: interrupted", path);
+    else if (in_place) {
+        held_text(ctl, held, sizeof held);
+        if (dl_ctl_save(ctl) < 0)
+            tool_error(TOOL, "%s: interrupted; %s holds %s, but %s cannot be written (%s): -R "
+                       "will check %s against the checksums", path, out, held, ctl->path,
+                       strerror(errno), out);
+        else
+            tool_error(TOOL, "%s: interrupted; %s holds %s, which %s records (resume with -R)",
+                       path, out, held, ctl->path);
+        ctl->err = 0; /* said, or the record is now whole */
+    } else if (written > 0) {
+        tool_error(TOOL, "%s: interrupted; %s holds bytes %" PRId64 "-%" PRId64 " (resume with "
+                   "-R)", path, out, off, off + written - 1);
+    } else {
+        tool_error(TOOL, "%s: interrupted; %s holds none of it", path, out);
     }
-    *p++ = '\n';
-    if (write(STDERR_FILENO, line, (size_t)(p - line)) < 0) {
-        /* nothing more to say */
-    }
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-/* Count the bytes written to stdout (a lors_event_fn: WRITE events, plain files). */
-static void count_written(void *arg, const lors_event_t *ev)
-{
-    if (ev->kind == LORS_EV_WRITE)
-        written_to_stdout += ev->length;
-}
-
-/* Catch SIGINT and SIGTERM (unless ignored, as in a background job of a script) for the
- * download; old[] keeps what to restore. */
-static void interrupt_catch(struct sigaction old[2])
-{
-    static const int sigs[2] = {SIGINT, SIGTERM};
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_interrupt;
-    sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < 2; i++)
-        if (sigaction(sigs[i], NULL, &old[i]) == 0 && old[i].sa_handler != SIG_IGN)
-            sigaction(sigs[i], &sa, NULL);
-}
-
-static void interrupt_release(const struct sigaction old[2])
-{
-    sigaction(SIGINT, &old[0], NULL);
-    sigaction(SIGTERM, &old[1], NULL);
 }
 
 static const tool_cmd_t cmd = {
@@ -363,7 +321,7 @@ int main(int argc, char **argv)
     tool_lbone_meter_t *meter = NULL;
     unsigned char key[LORS_KEY_BYTES];
     char err[512];
-    int code, lrc, fd = -1, in_place = 0;
+    int code, lrc = LORS_OK, fd = -1, in_place = 0;
     int64_t size, off, len, skip = 0;
     const char *path, *out;
     dl_ctl_t ctl = {0};
@@ -437,7 +395,7 @@ int main(int argc, char **argv)
             if (!f.c.quiet)
                 tool_error(TOOL, "%s; checking %s against the checksums instead", err, out);
             dl_ctl_remove(&ctl);
-        } else if (have > 0 && !f.c.quiet) {
+        } else if (have > 0 && dl_ctl_bytes(&ctl) > 0 && !f.c.quiet) {
             tool_error(TOOL, "%s: %" PRId64 " of the %" PRId64 " bytes are there already "
                            "(%s); fetching the rest", out, dl_ctl_bytes(&ctl), len, ctl.path);
         }
@@ -475,13 +433,19 @@ int main(int argc, char **argv)
         o.placed_arg = &ctl;
     }
 
+    /* Ctrl-C from here on stops the engine (the -R check above it kills: nothing is written) */
+    static char again[PATH_MAX + 96];
+    if (in_place)
+        snprintf(again, sizeof again, "-R takes the bytes %s recorded last", ctl.path);
+    else
+        snprintf(again, sizeof again, "%s holds what was written of it", out);
+    o.stop = tool_stop_install(TOOL, again);
+
     /* the engine's events count stored bytes: for a transformed file, not the plain ones */
     code = tool_feed_open(TOOL, &feed, f.c.events, "download", e2e.present ? -1 : o.length,
                               f.c.quiet ? -1 : f.c.progress);
     if (code)
         goto done;
-    if (fd == STDOUT_FILENO && !e2e.present)
-        tool_tee_add(&feed.tee, count_written, NULL);
     if (!tool_lbone_reports_off(f.no_report)) {
         meter = tool_lbone_meter_new();
         tool_tee_add(&feed.tee, tool_lbone_meter_event, meter);
@@ -498,17 +462,8 @@ int main(int argc, char **argv)
                              e2e.present ? e2e.chain : "-");
     }
 
-    struct sigaction old_sig[2];
-    snprintf(intr.head, sizeof intr.head, "%s: %s: interrupted", TOOL, path);
-    snprintf(intr.out, sizeof intr.out, "; %s", out);
-    intr.fd = fd == STDOUT_FILENO ? -1 : fd;
-    intr.off = off;
-    intr.count = !e2e.present;
-    intr.in_place = in_place;
-    intr.bar = feed.bar != NULL;
-    interrupt_catch(old_sig);
     lrc = lors_download_fd(&o, x, fd, &rep);
-    interrupt_release(old_sig);
+    tool_stop_release();
     tool_progress_finish(feed.bar); /* end the bar's line before any message */
     feed.bar = NULL;
     if (lrc == LORS_OK)
@@ -520,7 +475,13 @@ int main(int argc, char **argv)
             tool_error(TOOL, "%s: cut the %" PRId64 " bytes after the %" PRId64 " asked for",
                        out, cut, len);
     }
-    if (lrc != LORS_OK) {
+    if (lrc == LORS_E_STOPPED) {
+        code = tool_stop_exit_code();
+        /* in order, the file's position is after its bytes (plain ones, also transformed) */
+        off_t at = fd == STDOUT_FILENO || in_place ? -1 : lseek(fd, 0, SEEK_CUR);
+        say_interrupted(path, out, fd == STDOUT_FILENO, &ctl, in_place, off,
+                        at >= 0 ? (int64_t)at : e2e.present ? -1 : rep.bytes_written);
+    } else if (lrc != LORS_OK) {
         code = tool_exit_code(lrc);
         int64_t kept = skip + rep.bytes_prefix;
         /* written in place: the blocks past the prefix stay, recorded for -R */
@@ -577,5 +538,9 @@ done:
     tool_lbone_meter_free(meter);
     xnd_free(x);
     tool_opt_free(&f);
+    if (lrc == LORS_E_STOPPED && code > 128) { /* die of the signal, as the shell expects */
+        signal(code - 128, SIG_DFL);
+        raise(code - 128);
+    }
     return code;
 }

@@ -648,7 +648,7 @@ int main(int argc, char **argv)
     tool_events_printf(c.feed.es, "BEGIN", "op=keep copies=%d min_live=%d margin=%" PRId64
                        " daemon=%d dry_run=%d", f.copies, c.ko.min_live, f.margin, f.daemon,
                        f.dry_run);
-    c.stop = c.ko.stop = tool_stop_install(TOOL);
+    c.stop = c.ko.stop = tool_stop_install(TOOL, NULL);
 
     for (;;) {
         int64_t wake;

@@ -5,6 +5,9 @@
  * more time than the depot granted.  The exNode is written when at least the refresh ran,
  * also when some mappings failed: those that succeeded have new ends worth keeping.  Each
  * failure is one line on stderr naming the mapping, its depot and why; the exit code is 8.
+ * When none could be extended and the exNode says every lease ended already, that is the one
+ * line (when they expired, not a line per mapping that the depot no longer knows), exit 6:
+ * the file's bytes are gone, as lors_download says for them.
  * --events writes BEGIN, the exNode as read (MAPPING lines), one REFRESH or FAILURE per
  * mapping as its depot answers, and END with the exit code (docs/events.md).  -o never
  * replaces a file other than the input unless --force, checked before any depot call.
@@ -98,9 +101,10 @@ static const tool_cmd_t cmd = {
     "times in its exNode.\n\n",
     "\nThe event stream: BEGIN, MAPPING per mapping, REFRESH or FAILURE per mapping, END.\n"
     "Exit: 0 ok, 2 usage, 3 exNode, 4 local I/O (also the events file; -o exists, without\n"
-    "--force), 8 some mappings could not be extended (each is named on stderr; the others\n"
-    "were), 9 internal, 12 another program holds the exNode's update lock or changed it\n"
-    "meanwhile (not replaced).  See lors_refresh(1).\n",
+    "--force), 6 nothing extended: every lease had expired (one line says when), 8 some\n"
+    "mappings could not be extended (each is named on stderr; the others were), 9 internal,\n"
+    "12 another program holds the exNode's update lock or changed it meanwhile (not\n"
+    "replaced).  See lors_refresh(1).\n",
     opts, sizeof(settings_t), check,
 };
 
@@ -169,6 +173,15 @@ int main(int argc, char **argv)
         code = tool_exit_code(lrc);
         goto done;
     }
+    int64_t now = lns_now_s(), last;
+    if (rep.n > 0 && rep.failed == rep.n && lors_leases_expired(x, 0, -1, now, &last)) {
+        char when[32];
+        fmt_time(last, when, sizeof when);
+        tool_error(TOOL, "%s: nothing extended: the file's leases expired at %s UTC; its depots "
+                   "no longer hold its %zu allocations", path, when, rep.n);
+        code = TOOL_EXIT_NO_DATA;
+        goto done;
+    }
     code = tool_put_exnode(TOOL, x, out, replace, &rw);
     if (code == TOOL_EXIT_CHANGED)
         tool_error(TOOL, "%s", rw.why);
@@ -176,12 +189,18 @@ int main(int argc, char **argv)
         goto done;
     for (size_t i = 0; i < rep.n; i++) {
         const lors_refresh_item_t *it = &rep.items[i];
-        const char *dep = it->mapping >= 0 && (size_t)it->mapping < x->nmaps
-                              ? where[it->mapping] : "-";
+        const xnd_mapping_t *m = it->mapping >= 0 && (size_t)it->mapping < x->nmaps
+                                     ? x->maps[it->mapping] : NULL;
+        const char *dep = m ? where[it->mapping] : "-";
         char t0[32], t1[32];
         fmt_time(it->old_end, t0, sizeof t0);
         fmt_time(it->new_end, t1, sizeof t1);
-        if (!it->ok)
+        if (!it->ok && it->ibp_err == IBP_E_CAP_NOT_FOUND && m &&
+            m->end.epoch != XND_TIME_UNKNOWN && m->end.epoch <= now) {
+            fmt_time(m->end.epoch, t0, sizeof t0);
+            tool_error(TOOL, "mapping %d (%s): not extended: its lease expired at %s UTC",
+                       it->mapping, dep, t0);
+        } else if (!it->ok)
             tool_error(TOOL, "mapping %d (%s): not extended: %s", it->mapping, dep,
                            it->why[0] ? it->why : ibp_strerror(it->ibp_err));
         else if (f.c.verbose)

@@ -253,7 +253,7 @@ int main(int argc, char **argv)
     so.length = f.length >= 0 ? f.length : -1;
     so.duration_s = f.duration > 0 ? f.duration : 0;
     so.timeout_s = (int)f.c.timeout;
-    so.stop = tool_stop_install(TOOL);
+    so.stop = tool_stop_install(TOOL, NULL);
     lrc = lors_share(&so, x, &s, &rep);
     for (size_t i = 0; i < rep.nskipped; i++)
         tool_error(TOOL, "mapping %d (%s): not shared: %s%s", rep.skipped[i].mapping,

@@ -554,7 +554,7 @@ int main(int argc, char **argv)
         snprintf(namebuf, sizeof namebuf, "%s", f.file);
         name = basename(namebuf);
     }
-    o.stop = tool_stop_install(TOOL);
+    o.stop = tool_stop_install(TOOL, NULL);
     o.keep_partial = f.keep_partial;
     lrc = lors_upload_fd(&o, in, length, name, &x, &rep);
     tool_progress_finish(feed.bar); /* end the bar's line before any message */

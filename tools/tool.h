@@ -206,11 +206,14 @@ int tool_leases_extend(const char *tool, xnd_t *x, const unsigned char *select,
                        const lors_upload_opts_t *up, const char *out, tool_rewrite_t *rw);
 
 /* ---- interrupts (tool_stop.c) -------------------------------------------------------------
- * For the tools that allocate: from tool_stop_install on, SIGINT or SIGTERM (unless ignored
- * when the program started, as in a script's background job) sets the flag it returns
- * (lors_upload_opts_t.stop) and the engine stops and frees what it allocated; a second
- * signal exits at once (128 + signal) after one line saying what is left. */
-const volatile sig_atomic_t *tool_stop_install(const char *tool);
+ * From tool_stop_install on, SIGINT or SIGTERM (unless ignored when the program started, as
+ * in a script's background job) sets the flag it returns (lors_upload_opts_t.stop) and the
+ * engine stops and frees what it allocated; a second signal exits at once (128 + signal)
+ * after one line saying what is left: again (kept as given, NULL: what was allocated stays
+ * on the depots until it expires). */
+const volatile sig_atomic_t *tool_stop_install(const char *tool, const char *again);
+/* The signals act again as before tool_stop_install (the flag keeps what came). */
+void tool_stop_release(void);
 /* 128 + the signal that stopped the program (130 SIGINT, 143 SIGTERM); 0 if none came. */
 int tool_stop_exit_code(void);
 /* What a failed or stopped call freed, for a message: "freed 6 allocations on 3 depots",

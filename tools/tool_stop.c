@@ -1,6 +1,6 @@
-/* tool_stop.c -- Ctrl-C and SIGTERM for the tools that allocate (lors_upload, lors_augment):
- * the first signal asks the engine to stop and free what it allocated, a second one ends the
- * program at once.
+/* tool_stop.c -- Ctrl-C and SIGTERM for the tools whose engine winds down on its own
+ * (lors_upload, lors_augment, lors_download): the first signal asks the engine to stop (and
+ * free what it allocated), a second one ends the program at once.
  *
  * The handler only stores the signal's number in a flag the engine polls
  * (lors_upload_opts_t.stop), so the engine winds down on its own threads, frees its
@@ -8,7 +8,7 @@
  * signal (130 for SIGINT, 143 for SIGTERM), as a shell reports a death by that signal.  A user
  * who will not wait for that (a depot that does not answer holds the engine up to -T) presses
  * Ctrl-C again: the handler writes one line with write(2), the only output that is safe
- * there, and _exits.
+ * there, and _exits.  lors_download, which allocates nothing, says instead what -R will find.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +19,7 @@
 
 static volatile sig_atomic_t stop_sig;
 static const char *stop_tool = "lns";
+static const char *stop_again = "what was allocated stays on the depots until it expires";
 
 static void say(const char *s)
 {
@@ -31,27 +32,39 @@ static void on_signal(int sig)
     if (stop_sig) {
         say("\n");
         say(stop_tool);
-        say(": interrupted again: exiting at once; what was allocated stays on the depots "
-            "until it expires\n");
+        say(": interrupted again: exiting at once; ");
+        say(stop_again);
+        say("\n");
         _exit(128 + sig);
     }
     stop_sig = sig;
 }
 
-const volatile sig_atomic_t *tool_stop_install(const char *tool)
+static const int stop_sigs[2] = {SIGINT, SIGTERM};
+static struct sigaction stop_old[2];
+
+const volatile sig_atomic_t *tool_stop_install(const char *tool, const char *again)
 {
-    static const int sigs[2] = {SIGINT, SIGTERM};
-    struct sigaction sa, old;
+    struct sigaction sa;
     stop_tool = tool;
+    if (again)
+        stop_again = again;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
     /* a signal the caller ignores (SIGINT in a script's background job) stays ignored */
     for (int i = 0; i < 2; i++)
-        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
-            sigaction(sigs[i], &sa, NULL);
+        if (sigaction(stop_sigs[i], NULL, &stop_old[i]) == 0 &&
+            stop_old[i].sa_handler != SIG_IGN)
+            sigaction(stop_sigs[i], &sa, NULL);
     return &stop_sig;
+}
+
+void tool_stop_release(void)
+{
+    for (int i = 0; i < 2; i++)
+        sigaction(stop_sigs[i], &stop_old[i], NULL);
 }
 
 int tool_stop_exit_code(void)

@@ -3,8 +3,10 @@
  * other block still reaches the file (in order, nothing could be written at all); once the
  * depot answers the file is complete and exact.  A run SIGKILLed with a hole at the start of
  * its file has its 18 MiB recorded in OUT.lnsdl, and -R fetches only the 6 MiB missing (and
- * cuts what lies past the file's end).  The library writes from the fd's position and leaves
- * it after the bytes.  (Pipes, in order, are test_lors_download's.) */
+ * cuts what lies past the file's end).  Ctrl-C before any byte, with half of the file and with
+ * three quarters of it written leaves a record of exactly those bytes, named by the one line
+ * it prints, and -R fetches only the others (issue 36).  The library writes from the fd's
+ * position and leaves it after the bytes.  (Pipes, in order, are test_lors_download's.) */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -136,6 +138,93 @@ static void test_killed_then_resumed(void)
     tt_free_all(&T, xnd);
 }
 
+/* The bytes a control file records ("have OFF LEN" lines), each checked against src: -1 if
+ * the file is missing or a recorded run differs from src's bytes. */
+static long long recorded_bytes(const char *ctl, const char *out, const char *src)
+{
+    FILE *f = fopen(ctl, "r");
+    size_t no = 0, ns = 0;
+    unsigned char *o = tt_read_whole(out, &no), *s = tt_read_whole(src, &ns);
+    long long sum = f && o && s ? 0 : -1, a, n;
+    char line[256];
+    while (f && sum >= 0 && fgets(line, sizeof line, f))
+        if (sscanf(line, "have %lld %lld", &a, &n) == 2) {
+            if (a < 0 || n < 0 || (size_t)(a + n) > no || (size_t)(a + n) > ns ||
+                memcmp(o + a, s + a, (size_t)n) != 0)
+                sum = -1;
+            else
+                sum += n;
+        }
+    if (f)
+        fclose(f);
+    free(o);
+    free(s);
+    return sum;
+}
+
+/* Ctrl-C with the depots of the fragments in the bit mask stop (of 4, 6 MiB each) SIGSTOPped,
+ * once the others are written (all 4: once the download began, before any byte): one line
+ * naming the bytes held, the record of exactly those, and -R fetching only the rest. */
+static void interrupt_at(const char *src, const char *xnd, unsigned stop)
+{
+    char out[4200], ctl[4300], ev[4300], want[64];
+    int stopped[4], nstop = 0;
+    for (int k = 0; k < 4; k++)
+        nstop += (stop >> k) & 1;
+    long long held = (4 - nstop) * 6LL * MIB;
+    snprintf(out, sizeof out, "%s.int%x", src, stop);
+    snprintf(ctl, sizeof ctl, "%s.lnsdl", out);
+    snprintf(ev, sizeof ev, "%s.events", out);
+    xnd_t *x = tt_load(xnd);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    for (int k = 0, i = 0; k < 4; k++)
+        if (stop & (1u << k)) {
+            stopped[i] = depot_index_of(x, k * 6LL * MIB);
+            CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[stopped[i++]].srv, SIGSTOP), 0);
+        }
+    xnd_free(x);
+    tt_bg_t bg;
+    CU_ASSERT_EQUAL_FATAL(tt_spawn(&T, &bg, "lors_download", "--no-rc", "-T", "60s", "--events",
+                                   ev, "-o", out, xnd, (char *)NULL), 0);
+    int began = held == 0 ? tt_wait_lines(ev, " BEGIN ", 1, 15000)
+                          : wait_allocated(out, held, 15000) >= held;
+    CU_ASSERT(began);
+    kill(bg.pid, SIGINT);
+    CU_ASSERT_EQUAL(tt_wait(&T, &bg, 5000), TT_SIGNALLED + SIGINT);
+    for (int k = 0; k < nstop; k++)
+        CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[stopped[k]].srv, SIGCONT), 0);
+    /* one line, and the record holds what it says, every recorded byte right */
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "interrupted; "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "(resume with -R)"));
+    snprintf(want, sizeof want, " holds %lld of the 25165824 bytes", held);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, want));
+    CU_ASSERT_EQUAL(recorded_bytes(ctl, out, src), held);
+    if (!strstr(T.err, want) || recorded_bytes(ctl, out, src) != held)
+        fprintf(stderr, "fragments %x stopped: %s; recorded %lld\n", stop, T.err,
+                recorded_bytes(ctl, out, src));
+    /* -R fetches the missing 1 MiB blocks only, and the file is exact */
+    unlink(ev);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-R", "--events", ev,
+                           "-o", out, xnd, (char *)NULL), 0);
+    CU_ASSERT(tt_same_file(out, src));
+    CU_ASSERT_EQUAL(tt_sh(&T, "grep -c ' FETCH_END ' '%s'", ev), held < 24LL * MIB ? 0 : 1);
+    CU_ASSERT_EQUAL(atoi(T.out), nstop * 6);
+    CU_ASSERT_NOT_EQUAL(access(ctl, F_OK), 0);
+    unlink(out);
+    unlink(ev);
+}
+
+static void test_interrupted_then_resumed(void)
+{
+    char src[4096], xnd[4096];
+    setup(src, xnd);
+    interrupt_at(src, xnd, 0xf); /* before any byte */
+    interrupt_at(src, xnd, 0x5); /* midway, two runs held */
+    interrupt_at(src, xnd, 0x1); /* late */
+    tt_free_all(&T, xnd);
+}
+
 /* The library: in place from the fd's position, which it leaves after the bytes. */
 static void test_library(void)
 {
@@ -177,6 +266,8 @@ static void test_library(void)
 static const lns_test_case tests[] = {
     {"a stopped depot's block holds up no other block", test_stalled_depot},
     {"SIGKILLed with holes, finished by -R", test_killed_then_resumed},
+    {"Ctrl-C early, midway, late: the record is what is written, -R fetches the rest",
+     test_interrupted_then_resumed},
     {"the library: in place from the fd's position, left after the bytes", test_library},
 };
 

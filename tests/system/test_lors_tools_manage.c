@@ -644,6 +644,86 @@ static void test_trim_stopped(void)
     tt_free_all(&T, xnd);
 }
 
+/* Leases that all ended (-d 2s, then 3 s later): lors_download says in one line that the
+ * file's leases expired and when (the latest end in the exNode), not a byte range; lors_refresh
+ * says in one line that nothing was extended because they expired, and exits 6 (no bytes
+ * left), not 8 (some mappings, the others extended) after a line per mapping (issue 36).  A
+ * file of two fragments whose first was extended: the download names the second's bytes as
+ * expired, the refresh extends the first and says the second's lease expired (exit 8). */
+static void test_expired_leases(void)
+{
+    char src[4096], xnd[4096], src2[4096], half[4096], when[32], want[160];
+    static const char *const modes[] = {"", "-d 1h", "-s 1h"};
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 300000, 11, 2, 4, tt_dlist(&T, 0, 1, -1), "-d 2s", src,
+                                    xnd), 0);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 200000, 12, 1, 2, tt_dlist(&T, 2, -1), "-d 2s", src2,
+                                    half), 0);
+    /* the first fragment of the second file lives on */
+    xnd_t *h = tt_load(half);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    CU_ASSERT_EQUAL_FATAL(h->nmaps, 2);
+    int first = h->maps[0]->exnode_offset == 0 ? 0 : 1;
+    unsigned char select[2] = {0, 0};
+    select[first] = 1;
+    lors_refresh_opts_t ro;
+    lors_refresh_opts_init(&ro);
+    ro.mode = LORS_REFRESH_FROM_NOW;
+    ro.value = 3600;
+    ro.select = select;
+    CU_ASSERT_EQUAL(lors_refresh(&ro, h, NULL), LORS_OK);
+    CU_ASSERT_EQUAL(xnd_write_file(h, half, NULL, 0), XND_OK);
+    int64_t half_end = h->maps[1 - first]->end.epoch;
+    int64_t half_len = h->maps[first]->logical_length;
+    xnd_free(h);
+
+    xnd_t *x = tt_load(xnd);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT_EQUAL(x->nmaps, 8);
+    int64_t last = 0;
+    for (size_t i = 0; i < x->nmaps; i++)
+        if (x->maps[i]->end.epoch > last)
+            last = x->maps[i]->end.epoch;
+    xnd_free(x);
+    while ((int64_t)time(NULL) <= (last > half_end ? last : half_end) + 1)
+        lns_test_sleep_ms(100);
+
+    xnd_time_format(last, when, sizeof when);
+    snprintf(want, sizeof want, "the file's leases expired at %s UTC", when);
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_download -o \"$D/expired.out\" '%s'", xnd), 6);
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, want));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "expired.out holds none of it\n"));
+    if (!strstr(T.err, want))
+        fprintf(stderr, "lors_download: %s", T.err);
+    for (size_t k = 0; k < sizeof modes / sizeof *modes; k++) {
+        CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_refresh %s '%s'", modes[k], xnd), 6);
+        CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+        CU_ASSERT(strncmp(T.err, "lors_refresh: ", 14) == 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "nothing extended"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(T.err, want));
+        if (tt_count(T.err, "\n") != 1 || !strstr(T.err, want))
+            fprintf(stderr, "lors_refresh %s: %s", modes[k], T.err);
+    }
+
+    /* half of it expired */
+    xnd_time_format(half_end, when, sizeof when);
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_download -o \"$D/expired.out\" '%s'", half), 6);
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+    snprintf(want, sizeof want, ": bytes %lld-199999: the leases of all their copies expired, "
+             "the last at %s UTC; ", (long long)half_len, when);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, want));
+    if (!strstr(T.err, want))
+        fprintf(stderr, "lors_download: %s", T.err);
+    CU_ASSERT_EQUAL(tt_sh(&T, "$B/lors_refresh -s 30m '%s'", half), 8);
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+    snprintf(want, sizeof want, "lors_refresh: mapping %d (127.0.0.1:%d/0): not extended: its "
+             "lease expired at %s UTC\n", 1 - first, T.dep[2].port, when);
+    CU_ASSERT_STRING_EQUAL(T.err, want);
+    unlink(lns_test_path("expired.out"));
+    tt_free_all(&T, half);
+}
+
 /* An exNode whose size is near INT64_MAX (one mapping of 100000 bytes): lors_augment's
  * arithmetic (pieces, room asked of the L-Bone) must not overflow; in the sanitizer build an
  * overflow is an abort.  The copy is made; the L-Bone of a closed port is exit 5. */
@@ -683,6 +763,7 @@ static const lns_test_case tests[] = {
     {"augment past a stopped depot, promptly", test_augment_stopped},
     {"refresh with a stopped depot, promptly", test_refresh_stopped},
     {"trim -u with a stopped depot, promptly", test_trim_stopped},
+    {"expired leases: download and refresh say so in one line", test_expired_leases},
 };
 
 TT_MAIN(&T, "lors manage tools", ND, tests)
