@@ -46,6 +46,7 @@ typedef struct dfile {
 
 typedef struct source {
     char *path;
+    char *real; /* a directory's realpath: what its symbolic links may lead into */
     int is_dir;
 } source_t;
 
@@ -101,9 +102,15 @@ int lors_dir_add(lors_dir_t *d, const char *path, char *err, size_t errlen)
     if (!s)
         return LORS_E_NOMEM;
     d->src = s;
+    s[d->nsrc].real = NULL;
     if (!(s[d->nsrc].path = strdup(path)))
         return LORS_E_NOMEM;
     s[d->nsrc].is_dir = S_ISDIR(st.st_mode);
+    if (s[d->nsrc].is_dir && !(s[d->nsrc].real = realpath(path, NULL))) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        free(s[d->nsrc].path);
+        return errno == ENOMEM ? LORS_E_NOMEM : LORS_E_READ;
+    }
     d->ndirs += (size_t)s[d->nsrc].is_dir;
     d->nsrc++;
     return LORS_OK;
@@ -115,15 +122,41 @@ void lors_dir_counts(const lors_dir_t *d, size_t *dirs, size_t *files)
     *files = d->nsrc - d->ndirs;
 }
 
-/* The exNode path shown as name: 0 with the path in buf and its stat, or -1. */
-static int find_path(lors_dir_t *d, const char *name, char *buf, size_t size, struct stat *st)
+/* 1 if the entry at path of directory s is a regular file, or a symbolic link to one inside
+ * s (as nginx's disable_symlinks would have it, a link may not lead a client out of what is
+ * served: /etc, another user's exNodes); *out 1 for one that leads out.  st: the file's. */
+static int inside(const source_t *s, const char *path, struct stat *st, int *out)
+{
+    *out = 0;
+    if (lstat(path, st) != 0)
+        return 0;
+    if (!S_ISLNK(st->st_mode))
+        return S_ISREG(st->st_mode);
+    char *real = realpath(path, NULL);
+    size_t l = strlen(s->real);
+    int in = real && strncmp(real, s->real, l) == 0 && (real[l] == '/' || l == 1);
+    free(real);
+    if (!in) {
+        *out = 1;
+        return 0;
+    }
+    return stat(path, st) == 0 && S_ISREG(st->st_mode);
+}
+
+/* The exNode path shown as name: 0 with the path in buf and its stat, or -1 (*out 1 when the
+ * name is a symbolic link that leads out of its directory). */
+static int find_path(lors_dir_t *d, const char *name, char *buf, size_t size, struct stat *st,
+                     int *out)
 {
     char n[1100];
+    *out = 0;
     for (size_t i = 0; i < d->nsrc; i++) {
         if (d->src[i].is_dir) {
+            int o;
             snprintf(buf, size, "%s/%s.xnd", d->src[i].path, name);
-            if (stat(buf, st) == 0 && S_ISREG(st->st_mode))
+            if (inside(&d->src[i], buf, st, &o))
                 return 0;
+            *out |= o;
             continue;
         }
         lors_dir_name_of(d->src[i].path, n, sizeof n);
@@ -306,8 +339,10 @@ lors_dir_file_t *lors_dir_get(lors_dir_t *d, const char *name, int *rc, char *er
     struct stat st;
     err[0] = '\0';
     *rc = LORS_E_NOTFOUND;
-    if (!valid_name(name) || find_path(d, name, path, sizeof path, &st) < 0) {
-        snprintf(err, errlen, "no such file");
+    int out = 0;
+    if (!valid_name(name) || find_path(d, name, path, sizeof path, &st, &out) < 0) {
+        snprintf(err, errlen, out ? "a symbolic link that leads out of its directory"
+                                  : "no such file");
         return NULL;
     }
     uint32_t h = hash_of(name);
@@ -406,6 +441,16 @@ char **lors_dir_names(lors_dir_t *d, size_t *n)
             if (l <= 4 || strcmp(e->d_name + l - 4, ".xnd") != 0)
                 continue;
             lors_dir_name_of(e->d_name, name, sizeof name);
+            if (e->d_type == DT_DIR)
+                continue;
+            if (e->d_type == DT_LNK || e->d_type == DT_UNKNOWN) {
+                char p[2200];
+                struct stat st;
+                int out;
+                snprintf(p, sizeof p, "%s/%s", d->src[i].path, e->d_name);
+                if (!inside(&d->src[i], p, &st, &out))
+                    continue; /* not shown: it could not be served */
+            }
             bad = valid_name(name) && add_name(&names, &nn, &cap, name) < 0;
         }
         if (dir)
@@ -455,8 +500,10 @@ void lors_dir_free(lors_dir_t *d)
     }
     pthread_mutex_unlock(&d->mu);
     pthread_mutex_destroy(&d->mu);
-    for (size_t i = 0; i < d->nsrc; i++)
+    for (size_t i = 0; i < d->nsrc; i++) {
         free(d->src[i].path);
+        free(d->src[i].real);
+    }
     free(d->src);
     free(d);
 }

@@ -40,7 +40,8 @@ const char *serve_content_type(const char *name);
 
 /* ---- the index (serve_index.c) ---------------------------------------------------- */
 
-/* The HTML index of every name d shows, malloc'd; NULL: out of memory. */
+/* The HTML index of every name d shows, with sizes, types and links (each exNode is opened:
+ * call it off an event loop), malloc'd; NULL: out of memory. */
 char *serve_index_html(lors_dir_t *d);
 
 /* ---- HTTP (serve_http.c) ----------------------------------------------------------- */

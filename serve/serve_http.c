@@ -352,6 +352,38 @@ static int etag_listed(const char *list, const char *etag)
     return 0;
 }
 
+/* in with every absolute path written as its last part ("the exNode /srv/films/a.xnd: ..."
+ * becomes "the exNode a.xnd: ..."): what a client is told names no path of the server's. */
+static void no_paths(const char *in, char *out, size_t size)
+{
+    size_t k = 0;
+    for (const char *p = in; *p && k + 1 < size;) {
+        int starts = *p == '/' && (p == in || strchr(" (\"'`=", p[-1]));
+        if (!starts) {
+            out[k++] = *p++;
+            continue;
+        }
+        const char *end = p + strcspn(p, " :,;)\"'`");
+        const char *last = p;
+        for (const char *c = p; c < end; c++)
+            if (*c == '/' && c + 1 < end)
+                last = c + 1;
+        while (last < end && k + 1 < size)
+            out[k++] = *last++;
+        p = end;
+    }
+    out[k] = '\0';
+}
+
+/* A text answer "NAME: why" for a failure, with no path of the server's in it. */
+static struct MHD_Response *failure_response(const char *name, const char *err)
+{
+    char safe[700], line[1000];
+    no_paths(err, safe, sizeof safe);
+    snprintf(line, sizeof line, "%s: %s\n", name, safe);
+    return text_response(line, NULL, NULL);
+}
+
 /* The answer for a file, in q->code and q->resp (NULL: out of memory, the connection is
  * closed); run by a worker, as it may wait on depots. */
 static void make_file_answer(req_t *q, struct MHD_Connection *c)
@@ -363,9 +395,7 @@ static void make_file_answer(req_t *q, struct MHD_Connection *c)
     if (!f) {
         q->code = rc == LORS_E_NOTFOUND ? 404 : 500;
         logf_("%s %s /%s %u %s", who, method, name, q->code, err);
-        char line[700];
-        snprintf(line, sizeof line, "%s: %s\n", name, err);
-        q->resp = text_response(line, NULL, NULL);
+        q->resp = failure_response(name, err);
         return;
     }
     int head = strcmp(method, "HEAD") == 0;
@@ -445,11 +475,9 @@ static void make_file_answer(req_t *q, struct MHD_Connection *c)
             else if (got >= 0)
                 snprintf(err, sizeof err, "the file ended early");
             logf_("%s %s /%s 502 %s", who, method, name, err);
-            char line[700];
-            snprintf(line, sizeof line, "%s: %s\n", name, err);
             body_free(b);
             q->code = MHD_HTTP_BAD_GATEWAY;
-            q->resp = text_response(line, NULL, NULL);
+            q->resp = failure_response(name, err);
             return;
         }
         b->npre = got;
@@ -487,10 +515,32 @@ static struct MHD_Connection *job_conn_of(req_t *q)
     return q->job.c;
 }
 
+/* The index: each file's size and type, so every exNode is opened (by a worker). */
+static void make_index_answer(req_t *q)
+{
+    char *html = serve_index_html(S.d);
+    struct MHD_Response *r =
+        html ? MHD_create_response_from_buffer(strlen(html), html, MHD_RESPMEM_MUST_FREE)
+             : NULL;
+    if (!r) {
+        free(html);
+        q->code = 500;
+        q->resp = text_response("out of memory\n", NULL, NULL);
+        return;
+    }
+    MHD_add_response_header(r, "Content-Type", "text/html; charset=utf-8");
+    q->code = MHD_HTTP_OK;
+    q->resp = r;
+    logf_("%s %s / 200", q->who, q->method);
+}
+
 static void make_answer_job(void *arg)
 {
     req_t *q = arg;
-    make_file_answer(q, job_conn_of(q));
+    if (!q->name[0])
+        make_index_answer(q);
+    else
+        make_file_answer(q, job_conn_of(q));
     q->made = 1;
 }
 
@@ -530,7 +580,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   const char *upload_data, size_t *upload_size, void **con_cls)
 {
     (void)cls;
-    (void)version;
     (void)upload_data;
     req_t *q = *con_cls;
     if (!q) { /* headers in; answer at the next call (after any body) */
@@ -551,6 +600,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     lns_reqclock_received(S.clock, clock_of(c)); /* the whole request is in */
     client_of(c, q->who, sizeof q->who);
     const char *who = q->who;
+    if (strcmp(version, MHD_HTTP_VERSION_1_1) == 0 &&
+        !MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST)) {
+        logf_("%s %s %s 400 no Host header", who, method, url);
+        return answer_text(c, MHD_HTTP_BAD_REQUEST, "an HTTP/1.1 request needs a Host "
+                                                    "header\n", "Connection", "close");
+    }
+    /* the absolute form (RFC 9112 3.2.2: "GET http://host:port/name"): its path */
+    if (strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0) {
+        const char *path = strchr(strstr(url, "//") + 2, '/');
+        url = path ? path : "/";
+    }
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
         logf_("%s %s %s 405", who, method, url);
         return answer_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "lors_serve is read-only: GET and "
@@ -561,20 +621,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return answer_text(c, MHD_HTTP_UNAUTHORIZED, "a token is needed: \"Authorization: "
                                                      "Bearer TOKEN\" or ?token=TOKEN\n",
                            "WWW-Authenticate", "Bearer");
-    }
-    if (strcmp(url, "/") == 0) {
-        char *html = serve_index_html(S.d);
-        if (!html)
-            return answer_text(c, 500, "out of memory\n", NULL, NULL);
-        struct MHD_Response *r =
-            MHD_create_response_from_buffer(strlen(html), html, MHD_RESPMEM_MUST_FREE);
-        if (!r) {
-            free(html);
-            return MHD_NO;
-        }
-        MHD_add_response_header(r, "Content-Type", "text/html; charset=utf-8");
-        logf_("%s %s / 200", who, method);
-        return queue(c, MHD_HTTP_OK, r);
     }
     snprintf(q->method, sizeof q->method, "%s", method);
     q->name = strdup(url + 1);
@@ -631,6 +677,17 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     size_t n = strlen(line);
     while (n && line[n - 1] == '\n')
         line[--n] = '\0';
+    /* A client that goes away in the middle of a body (a player that seeks, or stops) is no
+     * error: said as what it is. */
+    static const char body[] = "Failed to send the response body for the request for `";
+    const char *u = strncmp(line, body, sizeof body - 1) == 0 ? line + sizeof body - 1 : NULL;
+    const char *q = u ? strchr(u, '\'') : NULL;
+    if (q && (strstr(q, "no longer available") || strstr(q, "forcibly closed") ||
+              strstr(q, "reset"))) {
+        logf_("GET %.*s: the client closed the connection before the end of the body (a seek "
+              "or a stop)", (int)(q - u), u);
+        return;
+    }
     logf_("libmicrohttpd: %s", line);
 }
 

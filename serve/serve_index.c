@@ -1,5 +1,7 @@
-/* serve_index.c -- the HTML index lors_serve answers at "/": a link to every network file
- * shown, names HTML-escaped and percent-encoded in the links. */
+/* serve_index.c -- the HTML index lors_serve answers at "/": a row for every network file
+ * shown, with its size, its type and a link to play, view or download it (names HTML-escaped,
+ * percent-encoded in the links); a file whose exNode cannot be read says so in its row. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +58,33 @@ static void url_encode(const char *s, char *out, size_t size)
     out[k] = '\0';
 }
 
+/* "1.5 MiB" */
+static void human(int64_t n, char *out, size_t size)
+{
+    static const char *unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double v = (double)n;
+    int u = 0;
+    while (v >= 1024 && u < 5) {
+        v /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(out, size, "%lld bytes", (long long)n);
+    else
+        snprintf(out, size, "%.1f %s", v, unit[u]);
+}
+
+/* What a browser does with a type: "play", "view" or "download". */
+static const char *verb_of(const char *type)
+{
+    if (strncmp(type, "video/", 6) == 0 || strncmp(type, "audio/", 6) == 0)
+        return "play";
+    if (strncmp(type, "image/", 6) == 0 || strncmp(type, "text/", 5) == 0 ||
+        strcmp(type, "application/pdf") == 0)
+        return "view";
+    return "download";
+}
+
 char *serve_index_html(lors_dir_t *d)
 {
     size_t nn;
@@ -64,17 +93,41 @@ char *serve_index_html(lors_dir_t *d)
     size_t bn = 0, bc = 0;
     int bad = put(&b, &bn, &bc, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
                                 "<title>lors_serve</title></head><body>\n<h1>Network files"
-                                "</h1>\n<ul>\n", 0);
+                                "</h1>\n<table>\n<tr><th>name</th><th>size</th><th>type</th>"
+                                "<th></th></tr>\n", 0);
     for (size_t i = 0; i < nn; i++) {
-        char enc[3400];
+        char enc[3400], size[64], exact[64], err[600];
+        int rc;
         url_encode(names[i], enc, sizeof enc);
-        bad |= put(&b, &bn, &bc, "<li><a href=\"/", 0);
+        lors_dir_file_t *f = lors_dir_get(d, names[i], &rc, err, sizeof err);
+        const char *type = serve_content_type(names[i]), *verb = verb_of(type);
+        if (f) {
+            human(f->size, size, sizeof size);
+            snprintf(exact, sizeof exact, "%lld bytes", (long long)f->size);
+            lors_dir_put(d, f);
+        }
+        bad |= put(&b, &bn, &bc, "<tr><td><a href=\"/", 0);
         bad |= put(&b, &bn, &bc, enc, 0);
         bad |= put(&b, &bn, &bc, "\">", 0);
         bad |= put(&b, &bn, &bc, names[i], 1);
-        bad |= put(&b, &bn, &bc, "</a></li>\n", 0);
+        bad |= put(&b, &bn, &bc, "</a></td><td", 0);
+        if (f) {
+            bad |= put(&b, &bn, &bc, " title=\"", 0);
+            bad |= put(&b, &bn, &bc, exact, 0);
+            bad |= put(&b, &bn, &bc, "\">", 0);
+            bad |= put(&b, &bn, &bc, size, 0);
+            bad |= put(&b, &bn, &bc, "</td><td>", 0);
+            bad |= put(&b, &bn, &bc, type, 0);
+            bad |= put(&b, &bn, &bc, "</td><td><a href=\"/", 0);
+            bad |= put(&b, &bn, &bc, enc, 0);
+            bad |= put(&b, &bn, &bc, strcmp(verb, "download") == 0 ? "\" download>" : "\">", 0);
+            bad |= put(&b, &bn, &bc, verb, 0);
+            bad |= put(&b, &bn, &bc, "</a></td></tr>\n", 0);
+        } else {
+            bad |= put(&b, &bn, &bc, " colspan=\"3\">cannot be read</td></tr>\n", 0);
+        }
     }
-    bad |= put(&b, &bn, &bc, "</ul>\n</body></html>\n", 0);
+    bad |= put(&b, &bn, &bc, "</table>\n</body></html>\n", 0);
     lors_dir_names_free(names, nn);
     if (bad) {
         free(b);

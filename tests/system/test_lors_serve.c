@@ -491,6 +491,72 @@ static void test_replaced_by_rename(void)
 
 /* A generated video served: ffprobe reads its duration from the URL, and mpv decodes from
  * 3 s in (a seek the gateway answers with a range) without errors. */
+/* The request line and the directory as nginx would judge them: an absolute-form target is
+ * served (RFC 9112 3.2.2), HTTP/1.1 without Host is a 400 (3.2) and HTTP/1.0 without it is
+ * not; a symbolic link that leads out of the served directory is neither listed nor served
+ * (one inside it is); an unreadable exNode is a 500 that names it but not the server's paths;
+ * the index gives each file's size and type; a client that goes away in the middle of a body
+ * (a player seeking) is no error in the log. */
+static void test_request_line_and_dir(void)
+{
+    char src[4096], xnd[4096], out[4200], path[8400];
+    tt_revive(&T);
+    snprintf(dir, sizeof dir, "%s/served5", lns_test_tmpdir());
+    mkdir(dir, 0755);
+    put_file("data.bin", 300000, 24, 1, T.depots, NULL, src);
+    put_file("big.bin", 8 * 1024 * 1024, 26, 1, T.depots, NULL, src);
+    /* out/: an exNode outside dir, named by a link in it; in.xnd: a link to one inside */
+    snprintf(out, sizeof out, "%s/outside5", lns_test_tmpdir());
+    mkdir(out, 0755);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 1000, 25, 1, 1, T.depots, NULL, src, xnd), 0);
+    snprintf(path, sizeof path, "%s/secret.xnd", out);
+    CU_ASSERT_EQUAL_FATAL(rename(xnd, path), 0);
+    CU_ASSERT_EQUAL(tt_sh(&T, "ln -s '%s' '%s/out.xnd' && ln -s data.bin.xnd '%s/in.xnd' && "
+                              "echo '<exnode' > '%s/bad.xnd'", path, dir, dir, dir), 0);
+    CU_ASSERT_EQUAL_FATAL(start_serve(NULL, NULL, NULL, NULL), 0);
+    const char *u = "http://127.0.0.1";
+
+    CU_ASSERT_EQUAL(tt_sh(&T, "curl -s -o /dev/null -w '%%{http_code}' --request-target "
+                              "http://127.0.0.1:%d/data.bin %s:%d/", port, u, port), 0);
+    CU_ASSERT_STRING_EQUAL(T.out, "200");
+    CU_ASSERT_EQUAL(tt_sh(&T, "curl -s -o /dev/null -w '%%{http_code}' -H 'Host:' %s:%d/data.bin; "
+                              "curl -s -0 -o /dev/null -w '%%{http_code}' -H 'Host:' "
+                              "%s:%d/data.bin", u, port, u, port), 0);
+    CU_ASSERT_STRING_EQUAL(T.out, "400200");
+    /* the links */
+    CU_ASSERT_EQUAL(tt_sh(&T, "curl -s -w ' %%{http_code}' %s:%d/out; curl -s -o /dev/null -w "
+                              "' %%{http_code}' %s:%d/in", u, port, u, port), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, " 404 200"));
+    CU_ASSERT_PTR_NULL(strstr(T.out, lns_test_tmpdir()));
+    /* the bad exNode: 500 naming it, and no path of the server's */
+    CU_ASSERT_EQUAL(tt_sh(&T, "curl -s -w ' %%{http_code}' %s:%d/bad", u, port), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, " 500"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "bad"));
+    CU_ASSERT_PTR_NULL(strstr(T.out, lns_test_tmpdir()));
+    if (strstr(T.out, lns_test_tmpdir()))
+        fprintf(stderr, "\n  500 body: %s\n", T.out);
+    /* the index: names, sizes and types; the link out not listed */
+    CU_ASSERT_EQUAL(tt_sh(&T, "curl -sf %s:%d/", u, port), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "<a href=\"/data.bin\">data.bin</a>"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "300000"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "application/octet-stream"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "\"/in\""));
+    CU_ASSERT_PTR_NULL(strstr(T.out, "\"/out\""));
+    /* a client that reads 1000 bytes of a body and goes away */
+    CU_ASSERT_EQUAL(tt_sh(&T, "curl -s %s:%d/big.bin | head -c 1000 | wc -c", u, port), 0);
+    CU_ASSERT_EQUAL(atoi(T.out), 1000);
+    CU_ASSERT_EQUAL(tt_sh(&T, "curl -sf -o /dev/null %s:%d/in", u, port), 0);
+    stop_serve();
+    static char log[1 << 16];
+    lns_test_slurp(logp, log, sizeof log);
+    CU_ASSERT_PTR_NULL(strstr(log, "forcibly"));
+    CU_ASSERT_PTR_NULL(strstr(log, "rror"));
+    if (strstr(log, "forcibly") || strstr(log, "rror"))
+        fprintf(stderr, "\n  log:\n%s\n", log);
+    CU_ASSERT_PTR_NOT_NULL(strstr(log, "GET /out 404 a symbolic link that leads out"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(log, "GET /big.bin: the client closed the connection before"));
+}
+
 static void test_players(void)
 {
     char src[4096], xnd[4096], dst[8400];
@@ -526,6 +592,8 @@ static const lns_test_case tests[] = {
     {"index, HEAD, GET, ranges, 416, 304, 405, 404, a depot killed", test_http},
     {"no live copy: 502 naming the bytes, logged", test_no_live_copy},
     {"a token; beyond loopback only with one", test_token_and_listen},
+    {"absolute-form, Host, links out of the directory, 500 bodies, the index, a client gone",
+     test_request_line_and_dir},
     {"an exNode replaced by rename while served: ETag, date and bytes of one file",
      test_replaced_by_rename},
 };
