@@ -2,6 +2,7 @@
 #include "lns_units.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,4 +89,16 @@ int64_t lns_parse_digits(const char *s, size_t n, size_t maxdigits)
         v = v * 10 + (s[i] - '0');
     }
     return v;
+}
+
+void lns_format_size(int64_t n, char *buf, size_t size)
+{
+    static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double v = (double)n;
+    int u = 0;
+    while (v >= 1024 && u < 5) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, size, u == 0 ? "%.0f%s" : "%.1f%s", v, unit[u]);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lns_units.h"
 #include "serve.h"
 
 /* s appended to the growing buffer, HTML-escaped if escape; 0 or -1 (out of memory). */
@@ -58,22 +59,6 @@ static void url_encode(const char *s, char *out, size_t size)
     out[k] = '\0';
 }
 
-/* "1.5 MiB" */
-static void human(int64_t n, char *out, size_t size)
-{
-    static const char *unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    double v = (double)n;
-    int u = 0;
-    while (v >= 1024 && u < 5) {
-        v /= 1024;
-        u++;
-    }
-    if (u == 0)
-        snprintf(out, size, "%lld bytes", (long long)n);
-    else
-        snprintf(out, size, "%.1f %s", v, unit[u]);
-}
-
 /* What a browser does with a type: "play", "view" or "download". */
 static const char *verb_of(const char *type)
 {
@@ -102,7 +87,7 @@ char *serve_index_html(lors_dir_t *d)
         lors_dir_file_t *f = lors_dir_get(d, names[i], &rc, err, sizeof err);
         const char *type = serve_content_type(names[i]), *verb = verb_of(type);
         if (f) {
-            human(f->size, size, sizeof size);
+            lns_format_size(f->size, size, sizeof size);
             snprintf(exact, sizeof exact, "%lld bytes", (long long)f->size);
             lors_dir_put(d, f);
         }

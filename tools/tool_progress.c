@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "lns_time.h"
+#include "lns_units.h"
 #include "tool.h"
 
 #define REDRAW_NS 100000000LL /* 10 per second */
@@ -55,18 +56,6 @@ tool_progress_t *tool_progress_new(int fd, const char *label, int64_t total, int
     return p;
 }
 
-static void human(int64_t b, char *buf, size_t size)
-{
-    static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    double v = (double)b;
-    int u = 0;
-    while (v >= 1024 && u < 5) {
-        v /= 1024;
-        u++;
-    }
-    snprintf(buf, size, u == 0 ? "%.0f%s" : "%.1f%s", v, unit[u]);
-}
-
 static void clock_fmt(double s, char *buf, size_t size)
 {
     long t = s > 359999 ? 359999 : (long)(s + 0.5);
@@ -97,11 +86,11 @@ static void draw_locked(tool_progress_t *p, int64_t now, int final)
             n += (size_t)w_ < sizeof line - n ? (size_t)w_ : sizeof line - n - 1;       \
     } while (0)
 
-    human(p->done, a, sizeof a);
+    lns_format_size(p->done, a, sizeof a);
     ADD("\r%s", p->label);
     if (p->total > 0) {
         int pct = (int)(p->done >= p->total ? 100 : p->done * 100 / p->total);
-        human(p->total, b, sizeof b);
+        lns_format_size(p->total, b, sizeof b);
         ADD(" %3d%%  %s/%s", pct, a, b);
     } else {
         ADD("  %s", a);

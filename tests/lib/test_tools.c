@@ -389,3 +389,29 @@ int tt_depot_allocs(tt_env_t *t, int i)
         return -1;
     return s.allocations;
 }
+
+int tt_serve(tt_env_t *t, tt_bg_t *bg, const char *dir, char *log, int *port, const char *a1,
+             const char *a2, const char *a3, const char *a4)
+{
+    char pf[PATH_MAX];
+    snprintf(pf, sizeof pf, "%s/serve.port", lns_test_tmpdir());
+    snprintf(log, PATH_MAX, "%s/serve.log", lns_test_tmpdir());
+    unlink(pf);
+    unlink(log);
+    if (tt_spawn(t, bg, "lors_serve", "--no-rc", "-p", "0", "--port-file", pf, "--log", log,
+                 "-T", "3s", dir, a1, a2, a3, a4, (char *)NULL) != 0)
+        return -1;
+    for (int i = 0; i < 500; i++) {
+        FILE *f = fopen(pf, "r");
+        if (f) {
+            int ok = fscanf(f, "%d", port) == 1;
+            fclose(f);
+            if (ok)
+                return 0;
+        }
+        if (bg->pid > 0 && kill(bg->pid, 0) != 0)
+            break;
+        usleep(10000);
+    }
+    return -1;
+}

@@ -105,6 +105,11 @@ int tt_spawn(tt_env_t *t, tt_bg_t *bg, const char *prog, ...) __attribute__((sen
  * it (never an exit code, so 130 is an exit(130) and not a death by SIGINT); or -1. */
 #define TT_SIGNALLED 1000
 int tt_wait(tt_env_t *t, tt_bg_t *bg, int ms);
+/* Start lors_serve in the background on dir with up to 4 extra flags (NULL ends them): port
+ * 0 through a port file, its log in log (PATH_MAX bytes; the file is made anew), -T 3s unless
+ * a flag says otherwise.  0 once it listens, with the port in *port; -1 if it did not. */
+int tt_serve(tt_env_t *t, tt_bg_t *bg, const char *dir, char *log, int *port, const char *a1,
+             const char *a2, const char *a3, const char *a4);
 /* Poll every 10 ms, at most ms, until the file path holds at least n lines containing
  * needle.  1 when it does, else 0. */
 int tt_wait_lines(const char *path, const char *needle, int n, int ms);

@@ -27,7 +27,7 @@
 static tt_env_t T;
 static tt_bg_t srv;
 static int port;
-static char dir[4096], logp[4200];
+static char dir[4096], logp[PATH_MAX];
 
 static int have(const char *prog)
 {
@@ -39,25 +39,7 @@ static int have(const char *prog)
 /* Start lors_serve on dir with extra flags (up to 4); 0 once it listens. */
 static int start_serve(const char *a1, const char *a2, const char *a3, const char *a4)
 {
-    char pf[4200];
-    snprintf(pf, sizeof pf, "%s/serve.port", lns_test_tmpdir());
-    snprintf(logp, sizeof logp, "%s/serve.log", lns_test_tmpdir());
-    unlink(pf);
-    unlink(logp);
-    if (tt_spawn(&T, &srv, "lors_serve", "--no-rc", "-p", "0", "--port-file", pf, "--log", logp,
-                 "-T", "3s", dir, a1, a2, a3, a4, (char *)NULL) != 0)
-        return -1;
-    for (int i = 0; i < 500; i++) {
-        FILE *f = fopen(pf, "r");
-        if (f) {
-            int ok = fscanf(f, "%d", &port) == 1;
-            fclose(f);
-            if (ok)
-                return 0;
-        }
-        usleep(10000);
-    }
-    return -1;
+    return tt_serve(&T, &srv, dir, logp, &port, a1, a2, a3, a4);
 }
 
 static void stop_serve(void)
