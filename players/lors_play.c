@@ -139,8 +139,8 @@ static const tool_cmd_t command = {
     "chosen for playback, and report how often and how long playback had to wait for data.\n\n",
     "\nExit: 0 ok (stalls or not: they are reported), 2 usage or no player, 3 exNode,\n"
     "4 the player failed or quit early (--start: or the gateway did), 6 some bytes have no\n"
-    "live copy, 7 integrity or key, 9 internal; --start: 130 SIGINT, 143 SIGTERM (the player\n"
-    "and the gateway stopped).  See lors_play(1).\n",
+    "live copy, 7 integrity or key, 9 internal; 130 SIGINT, 143 SIGTERM (the player and the\n"
+    "download, or the gateway, stopped; one line says what the player got).  See lors_play(1).\n",
     opts, sizeof(settings_t), NULL,
 };
 
@@ -345,10 +345,102 @@ static int player_start(player_t *p, int rfd, int wfd)
     return 0;
 }
 
-/* Wait for the player; its exit status, 128+signal, or -1. */
-static int player_wait(player_t *p)
+/* ---- SIGINT and SIGTERM on the pipe ------------------------------------------------------
+ * Both are blocked in every thread and taken by a thread of lors_play's own (sigtimedwait), so
+ * that the end runs in the main flow, not in a handler.  That thread sets the download's stop
+ * flag and stops the player (SIGTERM, SIGKILL 3 s later or at a second signal), which also
+ * frees a write blocked on a pipe the player no longer reads; main then reaps the player,
+ * says in one line what went to it, removes its temporary files and exits 128 + the signal.
+ * The player is signalled only while it is known not reaped (main waits with WNOWAIT, clears
+ * stopper.player, then reaps), so a recycled pid is never hit.  A signal ignored at start (a
+ * script's background job) stays ignored. */
+
+typedef struct stopper {
+    pthread_t th;
+    sigset_t set;               /* SIGINT, SIGTERM: those not ignored */
+    pthread_mutex_t mu;
+    pid_t player;               /* mu: the running player; 0 none yet, or being reaped */
+    int done;                   /* mu: main is through; the thread leaves */
+    volatile sig_atomic_t sig;  /* the signal that came (0: none); the download's stop flag */
+} stopper_t;
+
+static void *stopper_main(void *arg)
 {
+    stopper_t *s = arg;
+    int64_t kill_at = 0;
+    int signals = 0, termed = 0, killed = 0;
+    for (;;) {
+        struct timespec ts = {0, 100000000};
+        int sig = sigtimedwait(&s->set, NULL, &ts);
+        int64_t now = lns_mono_ns();
+        pthread_mutex_lock(&s->mu);
+        if (s->done) {
+            pthread_mutex_unlock(&s->mu);
+            return NULL;
+        }
+        if (sig == SIGINT || sig == SIGTERM) {
+            if (!signals++)
+                s->sig = sig;
+            kill_at = signals > 1 ? now : now + 3000000000LL;
+        }
+        if (s->sig && s->player > 0 && !termed) {
+            kill(s->player, SIGTERM);
+            termed = 1;
+        }
+        if (s->sig && s->player > 0 && !killed && now >= kill_at) {
+            kill(s->player, SIGKILL);
+            killed = 1;
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+/* Block the signals and start the thread that takes them.  0, or -1 (errno). */
+static int stopper_start(stopper_t *s)
+{
+    static const int sigs[2] = {SIGINT, SIGTERM};
+    struct sigaction old;
+    memset(s, 0, sizeof *s);
+    sigemptyset(&s->set);
+    for (int i = 0; i < 2; i++)
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaddset(&s->set, sigs[i]);
+    pthread_sigmask(SIG_BLOCK, &s->set, NULL);
+    pthread_mutex_init(&s->mu, NULL);
+    int e = pthread_create(&s->th, NULL, stopper_main, s);
+    if (e) {
+        pthread_mutex_destroy(&s->mu);
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+static void stopper_player(stopper_t *s, pid_t pid)
+{
+    pthread_mutex_lock(&s->mu);
+    s->player = pid;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void stopper_end(stopper_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->done = 1;
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->th, NULL);
+    pthread_mutex_destroy(&s->mu);
+}
+
+/* Wait for the player to end, take it from the stopper, reap it: its exit status,
+ * 128 + signal, or -1. */
+static int player_wait(player_t *p, stopper_t *s)
+{
+    siginfo_t si;
     int st;
+    while (waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+        ;
+    stopper_player(s, 0);
     while (waitpid(p->pid, &st, 0) < 0)
         if (errno != EINTR)
             return -1;
@@ -463,7 +555,8 @@ static int temp_file(const char *what, char *buf, size_t size)
  * after the data) is read as well as one with it in front.  The rate is the file's size over
  * the duration ffprobe finds, else the sum of its streams' bitrates; 0 if it cannot tell.
  * (The container's own bit_rate of a 1 MiB prefix was that prefix over the whole duration.) */
-static double probe_bitrate(const xnd_t *x, int64_t size, const unsigned char *key)
+static double probe_bitrate(const xnd_t *x, int64_t size, const unsigned char *key,
+                            const volatile sig_atomic_t *stop)
 {
     char tmp[PATH_MAX];
     double rate = 0;
@@ -476,6 +569,7 @@ static double probe_bitrate(const xnd_t *x, int64_t size, const unsigned char *k
     lors_download_opts_init(&o);
     o.length = size < MIB ? size : MIB;
     o.key = key;
+    o.stop = stop;
     int rc = lors_download_fd(&o, x, fd, NULL);
     if (rc == LORS_OK && size > MIB) {
         int64_t tail = size - MIB > MIB ? MIB : size - MIB;
@@ -680,17 +774,19 @@ int main(int argc, char **argv)
     lors_e2e_info_t e2e;
     player_t pl;
     monitor_t mon;
+    stopper_t stop;
     paced_result_t pr;
     xnd_t *x = NULL;
     unsigned char key[LORS_KEY_BYTES];
     char err[512];
-    int code, lrc = LORS_OK, pipefd[2] = {-1, -1}, mon_on = 0, pstatus = -1;
+    int code, lrc = LORS_OK, pipefd[2] = {-1, -1}, mon_on = 0, stop_on = 0, pstatus = -1;
     double bitrate = -1;
     const char *path, *bsrc = "none";
 
     memset(&pl, 0, sizeof pl);
     memset(&pr, 0, sizeof pr);
     memset(&mon, 0, sizeof mon);
+    memset(&stop, 0, sizeof stop);
     code = tool_opt_exnode(&command, argc, argv, &f, &path, &x);
     if (code)
         return code;
@@ -710,6 +806,16 @@ int main(int argc, char **argv)
     if (code != TOOL_EXIT_OK)
         goto done;
 
+    /* on the pipe, from here on a signal stops the download and the player (--start: the
+     * gateway's own wait takes them) */
+    if (!f.has_start) {
+        if (stopper_start(&stop) < 0) {
+            tool_error(TOOL, "a thread for SIGINT and SIGTERM: %s", strerror(errno));
+            code = TOOL_EXIT_INTERNAL;
+            goto done;
+        }
+        stop_on = 1;
+    }
     /* the bitrate: needed for a pre-buffer in seconds and by lns_paced */
     if (f.bitrate > 0) {
         bitrate = f.bitrate;
@@ -717,9 +823,11 @@ int main(int argc, char **argv)
     } else if ((bitrate = meta_bitrate(x)) > 0) {
         bsrc = "exnode";
     } else if (!f.has_start && (f.prebuffer > 0 || (f.player && strcmp(f.player, "paced") == 0)) &&
-               (bitrate = probe_bitrate(x, size, keyp)) > 0) {
+               (bitrate = probe_bitrate(x, size, keyp, &stop.sig)) > 0) {
         bsrc = "ffprobe";
     }
+    if (stop.sig) /* while ffprobe's bytes came */
+        goto interrupted;
     if (f.has_start && f.prebuffer > 0) {
         code = tool_usage(TOOL, "--prebuffer and --start exclude each other (from a position "
                               "the player reads the gateway at its own pace)");
@@ -749,6 +857,7 @@ int main(int argc, char **argv)
     }
     play_opts(&f, x, bitrate, &o);
     o.key = keyp;
+    o.stop = &stop.sig;
 
     code = tool_feed_open(TOOL, &feed, f.c.events, "play", -1, -1);
     if (code)
@@ -768,10 +877,13 @@ int main(int argc, char **argv)
         code = TOOL_EXIT_IO;
         goto done;
     }
+    if (stop.sig) /* before the player */
+        goto interrupted;
     if (player_start(&pl, pipefd[0], pipefd[1]) < 0) {
         code = TOOL_EXIT_IO;
         goto done;
     }
+    stopper_player(&stop, pl.pid);
     close(pipefd[0]);
     pipefd[0] = -1;
     mon.fd = pipefd[1];
@@ -785,7 +897,9 @@ int main(int argc, char **argv)
         monitor_stop(&mon);
     close(pipefd[1]);
     pipefd[1] = -1;
-    pstatus = player_wait(&pl);
+    pstatus = player_wait(&pl, &stop);
+    if (stop.sig)
+        goto interrupted;
     if (strcmp(pl.name, "paced") == 0)
         paced_read(pl.json, &pr);
 
@@ -832,8 +946,25 @@ int main(int argc, char **argv)
                     rep.depots[i].fetches, rep.depots[i].failures, rep.depots[i].wasted,
                     rep.depots[i].redundant_won, rep.depots[i].redundant_started);
         }
+    goto done;
+
+interrupted: /* one line: what the player got, and whether the download still ran */
+    code = 128 + stop.sig;
+    if (!pl.pid) {
+        tool_error(TOOL, "%s: interrupted (%s) before the player started", path,
+                   stop.sig == SIGINT ? "SIGINT" : "SIGTERM");
+        goto done;
+    }
+    const char *who = pl.argv[0] ? pl.argv[0] : pl.name, *slash = strrchr(who, '/');
+    tool_error(TOOL, "%s: interrupted (%s) after %" PRId64 " of %" PRId64 " bytes to the player "
+               "(%s); %s", path, stop.sig == SIGINT ? "SIGINT" : "SIGTERM", rep.bytes_written,
+               size, slash ? slash + 1 : who, lrc == LORS_OK && rep.bytes_written == size ?
+               "stopped the player (the download had ended)" :
+               "stopped the player and the download");
 
 done:
+    if (stop_on)
+        stopper_end(&stop);
     if (feed.es)
         tool_events_printf(feed.es, "END", "bytes=%" PRId64 " seconds=%.3f player_status=%d "
                              "pipe_empty=%.3f pipe_empty_max=%.3f underruns=%ld "

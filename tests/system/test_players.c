@@ -11,7 +11,9 @@
  * from a position (--start, through lors_play's private lors_serve): mpv's own time-pos at
  * the start, the gateway's bytes, and no gateway or temporary file left afterwards, also
  * when lors_play is stopped by SIGTERM or the player fails.  Otherwise they are not
- * registered (a note says so) so that a skip never counts as a pass.
+ * registered (a note says so) so that a skip never counts as a pass.  SIGINT and SIGTERM on
+ * the pipe (lns_paced, and mpv when installed): one line, 130/143, no player or temporary
+ * file left.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -732,6 +734,83 @@ static void test_play_start(void)
     unsetenv("TMPDIR");
 }
 
+/* ---- SIGINT and SIGTERM in pipe mode ----------------------------------------------------- */
+
+/* Lines in s. */
+static int lines_in(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* lors_play ARGS in a $TMPDIR of its own; once its player (a child named comm) has played for
+ * a while, signal sig to lors_play alone: one line saying it was interrupted and what went
+ * to the player, exit 128 + sig, the player gone (not left to play on, orphaned), $TMPDIR
+ * empty. */
+static void interrupt_case(const char *tmp, const char **args, const char *comm, int sig)
+{
+    mkdir(tmp, 0700);
+    setenv("TMPDIR", tmp, 1);
+    pid_t pid = spawn(-1, "lors_play", args);
+    unsetenv("TMPDIR");
+    CU_ASSERT_FATAL(pid > 0);
+    pid_t pl = 0;
+    for (int i = 0; i < 500 && !pl; i++) {
+        usleep(10000);
+        pl = child_named(pid, comm);
+    }
+    CU_ASSERT_FATAL(pl > 0);
+    usleep(800000);
+    CU_ASSERT_EQUAL(waitpid(pid, NULL, WNOHANG), 0); /* still playing */
+    kill(pid, sig);
+    double t0 = now_s();
+    CU_ASSERT_EQUAL(reap(pid, "lors_play"), 128 + sig);
+    CU_ASSERT(now_s() - t0 < 20); /* stopped, not played to the end (a busy machine is slow) */
+    CU_ASSERT_EQUAL(lines_in(err), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, sig == SIGINT ? "interrupted (SIGINT)"
+                                                      : "interrupted (SIGTERM)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, " bytes to the player"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "; stopped the player"));
+    if (lines_in(err) != 1 || !strstr(err, "interrupted"))
+        fprintf(stderr, "\nlors_play said: %s\n", err);
+    for (int i = 0; i < 100 && kill(pl, 0) == 0; i++) /* a zombie of ours would stay: fail */
+        usleep(10000);
+    CU_ASSERT(kill(pl, 0) < 0 && errno == ESRCH);
+    if (kill(pl, 0) == 0)
+        kill(pl, SIGKILL);
+    CU_ASSERT_EQUAL(entries(tmp), 0);
+}
+
+/* lns_paced (its JSON is a temporary file of lors_play's) stopped by SIGTERM mid-stream. */
+static void test_play_sigterm_paced(void)
+{
+    const char *args[] = {"--no-rc", "--player", "paced", "--headless",
+                          lns_test_path("v1.xnd"), NULL};
+    interrupt_case(lns_test_path("intr-paced"), args, "lns_paced", SIGTERM);
+}
+
+/* The real mpv reading the pipe, SIGINT while it plays a 6 s MPEG-TS (all downloaded by then:
+ * the player plays from its own cache) and with a pre-buffer (ffprobe's temporary file). */
+static void test_play_sigint_mpv(void)
+{
+    char cmd[2 * PATH_MAX];
+    snprintf(cmd, sizeof cmd, "ffmpeg -v error -y -f lavfi -i testsrc=size=160x120:rate=25 "
+             "-f lavfi -i sine=frequency=440 -t 6 -c:v mpeg2video -b:v 1M -c:a mp2 "
+             "-f mpegts '%s'", lns_test_path("intr.ts"));
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    const char *up[] = {"--no-rc", "--depot-list", depots, "-d", "10m", "-o",
+                        lns_test_path("intr.xnd"), lns_test_path("intr.ts"), NULL};
+    CU_ASSERT_EQUAL_FATAL(run("lors_upload", up), 0);
+    const char *a1[] = {"--no-rc", "--player", "mpv", "--headless", lns_test_path("intr.xnd"),
+                        NULL};
+    interrupt_case(lns_test_path("intr-mpv"), a1, "mpv", SIGINT);
+    const char *a2[] = {"--no-rc", "--player", "mpv", "--headless", "--prebuffer", "0.5",
+                        lns_test_path("intr.xnd"), NULL};
+    interrupt_case(lns_test_path("intr-mpv2"), a2, "mpv", SIGTERM);
+}
+
 void lns_test_register(void)
 {
     CU_pSuite s = CU_add_suite("lns_paced", NULL, NULL);
@@ -745,12 +824,16 @@ void lns_test_register(void)
     CU_add_test(s, "4+2 erasure coded: 2 depots SIGKILLed mid-stream, no underrun",
                 test_play_ec_two_killed);
     CU_add_test(s, "10 s at 15 Mbit/s cost under 15% of a core", test_play_cpu);
+    CU_add_test(s, "SIGTERM with lns_paced: one line, exit 143, no player or file left",
+                test_play_sigterm_paced);
     if (have("mpv") && have("ffmpeg") && have("curl")) {
         CU_add_test(s, "mpv --headless plays a generated MPEG-TS", test_play_mpv);
         CU_add_test(s, "ffprobe's rate of an MP4 indexed at its end, or bitrate unknown",
                     test_play_mp4_tail_index);
         CU_add_test(s, "--start: mpv from a position through a private gateway, SIGTERM",
                     test_play_start);
+        CU_add_test(s, "SIGINT/SIGTERM with mpv on the pipe: one line, 130/143, nothing left",
+                    test_play_sigint_mpv);
     } else
         printf("test_players: SKIP: mpv, ffmpeg or curl not installed: the mpv playback and "
                "--start tests are not run (not counted)\n");
