@@ -287,7 +287,7 @@ proc panel_argv {name} {
 proc panel_run {name} {
     global run status
     # one stream at a time: a panel's tool, --run's or a replay (the view and rch are one)
-    if {$run(busy) || ([info exists ::rch] && $::rch in [chan names])} {
+    if {$run(busy) || $::replay(busy) || ([info exists ::rch] && $::rch in [chan names])} {
         set status "$name: wait until the current transfer has ended"; return
     }
     if {[catch {panel_argv $name} argv]} { panel_refused "$name: $argv"; return }
