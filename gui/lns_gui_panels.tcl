@@ -147,6 +147,8 @@ proc panel_ring {key} {
     lassign [px $::depot($key,lon) $::depot($key,lat)] x y
     .map create oval [expr {$x-12}] [expr {$y-12}] [expr {$x+12}] [expr {$y+12}] \
         -outline black -width 2 -tags [list ring "ring=$key"]
+    # under the disc and its label: the ring passes by the label, it must not cross it out
+    .map lower "ring=$key" "d=$key"
 }
 proc panel_rings {args} { foreach d $::depots { panel_ring $d } }
 trace add variable pv(depots) write panel_rings
