@@ -2,6 +2,7 @@
 #
 #   make                  release build in build/release
 #   make SAN=1            AddressSanitizer + UBSan build in build/asan
+#   make V=1              print the full commands (default: one short line per step)
 #   make test             install missing packages, build both, run every suite in both
 #   make demo             local depots driven by ibp_tool and the lors_* tools, then the map GUI
 #   make fuzz             libFuzzer on the request, exNode and L-Bone JSON parsers (FUZZ_SECONDS each, default 600)
@@ -95,6 +96,18 @@ BENCH_SRC  = $(wildcard tests/bench/bench_*.c)
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
+# Quiet by default, one short line per step ("  CC  build/release/obj/ibp/ibp.o"); warnings
+# and errors still show.  make V=1 prints the full commands.  $(call say,WHAT,TARGET) starts a
+# recipe line.  Objects that only a pattern rule names (the tests') are kept, not removed
+# with an "rm" line after each build.
+ifeq ($(V),1)
+  say =
+else
+  say = @printf '  %-3s %s\n' $(1) $(2);
+  MAKEFLAGS += --no-print-directory
+endif
+.SECONDARY:
+
 # The rules below come from $(eval)s, so name the default goal.
 .DEFAULT_GOAL := all
 
@@ -102,7 +115,7 @@ obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 # member, so an empty layer gets an empty placeholder object (its rule names it order-only).
 define ARCHIVE
 @mkdir -p $(dir $@)
-rm -f $@ && ar rcs $@ $(or $^,$(B)/obj/empty.o)
+$(call say,AR,$@)rm -f $@ && ar rcs $@ $(or $^,$(B)/obj/empty.o)
 endef
 
 # Shared libraries.  The common/ helpers are internal: each .so takes the few it calls from
@@ -122,7 +135,7 @@ LIB$(1)_SO = $$(B)/lib/lib$(2).so
 $$(LIB$(1)_A): $$(call obj,$(4) $(3)) | $$(B)/obj/empty.o
 	$$(ARCHIVE)
 $$(LIB$(1)_SO): $$(call obj,$(3)) $$(LIBCOMMON_A) $(5)
-	$$(SO_LINK) $$^ $(6)
+	$$(call say,LD,$$@)$$(SO_LINK) $$^ $(6)
 endef
 # libibp.a also holds the common/ helpers, for the programs that link the archives.
 $(eval $(call library,IBP,ibp,$(LIBIBP_SRC),$(COMMON_SRC)))
@@ -160,14 +173,14 @@ tests: all $(UNIT_BINS) $(SYS_BINS) $(B)/bench/bench_sched_wan
 # Objects depend on the Makefile too: a change of flags (such as -fvisibility) rebuilds them.
 $(B)/obj/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+	$(call say,CC,$@)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(LIBCOMMON_A): $(call obj,$(COMMON_SRC))
 	$(ARCHIVE)
 
 $(B)/obj/empty.o:
 	@mkdir -p $(dir $@)
-	echo 'typedef int lns_empty;' | $(CC) -x c -c - -o $@
+	$(call say,CC,$@)echo 'typedef int lns_empty;' | $(CC) -x c -c - -o $@
 
 $(LIBTOOL_A): $(call obj,$(TOOLLIB_SRC))
 	$(ARCHIVE)
@@ -185,7 +198,7 @@ $(LIBLIFELINES_A): $(call obj,$(LIFELINES_SRC))
 define tool_prog
 $(B)/bin/$(1): $(call obj,$(wildcard tools/$(1).c tools/$(1)_*.c)) $(ALL_LIBS_A)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(LIBS) $$(LBONE_LIBS) $$(TOOL_EXTRA_LIBS)
+	$$(call say,LD,$$@)$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(LIBS) $$(LBONE_LIBS) $$(TOOL_EXTRA_LIBS)
 endef
 $(foreach p,$(TOOL_PROGS),$(eval $(call tool_prog,$(p))))
 # lors_serve: the gateway layer and libmicrohttpd
@@ -197,7 +210,7 @@ $(B)/bin/lors_mount: TOOL_EXTRA_LIBS = $(LIBLORS_A) $(LIBEXNODE_A) $(LIBIBP_A) $
 
 $(B)/bin/lors_lifelines: $(call obj,tools/lifelines/lors_lifelines.c) $(LIBLIFELINES_A) $(ALL_LIBS_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS) $(CAIRO_LIBS)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS) $(CAIRO_LIBS)
 
 # Players (players/NAME.c -> bin/NAME: lors_play, lns_paced), built, installed and removed
 # with everything else; they link like the lors tools.  players/play_*.c are lors_play's
@@ -207,7 +220,7 @@ PLAYER_BINS = $(patsubst players/%.c,$(B)/bin/%,$(PLAYER_SRC))
 all: $(PLAYER_BINS)
 $(PLAYER_BINS): $(B)/bin/%: $(B)/obj/players/%.o $(ALL_LIBS_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(LIBS) $(LBONE_LIBS)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(LIBS) $(LBONE_LIBS)
 $(B)/bin/lors_play: $(call obj,$(wildcard players/play_*.c))
 .PHONY: install-players uninstall-players
 install: install-players
@@ -225,7 +238,7 @@ $(LIBLBONE_SRV_A): $(call obj,$(LBONE_SRV_SRC))
 
 $(B)/bin/lbone_server: $(call obj,lbone/server/lbone_server_main.c) $(LIBLBONE_SRV_A) $(LIBLBONE_A) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(SRV_LIBS)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(SRV_LIBS)
 
 $(LIBDEPOT_A): $(call obj,$(DEPOT_SRC))
 	$(ARCHIVE)
@@ -233,22 +246,22 @@ $(LIBDEPOT_A): $(call obj,$(DEPOT_SRC))
 # The depot registers itself with L-Bones through liblbone.
 $(B)/bin/ibp_depot: $(call obj,depot/depot_main.c) $(LIBDEPOT_A) $(LIBLBONE_A) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS)
 
 TEST_LINK = $(call obj,$(TESTLIB_SRC)) $(LIBDEPOT_A) $(LIBLIFELINES_A) $(LIBSERVE_A) $(LIBTOOL_A) $(LIBLORS_A) \
             $(LIBLBONE_SRV_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
 
 $(B)/tests/%: $(call obj,tests/unit/%.c) $(TEST_LINK)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS) $(SRV_LIBS) $(TESTLIBS)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS) $(SRV_LIBS) $(TESTLIBS)
 
 $(B)/tests/%: $(call obj,tests/system/%.c) $(TEST_LINK)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS) $(SRV_LIBS) $(TESTLIBS)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS) $(SRV_LIBS) $(TESTLIBS)
 
 $(B)/bench/%: $(call obj,tests/bench/%.c tests/bench/usage.c) $(LIBLORS_A) $(LIBEXNODE_A) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 # bench_serve's HTTP clients (libcurl) and its plot (cairo)
 $(call obj,tests/bench/bench_serve.c): CPPFLAGS += $(CAIRO_CFLAGS)

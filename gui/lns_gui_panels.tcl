@@ -147,6 +147,8 @@ proc panel_ring {key} {
     lassign [px $::depot($key,lon) $::depot($key,lat)] x y
     .map create oval [expr {$x-12}] [expr {$y-12}] [expr {$x+12}] [expr {$y+12}] \
         -outline black -width 2 -tags [list ring "ring=$key"]
+    # under the disc and its label: the ring passes by the label, it must not cross it out
+    .map lower "ring=$key" "d=$key"
 }
 proc panel_rings {args} { foreach d $::depots { panel_ring $d } }
 trace add variable pv(depots) write panel_rings
@@ -287,7 +289,7 @@ proc panel_argv {name} {
 proc panel_run {name} {
     global run status
     # one stream at a time: a panel's tool, --run's or a replay (the view and rch are one)
-    if {$run(busy) || ([info exists ::rch] && $::rch in [chan names])} {
+    if {$run(busy) || $::replay(busy) || ([info exists ::rch] && $::rch in [chan names])} {
         set status "$name: wait until the current transfer has ended"; return
     }
     if {[catch {panel_argv $name} argv]} { panel_refused "$name: $argv"; return }

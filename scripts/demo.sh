@@ -101,12 +101,21 @@ cmp "$WORK/video.bin" "$WORK/video.back" && echo "identical: $(sha256sum < "$WOR
     # the demo's file is random bytes, not a video: lns_paced plays it at 40 Mbit/s
     echo "set pv(dl_out) {$WORK/video.out}; set pv(player) paced; set pv(bitrate) 40M"
 } > "$WORK/panels.tcl"
-GUICMD="$GUI --depots $WORK/depots.txt --bindir $BIN --events $WORK/upload.events --replay-speed 0.02 --script $WORK/panels.tcl"
+GUICMD="$GUI --depots $WORK/depots.txt --bindir $BIN --events $WORK/upload.events --replay-seconds 20 --script $WORK/panels.tcl"
 if [ -n "${DISPLAY:-}" ] && command -v wish >/dev/null 2>&1; then
-    say "the map GUI: the upload replayed 50 times slower; its panels work on these depots"
+    say "the map GUI: the upload replayed over 20 s (Replay plays it again); its panels work on these depots"
     echo "(the depots stay up until the window is closed)"
+    # Ended by SIGHUP, SIGINT or SIGTERM (a session's end, Ctrl-C, kill) the window was closed
+    # from outside: the demo goes on as after a close.  Any other failure has been told by
+    # lns_gui itself on stderr (no display, no Tk, an X connection lost).
+    rc=0
     # shellcheck disable=SC2086  # word splitting wanted: options
-    $GUICMD ${LNS_DEMO_GUI_ARGS:-} || echo "demo: lns_gui exited with status $? (no X server at DISPLAY=$DISPLAY?)"
+    $GUICMD ${LNS_DEMO_GUI_ARGS:-} || rc=$?
+    case $rc in
+        0|129|130|143) ;;
+        *) [ "$rc" -gt 128 ] && echo "demo: lns_gui was killed by signal $((rc - 128))" ||
+               echo "demo: lns_gui failed (exit $rc)" ;;
+    esac
 else
     say "the map GUI needs a display (and wish: Debian tk8.6)"
     echo "It shows these depots on a map and replays this upload, and its panels work on them;"

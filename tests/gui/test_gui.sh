@@ -388,6 +388,19 @@ if [ -x "$bin/lors_augment" ] && [ -x "$bin/lors_trim" ] && [ -x "$bin/lors_refr
     check "panel play: op" play "$(val $tmp/pp op)"
     case " $(val $tmp/pp end) " in *" underruns=0 "*) ok "panel play: 0 underruns";; *) bad "panel play: END $(val $tmp/pp end)";; esac
     check "panel play: edge" "$sz of $sz" "$(val $tmp/pp edge)"
+    # the window closed while a tool runs, as the window manager's WM_DELETE_WINDOW does it
+    # (the protocol's handler, else Tk's default, destroy .): exit 0, and the tool is stopped
+    cp "$tmp/p.xnd" "$tmp/close.xnd"
+    printf '%s\n' ".tasks select .tasks.play" "set pv(play_xnd) {$tmp/close.xnd}" "set pv(player) paced" \
+        "set pv(headless) 1" "set pv(bitrate) 1M" ".tasks.play.run invoke" \
+        "after 800 {set h [wm protocol . WM_DELETE_WINDOW]; if {\$h eq {}} {destroy .} else {uplevel #0 \$h}}" \
+        >"$tmp/close.tcl"
+    timeout 30 "$gui" --depots "$tmp/live-depots.txt" --bindir "$bin" --script "$tmp/close.tcl" >"$tmp/close.log" 2>&1
+    check "window closed while playing: exit" 0 $?
+    sleep 0.3
+    left=$(pgrep -f -- "$tmp/close.xnd" | tr '\n' ' ')
+    check "window closed while playing: no lors_play left" "" "$left"
+    for p in $left; do kill "$p" 2>/dev/null; done
     # play through the gateway (lors_play --start) with a real mpv, from the seek bar
     if command -v mpv >/dev/null 2>&1 && command -v ffmpeg >/dev/null 2>&1 && command -v ffprobe >/dev/null 2>&1 &&
        [ -x "$bin/lors_serve" ]; then
@@ -473,8 +486,25 @@ fi
 # --- 9. make demo with a display: it opens the GUI on its depots, replaying its upload; the
 # --selftest of LNS_DEMO_GUI_ARGS closes it, and the demo then stops its depots
 demo=$root/scripts/demo.sh
-LNS_DEMO_KEEP=0 LNS_DEMO_GUI_ARGS="--selftest $tmp/demo" timeout 120 "$demo" "$bin" >"$tmp/demo.log" 2>&1
+# --replay-now: the replay's lines are handled at once, and the dump gives the times the GUI
+# planned for them (replay_plan N SPAN_MS MIN_GAP_MS); Replay (pressed once, at the end) plays
+# the stream again.  Once the dump is written, the window is ended from outside by SIGTERM
+# (as a session's end or kill ends it): the demo goes on as after a close, exit 0, and says
+# nothing of a missing X server (issue 36: "exited with status 143 (no X server ...?)").
+cat >"$tmp/again.tcl" <<'EOF'
+rename stream_done again_stream_done
+proc stream_done {} { again_stream_done; if {[incr ::again] == 1} { .bar.replay invoke } }
+rename exit again_exit
+proc exit {args} { exec kill -TERM [pid]; after 3000 {again_exit 1}; vwait ::never }
+EOF
+LNS_DEMO_KEEP=0 LNS_DEMO_GUI_ARGS="--selftest $tmp/demo --replay-now --script $tmp/again.tcl" \
+    timeout 120 "$demo" "$bin" >"$tmp/demo.log" 2>&1
 check "demo with a display: exit" 0 $?
+if grep -q "no X server\|exited with status\|demo: lns_gui" "$tmp/demo.log"; then
+    bad "demo, GUI ended by SIGTERM: says $(grep "no X server\|exited with status\|demo: lns_gui" "$tmp/demo.log")"
+else
+    ok "demo, GUI ended by SIGTERM: nothing said of the X server"
+fi
 grep -q "== the map GUI: " "$tmp/demo.log" && ok "demo: opened the GUI" || bad "demo: no GUI ($(tail -1 "$tmp/demo.log"))"
 if [ -s "$tmp/demo" ]; then
     # lors_ls's physical lines in the demo's output: one stored box per mapping
@@ -482,11 +512,52 @@ if [ -s "$tmp/demo" ]; then
     check "demo GUI: op" upload "$(val $tmp/demo op)"
     check "demo GUI: depot markers" 3 "$(val $tmp/demo depot_markers)"
     check "demo GUI: stored boxes = lors_ls mappings" "$nmap" "$(val $tmp/demo stored)"
+    # a person can follow the replay: it lasts 10 s to a minute, and no two of its steps come
+    # less than 100 ms apart (issue 36: it was over in 1.4 s)
+    set -- $(val $tmp/demo replay_plan)
+    if [ $# -eq 3 ] && [ "$2" -ge 10000 ] && [ "$2" -le 60000 ] && [ "$3" -ge 100 ]; then
+        ok "demo: replay planned over $2 ms, steps at least $3 ms apart ($1 lines)"
+    else
+        bad "demo: replay plan '$*' (want 10 to 60 s, steps >= 100 ms apart)"
+    fi
+    check "demo: Replay plays it again" 2 "$(val $tmp/demo replays)"
     w=$(sed -n 's/.*depots stopped and \(.*\) removed.*/\1/p' "$tmp/demo.log")
     [ -n "$w" ] && [ ! -e "$w" ] && ok "demo: $w removed" || bad "demo: work directory '$w' left"
 else
     bad "demo GUI: no selftest dump"
 fi
+
+# --- 10. issue 36, measured by tests/gui/gui_probe.tcl from outside the GUI's code
+probe() { # NAME DEPOTS EVENTS [SCRIPT-LINES...]: replay EVENTS with the probe; results in $tmp/NAME.probe
+    name=$1; dep=$2; evf=$3; shift 3
+    printf '%s\n' "set probe(out) {$tmp/$name.probe}" "source {$here/gui_probe.tcl}" "$@" >"$tmp/$name.tcl"
+    run_gui "$tmp/$name" --depots "$dep" --events "$evf" --script "$tmp/$name.tcl"
+    [ -s "$tmp/$name.probe" ] || { bad "$name: no probe results"; : >"$tmp/$name.probe"; }
+}
+set -- $(grep -v '^#' "$data/depots-3.txt" | cut -d' ' -f1)
+p1=$1; p2=$2; p3=$3
+# long places: no item of a depot's row (text, in-flight boxes, the mean, the graph) overlaps
+# another, at any line of the stream; after END, a click on each disc's centre (where the
+# trails start) selects its depot
+printf '%s\n' "$p1 47.61 -122.33 Seattle, Washington State" "$p2 52.37 4.90 Amsterdam Science Park" \
+    "$p3 35.68 139.69 Tokyo University Campus" >"$tmp/long.txt"
+probe rows "$tmp/long.txt" "$data/download-3depots.events" \
+    "set probe(at_end) {probe_click $p1; probe_click $p2; probe_click $p3}"
+check "rows: overlapping items in a row, during the stream" 0 "$(val $tmp/rows.probe rows_max)"
+check "rows: overlapping items in a row, at the end" 0 "$(val $tmp/rows.probe rows_end)"
+check "click on a disc's centre over its trail: depots selected" 3 "$(val $tmp/rows.probe selected)"
+check "click on a disc's centre: the side panel" "$p3" "$(val $tmp/rows.probe side_title)"
+# the demo's places (the client is at Knoxville's): every label by its own marker, none on
+# another label or on a marker
+printf '%s\n' "$p1 35.96 -83.92 Knoxville" "$p2 52.37 4.90 Amsterdam" "$p3 -33.87 151.21 Sydney" >"$tmp/demo.txt"
+probe lab "$tmp/demo.txt" "$data/upload-3depots.events"
+check "demo places: labels far from their marker, overlapping, on a marker" "0 0 0" \
+    "$(val $tmp/lab.probe labels_far) $(val $tmp/lab.probe labels_overlap) $(val $tmp/lab.probe labels_on_marker)"
+# three depots a few km apart, one at the client: the same
+printf '%s\n' "$p1 35.96 -83.92 Knoxville" "$p2 36.01 -84.27 Oak Ridge" "$p3 35.76 -83.97 Maryville" >"$tmp/near2.txt"
+probe labn "$tmp/near2.txt" "$data/upload-3depots.events"
+check "close depots: labels far from their marker, overlapping, on a marker" "0 0 0" \
+    "$(val $tmp/labn.probe labels_far) $(val $tmp/labn.probe labels_overlap) $(val $tmp/labn.probe labels_on_marker)"
 
 echo "test_gui: $fails failed"
 [ $fails -eq 0 ]

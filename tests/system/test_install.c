@@ -4,8 +4,8 @@
  * are plain cc builds against the release libraries that make install installs, whichever
  * build this test comes from.  The two systemd units pass systemd-analyze verify (when it is
  * there; SKIP is printed otherwise) and their ExecStart= lines, with the installed default
- * configs, start servers that answer.  Runs from the top of the source tree, as tests/run.sh
- * does. */
+ * configs, start servers that answer.  Also: make's quiet lines (V=1: the commands).  Runs
+ * from the top of the source tree, as tests/run.sh does. */
 #include <CUnit/CUnit.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -311,7 +311,42 @@ static void test_reinstall_uninstall(void)
     CU_ASSERT(exists("/opt/lns/etc/lns/ibp_depot.conf") && exists("/opt/lns/etc/lns/lbone_server.conf"));
 }
 
+/* make is quiet by default, one "  CC  FILE.o" line per object, and the compiler's warnings
+ * still show; V=1 prints the command.  The object goes to a build directory of the test's own
+ * (B=), so the tree's builds are not touched. */
+static void test_quiet_build(void)
+{
+    char cmd[8192], out[8192];
+    const char *t = lns_test_tmpdir();
+    for (int v = 0; v <= 1; v++) {
+        snprintf(cmd, sizeof cmd,
+                 "make V=%d B='%s/b%d' '%s/b%d/obj/tests/data/make/warn.o' >'%s/make%d.log' 2>&1",
+                 v, t, v, t, v, t, v);
+        CU_ASSERT_EQUAL(system(cmd), 0);
+        snprintf(cmd, sizeof cmd, "%s/make%d.log", t, v);
+        FILE *f = fopen(cmd, "r");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        size_t n = fread(out, 1, sizeof out - 1, f);
+        fclose(f);
+        out[n] = 0;
+        char line[4096];
+        snprintf(line, sizeof line, "  CC  %s/b%d/obj/tests/data/make/warn.o\n", t, v);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, "warning: unused variable"));
+        if (v == 0) {
+            CU_ASSERT_EQUAL(strncmp(out, line, strlen(line)), 0);
+            CU_ASSERT_PTR_NULL(strstr(out, "-c tests/data/make/warn.c"));
+        } else {
+            CU_ASSERT_PTR_NOT_NULL(strstr(out, "-c tests/data/make/warn.c"));
+            CU_ASSERT_PTR_NULL(strstr(out, "  CC  "));
+        }
+        if (!CU_get_number_of_failures())
+            continue;
+        fprintf(stderr, "\n  make V=%d printed:\n%s", v, out);
+    }
+}
+
 static const lns_test_case tests[] = {
+    {"make: quiet lines by default, the commands with V=1", test_quiet_build},
     {"install under DESTDIR and build against it", test_install},
     {"systemd units: verify, and their commands start", test_units},
     {"reinstall keeps the configs, uninstall leaves them", test_reinstall_uninstall},
