@@ -121,7 +121,9 @@ endef
 # Shared libraries.  The common/ helpers are internal: each .so takes the few it calls from
 # liblns_common.a (an archive, so only the members it needs) as hidden copies of its own, and
 # exports none of them.  None of those helpers keeps state that two libraries would have to
-# share (liblors and liblbone use the stateless I/O, clock and event-log-handle calls).
+# share (liblors and liblbone use the stateless I/O, clock and event-log-handle calls; the
+# table of TLS-sealed sockets that lns_net consults is libibp's alone, as only libibp and the
+# depot speak on sockets through lns_net).
 # -z defs: each .so names every library it needs.
 LIBCOMMON_A = $(B)/lib/liblns_common.a
 SO_LINK = $(CC) -shared -Wl,-z,defs -Wl,-soname,$(notdir $@).0 $(LDFLAGS) -o $@
@@ -138,7 +140,7 @@ $$(LIB$(1)_SO): $$(call obj,$(3)) $$(LIBCOMMON_A) $(5)
 	$$(call say,LD,$$@)$$(SO_LINK) $$^ $(6)
 endef
 # libibp.a also holds the common/ helpers, for the programs that link the archives.
-$(eval $(call library,IBP,ibp,$(LIBIBP_SRC),$(COMMON_SRC)))
+$(eval $(call library,IBP,ibp,$(LIBIBP_SRC),$(COMMON_SRC),,-lssl -lcrypto))
 $(eval $(call library,EXNODE,exnode,$(EXNODE_SRC),,$(LIBIBP_SO),-lxml2 -lcrypto))
 $(eval $(call library,LORS,lors,$(LORS_SRC),,$(LIBEXNODE_SO) $(LIBIBP_SO),-lcrypto -lz -lisal))
 $(eval $(call library,LBONE,lbone,$(LBONE_SRC),,,-lcurl -ljansson -lm))

@@ -22,6 +22,7 @@
 #include <linux/sockios.h>
 
 #include "lns_time.h"
+#include "lns_tls.h"
 
 #define DRAIN_LOOK_MS 100 /* how often a wait looks at a send queue that is draining */
 
@@ -113,6 +114,8 @@ static int unsent_bytes(int fd)
 
 int lns_wait(int fd, short events, int idle_ms, int64_t deadline_ms)
 {
+    if ((events & POLLIN) && lns_sock_pending(fd) > 0)
+        return 0; /* decrypted bytes wait in the seal */
     int unsent = idle_ms >= 0 ? unsent_bytes(fd) : -1;
     int64_t idle_end = idle_ms >= 0 ? lns_deadline_ms(idle_ms) : INT64_MAX;
     for (;;) {
@@ -247,6 +250,9 @@ static int try_again(int fd, short events, int idle_ms, int64_t deadline_ms)
 
 ssize_t lns_read_some(int fd, void *buf, size_t n, int idle_ms, int64_t deadline_ms)
 {
+    lns_tls_t *t = lns_tls_of(fd);
+    if (t)
+        return lns_tls_read_some(t, buf, n, idle_ms, deadline_ms);
     for (;;) {
         ssize_t r = read(fd, buf, n);
         if (r >= 0)
@@ -275,6 +281,9 @@ int lns_read_full(int fd, void *buf, size_t n, int idle_ms, int64_t deadline_ms)
 
 int lns_write_full(int fd, const void *buf, size_t n, int flags, int idle_ms, int64_t deadline_ms)
 {
+    lns_tls_t *t = lns_tls_of(fd);
+    if (t)
+        return lns_tls_write_full(t, buf, n, flags, idle_ms, deadline_ms);
     const char *p = buf;
     while (n > 0) {
         ssize_t w = send(fd, p, n, flags | MSG_NOSIGNAL);
@@ -294,6 +303,9 @@ int lns_write_full(int fd, const void *buf, size_t n, int flags, int idle_ms, in
 int lns_sendfile_full(int sock, int file_fd, off_t *offset, size_t n, int idle_ms,
                       int64_t deadline_ms)
 {
+    lns_tls_t *t = lns_tls_of(sock);
+    if (t)
+        return lns_tls_sendfile_full(t, file_fd, offset, n, idle_ms, deadline_ms);
     while (n > 0) {
         ssize_t w = sendfile(sock, file_fd, offset, n > (1u << 30) ? (1u << 30) : n);
         if (w > 0) {
@@ -308,6 +320,33 @@ int lns_sendfile_full(int sock, int file_fd, off_t *offset, size_t n, int idle_m
             return -1;
     }
     return 0;
+}
+
+size_t lns_sock_pending(int fd)
+{
+    lns_tls_t *t = lns_tls_of(fd);
+    return t ? lns_tls_pending(t) : 0;
+}
+
+int lns_sock_idle_ok(int fd)
+{
+    lns_tls_t *t = lns_tls_of(fd);
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int rc;
+    if (lns_sock_pending(fd) > 0)
+        return 0;
+    do {
+        rc = poll(&p, 1, 0);
+    } while (rc < 0 && errno == EINTR);
+    if (rc == 0)
+        return 1;
+    return t && rc > 0 && !(p.revents & (POLLERR | POLLHUP)) ? lns_tls_idle_ok(t) : 0;
+}
+
+int lns_sock_close(int fd)
+{
+    lns_tls_drop(fd);
+    return close(fd);
 }
 
 int lns_rbuf_init(lns_rbuf_t *rb, int fd, size_t cap)

@@ -8,6 +8,9 @@
  * write.  Errors come back as -1 with errno set: ETIMEDOUT when a wait ran
  * out, ECONNRESET when the peer closed before we had all we needed, and whatever the kernel
  * said otherwise.  lns_rbuf adds a read buffer for line-oriented protocols.
+ *
+ * A socket sealed by lns_tls (lns_tls_accept, lns_tls_connect) is read, written, sent a file
+ * and waited for through TLS by these same calls; close it with lns_sock_close.
  */
 #ifndef LNS_NET_H
 #define LNS_NET_H
@@ -45,6 +48,15 @@ int lns_write_full(int fd, const void *buf, size_t n, int flags, int idle_ms, in
 /* sendfile() n bytes of file_fd from *offset (advanced) to sock.  0 ok, -1 error. */
 int lns_sendfile_full(int sock, int file_fd, off_t *offset, size_t n, int idle_ms,
                       int64_t deadline_ms);
+
+/* Bytes a sealed socket has decrypted and not yet given (0 for a plain one): a poll() of
+ * the fd does not see them. */
+size_t lns_sock_pending(int fd);
+/* For an idle pooled socket: 1 if nothing came on it meanwhile (a sealed one may take TLS
+ * session tickets), 0 if it closed or has bytes nobody asked for. */
+int lns_sock_idle_ok(int fd);
+/* Remove a seal (if any) and close. */
+int lns_sock_close(int fd);
 
 /* A read buffer over a socket. */
 typedef struct lns_rbuf {

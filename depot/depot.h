@@ -89,6 +89,10 @@ typedef struct depot_config {
     int daemon;
     char pid_file[PATH_MAX];
     int check_config;
+    int tls;               /* serve TLS (sniffed on the same port); default 1 */
+    int plaintext_refuse;  /* answer plaintext IBP with an error and close; default 0 (allow) */
+    char tls_key[PATH_MAX];  /* default: tls.key in the first resource's directory */
+    char tls_cert[PATH_MAX]; /* "": a self-signed certificate for the key */
 } depot_config_t;
 
 enum { DEPOT_CFG_OK = 0, DEPOT_CFG_EXIT = 1, DEPOT_CFG_ERR = -1 };
@@ -492,6 +496,8 @@ struct depot_server {
     depot_conn_t *conns;
     int nconns;
     depot_senders_t *senders;
+    struct lns_tls_id *tls_id;   /* the depot's identity (NULL: no TLS) */
+    struct lns_tls_ctx *tls_ctx;
 };
 
 /* Listen as cfg says; 0 ok, -1 with reason. */

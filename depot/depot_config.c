@@ -96,6 +96,7 @@ void depot_config_init(depot_config_t *cfg)
     cfg->chksum_cache = 30;
     cfg->log_level = LNS_LOG_INFO;
     cfg->event_sample = 1;
+    cfg->tls = 1;
     depot_lbone_reset();
 }
 
@@ -151,6 +152,32 @@ static int set_durability(void *arg, const char *key, const char *v, char *err, 
     return 0;
 }
 
+static int set_tls(void *arg, const char *key, const char *v, char *err, size_t errlen)
+{
+    depot_config_t *cfg = arg;
+    (void)key;
+    if (strcmp(v, "yes") == 0)
+        cfg->tls = 1;
+    else if (strcmp(v, "no") == 0)
+        cfg->tls = 0;
+    else
+        return lns_err_set(err, errlen, "tls: '%s' is not yes or no", v);
+    return 0;
+}
+
+static int set_plaintext(void *arg, const char *key, const char *v, char *err, size_t errlen)
+{
+    depot_config_t *cfg = arg;
+    (void)key;
+    if (strcmp(v, "allow") == 0)
+        cfg->plaintext_refuse = 0;
+    else if (strcmp(v, "refuse") == 0)
+        cfg->plaintext_refuse = 1;
+    else
+        return lns_err_set(err, errlen, "plaintext: '%s' is not allow or refuse", v);
+    return 0;
+}
+
 /* The L-Bone settings live in depot_lbone.c, which checks them as a whole at the end. */
 static int set_lbone(void *arg, const char *key, const char *v, char *err, size_t errlen)
 {
@@ -197,6 +224,12 @@ static const char usage_text[] =
     "      --lbone-interval S       heartbeat interval (default: what the L-Bone asks)\n"
     "      --lbone-leaving yes|no   say in every heartbeat that this depot is leaving: the\n"
     "                               L-Bone hands it out no more, keepers move data off it\n"
+    "      --tls yes|no             serve TLS 1.3 on the same port as plain IBP (default yes)\n"
+    "      --plaintext allow|refuse plain IBP for old clients (default allow, the IBP\n"
+    "                               world's); refuse answers it with an error and closes\n"
+    "      --tls-key FILE           the depot's key, made (mode 0600) if missing; its hash\n"
+    "                               is the depot's pin (default RESOURCE0/tls.key)\n"
+    "      --tls-cert FILE          a CA's certificate for the key (default self-signed)\n"
     "      --check-config           validate the settings, print a summary, exit\n"
     "  -h, --help                   show this help\n"
     "  -V, --version                show the version\n";
@@ -224,6 +257,10 @@ static const lns_conf_setting_t settings[] = {
     {"event-sample", 0, LNS_CONF_INT, F(event_sample), 0, 1000000000},
     {"daemon", 'd', LNS_CONF_BOOL, F(daemon)},
     {"pid-file", 0, LNS_CONF_STR, F(pid_file)},
+    {"tls", 0, LNS_CONF_FUNC, .fn = set_tls},
+    {"plaintext", 0, LNS_CONF_FUNC, .fn = set_plaintext},
+    {"tls-key", 0, LNS_CONF_STR, F(tls_key)},
+    {"tls-cert", 0, LNS_CONF_STR, F(tls_cert)},
     {"lbone", 0, LNS_CONF_FUNC, .fn = set_lbone},
     {"lbone-token-file", 0, LNS_CONF_FUNC, .fn = set_lbone},
     {"lbone-place", 0, LNS_CONF_FUNC, .fn = set_lbone},
@@ -277,6 +314,12 @@ int depot_config_args(depot_config_t *cfg, int argc, char **argv, char *err, siz
         return lns_err_set(err, errlen, "public-host: not set and gethostname failed");
     if (depot_lbone_check(err, errlen) < 0)
         return DEPOT_CFG_ERR;
+    if (cfg->plaintext_refuse && !cfg->tls)
+        return lns_err_set(err, errlen, "plaintext refuse with tls no: nothing could be served");
+    if (!cfg->tls_key[0] &&
+        snprintf(cfg->tls_key, sizeof cfg->tls_key, "%s/tls.key", cfg->res[0].dir) >=
+            (int)sizeof cfg->tls_key)
+        return lns_err_set(err, errlen, "tls-key: %s/tls.key is too long", cfg->res[0].dir);
     return DEPOT_CFG_OK;
 }
 
@@ -309,8 +352,9 @@ void depot_config_summary(const depot_config_t *cfg, char *buf, size_t size)
     }
     if (n < size)
         snprintf(buf + n, size - n, ", max-connections %d, durability %s, chksum-cache %ds, "
-                 "admin password %s", cfg->max_connections,
+                 "admin password %s, tls %s%s", cfg->max_connections,
                  cfg->durability == DEPOT_DUR_FSYNC ? "fsync" : "os", cfg->chksum_cache,
-                 cfg->admin_password[0] ? "set" : "not set");
+                 cfg->admin_password[0] ? "set" : "not set", cfg->tls ? "yes" : "no",
+                 cfg->plaintext_refuse ? " (plaintext refused)" : "");
     depot_lbone_summary(buf, size);
 }

@@ -21,6 +21,7 @@
 
 #include "lns_daemon.h"
 #include "lns_log.h"
+#include "lns_tls.h"
 #include "lns_version.h"
 
 static depot_config_t cfg;
@@ -143,6 +144,8 @@ int main(int argc, char **argv)
         absolutize(cfg.res[i].dir, sizeof cfg.res[i].dir);
     absolutize(cfg.pid_file, sizeof cfg.pid_file);
     absolutize(cfg.port_file, sizeof cfg.port_file);
+    absolutize(cfg.tls_key, sizeof cfg.tls_key);
+    absolutize(cfg.tls_cert, sizeof cfg.tls_cert);
 
     if (lns_log_open("ibp_depot", cfg.log_file, cfg.log_level, err, sizeof err) < 0 ||
         lns_event_open(cfg.event_log, cfg.public_host, cfg.event_sample, err, sizeof err) < 0)
@@ -169,11 +172,22 @@ int main(int argc, char **argv)
         lns_daemon_write_file(&dmn, DEPOT_EXIT_DAEMON, cfg.pid_file, (long)getpid(), "pid-file");
     if (depot_store_open(&store, &cfg, err, sizeof err) < 0)
         lns_daemon_die(&dmn, DEPOT_EXIT_STORAGE, "%s", err);
+    if (cfg.tls && (!(server.tls_id = lns_tls_id_load(cfg.tls_key, cfg.tls_cert, 1, err,
+                                                      sizeof err)) ||
+                    !(server.tls_ctx = lns_tls_server_new(server.tls_id, err, sizeof err))))
+        lns_daemon_die(&dmn, DEPOT_EXIT_CONFIG, "%s", err);
     if (cfg.port_file[0])
         lns_daemon_write_file(&dmn, DEPOT_EXIT_DAEMON, cfg.port_file, server.port, "port-file");
     lns_log(LNS_LOG_INFO, "lns %s listening on %s port %d, %d resource%s, public host %s",
             LNS_VERSION, cfg.listen[0] ? cfg.listen : "*", server.port, cfg.nres,
             cfg.nres == 1 ? "" : "s", cfg.public_host);
+    if (server.tls_id)
+        lns_log(LNS_LOG_INFO, "TLS 1.3 on the same port, pin %s (key %s), %s; plaintext %s",
+                lns_tls_id_pin(server.tls_id), cfg.tls_key, lns_tls_kernel_note(),
+                cfg.plaintext_refuse ? "refused" : "allowed (old IBP clients)");
+    else
+        lns_log(LNS_LOG_WARN, "TLS off (--tls no): capabilities and data cross the network "
+                              "readable by anyone on the path");
     if (depot_lbone_start(&cfg, &store, server.port, err, sizeof err) < 0)
         lns_daemon_die(&dmn, DEPOT_EXIT_RUNTIME, "%s", err);
     lns_daemon_ready(&dmn);
@@ -181,6 +195,8 @@ int main(int argc, char **argv)
     depot_server_run(&server, sigfd);
     depot_lbone_stop();
     depot_store_close(&store);
+    lns_tls_ctx_free(server.tls_ctx);
+    lns_tls_id_free(server.tls_id);
     close(sigfd);
     if (cfg.pid_file[0])
         unlink(cfg.pid_file);

@@ -28,6 +28,7 @@
 #include "lns_err.h"
 #include "lns_log.h"
 #include "lns_time.h"
+#include "lns_tls.h"
 
 #define CONN_STACK (256 * 1024)
 #define CONN_RBUF (16 * 1024)
@@ -136,7 +137,7 @@ static void event(depot_conn_t *c, const ibp_req_t *req, int64_t t0, int result)
 /* Wait for the first byte of the next request: 1 ready, 0 close quietly. */
 static int wait_request(depot_conn_t *c)
 {
-    if (lns_rbuf_pending(&c->rb) > 0)
+    if (lns_rbuf_pending(&c->rb) > 0 || lns_sock_pending(c->fd) > 0)
         return 1;
     struct pollfd p[2] = {{.fd = c->fd, .events = POLLIN}, {.fd = c->srv->wake_rd, .events = POLLIN}};
     int64_t deadline = lns_deadline_ms(c->srv->cfg->idle_timeout * 1000);
@@ -236,11 +237,44 @@ static void linger_close(depot_conn_t *c)
     }
 }
 
+/* The first byte tells a TLS ClientHello (a handshake record, 0x16) from a plain IBP request
+ * (a digit), so one port serves both.  1: serve the connection (sealed or plain), 0: close
+ * it (idle, a failed handshake, or plaintext refused and answered). */
+static int open_conn(depot_conn_t *c)
+{
+    const depot_config_t *cfg = c->srv->cfg;
+    unsigned char b;
+    char err[512];
+    if (!c->srv->tls_ctx || !wait_request(c))
+        return c->srv->tls_ctx ? 0 : 1;
+    ssize_t r;
+    while ((r = recv(c->fd, &b, 1, MSG_PEEK)) < 0 && errno == EINTR)
+        ;
+    if (r <= 0)
+        return 0;
+    if (b == 0x16) {
+        int ms = cfg->header_timeout * 1000;
+        if (lns_tls_accept(c->srv->tls_ctx, c->fd, ms, lns_deadline_ms(ms), err, sizeof err) < 0) {
+            lns_log(LNS_LOG_INFO, "%s: %s", c->peer, err);
+            return 0;
+        }
+        return 1;
+    }
+    if (cfg->plaintext_refuse) {
+        lns_log(LNS_LOG_INFO, "%s: plain IBP refused (--plaintext refuse): answered %d",
+                c->peer, IBP_E_CAP_ACCESS_DENIED);
+        depot_reply_err(c, IBP_E_CAP_ACCESS_DENIED);
+        linger_close(c);
+        return 0;
+    }
+    return 1;
+}
+
 static void *conn_main(void *arg)
 {
     depot_conn_t *c = arg;
     lns_peer_name(c->fd, c->peer, sizeof c->peer);
-    if (lns_rbuf_init(&c->rb, c->fd, CONN_RBUF) == 0) {
+    if (lns_rbuf_init(&c->rb, c->fd, CONN_RBUF) == 0 && open_conn(c)) {
         serve(c);
         if (c->close)
             linger_close(c);
@@ -248,7 +282,7 @@ static void *conn_main(void *arg)
     lns_rbuf_free(&c->rb);
     free(c->dbuf);
     conn_unlink(c);
-    close(c->fd);
+    lns_sock_close(c->fd);
     free(c);
     return NULL;
 }

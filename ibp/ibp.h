@@ -74,7 +74,10 @@ typedef enum ibp_err {
     IBP_E_CHKSUM = -63,
     IBP_E_CHKSUM_TYPE = -64,
     IBP_E_CHKSUM_BLOCKSIZE = -65,
-    IBP_E_OUT_OF_SOCKETS = -66
+    IBP_E_OUT_OF_SOCKETS = -66,
+    /* the client's own, never on the wire */
+    IBP_E_TLS = -80,          /* the TLS handshake with the depot failed */
+    IBP_E_TLS_PIN = -81       /* the depot's key is not the one pinned for it */
 } ibp_err;
 
 /* Words for any code, including unknown ones ("unknown IBP error -77"). Never NULL. */
@@ -174,7 +177,13 @@ typedef struct ibp_client_opts {
     int max_idle_s;           /* pooled connections idle longer than this are not reused, and a
                                  depot unused as long is dropped from the pool; default 30.  The
                                  pool keeps at most 256 depots, dropping the least recently used */
+    int tls;                  /* IBP_TLS_AUTO (default): TLS to a depot with a pin (ibp_tls_pin),
+                                 never plaintext to it; plaintext to the others.  IBP_TLS_REQUIRE:
+                                 also TLS to depots without a pin, their certificate verified by
+                                 the system's trust store.  IBP_TLS_OFF: plaintext (benchmarks) */
 } ibp_client_opts_t;
+
+enum { IBP_TLS_AUTO = 0, IBP_TLS_REQUIRE = 1, IBP_TLS_OFF = 2 };
 
 typedef struct ibp_client ibp_client_t;
 
@@ -190,6 +199,18 @@ void ibp_client_free(ibp_client_t *c);
  * (past that, the oldest pin is forgotten).  IBP_OK, or IBP_E_INV_PAR_HOST/PORT/
  * IBP_E_INVALID_PARAMETER.  The tools' --ibp-version HOST:PORT=V and rc IBP_VERSION set it. */
 int ibp_version_pin(const char *host, int port, int version);
+
+/* Pin host:port's TLS identity for every client of this process: pin is "sha256:" and the
+ * 64 hex digits of the SHA-256 of the depot's public key (its STATUS and log say it); NULL or
+ * "" removes it.  Connections to a pinned depot are sealed with TLS and refused
+ * (IBP_E_TLS_PIN) when its key is another.  At most 1024 depots (past that, the oldest pin is
+ * forgotten).  IBP_OK, IBP_E_INV_PAR_HOST/PORT, IBP_E_INVALID_PARAMETER (not a pin). */
+int ibp_tls_pin(const char *host, int port, const char *pin);
+/* 1 and the pin in pin[size] if host:port has one, else 0. */
+int ibp_tls_pin_get(const char *host, int port, char *pin, size_t size);
+/* The reason for this thread's last IBP_E_TLS or IBP_E_TLS_PIN: one line naming the depot
+ * (and for a pin, both pins). */
+const char *ibp_tls_error(void);
 
 /* Allocation attributes for ALLOCATE and CHNG. */
 typedef struct ibp_attr {

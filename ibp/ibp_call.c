@@ -236,6 +236,20 @@ int ibp_call_begin_intr(ibp_client_t *c, const char *host, int port, ibp_vsel_t 
                           &conn);
         if (rc != IBP_OK)
             return rc;
+        if (conn->reused && !conn->sealed && ibp_tls_wanted(c, host, port)) {
+            /* opened in plaintext before the depot's pin was known: not for what follows */
+            ibp_conn_close(conn);
+            rc = ibp_pool_get(c->pool, host, port, 0, c->o.connect_timeout_ms, intr, &conn);
+            if (rc != IBP_OK)
+                return rc;
+        }
+        if (!conn->opened) {
+            conn->opened = 1;
+            if ((rc = ibp_tls_open(c, conn)) != IBP_OK) {
+                ibp_conn_close(conn); /* nothing was sent on it */
+                return rc;
+            }
+        }
         if (intr && ibp_intr_attach(intr, conn->fd) < 0) {
             ibp_pool_put(c->pool, conn); /* nothing was sent on it */
             return IBP_E_SOCK_READ;

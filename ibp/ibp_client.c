@@ -9,6 +9,8 @@
  */
 #include "ibp_client_int.h"
 
+#include "lns_tls.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -49,6 +51,9 @@ ibp_client_t *ibp_client_new(const ibp_client_opts_t *opts)
         c->o.max_idle_per_depot = 0;
     if (c->o.max_idle_s < 0)
         c->o.max_idle_s = d.max_idle_s;
+    if (c->o.tls < IBP_TLS_AUTO || c->o.tls > IBP_TLS_OFF)
+        c->o.tls = IBP_TLS_AUTO;
+    pthread_mutex_init(&c->tls_mu, NULL);
     c->pool = ibp_pool_new(c->o.max_idle_per_depot, c->o.max_idle_s);
     c->versions = c->o.version < 0 ? ibp_vtab_new() : NULL;
     if (!c->pool || (c->o.version < 0 && !c->versions)) {
@@ -65,6 +70,8 @@ void ibp_client_free(ibp_client_t *c)
         return;
     ibp_pool_free(c->pool);
     ibp_vtab_free(c->versions);
+    lns_tls_ctx_free(c->tls);
+    pthread_mutex_destroy(&c->tls_mu);
     free(c);
 }
 

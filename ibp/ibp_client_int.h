@@ -6,6 +6,7 @@
  *   ibp_client_data.c  the calls that move bytes (STORE, WRITE, LOAD)
  *   ibp_alias.c        alias capabilities (ACCRE's ALIAS_ALLOCATE 14 and ALIAS_MANAGE 15)
  *   ibp_version.c      which protocol version each depot speaks (pinned or learned)
+ *   ibp_tls.c          which depots are spoken to over TLS, their pins, the handshake
  *
  * A connection belongs to exactly one thread between ibp_call_begin() and ibp_call_end() /
  * ibp_conn_close(); only idle connections sit in the pool, under the pool's mutex.
@@ -33,6 +34,8 @@ typedef struct ibp_conn {
     int64_t idle_since_ms; /* when it was put back (monotonic) */
     char *host;            /* its depot, the key of its pool entry */
     int port;
+    int sealed;            /* spoken to over TLS (ibp_tls_open) */
+    int opened;            /* ibp_tls_open has judged it */
 } ibp_conn_t;
 
 typedef struct ibp_pool ibp_pool_t;
@@ -44,7 +47,18 @@ struct ibp_client {
                               one, o.io_timeout_ms */
     ibp_pool_t *pool;
     ibp_vtab_t *versions;  /* what detection learned, per depot */
+    pthread_mutex_t tls_mu;
+    struct lns_tls_ctx *tls; /* made at the first handshake (ibp_tls.c) */
 };
+
+/* ---- ibp_tls.c ---- */
+/* Seal a fresh connection to a depot with a pin (or any, under IBP_TLS_REQUIRE) before its
+ * first request.  IBP_OK (sealed or left plain as the options say), IBP_E_TLS,
+ * IBP_E_TLS_PIN (the depot's key is not the pinned one), IBP_E_CLIENT_TIMEOUT; the reason is
+ * in ibp_tls_error(). */
+int ibp_tls_open(ibp_client_t *c, ibp_conn_t *conn);
+/* 1 if connections to host:port must be sealed (it has a pin, or IBP_TLS_REQUIRE). */
+int ibp_tls_wanted(ibp_client_t *c, const char *host, int port);
 
 /* ---- ibp_version.c ---- */
 #define IBP_VTAB_MAX 256   /* depots a version table remembers */

@@ -66,6 +66,8 @@ static const ibp_errdesc_t errtab[] = {
     {IBP_E_CHKSUM_TYPE, "CHKSUM_TYPE", "checksum type not supported"},
     {IBP_E_CHKSUM_BLOCKSIZE, "CHKSUM_BLOCKSIZE", "checksum block size not supported"},
     {IBP_E_OUT_OF_SOCKETS, "OUT_OF_SOCKETS", "depot has no free connections, retry later"},
+    {IBP_E_TLS, "TLS", "the TLS handshake with the depot failed"},
+    {IBP_E_TLS_PIN, "TLS_PIN", "the depot's key is not the one pinned for it"},
 };
 
 static const ibp_errdesc_t *find(int err)

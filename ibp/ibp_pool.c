@@ -75,7 +75,7 @@ void ibp_conn_close(ibp_conn_t *conn)
 {
     if (!conn)
         return;
-    close(conn->fd);
+    lns_sock_close(conn->fd);
     lns_rbuf_free(&conn->rb);
     free(conn->host);
     free(conn);
@@ -210,12 +210,7 @@ static ibp_slot_t *slot_add(ibp_pool_t *p, const char *host, int port, ibp_slot_
 /* An idle connection has nothing to read; anything readable means it is finished. */
 static int conn_looks_alive(const ibp_conn_t *conn)
 {
-    struct pollfd pfd = {.fd = conn->fd, .events = POLLIN};
-    int rc;
-    do {
-        rc = poll(&pfd, 1, 0);
-    } while (rc < 0 && errno == EINTR);
-    return rc == 0;
+    return lns_sock_idle_ok(conn->fd); /* a sealed one may have taken session tickets */
 }
 
 /* Pop the newest idle connection to host:port that is young enough, or NULL.  Stale ones

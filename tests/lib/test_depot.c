@@ -47,6 +47,11 @@ int td_restart(test_depot_t *d)
     return spawn(d, d->port, 50);
 }
 
+int td_restart_once(test_depot_t *d)
+{
+    return spawn(d, d->port, 1);
+}
+
 int td_connect(const test_depot_t *d)
 {
     struct sockaddr_in sa;

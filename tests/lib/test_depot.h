@@ -29,6 +29,8 @@ typedef struct test_depot {
 int td_start(test_depot_t *d, const char *extra);
 /* Start again with the same directory, arguments and port (after lns_test_server_kill). */
 int td_restart(test_depot_t *d);
+/* The same, tried once: for a start that is meant to fail (0 if it started after all). */
+int td_restart_once(test_depot_t *d);
 /* Connect a raw TCP socket to it (blocking, 10 s send/receive timeouts). -1 on failure. */
 int td_connect(const test_depot_t *d);
 /* Count the lines of the depot's event log that contain needle. */
