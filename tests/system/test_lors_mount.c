@@ -386,7 +386,8 @@ static const lns_test_case tests[] = {
     {"--direct-io: the same bytes, shared mmap refused", test_direct_io},
     {"detached once mounted; usage errors", test_detached},
     {"5000 exNodes listed twice: the kept table stays bounded", test_many_files},
-    {"ls -l: plain exNodes by a scan, compressed, sizeless, broken ones parsed", test_listing_kinds},
+    {"ls -l: plain exNodes by a scan, compressed, sizeless, broken ones parsed",
+     test_listing_kinds},
 };
 
 void lns_test_register(void)
