@@ -489,6 +489,14 @@ int lors_dir_add(lors_dir_t *d, const char *path, char *err, size_t errlen);
 lors_dir_file_t *lors_dir_get(lors_dir_t *d, const char *name, int *rc, char *err,
                               size_t errlen);
 void lors_dir_put(lors_dir_t *d, lors_dir_file_t *f);
+/* The size and modification time of the file shown as name, as lors_dir_get would give them,
+ * without parsing its exNode when that says its size plainly (a "size" metadata, no e2e or
+ * erasure coding: a scan of its bytes), so a listing of many files opens none of them: 0, or
+ * -1 with *rc and err as lors_dir_get's.  Whenever the scan cannot tell, the exNode is parsed
+ * and opened as by lors_dir_get (an encrypted file without its key fails here as there); one
+ * the scan reads may still fail to open later (a bad capability in a mapping). */
+int lors_dir_stat(lors_dir_t *d, const char *name, int64_t *size, struct timespec *mtime,
+                  int *rc, char *err, size_t errlen);
 /* How many files the table keeps open now (at most LORS_DIR_KEEP; what lors_mount's statfs
  * counts as inodes in use). */
 size_t lors_dir_kept(lors_dir_t *d);

@@ -14,7 +14,10 @@
  * bound every file ever looked at stayed parsed; without the hash each lookup scanned them.
  *
  * What a file shows (its identity, its tag and time, its mappings) comes from one open of the
- * exNode file, read once: tools write exNodes by rename, and two opens could find two files. */
+ * exNode file, read once: tools write exNodes by rename, and two opens could find two files.
+ *
+ * A listing's size and time (lors_dir_stat) come from a scan of the exNode's bytes where they
+ * say the size plainly, without a parse or a reader; the others are opened as by a lookup. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -330,6 +333,155 @@ fail:
     if (f)
         file_free(f);
     return NULL;
+}
+
+/* ---- the size of a plain exNode without parsing it ------------------------------------ */
+
+/* The tag at p ('<' at p): 1 start tag, 2 end tag, 3 empty-element tag, with *end just past
+ * its '>'; 0 for what this scan does not read (a comment, CDATA, a DOCTYPE, no '>').  The
+ * first '>' ends the tag: lns and libxml2 write one inside an attribute value as "&gt;"; a
+ * writer that does not may leave this scan unbalanced, and then the parse decides. */
+static int tag_at(const char *p, const char *e, const char **end)
+{
+    if (p + 1 >= e || p[1] == '!')
+        return 0;
+    const char *gt = memchr(p + 1, '>', (size_t)(e - p - 1));
+    if (!gt)
+        return 0;
+    *end = gt + 1;
+    if (p[1] == '?')
+        return gt[-1] == '?' ? 3 : 0; /* <?xml ...?>: nothing opened */
+    return p[1] == '/' ? 2 : gt[-1] == '/' ? 3 : 1;
+}
+
+/* 1 if the start tag [p, e) is a metadata element (any namespace prefix) whose attributes
+ * are exactly name="size" type="integer", in the form every lns and LoRS writer gives. */
+static int is_size_tag(const char *p, const char *e)
+{
+    static const char want[] = "metadata name=\"size\" type=\"integer\">";
+    const size_t n = sizeof want - 1;
+    const char *t = p + 1;
+    size_t len = (size_t)(e - t);
+    const char *colon = memchr(t, ':', len), *sp = memchr(t, ' ', len);
+    if (colon && (!sp || colon < sp)) {
+        len -= (size_t)(colon + 1 - t);
+        t = colon + 1;
+    }
+    return len == n && memcmp(t, want, n) == 0;
+}
+
+static int is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* The network file's size from the exNode's bytes when they say it plainly: well-formed as
+ * far as this scan reads (tags balanced; no comment, CDATA or DOCTYPE), a "size" integer
+ * metadata among the root's children, and neither an lns_e2e nor an lns_ec description
+ * (whose plain size comes from their frames or their coding).  -1 otherwise: then only the
+ * parse and the reader can say.  What the reader would find: the "size" metadata is the
+ * file's length when there is one (xnd_extent). */
+static int64_t plain_size(const char *b, size_t n)
+{
+    const char *p = b, *e = b + n, *end;
+    int depth = 0;
+    int64_t size = -1;
+    if (memmem(b, n, "\"lns_e", 6)) /* name="lns_e2e" or "lns_ec" (or one like them) */
+        return -1;
+    while ((p = memchr(p, '<', (size_t)(e - p)))) {
+        int kind = tag_at(p, e, &end);
+        if (kind == 0)
+            return -1;
+        if (kind == 1 && depth == 1 && size < 0 && is_size_tag(p, end)) {
+            const char *v = end, *ve = memchr(v, '<', (size_t)(e - v));
+            if (!ve || ve + 1 >= e || ve[1] != '/')
+                return -1;
+            while (v < ve && is_space(*v))
+                v++;
+            while (ve > v && is_space(ve[-1]))
+                ve--;
+            if (v == ve || ve - v > 18) /* no sign, no overflow */
+                return -1;
+            for (size = 0; v < ve; v++) {
+                if (*v < '0' || *v > '9')
+                    return -1;
+                size = size * 10 + (*v - '0');
+            }
+        }
+        if (kind == 1)
+            depth++;
+        else if (kind == 2 && --depth < 0)
+            return -1;
+        p = end;
+    }
+    return depth == 0 ? size : -1;
+}
+
+/* The exNode at path read whole, st its stat from the lookup: its bytes (malloc'd) and *n, or
+ * NULL (unreadable, or no longer of st's size: then the parse decides).  Without touching its
+ * access time where that is allowed (a listing would write 100,000 inodes). */
+static char *read_whole(const char *path, const struct stat *st, size_t *n)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOATIME);
+    if (fd < 0 && errno == EPERM) /* O_NOATIME: the owner's, or CAP_FOWNER */
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    size_t want = (size_t)st->st_size, got = 0;
+    char *b = st->st_size < ((off_t)1 << 30) ? malloc(want + 1) : NULL;
+    ssize_t r = 1;
+    while (b && got <= want && (r = read(fd, b + got, want + 1 - got)) > 0)
+        got += (size_t)r;
+    close(fd);
+    if (b && (r < 0 || got != want)) {
+        free(b);
+        b = NULL;
+    }
+    *n = got;
+    return b;
+}
+
+int lors_dir_stat(lors_dir_t *d, const char *name, int64_t *size, struct timespec *mtime,
+                  int *rc, char *err, size_t errlen)
+{
+    char path[2200];
+    struct stat st;
+    err[0] = '\0';
+    *rc = LORS_E_NOTFOUND;
+    int out = 0;
+    if (!valid_name(name) || find_path(d, name, path, sizeof path, &st, &out) < 0) {
+        snprintf(err, errlen, out ? "a symbolic link that leads out of its directory"
+                                  : "no such file");
+        return -1;
+    }
+    uint32_t h = hash_of(name);
+    pthread_mutex_lock(&d->mu);
+    dfile_t *f = find_locked(d, name, h);
+    if (f && unchanged(f, path, &st)) {
+        *size = f->pub.size;
+        *mtime = f->pub.mtime;
+        pthread_mutex_unlock(&d->mu);
+        *rc = LORS_OK;
+        return 0;
+    }
+    pthread_mutex_unlock(&d->mu);
+    size_t n;
+    char *b = read_whole(path, &st, &n);
+    int64_t s = b ? plain_size(b, n) : -1;
+    free(b);
+    if (s >= 0) {
+        *size = s;
+        *mtime = st.st_mtim;
+        *rc = LORS_OK;
+        return 0;
+    }
+    lors_dir_file_t *pub = lors_dir_get(d, name, rc, err, errlen);
+    if (!pub)
+        return -1;
+    *size = pub->size;
+    *mtime = pub->mtime;
+    lors_dir_put(d, pub);
+    return 0;
 }
 
 lors_dir_file_t *lors_dir_get(lors_dir_t *d, const char *name, int *rc, char *err,

@@ -4,7 +4,8 @@
  * SIGKILLed during reads costs nothing; a reader blocked on a SIGSTOPped depot gets EIO
  * within a few timeouts, with a log line naming the bytes, and fusermount3 -u then unmounts and
  * the program exits 0; started without -f it detaches once mounted; 5,000 exNodes listed twice
- * leave the table of parsed exNodes at its bound.
+ * leave the table of parsed exNodes at its bound; ls -l takes plain exNodes' sizes from a scan
+ * (none parsed) and parses the others (compressed, without "size", broken) as before.
  *
  * Without /dev/fuse or fusermount3 (Debian fuse3) nothing can be mounted: the program
  * registers no test and prints a "SKIP" line. */
@@ -295,8 +296,12 @@ static void test_many_files(void)
     snprintf(dir, sizeof dir, "%s/many", lns_test_tmpdir());
     mkdir(dir, 0755);
     put_file("f0", 1000, 81, 1, T.depots, src);
-    CU_ASSERT_EQUAL_FATAL(tt_sh(&T, "cd '%s' && i=1; while [ $i -lt %d ]; do "
-                                    "ln f0.xnd f$i.xnd || exit 1; i=$((i+1)); done", dir, NF),
+    /* half of them without the "size" metadata: each of those is parsed to be listed (its
+     * length is its last mapping's end) and kept, up to the bound */
+    CU_ASSERT_EQUAL_FATAL(tt_sh(&T, "cd '%s' && grep -v 'name=\"size\"' f0.xnd > g0.xnd && "
+                                    "i=1; while [ $i -lt %d ]; do ln f0.xnd f$i.xnd && "
+                                    "ln g0.xnd g$i.xnd || exit 1; i=$((i+1)); done",
+                                dir, NF / 2),
                           0);
     CU_ASSERT_EQUAL_FATAL(start_mount(NULL, NULL), 0);
     for (int pass = 0; pass < 2; pass++) {
@@ -335,6 +340,45 @@ static void test_detached(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "not a directory"));
 }
 
+/* ls -l takes a plain exNode's size from a scan of its bytes, opening none of them; an exNode
+ * the scan cannot read plainly is parsed as before: one compressed (lns_e2e: its "size"
+ * metadata is the stored length, not the file's), one without "size", one that is not an
+ * exNode (ls says so for it, and lists the others).  An exNode replaced by rename shows its
+ * new size at the next listing. */
+static void test_listing_kinds(void)
+{
+    char src[4096], zsrc[4096], zxnd[4096], path[8400];
+    tt_revive(&T);
+    snprintf(dir, sizeof dir, "%s/kinds", lns_test_tmpdir());
+    mkdir(dir, 0755);
+    put_file("plain", 1000, 91, 1, T.depots, src);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 300000, 92, 1, 2, T.depots, "-z", zsrc, zxnd), 0);
+    snprintf(path, sizeof path, "%s/zipped.xnd", dir);
+    CU_ASSERT_EQUAL_FATAL(rename(zxnd, path), 0);
+    CU_ASSERT_EQUAL_FATAL(tt_sh(&T, "cd '%s' && grep -q 'name=\"size\" type=\"integer\">300101<' "
+                                    "zipped.xnd && grep -v 'name=\"size\"' plain.xnd > "
+                                    "nosize.xnd && printf '<exnode><oops' > bad.xnd", dir), 0);
+    CU_ASSERT_EQUAL_FATAL(start_mount(NULL, NULL), 0);
+    CU_ASSERT_EQUAL(tt_sh(&T, "ls -l '%s' | awk 'NR > 1 { print $NF, $5 }'", mnt), 0);
+    CU_ASSERT_STRING_EQUAL(T.out, "bad ?\nnosize 1000\nplain 1000\nzipped 300000\n");
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "bad': Input/output error"));
+    /* parsed and kept: zipped and nosize, not plain (nor bad, which failed) */
+    CU_ASSERT_EQUAL(tt_sh(&T, "stat -f -c '%%c %%d' '%s'", mnt), 0);
+    long total = -1, nfree = -1;
+    CU_ASSERT_EQUAL(sscanf(T.out, "%ld %ld", &total, &nfree), 2);
+    CU_ASSERT_EQUAL(total - nfree, 2);
+    CU_ASSERT_EQUAL(tt_sh(&T, "cmp '%s/plain' '%s' && cmp '%s/zipped' '%s'", mnt, src, mnt,
+                          zsrc), 0);
+    /* replaced by rename: the next listing shows the new size */
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 2345, 93, 1, 1, T.depots, NULL, src, zxnd), 0);
+    snprintf(path, sizeof path, "%s/plain.xnd", dir);
+    CU_ASSERT_EQUAL_FATAL(rename(zxnd, path), 0);
+    CU_ASSERT_EQUAL(tt_sh(&T, "ls -l '%s' | awk '$NF == \"plain\" { print $5 }'", mnt), 0);
+    CU_ASSERT_STRING_EQUAL(T.out, "2345\n");
+    CU_ASSERT_EQUAL(tt_sh(&T, "cmp '%s/plain' '%s'", mnt, src), 0);
+    CU_ASSERT_EQUAL(stop_mount(3000), 0);
+}
+
 static const lns_test_case tests[] = {
     {"ls, cmp, 1000 preads, tar tf, read-only", test_files},
     {"a depot SIGKILLed during reads", test_depot_killed},
@@ -342,6 +386,8 @@ static const lns_test_case tests[] = {
     {"--direct-io: the same bytes, shared mmap refused", test_direct_io},
     {"detached once mounted; usage errors", test_detached},
     {"5000 exNodes listed twice: the kept table stays bounded", test_many_files},
+    {"ls -l: plain exNodes by a scan, compressed, sizeless, broken ones parsed",
+     test_listing_kinds},
 };
 
 void lns_test_register(void)

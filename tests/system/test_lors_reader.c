@@ -4,7 +4,8 @@
  * stopped depot; a depot killed during reads costs nothing; concurrent streams stay inside
  * the cache's bound; a range with no live copy fails naming its bytes, and a later read
  * after the depot is back succeeds.  lors_dir, the directory of readers lors_serve and
- * lors_mount show, is checked here too. */
+ * lors_mount show, is checked here too, and lors_dir_stat's scan of plain exNodes against
+ * the parse of those it cannot read plainly. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -525,6 +526,75 @@ static void test_dir(void)
     tt_free_all(&T, xnd);
 }
 
+/* lors_dir_stat: a plain exNode's size and time from a scan of its bytes, as lors_dir_get
+ * gives them, with nothing parsed or kept; where the scan cannot tell (a "size" only inside a
+ * metadata list, or only inside a comment; a truncated exNode), the exNode is parsed as by
+ * lors_dir_get: the length of its mappings, or its error. */
+static void test_dir_stat(void)
+{
+    char src[4096], xnd[4096], dir[4200], p[4400], err[600];
+    int rc;
+    int64_t sz;
+    struct timespec mt;
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 300 * 1024 + 7, 12, 1, 2, T.depots, NULL, src, xnd),
+                          0);
+    snprintf(dir, sizeof dir, "%s.sdir", xnd);
+    CU_ASSERT_EQUAL_FATAL(mkdir(dir, 0700), 0);
+    const char *line = "<exnode:metadata name=\"size\" type=\"integer\">307207</exnode:metadata>";
+    CU_ASSERT_EQUAL_FATAL(tt_sh(&T, "cd '%s' && grep -c '%s' '%s'", dir, line, xnd), 0);
+    CU_ASSERT_STRING_EQUAL(T.out, "1\n");
+    CU_ASSERT_EQUAL_FATAL(
+        tt_sh(&T, "cd '%s' && cp '%s' plain.xnd && "
+                  "sed 's|%s|<exnode:metadata name=\"info\" type=\"meta\">"
+                  "<exnode:metadata name=\"size\" type=\"integer\">7</exnode:metadata>"
+                  "</exnode:metadata>|' plain.xnd > nested.xnd && "
+                  "sed 's|%s|<!-- <exnode:metadata name=\"size\" type=\"integer\">7"
+                  "</exnode:metadata> -->|' plain.xnd > commented.xnd && "
+                  "head -c 2000 plain.xnd > truncated.xnd && "
+                  "! grep -q '>307207<' nested.xnd commented.xnd",
+              dir, xnd, line, line), 0);
+    lors_cache_t *c = lors_cache_new(NULL);
+    lors_reader_opts_t ro;
+    lors_reader_opts_init(&ro);
+    lors_dir_t *d = lors_dir_new(&ro, c);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT_EQUAL(lors_dir_add(d, dir, err, sizeof err), LORS_OK);
+
+    struct stat st;
+    snprintf(p, sizeof p, "%s/plain.xnd", dir);
+    CU_ASSERT_EQUAL(stat(p, &st), 0);
+    CU_ASSERT_EQUAL(lors_dir_stat(d, "plain", &sz, &mt, &rc, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(sz, 300 * 1024 + 7);
+    CU_ASSERT(mt.tv_sec == st.st_mtim.tv_sec && mt.tv_nsec == st.st_mtim.tv_nsec);
+    CU_ASSERT_EQUAL(lors_dir_kept(d), 0); /* nothing parsed */
+    lors_dir_file_t *f = lors_dir_get(d, "plain", &rc, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(f->size, sz);
+    CU_ASSERT(f->mtime.tv_sec == mt.tv_sec && f->mtime.tv_nsec == mt.tv_nsec);
+    lors_dir_put(d, f);
+    /* kept now: the answer comes from the table */
+    CU_ASSERT_EQUAL(lors_dir_stat(d, "plain", &sz, &mt, &rc, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(sz, 300 * 1024 + 7);
+
+    const char *parsed[] = {"nested", "commented"};
+    for (int i = 0; i < 2; i++) {
+        sz = -1;
+        CU_ASSERT_EQUAL(lors_dir_stat(d, parsed[i], &sz, &mt, &rc, err, sizeof err), 0);
+        CU_ASSERT_EQUAL(sz, 300 * 1024 + 7); /* the mappings' end, not the 7 */
+        CU_ASSERT_EQUAL(lors_dir_kept(d), (size_t)i + 2);
+    }
+    CU_ASSERT_EQUAL(lors_dir_stat(d, "truncated", &sz, &mt, &rc, err, sizeof err), -1);
+    CU_ASSERT_EQUAL(rc, LORS_E_EXNODE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "truncated.xnd"));
+    CU_ASSERT_EQUAL(lors_dir_stat(d, "nope", &sz, &mt, &rc, err, sizeof err), -1);
+    CU_ASSERT_EQUAL(rc, LORS_E_NOTFOUND);
+    lors_dir_free(d);
+    lors_cache_free(c);
+    tt_sh(&T, "rm -rf '%s'", dir);
+    tt_free_all(&T, xnd);
+}
+
 static const lns_test_case tests[] = {
     {"replicated: random reads, ends, a sequential stream read ahead",
      test_replicated_random_and_sequential},
@@ -533,6 +603,7 @@ static const lns_test_case tests[] = {
     {"no live copy: the bytes named; back again: read", test_no_live_copy},
     {"erasure coded (2 depots lost) and compressed + encrypted", test_erasure_coded_and_transformed},
     {"lors_dir: names, lookups, a rewritten exNode, a malformed one", test_dir},
+    {"lors_dir_stat: a plain exNode scanned, not parsed; the others parsed", test_dir_stat},
     {"a 64 KiB checksum block: a 4 KiB read fetches 64 KiB", test_small_checksum_block},
 };
 
