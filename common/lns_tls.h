@@ -49,7 +49,8 @@ int lns_tls_accept(lns_tls_ctx_t *ctx, int fd, int idle_ms, int64_t deadline_ms,
                    size_t errlen);
 /* The handshake as a client to host:port.  pin given: the server's key must have it (else
  * -1, EACCES, and err names both pins), whatever its certificate says; pin NULL or "": the
- * certificate must verify against the system's trust store for host.  got_pin (may be NULL,
+ * certificate must verify against the system's trust store for host; pin "*": any key (trust
+ * on first use: the caller records got_pin).  got_pin (may be NULL,
  * LNS_PIN_LEN bytes) receives the server's pin, also on a mismatch.  0: fd is sealed;
  * nothing has been sent through it yet. */
 int lns_tls_connect(lns_tls_ctx_t *ctx, int fd, const char *host, int port, const char *pin,

@@ -14,6 +14,7 @@
 
 #include "lns_log.h"
 #include "lns_time.h"
+#include "lns_tls.h"
 #include "lns_version.h"
 
 int depot_cmd_run(depot_conn_t *c, const ibp_req_t *req)
@@ -93,7 +94,8 @@ static int status_line_v0(depot_conn_t *c, const ibp_req_t *req, int rid)
 /* Version 1, as ACCRE 1.4 answers: "1 <n> \n", then n bytes of KEY:value fields ending in
  * "RE \n".  CT/ST are the whole capacity, UT what is allocated, SH/CH and UH the hard part,
  * AT/AH what can still be allocated; SS, SU, NA and VR are ours (soft capacity and use, the
- * allocation count, the lns version), before RE so that a reader stopping there sees them. */
+ * allocation count, the lns version, and PN the hex of the TLS pin when TLS is on), before RE
+ * so that a reader stopping there sees them. */
 static int status_inquire(depot_conn_t *c, const ibp_req_t *req, int rid)
 {
     depot_res_status_t s;
@@ -104,15 +106,19 @@ static int status_inquire(depot_conn_t *c, const ibp_req_t *req, int rid)
     uint64_t total = s.hard + s.soft, used = s.hard_used + s.soft_used;
     uint64_t free_all = total > used ? total - used : 0;
     uint64_t free_hard = s.hard > s.hard_used ? s.hard - s.hard_used : 0;
+    char pn[80] = "";
+    if (c->srv->tls_id) /* the pin's hex, without "sha256:" (old parsers split on ':') */
+        snprintf(pn, sizeof pn, "PN:%s ", lns_tls_id_pin(c->srv->tls_id) + 7);
     int n = snprintf(body, sizeof body,
                      "VS:1.4:1.0 DT:1 RID:%d RT:1 CT:%llu ST:%llu UT:%llu UH:%llu SH:%llu CH:%llu "
-                     "AT:%llu AH:%llu DR:%lld SS:%llu SU:%llu NA:%llu VR:%s RE \n",
+                     "AT:%llu AH:%llu DR:%lld SS:%llu SU:%llu NA:%llu VR:%s %sRE \n",
                      rid, (unsigned long long)total, (unsigned long long)total,
                      (unsigned long long)used, (unsigned long long)s.hard_used,
                      (unsigned long long)s.hard, (unsigned long long)s.hard,
                      (unsigned long long)free_all, (unsigned long long)free_hard,
                      (long long)s.max_duration, (unsigned long long)s.soft,
-                     (unsigned long long)s.soft_used, (unsigned long long)s.nallocs, LNS_VERSION);
+                     (unsigned long long)s.soft_used, (unsigned long long)s.nallocs, LNS_VERSION,
+                     pn);
     depot_reply(c, 0, "1 %d \n%s", n, body);
     return IBP_OK;
 }

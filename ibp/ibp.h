@@ -178,9 +178,15 @@ typedef struct ibp_client_opts {
                                  depot unused as long is dropped from the pool; default 30.  The
                                  pool keeps at most 256 depots, dropping the least recently used */
     int tls;                  /* IBP_TLS_AUTO (default): TLS to a depot with a pin (ibp_tls_pin),
-                                 never plaintext to it; plaintext to the others.  IBP_TLS_REQUIRE:
-                                 also TLS to depots without a pin, their certificate verified by
-                                 the system's trust store.  IBP_TLS_OFF: plaintext (benchmarks) */
+                                 never plaintext to it.  A depot without one is asked once per
+                                 process, on first contact, for its STATUS (plaintext, no secret
+                                 in it): an lns depot's names its pin, which is then used (trust
+                                 on first use; a pin from an exNode or the L-Bone is checked
+                                 instead), or, if it refuses plaintext, its TLS handshake shows
+                                 it; a depot that names none (LoCI, ACCRE) is spoken to in
+                                 plaintext, remembered for 10 minutes.  IBP_TLS_REQUIRE: TLS to
+                                 every depot, those without a pin verified by the system's trust
+                                 store.  IBP_TLS_OFF: plaintext (benchmarks) */
 } ibp_client_opts_t;
 
 enum { IBP_TLS_AUTO = 0, IBP_TLS_REQUIRE = 1, IBP_TLS_OFF = 2 };
@@ -208,6 +214,10 @@ int ibp_version_pin(const char *host, int port, int version);
 int ibp_tls_pin(const char *host, int port, const char *pin);
 /* 1 and the pin in pin[size] if host:port has one, else 0. */
 int ibp_tls_pin_get(const char *host, int port, char *pin, size_t size);
+/* The TLS mode of every client of this process whose options leave it at IBP_TLS_AUTO (the
+ * tools' --tls and rc TLS): IBP_TLS_AUTO, IBP_TLS_REQUIRE or IBP_TLS_OFF.  Set it before
+ * making clients.  IBP_OK or IBP_E_INVALID_PARAMETER. */
+int ibp_tls_mode(int mode);
 /* The reason for this thread's last IBP_E_TLS or IBP_E_TLS_PIN: one line naming the depot
  * (and for a pin, both pins). */
 const char *ibp_tls_error(void);
@@ -331,6 +341,8 @@ int ibp_alias_change(ibp_client_t *c, const char *alias_mcap, const char *master
 int ibp_alias_revoke(ibp_client_t *c, const char *alias_mcap, const char *master_mcap);
 
 /* Depot status from STATUS INQ. */
+#define IBP_PIN_LEN 72
+
 typedef struct ibp_depot_status {
     char version[32];       /* "1.4" style version of the depot, "" if not told */
     char rid[IBP_MAX_RID];
@@ -340,6 +352,7 @@ typedef struct ibp_depot_status {
     uint64_t soft_used;
     int64_t max_duration_s;
     int allocations;        /* -1 if not told */
+    char pin[IBP_PIN_LEN];  /* an lns depot's TLS pin ("sha256:<64 hex>"), "" if not told */
 } ibp_depot_status_t;
 
 /* STATUS INQ of resource rid (NULL = default); password may be NULL. */

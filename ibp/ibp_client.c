@@ -53,6 +53,8 @@ ibp_client_t *ibp_client_new(const ibp_client_opts_t *opts)
         c->o.max_idle_s = d.max_idle_s;
     if (c->o.tls < IBP_TLS_AUTO || c->o.tls > IBP_TLS_OFF)
         c->o.tls = IBP_TLS_AUTO;
+    if (c->o.tls == IBP_TLS_AUTO)
+        c->o.tls = ibp_tls_mode_default();
     pthread_mutex_init(&c->tls_mu, NULL);
     c->pool = ibp_pool_new(c->o.max_idle_per_depot, c->o.max_idle_s);
     c->versions = c->o.version < 0 ? ibp_vtab_new() : NULL;
@@ -335,7 +337,11 @@ static int parse_status_fields(char **f, int nf, ibp_depot_status_t *out)
             return IBP_E_BAD_FORMAT;
         }
 #define KEY(k) (klen == sizeof(k) - 1 && memcmp(f[i], k, klen) == 0)
-        if (KEY("VS") || KEY("RID")) {
+        if (KEY("PN")) { /* lns: the hex of the TLS pin */
+            if (vlen != 64 || strspn(v, "0123456789abcdef") != 64)
+                return IBP_E_BAD_FORMAT;
+            snprintf(out->pin, sizeof out->pin, "sha256:%s", v);
+        } else if (KEY("VS") || KEY("RID")) {
             char *dst = KEY("VS") ? out->version : out->rid;
             size_t size = KEY("VS") ? sizeof out->version : sizeof out->rid;
             if (vlen >= size)

@@ -57,6 +57,8 @@ struct ibp_client {
  * IBP_E_TLS_PIN (the depot's key is not the pinned one), IBP_E_CLIENT_TIMEOUT; the reason is
  * in ibp_tls_error(). */
 int ibp_tls_open(ibp_client_t *c, ibp_conn_t *conn);
+/* The mode ibp_tls_mode set (a client's IBP_TLS_AUTO becomes it). */
+int ibp_tls_mode_default(void);
 /* 1 if connections to host:port must be sealed (it has a pin, or IBP_TLS_REQUIRE). */
 int ibp_tls_wanted(ibp_client_t *c, const char *host, int port);
 

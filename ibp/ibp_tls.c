@@ -5,8 +5,12 @@
  * exNode, the L-Bone, a depot list) sets it once and every client of the process uses it.
  * A fresh connection to a depot with a pin is sealed before its first request, and a key
  * that is not the pinned one ends it before anything was sent; there is no fallback to
- * plaintext for a pinned depot.  Without a pin: plaintext in IBP_TLS_AUTO (the old IBP
- * world), a handshake verified by the system's trust store in IBP_TLS_REQUIRE.  The TLS
+ * plaintext for a pinned depot.  Without a pin, IBP_TLS_AUTO asks the depot's STATUS once (a
+ * plaintext request with no secret in it): an lns depot names its pin there (or refuses
+ * plaintext, and its handshake shows the pin), which is then kept like a pin set by the
+ * program; a depot that names none is the old IBP world, spoken to in plaintext and asked
+ * again after 10 minutes.  IBP_TLS_REQUIRE verifies a depot without a pin by the system's
+ * trust store.  The TLS
  * context (and the sessions it resumes) is the client's, made at its first handshake.
  */
 #include "ibp_client_int.h"
@@ -33,6 +37,20 @@ static struct {
 } pins = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static __thread char detail[512];
+static int process_mode = IBP_TLS_AUTO; /* set once, before clients are made */
+
+int ibp_tls_mode(int mode)
+{
+    if (mode < IBP_TLS_AUTO || mode > IBP_TLS_OFF)
+        return IBP_E_INVALID_PARAMETER;
+    process_mode = mode;
+    return IBP_OK;
+}
+
+int ibp_tls_mode_default(void)
+{
+    return process_mode;
+}
 
 const char *ibp_tls_error(void)
 {
@@ -91,6 +109,70 @@ int ibp_tls_pin_get(const char *host, int port, char *pin, size_t size)
     return found;
 }
 
+/* Depots that named no pin in their STATUS: spoken to in plaintext, asked again after
+ * PLAIN_TTL_MS. */
+#define PLAIN_TTL_MS (10 * 60 * 1000)
+static struct {
+    pthread_mutex_t mu;
+    int n;
+    struct plain {
+        char host[IBP_MAX_HOST];
+        int port;
+        int64_t since_ms;
+    } e[PIN_MAX];
+} plain = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static int plain_known(const char *host, int port)
+{
+    int known = 0;
+    pthread_mutex_lock(&plain.mu);
+    for (int i = 0; i < plain.n && !known; i++)
+        known = plain.e[i].port == port && strcmp(plain.e[i].host, host) == 0 &&
+                lns_mono_ms() - plain.e[i].since_ms < PLAIN_TTL_MS;
+    pthread_mutex_unlock(&plain.mu);
+    return known;
+}
+
+static void plain_add(const char *host, int port)
+{
+    pthread_mutex_lock(&plain.mu);
+    int i = 0;
+    while (i < plain.n && !(plain.e[i].port == port && strcmp(plain.e[i].host, host) == 0))
+        i++;
+    if (i == plain.n && plain.n < PIN_MAX)
+        plain.n++;
+    if (i == PIN_MAX) { /* full: the oldest goes */
+        i = 0;
+        for (int j = 1; j < plain.n; j++)
+            if (plain.e[j].since_ms < plain.e[i].since_ms)
+                i = j;
+    }
+    snprintf(plain.e[i].host, sizeof plain.e[i].host, "%s", host);
+    plain.e[i].port = port;
+    plain.e[i].since_ms = lns_mono_ms();
+    pthread_mutex_unlock(&plain.mu);
+}
+
+static __thread int learning; /* the STATUS that learns a pin is itself plaintext */
+
+/* AUTO and a depot without a pin: ask its STATUS.  1 its pin was learned (sealing follows),
+ * 0 plaintext (it named none, or could not be asked), -1 it refuses plaintext (the caller
+ * takes its pin from the handshake). */
+static int learn(ibp_client_t *c, const char *host, int port)
+{
+    ibp_depot_status_t st;
+    learning = 1;
+    int rc = ibp_status(c, host, port, NULL, NULL, &st);
+    learning = 0;
+    if (rc == IBP_OK && st.pin[0])
+        return ibp_tls_pin(host, port, st.pin) == IBP_OK;
+    if (rc == IBP_E_CAP_ACCESS_DENIED)
+        return -1;
+    if (rc == IBP_OK)
+        plain_add(host, port);
+    return 0;
+}
+
 static lns_tls_ctx_t *client_ctx(ibp_client_t *c)
 {
     pthread_mutex_lock(&c->tls_mu);
@@ -111,22 +193,33 @@ int ibp_tls_wanted(ibp_client_t *c, const char *host, int port)
 
 int ibp_tls_open(ibp_client_t *c, ibp_conn_t *conn)
 {
-    char pin[LNS_PIN_LEN];
-    int pinned = ibp_tls_pin_get(conn->host, conn->port, pin, sizeof pin);
-    if (c->o.tls == IBP_TLS_OFF || (!pinned && c->o.tls == IBP_TLS_AUTO))
+    char pin[LNS_PIN_LEN], got[LNS_PIN_LEN] = "";
+    int pinned = ibp_tls_pin_get(conn->host, conn->port, pin, sizeof pin), tofu = 0;
+    if (c->o.tls == IBP_TLS_OFF || learning)
         return IBP_OK;
+    if (!pinned && c->o.tls == IBP_TLS_AUTO) {
+        if (plain_known(conn->host, conn->port))
+            return IBP_OK;
+        int l = learn(c, conn->host, conn->port);
+        if (l == 0)
+            return IBP_OK;
+        pinned = l > 0 && ibp_tls_pin_get(conn->host, conn->port, pin, sizeof pin);
+        tofu = !pinned;
+    }
     lns_tls_ctx_t *ctx = client_ctx(c);
     if (!ctx)
         return IBP_E_TLS;
     int64_t deadline = lns_deadline_ms(c->o.connect_timeout_ms);
-    if (lns_tls_connect(ctx, conn->fd, conn->host, conn->port, pinned ? pin : NULL, NULL,
-                        c->idle_ms, deadline, detail, sizeof detail) < 0) {
+    if (lns_tls_connect(ctx, conn->fd, conn->host, conn->port, tofu ? "*" : pinned ? pin : NULL,
+                        got, c->idle_ms, deadline, detail, sizeof detail) < 0) {
         if (errno == EACCES)
             return IBP_E_TLS_PIN;
         if (errno == ETIMEDOUT)
             return IBP_E_CLIENT_TIMEOUT;
         return IBP_E_TLS;
     }
+    if (tofu)
+        ibp_tls_pin(conn->host, conn->port, got);
     conn->sealed = 1;
     return IBP_OK;
 }

@@ -547,6 +547,12 @@ typedef struct lors_e2e_info {
  * lns_e2e metadata is malformed (err says how). */
 int lors_e2e_info(const xnd_t *x, lors_e2e_info_t *info, char *err, size_t errlen);
 
+/* Give libibp the TLS pin each mapping of x records ("lns_pin", written when the mapping was
+ * made on an lns depot), so that every connection to those depots is sealed and a depot
+ * with another key is refused (IBP_E_TLS_PIN).  Call it on every exNode read before using it.
+ * LORS_OK, or LORS_E_EXNODE with a line in err when an lns_pin is not a pin. */
+int lors_pins_use(const xnd_t *x, char *err, size_t errlen);
+
 /* ---- erasure coding --------------------------------------------------------------------- */
 
 #define LORS_EC_META "lns_ec"     /* the file-level metadata list that describes the coding */

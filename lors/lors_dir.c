@@ -303,6 +303,8 @@ static dfile_t *file_open(lors_dir_t *d, const char *name, const char *path, int
     int xrc = xnd_read_fd_opts(fd, NULL, &f->x, &bytes, &nbytes, xerr, sizeof xerr);
     close(fd);
     fd = -1;
+    if (xrc == XND_OK && lors_pins_use(f->x, xerr, sizeof xerr) != LORS_OK)
+        xrc = XND_E_FORMAT;
     if (xrc != XND_OK) {
         *rc = xrc == XND_E_IO ? LORS_E_READ : LORS_E_EXNODE;
         snprintf(err, errlen, "the exNode %s: %s", path, xerr);

@@ -592,6 +592,8 @@ static int load_rest(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, const fe
             kind = LORS_SCHED_FAIL_TIMEOUT;
             *op = "TIMEOUT";
         } else if (*ierr != IBP_OK) {
+            if ((*ierr == IBP_E_TLS_PIN || *ierr == IBP_E_TLS) && !dl->tls_why[0])
+                snprintf(dl->tls_why, sizeof dl->tls_why, "%s", ibp_tls_error());
             kind = *ierr == IBP_E_CLIENT_TIMEOUT ? LORS_SCHED_FAIL_TIMEOUT : LORS_SCHED_FAIL_DEPOT;
             *op = *ierr == IBP_E_CLIENT_TIMEOUT ? "TIMEOUT" : "LOAD";
         } else {
@@ -838,10 +840,15 @@ static void *worker(void *arg)
                 dl->rep->missing_off = bl->off;
                 dl->rep->missing_len = bl->len;
             }
-            lors__dl_fail_locked(dl, LORS_E_NO_REPLICA,
-                           "bytes %lld-%lld: no live replica left (every mapping holding them "
-                           "failed or is on a dead depot)",
-                           (long long)bl->off, (long long)(bl->off + bl->len - 1));
+            if (dl->tls_why[0])
+                lors__dl_fail_locked(dl, LORS_E_NO_REPLICA, "bytes %lld-%lld: no live replica "
+                                     "left: %s", (long long)bl->off,
+                                     (long long)(bl->off + bl->len - 1), dl->tls_why);
+            else
+                lors__dl_fail_locked(dl, LORS_E_NO_REPLICA,
+                               "bytes %lld-%lld: no live replica left (every mapping holding them "
+                               "failed or is on a dead depot)",
+                               (long long)bl->off, (long long)(bl->off + bl->len - 1));
         } else {
             break; /* DONE */
         }

@@ -117,6 +117,8 @@ typedef struct dl {
     unsigned char *ec_busy;     /* per stripe: a fetch thread is decoding it (the writer waits) */
     lns_evlog_t *netlog;  /* o->netlog_path open, else NULL: no fetch events */
     char netlog_run[40];  /* "<pid>.<n>": makes fetch ids unique in a shared log */
+    char tls_why[512];    /* mu: the first refused TLS handshake (a depot's key not its pin),
+                             told when no replica is left */
 } dl_t;
 
 /* Plan the download of [off, off+len) of dl->x: the depots of its read capabilities, each

@@ -25,6 +25,9 @@ int lors__same_depot(const lors_depot_t *a, const lors_depot_t *b);
  * capabilities, as upload and augment write them.  XND_OK or the first xnd error.  In
  * lors_upload.c. */
 int lors__map_set_alloc(xnd_mapping_t *m, int64_t start, int64_t end, const ibp_caps_t *caps);
+/* Record (or drop) the mapping's "lns_pin": its depot's pin if libibp knows one (lors_pins.c).
+ * lors__map_set_alloc calls it.  XND_OK or the xnd error. */
+int lors__pin_record(xnd_mapping_t *m);
 
 /* What is wrong with the storing settings of o (duration, reliability, threads, timeout) as
  * an upload, and augment's copies, check them; NULL: nothing.  In lors_upload.c. */

@@ -382,6 +382,8 @@ int lors__map_set_alloc(xnd_mapping_t *m, int64_t start, int64_t end, const ibp_
         rc = xnd_mapping_set_cap(m, XND_WRITE, caps->write);
     if (rc == XND_OK)
         rc = xnd_mapping_set_cap(m, XND_MANAGE, caps->manage);
+    if (rc == XND_OK)
+        rc = lors__pin_record(m);
     return rc;
 }
 

@@ -76,6 +76,7 @@ static const tool_opt_t opts[] = {
     TOOL_OPT_THREADS(1, "4", "parallel depot calls"),
     TOOL_OPT_TIMEOUT("3m", "longest wait of any one depot call"),
     TOOL_OPT_IBP_VERSION,
+    TOOL_OPT_TLS,
     {TOOL_OPT_SIZE, "offset", 'O', NULL, S(offset), 0, INT64_MAX, NULL, "N",
      "only the pieces holding bytes from N on (K, M, G, T)", NULL},
     {TOOL_OPT_SIZE, "length", 'L', NULL, S(length), 0, INT64_MAX, NULL, "N",

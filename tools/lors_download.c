@@ -94,6 +94,7 @@ static const tool_opt_t opts[] = {
      "reorder buffer in bytes (default 64M; with -C the smaller wins)", NULL},
     TOOL_OPT_TIMEOUT("30s", "longest wait for any progress of one depot read"),
     TOOL_OPT_IBP_VERSION,
+    TOOL_OPT_TLS,
     {TOOL_OPT_SWITCH, "no-verify", 0, NULL, S(no_verify), 1, 0, NULL, NULL,
      "do not check blocks (or the -R prefix) against the checksums", NULL},
     {TOOL_OPT_STR, "key-file", 0, NULL, S(keyfile), 0, 0, NULL, "FILE",

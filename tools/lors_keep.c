@@ -88,6 +88,7 @@ static const tool_opt_t opts[] = {
     TOOL_OPT_THREADS(1, "4", "parallel depot calls"),
     TOOL_OPT_TIMEOUT("30s", "longest wait of any one depot call"),
     TOOL_OPT_IBP_VERSION,
+    TOOL_OPT_TLS,
     TOOL_OPT_VERBOSE("also report the files that needed nothing"),
     TOOL_OPT_QUIET('q'),
     TOOL_OPT_EVENTS,
@@ -261,7 +262,8 @@ static size_t reconcile(keep_state_t *ks, ibp_client_t *ibp, const char *path)
     char err[256];
     if (ks_pending_list(ks, path, &caps, &n) < 0 || n == 0)
         return 0;
-    int have = xnd_read_file(path, &x, err, sizeof err) == XND_OK;
+    int have = xnd_read_file(path, &x, err, sizeof err) == XND_OK &&
+               lors_pins_use(x, err, sizeof err) == LORS_OK;
     if (!have && access(path, F_OK) == 0) {
         /* there, but unreadable now: decide later rather than free what it may hold */
         ks_strings_free(caps, n);
@@ -394,9 +396,11 @@ static void keep_file(ctx_t *c, const char *path, lors_keep_report_t *r, outcome
     oc->code = TOOL_EXIT_OK;
     if (!c->f->dry_run)
         reconcile(c->ks, c->ibp, path);
-    if (xnd_read_file_digest(path, NULL, &x, &was, err, sizeof err) != XND_OK) {
+    if (xnd_read_file_digest(path, NULL, &x, &was, err, sizeof err) != XND_OK ||
+        lors_pins_use(x, err, sizeof err) != LORS_OK) {
         lns_err_set(r->error, sizeof r->error, "%s", err);
         oc->code = TOOL_EXIT_EXNODE;
+        xnd_free(x);
         return;
     }
     ko.on_alloc = journal_alloc;

@@ -50,6 +50,7 @@ static const tool_opt_t opts[] = {
     TOOL_OPT_THREADS(1, "8", "probes at once"),
     TOOL_OPT_TIMEOUT("10s", "longest wait of any one probe"),
     TOOL_OPT_IBP_VERSION,
+    TOOL_OPT_TLS,
     {TOOL_OPT_SWITCH, "no-probe", 0, NULL, S(no_probe), 1, 0, NULL, NULL,
      "ask no depot; only the exNode's expiry times count", NULL},
     TOOL_OPT_SETTINGS,

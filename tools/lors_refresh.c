@@ -79,6 +79,7 @@ static const tool_opt_t opts[] = {
     TOOL_OPT_THREADS(1, "4", "parallel depot calls"),
     TOOL_OPT_TIMEOUT("30s", "longest wait of any one depot call"),
     TOOL_OPT_IBP_VERSION,
+    TOOL_OPT_TLS,
     TOOL_OPT_VERBOSE("print each mapping's old and new expiry"),
     TOOL_OPT_EVENTS,
     TOOL_OPT_SETTINGS,

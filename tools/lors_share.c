@@ -50,6 +50,7 @@ static const tool_opt_t opts[] = {
      "revoke the share of that file instead (no EXNODE)", NULL},
     TOOL_OPT_TIMEOUT("30s", "longest wait of any one depot call"),
     TOOL_OPT_IBP_VERSION,
+    TOOL_OPT_TLS,
     TOOL_OPT_VERBOSE("name each alias made or revoked"),
     TOOL_OPT_QUIET(0),
     TOOL_OPT_SETTINGS,

@@ -176,6 +176,7 @@ static const tool_opt_t opts[] = {
     TOOL_OPT_THREADS(1, "4", "parallel depot calls"),
     TOOL_OPT_TIMEOUT("3m", "longest wait of any one depot call"),
     TOOL_OPT_IBP_VERSION,
+    TOOL_OPT_TLS,
     {TOOL_OPT_SIZE, "memory", 'M', "MAX_INTERNAL_BUFFER", S(memory), 2 << 20, INT64_MAX, NULL,
      "N", "bound on the memory held for the data (fewer threads, and\nfrom a pipe smaller "
      "fragments, to fit)", NULL},

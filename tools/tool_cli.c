@@ -86,6 +86,8 @@ static int read_exnode(const char *tool, const char *path, xnd_t **x, xnd_digest
     }
     /* A transform description we cannot read would make every later step lie about sizes. */
     rc = lors_e2e_info(*x, &info, err, sizeof err);
+    if (rc == LORS_OK)
+        rc = lors_pins_use(*x, err, sizeof err); /* the depots' pins, for the sealed wire */
     if (rc != LORS_OK) {
         tool_error(tool, "%s: %s", path, err);
         xnd_free(*x);

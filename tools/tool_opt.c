@@ -155,6 +155,27 @@ int tool_ibp_version_pin(const char *val, char *err, size_t errlen)
     return 0;
 }
 
+int tool_tls_mode(const char *val, char *err, size_t errlen)
+{
+    int m = strcasecmp(val, "auto") == 0      ? IBP_TLS_AUTO
+            : strcasecmp(val, "require") == 0 ? IBP_TLS_REQUIRE
+            : strcasecmp(val, "off") == 0     ? IBP_TLS_OFF
+                                              : -1;
+    if (m < 0)
+        return lns_err_set(err, errlen, "expected auto, require or off");
+    ibp_tls_mode(m);
+    return 0;
+}
+
+int tool_opt_tls(void *s, const tool_opt_t *o, const char *name, const char *val,
+                 tool_from from, char *err, size_t errlen)
+{
+    char why[128];
+    if (tool_tls_mode(val, why, sizeof why) < 0)
+        return lns_err_set(err, errlen, "%s %s: %s", name, val, why);
+    return 0;
+}
+
 int tool_opt_ibp_version(void *s, const tool_opt_t *o, const char *name, const char *val,
                          tool_from from, char *err, size_t errlen)
 {

@@ -165,6 +165,13 @@ int tool_opt_set(void *settings, const tool_opt_t *o, const char *name, const ch
     {TOOL_OPT_FN, "ibp-version", 0, NULL, TOOL_NOFIELD, 0, 0, NULL, "HOST:PORT=V", \
      "speak IBP version V (0, 1 or auto) to that depot (default auto:\n" \
      "1, or 0 where the depot drops version 1, as LoCI 1.3 does)", tool_opt_ibp_version}
+/* --tls auto|require|off: the sealed wire to the depots (ibp_tls_mode), for the whole process;
+ * the rc file's TLS line does the same before the flags. */
+#define TOOL_OPT_TLS \
+    {TOOL_OPT_FN, "tls", 0, NULL, TOOL_NOFIELD, 0, 0, NULL, "MODE", \
+     "auto (default): TLS to every lns depot, and never plaintext\n" \
+     "to one whose pin is known; require: no plaintext at all;\n" \
+     "off: plaintext to every depot (benchmarks)", tool_opt_tls}
 /* --help and --version; with --rc and --no-rc for the programs that read the rc file (a
  * program whose table has no "rc" entry reads none). */
 #define TOOL_OPT_HELP \
@@ -209,6 +216,10 @@ int tool_opt_storage(void *s, const tool_opt_t *o, const char *name, const char 
 int tool_opt_demo(void *s, const tool_opt_t *o, const char *name, const char *val,
                   tool_from from, char *err, size_t errlen);
 /* HOST[:PORT]=0|1|auto: pins (or unpins) the depot's version with ibp_version_pin. */
+int tool_opt_tls(void *s, const tool_opt_t *o, const char *name, const char *val,
+                 tool_from from, char *err, size_t errlen);
+/* "auto", "require" or "off" for the process (ibp_tls_mode); 0, or -1 with why. */
+int tool_tls_mode(const char *val, char *err, size_t errlen);
 int tool_opt_ibp_version(void *s, const tool_opt_t *o, const char *name, const char *val,
                          tool_from from, char *err, size_t errlen);
 /* The same for a program without a table (ibp_tool): 0, or -1 with the reason in err. */

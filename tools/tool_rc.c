@@ -255,6 +255,12 @@ static int keyword(rcparse_t *p, const char *kw, char *v)
             return fail(p, "%s %s: %s", kw, v, why);
         return LORS_OK;
     }
+    if (strcasecmp(kw, "TLS") == 0) { /* auto, require or off, for the whole process */
+        char why[128];
+        if (tool_tls_mode(v, why, sizeof why) < 0)
+            return fail(p, "%s %s: %s", kw, v, why);
+        return LORS_OK;
+    }
     if (strcasecmp(kw, "E2E_ORDER") == 0)
         return kw_e2e(p, kw, v);
     if (strcasecmp(kw, "DURATION") == 0) /* "max" (each depot's maximum) is -1 */

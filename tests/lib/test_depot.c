@@ -52,6 +52,23 @@ int td_restart_once(test_depot_t *d)
     return spawn(d, d->port, 1);
 }
 
+int td_pin(const test_depot_t *d, char *out)
+{
+    static char log[1 << 16];
+    for (int i = 0; i < 500; i++) { /* the line comes just after the port file */
+        lns_test_slurp(d->log, log, sizeof log);
+        const char *p = NULL, *q = log;
+        while ((q = strstr(q, "pin sha256:")))
+            p = q++;
+        if (p) {
+            snprintf(out, 72, "%.*s", 7 + 64, p + 4);
+            return strlen(out) == 71 ? 0 : -1;
+        }
+        lns_test_sleep_ms(10);
+    }
+    return -1;
+}
+
 int td_connect(const test_depot_t *d)
 {
     struct sockaddr_in sa;

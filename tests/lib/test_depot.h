@@ -31,6 +31,9 @@ int td_start(test_depot_t *d, const char *extra);
 int td_restart(test_depot_t *d);
 /* The same, tried once: for a start that is meant to fail (0 if it started after all). */
 int td_restart_once(test_depot_t *d);
+/* The depot's TLS pin from its log ("pin sha256:..." of its last start, waited for up to 5 s)
+ * into out[72].  0, or -1. */
+int td_pin(const test_depot_t *d, char *out);
 /* Connect a raw TCP socket to it (blocking, 10 s send/receive timeouts). -1 on failure. */
 int td_connect(const test_depot_t *d);
 /* Count the lines of the depot's event log that contain needle. */

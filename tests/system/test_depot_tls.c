@@ -1,14 +1,15 @@
 /* test_depot_tls.c -- the sealed wire between libibp and real ibp_depot processes (issue 37).
  *
  * - A capture of the loopback (an AF_PACKET socket the test opens itself, filtered to the
- *   depot's port) during allocate, store, load and status with the depot's pin set: no key
- *   of the capabilities and no 64-byte window of the data cross in the clear.  The same
- *   steps without a pin (the old IBP world) do show them, so the capture can see.
+ *   depot's port) during allocate, store, load and status with the depot's pin set, and
+ *   with none (the default client learns it from STATUS): no key of the capabilities and no
+ *   64-byte window of the data cross in the clear.  The same steps with IBP_TLS_OFF do show
+ *   them, so the capture can see.
  * - A man in the middle (a relay on loopback with its own key): refused with both pins
  *   named, no byte of a request reaching it.  A relay that drops TLS (it answers the
  *   ClientHello in plaintext, or closes): refused, and no plaintext request ever follows.
- * - --plaintext refuse: an old client's request gets -12 and a log line; pinned clients
- *   are served.  --tls no: a pinned client is refused rather than sent in plaintext.
+ * - --plaintext refuse: an old client's request gets -12 and a log line; the default client
+ *   takes the pin from the handshake, pinned clients are served.  --tls no: a pinned client is refused rather than sent in plaintext.
  * - The key: mode 0600 on first start, a depot whose key is open to others does not start
  *   (one line), and a lost key means a new pin that clients holding the old one refuse.
  * Without CAP_NET_RAW the capture part says SKIP and the rest runs.
@@ -37,6 +38,7 @@
 #include "lns_test.h"
 #include "lns_time.h"
 #include "lns_tls.h"
+#include "test_capture.h"
 #include "test_depot.h"
 
 #define DATA_LEN (1u << 20)
@@ -45,28 +47,10 @@ static test_depot_t D;
 static char pin[LNS_PIN_LEN];
 static unsigned char data[DATA_LEN];
 
-/* The depot's pin from its log ("pin sha256:..."): 0, or -1. */
-static int read_pin(const test_depot_t *d, char *out)
-{
-    static char log[1 << 16];
-    for (int i = 0; i < 500; i++) { /* the line comes just after the port file */
-        lns_test_slurp(d->log, log, sizeof log);
-        const char *p = NULL, *q = log;
-        while ((q = strstr(q, "pin sha256:")))
-            p = q++; /* the last start's */
-        if (p) {
-            snprintf(out, LNS_PIN_LEN, "%.*s", 7 + 64, p + 4);
-            return lns_tls_pin_valid(out) ? 0 : -1;
-        }
-        lns_test_sleep_ms(10);
-    }
-    return -1;
-}
-
 static int suite_init(void)
 {
     lns_test_fill(data, sizeof data, 37);
-    if (td_start(&D, NULL) < 0 || read_pin(&D, pin) < 0)
+    if (td_start(&D, NULL) < 0 || td_pin(&D, pin) < 0)
         return -1;
     return 0;
 }
@@ -76,103 +60,6 @@ static int suite_clean(void)
     ibp_tls_pin("127.0.0.1", D.port, NULL);
     lns_test_server_stop(&D.srv);
     return 0;
-}
-
-/* ---- a capture of the loopback ------------------------------------------------------ */
-
-typedef struct capture {
-    int fd, port;
-    pthread_t th;
-    atomic_int stop;
-    unsigned char *buf;
-    size_t len, cap;
-    long first_bytes[2]; /* payloads from the client starting 0x16 / other */
-} capture_t;
-
-static void *capture_main(void *arg)
-{
-    capture_t *c = arg;
-    static unsigned char pkt[70000];
-    while (!atomic_load(&c->stop)) {
-        struct pollfd p = {.fd = c->fd, .events = POLLIN};
-        if (poll(&p, 1, 50) <= 0)
-            continue;
-        struct sockaddr_ll from;
-        socklen_t fl = sizeof from;
-        ssize_t n = recvfrom(c->fd, pkt, sizeof pkt, 0, (struct sockaddr *)&from, &fl);
-        if (n < (ssize_t)sizeof(struct iphdr) || from.sll_pkttype == PACKET_OUTGOING)
-            continue; /* each loopback packet once: as it comes in */
-        struct iphdr *ip = (struct iphdr *)pkt;
-        if (ip->version != 4 || ip->protocol != IPPROTO_TCP)
-            continue;
-        size_t ihl = (size_t)ip->ihl * 4;
-        if ((size_t)n < ihl + sizeof(struct tcphdr))
-            continue;
-        struct tcphdr *th = (struct tcphdr *)(pkt + ihl);
-        int sport = ntohs(th->source), dport = ntohs(th->dest);
-        if (sport != c->port && dport != c->port)
-            continue;
-        size_t off = ihl + (size_t)th->doff * 4;
-        if ((size_t)n <= off)
-            continue;
-        size_t plen = (size_t)n - off;
-        if (dport == c->port)
-            c->first_bytes[pkt[off] == 0x16 ? 0 : 1]++;
-        if (c->len + plen > c->cap)
-            continue;
-        memcpy(c->buf + c->len, pkt + off, plen);
-        c->len += plen;
-    }
-    return NULL;
-}
-
-/* 0, or -1 when this process may not capture (no CAP_NET_RAW): the caller says SKIP. */
-static int capture_start(capture_t *c, int port)
-{
-    memset(c, 0, sizeof *c);
-    c->port = port;
-    c->fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, htons(ETH_P_IP));
-    if (c->fd < 0)
-        return -1;
-    struct sockaddr_ll ll = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_IP),
-                             .sll_ifindex = (int)if_nametoindex("lo")};
-    int rcv = 64 << 20;
-    setsockopt(c->fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcv, sizeof rcv);
-    c->cap = 16 * DATA_LEN;
-    c->buf = malloc(c->cap);
-    if (!c->buf || bind(c->fd, (struct sockaddr *)&ll, sizeof ll) < 0 ||
-        pthread_create(&c->th, NULL, capture_main, c) != 0) {
-        close(c->fd);
-        free(c->buf);
-        return -1;
-    }
-    return 0;
-}
-
-static void capture_end(capture_t *c)
-{
-    usleep(200000); /* the last packets */
-    atomic_store(&c->stop, 1);
-    pthread_join(c->th, NULL);
-    close(c->fd);
-}
-
-static int captured(const capture_t *c, const void *needle, size_t n)
-{
-    return memmem(c->buf, c->len, needle, n) != NULL;
-}
-
-/* The key of a capability "ibp://host:port/[rid#]KEY/TYPEKEY/KIND": its third path field. */
-static void cap_key(const char *cap, char *key, size_t size)
-{
-    const char *p = strstr(cap, "://");
-    p = p ? strchr(p + 3, '/') : NULL;
-    const char *k = p ? p + 1 : "";
-    const char *hash = strchr(k, '#'), *end = strchr(k, '/');
-    if (hash && (!end || hash < end))
-        k = hash + 1;
-    end = strchr(k, '/');
-    snprintf(key, size, "%.*s", end ? (int)(end - k) : (int)strlen(k), k);
 }
 
 /* allocate, store the data, load it back, status: IBP_OK at each step, the caps in *caps. */
@@ -192,52 +79,81 @@ static void round_trip(ibp_client_t *c, int port, ibp_caps_t *caps)
     CU_ASSERT_EQUAL(ibp_status(c, "127.0.0.1", port, NULL, NULL, &st), IBP_OK);
 }
 
-static void test_capture(void)
+/* One round trip under a capture of the depot's port: 1 if the capture could run.  With
+ * seen: whether a capability key and a window of the data were seen in the clear. */
+static int captured_round(ibp_client_t *c, int *key_seen, int *data_seen, long first[2])
 {
-    capture_t cap;
+    tc_capture_t cap;
     ibp_caps_t caps;
     char key[3][IBP_MAX_CAP];
-    int can = capture_start(&cap, D.port) == 0;
+    int can = tc_start(&cap, &D.port, 1, 16 * DATA_LEN) == 0;
+    round_trip(c, D.port, &caps);
     if (!can)
-        printf("\ntest_depot_tls: SKIP the capture (no AF_PACKET socket: %s); the round trip "
-               "runs\n", strerror(errno));
+        return 0;
+    tc_end(&cap);
+    tc_cap_key(caps.read, key[0], sizeof key[0]);
+    tc_cap_key(caps.write, key[1], sizeof key[1]);
+    tc_cap_key(caps.manage, key[2], sizeof key[2]);
+    CU_ASSERT(cap.len > DATA_LEN); /* the traffic was seen */
+    *key_seen = 0;
+    for (int k = 0; k < 3; k++) {
+        CU_ASSERT(strlen(key[k]) >= 16);
+        *key_seen += tc_seen(&cap, key[k], strlen(key[k]));
+    }
+    *data_seen = 0;
+    for (size_t off = 0; off + 64 <= DATA_LEN; off += 4096)
+        *data_seen += tc_seen(&cap, data + off, 64);
+    first[0] = cap.first_bytes[0];
+    first[1] = cap.first_bytes[1];
+    tc_free(&cap);
+    return 1;
+}
+
+static void test_capture(void)
+{
+    int keys = -1, windows = -1;
+    long first[2];
+    ibp_client_opts_t o;
+    char learned[IBP_PIN_LEN] = "";
+
+    /* the pin set by the program (as from an exNode) */
     CU_ASSERT_EQUAL(ibp_tls_pin("127.0.0.1", D.port, pin), IBP_OK);
     ibp_client_t *c = ibp_client_new(NULL);
-    round_trip(c, D.port, &caps);
-    ibp_client_free(c);
-    if (can) {
-        capture_end(&cap);
-        cap_key(caps.read, key[0], sizeof key[0]);
-        cap_key(caps.write, key[1], sizeof key[1]);
-        cap_key(caps.manage, key[2], sizeof key[2]);
-        CU_ASSERT(cap.len > DATA_LEN); /* the traffic was seen */
-        CU_ASSERT(cap.first_bytes[0] > 0);
-        for (int k = 0; k < 3; k++) {
-            CU_ASSERT(strlen(key[k]) >= 16);
-            CU_ASSERT(!captured(&cap, key[k], strlen(key[k])));
-        }
-        int windows = 0;
-        for (size_t off = 0; off + 64 <= DATA_LEN; off += 4096)
-            windows += captured(&cap, data + off, 64);
+    if (!captured_round(c, &keys, &windows, first)) {
+        printf("\ntest_depot_tls: SKIP the capture (no AF_PACKET socket: %s); the round "
+               "trips run\n", strerror(errno));
+    } else {
+        CU_ASSERT_EQUAL(keys, 0);
         CU_ASSERT_EQUAL(windows, 0);
-        free(cap.buf);
+        CU_ASSERT(first[0] > 0);
     }
+    ibp_client_free(c);
 
-    /* the control: without a pin, plaintext as the IBP world speaks it -- the capture sees
-     * the keys and the data (so it could have seen them above) */
+    /* no pin known: the default client learns it from the depot's STATUS and seals */
     CU_ASSERT_EQUAL(ibp_tls_pin("127.0.0.1", D.port, NULL), IBP_OK);
-    if (can && capture_start(&cap, D.port) == 0) {
-        c = ibp_client_new(NULL);
-        round_trip(c, D.port, &caps);
-        ibp_client_free(c);
-        capture_end(&cap);
-        cap_key(caps.manage, key[2], sizeof key[2]);
-        cap_key(caps.write, key[1], sizeof key[1]);
-        CU_ASSERT(captured(&cap, key[1], strlen(key[1])));
-        CU_ASSERT(captured(&cap, data + 8192, 64));
-        CU_ASSERT(cap.first_bytes[1] > 0);
-        free(cap.buf);
+    c = ibp_client_new(NULL);
+    if (captured_round(c, &keys, &windows, first)) {
+        CU_ASSERT_EQUAL(keys, 0);
+        CU_ASSERT_EQUAL(windows, 0);
     }
+    CU_ASSERT(ibp_tls_pin_get("127.0.0.1", D.port, learned, sizeof learned));
+    CU_ASSERT_STRING_EQUAL(learned, pin);
+    ibp_depot_status_t st;
+    CU_ASSERT_EQUAL(ibp_status(c, "127.0.0.1", D.port, NULL, NULL, &st), IBP_OK);
+    CU_ASSERT_STRING_EQUAL(st.pin, pin); /* STATUS shows it */
+    ibp_client_free(c);
+
+    /* the control: plaintext (--tls off) -- the capture sees the keys and the data, so it
+     * could have seen them above */
+    ibp_client_opts_init(&o);
+    o.tls = IBP_TLS_OFF;
+    c = ibp_client_new(&o);
+    if (captured_round(c, &keys, &windows, first)) {
+        CU_ASSERT_EQUAL(keys, 3);
+        CU_ASSERT(windows > 200);
+        CU_ASSERT(first[1] > 0);
+    }
+    ibp_client_free(c);
 }
 
 /* ---- relays in the middle --------------------------------------------------------------- */
@@ -368,7 +284,7 @@ static void test_plaintext_refuse(void)
     ibp_caps_t caps;
     ibp_depot_status_t st;
     CU_ASSERT_EQUAL_FATAL(td_start(&d, "--plaintext refuse"), 0);
-    CU_ASSERT_EQUAL_FATAL(read_pin(&d, p2), 0);
+    CU_ASSERT_EQUAL_FATAL(td_pin(&d, p2), 0);
     /* an old client: one line, -12, and the connection closed */
     int fd = td_connect(&d);
     CU_ASSERT_FATAL(fd >= 0);
@@ -377,10 +293,22 @@ static void test_plaintext_refuse(void)
     ssize_t n = read(fd, reply, sizeof reply - 1);
     CU_ASSERT(n > 0 && strncmp(reply, "-12", 3) == 0);
     close(fd);
-    ibp_client_t *c = ibp_client_new(NULL);
+    ibp_client_opts_t o;
+    ibp_client_opts_init(&o);
+    o.tls = IBP_TLS_OFF;
+    ibp_client_t *c = ibp_client_new(&o);
     CU_ASSERT_EQUAL(ibp_status(c, "127.0.0.1", d.port, NULL, NULL, &st), IBP_E_CAP_ACCESS_DENIED);
+    ibp_client_free(c);
+    /* the default client: refused in plaintext, it takes the pin from the handshake */
+    char learned[IBP_PIN_LEN] = "";
+    c = ibp_client_new(NULL);
+    round_trip(c, d.port, &caps);
+    CU_ASSERT(ibp_tls_pin_get("127.0.0.1", d.port, learned, sizeof learned));
+    CU_ASSERT_STRING_EQUAL(learned, p2);
+    ibp_client_free(c);
     /* a client that knows the pin is served */
     CU_ASSERT_EQUAL(ibp_tls_pin("127.0.0.1", d.port, p2), IBP_OK);
+    c = ibp_client_new(NULL);
     round_trip(c, d.port, &caps);
     ibp_client_free(c);
     ibp_tls_pin("127.0.0.1", d.port, NULL);
@@ -425,7 +353,7 @@ static void test_key(void)
     struct stat st;
     ibp_depot_status_t ds;
     CU_ASSERT_EQUAL_FATAL(td_start(&d, NULL), 0);
-    CU_ASSERT_EQUAL_FATAL(read_pin(&d, p1), 0);
+    CU_ASSERT_EQUAL_FATAL(td_pin(&d, p1), 0);
     snprintf(key, sizeof key, "%s/res0/tls.key", d.dir);
     CU_ASSERT_EQUAL_FATAL(stat(key, &st), 0);
     CU_ASSERT_EQUAL(st.st_mode & 0777, 0600);
@@ -433,7 +361,7 @@ static void test_key(void)
     lns_test_server_kill(&d.srv, SIGTERM);
     CU_ASSERT_EQUAL(truncate(d.log, 0), 0); /* read_pin reads the new start's line */
     CU_ASSERT_EQUAL_FATAL(td_restart(&d), 0);
-    CU_ASSERT_EQUAL(read_pin(&d, p2), 0);
+    CU_ASSERT_EQUAL(td_pin(&d, p2), 0);
     CU_ASSERT_STRING_EQUAL(p1, p2);
     /* a key others can read: the depot does not start, and says why in one line */
     lns_test_server_kill(&d.srv, SIGTERM);
@@ -445,7 +373,7 @@ static void test_key(void)
     unlink(key);
     CU_ASSERT_EQUAL(truncate(d.log, 0), 0);
     CU_ASSERT_EQUAL_FATAL(td_restart(&d), 0);
-    CU_ASSERT_EQUAL(read_pin(&d, p2), 0);
+    CU_ASSERT_EQUAL(td_pin(&d, p2), 0);
     CU_ASSERT_STRING_NOT_EQUAL(p1, p2);
     CU_ASSERT_EQUAL(ibp_tls_pin("127.0.0.1", d.port, p1), IBP_OK);
     ibp_client_t *c = ibp_client_new(NULL);

@@ -1,0 +1,195 @@
+/* test_lors_tls.c -- the LoRS tools on the sealed wire (issue 37), with default settings, on
+ * three real depots:
+ * - a capture of the loopback (test_capture.h) during lors_upload -c 2, lors_augment (a
+ *   depot-to-depot copy), lors_refresh, lors_ls and lors_download: no key of any capability
+ *   of the exNode and no 64-byte window of the file crosses in the clear;
+ * - every mapping records its depot's pin ("lns_pin"), the one the depot logs;
+ * - an exNode whose pins were changed (the depot is not who it claims): the download is
+ *   refused, with a line naming the depot and both pins, and no byte of the file is written;
+ * - an lns_pin that is not a pin: exit 3, one line.
+ * Without CAP_NET_RAW the capture part says SKIP and the rest runs.
+ */
+#include <CUnit/CUnit.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "test_capture.h"
+#include "test_tools.h"
+
+#define SIZE (3u << 20)
+
+static tt_env_t T;
+
+/* Every capability key of the exNode at path into keys (at most max); how many. */
+static int exnode_keys(const char *path, char keys[][IBP_MAX_CAP], int max)
+{
+    xnd_t *x = tt_load(path);
+    int n = 0;
+    for (size_t i = 0; x && i < x->nmaps; i++)
+        for (int k = 0; k < 3 && n < max; k++)
+            if (x->maps[i]->cap[k])
+                tc_cap_key(x->maps[i]->cap[k], keys[n++], IBP_MAX_CAP);
+    xnd_free(x);
+    return n;
+}
+
+static void test_capture_all_tools(void)
+{
+    char src[4096], xnd[4096], out[4200];
+    static char keys[64][IBP_MAX_CAP];
+    int ports[3] = {T.dep[0].port, T.dep[1].port, T.dep[2].port};
+    tc_capture_t cap;
+    int can = tc_start(&cap, ports, 3, 64u << 20) == 0;
+    if (!can)
+        printf("\ntest_lors_tls: SKIP the capture (no AF_PACKET socket: %s); the tools run\n",
+               strerror(errno));
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, SIZE, 37, 2, 3, tt_dlist(&T, 0, 1, -1), NULL, src, xnd),
+                          0);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_augment", "--no-rc", "-q", "-c", "1",
+                           "--depot-list", tt_dlist(&T, 2, -1), "-d", "10m", xnd, NULL), 0);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_refresh", "--no-rc", "-d", "20m", xnd,
+                           NULL), 0);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_ls", "--no-rc", xnd, NULL), 0);
+    snprintf(out, sizeof out, "%s.out", src);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "--quiet", "-o", out, xnd,
+                           NULL), 0);
+    CU_ASSERT(tt_same_file(src, out));
+    if (can) {
+        tc_end(&cap);
+        int n = exnode_keys(xnd, keys, 64);
+        CU_ASSERT(n >= 27); /* 3 fragments, 3 copies, 3 capabilities */
+        int seen = 0;
+        for (int i = 0; i < n; i++)
+            seen += tc_seen(&cap, keys[i], strlen(keys[i]));
+        CU_ASSERT_EQUAL(seen, 0);
+        size_t len;
+        unsigned char *data = tt_read_whole(src, &len);
+        int windows = 0;
+        for (size_t off = 0; data && off + 64 <= len; off += 8192)
+            windows += tc_seen(&cap, data + off, 64);
+        CU_ASSERT_EQUAL(windows, 0);
+        CU_ASSERT(cap.len > 3 * SIZE); /* it saw the traffic: 2 copies up, 1 across, 1 down */
+        CU_ASSERT(cap.first_bytes[0] > 0);
+        free(data);
+        tc_free(&cap);
+    }
+    tt_free_all(&T, xnd);
+}
+
+static void test_pins_recorded(void)
+{
+    char src[4096], xnd[4096], pins[3][72];
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL_FATAL(td_pin(&T.dep[i], pins[i]), 0);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 100000, 38, 3, 1, tt_dlist(&T, 0, 1, 2, -1), NULL, src,
+                                    xnd), 0);
+    xnd_t *x = tt_load(xnd);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT_EQUAL(x->nmaps, 3);
+    for (size_t i = 0; i < x->nmaps; i++) {
+        const char *pin = NULL;
+        int port = tt_cap_port(x->maps[i]->cap[XND_READ]), d = -1;
+        for (int j = 0; j < 3; j++)
+            if (T.dep[j].port == port)
+                d = j;
+        CU_ASSERT(d >= 0);
+        CU_ASSERT_EQUAL(xnd_meta_get_string(&x->maps[i]->meta, "lns_pin", &pin), XND_OK);
+        CU_ASSERT(d >= 0 && pin && strcmp(pin, pins[d]) == 0);
+    }
+    xnd_free(x);
+    tt_free_all(&T, xnd);
+}
+
+/* Replace every lns_pin value in the exNode file at path with pin. */
+static void set_pins(const char *path, const char *pin)
+{
+    size_t n;
+    char *s = (char *)tt_read_whole(path, &n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    char *p = s;
+    while ((p = strstr(p, "name=\"lns_pin\" type=\"string\">"))) {
+        p += strlen("name=\"lns_pin\" type=\"string\">");
+        char *end = strchr(p, '<');
+        CU_ASSERT_FATAL(end && end - p == 71);
+        memcpy(p, pin, 71);
+    }
+    CU_ASSERT_EQUAL(tt_write_file(path, s, n), 0);
+    free(s);
+}
+
+static void test_pins_checked(void)
+{
+    char src[4096], xnd[4096], bad[4200], out[4300], pin0[72];
+    struct stat st;
+    CU_ASSERT_EQUAL_FATAL(td_pin(&T.dep[0], pin0), 0);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 200000, 39, 1, 1, tt_dlist(&T, 0, -1), NULL, src, xnd),
+                          0);
+    /* another depot's key where this one should be: a man in the middle */
+    snprintf(bad, sizeof bad, "%s.other.xnd", src);
+    CU_ASSERT_EQUAL(tt_sh(&T, "cp '%s' '%s'", xnd, bad), 0);
+    const char *other = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+    set_pins(bad, other);
+    snprintf(out, sizeof out, "%s.out", bad);
+    int rc = tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "--quiet", "-o", out, bad, NULL);
+    CU_ASSERT(rc != 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "is not the depot it should be"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, other));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, pin0));
+    CU_ASSERT(stat(out, &st) != 0 || st.st_size == 0);
+    if (!strstr(T.err, "is not the depot it should be"))
+        fprintf(stderr, "\nlors_download said: %s\n", T.err);
+    /* not a pin at all: the exNode is refused */
+    set_pins(bad, "sha256:zz00000000000000000000000000000000000000000000000000000000000000");
+    rc = tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "--quiet", "-o", out, bad, NULL);
+    CU_ASSERT_EQUAL(rc, 3);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "lns_pin is not a pin"));
+    CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
+    /* the true exNode still downloads */
+    CU_ASSERT(tt_downloads_equal(&T, xnd, src));
+    tt_free_all(&T, xnd);
+}
+
+/* --tls off: plaintext even to pinned depots (benchmarks) -- the capture sees the bytes;
+ * rc TLS require with an unknown option value: refused in one line. */
+static void test_tls_off(void)
+{
+    char src[4096], xnd[4096], out[4200], rc[4200];
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 300000, 40, 1, 1, tt_dlist(&T, 1, -1), NULL, src, xnd),
+                          0);
+    tc_capture_t cap;
+    int can = tc_start(&cap, &T.dep[1].port, 1, 16u << 20) == 0;
+    snprintf(out, sizeof out, "%s.out", src);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "--quiet", "--tls", "off",
+                           "-o", out, xnd, NULL), 0);
+    CU_ASSERT(tt_same_file(src, out));
+    if (can) {
+        tc_end(&cap);
+        size_t len;
+        unsigned char *data = tt_read_whole(src, &len);
+        CU_ASSERT(data && tc_seen(&cap, data + 4096, 64));
+        free(data);
+        tc_free(&cap);
+    }
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "--tls", "maybe", "-o",
+                           out, xnd, NULL), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "--tls maybe: expected auto, require or off"));
+    snprintf(rc, sizeof rc, "%s.rc", src);
+    CU_ASSERT_EQUAL(tt_write_file(rc, "TLS off\n", 8), 0);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--rc", rc, "--quiet", "-o", out,
+                           xnd, NULL), 0);
+    tt_free_all(&T, xnd);
+}
+
+static const lns_test_case tests[] = {
+    {"a capture sees no key and no byte of upload, augment, refresh, ls, download",
+     test_capture_all_tools},
+    {"every mapping records its depot's pin", test_pins_recorded},
+    {"pins checked: another key refused naming both pins; not a pin: exit 3",
+     test_pins_checked},
+    {"--tls off: plaintext; a bad --tls value; rc TLS", test_tls_off},
+};
+
+TT_MAIN(&T, "lors tools on TLS", 3, tests)
