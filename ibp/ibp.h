@@ -218,6 +218,10 @@ int ibp_tls_pin_get(const char *host, int port, char *pin, size_t size);
  * tools' --tls and rc TLS): IBP_TLS_AUTO, IBP_TLS_REQUIRE or IBP_TLS_OFF.  Set it before
  * making clients.  IBP_OK or IBP_E_INVALID_PARAMETER. */
 int ibp_tls_mode(int mode);
+/* The depots this process found speaking no TLS (their STATUS named no pin: LoCI, ACCRE, an lns
+ * depot with --tls no) and so spoke to in plaintext, as "host:port, host:port" in buf[size]
+ * (cut with "..."); how many. */
+size_t ibp_tls_plain_depots(char *buf, size_t size);
 /* The reason for this thread's last IBP_E_TLS or IBP_E_TLS_PIN: one line naming the depot
  * (and for a pin, both pins). */
 const char *ibp_tls_error(void);

@@ -153,6 +153,22 @@ static void plain_add(const char *host, int port)
     pthread_mutex_unlock(&plain.mu);
 }
 
+size_t ibp_tls_plain_depots(char *buf, size_t size)
+{
+    size_t n = 0, at = 0;
+    if (size)
+        buf[0] = 0;
+    pthread_mutex_lock(&plain.mu);
+    for (int i = 0; i < plain.n; i++, n++)
+        if (at < size)
+            at += (size_t)snprintf(buf + at, size - at, "%s%s:%d", i ? ", " : "",
+                                   plain.e[i].host, plain.e[i].port);
+    pthread_mutex_unlock(&plain.mu);
+    if (at >= size && size > 4)
+        memcpy(buf + size - 4, "...", 4);
+    return n;
+}
+
 static __thread int learning; /* the STATUS that learns a pin is itself plaintext */
 
 /* AUTO and a depot without a pin: ask its STATUS.  1 its pin was learned (sealing follows),

@@ -321,6 +321,20 @@ static int named(const tool_opt_t *o, const char *want)
     return o->name && strcmp(o->name, want) == 0;
 }
 
+static const char *plain_tool;
+static int plain_quiet;
+
+/* At exit: one line naming the depots spoken to in plaintext (they speak no TLS). */
+static void plain_warning(void)
+{
+    char list[400];
+    size_t n = ibp_tls_plain_depots(list, sizeof list);
+    if (n && !plain_quiet)
+        fprintf(stderr, "%s: warning: %s speak%s no TLS (an old IBP depot%s): capabilities and "
+                "data crossed to %s in plaintext\n", plain_tool, list, n == 1 ? "s" : "",
+                n == 1 ? "" : "s", n == 1 ? "it" : "them");
+}
+
 int tool_opt_parse(const tool_cmd_t *cmd, int argc, char **argv, void *s, int *first)
 {
     tool_common_t *c = s;
@@ -404,6 +418,11 @@ int tool_opt_parse(const tool_cmd_t *cmd, int argc, char **argv, void *s, int *f
     *first = optind;
     if (cmd->check)
         code = cmd->check(s, argc, argv, optind);
+    if (code == TOOL_EXIT_OK && !plain_tool) {
+        plain_tool = cmd->name;
+        plain_quiet = c->quiet;
+        atexit(plain_warning);
+    }
 out:
     argtab_free(&t);
     if (code != TOOL_EXIT_OK)

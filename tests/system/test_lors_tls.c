@@ -152,8 +152,9 @@ static void test_pins_checked(void)
     tt_free_all(&T, xnd);
 }
 
-/* --tls off: plaintext even to pinned depots (benchmarks) -- the capture sees the bytes;
- * rc TLS require with an unknown option value: refused in one line. */
+/* --tls off: plaintext even to pinned depots (benchmarks) -- the capture sees the bytes; a bad
+ * --tls value; a depot that speaks no TLS: one warning line (none with --quiet), and --tls
+ * require refuses it; rc TLS. */
 static void test_tls_off(void)
 {
     char src[4096], xnd[4096], out[4200], rc[4200];
@@ -176,6 +177,23 @@ static void test_tls_off(void)
     CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "--tls", "maybe", "-o",
                            out, xnd, NULL), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "--tls maybe: expected auto, require or off"));
+    /* a depot that speaks no TLS (as LoCI and ACCRE): served in plaintext, said once */
+    test_depot_t old;
+    char dl[64], x2[4200];
+    CU_ASSERT_EQUAL_FATAL(td_start(&old, "--tls no"), 0);
+    snprintf(dl, sizeof dl, "127.0.0.1:%d", old.port);
+    snprintf(x2, sizeof x2, "%s.old.xnd", src);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_upload", "--no-rc", "-c", "1", "-d", "10m",
+                           "--depot-list", dl, "-o", x2, src, NULL), 0);
+    CU_ASSERT_EQUAL(tt_count(T.err, "speaks no TLS (an old IBP depot)"), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, dl));
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "--quiet", "-o", out, x2,
+                           NULL), 0);
+    CU_ASSERT_EQUAL(tt_count(T.err, "no TLS"), 0); /* --quiet */
+    CU_ASSERT(tt_same_file(src, out));
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "--quiet", "--tls",
+                           "require", "-o", out, x2, NULL), 6);
+    lns_test_server_finish(&old.srv);
     snprintf(rc, sizeof rc, "%s.rc", src);
     CU_ASSERT_EQUAL(tt_write_file(rc, "TLS off\n", 8), 0);
     CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--rc", rc, "--quiet", "-o", out,
@@ -189,7 +207,7 @@ static const lns_test_case tests[] = {
     {"every mapping records its depot's pin", test_pins_recorded},
     {"pins checked: another key refused naming both pins; not a pin: exit 3",
      test_pins_checked},
-    {"--tls off: plaintext; a bad --tls value; rc TLS", test_tls_off},
+    {"--tls off: plaintext; a bad value; a depot without TLS said once; rc TLS", test_tls_off},
 };
 
 TT_MAIN(&T, "lors tools on TLS", 3, tests)
