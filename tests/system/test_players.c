@@ -9,11 +9,14 @@
  * must cost lors_play and lns_paced a small share of one core.  When mpv and ffmpeg
  * are both installed, two more tests play a tiny generated MPEG-TS through mpv, the second
  * from a position (--start, through lors_play's private lors_serve): mpv's own time-pos at
- * the start, the gateway's bytes, and no gateway or temporary file left afterwards, also
- * when lors_play is stopped by SIGTERM or the player fails.  Otherwise they are not
- * registered (a note says so) so that a skip never counts as a pass.  SIGINT and SIGTERM on
- * the pipe (lns_paced, and mpv when installed): one line, 130/143, no player or temporary
- * file left.
+ * the start, the gateway's bytes, its token (401 without it, in no argv), and no gateway or
+ * temporary file left afterwards, also when lors_play is stopped by SIGTERM or the player
+ * fails.  Otherwise they are not registered (a note says so) so that a skip never counts as
+ * a pass.  SIGINT and SIGTERM on the pipe (lns_paced, and mpv when installed): one line,
+ * 130/143, no player or temporary file left.  When mplayer, ffmpeg, ffprobe and curl are
+ * installed, the real mplayer plays an MPEG-2 and an H.264 MPEG-TS from lors_download, from
+ * lors_play's pipe and with --start, counting the frames it decodes.  Wall-clock upper
+ * bounds only catch a hang: tests judge behaviour, not the machine's speed.
  */
 #include <dirent.h>
 #include <errno.h>
