@@ -190,7 +190,9 @@ typedef struct player {
     char name[16];            /* mpv, mplayer, vlc, paced, cmd */
     const char *argv[24];
     char rate[32], json[PATH_MAX], paced[PATH_MAX], jsonopt[PATH_MAX + 16];
-    char startopt[64], url[PATH_MAX + 64]; /* --start: url is filled once the gateway runs */
+    char startopt[64], url[PATH_MAX + 160]; /* --start: url is filled once the gateway runs */
+    char conf[PATH_MAX], confopt[PATH_MAX + 16]; /* --start: the option file with the token */
+    const struct known_player *confk; /* --start: whose option file; NULL: token in the URL */
     char shcmd[4096];         /* --start with a command: CMD "$@" */
     int pid;
 } player_t;
@@ -198,20 +200,27 @@ typedef struct player {
 /* The players lors_play knows: their flags, those for --headless (no video or audio, still
  * real time: mpv's ao=null plays in real time; --untimed would not, so it is never used), and
  * their start option (seconds; "=" joins it to its value, else it is a word of its own).
- * Each reads the stream from "-", or with --start the gateway's URL. */
+ * Each reads the stream from "-", or with --start the gateway's URL; then the gateway's token
+ * goes in an option file of theirs (include, joined or not as start is), a line that sends
+ * it as a header, so that it is in no argv; a player without one (vlc) gets it in the URL.
+ * mplayer gets libavformat's demuxer: its own MPEG-TS one finds no stream on a pipe and,
+ * from a URL, seeks to the wrong place (-ss 1 and -ss 2 of a 3 s clip both played 2.5 s). */
 typedef struct known_player {
     const char *name;
-    const char *args[3];
-    const char *headless[5];
+    const char *args[4];
+    const char *headless[6];
     const char *start;
     int start_joined;
+    const char *include;
 } known_player_t;
 
 static const known_player_t known_players[] = {
-    {"mpv", {"--no-terminal", "--cache=yes"}, {"--vo=null", "--ao=null"}, "--start=", 1},
-    {"mplayer", {"-really-quiet"}, {"-vo", "null", "-ao", "null"}, "-ss", 0},
+    {"mpv", {"--no-terminal", "--cache=yes"}, {"--vo=null", "--ao=null"}, "--start=", 1,
+     "--include="},
+    {"mplayer", {"-really-quiet", "-demuxer", "lavf"},
+     {"-vo", "null", "-ao", "null", "-noconsolecontrols"}, "-ss", 0, "-include"},
     {"vlc", {"--play-and-exit"}, {"-I", "dummy", "--no-video", "--aout=dummy"}, "--start-time=",
-     1},
+     1, NULL},
 };
 
 static const known_player_t *known_player(const char *name)
@@ -233,8 +242,11 @@ static const known_player_t *command_player(const char *cmd)
     return known_player(b ? b + 1 : w);
 }
 
-/* With --start: the start option of player k, then the URL (p->url, filled later). */
-static void start_args(const settings_t *f, const known_player_t *k, player_t *p, int *n)
+/* With --start: the start option of player k, its option file with the token unless it is
+ * run by a command (p->conf, filled later), then the URL (p->url, filled later: the token in
+ * it when there is no option file). */
+static void start_args(const settings_t *f, const known_player_t *k, int by_command, player_t *p,
+                       int *n)
 {
     char secs[32];
     play_format_secs(f->start, secs, sizeof secs);
@@ -245,6 +257,15 @@ static void start_args(const settings_t *f, const known_player_t *k, player_t *p
         snprintf(p->startopt, sizeof p->startopt, "%s", secs);
         p->argv[(*n)++] = k->start;
         p->argv[(*n)++] = p->startopt;
+    }
+    if (!by_command && k->include) {
+        p->confk = k;
+        if (k->start_joined) {
+            p->argv[(*n)++] = p->confopt;
+        } else {
+            p->argv[(*n)++] = k->include;
+            p->argv[(*n)++] = p->conf;
+        }
     }
     p->argv[(*n)++] = p->url;
 }
@@ -275,7 +296,7 @@ static int player_argv(const settings_t *f, double bitrate, player_t *p)
         for (int i = 0; f->headless && k->headless[i]; i++)
             p->argv[n++] = k->headless[i];
         if (start)
-            start_args(f, k, p, &n);
+            start_args(f, k, 0, p, &n);
         else
             p->argv[n++] = "-";
     } else if (start) {
@@ -287,7 +308,7 @@ static int player_argv(const settings_t *f, double bitrate, player_t *p)
         p->argv[n++] = "-c";
         p->argv[n++] = p->shcmd;
         p->argv[n++] = TOOL;
-        start_args(f, command_player(want), p, &n);
+        start_args(f, command_player(want), 1, p, &n);
     } else if (strcmp(want, "paced") == 0) {
         if (!(bitrate > 0))
             return tool_usage(TOOL, "--player paced needs the stream's bitrate: give "
@@ -722,7 +743,22 @@ static int play_from(const settings_t *f, const char *path, const xnd_t *x, int6
         code = TOOL_EXIT_IO;
         goto out;
     }
-    snprintf(pl->url, sizeof pl->url, "%s", g.url);
+    if (pl->confk) {
+        char text[sizeof g.token + 64];
+        snprintf(text, sizeof text, "http-header-fields=\"Authorization: Bearer %s\"\n",
+                 g.token);
+        int w = play_gateway_player_conf(&g, text, pl->conf, sizeof pl->conf);
+        memset(text, 0, sizeof text);
+        if (w < 0) {
+            tool_error(TOOL, "the player's option file %s: %s", pl->conf, strerror(errno));
+            code = TOOL_EXIT_IO;
+            goto out;
+        }
+        snprintf(pl->confopt, sizeof pl->confopt, "%s%s", pl->confk->include, pl->conf);
+        snprintf(pl->url, sizeof pl->url, "%s", g.url);
+    } else {
+        snprintf(pl->url, sizeof pl->url, "%s", g.token_url);
+    }
     if (feed.es) {
         char xp[3 * PATH_MAX], up[3 * sizeof g.url];
         tool_events_encode(path, xp, sizeof xp);

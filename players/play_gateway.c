@@ -3,7 +3,11 @@
  * A pipe cannot seek, so to start a player in the middle of a file lors_play runs lors_serve
  * on 127.0.0.1 (port 0: any free one, read back from --port-file) serving just that exNode,
  * and points the player at its URL with the player's own start option.  Everything the
- * gateway needs lives in one mkdtemp directory, removed at the end.  The one idea: the
+ * gateway needs lives in one mkdtemp directory (mode 0700), removed at the end.  The gateway
+ * decrypts with the file's key, so it asks every request for a random token of the session,
+ * read from a file of mode 0600 in that directory (never in an argv, which `ps` shows every
+ * user); the player sends it as a header from an option file there (mpv, mplayer) or in the
+ * URL's query (vlc, commands).  The one idea: the
  * gateway must never outlive the player, whatever ends the session -- the player exiting or
  * dying, SIGINT or SIGTERM to lors_play (blocked, and taken with sigtimedwait so that the
  * cleanup runs in the main flow, not in a handler), or lors_play itself dying (the child
@@ -18,6 +22,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <openssl/rand.h>
 
 #include "play_gateway.h"
 
@@ -121,6 +127,31 @@ static void path_in(const play_gateway_t *g, const char *name, char *buf, size_t
     snprintf(buf, size, "%s/%s", g->dir, name);
 }
 
+/* path, created new with mode 0600, holding a then b.  0 or -1 (errno). */
+static int write_private(const char *path, const char *a, const char *b)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        close(fd);
+        return -1;
+    }
+    int ok = fputs(a, f) >= 0 && fputs(b, f) >= 0;
+    if (fclose(f) != 0 || !ok)
+        return -1;
+    return 0;
+}
+
+int play_gateway_player_conf(const play_gateway_t *g, const char *text, char *path,
+                             size_t size)
+{
+    path_in(g, "player.conf", path, size);
+    unlink(path);
+    return write_private(path, text, "");
+}
+
 /* The URL path of an exNode's served name: its bytes outside the unreserved set as %XX. */
 static void url_name(const char *path, char *buf, size_t size)
 {
@@ -172,6 +203,21 @@ int play_gateway_start(play_gateway_t *g, const char *serve_bin, const char *pat
         g->dir[0] = '\0';
         return -1;
     }
+    /* the token: 16 random bytes in hex, into a file only we can read */
+    unsigned char rnd[16];
+    char tokf[sizeof g->dir + 16];
+    if (RAND_bytes(rnd, sizeof rnd) != 1) {
+        snprintf(err, errlen, "no random token for the gateway: OpenSSL's RAND_bytes failed");
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof rnd; i++)
+        snprintf(g->token + 2 * i, 3, "%02x", rnd[i]);
+    memset(rnd, 0, sizeof rnd);
+    path_in(g, "token", tokf, sizeof tokf);
+    if (write_private(tokf, g->token, "\n") < 0) {
+        snprintf(err, errlen, "the gateway's token file %s: %s", tokf, strerror(errno));
+        return -1;
+    }
     path_in(g, "port", portf, sizeof portf);
     path_in(g, "serve.log", logf, sizeof logf);
     path_in(g, "serve.err", errf, sizeof errf);
@@ -193,6 +239,8 @@ int play_gateway_start(play_gateway_t *g, const char *serve_bin, const char *pat
     argv[n++] = portf;
     argv[n++] = "--log";
     argv[n++] = logf;
+    argv[n++] = "--token-file";
+    argv[n++] = tokf;
     for (int i = 0; extra && extra[i] && n < 28; i++)
         argv[n++] = extra[i];
     argv[n++] = "--";
@@ -230,6 +278,7 @@ int play_gateway_start(play_gateway_t *g, const char *serve_bin, const char *pat
             if (ok) {
                 url_name(path, name, sizeof name);
                 snprintf(g->url, sizeof g->url, "http://127.0.0.1:%d/%s", port, name);
+                snprintf(g->token_url, sizeof g->token_url, "%s?token=%s", g->url, g->token);
                 return 0;
             }
         }
@@ -306,7 +355,7 @@ void play_gateway_stats(const play_gateway_t *g, int *requests, int64_t *bytes)
 void play_gateway_stop(play_gateway_t *g)
 {
     static const char *const files[] = {"port", "port.tmp", "serve.log", "serve.err",
-                                        "stdin.xnd"};
+                                        "stdin.xnd", "token", "player.conf"};
     if (g->pid > 0) {
         g->status = stop_child(g->pid);
         g->pid = 0;
@@ -320,4 +369,6 @@ void play_gateway_stop(play_gateway_t *g)
     }
     rmdir(g->dir);
     g->dir[0] = '\0';
+    memset(g->token, 0, sizeof g->token);
+    memset(g->token_url, 0, sizeof g->token_url);
 }
