@@ -184,7 +184,10 @@ static int learn(ibp_client_t *c, const char *host, int port)
         return ibp_tls_pin(host, port, st.pin) == IBP_OK;
     if (rc == IBP_E_CAP_ACCESS_DENIED)
         return -1;
-    if (rc == IBP_OK)
+    /* an answer without a pin, or an error of its own (an old depot that wants a password):
+     * the old IBP world.  No answer at all says nothing: the call that follows fails too. */
+    if (rc != IBP_E_CONNECTION && rc != IBP_E_CLIENT_TIMEOUT && rc != IBP_E_SOCK_READ &&
+        rc != IBP_E_SOCK_WRITE)
         plain_add(host, port);
     return 0;
 }

@@ -101,6 +101,8 @@ static ibp_client_t *client_with(int max_idle, int max_idle_s, int io_ms)
     ibp_client_opts_t o;
     ibp_client_opts_init(&o);
     o.version = 1; /* the pool's rules; version detection is test_ibp_version's */
+    o.tls = IBP_TLS_OFF; /* connections counted as the pool makes them: no STATUS asking a
+                            depot for its pin first (the sealed wire: test_depot_tls) */
     o.max_idle_per_depot = max_idle;
     o.max_idle_s = max_idle_s;
     o.io_timeout_ms = io_ms;
@@ -441,6 +443,7 @@ static void test_status_v0_forms(void)
     ibp_client_opts_t o;
     ibp_client_opts_init(&o);
     o.version = 0;
+    o.tls = IBP_TLS_OFF;
     o.io_timeout_ms = 5000;
     ibp_client_t *c = ibp_client_new(&o);
     CU_ASSERT_EQUAL(ibp_status(c, "127.0.0.1", f.port, NULL, NULL, &s), IBP_OK);
