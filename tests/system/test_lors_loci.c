@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lns_test.h"
@@ -70,6 +71,9 @@ static xnd_t *place(const char *name, int shift, char *out, size_t outlen)
         xnd_mapping_set_cap(m, XND_READ, caps.read);
         xnd_mapping_set_cap(m, XND_WRITE, caps.write);
         xnd_mapping_set_cap(m, XND_MANAGE, caps.manage);
+        /* the lease is the new allocation's: the recorded one ran out a day after recording */
+        xnd_mapping_set_time(m, 0, (int64_t)time(NULL));
+        xnd_mapping_set_time(m, 1, (int64_t)time(NULL) + 3600);
     }
     snprintf(out, outlen, "%s", lns_test_path(name));
     snprintf(out + strlen(out), outlen - strlen(out), ".%d.xnd", T.seq++);
