@@ -23,8 +23,11 @@
 #include "lns_time.h"
 #include "lns_tls.h"
 
-#define PIN_MAX 1024 /* depots whose pins a process keeps; past that the oldest goes */
+#define PIN_MAX 1024 /* depots a process knows about; past that the oldest goes */
+#define PLAIN_TTL_MS (10 * 60 * 1000) /* a depot that named no pin is asked again after this */
 
+/* What the process knows of each depot: its pin, or that it named none (pin "": spoken to in
+ * plaintext, asked again after PLAIN_TTL_MS). */
 static struct {
     pthread_mutex_t mu;
     int n;
@@ -57,6 +60,7 @@ const char *ibp_tls_error(void)
     return detail;
 }
 
+/* With pins.mu held: the entry of host:port, or -1. */
 static int pin_find(const char *host, int port)
 {
     for (int i = 0; i < pins.n; i++)
@@ -65,23 +69,18 @@ static int pin_find(const char *host, int port)
     return -1;
 }
 
-int ibp_tls_pin(const char *host, int port, const char *pin)
+/* Set host:port's entry to pin ("" for none named), or remove it (pin NULL). */
+static void pin_set(const char *host, int port, const char *pin)
 {
-    if (!host || !host[0] || strlen(host) >= IBP_MAX_HOST)
-        return IBP_E_INV_PAR_HOST;
-    if (port < 1 || port > 65535)
-        return IBP_E_INV_PAR_PORT;
-    if (pin && *pin && !lns_tls_pin_valid(pin))
-        return IBP_E_INVALID_PARAMETER;
     pthread_mutex_lock(&pins.mu);
     int i = pin_find(host, port);
-    if (!pin || !*pin) {
+    if (!pin) {
         if (i >= 0)
             pins.e[i] = pins.e[--pins.n];
     } else {
         if (i < 0 && pins.n < PIN_MAX)
             i = pins.n++;
-        if (i < 0) {
+        if (i < 0) { /* full: the oldest goes */
             i = 0;
             for (int j = 1; j < pins.n; j++)
                 if (pins.e[j].since_ms < pins.e[i].since_ms)
@@ -93,6 +92,17 @@ int ibp_tls_pin(const char *host, int port, const char *pin)
         pins.e[i].since_ms = lns_mono_ms();
     }
     pthread_mutex_unlock(&pins.mu);
+}
+
+int ibp_tls_pin(const char *host, int port, const char *pin)
+{
+    if (!host || !host[0] || strlen(host) >= IBP_MAX_HOST)
+        return IBP_E_INV_PAR_HOST;
+    if (port < 1 || port > 65535)
+        return IBP_E_INV_PAR_PORT;
+    if (pin && *pin && !lns_tls_pin_valid(pin))
+        return IBP_E_INVALID_PARAMETER;
+    pin_set(host, port, pin && *pin ? pin : NULL);
     return IBP_OK;
 }
 
@@ -101,7 +111,7 @@ int ibp_tls_pin_get(const char *host, int port, char *pin, size_t size)
     int found = 0;
     pthread_mutex_lock(&pins.mu);
     int i = pin_find(host, port);
-    if (i >= 0) {
+    if (i >= 0 && pins.e[i].pin[0]) {
         snprintf(pin, size, "%s", pins.e[i].pin);
         found = 1;
     }
@@ -109,48 +119,14 @@ int ibp_tls_pin_get(const char *host, int port, char *pin, size_t size)
     return found;
 }
 
-/* Depots that named no pin in their STATUS: spoken to in plaintext, asked again after
- * PLAIN_TTL_MS. */
-#define PLAIN_TTL_MS (10 * 60 * 1000)
-static struct {
-    pthread_mutex_t mu;
-    int n;
-    struct plain {
-        char host[IBP_MAX_HOST];
-        int port;
-        int64_t since_ms;
-    } e[PIN_MAX];
-} plain = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
+/* 1 if host:port named no pin less than PLAIN_TTL_MS ago. */
 static int plain_known(const char *host, int port)
 {
-    int known = 0;
-    pthread_mutex_lock(&plain.mu);
-    for (int i = 0; i < plain.n && !known; i++)
-        known = plain.e[i].port == port && strcmp(plain.e[i].host, host) == 0 &&
-                lns_mono_ms() - plain.e[i].since_ms < PLAIN_TTL_MS;
-    pthread_mutex_unlock(&plain.mu);
+    pthread_mutex_lock(&pins.mu);
+    int i = pin_find(host, port);
+    int known = i >= 0 && !pins.e[i].pin[0] && lns_mono_ms() - pins.e[i].since_ms < PLAIN_TTL_MS;
+    pthread_mutex_unlock(&pins.mu);
     return known;
-}
-
-static void plain_add(const char *host, int port)
-{
-    pthread_mutex_lock(&plain.mu);
-    int i = 0;
-    while (i < plain.n && !(plain.e[i].port == port && strcmp(plain.e[i].host, host) == 0))
-        i++;
-    if (i == plain.n && plain.n < PIN_MAX)
-        plain.n++;
-    if (i == PIN_MAX) { /* full: the oldest goes */
-        i = 0;
-        for (int j = 1; j < plain.n; j++)
-            if (plain.e[j].since_ms < plain.e[i].since_ms)
-                i = j;
-    }
-    snprintf(plain.e[i].host, sizeof plain.e[i].host, "%s", host);
-    plain.e[i].port = port;
-    plain.e[i].since_ms = lns_mono_ms();
-    pthread_mutex_unlock(&plain.mu);
 }
 
 size_t ibp_tls_plain_depots(char *buf, size_t size)
@@ -158,12 +134,14 @@ size_t ibp_tls_plain_depots(char *buf, size_t size)
     size_t n = 0, at = 0;
     if (size)
         buf[0] = 0;
-    pthread_mutex_lock(&plain.mu);
-    for (int i = 0; i < plain.n; i++, n++)
-        if (at < size)
-            at += (size_t)snprintf(buf + at, size - at, "%s%s:%d", i ? ", " : "",
-                                   plain.e[i].host, plain.e[i].port);
-    pthread_mutex_unlock(&plain.mu);
+    pthread_mutex_lock(&pins.mu);
+    for (int i = 0; i < pins.n; i++)
+        if (!pins.e[i].pin[0] && at < size)
+            at += (size_t)snprintf(buf + at, size - at, "%s%s:%d", n++ ? ", " : "",
+                                   pins.e[i].host, pins.e[i].port);
+        else if (!pins.e[i].pin[0])
+            n++;
+    pthread_mutex_unlock(&pins.mu);
     if (at >= size && size > 4)
         memcpy(buf + size - 4, "...", 4);
     return n;
@@ -188,7 +166,7 @@ static int learn(ibp_client_t *c, const char *host, int port)
      * the old IBP world.  No answer at all says nothing: the call that follows fails too. */
     if (rc != IBP_E_CONNECTION && rc != IBP_E_CLIENT_TIMEOUT && rc != IBP_E_SOCK_READ &&
         rc != IBP_E_SOCK_WRITE)
-        plain_add(host, port);
+        pin_set(host, port, "");
     return 0;
 }
 

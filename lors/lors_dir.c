@@ -443,19 +443,29 @@ static char *read_whole(const char *path, const struct stat *st, size_t *n)
     return b;
 }
 
+/* The file name names inside d, its path and stat: 0, or -1 with *rc LORS_E_NOTFOUND and why
+ * in err (also a link that leads out of the directory). */
+static int locate(lors_dir_t *d, const char *name, char *path, size_t size, struct stat *st,
+                  int *rc, char *err, size_t errlen)
+{
+    int out = 0;
+    err[0] = '\0';
+    *rc = LORS_E_NOTFOUND;
+    if (!valid_name(name) || find_path(d, name, path, size, st, &out) < 0) {
+        snprintf(err, errlen, out ? "a symbolic link that leads out of its directory"
+                                  : "no such file");
+        return -1;
+    }
+    return 0;
+}
+
 int lors_dir_stat(lors_dir_t *d, const char *name, int64_t *size, struct timespec *mtime,
                   int *rc, char *err, size_t errlen)
 {
     char path[2200];
     struct stat st;
-    err[0] = '\0';
-    *rc = LORS_E_NOTFOUND;
-    int out = 0;
-    if (!valid_name(name) || find_path(d, name, path, sizeof path, &st, &out) < 0) {
-        snprintf(err, errlen, out ? "a symbolic link that leads out of its directory"
-                                  : "no such file");
+    if (locate(d, name, path, sizeof path, &st, rc, err, errlen) < 0)
         return -1;
-    }
     uint32_t h = hash_of(name);
     pthread_mutex_lock(&d->mu);
     dfile_t *f = find_locked(d, name, h);
@@ -491,14 +501,8 @@ lors_dir_file_t *lors_dir_get(lors_dir_t *d, const char *name, int *rc, char *er
 {
     char path[2200];
     struct stat st;
-    err[0] = '\0';
-    *rc = LORS_E_NOTFOUND;
-    int out = 0;
-    if (!valid_name(name) || find_path(d, name, path, sizeof path, &st, &out) < 0) {
-        snprintf(err, errlen, out ? "a symbolic link that leads out of its directory"
-                                  : "no such file");
+    if (locate(d, name, path, sizeof path, &st, rc, err, errlen) < 0)
         return NULL;
-    }
     uint32_t h = hash_of(name);
     dfile_t *old = NULL;
     pthread_mutex_lock(&d->mu);
