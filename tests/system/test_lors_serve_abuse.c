@@ -167,12 +167,43 @@ static void test_stopped_depot(void)
     stop_serve();
 }
 
+/* The issue's amplification: 32 overlapping ranges of the whole file in a ~300-byte header
+ * (before: 32 copies of the file).  Merged, more than the file: one 200 with the file once.
+ * Overlapping and adjacent small ranges: one range, their union. */
+static void test_range_amplification(void)
+{
+    enum { SIZE = 4 << 20 };
+    char hdr[1024] = "bytes=", body[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/ranges", lns_test_tmpdir());
+    mkdir(dir, 0755);
+    put_file("big", SIZE, 9, 1, T.depots);
+    CU_ASSERT_EQUAL_FATAL(start_serve(NULL, NULL, NULL, NULL), 0);
+    for (int i = 0; i < 32; i++)
+        snprintf(hdr + strlen(hdr), sizeof hdr - strlen(hdr), "%s%d-", i ? "," : "", i);
+    snprintf(body, sizeof body, "%s/amp.body", lns_test_tmpdir());
+    CU_ASSERT_EQUAL(tt_sh(&T, "curl -s -o '%s' -w '%%{http_code} %%{size_download}' -H 'Range: "
+                              "%s' http://127.0.0.1:%d/big", body, hdr, port), 0);
+    int code = 0;
+    long long got = 0;
+    CU_ASSERT_EQUAL(sscanf(T.out, "%d %lld", &code, &got), 2);
+    CU_ASSERT_EQUAL(code, 200);
+    CU_ASSERT_EQUAL(got, SIZE); /* once, not 32 times */
+    /* 100-199, 150-299 and 300-399 are one range: 100-399 */
+    CU_ASSERT_EQUAL(tt_sh(&T, "curl -s -D - -o '%s' -H 'Range: bytes=100-199,150-299,300-399' "
+                              "http://127.0.0.1:%d/big", body, port), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, " 206 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "Content-Range: bytes 100-399/"));
+    CU_ASSERT_PTR_NULL(strstr(T.out, "multipart/byteranges"));
+    stop_serve();
+}
+
 static const lns_test_case tests[] = {
     {"slowloris from 1,000 addresses, 2,000 connections: GETs still answered",
      test_slowloris_distributed},
     {"more slow connections than slots: the oldest make room", test_slowloris_shed},
     {"500 GETs at once, 16 clients served at a time: all answered", test_more_than_max_clients},
     {"reads waiting on a stopped depot hold no one else up", test_stopped_depot},
+    {"32 overlapping ranges: the file once; overlapping ones merged", test_range_amplification},
 };
 
 TT_MAIN(&T, "lors_serve under abuse", ND, tests)
