@@ -50,6 +50,8 @@ typedef struct serve_cfg {
     const char *listen;
     int port;
     const char *token;     /* NULL: none asked */
+    const char *tls_cert;  /* PEM text of the certificate (chain), NULL: plain HTTP */
+    const char *tls_key;   /* PEM text of its key */
     int max_clients;       /* workers: requests whose bytes are read at once */
     int max_connections;   /* open at once */
     int max_per_address;   /* of them from one address; -1: a quarter; 0: no limit */

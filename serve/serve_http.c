@@ -741,20 +741,28 @@ serve_http_t *serve_http_start(const serve_cfg_t *cfg, lors_dir_t *files, int *p
         stop_workers();
         return NULL;
     }
+    /* HTTPS: libmicrohttpd's TLS (GnuTLS) with the PEM texts; else the list ends at once */
+    struct MHD_OptionItem tls[] = {
+        {cfg->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, (void *)cfg->tls_cert},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)cfg->tls_key},
+        {MHD_OPTION_END, 0, NULL},
+    };
     S.mhd = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-            MHD_USE_ERROR_LOG,
+            MHD_USE_ERROR_LOG | (cfg->tls_cert ? MHD_USE_TLS : 0),
         0, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)loops,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)max, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         (unsigned)per_address, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->idle_timeout_s,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION,
-        on_connection, NULL, MHD_OPTION_END);
+        on_connection, NULL, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
     if (!S.mhd) {
         close(fd);
         lns_reqclock_stop(S.clock);
         stop_workers();
-        snprintf(err, errlen, "cannot start the HTTP server (libmicrohttpd) on port %d", *port);
+        snprintf(err, errlen, "cannot start the HTTP%s server (libmicrohttpd) on port %d%s",
+                 cfg->tls_cert ? "S" : "", *port,
+                 cfg->tls_cert ? ": is the key the certificate's?" : "");
         return NULL;
     }
     return &H;

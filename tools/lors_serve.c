@@ -17,6 +17,8 @@
 #include "lns_daemon.h"
 #include "lns_err.h"
 #include "lors.h"
+#include <sys/stat.h>
+
 #include "serve.h"
 #include "tool.h"
 #include "tool_opt.h"
@@ -25,7 +27,7 @@ static const char *TOOL = "lors_serve";
 
 typedef struct settings {
     tool_common_t c;
-    const char *listen, *port_file, *token_file, *key_file, *log;
+    const char *listen, *port_file, *token_file, *key_file, *log, *tls_cert, *tls_key;
     int port, max_clients, max_connections, max_per_address, fetches, idle;
     int64_t cache, readahead, request_timeout;
 } settings_t;
@@ -35,7 +37,7 @@ typedef struct settings {
 static const tool_opt_t opts[] = {
     {TOOL_OPT_STR, "listen", 'l', NULL, S(listen), 0, 0, "127.0.0.1", "ADDR",
      "the address to listen on (default 127.0.0.1: this machine only;\n"
-     "any other needs --token-file)", NULL},
+     "any other needs --token-file and --tls-cert)", NULL},
     {TOOL_OPT_INT, "port", 'p', NULL, S(port), 0, 65535, "8080", "N",
      "the port (0: any free one; see --port-file)", NULL},
     {TOOL_OPT_STR, "port-file", 0, NULL, S(port_file), 0, 0, NULL, "FILE",
@@ -43,6 +45,11 @@ static const tool_opt_t opts[] = {
     {TOOL_OPT_STR, "token-file", 0, NULL, S(token_file), 0, 0, NULL, "FILE",
      "ask every request for the token in FILE (its first line):\n"
      "\"Authorization: Bearer TOKEN\" or ?token=TOKEN", NULL},
+    {TOOL_OPT_STR, "tls-cert", 0, NULL, S(tls_cert), 0, 0, NULL, "FILE",
+     "serve HTTPS with this certificate (PEM, its chain after it);\n"
+     "a token beyond loopback needs it", NULL},
+    {TOOL_OPT_STR, "tls-key", 0, NULL, S(tls_key), 0, 0, NULL, "FILE",
+     "the certificate's private key (PEM; mode 0600 or stricter)", NULL},
     {TOOL_OPT_INT, "max-clients", 0, NULL, S(max_clients), 1, 4096, "128", "N",
      "requests whose bytes are read at once; more wait their turn", NULL},
     {TOOL_OPT_INT, "max-connections", 0, NULL, S(max_connections), 0, 1000000, "0", "N",
@@ -132,6 +139,34 @@ static int read_token(const char *path, char *tok, size_t size)
     return TOOL_EXIT_OK;
 }
 
+/* The whole of a PEM file, malloc'd (NULL after a line).  private: refused when group or
+ * others may read or write it. */
+static char *read_pem(const char *opt, const char *path, int private)
+{
+    struct stat st;
+    FILE *f = fopen(path, "re");
+    char *buf = NULL;
+    if (!f || fstat(fileno(f), &st) < 0) {
+        tool_error(TOOL, "%s %s: %s", opt, path, strerror(errno));
+        goto out;
+    }
+    if (private && (st.st_mode & 077)) {
+        tool_error(TOOL, "%s %s: the key is open to others (mode %04o): make it 0600 (chmod 600 "
+                   "%s)", opt, path, (unsigned)(st.st_mode & 07777), path);
+        goto out;
+    }
+    if (st.st_size <= 0 || st.st_size > (1 << 20) || !(buf = calloc(1, (size_t)st.st_size + 1)) ||
+        fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size || !strstr(buf, "-----BEGIN ")) {
+        tool_error(TOOL, "%s %s: not a PEM file", opt, path);
+        free(buf);
+        buf = NULL;
+    }
+out:
+    if (f)
+        fclose(f);
+    return buf;
+}
+
 int main(int argc, char **argv)
 {
     settings_t f;
@@ -141,6 +176,7 @@ int main(int argc, char **argv)
     serve_cfg_t cfg;
     serve_http_t *d = NULL;
     FILE *log = NULL;
+    char *tls_cert = NULL, *tls_key = NULL;
 
     memset(&tf, 0, sizeof tf);
     code = tool_opt_parse(&cmd, argc, argv, &f, &first);
@@ -154,6 +190,20 @@ int main(int argc, char **argv)
                           f.listen);
         goto done;
     }
+    if (!f.tls_cert != !f.tls_key) {
+        code = tool_usage(TOOL, "--tls-cert and --tls-key go together");
+        goto done;
+    }
+    if (!loopback(f.listen) && !f.tls_cert) {
+        code = tool_usage(TOOL, "--listen %s serves beyond this machine: its token would cross "
+                          "the network in the clear; give --tls-cert and --tls-key", f.listen);
+        goto done;
+    }
+    if (f.tls_cert && (!(tls_cert = read_pem("--tls-cert", f.tls_cert, 0)) ||
+                       !(tls_key = read_pem("--tls-key", f.tls_key, 1)))) {
+        code = TOOL_EXIT_IO;
+        goto done;
+    }
     if ((code = tool_files_open(TOOL, &tf, argv + first, argc - first, f.c.threads, f.c.timeout,
                                 f.readahead, f.cache, f.fetches, f.key_file)))
         goto done;
@@ -165,6 +215,8 @@ int main(int argc, char **argv)
     cfg.listen = f.listen;
     cfg.port = f.port;
     cfg.token = f.token_file ? token : NULL;
+    cfg.tls_cert = tls_cert;
+    cfg.tls_key = tls_key;
     cfg.max_clients = f.max_clients;
     cfg.max_connections = f.max_connections;
     if (!cfg.max_connections) {
@@ -202,8 +254,9 @@ int main(int argc, char **argv)
     if (!f.c.quiet) {
         size_t ndirs, nfiles;
         lors_dir_counts(tf.dir, &ndirs, &nfiles);
-        fprintf(stderr, "%s: serving %zu director%s and %zu file%s on http://%s%s%s:%d/\n",
+        fprintf(stderr, "%s: serving %zu director%s and %zu file%s on http%s://%s%s%s:%d/\n",
                 TOOL, ndirs, ndirs == 1 ? "y" : "ies", nfiles, nfiles == 1 ? "" : "s",
+                tls_cert ? "s" : "",
                 strchr(f.listen, ':') ? "[" : "", f.listen, strchr(f.listen, ':') ? "]" : "",
                 port);
     }
@@ -218,6 +271,11 @@ done:
     tool_files_close(&tf);
     if (log)
         fclose(log);
+    free(tls_cert);
+    if (tls_key) { /* a secret: not left in freed memory */
+        memset(tls_key, 0, strlen(tls_key));
+        free(tls_key);
+    }
     tool_opt_free(&f);
     return code;
 }

@@ -233,6 +233,45 @@ static void test_token_and_listen(void)
     stop_serve();
 }
 
+/* HTTPS (--tls-cert, --tls-key): a token beyond loopback needs it; served over TLS, the file's
+ * bytes as they are, plain HTTP not answered; a key open to others refused. */
+static void test_https(void)
+{
+    char tok[4200], cert[4200], key[4200], src[4096], xnd[4096], dst[8400], got[4300];
+    snprintf(dir, sizeof dir, "%s/served_tls", lns_test_tmpdir());
+    mkdir(dir, 0755);
+    snprintf(tok, sizeof tok, "%s/token", lns_test_tmpdir());
+    CU_ASSERT_EQUAL_FATAL(tt_write_file(tok, "s3cret-token-0123456789\n", 24), 0);
+    snprintf(cert, sizeof cert, "%s/serve.crt", lns_test_tmpdir());
+    snprintf(key, sizeof key, "%s/serve.key", lns_test_tmpdir());
+    CU_ASSERT_EQUAL_FATAL(tt_sh(&T, "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 "
+                                    "-nodes -keyout '%s' -out '%s' -days 2 -subj /CN=127.0.0.1 "
+                                    "2>/dev/null && chmod 600 '%s'", key, cert, key), 0);
+    /* beyond loopback with a token but no TLS: refused, the token would cross in the clear */
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_serve", "--no-rc", "-l", "0.0.0.0", "-p", "0",
+                           "--token-file", tok, dir, (char *)NULL), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "in the clear; give --tls-cert and --tls-key"));
+    /* a key others can read */
+    CU_ASSERT_EQUAL(chmod(key, 0644), 0);
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_serve", "--no-rc", "-p", "0", "--tls-cert", cert,
+                           "--tls-key", key, dir, (char *)NULL), 4);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "the key is open to others (mode 0644)"));
+    CU_ASSERT_EQUAL(chmod(key, 0600), 0);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 300000, 77, 1, 1, T.depots, NULL, src, xnd), 0);
+    snprintf(dst, sizeof dst, "%s/f.bin.xnd", dir);
+    CU_ASSERT_EQUAL_FATAL(rename(xnd, dst), 0);
+    CU_ASSERT_EQUAL_FATAL(start_serve("--tls-cert", cert, "--tls-key", key), 0);
+    snprintf(got, sizeof got, "%s.https", src);
+    CU_ASSERT_EQUAL(tt_sh(&T, "curl -s --cacert '%s' -o '%s' -w '%%{http_code}' "
+                              "https://127.0.0.1:%d/f.bin", cert, got, port), 0);
+    CU_ASSERT_STRING_EQUAL(T.out, "200");
+    CU_ASSERT(tt_same_file(src, got));
+    /* plain HTTP to it: no answer in the clear */
+    tt_sh(&T, "curl -s -m 5 -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/f.bin", port);
+    CU_ASSERT_STRING_NOT_EQUAL(T.out, "200");
+    stop_serve();
+}
+
 /* ---- an exNode replaced by rename while it is served ------------------------------------- */
 
 #define SWAP_SIZE (200 * 1000) /* both files' */
@@ -574,6 +613,7 @@ static const lns_test_case tests[] = {
     {"index, HEAD, GET, ranges, 416, 304, 405, 404, a depot killed", test_http},
     {"no live copy: 502 naming the bytes, logged", test_no_live_copy},
     {"a token; beyond loopback only with one", test_token_and_listen},
+    {"HTTPS: --tls-cert and --tls-key; a token beyond loopback needs them", test_https},
     {"absolute-form, Host, links out of the directory, 500 bodies, the index, a client gone",
      test_request_line_and_dir},
     {"an exNode replaced by rename while served: ETag, date and bytes of one file",
