@@ -60,6 +60,7 @@ static struct {
     int port;
     lbone_session_t sess[DEPOT_MAX_RESOURCES]; /* id[0] == 0: not registered */
     char trouble[64]; /* the kind of the last problem logged ("heartbeat -3"), to log each once */
+    char pin[72]; /* the depot's TLS pin, "" none */
 } run = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 void depot_lbone_reset(void)
@@ -248,6 +249,7 @@ static void announce(int rid, char *ridtxt, size_t ridsize, lbone_announce_t *a)
     a->lon = set.lon;
     a->place = set.place[0] ? set.place : NULL;
     a->contact = set.contact[0] ? set.contact : NULL;
+    a->pin = run.pin[0] ? run.pin : NULL;
     a->connection = set.connection[0] ? set.connection : NULL;
     a->monitoring = set.monitoring;
     a->power = set.power[0] ? set.power : NULL;
@@ -356,11 +358,12 @@ static void *announcer(void *arg)
     return arg;
 }
 
-int depot_lbone_start(const depot_config_t *cfg, depot_store_t *store, int port, char *err,
-                      size_t errlen)
+int depot_lbone_start(const depot_config_t *cfg, depot_store_t *store, int port,
+                      const char *pin, char *err, size_t errlen)
 {
     if (!set.url[0])
         return 0;
+    snprintf(run.pin, sizeof run.pin, "%s", pin ? pin : "");
     run.cfg = cfg;
     run.store = store;
     run.port = port;

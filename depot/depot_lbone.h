@@ -22,11 +22,11 @@ int depot_lbone_check(char *err, size_t errlen);
 /* Append ", L-Bone URL (place ...)" or nothing to a summary. */
 void depot_lbone_summary(char *buf, size_t size);
 
-/* Start announcing every resource of store at public_host:port, if an L-Bone is set (else
- * nothing).  Never fails because the L-Bone is down: the thread logs and retries with
+/* Start announcing every resource of store at public_host:port, with the depot's TLS pin
+ * (NULL: none), if an L-Bone is set (else nothing).  Never fails because the L-Bone is down: the thread logs and retries with
  * backoff while the depot serves.  0, or -1 if the thread cannot start. */
-int depot_lbone_start(const depot_config_t *cfg, depot_store_t *store, int port, char *err,
-                      size_t errlen);
+int depot_lbone_start(const depot_config_t *cfg, depot_store_t *store, int port,
+                      const char *pin, char *err, size_t errlen);
 /* Stop the thread and take the depot's registrations back (within a few seconds). */
 void depot_lbone_stop(void);
 

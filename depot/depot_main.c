@@ -188,7 +188,9 @@ int main(int argc, char **argv)
     else
         lns_log(LNS_LOG_WARN, "TLS off (--tls no): capabilities and data cross the network "
                               "readable by anyone on the path");
-    if (depot_lbone_start(&cfg, &store, server.port, err, sizeof err) < 0)
+    if (depot_lbone_start(&cfg, &store, server.port,
+                          server.tls_id ? lns_tls_id_pin(server.tls_id) : NULL, err,
+                          sizeof err) < 0)
         lns_daemon_die(&dmn, DEPOT_EXIT_RUNTIME, "%s", err);
     lns_daemon_ready(&dmn);
 

@@ -79,6 +79,8 @@ typedef struct lbone_depot_info {
     double distance_km;           /* from the resolved location */
     double forecast_mbps;         /* the L-Bone's bandwidth forecast for this client */
     int64_t last_heard;           /* epoch seconds */
+    char pin[72];                 /* its TLS pin ("sha256:<64 hex>") as it registered it,
+                                   * "" if it named none */
 } lbone_depot_info_t;
 
 typedef struct lbone_result {
@@ -124,6 +126,7 @@ typedef struct lbone_announce {
     double lat, lon;
     const char *place;  /* "airport= TYS", resolved by the L-Bone */
     const char *contact;
+    const char *pin;    /* the depot's TLS pin ("sha256:<64 hex>"), NULL if it has none */
     const char *connection;
     int monitoring;     /* hours per day */
     const char *power;

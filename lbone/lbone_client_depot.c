@@ -103,6 +103,7 @@ static int build_registration(const lbone_announce_t *a, lbone_buf_t *b, char *e
         put_str(b, "place", a->place);
     }
     put_str(b, "contact", a->contact);
+    put_str(b, "pin", a->pin);
     if (a->connection || a->monitoring >= 0 || a->power || a->firewall >= 0)
         put_env(b, a);
     lbone_buf_puts(b, "}");

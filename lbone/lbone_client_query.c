@@ -115,6 +115,7 @@ static int read_depot(const json_t *o, lbone_depot_info_t *d)
     copy_str(d->id, sizeof d->id, json_object_get(o, "id"));
     copy_str(d->rid, sizeof d->rid, json_object_get(o, "rid"));
     copy_str(d->place, sizeof d->place, json_object_get(o, "place"));
+    copy_str(d->pin, sizeof d->pin, json_object_get(o, "pin"));
     copy_str(d->status, sizeof d->status, json_object_get(o, "status"));
     d->hard_free = get_int(o, "hard_free");
     d->soft_free = get_int(o, "soft_free");

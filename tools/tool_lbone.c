@@ -132,6 +132,12 @@ static int from_lbone(const char *tool, const tool_rc_t *rc, const tool_lbone_op
             tool_error(tool, "L-Bone %s: depot '%s' is not usable; skipped", res.server, spec);
             continue;
         }
+        /* its pin as it registered it: the first connection is sealed and checked too */
+        if (in->pin[0] && ibp_tls_pin(d[k].host, d[k].port, in->pin) != IBP_OK) {
+            tool_error(tool, "L-Bone %s: depot '%s' has a pin that is not one; skipped",
+                       res.server, spec);
+            continue;
+        }
         /* where it is, for placement: its place, else its cell of 0.1 degree (some 10 km) */
         if (in->place[0])
             snprintf(d[k].place, sizeof d[k].place, "%.*s", (int)sizeof d[k].place - 1,

@@ -128,6 +128,7 @@ typedef struct lbone_depot {
     double lat, lon;
     char place[LBONE_MAX_TEXT];
     char contact[LBONE_MAX_TEXT];
+    char pin[72];            /* its TLS pin, "" if it named none */
     lbone_env_t env;
     uint8_t secret_hash[LBONE_HASH_LEN];
     int64_t registered_ms, last_heard_ms; /* epoch */

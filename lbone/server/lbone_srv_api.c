@@ -182,6 +182,12 @@ static int parse_registration(json_t *root, lbone_depot_t *d, lbone_buf_t *out)
         } else if (strcmp(k, "contact") == 0) {
             if ((rc = text_field(k, m, d->contact, sizeof d->contact, out)) != 0)
                 return rc;
+        } else if (strcmp(k, "pin") == 0) { /* "sha256:" and 64 lowercase hex digits */
+            if ((rc = text_field(k, m, d->pin, sizeof d->pin, out)) != 0)
+                return rc;
+            if (strncmp(d->pin, "sha256:", 7) != 0 || strlen(d->pin) != 71 ||
+                strspn(d->pin + 7, "0123456789abcdef") != 64)
+                return lbone_api_error(out, 400, "pin: expected sha256: and 64 hex digits");
         } else if (strcmp(k, "env") == 0) {
             char why[256];
             if (lbone_env_from_json(m, &d->env, why, sizeof why) < 0)
@@ -325,6 +331,10 @@ void lbone_api_put_depot_fields(lbone_buf_t *b, const lbone_srv_t *s, const lbon
         lbone_json_put_string(b, d->place);
     else
         lbone_buf_puts(b, "null");
+    if (d->pin[0]) {
+        lbone_buf_puts(b, ",\"pin\":");
+        lbone_json_put_string(b, d->pin);
+    }
     lbone_buf_puts(b, ",\"status\":");
     lbone_json_put_string(b, lbone_status_name(lbone_srv_status(s, d, now_ms)));
     lbone_buf_printf(b, ",\"last_heard\":%lld", (long long)(d->last_heard_ms / 1000));

@@ -17,7 +17,7 @@
 #include "lns_err.h"
 #include "lns_log.h"
 
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2 /* 2: depots.pin */
 
 struct lbone_db {
     sqlite3 *h;
@@ -34,7 +34,8 @@ static const char schema[] =
     " lat REAL, lon REAL, place TEXT NOT NULL, contact TEXT NOT NULL,"
     " connection TEXT, monitoring INTEGER NOT NULL, power TEXT,"
     " open INTEGER NOT NULL, secret_sha256 BLOB NOT NULL,"
-    " registered_ms INTEGER NOT NULL, last_heard_ms INTEGER NOT NULL);"
+    " registered_ms INTEGER NOT NULL, last_heard_ms INTEGER NOT NULL,"
+    " pin TEXT NOT NULL DEFAULT '');"
     "CREATE UNIQUE INDEX IF NOT EXISTS depots_key ON depots(host COLLATE NOCASE, port, rid);"
     "CREATE TABLE IF NOT EXISTS measurements("
     " seq INTEGER PRIMARY KEY AUTOINCREMENT, net TEXT NOT NULL, depot_id TEXT NOT NULL,"
@@ -86,6 +87,12 @@ static int check_version(lbone_db_t *db, const char *path, char *err, size_t err
                  SCHEMA_VERSION);
         return exec(db, sql, err, errlen);
     }
+    if (version == 1) { /* before the depots' pins: add the column, every pin unknown */
+        if (exec(db, "ALTER TABLE depots ADD COLUMN pin TEXT NOT NULL DEFAULT '';"
+                     "UPDATE meta SET value = '2' WHERE key = 'schema';", err, errlen) < 0)
+            return -1;
+        version = 2;
+    }
     if (version != SCHEMA_VERSION) {
         lns_err_set(err, errlen, "db: %s has schema version %d, this lbone_server knows %d", path,
                     version, SCHEMA_VERSION);
@@ -116,8 +123,9 @@ lbone_db_t *lbone_db_open(const char *path, char *err, size_t errlen)
         prep(db, &db->put,
              "INSERT OR REPLACE INTO depots(id, host, port, rid, hard_total, hard_free,"
              " soft_total, soft_free, max_duration, lat, lon, place, contact, connection,"
-             " monitoring, power, open, secret_sha256, registered_ms, last_heard_ms)"
-             " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20)",
+             " monitoring, power, open, secret_sha256, registered_ms, last_heard_ms, pin)"
+             " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,"
+             "?21)",
              err, errlen) < 0 ||
         prep(db, &db->beat,
              "UPDATE depots SET hard_total=?2, hard_free=?3, soft_total=?4, soft_free=?5,"
@@ -138,7 +146,7 @@ lbone_db_t *lbone_db_open(const char *path, char *err, size_t errlen)
         prep(db, &db->load,
              "SELECT id, host, port, rid, hard_total, hard_free, soft_total, soft_free,"
              " max_duration, lat, lon, place, contact, connection, monitoring, power, open,"
-             " secret_sha256, registered_ms, last_heard_ms FROM depots",
+             " secret_sha256, registered_ms, last_heard_ms, pin FROM depots",
              err, errlen) < 0) {
         lbone_db_close(db);
         return NULL;
@@ -221,6 +229,7 @@ int lbone_db_load(lbone_db_t *db, lbone_reg_t *r, char *err, size_t errlen)
             memset(d->secret_hash, 0xff, LBONE_HASH_LEN);
         d->registered_ms = sqlite3_column_int64(st, 18);
         d->last_heard_ms = sqlite3_column_int64(st, 19);
+        copy_text(d->pin, sizeof d->pin, sqlite3_column_text(st, 20));
         if (strlen(d->id) != LBONE_ID_LEN || lbone_reg_find_id(r, d->id) ||
             lbone_reg_insert(r, d) < 0) {
             lns_log(LNS_LOG_WARN, "db: skipping a bad depot row (id '%s')", d->id);
@@ -288,6 +297,7 @@ int lbone_db_put(lbone_db_t *db, const lbone_depot_t *d)
     sqlite3_bind_blob(st, 18, d->secret_hash, LBONE_HASH_LEN, SQLITE_STATIC);
     sqlite3_bind_int64(st, 19, d->registered_ms);
     sqlite3_bind_int64(st, 20, d->last_heard_ms);
+    sqlite3_bind_text(st, 21, d->pin, -1, SQLITE_STATIC);
     return step_done(db, st, "writing a depot");
 }
 

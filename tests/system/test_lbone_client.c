@@ -586,6 +586,32 @@ static void test_upload_nearest(void)
     CU_ASSERT_EQUAL(access(lns_test_path("no.xnd"), F_OK), -1);
 }
 
+/* Pins (issue 37): each depot registers its TLS pin, the L-Bone's answers carry it, and the
+ * tools use it: with --tls require (no plaintext, no STATUS asked for a pin) an upload to
+ * depots found through the L-Bone is sealed from the first connection and succeeds only
+ * because the answer gave their pins. */
+static void test_pins(void)
+{
+    char want[72];
+    lbone_request_t req;
+    lbone_result_t r;
+    lbone_request_init(&req);
+    CU_ASSERT_EQUAL_FATAL(query_req(&req, &r), LBONE_OK);
+    const lbone_depot_info_t *d = find_port(&r, dep[AMS1].port);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT_EQUAL(td_pin(&dep[AMS1], want), 0);
+    CU_ASSERT_STRING_EQUAL(d->pin, want);
+    lbone_result_free(&r);
+    CU_ASSERT_EQUAL_FATAL(sh("head -c 300000 /dev/urandom > \"$D/pin.bin\""), 0);
+    CU_ASSERT_EQUAL(sh("\"$B/lors_upload\" --no-rc --tls require -H \"$U\" -l 'airport= AMS' "
+                       "-m 2 -d 10m -o \"$D/pin.xnd\" \"$D/pin.bin\""), 0);
+    CU_ASSERT_EQUAL(sh("\"$B/lors_download\" --no-rc --tls require -o \"$D/pin.out\" "
+                       "\"$D/pin.xnd\" && cmp \"$D/pin.bin\" \"$D/pin.out\""), 0);
+    /* a depot list gives no pin: --tls require then finds nothing it may speak to */
+    CU_ASSERT(sh("\"$B/lors_upload\" --no-rc --tls require --depot-list 127.0.0.1:%d -d 10m "
+                 "-o \"$D/pin2.xnd\" \"$D/pin.bin\"", dep[AMS1].port) != 0);
+}
+
 static void test_lbone_query_tool(void)
 {
     CU_ASSERT_EQUAL(sh("\"$B/lbone_query\" -H 127.0.0.1:%d -H \"$U\" -l 'airport= ATL'",
@@ -631,6 +657,7 @@ static const lns_test_case tests[] = {
     {"depot config errors", test_depot_config_errors},
     {"lors tools: nearest depots, reports", test_upload_nearest},
     {"lbone_query", test_lbone_query_tool},
+    {"pins: registered, in the answers, used by the tools", test_pins},
 };
 
 LNS_TEST_MAIN_WITH("lbone client", suite_init, suite_clean, tests)

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/wait.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include "lns_test.h"
@@ -590,6 +591,45 @@ static void test_restart_keeps_registry(void)
     lns_test_server_finish(&l.srv);
 }
 
+/* The depots' TLS pins (issue 37): registered, in the answers, kept across a restart; a pin
+ * that is not one refused; a version-1 database (before pins) upgraded in place. */
+static void test_pins(void)
+{
+    test_lbone_t l;
+    char j[1024], id[17], sec[65], pin[80];
+    static const char good[] =
+        "sha256:2a05b4fac8144d78452e750c0c6f57caab1dcf079b14677ad918e3a8352e7449";
+    CU_ASSERT_FATAL(tlb_start(&l, "--probe-interval 0") == 0);
+    tlb_depot_json(j, sizeof j, "p1.test", 6714, 10, 20, 1000, 0, 3600,
+                   ",\"pin\":\"sha256:2a05b4fac8144d78452e750c0c6f57caab1dcf079b14677ad918e3a8352e7449\"");
+    CU_ASSERT_FATAL(tlb_register(&l, j, id, sec) == 201);
+    tlb_depot_json(j, sizeof j, "p2.test", 6714, 10, 20, 1000, 0, 3600,
+                   ",\"pin\":\"sha256:XYZ\"");
+    CU_ASSERT(tlb_register(&l, j, id, sec) == 400);
+    char *r = get(&l, "/v1/depots", 200);
+    CU_ASSERT(r && tlb_json_str(r, "pin", 0, pin, sizeof pin) == 0 && strcmp(pin, good) == 0);
+    free(r);
+    CU_ASSERT(lns_test_server_kill(&l.srv, SIGKILL) == 0);
+    CU_ASSERT_FATAL(tlb_restart(&l) == 0);
+    r = get(&l, "/v1/depots", 200);
+    CU_ASSERT(r && tlb_json_str(r, "pin", 0, pin, sizeof pin) == 0 && strcmp(pin, good) == 0);
+    free(r);
+    /* the database as version 1 had it: no pin column */
+    lns_test_server_stop(&l.srv);
+    sqlite3 *h = NULL;
+    CU_ASSERT_FATAL(sqlite3_open(l.db, &h) == SQLITE_OK);
+    CU_ASSERT(sqlite3_exec(h, "ALTER TABLE depots DROP COLUMN pin;"
+                              "UPDATE meta SET value = '1' WHERE key = 'schema';",
+                           NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(h);
+    CU_ASSERT_FATAL(tlb_restart(&l) == 0);
+    CU_ASSERT(query_count(&l, "") == 1);
+    r = get(&l, "/v1/depots", 200);
+    CU_ASSERT(r && strstr(r, "\"host\":\"p1.test\"") && !strstr(r, "\"pin\""));
+    free(r);
+    lns_test_server_finish(&l.srv);
+}
+
 static void test_reports_rate_limit(void)
 {
     test_lbone_t l;
@@ -666,6 +706,7 @@ static const lns_test_case tests[] = {
     {"unreachable depots are not handed out", test_unreachable},
     {"malformed, oversized and injected input", test_hostile_input},
     {"restart keeps the registry", test_restart_keeps_registry},
+    {"TLS pins: registered, answered, kept; a version-1 database upgraded", test_pins},
     {"reports, forecasts, rate limit", test_reports_rate_limit},
     {"command line and config file", test_command_line},
 };
