@@ -659,9 +659,38 @@ int lns_tls_write_full(lns_tls_t *t, const void *buf, size_t n, int flags, int i
     return write_raw(t, buf, n, idle_ms, deadline_ms);
 }
 
+/* The kernel encrypts (KTLS): SSL_sendfile moves the pages as sendfile(2) does. */
+static int ktls_sendfile(lns_tls_t *t, int file_fd, off_t *offset, size_t n, int idle_ms,
+                         int64_t deadline_ms)
+{
+    if (t->held) { /* what MSG_MORE held goes first */
+        size_t h = t->held;
+        t->held = 0;
+        if (write_raw(t, t->hold, h, idle_ms, deadline_ms) < 0)
+            return -1;
+    }
+    while (n > 0) {
+        ERR_clear_error();
+        errno = 0;
+        ossl_ssize_t w = SSL_sendfile(t->ssl, file_fd, *offset, n, 0);
+        if (w > 0) {
+            *offset += w;
+            n -= (size_t)w;
+            continue;
+        }
+        if (ssl_step(t, (int)w, idle_ms, deadline_ms) < 0) {
+            ERR_clear_error();
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int lns_tls_sendfile_full(lns_tls_t *t, int file_fd, off_t *offset, size_t n, int idle_ms,
                           int64_t deadline_ms)
 {
+    if (BIO_get_ktls_send(SSL_get_wbio(t->ssl)))
+        return ktls_sendfile(t, file_fd, offset, n, idle_ms, deadline_ms);
     if (!t->chunk && !(t->chunk = malloc(FILE_CHUNK))) {
         errno = ENOMEM;
         return -1;
