@@ -144,7 +144,7 @@ endef
 $(eval $(call library,IBP,ibp,$(LIBIBP_SRC),$(COMMON_SRC),,-lssl -lcrypto))
 $(eval $(call library,EXNODE,exnode,$(EXNODE_SRC),,$(LIBIBP_SO),-lxml2 -lcrypto))
 $(eval $(call library,LORS,lors,$(LORS_SRC),,$(LIBEXNODE_SO) $(LIBIBP_SO),-lcrypto -lz -lisal))
-$(eval $(call library,LBONE,lbone,$(LBONE_SRC),,,-lcurl -ljansson -lm))
+$(eval $(call library,LBONE,lbone,$(LBONE_SRC),,,-lcurl -ljansson -lm -lcrypto))
 
 LIBDEPOT_A = $(B)/lib/libdepot.a
 LIBTOOL_A = $(B)/lib/libtool.a

@@ -310,6 +310,44 @@ const char *lns_tls_id_pin(const lns_tls_id_t *id)
     return id->pin;
 }
 
+/* What a memory BIO holds, as a malloc'd string. */
+static char *bio_text(BIO *b)
+{
+    char *p = NULL, *out;
+    long n = BIO_get_mem_data(b, &p);
+    if (n < 0 || !(out = malloc((size_t)n + 1)))
+        return NULL;
+    memcpy(out, p, (size_t)n);
+    out[n] = 0;
+    return out;
+}
+
+int lns_tls_id_pem(const lns_tls_id_t *id, char **cert, char **key)
+{
+    BIO *c = BIO_new(BIO_s_mem()), *k = BIO_new(BIO_s_mem());
+    int ok = c && k && PEM_write_bio_X509(c, id->cert) == 1 &&
+             PEM_write_bio_PrivateKey(k, id->key, NULL, NULL, 0, NULL, NULL) == 1;
+    for (int i = 0; ok && id->chain && i < sk_X509_num(id->chain); i++)
+        ok = PEM_write_bio_X509(c, sk_X509_value(id->chain, i)) == 1;
+    *cert = ok ? bio_text(c) : NULL;
+    *key = ok ? bio_text(k) : NULL;
+    if (k) {
+        char *p = NULL;
+        long n = BIO_get_mem_data(k, &p);
+        if (n > 0)
+            OPENSSL_cleanse(p, (size_t)n);
+    }
+    BIO_free(c);
+    BIO_free(k);
+    ERR_clear_error();
+    if (*cert && *key)
+        return 0;
+    free(*cert);
+    free(*key);
+    *cert = *key = NULL;
+    return -1;
+}
+
 /* ---- contexts ---------------------------------------------------------------------------- */
 
 /* A new session ticket for a client connection: kept for its host:port (one each). */

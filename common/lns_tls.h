@@ -34,6 +34,9 @@ lns_tls_id_t *lns_tls_id_load(const char *key_path, const char *cert_path, int c
 void lns_tls_id_free(lns_tls_id_t *id);
 /* The identity's pin ("sha256:<64 hex>"). */
 const char *lns_tls_id_pin(const lns_tls_id_t *id);
+/* The certificate (with its chain) and the key as PEM text, malloc'd (for libmicrohttpd,
+ * which takes them so).  0, or -1 (out of memory). */
+int lns_tls_id_pem(const lns_tls_id_t *id, char **cert, char **key);
 /* 1 if s is a well-formed pin. */
 int lns_tls_pin_valid(const char *s);
 

@@ -19,6 +19,7 @@
 #include "lbone_geo.h"
 #include "lns_daemon.h"
 #include "lns_log.h"
+#include "lns_tls.h"
 #include "lns_version.h"
 
 static lbone_srv_config_t cfg;
@@ -76,6 +77,11 @@ int main(int argc, char **argv)
                        lbone_db_error(srv.db));
     if (lbone_probe_start(&srv, err, sizeof err) < 0)
         lns_daemon_die(&dmn, LBONE_EXIT_RUNTIME, "%s", err);
+    lns_tls_id_t *id = NULL;
+    if (cfg.tls_key[0] &&
+        (!(id = lns_tls_id_load(cfg.tls_key, cfg.tls_cert, 1, err, sizeof err)) ||
+         lns_tls_id_pem(id, &srv.tls_cert, &srv.tls_key) < 0))
+        lns_daemon_die(&dmn, LBONE_EXIT_CONFIG, "%s", id ? "TLS key: out of memory" : err);
     if (lbone_http_start(&srv, err, sizeof err) < 0)
         lns_daemon_die(&dmn, LBONE_EXIT_NETWORK, "listen: %s", err);
     if (cfg.pid_file[0])
@@ -85,11 +91,23 @@ int main(int argc, char **argv)
     lns_log(LNS_LOG_INFO, "lns %s listening on %s port %d, %zu depots, %zu histories, probes %s",
             LNS_VERSION, cfg.listen[0] ? cfg.listen : "*", srv.port, srv.reg.n,
             lbone_hist_pairs(srv.hist), cfg.probe_interval_s ? "on" : "off");
+    if (id)
+        lns_log(LNS_LOG_INFO, "HTTPS, pin %s (key %s): clients and depots name this L-Bone as "
+                "https://HOST:%d#%s", lns_tls_id_pin(id), cfg.tls_key, srv.port,
+                lns_tls_id_pin(id));
+    else
+        lns_log(LNS_LOG_WARN, "plain HTTP (no --tls-key): registration tokens and depot "
+                              "secrets cross the network readable by anyone on the path");
 
     while (sigwait(&sigs, &sig) != 0 || (sig != SIGTERM && sig != SIGINT))
         ;
     lns_log(LNS_LOG_INFO, "signal %d: stopping", sig);
     lbone_http_stop(&srv);
+    if (srv.tls_key)
+        memset(srv.tls_key, 0, strlen(srv.tls_key));
+    free(srv.tls_key);
+    free(srv.tls_cert);
+    lns_tls_id_free(id);
     lbone_probe_stop(&srv);
     lbone_db_close(srv.db);
     lbone_hist_free(srv.hist);

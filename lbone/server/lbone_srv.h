@@ -64,6 +64,8 @@ typedef struct lbone_srv_config {
     char log_file[PATH_MAX];
     int log_level;
     char pid_file[PATH_MAX];
+    char tls_key[PATH_MAX];    /* "": plain HTTP */
+    char tls_cert[PATH_MAX];   /* "": self-signed for the key */
     int check_config;
 } lbone_srv_config_t;
 
@@ -270,6 +272,7 @@ typedef struct lbone_srv {
     struct MHD_Daemon *mhd;
     lns_reqclock_t *deadline; /* the request clock of the HTTP front */
     int port;
+    char *tls_cert, *tls_key; /* PEM texts for HTTPS (--tls-key), NULL: plain HTTP */
 } lbone_srv_t;
 
 int lbone_srv_down_after_s(const lbone_srv_config_t *cfg);

@@ -96,6 +96,10 @@ static const char usage_text[] =
     "      --log-file FILE        diagnostic log (default stderr)\n"
     "      --log-level LEVEL      error, warn, info or debug (default info)\n"
     "      --pid-file FILE        write the process id to FILE\n"
+    "      --tls-key FILE         serve HTTPS with this key, made (Ed25519, mode 0600) if\n"
+    "                             missing; its pin is logged: clients give it as\n"
+    "                             https://HOST:PORT#sha256:... (default: plain HTTP)\n"
+    "      --tls-cert FILE        a CA's certificate for the key (default self-signed)\n"
     "      --check-config         validate the settings, print a summary, exit\n"
     "  -h, --help                 show this help\n"
     "  -V, --version              show the version\n";
@@ -128,6 +132,8 @@ static const lns_conf_setting_t settings[] = {
     {"log-file", 0, LNS_CONF_STR, F(log_file)},
     {"log-level", 0, LNS_CONF_LEVEL, F(log_level)},
     {"pid-file", 0, LNS_CONF_STR, F(pid_file)},
+    {"tls-key", 0, LNS_CONF_STR, F(tls_key)},
+    {"tls-cert", 0, LNS_CONF_STR, F(tls_cert)},
     LNS_CONF_TABLE_END(lbone_srv_config_t)};
 
 static const lns_conf_daemon_t daemon_def = {usage_text, "lbone_server (lns) " LNS_VERSION "\n",

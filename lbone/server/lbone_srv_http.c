@@ -396,14 +396,22 @@ int lbone_http_start(lbone_srv_t *s, char *err, size_t errlen)
         s->deadline = NULL;
         return -1;
     }
+    /* HTTPS: libmicrohttpd's TLS with the PEM texts; else the list ends at once */
+    struct MHD_OptionItem tls[] = {
+        {s->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, s->tls_cert},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key},
+        {MHD_OPTION_END, 0, NULL},
+    };
     s->mhd = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+            (s->tls_cert ? MHD_USE_TLS : 0), 0, NULL, NULL,
         on_request, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)s->cfg->threads, MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->cfg->max_connections,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->cfg->max_per_address,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg->idle_timeout_s,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
-        on_connection, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+        on_connection, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_ARRAY, tls,
+        MHD_OPTION_END);
     if (!s->mhd) {
         close(fd);
         lns_reqclock_stop(s->deadline);
