@@ -57,10 +57,15 @@ run() {
     echo "= exit $rc"
     return $rc
 }
-# first_err: the first line of the last command's stderr (else stdout), for a reason.
+# first_err: the first line of the last command's stderr (else stdout), for a reason.  The
+# tools' notices that say nothing of the outcome are passed over: ibp_tool's about a
+# capability on its command line (first), the plaintext line about depots that speak no TLS
+# (last; LoCI and ACCRE never do).
+NOTICE_RE='^ibp_tool: warning: a capability on the command line |^[a-z_]+: warning: .* speaks? no TLS \('
 first_err() {
     local l
-    l=$(grep -v -E '^\s*$' "$CELL/err" | head -1)
+    l=$(grep -v -E '^\s*$' "$CELL/err" | grep -v -E "$NOTICE_RE" | head -1)
+    [ -n "$l" ] || l=$(grep -v -E '^\s*$' "$CELL/err" | head -1)
     [ -n "$l" ] || l=$(grep -v -E '^\s*$' "$CELL/out" | tail -1)
     printf '%s' "${l:0:160}"
 }
