@@ -238,6 +238,8 @@ static const char global_help[] =
     "  -1, --v1        speak IBP protocol version 1 to every depot (default: version 1, or 0\n"
     "                  where the depot drops version 1 unanswered, as LoCI 1.3 does)\n"
     "  --ibp-version HOST:PORT=V  speak version V (0, 1 or auto) to that depot\n"
+    "  --tls MODE      auto (default: TLS to every lns depot, its pin from its STATUS),\n"
+    "                  require (no plaintext), off (plaintext to every depot)\n"
     "  --timeout S     connect and I/O timeout in seconds (default 5 s connect, 60 s I/O)\n"
     "  -h, --help      this help, or a command's help after the command\n"
     "  -V, --version   print the version\n"
@@ -406,6 +408,13 @@ int main(int argc, char **argv)
                 return EX_USAGE;
             if (tool_ibp_version_pin(v, why, sizeof why) < 0)
                 return ibp_tool_usage_error(&t, "--ibp-version %s: %s", v, why);
+        } else if (!strncmp(a, "--tls", 5) && (a[5] == 0 || a[5] == '=')) {
+            const char *v = opt_value(&t, argc, argv, &i, a[5] ? a + 5 : NULL);
+            char why[128];
+            if (!v)
+                return EX_USAGE;
+            if (tool_tls_mode(v, why, sizeof why) < 0)
+                return ibp_tool_usage_error(&t, "--tls %s: %s", v, why);
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             help = 1;
         } else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
@@ -439,6 +448,7 @@ int main(int argc, char **argv)
         return ibp_tool_usage_error(&t, "usage: ibp_tool %s %s", t.cmd->name, t.cmd->args);
     if ((ex = secret_args(&t)) != EX_OK)
         return ex;
+    tool_tls_warn_at_exit("ibp_tool", 0);
     if (!(t.client = ibp_client_new(&t.opts))) {
         fprintf(stderr, "ibp_tool: %s: out of memory\n", t.cmd->name);
         return EX_LOCAL;

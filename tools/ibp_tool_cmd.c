@@ -462,9 +462,14 @@ static void print_status(const ibp_tool_t *t, const char *host, int port,
         printf(",\"rid\":");
         tool_json_str(stdout, s->rid);
         printf(",\"hard_total\":%" PRIu64 ",\"hard_used\":%" PRIu64 ",\"soft_total\":%" PRIu64
-               ",\"soft_used\":%" PRIu64 ",\"max_duration\":%" PRId64 ",\"allocations\":%d}\n",
+               ",\"soft_used\":%" PRIu64 ",\"max_duration\":%" PRId64 ",\"allocations\":%d",
                s->hard_total, s->hard_used, s->soft_total, s->soft_used, s->max_duration_s,
                s->allocations);
+        if (s->pin[0]) {
+            printf(",\"pin\":");
+            tool_json_str(stdout, s->pin);
+        }
+        printf("}\n");
         return;
     }
     printf("depot:        %s:%d\nversion:      %s\nresource:     %s\n", host, port,
@@ -474,6 +479,8 @@ static void print_status(const ibp_tool_t *t, const char *host, int port,
     printf("max duration: %" PRId64 " s\n", s->max_duration_s);
     if (s->allocations >= 0)
         printf("allocations:  %d\n", s->allocations);
+    if (s->pin[0])
+        printf("tls pin:      %s\n", s->pin);
 }
 
 static int read_password(ibp_tool_t *t, char *pw, size_t size);

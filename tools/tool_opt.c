@@ -330,9 +330,18 @@ static void plain_warning(void)
     char list[400];
     size_t n = ibp_tls_plain_depots(list, sizeof list);
     if (n && !plain_quiet)
-        fprintf(stderr, "%s: warning: %s speak%s no TLS (an old IBP depot%s): capabilities and "
-                "data crossed to %s in plaintext\n", plain_tool, list, n == 1 ? "s" : "",
-                n == 1 ? "" : "s", n == 1 ? "it" : "them");
+        fprintf(stderr, "%s: warning: %s speak%s no TLS (%s): capabilities and data crossed "
+                "to %s in plaintext\n", plain_tool, list, n == 1 ? "s" : "",
+                n == 1 ? "an old IBP depot" : "old IBP depots", n == 1 ? "it" : "them");
+}
+
+void tool_tls_warn_at_exit(const char *tool, int quiet)
+{
+    if (plain_tool)
+        return;
+    plain_tool = tool;
+    plain_quiet = quiet;
+    atexit(plain_warning);
 }
 
 int tool_opt_parse(const tool_cmd_t *cmd, int argc, char **argv, void *s, int *first)
@@ -418,11 +427,8 @@ int tool_opt_parse(const tool_cmd_t *cmd, int argc, char **argv, void *s, int *f
     *first = optind;
     if (cmd->check)
         code = cmd->check(s, argc, argv, optind);
-    if (code == TOOL_EXIT_OK && !plain_tool) {
-        plain_tool = cmd->name;
-        plain_quiet = c->quiet;
-        atexit(plain_warning);
-    }
+    if (code == TOOL_EXIT_OK)
+        tool_tls_warn_at_exit(cmd->name, c->quiet);
 out:
     argtab_free(&t);
     if (code != TOOL_EXIT_OK)

@@ -220,6 +220,9 @@ int tool_opt_tls(void *s, const tool_opt_t *o, const char *name, const char *val
                  tool_from from, char *err, size_t errlen);
 /* "auto", "require" or "off" for the process (ibp_tls_mode); 0, or -1 with why. */
 int tool_tls_mode(const char *val, char *err, size_t errlen);
+/* At exit, one line naming the depots spoken to in plaintext (none when quiet); once per
+ * process (tool_opt_parse does it for the programs it parses for). */
+void tool_tls_warn_at_exit(const char *tool, int quiet);
 int tool_opt_ibp_version(void *s, const tool_opt_t *o, const char *name, const char *val,
                          tool_from from, char *err, size_t errlen);
 /* The same for a program without a table (ibp_tool): 0, or -1 with the reason in err. */

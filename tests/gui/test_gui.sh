@@ -397,7 +397,8 @@ if [ -x "$bin/lors_augment" ] && [ -x "$bin/lors_trim" ] && [ -x "$bin/lors_refr
         >"$tmp/close.tcl"
     timeout 30 "$gui" --depots "$tmp/live-depots.txt" --bindir "$bin" --script "$tmp/close.tcl" >"$tmp/close.log" 2>&1
     check "window closed while playing: exit" 0 $?
-    sleep 0.3
+    # stopped, however long a busy machine takes to end it (SIGTERM, then SIGKILL after 3 s)
+    for _ in $(seq 100); do pgrep -f -- "$tmp/close.xnd" >/dev/null || break; sleep 0.1; done
     left=$(pgrep -f -- "$tmp/close.xnd" | tr '\n' ' ')
     check "window closed while playing: no lors_play left" "" "$left"
     for p in $left; do kill "$p" 2>/dev/null; done
@@ -438,7 +439,7 @@ if [ -x "$bin/lors_augment" ] && [ -x "$bin/lors_trim" ] && [ -x "$bin/lors_refr
         check "stop: stopped" 1 "$(val $tmp/pst stopped)"
         check "stop: lors_play's exit" 143 "$(val $tmp/pst run_rc)"
         case "$(val $tmp/pst status)" in Stopped_play_*) ok "stop: status";; *) bad "stop: status $(val $tmp/pst status)";; esac
-        sleep 0.3
+        for _ in $(seq 100); do pgrep -f -- "$tmp/clip" >/dev/null || break; sleep 0.1; done
         left=$(pgrep -f -- "$tmp/clip" | wc -l | tr -d ' ')
         check "stop: no lors_serve or mpv left" 0 "$left"
     else

@@ -245,6 +245,16 @@ static void test_status(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"max_duration\":3600"));
     CU_ASSERT_EQUAL(run("$T -0 --json status 127.0.0.1:%d", dB.port), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"soft_total\":67108864"));
+    /* the depot's TLS pin, as its log says it; --tls takes auto, require, off */
+    char pin[80], line[128];
+    CU_ASSERT_EQUAL_FATAL(td_pin(&dB, pin), 0);
+    snprintf(line, sizeof line, "tls pin:      %s\n", pin);
+    CU_ASSERT_EQUAL(run("$T status 127.0.0.1:%d", dB.port), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, line));
+    snprintf(line, sizeof line, "\"pin\":\"%s\"", pin);
+    CU_ASSERT_EQUAL(run("$T --tls off --json status 127.0.0.1:%d", dB.port), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, line));
+    CU_ASSERT_EQUAL(run("$T --tls maybe status 127.0.0.1:%d", dB.port), 2);
 
     /* status-change: password from a file or the environment, never argv */
     CU_ASSERT_EQUAL(run("echo nope >$D/pw && $T status-change 127.0.0.1:%d --password-file $D/pw "
