@@ -107,8 +107,13 @@ static void test_pins_recorded(void)
 static void set_pins(const char *path, const char *pin)
 {
     size_t n;
-    char *s = (char *)tt_read_whole(path, &n);
+    unsigned char *raw = tt_read_whole(path, &n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(raw);
+    char *s = malloc(n + 1); /* tt_read_whole's bytes end with no NUL: strstr needs one */
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    memcpy(s, raw, n);
+    s[n] = 0;
+    free(raw);
     char *p = s;
     while ((p = strstr(p, "name=\"lns_pin\" type=\"string\">"))) {
         p += strlen("name=\"lns_pin\" type=\"string\">");
