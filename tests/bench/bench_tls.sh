@@ -42,6 +42,7 @@ tls_cleanup() { # the namespace, then lib.sh's cleanup with the exit status
     bench_cleanup
 }
 bench_workdir
+LINK_NS=""
 trap tls_cleanup EXIT
 : >"$WORK/empty.rc"
 export LNS_RC=$WORK/empty.rc LNS_NO_REPORT=1 # no ~/.xndrc settings in the measurement
