@@ -15,6 +15,7 @@
 #   make bench-serve      lors_serve and lors_mount against lors_download and IBP LOAD; the load curve
 #   make bench-abuse      lbone_server and lors_serve under 2,000 slow connections: GETs within 1 s
 #   make bench-mount      ls -l of 100,000 exNodes through lors_mount against local ls; its memory
+#   make bench-tls        TLS against --tls off: upload, download, 4 KiB ops, handshakes (BENCH_LINK=1gbit)
 #   make bench-ibp-perf   ACCRE's ibp_perf against an lns and an ACCRE 1.4 depot (docs/PERFORMANCE.md)
 #   make soak             the long runs: every depot failpoint, then random faults (SOAK_SECONDS, default 600);
 #                         concurrent exNode writers and tools SIGKILLed at random points
@@ -160,7 +161,7 @@ BENCH_BINS = $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 # Everything a program may link, top layer first (static archives resolve left to right).
 ALL_LIBS_A = $(LIBTOOL_A) $(LIBLORS_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
 
-.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-ec bench-wan bench-wan-random bench-lbone bench-serve bench-abuse bench-mount bench-ibp-perf soak install uninstall clean \
+.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-ec bench-wan bench-wan-random bench-lbone bench-serve bench-abuse bench-mount bench-ibp-perf bench-tls soak install uninstall clean \
         interop interop-build
 
 # The installed libraries, each as .a and .so (soname lib<name>.so.0), and their public headers
@@ -354,6 +355,12 @@ bench-lbone: deps
 bench-serve: deps
 	$(MAKE) benchprogs
 	@tests/bench/bench_serve.sh $(B)
+
+# The sealed wire (issue 37) against plaintext; BENCH_LINK=1gbit puts the depots behind a
+# shaped veth (root, ip, tc).
+bench-tls: deps
+	$(MAKE) benchprogs
+	@tests/bench/bench_tls.sh $(B)
 
 bench-mount: deps
 	$(MAKE) all

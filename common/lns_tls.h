@@ -41,7 +41,9 @@ int lns_tls_id_pem(const lns_tls_id_t *id, char **cert, char **key);
 int lns_tls_pin_valid(const char *s);
 
 /* A server's context (TLS 1.3 only), or a client's (TLS 1.3 only; sessions kept for
- * resumption per host and port).  NULL with a reason in err. */
+ * resumption per host and port; the system's trust store read at its first connection
+ * without a pin).  AES-128-GCM is preferred, the server's order decides.  NULL with a reason
+ * in err. */
 lns_tls_ctx_t *lns_tls_server_new(const lns_tls_id_t *id, char *err, size_t errlen);
 lns_tls_ctx_t *lns_tls_client_new(char *err, size_t errlen);
 void lns_tls_ctx_free(lns_tls_ctx_t *ctx);

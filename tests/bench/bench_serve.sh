@@ -51,36 +51,19 @@ serve_cleanup() { # the mount and the namespace, then lib.sh's cleanup with the 
     local rc=$?
     set +e # a trap under errexit would stop at the first step that has nothing to undo
     fusermount3 -u -z "$WORK/mnt" 2>/dev/null
-    if [ -n "${ns:-}" ]; then ip link delete "$va" 2>/dev/null; ip netns delete "$ns" 2>/dev/null; fi
+    [ -z "${LINK_NS:-}" ] || bench_link_down
     (exit "$rc")
     bench_cleanup
 }
 bench_workdir
-ns=""
+LINK_NS=""
 trap serve_cleanup EXIT
 : >"$WORK/empty.rc"
 export LNS_RC=$WORK/empty.rc LNS_NO_REPORT=1
 
 ADDR=127.0.0.1
-if [ -n "${BENCH_LINK:-}" ]; then
-    ns=lnsbs$$ va=lnsbsa$$ vb=lnsbsb$$
-    ip netns add "$ns" || { echo "bench_serve: BENCH_LINK needs ip netns (root)" >&2; exit 2; }
-    ip link add "$va" type veth peer name "$vb"
-    ip link set "$vb" netns "$ns"
-    ip addr add 10.213.0.1/30 dev "$va"
-    ip link set "$va" up
-    ip netns exec "$ns" ip addr add 10.213.0.2/30 dev "$vb"
-    ip netns exec "$ns" ip link set "$vb" up
-    ip netns exec "$ns" ip link set lo up
-    tbf=$(awk -v r="$BENCH_LINK" 'BEGIN { v = r + 0; if (r ~ /gbit$/) v *= 1000;
-        else if (r ~ /kbit$/) v /= 1000; b = v * 1e6 / 8 * 0.004; if (b < 262144) b = 262144;
-        printf "rate %gmbit burst %d latency 100ms", v, b }')
-    # shellcheck disable=SC2086 # tbf holds several words
-    ip netns exec "$ns" tc qdisc add dev "$vb" root tbf $tbf
-    export DEPOT_NETNS=$ns DEPOT_ADDR=10.213.0.2
-    ADDR=10.213.0.2
-    echo "== bench_serve: depots in namespace $ns behind a veth capped at the depots: tbf $tbf"
-fi
+# the depots behind a shaped veth; only their side is capped: this benchmark only reads
+[ -z "${BENCH_LINK:-}" ] || bench_link_up "$BENCH_LINK" depots
 
 echo "== bench_serve: machine and command"
 echo "command: BENCH_RUNS=$RUNS BENCH_SIZE=$SIZE_ARG BENCH_READS=$READS BENCH_LOAD_SIZE=$LOAD_SIZE_ARG BENCH_CLIENTS='$CLIENTS' BENCH_LOAD_SECONDS=$LOAD_SECS${BENCH_LINK:+ BENCH_LINK=$BENCH_LINK} $0 $*"

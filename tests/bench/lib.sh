@@ -113,6 +113,44 @@ bench_describe_machine() {
     fi
 }
 
+# ---- a shaped link -------------------------------------------------------------------------
+
+# bench_link_up RATE [depots] (e.g. 1gbit): a network namespace for the depots behind a veth
+# capped by a tbf at RATE both ways (each end's egress), as depots across a network are, or
+# only from the depots with "depots" (a benchmark that only reads); exports DEPOT_NETNS and DEPOT_ADDR for start_depot and
+# sets ADDR (the depots' address) and LINK_NS.  Needs root, ip and tc.  bench_link_down
+# removes both ends (call it from the EXIT trap when LINK_NS is set).
+bench_link_up() {
+    local tbf how="both ways"
+    LINK_NS=lnsbl$$ LINK_VA=lnsbla$$ LINK_VB=lnsblb$$
+    ip netns add "$LINK_NS" || { echo "$BENCH_NAME: BENCH_LINK needs ip netns (root)" >&2; LINK_NS=""; exit 2; }
+    ip link add "$LINK_VA" type veth peer name "$LINK_VB"
+    ip link set "$LINK_VB" netns "$LINK_NS"
+    ip addr add 10.214.0.1/30 dev "$LINK_VA"
+    ip link set "$LINK_VA" up
+    ip netns exec "$LINK_NS" ip addr add 10.214.0.2/30 dev "$LINK_VB"
+    ip netns exec "$LINK_NS" ip link set "$LINK_VB" up
+    ip netns exec "$LINK_NS" ip link set lo up
+    tbf=$(awk -v r="$1" 'BEGIN { v = r + 0; if (r ~ /gbit$/) v *= 1000;
+        else if (r ~ /kbit$/) v /= 1000; b = v * 1e6 / 8 * 0.004; if (b < 262144) b = 262144;
+        printf "rate %gmbit burst %d latency 100ms", v, b }')
+    # shellcheck disable=SC2086 # tbf holds several words
+    ip netns exec "$LINK_NS" tc qdisc add dev "$LINK_VB" root tbf $tbf
+    if [ "${2:-}" = depots ]; then
+        how="at the depots"
+    else
+        # shellcheck disable=SC2086
+        tc qdisc add dev "$LINK_VA" root tbf $tbf
+    fi
+    export DEPOT_NETNS=$LINK_NS DEPOT_ADDR=10.214.0.2
+    ADDR=10.214.0.2
+    echo "== $BENCH_NAME: depots in namespace $LINK_NS behind a veth capped $how: tbf $tbf"
+}
+bench_link_down() {
+    ip link delete "$LINK_VA" 2>/dev/null
+    ip netns delete "$LINK_NS" 2>/dev/null
+}
+
 # ---- servers ------------------------------------------------------------------------------
 
 # start_depot NAME HARD_MB [IBP_DEPOT_FLAGS...]: a depot with one resource of HARD_MB MiB hard

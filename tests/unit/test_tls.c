@@ -322,6 +322,71 @@ static void test_not_tls(void)
     lns_tls_ctx_free(cli);
 }
 
+/* No pin: the certificate must verify against the system's trust store, which a client's
+ * context reads at the first connection that needs it, not when it is made (reading it costs
+ * some 30 ms of CPU, and pinned depots never use it): SSL_CERT_FILE set after
+ * lns_tls_client_new is the store used.  The CA and the server's certificate are made with
+ * the openssl command. */
+static void test_trust_store_at_first_use(void)
+{
+    char err[512] = "", cmd[8192];
+    const char *dir = lns_test_path("ca");
+    const char *key = lns_test_path("ca/srv.key");
+    snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
+    CU_ASSERT_FATAL(system(cmd) == 0);
+    unlink(key);
+    lns_tls_id_t *made = lns_tls_id_load(key, NULL, 1, err, sizeof err); /* the key, 0600 */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(made);
+    lns_tls_id_free(made);
+    snprintf(cmd, sizeof cmd,
+             "(cd %s && printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >ext.cnf && "
+             "openssl req -x509 -newkey ed25519 -nodes -keyout ca.key -out ca.pem -days 2 "
+             "-subj /CN=lns-test-ca && "
+             "openssl req -new -key srv.key -subj /CN=127.0.0.1 -out srv.csr && "
+             "openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+             "-days 2 -extfile ext.cnf -out srv.pem) >%s/openssl.log 2>&1", dir, dir);
+    CU_ASSERT_FATAL(system(cmd) == 0);
+    char cert[4096], ca[4096];
+    snprintf(cert, sizeof cert, "%s/srv.pem", dir);
+    snprintf(ca, sizeof ca, "%s/ca.pem", dir);
+    lns_tls_id_t *id = lns_tls_id_load(key, cert, 0, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(id);
+    lns_tls_ctx_t *ca_srv = lns_tls_server_new(id, err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ca_srv);
+    lns_tls_ctx_t *keep = srv_ctx;
+    srv_ctx = ca_srv; /* the server thread's context, for this case */
+
+    unsetenv("SSL_CERT_FILE");
+    lns_tls_ctx_t *cli = lns_tls_client_new(err, sizeof err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cli);
+    setenv("SSL_CERT_FILE", ca, 1); /* after the context was made */
+    server_t s;
+    CU_ASSERT_FATAL(server_start(&s, SRV_ECHO_LINE) == 0);
+    int fd = client_connect(cli, &s, NULL, NULL, err, sizeof err);
+    CU_ASSERT(fd >= 0);
+    if (fd < 0)
+        fprintf(stderr, "test_tls: %s\n", err);
+    else
+        lns_sock_close(fd);
+    server_end(&s);
+    lns_tls_ctx_free(cli);
+
+    /* and a store without that CA: the same certificate does not verify */
+    setenv("SSL_CERT_FILE", cert, 1); /* holds the server's certificate, not its issuer */
+    cli = lns_tls_client_new(err, sizeof err);
+    CU_ASSERT_FATAL(server_start(&s, SRV_COUNT) == 0);
+    err[0] = 0;
+    fd = client_connect(cli, &s, NULL, NULL, err, sizeof err);
+    CU_ASSERT_EQUAL(fd, -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "does not verify"));
+    server_end(&s);
+    lns_tls_ctx_free(cli);
+    unsetenv("SSL_CERT_FILE");
+    srv_ctx = keep;
+    lns_tls_ctx_free(ca_srv);
+    lns_tls_id_free(id);
+}
+
 void lns_test_register(void)
 {
     CU_pSuite s = CU_add_suite("lns_tls", suite_init, suite_clean);
@@ -334,4 +399,6 @@ void lns_test_register(void)
     CU_add_test(s, "another key: refused before a byte is sent, both pins named",
                 test_wrong_pin);
     CU_add_test(s, "a plaintext answer to a ClientHello: an error, no seal", test_not_tls);
+    CU_add_test(s, "no pin: the trust store, read at the first connection that needs it",
+                test_trust_store_at_first_use);
 }
