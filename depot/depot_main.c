@@ -170,12 +170,22 @@ int main(int argc, char **argv)
         lns_daemon_die(&dmn, DEPOT_EXIT_RUNTIME, "signalfd: %s", strerror(errno));
     if (cfg.pid_file[0])
         lns_daemon_write_file(&dmn, DEPOT_EXIT_DAEMON, cfg.pid_file, (long)getpid(), "pid-file");
+    /* the identity before the store, whose threads would still run when a bad key stops us */
+    if (cfg.tls) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s", cfg.tls_key);
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir) { /* a first start: the resource directory may be new */
+            *slash = '\0';
+            if (mkdir(dir, 0750) < 0 && errno != EEXIST)
+                lns_daemon_die(&dmn, DEPOT_EXIT_CONFIG, "tls-key: %s: %s", dir, strerror(errno));
+        }
+        if (!(server.tls_id = lns_tls_id_load(cfg.tls_key, cfg.tls_cert, 1, err, sizeof err)) ||
+            !(server.tls_ctx = lns_tls_server_new(server.tls_id, err, sizeof err)))
+            lns_daemon_die(&dmn, DEPOT_EXIT_CONFIG, "%s", err);
+    }
     if (depot_store_open(&store, &cfg, err, sizeof err) < 0)
         lns_daemon_die(&dmn, DEPOT_EXIT_STORAGE, "%s", err);
-    if (cfg.tls && (!(server.tls_id = lns_tls_id_load(cfg.tls_key, cfg.tls_cert, 1, err,
-                                                      sizeof err)) ||
-                    !(server.tls_ctx = lns_tls_server_new(server.tls_id, err, sizeof err))))
-        lns_daemon_die(&dmn, DEPOT_EXIT_CONFIG, "%s", err);
     if (cfg.port_file[0])
         lns_daemon_write_file(&dmn, DEPOT_EXIT_DAEMON, cfg.port_file, server.port, "port-file");
     lns_log(LNS_LOG_INFO, "lns %s listening on %s port %d, %d resource%s, public host %s",

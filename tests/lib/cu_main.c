@@ -206,12 +206,19 @@ int lns_test_log_clean(const char *path)
     FILE *f = fopen(path, "r");
     if (!f)
         return 1;
-    while (fgets(line, sizeof line, f))
-        if (strstr(line, "Sanitizer") || strstr(line, "runtime error"))
-            bad++;
+    int shown = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strstr(line, "Sanitizer") || strstr(line, "runtime error")) {
+            if (!bad++)
+                fprintf(stderr, "\n  %s has sanitizer lines; the report:\n", path);
+            shown = 1;
+        }
+        if (shown && shown <= 40) /* the report's first lines: what and where */
+            fprintf(stderr, "    | %s", line), shown++;
+    }
     fclose(f);
     if (bad)
-        fprintf(stderr, "\n  %s has %d sanitizer lines\n", path, bad);
+        fprintf(stderr, "  %s: %d sanitizer lines\n", path, bad);
     return bad == 0;
 }
 
