@@ -148,16 +148,6 @@ static int make_pin(EVP_PKEY *key, char pin[LNS_PIN_LEN])
     return 0;
 }
 
-int lns_tls_pin_valid(const char *s)
-{
-    if (!s || strncmp(s, "sha256:", 7) != 0 || strlen(s) != 7 + 64)
-        return 0;
-    for (s += 7; *s; s++)
-        if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
-            return 0;
-    return 1;
-}
-
 static EVP_PKEY *key_read(const char *path, char *err, size_t errlen)
 {
     struct stat st;

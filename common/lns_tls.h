@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #define LNS_PIN_LEN 72 /* "sha256:" + 64 hex + NUL, rounded */
@@ -37,8 +38,17 @@ const char *lns_tls_id_pin(const lns_tls_id_t *id);
 /* The certificate (with its chain) and the key as PEM text, malloc'd (for libmicrohttpd,
  * which takes them so).  0, or -1 (out of memory). */
 int lns_tls_id_pem(const lns_tls_id_t *id, char **cert, char **key);
-/* 1 if s is a well-formed pin. */
-int lns_tls_pin_valid(const char *s);
+/* 1 if s is a well-formed pin.  Inline, so a parser may check one without OpenSSL (the
+ * request parser's fuzzer is built of ibp_proto.c alone). */
+static inline int lns_tls_pin_valid(const char *s)
+{
+    if (!s || strncmp(s, "sha256:", 7) != 0 || strlen(s) != 7 + 64)
+        return 0;
+    for (s += 7; *s; s++)
+        if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+            return 0;
+    return 1;
+}
 
 /* A server's context (TLS 1.3 only), or a client's (TLS 1.3 only; sessions kept for
  * resumption per host and port; the system's trust store read at its first connection

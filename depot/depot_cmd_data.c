@@ -490,6 +490,7 @@ static int send_to(depot_senders_t *senders, const ibp_req_t *req, const depot_d
                    int64_t dst_off, int wait_ms, uint64_t *copied)
 {
     int rc;
+    ibp_cap_t t;
     ibp_client_t *own, *cl = sender_for(senders, req, wait_ms, &own);
     if (!cl)
         return IBP_E_INTERNAL;
@@ -497,12 +498,22 @@ static int send_to(depot_senders_t *senders, const ibp_req_t *req, const depot_d
         ibp_client_free(own);
         return IBP_E_CONNECTION;
     }
+    /* The pin the client named for the target, checked for this copy only: what one client
+     * names must not change what this depot believes of a depot for the others. */
+    if (req->target_pin[0] && (ibp_cap_parse(req->target_cap, &t) != IBP_OK ||
+                               ibp_tls_expect(t.host, t.port, req->target_pin) != IBP_OK)) {
+        ibp_client_free(own);
+        return IBP_E_WRONG_CAP_FORMAT;
+    }
     if (dst_off < 0)
         rc = ibp_store_file(cl, req->target_cap, d->fd, d->base + req->offset, req->length,
                             copied);
     else
         rc = ibp_write_file(cl, req->target_cap, (uint64_t)dst_off, d->fd,
                             d->base + req->offset, req->length, copied);
+    if (rc == IBP_E_TLS_PIN || rc == IBP_E_TLS)
+        lns_log(LNS_LOG_WARN, "a copy's target refused: %s", ibp_tls_error());
+    ibp_tls_expect(NULL, 0, NULL);
     ibp_client_free(own);
     return rc;
 }

@@ -214,6 +214,11 @@ int ibp_version_pin(const char *host, int port, int version);
 int ibp_tls_pin(const char *host, int port, const char *pin);
 /* 1 and the pin in pin[size] if host:port has one, else 0. */
 int ibp_tls_pin_get(const char *host, int port, char *pin, size_t size);
+/* For the calling thread's calls from now on: host:port's key must be pin, whatever the
+ * process's pins say (and a pooled connection sealed to another key is not used); pin NULL or
+ * "" ends it.  A depot's SEND checks the pin its client named for the target this way.
+ * IBP_OK, IBP_E_INV_PAR_HOST/PORT, IBP_E_INVALID_PARAMETER (not a pin). */
+int ibp_tls_expect(const char *host, int port, const char *pin);
 /* The TLS mode of every client of this process whose options leave it at IBP_TLS_AUTO (the
  * tools' --tls and rc TLS): IBP_TLS_AUTO, IBP_TLS_REQUIRE or IBP_TLS_OFF.  Set it before
  * making clients.  IBP_OK or IBP_E_INVALID_PARAMETER. */

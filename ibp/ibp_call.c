@@ -236,8 +236,9 @@ int ibp_call_begin_intr(ibp_client_t *c, const char *host, int port, ibp_vsel_t 
                           &conn);
         if (rc != IBP_OK)
             return rc;
-        if (conn->reused && !conn->sealed && ibp_tls_wanted(c, host, port)) {
-            /* opened in plaintext before the depot's pin was known: not for what follows */
+        if (conn->reused && !ibp_tls_reusable(c, conn)) {
+            /* opened in plaintext before the depot's pin was known, or sealed to a key
+             * this thread's call does not accept: not for what follows */
             ibp_conn_close(conn);
             rc = ibp_pool_get(c->pool, host, port, 0, c->o.connect_timeout_ms, intr, &conn);
             if (rc != IBP_OK)

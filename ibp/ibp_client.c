@@ -202,6 +202,12 @@ int ibp_send(ibp_client_t *c, const char *rcap, const char *dst_wcap, uint64_t o
     req.src_timeout = c->o.server_timeout_s;
     req.dst_timeout = c->o.server_timeout_s;
     req.dst_client_timeout = c->o.server_timeout_s;
+    /* To a depot that seals (an lns depot: it has a pin), the pin the target must have, so
+     * the copy goes sealed to the depot we know and not to whoever answers its address
+     * (docs/ibp-protocol.md, "SEND"). */
+    char spin[IBP_PIN_LEN];
+    if (ibp_tls_pin_of(c, src.host, src.port, spin, sizeof spin))
+        ibp_tls_pin_of(c, dst.host, dst.port, req.target_pin, sizeof req.target_pin);
     /* The source depot is silent until the whole copy is done; allow for a copy at 1 MB/s
      * on top of the usual wait, so a long healthy copy is not taken for a stalled one. */
     wait = (int64_t)c->o.io_timeout_ms + (int64_t)(len / 1000);

@@ -36,6 +36,7 @@ typedef struct ibp_conn {
     int port;
     int sealed;            /* spoken to over TLS (ibp_tls_open) */
     int opened;            /* ibp_tls_open has judged it */
+    char pin[IBP_PIN_LEN]; /* sealed: the pin of the key it was sealed to */
 } ibp_conn_t;
 
 typedef struct ibp_pool ibp_pool_t;
@@ -61,6 +62,12 @@ int ibp_tls_open(ibp_client_t *c, ibp_conn_t *conn);
 int ibp_tls_mode_default(void);
 /* 1 if connections to host:port must be sealed (it has a pin, or IBP_TLS_REQUIRE). */
 int ibp_tls_wanted(ibp_client_t *c, const char *host, int port);
+/* 1 if a pooled connection may carry this thread's next call: sealed to the key its depot
+ * must have now, or plain to a depot that need not be sealed. */
+int ibp_tls_reusable(ibp_client_t *c, const ibp_conn_t *conn);
+/* 1 and host:port's pin in pin[size] when it has one, learned first (its STATUS) if the
+ * client's mode would learn it at its first connection; 0: it is spoken to in plaintext. */
+int ibp_tls_pin_of(ibp_client_t *c, const char *host, int port, char *pin, size_t size);
 
 /* ---- ibp_version.c ---- */
 #define IBP_VTAB_MAX 256   /* depots a version table remembers */

@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lns_tls.h"
+
 #define MAX_FIELDS 16
 
 typedef struct field {
@@ -319,8 +321,18 @@ static int parse_send(const field_t *f, int nf, ibp_req_t *req)
     const field_t *tk, *target;
     int rc;
 
-    if (nf != 10)
+    /* lns names the pin the target must have as an 11th field (only to a depot with a pin of
+     * its own: older depots know ten) */
+    if (nf != 10 && (nf != 11 || req->version != 1))
         return IBP_E_BAD_FORMAT;
+    if (nf == 11) {
+        if (f[10].n >= sizeof req->target_pin)
+            return IBP_E_BAD_FORMAT;
+        memcpy(req->target_pin, f[10].p, f[10].n);
+        req->target_pin[f[10].n] = 0;
+        if (!lns_tls_pin_valid(req->target_pin))
+            return IBP_E_BAD_FORMAT;
+    }
     /* Version 0 and ACCRE 1.4 put the target capability before the type key ("1 5 <path>
      * <key> <cap> <typekey> ...", the path empty: two spaces); lns before 0.2 sent version 1
      * with the type key first.  A type key is a number, a capability starts "ibp://", so
@@ -606,8 +618,13 @@ int ibp_req_format(const ibp_req_t *r, char *buf, size_t size)
         /* version 1: an empty path first (ACCRE's order; docs/ibp-protocol.md) */
         put(&o, "%s %s%s%s %s %s", r->version == 1 ? " " : "", r->rid, r->rid[0] ? "#" : "",
             r->key, r->target_cap, r->typekey);
-        put(&o, " %" PRIu64 " %" PRIu64 " %d %d %d\n", r->offset, r->length, r->src_timeout,
+        put(&o, " %" PRIu64 " %" PRIu64 " %d %d %d", r->offset, r->length, r->src_timeout,
             r->dst_timeout, r->dst_client_timeout);
+        /* the target's pin is lns's, on version 1 only (a version-0 SEND has ten fields) */
+        if (r->target_pin[0] && r->version == 1 && !lns_tls_pin_valid(r->target_pin))
+            return -1;
+        put(&o, "%s%s\n", r->target_pin[0] && r->version == 1 ? " " : "",
+            r->version == 1 ? r->target_pin : "");
         return o.bad ? -1 : (int)o.n;
     case IBP_CMD_MANAGE:
         put_key(&o, r);

@@ -69,6 +69,7 @@ typedef struct ibp_req {
     int src_timeout;
     int dst_timeout;
     int dst_client_timeout;
+    char target_pin[IBP_PIN_LEN]; /* lns: the pin the target's key must have, "" not named */
 
     /* STATUS */
     char password[IBP_MAX_PASSWORD];

@@ -12,6 +12,11 @@
  * again after 10 minutes.  IBP_TLS_REQUIRE verifies a depot without a pin by the system's
  * trust store.  The TLS
  * context (and the sessions it resumes) is the client's, made at its first handshake.
+ *
+ * A thread may name the pin one depot must have for its calls (ibp_tls_expect), over the
+ * process's: a depot copying to the target its client named in a SEND checks the pin that
+ * client knows, not what it learned itself, and a pooled connection sealed to another key is
+ * not taken for it.
  */
 #include "ibp_client_int.h"
 
@@ -40,6 +45,13 @@ static struct {
 } pins = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static __thread char detail[512];
+
+/* This thread's expectation (ibp_tls_expect): port 0 none. */
+static __thread struct {
+    char host[IBP_MAX_HOST];
+    int port;
+    char pin[LNS_PIN_LEN];
+} expect;
 static int process_mode = IBP_TLS_AUTO; /* set once, before clients are made */
 
 int ibp_tls_mode(int mode)
@@ -119,6 +131,34 @@ int ibp_tls_pin_get(const char *host, int port, char *pin, size_t size)
     return found;
 }
 
+int ibp_tls_expect(const char *host, int port, const char *pin)
+{
+    if (!pin || !*pin) {
+        expect.port = 0;
+        return IBP_OK;
+    }
+    if (!host || !*host || strlen(host) >= sizeof expect.host)
+        return IBP_E_INV_PAR_HOST;
+    if (port <= 0 || port > 65535)
+        return IBP_E_INV_PAR_PORT;
+    if (!lns_tls_pin_valid(pin))
+        return IBP_E_INVALID_PARAMETER;
+    snprintf(expect.host, sizeof expect.host, "%s", host);
+    snprintf(expect.pin, sizeof expect.pin, "%s", pin);
+    expect.port = port;
+    return IBP_OK;
+}
+
+/* The pin host:port must have for this thread: its expectation, else the process's. */
+static int pin_for(const char *host, int port, char *pin, size_t size)
+{
+    if (expect.port == port && strcmp(expect.host, host) == 0) {
+        snprintf(pin, size, "%s", expect.pin);
+        return 1;
+    }
+    return ibp_tls_pin_get(host, port, pin, size);
+}
+
 /* 1 if host:port named no pin less than PLAIN_TTL_MS ago. */
 static int plain_known(const char *host, int port)
 {
@@ -185,13 +225,31 @@ int ibp_tls_wanted(ibp_client_t *c, const char *host, int port)
     char pin[LNS_PIN_LEN];
     if (c->o.tls == IBP_TLS_OFF)
         return 0;
-    return c->o.tls == IBP_TLS_REQUIRE || ibp_tls_pin_get(host, port, pin, sizeof pin);
+    return c->o.tls == IBP_TLS_REQUIRE || pin_for(host, port, pin, sizeof pin);
+}
+
+int ibp_tls_reusable(ibp_client_t *c, const ibp_conn_t *conn)
+{
+    char pin[LNS_PIN_LEN];
+    if (!conn->sealed)
+        return !ibp_tls_wanted(c, conn->host, conn->port);
+    return !pin_for(conn->host, conn->port, pin, sizeof pin) || strcmp(pin, conn->pin) == 0;
+}
+
+int ibp_tls_pin_of(ibp_client_t *c, const char *host, int port, char *pin, size_t size)
+{
+    if (c->o.tls == IBP_TLS_OFF)
+        return 0;
+    if (!pin_for(host, port, pin, size) && c->o.tls == IBP_TLS_AUTO &&
+        !plain_known(host, port) && learn(c, host, port) > 0)
+        return pin_for(host, port, pin, size);
+    return pin_for(host, port, pin, size);
 }
 
 int ibp_tls_open(ibp_client_t *c, ibp_conn_t *conn)
 {
     char pin[LNS_PIN_LEN], got[LNS_PIN_LEN] = "";
-    int pinned = ibp_tls_pin_get(conn->host, conn->port, pin, sizeof pin), tofu = 0;
+    int pinned = pin_for(conn->host, conn->port, pin, sizeof pin), tofu = 0;
     if (c->o.tls == IBP_TLS_OFF || learning)
         return IBP_OK;
     if (!pinned && c->o.tls == IBP_TLS_AUTO) {
@@ -200,7 +258,7 @@ int ibp_tls_open(ibp_client_t *c, ibp_conn_t *conn)
         int l = learn(c, conn->host, conn->port);
         if (l == 0)
             return IBP_OK;
-        pinned = l > 0 && ibp_tls_pin_get(conn->host, conn->port, pin, sizeof pin);
+        pinned = l > 0 && pin_for(conn->host, conn->port, pin, sizeof pin);
         tofu = !pinned;
     }
     lns_tls_ctx_t *ctx = client_ctx(c);
@@ -217,6 +275,7 @@ int ibp_tls_open(ibp_client_t *c, ibp_conn_t *conn)
     }
     if (tofu)
         ibp_tls_pin(conn->host, conn->port, got);
+    snprintf(conn->pin, sizeof conn->pin, "%s", got);
     conn->sealed = 1;
     return IBP_OK;
 }

@@ -8,6 +8,8 @@
  * - A man in the middle (a relay on loopback with its own key): refused with both pins
  *   named, no byte of a request reaching it.  A relay that drops TLS (it answers the
  *   ClientHello in plaintext, or closes): refused, and no plaintext request ever follows.
+ * - A depot's copy (SEND) to the target is sealed to the pin its client named: a wrong pin
+ *   or a relay with its own key at the target's address gets it refused, nothing written.
  * - --plaintext refuse: an old client's request gets -12 and a log line; the default client
  *   takes the pin from the handshake, pinned clients are served.  --tls no: a pinned client is refused rather than sent in plaintext.
  * - The key: mode 0600 on first start, a depot whose key is open to others does not start
@@ -275,6 +277,86 @@ static void test_middle(void)
     ibp_client_free(c);
 }
 
+/* ---- a depot's copy (SEND) ------------------------------------------------------------- */
+
+/* The size the target allocation at mcap holds now. */
+static uint64_t held(ibp_client_t *c, const char *mcap)
+{
+    ibp_probe_t pr = {0};
+    CU_ASSERT_EQUAL(ibp_probe(c, mcap, &pr), IBP_OK);
+    return pr.cur_size;
+}
+
+/* A SEND names the pin its client knows for the target, and the source depot seals its
+ * copy to that key and no other: the copy crosses sealed; a pin that is not the target's, or
+ * a relay with its own key at the target's address, gets the copy refused with nothing
+ * written or sent. */
+static void test_send_pin(void)
+{
+    test_depot_t d;
+    char p2[LNS_PIN_LEN], log[1 << 16], wcap[IBP_MAX_CAP];
+    ibp_caps_t src, dst;
+    uint64_t n = 0;
+    CU_ASSERT_EQUAL_FATAL(td_start(&d, NULL), 0);
+    CU_ASSERT_EQUAL_FATAL(td_pin(&d, p2), 0);
+    CU_ASSERT_EQUAL(ibp_tls_pin("127.0.0.1", D.port, pin), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_tls_pin("127.0.0.1", d.port, p2), IBP_OK);
+    ibp_client_t *c = ibp_client_new(NULL);
+    round_trip(c, D.port, &src);
+    ibp_attr_t a = {.size = 3 * DATA_LEN, .duration_s = 600, .reliability = IBP_HARD,
+                    .type = IBP_BYTEARRAY};
+    CU_ASSERT_EQUAL_FATAL(ibp_allocate(c, "127.0.0.1", d.port, NULL, &a, &dst), IBP_OK);
+
+    /* the right pin: copied, and sealed on the way (the capture sees neither the target's
+     * write key nor the data) */
+    tc_capture_t cap;
+    int ports[2] = {D.port, d.port};
+    char key[IBP_MAX_CAP];
+    int can = tc_start(&cap, ports, 2, 16 * DATA_LEN) == 0;
+    CU_ASSERT_EQUAL(ibp_send(c, src.read, dst.write, 0, DATA_LEN, &n), IBP_OK);
+    CU_ASSERT_EQUAL(n, DATA_LEN);
+    if (can) {
+        tc_end(&cap);
+        tc_cap_key(dst.write, key, sizeof key);
+        CU_ASSERT(cap.len > DATA_LEN);
+        CU_ASSERT_EQUAL(tc_seen(&cap, key, strlen(key)), 0);
+        int windows = 0;
+        for (size_t off = 0; off + 64 <= DATA_LEN; off += 4096)
+            windows += tc_seen(&cap, data + off, 64);
+        CU_ASSERT_EQUAL(windows, 0);
+        tc_free(&cap);
+    }
+    CU_ASSERT_EQUAL(held(c, dst.manage), DATA_LEN);
+
+    /* the client knows another pin for the target (it is not the depot it should be): the
+     * source refuses the copy, although its own pooled connection to the target is sealed
+     * to the key it met there */
+    CU_ASSERT_EQUAL(ibp_tls_pin("127.0.0.1", d.port, pin), IBP_OK);
+    CU_ASSERT_EQUAL(ibp_send(c, src.read, dst.write, 0, DATA_LEN, &n), IBP_E_TLS_PIN);
+    CU_ASSERT_EQUAL(ibp_tls_pin("127.0.0.1", d.port, p2), IBP_OK);
+    CU_ASSERT_EQUAL(held(c, dst.manage), DATA_LEN);
+
+    /* a relay with its own key at the target's address: refused, not a byte reaches it */
+    relay_t r;
+    CU_ASSERT_FATAL(relay_start(&r, RELAY_MITM) == 0);
+    CU_ASSERT_EQUAL(ibp_tls_pin("127.0.0.1", r.port, p2), IBP_OK);
+    cap_at(dst.write, d.port, r.port, wcap, sizeof wcap);
+    CU_ASSERT_EQUAL(ibp_send(c, src.read, wcap, 0, DATA_LEN, &n), IBP_E_TLS_PIN);
+    relay_end(&r);
+    CU_ASSERT_EQUAL(r.app_bytes, 0);
+    ibp_tls_pin("127.0.0.1", r.port, NULL);
+
+    /* what one client named changed nothing for the next: the right pin copies again */
+    CU_ASSERT_EQUAL(ibp_send(c, src.read, dst.write, 0, DATA_LEN, &n), IBP_OK);
+    CU_ASSERT_EQUAL(held(c, dst.manage), 2 * DATA_LEN);
+    ibp_client_free(c);
+    ibp_tls_pin("127.0.0.1", d.port, NULL);
+    lns_test_server_finish(&d.srv);
+    lns_test_slurp(D.log, log, sizeof log);
+    CU_ASSERT_PTR_NOT_NULL(strstr(log, "a copy's target refused"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(log, p2));
+}
+
 /* ---- depot settings -------------------------------------------------------------------- */
 
 static void test_plaintext_refuse(void)
@@ -392,6 +474,8 @@ void lns_test_register(void)
                 test_capture);
     CU_add_test(s, "men in the middle: another key refused, TLS taken away refused",
                 test_middle);
+    CU_add_test(s, "SEND: the target's pin from the client; another key refused",
+                test_send_pin);
     CU_add_test(s, "--plaintext refuse: an old client gets -12, pinned clients are served",
                 test_plaintext_refuse);
     CU_add_test(s, "--tls no: a pinned client refuses plaintext; IBP_TLS_OFF, REQUIRE",

@@ -204,6 +204,23 @@ static void test_send(void)
     CU_ASSERT_EQUAL(ibp_req_format(&r, out, sizeof out), (int)strlen(line) + 1);
     CU_ASSERT_NSTRING_EQUAL(out, line, strlen(line));
 
+    /* lns: the pin the target must have, an 11th field on version 1 only; a field there
+     * that is not a pin is refused */
+    const char *pin = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    snprintf(line, sizeof line, "1 5  0#" K48 " %s 12 5 100 30 40 50 %s", tcap, pin);
+    CU_ASSERT_EQUAL(parse_str(line, &r), IBP_OK);
+    CU_ASSERT_STRING_EQUAL(r.target_pin, pin);
+    CU_ASSERT_EQUAL(r.dst_client_timeout, 50);
+    CU_ASSERT_EQUAL(ibp_req_format(&r, out, sizeof out), (int)strlen(line) + 1);
+    CU_ASSERT_NSTRING_EQUAL(out, line, strlen(line));
+    r.version = 0; /* ten fields: the pin is not said to a version-0 depot */
+    CU_ASSERT(ibp_req_format(&r, out, sizeof out) > 0);
+    CU_ASSERT_PTR_NULL(strstr(out, "sha256:"));
+    snprintf(line, sizeof line, "1 5  0#" K48 " %s 12 5 100 30 40 50 sha256:12", tcap);
+    CU_ASSERT_EQUAL(parse_str(line, &r), IBP_E_BAD_FORMAT);
+    snprintf(line, sizeof line, "0 5 " K48 " %s 12 5 100 30 40 50 %s", tcap, pin);
+    CU_ASSERT_EQUAL(parse_str(line, &r), IBP_E_BAD_FORMAT);
+
     /* version 0: target capability before the type key */
     snprintf(line, sizeof line, "0 5 " K48 " %s 12 5 100 30 40 50", tcap);
     CU_ASSERT_EQUAL(parse_str(line, &r), IBP_OK);
