@@ -102,6 +102,11 @@ static int seal(lns_tls_t *t)
     return 0;
 }
 
+void lns_tls_thread_end(void)
+{
+    OPENSSL_thread_stop();
+}
+
 static void tls_free(lns_tls_t *t)
 {
     if (!t)

@@ -95,5 +95,9 @@ int lns_tls_sendfile_full(lns_tls_t *t, int file_fd, off_t *offset, size_t n, in
 int lns_tls_idle_ok(lns_tls_t *t);
 /* Remove the seal on fd (a close_notify is sent if the socket takes it at once). */
 void lns_tls_drop(int fd);
+/* Free what OpenSSL keeps for the calling thread (its random generators) now, not in the
+ * thread's exit handlers: a detached thread's handlers may still be running when the process
+ * exits, and its state then looks leaked. */
+void lns_tls_thread_end(void);
 
 #endif

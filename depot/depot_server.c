@@ -281,8 +281,12 @@ static void *conn_main(void *arg)
     }
     lns_rbuf_free(&c->rb);
     free(c->dbuf);
+    /* The seal and this thread's OpenSSL state go before the depot may stop: the last
+     * conn_unlink lets it exit, while this detached thread may still be on its way out. */
+    lns_tls_drop(c->fd);
+    lns_tls_thread_end();
     conn_unlink(c);
-    lns_sock_close(c->fd);
+    close(c->fd);
     free(c);
     return NULL;
 }
