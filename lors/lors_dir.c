@@ -30,6 +30,7 @@
 #include <unistd.h>
 #include <openssl/evp.h>
 
+#include "lns_err.h"
 #include "lns_fail.h"
 #include "lors.h"
 
@@ -94,11 +95,11 @@ int lors_dir_add(lors_dir_t *d, const char *path, char *err, size_t errlen)
 {
     struct stat st;
     if (stat(path, &st) != 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        lns_err_set(err, errlen, "%s: %s", path, strerror(errno));
         return LORS_E_READ;
     }
     if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s: neither a directory nor an exNode file", path);
+        lns_err_set(err, errlen, "%s: neither a directory nor an exNode file", path);
         return LORS_E_READ;
     }
     source_t *s = realloc(d->src, (d->nsrc + 1) * sizeof *s);
@@ -110,7 +111,7 @@ int lors_dir_add(lors_dir_t *d, const char *path, char *err, size_t errlen)
         return LORS_E_NOMEM;
     s[d->nsrc].is_dir = S_ISDIR(st.st_mode);
     if (s[d->nsrc].is_dir && !(s[d->nsrc].real = realpath(path, NULL))) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        lns_err_set(err, errlen, "%s: %s", path, strerror(errno));
         free(s[d->nsrc].path);
         return errno == ENOMEM ? LORS_E_NOMEM : LORS_E_READ;
     }
@@ -285,7 +286,7 @@ static dfile_t *file_open(lors_dir_t *d, const char *name, const char *path, int
     int fd = -1;
     *rc = LORS_E_NOMEM;
     if (!f || !(f->name = strdup(name)) || !(f->path = strdup(path))) {
-        snprintf(err, errlen, "out of memory");
+        lns_err_set(err, errlen, "out of memory");
         goto fail;
     }
     f->pub.name = f->name;
@@ -294,7 +295,7 @@ static dfile_t *file_open(lors_dir_t *d, const char *name, const char *path, int
     /* the failpoint dir.read: tests stop here and rename another exNode over path */
     if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) < 0 ||
         lns_fail("dir.read") < 0) {
-        snprintf(err, errlen, "reading the exNode %s: %s", path, strerror(errno));
+        lns_err_set(err, errlen, "reading the exNode %s: %s", path, strerror(errno));
         goto fail;
     }
     f->pub.mtime = st.st_mtim;
@@ -307,7 +308,7 @@ static dfile_t *file_open(lors_dir_t *d, const char *name, const char *path, int
         xrc = XND_E_FORMAT;
     if (xrc != XND_OK) {
         *rc = xrc == XND_E_IO ? LORS_E_READ : LORS_E_EXNODE;
-        snprintf(err, errlen, "the exNode %s: %s", path, xerr);
+        lns_err_set(err, errlen, "the exNode %s: %s", path, xerr);
         goto fail;
     }
     int tagged = tag_of(bytes, nbytes, f->pub.tag, sizeof f->pub.tag);
@@ -315,13 +316,13 @@ static dfile_t *file_open(lors_dir_t *d, const char *name, const char *path, int
     bytes = NULL;
     *rc = LORS_E_NOMEM;
     if (tagged < 0) {
-        snprintf(err, errlen, "the exNode %s: no SHA-256 for its tag", path);
+        lns_err_set(err, errlen, "the exNode %s: no SHA-256 for its tag", path);
         goto fail;
     }
     f->pub.x = f->x;
     *rc = LORS_E_EXNODE;
     if (!(f->pub.r = lors_reader_open(&d->ro, f->x, d->cache, xerr, sizeof xerr))) {
-        snprintf(err, errlen, "the exNode %s: %s", path, xerr);
+        lns_err_set(err, errlen, "the exNode %s: %s", path, xerr);
         goto fail;
     }
     f->pub.size = lors_reader_size(f->pub.r);
@@ -452,7 +453,7 @@ static int locate(lors_dir_t *d, const char *name, char *path, size_t size, stru
     err[0] = '\0';
     *rc = LORS_E_NOTFOUND;
     if (!valid_name(name) || find_path(d, name, path, size, st, &out) < 0) {
-        snprintf(err, errlen, out ? "a symbolic link that leads out of its directory"
+        lns_err_set(err, errlen, out ? "a symbolic link that leads out of its directory"
                                   : "no such file");
         return -1;
     }

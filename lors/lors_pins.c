@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lns_err.h"
+
 #define PIN_META "lns_pin"
 
 /* 1 if s is "sha256:" and 64 lowercase hex digits. */
@@ -42,7 +44,7 @@ int lors_pins_use(const xnd_t *x, char *err, size_t errlen)
         if (!md)
             continue;
         if (xnd_meta_get_string(&m->meta, PIN_META, &pin) != XND_OK || !pin || !pin_ok(pin)) {
-            snprintf(err, errlen, "mapping %zu: lns_pin is not a pin (sha256: and 64 hex "
+            lns_err_set(err, errlen, "mapping %zu: lns_pin is not a pin (sha256: and 64 hex "
                      "digits)", i + 1);
             return LORS_E_EXNODE;
         }

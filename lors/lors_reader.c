@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lns_err.h"
 #include "lors.h"
 #include "lors_e2e_int.h"
 #include "lors_out.h"
@@ -585,20 +586,20 @@ lors_reader_t *lors_reader_open(const lors_reader_opts_t *o, const xnd_t *x, lor
     }
     if (!x || o->block < 0 || o->dl.blocksize < 1 || o->dl.redundancy < 1 ||
         o->dl.threads < 0) {
-        snprintf(err, errlen, "no exNode, or a bad block size, redundancy or thread count");
+        lns_err_set(err, errlen, "no exNode, or a bad block size, redundancy or thread count");
         return NULL;
     }
     if (lors_e2e_info(x, &ei, err, errlen) != LORS_OK ||
         lors_ec_info(x, &ec, err, errlen) != LORS_OK)
         return NULL;
     if (ei.present && ei.chain[0] && strstr(ei.chain, "aes") && !o->dl.key) {
-        snprintf(err, errlen, "the file is encrypted (e2e chain \"%s\") and no key was given",
+        lns_err_set(err, errlen, "the file is encrypted (e2e chain \"%s\") and no key was given",
                  ei.chain);
         return NULL;
     }
     lors_reader_t *r = calloc(1, sizeof *r);
     if (!r) {
-        snprintf(err, errlen, "out of memory");
+        lns_err_set(err, errlen, "out of memory");
         return NULL;
     }
     r->o = *o;
@@ -629,14 +630,14 @@ lors_reader_t *lors_reader_open(const lors_reader_opts_t *o, const xnd_t *x, lor
         lors_cache_opts_init(&co);
         co.timeout_ms = o->dl.timeout_ms;
         if (!(r->c = lors_cache_new(&co))) {
-            snprintf(err, errlen, "out of memory");
+            lns_err_set(err, errlen, "out of memory");
             free(r);
             return NULL;
         }
         r->own_cache = 1;
     }
     if (r->unit * 4 > r->c->limit) {
-        snprintf(err, errlen, "the cache (%lld bytes) holds fewer than 4 blocks of %lld",
+        lns_err_set(err, errlen, "the cache (%lld bytes) holds fewer than 4 blocks of %lld",
                  (long long)r->c->limit, (long long)r->unit);
         if (r->own_cache)
             lors_cache_free(r->c);
@@ -749,7 +750,7 @@ int64_t lors_stream_pread(lors_stream_t *s, void *buf, size_t len, int64_t off, 
     if (rcp)
         *rcp = LORS_OK;
     if (off < 0) {
-        snprintf(err, errlen, "a negative offset");
+        lns_err_set(err, errlen, "a negative offset");
         if (rcp)
             *rcp = LORS_E_INVAL;
         return -1;
@@ -793,7 +794,7 @@ int64_t lors_stream_pread(lors_stream_t *s, void *buf, size_t len, int64_t off, 
                     pthread_cond_wait(&c->cv, &c->mu);
                 if (e->state == FAILED) {
                     rc = e->rc;
-                    snprintf(err, errlen, "%s", e->err ? e->err : lors_strerror(rc));
+                    lns_err_set(err, errlen, "%s", e->err ? e->err : lors_strerror(rc));
                     release_locked(c, e);
                     e = NULL;
                     break;
@@ -813,7 +814,7 @@ int64_t lors_stream_pread(lors_stream_t *s, void *buf, size_t len, int64_t off, 
                 n = s->end_unit - u;
             if (start_job_locked(r, s->window ? s : NULL, u, n, 1) < 0) {
                 rc = LORS_E_NOMEM;
-                snprintf(err, errlen, "starting a fetch: %s", strerror(errno));
+                lns_err_set(err, errlen, "starting a fetch: %s", strerror(errno));
                 break;
             }
             if (s->window && s->ahead < u + n)
@@ -850,7 +851,7 @@ int64_t lors_reader_pread(lors_reader_t *r, void *buf, size_t len, int64_t off, 
 {
     lors_stream_t *s = lors_stream_open(r);
     if (!s) {
-        snprintf(err, errlen, "out of memory");
+        lns_err_set(err, errlen, "out of memory");
         if (rc)
             *rc = LORS_E_NOMEM;
         return -1;

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "lmount.h"
+#include "lns_err.h"
 #include "lns_log.h"
 
 static const lmount_cfg_t *M;
@@ -364,21 +365,21 @@ int lmount_run(const lmount_cfg_t *cfg, const char *mountpoint, int fuse_argc, c
     if (fuse_opt_add_arg(&args, "-oro,default_permissions,fsname=lors,subtype=lors") != 0)
         goto oom;
     if (!(fs = fuse_new(&args, &ops, sizeof ops, NULL))) {
-        snprintf(err, errlen, "the FUSE options are not valid (see lors_mount --help)");
+        lns_err_set(err, errlen, "the FUSE options are not valid (see lors_mount --help)");
         goto out;
     }
     if (fuse_mount(fs, mountpoint) != 0) {
-        snprintf(err, errlen, "cannot mount on %s (is it an empty directory you may write, and "
+        lns_err_set(err, errlen, "cannot mount on %s (is it an empty directory you may write, and "
                               "is /dev/fuse there?)", mountpoint);
         goto out;
     }
     mounted = 1;
     if (fuse_daemonize(foreground) != 0) {
-        snprintf(err, errlen, "cannot detach from the terminal");
+        lns_err_set(err, errlen, "cannot detach from the terminal");
         goto out;
     }
     if (fuse_set_signal_handlers(fuse_get_session(fs)) != 0) {
-        snprintf(err, errlen, "cannot set the signal handlers");
+        lns_err_set(err, errlen, "cannot set the signal handlers");
         goto out;
     }
     handlers = 1;
@@ -390,10 +391,10 @@ int lmount_run(const lmount_cfg_t *cfg, const char *mountpoint, int fuse_argc, c
     while (snaps) /* no request comes any more: the session is over */
         dirsnap_free(snaps);
     if (code)
-        snprintf(err, errlen, "the FUSE session failed");
+        lns_err_set(err, errlen, "the FUSE session failed");
     goto out;
 oom:
-    snprintf(err, errlen, "out of memory");
+    lns_err_set(err, errlen, "out of memory");
 out:
     if (lc)
         fuse_loop_cfg_destroy(lc);

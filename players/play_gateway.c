@@ -25,6 +25,7 @@
 
 #include <openssl/rand.h>
 
+#include "lns_err.h"
 #include "play_gateway.h"
 
 int play_parse_pos(const char *s, double *secs)
@@ -199,7 +200,7 @@ int play_gateway_start(play_gateway_t *g, const char *serve_bin, const char *pat
     snprintf(g->dir, sizeof g->dir, "%s/lors_play-XXXXXX",
              tmp && *tmp && strlen(tmp) < sizeof g->dir - 64 ? tmp : "/tmp");
     if (!mkdtemp(g->dir)) {
-        snprintf(err, errlen, "a temporary directory in %s: %s", g->dir, strerror(errno));
+        lns_err_set(err, errlen, "a temporary directory in %s: %s", g->dir, strerror(errno));
         g->dir[0] = '\0';
         return -1;
     }
@@ -207,7 +208,7 @@ int play_gateway_start(play_gateway_t *g, const char *serve_bin, const char *pat
     unsigned char rnd[16];
     char tokf[sizeof g->dir + 16];
     if (RAND_bytes(rnd, sizeof rnd) != 1) {
-        snprintf(err, errlen, "no random token for the gateway: OpenSSL's RAND_bytes failed");
+        lns_err_set(err, errlen, "no random token for the gateway: OpenSSL's RAND_bytes failed");
         return -1;
     }
     for (size_t i = 0; i < sizeof rnd; i++)
@@ -215,7 +216,7 @@ int play_gateway_start(play_gateway_t *g, const char *serve_bin, const char *pat
     memset(rnd, 0, sizeof rnd);
     path_in(g, "token", tokf, sizeof tokf);
     if (write_private(tokf, g->token, "\n") < 0) {
-        snprintf(err, errlen, "the gateway's token file %s: %s", tokf, strerror(errno));
+        lns_err_set(err, errlen, "the gateway's token file %s: %s", tokf, strerror(errno));
         return -1;
     }
     path_in(g, "port", portf, sizeof portf);
@@ -224,7 +225,7 @@ int play_gateway_start(play_gateway_t *g, const char *serve_bin, const char *pat
     if (strcmp(path, "-") == 0) {
         path_in(g, "stdin.xnd", xp, sizeof xp);
         if (xnd_write_file(x, xp, xerr, sizeof xerr) != XND_OK) {
-            snprintf(err, errlen, "the exNode from stdin into %s: %s", xp, xerr);
+            lns_err_set(err, errlen, "the exNode from stdin into %s: %s", xp, xerr);
             return -1;
         }
         path = xp;
@@ -250,7 +251,7 @@ int play_gateway_start(play_gateway_t *g, const char *serve_bin, const char *pat
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
-        snprintf(err, errlen, "starting %s: %s", serve_bin, strerror(errno));
+        lns_err_set(err, errlen, "starting %s: %s", serve_bin, strerror(errno));
         return -1;
     }
     if (pid == 0) {
@@ -287,13 +288,13 @@ int play_gateway_start(play_gateway_t *g, const char *serve_bin, const char *pat
             g->pid = 0;
             g->status = status_of(st);
             first_err_line(g, line, sizeof line);
-            snprintf(err, errlen, "the gateway (%s) exited with status %d before it served%s%s",
+            lns_err_set(err, errlen, "the gateway (%s) exited with status %d before it served%s%s",
                      serve_bin, g->status, line[0] ? ": " : "", line);
             return -1;
         }
         sleep_ms(10);
     }
-    snprintf(err, errlen, "the gateway (%s) did not listen within 15 s", serve_bin);
+    lns_err_set(err, errlen, "the gateway (%s) did not listen within 15 s", serve_bin);
     return -1;
 }
 

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lns_err.h"
 #include "lns_log.h"
 #include "lns_net.h"
 #include "lns_reqclock.h"
@@ -720,12 +721,12 @@ serve_http_t *serve_http_start(const serve_cfg_t *cfg, lors_dir_t *files, int *p
     int loops = (int)sysconf(_SC_NPROCESSORS_ONLN);
     loops = loops < 2 ? 2 : loops > 8 ? 8 : loops;
     if (!(S.th = calloc((size_t)cfg->max_clients, sizeof *S.th))) {
-        snprintf(err, errlen, "out of memory");
+        lns_err_set(err, errlen, "out of memory");
         return NULL;
     }
     for (; S.nth < cfg->max_clients; S.nth++)
         if (pthread_create(&S.th[S.nth], NULL, worker_main, NULL) != 0) {
-            snprintf(err, errlen, "cannot start %d worker threads", cfg->max_clients);
+            lns_err_set(err, errlen, "cannot start %d worker threads", cfg->max_clients);
             stop_workers();
             return NULL;
         }
@@ -760,7 +761,7 @@ serve_http_t *serve_http_start(const serve_cfg_t *cfg, lors_dir_t *files, int *p
         close(fd);
         lns_reqclock_stop(S.clock);
         stop_workers();
-        snprintf(err, errlen, "cannot start the HTTP%s server (libmicrohttpd) on port %d%s",
+        lns_err_set(err, errlen, "cannot start the HTTP%s server (libmicrohttpd) on port %d%s",
                  cfg->tls_cert ? "S" : "", *port,
                  cfg->tls_cert ? ": is the key the certificate's?" : "");
         return NULL;

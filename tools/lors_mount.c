@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "lmount.h"
+#include "lns_err.h"
 #include "lors.h"
 #include "tool.h"
 #include "tool_opt.h"
@@ -35,7 +36,7 @@ static int add_fuse_opts(void *sp, const tool_opt_t *o, const char *name, const 
     (void)o;
     (void)from;
     if (!val[0] || f->nfopts == (int)(sizeof f->fopts / sizeof f->fopts[0])) {
-        snprintf(err, errlen, "%s: %s", name,
+        lns_err_set(err, errlen, "%s: %s", name,
                  val[0] ? "too many of them" : "give FUSE options (allow_other, ...)");
         return -1;
     }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lns_err.h"
 #include "lns_units.h"
 #include "tool.h"
 #include "tool_opt.h"
@@ -38,9 +39,9 @@ static int fail(rcparse_t *p, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (p->line > 0)
-        snprintf(p->err, p->errlen, "%s:%d: %s", p->file, p->line, msg);
+        lns_err_set(p->err, p->errlen, "%s:%d: %s", p->file, p->line, msg);
     else
-        snprintf(p->err, p->errlen, "%s: %s", p->file, msg);
+        lns_err_set(p->err, p->errlen, "%s: %s", p->file, msg);
     return LORS_E_RC;
 }
 
