@@ -30,6 +30,7 @@
 #include <openssl/x509.h>
 
 #include "lns_err.h"
+#include "lns_hex.h"
 #include "lns_net.h"
 #include "lns_time.h"
 
@@ -148,8 +149,7 @@ static int make_pin(EVP_PKEY *key, char pin[LNS_PIN_LEN])
     SHA256(der, (size_t)n, md);
     OPENSSL_free(der);
     strcpy(pin, "sha256:");
-    for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
-        snprintf(pin + 7 + 2 * i, 3, "%02x", md[i]);
+    lns_hex(md, SHA256_DIGEST_LENGTH, pin + 7);
     return 0;
 }
 

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "lns_fail.h"
+#include "lns_hex.h"
 #include "lns_io.h"
 #include "lns_log.h"
 
@@ -63,16 +64,6 @@ static size_t cks_len(int type)
 {
     const EVP_MD *md = cks_md(type);
     return md ? (size_t)EVP_MD_get_size(md) : 0;
-}
-
-static void to_hex(const unsigned char *md, size_t n, char *out)
-{
-    static const char hx[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = hx[md[i] >> 4];
-        out[2 * i + 1] = hx[md[i] & 15];
-    }
-    out[2 * n] = 0;
 }
 
 static int pread_full(int fd, void *buf, size_t n, uint64_t off)
@@ -380,8 +371,8 @@ static int check_blocks(depot_alloc_t *a, const depot_data_t *d, uint64_t b0, ui
         pthread_mutex_unlock(&a->op_mu);
         if (rc == 0 && memcmp(got, want, f.dlen) != 0) {
             char hw[2 * EVP_MAX_MD_SIZE + 1], hg[2 * EVP_MAX_MD_SIZE + 1];
-            to_hex(want, f.dlen, hw);
-            to_hex(got, f.dlen, hg);
+            lns_hex(want, f.dlen, hw);
+            lns_hex(got, f.dlen, hg);
             lns_log(LNS_LOG_ERROR, "resource %d: %016llx: block %llu (bytes %llu..%llu) fails "
                     "its checksum: stored %s, data %s", a->res->id, (unsigned long long)a->r.id,
                     (unsigned long long)b, (unsigned long long)(b * f.bs),
@@ -460,7 +451,7 @@ static size_t ncs_finish(ncs_stream_t *n, char *hex)
     unsigned char d[EVP_MAX_MD_SIZE];
     unsigned int dl = 0;
     EVP_DigestFinal_ex(n->x, d, &dl);
-    to_hex(d, dl, hex);
+    lns_hex(d, dl, hex);
     EVP_DigestInit_ex(n->x, n->md, NULL);
     n->inblk = 0;
     return 2 * dl;

@@ -13,7 +13,7 @@
 #include <openssl/rand.h>
 #include <string.h>
 
-static const char hexdig[] = "0123456789abcdef";
+#include "lns_hex.h"
 
 int depot_random(void *buf, size_t n)
 {
@@ -41,42 +41,22 @@ void depot_digest(const uint8_t secret[DEPOT_SECRET_LEN], uint8_t digest[DEPOT_D
 
 void depot_key_format(uint64_t id, const uint8_t secret[DEPOT_SECRET_LEN], char *buf)
 {
-    for (int i = 0; i < 16; i++)
-        buf[i] = hexdig[(id >> (60 - 4 * i)) & 0xf];
-    for (int i = 0; i < DEPOT_SECRET_LEN; i++) {
-        buf[16 + 2 * i] = hexdig[secret[i] >> 4];
-        buf[17 + 2 * i] = hexdig[secret[i] & 0xf];
-    }
-    buf[DEPOT_KEY_HEX] = 0;
-}
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
+    uint8_t be[8];
+    for (int i = 0; i < 8; i++)
+        be[i] = (uint8_t)(id >> (56 - 8 * i));
+    lns_hex(be, sizeof be, buf);
+    lns_hex(secret, DEPOT_SECRET_LEN, buf + 16);
 }
 
 int depot_key_parse(const char *key, uint64_t *id, uint8_t secret[DEPOT_SECRET_LEN])
 {
-    uint64_t v = 0;
-    if (strlen(key) != DEPOT_KEY_HEX)
+    uint8_t be[8];
+    if (strlen(key) != DEPOT_KEY_HEX || lns_unhex(key, 16, be, sizeof be, 0) < 0 ||
+        lns_unhex(key + 16, DEPOT_KEY_HEX - 16, secret, DEPOT_SECRET_LEN, 0) < 0)
         return -1;
-    for (int i = 0; i < 16; i++) {
-        int h = hexval(key[i]);
-        if (h < 0)
-            return -1;
-        v = (v << 4) | (uint64_t)h;
-    }
-    for (int i = 0; i < DEPOT_SECRET_LEN; i++) {
-        int hi = hexval(key[16 + 2 * i]), lo = hexval(key[17 + 2 * i]);
-        if (hi < 0 || lo < 0)
-            return -1;
-        secret[i] = (uint8_t)(hi << 4 | lo);
-    }
-    *id = v;
+    *id = 0;
+    for (int i = 0; i < 8; i++)
+        *id = *id << 8 | be[i];
     return 0;
 }
 

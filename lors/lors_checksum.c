@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lns_hex.h"
 #include "lors.h"
 #include "lns_array.h"
 #include "lors_checksum.h"
@@ -58,7 +59,6 @@ static int end_block(lors_ck_t *c)
 {
     unsigned char d[EVP_MAX_MD_SIZE];
     unsigned int dl = 0;
-    static const char hexd[] = "0123456789abcdef";
 
     if (c->crc) {
         for (dl = 0; dl < 8; dl++)
@@ -69,11 +69,8 @@ static int end_block(lors_ck_t *c)
     }
     if (lns_grow(&c->hex, &c->hexcap, c->hexlen + 2 * dl + 1, 1, 256) < 0)
         return LORS_E_NOMEM;
-    for (unsigned int i = 0; i < dl; i++) {
-        c->hex[c->hexlen++] = hexd[d[i] >> 4];
-        c->hex[c->hexlen++] = hexd[d[i] & 15];
-    }
-    c->hex[c->hexlen] = '\0';
+    lns_hex(d, dl, c->hex + c->hexlen);
+    c->hexlen += 2 * dl;
     c->in_block = 0;
     return LORS_OK;
 }

@@ -32,6 +32,7 @@
 
 #include "lns_err.h"
 #include "lns_fail.h"
+#include "lns_hex.h"
 #include "lors.h"
 
 typedef struct dfile {
@@ -256,12 +257,10 @@ static dfile_t *insert_locked(lors_dir_t *d, dfile_t *f)
 static int tag_of(const char *bytes, size_t n, char *tag, size_t size)
 {
     unsigned char md[EVP_MAX_MD_SIZE];
+    char hex[33];
     if (EVP_Digest(bytes, n, md, NULL, EVP_sha256(), NULL) != 1)
         return -1;
-    int k = snprintf(tag, size, "\"");
-    for (int i = 0; i < 16 && k + 3 < (int)size; i++)
-        k += snprintf(tag + k, size - (size_t)k, "%02x", md[i]);
-    snprintf(tag + k, size - (size_t)k, "\"");
+    snprintf(tag, size, "\"%s\"", lns_hex(md, 16, hex));
     return 0;
 }
 

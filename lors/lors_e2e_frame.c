@@ -21,6 +21,7 @@
 #include <strings.h>
 #include <zlib.h>
 
+#include "lns_hex.h"
 #include "lors_e2e_int.h"
 #include "lns_err.h"
 
@@ -266,7 +267,6 @@ int lors__e2e_decode(lors__e2e_codec_t *c, uint32_t index, const unsigned char *
 void lors__e2e_keyid(const unsigned char key[LORS_KEY_BYTES], char out[17])
 {
     static const char label[] = "lns-e2e-keyid";
-    static const char hexd[] = "0123456789abcdef";
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
     EVP_MD_CTX *x = EVP_MD_CTX_new();
@@ -277,11 +277,7 @@ void lors__e2e_keyid(const unsigned char key[LORS_KEY_BYTES], char out[17])
         EVP_DigestUpdate(x, label, sizeof label - 1) == 1 &&
         EVP_DigestUpdate(x, key, LORS_KEY_BYTES) == 1 &&
         EVP_DigestFinal_ex(x, md, &mdlen) == 1 && mdlen >= 8) {
-        for (int i = 0; i < 8; i++) {
-            out[2 * i] = hexd[md[i] >> 4];
-            out[2 * i + 1] = hexd[md[i] & 15];
-        }
-        out[16] = 0;
+        lns_hex(md, 8, out);
     }
     EVP_MD_CTX_free(x);
 }

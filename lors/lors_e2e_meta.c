@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lns_hex.h"
 #include "lors_e2e_int.h"
 #include "lns_array.h"
 #include "lns_err.h"
@@ -79,16 +80,6 @@ void lors__e2e_desc_free(lors__e2e_desc_t *d)
 
 /* ---- writing ----------------------------------------------------------------------------- */
 
-static void to_hex(const unsigned char *p, size_t n, char *out)
-{
-    static const char hexd[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = hexd[p[i] >> 4];
-        out[2 * i + 1] = hexd[p[i] & 15];
-    }
-    out[2 * n] = 0;
-}
-
 int lors__e2e_desc_write(const lors__e2e_desc_t *d, xnd_t *x)
 {
     xnd_meta_list_t *l = NULL;
@@ -119,7 +110,7 @@ int lors__e2e_desc_write(const lors__e2e_desc_t *d, xnd_t *x)
         rc = xnd_meta_set_int(l, "frames", d->frames);
     if (rc == XND_OK && d->chain.has_aes) {
         char salt[2 * LORS_E2E_SALT + 1];
-        to_hex(d->salt, LORS_E2E_SALT, salt);
+        lns_hex(d->salt, LORS_E2E_SALT, salt);
         rc = xnd_meta_set_string(l, "salt", salt);
         if (rc == XND_OK)
             rc = xnd_meta_set_string(l, "keyid", d->keyid);
@@ -132,28 +123,9 @@ int lors__e2e_desc_write(const lors__e2e_desc_t *d, xnd_t *x)
 
 /* ---- reading ----------------------------------------------------------------------------- */
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 int lors__e2e_from_hex(const char *s, size_t len, unsigned char *out, size_t n)
 {
-    if (len != 2 * n)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
-        if (hi < 0 || lo < 0)
-            return -1;
-        out[i] = (unsigned char)(hi << 4 | lo);
-    }
-    return 0;
+    return lns_unhex(s, len, out, n, 1);
 }
 
 /* A positive decimal of at most 18 digits, no sign, no leading zero; advances *p. */
@@ -282,7 +254,7 @@ static int read_desc(const xnd_meta_t *m, int64_t size, lors__e2e_desc_t *d, cha
         if (xnd_meta_get_string(l, "keyid", &keyid) != XND_OK ||
             lors__e2e_from_hex(keyid, strlen(keyid), kid, 8) != 0)
             return bad(err, errlen, "the chain has aes but no keyid of 16 hex digits");
-        to_hex(kid, 8, d->keyid);
+        lns_hex(kid, 8, d->keyid);
     }
     if (xnd_meta_get_string(l, "frame_lengths", &lengths) != XND_OK)
         return bad(err, errlen, "no string \"frame_lengths\"");

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "lns_hex.h"
 #include "lors_func_int.h"
 #include "lns_err.h"
 
@@ -238,7 +239,6 @@ static void md5_transform(uint64_t st[4], const unsigned char *blk, uint64_t mas
 /* The digest of p[0..n) in 32 lowercase hex digits into hex[32]. */
 static void md5_hex(const unsigned char *p, size_t n, uint64_t mask, char hex[32])
 {
-    static const char hexd[] = "0123456789abcdef";
     uint64_t st[4] = {0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476};
     unsigned char tail[128];
     size_t full = n / 64 * 64, rest = n - full;
@@ -253,11 +253,11 @@ static void md5_hex(const unsigned char *p, size_t n, uint64_t mask, char hex[32
         tail[tl - 8 + i] = (unsigned char)(bits >> (8 * i));
     for (size_t i = 0; i < tl; i += 64)
         md5_transform(st, tail + i, mask);
-    for (int i = 0; i < 16; i++) {
-        unsigned char byte = (unsigned char)(st[i / 4] >> (8 * (i % 4)));
-        hex[2 * i] = hexd[byte >> 4];
-        hex[2 * i + 1] = hexd[byte & 15];
-    }
+    unsigned char md[16];
+    char s[33];
+    for (int i = 0; i < 16; i++)
+        md[i] = (unsigned char)(st[i / 4] >> (8 * (i % 4)));
+    memcpy(hex, lns_hex(md, sizeof md, s), 32);
 }
 
 int lors__loci_md5_hex(const void *p, size_t n, int lp64, char hex[32])

@@ -26,6 +26,7 @@
 #include <openssl/rand.h>
 
 #include "lns_err.h"
+#include "lns_hex.h"
 #include "play_gateway.h"
 
 int play_parse_pos(const char *s, double *secs)
@@ -211,8 +212,7 @@ int play_gateway_start(play_gateway_t *g, const char *serve_bin, const char *pat
         lns_err_set(err, errlen, "no random token for the gateway: OpenSSL's RAND_bytes failed");
         return -1;
     }
-    for (size_t i = 0; i < sizeof rnd; i++)
-        snprintf(g->token + 2 * i, 3, "%02x", rnd[i]);
+    lns_hex(rnd, sizeof rnd, g->token);
     memset(rnd, 0, sizeof rnd);
     path_in(g, "token", tokf, sizeof tokf);
     if (write_private(tokf, g->token, "\n") < 0) {

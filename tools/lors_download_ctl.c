@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <openssl/evp.h>
 
+#include "lns_hex.h"
 #include "lns_time.h"
 #include "lors_download_ctl.h"
 
@@ -51,8 +52,11 @@ static void exnode_id(const xnd_t *x, char id[65])
     }
     ok = ok && EVP_DigestFinal_ex(c, md, &n) == 1;
     EVP_MD_CTX_free(c);
-    for (unsigned i = 0; i < 32; i++)
-        snprintf(id + 2 * i, 3, "%02x", ok && i < n ? md[i] : 0);
+    if (!ok)
+        n = 0;
+    if (n < 32)
+        memset(md + n, 0, 32 - n);
+    lns_hex(md, 32, id);
 }
 
 void dl_ctl_init(dl_ctl_t *c, const char *out, int out_fd, const xnd_t *x, int64_t off,
