@@ -1,8 +1,9 @@
 /* test_lors_tls.c -- the LoRS tools on the sealed wire (issue 37), with default settings, on
  * three real depots:
  * - a capture of the loopback (test_capture.h) during lors_upload -c 2, lors_augment (a
- *   depot-to-depot copy), lors_refresh, lors_ls and lors_download: no key of any capability
- *   of the exNode and no 64-byte window of the file crosses in the clear;
+ *   depot-to-depot copy), lors_refresh, lors_ls and lors_download, and during a keeper pass
+ *   that extends leases and makes a copy: no key of any capability of the exNode and no
+ *   64-byte window of the file crosses in the clear;
  * - every mapping records its depot's pin ("lns_pin"), the one the depot logs;
  * - an exNode whose pins were changed (the depot is not who it claims): the download is
  *   refused, with a line naming the depot and both pins, and no byte of the file is written;
@@ -36,6 +37,21 @@ static int exnode_keys(const char *path, char keys[][IBP_MAX_CAP], int max)
     return n;
 }
 
+/* How many of the 64-byte windows of the file src, one each 8 KiB, the capture saw; -1 if src
+ * cannot be read. */
+static int windows_seen(const tc_capture_t *cap, const char *src)
+{
+    size_t len;
+    unsigned char *data = tt_read_whole(src, &len);
+    if (!data)
+        return -1;
+    int windows = 0;
+    for (size_t off = 0; off + 64 <= len; off += 8192)
+        windows += tc_seen(cap, data + off, 64);
+    free(data);
+    return windows;
+}
+
 static void test_capture_all_tools(void)
 {
     char src[4096], xnd[4096], out[4200];
@@ -65,17 +81,58 @@ static void test_capture_all_tools(void)
         for (int i = 0; i < n; i++)
             seen += tc_seen(&cap, keys[i], strlen(keys[i]));
         CU_ASSERT_EQUAL(seen, 0);
-        size_t len;
-        unsigned char *data = tt_read_whole(src, &len);
-        int windows = 0;
-        for (size_t off = 0; data && off + 64 <= len; off += 8192)
-            windows += tc_seen(&cap, data + off, 64);
-        CU_ASSERT_EQUAL(windows, 0);
+        CU_ASSERT_EQUAL(windows_seen(&cap, src), 0);
         CU_ASSERT(cap.len > 3 * SIZE); /* it saw the traffic: 2 copies up, 1 across, 1 down */
         CU_ASSERT(cap.first_bytes[0] > 0);
-        free(data);
         tc_free(&cap);
     }
+    tt_free_all(&T, xnd);
+}
+
+/* A keeper pass as a cron job runs it (default settings, lors_keep's own --copies 2) over a
+ * file of one copy whose leases end in 10 minutes: it extends every lease with the MANAGE
+ * capabilities (within the margin, 2 days) and makes the second copy depot to depot -- all of
+ * it sealed. */
+static void test_capture_keeper(void)
+{
+    char src[4096], xnd[4096], st[4200];
+    static char keys[64][IBP_MAX_CAP];
+    tt_lsmap_t before[TT_MAXM], after[TT_MAXM];
+    int ports[3] = {T.dep[0].port, T.dep[1].port, T.dep[2].port};
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, SIZE, 41, 1, 3, tt_dlist(&T, 0, -1), NULL, src, xnd), 0);
+    CU_ASSERT_EQUAL_FATAL(tt_ls_json(&T, xnd, before), 3);
+    snprintf(st, sizeof st, "%s.keep.db", src);
+    tc_capture_t cap;
+    int can = tc_start(&cap, ports, 3, 64u << 20) == 0;
+    if (!can)
+        printf("\ntest_lors_tls: SKIP the keeper's capture (no AF_PACKET socket: %s)\n",
+               strerror(errno));
+    int rc = tt_run(&T, NULL, NULL, "lors_keep", "--no-rc", "--state", st, "--depot-list",
+                    tt_dlist(&T, 0, 1, 2, -1), xnd, NULL);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "refreshed 3, added 3"));
+    if (rc != 0 || !strstr(T.out, "refreshed 3, added 3"))
+        fprintf(stderr, "\nlors_keep exit %d: %s%s", rc, T.out, T.err);
+    if (can) {
+        tc_end(&cap);
+        int n = exnode_keys(xnd, keys, 64);
+        CU_ASSERT_EQUAL(n, 18); /* 3 fragments, 2 copies, 3 capabilities */
+        int seen = 0;
+        for (int i = 0; i < n; i++)
+            seen += tc_seen(&cap, keys[i], strlen(keys[i]));
+        CU_ASSERT_EQUAL(seen, 0);
+        CU_ASSERT_EQUAL(windows_seen(&cap, src), 0);
+        CU_ASSERT(cap.len > SIZE); /* it saw the traffic: the copy across */
+        CU_ASSERT(cap.first_bytes[0] > 0);
+        tc_free(&cap);
+    }
+    /* the work was done: the leases run to the depots' maximum (an hour), the copy reads */
+    CU_ASSERT_EQUAL_FATAL(tt_ls_json(&T, xnd, after), 6);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 6; j++)
+            if (strcmp(after[j].depot, before[i].depot) == 0 && after[j].off == before[i].off)
+                CU_ASSERT(after[j].expires > before[i].expires + 1800);
+    CU_ASSERT(tt_downloads_equal(&T, xnd, src));
     tt_free_all(&T, xnd);
 }
 
@@ -209,6 +266,8 @@ static void test_tls_off(void)
 static const lns_test_case tests[] = {
     {"a capture sees no key and no byte of upload, augment, refresh, ls, download",
      test_capture_all_tools},
+    {"a capture sees no key and no byte of a keeper pass (leases extended, a copy made)",
+     test_capture_keeper},
     {"every mapping records its depot's pin", test_pins_recorded},
     {"pins checked: another key refused naming both pins; not a pin: exit 3",
      test_pins_checked},
