@@ -219,6 +219,9 @@ int ibp_tls_pin_get(const char *host, int port, char *pin, size_t size);
  * "" ends it.  A depot's SEND checks the pin its client named for the target this way.
  * IBP_OK, IBP_E_INV_PAR_HOST/PORT, IBP_E_INVALID_PARAMETER (not a pin). */
 int ibp_tls_expect(const char *host, int port, const char *pin);
+/* 1 if pin is a well-formed pin ("sha256:" and 64 lowercase hex digits), else 0: for
+ * programs that take pins from their users (a depot list's "host:port#sha256:..."). */
+int ibp_tls_pin_valid(const char *pin);
 /* The TLS mode of every client of this process whose options leave it at IBP_TLS_AUTO (the
  * tools' --tls and rc TLS): IBP_TLS_AUTO, IBP_TLS_REQUIRE or IBP_TLS_OFF.  Set it before
  * making clients.  IBP_OK or IBP_E_INVALID_PARAMETER. */

@@ -118,6 +118,11 @@ int ibp_tls_pin(const char *host, int port, const char *pin)
     return IBP_OK;
 }
 
+int ibp_tls_pin_valid(const char *pin)
+{
+    return lns_tls_pin_valid(pin);
+}
+
 int ibp_tls_pin_get(const char *host, int port, char *pin, size_t size)
 {
     int found = 0;

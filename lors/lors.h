@@ -55,25 +55,34 @@ const char *lors_strerror(int err);
 
 /* ---- depots ------------------------------------------------------------------------------ */
 
-/* One depot as the user names it: "host[:port][/rid]".  An IPv6 address goes in brackets
- * ("[::1]:6714"); the brackets are not kept in host.  rid "" means the depot's default. */
+/* One depot as the user names it: "host[:port][/rid][#sha256:<64 hex>]".  An IPv6 address
+ * goes in brackets ("[::1]:6714"); the brackets are not kept in host.  rid "" means the
+ * depot's default.  The pin, when given, is the depot's TLS identity (its log and STATUS say
+ * it): lors_depot_pins_use gives it to libibp before any connection. */
 typedef struct lors_depot {
     char host[IBP_MAX_HOST];
     int port;                /* IBP_DEFAULT_PORT when not given */
     char rid[IBP_MAX_RID];
+    char pin[IBP_PIN_LEN];   /* "sha256:<64 hex>", "" when not given */
     char place[64];          /* where it is, as the L-Bone said (its place, else "lat,lon" to
                               * 0.1 degree); "" unknown.  New copies of one range go to
                               * different places where they can (lors_augment). */
 } lors_depot_t;
 
 /* Parse one depot; LORS_OK or LORS_E_DEPOT.  Strict: port 1..65535 in decimal, no empty
- * host, rid of letters, digits, '-', '_' and '.'. */
+ * host, rid of letters, digits, '-', '_' and '.', a pin "sha256:" and 64 lowercase hex
+ * digits. */
 int lors_depot_parse(const char *s, lors_depot_t *d);
 /* Parse a list separated by commas and/or whitespace.  *out is malloc'd (free it); an empty
  * list is LORS_E_NODEPOTS.  On error err gets a line naming the bad entry. */
 int lors_depot_list_parse(const char *s, lors_depot_t **out, size_t *n, char *err, size_t errlen);
-/* "host:port" or "host:port/rid" ("[v6]:port" for IPv6) into buf. */
+/* "host:port" or "host:port/rid" ("[v6]:port" for IPv6) into buf; without the pin. */
 void lors_depot_format(const lors_depot_t *d, char *buf, size_t size);
+/* Give libibp the pins of d[0..n) that have one (ibp_tls_pin), so that the first connection
+ * to each of those depots is already sealed and checked -- no trust on first use -- and one
+ * with another key is refused (IBP_E_TLS_PIN) before any capability is sent.  A pin an
+ * exNode records for the same depot (lors_pins_use) replaces it when that exNode is read. */
+void lors_depot_pins_use(const lors_depot_t *d, size_t n);
 
 /* ---- events (progress, the GUI) ------------------------------------------------------------ */
 
@@ -205,6 +214,8 @@ typedef struct lors_issue {
     int moved;             /* 1: the copy went to moved_to; 0: nowhere left */
     lors_depot_t moved_to;
     int relayed;           /* augment: 1 if the bytes then went through the client instead */
+    char why[320];         /* a refused TLS handshake (IBP_E_TLS_PIN, IBP_E_TLS): libibp's line
+                            * (ibp_tls_error: the depot, and for a pin both pins); else "" */
 } lors_issue_t;
 
 typedef struct lors_report {

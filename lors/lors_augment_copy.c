@@ -91,6 +91,7 @@ static void add_issue_locked(aug_t *a, const aug_job_t *j, const lors_depot_t *f
     memset(is, 0, sizeof *is);
     is->depot = *failed;
     is->ibp_err = ibp_rc;
+    lors__issue_why(is);
     snprintf(is->op, sizeof is->op, "%s", op);
     is->fragment = j->p->index;
     is->copy = j->copy;

@@ -1,8 +1,11 @@
-/* lors_depot.c -- depot addresses as users write them: "host[:port][/rid]", and lists of them.
+/* lors_depot.c -- depot addresses as users write them: "host[:port][/rid][#pin]", and lists
+ * of them.
  *
  * Parsing is strict so that a typo fails here, with the entry named, rather than as a
  * connection error halfway through an upload.  An IPv6 address must be in brackets
- * ("[::1]:6714"): without them its colons could not be told from the port separator.
+ * ("[::1]:6714"): without them its colons could not be told from the port separator.  The
+ * pin ("#sha256:<64 hex>", the form of the L-Bone's URL) is the depot's TLS identity as its
+ * owner published it: checked from the first connection on, instead of learned there.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -87,6 +90,16 @@ static int parse_one(const char *s, size_t len, lors_depot_t *d)
         memcpy(d->rid, r, rl);
         d->rid[rl] = '\0';
     }
+    if (p < end && *p == '#') {
+        size_t pl = (size_t)(end - ++p);
+        if (pl >= sizeof d->pin)
+            return LORS_E_DEPOT;
+        memcpy(d->pin, p, pl);
+        d->pin[pl] = '\0';
+        if (!ibp_tls_pin_valid(d->pin))
+            return LORS_E_DEPOT;
+        p = end;
+    }
     return p == end ? LORS_OK : LORS_E_DEPOT;
 }
 
@@ -126,9 +139,16 @@ int lors_depot_list_parse(const char *s, lors_depot_t **out, size_t *n, char *er
             return LORS_E_NOMEM;
         }
         if (parse_one(start, (size_t)(p - start), &v[nv]) != LORS_OK) {
-            if (err && errlen)
-                lns_err_set(err, errlen, "depot %zu: \"%.*s\" is not host[:port][/rid]", nv + 1,
-                            (int)(p - start > 200 ? 200 : p - start), start);
+            /* the address good, the pin not: say so, not that the whole entry is wrong */
+            const char *hash = memchr(start, '#', (size_t)(p - start));
+            int pin_bad = hash && parse_one(start, (size_t)(hash - start), &v[nv]) == LORS_OK;
+            int len = (int)(p - start > 200 ? 200 : p - start);
+            if (err && errlen && pin_bad)
+                lns_err_set(err, errlen, "depot %zu: \"%.*s\": the pin is not sha256: and 64 "
+                            "lowercase hex digits", nv + 1, len, start);
+            else if (err && errlen)
+                lns_err_set(err, errlen, "depot %zu: \"%.*s\" is not "
+                            "host[:port][/rid][#sha256:PIN]", nv + 1, len, start);
             free(v);
             return LORS_E_DEPOT;
         }
@@ -150,4 +170,11 @@ void lors_depot_format(const lors_depot_t *d, char *buf, size_t size)
     int v6 = strchr(d->host, ':') != NULL;
     snprintf(buf, size, "%s%s%s:%d%s%s", v6 ? "[" : "", d->host, v6 ? "]" : "", d->port,
              d->rid[0] ? "/" : "", d->rid);
+}
+
+void lors_depot_pins_use(const lors_depot_t *d, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (d[i].pin[0])
+            ibp_tls_pin(d[i].host, d[i].port, d[i].pin); /* valid: lors_depot_parse checked it */
 }

@@ -275,6 +275,7 @@ static void note_issue_locked(ecu_t *u, const seg_t *sg, int j, int from, int to
     memset(is, 0, sizeof *is);
     is->depot = u->o->depots[from];
     is->ibp_err = ierr;
+    lors__issue_why(is);
     snprintf(is->op, sizeof is->op, "%s", op);
     is->fragment = (int)(sg->first / u->G);
     is->copy = j;

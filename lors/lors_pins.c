@@ -11,18 +11,10 @@
 #include "lors_manage_int.h"
 
 #include <stdio.h>
-#include <string.h>
 
 #include "lns_err.h"
 
 #define PIN_META "lns_pin"
-
-/* 1 if s is "sha256:" and 64 lowercase hex digits. */
-static int pin_ok(const char *s)
-{
-    return strncmp(s, "sha256:", 7) == 0 && strlen(s) == 7 + 64 &&
-           strspn(s + 7, "0123456789abcdef") == 64;
-}
 
 int lors__pin_record(xnd_mapping_t *m)
 {
@@ -43,9 +35,9 @@ int lors_pins_use(const xnd_t *x, char *err, size_t errlen)
         lors_depot_t d;
         if (!md)
             continue;
-        if (xnd_meta_get_string(&m->meta, PIN_META, &pin) != XND_OK || !pin || !pin_ok(pin)) {
+        if (xnd_meta_get_string(&m->meta, PIN_META, &pin) != XND_OK || !ibp_tls_pin_valid(pin)) {
             lns_err_set(err, errlen, "mapping %zu: lns_pin is not a pin (sha256: and 64 hex "
-                     "digits)", i + 1);
+                        "digits)", i + 1);
             return LORS_E_EXNODE;
         }
         if (lors__map_depot(m, &d) == 0)

@@ -144,6 +144,7 @@ static void stream_failed(up_t *u, stream_t *s, const char *op, int ibp_rc, char
         memset(is, 0, sizeof *is);
         is->depot = u->o->depots[from];
         is->ibp_err = ibp_rc;
+        lors__issue_why(is);
         snprintf(is->op, sizeof is->op, "%s", op);
         is->fragment = f->index;
         is->copy = s->copy;

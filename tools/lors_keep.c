@@ -609,6 +609,7 @@ int main(int argc, char **argv)
         code = tool_usage(TOOL, "--leaving %s: %s", f.leaving, err);
         goto done;
     }
+    lors_depot_pins_use(leaving, nleaving);
     c.ko.leaving = c.asked_leaving = leaving;
     c.ko.nleaving = c.nasked_leaving = nleaving;
 

@@ -87,7 +87,9 @@ static int set_depot(void *sp, const tool_opt_t *o, const char *name, const char
     if (f->ndepots == MAX_DEPOTS)
         return lns_err_set(err, errlen, "--depot: at most %d", MAX_DEPOTS);
     if (lors_depot_parse(val, &f->depots[f->ndepots]) != LORS_OK)
-        return lns_err_set(err, errlen, "--depot %s: expected host[:port][/rid]", val);
+        return lns_err_set(err, errlen, "--depot %s: expected host[:port][/rid][#sha256:PIN]",
+                           val);
+    lors_depot_pins_use(&f->depots[f->ndepots], 1);
     f->ndepots++;
     return 0;
 }

@@ -276,6 +276,7 @@ int tool_depots(const char *tool, const char *list, const tool_rc_t *rc, lors_de
         tool_error(tool, "%s: %s", from, rcode == LORS_E_NOMEM ? "out of memory" : err);
         return rcode == LORS_E_NOMEM ? TOOL_EXIT_INTERNAL : TOOL_EXIT_USAGE;
     }
+    lors_depot_pins_use(*out, *n);
     return TOOL_EXIT_OK;
 }
 
@@ -353,6 +354,13 @@ static void moved_targets(const lors_report_t *rep, const lors_depot_t *d, char 
         snprintf(buf + n, size - n, " and %zu more", more);
 }
 
+/* Why the depot of is failed: a refused handshake's own line (for a pin: the depot and both
+ * pins), else the IBP error's words. */
+static const char *issue_why(const lors_issue_t *is)
+{
+    return is->why[0] ? is->why : ibp_strerror(is->ibp_err);
+}
+
 void tool_print_issues(const char *tool, const lors_report_t *rep, int pieces)
 {
     for (size_t i = 0; i < rep->nissues; i++) {
@@ -369,7 +377,7 @@ void tool_print_issues(const char *tool, const lors_report_t *rep, int pieces)
         if (is->relayed) {
             lors_depot_format(&is->moved_to, to, sizeof to);
             tool_error(tool, "%s: %s from %s to %s failed (%s); relayed through this client",
-                       what, is->op, from, to, ibp_strerror(is->ibp_err));
+                       what, is->op, from, to, issue_why(is));
             continue;
         }
         /* one line per failed depot, however many copies it failed: its first failure, and
@@ -389,15 +397,15 @@ void tool_print_issues(const char *tool, const lors_report_t *rep, int pieces)
         moved_targets(rep, &is->depot, to, sizeof to);
         if (moved && stuck)
             tool_error(tool, "depot %s failed (%s: %s); of %s, %zu %s %s, %zu found no depot",
-                       from, is->op, ibp_strerror(is->ibp_err), what, moved,
+                       from, is->op, issue_why(is), what, moved,
                        pieces ? "went to" : "were stored on", to, stuck);
         else if (moved)
             tool_error(tool, "depot %s failed (%s: %s); %s %s %s%s", from, is->op,
-                       ibp_strerror(is->ibp_err), what, pieces ? "went to" : "stored on", to,
+                       issue_why(is), what, pieces ? "went to" : "stored on", to,
                        pieces ? "" : " instead");
         else
             tool_error(tool, "depot %s failed (%s: %s); no depot left for %s", from, is->op,
-                       ibp_strerror(is->ibp_err), what);
+                       issue_why(is), what);
     }
 }
 
@@ -437,12 +445,12 @@ static void failed_depots(const lors_report_t *rep, char *buf, size_t size)
     }
     if (nd == 1) {
         snprintf(buf, size, "depot %s failed (%s: %s); ", names[0], first[0]->op,
-                 ibp_strerror(first[0]->ibp_err));
+                 issue_why(first[0]));
         return;
     }
     for (size_t k = 0; k < nd && k < 3 && n < size; k++)
         n += (size_t)snprintf(buf + n, size - n, "%s%s (%s: %s)", k ? ", " : "depots ",
-                              names[k], first[k]->op, ibp_strerror(first[k]->ibp_err));
+                              names[k], first[k]->op, issue_why(first[k]));
     if (nd > 3 && n < size)
         n += (size_t)snprintf(buf + n, size - n, " and %zu more", nd - 3);
     if (nd && n < size)

@@ -125,17 +125,13 @@ static int from_lbone(const char *tool, const tool_rc_t *rc, const tool_lbone_op
     for (size_t i = 0; i < res.n; i++) {
         const lbone_depot_info_t *in = &res.depots[i];
         char spec[512];
-        /* Through the tools' own parser: the L-Bone's answer is input like any other. */
-        snprintf(spec, sizeof spec, strchr(in->host, ':') ? "[%s]:%d%s%s" : "%s:%d%s%s",
-                 in->host, in->port, in->rid[0] ? "/" : "", in->rid);
+        /* Through the tools' own parser: the L-Bone's answer is input like any other, its
+         * pin as the depot registered it written as in a depot list */
+        snprintf(spec, sizeof spec, strchr(in->host, ':') ? "[%s]:%d%s%s%s%s" : "%s:%d%s%s%s%s",
+                 in->host, in->port, in->rid[0] ? "/" : "", in->rid, in->pin[0] ? "#" : "",
+                 in->pin);
         if (lors_depot_parse(spec, &d[k]) != LORS_OK) {
             tool_error(tool, "L-Bone %s: depot '%s' is not usable; skipped", res.server, spec);
-            continue;
-        }
-        /* its pin as it registered it: the first connection is sealed and checked too */
-        if (in->pin[0] && ibp_tls_pin(d[k].host, d[k].port, in->pin) != IBP_OK) {
-            tool_error(tool, "L-Bone %s: depot '%s' has a pin that is not one; skipped",
-                       res.server, spec);
             continue;
         }
         /* where it is, for placement: its place, else its cell of 0.1 degree (some 10 km) */
@@ -163,6 +159,7 @@ static int from_lbone(const char *tool, const tool_rc_t *rc, const tool_lbone_op
         free(d);
         return TOOL_EXIT_DEPOTS;
     }
+    lors_depot_pins_use(d, k); /* the first connection is sealed and checked too */
     *out = d;
     *n = k;
     return TOOL_EXIT_OK;

@@ -30,7 +30,9 @@ int tool_lbone_opt(void *s, const tool_opt_t *o, const char *name, const char *v
 /* --depot-list into a const char * field, and -m into the tool_lbone_opts_t at lb. */
 #define TOOL_OPT_DEPOTS(list, lb) \
     {TOOL_OPT_STR, "depot-list", 0, NULL, list, 0, 0, NULL, "LIST", \
-     "depots, \"host[:port][/rid], ...\" (else the L-Bone, or DEPOT\nin the rc file)", NULL}, \
+     "depots, \"host[:port][/rid][#sha256:PIN], ...\" (else the\nL-Bone, or DEPOT in the rc " \
+     "file); a PIN (the depot's, as its\nlog or ibp_tool status says it) is checked from the " \
+     "first\nconnection", NULL}, \
     {TOOL_OPT_FN, "max-depots", 'm', NULL, lb, 1, 1000000, NULL, "N", \
      "use at most N depots (from the L-Bone: ask for N; default\nMAXDEPOTS of the rc file, " \
      "else 6)", tool_lbone_opt}

@@ -321,12 +321,16 @@ static int keyword(rcparse_t *p, const char *kw, char *v)
     return fail(p, "unknown keyword %s", kw);
 }
 
-/* One line: "KEYWORD value", "KEYWORD=value" or "KEYWORD = value"; '#' to the end is a comment. */
+/* One line: "KEYWORD value", "KEYWORD=value" or "KEYWORD = value"; a '#' that starts the line
+ * or follows a blank starts a comment to the end (one inside a word is a depot's pin:
+ * "DEPOT host:6714#sha256:..."). */
 static int parse_line(rcparse_t *p, char *s)
 {
-    char *hash = strchr(s, '#');
-    if (hash)
-        *hash = '\0';
+    for (char *q = s; *q; q++)
+        if (*q == '#' && (q == s || isspace((unsigned char)q[-1]))) {
+            *q = '\0';
+            break;
+        }
     size_t len = strlen(s);
     while (len > 0 && isspace((unsigned char)s[len - 1]))
         s[--len] = '\0';

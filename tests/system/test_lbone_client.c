@@ -608,9 +608,12 @@ static void test_pins(void)
                        "-m 2 -d 10m -o \"$D/pin.xnd\" \"$D/pin.bin\""), 0);
     CU_ASSERT_EQUAL(sh("\"$B/lors_download\" --no-rc --tls require -o \"$D/pin.out\" "
                        "\"$D/pin.xnd\" && cmp \"$D/pin.bin\" \"$D/pin.out\""), 0);
-    /* a depot list gives no pin: --tls require then finds nothing it may speak to */
+    /* a depot list without pins: --tls require then finds nothing it may speak to; with the
+     * depot's pin written in it ("host:port#sha256:..."), as good as the L-Bone's answer */
     CU_ASSERT(sh("\"$B/lors_upload\" --no-rc --tls require --depot-list 127.0.0.1:%d -d 10m "
                  "-o \"$D/pin2.xnd\" \"$D/pin.bin\"", dep[AMS1].port) != 0);
+    CU_ASSERT_EQUAL(sh("\"$B/lors_upload\" --no-rc --tls require --depot-list 127.0.0.1:%d#%s "
+                       "-d 10m -o \"$D/pin3.xnd\" \"$D/pin.bin\"", dep[AMS1].port, want), 0);
 }
 
 /* The L-Bone over HTTPS, pinned (issue 37): lbone_server --tls-key logs its pin; a depot

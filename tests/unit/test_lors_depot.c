@@ -1,10 +1,13 @@
-/* test_lors_depot.c -- liblors depot addresses: "host[:port][/rid]" and lists of them. */
+/* test_lors_depot.c -- liblors depot addresses: "host[:port][/rid][#sha256:PIN]" and lists of
+ * them. */
 #include <CUnit/CUnit.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lors.h"
 #include "lns_test.h"
+
+#define PIN "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 static void test_good(void)
 {
@@ -43,6 +46,18 @@ static void test_good(void)
     CU_ASSERT_EQUAL(lors_depot_parse("a.b:65535/r", &d), LORS_OK);
     lors_depot_format(&d, buf, sizeof buf);
     CU_ASSERT_STRING_EQUAL(buf, "a.b:65535/r");
+    CU_ASSERT_STRING_EQUAL(d.pin, "");
+
+    /* a pin, after the resource or straight after the address; the format leaves it out */
+    CU_ASSERT_EQUAL(lors_depot_parse("a.b:7/r#" PIN, &d), LORS_OK);
+    CU_ASSERT_STRING_EQUAL(d.rid, "r");
+    CU_ASSERT_STRING_EQUAL(d.pin, PIN);
+    lors_depot_format(&d, buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "a.b:7/r");
+    CU_ASSERT_EQUAL(lors_depot_parse("[::1]#" PIN, &d), LORS_OK);
+    CU_ASSERT_STRING_EQUAL(d.host, "::1");
+    CU_ASSERT_EQUAL(d.port, IBP_DEFAULT_PORT);
+    CU_ASSERT_STRING_EQUAL(d.pin, PIN);
 }
 
 static void test_bad(void)
@@ -51,7 +66,9 @@ static void test_bad(void)
         "", ":6714", "host:", "host:0", "host:65536", "host:99999999999", "host:12a",
         "host:-1", "host/", "host:80/", "host:80/r/s", "ho st", "host:80 ", "::1", "::1:6714",
         "[::1", "[]:80", "[::1]x", "[1.2.3.4]:80", "[::1]:", "host,other", "h\x01", "host#",
-        "host:+80", "[::1]:6714/a b",
+        "host:+80", "[::1]:6714/a b", "host#sha256:", "host:80#" PIN "0",
+        "host:80#sha256:0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef",
+        "host:80#md5:0123456789abcdef0123456789abcdef", "host:80#" PIN "#" PIN,
     };
     lors_depot_t d;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -92,6 +109,23 @@ static void test_list(void)
     CU_ASSERT_PTR_NULL(v);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "b:x"));
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "depot 2"));
+
+    /* a pin per entry; one that is not a pin is named as such */
+    CU_ASSERT_EQUAL_FATAL(lors_depot_list_parse("a:1#" PIN ", b:2", &v, &n, err, sizeof err),
+                          LORS_OK);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT_STRING_EQUAL(v[0].pin, PIN);
+    CU_ASSERT_STRING_EQUAL(v[1].pin, "");
+    free(v);
+    v = NULL;
+    CU_ASSERT_EQUAL(lors_depot_list_parse("a:1, b:2#sha256:12", &v, &n, err, sizeof err),
+                    LORS_E_DEPOT);
+    CU_ASSERT_PTR_NULL(v);
+    CU_ASSERT_STRING_EQUAL(err, "depot 2: \"b:2#sha256:12\": the pin is not sha256: and 64 "
+                                "lowercase hex digits");
+    CU_ASSERT_EQUAL(lors_depot_list_parse("b:x#sha256:12", &v, &n, err, sizeof err),
+                    LORS_E_DEPOT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "is not host[:port][/rid][#sha256:PIN]"));
 
     CU_ASSERT_EQUAL(lors_depot_list_parse(" ,\n ", &v, &n, err, sizeof err), LORS_E_NODEPOTS);
     CU_ASSERT_PTR_NULL(v);

@@ -74,6 +74,8 @@ static void test_rc_all_keywords(void)
                       "TIMEOUT 3m\n"
                       "DEPOT a.example.org 6714\n"
                       "DEPOT b.example.org:6715/2, c.example.org\n"
+                      "DEPOT d.example.org#sha256:"
+                      "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef # pinned\n"
                       "\n   \t\n"
                       "VERBOSE yes\n",
                       &rc, err, sizeof err);
@@ -95,16 +97,20 @@ static void test_rc_all_keywords(void)
     CU_ASSERT_EQUAL(rc.maxdepots, 5);
     CU_ASSERT_EQUAL(rc.max_buffer, 48 << 20);
     CU_ASSERT_EQUAL(rc.timeout_s, 180);
-    CU_ASSERT_STRING_EQUAL(rc.depots, "a.example.org:6714, b.example.org:6715/2, c.example.org");
+    CU_ASSERT_STRING_EQUAL(rc.depots, "a.example.org:6714, b.example.org:6715/2, c.example.org, "
+                                      "d.example.org#sha256:0123456789abcdef0123456789abcdef"
+                                      "0123456789abcdef0123456789abcdef");
     CU_ASSERT_EQUAL(rc.verbose, 1);
     /* the joined DEPOT value is a list the library takes */
     lors_depot_t *d = NULL;
     size_t nd = 0;
     CU_ASSERT_EQUAL(lors_depot_list_parse(rc.depots, &d, &nd, err, sizeof err), LORS_OK);
-    CU_ASSERT_EQUAL(nd, 3);
-    if (nd == 3) {
+    CU_ASSERT_EQUAL(nd, 4);
+    if (nd == 4) {
         CU_ASSERT_EQUAL(d[0].port, 6714);
         CU_ASSERT_STRING_EQUAL(d[1].rid, "2");
+        CU_ASSERT_STRING_EQUAL(d[3].pin, "sha256:0123456789abcdef0123456789abcdef"
+                                         "0123456789abcdef0123456789abcdef");
     }
     free(d);
     tool_rc_free(&rc);
