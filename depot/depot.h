@@ -517,10 +517,7 @@ int depot_cmd_manage(depot_conn_t *c, const ibp_req_t *req);
 /* The request lines ibp_req_parse does not know (depot_line.c): fields split on runs of
  * spaces (-1: control bytes, or more than max), a number field, "RID#key" and a type key
  * (-1: too long); the command number of a line starting "0 " or "1 ", else -1. */
-typedef struct depot_field {
-    const char *s;
-    size_t n;
-} depot_field_t;
+typedef ibp_field_t depot_field_t;
 int depot_line_split(const char *line, size_t len, depot_field_t *f, int max);
 int depot_line_num(const depot_field_t *f, int64_t *v);
 int depot_line_cap(const depot_field_t *k, const depot_field_t *t, char *rid, char *key, char *tk);

@@ -159,7 +159,7 @@ static int parse_copy(int cmd, const depot_field_t *f, int n, ibp_req_t *req, in
     if (n != 12 || depot_line_cap(&f[3], &f[5], req->rid, req->key, req->typekey) < 0 ||
         f[4].n >= sizeof req->target_cap)
         return IBP_E_BAD_FORMAT;
-    memcpy(req->target_cap, f[4].s, f[4].n);
+    memcpy(req->target_cap, f[4].p, f[4].n);
     req->target_cap[f[4].n] = '\0';
     if ((rc = num_at_least(&f[6], INT64_MIN, &off, 0)) != IBP_OK ||
         (rc = num_at_least(&f[7], INT64_MIN, roff, 0)) != IBP_OK ||

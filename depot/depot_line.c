@@ -1,8 +1,9 @@
 /* depot_line.c -- the fields of the request lines ibp_req_parse does not know: ACCRE 1.4's
  * alias (14, 15), rename (16), split/merge (18, 19) and push/pull (20, 21) requests.
  *
- * A line is split on runs of spaces, as ACCRE's server reads it (its client sends an empty
- * path field as two spaces); control bytes are refused, as ibp_req_parse refuses them.
+ * A line is split on runs of spaces by ibp_req_split, as ACCRE's server reads it (its client
+ * sends an empty path field as two spaces); control bytes are refused, as ibp_req_parse
+ * refuses them.
  */
 #include "depot.h"
 
@@ -11,45 +12,31 @@
 
 int depot_line_split(const char *line, size_t len, depot_field_t *f, int max)
 {
-    int n = 0;
-    size_t i = 0;
     if (len > 0 && line[len - 1] == '\r')
         len--;
-    while (i < len) {
-        while (i < len && line[i] == ' ')
-            i++;
-        if (i == len)
-            break;
-        if (n == max)
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
             return -1;
-        f[n].s = line + i;
-        while (i < len && line[i] != ' ') {
-            if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
-                return -1;
-            i++;
-        }
-        f[n].n = (size_t)(line + i - f[n].s);
-        n++;
-    }
-    return n;
+    int n = ibp_req_split(line, len, f, max);
+    return n > max ? -1 : n;
 }
 
 int depot_line_num(const depot_field_t *f, int64_t *v)
 {
-    return ibp_parse_i64(f->s, f->n, v);
+    return ibp_parse_i64(f->p, f->n, v);
 }
 
 int depot_line_cap(const depot_field_t *k, const depot_field_t *t, char *rid, char *key, char *tk)
 {
-    const char *h = memchr(k->s, '#', k->n);
-    size_t rn = h ? (size_t)(h - k->s) : 0, kn = h ? k->n - rn - 1 : k->n;
+    const char *h = memchr(k->p, '#', k->n);
+    size_t rn = h ? (size_t)(h - k->p) : 0, kn = h ? k->n - rn - 1 : k->n;
     if (rn >= IBP_MAX_RID || kn >= IBP_MAX_KEY || t->n >= IBP_MAX_KEY)
         return -1;
-    memcpy(rid, k->s, rn);
+    memcpy(rid, k->p, rn);
     rid[rn] = '\0';
-    memcpy(key, h ? h + 1 : k->s, kn);
+    memcpy(key, h ? h + 1 : k->p, kn);
     key[kn] = '\0';
-    memcpy(tk, t->s, t->n);
+    memcpy(tk, t->p, t->n);
     tk[t->n] = '\0';
     return 0;
 }

@@ -20,10 +20,7 @@
 
 #define MAX_FIELDS 16
 
-typedef struct field {
-    const char *p;
-    size_t n;
-} field_t;
+typedef ibp_field_t field_t;
 
 int ibp_parse_i64(const char *s, size_t len, int64_t *out)
 {
@@ -81,9 +78,9 @@ int ibp_split_fields(char *line, char **fields, int max)
     }
 }
 
-/* Split on runs of spaces.  Returns the field count, or max + 1 if there are more than max
- * (the first max are filled: a vector request's command can still be read). */
-static int split(const char *line, size_t len, field_t *f, int max)
+/* More than max fields: the first max are filled, so a vector request's command can still be
+ * read. */
+int ibp_req_split(const char *line, size_t len, ibp_field_t *f, int max)
 {
     int n = 0;
     size_t i = 0;
@@ -495,7 +492,7 @@ int ibp_req_parse(const char *line, size_t len, ibp_req_t *req)
         if (c != ' ' && (c < 0x21 || c > 0x7e))
             return IBP_E_BAD_FORMAT;
     }
-    nf = split(line, len, f, MAX_FIELDS);
+    nf = ibp_req_split(line, len, f, MAX_FIELDS);
     if (nf == 0)
         return IBP_E_BAD_FORMAT;
     if (f[0].n != 1 || (f[0].p[0] != '0' && f[0].p[0] != '1'))

@@ -111,6 +111,16 @@ int ibp_req_format(const ibp_req_t *req, char *buf, size_t size);
 int ibp_parse_i64(const char *s, size_t len, int64_t *out);
 int ibp_parse_u64(const char *s, size_t len, uint64_t *out);
 
+/* One field of a request line: where it starts and its length. */
+typedef struct ibp_field {
+    const char *p;
+    size_t n;
+} ibp_field_t;
+/* Split a request line on runs of spaces into f[0..max) (an empty field is two spaces, as
+ * ACCRE's version-1 SEND has): the field count, or max + 1 if there are more (the first max
+ * filled).  The one tokenizer of request lines, ibp_req_parse's and the depot's own. */
+int ibp_req_split(const char *line, size_t len, ibp_field_t *f, int max);
+
 /* Split a reply line into at most max fields (separated by runs of white space; leading and
  * trailing white space ignored).  Fields are NUL-terminated in place.  Returns the number
  * of fields, or -1 if there are more than max. */
