@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <openssl/crypto.h>
+#include <openssl/rand.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,6 +37,7 @@
 #include <unistd.h>
 
 #include "lns_err.h"
+#include "lns_hex.h"
 #include "lns_log.h"
 #include "lns_net.h"
 #include "lns_reqclock.h"
@@ -54,7 +56,8 @@ struct job {
     struct MHD_Connection *c; /* suspended: resumed once run has run */
 };
 
-typedef struct srv {
+/* The server (a process may run more than one). */
+struct serve_http {
     const serve_cfg_t *cfg;
     lors_dir_t *d;
     lns_reqclock_t *clock;
@@ -65,66 +68,59 @@ typedef struct srv {
     int stopping;
     pthread_t *th;
     int nth;
-} srv_t;
-
-/* One per process (lors_serve serves one set of files). */
-struct serve_http {
-    srv_t s;
 };
-
-static serve_http_t H;
-#define S (H.s)
 
 static void *worker_main(void *arg)
 {
-    (void)arg;
-    pthread_mutex_lock(&S.mu);
+    serve_http_t *s = arg;
+    pthread_mutex_lock(&s->mu);
     for (;;) {
-        while (!S.head && !S.stopping)
-            pthread_cond_wait(&S.cv, &S.mu);
-        if (!S.head)
+        while (!s->head && !s->stopping)
+            pthread_cond_wait(&s->cv, &s->mu);
+        if (!s->head)
             break;
-        job_t *j = S.head;
-        if (!(S.head = j->next))
-            S.tail = NULL;
-        pthread_mutex_unlock(&S.mu);
+        job_t *j = s->head;
+        if (!(s->head = j->next))
+            s->tail = NULL;
+        pthread_mutex_unlock(&s->mu);
         j->run(j->arg);
         MHD_resume_connection(j->c);
-        pthread_mutex_lock(&S.mu);
+        pthread_mutex_lock(&s->mu);
     }
-    pthread_mutex_unlock(&S.mu);
+    pthread_mutex_unlock(&s->mu);
     return NULL;
 }
 
 /* Suspend c and have a worker run j (filled in by the caller), which then resumes it; called
  * on c's event loop, from the access handler or the content reader.  0, or -1 when the
  * server is stopping (c is not suspended). */
-static int submit(struct MHD_Connection *c, job_t *j)
+static int submit(serve_http_t *s, struct MHD_Connection *c, job_t *j)
 {
     j->c = c;
     j->next = NULL;
-    pthread_mutex_lock(&S.mu);
-    if (S.stopping) {
-        pthread_mutex_unlock(&S.mu);
+    pthread_mutex_lock(&s->mu);
+    if (s->stopping) {
+        pthread_mutex_unlock(&s->mu);
         return -1;
     }
     MHD_suspend_connection(c);
-    if (S.tail)
-        S.tail->next = j;
+    if (s->tail)
+        s->tail->next = j;
     else
-        S.head = j;
-    S.tail = j;
-    pthread_cond_signal(&S.cv);
-    pthread_mutex_unlock(&S.mu);
+        s->head = j;
+    s->tail = j;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
     return 0;
 }
 
-static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void logf_(const char *fmt, ...)
+static void logf_(const serve_http_t *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void logf_(const serve_http_t *s, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    lns_log_line(S.cfg->log, fmt, ap);
+    lns_log_line(s->cfg->log, fmt, ap);
     va_end(ap);
 }
 
@@ -176,6 +172,7 @@ static enum MHD_Result answer_text(struct MHD_Connection *c, unsigned status, co
  * answer is made by a worker from the copies of its headers, while the connection is
  * suspended; the handler, called again once it is resumed, queues it. */
 typedef struct req {
+    serve_http_t *s;
     int made;                      /* a worker has made the answer */
     char who[64], method[8];
     char *name, *range, *if_range, *if_none_match;
@@ -198,6 +195,7 @@ static void req_free(req_t *q)
 /* ---- the body of a file response ------------------------------------------------------ */
 
 typedef struct body {
+    serve_http_t *srv;
     lors_dir_file_t *f;
     lors_stream_t *s;
     serve_range_t r[SERVE_MAX_RANGES];
@@ -224,7 +222,7 @@ static void body_free(void *cls)
 {
     body_t *b = cls;
     lors_stream_close(b->s);
-    lors_dir_put(S.d, b->f);
+    lors_dir_put(b->srv->d, b->f);
     for (int i = 0; i < b->nr; i++)
         free(b->part[i]);
     free(b->pre);
@@ -244,6 +242,7 @@ static int64_t total_length(const body_t *b)
 static void read_block(void *arg)
 {
     body_t *b = arg;
+    const serve_http_t *s = b->srv;
     int rc;
     char err[600];
     int64_t n = -1;
@@ -252,7 +251,7 @@ static void read_block(void *arg)
     else
         snprintf(err, sizeof err, "out of memory");
     if (n <= 0) {
-        logf_("%s GET /%s: body cut short: %s", b->who, b->name,
+        logf_(s, "%s GET /%s: body cut short: %s", b->who, b->name,
               n < 0 ? err : "the file ended early");
         b->failed = 1;
         b->blen = 0;
@@ -290,8 +289,9 @@ static int64_t file_bytes(body_t *b, unsigned char *buf, size_t len, int64_t off
     b->want_len = ahead < (int64_t)BODY_BLOCK ? (size_t)ahead : BODY_BLOCK;
     b->job.run = read_block;
     b->job.arg = b;
-    if (submit(b->c, &b->job) < 0) {
-        logf_("%s GET /%s: body cut short: lors_serve is stopping", b->who, b->name);
+    serve_http_t *s = b->srv;
+    if (submit(s, b->c, &b->job) < 0) {
+        logf_(s, "%s GET /%s: body cut short: lors_serve is stopping", b->who, b->name);
         return -1;
     }
     return 0;
@@ -391,11 +391,12 @@ static void make_file_answer(req_t *q, struct MHD_Connection *c)
 {
     int rc;
     char err[600];
+    serve_http_t *s = q->s;
     const char *who = q->who, *method = q->method, *name = q->name;
-    lors_dir_file_t *f = lors_dir_get(S.d, name, &rc, err, sizeof err);
+    lors_dir_file_t *f = lors_dir_get(s->d, name, &rc, err, sizeof err);
     if (!f) {
         q->code = rc == LORS_E_NOTFOUND ? 404 : 500;
-        logf_("%s %s /%s %u %s", who, method, name, q->code, err);
+        logf_(s, "%s %s /%s %u %s", who, method, name, q->code, err);
         q->resp = failure_response(name, err);
         return;
     }
@@ -406,17 +407,19 @@ static void make_file_answer(req_t *q, struct MHD_Connection *c)
         struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
         if (r)
             MHD_add_response_header(r, "ETag", f->tag);
-        lors_dir_put(S.d, f);
+        lors_dir_put(s->d, f);
         q->code = MHD_HTTP_NOT_MODIFIED;
         q->resp = r;
-        logf_("%s %s /%s 304", who, method, name);
+        logf_(s, "%s %s /%s 304", who, method, name);
         return;
     }
 
     body_t *b = calloc(1, sizeof *b);
+    if (b)
+        b->srv = s;
     if (!b || !(b->s = lors_stream_open(f->r))) {
         free(b);
-        lors_dir_put(S.d, f);
+        lors_dir_put(s->d, f);
         q->code = 500;
         q->resp = text_response("out of memory\n", NULL, NULL);
         return;
@@ -431,7 +434,7 @@ static void make_file_answer(req_t *q, struct MHD_Connection *c)
     serve_ranges_kind k = serve_parse_ranges(range, f->size, b->r, &b->nr);
     if (k == SERVE_UNSATISFIABLE) {
         snprintf(cr, sizeof cr, "bytes */%lld", (long long)f->size);
-        logf_("%s %s /%s 416 %s", who, method, name, range);
+        logf_(s, "%s %s /%s 416 %s", who, method, name, range);
         body_free(b);
         q->code = MHD_HTTP_RANGE_NOT_SATISFIABLE;
         q->resp = text_response("range not satisfiable\n", "Content-Range", cr);
@@ -448,8 +451,11 @@ static void make_file_answer(req_t *q, struct MHD_Connection *c)
     lors_stream_set_end(b->s, last);
     const char *ctype = serve_content_type(name);
     char boundary[40];
-    snprintf(boundary, sizeof boundary, "lns%08lx%08lx", (unsigned long)random(),
-             (unsigned long)random());
+    unsigned char rnd[8];
+    char hex[2 * sizeof rnd + 1];
+    if (RAND_bytes(rnd, sizeof rnd) != 1) /* a boundary need only be unlikely in the file */
+        memset(rnd, 0x5a, sizeof rnd);
+    snprintf(boundary, sizeof boundary, "lns%s", lns_hex(rnd, sizeof rnd, hex));
     if (b->nr > 1) {
         b->multi = 1;
         for (int i = 0; i < b->nr; i++) {
@@ -475,7 +481,7 @@ static void make_file_answer(req_t *q, struct MHD_Connection *c)
                 snprintf(err, sizeof err, "out of memory");
             else if (got >= 0)
                 snprintf(err, sizeof err, "the file ended early");
-            logf_("%s %s /%s 502 %s", who, method, name, err);
+            logf_(s, "%s %s /%s 502 %s", who, method, name, err);
             body_free(b);
             q->code = MHD_HTTP_BAD_GATEWAY;
             q->resp = failure_response(name, err);
@@ -507,7 +513,7 @@ static void make_file_answer(req_t *q, struct MHD_Connection *c)
         MHD_add_response_header(r, "Content-Range", cr);
     }
     q->resp = r;
-    logf_("%s %s /%s %u %s%s%lld bytes", who, method, name, q->code, range && k ? range : "",
+    logf_(s, "%s %s /%s %u %s%s%lld bytes", who, method, name, q->code, range && k ? range : "",
           range && k ? " " : "", (long long)total);
 }
 
@@ -519,7 +525,8 @@ static struct MHD_Connection *job_conn_of(req_t *q)
 /* The index: each file's size and type, so every exNode is opened (by a worker). */
 static void make_index_answer(req_t *q)
 {
-    char *html = serve_index_html(S.d);
+    const serve_http_t *s = q->s;
+    char *html = serve_index_html(s->d);
     struct MHD_Response *r =
         html ? MHD_create_response_from_buffer(strlen(html), html, MHD_RESPMEM_MUST_FREE)
              : NULL;
@@ -532,7 +539,7 @@ static void make_index_answer(req_t *q)
     MHD_add_response_header(r, "Content-Type", "text/html; charset=utf-8");
     q->code = MHD_HTTP_OK;
     q->resp = r;
-    logf_("%s %s / 200", q->who, q->method);
+    logf_(s, "%s %s / 200", q->who, q->method);
 }
 
 static void make_answer_job(void *arg)
@@ -552,15 +559,15 @@ static int same_secret(const char *a, const char *b)
     return strlen(a) == n && CRYPTO_memcmp(a, b, n) == 0;
 }
 
-static int authorized(struct MHD_Connection *c)
+static int authorized(const serve_http_t *s, struct MHD_Connection *c)
 {
-    if (!S.cfg->token)
+    if (!s->cfg->token)
         return 1;
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    if (h && strncasecmp(h, "Bearer ", 7) == 0 && same_secret(h + 7, S.cfg->token))
+    if (h && strncasecmp(h, "Bearer ", 7) == 0 && same_secret(h + 7, s->cfg->token))
         return 1;
     const char *q = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
-    return q && same_secret(q, S.cfg->token);
+    return q && same_secret(q, s->cfg->token);
 }
 
 static char *dup_header(struct MHD_Connection *c, const char *name)
@@ -580,12 +587,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_size, void **con_cls)
 {
-    (void)cls;
+    serve_http_t *s = cls;
     (void)upload_data;
     req_t *q = *con_cls;
     if (!q) { /* headers in; answer at the next call (after any body) */
         if (!(q = calloc(1, sizeof *q)))
             return MHD_NO;
+        q->s = s;
         *con_cls = q;
         return MHD_YES;
     }
@@ -598,12 +606,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         q->resp = NULL;
         return queue(c, q->code, r);
     }
-    lns_reqclock_received(S.clock, clock_of(c)); /* the whole request is in */
+    lns_reqclock_received(s->clock, clock_of(c)); /* the whole request is in */
     client_of(c, q->who, sizeof q->who);
     const char *who = q->who;
     if (strcmp(version, MHD_HTTP_VERSION_1_1) == 0 &&
         !MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST)) {
-        logf_("%s %s %s 400 no Host header", who, method, url);
+        logf_(s, "%s %s %s 400 no Host header", who, method, url);
         return answer_text(c, MHD_HTTP_BAD_REQUEST, "an HTTP/1.1 request needs a Host "
                                                     "header\n", "Connection", "close");
     }
@@ -613,12 +621,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         url = path ? path : "/";
     }
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
-        logf_("%s %s %s 405", who, method, url);
+        logf_(s, "%s %s %s 405", who, method, url);
         return answer_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "lors_serve is read-only: GET and "
                                                            "HEAD\n", "Allow", "GET, HEAD");
     }
-    if (!authorized(c)) {
-        logf_("%s %s %s 401", who, method, url);
+    if (!authorized(s, c)) {
+        logf_(s, "%s %s %s 401", who, method, url);
         return answer_text(c, MHD_HTTP_UNAUTHORIZED, "a token is needed: \"Authorization: "
                                                      "Bearer TOKEN\" or ?token=TOKEN\n",
                            "WWW-Authenticate", "Bearer");
@@ -632,7 +640,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_NO;
     q->job.run = make_answer_job;
     q->job.arg = q;
-    if (submit(c, &q->job) < 0)
+    if (submit(s, c, &q->job) < 0)
         return answer_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "lors_serve is stopping\n", NULL,
                            NULL);
     return MHD_YES;
@@ -641,13 +649,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
+    serve_http_t *s = cls;
     (void)toe;
     if (*con_cls) {
         req_free(*con_cls);
         *con_cls = NULL;
     }
-    lns_reqclock_next(S.clock, clock_of(c));
+    lns_reqclock_next(s->clock, clock_of(c));
 }
 
 /* Opened: its request clock starts (without memory for one, it is shut down at once).
@@ -655,24 +663,24 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {
-    (void)cls;
+    serve_http_t *s = cls;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         if (!ci)
             return;
-        *socket_context = lns_reqclock_open(S.clock, ci->connect_fd);
+        *socket_context = lns_reqclock_open(s->clock, ci->connect_fd);
         if (!*socket_context)
             shutdown(ci->connect_fd, SHUT_RDWR);
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
-        lns_reqclock_close(S.clock, *socket_context);
+        lns_reqclock_close(s->clock, *socket_context);
         *socket_context = NULL;
     }
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
-    (void)cls;
+    const serve_http_t *s = cls;
     char line[512];
     vsnprintf(line, sizeof line, fmt, ap);
     size_t n = strlen(line);
@@ -685,61 +693,64 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     const char *q = u ? strchr(u, '\'') : NULL;
     if (q && (strstr(q, "no longer available") || strstr(q, "forcibly closed") ||
               strstr(q, "reset"))) {
-        logf_("GET %.*s: the client closed the connection before the end of the body (a seek "
+        logf_(s, "GET %.*s: the client closed the connection before the end of the body (a seek "
               "or a stop)", (int)(q - u), u);
         return;
     }
-    logf_("libmicrohttpd: %s", line);
+    logf_(s, "libmicrohttpd: %s", line);
 }
 
-static void stop_workers(void)
+static void stop_workers(serve_http_t *s)
 {
-    pthread_mutex_lock(&S.mu);
-    S.stopping = 1;
-    pthread_cond_broadcast(&S.cv);
-    pthread_mutex_unlock(&S.mu);
-    for (int i = 0; i < S.nth; i++)
-        pthread_join(S.th[i], NULL);
-    free(S.th);
-    S.th = NULL;
-    S.nth = 0;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    for (int i = 0; i < s->nth; i++)
+        pthread_join(s->th[i], NULL);
+    free(s->th);
+    s->th = NULL;
+    s->nth = 0;
 }
 
 serve_http_t *serve_http_start(const serve_cfg_t *cfg, lors_dir_t *files, int *port, char *err,
                                size_t errlen)
 {
-    memset(&S, 0, sizeof S);
-    S.cfg = cfg;
-    S.d = files;
-    srandom((unsigned)time(NULL) ^ (unsigned)getpid());
-    pthread_mutex_init(&S.mu, NULL);
-    pthread_cond_init(&S.cv, NULL);
+    serve_http_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        lns_err_set(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->cfg = cfg;
+    s->d = files;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
     int max = cfg->max_connections, room = max / 4 > 8 ? max / 4 : 8;
     int per_address = cfg->max_per_address >= 0 ? cfg->max_per_address
                       : max >= 4                 ? max / 4
                                                  : 1;
     int loops = (int)sysconf(_SC_NPROCESSORS_ONLN);
     loops = loops < 2 ? 2 : loops > 8 ? 8 : loops;
-    if (!(S.th = calloc((size_t)cfg->max_clients, sizeof *S.th))) {
+    if (!(s->th = calloc((size_t)cfg->max_clients, sizeof *s->th))) {
         lns_err_set(err, errlen, "out of memory");
         return NULL;
     }
-    for (; S.nth < cfg->max_clients; S.nth++)
-        if (pthread_create(&S.th[S.nth], NULL, worker_main, NULL) != 0) {
+    for (; s->nth < cfg->max_clients; s->nth++)
+        if (pthread_create(&s->th[s->nth], NULL, worker_main, s) != 0) {
             lns_err_set(err, errlen, "cannot start %d worker threads", cfg->max_clients);
-            stop_workers();
+            stop_workers(s);
             return NULL;
         }
-    if (!(S.clock = lns_reqclock_start("lors_serve", cfg->log, cfg->request_timeout_s,
+    if (!(s->clock = lns_reqclock_start("lors_serve", cfg->log, cfg->request_timeout_s,
                                        max > 2 * room ? max - room : 0, err, errlen))) {
-        stop_workers();
+        stop_workers(s);
         return NULL;
     }
     /* a long listen queue holds a burst of clients while the event loops accept */
     int fd = lns_listen(cfg->listen, cfg->port, 4096, port, err, errlen);
     if (fd < 0) {
-        lns_reqclock_stop(S.clock);
-        stop_workers();
+        lns_reqclock_stop(s->clock);
+        stop_workers(s);
         return NULL;
     }
     /* HTTPS: libmicrohttpd's TLS (GnuTLS) with the PEM texts; else the list ends at once */
@@ -748,42 +759,43 @@ serve_http_t *serve_http_start(const serve_cfg_t *cfg, lors_dir_t *files, int *p
         {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)cfg->tls_key},
         {MHD_OPTION_END, 0, NULL},
     };
-    S.mhd = MHD_start_daemon(
+    s->mhd = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
             MHD_USE_ERROR_LOG | (cfg->tls_cert ? MHD_USE_TLS : 0),
-        0, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)loops,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)max, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         (unsigned)per_address, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->idle_timeout_s,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION,
-        on_connection, NULL, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
-    if (!S.mhd) {
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, s, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+    if (!s->mhd) {
         close(fd);
-        lns_reqclock_stop(S.clock);
-        stop_workers();
+        lns_reqclock_stop(s->clock);
+        stop_workers(s);
         lns_err_set(err, errlen, "cannot start the HTTP%s server (libmicrohttpd) on port %d%s",
                  cfg->tls_cert ? "S" : "", *port,
                  cfg->tls_cert ? ": is the key the certificate's?" : "");
         return NULL;
     }
-    return &H;
+    return s;
 }
 
-void serve_http_stop(serve_http_t *h)
+void serve_http_stop(serve_http_t *s)
 {
-    if (!h)
+    if (!s)
         return;
     /* No new connection; then the queued jobs still run (a worker resumes each connection
      * it took) and new ones are refused: only then may the daemon stop, as it must not hold
      * a suspended connection. */
-    MHD_socket fd = MHD_quiesce_daemon(S.mhd);
+    MHD_socket fd = MHD_quiesce_daemon(s->mhd);
     if (fd != MHD_INVALID_SOCKET)
         close(fd);
-    stop_workers();
-    MHD_stop_daemon(S.mhd);
-    S.mhd = NULL;
-    lns_reqclock_stop(S.clock); /* after the daemon: no connection is left on it */
-    S.clock = NULL;
-    pthread_cond_destroy(&S.cv);
-    pthread_mutex_destroy(&S.mu);
+    stop_workers(s);
+    MHD_stop_daemon(s->mhd);
+    s->mhd = NULL;
+    lns_reqclock_stop(s->clock); /* after the daemon: no connection is left on it */
+    s->clock = NULL;
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
 }
