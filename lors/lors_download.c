@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "lors.h"
+#include "lors_io_int.h"
 #include "lors_report.h"
 #include "lors_e2e_int.h"
 #include "lors_ec_int.h"
@@ -1061,13 +1062,9 @@ static int download(const lors_download_opts_t *o, const xnd_t *x, const lors__e
     }
 
     /* SIGPIPE held back for this thread; a write to a closed pipe gives EPIPE instead */
-    sigset_t pipe_set, old_set;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
-    sigset_t pending;
-    sigpending(&pending);
-    int pipe_was_pending = sigismember(&pending, SIGPIPE);
+    sigset_t old_set;
+    int pipe_was_pending;
+    lors__sigpipe_hold(&old_set, &pipe_was_pending);
 
     /* in place: an output that takes writes at any offset, from its position on */
     if (o->in_place && !ec && out->fd >= 0) {
@@ -1135,13 +1132,7 @@ static int download(const lors_download_opts_t *o, const xnd_t *x, const lors__e
         }
     }
 
-    if (!pipe_was_pending) {
-        struct timespec zero = {0, 0};
-        sigpending(&pending);
-        if (sigismember(&pending, SIGPIPE))
-            sigtimedwait(&pipe_set, NULL, &zero);
-    }
-    pthread_sigmask(SIG_SETMASK, &old_set, NULL);
+    lors__sigpipe_release(&old_set, pipe_was_pending);
 
     lors__dl_fill_report(&dl, t0);
     if (rc == LORS_E_NO_REPLICA && report)

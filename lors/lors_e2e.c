@@ -34,6 +34,7 @@
 #include "lns_time.h"
 #include "lors_e2e_int.h"
 #include "lors_feed.h"
+#include "lors_io_int.h"
 #include "lors_manage_int.h"
 #include "lors_report.h"
 
@@ -41,32 +42,6 @@
 static double now_s(void)
 {
     return (double)lns_mono_ns() / 1e9;
-}
-
-/* SIGPIPE held back in the calling thread: a closed pipe is EPIPE.  *was_pending: whether a
- * SIGPIPE was already pending (then it is not ours to consume). */
-void lors__sigpipe_hold(sigset_t *old, int *was_pending)
-{
-    sigset_t set, pending;
-    sigemptyset(&set);
-    sigaddset(&set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &set, old);
-    sigpending(&pending);
-    *was_pending = sigismember(&pending, SIGPIPE);
-}
-
-void lors__sigpipe_release(const sigset_t *old, int was_pending)
-{
-    sigset_t set, pending;
-    sigemptyset(&set);
-    sigaddset(&set, SIGPIPE);
-    if (!was_pending) {
-        struct timespec zero = {0, 0};
-        sigpending(&pending);
-        if (sigismember(&pending, SIGPIPE))
-            sigtimedwait(&set, NULL, &zero);
-    }
-    pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
 /* ---- upload ------------------------------------------------------------------------------ */

@@ -30,6 +30,7 @@
 #include "lns_err.h"
 #include "lns_io.h"
 #include "lors_e2e_int.h"
+#include "lors_io_int.h"
 
 #define ENC_MAX_WORKERS 4
 

@@ -112,11 +112,6 @@ typedef struct lors__e2e_enc {
  * to e->out_fd, append each to e->d, close e->out_fd. */
 void lors__e2e_encoder_run(lors__e2e_enc_t *e);
 
-/* Hold SIGPIPE back for the calling thread (a write to a closed pipe gives EPIPE), and put
- * things back, dropping a SIGPIPE raised meanwhile unless one was pending before. */
-void lors__sigpipe_hold(sigset_t *old, int *was_pending);
-void lors__sigpipe_release(const sigset_t *old, int was_pending);
-
 /* ---- the frame table in the exNode (lors_e2e_meta.c) --------------------------------------- */
 
 /* `count` consecutive frames of `len` stored bytes, from frame frame0 at stored byte off0. */

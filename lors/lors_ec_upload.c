@@ -26,6 +26,7 @@
 
 #include "lors_checksum.h"
 #include "lors_ec_int.h"
+#include "lors_io_int.h"
 #include "lors_lease_int.h"
 #include "lors_manage_int.h"
 #include "lors_report.h"

@@ -41,6 +41,7 @@
 #include "lors_checksum.h"
 #include "lors_e2e_int.h"
 #include "lors_ec_int.h"
+#include "lors_io_int.h"
 #include "lors_manage_int.h"
 #include "lors_report.h"
 #include "lors_upload_int.h"
@@ -114,33 +115,6 @@ static frag_t *frag_new(up_t *u, int64_t off, int64_t alloc_len)
     }
     u->frags[u->nfrags++] = f;
     return f;
-}
-
-int64_t lors__read_stoppable(int fd, unsigned char *buf, int64_t want,
-                             const volatile sig_atomic_t *stop)
-{
-    if (!stop)
-        return lns_fd_read_full(fd, buf, (size_t)want, -1);
-    int64_t got = 0;
-    while (got < want) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int r = poll(&p, 1, STOP_POLL_MS);
-        if (*stop)
-            return -2;
-        if (r < 0 && errno != EINTR)
-            return -1;
-        if (r <= 0)
-            continue;
-        ssize_t n = read(fd, buf + got, (size_t)(want - got));
-        if (n < 0 && (errno == EINTR || errno == EAGAIN))
-            continue;
-        if (n < 0)
-            return -1;
-        if (n == 0)
-            break;
-        got += n;
-    }
-    return got;
 }
 
 static int64_t read_chunk(up_t *u, unsigned char *buf, int64_t want)

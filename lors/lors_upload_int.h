@@ -77,15 +77,6 @@ typedef struct up {
     int64_t live, budget;     /* bytes of chunks held, and the most the reader may hold */
 } up_t;
 
-/* How often a wait looks at the caller's stop flag (lors_upload_opts_t.stop). */
-#define STOP_POLL_MS 100
-
-/* lns_fd_read_full of want bytes (fewer only at the end), except that with a stop flag the
- * fd (a pipe) is polled so that a stop is seen: the bytes read, -1 (errno), or -2: stopped. */
-int64_t lors__read_stoppable(int fd, unsigned char *buf, int64_t want,
-                             const volatile sig_atomic_t *stop);
-/* pthread_cond_wait, at most STOP_POLL_MS when poll (the caller may be stopped). */
-void lors__cond_wait(pthread_cond_t *cv, pthread_mutex_t *mu, int poll);
 
 /* lors_upload_store.c */
 double lors__up_now_s(void);

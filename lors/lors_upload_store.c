@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "lors_checksum.h"
+#include "lors_io_int.h"
 #include "lors_upload_int.h"
 #include "lors_report.h"
 #include "lns_time.h"
@@ -35,22 +36,6 @@ int lors__up_stopped(const up_t *u)
 void lors__up_wait(up_t *u)
 {
     lors__cond_wait(&u->cv, &u->mu, u->o->stop != NULL);
-}
-
-void lors__cond_wait(pthread_cond_t *cv, pthread_mutex_t *mu, int poll)
-{
-    if (!poll) {
-        pthread_cond_wait(cv, mu);
-        return;
-    }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += (long)STOP_POLL_MS * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(cv, mu, &ts);
 }
 
 static void emit(up_t *u, lors_event_t *ev)
@@ -87,7 +72,6 @@ void lors__up_fail_locked(up_t *u, int err, const char *fmt, ...)
     va_end(ap);
     pthread_cond_broadcast(&u->cv);
 }
-
 
 /* ---- placement ------------------------------------------------------------------------- */
 
