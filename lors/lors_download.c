@@ -612,173 +612,222 @@ static int load_rest(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, const fe
     return kind;
 }
 
-static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t t0)
-{
-    fetch_at_t at;
-    lors__dl_fetch_at(dl, f->block, f->mapping, &at);
-    size_t len = at.len, kept = 0;
-    int ierr = IBP_OK, kind = 0, kept_map = -1, bad_kept = -1;
-    const char *op = "LOAD";
+/* One fetch as do_fetch runs it: where it reads, what it received and how it ended. */
+typedef struct run {
+    fetch_at_t at, asked;   /* the range; what the LOAD asked for (the netlog's key) */
+    size_t len, kept;       /* the range's length; bytes it started with (kept or copied) */
+    uint64_t got;
+    unsigned char *buf;
     lors_ck_t ck;
-    int checking = dl->o->verify && dl->ck[f->mapping].ok;
+    const char *op;
+    int ierr, kind, kept_map, bad_kept, checking, loci;
+    int gone;               /* cancelled or stopped: dropped without a report */
+    int won, lost, decode;  /* the block is this fetch's; lost to another fetch; to decode */
+} run_t;
+
+/* The fetch's buffer, with what the block's earlier or parallel fetches already received. */
+static void fetch_start(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, run_t *r)
+{
+    lors__dl_fetch_at(dl, f->block, f->mapping, &r->at);
+    r->len = r->at.len;
+    r->ierr = IBP_OK;
+    r->kept_map = r->bad_kept = -1;
+    r->op = "LOAD";
+    r->checking = dl->o->verify && dl->ck[f->mapping].ok;
 
     dl_event(dl, LORS_EV_FETCH_START, f->depot, f->block, f->mapping, 0, NULL);
 
     /* a 1.3.1 chain's stored bytes are not the file's: none of them is kept for the block's
      * next fetch or copied into another, and it starts with none */
-    int loci = at.loci != NULL;
+    r->loci = r->at.loci != NULL;
     pthread_mutex_lock(&dl->mu);
-    unsigned char *buf = loci ? NULL : take_part_locked(dl, f->block, &at, &kept, &kept_map);
+    r->buf = r->loci ? NULL : take_part_locked(dl, f->block, &r->at, &r->kept, &r->kept_map);
     pthread_mutex_unlock(&dl->mu);
-    if (!buf)
-        buf = buf_get(dl);
+    if (!r->buf)
+        r->buf = buf_get(dl);
     pthread_mutex_lock(&dl->mu);
-    if (buf && !dl->ec && !loci) {
-        copy_flight_locked(dl, sl, f->block, &at, buf, &kept, &kept_map);
+    if (r->buf && !dl->ec && !r->loci) {
+        copy_flight_locked(dl, sl, f->block, &r->at, r->buf, &r->kept, &r->kept_map);
         sl->block = f->block;
-        sl->buf = buf;
-        sl->fa = at.fa;
-        sl->got = kept;
-        sl->map = kept && kept_map != f->mapping ? -1 : f->mapping;
+        sl->buf = r->buf;
+        sl->fa = r->at.fa;
+        sl->got = r->kept;
+        sl->map = r->kept && r->kept_map != f->mapping ? -1 : f->mapping;
     }
-    if (kept && !sl->cancelled && !dl->stop)
-        lors_sched_resumed(dl->s, f->id, kept * (uint64_t)dl->B / len);
+    if (r->kept && !sl->cancelled && !dl->stop)
+        lors_sched_resumed(dl->s, f->id, r->kept * (uint64_t)dl->B / r->len);
     pthread_mutex_unlock(&dl->mu);
+    r->got = r->kept;
+}
 
-    uint64_t got = kept;
-    int gone = 0; /* cancelled or stopped: drop without reporting */
-    if (!buf) {
-        ierr = IBP_E_GENERIC;
-        kind = LORS_SCHED_FAIL_DEPOT;
-        op = "MEMORY";
-    } else if (checking && !verify_begin(dl, f->mapping, &ck)) {
-        checking = 0;
-        kind = LORS_SCHED_FAIL_BAD_DATA;
-        op = "CHECKSUM";
-    } else if (checking && kept && lors_ck_update(&ck, buf, kept) != LORS_OK) {
-        kind = LORS_SCHED_FAIL_BAD_DATA;
-        op = "CHECKSUM";
-    }
-    if (!kind)
-        kind = load_rest(dl, sl, f, &at, buf, checking ? &ck : NULL, 0, &got, &ierr, &op, &gone);
-    fetch_at_t asked = asked_from(&at, kept); /* the netlog's key: what the LOAD asked for */
-    if (!gone && !kind && got == len)
-        netlog_fetch(dl, "LORS_RECV_END", f, &asked, NULL);
-    if (loci && !gone && !kind) { /* bad data like a digest's: the report names the mapping */
-        int dr = lors__loci_decode(at.loci, buf, len, at.b0, at.b1, dl->o->verify, NULL, 0);
-        if (dr < 0) {
-            kind = LORS_SCHED_FAIL_BAD_DATA;
-            op = dr == -EILSEQ ? "CHECKSUM" : "DECODE";
-        }
-    }
-    if (checking) {
-        if (!gone && !kind && !verify_end(dl, f->mapping, at.ck_first, len, &ck)) {
-            kind = LORS_SCHED_FAIL_BAD_DATA;
-            op = "CHECKSUM";
-            if (kept) { /* the kept bytes or these: the whole range again from here */
-                lors_ck_free(&ck);
-                pthread_mutex_lock(&dl->mu);
-                sl->got = 0; /* no one copies what is loaded over again */
-                sl->map = f->mapping;
-                pthread_mutex_unlock(&dl->mu);
-                got = 0;
-                kept = 0; /* what buf holds is this mapping's alone */
-                asked = at;
-                if (!verify_begin(dl, f->mapping, &ck)) {
-                    checking = 0;
-                } else if (!(kind = load_rest(dl, sl, f, &at, buf, &ck, 1, &got, &ierr, &op,
-                                              &gone)) &&
-                           !gone) {
-                    if (verify_end(dl, f->mapping, at.ck_first, len, &ck))
-                        bad_kept = kept_map; /* these match: the kept bytes did not */
-                    else
-                        kind = LORS_SCHED_FAIL_BAD_DATA;
-                }
-            }
-        }
-        if (checking)
-            lors_ck_free(&ck);
-    }
-
+/* The checksum failed with kept bytes: the kept bytes or these are bad, so the whole range
+ * again from this mapping; if it then matches, the kept bytes' mapping was the bad one. */
+static void fetch_again_whole(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, run_t *r)
+{
+    lors_ck_free(&r->ck);
     pthread_mutex_lock(&dl->mu);
-    sl->buf = NULL; /* buf goes to the block, is kept or goes back */
+    sl->got = 0; /* no one copies what is loaded over again */
+    sl->map = f->mapping;
+    pthread_mutex_unlock(&dl->mu);
+    int kept_map = r->kept_map;
+    r->got = 0;
+    r->kept = 0; /* what buf holds is this mapping's alone */
+    r->asked = r->at;
+    if (!verify_begin(dl, f->mapping, &r->ck)) {
+        r->checking = 0;
+    } else if (!(r->kind = load_rest(dl, sl, f, &r->at, r->buf, &r->ck, 1, &r->got, &r->ierr,
+                                     &r->op, &r->gone)) &&
+               !r->gone) {
+        if (verify_end(dl, f->mapping, r->at.ck_first, r->len, &r->ck))
+            r->bad_kept = kept_map; /* these match: the kept bytes did not */
+        else
+            r->kind = LORS_SCHED_FAIL_BAD_DATA;
+    }
+}
+
+/* The rest of the range from the depot, checked (a mapping's checksum, a 1.3.1 chain's
+ * decoding) as it arrives: r->kind 0, or how it failed. */
+static void fetch_load(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, run_t *r)
+{
+    if (!r->buf) {
+        r->ierr = IBP_E_GENERIC;
+        r->kind = LORS_SCHED_FAIL_DEPOT;
+        r->op = "MEMORY";
+    } else if (r->checking && !verify_begin(dl, f->mapping, &r->ck)) {
+        r->checking = 0;
+        r->kind = LORS_SCHED_FAIL_BAD_DATA;
+        r->op = "CHECKSUM";
+    } else if (r->checking && r->kept && lors_ck_update(&r->ck, r->buf, r->kept) != LORS_OK) {
+        r->kind = LORS_SCHED_FAIL_BAD_DATA;
+        r->op = "CHECKSUM";
+    }
+    if (!r->kind)
+        r->kind = load_rest(dl, sl, f, &r->at, r->buf, r->checking ? &r->ck : NULL, 0, &r->got,
+                            &r->ierr, &r->op, &r->gone);
+    r->asked = asked_from(&r->at, r->kept);
+    if (!r->gone && !r->kind && r->got == r->len)
+        netlog_fetch(dl, "LORS_RECV_END", f, &r->asked, NULL);
+    if (r->loci && !r->gone && !r->kind) { /* bad data like a digest's: the report names it */
+        int dr = lors__loci_decode(r->at.loci, r->buf, r->len, r->at.b0, r->at.b1,
+                                   dl->o->verify, NULL, 0);
+        if (dr < 0) {
+            r->kind = LORS_SCHED_FAIL_BAD_DATA;
+            r->op = dr == -EILSEQ ? "CHECKSUM" : "DECODE";
+        }
+    }
+    if (r->checking) {
+        if (!r->gone && !r->kind && !verify_end(dl, f->mapping, r->at.ck_first, r->len, &r->ck)) {
+            r->kind = LORS_SCHED_FAIL_BAD_DATA;
+            r->op = "CHECKSUM";
+            if (r->kept)
+                fetch_again_whole(dl, sl, f, r);
+        }
+        if (r->checking)
+            lors_ck_free(&r->ck);
+    }
+}
+
+/* With dl->mu held: the block is this fetch's (the scheduler says whether it was first), or
+ * the failure is the scheduler's and the report's; the buffer goes to the block, is kept for
+ * the block's next fetch, or goes back. */
+static void fetch_settle_locked(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, run_t *r,
+                                uint64_t t0)
+{
+    sl->buf = NULL;
     sl->got = 0;
-    int won = 0, lost = sl->cancelled; /* lost: to another fetch of the block */
+    r->lost = sl->cancelled; /* to another fetch of the block */
     int withdrawn = sl->withdrawn;
     uint64_t now = now_ns();
-    if (!gone && (sl->cancelled || dl->stop))
-        gone = 1;
-    if (!gone)
-        note_fate_locked(dl, f, kind, ierr, op);
-    if (bad_kept >= 0) {
+    if (!r->gone && (sl->cancelled || dl->stop))
+        r->gone = 1;
+    if (!r->gone)
+        note_fate_locked(dl, f, r->kind, r->ierr, r->op);
+    if (r->bad_kept >= 0) {
         fate_t v = {1, IBP_OK, "CHECKSUM"};
-        note_bad_mapping_locked(dl, bad_kept);
-        dl->map_fate[bad_kept] = v;
+        note_bad_mapping_locked(dl, r->bad_kept);
+        dl->map_fate[r->bad_kept] = v;
     }
-    if (!gone && !kind) {
+    if (!r->gone && !r->kind) {
         uint64_t cancel[LORS_SCHED_MAX_R];
         int nc = lors_sched_complete(dl->s, f->id, now, cancel);
         if (nc >= 0) {
-            won = 1;
+            r->won = 1;
             cancel_ids_locked(dl, cancel, nc, 0);
             block_t *bl = &dl->blocks[f->block];
-            bl->buf = buf;
-            bl->data_off = at.data_off;
+            bl->buf = r->buf;
+            bl->data_off = r->at.data_off;
             bl->won_col = dl->ecol ? dl->ecol[f->mapping].column : -1;
             dl->won_bytes[f->depot] += (uint64_t)bl->len;
             dl->won_seconds[f->depot] += (double)(now - t0) / 1e9;
             bl->won_fetch = f->id;
             bl->won_depot = f->depot;
-            buf = NULL;
+            r->buf = NULL;
             drop_part_locked(dl, bl); /* kept by a fetch that failed meanwhile */
         } else {
-            lost = 1; /* complete, but the block was already someone else's */
+            r->lost = 1; /* complete, but the block was already someone else's */
         }
-    } else if (!gone) {
-        if (kind == LORS_SCHED_FAIL_BAD_DATA)
+    } else if (!r->gone) {
+        if (r->kind == LORS_SCHED_FAIL_BAD_DATA)
             note_bad_mapping_locked(dl, f->mapping);
-        lors__dl_ec_fetch_failed_locked(dl, f, kind);
-        lors_sched_fail(dl->s, f->id, now, (lors_sched_fail_kind_t)kind);
+        lors__dl_ec_fetch_failed_locked(dl, f, r->kind);
+        lors_sched_fail(dl->s, f->id, now, (lors_sched_fail_kind_t)r->kind);
     }
     /* what a failed or withdrawn fetch received serves the block's next one */
-    if (!won && !loci && (gone ? withdrawn : kind && kind != LORS_SCHED_FAIL_BAD_DATA) &&
-        keep_part_locked(dl, f, &at, buf, got, sl->map))
-        buf = NULL;
-    lors__dl_ec_unclaim_locked(dl, sl, won);
-    int decode = won && dl->ec ? lors__dl_ec_take_decode_locked(dl, f->block) : 0;
-    buf_put_locked(dl, buf);
+    if (!r->won && !r->loci &&
+        (r->gone ? withdrawn : r->kind && r->kind != LORS_SCHED_FAIL_BAD_DATA) &&
+        keep_part_locked(dl, f, &r->at, r->buf, r->got, sl->map))
+        r->buf = NULL;
+    lors__dl_ec_unclaim_locked(dl, sl, r->won);
+    r->decode = r->won && dl->ec ? lors__dl_ec_take_decode_locked(dl, f->block) : 0;
+    buf_put_locked(dl, r->buf);
+    r->buf = NULL;
     sl->id = 0;
     sl->cancelled = sl->aborted = sl->withdrawn = 0;
     /* COMMIT is stamped before the writer can see the block, so it precedes its RELEASE */
-    if (dl->netlog && won)
-        netlog_fetch(dl, "LORS_COMMIT", f, &asked, checking ? "verified=1" : "verified=0");
+    if (dl->netlog && r->won)
+        netlog_fetch(dl, "LORS_COMMIT", f, &r->asked,
+                     r->checking ? "verified=1" : "verified=0");
     uint32_t nb;
-    if (won && lors_sched_releasable(dl->s, &nb))
+    if (r->won && lors_sched_releasable(dl->s, &nb))
         pthread_cond_signal(&dl->wcv);
-    pthread_mutex_unlock(&dl->mu);
+}
 
-    if (dl->netlog && !won) {
+/* The netlog's and the caller's events of how it ended. */
+static void fetch_said(dl_t *dl, const lors_sched_fetch_t *f, const run_t *r)
+{
+    if (dl->netlog && !r->won) {
         char why[64];
-        if (kind) {
-            snprintf(why, sizeof why, "op=%s ibp_err=%d", op, ierr);
-            netlog_fetch(dl, "LORS_FAIL", f, &asked, why);
-        } else if (lost) {
-            snprintf(why, sizeof why, "got=%llu", (unsigned long long)(got - kept));
-            netlog_fetch(dl, "LORS_CANCEL", f, &asked, why);
+        if (r->kind) {
+            snprintf(why, sizeof why, "op=%s ibp_err=%d", r->op, r->ierr);
+            netlog_fetch(dl, "LORS_FAIL", f, &r->asked, why);
+        } else if (r->lost) {
+            snprintf(why, sizeof why, "got=%llu", (unsigned long long)(r->got - r->kept));
+            netlog_fetch(dl, "LORS_CANCEL", f, &r->asked, why);
         }
     }
-    if (won)
+    if (r->won)
         dl_event(dl, LORS_EV_FETCH_END, f->depot, f->block, f->mapping, 0, NULL);
-    else if (kind) {
-        dl_event(dl, LORS_EV_FETCH_FAIL, f->depot, f->block, f->mapping, ierr, op);
-        if (kind == LORS_SCHED_FAIL_BAD_DATA)
-            dl_event(dl, LORS_EV_BAD_MAPPING, f->depot, f->block, f->mapping, 0, op);
+    else if (r->kind) {
+        dl_event(dl, LORS_EV_FETCH_FAIL, f->depot, f->block, f->mapping, r->ierr, r->op);
+        if (r->kind == LORS_SCHED_FAIL_BAD_DATA)
+            dl_event(dl, LORS_EV_BAD_MAPPING, f->depot, f->block, f->mapping, 0, r->op);
     }
-    if (bad_kept >= 0 && dl->map_depot[bad_kept] >= 0)
-        dl_event(dl, LORS_EV_BAD_MAPPING, dl->map_depot[bad_kept], f->block, bad_kept, 0,
+    if (r->bad_kept >= 0 && dl->map_depot[r->bad_kept] >= 0)
+        dl_event(dl, LORS_EV_BAD_MAPPING, dl->map_depot[r->bad_kept], f->block, r->bad_kept, 0,
                  "CHECKSUM");
-    if (decode > 0)
-        predecode(dl, f->block, decode);
+}
+
+static void do_fetch(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, uint64_t t0)
+{
+    run_t r = {0};
+    fetch_start(dl, sl, f, &r);
+    fetch_load(dl, sl, f, &r);
+    pthread_mutex_lock(&dl->mu);
+    fetch_settle_locked(dl, sl, f, &r, t0);
+    pthread_mutex_unlock(&dl->mu);
+    fetch_said(dl, f, &r);
+    if (r.decode > 0)
+        predecode(dl, f->block, r.decode);
 }
 
 static void timed_wait_locked(dl_t *dl, pthread_cond_t *cv, uint64_t until)
@@ -1013,15 +1062,117 @@ static int check_opts(const lors_download_opts_t *o, const xnd_t *x, lors_dl_rep
     return bad ? LORS_E_INVAL : LORS_OK;
 }
 
+/* In place: an output that takes writes at any offset is written at each block's offset,
+ * from its position on. */
+static void set_in_place(dl_t *dl, const lors__out_t *out, int64_t off)
+{
+    struct stat st;
+    if (!dl->o->in_place || dl->ec || out->fd < 0)
+        return;
+    int fl = fcntl(out->fd, F_GETFL);
+    off_t pos = lseek(out->fd, 0, SEEK_CUR);
+    if (fstat(out->fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) && fl >= 0 &&
+        !(fl & O_APPEND) && pos >= 0) {
+        dl->in_place = 1;
+        dl->base = pos;
+        dl->range_off = off;
+    }
+}
+
+/* The IBP client (the caller's, or one whose pool keeps a connection per stream) and the
+ * streams' slots. */
+static int streams_open(dl_t *dl)
+{
+    const lors_download_opts_t *o = dl->o;
+    ibp_client_opts_t co;
+    ibp_client_opts_init(&co);
+    co.io_timeout_ms = o->timeout_ms;
+    co.connect_timeout_ms = o->timeout_ms < 5000 ? o->timeout_ms : 5000;
+    co.server_timeout_s = o->timeout_ms / 1000 + 1;
+    dl->nthreads = lors__dl_streams(o, dl->ndepots);
+    co.max_idle_per_depot = dl->nthreads; /* every stream keeps its connection */
+    dl->ibp = o->client ? o->client : ibp_client_new(&co);
+    dl->slots = calloc((size_t)dl->nthreads, sizeof *dl->slots);
+    for (int i = 0; dl->slots && i < dl->nthreads; i++)
+        dl->slots[i].claim = -1;
+    if (!dl->ibp || !dl->slots) {
+        if (dl->rep)
+            lors__report_error(dl->rep, "out of memory");
+        return LORS_E_NOMEM;
+    }
+    return LORS_OK;
+}
+
+/* The streams' threads fetch while this one writes; once the writer is done (or failed),
+ * every stream is stopped and joined.  The engine's result. */
+static int streams_run(dl_t *dl, const lors__out_t *out)
+{
+    pthread_t tids[MAX_THREADS];
+    int nt = 0;
+    for (int i = 0; i < dl->nthreads; i++) {
+        dl->slots[i].dl = dl;
+        if (pthread_create(&tids[nt], NULL, worker, &dl->slots[i]) != 0)
+            break;
+        nt++;
+    }
+    if (nt == 0) {
+        if (dl->rep)
+            lors__report_error(dl->rep, "cannot start a worker thread");
+        return LORS_E_THREAD;
+    }
+    writer(dl, out);
+    dl->stop = 1; /* workers still waiting or loading (e.g. after a write error) leave */
+    for (int i = 0; i < nt; i++)
+        stop_slot_locked(&dl->slots[i]);
+    pthread_cond_broadcast(&dl->cv);
+    pthread_mutex_unlock(&dl->mu);
+    for (int i = 0; i < nt; i++)
+        pthread_join(tids[i], NULL);
+    return dl->rc;
+}
+
+/* Everything the run held; its buffers' chunks are kept for the next run where they are
+ * huge pages. */
+static void dl_free(dl_t *dl)
+{
+    size_t per, stride, csize = chunk_size(dl, &per, &stride);
+    pthread_mutex_lock(&spare_mu);
+    for (size_t i = 0; i < dl->nchunks; i++) {
+        if (csize == HUGE_PAGE && nspare < SPARE_CHUNKS)
+            spare[nspare++] = dl->chunks[i];
+        else
+            free(dl->chunks[i]);
+    }
+    pthread_mutex_unlock(&spare_mu);
+    free(dl->chunks);
+    free(dl->freebufs);
+    lors_sched_free(dl->s);
+    if (dl->ibp != dl->o->client)
+        ibp_client_free(dl->ibp);
+    free(dl->slots);
+    free(dl->blocks);
+    free(dl->map_depot);
+    free(dl->map_fate);
+    free(dl->dep_fate);
+    free(dl->ck);
+    free(dl->fn);
+    free(dl->depots);
+    free(dl->won_bytes);
+    free(dl->won_seconds);
+    lors__dl_ec_free(dl);
+    pthread_cond_destroy(&dl->cv);
+    pthread_cond_destroy(&dl->wcv);
+    pthread_mutex_destroy(&dl->mu);
+    pthread_mutex_destroy(&dl->evmu);
+    lns_evlog_close(dl->netlog);
+}
+
 static int download(const lors_download_opts_t *o, const xnd_t *x, const lors__ec_t *ec,
                     const lors__out_t *out, lors_dl_report_t *report)
 {
     dl_t dl;
     int64_t off = 0, len = 0;
     uint64_t t0 = now_ns();
-    pthread_t tids[MAX_THREADS];
-    int nt = 0;
-
     if (report)
         memset(report, 0, sizeof *report);
     if (!o || !x || !out || (!out->put && out->fd < 0)) {
@@ -1066,18 +1217,7 @@ static int download(const lors_download_opts_t *o, const xnd_t *x, const lors__e
     int pipe_was_pending;
     lors__sigpipe_hold(&old_set, &pipe_was_pending);
 
-    /* in place: an output that takes writes at any offset, from its position on */
-    if (o->in_place && !ec && out->fd >= 0) {
-        struct stat st;
-        int fl = fcntl(out->fd, F_GETFL);
-        off_t pos = lseek(out->fd, 0, SEEK_CUR);
-        if (fstat(out->fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) &&
-            fl >= 0 && !(fl & O_APPEND) && pos >= 0) {
-            dl.in_place = 1;
-            dl.base = pos;
-            dl.range_off = off;
-        }
-    }
+    set_in_place(&dl, out, off);
     rc = lors__dl_plan(&dl, off, len);
     /* in place: the blocks an earlier run wrote are not fetched again */
     for (uint32_t b = 0; rc == LORS_OK && dl.in_place && o->nhave && b < dl.nblocks; b++)
@@ -1090,47 +1230,10 @@ static int download(const lors_download_opts_t *o, const xnd_t *x, const lors__e
     if (rc != LORS_OK && report && !report->error[0])
         lors__report_error(report, "planning %u blocks: %s", dl.nblocks,
                            lors_strerror(rc));
-    if (rc == LORS_OK && len > 0) {
-        ibp_client_opts_t co;
-        ibp_client_opts_init(&co);
-        co.io_timeout_ms = o->timeout_ms;
-        co.connect_timeout_ms = o->timeout_ms < 5000 ? o->timeout_ms : 5000;
-        co.server_timeout_s = o->timeout_ms / 1000 + 1;
-        dl.nthreads = lors__dl_streams(o, dl.ndepots);
-        co.max_idle_per_depot = dl.nthreads; /* every stream keeps its connection */
-        dl.ibp = o->client ? o->client : ibp_client_new(&co);
-        dl.slots = calloc((size_t)dl.nthreads, sizeof *dl.slots);
-        for (int i = 0; dl.slots && i < dl.nthreads; i++)
-            dl.slots[i].claim = -1;
-        if (!dl.ibp || !dl.slots) {
-            rc = LORS_E_NOMEM;
-            if (report)
-                lors__report_error(report, "out of memory");
-        }
-    }
-    if (rc == LORS_OK && len > 0) {
-        for (int i = 0; i < dl.nthreads; i++) {
-            dl.slots[i].dl = &dl;
-            if (pthread_create(&tids[nt], NULL, worker, &dl.slots[i]) != 0)
-                break;
-            nt++;
-        }
-        if (nt == 0) {
-            rc = LORS_E_THREAD;
-            if (report)
-                lors__report_error(report, "cannot start a worker thread");
-        } else {
-            writer(&dl, out);
-            dl.stop = 1; /* workers still waiting or loading (e.g. after a write error) leave */
-            for (int i = 0; i < nt; i++)
-                stop_slot_locked(&dl.slots[i]);
-            pthread_cond_broadcast(&dl.cv);
-            pthread_mutex_unlock(&dl.mu);
-            for (int i = 0; i < nt; i++)
-                pthread_join(tids[i], NULL);
-            rc = dl.rc;
-        }
-    }
+    if (rc == LORS_OK && len > 0)
+        rc = streams_open(&dl);
+    if (rc == LORS_OK && len > 0)
+        rc = streams_run(&dl, out);
 
     lors__sigpipe_release(&old_set, pipe_was_pending);
 
@@ -1150,36 +1253,7 @@ static int download(const lors_download_opts_t *o, const xnd_t *x, const lors__e
             lors__report_error(report, "positioning the output after its bytes: %s",
                                strerror(errno));
     }
-    size_t per, stride, csize = chunk_size(&dl, &per, &stride);
-    pthread_mutex_lock(&spare_mu);
-    for (size_t i = 0; i < dl.nchunks; i++) {
-        if (csize == HUGE_PAGE && nspare < SPARE_CHUNKS)
-            spare[nspare++] = dl.chunks[i];
-        else
-            free(dl.chunks[i]);
-    }
-    pthread_mutex_unlock(&spare_mu);
-    free(dl.chunks);
-    free(dl.freebufs);
-    lors_sched_free(dl.s);
-    if (dl.ibp != o->client)
-        ibp_client_free(dl.ibp);
-    free(dl.slots);
-    free(dl.blocks);
-    free(dl.map_depot);
-    free(dl.map_fate);
-    free(dl.dep_fate);
-    free(dl.ck);
-    free(dl.fn);
-    free(dl.depots);
-    free(dl.won_bytes);
-    free(dl.won_seconds);
-    lors__dl_ec_free(&dl);
-    pthread_cond_destroy(&dl.cv);
-    pthread_cond_destroy(&dl.wcv);
-    pthread_mutex_destroy(&dl.mu);
-    pthread_mutex_destroy(&dl.evmu);
-    lns_evlog_close(dl.netlog);
+    dl_free(&dl);
     return rc;
 }
 
