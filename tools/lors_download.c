@@ -311,6 +311,150 @@ static void print_report(const lors_dl_report_t *r)
                 r->bad_mappings[i]);
 }
 
+/* The engine's options from the command line's. */
+static void opts_of(const settings_t *f, lors_download_opts_t *o)
+{
+    lors_download_opts_init(o);
+    o->threads = f->c.threads;
+    o->depot_cap = f->depot_cap;
+    o->blocksize = f->blocksize;
+    o->redundancy = f->redundancy;
+    o->progress = f->pcount;
+    o->timeout_ms = (int)(1000 * f->c.timeout);
+    o->verify = !f->no_verify;
+    int64_t cache = f->cache > 0 ? f->cache * o->blocksize : INT64_MAX;
+    o->buffer_bytes = f->memory < cache ? f->memory : cache;
+    if (f->prebuffer) { /* a plain number counts blocks; with a suffix, bytes */
+        uint64_t v = 0;
+        lns_parse_size(f->prebuffer, &v); /* checked by set_prebuffer */
+        o->prebuffer_bytes = strspn(f->prebuffer, "0123456789") == strlen(f->prebuffer)
+                                 ? (int64_t)v * o->blocksize : (int64_t)v;
+    }
+}
+
+/* -O and -L within the file's size bytes: the range, or the usage error's exit code. */
+static int range_of(const settings_t *f, int64_t size, int64_t *off, int64_t *len)
+{
+    *off = f->offset >= 0 ? f->offset : 0;
+    if (*off > size)
+        return tool_usage(TOOL, "-O %" PRId64 ": the file has only %" PRId64 " bytes", *off,
+                          size);
+    if (f->length >= 0 && f->length > size - *off)
+        return tool_usage(TOOL, "-L %" PRId64 ": the file has only %" PRId64 " bytes from %"
+                          PRId64, f->length, size - *off, *off);
+    *len = f->length >= 0 ? f->length : size - *off;
+    return TOOL_EXIT_OK;
+}
+
+/* stdout for "-", else the file (truncated unless resuming); -1 said in one line. */
+static int open_output(const char *out, int resume)
+{
+    if (strcmp(out, "-") == 0)
+        return STDOUT_FILENO;
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (resume ? 0 : O_TRUNC);
+    int fd = open(out, resume ? (flags & ~O_WRONLY) | O_RDWR : flags, 0666);
+    if (fd < 0)
+        tool_error(TOOL, "%s: %s", out, strerror(errno));
+    return fd;
+}
+
+/* A file written in place: its control file (OUT.lnsdl), loaded when resuming (a stale one
+ * removed otherwise).  How many spans it records (<= 0: none to trust). */
+static int control_open(dl_ctl_t *ctl, const settings_t *f, const char *out, int fd,
+                        const xnd_t *x, int64_t off, int64_t len)
+{
+    char err[512];
+    int have = 0;
+    dl_ctl_init(ctl, out, fd, x, off, len);
+    if (!f->resume) {
+        dl_ctl_remove(ctl); /* a stale one, of the file just truncated */
+    } else if ((have = dl_ctl_load(ctl, err, sizeof err)) < 0) {
+        if (!f->c.quiet)
+            tool_error(TOOL, "%s; checking %s against the checksums instead", err, out);
+        dl_ctl_remove(ctl);
+    } else if (have > 0 && dl_ctl_bytes(ctl) > 0 && !f->c.quiet) {
+        tool_error(TOOL, "%s: %" PRId64 " of the %" PRId64 " bytes are there already "
+                       "(%s); fetching the rest", out, dl_ctl_bytes(ctl), len, ctl->path);
+    }
+    return have;
+}
+
+/* -R without a control file: the output's prefix that matches the checksums is kept (skip),
+ * the output positioned after it.  *finished: it holds the whole range already (cut to it). */
+static int resume_at(const settings_t *f, const xnd_t *x, int e2e, const char *out, int fd,
+                     int64_t off, int64_t len, dl_ctl_t *ctl, int64_t *skip, int *finished)
+{
+    int code = resume_point(f, x, e2e, fd, off, len, skip);
+    if (code)
+        return code;
+    if (ctl && *skip > 0)
+        dl_ctl_placed(ctl, off, *skip); /* the prefix just checked is there too */
+    if (*skip >= len) {
+        int64_t cut;
+        *finished = 1;
+        code = cut_past_range(out, fd, len, &cut);
+        if (!code && !f->c.quiet && cut > 0)
+            tool_error(TOOL, "%s: already holds the %" PRId64 " bytes asked for; cut the %"
+                           PRId64 " bytes after them", out, len, cut);
+        else if (!code && !f->c.quiet)
+            tool_error(TOOL, "%s: already holds the %" PRId64 " bytes asked for; nothing "
+                           "to do", out, len);
+        return code;
+    }
+    if (lseek(fd, *skip, SEEK_SET) < 0) {
+        tool_error(TOOL, "%s: %s", out, strerror(errno));
+        return TOOL_EXIT_IO;
+    }
+    return TOOL_EXIT_OK;
+}
+
+/* The events stream's BEGIN line. */
+static void say_begin(tool_events_t *es, const char *path, const char *out, int64_t size,
+                      const lors_download_opts_t *o, int64_t skip, const char *chain)
+{
+    char xp[3 * PATH_MAX], op[3 * PATH_MAX];
+    tool_events_encode(path, xp, sizeof xp);
+    tool_events_encode(out, op, sizeof op);
+    tool_events_printf(es, "BEGIN", "op=download exnode=%s size=%" PRId64 " off=%" PRId64
+                       " len=%" PRId64 " resumed=%" PRId64 " out=%s e2e=%s", xp, size,
+                       o->offset, o->length, skip, op, chain);
+}
+
+/* A failed download in one line: why, and what the output holds (kept: the bytes from the
+ * range's start, off; written in place, ctl: also the blocks after them, recorded for -R). */
+static void say_failed(const char *path, const char *out, int to_stdout, dl_ctl_t *ctl,
+                       int64_t off, int64_t kept, const char *why)
+{
+    int64_t more = ctl ? dl_ctl_bytes(ctl) - kept : 0;
+    if (ctl && dl_ctl_save(ctl) < 0 && !ctl->err)
+        ctl->err = errno;
+    char after[sizeof ctl->path + 256] = "";
+    if (more > 0)
+        snprintf(after, sizeof after, " and %" PRId64 " bytes after them, which %s records",
+                 more, ctl->path);
+    if (to_stdout)
+        tool_error(TOOL, "%s: %s", path, why);
+    else if (kept == 0 && more <= 0)
+        tool_error(TOOL, "%s: %s; %s holds none of it", path, why, out);
+    else if (kept == 0)
+        tool_error(TOOL, "%s: %s; %s holds %" PRId64 " bytes of it, which %s records "
+                       "(resume with -R)", path, why, out, more, ctl->path);
+    else
+        tool_error(TOOL, "%s: %s; %s holds bytes %" PRId64 "-%" PRId64 "%s (resume with "
+                       "-R)", path, why, out, off, off + kept - 1, after);
+}
+
+/* The depots' measured rates to the L-Bone servers, after a download that worked. */
+static void send_meter(const settings_t *f, tool_lbone_meter_t *meter)
+{
+    char **servers;
+    size_t n;
+    if (tool_lbone_servers(&f->lb, &f->c.rc, &servers, &n) == 0) {
+        tool_lbone_meter_send(TOOL, meter, servers, n, f->c.verbose && !f->c.quiet);
+        tool_lbone_servers_free(servers, n);
+    }
+}
+
 int main(int argc, char **argv)
 {
     settings_t f;
@@ -323,7 +467,7 @@ int main(int argc, char **argv)
     unsigned char key[LORS_KEY_BYTES];
     char err[512];
     int code, lrc = LORS_OK, fd = -1, in_place = 0;
-    int64_t size, off, len, skip = 0;
+    int64_t size, off = 0, len = 0, skip = 0;
     const char *path, *out;
     dl_ctl_t ctl = {0};
 
@@ -337,92 +481,31 @@ int main(int argc, char **argv)
         goto done;
     }
 
-    lors_download_opts_init(&o);
-    o.threads = f.c.threads;
-    o.depot_cap = f.depot_cap;
-    o.blocksize = f.blocksize;
-    o.redundancy = f.redundancy;
-    o.progress = f.pcount;
-    o.timeout_ms = (int)(1000 * f.c.timeout);
-    o.verify = !f.no_verify;
-    int64_t cache = f.cache > 0 ? f.cache * o.blocksize : INT64_MAX;
-    o.buffer_bytes = f.memory < cache ? f.memory : cache;
-    if (f.prebuffer) { /* a plain number counts blocks; with a suffix, bytes */
-        uint64_t v = 0;
-        lns_parse_size(f.prebuffer, &v); /* checked by set_prebuffer */
-        o.prebuffer_bytes = strspn(f.prebuffer, "0123456789") == strlen(f.prebuffer)
-                                ? (int64_t)v * o.blocksize : (int64_t)v;
-    }
+    opts_of(&f, &o);
 
     /* the range, in the file's (plain) bytes */
     size = e2e.present ? e2e.plain_size : xnd_extent(x);
-    off = f.offset >= 0 ? f.offset : 0;
-    if (off > size) {
-        code = tool_usage(TOOL, "-O %" PRId64 ": the file has only %" PRId64 " bytes", off,
-                              size);
+    if ((code = range_of(&f, size, &off, &len)))
         goto done;
-    }
-    if (f.length >= 0 && f.length > size - off) {
-        code = tool_usage(TOOL, "-L %" PRId64 ": the file has only %" PRId64 " bytes from %"
-                              PRId64, f.length, size - off, off);
-        goto done;
-    }
-    len = f.length >= 0 ? f.length : size - off;
 
     code = tool_key(TOOL, e2e.present ? e2e.chain : NULL, f.keyfile, key, &o.key);
     if (code != TOOL_EXIT_OK)
         goto done;
 
-    if (strcmp(out, "-") == 0) {
-        fd = STDOUT_FILENO;
-    } else {
-        int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (f.resume ? 0 : O_TRUNC);
-        fd = open(out, f.resume ? (flags & ~O_WRONLY) | O_RDWR : flags, 0666);
-        if (fd < 0) {
-            tool_error(TOOL, "%s: %s", out, strerror(errno));
-            code = TOOL_EXIT_IO;
-            goto done;
-        }
+    if ((fd = open_output(out, f.resume)) < 0) {
+        code = TOOL_EXIT_IO;
+        goto done;
     }
     /* a file with checksums is written in place: a slow block holds nothing up; its control
      * file (OUT.lnsdl) says which bytes are there for -R */
     in_place = fd != STDOUT_FILENO && !e2e.present && !f.no_verify && all_checksummed(x);
-    int have = 0;
-    if (in_place) {
-        dl_ctl_init(&ctl, out, fd, x, off, len);
-        if (!f.resume) {
-            dl_ctl_remove(&ctl); /* a stale one, of the file just truncated */
-        } else if ((have = dl_ctl_load(&ctl, err, sizeof err)) < 0) {
-            if (!f.c.quiet)
-                tool_error(TOOL, "%s; checking %s against the checksums instead", err, out);
-            dl_ctl_remove(&ctl);
-        } else if (have > 0 && dl_ctl_bytes(&ctl) > 0 && !f.c.quiet) {
-            tool_error(TOOL, "%s: %" PRId64 " of the %" PRId64 " bytes are there already "
-                           "(%s); fetching the rest", out, dl_ctl_bytes(&ctl), len, ctl.path);
-        }
-    }
+    int have = in_place ? control_open(&ctl, &f, out, fd, x, off, len) : 0;
     if (f.resume && have <= 0) {
-        code = resume_point(&f, x, e2e.present, fd, off, len, &skip);
-        if (code)
+        int finished = 0;
+        code = resume_at(&f, x, e2e.present, out, fd, off, len, in_place ? &ctl : NULL, &skip,
+                         &finished);
+        if (code || finished)
             goto done;
-        if (in_place && skip > 0)
-            dl_ctl_placed(&ctl, off, skip); /* the prefix just checked is there too */
-        if (skip >= len) {
-            int64_t cut;
-            code = cut_past_range(out, fd, len, &cut);
-            if (!code && !f.c.quiet && cut > 0)
-                tool_error(TOOL, "%s: already holds the %" PRId64 " bytes asked for; cut the %"
-                               PRId64 " bytes after them", out, len, cut);
-            else if (!code && !f.c.quiet)
-                tool_error(TOOL, "%s: already holds the %" PRId64 " bytes asked for; nothing "
-                               "to do", out, len);
-            goto done;
-        }
-        if (lseek(fd, skip, SEEK_SET) < 0) {
-            tool_error(TOOL, "%s: %s", out, strerror(errno));
-            code = TOOL_EXIT_IO;
-            goto done;
-        }
     }
     o.offset = off + skip;
     o.length = len - skip;
@@ -453,15 +536,8 @@ int main(int argc, char **argv)
     }
     o.netlog_path = f.netlog;
     tool_feed_attach(&feed, &o.on_event, &o.event_arg);
-    if (feed.es) {
-        char xp[3 * PATH_MAX], op[3 * PATH_MAX];
-        tool_events_encode(path, xp, sizeof xp);
-        tool_events_encode(out, op, sizeof op);
-        tool_events_printf(feed.es, "BEGIN", "op=download exnode=%s size=%" PRId64 " off=%"
-                             PRId64 " len=%" PRId64 " resumed=%" PRId64 " out=%s e2e=%s", xp,
-                             size, o.offset, o.length, skip, op,
-                             e2e.present ? e2e.chain : "-");
-    }
+    if (feed.es)
+        say_begin(feed.es, path, out, size, &o, skip, e2e.present ? e2e.chain : "-");
 
     lrc = lors_download_fd(&o, x, fd, &rep);
     tool_stop_release();
@@ -484,26 +560,8 @@ int main(int argc, char **argv)
                         at >= 0 ? (int64_t)at : e2e.present ? -1 : rep.bytes_written);
     } else if (lrc != LORS_OK) {
         code = tool_exit_code(lrc);
-        int64_t kept = skip + rep.bytes_prefix;
-        /* written in place: the blocks past the prefix stay, recorded for -R */
-        int64_t more = in_place ? dl_ctl_bytes(&ctl) - kept : 0;
-        if (in_place && dl_ctl_save(&ctl) < 0 && !ctl.err)
-            ctl.err = errno;
-        const char *why = rep.error[0] ? rep.error : lors_strerror(lrc);
-        char after[PATH_MAX + 96] = "";
-        if (more > 0)
-            snprintf(after, sizeof after, " and %" PRId64 " bytes after them, which %s records",
-                     more, ctl.path);
-        if (fd == STDOUT_FILENO)
-            tool_error(TOOL, "%s: %s", path, why);
-        else if (kept == 0 && more <= 0)
-            tool_error(TOOL, "%s: %s; %s holds none of it", path, why, out);
-        else if (kept == 0)
-            tool_error(TOOL, "%s: %s; %s holds %" PRId64 " bytes of it, which %s records "
-                           "(resume with -R)", path, why, out, more, ctl.path);
-        else
-            tool_error(TOOL, "%s: %s; %s holds bytes %" PRId64 "-%" PRId64 "%s (resume with "
-                           "-R)", path, why, out, off, off + kept - 1, after);
+        say_failed(path, out, fd == STDOUT_FILENO, in_place ? &ctl : NULL, off,
+                   skip + rep.bytes_prefix, rep.error[0] ? rep.error : lors_strerror(lrc));
     } else if (in_place) {
         dl_ctl_remove(&ctl); /* complete: nothing to resume */
     }
@@ -520,14 +578,8 @@ int main(int argc, char **argv)
     }
     if (f.c.verbose && !f.c.quiet)
         print_report(&rep);
-    if (lrc == LORS_OK && meter) {
-        char **servers;
-        size_t n;
-        if (tool_lbone_servers(&f.lb, &f.c.rc, &servers, &n) == 0) {
-            tool_lbone_meter_send(TOOL, meter, servers, n, f.c.verbose && !f.c.quiet);
-            tool_lbone_servers_free(servers, n);
-        }
-    }
+    if (lrc == LORS_OK && meter)
+        send_meter(&f, meter);
 
 done:
     dl_ctl_free(&ctl);
