@@ -554,10 +554,11 @@ static void test_upload_nearest(void)
                        "-o \"$D/nrt.xnd\" \"$D/near.bin\""), 0);
     CU_ASSERT_EQUAL(maps_on(lns_test_path("nrt.xnd"), dep[NRT].port, &all), all);
 
-    /* From the rc file: a dead L-Bone first, then ours; LOCATION and MAXDEPOTS. */
+    /* From the rc file: a dead L-Bone first (LoRS's "host port"), then ours by its pinned
+     * URL (the '#' inside it is no comment); LOCATION and MAXDEPOTS. */
     char rc[PATH_MAX + 512];
-    snprintf(rc, sizeof rc, "printf 'LBONE_SERVER 127.0.0.1 %d\\nLBONE_SERVER 127.0.0.1 %d\\n"
-             "LOCATION zip= 37996\\nMAXDEPOTS 1\\n' > \"$D/lb.rc\"", dead_port(), lb.port);
+    snprintf(rc, sizeof rc, "printf 'LBONE_SERVER 127.0.0.1 %d\\nLBONE_SERVER %s # ours\\n"
+             "LOCATION zip= 37996\\nMAXDEPOTS 1\\n' > \"$D/lb.rc\"", dead_port(), lb.url);
     CU_ASSERT_EQUAL_FATAL(sh("%s", rc), 0);
     CU_ASSERT_EQUAL(sh("LNS_RC=\"$D/lb.rc\" \"$B/lors_upload\" -d 10m -o \"$D/tys.xnd\" "
                        "\"$D/near.bin\""), 0);
@@ -690,8 +691,12 @@ static void test_lbone_query_tool(void)
     CU_ASSERT_EQUAL(port, dep[TYS].port);
     json_decref(doc);
 
-    CU_ASSERT_EQUAL(sh("\"$B/lbone_query\" -H 127.0.0.1 -P %d -h 1T", lb.port), 0);
+    /* -P adds the port to a bare host name, which means plain http: a --plain-http L-Bone */
+    test_lbone_t lp;
+    CU_ASSERT_EQUAL_FATAL(tlb_start(&lp, "--plain-http --probe-interval 0"), 0);
+    CU_ASSERT_EQUAL(sh("\"$B/lbone_query\" -H 127.0.0.1 -P %d -h 1T", lp.port), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "0 depots"));
+    lns_test_server_finish(&lp.srv);
     CU_ASSERT_EQUAL(sh("\"$B/lbone_query\" -H 127.0.0.1:%d", dead_port()), 3);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "no L-Bone answered"));
     CU_ASSERT_EQUAL(sh("\"$B/lbone_query\" -H \"$U\" -l 'airport= QQQ'"), 1);
