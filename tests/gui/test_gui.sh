@@ -216,8 +216,9 @@ fi
 # --- 7. depots from a real L-Bone: two depots register with their positions
 if [ -x "$bin/lbone_server" ] && [ -x "$bin/ibp_depot" ] && command -v curl >/dev/null 2>&1; then
     echo "lns-gui-test-token" >"$tmp/token"
+    # --plain-http: lns_gui polls the L-Bone with Tcl's http package, which has no TLS
     "$bin/lbone_server" --listen 127.0.0.1 --port 0 --port-file "$tmp/lbone.port" \
-        --db "$tmp/lbone.db" --token-file "$tmp/token" --probe-interval 0 \
+        --db "$tmp/lbone.db" --token-file "$tmp/token" --probe-interval 0 --plain-http \
         --heartbeat 1s --down-after 2s \
         --log-file "$tmp/lbone.log" &
     pids="$pids $!"
