@@ -4,7 +4,9 @@
  * Each call makes its own curl handle: the L-Bone is asked a few times per tool run or once
  * per heartbeat interval, so a connection pool would only add shared state between threads.
  * Answers are capped (LBONE_MAX_ANSWER) and redirects are not followed, so a wrong URL
- * cannot make a client read without end or wander off to another host.
+ * cannot make a client read without end or wander off to another host.  A request with a
+ * credential goes over https://, or over http:// only to this host by name and never through
+ * a proxy (lbone_secret_ok, decided before any connection).
  */
 #include "lbone_client_int.h"
 #include "lns_err.h"
