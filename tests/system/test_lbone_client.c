@@ -791,6 +791,25 @@ static void test_no_cleartext_secret(void)
     }
     /* queries carry no secret: they go over http:// to it */
     CU_ASSERT_EQUAL(sh("\"$B/lbone_query\" -H '%s'", url), 0);
+    /* over http:// to this host a token goes, but never through a proxy (which would read
+     * it): with http_proxy pointing nowhere the registration still reaches the L-Bone,
+     * while a query, which has nothing to hide, takes the proxy and finds no answer */
+    char proxy[64];
+    snprintf(proxy, sizeof proxy, "http://127.0.0.1:%d", dead_port());
+    setenv("http_proxy", proxy, 1);
+    lbone_request_t req;
+    lbone_result_t r;
+    const char *servers[] = {lp.url};
+    lbone_request_init(&req);
+    CU_ASSERT_EQUAL(lbone_query_depots(servers, 1, &req, &r, e, sizeof e), LBONE_E_CONNECT);
+    lbone_result_free(&r);
+    a.hard_total = a.hard_free = a.soft_total = a.soft_free = MIB;
+    a.max_duration = 3600;
+    int rc = lbone_register(lp.url, lp.token, &a, &s, e, sizeof e);
+    if (rc != LBONE_OK)
+        fprintf(stderr, "\n  register with http_proxy set: %s\n", e);
+    CU_ASSERT_EQUAL(rc, LBONE_OK);
+    unsetenv("http_proxy");
     lns_test_server_finish(&lp.srv);
 }
 
