@@ -317,6 +317,12 @@ int lbone__http(const char *base, const char *path, lbone_http_t *h, char *err, 
     } else if (cc == CURLE_WRITE_ERROR) {
         rc = lbone__fail(err, errlen, LBONE_E_PROTOCOL, "%s: answer longer than %u MiB", base,
                          LBONE_MAX_ANSWER >> 20);
+    } else if ((cc == CURLE_GOT_NOTHING || cc == CURLE_WEIRD_SERVER_REPLY ||
+                cc == CURLE_RECV_ERROR) && strncasecmp(url, "http://", 7) == 0) {
+        /* what plain HTTP to a TLS server looks like: say what the name should be */
+        rc = lbone__fail(err, errlen, LBONE_E_CONNECT, "%s: %s (an L-Bone speaks HTTPS unless "
+                         "run --plain-http: name it https://HOST:PORT#sha256:..., the pin it "
+                         "logs)", base, cerr[0] ? cerr : curl_easy_strerror(cc));
     } else {
         rc = lbone__fail(err, errlen, LBONE_E_CONNECT, "%s: %s", base,
                          cerr[0] ? cerr : curl_easy_strerror(cc));

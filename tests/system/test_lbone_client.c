@@ -662,6 +662,7 @@ static void test_https_pinned(void)
     CU_ASSERT(sh("\"$B/lbone_query\" -H 'https://127.0.0.1:%d'", l2.port) != 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "self-signed"));
     CU_ASSERT(sh("\"$B/lbone_query\" -H 'http://127.0.0.1:%d'", l2.port) != 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "an L-Bone speaks HTTPS unless run --plain-http"));
     CU_ASSERT(sh("\"$B/lbone_query\" -H 'http://127.0.0.1:%d#%.71s'", l2.port, pin + 11) == 2 ||
               strstr(err, "a pin is https://"));
     lns_test_server_stop(&d.srv);
