@@ -35,15 +35,25 @@ void lns_daemon_die(const lns_daemon_t *d, int code, const char *fmt, ...)
     exit(code);
 }
 
-void lns_daemon_write_file(const lns_daemon_t *d, int code, const char *path, long value,
+void lns_daemon_write_text(const lns_daemon_t *d, int code, const char *path, const char *text,
                            const char *what)
 {
-    char tmp[PATH_MAX + 8], buf[32];
-    int n = snprintf(buf, sizeof buf, "%ld\n", value);
+    char tmp[PATH_MAX + 8], buf[256];
+    int n = snprintf(buf, sizeof buf, "%s\n", text);
+    if (n < 0 || (size_t)n >= sizeof buf)
+        lns_daemon_die(d, code, "%s: %s: text too long", what, path);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0 || write(fd, buf, (size_t)n) != n || close(fd) < 0 || rename(tmp, path) < 0)
         lns_daemon_die(d, code, "%s: cannot write %s: %s", what, path, strerror(errno));
+}
+
+void lns_daemon_write_file(const lns_daemon_t *d, int code, const char *path, long value,
+                           const char *what)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%ld", value);
+    lns_daemon_write_text(d, code, path, buf, what);
 }
 
 void lns_daemon_ready(lns_daemon_t *d)

@@ -24,6 +24,9 @@ void lns_daemon_die(const lns_daemon_t *d, int code, const char *fmt, ...)
  * PATH: why". */
 void lns_daemon_write_file(const lns_daemon_t *d, int code, const char *path, long value,
                            const char *what);
+/* The same with "TEXT\n" (a pin). */
+void lns_daemon_write_text(const lns_daemon_t *d, int code, const char *path, const char *text,
+                           const char *what);
 
 /* Startup is over: tell the waiting parent, if any ("0 ready"), and close the pipe. */
 void lns_daemon_ready(lns_daemon_t *d);

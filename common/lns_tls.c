@@ -183,11 +183,13 @@ static EVP_PKEY *key_read(const char *path, char *err, size_t errlen)
     return k;
 }
 
-static EVP_PKEY *key_make(const char *path, char *err, size_t errlen)
+static EVP_PKEY *key_make(const char *path, int type, char *err, size_t errlen)
 {
-    EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+    EVP_PKEY *k = type == LNS_TLS_MAKE_P256 ? EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256")
+                                            : EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
     if (!k) {
-        lns_err_set(err, errlen, "cannot make an Ed25519 key");
+        lns_err_set(err, errlen, "cannot make an %s key",
+                    type == LNS_TLS_MAKE_P256 ? "ECDSA P-256" : "Ed25519");
         ERR_clear_error();
         return NULL;
     }
@@ -230,7 +232,9 @@ static X509 *self_signed(EVP_PKEY *key, const char *pin)
     snprintf(cn, sizeof cn, "lns %.23s", pin); /* "lns sha256:" and 16 hex of the pin */
     X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0);
     X509_set_issuer_name(x, name);
-    if (X509_set_pubkey(x, key) != 1 || X509_sign(x, key, NULL) <= 0)
+    /* Ed25519 signs without a separate digest; ECDSA and RSA with SHA-256 */
+    const EVP_MD *md = EVP_PKEY_id(key) == EVP_PKEY_ED25519 ? NULL : EVP_sha256();
+    if (X509_set_pubkey(x, key) != 1 || X509_sign(x, key, md) <= 0)
         goto fail;
     return x;
 fail:
@@ -251,7 +255,7 @@ lns_tls_id_t *lns_tls_id_load(const char *key_path, const char *cert_path, int c
     if (access(key_path, F_OK) == 0 || !create)
         id->key = key_read(key_path, err, errlen);
     else
-        id->key = key_make(key_path, err, errlen);
+        id->key = key_make(key_path, create, err, errlen);
     if (!id->key)
         goto fail;
     if (make_pin(id->key, id->pin) < 0) {

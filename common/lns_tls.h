@@ -26,10 +26,15 @@ typedef struct lns_tls_id lns_tls_id_t;   /* a key and its certificate */
 typedef struct lns_tls_ctx lns_tls_ctx_t; /* what a server or a client seals sockets with */
 typedef struct lns_tls lns_tls_t;         /* one sealed socket */
 
-/* Load the key at key_path, or make it there when it does not exist (create != 0): an
- * Ed25519 key, written with mode 0600.  A key file readable or writable by group or others
- * is refused.  cert_path NULL or "": a self-signed certificate for the key; else the PEM
- * chain at cert_path, which must be for this key.  NULL with a reason in err. */
+/* What lns_tls_id_load makes when the key file does not exist: nothing (an error), an
+ * Ed25519 key (depots: lns's own clients), or an ECDSA P-256 key (lbone_server, whose status
+ * page browsers open: they do not take Ed25519 certificates). */
+enum { LNS_TLS_MAKE_NONE = 0, LNS_TLS_MAKE_ED25519 = 1, LNS_TLS_MAKE_P256 = 2 };
+
+/* Load the key at key_path (of any type), or make it there when it does not exist (create,
+ * one of LNS_TLS_MAKE_*), written with mode 0600.  A key file readable or writable by group
+ * or others is refused.  cert_path NULL or "": a self-signed certificate for the key; else
+ * the PEM chain at cert_path, which must be for this key.  NULL with a reason in err. */
 lns_tls_id_t *lns_tls_id_load(const char *key_path, const char *cert_path, int create,
                               char *err, size_t errlen);
 void lns_tls_id_free(lns_tls_id_t *id);

@@ -192,6 +192,12 @@ int depot_lbone_check(char *err, size_t errlen)
         lns_err_set(err, errlen, "lbone: %s", why);
         return -1;
     }
+    /* the token would cross in cleartext: refused here, in one line at start, rather than
+     * by every registration in the log */
+    if (lbone_secret_ok(set.url, why, sizeof why) != LBONE_OK) {
+        lns_err_set(err, errlen, "lbone: %s", why);
+        return -1;
+    }
     if (!set.token_file[0]) {
         lns_err_set(err, errlen, "lbone-token-file: needed to register with %s", set.url);
         return -1;

@@ -2,8 +2,10 @@
  *
  * Clients ask an L-Bone for depots (lbone_query_depots) and tell it what throughput they saw
  * (lbone_report_bandwidth); depots announce themselves (lbone_register, lbone_heartbeat,
- * lbone_unregister).  A server is named "http://host:port", "host:port" or "host" (port
- * LBONE_DEFAULT_PORT).  The calls that take a list of servers try them in order and use the
+ * lbone_unregister).  A server is named "https://host:port#sha256:<pin>" (the L-Bone's key
+ * pinned), "https://host:port" (a certificate the system trusts), "http://host:port",
+ * "host:port" or "host" (http, port LBONE_DEFAULT_PORT); a token or secret never goes over
+ * http:// to another host (lbone_secret_ok).  The calls that take a list of servers try them in order and use the
  * first that answers, as LoRS did with its LBONE_SERVER lines: a server that cannot be
  * reached, times out, fails (5xx) or does not speak the API is skipped; one that refuses the
  * request (4xx) ends the search, since any other would refuse it too.
@@ -43,6 +45,13 @@ void lbone_set_timeouts(int connect_ms, int total_ms);
 /* The base URL a server name stands for ("host" -> "http://host:6767").  0, or -1 with a
  * reason in err. */
 int lbone_server_url(const char *server, char *url, size_t size, char *err, size_t errlen);
+
+/* 0 if a secret (the registry token, a depot's secret) may be sent to server: over https://,
+ * or over http:// to this host (127.0.0.0/8, ::1, localhost: tests, local use).  Else
+ * LBONE_E_ARG with one line in err that says to name it https://HOST:PORT#sha256:... (the pin
+ * lbone_server logs).  Decided from the name alone, before any connection: lbone_register,
+ * lbone_heartbeat and lbone_unregister check it so, and depots at start. */
+int lbone_secret_ok(const char *server, char *err, size_t errlen);
 
 /* ---- queries ---------------------------------------------------------------------- */
 

@@ -4,13 +4,17 @@
  * Each call makes its own curl handle: the L-Bone is asked a few times per tool run or once
  * per heartbeat interval, so a connection pool would only add shared state between threads.
  * Answers are capped (LBONE_MAX_ANSWER) and redirects are not followed, so a wrong URL
- * cannot make a client read without end or wander off to another host.
+ * cannot make a client read without end or wander off to another host.  A request with a
+ * credential goes over https://, or over http:// only to this host by name and never through
+ * a proxy (lbone_secret_ok, decided before any connection).
  */
 #include "lbone_client_int.h"
 #include "lns_err.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -148,6 +152,44 @@ int lbone_server_url(const char *server, char *url, size_t size, char *err, size
     return lbone__base_url(server, url, size, err, errlen);
 }
 
+/* 1 if the host of an http:// base URL is this host by its name alone: a loopback address,
+ * or "localhost", which libcurl resolves to loopback itself, never through DNS. */
+static int loopback_host(const char *base)
+{
+    const char *h = base + 7, *end;
+    char host[256];
+    if (*h == '[') {
+        h++;
+        end = strchr(h, ']');
+    } else {
+        end = h + strcspn(h, ":/#?");
+    }
+    if (!end || end == h || (size_t)(end - h) >= sizeof host)
+        return 0;
+    memcpy(host, h, (size_t)(end - h));
+    host[end - h] = 0;
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (inet_pton(AF_INET, host, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, host, &a6) == 1)
+        return IN6_IS_ADDR_LOOPBACK(&a6) ||
+               (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+    return strcasecmp(host, "localhost") == 0;
+}
+
+int lbone_secret_ok(const char *server, char *err, size_t errlen)
+{
+    char base[LBONE_MAX_BASE];
+    if (lbone__base_url(server, base, sizeof base, err, errlen) < 0)
+        return LBONE_E_ARG;
+    if (strncasecmp(base, "https://", 8) == 0 || loopback_host(base))
+        return LBONE_OK;
+    return lbone__fail(err, errlen, LBONE_E_ARG, "%s: no token or secret in cleartext to another "
+                       "host: name the L-Bone https://HOST:PORT#sha256:... (the pin lbone_server "
+                       "logs)", base);
+}
+
 static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
 {
     lbone_buf_t *b = arg;
@@ -221,6 +263,8 @@ int lbone__http(const char *base, const char *path, lbone_http_t *h, char *err, 
         if (snprintf(auth, sizeof auth, "Authorization: Bearer %s", h->bearer) >= (int)sizeof auth)
             return lbone__fail(err, errlen, LBONE_E_ARG, "%s: token too long", base);
     }
+    if (h->bearer && lbone_secret_ok(base, err, errlen) != LBONE_OK)
+        return LBONE_E_ARG; /* before any connection */
     CURL *c = curl_easy_init();
     if (!c)
         return lbone__fail(err, errlen, LBONE_E_NOMEM, "%s: libcurl: out of memory", base);
@@ -240,6 +284,8 @@ int lbone__http(const char *base, const char *path, lbone_http_t *h, char *err, 
         curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
     }
+    if (h->bearer && strncasecmp(url, "http://", 7) == 0)
+        curl_easy_setopt(c, CURLOPT_PROXY, ""); /* a proxy (http_proxy) would see the token */
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
 #if LIBCURL_VERSION_NUM >= 0x075500
@@ -271,6 +317,12 @@ int lbone__http(const char *base, const char *path, lbone_http_t *h, char *err, 
     } else if (cc == CURLE_WRITE_ERROR) {
         rc = lbone__fail(err, errlen, LBONE_E_PROTOCOL, "%s: answer longer than %u MiB", base,
                          LBONE_MAX_ANSWER >> 20);
+    } else if ((cc == CURLE_GOT_NOTHING || cc == CURLE_WEIRD_SERVER_REPLY ||
+                cc == CURLE_RECV_ERROR) && strncasecmp(url, "http://", 7) == 0) {
+        /* what plain HTTP to a TLS server looks like: say what the name should be */
+        rc = lbone__fail(err, errlen, LBONE_E_CONNECT, "%s: %s (an L-Bone speaks HTTPS unless "
+                         "run --plain-http: name it https://HOST:PORT#sha256:..., the pin it "
+                         "logs)", base, cerr[0] ? cerr : curl_easy_strerror(cc));
     } else {
         rc = lbone__fail(err, errlen, LBONE_E_CONNECT, "%s: %s", base,
                          cerr[0] ? cerr : curl_easy_strerror(cc));

@@ -129,7 +129,8 @@ static int set_order(void *sp, const tool_opt_t *o, const char *name, const char
 
 static const tool_opt_t opts[] = {
     {TOOL_OPT_FN, "lbone", 'H', NULL, 0, 0, 0, NULL, "URL",
-     "L-Bone server: http://host:port, host:port or host (port 6767);\nrepeat to give "
+     "L-Bone server: https://host:port#sha256:... (as lbone_server\nlogs it), "
+     "http://host:port, host:port or host (port 6767);\nrepeat to give "
      "fallbacks, tried in order (default localhost)", set_server},
     {TOOL_OPT_FN, "port", 'P', NULL, 0, 1, 65535, NULL, "PORT",
      "port for the -H servers given without one", set_port},

@@ -38,7 +38,8 @@ int tool_lbone_opt(void *s, const tool_opt_t *o, const char *name, const char *v
      "else 6)", tool_lbone_opt}
 #define TOOL_OPT_LBONE(off) \
     {TOOL_OPT_FN, "lbone|lbone-host", 'H', NULL, off, 0, 0, NULL, "URL", \
-     "http://host:port, host:port or host (also --lbone-host);\nelse the LBONE_SERVER lines " \
+     "https://host:port#sha256:... (as lbone_server logs it),\nhttp://host:port, host:port " \
+     "or host (also --lbone-host);\nelse the LBONE_SERVER lines " \
      "of the rc file, in order", tool_lbone_opt}, \
     {TOOL_OPT_FN, "lbone-port", 'P', NULL, off, 1, 65535, NULL, "P", \
      "its port when -H names none (default 6767)", tool_lbone_opt}, \

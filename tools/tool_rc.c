@@ -4,7 +4,8 @@
  * the tools decide what applies.  The parse is strict: an unknown keyword or a bad value is
  * an error naming FILE:LINE, because a typo silently ignored ("COPIS 3") is a file stored
  * with fewer copies than the user believes.  The keywords are those of LoRS's .xndrc, and
- * LoRS's "host port" form of DEPOT and LBONE_SERVER is read as "host:port".
+ * LoRS's "host port" form of DEPOT and LBONE_SERVER is read as "host:port"; LBONE_SERVER also
+ * takes an L-Bone's URL (https://HOST:PORT#sha256:..., its key pinned).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lbone.h"
 #include "lns_err.h"
 #include "lns_units.h"
 #include "tool.h"
@@ -154,9 +156,27 @@ static int set_str(char **dst, const char *v)
     return LORS_OK;
 }
 
+static int add_lbone(rcparse_t *p, const char *v)
+{
+    char **n = realloc(p->rc->lbone_servers, (p->rc->nlbone + 1) * sizeof *n);
+    if (!n)
+        return LORS_E_NOMEM;
+    p->rc->lbone_servers = n;
+    if (!(n[p->rc->nlbone] = strdup(v)))
+        return LORS_E_NOMEM;
+    p->rc->nlbone++;
+    return LORS_OK;
+}
+
 static int kw_lbone(rcparse_t *p, const char *kw, char *v)
 {
     lors_depot_t d;
+    char url[512], why[256];
+    if (strstr(v, "://")) { /* a URL: "https://HOST:PORT#sha256:...", as lbone_server logs */
+        if (lbone_server_url(v, url, sizeof url, why, sizeof why) < 0)
+            return fail(p, "%s %s: %s", kw, v, why);
+        return add_lbone(p, v);
+    }
     host_port_form(v);
     /* same syntax as a depot (host[:port]), without a resource */
     if (strchr(v, '/') || lors_depot_parse(v, &d) != LORS_OK)
@@ -166,14 +186,7 @@ static int kw_lbone(rcparse_t *p, const char *kw, char *v)
         snprintf(full, sizeof full, "%s:6767", v); /* the L-Bone's port */
         return kw_lbone(p, kw, full);
     }
-    char **n = realloc(p->rc->lbone_servers, (p->rc->nlbone + 1) * sizeof *n);
-    if (!n)
-        return LORS_E_NOMEM;
-    p->rc->lbone_servers = n;
-    if (!(n[p->rc->nlbone] = strdup(v)))
-        return LORS_E_NOMEM;
-    p->rc->nlbone++;
-    return LORS_OK;
+    return add_lbone(p, v);
 }
 
 static int kw_depot(rcparse_t *p, const char *kw, char *v)
@@ -322,8 +335,8 @@ static int keyword(rcparse_t *p, const char *kw, char *v)
 }
 
 /* One line: "KEYWORD value", "KEYWORD=value" or "KEYWORD = value"; a '#' that starts the line
- * or follows a blank starts a comment to the end (one inside a word is a depot's pin:
- * "DEPOT host:6714#sha256:..."). */
+ * or follows a blank starts a comment to the end (one inside a word is a pin: a depot's,
+ * "DEPOT host:6714#sha256:...", or an L-Bone's, "https://HOST:PORT#sha256:..."). */
 static int parse_line(rcparse_t *p, char *s)
 {
     for (char *q = s; *q; q++)

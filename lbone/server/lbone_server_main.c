@@ -1,10 +1,11 @@
 /* lbone_server_main.c -- lbone_server: start up, serve, shut down.
  *
  * Order matters: settings, token, gazetteer and database are checked before anything
- * listens, so errors reach the terminal with their exit code; the registry and the
- * measurement history are loaded before the first request; the port file is written last,
- * when requests are really answered, because scripts and tests use it as the readiness
- * signal.  SIGTERM and SIGINT are blocked in every thread and taken with sigwait here.
+ * listens, so errors reach the terminal with their exit code (the TLS key, HTTPS unless
+ * --plain-http, before the probe threads); the registry and the
+ * measurement history are loaded before the first request; the pin file and then the port
+ * file are written last, when requests are really answered, because scripts and tests use
+ * the port file as the readiness signal.  SIGTERM and SIGINT are blocked in every thread and taken with sigwait here.
  */
 #include "lbone_srv.h"
 
@@ -75,17 +76,23 @@ int main(int argc, char **argv)
     if (lbone_db_each_measurement(srv.db, replay, &srv) < 0)
         lns_daemon_die(&dmn, LBONE_EXIT_STORAGE, "db: reading measurements: %s",
                        lbone_db_error(srv.db));
-    if (lbone_probe_start(&srv, err, sizeof err) < 0)
-        lns_daemon_die(&dmn, LBONE_EXIT_RUNTIME, "%s", err);
+    /* the key before the probe threads, which would still run when a bad key stops us;
+     * HTTPS unless --plain-http (the key is made on a first start, ECDSA P-256, which
+     * browsers take for the status page, where they refuse Ed25519) */
     lns_tls_id_t *id = NULL;
-    if (cfg.tls_key[0] &&
-        (!(id = lns_tls_id_load(cfg.tls_key, cfg.tls_cert, 1, err, sizeof err)) ||
+    if (!cfg.plain_http &&
+        (!(id = lns_tls_id_load(cfg.tls_key, cfg.tls_cert, LNS_TLS_MAKE_P256, err, sizeof err)) ||
          lns_tls_id_pem(id, &srv.tls_cert, &srv.tls_key) < 0))
         lns_daemon_die(&dmn, LBONE_EXIT_CONFIG, "%s", id ? "TLS key: out of memory" : err);
+    if (lbone_probe_start(&srv, err, sizeof err) < 0)
+        lns_daemon_die(&dmn, LBONE_EXIT_RUNTIME, "%s", err);
     if (lbone_http_start(&srv, err, sizeof err) < 0)
         lns_daemon_die(&dmn, LBONE_EXIT_NETWORK, "listen: %s", err);
     if (cfg.pid_file[0])
         lns_daemon_write_file(&dmn, LBONE_EXIT_RUNTIME, cfg.pid_file, (long)getpid(), "pid-file");
+    if (cfg.pin_file[0])
+        lns_daemon_write_text(&dmn, LBONE_EXIT_RUNTIME, cfg.pin_file, lns_tls_id_pin(id),
+                              "pin-file");
     if (cfg.port_file[0])
         lns_daemon_write_file(&dmn, LBONE_EXIT_RUNTIME, cfg.port_file, srv.port, "port-file");
     lns_log(LNS_LOG_INFO, "lns %s listening on %s port %d, %zu depots, %zu histories, probes %s",
@@ -96,7 +103,7 @@ int main(int argc, char **argv)
                 "https://HOST:%d#%s", lns_tls_id_pin(id), cfg.tls_key, srv.port,
                 lns_tls_id_pin(id));
     else
-        lns_log(LNS_LOG_WARN, "plain HTTP (no --tls-key): registration tokens and depot "
+        lns_log(LNS_LOG_WARN, "plain HTTP (--plain-http): registration tokens and depot "
                               "secrets cross the network readable by anyone on the path");
 
     while (sigwait(&sigs, &sig) != 0 || (sig != SIGTERM && sig != SIGINT))

@@ -64,8 +64,10 @@ typedef struct lbone_srv_config {
     char log_file[PATH_MAX];
     int log_level;
     char pid_file[PATH_MAX];
-    char tls_key[PATH_MAX];    /* "": plain HTTP */
+    char tls_key[PATH_MAX];    /* HTTPS with this key (default DB.key); "" with plain_http */
     char tls_cert[PATH_MAX];   /* "": self-signed for the key */
+    int plain_http;            /* --plain-http: no TLS (tokens cross in cleartext) */
+    char pin_file[PATH_MAX];   /* write the key's pin here before the port file */
     int check_config;
 } lbone_srv_config_t;
 
@@ -272,7 +274,7 @@ typedef struct lbone_srv {
     struct MHD_Daemon *mhd;
     lns_reqclock_t *deadline; /* the request clock of the HTTP front */
     int port;
-    char *tls_cert, *tls_key; /* PEM texts for HTTPS (--tls-key), NULL: plain HTTP */
+    char *tls_cert, *tls_key; /* PEM texts for HTTPS, NULL: plain HTTP (--plain-http) */
 } lbone_srv_t;
 
 int lbone_srv_down_after_s(const lbone_srv_config_t *cfg);

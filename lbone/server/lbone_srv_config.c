@@ -71,6 +71,8 @@ static const char usage_text[] =
     "  -l, --listen ADDR          address to listen on (default: all)\n"
     "  -p, --port N               TCP port (default 6767; 0 = any free port)\n"
     "      --port-file FILE       write the bound port to FILE once serving\n"
+    "      --pin-file FILE        write the HTTPS pin (sha256:...) to FILE, before the\n"
+    "                             port file\n"
     "      --db FILE              SQLite registry (default /var/lib/lns/lbone.db)\n"
     "      --token-file FILE      registry token depots must present (first line; required)\n"
     "      --geo-data FILE        gazetteer records instead of the built-in ones\n"
@@ -96,10 +98,12 @@ static const char usage_text[] =
     "      --log-file FILE        diagnostic log (default stderr)\n"
     "      --log-level LEVEL      error, warn, info or debug (default info)\n"
     "      --pid-file FILE        write the process id to FILE\n"
-    "      --tls-key FILE         serve HTTPS with this key, made (Ed25519, mode 0600) if\n"
-    "                             missing; its pin is logged: clients give it as\n"
-    "                             https://HOST:PORT#sha256:... (default: plain HTTP)\n"
+    "      --tls-key FILE         the HTTPS key, made (Ed25519, mode 0600) if missing, refused\n"
+    "                             if others may read it; its pin is logged: clients give\n"
+    "                             it as https://HOST:PORT#sha256:... (default DB.key)\n"
     "      --tls-cert FILE        a CA's certificate for the key (default self-signed)\n"
+    "      --plain-http           serve plain HTTP, no TLS: registry tokens and depot\n"
+    "                             secrets cross readable (loopback tests, benchmarks)\n"
     "      --check-config         validate the settings, print a summary, exit\n"
     "  -h, --help                 show this help\n"
     "  -V, --version              show the version\n";
@@ -134,6 +138,8 @@ static const lns_conf_setting_t settings[] = {
     {"pid-file", 0, LNS_CONF_STR, F(pid_file)},
     {"tls-key", 0, LNS_CONF_STR, F(tls_key)},
     {"tls-cert", 0, LNS_CONF_STR, F(tls_cert)},
+    {"plain-http", 0, LNS_CONF_BOOL, F(plain_http)},
+    {"pin-file", 0, LNS_CONF_STR, F(pin_file)},
     LNS_CONF_TABLE_END(lbone_srv_config_t)};
 
 static const lns_conf_daemon_t daemon_def = {usage_text, "lbone_server (lns) " LNS_VERSION "\n",
@@ -157,6 +163,15 @@ int lbone_config_args(lbone_srv_config_t *cfg, int argc, char **argv, char *err,
     if (!cfg->token_file[0])
         return lns_err_set(err, errlen,
                            "token-file: not set (registration needs a registry token)");
+    if (cfg->plain_http && (cfg->tls_key[0] || cfg->tls_cert[0] || cfg->pin_file[0]))
+        return lns_err_set(err, errlen, "plain-http and %s: choose one (plain HTTP has no key "
+                           "and no pin)",
+                           cfg->tls_key[0] ? "tls-key" : cfg->tls_cert[0] ? "tls-cert" : "pin-file");
+    /* HTTPS by default, with a key of its own next to the registry it serves (as a depot
+     * keeps its key in its first resource) */
+    if (!cfg->plain_http && !cfg->tls_key[0] &&
+        snprintf(cfg->tls_key, sizeof cfg->tls_key, "%s.key", cfg->db) >= (int)sizeof cfg->tls_key)
+        return lns_err_set(err, errlen, "tls-key: %s.key is too long", cfg->db);
     if (lbone_srv_down_after_s(cfg) > cfg->drop_after_s)
         return lns_err_set(err, errlen,
                            "drop-after (%ds) must not be shorter than down-after (%ds)",
@@ -170,11 +185,12 @@ void lbone_config_summary(const lbone_srv_config_t *cfg, char *buf, size_t size)
              "listen %s:%d, db %s, heartbeat %ds, down after %ds, dropped after %ds, "
              "probes %s (every %ds, %d threads, timeout %ds), %d HTTP threads, "
              "max %d connections (%d per address), request timeout %ds, idle timeout %ds, "
-             "max body %llu, %d reports/min per address",
+             "max body %llu, %d reports/min per address, %s%s",
              cfg->listen[0] ? cfg->listen : "*", cfg->port, cfg->db, cfg->heartbeat_s,
              lbone_srv_down_after_s(cfg), cfg->drop_after_s,
              cfg->probe_interval_s ? "on" : "OFF", cfg->probe_interval_s, cfg->probe_threads,
              cfg->probe_timeout_s, cfg->threads, cfg->max_connections, cfg->max_per_address,
              cfg->request_timeout_s, cfg->idle_timeout_s, (unsigned long long)cfg->max_body,
-             cfg->report_rate);
+             cfg->report_rate, cfg->plain_http ? "PLAIN HTTP" : "HTTPS with key ",
+             cfg->plain_http ? "" : cfg->tls_key);
 }

@@ -53,8 +53,9 @@ echo "bench_lbone: $DEPOTS depots, $RUNS runs, heartbeat phases ${SECONDS_EACH}s
      "$HB_THREADS connections, ${HB_RATE}/s asked for while querying; $(nproc) cores"
 for run in $(seq 1 "$RUNS"); do
     rm -f "$WORK"/lbone.db* "$WORK/port"
+    # --plain-http: bench_lbone writes its HTTP requests to raw sockets
     "$SERVER" --listen 127.0.0.1 --port 0 --port-file "$WORK/port" --db "$WORK/lbone.db" \
-        --token-file "$WORK/token" --probe-interval 0 --heartbeat 1h --log-level warn \
+        --token-file "$WORK/token" --probe-interval 0 --heartbeat 1h --log-level warn --plain-http \
         2>"$WORK/server.log" &
     SPID=$!
     for _ in $(seq 1 500); do [ -s "$WORK/port" ] && break; sleep 0.01; done

@@ -214,16 +214,18 @@ else
 fi
 
 # --- 7. depots from a real L-Bone: two depots register with their positions
-if [ -x "$bin/lbone_server" ] && [ -x "$bin/ibp_depot" ] && command -v curl >/dev/null 2>&1; then
+if [ -x "$bin/lbone_server" ] && [ -x "$bin/ibp_depot" ] && [ -x "$bin/lbone_query" ]; then
     echo "lns-gui-test-token" >"$tmp/token"
+    # HTTPS, the default: lns_gui asks it through lbone_query (--bindir), pinned
     "$bin/lbone_server" --listen 127.0.0.1 --port 0 --port-file "$tmp/lbone.port" \
         --db "$tmp/lbone.db" --token-file "$tmp/token" --probe-interval 0 \
+        --pin-file "$tmp/lbone.pin" \
         --heartbeat 1s --down-after 2s \
         --log-file "$tmp/lbone.log" &
     pids="$pids $!"
     i=0
     while [ ! -s "$tmp/lbone.port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-    url=http://127.0.0.1:$(cat "$tmp/lbone.port")
+    url="https://127.0.0.1:$(cat "$tmp/lbone.port")#$(cat "$tmp/lbone.pin")"
     for n in 1 2; do
         mkdir -p "$tmp/lb$n"
         set -- 48.86 2.35
@@ -235,10 +237,11 @@ if [ -x "$bin/lbone_server" ] && [ -x "$bin/ibp_depot" ] && command -v curl >/de
         lbpid=$!
     done
     i=0
-    while [ "$(curl -s "$url/v1/depots?count=10" | grep -o '"host"' | wc -l)" -lt 2 ] && [ $i -lt 100 ]; do
+    while [ "$("$bin/lbone_query" -H "$url" --json | grep -o '"host"' | wc -l)" -lt 2 ] &&
+          [ $i -lt 100 ]; do
         sleep 0.1; i=$((i + 1))
     done
-    run_gui "$tmp/lb" --lbone "$url"
+    run_gui "$tmp/lb" --lbone "$url" --bindir "$bin"
     check "L-Bone: depots" 2 "$(val $tmp/lb depots)"
     check "L-Bone: markers" 2 "$(val $tmp/lb depot_markers)"
     case "$(val $tmp/lb panel)" in
@@ -248,7 +251,7 @@ if [ -x "$bin/lbone_server" ] && [ -x "$bin/ibp_depot" ] && command -v curl >/de
     case "$(val $tmp/lb status)" in L-Bone:_2_depots_up*) ok "L-Bone: status";; *) bad "L-Bone: status $(val $tmp/lb status)";; esac
     check "L-Bone: down" 0 "$(val $tmp/lb down)"
     # a depot that stops its heartbeats is no longer listed: the next refresh shows it down
-    timeout 60 "$gui" --selftest "$tmp/lbr" --selftest-after 8000 --lbone "$url" --refresh 1 \
+    timeout 60 "$gui" --selftest "$tmp/lbr" --selftest-after 8000 --lbone "$url" --bindir "$bin" --refresh 1 \
         >"$tmp/lbr.log" 2>&1 &
     guipid=$!
     sleep 1
@@ -270,7 +273,7 @@ if [ -x "$bin/lbone_server" ] && [ -x "$bin/ibp_depot" ] && command -v curl >/de
         check "L-Bone place: on the depot near it" "\"depot\":\"127.0.0.1:$p1/0\"" "$(cat "$tmp/lbu.d")"
     fi
 else
-    bad "L-Bone part: lbone_server, ibp_depot or curl missing"
+    bad "L-Bone part: lbone_server, ibp_depot or lbone_query missing"
 fi
 
 # --- 8. the panels: a --script fills a panel's fields, clicks depots and presses Run

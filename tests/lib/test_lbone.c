@@ -1,4 +1,9 @@
-/* test_lbone.c -- start, kill and restart real lbone_server processes, and talk HTTP to them. */
+/* test_lbone.c -- start, kill and restart real lbone_server processes, and talk HTTP to them.
+ *
+ * The servers speak HTTPS, their default: each port started here is remembered with its pin,
+ * and a request to it goes through lns_tls with that pin (a wrong key is refused before a
+ * byte of the request goes); a port not in the table, or one started --plain-http, gets the
+ * bytes as they are. */
 #include "test_lbone.h"
 
 #include <arpa/inet.h>
@@ -12,17 +17,74 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lns_net.h"
 #include "lns_test.h"
+#include "lns_time.h"
+#include "lns_tls.h"
 
 static int lbone_seq;
 
+/* The HTTPS servers started here: port and pin. */
+#define MAX_PINNED 64
+static struct {
+    int port;
+    char pin[LNS_PIN_LEN];
+} pinned[MAX_PINNED];
+static int npinned;
+static lns_tls_ctx_t *client_ctx;
+
+void tlb_pin_remember(int port, const char *pin)
+{
+    int i = 0;
+    while (i < npinned && pinned[i].port != port)
+        i++;
+    if (i == MAX_PINNED)
+        i = (int)(port % MAX_PINNED); /* a long run: forget one */
+    else if (i == npinned)
+        npinned++;
+    pinned[i].port = port;
+    snprintf(pinned[i].pin, sizeof pinned[i].pin, "%s", pin);
+}
+
+const char *tlb_pin_of(int port)
+{
+    for (int i = 0; i < npinned; i++)
+        if (pinned[i].port == port)
+            return pinned[i].pin;
+    return NULL;
+}
+
 static int spawn(test_lbone_t *l, int port, int tries)
 {
-    const char *args[] = {"--db", l->db, "--token-file", l->token_file,
-                          "--log-level", "info", NULL};
+    char pin_file[PATH_MAX + 8];
+    snprintf(pin_file, sizeof pin_file, "%s/pin", l->dir);
+    const char *args[] = {"--db", l->db, "--token-file", l->token_file, "--log-level", "info",
+                          "--pin-file", pin_file, NULL};
+    if (l->plain)
+        args[6] = NULL; /* no pin to write */
+    unlink(pin_file);
     if (lns_test_server_spawn(&l->srv, "lbone_server", port, args, tries) != 0)
         return -1;
-    snprintf(l->url, sizeof l->url, "http://127.0.0.1:%d", l->port);
+    if (l->plain) {
+        snprintf(l->url, sizeof l->url, "http://127.0.0.1:%d", l->port);
+        l->pin[0] = 0;
+        return 0;
+    }
+    FILE *f = fopen(pin_file, "r");
+    char line[128] = "";
+    if (f) {
+        if (!fgets(line, sizeof line, f))
+            line[0] = 0;
+        fclose(f);
+    }
+    line[strcspn(line, "\n")] = 0;
+    if (!lns_tls_pin_valid(line)) {
+        fprintf(stderr, "tlb_start: no pin in %s\n", pin_file);
+        return -1;
+    }
+    snprintf(l->pin, sizeof l->pin, "%s", line);
+    snprintf(l->url, sizeof l->url, "https://127.0.0.1:%d#%s", l->port, l->pin);
+    tlb_pin_remember(l->port, l->pin);
     return 0;
 }
 
@@ -36,6 +98,7 @@ int tlb_start(test_lbone_t *l, const char *extra)
             (int)sizeof l->token_file)
         return -1;
     snprintf(l->token, sizeof l->token, "test-registry-token-%d-%d", (int)getpid(), seq);
+    l->plain = extra && strstr(extra, "--plain-http") != NULL;
     FILE *f = fopen(l->token_file, "w");
     if (!f || fprintf(f, "%s\n", l->token) < 0 || fclose(f) != 0) {
         fprintf(stderr, "tlb_start: cannot write %s\n", l->token_file);
@@ -69,30 +132,13 @@ static int connect_port(int port)
     return fd;
 }
 
-int tlb_http_raw(int port, const void *req, size_t len, char **resp)
+/* The reply of a plain socket, all of it until the server closes. */
+static char *read_plain(int fd, size_t *len)
 {
-    const char *p = req;
     size_t cap = 8192, n = 0;
-    char *buf;
-    int fd = connect_port(port), code = -1;
-
-    if (resp)
-        *resp = NULL;
-    if (fd < 0)
-        return -1;
-    while (len > 0) {
-        ssize_t w = send(fd, p, len, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break; /* the server may answer (413) before taking everything */
-        p += w;
-        len -= (size_t)w;
-    }
-    if (!(buf = malloc(cap))) {
-        close(fd);
-        return -1;
-    }
+    char *buf = malloc(cap);
+    if (!buf)
+        return NULL;
     for (;;) {
         if (n + 1 == cap) {
             char *nb = realloc(buf, cap * 2);
@@ -108,14 +154,104 @@ int tlb_http_raw(int port, const void *req, size_t len, char **resp)
             break;
         n += (size_t)r;
     }
-    close(fd);
     buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
+static char *exchange_plain(int port, const char *p, size_t len)
+{
+    size_t n;
+    int fd = connect_port(port);
+    if (fd < 0)
+        return NULL;
+    while (len > 0) {
+        ssize_t w = send(fd, p, len, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break; /* the server may answer (413) before taking everything */
+        p += w;
+        len -= (size_t)w;
+    }
+    char *buf = read_plain(fd, &n);
+    close(fd);
+    return buf;
+}
+
+/* The same through TLS with the server's pin: the request goes only once the key matched. */
+static char *exchange_tls(int port, const char *pin, const char *p, size_t len)
+{
+    char err[256];
+    size_t cap = 8192, n = 0;
+    int64_t deadline = lns_deadline_ms(20000);
+    if (!client_ctx && !(client_ctx = lns_tls_client_new(err, sizeof err))) {
+        fprintf(stderr, "tlb_http: %s\n", err);
+        return NULL;
+    }
+    int fd = lns_connect("127.0.0.1", port, 5000);
+    if (fd < 0)
+        return NULL;
+    if (lns_tls_connect(client_ctx, fd, "127.0.0.1", port, pin, NULL, 20000, deadline, err,
+                        sizeof err) < 0) {
+        fprintf(stderr, "tlb_http: port %d: %s\n", port, err);
+        lns_sock_close(fd);
+        return NULL;
+    }
+    lns_write_full(fd, p, len, 0, 20000, deadline); /* the server may answer (413) early */
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n + 1 == cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb)
+                break;
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t r = lns_read_some(fd, buf + n, cap - 1 - n, 20000, deadline);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    if (buf)
+        buf[n] = 0;
+    lns_sock_close(fd);
+    return buf;
+}
+
+int tlb_http_raw(int port, const void *req, size_t len, char **resp)
+{
+    const char *pin = tlb_pin_of(port);
+    int code = -1;
+
+    if (resp)
+        *resp = NULL;
+    char *buf = pin ? exchange_tls(port, pin, req, len) : exchange_plain(port, req, len);
+    if (!buf)
+        return -1;
     if (sscanf(buf, "HTTP/1.%*d %d", &code) != 1)
         code = -1;
     char *body = strstr(buf, "\r\n\r\n");
     if (resp)
         *resp = strdup(body ? body + 4 : "");
     free(buf);
+    return code;
+}
+
+int tlb_http_plain(int port, const void *req, size_t len, char **resp)
+{
+    int code = -1;
+    if (resp)
+        *resp = NULL;
+    char *buf = exchange_plain(port, req, len);
+    if (!buf)
+        return -1;
+    if (sscanf(buf, "HTTP/1.%*d %d", &code) != 1)
+        code = -1;
+    if (resp)
+        *resp = buf;
+    else
+        free(buf);
     return code;
 }
 

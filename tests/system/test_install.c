@@ -136,7 +136,7 @@ static int start_unit(const char *unit, const char *more, const char *portfile, 
 static void test_units(void)
 {
     CU_ASSERT_FATAL(dest[0] != 0);
-    char tmp[PATH_MAX], log[PATH_MAX + 32], portfile[PATH_MAX + 32], more[3 * PATH_MAX + 128];
+    char tmp[PATH_MAX], log[PATH_MAX + 32], portfile[PATH_MAX + 32], more[5 * PATH_MAX + 128];
     char line[4096];
     int pid;
     snprintf(tmp, sizeof tmp, "%s/units", lns_test_tmpdir());
@@ -208,11 +208,18 @@ static void test_units(void)
     snprintf(log, sizeof log, "%s/lbone.log", tmp);
     snprintf(portfile, sizeof portfile, "%s/lbone.port", tmp);
     snprintf(more, sizeof more, "--listen 127.0.0.1 --port 0 --port-file %s --token-file %s "
-             "--db %s/lbone.db", portfile, token, tmp);
+             "--db %s/lbone.db --pin-file %s/lbone.pin", portfile, token, tmp, tmp);
     port = start_unit("lbone_server.service", more, portfile, log, &pid);
     CU_ASSERT(port > 0);
     if (port > 0) {
-        char *resp = NULL;
+        /* HTTPS by default, the key made beside the database, 0600 */
+        char *resp = NULL, key[PATH_MAX + 16], pinf[PATH_MAX + 16], pin[128] = "";
+        snprintf(key, sizeof key, "%s/lbone.db.key", tmp);
+        CU_ASSERT(stat(key, &st) == 0 && (st.st_mode & 0777) == 0600);
+        snprintf(pinf, sizeof pinf, "%s/lbone.pin", tmp);
+        lns_test_slurp(pinf, pin, sizeof pin);
+        pin[strcspn(pin, "\n")] = 0;
+        tlb_pin_remember(port, pin);
         CU_ASSERT_EQUAL(tlb_http(port, "GET", "/healthz", NULL, NULL, &resp), 200);
         free(resp);
         CU_ASSERT_EQUAL(lns_test_signal_child(&pid, SIGTERM), 0);

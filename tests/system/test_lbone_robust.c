@@ -4,7 +4,9 @@
  * The clients are test_slow.h's, each from an address of 127/8: the normal client (health
  * checks) comes from 127.0.0.2, the slow ones from 127.0.0.3 (one address, many connections)
  * or from 127.0.1.x (one connection per address).  A slow connection sends one byte of a
- * request that never ends every 100 ms, so no inactivity timeout ever closes it.
+ * request that never ends every 100 ms, so no inactivity timeout ever closes it.  The servers
+ * run --plain-http: test_slow.h's clients write HTTP bytes to the socket themselves, and what
+ * is tested is the HTTP front's slot keeping, which TLS does not change.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +32,7 @@ static void test_slowloris_one_address(void)
     ts_slow_set_t s;
     int ok, fast, tries;
     int64_t worst;
-    CU_ASSERT_FATAL(tlb_start(&l, "--probe-interval 0 --max-connections 64") == 0);
+    CU_ASSERT_FATAL(tlb_start(&l, "--plain-http --probe-interval 0 --max-connections 64") == 0);
     ts_slow_start(&s);
     int made = 0;
     for (int i = 0; i < 200; i++)
@@ -60,7 +62,7 @@ static void test_slowloris_deadline(void)
     ts_slow_set_t s;
     char src[32];
     int64_t dt;
-    CU_ASSERT_FATAL(tlb_start(&l, "--probe-interval 0 --max-connections 64 --request-timeout 2") ==
+    CU_ASSERT_FATAL(tlb_start(&l, "--plain-http --probe-interval 0 --max-connections 64 --request-timeout 2") ==
                     0);
     /* a keep-alive client that made one request and then stays idle */
     int keep = ts_connect_from("127.0.0.2", l.port);
@@ -126,7 +128,7 @@ static void test_slowloris_distributed(void)
     test_lbone_t l;
     ts_slow_set_t *s = malloc(sizeof *s);
     CU_ASSERT_FATAL(s != NULL);
-    CU_ASSERT_FATAL(tlb_start(&l, "--probe-interval 0 --request-timeout 2") == 0);
+    CU_ASSERT_FATAL(tlb_start(&l, "--plain-http --probe-interval 0 --request-timeout 2") == 0);
     ts_slow_start(s);
     int made = ts_slow_flood(s, l.port, 2000, 2, slow_get);
     CU_ASSERT(made >= 1900);
@@ -150,7 +152,7 @@ static void test_slowloris_shed(void)
     test_lbone_t l;
     ts_slow_set_t *s = malloc(sizeof *s);
     CU_ASSERT_FATAL(s != NULL);
-    CU_ASSERT_FATAL(tlb_start(&l, "--probe-interval 0 --max-connections 64 --request-timeout 60") ==
+    CU_ASSERT_FATAL(tlb_start(&l, "--plain-http --probe-interval 0 --max-connections 64 --request-timeout 60") ==
                     0);
     ts_slow_start(s);
     int made = ts_slow_flood(s, l.port, 150, 1, slow_get);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -662,6 +663,57 @@ static void test_reports_rate_limit(void)
     lns_test_server_finish(&l.srv);
 }
 
+/* HTTPS by default (issue 37): no TLS option given, the server makes its key beside the
+ * database (DB.key, mode 0600), writes its pin to --pin-file and logs the pinned name; a
+ * plain HTTP request gets no HTTP answer; a key others may read stops a restart (exit 1).
+ * --plain-http answers plain HTTP and logs the warning. */
+static void test_https_default(void)
+{
+    test_lbone_t l, p;
+    char key[PATH_MAX + 8], log[1 << 14], *resp = NULL, cmd[4 * PATH_MAX];
+    struct stat st;
+    static const char req[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+
+    CU_ASSERT_EQUAL_FATAL(tlb_start(&l, "--probe-interval 0"), 0);
+    snprintf(key, sizeof key, "%s.key", l.db);
+    CU_ASSERT(stat(key, &st) == 0 && (st.st_mode & 0777) == 0600);
+    CU_ASSERT_EQUAL(strncmp(l.pin, "sha256:", 7), 0);
+    CU_ASSERT_EQUAL(tlb_http(l.port, "GET", "/healthz", NULL, NULL, NULL), 200);
+    CU_ASSERT_EQUAL(tlb_http_plain(l.port, req, sizeof req - 1, &resp), -1);
+    CU_ASSERT(resp == NULL || strstr(resp, "HTTP/") == NULL);
+    free(resp);
+    lns_test_slurp(l.log, log, sizeof log);
+    char name[160];
+    snprintf(name, sizeof name, "https://HOST:%d#%s", l.port, l.pin);
+    CU_ASSERT_PTR_NOT_NULL(strstr(log, name));
+    /* the same key, so the same pin, after a restart */
+    char pin[sizeof l.pin];
+    snprintf(pin, sizeof pin, "%s", l.pin);
+    lns_test_server_stop(&l.srv);
+    CU_ASSERT_EQUAL_FATAL(tlb_restart(&l), 0);
+    CU_ASSERT_STRING_EQUAL(l.pin, pin);
+    lns_test_server_stop(&l.srv);
+    /* a key open to others: refused, exit 1, one line naming it */
+    CU_ASSERT_EQUAL(chmod(key, 0644), 0);
+    snprintf(cmd, sizeof cmd, "%s/lbone_server --db %s --token-file %s --port 0 2>&1 | "
+             "grep -q 'open to others'", lns_test_bindir(), l.db, l.token_file);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/lbone_server --db %s --token-file %s --port 0 2>/dev/null",
+             lns_test_bindir(), l.db, l.token_file);
+    CU_ASSERT_EQUAL(WEXITSTATUS(system(cmd)), 1);
+    /* --plain-http: plain answers, the warning, no key; not with a TLS option */
+    CU_ASSERT_EQUAL_FATAL(tlb_start(&p, "--plain-http --probe-interval 0"), 0);
+    CU_ASSERT_EQUAL(tlb_http_plain(p.port, req, sizeof req - 1, NULL), 200);
+    snprintf(key, sizeof key, "%s.key", p.db);
+    CU_ASSERT(access(key, F_OK) != 0);
+    lns_test_slurp(p.log, log, sizeof log);
+    CU_ASSERT_PTR_NOT_NULL(strstr(log, "plain HTTP (--plain-http)"));
+    snprintf(cmd, sizeof cmd, "%s/lbone_server --token-file %s --plain-http --pin-file x "
+             "--check-config 2>/dev/null", lns_test_bindir(), p.token_file);
+    CU_ASSERT_EQUAL(WEXITSTATUS(system(cmd)), 1);
+    lns_test_server_finish(&p.srv);
+}
+
 static void test_command_line(void)
 {
     char cmd[PATH_MAX * 2], tok[PATH_MAX];
@@ -709,6 +761,7 @@ static const lns_test_case tests[] = {
     {"TLS pins: registered, answered, kept; a version-1 database upgraded", test_pins},
     {"reports, forecasts, rate limit", test_reports_rate_limit},
     {"command line and config file", test_command_line},
+    {"HTTPS by default: key 0600 beside the db, pin file, plain HTTP unanswered", test_https_default},
 };
 
 LNS_TEST_MAIN("lbone server", tests)
