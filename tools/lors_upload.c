@@ -446,6 +446,54 @@ static void report_throughput(const settings_t *f, const tool_lbone_meter_t *met
     tool_lbone_servers_free(servers, n);
 }
 
+/* The engine's options from the command line's. */
+static void opts_of(const settings_t *f, lors_upload_opts_t *o)
+{
+    lors_upload_opts_init(o);
+    o->copies = f->copies;
+    o->fragments = f->fragments;
+    o->blocksize = f->blocksize;
+    o->duration_s = f->duration;
+    o->provisional_s = f->provisional;
+    o->reliability = f->reliability ? f->reliability : IBP_HARD;
+    o->threads = f->c.threads;
+    o->timeout_s = (int)f->c.timeout;
+    o->ec_k = f->ec_k;
+    o->ec_m = f->ec_m;
+    o->ec_piece = f->ec_piece;
+    if (f->e2e_bs != TOOL_UNSET)
+        o->checksum_blocksize = o->e2e_blocksize = f->e2e_bs;
+    if (f->none) {
+        o->checksum = "none";
+        o->e2e = NULL;
+    } else {
+        if (f->checksum)
+            o->checksum = f->checksum;
+        o->e2e = f->e2e_from ? f->e2e : NULL;
+    }
+}
+
+/* -M mem: the engine holds about 2 x threads x 1 MiB, and from a pipe (length < 0) two
+ * fragments more; fewer threads or smaller fragments, said in notes. */
+static void fit_memory(int64_t mem, int64_t length, lors_upload_opts_t *o, char *notes,
+                       size_t size)
+{
+    int fit = (int)(mem / (2 * MIB) > 1024 ? 1024 : mem / (2 * MIB));
+    if (fit < 1)
+        fit = 1;
+    if (o->threads > fit) {
+        snprintf(notes, size, "-M %" PRId64 ": %d threads instead of %d", mem, fit, o->threads);
+        o->threads = fit;
+    }
+    if (length < 0 && 2 * o->blocksize + MIB > mem) {
+        int64_t bs = (mem - MIB) / 2;
+        size_t nl = strlen(notes);
+        snprintf(notes + nl, size - nl, "%s-M %" PRId64 ": fragments of %" PRId64
+                 " bytes instead of %" PRId64, nl ? "; " : "", mem, bs, o->blocksize);
+        o->blocksize = bs;
+    }
+}
+
 int main(int argc, char **argv)
 {
     settings_t f;
@@ -465,28 +513,7 @@ int main(int argc, char **argv)
     if (code)
         return code;
 
-    lors_upload_opts_init(&o);
-    o.copies = f.copies;
-    o.fragments = f.fragments;
-    o.blocksize = f.blocksize;
-    o.duration_s = f.duration;
-    o.provisional_s = f.provisional;
-    o.reliability = f.reliability ? f.reliability : IBP_HARD;
-    o.threads = f.c.threads;
-    o.timeout_s = (int)f.c.timeout;
-    o.ec_k = f.ec_k;
-    o.ec_m = f.ec_m;
-    o.ec_piece = f.ec_piece;
-    if (f.e2e_bs != TOOL_UNSET)
-        o.checksum_blocksize = o.e2e_blocksize = f.e2e_bs;
-    if (f.none) {
-        o.checksum = "none";
-        o.e2e = NULL;
-    } else {
-        if (f.checksum)
-            o.checksum = f.checksum;
-        o.e2e = f.e2e_from ? f.e2e : NULL;
-    }
+    opts_of(&f, &o);
     int verbose = f.c.verbose && !f.c.quiet;
 
     if ((code = tool_key(TOOL, o.e2e, f.keyfile, key, &o.key)) != TOOL_EXIT_OK)
@@ -507,25 +534,8 @@ int main(int argc, char **argv)
     if (code)
         goto done;
 
-    /* -M: the engine holds about 2 x threads x 1 MiB, and from a pipe two fragments more */
-    int64_t mem = f.memory > 0 ? f.memory : 0;
-    if (mem > 0) {
-        int fit = (int)(mem / (2 * MIB) > 1024 ? 1024 : mem / (2 * MIB));
-        if (fit < 1)
-            fit = 1;
-        if (o.threads > fit) {
-            snprintf(notes, sizeof notes, "-M %" PRId64 ": %d threads instead of %d", mem, fit,
-                     o.threads);
-            o.threads = fit;
-        }
-        if (length < 0 && 2 * o.blocksize + MIB > mem) {
-            int64_t bs = (mem - MIB) / 2;
-            size_t nl = strlen(notes);
-            snprintf(notes + nl, sizeof notes - nl, "%s-M %" PRId64 ": fragments of %" PRId64
-                     " bytes instead of %" PRId64, nl ? "; " : "", mem, bs, o.blocksize);
-            o.blocksize = bs;
-        }
-    }
+    if (f.memory > 0)
+        fit_memory(f.memory, length, &o, notes, sizeof notes);
 
     /* The depots, now that the size is known: the L-Bone is asked for room enough. */
     int spread = o.ec_k ? o.ec_k + o.ec_m : o.copies; /* distinct depots wanted */
