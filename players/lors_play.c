@@ -801,6 +801,138 @@ out:
     return code;
 }
 
+/* The stream's bitrate, needed for a pre-buffer in seconds and by lns_paced: --bitrate, the
+ * exNode's, or ffprobe's (on the pipe only, when needed); -1 unknown.  *from says which. */
+static double bitrate_of(const settings_t *f, const xnd_t *x, int64_t size,
+                         const unsigned char *key, volatile sig_atomic_t *sig, const char **from)
+{
+    double b;
+    if (f->bitrate > 0) {
+        *from = "flag";
+        return f->bitrate;
+    }
+    if ((b = meta_bitrate(x)) > 0) {
+        *from = "exnode";
+        return b;
+    }
+    if (!f->has_start && (f->prebuffer > 0 || (f->player && strcmp(f->player, "paced") == 0)) &&
+        (b = probe_bitrate(x, size, key, sig)) > 0) {
+        *from = "ffprobe";
+        return b;
+    }
+    return b;
+}
+
+/* lns_paced's results file, made empty in $TMPDIR (pl->json). */
+static int paced_json(player_t *pl)
+{
+    int jfd = temp_file("json", pl->json, sizeof pl->json);
+    if (jfd < 0) {
+        tool_error(TOOL, "a temporary file %s: %s", pl->json, strerror(errno));
+        pl->json[0] = 0;
+        return TOOL_EXIT_IO;
+    }
+    close(jfd);
+    return TOOL_EXIT_OK;
+}
+
+/* The events stream's BEGIN line. */
+static void say_begin(tool_events_t *es, const char *path, int64_t size, const char *player,
+                      double bitrate, const char *bsrc, const lors_download_opts_t *o)
+{
+    char xp[3 * PATH_MAX];
+    tool_events_encode(path, xp, sizeof xp);
+    tool_events_printf(es, "BEGIN", "op=play exnode=%s size=%" PRId64 " player=%s "
+                       "bitrate=%.0f bitrate_from=%s prebuffer=%" PRId64 " buffer=%" PRId64
+                       " threads=%d bs=%" PRId64, xp, size, player, bitrate > 0 ? bitrate : 0,
+                       bsrc, o->prebuffer_bytes, o->buffer_bytes, o->threads, o->blocksize);
+}
+
+/* The summary lines of a play on the pipe. */
+static void say_played(const lors_dl_report_t *rep, const lors_download_opts_t *o,
+                       const monitor_t *mon, const paced_result_t *pr, double bitrate,
+                       const char *bsrc, int64_t t0)
+{
+    char stream[64];
+    if (bitrate > 0)
+        snprintf(stream, sizeof stream, "stream %.1f Mbit/s from %s", bitrate / 1e6, bsrc);
+    else
+        snprintf(stream, sizeof stream, "stream bitrate unknown");
+    fprintf(stderr, "%s: %" PRId64 " bytes in %.2f s (%.1f Mbit/s; %s), %u blocks of %" PRId64
+            ", %d streams; pipe empty %.3f s while downloading, longest %.3f s, %d "
+            "stretches of 100 ms or more\n", TOOL, rep->bytes_written, rep->seconds,
+            rep->seconds > 0 ? rep->bytes_written * 8 / 1e6 / rep->seconds : 0, stream,
+            rep->blocks, rep->blocksize, o->threads, mon->empty_ns / 1e9,
+            mon->longest_ns / 1e9, mon->stretches);
+    if (mon->first_byte_ns)
+        fprintf(stderr, "%s: the player's first bytes after %.3f s (pre-buffer %" PRId64
+                " bytes)\n", TOOL, (mon->first_byte_ns - t0) / 1e9, o->prebuffer_bytes);
+    if (pr->ok)
+        fprintf(stderr, "%s: underruns %ld, %.3f s in all, longest %.3f s (lns_paced)\n", TOOL,
+                pr->count, pr->total_s, pr->max_s);
+}
+
+/* -v: what each depot gave. */
+static void say_depots(const lors_dl_report_t *rep)
+{
+    for (size_t i = 0; i < rep->ndepots; i++) {
+        char name[IBP_MAX_HOST + IBP_MAX_RID + 16];
+        lors_depot_format(&rep->depots[i].depot, name, sizeof name);
+        fprintf(stderr, "%s: %-24s %6" PRIu64 " blocks %8.1f MB/s %4" PRIu64 " fetches %4"
+                PRIu64 " failed %4" PRIu64 " cancelled %4" PRIu64 "/%" PRIu64
+                " redundant won\n", TOOL, name, rep->depots[i].blocks, rep->depots[i].mbps,
+                rep->depots[i].fetches, rep->depots[i].failures, rep->depots[i].wasted,
+                rep->depots[i].redundant_won, rep->depots[i].redundant_started);
+    }
+}
+
+/* One line: what the player got, and whether the download still ran (ended: it had). */
+static void say_interrupted(const char *path, const player_t *pl, int sig, int64_t written,
+                            int64_t size, int ended)
+{
+    const char *who = pl->argv[0] ? pl->argv[0] : pl->name, *slash = strrchr(who, '/');
+    tool_error(TOOL, "%s: interrupted (%s) after %" PRId64 " of %" PRId64 " bytes to the player "
+               "(%s); %s", path, sig == SIGINT ? "SIGINT" : "SIGTERM", written, size,
+               slash ? slash + 1 : who, ended && written == size
+                                            ? "stopped the player (the download had ended)"
+                                            : "stopped the player and the download");
+}
+
+/* The play's exit code: the download's error, else the player's, else lns_paced's missing
+ * results, each said in one line (a write error of a player that died is the player's). */
+static int judged(const char *path, int lrc, const lors_dl_report_t *rep, const player_t *pl,
+                  int pstatus, const paced_result_t *pr, int64_t size)
+{
+    if (lrc == LORS_OK)
+        tool_print_degraded(TOOL, rep); /* lost copies: said even under --quiet */
+    if (lrc != LORS_OK && !(lrc == LORS_E_WRITE && pstatus != 0)) {
+        tool_error(TOOL, "%s: %s", path, rep->error[0] ? rep->error : lors_strerror(lrc));
+        return tool_exit_code(lrc);
+    }
+    if (pstatus != 0) {
+        tool_error(TOOL, "the player (%s) %s %d after %" PRId64 " of %" PRId64 " bytes",
+                   pl->argv[0], pstatus > 128 ? "died of signal" : "exited with status",
+                   pstatus > 128 ? pstatus - 128 : pstatus, rep->bytes_written, size);
+        return TOOL_EXIT_IO;
+    }
+    if (strcmp(pl->name, "paced") == 0 && !pr->ok) {
+        tool_error(TOOL, "lns_paced left no results in %s", pl->json);
+        return TOOL_EXIT_IO;
+    }
+    return TOOL_EXIT_OK;
+}
+
+/* The events stream's END line. */
+static void say_end(tool_events_t *es, const lors_dl_report_t *rep, int pstatus,
+                    const monitor_t *mon, const paced_result_t *pr, int code)
+{
+    tool_events_printf(es, "END", "bytes=%" PRId64 " seconds=%.3f player_status=%d "
+                       "pipe_empty=%.3f pipe_empty_max=%.3f underruns=%ld "
+                       "underrun_total=%.3f underrun_max=%.3f rc=%d", rep->bytes_written,
+                       rep->seconds, pstatus, mon->empty_ns / 1e9, mon->longest_ns / 1e9,
+                       pr->ok ? pr->count : -1, pr->total_s, pr->max_s, code);
+}
+
 int main(int argc, char **argv)
 {
     settings_t f;
@@ -852,16 +984,7 @@ int main(int argc, char **argv)
         }
         stop_on = 1;
     }
-    /* the bitrate: needed for a pre-buffer in seconds and by lns_paced */
-    if (f.bitrate > 0) {
-        bitrate = f.bitrate;
-        bsrc = "flag";
-    } else if ((bitrate = meta_bitrate(x)) > 0) {
-        bsrc = "exnode";
-    } else if (!f.has_start && (f.prebuffer > 0 || (f.player && strcmp(f.player, "paced") == 0)) &&
-               (bitrate = probe_bitrate(x, size, keyp, &stop.sig)) > 0) {
-        bsrc = "ffprobe";
-    }
+    bitrate = bitrate_of(&f, x, size, keyp, &stop.sig, &bsrc);
     if (stop.sig) /* while ffprobe's bytes came */
         goto interrupted;
     if (f.has_start && f.prebuffer > 0) {
@@ -874,16 +997,9 @@ int main(int argc, char **argv)
                               "has none and ffprobe could not tell): give --bitrate", f.prebuffer);
         goto done;
     }
-    if (!f.has_start && f.player && strcmp(f.player, "paced") == 0) { /* its results */
-        int jfd = temp_file("json", pl.json, sizeof pl.json);
-        if (jfd < 0) {
-            tool_error(TOOL, "a temporary file %s: %s", pl.json, strerror(errno));
-            pl.json[0] = 0;
-            code = TOOL_EXIT_IO;
-            goto done;
-        }
-        close(jfd);
-    }
+    if (!f.has_start && f.player && strcmp(f.player, "paced") == 0 && /* its results */
+        (code = paced_json(&pl)))
+        goto done;
     code = player_argv(&f, bitrate, &pl);
     if (code)
         goto done;
@@ -899,14 +1015,8 @@ int main(int argc, char **argv)
     if (code)
         goto done;
     tool_feed_attach(&feed, &o.on_event, &o.event_arg);
-    if (feed.es) {
-        char xp[3 * PATH_MAX];
-        tool_events_encode(path, xp, sizeof xp);
-        tool_events_printf(feed.es, "BEGIN", "op=play exnode=%s size=%" PRId64 " player=%s "
-                             "bitrate=%.0f bitrate_from=%s prebuffer=%" PRId64 " buffer=%" PRId64
-                             " threads=%d bs=%" PRId64, xp, size, pl.name, bitrate > 0 ? bitrate
-                             : 0, bsrc, o.prebuffer_bytes, o.buffer_bytes, o.threads, o.blocksize);
-    }
+    if (feed.es)
+        say_begin(feed.es, path, size, pl.name, bitrate, bsrc, &o);
 
     if (pipe2(pipefd, O_CLOEXEC) < 0) {
         tool_error(TOOL, "a pipe to the player: %s", strerror(errno));
@@ -939,49 +1049,11 @@ int main(int argc, char **argv)
     if (strcmp(pl.name, "paced") == 0)
         paced_read(pl.json, &pr);
 
-    if (lrc == LORS_OK)
-        tool_print_degraded(TOOL, &rep); /* lost copies: said even under --quiet */
-    if (lrc != LORS_OK && !(lrc == LORS_E_WRITE && pstatus != 0)) {
-        code = tool_exit_code(lrc);
-        tool_error(TOOL, "%s: %s", path, rep.error[0] ? rep.error : lors_strerror(lrc));
-    } else if (pstatus != 0) {
-        code = TOOL_EXIT_IO;
-        tool_error(TOOL, "the player (%s) %s %d after %" PRId64 " of %" PRId64 " bytes",
-                       pl.argv[0], pstatus > 128 ? "died of signal" : "exited with status",
-                       pstatus > 128 ? pstatus - 128 : pstatus, rep.bytes_written, size);
-    } else if (strcmp(pl.name, "paced") == 0 && !pr.ok) {
-        code = TOOL_EXIT_IO;
-        tool_error(TOOL, "lns_paced left no results in %s", pl.json);
-    }
-    if (!f.c.quiet) {
-        char stream[64];
-        if (bitrate > 0)
-            snprintf(stream, sizeof stream, "stream %.1f Mbit/s from %s", bitrate / 1e6, bsrc);
-        else
-            snprintf(stream, sizeof stream, "stream bitrate unknown");
-        fprintf(stderr, "%s: %" PRId64 " bytes in %.2f s (%.1f Mbit/s; %s), %u blocks of %"
-                PRId64 ", %d streams; pipe empty %.3f s while downloading, longest %.3f s, %d "
-                "stretches of 100 ms or more\n", TOOL, rep.bytes_written, rep.seconds,
-                rep.seconds > 0 ? rep.bytes_written * 8 / 1e6 / rep.seconds : 0, stream,
-                rep.blocks, rep.blocksize,
-                o.threads, mon.empty_ns / 1e9, mon.longest_ns / 1e9, mon.stretches);
-        if (mon.first_byte_ns)
-            fprintf(stderr, "%s: the player's first bytes after %.3f s (pre-buffer %" PRId64
-                    " bytes)\n", TOOL, (mon.first_byte_ns - t0) / 1e9, o.prebuffer_bytes);
-        if (pr.ok)
-            fprintf(stderr, "%s: underruns %ld, %.3f s in all, longest %.3f s (lns_paced)\n",
-                    TOOL, pr.count, pr.total_s, pr.max_s);
-    }
+    code = judged(path, lrc, &rep, &pl, pstatus, &pr, size);
+    if (!f.c.quiet)
+        say_played(&rep, &o, &mon, &pr, bitrate, bsrc, t0);
     if (f.c.verbose && !f.c.quiet)
-        for (size_t i = 0; i < rep.ndepots; i++) {
-            char name[IBP_MAX_HOST + IBP_MAX_RID + 16];
-            lors_depot_format(&rep.depots[i].depot, name, sizeof name);
-            fprintf(stderr, "%s: %-24s %6" PRIu64 " blocks %8.1f MB/s %4" PRIu64 " fetches %4"
-                    PRIu64 " failed %4" PRIu64 " cancelled %4" PRIu64 "/%" PRIu64
-                    " redundant won\n", TOOL, name, rep.depots[i].blocks, rep.depots[i].mbps,
-                    rep.depots[i].fetches, rep.depots[i].failures, rep.depots[i].wasted,
-                    rep.depots[i].redundant_won, rep.depots[i].redundant_started);
-        }
+        say_depots(&rep);
     goto done;
 
 interrupted: /* one line: what the player got, and whether the download still ran */
@@ -991,22 +1063,13 @@ interrupted: /* one line: what the player got, and whether the download still ra
                    stop.sig == SIGINT ? "SIGINT" : "SIGTERM");
         goto done;
     }
-    const char *who = pl.argv[0] ? pl.argv[0] : pl.name, *slash = strrchr(who, '/');
-    tool_error(TOOL, "%s: interrupted (%s) after %" PRId64 " of %" PRId64 " bytes to the player "
-               "(%s); %s", path, stop.sig == SIGINT ? "SIGINT" : "SIGTERM", rep.bytes_written,
-               size, slash ? slash + 1 : who, lrc == LORS_OK && rep.bytes_written == size ?
-               "stopped the player (the download had ended)" :
-               "stopped the player and the download");
+    say_interrupted(path, &pl, stop.sig, rep.bytes_written, size, lrc == LORS_OK);
 
 done:
     if (stop_on)
         stopper_end(&stop);
     if (feed.es)
-        tool_events_printf(feed.es, "END", "bytes=%" PRId64 " seconds=%.3f player_status=%d "
-                             "pipe_empty=%.3f pipe_empty_max=%.3f underruns=%ld "
-                             "underrun_total=%.3f underrun_max=%.3f rc=%d", rep.bytes_written,
-                             rep.seconds, pstatus, mon.empty_ns / 1e9, mon.longest_ns / 1e9,
-                             pr.ok ? pr.count : -1, pr.total_s, pr.max_s, code);
+        say_end(feed.es, &rep, pstatus, &mon, &pr, code);
     tool_feed_close(&feed);
     if (pipefd[0] >= 0)
         close(pipefd[0]);
