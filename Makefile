@@ -155,6 +155,7 @@ LIBLIFELINES_A = $(B)/lib/liblifelines.a
 LIBLBONE_SRV_A = $(B)/lib/liblbone_srv.a
 TOOL_BINS = $(addprefix $(B)/bin/,$(TOOL_PROGS)) $(B)/bin/lors_lifelines
 SERVER_BINS = $(B)/bin/ibp_depot $(B)/bin/lbone_server
+GAZETTEER = $(B)/share/lns/gazetteer.txt
 UNIT_BINS = $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 SYS_BINS  = $(patsubst tests/system/%.c,$(B)/tests/%,$(SYS_SRC))
 BENCH_BINS = $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRC))
@@ -170,7 +171,8 @@ INSTALL_LIBS = libibp libexnode liblors liblbone
 LIBS_SO = $(LIBIBP_SO) $(LIBEXNODE_SO) $(LIBLORS_SO) $(LIBLBONE_SO)
 PUBLIC_HEADERS = ibp/ibp.h exnode/xnd.h lors/lors.h lbone/lbone.h
 
-all: $(LIBIBP_A) $(LIBEXNODE_A) $(LIBLORS_A) $(LIBLBONE_A) $(LIBS_SO) $(SERVER_BINS) $(TOOL_BINS)
+all: $(LIBIBP_A) $(LIBEXNODE_A) $(LIBLORS_A) $(LIBLBONE_A) $(LIBS_SO) $(SERVER_BINS) $(TOOL_BINS) \
+     $(GAZETTEER)
 
 tests: all $(UNIT_BINS) $(SYS_BINS) $(B)/bench/bench_sched_wan
 
@@ -234,6 +236,12 @@ install-players: $(PLAYER_BINS)
 uninstall: uninstall-players
 uninstall-players:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(PLAYER_BINS)))
+
+# The gazetteer's data file (made by lbone/gazetteer/gen_gazetteer.py, committed), staged where
+# the daemons look for it: share/lns beside their bin/, in the build as once installed.
+$(GAZETTEER): lbone/gazetteer/gazetteer.txt
+	@mkdir -p $(dir $@)
+	$(call say,CP,$@)cp $< $@
 
 # The L-Bone server: its modules as a library (so unit tests can link them), and the server.
 # liblbone, what clients link, is one of the installed libraries above.
@@ -387,7 +395,8 @@ install: all
 	install -m 755 $(SERVER_BINS) $(TOOL_BINS) $(DESTDIR)$(BINDIR)/
 	install -d $(DESTDIR)$(PREFIX)/share/lns
 	install -m 755 gui/lns_gui $(DESTDIR)$(BINDIR)/
-	install -m 644 gui/world.txt gui/lns_gui_panels.tcl gui/lns_json.tcl $(DESTDIR)$(PREFIX)/share/lns/
+	install -m 644 gui/world.txt gui/lns_gui_panels.tcl gui/lns_json.tcl \
+	    lbone/gazetteer/gazetteer.txt $(DESTDIR)$(PREFIX)/share/lns/
 	for l in $(INSTALL_LIBS); do \
 	    install -m 644 $(B)/lib/$$l.a $(DESTDIR)$(LIBDIR)/ && \
 	    install -m 755 $(B)/lib/$$l.so $(DESTDIR)$(LIBDIR)/$$l.so.0 && \
@@ -414,7 +423,8 @@ uninstall:
 	    $(DESTDIR)$(MANDIR)/man8/lbone_server.8 \
 	    $(foreach s,$(SERVICES),$(DESTDIR)$(PREFIX)/lib/systemd/system/$(s).service \
 	        $(DESTDIR)$(SYSCONFDIR)/lns/$(s).conf.sample) \
-	    $(DESTDIR)$(BINDIR)/lns_gui $(addprefix $(DESTDIR)$(PREFIX)/share/lns/,world.txt lns_gui_panels.tcl lns_json.tcl)
+	    $(DESTDIR)$(BINDIR)/lns_gui $(addprefix $(DESTDIR)$(PREFIX)/share/lns/,world.txt lns_gui_panels.tcl lns_json.tcl \
+	        gazetteer.txt)
 	rmdir $(DESTDIR)$(PREFIX)/share/lns $(DESTDIR)$(INCDIR) 2>/dev/null || true
 
 clean:

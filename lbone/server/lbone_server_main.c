@@ -50,9 +50,11 @@ int main(int argc, char **argv)
     }
     if (lbone_token_load(cfg.token_file, srv.token_hash, err, sizeof err) < 0)
         lns_daemon_die(&dmn, LBONE_EXIT_CONFIG, "%s", err);
-    if (lbone_geo_open(cfg.geo_data[0] ? cfg.geo_data : NULL) < 0)
-        lns_daemon_die(&dmn, LBONE_EXIT_CONFIG, "geo-data: cannot load %s: %s",
-                       cfg.geo_data[0] ? cfg.geo_data : "the built-in gazetteer", strerror(errno));
+    /* A geo-data file asked for must load; without the default one (the gazetteer logs it)
+     * the server serves on and place lookups fail. */
+    if (lbone_geo_open(cfg.geo_data[0] ? cfg.geo_data : NULL) < 0 && cfg.geo_data[0])
+        lns_daemon_die(&dmn, LBONE_EXIT_CONFIG, "geo-data: cannot load %s: %s", cfg.geo_data,
+                       strerror(errno));
     if (cfg.check_config) {
         lbone_config_summary(&cfg, err, sizeof err);
         printf("lbone_server: configuration OK: %s\n", err);
