@@ -278,6 +278,35 @@ static void test_default_file(void)
     /* A location that is wrong whatever the data still says why. */
     CU_ASSERT_EQUAL(lbone_geo_resolve("planet= Mars", &p, err, sizeof err), -1);
 
+    /* A default file that is there but malformed, or not a file, is unavailable the same
+     * way. */
+    const char *bad_files[] = {"bad.txt", ""};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", lns_test_tmpdir(), bad_files[i]);
+        if (*bad_files[i]) {
+            f = fopen(path, "w");
+            CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+            fputs("A|XYZ|10.0|20.0|Test Field|Testtown|ZZ\nnot a record\n", f);
+            fclose(f);
+        }
+        lbone_geo_close();
+        setenv("LNS_GAZETTEER", path, 1);
+        fflush(stderr);
+        saved = dup(2);
+        fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        CU_ASSERT_FATAL(saved >= 0 && fd >= 0);
+        dup2(fd, 2);
+        close(fd);
+        rc1 = lbone_geo_resolve("airport= XYZ", &p, err, sizeof err);
+        rc2 = lbone_geo_resolve("airport= XYZ", &p, err, sizeof err);
+        dup2(saved, 2);
+        close(saved);
+        CU_ASSERT_EQUAL(rc1, LBONE_GEO_UNAVAILABLE);
+        CU_ASSERT_EQUAL(rc2, LBONE_GEO_UNAVAILABLE);
+        CU_ASSERT_EQUAL(count_lines(log, *bad_files[i] ? "line 2 is malformed" : "Invalid"), 1);
+        CU_ASSERT_EQUAL(count_lines(log, "\n"), 1);
+    }
+
     /* Back to the build's copy, found from this program's directory. */
     unsetenv("LNS_GAZETTEER");
     lbone_geo_close();
