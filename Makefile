@@ -31,6 +31,8 @@
 #   exnode/*.c                 libexnode (xnd.h)
 #   lors/*.c                   liblors, the LoRS engines (lors.h)
 #   lbone/*.c                  liblbone, the L-Bone client library (lbone.h)
+#   lbone/gazetteer/*.c        liblbone_geo.a, place names to coordinates (lbone_geo.h), for
+#                              ibp_depot and lbone_server only; its data gazetteer.txt
 #   lbone/server/*.c           lbone_server
 #   tools/tool_*.c             the programs' own support library (tool.h): options, rc file,
 #                              progress bar, event stream, exit codes
@@ -63,7 +65,8 @@ endif
 
 WARN     = -Wall -Wextra -Wshadow -Wpointer-arith -Wstrict-prototypes -Wno-unused-parameter
 XML2_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
-CPPFLAGS = -D_GNU_SOURCE -Icommon -Iibp -Iexnode -Ilors -Ilbone -Idepot -Ilbone/server -Iserve -Imount -Itools \
+CPPFLAGS = -D_GNU_SOURCE -Icommon -Iibp -Iexnode -Ilors -Ilbone -Ilbone/gazetteer -Idepot -Ilbone/server \
+           -Iserve -Imount -Itools \
            -Itools/lifelines -Itests/lib $(XML2_CFLAGS)
 # -fvisibility=hidden: a shared library exports only what its public header declares between
 # "#pragma GCC visibility push(default)" and "pop" (ibp.h, xnd.h, lors.h, lbone.h).
@@ -83,6 +86,7 @@ LIBIBP_SRC = $(wildcard ibp/*.c)
 EXNODE_SRC = $(wildcard exnode/*.c)
 LORS_SRC   = $(wildcard lors/*.c)
 LBONE_SRC  = $(wildcard lbone/*.c)
+LBONE_GEO_SRC = $(wildcard lbone/gazetteer/*.c)
 LBONE_SRV_SRC = $(filter-out lbone/server/lbone_server_main.c,$(wildcard lbone/server/*.c))
 DEPOT_SRC  = $(filter-out depot/depot_main.c,$(wildcard depot/depot_*.c))
 TOOLLIB_SRC = $(wildcard tools/tool_*.c)
@@ -145,7 +149,7 @@ endef
 $(eval $(call library,IBP,ibp,$(LIBIBP_SRC),$(COMMON_SRC),,-lssl -lcrypto))
 $(eval $(call library,EXNODE,exnode,$(EXNODE_SRC),,$(LIBIBP_SO),-lxml2 -lcrypto))
 $(eval $(call library,LORS,lors,$(LORS_SRC),,$(LIBEXNODE_SO) $(LIBIBP_SO),-lcrypto -lz -lisal))
-$(eval $(call library,LBONE,lbone,$(LBONE_SRC),,,-lcurl -ljansson -lm -lcrypto))
+$(eval $(call library,LBONE,lbone,$(LBONE_SRC),,,-lcurl -ljansson -lcrypto))
 
 LIBDEPOT_A = $(B)/lib/libdepot.a
 LIBTOOL_A = $(B)/lib/libtool.a
@@ -153,8 +157,10 @@ LIBSERVE_A = $(B)/lib/libserve.a
 LIBLMOUNT_A = $(B)/lib/liblmount.a
 LIBLIFELINES_A = $(B)/lib/liblifelines.a
 LIBLBONE_SRV_A = $(B)/lib/liblbone_srv.a
+LIBLBONE_GEO_A = $(B)/lib/liblbone_geo.a
 TOOL_BINS = $(addprefix $(B)/bin/,$(TOOL_PROGS)) $(B)/bin/lors_lifelines
 SERVER_BINS = $(B)/bin/ibp_depot $(B)/bin/lbone_server
+GAZETTEER = $(B)/share/lns/gazetteer.txt
 UNIT_BINS = $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 SYS_BINS  = $(patsubst tests/system/%.c,$(B)/tests/%,$(SYS_SRC))
 BENCH_BINS = $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRC))
@@ -170,7 +176,8 @@ INSTALL_LIBS = libibp libexnode liblors liblbone
 LIBS_SO = $(LIBIBP_SO) $(LIBEXNODE_SO) $(LIBLORS_SO) $(LIBLBONE_SO)
 PUBLIC_HEADERS = ibp/ibp.h exnode/xnd.h lors/lors.h lbone/lbone.h
 
-all: $(LIBIBP_A) $(LIBEXNODE_A) $(LIBLORS_A) $(LIBLBONE_A) $(LIBS_SO) $(SERVER_BINS) $(TOOL_BINS)
+all: $(LIBIBP_A) $(LIBEXNODE_A) $(LIBLORS_A) $(LIBLBONE_A) $(LIBS_SO) $(SERVER_BINS) $(TOOL_BINS) \
+     $(GAZETTEER)
 
 tests: all $(UNIT_BINS) $(SYS_BINS) $(B)/bench/bench_sched_wan
 
@@ -235,25 +242,36 @@ uninstall: uninstall-players
 uninstall-players:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(PLAYER_BINS)))
 
+# The gazetteer: the daemons' place lookup, kept out of liblbone (no client resolves places),
+# and its data file (made by lbone/gazetteer/gen_gazetteer.py, committed), staged where the
+# daemons look for it: share/lns beside their bin/, in the build as once installed.
+$(LIBLBONE_GEO_A): $(call obj,$(LBONE_GEO_SRC))
+	$(ARCHIVE)
+$(GAZETTEER): lbone/gazetteer/gazetteer.txt
+	@mkdir -p $(dir $@)
+	$(call say,CP,$@)cp $< $@
+
 # The L-Bone server: its modules as a library (so unit tests can link them), and the server.
 # liblbone, what clients link, is one of the installed libraries above.
 $(LIBLBONE_SRV_A): $(call obj,$(LBONE_SRV_SRC))
 	$(ARCHIVE)
 
-$(B)/bin/lbone_server: $(call obj,lbone/server/lbone_server_main.c) $(LIBLBONE_SRV_A) $(LIBLBONE_A) $(LIBIBP_A)
+$(B)/bin/lbone_server: $(call obj,lbone/server/lbone_server_main.c) $(LIBLBONE_SRV_A) $(LIBLBONE_GEO_A) \
+                       $(LIBLBONE_A) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(SRV_LIBS)
 
 $(LIBDEPOT_A): $(call obj,$(DEPOT_SRC))
 	$(ARCHIVE)
 
-# The depot registers itself with L-Bones through liblbone.
-$(B)/bin/ibp_depot: $(call obj,depot/depot_main.c) $(LIBDEPOT_A) $(LIBLBONE_A) $(LIBIBP_A)
+# The depot registers itself with L-Bones through liblbone, and checks its place in the
+# gazetteer.
+$(B)/bin/ibp_depot: $(call obj,depot/depot_main.c) $(LIBDEPOT_A) $(LIBLBONE_GEO_A) $(LIBLBONE_A) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS)
 
 TEST_LINK = $(call obj,$(TESTLIB_SRC)) $(LIBDEPOT_A) $(LIBLIFELINES_A) $(LIBSERVE_A) $(LIBTOOL_A) $(LIBLORS_A) \
-            $(LIBLBONE_SRV_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
+            $(LIBLBONE_SRV_A) $(LIBLBONE_GEO_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
 
 $(B)/tests/%: $(call obj,tests/unit/%.c) $(TEST_LINK)
 	@mkdir -p $(dir $@)
@@ -387,7 +405,8 @@ install: all
 	install -m 755 $(SERVER_BINS) $(TOOL_BINS) $(DESTDIR)$(BINDIR)/
 	install -d $(DESTDIR)$(PREFIX)/share/lns
 	install -m 755 gui/lns_gui $(DESTDIR)$(BINDIR)/
-	install -m 644 gui/world.txt gui/lns_gui_panels.tcl gui/lns_json.tcl $(DESTDIR)$(PREFIX)/share/lns/
+	install -m 644 gui/world.txt gui/lns_gui_panels.tcl gui/lns_json.tcl \
+	    lbone/gazetteer/gazetteer.txt $(DESTDIR)$(PREFIX)/share/lns/
 	for l in $(INSTALL_LIBS); do \
 	    install -m 644 $(B)/lib/$$l.a $(DESTDIR)$(LIBDIR)/ && \
 	    install -m 755 $(B)/lib/$$l.so $(DESTDIR)$(LIBDIR)/$$l.so.0 && \
@@ -414,7 +433,8 @@ uninstall:
 	    $(DESTDIR)$(MANDIR)/man8/lbone_server.8 \
 	    $(foreach s,$(SERVICES),$(DESTDIR)$(PREFIX)/lib/systemd/system/$(s).service \
 	        $(DESTDIR)$(SYSCONFDIR)/lns/$(s).conf.sample) \
-	    $(DESTDIR)$(BINDIR)/lns_gui $(addprefix $(DESTDIR)$(PREFIX)/share/lns/,world.txt lns_gui_panels.tcl lns_json.tcl)
+	    $(DESTDIR)$(BINDIR)/lns_gui $(addprefix $(DESTDIR)$(PREFIX)/share/lns/,world.txt lns_gui_panels.tcl lns_json.tcl \
+	        gazetteer.txt)
 	rmdir $(DESTDIR)$(PREFIX)/share/lns $(DESTDIR)$(INCDIR) 2>/dev/null || true
 
 clean:

@@ -212,9 +212,11 @@ int depot_lbone_check(char *err, size_t errlen)
     }
     if (set.place[0]) {
         /* The L-Bone resolves the place; resolving it here too turns a typo into an error
-         * at start instead of a refused registration in the log. */
+         * at start instead of a refused registration in the log.  Without the gazetteer's
+         * data file (logged by it) the L-Bone alone judges. */
         lbone_place_t p;
-        if (lbone_geo_resolve(set.place, &p, why, sizeof why) < 0) {
+        int rc = lbone_geo_resolve(set.place, &p, why, sizeof why);
+        if (rc < 0 && rc != LBONE_GEO_UNAVAILABLE) {
             lns_err_set(err, errlen, "lbone-place: %s", why);
             return -1;
         }

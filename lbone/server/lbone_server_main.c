@@ -51,16 +51,23 @@ int main(int argc, char **argv)
     }
     if (lbone_token_load(cfg.token_file, srv.token_hash, err, sizeof err) < 0)
         lns_daemon_die(&dmn, LBONE_EXIT_CONFIG, "%s", err);
-    if (lbone_geo_open(cfg.geo_data[0] ? cfg.geo_data : NULL) < 0)
-        lns_daemon_die(&dmn, LBONE_EXIT_CONFIG, "geo-data: cannot load %s: %s",
-                       cfg.geo_data[0] ? cfg.geo_data : "the built-in gazetteer", strerror(errno));
+    if (cfg.geo_data[0] && lbone_geo_open(cfg.geo_data) < 0)
+        lns_daemon_die(&dmn, LBONE_EXIT_CONFIG, "geo-data: cannot load %s: %s", cfg.geo_data,
+                       strerror(errno));
     if (cfg.check_config) {
+        if (!cfg.geo_data[0])
+            (void)lbone_geo_open(NULL); /* a default data file missing: its warning */
         lbone_config_summary(&cfg, err, sizeof err);
         printf("lbone_server: configuration OK: %s\n", err);
         return LBONE_EXIT_OK;
     }
     if (lns_log_open("lbone_server", cfg.log_file, cfg.log_level, err, sizeof err) < 0)
         lns_daemon_die(&dmn, LBONE_EXIT_CONFIG, "%s", err);
+    /* The default gazetteer now, so that the first query does not wait for it; without its
+     * data file (the gazetteer logs why, here in the log) the server serves on and place
+     * names do not resolve. */
+    if (!cfg.geo_data[0])
+        (void)lbone_geo_open(NULL);
 
     lns_daemon_signals(&sigs, 0);
 

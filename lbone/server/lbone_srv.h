@@ -45,7 +45,7 @@ typedef struct lbone_srv_config {
     char port_file[PATH_MAX];
     char db[PATH_MAX];
     char token_file[PATH_MAX];
-    char geo_data[PATH_MAX];   /* "" = the built-in gazetteer */
+    char geo_data[PATH_MAX];   /* "" = the default (lbone_geo.h) */
     int heartbeat_s;           /* interval told to depots */
     int down_after_s;          /* 0 = 3 heartbeats */
     int drop_after_s;

@@ -75,7 +75,7 @@ static const char usage_text[] =
     "                             port file\n"
     "      --db FILE              SQLite registry (default /var/lib/lns/lbone.db)\n"
     "      --token-file FILE      registry token depots must present (first line; required)\n"
-    "      --geo-data FILE        gazetteer records instead of the built-in ones\n"
+    "      --geo-data FILE        gazetteer records instead of share/lns/gazetteer.txt\n"
     "      --heartbeat DUR        heartbeat interval told to depots (default 60s)\n"
     "      --down-after DUR       not heard from this long: unavailable (default 3 heartbeats)\n"
     "      --drop-after DUR       not heard from this long: removed (default 7d)\n"

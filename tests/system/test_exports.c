@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lns_test.h"
@@ -183,11 +184,28 @@ static void test_libexnode(void) { check_library("libexnode", "xnd_", "exnode/xn
 static void test_liblors(void) { check_library("liblors", "lors_", "lors/lors.h"); }
 static void test_liblbone(void) { check_library("liblbone", "lbone_", "lbone/lbone.h"); }
 
+/* No client resolves place names (the L-Bone does), so the gazetteer, its code and its
+ * data, stays out of liblbone: in liblbone_geo.a and share/lns/gazetteer.txt, for the daemons
+ * (issue 38: it was 98.9% of the library).  nm without -D: hidden and local symbols too. */
+static void test_liblbone_no_gazetteer(void)
+{
+    char so[8192], cmd[16384];
+    struct stat st;
+    snprintf(so, sizeof so, "%s/../lib/liblbone.so", lns_test_bindir());
+    CU_ASSERT_FATAL(stat(so, &st) == 0);
+    CU_ASSERT(st.st_size < 1024 * 1024);
+    if (st.st_size >= 1024 * 1024)
+        fprintf(stderr, "\n  %s: %lld bytes, 1 MiB at most", so, (long long)st.st_size);
+    snprintf(cmd, sizeof cmd, "nm '%s' | grep lbone_geo_", so);
+    CU_ASSERT_NOT_EQUAL(system(cmd), 0);
+}
+
 static const lns_test_case tests[] = {
     {"libibp.so: only ibp.h", test_libibp},
     {"libexnode.so: only xnd.h", test_libexnode},
     {"liblors.so: only lors.h", test_liblors},
     {"liblbone.so: only lbone.h", test_liblbone},
+    {"liblbone.so: no gazetteer, under 1 MiB", test_liblbone_no_gazetteer},
 };
 
 LNS_TEST_MAIN("shared library exports", tests)

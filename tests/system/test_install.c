@@ -157,6 +157,27 @@ static void test_units(void)
                         " --check-config >/dev/null%2$s",
                         dest, ""),
                     0);
+    /* The installed depot finds the installed gazetteer (share/lns beside its bin/): an
+     * unknown place is refused, a known one accepted, and nothing says the data is missing
+     * (without the data it would let both pass, and log that). */
+    char tokfile[PATH_MAX + 16], cmd0[5 * 4096];
+    snprintf(tokfile, sizeof tokfile, "%s/lbtoken", tmp);
+    FILE *tf = fopen(tokfile, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tf);
+    fputs("install-test-token-0123456789\n", tf);
+    fclose(tf);
+    for (int known = 0; known <= 1; known++) {
+        snprintf(cmd0, sizeof cmd0, "env -u LNS_GAZETTEER '%s/opt/lns/bin/ibp_depot' --config "
+                 "'%s/opt/lns/etc/lns/ibp_depot.conf' --check-config --lbone http://127.0.0.1:1 "
+                 "--lbone-token-file '%s' --lbone-place 'airport= %s' >'%s/place.log' 2>&1",
+                 dest, dest, tokfile, known ? "TYS" : "QQQ", tmp);
+        int rc = system(cmd0);
+        CU_ASSERT_EQUAL(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, known ? 0 : 2);
+        snprintf(cmd0, sizeof cmd0, "cat '%s/place.log'", tmp);
+        if (rc != (known ? 0 : 2 << 8))
+            lns_test_run_echo(cmd0);
+        CU_ASSERT_EQUAL(run("! grep -q gazetteer '%s/place.log'%s", tmp, ""), 0);
+    }
     snprintf(log, sizeof log, "%s/depot.log", tmp);
     snprintf(portfile, sizeof portfile, "%s/depot.port", tmp);
     snprintf(more, sizeof more, "--listen 127.0.0.1 --port 0 --port-file %s --resource "
@@ -223,6 +244,9 @@ static void test_units(void)
         CU_ASSERT_EQUAL(tlb_http(port, "GET", "/healthz", NULL, NULL, &resp), 200);
         free(resp);
         CU_ASSERT_EQUAL(lns_test_signal_child(&pid, SIGTERM), 0);
+        /* it loaded the installed gazetteer at start, or it would have logged that it could
+         * not */
+        CU_ASSERT_EQUAL(run("! grep gazetteer '%s'%s", log, ""), 0);
     }
 }
 
@@ -253,6 +277,7 @@ static void test_install(void)
         "/opt/lns/lib/systemd/system/ibp_depot.service", "/opt/lns/bin/lbone_server",
         "/opt/lns/share/man/man8/lbone_server.8", "/opt/lns/etc/lns/lbone_server.conf.sample",
         "/opt/lns/lib/systemd/system/lbone_server.service",
+        "/opt/lns/share/lns/gazetteer.txt", "/opt/lns/share/lns/world.txt",
         /* the configs the units run with: made from the samples unless there */
         "/opt/lns/etc/lns/ibp_depot.conf", "/opt/lns/etc/lns/lbone_server.conf",
     };

@@ -750,6 +750,35 @@ static void test_command_line(void)
     CU_ASSERT(system(cmd) == 0);
 }
 
+/* Without its gazetteer's data file the server starts and serves: one warning in its log
+ * names the file, queries by place name get 400 (every time, with no new log line), queries
+ * and registrations by coordinates work. */
+static void test_no_gazetteer(void)
+{
+    test_lbone_t l;
+    char missing[PATH_MAX], j[1024], logtext[16384], *r;
+    snprintf(missing, sizeof missing, "%s/no-such-gazetteer.txt", lns_test_tmpdir());
+    setenv("LNS_GAZETTEER", missing, 1);
+    int started = tlb_start(&l, "--probe-interval 0");
+    unsetenv("LNS_GAZETTEER");
+    CU_ASSERT_FATAL(started == 0);
+    for (int i = 0; i < 2; i++) {
+        r = get(&l, "/v1/depots?location=airport%3D%20ATL", 400);
+        CU_ASSERT(r && strstr(r, "place lookup unavailable") && !strstr(r, missing));
+        free(r);
+    }
+    tlb_depot_json(j, sizeof j, "tys.test", 6714, TYS_LAT, TYS_LON, 1000, 0, 3600, "");
+    CU_ASSERT(tlb_register(&l, j, NULL, NULL) == 201);
+    r = get(&l, "/v1/depots?location=33.64%2C-84.43", 200);
+    CU_ASSERT(r && strstr(r, "tys.test"));
+    free(r);
+    lns_test_server_stop(&l.srv);
+    lns_test_slurp(l.log, logtext, sizeof logtext);
+    CU_ASSERT_EQUAL(tlb_count(logtext, "warn: gazetteer"), 1);
+    CU_ASSERT_EQUAL(tlb_count(logtext, missing), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(logtext, "lbone_server["));
+}
+
 static const lns_test_case tests[] = {
     {"register, heartbeat, down, dropped (real depots)", test_register_heartbeat_expiry},
     {"registry token and depot secrets", test_auth},
@@ -762,6 +791,7 @@ static const lns_test_case tests[] = {
     {"reports, forecasts, rate limit", test_reports_rate_limit},
     {"command line and config file", test_command_line},
     {"HTTPS by default: key 0600 beside the db, pin file, plain HTTP unanswered", test_https_default},
+    {"without its gazetteer's data file", test_no_gazetteer},
 };
 
 LNS_TEST_MAIN("lbone server", tests)

@@ -1,8 +1,12 @@
 /* test_lbone_geo.c -- lbone_geo: the gazetteer resolves places the way users write them, and
  * distances are great-circle kilometres.  Reference coordinates are the published ones of the
- * airports and cities (not read back from our data), so a broken table or parser fails here. */
+ * airports and cities (not read back from our data), so a broken table or parser fails here.
+ * The data is the build's copy of gazetteer.txt, found from this program's directory
+ * (build/<release|asan>/tests -> ../share/lns), as the daemons find theirs. */
 #include <CUnit/CUnit.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -187,13 +191,13 @@ static void test_distance(void)
 
 static void test_datafile(void)
 {
-    /* A private data file replaces the built-in one; a malformed one is refused. */
+    /* A private data file replaces the default one; a malformed one is refused. */
     char path[512], err[256];
     lbone_place_t p;
     snprintf(path, sizeof path, "%s/geo.txt", lns_test_tmpdir());
     FILE *f = fopen(path, "w");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fputs("A|XYZ|10.0000|20.0000|Test Field|Testtown|ZZ\nZ|12345|1.5|2.5|Testtown|TN\n"
+    fputs("# a comment\nA|XYZ|10.0000|20.0000|Test Field|Testtown|ZZ\nZ|12345|1.5|2.5|Testtown|TN\n"
           "S|TN|Tennessee|3.0|4.0\n", f);
     fclose(f);
     lbone_geo_close();
@@ -214,7 +218,98 @@ static void test_datafile(void)
     CU_ASSERT_EQUAL(lbone_geo_open(path), -1);
     snprintf(path, sizeof path, "%s/missing.txt", lns_test_tmpdir());
     CU_ASSERT_EQUAL(lbone_geo_open(path), -1);
-    /* Nothing opened: the next lookup loads the built-in data. */
+    /* Nothing opened: the next lookup loads the default file. */
+    near("airport= TYS", 35.8108, -83.9939, 10);
+}
+
+/* Count the lines of path that contain s. */
+static int count_lines(const char *path, const char *s)
+{
+    char line[4096];
+    int n = 0;
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f))
+        n += strstr(line, s) != NULL;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static void test_default_file(void)
+{
+    /* LNS_GAZETTEER names the default file. */
+    char path[512], log[512], err[256];
+    lbone_place_t p;
+    snprintf(path, sizeof path, "%s/env.txt", lns_test_tmpdir());
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs("A|XYZ|10.0000|20.0000|Test Field|Testtown|ZZ\n", f);
+    fclose(f);
+    lbone_geo_close();
+    setenv("LNS_GAZETTEER", path, 1);
+    CU_ASSERT_EQUAL(lbone_geo_resolve("airport= XYZ", &p, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(lbone_geo_resolve("airport= TYS", &p, err, sizeof err), -1);
+    lbone_geo_close();
+
+    /* A default file that is not there: one log line naming it (stderr here, no log is
+     * open), then every lookup that needs the data says it is unavailable, and "lat,lon"
+     * still resolves. */
+    snprintf(path, sizeof path, "%s/no-such-gazetteer.txt", lns_test_tmpdir());
+    snprintf(log, sizeof log, "%s/geo.log", lns_test_tmpdir());
+    setenv("LNS_GAZETTEER", path, 1);
+    fflush(stderr);
+    int saved = dup(2), fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CU_ASSERT_FATAL(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    int rc1 = lbone_geo_resolve("airport= TYS", &p, err, sizeof err);
+    int rc2 = lbone_geo_resolve("city= Knoxville state= TN", &p, err, sizeof err);
+    int rc3 = lbone_geo_open(NULL);
+    int rc4 = lbone_geo_resolve("35.9606,-83.9207", &p, err, sizeof err);
+    dup2(saved, 2);
+    close(saved);
+    CU_ASSERT_EQUAL(rc1, LBONE_GEO_UNAVAILABLE);
+    CU_ASSERT_EQUAL(rc2, LBONE_GEO_UNAVAILABLE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "unavailable"));
+    CU_ASSERT_EQUAL(rc3, -1);
+    CU_ASSERT_EQUAL(rc4, 0);
+    CU_ASSERT_EQUAL(count_lines(log, "no-such-gazetteer.txt"), 1);
+    CU_ASSERT_EQUAL(count_lines(log, "\n"), 1);
+    /* A location that is wrong whatever the data still says why. */
+    CU_ASSERT_EQUAL(lbone_geo_resolve("planet= Mars", &p, err, sizeof err), -1);
+
+    /* A default file that is there but malformed, or not a file, is unavailable the same
+     * way. */
+    const char *bad_files[] = {"bad.txt", ""};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", lns_test_tmpdir(), bad_files[i]);
+        if (*bad_files[i]) {
+            f = fopen(path, "w");
+            CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+            fputs("A|XYZ|10.0|20.0|Test Field|Testtown|ZZ\nnot a record\n", f);
+            fclose(f);
+        }
+        lbone_geo_close();
+        setenv("LNS_GAZETTEER", path, 1);
+        fflush(stderr);
+        saved = dup(2);
+        fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        CU_ASSERT_FATAL(saved >= 0 && fd >= 0);
+        dup2(fd, 2);
+        close(fd);
+        rc1 = lbone_geo_resolve("airport= XYZ", &p, err, sizeof err);
+        rc2 = lbone_geo_resolve("airport= XYZ", &p, err, sizeof err);
+        dup2(saved, 2);
+        close(saved);
+        CU_ASSERT_EQUAL(rc1, LBONE_GEO_UNAVAILABLE);
+        CU_ASSERT_EQUAL(rc2, LBONE_GEO_UNAVAILABLE);
+        CU_ASSERT_EQUAL(count_lines(log, *bad_files[i] ? "line 2 is malformed" : "Invalid"), 1);
+        CU_ASSERT_EQUAL(count_lines(log, "\n"), 1);
+    }
+
+    /* Back to the build's copy, found from this program's directory. */
+    unsetenv("LNS_GAZETTEER");
+    lbone_geo_close();
     near("airport= TYS", 35.8108, -83.9939, 10);
 }
 
@@ -227,6 +322,7 @@ static const lns_test_case tests[] = {
     {"precedence", test_precedence},
     {"distance", test_distance},
     {"data file", test_datafile},
+    {"default file: LNS_GAZETTEER, missing", test_default_file},
 };
 
 LNS_TEST_MAIN("lbone_geo", tests)

@@ -50,7 +50,8 @@ typedef struct geo_tables {
     size_t n_airports, n_zips, n_cities, n_city_keys, n_states, n_countries;
 } geo_tables_t;
 
-/* The loaded tables, opening the built-in data on first use; NULL and err on failure. */
+/* The loaded tables, opening the default file on first use; NULL and err when they cannot be
+ * had (the default file failed, now or before). */
 const geo_tables_t *lbone_geo__tables(char *err, size_t errlen);
 
 const geo_airport_t *lbone_geo__airport(const geo_tables_t *t, const char *code);

@@ -252,7 +252,7 @@ int lbone_geo_resolve(const char *location, lbone_place_t *out, char *err, size_
 
     const geo_tables_t *t = lbone_geo__tables(err, errlen);
     if (!t)
-        return -1;
+        return LBONE_GEO_UNAVAILABLE;
     if (vals[K_ZIP])
         return resolve_zip(t, vals[K_ZIP], loc, out, err, errlen);
     if (vals[K_AIRPORT]) {

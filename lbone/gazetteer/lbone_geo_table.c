@@ -1,16 +1,19 @@
 /* lbone_geo_table.c -- load the gazetteer's records into sorted tables, and look things up.
  *
- * The records (format in lbone/gazetteer/gen_gazetteer.py) are copied once into a private
- * buffer whose separators become NULs, so every table entry points into it.  Each table is
- * sorted for binary search: airports by code, zips by number, cities under each of their
- * spellings, zips again by town.  Loading the built-in 80,000 records takes a few tens of ms;
- * after that the tables are read-only, so lookups need no lock.
+ * The records (format in lbone/gazetteer/gen_gazetteer.py) are read once from a data file
+ * (lbone_geo.h says which) into a private buffer whose separators become NULs, so every table
+ * entry points into it.  Each table is sorted for binary search: airports by code, zips by
+ * number, cities under each of their spellings, zips again by town.  Loading the default
+ * file's 84,000 records takes a few tens of ms; after that the tables are read-only, so
+ * lookups need no lock.  A default file that fails is remembered, so it is logged once and
+ * lookups do not retry it on every request.
  */
 #include "lbone_geo.h"
 #include "lbone_geo_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -22,16 +25,18 @@
 
 #include "lns_err.h"
 #include "lns_io.h"
-
-extern const char lbone_geo_data[];
-extern const size_t lbone_geo_data_len;
+#include "lns_log.h"
 
 #define GEO_MAX_FIELDS 8
 #define GEO_MAX_FILE (64u << 20)
+#define GEO_ENV "LNS_GAZETTEER"
+#define GEO_DEFAULT_REL "share/lns/gazetteer.txt" /* from the program's bin/'s parent */
 
 static pthread_mutex_t geo_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Written under geo_lock; read without it once set (the tables never change after). */
 static _Atomic(geo_tables_t *) geo_tables;
+/* Under geo_lock: the errno of the default file's failure (0: not tried, or loaded). */
+static int geo_failed_errno;
 
 static void tables_free(geo_tables_t *t)
 {
@@ -154,13 +159,16 @@ static void build_indexes(geo_tables_t *t)
     qsort(t->zip_towns, t->n_zips, sizeof *t->zip_towns, cmp_zip_town);
 }
 
-/* Parse text (NUL-terminated, owned by the result).  NULL and errno on failure. */
-static geo_tables_t *tables_parse(char *text, char *err, size_t errlen)
+/* Parse text (NUL-terminated, owned by the result), read from path.  NULL and errno on
+ * failure. */
+static geo_tables_t *tables_parse(char *text, const char *path, char *err, size_t errlen)
 {
     geo_tables_t *t = calloc(1, sizeof *t);
     size_t count[128] = {0};
     if (!t) {
         free(text);
+        errno = ENOMEM;
+        lns_err_set(err, errlen, "gazetteer %s: out of memory", path);
         return NULL;
     }
     t->text = text;
@@ -180,7 +188,7 @@ static geo_tables_t *tables_parse(char *text, char *err, size_t errlen)
         !t->countries) {
         tables_free(t);
         errno = ENOMEM;
-        lns_err_set(err, errlen, "gazetteer: out of memory");
+        lns_err_set(err, errlen, "gazetteer %s: out of memory", path);
         return NULL;
     }
     size_t line = 0;
@@ -191,7 +199,7 @@ static geo_tables_t *tables_parse(char *text, char *err, size_t errlen)
         line++;
         if (nl)
             *nl = 0;
-        if (*p) {
+        if (*p && *p != '#') {
             for (char *q = p;; q++) {
                 if (*q == '|' || !*q) {
                     if (nf == GEO_MAX_FIELDS)
@@ -204,7 +212,7 @@ static geo_tables_t *tables_parse(char *text, char *err, size_t errlen)
                 }
             }
             if (nf < 2 || strlen(f[0]) != 1 || add_record(t, f, nf) < 0) {
-                lns_err_set(err, errlen, "gazetteer: record %zu is malformed", line);
+                lns_err_set(err, errlen, "gazetteer %s: line %zu is malformed", path, line);
                 tables_free(t);
                 errno = EINVAL;
                 return NULL;
@@ -249,30 +257,84 @@ static char *read_file(const char *path, char *err, size_t errlen)
     return buf;
 }
 
+/* The default file: $LNS_GAZETTEER, else share/lns/gazetteer.txt under the parent of the
+ * running program's directory (/proc/self/exe has no symlinks left, so its parent is the
+ * prefix the program was installed to, or build/<release|asan>).  0, or -1 with err. */
+static int default_path(char *out, size_t size, char *err, size_t errlen)
+{
+    const char *env = getenv(GEO_ENV);
+    char exe[PATH_MAX];
+    if (env && *env) {
+        if (strlen(env) >= size) {
+            errno = ENAMETOOLONG;
+            return lns_err_set(err, errlen, "gazetteer: %s is longer than %zu characters", GEO_ENV,
+                               size - 1);
+        }
+        memcpy(out, env, strlen(env) + 1);
+        return 0;
+    }
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        if (n == 0)
+            errno = ENOENT;
+        return lns_err_set(err, errlen, "gazetteer: cannot find the running program "
+                           "(/proc/self/exe: %s)", strerror(errno));
+    }
+    exe[n] = 0;
+    for (int up = 0; up < 2; up++) { /* the program's name, then its directory (bin/) */
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            *slash = 0;
+    }
+    if ((size_t)snprintf(out, size, "%s/%s", exe, GEO_DEFAULT_REL) >= size) {
+        errno = ENAMETOOLONG;
+        return lns_err_set(err, errlen, "gazetteer: the path under %s is too long", exe);
+    }
+    return 0;
+}
+
+/* Load the default file, or remember (and log, once) that it cannot be.  The reason goes to
+ * the log, not to err: a lookup's error may reach a client, who need not see server paths. */
+static int geo_open_default_locked(char *err, size_t errlen)
+{
+    char path[PATH_MAX], why[PATH_MAX + 128];
+    if (!geo_failed_errno) {
+        char *text = NULL;
+        geo_tables_t *t = NULL;
+        if (default_path(path, sizeof path, why, sizeof why) == 0 &&
+            (text = read_file(path, why, sizeof why)) != NULL)
+            t = tables_parse(text, path, why, sizeof why); /* frees text on failure */
+        if (t) {
+            atomic_store(&geo_tables, t);
+            return 0;
+        }
+        geo_failed_errno = errno ? errno : EINVAL;
+        lns_log(LNS_LOG_WARN, "%s: place names will not resolve (%s= names another data file)",
+                why, GEO_ENV);
+    }
+    lns_err_set(err, errlen, "place lookup unavailable: the gazetteer's data file could not be "
+                "loaded (the log says why)");
+    errno = geo_failed_errno;
+    return -1;
+}
+
 static int geo_open_locked(const char *datafile, char *err, size_t errlen)
 {
-    char *text;
     if (atomic_load(&geo_tables))
         return 0;
-    if (datafile) {
-        text = read_file(datafile, err, errlen);
-    } else {
-        text = malloc(lbone_geo_data_len + 1);
-        if (text)
-            memcpy(text, lbone_geo_data, lbone_geo_data_len + 1);
-        else
-            lns_err_set(err, errlen, "gazetteer: out of memory");
-    }
+    if (!datafile)
+        return geo_open_default_locked(err, errlen);
+    char *text = read_file(datafile, err, errlen);
     if (!text)
         return -1;
-    geo_tables_t *t = tables_parse(text, err, errlen);
+    geo_tables_t *t = tables_parse(text, datafile, err, errlen);
     atomic_store(&geo_tables, t);
     return t ? 0 : -1;
 }
 
 int lbone_geo_open(const char *datafile)
 {
-    char err[256];
+    char err[PATH_MAX + 128];
     pthread_mutex_lock(&geo_lock);
     int rc = geo_open_locked(datafile, err, sizeof err);
     pthread_mutex_unlock(&geo_lock);
@@ -283,6 +345,7 @@ void lbone_geo_close(void)
 {
     pthread_mutex_lock(&geo_lock);
     tables_free(atomic_exchange(&geo_tables, NULL));
+    geo_failed_errno = 0;
     pthread_mutex_unlock(&geo_lock);
 }
 
