@@ -10,6 +10,17 @@
 
 #include <signal.h>
 
+/* The daemons' exit codes, one set (man/ibp_depot.8, man/lbone_server.8); a bad setting is 2,
+ * as a tool's bad flag is. */
+enum lns_exit {
+    LNS_EXIT_OK = 0,
+    LNS_EXIT_RUNTIME = 1, /* failure while serving (out of memory, thread creation...) */
+    LNS_EXIT_CONFIG = 2,  /* bad flag, config file, setting or key file */
+    LNS_EXIT_STORAGE = 3, /* its storage (resources, database) cannot be used */
+    LNS_EXIT_NETWORK = 4, /* cannot listen */
+    LNS_EXIT_DAEMON = 5   /* cannot daemonize or write the pid, port or pin file */
+};
+
 typedef struct {
     const char *prog;     /* the program, prefix of the line on stderr */
     const char *log_file; /* its log-file setting: if set, the log gets the line too */

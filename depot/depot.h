@@ -33,17 +33,18 @@
 
 #include "ibp.h"
 #include "ibp_proto.h"
+#include "lns_daemon.h"
 #include "lns_net.h"
 
 /* ---- exit codes (man/ibp_depot.8) --------------------------------------------------- */
 
-enum depot_exit {
-    DEPOT_EXIT_OK = 0,
-    DEPOT_EXIT_RUNTIME = 1, /* failure while serving (out of memory, thread creation...) */
-    DEPOT_EXIT_CONFIG = 2,  /* bad flag, config file or setting */
-    DEPOT_EXIT_STORAGE = 3, /* a resource directory or its database cannot be used */
-    DEPOT_EXIT_NETWORK = 4, /* cannot listen */
-    DEPOT_EXIT_DAEMON = 5   /* cannot daemonize or write the pid or port file */
+enum depot_exit { /* the daemons' set (lns_daemon.h) */
+    DEPOT_EXIT_OK = LNS_EXIT_OK,
+    DEPOT_EXIT_RUNTIME = LNS_EXIT_RUNTIME,
+    DEPOT_EXIT_CONFIG = LNS_EXIT_CONFIG,
+    DEPOT_EXIT_STORAGE = LNS_EXIT_STORAGE, /* a resource directory or its database */
+    DEPOT_EXIT_NETWORK = LNS_EXIT_NETWORK,
+    DEPOT_EXIT_DAEMON = LNS_EXIT_DAEMON
 };
 
 /* ---- configuration (depot_config.c) -------------------------------------------------- */

@@ -17,6 +17,7 @@
 
 #include "lbone_buf.h"
 #include "lbone_json.h"
+#include "lns_daemon.h"
 #include "lns_reqclock.h"
 
 #define LBONE_DEFAULT_PORT 6767
@@ -26,12 +27,13 @@
 #define LBONE_MAX_RID 64
 #define LBONE_MAX_TEXT 256   /* contact, place */
 
-enum lbone_exit {
-    LBONE_EXIT_OK = 0,
-    LBONE_EXIT_CONFIG = 1,
-    LBONE_EXIT_NETWORK = 2,
-    LBONE_EXIT_STORAGE = 3,
-    LBONE_EXIT_RUNTIME = 4
+enum lbone_exit { /* the daemons' set (lns_daemon.h), as ibp_depot's */
+    LBONE_EXIT_OK = LNS_EXIT_OK,
+    LBONE_EXIT_RUNTIME = LNS_EXIT_RUNTIME,
+    LBONE_EXIT_CONFIG = LNS_EXIT_CONFIG,
+    LBONE_EXIT_STORAGE = LNS_EXIT_STORAGE, /* the database */
+    LBONE_EXIT_NETWORK = LNS_EXIT_NETWORK,
+    LBONE_EXIT_DAEMON = LNS_EXIT_DAEMON
 };
 
 /* ---- settings (lbone_srv_config.c) --------------------------------------------------- */

@@ -665,7 +665,7 @@ static void test_reports_rate_limit(void)
 
 /* HTTPS by default (issue 37): no TLS option given, the server makes its key beside the
  * database (DB.key, mode 0600), writes its pin to --pin-file and logs the pinned name; a
- * plain HTTP request gets no HTTP answer; a key others may read stops a restart (exit 1).
+ * plain HTTP request gets no HTTP answer; a key others may read stops a restart (exit 2).
  * --plain-http answers plain HTTP and logs the warning. */
 static void test_https_default(void)
 {
@@ -693,14 +693,14 @@ static void test_https_default(void)
     CU_ASSERT_EQUAL_FATAL(tlb_restart(&l), 0);
     CU_ASSERT_STRING_EQUAL(l.pin, pin);
     lns_test_server_stop(&l.srv);
-    /* a key open to others: refused, exit 1, one line naming it */
+    /* a key open to others: refused, exit 2, one line naming it */
     CU_ASSERT_EQUAL(chmod(key, 0644), 0);
     snprintf(cmd, sizeof cmd, "%s/lbone_server --db %s --token-file %s --port 0 2>&1 | "
              "grep -q 'open to others'", lns_test_bindir(), l.db, l.token_file);
     CU_ASSERT_EQUAL(system(cmd), 0);
     snprintf(cmd, sizeof cmd, "%s/lbone_server --db %s --token-file %s --port 0 2>/dev/null",
              lns_test_bindir(), l.db, l.token_file);
-    CU_ASSERT_EQUAL(WEXITSTATUS(system(cmd)), 1);
+    CU_ASSERT_EQUAL(WEXITSTATUS(system(cmd)), 2);
     /* --plain-http: plain answers, the warning, no key; not with a TLS option */
     CU_ASSERT_EQUAL_FATAL(tlb_start(&p, "--plain-http --probe-interval 0"), 0);
     CU_ASSERT_EQUAL(tlb_http_plain(p.port, req, sizeof req - 1, NULL), 200);
@@ -710,7 +710,7 @@ static void test_https_default(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(log, "plain HTTP (--plain-http)"));
     snprintf(cmd, sizeof cmd, "%s/lbone_server --token-file %s --plain-http --pin-file x "
              "--check-config 2>/dev/null", lns_test_bindir(), p.token_file);
-    CU_ASSERT_EQUAL(WEXITSTATUS(system(cmd)), 1);
+    CU_ASSERT_EQUAL(WEXITSTATUS(system(cmd)), 2);
     lns_test_server_finish(&p.srv);
 }
 
@@ -728,11 +728,11 @@ static void test_command_line(void)
     snprintf(cmd, sizeof cmd, "%s/lbone_server --version | grep -q 'lbone_server (lns)'", bin);
     CU_ASSERT(system(cmd) == 0);
     snprintf(cmd, sizeof cmd, "%s/lbone_server --db /nonexistent/x 2>/dev/null", bin);
-    CU_ASSERT(WEXITSTATUS(system(cmd)) == 1); /* no token file */
+    CU_ASSERT(WEXITSTATUS(system(cmd)) == 2); /* no token file */
     snprintf(cmd, sizeof cmd, "%s/lbone_server --token-file %s --bogus 2>/dev/null", bin, tok);
-    CU_ASSERT(WEXITSTATUS(system(cmd)) == 1);
+    CU_ASSERT(WEXITSTATUS(system(cmd)) == 2);
     snprintf(cmd, sizeof cmd, "%s/lbone_server --token-file %s --heartbeat 0 2>/dev/null", bin, tok);
-    CU_ASSERT(WEXITSTATUS(system(cmd)) == 1);
+    CU_ASSERT(WEXITSTATUS(system(cmd)) == 2);
     snprintf(cmd, sizeof cmd, "%s/lbone_server --token-file %s --check-config >/dev/null", bin, tok);
     CU_ASSERT(system(cmd) == 0);
     snprintf(cmd, sizeof cmd, "%s/lbone_server --token-file %s --db /nonexistent/dir/x.db "
