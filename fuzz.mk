@@ -35,11 +35,11 @@ $(FB)/fuzz_xnd: tests/fuzz/fuzz_xnd.c tests/lib/xnd_same.h $(XND_SRC) exnode/xnd
 	    ibp/ibp_cap.c $(XND_COMMON) -lxml2 -lcrypto
 
 # Every fuzz target lives in tests/fuzz/, beside its seed corpus.
-$(FB)/fuzz_lbone_json: tests/fuzz/fuzz_lbone_json.c lbone/lbone_json.c lbone/lbone_buf.c \
-    common/lns_err.c lbone/lbone_json.h lbone/lbone_buf.h
+$(FB)/fuzz_lbone_json: tests/fuzz/fuzz_lbone_json.c lbone/lbone_json.c common/lns_buf.c \
+    common/lns_err.c lbone/lbone_json.h common/lns_buf.h
 	@mkdir -p $(FB)
 	$(CLANG) $(FFLAGS) -Ilbone -o $@ tests/fuzz/fuzz_lbone_json.c lbone/lbone_json.c \
-	    lbone/lbone_buf.c common/lns_err.c -ljansson -lm
+	    common/lns_buf.c common/lns_err.c -ljansson -lm
 
 run: run_req run_xnd run_lbone_json
 

@@ -192,11 +192,11 @@ int lbone_secret_ok(const char *server, char *err, size_t errlen)
 
 static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
 {
-    lbone_buf_t *b = arg;
+    lns_buf_t *b = arg;
     size_t n = size * nmemb;
     if (b->len + n > LBONE_MAX_ANSWER)
         return 0; /* curl stops with CURLE_WRITE_ERROR */
-    lbone_buf_add(b, data, n);
+    lns_buf_add(b, data, n);
     return b->oom ? 0 : n;
 }
 
@@ -243,7 +243,7 @@ int lbone__http(const char *base, const char *path, lbone_http_t *h, char *err, 
     int rc = LBONE_OK;
 
     h->status = 0;
-    lbone_buf_init(&h->answer);
+    lns_buf_init(&h->answer);
     pthread_once(&curl_once, curl_init);
     if (curl_init_rc != CURLE_OK)
         return lbone__fail(err, errlen, LBONE_E_NOMEM, "libcurl: %s",

@@ -23,14 +23,14 @@ void lbone_announce_init(lbone_announce_t *a)
     a->firewall = -1;
 }
 
-static void put_key(lbone_buf_t *b, const char *key)
+static void put_key(lns_buf_t *b, const char *key)
 {
-    lbone_buf_puts(b, b->len > 1 ? "," : "");
+    lns_buf_puts(b, b->len > 1 ? "," : "");
     lbone_json_put_string(b, key);
-    lbone_buf_puts(b, ":");
+    lns_buf_puts(b, ":");
 }
 
-static void put_str(lbone_buf_t *b, const char *key, const char *v)
+static void put_str(lns_buf_t *b, const char *key, const char *v)
 {
     if (!v)
         return;
@@ -38,14 +38,14 @@ static void put_str(lbone_buf_t *b, const char *key, const char *v)
     lbone_json_put_string(b, v);
 }
 
-static void put_u64(lbone_buf_t *b, const char *key, uint64_t v)
+static void put_u64(lns_buf_t *b, const char *key, uint64_t v)
 {
     put_key(b, key);
-    lbone_buf_printf(b, "%llu", (unsigned long long)v);
+    lns_buf_printf(b, "%llu", (unsigned long long)v);
 }
 
 /* The fields a heartbeat refreshes (b holds "{" already). */
-static void put_status(lbone_buf_t *b, const lbone_announce_t *a)
+static void put_status(lns_buf_t *b, const lbone_announce_t *a)
 {
     put_u64(b, "hard_total", a->hard_total);
     put_u64(b, "hard_free", a->hard_free);
@@ -55,31 +55,31 @@ static void put_status(lbone_buf_t *b, const lbone_announce_t *a)
         put_u64(b, "max_duration", (uint64_t)a->max_duration);
 }
 
-static void put_env(lbone_buf_t *b, const lbone_announce_t *a)
+static void put_env(lns_buf_t *b, const lbone_announce_t *a)
 {
     const char *sep = "";
     put_key(b, "env");
-    lbone_buf_puts(b, "{");
+    lns_buf_puts(b, "{");
     if (a->connection) {
-        lbone_buf_puts(b, "\"connection\":");
+        lns_buf_puts(b, "\"connection\":");
         lbone_json_put_string(b, a->connection);
         sep = ",";
     }
     if (a->monitoring >= 0) {
-        lbone_buf_printf(b, "%s\"monitoring\":%d", sep, a->monitoring);
+        lns_buf_printf(b, "%s\"monitoring\":%d", sep, a->monitoring);
         sep = ",";
     }
     if (a->power) {
-        lbone_buf_printf(b, "%s\"power\":", sep);
+        lns_buf_printf(b, "%s\"power\":", sep);
         lbone_json_put_string(b, a->power);
         sep = ",";
     }
     if (a->firewall >= 0)
-        lbone_buf_printf(b, "%s\"firewall\":%s", sep, a->firewall ? "true" : "false");
-    lbone_buf_puts(b, "}");
+        lns_buf_printf(b, "%s\"firewall\":%s", sep, a->firewall ? "true" : "false");
+    lns_buf_puts(b, "}");
 }
 
-static int build_registration(const lbone_announce_t *a, lbone_buf_t *b, char *err,
+static int build_registration(const lbone_announce_t *a, lns_buf_t *b, char *err,
                               size_t errlen)
 {
     if (!a->host || !*a->host || a->port < 1 || a->port > 65535 || !a->rid)
@@ -89,7 +89,7 @@ static int build_registration(const lbone_announce_t *a, lbone_buf_t *b, char *e
                           fabs(a->lon) > 180))
         return lbone__fail(err, errlen, LBONE_E_ARG, "L-Bone registration: latitude must be in "
                                                      "[-90,90], longitude in [-180,180]");
-    lbone_buf_puts(b, "{");
+    lns_buf_puts(b, "{");
     put_str(b, "host", a->host);
     put_u64(b, "port", (uint64_t)a->port);
     put_str(b, "rid", a->rid);
@@ -106,7 +106,7 @@ static int build_registration(const lbone_announce_t *a, lbone_buf_t *b, char *e
     put_str(b, "pin", a->pin);
     if (a->connection || a->monitoring >= 0 || a->power || a->firewall >= 0)
         put_env(b, a);
-    lbone_buf_puts(b, "}");
+    lns_buf_puts(b, "}");
     return b->oom ? lbone__fail(err, errlen, LBONE_E_NOMEM, "L-Bone registration: out of memory")
                   : 0;
 }
@@ -115,7 +115,7 @@ int lbone_register(const char *server, const char *token, const lbone_announce_t
                    lbone_session_t *out, char *err, size_t errlen)
 {
     char base[LBONE_MAX_BASE];
-    lbone_buf_t body;
+    lns_buf_t body;
     int rc;
 
     if (out)
@@ -125,14 +125,14 @@ int lbone_register(const char *server, const char *token, const lbone_announce_t
                                                      "token");
     if (lbone__base_url(server, base, sizeof base, err, errlen) < 0)
         return LBONE_E_ARG;
-    lbone_buf_init(&body);
+    lns_buf_init(&body);
     if ((rc = build_registration(a, &body, err, errlen)) != LBONE_OK) {
-        lbone_buf_free(&body);
+        lns_buf_free(&body);
         return rc;
     }
     lbone_http_t h = {.method = "POST", .bearer = token, .body = body.p, .body_len = body.len};
     rc = lbone__http(base, "/v1/depots", &h, err, errlen);
-    lbone_buf_free(&body);
+    lns_buf_free(&body);
     if (rc == LBONE_OK && h.status != 201 && h.status != 200)
         rc = lbone__status_error(base, &h, err, errlen);
     if (rc == LBONE_OK) {
@@ -156,7 +156,7 @@ int lbone_register(const char *server, const char *token, const lbone_announce_t
         }
         json_decref(doc);
     }
-    lbone_buf_free(&h.answer);
+    lns_buf_free(&h.answer);
     return rc;
 }
 
@@ -164,7 +164,7 @@ int lbone_heartbeat(const char *server, lbone_session_t *s, const lbone_announce
                     size_t errlen)
 {
     char base[LBONE_MAX_BASE], path[128];
-    lbone_buf_t body;
+    lns_buf_t body;
     int rc;
 
     if (!s || !a || !s->id[0] || !s->secret[0])
@@ -172,21 +172,21 @@ int lbone_heartbeat(const char *server, lbone_session_t *s, const lbone_announce
     if (lbone__base_url(server, base, sizeof base, err, errlen) < 0)
         return LBONE_E_ARG;
     snprintf(path, sizeof path, "/v1/depots/%s/heartbeat", s->id);
-    lbone_buf_init(&body);
-    lbone_buf_puts(&body, "{");
+    lns_buf_init(&body);
+    lns_buf_puts(&body, "{");
     put_status(&body, a);
     if (a->leaving) { /* only then: a server from before "leaving" refuses the field */
         put_key(&body, "leaving");
-        lbone_buf_puts(&body, "true");
+        lns_buf_puts(&body, "true");
     }
-    lbone_buf_puts(&body, "}");
+    lns_buf_puts(&body, "}");
     if (body.oom) {
-        lbone_buf_free(&body);
+        lns_buf_free(&body);
         return lbone__fail(err, errlen, LBONE_E_NOMEM, "L-Bone heartbeat: out of memory");
     }
     lbone_http_t h = {.method = "PUT", .bearer = s->secret, .body = body.p, .body_len = body.len};
     rc = lbone__http(base, path, &h, err, errlen);
-    lbone_buf_free(&body);
+    lns_buf_free(&body);
     if (rc == LBONE_OK && h.status != 200 && h.status != 204)
         rc = lbone__status_error(base, &h, err, errlen);
     if (rc == LBONE_OK && h.status == 200 && h.answer.len) {
@@ -199,7 +199,7 @@ int lbone_heartbeat(const char *server, lbone_session_t *s, const lbone_announce
             s->heartbeat_s = (int)hb;
         json_decref(doc);
     }
-    lbone_buf_free(&h.answer);
+    lns_buf_free(&h.answer);
     return rc;
 }
 
@@ -217,6 +217,6 @@ int lbone_unregister(const char *server, const lbone_session_t *s, char *err, si
     rc = lbone__http(base, path, &h, err, errlen);
     if (rc == LBONE_OK && h.status != 204 && h.status != 200)
         rc = lbone__status_error(base, &h, err, errlen);
-    lbone_buf_free(&h.answer);
+    lns_buf_free(&h.answer);
     return rc;
 }

@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #include "lbone.h"
-#include "lbone_buf.h"
+#include "lns_buf.h"
 #include "lbone_json.h"
 
 #define LBONE_MAX_ANSWER (32u << 20) /* 10,000 depots are about 4 MB of JSON */
@@ -19,7 +19,7 @@ typedef struct lbone_http {
     const char *body;       /* JSON, or NULL */
     size_t body_len;
     long status;            /* out: HTTP status, 0 if none */
-    lbone_buf_t answer;     /* out: the body (caller frees) */
+    lns_buf_t answer;     /* out: the body (caller frees) */
 } lbone_http_t;
 
 /* base: "http://host:port" (no trailing '/') from a server name.  0, or -1 with err. */

@@ -35,30 +35,30 @@ void lbone_result_free(lbone_result_t *res)
 }
 
 /* Append "?key=value" (the first) or "&key=value", the value URL-encoded. */
-static void put_param(lbone_buf_t *b, const char *key, const char *value)
+static void put_param(lns_buf_t *b, const char *key, const char *value)
 {
     char *esc = curl_easy_escape(NULL, value, 0);
     if (!esc) {
         b->oom = 1;
         return;
     }
-    lbone_buf_printf(b, "%c%s=%s", b->p && strchr(b->p, '?') ? '&' : '?', key, esc);
+    lns_buf_printf(b, "%c%s=%s", b->p && strchr(b->p, '?') ? '&' : '?', key, esc);
     curl_free(esc);
 }
 
-static void put_num(lbone_buf_t *b, const char *key, unsigned long long v)
+static void put_num(lns_buf_t *b, const char *key, unsigned long long v)
 {
     char num[24];
     snprintf(num, sizeof num, "%llu", v);
     put_param(b, key, num);
 }
 
-static int build_query(const lbone_request_t *req, lbone_buf_t *b, char *err, size_t errlen)
+static int build_query(const lbone_request_t *req, lns_buf_t *b, char *err, size_t errlen)
 {
     if (req->count < 0 || req->duration < 0 || req->monitoring < -1 || req->monitoring > 24)
         return lbone__fail(err, errlen, LBONE_E_ARG, "L-Bone query: count and duration must be "
                                                      ">= 0, monitoring 0 to 24 hours");
-    lbone_buf_puts(b, "/v1/depots");
+    lns_buf_puts(b, "/v1/depots");
     if (req->count > 0)
         put_num(b, "count", (unsigned long long)req->count);
     if (req->hard)
@@ -162,7 +162,7 @@ static int read_answer(const char *base, lbone_http_t *h, lbone_result_t *res, c
         res->lon = get_num(where, "lon");
         copy_str(res->place, sizeof res->place, json_object_get(where, "name"));
     }
-    res->json = lbone_buf_take(&h->answer, NULL);
+    res->json = lns_buf_take(&h->answer, NULL);
 out:
     json_decref(doc);
     if (rc != LBONE_OK)
@@ -181,7 +181,7 @@ static void add_reason(char *all, size_t size, const char *one)
 int lbone_query_depots(const char *const servers[], size_t nservers, const lbone_request_t *req,
                        lbone_result_t *res, char *err, size_t errlen)
 {
-    lbone_buf_t path;
+    lns_buf_t path;
     char base[LBONE_MAX_BASE], one[512], all[1536] = "";
     int rc = LBONE_E_CONNECT;
 
@@ -191,9 +191,9 @@ int lbone_query_depots(const char *const servers[], size_t nservers, const lbone
         return lbone__fail(err, errlen, LBONE_E_ARG, "L-Bone query: no request or result");
     if (!nservers)
         return lbone__fail(err, errlen, LBONE_E_ARG, "L-Bone query: no L-Bone server given");
-    lbone_buf_init(&path);
+    lns_buf_init(&path);
     if ((rc = build_query(req, &path, err, errlen)) != LBONE_OK) {
-        lbone_buf_free(&path);
+        lns_buf_free(&path);
         return rc;
     }
     for (size_t i = 0; i < nservers; i++) {
@@ -213,38 +213,38 @@ int lbone_query_depots(const char *const servers[], size_t nservers, const lbone
             if (rc == LBONE_E_NOTFOUND) /* no /v1/depots here: not an L-Bone */
                 rc = LBONE_E_PROTOCOL;
         }
-        lbone_buf_free(&h.answer);
+        lns_buf_free(&h.answer);
         if (rc == LBONE_OK || !(lbone__try_next(rc) || rc == LBONE_E_ARG)) {
             if (rc != LBONE_OK)
                 lbone__fail(err, errlen, rc, "%s", one);
-            lbone_buf_free(&path);
+            lns_buf_free(&path);
             return rc;
         }
         add_reason(all, sizeof all, one);
     }
-    lbone_buf_free(&path);
+    lns_buf_free(&path);
     return lbone__fail(err, errlen, rc, "no L-Bone answered: %s", all);
 }
 
-static int build_reports(const lbone_report_t *r, size_t n, lbone_buf_t *b, char *err,
+static int build_reports(const lbone_report_t *r, size_t n, lns_buf_t *b, char *err,
                          size_t errlen)
 {
-    lbone_buf_puts(b, "{\"reports\":[");
+    lns_buf_puts(b, "{\"reports\":[");
     for (size_t i = 0; i < n; i++) {
         if (!r[i].depot || !*r[i].depot || !r[i].bytes || !(r[i].seconds > 0) ||
             !isfinite(r[i].seconds))
             return lbone__fail(err, errlen, LBONE_E_ARG, "L-Bone report on %s: needs a depot, "
                                "bytes and a positive time", r[i].depot ? r[i].depot : "?");
         double mbps = (double)r[i].bytes * 8 / r[i].seconds / 1e6;
-        lbone_buf_puts(b, i ? ",{\"depot\":" : "{\"depot\":");
+        lns_buf_puts(b, i ? ",{\"depot\":" : "{\"depot\":");
         lbone_json_put_string(b, r[i].depot);
-        lbone_buf_puts(b, ",\"mbps\":");
+        lns_buf_puts(b, ",\"mbps\":");
         lbone_json_put_number(b, mbps);
-        lbone_buf_printf(b, ",\"bytes\":%llu,\"seconds\":", (unsigned long long)r[i].bytes);
+        lns_buf_printf(b, ",\"bytes\":%llu,\"seconds\":", (unsigned long long)r[i].bytes);
         lbone_json_put_number(b, r[i].seconds);
-        lbone_buf_puts(b, "}");
+        lns_buf_puts(b, "}");
     }
-    lbone_buf_puts(b, "]}");
+    lns_buf_puts(b, "]}");
     return b->oom ? lbone__fail(err, errlen, LBONE_E_NOMEM, "L-Bone reports: out of memory") : 0;
 }
 
@@ -252,13 +252,13 @@ static int build_reports(const lbone_report_t *r, size_t n, lbone_buf_t *b, char
 static int post_reports(const char *const servers[], size_t nservers, const lbone_report_t *r,
                         size_t n, char *err, size_t errlen)
 {
-    lbone_buf_t body;
+    lns_buf_t body;
     char base[LBONE_MAX_BASE], one[512], all[1536] = "";
     int rc;
 
-    lbone_buf_init(&body);
+    lns_buf_init(&body);
     if ((rc = build_reports(r, n, &body, err, errlen)) != LBONE_OK) {
-        lbone_buf_free(&body);
+        lns_buf_free(&body);
         return rc;
     }
     for (size_t i = 0; i < nservers; i++) {
@@ -274,16 +274,16 @@ static int post_reports(const char *const servers[], size_t nservers, const lbon
             if (rc == LBONE_E_NOTFOUND)
                 rc = LBONE_E_PROTOCOL;
         }
-        lbone_buf_free(&h.answer);
+        lns_buf_free(&h.answer);
         if (rc == LBONE_OK || !(lbone__try_next(rc) || rc == LBONE_E_ARG)) {
             if (rc != LBONE_OK)
                 lbone__fail(err, errlen, rc, "%s", one);
-            lbone_buf_free(&body);
+            lns_buf_free(&body);
             return rc;
         }
         add_reason(all, sizeof all, one);
     }
-    lbone_buf_free(&body);
+    lns_buf_free(&body);
     return lbone__fail(err, errlen, rc, "no L-Bone took the reports: %s", all);
 }
 

@@ -75,10 +75,10 @@ int lbone_json_int(const json_t *v, int64_t *out)
     return 0;
 }
 
-void lbone_json_put_string(lbone_buf_t *b, const char *s)
+void lbone_json_put_string(lns_buf_t *b, const char *s)
 {
     const char *run = s;
-    lbone_buf_add(b, "\"", 1);
+    lns_buf_add(b, "\"", 1);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         char esc[8];
@@ -99,22 +99,22 @@ void lbone_json_put_string(lbone_buf_t *b, const char *s)
         }
         if (!rep)
             continue;
-        lbone_buf_add(b, run, (size_t)(s - run));
-        lbone_buf_puts(b, rep);
+        lns_buf_add(b, run, (size_t)(s - run));
+        lns_buf_puts(b, rep);
         run = s + 1;
     }
-    lbone_buf_add(b, run, (size_t)(s - run));
-    lbone_buf_add(b, "\"", 1);
+    lns_buf_add(b, run, (size_t)(s - run));
+    lns_buf_add(b, "\"", 1);
 }
 
-void lbone_json_put_number(lbone_buf_t *b, double v)
+void lbone_json_put_number(lns_buf_t *b, double v)
 {
     if (!isfinite(v)) {
-        lbone_buf_puts(b, "null");
+        lns_buf_puts(b, "null");
         return;
     }
     if (v == floor(v) && fabs(v) < 9007199254740992.0)
-        lbone_buf_printf(b, "%lld", (long long)v);
+        lns_buf_printf(b, "%lld", (long long)v);
     else
-        lbone_buf_printf(b, "%.10g", v);
+        lns_buf_printf(b, "%.10g", v);
 }

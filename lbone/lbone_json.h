@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lbone_buf.h"
+#include "lns_buf.h"
 
 #define LBONE_JSON_MAX_DEPTH 32
 #define LBONE_JSON_MAX_BYTES (32u << 20) /* the largest answer a client accepts */
@@ -31,7 +31,7 @@ int lbone_json_int(const json_t *v, int64_t *out);
 /* Writing.  Strings are quoted and escaped (control characters, quote, backslash, DEL, and
  * < > & as \u00XX so a body is also inert inside HTML); numbers that are not finite are
  * written as null, integral ones without a fraction. */
-void lbone_json_put_string(lbone_buf_t *b, const char *s);
-void lbone_json_put_number(lbone_buf_t *b, double v);
+void lbone_json_put_string(lns_buf_t *b, const char *s);
+void lbone_json_put_number(lns_buf_t *b, double v);
 
 #endif

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lbone_buf.h"
+#include "lns_buf.h"
 #include "lbone_json.h"
 #include "lns_daemon.h"
 #include "lns_reqclock.h"
@@ -114,7 +114,7 @@ int lbone_env_query_param(lbone_env_t *want, const char *key, const char *v, cha
                           size_t errlen);
 /* 1 when every attribute of have is at least what want asks. */
 int lbone_env_matches(const lbone_env_t *have, const lbone_env_t *want);
-void lbone_env_put_json(lbone_buf_t *b, const lbone_env_t *e);
+void lbone_env_put_json(lns_buf_t *b, const lbone_env_t *e);
 
 /* ---- depots and the registry (lbone_srv_registry.c) ---------------------------------- */
 
@@ -246,7 +246,7 @@ int lbone_hist_add(lbone_hist_t *h, const char *net, const char *depot_id, doubl
 /* The forecast for the pair, or NAN. */
 double lbone_hist_forecast(lbone_hist_t *h, const char *net, const char *depot_id);
 /* JSON array of every network's summary for one depot. */
-void lbone_hist_put_depot(lbone_hist_t *h, const char *depot_id, lbone_buf_t *b);
+void lbone_hist_put_depot(lbone_hist_t *h, const char *depot_id, lns_buf_t *b);
 void lbone_hist_forget_depot(lbone_hist_t *h, const char *depot_id);
 size_t lbone_hist_pairs(lbone_hist_t *h);
 /* "a.b.c.0/24" or "x:x:x::/48" for a client address (IPv4-mapped IPv6 counts as IPv4). */
@@ -307,25 +307,25 @@ void lbone_probe_enqueue(lbone_srv_t *s, lbone_depot_t *d);
 /* API handlers (lbone_srv_api.c, lbone_srv_query.c, lbone_srv_page.c): each fills body
  * (JSON or HTML) and returns the HTTP status. */
 int lbone_api_register(lbone_srv_t *s, const char *bearer, const char *body, size_t len,
-                       lbone_buf_t *out);
+                       lns_buf_t *out);
 int lbone_api_heartbeat(lbone_srv_t *s, const char *id, const char *bearer, const char *body,
-                        size_t len, lbone_buf_t *out);
-int lbone_api_delete(lbone_srv_t *s, const char *id, const char *bearer, lbone_buf_t *out);
-int lbone_api_depot(lbone_srv_t *s, const char *id, lbone_buf_t *out);
+                        size_t len, lns_buf_t *out);
+int lbone_api_delete(lbone_srv_t *s, const char *id, const char *bearer, lns_buf_t *out);
+int lbone_api_depot(lbone_srv_t *s, const char *id, lns_buf_t *out);
 int lbone_api_reports(lbone_srv_t *s, const char *net, const char *body, size_t len,
-                      lbone_buf_t *out);
+                      lns_buf_t *out);
 /* Query parameters as (key, value) pairs, already URL-decoded. */
 typedef struct lbone_kv {
     const char *key, *value;
 } lbone_kv_t;
 int lbone_api_query(lbone_srv_t *s, const char *net, const lbone_kv_t *kv, size_t nkv,
-                    lbone_buf_t *out);
-int lbone_page_status(lbone_srv_t *s, lbone_buf_t *out);
+                    lns_buf_t *out);
+int lbone_page_status(lbone_srv_t *s, lns_buf_t *out);
 /* {"error": "..."} */
-int lbone_api_error(lbone_buf_t *out, int code, const char *fmt, ...)
+int lbone_api_error(lns_buf_t *out, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Fields of d shared by the query and the single-depot answers (no braces). */
-void lbone_api_put_depot_fields(lbone_buf_t *b, const lbone_srv_t *s, const lbone_depot_t *d,
+void lbone_api_put_depot_fields(lns_buf_t *b, const lbone_srv_t *s, const lbone_depot_t *d,
                                 int64_t now_ms);
 
 /* The HTTP front (lbone_srv_http.c). */

@@ -21,16 +21,16 @@
 
 #define MAX_REPORTS 256
 
-int lbone_api_error(lbone_buf_t *out, int code, const char *fmt, ...)
+int lbone_api_error(lns_buf_t *out, int code, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    lbone_buf_puts(out, "{\"error\":");
+    lns_buf_puts(out, "{\"error\":");
     lbone_json_put_string(out, msg);
-    lbone_buf_puts(out, "}\n");
+    lns_buf_puts(out, "}\n");
     return code;
 }
 
@@ -76,7 +76,7 @@ static int get_u64(const json_t *v, uint64_t *out)
     return 0;
 }
 
-static int parse_doc(json_t **doc, const char *body, size_t len, lbone_buf_t *out)
+static int parse_doc(json_t **doc, const char *body, size_t len, lns_buf_t *out)
 {
     char why[160];
     if (!(*doc = lbone_json_parse(body, len, why, sizeof why)))
@@ -92,7 +92,7 @@ static int parse_doc(json_t **doc, const char *body, size_t len, lbone_buf_t *ou
 /* The space fields shared by registration and heartbeat.  1 handled, 0 not one of them,
  * 400 after writing the error. */
 static int space_field(const char *k, const json_t *m, lbone_depot_t *d, int *mask,
-                       lbone_buf_t *out)
+                       lns_buf_t *out)
 {
     static const struct {
         const char *key;
@@ -119,7 +119,7 @@ static int space_field(const char *k, const json_t *m, lbone_depot_t *d, int *ma
     return 0;
 }
 
-static int text_field(const char *k, const json_t *m, char *dst, size_t size, lbone_buf_t *out)
+static int text_field(const char *k, const json_t *m, char *dst, size_t size, lns_buf_t *out)
 {
     const char *s = json_string_value(m);
     size_t n = json_string_length(m);
@@ -133,7 +133,7 @@ static int text_field(const char *k, const json_t *m, char *dst, size_t size, lb
     return 0;
 }
 
-static int parse_registration(json_t *root, lbone_depot_t *d, lbone_buf_t *out)
+static int parse_registration(json_t *root, lbone_depot_t *d, lns_buf_t *out)
 {
     int mask = 0, has_lat = 0, has_lon = 0, has_place = 0, rc;
     char place[LBONE_MAX_TEXT] = "";
@@ -222,7 +222,7 @@ static int parse_registration(json_t *root, lbone_depot_t *d, lbone_buf_t *out)
 }
 
 int lbone_api_register(lbone_srv_t *s, const char *bearer, const char *body, size_t len,
-                       lbone_buf_t *out)
+                       lns_buf_t *out)
 {
     json_t *doc;
     lbone_depot_t d;
@@ -241,16 +241,16 @@ int lbone_api_register(lbone_srv_t *s, const char *bearer, const char *body, siz
         return rc;
     if ((rc = lbone_core_register(s, &d, id, secret, why, sizeof why)) != 201)
         return lbone_api_error(out, rc, "%s", why);
-    lbone_buf_puts(out, "{\"id\":");
+    lns_buf_puts(out, "{\"id\":");
     lbone_json_put_string(out, id);
-    lbone_buf_puts(out, ",\"secret\":");
+    lns_buf_puts(out, ",\"secret\":");
     lbone_json_put_string(out, secret);
-    lbone_buf_printf(out, ",\"heartbeat_s\":%d}\n", s->cfg->heartbeat_s);
+    lns_buf_printf(out, ",\"heartbeat_s\":%d}\n", s->cfg->heartbeat_s);
     return 201;
 }
 
 int lbone_api_heartbeat(lbone_srv_t *s, const char *id, const char *bearer, const char *body,
-                        size_t len, lbone_buf_t *out)
+                        size_t len, lns_buf_t *out)
 {
     json_t *doc = NULL;
     lbone_depot_t upd;
@@ -289,11 +289,11 @@ int lbone_api_heartbeat(lbone_srv_t *s, const char *id, const char *bearer, cons
     }
     if ((rc = lbone_core_heartbeat(s, id, bearer, &upd, mask, why, sizeof why)) != 200)
         return lbone_api_error(out, rc, "%s", why);
-    lbone_buf_printf(out, "{\"heartbeat_s\":%d}\n", s->cfg->heartbeat_s);
+    lns_buf_printf(out, "{\"heartbeat_s\":%d}\n", s->cfg->heartbeat_s);
     return 200;
 }
 
-int lbone_api_delete(lbone_srv_t *s, const char *id, const char *bearer, lbone_buf_t *out)
+int lbone_api_delete(lbone_srv_t *s, const char *id, const char *bearer, lns_buf_t *out)
 {
     char why[256];
     int rc;
@@ -305,42 +305,42 @@ int lbone_api_delete(lbone_srv_t *s, const char *id, const char *bearer, lbone_b
     return 204;
 }
 
-void lbone_api_put_depot_fields(lbone_buf_t *b, const lbone_srv_t *s, const lbone_depot_t *d,
+void lbone_api_put_depot_fields(lns_buf_t *b, const lbone_srv_t *s, const lbone_depot_t *d,
                                 int64_t now_ms)
 {
-    lbone_buf_puts(b, "\"id\":");
+    lns_buf_puts(b, "\"id\":");
     lbone_json_put_string(b, d->id);
-    lbone_buf_puts(b, ",\"host\":");
+    lns_buf_puts(b, ",\"host\":");
     lbone_json_put_string(b, d->host);
-    lbone_buf_printf(b, ",\"port\":%d,\"rid\":", d->port);
+    lns_buf_printf(b, ",\"port\":%d,\"rid\":", d->port);
     lbone_json_put_string(b, d->rid);
-    lbone_buf_printf(b, ",\"hard_total\":%llu,\"hard_free\":%llu,\"soft_total\":%llu,"
+    lns_buf_printf(b, ",\"hard_total\":%llu,\"hard_free\":%llu,\"soft_total\":%llu,"
                         "\"soft_free\":%llu,\"max_duration\":%lld,\"lat\":",
                      (unsigned long long)d->hard_total, (unsigned long long)d->hard_free,
                      (unsigned long long)d->soft_total, (unsigned long long)d->soft_free,
                      (long long)d->max_duration);
     if (d->has_loc) {
         lbone_json_put_number(b, d->lat);
-        lbone_buf_puts(b, ",\"lon\":");
+        lns_buf_puts(b, ",\"lon\":");
         lbone_json_put_number(b, d->lon);
     } else {
-        lbone_buf_puts(b, "null,\"lon\":null");
+        lns_buf_puts(b, "null,\"lon\":null");
     }
-    lbone_buf_puts(b, ",\"place\":");
+    lns_buf_puts(b, ",\"place\":");
     if (d->place[0])
         lbone_json_put_string(b, d->place);
     else
-        lbone_buf_puts(b, "null");
+        lns_buf_puts(b, "null");
     if (d->pin[0]) {
-        lbone_buf_puts(b, ",\"pin\":");
+        lns_buf_puts(b, ",\"pin\":");
         lbone_json_put_string(b, d->pin);
     }
-    lbone_buf_puts(b, ",\"status\":");
+    lns_buf_puts(b, ",\"status\":");
     lbone_json_put_string(b, lbone_status_name(lbone_srv_status(s, d, now_ms)));
-    lbone_buf_printf(b, ",\"last_heard\":%lld", (long long)(d->last_heard_ms / 1000));
+    lns_buf_printf(b, ",\"last_heard\":%lld", (long long)(d->last_heard_ms / 1000));
 }
 
-int lbone_api_depot(lbone_srv_t *s, const char *id, lbone_buf_t *out)
+int lbone_api_depot(lbone_srv_t *s, const char *id, lns_buf_t *out)
 {
     int64_t now = lns_now_s() * 1000;
     pthread_rwlock_rdlock(&s->reg.lock);
@@ -349,33 +349,33 @@ int lbone_api_depot(lbone_srv_t *s, const char *id, lbone_buf_t *out)
         pthread_rwlock_unlock(&s->reg.lock);
         return lbone_api_error(out, 404, "unknown depot id");
     }
-    lbone_buf_puts(out, "{");
+    lns_buf_puts(out, "{");
     lbone_api_put_depot_fields(out, s, d, now);
-    lbone_buf_puts(out, ",\"contact\":");
+    lns_buf_puts(out, ",\"contact\":");
     lbone_json_put_string(out, d->contact);
-    lbone_buf_puts(out, ",\"env\":");
+    lns_buf_puts(out, ",\"env\":");
     lbone_env_put_json(out, &d->env);
-    lbone_buf_printf(out, ",\"registered\":%lld,\"probe\":{\"state\":",
+    lns_buf_printf(out, ",\"registered\":%lld,\"probe\":{\"state\":",
                      (long long)(d->registered_ms / 1000));
     lbone_json_put_string(out, d->probe_state == LBONE_PROBE_OK       ? "ok"
                                : d->probe_state == LBONE_PROBE_FAILED ? "failed"
                                                                       : "pending");
-    lbone_buf_puts(out, ",\"last\":");
+    lns_buf_puts(out, ",\"last\":");
     if (d->probe_last_ms)
-        lbone_buf_printf(out, "%lld", (long long)(d->probe_last_ms / 1000));
+        lns_buf_printf(out, "%lld", (long long)(d->probe_last_ms / 1000));
     else
-        lbone_buf_puts(out, "null");
-    lbone_buf_puts(out, ",\"error\":");
+        lns_buf_puts(out, "null");
+    lns_buf_puts(out, ",\"error\":");
     if (d->probe_error[0])
         lbone_json_put_string(out, d->probe_error);
     else
-        lbone_buf_puts(out, "null");
-    lbone_buf_puts(out, "},\"history\":");
+        lns_buf_puts(out, "null");
+    lns_buf_puts(out, "},\"history\":");
     char did[LBONE_ID_LEN + 1];
     strcpy(did, d->id);
     pthread_rwlock_unlock(&s->reg.lock);
     lbone_hist_put_depot(s->hist, did, out);
-    lbone_buf_puts(out, "}\n");
+    lns_buf_puts(out, "}\n");
     return 200;
 }
 
@@ -410,7 +410,7 @@ static int depot_by_hostport(lbone_srv_t *s, const char *hp, char *id)
 }
 
 int lbone_api_reports(lbone_srv_t *s, const char *net, const char *body, size_t len,
-                      lbone_buf_t *out)
+                      lns_buf_t *out)
 {
     json_t *doc;
     report_t rep[MAX_REPORTS];

@@ -188,24 +188,24 @@ int lbone_env_matches(const lbone_env_t *have, const lbone_env_t *want)
            at_least(have->open, want->open);
 }
 
-void lbone_env_put_json(lbone_buf_t *b, const lbone_env_t *e)
+void lbone_env_put_json(lns_buf_t *b, const lbone_env_t *e)
 {
-    lbone_buf_puts(b, "{\"connection\":");
+    lns_buf_puts(b, "{\"connection\":");
     if (e->connection >= 0)
         lbone_json_put_string(b, lbone_env_connection_name(e->connection));
     else
-        lbone_buf_puts(b, "null");
-    lbone_buf_puts(b, ",\"monitoring\":");
+        lns_buf_puts(b, "null");
+    lns_buf_puts(b, ",\"monitoring\":");
     if (e->monitoring >= 0)
-        lbone_buf_printf(b, "%d", e->monitoring);
+        lns_buf_printf(b, "%d", e->monitoring);
     else
-        lbone_buf_puts(b, "null");
-    lbone_buf_puts(b, ",\"power\":");
+        lns_buf_puts(b, "null");
+    lns_buf_puts(b, ",\"power\":");
     if (e->power >= 0)
         lbone_json_put_string(b, lbone_env_power_name(e->power));
     else
-        lbone_buf_puts(b, "null");
-    lbone_buf_puts(b, ",\"firewall\":");
-    lbone_buf_puts(b, e->open < 0 ? "null" : e->open ? "false" : "true");
-    lbone_buf_puts(b, "}");
+        lns_buf_puts(b, "null");
+    lns_buf_puts(b, ",\"firewall\":");
+    lns_buf_puts(b, e->open < 0 ? "null" : e->open ? "false" : "true");
+    lns_buf_puts(b, "}");
 }

@@ -113,10 +113,10 @@ double lbone_hist_forecast(lbone_hist_t *h, const char *net, const char *depot_i
     return v;
 }
 
-void lbone_hist_put_depot(lbone_hist_t *h, const char *depot_id, lbone_buf_t *b)
+void lbone_hist_put_depot(lbone_hist_t *h, const char *depot_id, lns_buf_t *b)
 {
     int first = 1;
-    lbone_buf_puts(b, "[");
+    lns_buf_puts(b, "[");
     pthread_mutex_lock(&h->mu);
     for (size_t i = 0; i < h->nb; i++)
         for (pair_t *p = h->b[i]; p; p = p->next) {
@@ -124,23 +124,23 @@ void lbone_hist_put_depot(lbone_hist_t *h, const char *depot_id, lbone_buf_t *b)
                 continue;
             int pred;
             double fc = lbone_fc_forecast(&p->fc, &pred);
-            lbone_buf_puts(b, first ? "{\"network\":" : ",{\"network\":");
+            lns_buf_puts(b, first ? "{\"network\":" : ",{\"network\":");
             first = 0;
             lbone_json_put_string(b, p->net);
-            lbone_buf_printf(b, ",\"measurements\":%lld,\"last_mbps\":", (long long)p->fc.n);
+            lns_buf_printf(b, ",\"measurements\":%lld,\"last_mbps\":", (long long)p->fc.n);
             lbone_json_put_number(b, lbone_fc_predict(&p->fc, LBONE_FC_LAST));
-            lbone_buf_puts(b, ",\"forecast_mbps\":");
+            lns_buf_puts(b, ",\"forecast_mbps\":");
             lbone_json_put_number(b, fc);
-            lbone_buf_puts(b, ",\"predictor\":");
+            lns_buf_puts(b, ",\"predictor\":");
             lbone_json_put_string(b, lbone_fc_name(pred));
-            lbone_buf_puts(b, ",\"recent_error\":");
+            lns_buf_puts(b, ",\"recent_error\":");
             lbone_json_put_number(b, lbone_fc_recent_error(&p->fc, pred));
-            lbone_buf_puts(b, ",\"mean_error\":");
+            lns_buf_puts(b, ",\"mean_error\":");
             lbone_json_put_number(b, lbone_fc_cum_error(&p->fc, pred));
-            lbone_buf_puts(b, "}");
+            lns_buf_puts(b, "}");
         }
     pthread_mutex_unlock(&h->mu);
-    lbone_buf_puts(b, "]");
+    lns_buf_puts(b, "]");
 }
 
 void lbone_hist_forget_depot(lbone_hist_t *h, const char *depot_id)

@@ -45,11 +45,11 @@ typedef struct req {
 
 enum kind { K_JSON, K_HTML, K_TEXT };
 
-static enum MHD_Result send_buf(struct MHD_Connection *conn, int code, lbone_buf_t *b,
+static enum MHD_Result send_buf(struct MHD_Connection *conn, int code, lns_buf_t *b,
                                 enum kind kind, const char *allow, int close)
 {
     size_t len;
-    char *text = lbone_buf_take(b, &len);
+    char *text = lns_buf_take(b, &len);
     struct MHD_Response *r;
     if (!text) {
         static const char oom[] = "{\"error\":\"out of memory\"}\n";
@@ -93,12 +93,12 @@ static enum MHD_Result send_error(struct MHD_Connection *conn, int code, const c
                                   int close, const char *fmt, ...)
 {
     char msg[256];
-    lbone_buf_t b;
+    lns_buf_t b;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    lbone_buf_init(&b);
+    lns_buf_init(&b);
     lbone_api_error(&b, code, "%s", msg);
     return send_buf(conn, code, &b, K_JSON, allow, close);
 }
@@ -191,12 +191,12 @@ static int is_id(const char *s, size_t n)
 static enum MHD_Result route(lbone_srv_t *s, struct MHD_Connection *conn, const char *url,
                              const char *method, req_t *rq)
 {
-    lbone_buf_t b;
+    lns_buf_t b;
     int code, get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     char net[80];
     const char *body = rq->body ? rq->body : "";
 
-    lbone_buf_init(&b);
+    lns_buf_init(&b);
     if (rq->len && (strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) &&
         !json_type_ok(conn))
         return send_error(conn, 415, NULL, 0, "the body must be application/json");
@@ -212,7 +212,7 @@ static enum MHD_Result route(lbone_srv_t *s, struct MHD_Connection *conn, const 
     if (strcmp(url, "/healthz") == 0) {
         if (!get)
             return send_error(conn, 405, "GET, HEAD", 0, "only GET here");
-        lbone_buf_puts(&b, "ok\n");
+        lns_buf_puts(&b, "ok\n");
         return send_buf(conn, 200, &b, K_TEXT, NULL, 0);
     }
     if (strcmp(url, "/v1/depots") == 0) {

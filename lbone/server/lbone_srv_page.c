@@ -2,7 +2,7 @@
  *
  * Every depot with its state, free space, location and when it was last heard, sorted by
  * host and port.  All text that came from a depot (host, place, contact, probe error) goes
- * through lbone_buf_html, and the server sends a Content-Security-Policy that forbids
+ * through lns_buf_html, and the server sends a Content-Security-Policy that forbids
  * scripts, so a registration cannot turn the page into an attack on its readers.
  */
 #include "lbone_srv.h"
@@ -28,7 +28,7 @@ static int cmp_host(const void *a, const void *b)
     return strcmp(x->rid, y->rid);
 }
 
-static void human(lbone_buf_t *b, uint64_t v)
+static void human(lns_buf_t *b, uint64_t v)
 {
     static const char units[] = "KMGTPE";
     double x = (double)v;
@@ -38,32 +38,32 @@ static void human(lbone_buf_t *b, uint64_t v)
         u++;
     }
     if (u < 0)
-        lbone_buf_printf(b, "%llu B", (unsigned long long)v);
+        lns_buf_printf(b, "%llu B", (unsigned long long)v);
     else
-        lbone_buf_printf(b, "%.1f %ciB", x, units[u]);
+        lns_buf_printf(b, "%.1f %ciB", x, units[u]);
 }
 
 /* Ends the cell before it and writes a "free / total" cell (hard or soft storage). */
-static void free_of_total(lbone_buf_t *b, uint64_t avail, uint64_t total)
+static void free_of_total(lns_buf_t *b, uint64_t avail, uint64_t total)
 {
-    lbone_buf_puts(b, "</td><td class=\"num\">");
+    lns_buf_puts(b, "</td><td class=\"num\">");
     human(b, avail);
-    lbone_buf_puts(b, " / ");
+    lns_buf_puts(b, " / ");
     human(b, total);
 }
 
-static void ago(lbone_buf_t *b, int64_t secs)
+static void ago(lns_buf_t *b, int64_t secs)
 {
     if (secs < 0)
         secs = 0;
     if (secs < 120)
-        lbone_buf_printf(b, "%llds ago", (long long)secs);
+        lns_buf_printf(b, "%llds ago", (long long)secs);
     else if (secs < 7200)
-        lbone_buf_printf(b, "%lldm ago", (long long)(secs / 60));
+        lns_buf_printf(b, "%lldm ago", (long long)(secs / 60));
     else if (secs < 172800)
-        lbone_buf_printf(b, "%lldh ago", (long long)(secs / 3600));
+        lns_buf_printf(b, "%lldh ago", (long long)(secs / 3600));
     else
-        lbone_buf_printf(b, "%lldd ago", (long long)(secs / 86400));
+        lns_buf_printf(b, "%lldd ago", (long long)(secs / 86400));
 }
 
 static const char head[] =
@@ -80,7 +80,7 @@ static const char head[] =
     "</style></head><body>\n"
     "<h1>L-Bone depot registry</h1>\n";
 
-int lbone_page_status(lbone_srv_t *s, lbone_buf_t *out)
+int lbone_page_status(lbone_srv_t *s, lns_buf_t *out)
 {
     int64_t now = lns_now_s();
     int counts[4] = {0, 0, 0, 0};
@@ -88,7 +88,7 @@ int lbone_page_status(lbone_srv_t *s, lbone_buf_t *out)
     time_t t = (time_t)now;
     struct tm tm;
 
-    lbone_buf_puts(out, head);
+    lns_buf_puts(out, head);
     pthread_rwlock_rdlock(&s->reg.lock);
     lbone_depot_t **v = s->reg.n ? malloc(s->reg.n * sizeof *v) : NULL;
     size_t n = v ? s->reg.n : 0;
@@ -100,48 +100,48 @@ int lbone_page_status(lbone_srv_t *s, lbone_buf_t *out)
         counts[lbone_srv_status(s, v[i], now * 1000)]++;
     gmtime_r(&t, &tm);
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
-    lbone_buf_printf(out,
+    lns_buf_printf(out,
                      "<p>%zu depot%s registered: %d up, %d down, %d unreachable, %d being "
                      "probed. lns %s, %s. Heartbeat every %d s; down after %d s; dropped "
                      "after %d s.</p>\n",
                      n, n == 1 ? "" : "s", counts[LBONE_ST_UP], counts[LBONE_ST_DOWN],
                      counts[LBONE_ST_UNREACHABLE], counts[LBONE_ST_PROBING], LNS_VERSION, when,
                      s->cfg->heartbeat_s, lbone_srv_down_after_s(s->cfg), s->cfg->drop_after_s);
-    lbone_buf_puts(out, "<table>\n<tr><th>status</th><th>depot</th><th>resource</th>"
+    lns_buf_puts(out, "<table>\n<tr><th>status</th><th>depot</th><th>resource</th>"
                         "<th>hard free / total</th><th>soft free / total</th>"
                         "<th>max duration</th><th>location</th><th>contact</th>"
                         "<th>last heard</th></tr>\n");
     for (size_t i = 0; i < n; i++) {
         const lbone_depot_t *d = v[i];
         const char *st = lbone_status_name(lbone_srv_status(s, d, now * 1000));
-        lbone_buf_printf(out, "<tr><td class=\"%s\">%s", st, st);
+        lns_buf_printf(out, "<tr><td class=\"%s\">%s", st, st);
         if (d->probe_error[0]) {
-            lbone_buf_puts(out, "<br><small>");
-            lbone_buf_html(out, d->probe_error);
-            lbone_buf_puts(out, "</small>");
+            lns_buf_puts(out, "<br><small>");
+            lns_buf_html(out, d->probe_error);
+            lns_buf_puts(out, "</small>");
         }
-        lbone_buf_puts(out, "</td><td>");
-        lbone_buf_html(out, d->host);
-        lbone_buf_printf(out, ":%d</td><td>", d->port);
-        lbone_buf_html(out, d->rid);
+        lns_buf_puts(out, "</td><td>");
+        lns_buf_html(out, d->host);
+        lns_buf_printf(out, ":%d</td><td>", d->port);
+        lns_buf_html(out, d->rid);
         free_of_total(out, d->hard_free, d->hard_total);
         free_of_total(out, d->soft_free, d->soft_total);
-        lbone_buf_printf(out, "</td><td class=\"num\">%lld d %02lld h</td><td>",
+        lns_buf_printf(out, "</td><td class=\"num\">%lld d %02lld h</td><td>",
                          (long long)(d->max_duration / 86400),
                          (long long)(d->max_duration % 86400 / 3600));
         if (d->place[0])
-            lbone_buf_html(out, d->place);
+            lns_buf_html(out, d->place);
         if (d->has_loc)
-            lbone_buf_printf(out, "%s(%.4f, %.4f)", d->place[0] ? "<br>" : "", d->lat, d->lon);
-        lbone_buf_puts(out, "</td><td>");
-        lbone_buf_html(out, d->contact);
-        lbone_buf_puts(out, "</td><td class=\"num\">");
+            lns_buf_printf(out, "%s(%.4f, %.4f)", d->place[0] ? "<br>" : "", d->lat, d->lon);
+        lns_buf_puts(out, "</td><td>");
+        lns_buf_html(out, d->contact);
+        lns_buf_puts(out, "</td><td class=\"num\">");
         ago(out, now - d->last_heard_ms / 1000);
-        lbone_buf_puts(out, "</td></tr>\n");
+        lns_buf_puts(out, "</td></tr>\n");
     }
     pthread_rwlock_unlock(&s->reg.lock);
     free(v);
-    lbone_buf_puts(out, "</table>\n<p>API: <code>GET /v1/depots</code> (see lbone-api.md)."
+    lns_buf_puts(out, "</table>\n<p>API: <code>GET /v1/depots</code> (see lbone-api.md)."
                         "</p>\n</body></html>\n");
     return 200;
 }

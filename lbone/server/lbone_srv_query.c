@@ -92,7 +92,7 @@ static size_t select_best(cand_t *c, size_t n, size_t k)
     return k;
 }
 
-static int parse_params(query_t *q, const lbone_kv_t *kv, size_t nkv, lbone_buf_t *out)
+static int parse_params(query_t *q, const lbone_kv_t *kv, size_t nkv, lns_buf_t *out)
 {
     static const char *const known[] = {"count", "hard", "soft", "duration", "location",
                                         "order", "connection", "monitoring", "power",
@@ -192,19 +192,19 @@ static int resolve_host(lbone_srv_t *s, const char *host, lbone_place_t *p)
     return 0;
 }
 
-static void put_place(lbone_buf_t *b, const lbone_place_t *p)
+static void put_place(lns_buf_t *b, const lbone_place_t *p)
 {
-    lbone_buf_puts(b, "{\"lat\":");
+    lns_buf_puts(b, "{\"lat\":");
     lbone_json_put_number(b, p->lat);
-    lbone_buf_puts(b, ",\"lon\":");
+    lns_buf_puts(b, ",\"lon\":");
     lbone_json_put_number(b, p->lon);
-    lbone_buf_puts(b, ",\"name\":");
+    lns_buf_puts(b, ",\"name\":");
     lbone_json_put_string(b, p->name);
-    lbone_buf_puts(b, "}");
+    lns_buf_puts(b, "}");
 }
 
 int lbone_api_query(lbone_srv_t *s, const char *net, const lbone_kv_t *kv, size_t nkv,
-                    lbone_buf_t *out)
+                    lns_buf_t *out)
 {
     query_t q;
     lbone_place_t place;
@@ -262,25 +262,25 @@ int lbone_api_query(lbone_srv_t *s, const char *net, const lbone_kv_t *kv, size_
     }
     n = select_best(c, n, (size_t)q.count);
 
-    lbone_buf_puts(out, "{\"depots\":[");
+    lns_buf_puts(out, "{\"depots\":[");
     for (size_t i = 0; i < n; i++) {
-        lbone_buf_puts(out, i ? ",{" : "{");
+        lns_buf_puts(out, i ? ",{" : "{");
         lbone_api_put_depot_fields(out, s, c[i].d, now);
-        lbone_buf_puts(out, ",\"distance_km\":");
+        lns_buf_puts(out, ",\"distance_km\":");
         lbone_json_put_number(out, c[i].dist);
         if (!q.bandwidth && net)
             c[i].fc = lbone_hist_forecast(s->hist, net, c[i].d->id);
-        lbone_buf_puts(out, ",\"forecast_mbps\":");
+        lns_buf_puts(out, ",\"forecast_mbps\":");
         lbone_json_put_number(out, c[i].fc);
-        lbone_buf_puts(out, "}");
+        lns_buf_puts(out, "}");
     }
     pthread_rwlock_unlock(&s->reg.lock);
     free(c);
-    lbone_buf_puts(out, "],\"resolved\":");
+    lns_buf_puts(out, "],\"resolved\":");
     if (has_place)
         put_place(out, &place);
     else
-        lbone_buf_puts(out, "null");
-    lbone_buf_puts(out, "}\n");
+        lns_buf_puts(out, "null");
+    lns_buf_puts(out, "}\n");
     return 200;
 }

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbone_buf.h"
+#include "lns_buf.h"
 #include "lbone_json.h"
 
 static void check_tree(json_t *v, int depth)
@@ -54,7 +54,7 @@ static void check_tree(json_t *v, int depth)
     }
 }
 
-static void write_value(lbone_buf_t *b, json_t *v)
+static void write_value(lns_buf_t *b, json_t *v)
 {
     const char *k;
     json_t *m;
@@ -62,34 +62,34 @@ static void write_value(lbone_buf_t *b, json_t *v)
     char t[40];
     int first = 1;
     switch (json_typeof(v)) {
-    case JSON_NULL: lbone_buf_puts(b, "null"); break;
-    case JSON_TRUE: lbone_buf_puts(b, "true"); break;
-    case JSON_FALSE: lbone_buf_puts(b, "false"); break;
-    case JSON_INTEGER: lbone_buf_printf(b, "%lld", (long long)json_integer_value(v)); break;
+    case JSON_NULL: lns_buf_puts(b, "null"); break;
+    case JSON_TRUE: lns_buf_puts(b, "true"); break;
+    case JSON_FALSE: lns_buf_puts(b, "false"); break;
+    case JSON_INTEGER: lns_buf_printf(b, "%lld", (long long)json_integer_value(v)); break;
     case JSON_REAL:
         /* Keep a fraction or an exponent, so the number stays a real when parsed back. */
         snprintf(t, sizeof t, "%.17g", json_real_value(v));
-        lbone_buf_printf(b, "%s%s", t, strpbrk(t, ".e") ? "" : ".0");
+        lns_buf_printf(b, "%s%s", t, strpbrk(t, ".e") ? "" : ".0");
         break;
     case JSON_STRING: lbone_json_put_string(b, json_string_value(v)); break;
     case JSON_ARRAY:
-        lbone_buf_puts(b, "[");
+        lns_buf_puts(b, "[");
         json_array_foreach (v, i, m) {
-            lbone_buf_puts(b, i ? "," : "");
+            lns_buf_puts(b, i ? "," : "");
             write_value(b, m);
         }
-        lbone_buf_puts(b, "]");
+        lns_buf_puts(b, "]");
         break;
     case JSON_OBJECT:
-        lbone_buf_puts(b, "{");
+        lns_buf_puts(b, "{");
         json_object_foreach (v, k, m) {
-            lbone_buf_puts(b, first ? "" : ",");
+            lns_buf_puts(b, first ? "" : ",");
             first = 0;
             lbone_json_put_string(b, k);
-            lbone_buf_puts(b, ":");
+            lns_buf_puts(b, ":");
             write_value(b, m);
         }
-        lbone_buf_puts(b, "}");
+        lns_buf_puts(b, "}");
         break;
     }
 }
@@ -107,9 +107,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     check_tree(root, 0);
 
-    lbone_buf_t b1, b2;
-    lbone_buf_init(&b1);
-    lbone_buf_init(&b2);
+    lns_buf_t b1, b2;
+    lns_buf_init(&b1);
+    lns_buf_init(&b2);
     write_value(&b1, root);
     if (b1.oom)
         abort();
@@ -119,8 +119,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     write_value(&b2, back);
     if (b2.oom || b1.len != b2.len || memcmp(b1.p, b2.p, b1.len) != 0)
         abort();
-    lbone_buf_free(&b1);
-    lbone_buf_free(&b2);
+    lns_buf_free(&b1);
+    lns_buf_free(&b2);
     json_decref(back);
     json_decref(root);
     return 0;

@@ -69,12 +69,12 @@ static void test_env_order(void)
         CU_ASSERT(lbone_env_from_json(d, &e, err, sizeof err) == -1);
         json_decref(d);
     }
-    lbone_buf_t b;
-    lbone_buf_init(&b);
+    lns_buf_t b;
+    lns_buf_init(&b);
     lbone_env_put_json(&b, &oc3);
     CU_ASSERT(strcmp(b.p, "{\"connection\":\"OC3\",\"monitoring\":24,\"power\":\"ups\","
                           "\"firewall\":false}") == 0);
-    lbone_buf_free(&b);
+    lns_buf_free(&b);
 }
 
 static void test_rate_limit(void)

@@ -148,12 +148,12 @@ static void test_history_table(void)
     CU_ASSERT(lbone_hist_forecast(h, "10.0.0.0/24", "aaaaaaaaaaaaaaaa") == 10);
     CU_ASSERT(lbone_hist_forecast(h, "10.0.1.0/24", "aaaaaaaaaaaaaaaa") == 70);
     CU_ASSERT(isnan(lbone_hist_forecast(h, "10.0.0.0/24", "bbbbbbbbbbbbbbbb")));
-    lbone_buf_t b;
-    lbone_buf_init(&b);
+    lns_buf_t b;
+    lns_buf_init(&b);
     lbone_hist_put_depot(h, "aaaaaaaaaaaaaaaa", &b);
     CU_ASSERT(b.p && strstr(b.p, "\"network\":\"10.0.0.0/24\",\"measurements\":2") &&
               strstr(b.p, "\"network\":\"10.0.1.0/24\",\"measurements\":1"));
-    lbone_buf_free(&b);
+    lns_buf_free(&b);
     lbone_hist_forget_depot(h, "aaaaaaaaaaaaaaaa");
     CU_ASSERT(lbone_hist_pairs(h) == 0);
     CU_ASSERT(lbone_hist_add(h, "10.0.2.0/24", "aaaaaaaaaaaaaaaa", 5) == 0);

@@ -162,19 +162,19 @@ static void test_truncations(void)
 static void test_writer_round_trip(void)
 {
     const char *s = "tab\t nl\n quote\" back\\ <b>&amp; \x01 \x7f \xc3\xa9";
-    lbone_buf_t b;
-    lbone_buf_init(&b);
-    lbone_buf_puts(&b, "[");
+    lns_buf_t b;
+    lns_buf_init(&b);
+    lns_buf_puts(&b, "[");
     lbone_json_put_string(&b, s);
-    lbone_buf_puts(&b, ",");
+    lns_buf_puts(&b, ",");
     lbone_json_put_number(&b, 0.1);
-    lbone_buf_puts(&b, ",");
+    lns_buf_puts(&b, ",");
     lbone_json_put_number(&b, 1e15);
-    lbone_buf_puts(&b, ",");
+    lns_buf_puts(&b, ",");
     lbone_json_put_number(&b, NAN);
-    lbone_buf_puts(&b, ",");
+    lns_buf_puts(&b, ",");
     lbone_json_put_number(&b, -35.0);
-    lbone_buf_puts(&b, "]");
+    lns_buf_puts(&b, "]");
     CU_ASSERT_FATAL(!b.oom && b.p != NULL);
     CU_ASSERT(strcmp(b.p, "[\"tab\\t nl\\n quote\\\" back\\\\ \\u003cb\\u003e\\u0026amp; "
                           "\\u0001 \\u007f \xc3\xa9\",0.1,1000000000000000,null,-35]") == 0);
@@ -186,12 +186,12 @@ static void test_writer_round_trip(void)
     CU_ASSERT(json_is_null(json_array_get(d, 3)));
     json_decref(d);
     size_t n;
-    char *t = lbone_buf_take(&b, &n);
+    char *t = lns_buf_take(&b, &n);
     CU_ASSERT(t && n == strlen(t) && b.p == NULL);
     free(t);
-    lbone_buf_html(&b, "<a href='x'>&\"</a>");
+    lns_buf_html(&b, "<a href='x'>&\"</a>");
     CU_ASSERT(strcmp(b.p, "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;") == 0);
-    lbone_buf_free(&b);
+    lns_buf_free(&b);
 }
 
 static const lns_test_case tests[] = {

@@ -1,27 +1,27 @@
-/* lbone_buf.c -- a growable text buffer for building HTTP bodies (JSON, HTML).
+/* lns_buf.c -- a growable text buffer for building HTTP bodies (JSON, HTML).
  *
  * Capacity doubles, so building a body of n bytes costs O(n) copies; an allocation failure
  * turns the buffer into a sink (oom) instead of making every caller check every append.
  */
-#include "lbone_buf.h"
+#include "lns_buf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void lbone_buf_init(lbone_buf_t *b)
+void lns_buf_init(lns_buf_t *b)
 {
     memset(b, 0, sizeof *b);
 }
 
-void lbone_buf_free(lbone_buf_t *b)
+void lns_buf_free(lns_buf_t *b)
 {
     free(b->p);
     memset(b, 0, sizeof *b);
 }
 
-char *lbone_buf_take(lbone_buf_t *b, size_t *len)
+char *lns_buf_take(lns_buf_t *b, size_t *len)
 {
     char *p = b->oom ? NULL : b->p;
     if (b->oom)
@@ -34,7 +34,7 @@ char *lbone_buf_take(lbone_buf_t *b, size_t *len)
     return p;
 }
 
-static int reserve(lbone_buf_t *b, size_t extra)
+static int reserve(lns_buf_t *b, size_t extra)
 {
     if (b->oom)
         return -1;
@@ -58,7 +58,7 @@ static int reserve(lbone_buf_t *b, size_t extra)
     return 0;
 }
 
-void lbone_buf_add(lbone_buf_t *b, const char *s, size_t n)
+void lns_buf_add(lns_buf_t *b, const char *s, size_t n)
 {
     if (reserve(b, n) < 0)
         return;
@@ -67,12 +67,12 @@ void lbone_buf_add(lbone_buf_t *b, const char *s, size_t n)
     b->p[b->len] = 0;
 }
 
-void lbone_buf_puts(lbone_buf_t *b, const char *s)
+void lns_buf_puts(lns_buf_t *b, const char *s)
 {
-    lbone_buf_add(b, s, strlen(s));
+    lns_buf_add(b, s, strlen(s));
 }
 
-void lbone_buf_printf(lbone_buf_t *b, const char *fmt, ...)
+void lns_buf_printf(lns_buf_t *b, const char *fmt, ...)
 {
     va_list ap;
     char small[256];
@@ -84,7 +84,7 @@ void lbone_buf_printf(lbone_buf_t *b, const char *fmt, ...)
         return;
     }
     if ((size_t)n < sizeof small) {
-        lbone_buf_add(b, small, (size_t)n);
+        lns_buf_add(b, small, (size_t)n);
         return;
     }
     if (reserve(b, (size_t)n) < 0)
@@ -95,7 +95,7 @@ void lbone_buf_printf(lbone_buf_t *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
-void lbone_buf_html(lbone_buf_t *b, const char *s)
+void lns_buf_html(lns_buf_t *b, const char *s)
 {
     const char *run = s;
     for (; *s; s++) {
@@ -108,9 +108,9 @@ void lbone_buf_html(lbone_buf_t *b, const char *s)
         case '\'': rep = "&#39;"; break;
         default: continue;
         }
-        lbone_buf_add(b, run, (size_t)(s - run));
-        lbone_buf_puts(b, rep);
+        lns_buf_add(b, run, (size_t)(s - run));
+        lns_buf_puts(b, rep);
         run = s + 1;
     }
-    lbone_buf_add(b, run, (size_t)(s - run));
+    lns_buf_add(b, run, (size_t)(s - run));
 }
