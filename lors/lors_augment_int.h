@@ -1,6 +1,6 @@
 /* lors_augment_int.h -- the augment engine's state, shared by its two files.
  *
- * lors_augment.c plans (probe, cover the range with live mappings, count the copies to add)
+ * lors_augment_engine.c plans (probe, cover the range with live mappings, count the copies to add)
  * and builds the result; lors_augment_copy.c runs the jobs, one new copy each: choose a
  * depot, ALLOCATE, SEND (or relay), move elsewhere on failure.  Internal to liblors.
  *

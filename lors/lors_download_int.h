@@ -1,7 +1,7 @@
 /* lors_download_int.h -- the download engine's state, shared by its two files.
  *
  * lors_download_plan.c turns an exNode and a range into blocks, replicas and a scheduler;
- * lors_download.c runs the streams, the writer and the call.  Internal to liblors.
+ * lors_download_engine.c runs the streams, the writer and the call.  Internal to liblors.
  *
  * The scheduler cuts its range into equal blocks; ours are not equal (they are cut at mapping
  * boundaries too).  So the scheduler sees a virtual file of nblocks x B bytes in which block i

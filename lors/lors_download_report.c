@@ -2,8 +2,8 @@
  *
  * Lost redundancy is silent in the data (every block came from some good replica) but not in
  * the report: the engine remembers, for every mapping and every depot, whether its latest
- * fetch failed (lors_download.c, note_fate_locked), and here the range is swept once over the
- * mappings' starts and ends to list the bytes with fewer working copies than mappings.  A
+ * fetch failed (lors_download_engine.c, note_fate_locked), and here the range is swept once
+ * over the mappings' starts and ends to list the bytes with fewer working copies than mappings.  A
  * mapping counts as lost when its own latest fetch failed, when it ever returned bad data, or
  * when its depot's latest fetch failed: a depot that refused its last connection is not asked
  * again for its other mappings, so they are known only through it.  Bytes with no copy left

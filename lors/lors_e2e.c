@@ -15,8 +15,8 @@
  * the calling thread decodes frame by frame and writes only the asked plain bytes.  If it
  * stops first (a bad frame, a write error), closing the read end stops the feeder.
  * Memory: the engines' own bounds plus a stored and a plain frame on each side.
- * lors_upload_fd/_buf (lors_upload.c) and lors_download_fd (lors_download.c) call in here
- * only when the file has a chain.
+ * lors_upload_fd/_buf (lors_upload_engine.c) and lors_download_fd (lors_download_engine.c)
+ * call in here only when the file has a chain.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -6,9 +6,9 @@
  * those stored bytes as they are (lors__upload_plain_*, lors__download_plain); lors_e2e.c
  * puts the frame codec (lors_e2e_frame.c) between them and the user's bytes, and the
  * frame table (lors_e2e_meta.c) in the exNode's lns_e2e metadata.  The public entry points
- * (lors_upload_fd/_buf in lors_upload.c, lors_download_fd in lors_download.c) take the plain
- * engine, or lors__upload_e2e / lors__download_e2e when the file has a chain.  docs/lors.md,
- * "End-to-end transforms", has the format.
+ * (lors_upload_fd/_buf in lors_upload_engine.c, lors_download_fd in lors_download_engine.c)
+ * take the plain engine, or lors__upload_e2e / lors__download_e2e when the file has a
+ * chain.  docs/lors.md, "End-to-end transforms", has the format.
  */
 #ifndef LNS_LORS_E2E_INT_H
 #define LNS_LORS_E2E_INT_H

@@ -1,4 +1,4 @@
-/* lors_keep_int.h -- internal to liblors: the keeper's pass (lors_keep.c) and its repair of
+/* lors_keep_int.h -- internal to liblors: the keeper's pass (lors_keep_engine.c) and its repair of
  * erasure-coded files (lors_keep_ec.c).
  *
  * The pass holds one picture of the file: per mapping its probe, whether it sits on a

@@ -23,14 +23,14 @@ int lors__same_depot(const lors_depot_t *a, const lors_depot_t *b);
 
 /* Give a new mapping its allocation's start, end (unless XND_TIME_UNKNOWN) and three
  * capabilities, as upload and augment write them.  XND_OK or the first xnd error.  In
- * lors_upload.c. */
+ * lors_upload_engine.c. */
 int lors__map_set_alloc(xnd_mapping_t *m, int64_t start, int64_t end, const ibp_caps_t *caps);
 /* Record (or drop) the mapping's "lns_pin": its depot's pin if libibp knows one (lors_pins.c).
  * lors__map_set_alloc calls it.  XND_OK or the xnd error. */
 int lors__pin_record(xnd_mapping_t *m);
 
 /* What is wrong with the storing settings of o (duration, reliability, threads, timeout) as
- * an upload, and augment's copies, check them; NULL: nothing.  In lors_upload.c. */
+ * an upload, and augment's copies, check them; NULL: nothing.  In lors_upload_engine.c. */
 const char *lors__store_opts_problem(const lors_upload_opts_t *o);
 
 /* A pooled client for `threads` parallel calls, each bounded by timeout_s (below 1: 30 s; its

@@ -2,7 +2,7 @@
  *
  * lors_download_fd writes to a file descriptor; the random-access reader (lors_reader.c)
  * takes them straight into its cache blocks, without a pipe and a copy through the kernel.
- * The engine's writers (lors_download.c, lors_download_ec.c, lors_e2e.c) go through this.
+ * The engine's writers (lors_download_engine.c, lors_download_ec.c, lors_e2e.c) go through this.
  */
 #ifndef LNS_LORS_OUT_H
 #define LNS_LORS_OUT_H

@@ -1,8 +1,9 @@
 /* lors_upload_int.h -- the upload engine's state, shared by its two files.
  *
- * lors_upload.c is the reader and the result (entry points, input, exNode); lors_upload_store.c
- * holds the placement of copies on depots and the worker threads that store them.  The data
- * flow and the locking rule are described at the top of lors_upload.c.  Internal to liblors.
+ * lors_upload_engine.c is the reader and the result (entry points, input, exNode);
+ * lors_upload_store.c holds the placement of copies on depots and the worker threads that
+ * store them.  The data flow and the locking rule are described at the top of
+ * lors_upload_engine.c.  Internal to liblors.
  */
 #ifndef LNS_LORS_UPLOAD_INT_H
 #define LNS_LORS_UPLOAD_INT_H

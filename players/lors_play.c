@@ -693,8 +693,8 @@ static void play_opts(const settings_t *f, const xnd_t *x, double bitrate,
     int64_t floor = o->prebuffer_bytes + (int64_t)o->threads * o->blocksize;
     int64_t want = bitrate > 0 ? (int64_t)((f->buffer > 0 ? f->buffer : 4) * Bps) : 64 * MIB;
     o->buffer_bytes = want > floor ? want : floor;
-    /* A stall is a fetch that reports no progress (one every 64 KiB piece, lors_download.c)
-     * for twice the time a piece takes at the slowest rate playback can live with: the
+    /* A stall is a fetch that reports no progress (one every 64 KiB piece: the download
+     * engine) for twice the time a piece takes at the slowest rate playback can live with: the
      * stream's rate shared by every stream, and never under 2 s.  A fixed second aborted
      * healthy fetches on slow links (8 x 5 Mbit/s depots, 16 streams, 256 KiB pieces then:
      * a piece every ~0.8 s) until no replica was left. */

@@ -6,7 +6,7 @@
  * save, and a save writes OUT.lnsdl.tmp, syncs it and renames it over OUT.lnsdl, so the file
  * is always one whole record, old or new.  A crash can lose what was placed since the last
  * save (at most a second or 64 MiB of blocks), never make a hole look written; a failure or
- * a Ctrl-C ends with one more save, of exactly the blocks written (lors_download.c).  The
+ * a Ctrl-C ends with one more save, of exactly the blocks written (the download engine).  The
  * record names the exNode's data (an id over its size and every mapping's place and read
  * capability) and the range: -R with another exNode or range ignores it.
  *

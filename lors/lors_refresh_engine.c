@@ -1,4 +1,4 @@
-/* lors_refresh.c -- extend the lifetime of every mapping of an exNode.
+/* lors_refresh_engine.c -- extend the lifetime of every mapping of an exNode.
  *
  * Per mapping: CHNG with a duration counted from now (whatever the mode, the wire speaks
  * "seconds from now", or -1 for the depot's maximum), then PROBE, because the end the depot

@@ -1,4 +1,4 @@
-/* lors_upload.c -- the upload engine: input bytes -> fragments -> copies on depots -> an exNode.
+/* lors_upload_engine.c -- the upload engine: input -> fragments -> copies on depots -> an exNode.
  *
  * Data flow: the calling thread is the reader.  It reads the input once, in chunks of
  * CHUNK bytes, feeds each chunk to the fragment's digests and publishes it; a pool of worker

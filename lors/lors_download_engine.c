@@ -1,4 +1,4 @@
-/* lors_download.c -- the download engine: exNode -> blocks -> worker streams -> reorder buffer -> fd.
+/* lors_download_engine.c -- the download engine: exNode -> blocks -> streams -> reorder -> fd.
  *
  * Data path: lors__dl_plan (lors_download_plan.c) cuts the range into blocks and lists each
  * block's replicas.  N worker threads ask the scheduler (lors_sched) what to fetch and LOAD

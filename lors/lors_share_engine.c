@@ -1,4 +1,4 @@
-/* lors_share.c -- a read-only share of a network file: an exNode of alias read capabilities.
+/* lors_share_engine.c -- a read-only share of a network file: an exNode of alias read caps.
  *
  * Each mapping holding bytes of the range gets an alias (ACCRE 1.4's alias capabilities,
  * libibp's ibp_alias_allocate) onto exactly those bytes of its allocation; the shared exNode

@@ -1,4 +1,4 @@
-/* lors_keep.c -- the keeper's pass over one network file: refresh, check, repair, prune.
+/* lors_keep_engine.c -- the keeper's pass over one network file: refresh, check, repair, prune.
  *
  * A pass probes every mapping once and works from that picture:
  *   1. refresh: each live mapping whose lease ends within the margin is extended to its

@@ -1,4 +1,4 @@
-/* lors_augment.c -- more copies of a network file, made depot to depot: the plan and the result.
+/* lors_augment_engine.c -- more copies of a network file, made depot to depot: plan and result.
  *
  * Plan: probe every mapping, then cover the asked range greedily with live mappings (at each
  * uncovered byte, the live mapping that starts at or before it and reaches farthest).  Each

@@ -1,4 +1,4 @@
-/* lors_trim.c -- remove mappings from an exNode, and optionally free their allocations.
+/* lors_trim_engine.c -- remove mappings from an exNode, and optionally free their allocations.
  *
  * Order matters for safety: select, check that no byte loses its last copy, edit the exNode,
  * and only then DECR the allocations.  A trim that fails its check leaves everything as it
