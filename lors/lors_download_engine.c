@@ -613,7 +613,7 @@ static int load_rest(dl_t *dl, slot_t *sl, const lors_sched_fetch_t *f, const fe
 }
 
 /* One fetch as do_fetch runs it: where it reads, what it received and how it ended. */
-typedef struct run {
+typedef struct fetch_run {
     fetch_at_t at, asked;   /* the range; what the LOAD asked for (the netlog's key) */
     size_t len, kept;       /* the range's length; bytes it started with (kept or copied) */
     uint64_t got;
@@ -1270,61 +1270,9 @@ int lors__download_plain_to(const lors_download_opts_t *o, const xnd_t *x,
     return download(o, x, NULL, out, report);
 }
 
-/* An erasure-coded file (lns_ec present): the engine with the codec. */
-static int download_ec(const lors_download_opts_t *o, const xnd_t *x, const lors__out_t *out,
-                       lors_dl_report_t *rep)
+int lors__download_ec_to(const lors_download_opts_t *o, const xnd_t *x, const lors__ec_t *ec,
+                         const lors__out_t *out, lors_dl_report_t *report)
 {
-    lors__ec_t ec;
-    int present;
-    int rc = lors__ec_read(x, &ec, &present, rep->error, sizeof rep->error);
-    if (rc != LORS_OK)
-        return rc;
-    if (xnd_meta_find(&x->meta, LORS_E2E_META)) {
-        lors__ec_free(&ec);
-        lors__report_error(rep, "the exNode has both %s and %s: this lns reads one or the other",
-                           LORS_EC_META, LORS_E2E_META);
-        return LORS_E_EXNODE;
-    }
-    rc = download(o, x, &ec, out, rep);
-    lors__ec_free(&ec);
-    return rc;
+    return download(o, x, ec, out, report);
 }
 
-/* Plain, erasure coded, or through the transforms (lors_e2e.c), to out. */
-int lors__download_to(const lors_download_opts_t *o, const xnd_t *x, const lors__out_t *out,
-                      lors_dl_report_t *report)
-{
-    lors__e2e_desc_t d;
-    lors_dl_report_t local;
-    lors_dl_report_t *rep = report ? report : &local;
-    int present = 0;
-
-    if (!o || !x)
-        return download(o, x, NULL, out, report);
-    memset(rep, 0, sizeof *rep);
-    if (xnd_meta_find(&x->meta, LORS_EC_META)) {
-        int rc = download_ec(o, x, out, rep);
-        if (!report)
-            lors_dl_report_free(&local);
-        return rc;
-    }
-    int rc = lors__e2e_desc_read(x, &d, &present, rep->error, sizeof rep->error);
-    if (rc != LORS_OK || !present) {
-        if (!report)
-            lors_dl_report_free(&local);
-        return rc != LORS_OK ? rc : download(o, x, NULL, out, report);
-    }
-    rc = lors__download_e2e(o, x, &d, out, rep);
-    lors__e2e_desc_free(&d);
-    if (!report)
-        lors_dl_report_free(&local);
-    return rc;
-}
-
-/* The public entry point. */
-int lors_download_fd(const lors_download_opts_t *o, const xnd_t *x, int out_fd,
-                     lors_dl_report_t *report)
-{
-    lors__out_t out = {.fd = out_fd};
-    return lors__download_to(o, x, &out, report);
-}

@@ -37,7 +37,12 @@ int lors__download_plain(const lors_download_opts_t *o, const xnd_t *x, int out_
 /* ... and the same to an output of lors_out.h */
 int lors__download_plain_to(const lors_download_opts_t *o, const xnd_t *x,
                             const lors__out_t *out, lors_dl_report_t *report);
-/* lors_download_fd to an output of lors_out.h: plain, erasure coded or transformed. */
+/* ... and with the erasure codec of an lns_ec file (lors_ec_int.h). */
+struct lors__ec;
+int lors__download_ec_to(const lors_download_opts_t *o, const xnd_t *x, const struct lors__ec *ec,
+                         const lors__out_t *out, lors_dl_report_t *report);
+/* lors_download_fd to an output of lors_out.h: plain, erasure coded or transformed
+ * (lors_entry.c). */
 int lors__download_to(const lors_download_opts_t *o, const xnd_t *x, const lors__out_t *out,
                       lors_dl_report_t *report);
 /* lors_upload_fd / lors_upload_buf without transforms (o->e2e is ignored). */
