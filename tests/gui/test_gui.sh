@@ -401,7 +401,7 @@ if [ -x "$bin/lors_augment" ] && [ -x "$bin/lors_trim" ] && [ -x "$bin/lors_refr
     timeout 30 "$gui" --depots "$tmp/live-depots.txt" --bindir "$bin" --script "$tmp/close.tcl" >"$tmp/close.log" 2>&1
     check "window closed while playing: exit" 0 $?
     # stopped, however long a busy machine takes to end it (SIGTERM, then SIGKILL after 3 s)
-    for _ in $(seq 100); do pgrep -f -- "$tmp/close.xnd" >/dev/null || break; sleep 0.1; done
+    for _ in $(seq 300); do pgrep -f -- "$tmp/close.xnd" >/dev/null || break; sleep 0.1; done
     left=$(pgrep -f -- "$tmp/close.xnd" | tr '\n' ' ')
     check "window closed while playing: no lors_play left" "" "$left"
     for p in $left; do kill "$p" 2>/dev/null; done
