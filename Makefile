@@ -277,6 +277,9 @@ $(B)/tests/%: $(call obj,tests/unit/%.c) $(TEST_LINK)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS) $(SRV_LIBS) $(TESTLIBS)
 
+# test_alloc_fail counts the libraries' allocations: its own malloc & co. stand in front
+$(B)/tests/test_alloc_fail: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc \
+    -Wl,--wrap=strdup,--wrap=strndup
 $(B)/tests/%: $(call obj,tests/system/%.c) $(TEST_LINK)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS) $(SRV_LIBS) $(TESTLIBS)

@@ -60,6 +60,8 @@ ibp_client_t *ibp_client_new(const ibp_client_opts_t *opts)
     c->versions = c->o.version < 0 ? ibp_vtab_new() : NULL;
     if (!c->pool || (c->o.version < 0 && !c->versions)) {
         ibp_pool_free(c->pool);
+        ibp_vtab_free(c->versions);
+        pthread_mutex_destroy(&c->tls_mu);
         free(c);
         return NULL;
     }

@@ -63,8 +63,11 @@ static int plan_depots(dl_t *dl)
     dl->won_bytes = calloc((size_t)dl->ndepots + 1, sizeof *dl->won_bytes);
     dl->map_fate = calloc(x->nmaps ? x->nmaps : 1, sizeof *dl->map_fate);
     dl->dep_fate = calloc((size_t)dl->ndepots + 1, sizeof *dl->dep_fate);
-    return dl->won_seconds && dl->won_bytes && dl->map_fate && dl->dep_fate ? LORS_OK
-                                                                            : LORS_E_NOMEM;
+    if (!dl->won_seconds || !dl->won_bytes || !dl->map_fate || !dl->dep_fate) {
+        dl->ndepots = 0; /* the report then gives no depot's figures from these */
+        return LORS_E_NOMEM;
+    }
+    return LORS_OK;
 }
 
 typedef struct span {
