@@ -898,8 +898,8 @@ static void test_event_sampling(void)
     CU_ASSERT_EQUAL(td_count_events(&t, "IBP_REQ"), 10);
 }
 
-/* Events are batched, but written within 50 ms: a depot SIGKILLed 300 ms after its last
- * request has all its lines on disk. */
+/* Events are batched, but written while the depot runs: a depot SIGKILLed once they are on
+ * disk (within 50 ms; polled for, as a busy machine may take longer) loses none. */
 static void test_event_log_periodic(void)
 {
     test_depot_t t;
@@ -908,8 +908,9 @@ static void test_event_log_periodic(void)
     CU_ASSERT_FATAL(fd >= 0);
     for (int i = 0; i < 25; i++)
         CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", NULL, 0), 1);
-    struct timespec pause = {0, 300 * 1000000L};
-    nanosleep(&pause, NULL);
+    int64_t end = lns_test_deadline(LNS_TEST_WAIT_MS);
+    while (td_count_events(&t, "IBP_REQ") < 25 && lns_test_poll(end))
+        ;
     CU_ASSERT_EQUAL(td_count_events(&t, "IBP_REQ"), 25); /* already there, depot running */
     lns_test_server_kill(&t.srv, SIGKILL);
     close(fd);
@@ -919,10 +920,13 @@ static void test_event_log_periodic(void)
 /* Last: SIGTERM ends the shared depot within the drain time and nothing was reported. */
 static void test_shutdown_clean(void)
 {
+    static char log[1 << 20];
     int64_t t0 = lns_mono_ms();
     int fd = conn(); /* an idle connection must not hold the shutdown up */
     lns_test_server_stop(&D.srv);
-    CU_ASSERT(lns_mono_ms() - t0 < 3000);
+    CU_ASSERT(lns_mono_ms() - t0 < 30000); /* a hang only */
+    lns_test_slurp(D.srv.log, log, sizeof log); /* not cut off at the end of the drain time */
+    CU_ASSERT_PTR_NULL(strstr(log, "connections still busy"));
     CU_ASSERT(lns_test_server_log_clean(&D.srv));
     close(fd);
 }
@@ -958,7 +962,6 @@ static void test_loci_wait_load(void)
     CU_ASSERT_STRING_EQUAL(reply, "1 10");
 
     /* a LOAD of 30 bytes waits; a STORE of 20 on another connection releases it */
-    int64_t t0 = lns_mono_ms();
     char line[1024];
     int n = snprintf(line, sizeof line, "0 8 %s %s 0 30 10 \n", c.bare[0], c.tk[0]);
     CU_ASSERT_EQUAL(raw_send(fd, line, (size_t)n), 0);
@@ -971,29 +974,30 @@ static void test_loci_wait_load(void)
     CU_ASSERT_STRING_EQUAL(reply, "1 30");
     CU_ASSERT_EQUAL(raw_read(fd, buf, 30), 0);
     CU_ASSERT_EQUAL(memcmp(buf, "0123456789abcdefghijklmnopqrst", 30), 0);
-    CU_ASSERT(lns_mono_ms() - t0 < 5000);
 
     /* nothing more comes: after the server timeout (1 s) what there is, or -46 if nothing
      * past the offset; with a timeout of 0, at once */
-    t0 = lns_mono_ms();
+    int64_t t0 = lns_mono_ms();
     CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "0 8 %s %s 20 50 1 \n", c.bare[0], c.tk[0]), 1);
     CU_ASSERT_STRING_EQUAL(reply, "1 10");
     CU_ASSERT_EQUAL(raw_read(fd, buf, 10), 0);
     CU_ASSERT_EQUAL(memcmp(buf, "klmnopqrst", 10), 0);
+    /* the request's 1 s, not the depot's 300 s maximum (20 s: a busy machine) */
     int64_t waited = lns_mono_ms() - t0;
-    CU_ASSERT(waited >= 900 && waited < 3000);
+    CU_ASSERT(waited >= 900 && waited < 20000);
     t0 = lns_mono_ms();
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "0 8 %s %s 40 10 1 \n", c.bare[0], c.tk[0]), -46);
     waited = lns_mono_ms() - t0;
-    CU_ASSERT(waited >= 900 && waited < 3000);
+    CU_ASSERT(waited >= 900 && waited < 20000);
     t0 = lns_mono_ms();
     CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "0 8 %s %s 0 80 0 \n", c.bare[0], c.tk[0]), 1);
     CU_ASSERT_STRING_EQUAL(reply, "1 30");
     CU_ASSERT_EQUAL(raw_read(fd, buf, 30), 0);
-    /* past the maximum size, and in version 1: -30 at once */
-    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "0 8 %s %s 1023990 20 10 \n", c.bare[0], c.tk[0]), -30);
-    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 8 %s %s 0 80 10\n", c.key[0], c.tk[0]), -30);
-    CU_ASSERT(lns_mono_ms() - t0 < 500);
+    /* past the maximum size, and in version 1: -30 at once (30 s: a hang bound, each would
+     * wait its minute) */
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "0 8 %s %s 1023990 20 60 \n", c.bare[0], c.tk[0]), -30);
+    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 8 %s %s 0 80 60\n", c.key[0], c.tk[0]), -30);
+    CU_ASSERT(lns_mono_ms() - t0 < 30000);
     close(fd);
     close(fd2);
 }
