@@ -776,7 +776,7 @@ static void test_huge_size(void)
     CU_ASSERT_EQUAL(tt_sh(&T, "%s timeout 60 \"$B/lors_download\" --no-rc -o \"$D/huge.out\" "
                               "\"$D/huge2.xnd\"", cap), 6);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    CU_ASSERT(t1.tv_sec - t0.tv_sec < 5);
+    CU_ASSERT(t1.tv_sec - t0.tv_sec < 30); /* a hang only: the error, not a plan, ends it */
     CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "bytes 100000-9223372036854775806: no mapping holds "
                                          "them"));
