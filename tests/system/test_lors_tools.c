@@ -704,8 +704,9 @@ static void test_interrupt(void)
     CU_ASSERT_FATAL(tt_spawn(&T, &bg, "lors_download", "--no-rc", "-o", outp, xndp,
                              (char *)NULL) == 0);
     int pid = bg.pid;
-    for (int i = 0; i < 200 && file_size(outp) < MIB; i++)
-        lns_test_sleep_ms(50);
+    int64_t end = lns_test_deadline(LNS_TEST_WAIT_MS);
+    while (file_size(outp) < MIB && lns_test_poll(end))
+        ;
     CU_ASSERT_EQUAL(file_size(outp), MIB);
     lns_test_sleep_ms(100);
     kill(pid, SIGINT);
