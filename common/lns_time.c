@@ -3,8 +3,44 @@
  * survive a restart, use the real-time clock. */
 #include "lns_time.h"
 
+#include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
+
+/* lns_now_advance_s's offset and LNS_TEST_CLOCK_FILE: 0 and NULL in every program, so the
+ * clocks read the system's. */
+static _Atomic int64_t now_offset_s;
+static const char *clock_file;
+static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
+
+static void clock_setup(void)
+{
+    const char *f = getenv("LNS_TEST_CLOCK_FILE");
+    clock_file = f && *f ? f : NULL;
+}
+
+/* The seconds a test has moved this process's real-time clock by. */
+static int64_t now_offset(void)
+{
+    pthread_once(&clock_once, clock_setup);
+    int64_t off = atomic_load_explicit(&now_offset_s, memory_order_relaxed);
+    if (clock_file) {
+        char buf[32];
+        int fd = open(clock_file, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (n > 0) {
+            buf[n] = 0;
+            off += strtoll(buf, NULL, 10);
+        }
+    }
+    return off;
+}
 
 int64_t lns_mono_ns(void)
 {
@@ -22,15 +58,20 @@ int64_t lns_now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec;
+    return (int64_t)ts.tv_sec + now_offset();
 }
 
 void lns_now_split(int64_t *sec, long *nsec)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    *sec = (int64_t)ts.tv_sec;
+    *sec = (int64_t)ts.tv_sec + now_offset();
     *nsec = ts.tv_nsec;
+}
+
+void lns_now_advance_s(int64_t s)
+{
+    atomic_fetch_add(&now_offset_s, s);
 }
 
 int64_t lns_deadline_ms(int timeout_ms)

@@ -355,6 +355,8 @@ static void drain(depot_server_t *srv)
     pthread_mutex_lock(&srv->conn_mu);
     while (srv->nconns > 0) {
         if (lns_mono_ms() >= deadline) {
+            lns_log(LNS_LOG_WARN, "shutdown: %d connections still busy after %d ms: cut off",
+                    srv->nconns, DRAIN_MS);
             for (depot_conn_t *c = srv->conns; c; c = c->next)
                 shutdown(c->fd, SHUT_RDWR);
             deadline = INT64_MAX;

@@ -144,6 +144,28 @@ void lns_test_sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
+int64_t lns_test_deadline(int ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + ms;
+}
+
+int lns_test_poll(int64_t deadline)
+{
+    if (lns_test_deadline(0) >= deadline)
+        return 0;
+    lns_test_sleep_ms(10);
+    return 1;
+}
+
+double lns_test_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* kill() only queues SIGSTOP: wait until every thread of pid has stopped (2 s at most).
  * 0, or -1. */
 static int wait_stopped(int pid)

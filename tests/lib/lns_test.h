@@ -77,6 +77,19 @@ int lns_test_feed_start(lns_test_feed *f, const void *data, size_t n, size_t chu
 void lns_test_feed_end(lns_test_feed *f);
 /* Sleep ms milliseconds. */
 void lns_test_sleep_ms(int ms);
+/* Waiting for an event (a file, a log line, a child, a job's end) polls for it with a
+ * deadline that only a hang reaches, never a fixed sleep that a busy machine outlasts:
+ *     int64_t end = lns_test_deadline(LNS_TEST_WAIT_MS);
+ *     while (!condition && lns_test_poll(end))
+ *         refresh what condition reads;
+ * lns_test_deadline: the monotonic millisecond ms from now.  lns_test_poll: 0 once the
+ * deadline has passed, else 1 after 10 ms of sleep. */
+#define LNS_TEST_WAIT_MS 30000
+int64_t lns_test_deadline(int ms);
+int lns_test_poll(int64_t deadline);
+/* Seconds of CPU this process has used (all its threads): what a test judges cost by, with
+ * a wide margin, where wall time would judge how busy the machine is. */
+double lns_test_cpu_s(void);
 /* Send sig to the child *pid.  For SIGKILL, SIGTERM and SIGINT also reap it (SIGKILL after
  * 10 s if it has not gone), untrack it and set *pid to 0; for SIGSTOP wait until every
  * thread of it has stopped (kill only queues the signal; 2 s at most).  0, or -1 if there

@@ -401,7 +401,8 @@ int tt_serve(tt_env_t *t, tt_bg_t *bg, const char *dir, char *log, int *port, co
     if (tt_spawn(t, bg, "lors_serve", "--no-rc", "-p", "0", "--port-file", pf, "--log", log,
                  "-T", "3s", dir, a1, a2, a3, a4, (char *)NULL) != 0)
         return -1;
-    for (int i = 0; i < 500; i++) {
+    int64_t end = lns_test_deadline(LNS_TEST_WAIT_MS);
+    do {
         FILE *f = fopen(pf, "r");
         if (f) {
             int ok = fscanf(f, "%d", port) == 1;
@@ -411,7 +412,6 @@ int tt_serve(tt_env_t *t, tt_bg_t *bg, const char *dir, char *log, int *port, co
         }
         if (bg->pid > 0 && kill(bg->pid, 0) != 0)
             break;
-        usleep(10000);
-    }
+    } while (lns_test_poll(end));
     return -1;
 }

@@ -22,11 +22,15 @@ typedef raw_caps_t caps_t;
 
 static int suite_init(void)
 {
+    /* the hit log of the failpoints says when a LOAD waits (load.wait); kept for the
+     * restarts too */
+    setenv("LNS_FAILPOINTS_LOG", lns_test_path("points.log"), 1);
     return td_start(&D, NULL);
 }
 
 static int suite_clean(void)
 {
+    unsetenv("LNS_FAILPOINTS_LOG");
     lns_test_server_stop(&D.srv);
     return 0;
 }
@@ -262,8 +266,13 @@ static void test_wait_through_alias(void)
     CU_ASSERT_EQUAL_FATAL(alias(fd, &m, 5, 20, 0, &a), 1);
     /* 5..15 of the master: 5 bytes there, 5 to come */
     int n = snprintf(line, sizeof line, "0 8 %s %s 0 10 5\n", a.key[0], a.tk[0]);
+    CU_ASSERT_EQUAL(truncate(lns_test_path("points.log"), 0), 0); /* the depot appends */
     CU_ASSERT_EQUAL(raw_send(w, line, (size_t)n), 0);
-    usleep(200000);
+    char points[4096] = "";
+    for (int64_t end = lns_test_deadline(LNS_TEST_WAIT_MS);
+         !strstr(points, "load.wait") && lns_test_poll(end);)
+        lns_test_slurp(lns_test_path("points.log"), points, sizeof points);
+    CU_ASSERT_PTR_NOT_NULL(strstr(points, "load.wait")); /* it waits */
     CU_ASSERT_EQUAL(put(fd, &m, -1, "abcde"), 1);
     CU_ASSERT(raw_readline(w, reply, sizeof reply) > 0);
     CU_ASSERT_EQUAL(atoi(reply + 2), 10);

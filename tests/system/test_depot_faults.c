@@ -1018,8 +1018,8 @@ static void test_store_ack_fails(void)
     double t0 = now_s();
     CU_ASSERT_NOT_EQUAL(ibp_store(cl, a.write, data, sizeof data, NULL), IBP_OK);
     double took = now_s() - t0;
-    CU_ASSERT(took < 2);
-    if (took >= 2)
+    CU_ASSERT(took < 5); /* at once: a hang bound, half the 10 s I/O timeout */
+    if (took >= 5)
         printf("  the refused STORE took %.1f s\n", took);
     CU_ASSERT_EQUAL(ibp_probe(cl, a.manage, &p), IBP_OK);
     CU_ASSERT_EQUAL(p.cur_size, 0);

@@ -472,7 +472,7 @@ static void test_timeout_fake(void)
     int64_t t0 = now_ms();
     CU_ASSERT_EQUAL(ibp_probe(sc.c, sc.cap, &p), IBP_E_CLIENT_TIMEOUT);
     int64_t dt = now_ms() - t0;
-    CU_ASSERT(dt >= 450 && dt < 2000);
+    CU_ASSERT(dt >= 450 && dt < 20000); /* 20 s: a hang only, however busy the machine */
     scene_end(&sc);
 }
 
@@ -579,12 +579,12 @@ static void test_depot_stopped(void)
     int64_t t0 = now_ms();
     CU_ASSERT_EQUAL(ibp_probe(c, caps.manage, &p), IBP_E_CLIENT_TIMEOUT);
     int64_t dt = now_ms() - t0;
-    CU_ASSERT(dt >= 900 && dt < 3000);
+    CU_ASSERT(dt >= 900 && dt < 20000); /* the io timeout; 20 s: a hang only */
     /* on a new connection (the kernel still accepts it) */
     t0 = now_ms();
     CU_ASSERT_EQUAL(ibp_load(c, caps.read, 0, 3, buf), IBP_E_CLIENT_TIMEOUT);
     dt = now_ms() - t0;
-    CU_ASSERT(dt >= 900 && dt < 3000);
+    CU_ASSERT(dt >= 900 && dt < 20000);
     lns_test_server_kill(&d.srv, SIGCONT);
     /* the timed-out connections were dropped: nothing stale is read now */
     CU_ASSERT_EQUAL(ibp_load(c, caps.read, 0, 3, buf), IBP_OK);

@@ -323,11 +323,10 @@ static void test_timeout(void)
 {
     test_depot_t d;
     CU_ASSERT_EQUAL_FATAL(td_start(&d, NULL), 0);
-    lns_test_server_kill(&d.srv, SIGSTOP);
-    usleep(100 * 1000);
+    lns_test_server_kill(&d.srv, SIGSTOP); /* (waits until it has stopped) */
     time_t t0 = time(NULL);
     CU_ASSERT_EQUAL(run("$T --timeout 1 status 127.0.0.1:%d", d.port), 3);
-    CU_ASSERT(time(NULL) - t0 <= 4);
+    CU_ASSERT(time(NULL) - t0 <= 30); /* the 1 s, not the default 60 s (30: a busy machine) */
     CU_ASSERT_PTR_NOT_NULL(strstr(err, ibp_strerror(IBP_E_CLIENT_TIMEOUT)));
     lns_test_server_kill(&d.srv, SIGCONT);
     CU_ASSERT_EQUAL(run("$T --timeout 5 status 127.0.0.1:%d", d.port), 0);

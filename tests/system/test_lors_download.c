@@ -481,7 +481,7 @@ static void late_download(late_t *L)
     pthread_t t;
     CU_ASSERT_FATAL(pthread_create(&t, NULL, bg_download, bg) == 0);
     /* no assertion while the download runs: it makes its own (tl_download_mem) */
-    int halted = wait_halted(L->first.pid, 5000);
+    int halted = wait_halted(L->first.pid, LNS_TEST_WAIT_MS);
     usleep(300000);
     int cont = lns_test_server_kill(&L->late.srv, SIGCONT);
     pthread_join(t, NULL);

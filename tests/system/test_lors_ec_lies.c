@@ -177,7 +177,8 @@ static int start_serve(tt_bg_t *srv, const char *dir)
     if (tt_spawn(&T, srv, "lors_serve", "--no-rc", "-p", "0", "--port-file", pf, "--log", logp,
                  "-T", "3s", dir, (char *)NULL) != 0)
         return -1;
-    for (int i = 0; i < 500; i++) {
+    int64_t end = lns_test_deadline(LNS_TEST_WAIT_MS);
+    do {
         FILE *f = fopen(pf, "r");
         int port = 0;
         if (f) {
@@ -186,8 +187,7 @@ static int start_serve(tt_bg_t *srv, const char *dir)
             if (ok)
                 return port;
         }
-        usleep(10000);
-    }
+    } while (lns_test_poll(end));
     return -1;
 }
 
@@ -434,14 +434,12 @@ static void test_overflow_serve(void)
         CU_ASSERT_EQUAL_FATAL(tt_spawn(&T, &mb, "lors_mount", "--no-rc", "-f", "-T", "3s",
                                        "--log", logp, dir, mnt, (char *)NULL), 0);
         int up = 0;
-        for (int i = 0; i < 500 && !up; i++) {
-            char f[4400];
-            struct stat sb;
-            snprintf(f, sizeof f, "%s/good.bin", mnt);
-            up = stat(f, &sb) == 0;
-            if (!up)
-                usleep(10000);
-        }
+        char f[4400];
+        struct stat sb;
+        snprintf(f, sizeof f, "%s/good.bin", mnt);
+        int64_t end = lns_test_deadline(LNS_TEST_WAIT_MS);
+        while (!(up = stat(f, &sb) == 0) && lns_test_poll(end))
+            ;
         CU_ASSERT_FATAL(up);
         for (int b = 0; b < NBAD; b++) {
             CU_ASSERT_NOT_EQUAL(tt_sh(&T, "timeout 30 cat '%s/%s.bin' > /dev/null", mnt, bad_name[b]), 0);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -843,7 +844,16 @@ static void test_discard(void)
     CU_ASSERT_EQUAL(f.freed, 4);
     CU_ASSERT_EQUAL(f.depots, 2);
     CU_ASSERT_EQUAL(f.unfreed, 3);
-    CU_ASSERT(ms < 2500);
+    CU_ASSERT(ms < 30000); /* a hang only */
+    /* the silent depot was asked one DECR, which libibp may try on a second connection (2
+     * wait in its queue here), not one per allocation (3 to 6) */
+    int asked = 0;
+    fcntl(hole, F_SETFL, O_NONBLOCK);
+    for (int cfd; (cfd = accept(hole, NULL, NULL)) >= 0; asked++)
+        close(cfd);
+    CU_ASSERT(asked >= 1 && asked <= 2);
+    if (asked < 1 || asked > 2)
+        fprintf(stderr, "the silent depot had %d connections\n", asked);
     for (size_t i = 0; i < 4; i++) {
         ibp_probe_t p;
         CU_ASSERT_EQUAL(ibp_probe(cli, keep[i].manage, &p), IBP_E_CAP_NOT_FOUND);

@@ -46,12 +46,12 @@ static int mounted(int ms)
 {
     char parent[4200];
     snprintf(parent, sizeof parent, "%s/..", mnt);
-    for (int i = 0; i <= ms / 10; i++) {
+    int64_t end = lns_test_deadline(ms);
+    do {
         struct stat a, b;
         if (stat(mnt, &a) == 0 && stat(parent, &b) == 0 && a.st_dev != b.st_dev)
             return 1;
-        usleep(10000);
-    }
+    } while (lns_test_poll(end));
     return 0;
 }
 
@@ -68,7 +68,7 @@ static int start_mount(const char *a1, const char *a2)
     if (tt_spawn(&T, &mnt_bg, "lors_mount", "--no-rc", "-f", "--log", logp, dir, mnt, a1, a2,
                  (char *)NULL) != 0)
         return -1;
-    return mounted(5000) ? 0 : -1;
+    return mounted(LNS_TEST_WAIT_MS) ? 0 : -1;
 }
 
 /* fusermount3 -u, retried while busy for up to ms; then lors_mount's exit code. */

@@ -187,8 +187,8 @@ static void test_no_live_copy(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "502"));
     CU_ASSERT_PTR_NOT_NULL(strstr(T.out, want));
     CU_ASSERT_PTR_NOT_NULL(strstr(T.out, "no live replica"));
-    CU_ASSERT_EQUAL(tt_wait_lines(logp, "502", 1, 2000), 1);
-    CU_ASSERT_EQUAL(tt_wait_lines(logp, want, 1, 2000), 1);
+    CU_ASSERT_EQUAL(tt_wait_lines(logp, "502", 1, LNS_TEST_WAIT_MS), 1);
+    CU_ASSERT_EQUAL(tt_wait_lines(logp, want, 1, LNS_TEST_WAIT_MS), 1);
     /* the other depot's bytes are served */
     int64_t b = a == 0 ? l : 0;
     CU_ASSERT_EQUAL(tt_sh(&T, "curl -sf -r %lld-%lld http://127.0.0.1:%d/one.bin > $D/got && "
@@ -218,7 +218,7 @@ static void test_token_and_listen(void)
     CU_ASSERT_EQUAL(tt_sh(&T, "curl -s -o /dev/null 'http://127.0.0.1:%d/a%%0aFORGED-1'; "
                               "curl -s -o /dev/null 'http://127.0.0.1:%d/b%%0d%%0aFORGED-2?"
                               "token=s3cret-token-0123456789'", port, port), 0);
-    CU_ASSERT_EQUAL(tt_wait_lines(logp, "FORGED-2", 1, 2000), 1);
+    CU_ASSERT_EQUAL(tt_wait_lines(logp, "FORGED-2", 1, LNS_TEST_WAIT_MS), 1);
     char logtext[65536] = "";
     lns_test_slurp(logp, logtext, sizeof logtext);
     CU_ASSERT_PTR_NOT_NULL(strstr(logtext, "/a\\x0aFORGED-1"));
@@ -603,7 +603,7 @@ static void test_players(void)
                               port), 0);
         CU_ASSERT_PTR_NULL(strstr(T.out, "rror"));
         /* the seek was a range request past the start */
-        CU_ASSERT_EQUAL(tt_wait_lines(logp, "206 bytes=", 1, 2000), 1);
+        CU_ASSERT_EQUAL(tt_wait_lines(logp, "206 bytes=", 1, LNS_TEST_WAIT_MS), 1);
     }
     stop_serve();
     tt_free_all(&T, dst);

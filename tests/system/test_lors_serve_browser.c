@@ -53,16 +53,15 @@ static int start_serve(tt_bg_t *srv, const char *dir, const char *logp)
     if (tt_spawn(&T, srv, "lors_serve", "--no-rc", "-p", "0", "--port-file", pf, "--log", logp,
                  "-T", "3s", dir, (char *)NULL) != 0)
         return -1;
-    for (int i = 0; i < 500 && port < 0; i++) {
+    int64_t end = lns_test_deadline(LNS_TEST_WAIT_MS);
+    do {
         FILE *f = fopen(pf, "r");
         if (f) {
             if (fscanf(f, "%d", &port) != 1)
                 port = -1;
             fclose(f);
         }
-        if (port < 0)
-            usleep(10000);
-    }
+    } while (port < 0 && lns_test_poll(end));
     return port;
 }
 

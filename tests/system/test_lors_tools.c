@@ -704,8 +704,9 @@ static void test_interrupt(void)
     CU_ASSERT_FATAL(tt_spawn(&T, &bg, "lors_download", "--no-rc", "-o", outp, xndp,
                              (char *)NULL) == 0);
     int pid = bg.pid;
-    for (int i = 0; i < 200 && file_size(outp) < MIB; i++)
-        lns_test_sleep_ms(50);
+    int64_t end = lns_test_deadline(LNS_TEST_WAIT_MS);
+    while (file_size(outp) < MIB && lns_test_poll(end))
+        ;
     CU_ASSERT_EQUAL(file_size(outp), MIB);
     lns_test_sleep_ms(100);
     kill(pid, SIGINT);
@@ -776,7 +777,7 @@ static void test_huge_size(void)
     CU_ASSERT_EQUAL(tt_sh(&T, "%s timeout 60 \"$B/lors_download\" --no-rc -o \"$D/huge.out\" "
                               "\"$D/huge2.xnd\"", cap), 6);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    CU_ASSERT(t1.tv_sec - t0.tv_sec < 5);
+    CU_ASSERT(t1.tv_sec - t0.tv_sec < 30); /* a hang only: the error, not a plan, ends it */
     CU_ASSERT_EQUAL(tt_count(T.err, "\n"), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "bytes 100000-9223372036854775806: no mapping holds "
                                          "them"));

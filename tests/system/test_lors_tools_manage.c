@@ -135,9 +135,10 @@ static void test_augment_send(void)
         }
         CU_ASSERT_EQUAL(found, 1);
     }
-    /* the depot the data came from SENT it (its event log is written every 50 ms) */
-    struct timespec pause = {0, 200 * 1000000L};
-    nanosleep(&pause, NULL);
+    /* the depot the data came from SENT it (its event log is written every 50 ms: polled) */
+    int64_t end = lns_test_deadline(LNS_TEST_WAIT_MS);
+    while (td_count_events(&T.dep[4], " cmd=SEND ") < 3 && lns_test_poll(end))
+        ;
     CU_ASSERT(td_count_events(&T.dep[4], " cmd=SEND ") >= 3);
 
     /* the original depot dies: the new copies alone give the file back */

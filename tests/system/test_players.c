@@ -673,8 +673,8 @@ static void gateway_token_check(pid_t pid, const char *comm, const char *name, c
     size_t len = 0, plen = 0;
     pid_t srv = 0, pl = 0;
     const char *portf = NULL, *tokf = NULL;
-    for (int i = 0; i < 500 && !(srv && pl && portf && nonempty(portf)); i++) {
-        usleep(10000);
+    int64_t end = lns_test_deadline(LNS_TEST_WAIT_MS);
+    while (!(srv && pl && portf && nonempty(portf)) && lns_test_poll(end)) {
         if (!srv)
             srv = child_named(pid, "lors_serve");
         if (!pl)
@@ -805,8 +805,8 @@ static void test_play_start(void)
     pid = spawn(-1, "lors_play", a3);
     CU_ASSERT_FATAL(pid > 0);
     pid_t srv = 0, pl = 0;
-    for (int i = 0; i < 300 && !(srv && pl); i++) {
-        usleep(10000);
+    int64_t end = lns_test_deadline(LNS_TEST_WAIT_MS);
+    while (!(srv && pl) && lns_test_poll(end)) {
         srv = child_named(pid, "lors_serve");
         pl = child_named(pid, "mpv");
     }
@@ -985,8 +985,8 @@ static void mplayer_case(const char *tag, const char *vcodec)
     unsetenv("TMPDIR");
     CU_ASSERT_FATAL(pid > 0);
     pid_t srv = 0;
-    for (int i = 0; i < 500 && !srv; i++) {
-        usleep(10000);
+    int64_t end = lns_test_deadline(LNS_TEST_WAIT_MS);
+    while (!srv && lns_test_poll(end)) {
         srv = child_named(pid, "lors_serve");
     }
     gateway_token_check(pid, "mplayer", name, src);
@@ -1045,8 +1045,8 @@ static void interrupt_case(const char *tmp, const char **args, const char *comm,
     unsetenv("TMPDIR");
     CU_ASSERT_FATAL(pid > 0);
     pid_t pl = 0;
-    for (int i = 0; i < 500 && !pl; i++) {
-        usleep(10000);
+    int64_t end = lns_test_deadline(LNS_TEST_WAIT_MS);
+    while (!pl && lns_test_poll(end)) {
         pl = child_named(pid, comm);
     }
     CU_ASSERT_FATAL(pl > 0);
@@ -1063,8 +1063,10 @@ static void interrupt_case(const char *tmp, const char **args, const char *comm,
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "; stopped the player"));
     if (lines_in(err) != 1 || !strstr(err, "interrupted"))
         fprintf(stderr, "\nlors_play said: %s\n", err);
-    for (int i = 0; i < 100 && kill(pl, 0) == 0; i++) /* a zombie of ours would stay: fail */
-        usleep(10000);
+    /* a zombie of ours would stay: fail */
+    end = lns_test_deadline(LNS_TEST_WAIT_MS);
+    while (kill(pl, 0) == 0 && lns_test_poll(end))
+        ;
     CU_ASSERT(kill(pl, 0) < 0 && errno == ESRCH);
     if (kill(pl, 0) == 0)
         kill(pl, SIGKILL);

@@ -360,7 +360,7 @@ static void test_expiry_in_store(void)
     int rc;
     setup(1 << 20, 0, 3600);
     CU_ASSERT_FATAL(open_store() == 0);
-    CU_ASSERT_EQUAL(depot_store_allocate(&st, 0, IBP_HARD, 1, 1, 1000, &na), IBP_OK);
+    CU_ASSERT_EQUAL(depot_store_allocate(&st, 0, IBP_HARD, 1, 60, 1000, &na), IBP_OK);
     CU_ASSERT_EQUAL(depot_store_allocate(&st, 0, IBP_HARD, 1, -1, 2000, &keep), IBP_OK);
     CU_ASSERT_EQUAL(put(&na, UINT64_MAX, "data", 4), IBP_OK);
     depot_alloc_t *a = lookup(&keep, DEPOT_MANAGE, &rc);
@@ -369,7 +369,7 @@ static void test_expiry_in_store(void)
     depot_alloc_snapshot(a, &row);
     depot_alloc_release(a);
     CU_ASSERT(row.expires >= lns_now_s() + 3599 && row.expires <= lns_now_s() + 3600);
-    usleep(2100 * 1000);
+    lns_now_advance_s(61); /* the test clock: na's minute has passed, keep's hour not */
     /* refused at once, even before the reaper ran */
     CU_ASSERT_PTR_NULL(lookup(&na, DEPOT_READ, &rc));
     CU_ASSERT_EQUAL(rc, IBP_E_CAP_NOT_FOUND);
@@ -394,10 +394,8 @@ static void test_restart_reload(void)
         lns_test_fill(buf, sizeof buf, (uint64_t)i);
         CU_ASSERT_EQUAL(put(&na[i], UINT64_MAX, buf, (uint64_t)(i * 50)), IBP_OK);
     }
-    /* taken before the 1-second allocation: on a busy machine it may expire before a status
-     * taken after it */
     depot_res_status_t before = status();
-    CU_ASSERT_EQUAL(depot_store_allocate(&st, 0, IBP_HARD, 1, 1, 100, &gone), IBP_OK);
+    CU_ASSERT_EQUAL(depot_store_allocate(&st, 0, IBP_HARD, 1, 60, 100, &gone), IBP_OK);
     CU_ASSERT_EQUAL(put(&gone, UINT64_MAX, "soon gone", 9), IBP_OK);
     depot_store_close(&st);
 
@@ -407,7 +405,7 @@ static void test_restart_reload(void)
     int fd = open(path, O_CREAT | O_WRONLY, 0644);
     CU_ASSERT_FATAL(fd >= 0);
     close(fd);
-    usleep(2100 * 1000);
+    lns_now_advance_s(61); /* the test clock: gone's minute passes while the depot is down */
 
     CU_ASSERT_FATAL(open_store() == 0);
     CU_ASSERT_EQUAL(access(path, F_OK), -1);
@@ -443,11 +441,14 @@ static void test_reload_many_fast(void)
             break;
         }
     depot_store_close(&st);
-    int64_t t0 = lns_mono_ms();
+    double t0 = lns_test_cpu_s();
     CU_ASSERT_FATAL(open_store() == 0);
-    int64_t ms = lns_mono_ms() - t0;
+    double secs = lns_test_cpu_s() - t0;
     CU_ASSERT_EQUAL(status().nallocs, 20000);
-    CU_ASSERT(ms < 1000);
+    /* judged in CPU time, which a busy machine does not stretch, with a wide margin */
+    CU_ASSERT(secs < 1);
+    if (secs >= 1)
+        fprintf(stderr, "reload of 20000 allocations: %.2f s of CPU\n", secs);
     depot_store_close(&st);
 }
 

@@ -90,23 +90,24 @@ static void test_timeouts(void)
     char buf[8];
     CU_ASSERT_FATAL(lns_rbuf_init(&rb, pair[0], 64) == 0);
 
-    /* Nothing arrives: the first-byte wait decides. */
+    /* Nothing arrives: the first-byte wait decides.  The other waits are a minute, so the
+     * upper bounds below tell them apart however busy the machine is. */
     int64_t t0 = lns_mono_ms();
     errno = 0;
-    CU_ASSERT_EQUAL(lns_rbuf_readline(&rb, &line, &len, 64, 100, 5000, INT64_MAX), -1);
+    CU_ASSERT_EQUAL(lns_rbuf_readline(&rb, &line, &len, 64, 100, 60000, INT64_MAX), -1);
     CU_ASSERT_EQUAL(errno, ETIMEDOUT);
     int64_t took = lns_mono_ms() - t0;
-    CU_ASSERT(took >= 90 && took < 1000);
+    CU_ASSERT(took >= 90 && took < 30000);
 
     /* Half a line, then silence: the overall deadline stops it (slowloris). */
     CU_ASSERT(write(pair[1], "1 2", 3) == 3);
     t0 = lns_mono_ms();
     errno = 0;
-    CU_ASSERT_EQUAL(lns_rbuf_readline(&rb, &line, &len, 64, 5000, 5000, lns_deadline_ms(150)),
-                    -1);
+    CU_ASSERT_EQUAL(lns_rbuf_readline(&rb, &line, &len, 64, 60000, 60000,
+                                      lns_deadline_ms(150)), -1);
     CU_ASSERT_EQUAL(errno, ETIMEDOUT);
     took = lns_mono_ms() - t0;
-    CU_ASSERT(took >= 140 && took < 1000);
+    CU_ASSERT(took >= 140 && took < 30000);
     lns_rbuf_free(&rb);
 
     errno = 0;
@@ -215,7 +216,7 @@ static void test_idle_counts_draining(void)
     CU_ASSERT_EQUAL(w, -1);
     CU_ASSERT_EQUAL(errno, ETIMEDOUT);
     took = lns_mono_ms() - t0;
-    CU_ASSERT(took < 5000);
+    CU_ASSERT(took < 30000); /* a hang bound: without the idle wait it never ends */
     close(cli);
     close(srv);
     free(data);
