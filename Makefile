@@ -27,7 +27,7 @@
 # One folder, one layer (docs/layout.md).  Sources are found by folder:
 #   common/*.c                 shared helpers: in libibp.a, and as hidden copies in each .so
 #   ibp/*.c                    libibp, the IBP client library (ibp.h)
-#   depot/depot_*.c            the depot server, depot/depot_main.c its program ibp_depot
+#   ibp_depot/depot_*.c        the depot server, ibp_depot/depot_main.c its program ibp_depot
 #   exnode/*.c                 libexnode (xnd.h)
 #   lors/*.c                   liblors, the LoRS engines (lors.h)
 #   lbone/*.c                  liblbone, the L-Bone client library (lbone.h)
@@ -65,7 +65,7 @@ endif
 
 WARN     = -Wall -Wextra -Wshadow -Wpointer-arith -Wstrict-prototypes -Wno-unused-parameter
 XML2_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
-CPPFLAGS = -D_GNU_SOURCE -Icommon -Iibp -Iexnode -Ilors -Ilbone -Ilbone/gazetteer -Idepot -Ilbone/server \
+CPPFLAGS = -D_GNU_SOURCE -Icommon -Iibp -Iexnode -Ilors -Ilbone -Ilbone/gazetteer -Iibp_depot -Ilbone/server \
            -Iserve -Imount -Itools \
            -Itools/lifelines -Itests/lib $(XML2_CFLAGS)
 # -fvisibility=hidden: a shared library exports only what its public header declares between
@@ -88,7 +88,7 @@ LORS_SRC   = $(wildcard lors/*.c)
 LBONE_SRC  = $(wildcard lbone/*.c)
 LBONE_GEO_SRC = $(wildcard lbone/gazetteer/*.c)
 LBONE_SRV_SRC = $(filter-out lbone/server/lbone_server_main.c,$(wildcard lbone/server/*.c))
-DEPOT_SRC  = $(filter-out depot/depot_main.c,$(wildcard depot/depot_*.c))
+DEPOT_SRC  = $(filter-out ibp_depot/depot_main.c,$(wildcard ibp_depot/depot_*.c))
 TOOLLIB_SRC = $(wildcard tools/tool_*.c)
 SERVE_SRC  = $(wildcard serve/*.c)
 MOUNT_SRC  = $(wildcard mount/*.c)
@@ -266,7 +266,7 @@ $(LIBDEPOT_A): $(call obj,$(DEPOT_SRC))
 
 # The depot registers itself with L-Bones through liblbone, and checks its place in the
 # gazetteer.
-$(B)/bin/ibp_depot: $(call obj,depot/depot_main.c) $(LIBDEPOT_A) $(LIBLBONE_GEO_A) $(LIBLBONE_A) $(LIBIBP_A)
+$(B)/bin/ibp_depot: $(call obj,ibp_depot/depot_main.c) $(LIBDEPOT_A) $(LIBLBONE_GEO_A) $(LIBLBONE_A) $(LIBIBP_A)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(LBONE_LIBS)
 

@@ -164,7 +164,7 @@ static const op_t script[] = {
 };
 #define NOPS ((int)(sizeof script / sizeof script[0]))
 
-/* Every failpoint of the depot (grep lns_fail depot/): the clean run must reach each. */
+/* Every failpoint of the depot (grep lns_fail ibp_depot/): the clean run must reach each. */
 static const char *const points[] = {"data.write", "data.zero", "data.fsync", "data.truncate",
                                      "data.move", "data.unlink", "slab.punch", "meta.commit",
                                      "meta.committed", "meta.reserve", "store.reply", "send.store",

@@ -17,7 +17,7 @@
 
 #include "lns_test.h"
 
-static const char *const layers[] = {"common", "depot", "ibp", "exnode", "lors", "lbone",
+static const char *const layers[] = {"common", "ibp_depot", "ibp", "exnode", "lors", "lbone",
                                      "serve", "mount", "players", "tools", "gui"};
 
 typedef struct scan {
