@@ -30,6 +30,7 @@
 #include <unistd.h>
 #include <openssl/evp.h>
 
+#include "lns_array.h"
 #include "lns_err.h"
 #include "lns_fail.h"
 #include "lns_hex.h"
@@ -567,14 +568,8 @@ static int cmp_str(const void *a, const void *b)
 /* name appended to the growing list; 0 or -1 (out of memory). */
 static int add_name(char ***names, size_t *n, size_t *cap, const char *name)
 {
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 16;
-        char **v = realloc(*names, c * sizeof *v);
-        if (!v)
-            return -1;
-        *names = v;
-        *cap = c;
-    }
+    if (lns_grow(names, cap, *n + 1, sizeof **names, 16) < 0)
+        return -1;
     if (!((*names)[*n] = strdup(name)))
         return -1;
     (*n)++;

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lns_array.h"
 #include "lns_time.h"
 #include "lors_lease_int.h"
 #include "lors_manage_int.h"
@@ -95,14 +96,7 @@ void lors__alive_add(lors__alive_t *a, const char *mcap)
     if (!a || !mcap)
         return;
     pthread_mutex_lock(&a->mu);
-    if (a->n == a->cap) {
-        size_t nc = a->cap ? 2 * a->cap : 64;
-        char **nv = realloc(a->caps, nc * sizeof *nv);
-        if (nv) {
-            a->caps = nv;
-            a->cap = nc;
-        }
-    }
+    lns_grow(&a->caps, &a->cap, a->n + 1, sizeof *a->caps, 64);
     if (a->n < a->cap && (a->caps[a->n] = strdup(mcap)))
         a->n++;
     pthread_mutex_unlock(&a->mu);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "ibp.h"
+#include "lns_array.h"
 #include "lns_io.h"
 #include "lns_time.h"
 #include "lns_units.h"
@@ -112,14 +113,8 @@ static int64_t time_of(const paced_t *p, int64_t b)
 
 static int record(paced_t *p, int64_t now)
 {
-    if (p->nur == p->urcap) {
-        size_t n = p->urcap ? 2 * p->urcap : 16;
-        underrun_t *u = realloc(p->ur, n * sizeof *u);
-        if (!u)
-            return -1;
-        p->ur = u;
-        p->urcap = n;
-    }
+    if (lns_grow(&p->ur, &p->urcap, p->nur + 1, sizeof *p->ur, 16) < 0)
+        return -1;
     underrun_t *u = &p->ur[p->nur++];
     u->at = (double)(p->starve_from - p->t_play) / NS;
     u->byte = p->pos;

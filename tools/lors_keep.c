@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lns_array.h"
 #include "lns_err.h"
 #include "lns_fail.h"
 #include "lns_log.h"
@@ -169,14 +170,8 @@ static int files_add(files_t *fs, const char *path)
     for (size_t i = 0; i < fs->n; i++)
         if (strcmp(fs->v[i], real) == 0)
             return 0;
-    if (fs->n == fs->cap) {
-        size_t nc = fs->cap ? 2 * fs->cap : 16;
-        char **nv = realloc(fs->v, nc * sizeof *nv);
-        if (!nv)
-            return -1;
-        fs->v = nv;
-        fs->cap = nc;
-    }
+    if (lns_grow(&fs->v, &fs->cap, fs->n + 1, sizeof *fs->v, 16) < 0)
+        return -1;
     if (!(fs->v[fs->n] = strdup(real)))
         return -1;
     fs->n++;

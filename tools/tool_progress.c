@@ -15,6 +15,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "lns_array.h"
 #include "lns_time.h"
 #include "lns_units.h"
 #include "tool.h"
@@ -140,14 +141,8 @@ static void count_depot_locked(tool_progress_t *p, const lors_depot_t *d, int64_
         if (strcmp(p->depots[i].name, name) == 0)
             break;
     if (i == p->nd) {
-        if (p->nd == p->cap) {
-            size_t nc = p->cap ? 2 * p->cap : 16;
-            pdepot_t *nd = realloc(p->depots, nc * sizeof *nd);
-            if (!nd)
-                return;
-            p->depots = nd;
-            p->cap = nc;
-        }
+        if (lns_grow(&p->depots, &p->cap, p->nd + 1, sizeof *p->depots, 16) < 0)
+            return;
         memcpy(p->depots[i].name, name, sizeof name);
         p->depots[i].bytes = 0;
         p->nd++;

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lns_array.h"
+
 static uint64_t fnv(const char *s, uint64_t h)
 {
     for (; *s; s++) {
@@ -113,14 +115,8 @@ static int grow_buckets(lbone_reg_t *r)
 
 int lbone_reg_insert(lbone_reg_t *r, lbone_depot_t *d)
 {
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 256;
-        lbone_depot_t **v = realloc(r->v, cap * sizeof *v);
-        if (!v)
-            return -1;
-        r->v = v;
-        r->cap = cap;
-    }
+    if (lns_grow(&r->v, &r->cap, r->n + 1, sizeof *r->v, 256) < 0)
+        return -1;
     /* A failed growth only lengthens the chains; the depot is still found. */
     if (r->n + 1 > r->nbuckets)
         grow_buckets(r);
