@@ -276,3 +276,25 @@ int raw_get(int fd, const raw_caps_t *c, long off, size_t n, char *buf)
     buf[n] = '\0';
     return 1;
 }
+
+void td_clock_set(const char *clock, int seconds)
+{
+    char tmp[PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", clock);
+    FILE *f = fopen(tmp, "w");
+    if (!f || fprintf(f, "%d\n", seconds) < 0 || fclose(f) != 0 || rename(tmp, clock) != 0)
+        fprintf(stderr, "td_clock_set %s: %s\n", clock, strerror(errno));
+}
+
+int td_start_clocked(test_depot_t *d, const char *extra, char *clock)
+{
+    static int n;
+    char name[64];
+    snprintf(name, sizeof name, "depot%d.clock", ++n);
+    snprintf(clock, PATH_MAX, "%s", lns_test_path(name));
+    td_clock_set(clock, 0);
+    setenv("LNS_TEST_CLOCK_FILE", clock, 1);
+    int rc = td_start(d, extra);
+    unsetenv("LNS_TEST_CLOCK_FILE");
+    return rc;
+}

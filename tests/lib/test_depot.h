@@ -36,6 +36,11 @@ int td_restart_once(test_depot_t *d);
 int td_pin(const test_depot_t *d, char *out);
 /* Connect a raw TCP socket to it (blocking, 10 s send/receive timeouts). -1 on failure. */
 int td_connect(const test_depot_t *d);
+/* A depot whose clock the test moves: started with LNS_TEST_CLOCK_FILE naming a file of its
+ * own (path in clock, PATH_MAX bytes), at 0 seconds past the real clock.  0 or -1. */
+int td_start_clocked(test_depot_t *d, const char *extra, char *clock);
+/* Its clock, seconds past the real one from now on (the depot reads the file at each call). */
+void td_clock_set(const char *clock, int seconds);
 /* Count the lines of the depot's event log that contain needle. */
 int td_count_events(const test_depot_t *d, const char *needle);
 /* Lines of event `event` (the first word, e.g. "IBP_REQ") containing needle. */

@@ -707,15 +707,6 @@ static void test_real_clients(void)
     close(fd);
 }
 
-/* The depot's clock set to seconds past the real one (LNS_TEST_CLOCK_FILE). */
-static void set_clock(const char *path, int seconds)
-{
-    FILE *f = fopen(path, "w");
-    CU_ASSERT_FATAL(f != NULL);
-    fprintf(f, "%d\n", seconds);
-    CU_ASSERT_EQUAL(fclose(f), 0);
-}
-
 /* A lease that runs out: refused at once, its space given back.  On a depot of its own whose
  * clock the test moves (LNS_TEST_CLOCK_FILE), so the ten minutes pass at once and no busy
  * machine can end them before the STORE. */
@@ -724,12 +715,7 @@ static void test_expiry(void)
     char reply[512], clock[PATH_MAX];
     caps_t c;
     test_depot_t t;
-    snprintf(clock, sizeof clock, "%s", lns_test_path("expiry.clock"));
-    set_clock(clock, 0);
-    setenv("LNS_TEST_CLOCK_FILE", clock, 1);
-    int rc = td_start(&t, NULL);
-    unsetenv("LNS_TEST_CLOCK_FILE");
-    CU_ASSERT_FATAL(rc == 0);
+    CU_ASSERT_FATAL(td_start_clocked(&t, NULL, clock) == 0);
     int fd = td_connect(&t);
     CU_ASSERT_FATAL(fd >= 0);
     CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", reply, sizeof reply), 1);
@@ -738,11 +724,11 @@ static void test_expiry(void)
     CU_ASSERT_EQUAL(store(fd, 1, &c, "tick", 4), 1);
     CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", reply, sizeof reply), 1);
     CU_ASSERT_EQUAL(atoll(strstr(reply, "UT:") + 3), used0 + (3 << 20));
-    set_clock(clock, 598); /* not yet */
+    td_clock_set(clock, 598); /* not yet */
     char buf[4];
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 8 %s %s 0 4 30\n", c.key[0], c.tk[0]), 1);
     CU_ASSERT(raw_read(fd, buf, 4) == 0 && memcmp(buf, "tick", 4) == 0);
-    set_clock(clock, 601);
+    td_clock_set(clock, 601);
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 40 3 0 0 0 30\n", c.key[2], c.tk[2]), -4);
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 8 %s %s 0 4 30\n", c.key[0], c.tk[0]), -4);
     /* the reaper gives the space back (it looks twice a second) */

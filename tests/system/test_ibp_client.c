@@ -541,13 +541,19 @@ static void do_errors(int v)
     CU_ASSERT_EQUAL(ibp_probe(c, "ibp://127.0.0.1:6714/0#k/1/READ ", &p), IBP_E_WRONG_CAP_FORMAT);
     CU_ASSERT_EQUAL(ibp_store(c, caps.write, NULL, 1, NULL), IBP_E_INV_PAR_PTR);
     CU_ASSERT_EQUAL(ibp_allocate(c, "127.0.0.1", dA.port, NULL, NULL, &caps), IBP_E_INV_PAR_PTR);
-    /* an allocation that expired */
-    CU_ASSERT_EQUAL_FATAL(alloc(c, &dA, 100, 1, IBP_HARD, &caps), IBP_OK);
+    /* an allocation that expired: on a depot of its own whose clock the test moves
+     * (LNS_TEST_CLOCK_FILE), so no busy machine ends the lease before the STORE */
+    char clock[PATH_MAX];
+    test_depot_t dx;
+    CU_ASSERT_EQUAL_FATAL(td_start_clocked(&dx, NULL, clock), 0);
+    CU_ASSERT_EQUAL_FATAL(alloc(c, &dx, 100, 600, IBP_HARD, &caps), IBP_OK);
     CU_ASSERT_EQUAL(ibp_store(c, caps.write, "abc", 3, NULL), IBP_OK);
-    sleep(2);
+    CU_ASSERT_EQUAL(ibp_probe(c, caps.manage, &p), IBP_OK);
+    td_clock_set(clock, 601);
     CU_ASSERT_EQUAL(ibp_probe(c, caps.manage, &p), IBP_E_CAP_NOT_FOUND);
     CU_ASSERT_EQUAL(ibp_load(c, caps.read, 0, 3, buf), IBP_E_CAP_NOT_FOUND);
     CU_ASSERT_EQUAL(ibp_store(c, caps.write, "abc", 3, NULL), IBP_E_CAP_NOT_FOUND);
+    lns_test_server_finish(&dx.srv);
     /* nobody listening */
     CU_ASSERT_EQUAL(ibp_status(c, "127.0.0.1", 1, NULL, NULL, &(ibp_depot_status_t){0}),
                     IBP_E_CONNECTION);
