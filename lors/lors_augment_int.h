@@ -65,6 +65,12 @@ typedef struct aug {
     int err;              /* first fatal error; stops every job */
 } aug_t;
 
+/* lors_augment's options checked: LORS_OK, or LORS_E_INVAL with the reason in err. */
+int lors__augment_check(const lors_augment_opts_t *o, char *err, size_t errlen);
+/* lors_augment of a replicated file (the public entry, lors_entry.c, takes an erasure-coded
+ * one to the keeper's repair): more copies of its ranges, made depot to depot. */
+int lors__augment_copies(const lors_augment_opts_t *o, xnd_t *x, xnd_t **added,
+                         lors_report_t *report);
 /* lors_augment_copy.c: run job i (a lors__parallel function; arg is the aug_t). */
 void lors__aug_run_job(void *arg, size_t i);
 /* With a->mu held: once the caller's stop flag is set, fail the augment with LORS_E_STOPPED

@@ -4,10 +4,10 @@
  *   1. refresh: each live mapping whose lease ends within the margin is extended to its
  *      depot's maximum (lors_refresh on just those);
  *   2. repair: where a byte (a stripe) has fewer live copies (pieces) than min_live, new ones
- *      are made on the policy's depots: copies by lors_augment (IBP SEND from a survivor,
- *      relayed through this client where SEND fails; distinct: never on a depot that holds
- *      a live copy of the same bytes, at another place than the copies' where places are
- *      known, the depot with fewest of the file's mappings first),
+ *      are made on the policy's depots: copies by the augment engine (IBP SEND from a
+ *      survivor, relayed through this client where SEND fails; distinct: never on a depot
+ *      that holds a live copy of the same bytes, at another place than the copies' where
+ *      places are known, the depot with fewest of the file's mappings first),
  *      pieces by lors_keep_ec.c (decoded from k survivors, or sent as they are off a
  *      leaving depot);
  *   3. prune: a dead mapping whose bytes all have a live copy elsewhere, and a mapping on a
@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "lns_time.h"
+#include "lors_augment_int.h"
 #include "lors_ec_int.h"
 #include "lors_func_int.h"
 #include "lors_keep_int.h"
@@ -231,8 +232,8 @@ static int extend_fresh(keep_t *k)
 /* ---- 2. repair (replicated) -------------------------------------------------------------- */
 
 /* Ranges with fewer than min_live copies that some live mapping (leaving or not) can be
- * copied from, each handed to lors_augment on its own: one range without survivors must not
- * stop the repair of the others. */
+ * copied from, each handed to the augment engine on its own: one range without survivors
+ * must not stop the repair of the others. */
 static int repair_copies(keep_t *k)
 {
     const lors_keep_opts_t *o = k->o;
@@ -288,7 +289,7 @@ static int repair_copies(keep_t *k)
         ao.discount = k->leaving;
         ao.on_alloc = o->on_alloc;
         ao.alloc_arg = o->alloc_arg;
-        int arc = lors_augment(&ao, k->x, NULL, &ar);
+        int arc = lors__augment_copies(&ao, k->x, NULL, &ar); /* replicated ranges */
         if (arc == LORS_OK) {
             /* augment kept them alive while it ran; the pass does until it ends */
             for (size_t m = k->n; m < k->x->nmaps; m++)
