@@ -30,6 +30,7 @@
  * job fills its blocks' buffers without the lock (a loading block belongs to its job).
  */
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -406,6 +407,9 @@ static void *job_run(void *arg)
         o.threads = (int)(blocks * o.redundancy); /* a small job needs no more streams */
     lors__out_t out = {.fd = -1, .put = job_put, .arg = j};
     int rc = lors__download_to(&o, r->x, &out, &rep);
+    /* this detached thread's OpenSSL state goes now: once it says it is done (below), the
+     * program may exit before its exit handlers have run */
+    OPENSSL_thread_stop();
 
     pthread_mutex_lock(&c->mu);
     int stopped = j->stop || rc == LORS_E_STOPPED;

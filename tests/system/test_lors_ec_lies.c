@@ -447,7 +447,14 @@ static void test_overflow_serve(void)
         }
         CU_ASSERT_EQUAL(kill(mb.pid, 0), 0);
         CU_ASSERT_EQUAL(tt_sh(&T, "fusermount3 -u '%s'", mnt), 0);
-        CU_ASSERT_EQUAL(tt_wait(&T, &mb, 5000), 0);
+        int st = tt_wait(&T, &mb, 30000);
+        CU_ASSERT_EQUAL(st, 0);
+        if (st != 0) { /* what it said, and its log */
+            static char log[1 << 14];
+            lns_test_slurp(logp, log, sizeof log);
+            fprintf(stderr, "lors_mount: status %d\nstderr: %.4000s\nlog: %.4000s\n", st, T.err,
+                    log);
+        }
     } else {
         printf("SKIP lors_mount part: no /dev/fuse or no fusermount3\n");
     }
