@@ -146,7 +146,10 @@ static int suite_init(void)
                                     "all_proxy", "ALL_PROXY"};
     for (size_t i = 0; i < sizeof proxies / sizeof proxies[0]; i++)
         unsetenv(proxies[i]);
-    if (tlb_start(&lb, "--heartbeat 1 --probe-interval 2") < 0)
+    /* heartbeats every second, but a depot is down only after a minute without one and a
+     * probe waits 30 s: on a loaded machine (ASan, a sealed heartbeat each second) a late
+     * heartbeat or slow probe must not take a depot out of the answers the tests judge */
+    if (tlb_start(&lb, "--heartbeat 1 --down-after 60 --probe-interval 2 --probe-timeout 30") < 0)
         return -1;
     static const char *places[ND] = {
         "--lbone-place airport=AMS --lbone-contact ops@example.org --lbone-env-connection 1G "
