@@ -346,9 +346,13 @@ static int parse_status_fields(char **f, int nf, ibp_depot_status_t *out)
         }
 #define KEY(k) (klen == sizeof(k) - 1 && memcmp(f[i], k, klen) == 0)
         if (KEY("PN")) { /* lns: the hex of the TLS pin */
-            if (vlen != 64 || strspn(v, "0123456789abcdef") != 64)
+            if (vlen != 64)
                 return IBP_E_BAD_FORMAT;
             snprintf(out->pin, sizeof out->pin, "sha256:%s", v);
+            if (!lns_tls_pin_valid(out->pin)) {
+                out->pin[0] = 0;
+                return IBP_E_BAD_FORMAT;
+            }
         } else if (KEY("VS") || KEY("RID")) {
             char *dst = KEY("VS") ? out->version : out->rid;
             size_t size = KEY("VS") ? sizeof out->version : sizeof out->rid;

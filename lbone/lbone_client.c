@@ -10,6 +10,8 @@
  */
 #include "lbone_client_int.h"
 #include "lns_err.h"
+#include "lns_hex.h"
+#include "lns_tls.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -219,16 +221,11 @@ static int split_pin(const char *base, const char *path, char *url, size_t size,
     size_t blen = hash ? (size_t)(hash - base) : strlen(base);
     pinned[0] = 0;
     if (hash) {
-        const char *hex = hash + 1;
+        const char *pin = hash + 1;
         unsigned char bin[32];
-        if (strncasecmp(base, "https://", 8) != 0 || strncmp(hex, "sha256:", 7) != 0 ||
-            strlen(hex) != 71 || strspn(hex + 7, "0123456789abcdef") != 64 || psize < 8 + 45)
+        if (strncasecmp(base, "https://", 8) != 0 || !lns_tls_pin_valid(pin) ||
+            lns_unhex(pin + 7, 64, bin, sizeof bin, 0) < 0 || psize < 8 + 45)
             return -1;
-        for (int i = 0; i < 32; i++) {
-            unsigned v;
-            sscanf(hex + 7 + 2 * i, "%2x", &v);
-            bin[i] = (unsigned char)v;
-        }
         memcpy(pinned, "sha256//", 8);
         EVP_EncodeBlock((unsigned char *)pinned + 8, bin, 32);
     }

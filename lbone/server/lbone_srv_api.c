@@ -18,6 +18,7 @@
 #include "lbone_geo.h"
 #include "lns_log.h"
 #include "lns_time.h"
+#include "lns_tls.h"
 
 #define MAX_REPORTS 256
 
@@ -185,8 +186,7 @@ static int parse_registration(json_t *root, lbone_depot_t *d, lns_buf_t *out)
         } else if (strcmp(k, "pin") == 0) { /* "sha256:" and 64 lowercase hex digits */
             if ((rc = text_field(k, m, d->pin, sizeof d->pin, out)) != 0)
                 return rc;
-            if (strncmp(d->pin, "sha256:", 7) != 0 || strlen(d->pin) != 71 ||
-                strspn(d->pin + 7, "0123456789abcdef") != 64)
+            if (!lns_tls_pin_valid(d->pin))
                 return lbone_api_error(out, 400, "pin: expected sha256: and 64 hex digits");
         } else if (strcmp(k, "env") == 0) {
             char why[256];
