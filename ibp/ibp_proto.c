@@ -618,10 +618,12 @@ int ibp_req_format(const ibp_req_t *r, char *buf, size_t size)
         put(&o, " %" PRIu64 " %" PRIu64 " %d %d %d", r->offset, r->length, r->src_timeout,
             r->dst_timeout, r->dst_client_timeout);
         /* the target's pin is lns's, on version 1 only (a version-0 SEND has ten fields) */
-        if (r->target_pin[0] && r->version == 1 && !lns_tls_pin_valid(r->target_pin))
-            return -1;
-        put(&o, "%s%s\n", r->target_pin[0] && r->version == 1 ? " " : "",
-            r->version == 1 ? r->target_pin : "");
+        if (r->target_pin[0] && r->version == 1) {
+            if (!lns_tls_pin_valid(r->target_pin))
+                return -1;
+            put(&o, " %s", r->target_pin);
+        }
+        put(&o, "\n");
         return o.bad ? -1 : (int)o.n;
     case IBP_CMD_MANAGE:
         put_key(&o, r);

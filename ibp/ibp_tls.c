@@ -245,9 +245,8 @@ int ibp_tls_pin_of(ibp_client_t *c, const char *host, int port, char *pin, size_
 {
     if (c->o.tls == IBP_TLS_OFF)
         return 0;
-    if (!pin_for(host, port, pin, size) && c->o.tls == IBP_TLS_AUTO &&
-        !plain_known(host, port) && learn(c, host, port) > 0)
-        return pin_for(host, port, pin, size);
+    if (!pin_for(host, port, pin, size) && c->o.tls == IBP_TLS_AUTO && !plain_known(host, port))
+        learn(c, host, port); /* what it learns, it keeps as the depot's pin */
     return pin_for(host, port, pin, size);
 }
 
