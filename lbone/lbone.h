@@ -5,10 +5,11 @@
  * lbone_unregister).  A server is named "https://host:port#sha256:<pin>" (the L-Bone's key
  * pinned), "https://host:port" (a certificate the system trusts), "http://host:port",
  * "host:port" or "host" (http, port LBONE_DEFAULT_PORT); a token or secret never goes over
- * http:// to another host (lbone_secret_ok).  The calls that take a list of servers try them in order and use the
- * first that answers, as LoRS did with its LBONE_SERVER lines: a server that cannot be
- * reached, times out, fails (5xx) or does not speak the API is skipped; one that refuses the
- * request (4xx) ends the search, since any other would refuse it too.
+ * http:// to another host (lbone_secret_ok).  The calls that take a list of servers try
+ * them in order and use the first that answers, as LoRS did with its LBONE_SERVER lines: a
+ * server that cannot be reached, times out, fails (5xx) or does not speak the API is
+ * skipped; one that refuses the request (4xx) ends the search, since any other would refuse
+ * it too.
  *
  * Every call is synchronous, thread-safe and returns LBONE_OK (0) or a negative lbone_code,
  * with a one-line reason in err ("http://h:6767: connection refused").

@@ -2,10 +2,11 @@
  *
  * Order matters: settings, token, gazetteer and database are checked before anything
  * listens, so errors reach the terminal with their exit code (the TLS key, HTTPS unless
- * --plain-http, before the probe threads); the registry and the
- * measurement history are loaded before the first request; the pin file and then the port
- * file are written last, when requests are really answered, because scripts and tests use
- * the port file as the readiness signal.  SIGTERM and SIGINT are blocked in every thread and taken with sigwait here.
+ * --plain-http, before the probe threads); the registry and the measurement history are
+ * loaded before the first request; the pin file and then the port file are written last,
+ * when requests are really answered, because scripts and tests use the port file as the
+ * readiness signal.  SIGTERM and SIGINT are blocked in every thread and taken with sigwait
+ * here.
  */
 #include "lbone_srv.h"
 

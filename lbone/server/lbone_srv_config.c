@@ -165,8 +165,9 @@ int lbone_config_args(lbone_srv_config_t *cfg, int argc, char **argv, char *err,
                            "token-file: not set (registration needs a registry token)");
     if (cfg->plain_http && (cfg->tls_key[0] || cfg->tls_cert[0] || cfg->pin_file[0]))
         return lns_err_set(err, errlen, "plain-http and %s: choose one (plain HTTP has no key "
-                           "and no pin)",
-                           cfg->tls_key[0] ? "tls-key" : cfg->tls_cert[0] ? "tls-cert" : "pin-file");
+                           "and no pin)", cfg->tls_key[0]    ? "tls-key"
+                                          : cfg->tls_cert[0] ? "tls-cert"
+                                                             : "pin-file");
     /* HTTPS by default, with a key of its own next to the registry it serves (as a depot
      * keeps its key in its first resource) */
     if (!cfg->plain_http && !cfg->tls_key[0] &&
