@@ -298,3 +298,11 @@ int td_start_clocked(test_depot_t *d, const char *extra, char *clock)
     unsetenv("LNS_TEST_CLOCK_FILE");
     return rc;
 }
+
+int raw_dead_port(void)
+{
+    int port = 0, fd = raw_listen_loopback(&port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}

@@ -60,15 +60,6 @@ static int sh(const char *fmt, ...)
     return rc;
 }
 
-/* A port on 127.0.0.1 where nothing listens (bound, then closed). */
-static int dead_port(void)
-{
-    int port = 0, fd = raw_listen_loopback(&port);
-    if (fd >= 0)
-        close(fd);
-    return port;
-}
-
 /* The depot of lb's registry with this port in a query answer, or NULL. */
 static const lbone_depot_info_t *find_port(const lbone_result_t *r, int port)
 {
@@ -294,7 +285,7 @@ static void test_failover(void)
     char dead[64], dead2[64], foreign[64], e[2048];
     lbone_request_t req;
     lbone_result_t r;
-    int p1 = dead_port(), p2 = dead_port();
+    int p1 = raw_dead_port(), p2 = raw_dead_port();
     snprintf(dead, sizeof dead, "http://127.0.0.1:%d", p1);
     snprintf(dead2, sizeof dead2, "127.0.0.1:%d", p2);
     snprintf(foreign, sizeof foreign, "127.0.0.1:%d", dep[TYS].port); /* speaks IBP */
@@ -434,7 +425,7 @@ static void test_depot_start_stop(void)
 
     /* An L-Bone that is down does not keep a depot from starting and serving. */
     snprintf(args, sizeof args, "--lbone http://127.0.0.1:%d --lbone-token-file %s "
-             "--lbone-place zip=37996", dead_port(), lb.token_file);
+             "--lbone-place zip=37996", raw_dead_port(), lb.token_file);
     CU_ASSERT_EQUAL_FATAL(td_start(&d, args), 0);
     CU_ASSERT_EQUAL(ibp_status(cli, "127.0.0.1", d.port, "0", NULL, &st), IBP_OK);
     lns_test_server_stop(&d.srv);
@@ -565,7 +556,7 @@ static void test_upload_nearest(void)
      * URL (the '#' inside it is no comment); LOCATION and MAXDEPOTS. */
     char rc[PATH_MAX + 512];
     snprintf(rc, sizeof rc, "printf 'LBONE_SERVER 127.0.0.1 %d\\nLBONE_SERVER %s # ours\\n"
-             "LOCATION zip= 37996\\nMAXDEPOTS 1\\n' > \"$D/lb.rc\"", dead_port(), lb.url);
+             "LOCATION zip= 37996\\nMAXDEPOTS 1\\n' > \"$D/lb.rc\"", raw_dead_port(), lb.url);
     CU_ASSERT_EQUAL_FATAL(sh("%s", rc), 0);
     CU_ASSERT_EQUAL(sh("LNS_RC=\"$D/lb.rc\" \"$B/lors_upload\" -d 10m -o \"$D/tys.xnd\" "
                        "\"$D/near.bin\""), 0);
@@ -588,7 +579,7 @@ static void test_upload_nearest(void)
                        "-o \"$D/no.xnd\" \"$D/near.bin\""), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "QQQ"));
     CU_ASSERT_EQUAL(sh("\"$B/lors_upload\" --no-rc -H 127.0.0.1:%d -d 10m -o \"$D/no.xnd\" "
-                       "\"$D/near.bin\"", dead_port()), 5);
+                       "\"$D/near.bin\"", raw_dead_port()), 5);
     CU_ASSERT_EQUAL(sh("\"$B/lors_upload\" --no-rc -l 'airport= AMS' -d 10m -o \"$D/no.xnd\" "
                        "\"$D/near.bin\""), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "no L-Bone"));
@@ -627,7 +618,7 @@ static void test_pins(void)
 static void test_lbone_query_tool(void)
 {
     CU_ASSERT_EQUAL(sh("\"$B/lbone_query\" -H 127.0.0.1:%d -H \"$U\" -l 'airport= ATL'",
-                       dead_port()), 0);
+                       raw_dead_port()), 0);
     /* the header, then TYS first and NRT last */
     char first[64], last[64];
     snprintf(first, sizeof first, "1   127.0.0.1:%d ", dep[TYS].port);
@@ -653,7 +644,7 @@ static void test_lbone_query_tool(void)
     CU_ASSERT_EQUAL(sh("\"$B/lbone_query\" -H 127.0.0.1 -P %d -h 1T", lp.port), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "0 depots"));
     lns_test_server_finish(&lp.srv);
-    CU_ASSERT_EQUAL(sh("\"$B/lbone_query\" -H 127.0.0.1:%d", dead_port()), 3);
+    CU_ASSERT_EQUAL(sh("\"$B/lbone_query\" -H 127.0.0.1:%d", raw_dead_port()), 3);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "no L-Bone answered"));
     CU_ASSERT_EQUAL(sh("\"$B/lbone_query\" -H \"$U\" -l 'airport= QQQ'"), 1);
     CU_ASSERT_EQUAL(sh("\"$B/lbone_query\" -H \"$U\" --order fastest"), 2);

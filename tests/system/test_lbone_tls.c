@@ -39,15 +39,6 @@ static int sh(const char *fmt, ...)
     return rc;
 }
 
-/* A port on 127.0.0.1 where nothing listens (bound, then closed). */
-static int dead_port(void)
-{
-    int port = 0, fd = raw_listen_loopback(&port);
-    if (fd >= 0)
-        close(fd);
-    return port;
-}
-
 static int suite_init(void)
 {
     setenv("HOME", lns_test_tmpdir(), 1);
@@ -202,7 +193,8 @@ static void test_no_cleartext_secret(void)
                                           "http://127.1:6767"};
     static const char *const allowed[] = {"https://lbone.example.org:6767",
                                           "https://lbone.example.org:1#sha256:"
-                                          "0000000000000000000000000000000000000000000000000000000000000000",
+                                          "00000000000000000000000000000000"
+                                          "00000000000000000000000000000000",
                                           "http://127.0.0.1:1", "127.0.0.2:6767", "http://[::1]:1",
                                           "http://localhost:1", "localhost"};
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
@@ -243,7 +235,7 @@ static void test_no_cleartext_secret(void)
      * it): with http_proxy pointing nowhere the registration still reaches the L-Bone,
      * while a query, which has nothing to hide, takes the proxy and finds no answer */
     char proxy[64];
-    snprintf(proxy, sizeof proxy, "http://127.0.0.1:%d", dead_port());
+    snprintf(proxy, sizeof proxy, "http://127.0.0.1:%d", raw_dead_port());
     setenv("http_proxy", proxy, 1);
     lbone_request_t req;
     lbone_result_t r;
