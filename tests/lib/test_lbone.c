@@ -6,17 +6,14 @@
  * bytes as they are. */
 #include "test_lbone.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "lns_array.h"
 #include "lns_net.h"
 #include "lns_test.h"
 #include "lns_time.h"
@@ -112,102 +109,30 @@ int tlb_restart(test_lbone_t *l)
     return spawn(l, l->port, 50);
 }
 
-static int connect_port(int port)
+/* One exchange with the server on port: the request sent whole (or as much as the server
+ * takes: it may answer, 413, before), then its reply until it closes, malloc'd and
+ * NUL-terminated.  With a pin the socket is sealed first, pinned to the server's key, and the
+ * request goes only once the key matched; lns_net reads and writes both alike. */
+static char *exchange(int port, const char *pin, const char *p, size_t len)
 {
-    struct sockaddr_in sa;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons((unsigned short)port);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    struct timeval tv = {20, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-/* The reply of a plain socket, all of it until the server closes. */
-static char *read_plain(int fd, size_t *len)
-{
-    size_t cap = 8192, n = 0;
-    char *buf = malloc(cap);
-    if (!buf)
-        return NULL;
-    for (;;) {
-        if (n + 1 == cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb)
-                break;
-            buf = nb;
-            cap *= 2;
-        }
-        ssize_t r = recv(fd, buf + n, cap - 1 - n, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
-    buf[n] = 0;
-    *len = n;
-    return buf;
-}
-
-static char *exchange_plain(int port, const char *p, size_t len)
-{
-    size_t n;
-    int fd = connect_port(port);
-    if (fd < 0)
-        return NULL;
-    while (len > 0) {
-        ssize_t w = send(fd, p, len, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break; /* the server may answer (413) before taking everything */
-        p += w;
-        len -= (size_t)w;
-    }
-    char *buf = read_plain(fd, &n);
-    close(fd);
-    return buf;
-}
-
-/* The same through TLS with the server's pin: the request goes only once the key matched. */
-static char *exchange_tls(int port, const char *pin, const char *p, size_t len)
-{
-    char err[256];
-    size_t cap = 8192, n = 0;
+    char err[256], *buf = NULL;
+    size_t cap = 0, n = 0;
     int64_t deadline = lns_deadline_ms(20000);
-    if (!client_ctx && !(client_ctx = lns_tls_client_new(err, sizeof err))) {
+    if (pin && !client_ctx && !(client_ctx = lns_tls_client_new(err, sizeof err))) {
         fprintf(stderr, "tlb_http: %s\n", err);
         return NULL;
     }
     int fd = lns_connect("127.0.0.1", port, 5000);
     if (fd < 0)
         return NULL;
-    if (lns_tls_connect(client_ctx, fd, "127.0.0.1", port, pin, NULL, 20000, deadline, err,
-                        sizeof err) < 0) {
+    if (pin && lns_tls_connect(client_ctx, fd, "127.0.0.1", port, pin, NULL, 20000, deadline,
+                               err, sizeof err) < 0) {
         fprintf(stderr, "tlb_http: port %d: %s\n", port, err);
         lns_sock_close(fd);
         return NULL;
     }
-    lns_write_full(fd, p, len, 0, 20000, deadline); /* the server may answer (413) early */
-    char *buf = malloc(cap);
-    while (buf) {
-        if (n + 1 == cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb)
-                break;
-            buf = nb;
-            cap *= 2;
-        }
+    lns_write_full(fd, p, len, 0, 20000, deadline);
+    while (lns_grow(&buf, &cap, n + 4097, 1, 8192) == 0) {
         ssize_t r = lns_read_some(fd, buf + n, cap - 1 - n, 20000, deadline);
         if (r <= 0)
             break;
@@ -226,7 +151,7 @@ int tlb_http_raw(int port, const void *req, size_t len, char **resp)
 
     if (resp)
         *resp = NULL;
-    char *buf = pin ? exchange_tls(port, pin, req, len) : exchange_plain(port, req, len);
+    char *buf = exchange(port, pin, req, len);
     if (!buf)
         return -1;
     if (sscanf(buf, "HTTP/1.%*d %d", &code) != 1)
@@ -243,7 +168,7 @@ int tlb_http_plain(int port, const void *req, size_t len, char **resp)
     int code = -1;
     if (resp)
         *resp = NULL;
-    char *buf = exchange_plain(port, req, len);
+    char *buf = exchange(port, NULL, req, len);
     if (!buf)
         return -1;
     if (sscanf(buf, "HTTP/1.%*d %d", &code) != 1)
