@@ -13,7 +13,9 @@
  * themselves is not counted.  Threads share the countdown: in a download the failing
  * allocation is the Nth of all its threads together, a different one from run to run, which
  * is why every run is judged by its outcome and not by which allocation failed.  Each
- * operation is given at most LNS_ALLOC_FAIL_SECONDS (default 40) of runs.
+ * operation is given at most LNS_ALLOC_FAIL_SECONDS (default 40) of runs: a bound on the
+ * suite's time, not a judgment of speed (a slow machine covers fewer allocations and says so;
+ * this one covers all of them in about a second).
  */
 #include <CUnit/CUnit.h>
 #include <fcntl.h>
@@ -77,19 +79,18 @@ static int disarm(void)
 
 /* Run op with the Nth allocation failing, N from 1, until a run meets no failure (it made
  * fewer allocations: the whole operation ran) or the time is up; then again with every
- * allocation from the Nth on failing (what an error path allocates fails too).  op returns 1 for an
- * outcome that is right (an error, or success with the right answer), 0 for a wrong one.
- * The runs, and in *done whether the clean run came. */
-static long countdown_runs(const char *what, int (*op)(void *), void *arg, int *done)
+ * allocation from the Nth on failing (what an error path allocates fails too).  op returns
+ * 1 for an outcome that is right (an error, or success with the right answer), 0 for a
+ * wrong one.  The number of runs. */
+static long countdown_runs(const char *what, int (*op)(void *), void *arg)
 {
     const char *s = getenv("LNS_ALLOC_FAIL_SECONDS");
     int64_t deadline = lns_mono_ms() + 1000 * (s ? atol(s) : 40);
     long runs = 0;
-    *done = 1;
     for (int all_after = 0; all_after < 2; all_after++) {
         long n, wrong = 0;
         int clean = 0;
-        for (n = 1; lns_mono_ms() < deadline; n++) {
+        for (n = 1; !clean && lns_mono_ms() < deadline; n++) {
             arm(n, all_after);
             int right = op(arg);
             int met = disarm();
@@ -99,14 +100,12 @@ static long countdown_runs(const char *what, int (*op)(void *), void *arg, int *
             if (!met) {
                 clean = 1;
                 CU_ASSERT(right); /* the run without a failure must succeed, and be right */
-                break;
             }
         }
         CU_ASSERT_EQUAL(wrong, 0);
-        printf("\n  %s: %ld runs, %s%s", what, n, all_after ? "from each on, all failing: " :
-               "each failing once: ", clean ? "done" : "time was up first");
-        *done &= clean;
-        runs += n;
+        printf("\n  %s: %ld runs, %s%s", what, n - 1, all_after ? "from each on, all failing: "
+               : "each failing once: ", clean ? "done" : "time was up first");
+        runs += n - 1;
     }
     return runs;
 }
@@ -250,7 +249,6 @@ static int suite_clean(void)
 
 static void test_exnode(void)
 {
-    int done;
     lors_upload_opts_t o;
     lors_depot_t d;
     lors_report_t rep;
@@ -263,8 +261,7 @@ static void test_exnode(void)
     lors_report_free(&rep);
     CU_ASSERT_EQUAL_FATAL(xnd_serialize(x, &out, &len, err, sizeof err), XND_OK);
     xml = out;
-    countdown_runs("libexnode parse + serialize", op_exnode, NULL, &done);
-    CU_ASSERT(done);
+    countdown_runs("libexnode parse + serialize", op_exnode, NULL);
     xml = NULL;
     free(out);
     lors_discard(x, 2, 20, NULL);
@@ -273,19 +270,16 @@ static void test_exnode(void)
 
 static void test_ibp(void)
 {
-    int done;
-    countdown_runs("libibp allocate, store, load, probe, status", op_ibp, NULL, &done);
-    CU_ASSERT(done);
+    countdown_runs("libibp allocate, store, load, probe, status", op_ibp, NULL);
 }
 
 static void test_lors(void)
 {
-    int done;
-    countdown_runs("liblors upload", op_upload, NULL, &done);
-    CU_ASSERT(done);
+    countdown_runs("liblors upload", op_upload, NULL);
+    if (!uploaded) /* the time was up before a clean run: one without the countdown */
+        CU_ASSERT(op_upload(NULL));
     CU_ASSERT_PTR_NOT_NULL_FATAL(uploaded);
-    countdown_runs("liblors download", op_download, NULL, &done);
-    CU_ASSERT(done);
+    countdown_runs("liblors download", op_download, NULL);
 }
 
 static const lns_test_case tests[] = {
