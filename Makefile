@@ -365,23 +365,12 @@ bench-wan-random:
 	$(MAKE) all
 	@tests/wan/bench_wan_random.sh $(B)
 
-bench-ec: deps
+# bench-NAME runs tests/bench/bench_NAME.sh over the benchmark programs. bench-tls: the sealed
+# wire (issue 37) against plaintext; BENCH_LINK=1gbit puts the depots behind a shaped veth
+# (root, ip, tc).
+bench-ec bench-lbone bench-serve bench-tls: bench-%: deps
 	$(MAKE) benchprogs
-	@tests/bench/bench_ec.sh $(B)
-
-bench-lbone: deps
-	$(MAKE) benchprogs
-	@tests/bench/bench_lbone.sh $(B)
-
-bench-serve: deps
-	$(MAKE) benchprogs
-	@tests/bench/bench_serve.sh $(B)
-
-# The sealed wire (issue 37) against plaintext; BENCH_LINK=1gbit puts the depots behind a
-# shaped veth (root, ip, tc).
-bench-tls: deps
-	$(MAKE) benchprogs
-	@tests/bench/bench_tls.sh $(B)
+	@tests/bench/bench_$*.sh $(B)
 
 bench-mount: deps
 	$(MAKE) all
