@@ -16,6 +16,7 @@
 #   make bench-abuse      lbone_server and lors_serve under 2,000 slow connections: GETs within 1 s
 #   make bench-mount      ls -l of 100,000 exNodes through lors_mount against local ls; its memory
 #   make bench-tls        TLS against --tls off: upload, download, 4 KiB ops, handshakes (BENCH_LINK=1gbit)
+#   make bench-zstd       lors_upload -z (zstd) against zstd -T2 -3 of a text corpus; --zlib, the levels
 #   make bench-ibp-perf   ACCRE's ibp_perf against an lns and an ACCRE 1.4 depot (docs/PERFORMANCE.md)
 #   make soak             the long runs: every depot failpoint, then random faults (SOAK_SECONDS, default 600);
 #                         concurrent exNode writers and tools SIGKILLed at random points
@@ -72,7 +73,7 @@ CPPFLAGS = -D_GNU_SOURCE -Icommon -Iibp -Iexnode -Ilors -Ilbone -Ilbone/gazettee
 # "#pragma GCC visibility push(default)" and "pop" (ibp.h, xnd.h, lors.h, lbone.h).
 CFLAGS   = -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread -MMD -MP
 LDFLAGS  = -pthread $(SANLD)
-LIBS     = -lxml2 -lssl -lcrypto -lz -lisal -lsqlite3
+LIBS     = -lxml2 -lssl -lcrypto -lz -lzstd -lisal -lsqlite3
 TESTLIBS = -lcunit $(CAIRO_LIBS)
 CAIRO_CFLAGS := $(shell pkg-config --cflags cairo fontconfig 2>/dev/null)
 CAIRO_LIBS := $(shell pkg-config --libs cairo fontconfig 2>/dev/null || echo -lcairo -lfontconfig)
@@ -148,7 +149,7 @@ endef
 # libibp.a also holds the common/ helpers, for the programs that link the archives.
 $(eval $(call library,IBP,ibp,$(LIBIBP_SRC),$(COMMON_SRC),,-lssl -lcrypto))
 $(eval $(call library,EXNODE,exnode,$(EXNODE_SRC),,$(LIBIBP_SO),-lxml2 -lcrypto))
-$(eval $(call library,LORS,lors,$(LORS_SRC),,$(LIBEXNODE_SO) $(LIBIBP_SO),-lcrypto -lz -lisal))
+$(eval $(call library,LORS,lors,$(LORS_SRC),,$(LIBEXNODE_SO) $(LIBIBP_SO),-lcrypto -lz -lzstd -lisal))
 $(eval $(call library,LBONE,lbone,$(LBONE_SRC),,,-lcurl -ljansson -lcrypto))
 
 LIBDEPOT_A = $(B)/lib/libdepot.a
@@ -167,7 +168,7 @@ BENCH_BINS = $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 # Everything a program may link, top layer first (static archives resolve left to right).
 ALL_LIBS_A = $(LIBTOOL_A) $(LIBLORS_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
 
-.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-ec bench-wan bench-wan-random bench-lbone bench-serve bench-abuse bench-mount bench-ibp-perf bench-tls soak install uninstall clean \
+.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-ec bench-wan bench-wan-random bench-lbone bench-serve bench-abuse bench-mount bench-ibp-perf bench-tls bench-zstd soak install uninstall clean \
         interop interop-build
 
 # The installed libraries, each as .a and .so (soname lib<name>.so.0), and their public headers
@@ -368,7 +369,7 @@ bench-wan-random:
 # bench-NAME runs tests/bench/bench_NAME.sh over the benchmark programs. bench-tls: the sealed
 # wire (issue 37) against plaintext; BENCH_LINK=1gbit puts the depots behind a shaped veth
 # (root, ip, tc).
-bench-ec bench-lbone bench-serve bench-tls: bench-%: deps
+bench-ec bench-lbone bench-serve bench-tls bench-zstd: bench-%: deps
 	$(MAKE) benchprogs
 	@tests/bench/bench_$*.sh $(B)
 

@@ -163,8 +163,11 @@ typedef struct lors_upload_opts {
     void *event_arg;
     /* end-to-end transforms (docs/lors.md, "End-to-end transforms"): applied to frames of
      * e2e_blocksize plain bytes, in the order named, before striping.  NULL or "" = none. */
-    const char *e2e;            /* "zlib", "aes", "zlib,aes", "aes,zlib" (-z, -a, --e2e) */
+    const char *e2e;            /* "zstd", "zlib", "aes", "zstd,aes", "aes,zstd", "zlib,aes"...
+                                 * (-z: zstd, -a, --e2e); at most one of zstd and zlib */
     int64_t e2e_blocksize;      /* plain bytes per frame (-E); 0 = 1 MiB */
+    int e2e_level;              /* the compressor's level (--level): zstd 1..19, zlib 1..9;
+                                 * 0: zstd 3, zlib 6 */
     const unsigned char *key;   /* LORS_KEY_BYTES bytes; needed when e2e names "aes" */
     /* Stopping (an interrupt): once *stop is nonzero -- a signal handler may set it -- the
      * call stops within about 100 ms, after the depot calls in flight (each bounded by

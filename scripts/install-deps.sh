@@ -12,8 +12,8 @@
 set -eu
 
 PKGS="build-essential pkg-config libssl-dev libsqlite3-dev libcunit1-dev libxml2-dev zlib1g-dev
-libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libcairo2-dev fonts-dejavu-core libisal-dev
-libfuse3-dev fuse3
+libzstd-dev libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libcairo2-dev fonts-dejavu-core
+libisal-dev libfuse3-dev fuse3
 clang libclang-rt-14-dev
 curl socat nginx-light procps groff-base iproute2 tk8.6 xvfb x11-apps
 chromium mplayer mpv ffmpeg"

@@ -46,6 +46,7 @@ typedef struct settings {
     char e2e[64];           /* the chain from -z, -a and --e2e, in command-line order */
     int e2e_from;           /* where e2e came from: TOOL_FROM_RC or TOOL_FROM_ARGV; 0: none */
     int64_t blocksize, duration, memory, offset, length, e2e_bs, provisional;
+    int level;              /* --level; TOOL_UNSET_INT: the compressor's default */
     int64_t bitrate;        /* --bitrate, bit/s; 0 = not given */
     int ec_k, ec_m;         /* --ec K+M; 0: replication */
     int64_t ec_piece;
@@ -63,7 +64,7 @@ static int set_e2e(void *sp, const tool_opt_t *o, const char *name, const char *
     if (s->e2e_from != (int)from)
         s->e2e[0] = '\0';
     s->e2e_from = (int)from;
-    snprintf(list, sizeof list, "%s", val ? val : o->letter == 'z' ? "zlib" : "aes");
+    snprintf(list, sizeof list, "%s", val ? val : o->name); /* -z, --zlib, -a: its name */
     int items = 0, none = 0;
     for (char *sv = NULL, *t = strtok_r(list, ", \t", &sv); t; t = strtok_r(NULL, ", \t", &sv)) {
         const char *n = t;
@@ -85,8 +86,15 @@ static int set_e2e(void *sp, const tool_opt_t *o, const char *name, const char *
             lns_err_set(err, errlen, "%s: %s is not supported (weak); use aes", name, n);
             return -1;
         }
-        if (strcasecmp(n, "zlib") != 0 && strcasecmp(n, "aes") != 0) {
-            lns_err_set(err, errlen, "%s: unknown transform %s (expected zlib or aes)", name, n);
+        if (strcasecmp(n, "zstd") != 0 && strcasecmp(n, "zlib") != 0 &&
+            strcasecmp(n, "aes") != 0) {
+            lns_err_set(err, errlen, "%s: unknown transform %s (expected zstd, zlib or aes)", name,
+                        n);
+            return -1;
+        }
+        int packs = strcasecmp(n, "aes") != 0;
+        if (packs && (strstr(s->e2e, "zstd") || strstr(s->e2e, "zlib"))) {
+            lns_err_set(err, errlen, "%s: one compressor at the most (zstd or zlib)", name);
             return -1;
         }
         for (char *p = strstr(s->e2e, n); p; p = strstr(p + 1, n))
@@ -96,7 +104,8 @@ static int set_e2e(void *sp, const tool_opt_t *o, const char *name, const char *
             }
         if (s->e2e[0])
             strcat(s->e2e, ",");
-        strcat(s->e2e, strcasecmp(n, "zlib") == 0 ? "zlib" : "aes");
+        strcat(s->e2e, strcasecmp(n, "zlib") == 0 ? "zlib" : strcasecmp(n, "zstd") == 0 ? "zstd"
+                                                                                   : "aes");
     }
     if (none && items > 1) {
         lns_err_set(err, errlen, "%s: none cannot be combined with transforms", name);
@@ -185,11 +194,15 @@ static const tool_opt_t opts[] = {
      "digest per checksum block (default sha256; none)", NULL},
     {TOOL_OPT_SIZE, "e2e-block-size", 'E', "E2E_BLOCKSIZE", S(e2e_bs), 1, INT64_MAX, NULL, "N",
      "bytes per checksum block and per transform frame (default 1M)", NULL},
-    {TOOL_OPT_FN, "zlib", 'z', NULL, 0, 0, 0, NULL, NULL,
-     "compress (zlib); with -a, the order on the command line is\nthe order applied", set_e2e},
+    {TOOL_OPT_FN, "zstd", 'z', NULL, 0, 0, 0, NULL, NULL,
+     "compress (zstd); with -a, the order on the command line is\nthe order applied", set_e2e},
+    {TOOL_OPT_FN, "zlib", 0, NULL, 0, 0, 0, NULL, NULL,
+     "compress with zlib instead (what -z meant before zstd)", set_e2e},
     {TOOL_OPT_FN, "aes", 'a', NULL, 0, 0, 0, NULL, NULL, "encrypt (AES-256-GCM)", set_e2e},
     {TOOL_OPT_FN, "e2e", 0, "E2E_ORDER", 0, 0, 0, NULL, "LIST",
-     "the same as a list: \"zlib,aes\"", set_e2e},
+     "the same as a list: \"zstd,aes\"", set_e2e},
+    {TOOL_OPT_INT, "level", 0, NULL, S(level), 1, 99, NULL, "N",
+     "the compressor's level: zstd 1-19 (default 3), zlib 1-9\n(default 6)", NULL},
     {TOOL_OPT_SWITCH, "none", 'n', NULL, S(none), 1, 0, NULL, NULL,
      "no transforms and no checksum", NULL},
     {TOOL_OPT_FN, "des", 'e', NULL, 0, 0, 0, NULL, NULL,
@@ -236,6 +249,16 @@ static int check(void *sp, int argc, char **argv, int first)
         return tool_usage(TOOL, "two inputs: %s and stdin (-i)", f->file);
     if (!f->file && !f->use_stdin)
         return tool_usage(TOOL, "no input: give FILE, -f FILE, or -i for stdin");
+    if (f->level != TOOL_UNSET_INT) {
+        const char *e = f->e2e_from && !f->none ? f->e2e : "";
+        int max = strstr(e, "zstd") ? 19 : strstr(e, "zlib") ? 9 : 0;
+        if (!max)
+            return tool_usage(TOOL, "--level %d: no compressor to give it to (-z, --zlib)",
+                              f->level);
+        if (f->level > max)
+            return tool_usage(TOOL, "--level %d: %s takes 1 to %d", f->level,
+                              max == 19 ? "zstd" : "zlib", max);
+    }
     if (f->ec_k && f->copies > 1)
         return tool_usage(TOOL, "--ec %d+%d replaces copies: leave out -c %d", f->ec_k, f->ec_m,
                           f->copies);
@@ -471,6 +494,7 @@ static void opts_of(const settings_t *f, lors_upload_opts_t *o)
             o->checksum = f->checksum;
         o->e2e = f->e2e_from ? f->e2e : NULL;
     }
+    o->e2e_level = f->level != TOOL_UNSET_INT ? f->level : 0;
 }
 
 /* -M mem: the engine holds about 2 x threads x 1 MiB, and from a pipe (length < 0) two
