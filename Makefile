@@ -152,6 +152,25 @@ $(eval $(call library,EXNODE,exnode,$(EXNODE_SRC),,$(LIBIBP_SO),-lxml2 -lcrypto)
 $(eval $(call library,LORS,lors,$(LORS_SRC),,$(LIBEXNODE_SO) $(LIBIBP_SO),-lcrypto -lz -lzstd -lisal))
 $(eval $(call library,LBONE,lbone,$(LBONE_SRC),,,-lcurl -ljansson -lcrypto))
 
+# BLAKE3, liblors's default checksum: the reference C implementation (Debian's
+# librust-blake3-dev ships it as source, with no library to link), built into liblors with its
+# portable code and each SIMD variant (its C intrinsics, each file with its own -m flags; the
+# dispatcher picks one at run time).  Hidden like everything but lors.h: no blake3_* symbol is
+# exported.  Its own code, so not our warnings.
+B3_DIR := $(patsubst %/blake3.h,%,$(firstword $(wildcard /usr/share/cargo/registry/blake3-*/c/blake3.h)))
+B3_DIR := $(or $(B3_DIR),/usr/share/cargo/registry/blake3-1.3.1/c)
+B3_NAMES = blake3 blake3_dispatch blake3_portable blake3_sse2 blake3_sse41 blake3_avx2 blake3_avx512
+B3_OBJ = $(patsubst %,$(B)/obj/blake3/%.o,$(B3_NAMES))
+B3_ISA_blake3_sse2 = -msse2
+B3_ISA_blake3_sse41 = -msse4.1
+B3_ISA_blake3_avx2 = -mavx2
+B3_ISA_blake3_avx512 = -mavx512f -mavx512vl
+CPPFLAGS += -I$(B3_DIR)
+$(B)/obj/blake3/%.o: $(B3_DIR)/%.c Makefile
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)$(CC) $(OPT) -fPIC -fvisibility=hidden $(B3_ISA_$*) -c $< -o $@
+$(LIBLORS_A) $(LIBLORS_SO): $(B3_OBJ)
+
 LIBDEPOT_A = $(B)/lib/libdepot.a
 LIBTOOL_A = $(B)/lib/libtool.a
 LIBSERVE_A = $(B)/lib/libserve.a

@@ -157,7 +157,8 @@ typedef struct lors_upload_opts {
     int reliability;            /* IBP_HARD or IBP_SOFT */
     int threads;                /* parallel stores */
     int timeout_s;              /* longest wait of any one depot call */
-    const char *checksum;       /* OpenSSL digest name ("sha256", "blake2b512"), or "none" */
+    const char *checksum;       /* "blake3" (the default), an OpenSSL digest name ("sha256",
+                                 * "blake2b512"), or "none" */
     int64_t checksum_blocksize; /* bytes per digest */
     lors_event_fn on_event;     /* NULL: no events */
     void *event_arg;
@@ -195,7 +196,7 @@ typedef struct lors_upload_opts {
 } lors_upload_opts_t;
 
 /* Defaults: blocksize 5 MiB, 1 copy, 4 fragments, duration 1 day, HARD, 4 threads,
- * timeout 180 s, "sha256" per 1 MiB.  No depots. */
+ * timeout 180 s, "blake3" per 1 MiB.  No depots. */
 void lors_upload_opts_init(lors_upload_opts_t *o);
 
 /* What a call freed when it gave up (upload, augment) or was asked to (lors_discard):

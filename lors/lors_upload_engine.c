@@ -56,7 +56,7 @@ void lors_upload_opts_init(lors_upload_opts_t *o)
     o->reliability = IBP_HARD;
     o->threads = 4;
     o->timeout_s = 180;
-    o->checksum = "sha256";
+    o->checksum = LORS_CK_BLAKE3;
     o->checksum_blocksize = LORS_DEFAULT_CHECKSUM_BLOCKSIZE;
 }
 

@@ -191,7 +191,7 @@ static const tool_opt_t opts[] = {
      "fragments, to fit)", NULL},
     TOOL_OPT_HEADING("End to end:"),
     {TOOL_OPT_STR, "checksum", 'k', NULL, S(checksum), 0, 0, NULL, "ALG",
-     "digest per checksum block (default sha256; none)", NULL},
+     "digest per checksum block (default blake3; sha256, any OpenSSL\ndigest, or none)", NULL},
     {TOOL_OPT_SIZE, "e2e-block-size", 'E', "E2E_BLOCKSIZE", S(e2e_bs), 1, INT64_MAX, NULL, "N",
      "bytes per checksum block and per transform frame (default 1M)", NULL},
     {TOOL_OPT_FN, "zstd", 'z', NULL, 0, 0, 0, NULL, NULL,

@@ -106,4 +106,5 @@ echo "lors_upload -z:     $(med ours) MB/s"
 echo "zstd -T2 -3:        $(med peer) MB/s (the machine's limit for this compression)"
 echo "lors_upload --zlib: $(med zlib) MB/s (ratio to zstd -T2 -3: $(med zratio))"
 echo "ratio lors_upload -z / zstd -T2 -3: $(med ratio) (target 0.8: $(verdict "$(med ratio)" 0.8))"
-echo "stored bytes / zstd's bytes: $(med size_ratio) (target at most 1.05: $(verdict 1.05 "$(med size_ratio)"))"
+echo "stored bytes / zstd's bytes: $(med size_ratio)" \
+    "(target at most 1.05: $(verdict 1.05 "$(med size_ratio)"))"

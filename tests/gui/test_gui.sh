@@ -391,6 +391,11 @@ if [ -x "$bin/lors_augment" ] && [ -x "$bin/lors_trim" ] && [ -x "$bin/lors_refr
     for _ in $(seq 300); do pgrep -f -- "$tmp/close.xnd" >/dev/null || break; sleep 0.1; done
     left=$(pgrep -f -- "$tmp/close.xnd" | tr '\n' ' ')
     check "window closed while playing: no lors_play left" "" "$left"
+    if [ -n "$left" ]; then # what is left, and what the GUI and the tool said
+        ps -o pid,ppid,pgid,stat,etime,args -p "${left% }" | sed 's/^/        /'
+        sed 's/^/        close.log: /' "$tmp/close.log" | tail -20
+        pkill -KILL -f -- "$tmp/close.xnd"
+    fi
     for p in $left; do kill "$p" 2>/dev/null; done
     # play through the gateway (lors_play --start) with a real mpv, from the seek bar
     if command -v mpv >/dev/null 2>&1 && command -v ffmpeg >/dev/null 2>&1 && command -v ffprobe >/dev/null 2>&1 &&
