@@ -310,18 +310,15 @@ int main(int argc, char **argv)
     size_t ndepots = 0;
     xnd_t *x = NULL, *added = NULL;
     tool_rewrite_t rw;
-    int code, lrc, replace = 0;
+    int code, lrc, replace;
     const char *path, *out;
     char freed[160];
 
     /* no lock held while copying (that may take long): the write is a compare-and-swap */
-    code = tool_opt_exnode_rw(&cmd, argc, argv, &f, &f.output, 0, &path, &x, &rw);
+    code = tool_opt_exnode_rw(&cmd, argc, argv, &f, &f.output, &f.force, 0, &path, &x, &rw,
+                              &out, &replace);
     if (code)
         return code;
-    out = f.output ? f.output : path;
-    code = tool_check_output(TOOL, out, path, f.force || !f.output, &replace);
-    if (code)
-        goto done;
 
     if (f.ec_k || f.ec_off) {
         code = convert(&f, path, out, replace, x, &rw);

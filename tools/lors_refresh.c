@@ -128,7 +128,7 @@ int main(int argc, char **argv)
     lors_refresh_opts_t ro;
     lors_refresh_report_t rep = {0};
     xnd_t *x = NULL;
-    int code, lrc, replace = 0;
+    int code, lrc, replace;
     tool_depot_name_t *where = NULL;
     tool_rewrite_t rw;
     int64_t bytes = 0, start;
@@ -137,13 +137,10 @@ int main(int argc, char **argv)
 
     /* the update lock from the read to the write: what the depots were told (extended
      * leases, freed allocations) cannot be taken back if another program's version won */
-    code = tool_opt_exnode_rw(&cmd, argc, argv, &f, &f.output, 1, &path, &x, &rw);
+    code = tool_opt_exnode_rw(&cmd, argc, argv, &f, &f.output, &f.force, 1, &path, &x, &rw,
+                              &out, &replace);
     if (code)
         return code;
-    out = f.output ? f.output : path;
-    code = tool_check_output(TOOL, out, path, f.force || !f.output, &replace);
-    if (code)
-        goto done;
     if (!(where = tool_mapping_depots(TOOL, x))) {
         code = TOOL_EXIT_INTERNAL;
         goto done;

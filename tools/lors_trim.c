@@ -198,27 +198,24 @@ static int64_t removed_bytes(const lors_trim_report_t *rep, const int64_t *len)
 int main(int argc, char **argv)
 {
     settings_t f;
-    tool_feed_t feed = {0};
+    const char *path, *out;
+    xnd_t *x = NULL;
+    tool_rewrite_t rw;
+    int *nums = NULL, code, lrc, replace;
+    size_t nnums = 0;
     lors_trim_opts_t to;
     lors_trim_report_t rep = {0};
-    xnd_t *x = NULL;
-    int *nums = NULL, code, lrc, replace = 0;
-    size_t nnums = 0;
+    tool_feed_t feed = {0};
     tool_depot_name_t *where = NULL;
-    tool_rewrite_t rw;
     int64_t *len = NULL, t0;
     double secs = 0;
-    const char *path, *out;
 
     /* the update lock from the read to the write: what the depots were told (extended
      * leases, freed allocations) cannot be taken back if another program's version won */
-    code = tool_opt_exnode_rw(&cmd, argc, argv, &f, &f.output, 1, &path, &x, &rw);
+    code = tool_opt_exnode_rw(&cmd, argc, argv, &f, &f.output, &f.force, 1, &path, &x, &rw,
+                              &out, &replace);
     if (code)
         return code;
-    out = f.output ? f.output : path;
-    code = tool_check_output(TOOL, out, path, f.force || !f.output, &replace);
-    if (code)
-        goto done;
     code = expand_list(&f, x, &nums, &nnums);
     if (code)
         goto done;

@@ -449,15 +449,28 @@ int tool_opt_exnode(const tool_cmd_t *cmd, int argc, char **argv, void *s,
 }
 
 int tool_opt_exnode_rw(const tool_cmd_t *cmd, int argc, char **argv, void *s,
-                       const char **output, int hold, const char **path, xnd_t **x,
-                       tool_rewrite_t *rw)
+                       const char **output, int *force, int hold, const char **path,
+                       xnd_t **x, tool_rewrite_t *rw, const char **out, int *replace)
 {
     int first, code = tool_opt_parse(cmd, argc, argv, s, &first);
     *x = NULL;
+    *replace = 0;
     rw->lockfd = -1;
-    if (code == TOOL_EXIT_OK &&
-        (code = tool_open_exnode_rw(cmd->name, ((tool_common_t *)s)->file, argc, argv, first,
-                                    *output, hold, path, x, rw)) != TOOL_EXIT_OK)
+    if (code != TOOL_EXIT_OK)
+        return code;
+    code = tool_open_exnode_rw(cmd->name, ((tool_common_t *)s)->file, argc, argv, first,
+                               *output, hold, path, x, rw);
+    if (code == TOOL_EXIT_OK) {
+        /* the in-place rewrite (no -o) is the input itself: no --force needed */
+        *out = *output ? *output : *path;
+        code = tool_check_output(cmd->name, *out, *path, *force || !*output, replace);
+        if (code != TOOL_EXIT_OK) {
+            tool_rewrite_end(rw);
+            xnd_free(*x);
+            *x = NULL;
+        }
+    }
+    if (code != TOOL_EXIT_OK)
         tool_opt_free(s);
     return code;
 }

@@ -109,11 +109,14 @@ int tool_opt_parse(const tool_cmd_t *cmd, int argc, char **argv, void *settings,
  * with nothing left to free. */
 int tool_opt_exnode(const tool_cmd_t *cmd, int argc, char **argv, void *settings,
                     const char **path, xnd_t **x);
-/* The same for a tool that writes its exNode back (tool_open_exnode_rw): *output is the
- * settings' -o field, read after the parse. */
+/* The same for a tool that writes its exNode back (lors_augment, lors_refresh, lors_trim):
+ * tool_open_exnode_rw, then tool_check_output for where the result goes.  *output and *force
+ * are the settings' -o and --force fields, read after the parse; *out is -o, else the input
+ * (rewritten in place, which needs no --force).  TOOL_EXIT_OK with *path, *x, rw, *out and
+ * *replace set, or the exit code after one line, with nothing left to free or unlock. */
 int tool_opt_exnode_rw(const tool_cmd_t *cmd, int argc, char **argv, void *settings,
-                       const char **output, int hold, const char **path, xnd_t **x,
-                       tool_rewrite_t *rw);
+                       const char **output, int *force, int hold, const char **path,
+                       xnd_t **x, tool_rewrite_t *rw, const char **out, int *replace);
 void tool_opt_free(void *settings);
 
 /* --help's text for cmd on f. */
