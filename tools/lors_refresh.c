@@ -151,14 +151,13 @@ int main(int argc, char **argv)
     ro.value = f.value;
     ro.threads = f.c.threads;
     ro.timeout_s = (int)f.c.timeout;
-    code = tool_feed_open(TOOL, &feed, f.c.events, "refresh", -1, -1);
+    code = tool_feed_open_exnode(TOOL, &feed, f.c.events, "refresh", &ro.on_event, &ro.event_arg,
+                                 path, x, "mode=%s value=%" PRId64,
+                                 modes[ro.mode >= LORS_REFRESH_ADD && ro.mode <= LORS_REFRESH_MAX
+                                           ? ro.mode : 0],
+                                 ro.mode == LORS_REFRESH_MAX ? -1 : ro.value);
     if (code)
         goto done;
-    tool_feed_attach(&feed, &ro.on_event, &ro.event_arg);
-    tool_events_begin_exnode(feed.es, "refresh", path, x, "mode=%s value=%" PRId64,
-                             modes[ro.mode >= LORS_REFRESH_ADD && ro.mode <= LORS_REFRESH_MAX
-                                       ? ro.mode : 0],
-                             ro.mode == LORS_REFRESH_MAX ? -1 : ro.value);
 
     start = lns_mono_ns();
     lrc = lors_refresh(&ro, x, &rep);

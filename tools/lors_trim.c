@@ -244,13 +244,11 @@ int main(int argc, char **argv)
     to.force = f.force;
     to.threads = f.c.threads;
     to.timeout_s = (int)f.c.timeout;
-    code = tool_feed_open(TOOL, &feed, f.c.events, "trim", -1, -1);
+    code = tool_feed_open_exnode(TOOL, &feed, f.c.events, "trim", &to.on_event, &to.event_arg,
+                                 path, x, "selected=%zu depots=%zu dead=%d free=%d force=%d",
+                                 to.nmappings, to.ndepots, to.dead, to.free_allocs, to.force);
     if (code)
         goto done;
-    tool_feed_attach(&feed, &to.on_event, &to.event_arg);
-    tool_events_begin_exnode(feed.es, "trim", path, x,
-                             "selected=%zu depots=%zu dead=%d free=%d force=%d", to.nmappings,
-                             to.ndepots, to.dead, to.free_allocs, to.force);
 
     t0 = lns_mono_ns();
     lrc = lors_trim(&to, x, &rep);
