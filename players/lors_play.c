@@ -126,8 +126,7 @@ static const tool_opt_t opts[] = {
     {TOOL_OPT_STR, "events", 0, NULL, TOOL_C(events), 0, 0, NULL, "FILE|fd:N",
      "write the event stream (docs/events.md)", NULL},
     TOOL_OPT_VERBOSE("also the player's own summary (paced) and the per-depot table"),
-    {TOOL_OPT_SWITCH, "quiet", 0, NULL, TOOL_C(quiet), 1, 0, NULL, NULL,
-     "print nothing but errors and warnings of lost copies", NULL},
+    TOOL_OPT_QUIET_BUT(0, "print nothing but errors and warnings of lost copies"),
     TOOL_OPT_SETTINGS,
     TOOL_OPT_TABLE_END,
 };

@@ -68,10 +68,8 @@ static const tool_opt_t opts[] = {
     TOOL_OPT_EXNODE,
     {TOOL_OPT_STR, "output", 'o', NULL, S(output), 0, 0, NULL, "OUT",
      "where the bytes go (default -: stdout)", NULL},
-    {TOOL_OPT_SIZE, "offset", 'O', NULL, S(offset), 0, INT64_MAX, NULL, "N",
-     "only the bytes from N on (K, M, G, T)", NULL},
-    {TOOL_OPT_SIZE, "length", 'L', NULL, S(length), 0, INT64_MAX, NULL, "N",
-     "... and only N of them", NULL},
+    TOOL_OPT_RANGE(S(offset), S(length), "only the bytes from N on (K, M, G, T)",
+                   "... and only N of them"),
     {TOOL_OPT_SWITCH, "resume", 'R', NULL, S(resume), 1, 0, NULL, NULL,
      "OUT holds a prefix from an earlier run: check it against the\nchecksums, cut it at the "
      "first bad block, fetch the rest;\nbytes past the range go", NULL},
@@ -93,8 +91,7 @@ static const tool_opt_t opts[] = {
     {TOOL_OPT_SIZE, "memory", 'M', "MAX_INTERNAL_BUFFER", S(memory), 1, INT64_MAX, "64M", "N",
      "reorder buffer in bytes (default 64M; with -C the smaller wins)", NULL},
     TOOL_OPT_TIMEOUT("30s", "longest wait for any progress of one depot read"),
-    TOOL_OPT_IBP_VERSION,
-    TOOL_OPT_TLS,
+    TOOL_OPT_IBP_WIRE,
     {TOOL_OPT_SWITCH, "no-verify", 0, NULL, S(no_verify), 1, 0, NULL, NULL,
      "do not check blocks (or the -R prefix) against the checksums", NULL},
     {TOOL_OPT_STR, "key-file", 0, NULL, S(keyfile), 0, 0, NULL, "FILE",
@@ -105,8 +102,8 @@ static const tool_opt_t opts[] = {
     {TOOL_OPT_STR, "netlog", 0, NULL, S(netlog), 0, 0, NULL, "FILE|fd:N",
      "append a NetLogger line per fetch step (docs/netlogger.md)", NULL},
     TOOL_OPT_PROGRESS,
-    {TOOL_OPT_SWITCH, "quiet", 0, NULL, TOOL_C(quiet), 1, 0, NULL, NULL,
-     "print nothing but errors and warnings of lost copies (-q\nis the pre-buffer)", NULL},
+    TOOL_OPT_QUIET_BUT(0, "print nothing but errors and warnings of lost copies (-q\nis the "
+                          "pre-buffer)"),
     {TOOL_OPT_FN, "lbone", 0, NULL, S(lb), 0, 0, NULL, "URL",
      "the L-Bone to tell each depot's throughput (else the rc\nfile's LBONE_SERVER lines; "
      "neither: no report)", tool_lbone_opt},

@@ -76,10 +76,7 @@ static const tool_opt_t opts[] = {
     {TOOL_OPT_FN, "max", 'm', NULL, 0, 0, 0, NULL, NULL,
      "as long as each depot allows (the default; a depot without\n"
      "that request: the maximum its STATUS tells, else not extended)", set_mode},
-    TOOL_OPT_THREADS(1, "4", "parallel depot calls"),
-    TOOL_OPT_TIMEOUT("30s", "longest wait of any one depot call"),
-    TOOL_OPT_IBP_VERSION,
-    TOOL_OPT_TLS,
+    TOOL_OPT_DEPOT_CALLS("30s"),
     TOOL_OPT_VERBOSE("print each mapping's old and new expiry"),
     TOOL_OPT_EVENTS,
     TOOL_OPT_SETTINGS,

@@ -114,10 +114,7 @@ static const tool_opt_t opts[] = {
     {TOOL_OPT_SWITCH, "force", 0, NULL, S(force), 1, 0, NULL, NULL,
      "remove even if some bytes are left with no copy at all; and\noverwrite an existing -o "
      "FILE", NULL},
-    TOOL_OPT_THREADS(1, "4", "parallel depot calls"),
-    TOOL_OPT_TIMEOUT("30s", "longest wait of any one depot call"),
-    TOOL_OPT_IBP_VERSION,
-    TOOL_OPT_TLS,
+    TOOL_OPT_DEPOT_CALLS("30s"),
     TOOL_OPT_VERBOSE("print the numbers of the removed mappings"),
     TOOL_OPT_EVENTS,
     TOOL_OPT_SETTINGS,

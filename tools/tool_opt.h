@@ -133,9 +133,10 @@ int tool_opt_set(void *settings, const tool_opt_t *o, const char *name, const ch
 
 #define TOOL_OPT_VERBOSE(help) \
     {TOOL_OPT_SWITCH, "verbose", 'V', "VERBOSE", TOOL_C(verbose), 1, 0, NULL, NULL, help, NULL}
-#define TOOL_OPT_QUIET(letter) \
-    {TOOL_OPT_SWITCH, "quiet", letter, NULL, TOOL_C(quiet), 1, 0, NULL, NULL, \
-     "print nothing but errors", NULL}
+#define TOOL_OPT_QUIET(letter) TOOL_OPT_QUIET_BUT(letter, "print nothing but errors")
+/* -q or --quiet, with a help line of its own (what is still printed) */
+#define TOOL_OPT_QUIET_BUT(letter, help) \
+    {TOOL_OPT_SWITCH, "quiet", letter, NULL, TOOL_C(quiet), 1, 0, NULL, NULL, help, NULL}
 #define TOOL_OPT_PROGRESS \
     {TOOL_OPT_SWITCH, "progress", 0, NULL, TOOL_C(progress), 1, 0, NULL, NULL, \
      "draw the progress bar even when stderr is not a terminal", NULL}
@@ -175,6 +176,18 @@ int tool_opt_set(void *settings, const tool_opt_t *o, const char *name, const ch
      "auto (default): TLS to every lns depot, and never plaintext\n" \
      "to one whose pin is known; require: no plaintext at all;\n" \
      "off: plaintext to every depot (benchmarks)", tool_opt_tls}
+/* How a program speaks to depots: --ibp-version and --tls. */
+#define TOOL_OPT_IBP_WIRE TOOL_OPT_IBP_VERSION, TOOL_OPT_TLS
+/* The depot calls of the tools that make many (augment, keep, refresh, trim, upload): -t
+ * parallel calls (default 4), -T the longest wait of one (default timeout), and the wire. */
+#define TOOL_OPT_DEPOT_CALLS(timeout) \
+    TOOL_OPT_THREADS(1, "4", "parallel depot calls"), \
+    TOOL_OPT_TIMEOUT(timeout, "longest wait of any one depot call"), \
+    TOOL_OPT_IBP_WIRE
+/* -O N and -L N: a range of the file's bytes, into int64_t fields (unset: TOOL_UNSET). */
+#define TOOL_OPT_RANGE(offset, length, offset_help, length_help) \
+    {TOOL_OPT_SIZE, "offset", 'O', NULL, offset, 0, INT64_MAX, NULL, "N", offset_help, NULL}, \
+    {TOOL_OPT_SIZE, "length", 'L', NULL, length, 0, INT64_MAX, NULL, "N", length_help, NULL}
 /* --help and --version; with --rc and --no-rc for the programs that read the rc file (a
  * program whose table has no "rc" entry reads none). */
 #define TOOL_OPT_HELP \
