@@ -54,11 +54,7 @@ typedef struct settings {
 static int set_prebuffer(void *sp, const tool_opt_t *o, const char *name, const char *val,
                          tool_from from, char *err, size_t errlen)
 {
-    int64_t v;
-    tool_opt_t as_size = *o;
-    as_size.type = TOOL_OPT_SIZE;
-    as_size.off = 0;
-    if (tool_opt_set(&v, &as_size, name, val, from, err, errlen) < 0)
+    if (tool_opt_check(o, TOOL_OPT_SIZE, name, val, from, err, errlen) < 0)
         return -1;
     ((settings_t *)sp)->prebuffer = val;
     return 0;

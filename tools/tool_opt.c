@@ -113,6 +113,19 @@ int tool_opt_set(void *s, const tool_opt_t *o, const char *name, const char *val
     }
 }
 
+int tool_opt_check(const tool_opt_t *o, tool_opt_type type, const char *name, const char *val,
+                   tool_from from, char *err, size_t errlen)
+{
+    union {
+        int i;
+        int64_t n;
+    } v; /* room for the value of any of those types, at offset 0 */
+    tool_opt_t as = *o;
+    as.type = type;
+    as.off = 0;
+    return tool_opt_set(&v, &as, name, val, from, err, errlen);
+}
+
 int tool_opt_demo(void *s, const tool_opt_t *o, const char *name, const char *val,
                   tool_from from, char *err, size_t errlen)
 {
@@ -167,22 +180,27 @@ int tool_tls_mode(const char *val, char *err, size_t errlen)
     return 0;
 }
 
+/* The setter of a process-wide setting that apply(val, why, size) makes or refuses: 0, or -1
+ * with "NAME VALUE: why". */
+static int set_process(int (*apply)(const char *, char *, size_t), const char *name,
+                       const char *val, char *err, size_t errlen)
+{
+    char why[256];
+    if (apply(val, why, sizeof why) < 0)
+        return lns_err_set(err, errlen, "%s %s: %s", name, val, why);
+    return 0;
+}
+
 int tool_opt_tls(void *s, const tool_opt_t *o, const char *name, const char *val,
                  tool_from from, char *err, size_t errlen)
 {
-    char why[128];
-    if (tool_tls_mode(val, why, sizeof why) < 0)
-        return lns_err_set(err, errlen, "%s %s: %s", name, val, why);
-    return 0;
+    return set_process(tool_tls_mode, name, val, err, errlen);
 }
 
 int tool_opt_ibp_version(void *s, const tool_opt_t *o, const char *name, const char *val,
                          tool_from from, char *err, size_t errlen)
 {
-    char why[256];
-    if (tool_ibp_version_pin(val, why, sizeof why) < 0)
-        return lns_err_set(err, errlen, "%s %s: %s", name, val, why);
-    return 0;
+    return set_process(tool_ibp_version_pin, name, val, err, errlen);
 }
 
 int tool_opt_storage(void *s, const tool_opt_t *o, const char *name, const char *val,

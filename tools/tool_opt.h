@@ -125,6 +125,10 @@ void tool_opt_usage(const tool_cmd_t *cmd, FILE *f);
 /* The setters of the plain types, for a TOOL_OPT_FN that adds a check of its own. */
 int tool_opt_set(void *settings, const tool_opt_t *o, const char *name, const char *val,
                  tool_from from, char *err, size_t errlen);
+/* val checked as a value of type (TOOL_OPT_INT, _SIZE, _SECONDS) within o's bounds, and not
+ * stored: for a TOOL_OPT_FN that keeps the text as written.  0, or -1 with why in err. */
+int tool_opt_check(const tool_opt_t *o, tool_opt_type type, const char *name, const char *val,
+                   tool_from from, char *err, size_t errlen);
 
 #define TOOL_OFF(type, field) offsetof(type, field)
 #define TOOL_C(field) offsetof(tool_common_t, field)
