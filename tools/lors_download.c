@@ -437,17 +437,6 @@ static void say_failed(const char *path, const char *out, int to_stdout, dl_ctl_
                        "-R)", path, why, out, off, off + kept - 1, after);
 }
 
-/* The depots' measured rates to the L-Bone servers, after a download that worked. */
-static void send_meter(const settings_t *f, tool_lbone_meter_t *meter)
-{
-    char **servers;
-    size_t n;
-    if (tool_lbone_servers(&f->lb, &f->c.rc, &servers, &n) == 0) {
-        tool_lbone_meter_send(TOOL, meter, servers, n, f->c.verbose && !f->c.quiet);
-        tool_lbone_servers_free(servers, n);
-    }
-}
-
 int main(int argc, char **argv)
 {
     settings_t f;
@@ -523,10 +512,7 @@ int main(int argc, char **argv)
                               f.c.quiet ? -1 : f.c.progress);
     if (code)
         goto done;
-    if (!tool_lbone_reports_off(f.no_report)) {
-        meter = tool_lbone_meter_new();
-        tool_tee_add(&feed.tee, tool_lbone_meter_event, meter);
-    }
+    meter = tool_lbone_meter_tee(&feed.tee, f.no_report);
     o.netlog_path = f.netlog;
     tool_feed_attach(&feed, &o.on_event, &o.event_arg);
     if (feed.es)
@@ -571,17 +557,17 @@ int main(int argc, char **argv)
     }
     if (f.c.verbose && !f.c.quiet)
         print_report(&rep);
-    if (lrc == LORS_OK && meter)
-        send_meter(&f, meter);
+    if (lrc == LORS_OK) /* the depots' measured rates, after a download that worked */
+        tool_lbone_meter_report(TOOL, meter, &f.lb, &f.c.rc, f.c.verbose && !f.c.quiet);
 
 done:
     dl_ctl_free(&ctl);
     tool_feed_end(&feed, rep.bytes_written, rep.seconds, code);
+    tool_lbone_meter_free(meter); /* it listened on the feed */
     memset(key, 0, sizeof key);
     if (fd > STDOUT_FILENO)
         close(fd);
     lors_dl_report_free(&rep);
-    tool_lbone_meter_free(meter);
     xnd_free(x);
     tool_opt_free(&f);
     if (lrc == LORS_E_STOPPED && code > 128) { /* die of the signal, as the shell expects */

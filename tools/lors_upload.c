@@ -431,17 +431,6 @@ static void begin_line(tool_events_t *es, const settings_t *f, const lors_upload
                          o->e2e && *o->e2e ? o->e2e : "-", ec, enc);
 }
 
-/* Tell the L-Bone (-H/--lbone, else the rc file's) what throughput each depot gave. */
-static void report_throughput(const settings_t *f, const tool_lbone_meter_t *meter)
-{
-    char **servers;
-    size_t n;
-    if (!meter || tool_lbone_servers(&f->lb, &f->c.rc, &servers, &n) < 0)
-        return;
-    tool_lbone_meter_send(TOOL, meter, servers, n, f->c.verbose && !f->c.quiet);
-    tool_lbone_servers_free(servers, n);
-}
-
 /* The engine's options from the command line's. */
 static void opts_of(const settings_t *f, lors_upload_opts_t *o)
 {
@@ -549,10 +538,7 @@ int main(int argc, char **argv)
                               f.c.quiet ? -1 : f.c.progress);
     if (code)
         goto done;
-    if (!tool_lbone_reports_off(f.no_report)) {
-        meter = tool_lbone_meter_new();
-        tool_tee_add(&feed.tee, tool_lbone_meter_event, meter);
-    }
+    meter = tool_lbone_meter_tee(&feed.tee, f.no_report);
     tool_feed_attach(&feed, &o.on_event, &o.event_arg);
     begin_line(feed.es, &f, &o, length);
 
@@ -608,7 +594,7 @@ int main(int argc, char **argv)
         code = TOOL_EXIT_DEGRADED;
     if (code == TOOL_EXIT_OK)
         code = leases;
-    report_throughput(&f, meter);
+    tool_lbone_meter_report(TOOL, meter, &f.lb, &f.c.rc, f.c.verbose && !f.c.quiet);
 
 done:
     tool_feed_end(&feed, rep.bytes_read, rep.seconds, code);
