@@ -161,10 +161,9 @@ static const tool_opt_t opts[] = {
     {TOOL_OPT_SWITCH, "keep-partial", 0, NULL, S(keep_partial), 1, 0, NULL, NULL,
      "if the upload fails or is interrupted, write the exNode of the\nfragments completed "
      "instead of freeing them", NULL},
-    {TOOL_OPT_SIZE, "offset", 'O', NULL, S(offset), 0, INT64_MAX, NULL, "N",
-     "upload the input from byte N on (regular files; K, M, G, T)", NULL},
-    {TOOL_OPT_SIZE, "length", 'L', NULL, S(length), 0, INT64_MAX, NULL, "N",
-     "... only N bytes of it", NULL},
+    TOOL_OPT_RANGE(S(offset), S(length),
+                   "upload the input from byte N on (regular files; K, M, G, T)",
+                   "... only N bytes of it"),
     TOOL_OPT_HEADING("Where and how:"),
     TOOL_OPT_DEPOTS(S(depots), S(lb)),
     {TOOL_OPT_INT, "copies", 'c', "COPIES", S(copies), 1, 1000, "1", "N",
@@ -182,10 +181,7 @@ static const tool_opt_t opts[] = {
      "lifetime (s, m, h, d; -1 or max: each depot's maximum)", NULL},
     TOOL_OPT_PROVISIONAL(S(provisional)),
     TOOL_OPT_STORAGE(S(reliability)),
-    TOOL_OPT_THREADS(1, "4", "parallel depot calls"),
-    TOOL_OPT_TIMEOUT("3m", "longest wait of any one depot call"),
-    TOOL_OPT_IBP_VERSION,
-    TOOL_OPT_TLS,
+    TOOL_OPT_DEPOT_CALLS("3m"),
     {TOOL_OPT_SIZE, "memory", 'M', "MAX_INTERNAL_BUFFER", S(memory), 2 << 20, INT64_MAX, NULL,
      "N", "bound on the memory held for the data (fewer threads, and\nfrom a pipe smaller "
      "fragments, to fit)", NULL},
@@ -458,17 +454,6 @@ static void begin_line(tool_events_t *es, const settings_t *f, const lors_upload
                          o->e2e && *o->e2e ? o->e2e : "-", ec, enc);
 }
 
-/* Tell the L-Bone (-H/--lbone, else the rc file's) what throughput each depot gave. */
-static void report_throughput(const settings_t *f, const tool_lbone_meter_t *meter)
-{
-    char **servers;
-    size_t n;
-    if (!meter || tool_lbone_servers(&f->lb, &f->c.rc, &servers, &n) < 0)
-        return;
-    tool_lbone_meter_send(TOOL, meter, servers, n, f->c.verbose && !f->c.quiet);
-    tool_lbone_servers_free(servers, n);
-}
-
 /* The engine's options from the command line's. */
 static void opts_of(const settings_t *f, lors_upload_opts_t *o)
 {
@@ -577,10 +562,7 @@ int main(int argc, char **argv)
                               f.c.quiet ? -1 : f.c.progress);
     if (code)
         goto done;
-    if (!tool_lbone_reports_off(f.no_report)) {
-        meter = tool_lbone_meter_new();
-        tool_tee_add(&feed.tee, tool_lbone_meter_event, meter);
-    }
+    meter = tool_lbone_meter_tee(&feed.tee, f.no_report);
     tool_feed_attach(&feed, &o.on_event, &o.event_arg);
     begin_line(feed.es, &f, &o, length);
 
@@ -636,7 +618,7 @@ int main(int argc, char **argv)
         code = TOOL_EXIT_DEGRADED;
     if (code == TOOL_EXIT_OK)
         code = leases;
-    report_throughput(&f, meter);
+    tool_lbone_meter_report(TOOL, meter, &f.lb, &f.c.rc, f.c.verbose && !f.c.quiet);
 
 done:
     tool_feed_end(&feed, rep.bytes_read, rep.seconds, code);
