@@ -537,6 +537,10 @@ void lors_dir_name_of(const char *path, char *name, size_t size);
  * stripe, its zero padding).  LORS_OK, LORS_E_READ (fd shorter than len or unreadable;
  * *good still the prefix verified before), LORS_E_INVAL or LORS_E_NOMEM. */
 int lors_verify_prefix(const xnd_t *x, int fd, int64_t offset, int64_t len, int64_t *good);
+/* The same for x's bytes [offset, offset+len) held in fd from position at on (a run in the
+ * middle of a file written in place): *good, the verified length from offset. */
+int lors_verify_at(const xnd_t *x, int fd, int64_t at, int64_t offset, int64_t len,
+                   int64_t *good);
 
 /* ---- end-to-end transforms ------------------------------------------------------------- */
 

@@ -365,9 +365,13 @@ static int control_open(dl_ctl_t *ctl, const settings_t *f, const char *out, int
         if (!f->c.quiet)
             tool_error(TOOL, "%s; checking %s against the checksums instead", err, out);
         dl_ctl_remove(ctl);
-    } else if (have > 0 && dl_ctl_bytes(ctl) > 0 && !f->c.quiet) {
-        tool_error(TOOL, "%s: %" PRId64 " of the %" PRId64 " bytes are there already "
-                       "(%s); fetching the rest", out, dl_ctl_bytes(ctl), len, ctl->path);
+    } else if (have > 0) {
+        /* nothing it names is taken on trust: each run is checked against the digests */
+        int64_t dropped = dl_ctl_check(ctl, x);
+        if (dl_ctl_bytes(ctl) + dropped > 0 && !f->c.quiet)
+            tool_error(TOOL, "%s: %" PRId64 " of the %" PRId64 " bytes are there already "
+                           "(%s, checked)%s; fetching the rest", out, dl_ctl_bytes(ctl), len,
+                           ctl->path, dropped ? "; the others it names do not match" : "");
     }
     return have;
 }
