@@ -17,6 +17,7 @@
 #   make bench-mount      ls -l of 100,000 exNodes through lors_mount against local ls; its memory
 #   make bench-tls        TLS against --tls off: upload, download, 4 KiB ops, handshakes (BENCH_LINK=1gbit)
 #   make bench-zstd       lors_upload -z (zstd) against zstd -T2 -3 of a text corpus; --zlib, the levels
+#   make bench-limit      the calibrator: memcpy, hashes, cipher, loopback TCP bare/hashed/sealed
 #   make bench-ibp-perf   ACCRE's ibp_perf against an lns and an ACCRE 1.4 depot (docs/PERFORMANCE.md)
 #   make soak             the long runs: every depot failpoint, then random faults (SOAK_SECONDS, default 600);
 #                         concurrent exNode writers and tools SIGKILLed at random points
@@ -187,7 +188,7 @@ BENCH_BINS = $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 # Everything a program may link, top layer first (static archives resolve left to right).
 ALL_LIBS_A = $(LIBTOOL_A) $(LIBLORS_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
 
-.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-ec bench-wan bench-wan-random bench-lbone bench-serve bench-abuse bench-mount bench-ibp-perf bench-tls bench-zstd soak install uninstall clean \
+.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-ec bench-wan bench-wan-random bench-lbone bench-serve bench-abuse bench-mount bench-ibp-perf bench-tls bench-zstd bench-limit soak install uninstall clean \
         interop interop-build
 
 # The installed libraries, each as .a and .so (soname lib<name>.so.0), and their public headers
@@ -388,7 +389,7 @@ bench-wan-random:
 # bench-NAME runs tests/bench/bench_NAME.sh over the benchmark programs. bench-tls: the sealed
 # wire (issue 37) against plaintext; BENCH_LINK=1gbit puts the depots behind a shaped veth
 # (root, ip, tc).
-bench-ec bench-lbone bench-serve bench-tls bench-zstd: bench-%: deps
+bench-ec bench-lbone bench-serve bench-tls bench-zstd bench-limit: bench-%: deps
 	$(MAKE) benchprogs
 	@tests/bench/bench_$*.sh $(B)
 
