@@ -147,6 +147,11 @@ typedef void (*lors_event_fn)(void *arg, const lors_event_t *ev);
  * a program for its whole timeout.  A link that is slow but moving never counts. */
 #define LORS_STALL_MS 5000
 
+/* The frame of a chain with a compressor when e2e_blocksize is 0: zstd's level-3 window is
+ * 2 MiB, and frames of 4 MiB, each compressed on its own, store within 4 % of one zstd stream
+ * of the whole file (1 MiB frames: 36 % more; docs/PERFORMANCE.md, "Compression"). */
+#define LORS_E2E_PACK_FRAME ((int64_t)4 << 20)
+
 typedef struct lors_upload_opts {
     const lors_depot_t *depots; /* where to store, in order of preference */
     size_t ndepots;
@@ -166,7 +171,8 @@ typedef struct lors_upload_opts {
      * e2e_blocksize plain bytes, in the order named, before striping.  NULL or "" = none. */
     const char *e2e;            /* "zstd", "zlib", "aes", "zstd,aes", "aes,zstd", "zlib,aes"...
                                  * (-z: zstd, -a, --e2e); at most one of zstd and zlib */
-    int64_t e2e_blocksize;      /* plain bytes per frame (-E); 0 = 1 MiB */
+    int64_t e2e_blocksize;      /* plain bytes per frame (-E); 0 = 1 MiB, or
+                                 * LORS_E2E_PACK_FRAME when the chain compresses */
     int e2e_level;              /* the compressor's level (--level): zstd 1..19, zlib 1..9;
                                  * 0: zstd 3, zlib 6 */
     const unsigned char *key;   /* LORS_KEY_BYTES bytes; needed when e2e names "aes" */

@@ -87,7 +87,9 @@ int lors__upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chain
                      xnd_t **out, lors_report_t *rep)
 {
     double t0 = now_s();
-    int64_t fs = o->e2e_blocksize ? o->e2e_blocksize : LORS_E2E_DEFAULT_FRAME;
+    int64_t fs = o->e2e_blocksize ? o->e2e_blocksize
+                 : lors__e2e_level_max(chain) ? LORS_E2E_PACK_FRAME
+                                             : LORS_E2E_DEFAULT_FRAME;
     lors__e2e_desc_t d;
     lors__e2e_enc_t e;
     int p[2], rc;

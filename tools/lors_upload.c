@@ -189,7 +189,8 @@ static const tool_opt_t opts[] = {
     {TOOL_OPT_STR, "checksum", 'k', NULL, S(checksum), 0, 0, NULL, "ALG",
      "digest per checksum block (default blake3; sha256, any OpenSSL\ndigest, or none)", NULL},
     {TOOL_OPT_SIZE, "e2e-block-size", 'E', "E2E_BLOCKSIZE", S(e2e_bs), 1, INT64_MAX, NULL, "N",
-     "bytes per checksum block and per transform frame (default 1M)", NULL},
+     "bytes per checksum block and per transform frame (default\n1M; a compressor's frames 4M)",
+     NULL},
     {TOOL_OPT_FN, "zstd", 'z', NULL, 0, 0, 0, NULL, NULL,
      "compress (zstd); with -a, the order on the command line is\nthe order applied", set_e2e},
     {TOOL_OPT_FN, "zlib", 0, NULL, 0, 0, 0, NULL, NULL,
@@ -416,7 +417,9 @@ static void print_report(const lors_upload_opts_t *o, const lors_report_t *rep,
         fprintf(stderr, " per %" PRId64 " bytes", o->checksum_blocksize);
     if (e2e)
         fprintf(stderr, ", transforms %s per %" PRId64 " bytes (%" PRId64 " bytes stored)",
-                o->e2e, o->e2e_blocksize > 0 ? o->e2e_blocksize : MIB, rep->size);
+                o->e2e, o->e2e_blocksize > 0 ? o->e2e_blocksize
+                        : strstr(o->e2e, "zstd") || strstr(o->e2e, "zlib") ? LORS_E2E_PACK_FRAME
+                                                                            : MIB, rep->size);
     fprintf(stderr, ", %s, duration %s%" PRId64 "s, %d threads\n",
             o->reliability == IBP_SOFT ? "soft" : "hard", o->duration_s < 0 ? "max " : "",
             o->duration_s < 0 ? 0 : o->duration_s, o->threads);

@@ -163,6 +163,7 @@ static void test_compress(void)
         char err[256];
         CU_ASSERT_EQUAL(lors_e2e_info(x, &info, err, sizeof err), LORS_OK);
         CU_ASSERT_STRING_EQUAL(info.chain, c[i].chain);
+        CU_ASSERT_EQUAL(info.frame_size, LORS_E2E_PACK_FRAME); /* a compressor's frames */
         stored[i] = (long)xnd_size(x);
         xnd_free(x);
         unlink(lns_test_path("z.out"));
