@@ -283,6 +283,7 @@ for r in $(seq "$RUNS"); do
     per_round_ratio r_up1 up_lns1 up_orig1
     per_round_ratio r_up2 up_lns2 up_orig2
     per_round_ratio r_up1_spread up_lns1 up_orig1_spread
+    per_round_ratio r_up1_plain up_lns1_plain up_orig1
     per_round_ratio r_up2_spread up_lns2 up_orig2_spread
 done
 
@@ -325,4 +326,5 @@ x=$(med r_up1)
 echo "  upload -c 1, verified / original unverified  $x  target>=1.3 $(verdict "$x" 1.3)"
 x=$(med r_up2)
 echo "  upload -c 2, verified / original unverified  $x  target>=1.3 $(verdict "$x" 1.3)"
-echo "  (against the original with -M $ORIG_M: -c 1 $(med r_up1_spread), -c 2 $(med r_up2_spread))"
+echo "  (against the original with -M $ORIG_M: -c 1 $(med r_up1_spread)," \
+    "-c 2 $(med r_up2_spread); lns -c 1 --tls off against the original: $(med r_up1_plain))"
