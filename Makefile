@@ -8,6 +8,7 @@
 #   make fuzz             libFuzzer on the request, exNode and L-Bone JSON parsers (FUZZ_SECONDS each, default 600)
 #   make bench-depot      depot benchmarks against nginx and socat (docs/PERFORMANCE.md)
 #   make bench-lors       lors_download against curl and aria2c, and its memory (docs/PERFORMANCE.md)
+#   make bench-orig       lors_download/lors_upload against the original LoRS 1.3.1 tools (LORS131=)
 #   make bench-ec         erasure coding: ISA-L rates, --ec against copies, degraded reads (docs/PERFORMANCE.md)
 #   make bench-wan        WAN scenarios on a namespace testbed vs aria2c (docs/wan-testbed.md)
 #   make bench-wan-random SEEDS=N   N random testbed scenarios vs aria2c (issue 16's targets)
@@ -188,7 +189,7 @@ BENCH_BINS = $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 # Everything a program may link, top layer first (static archives resolve left to right).
 ALL_LIBS_A = $(LIBTOOL_A) $(LIBLORS_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
 
-.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-ec bench-wan bench-wan-random bench-lbone bench-serve bench-abuse bench-mount bench-ibp-perf bench-tls bench-zstd bench-limit soak install uninstall clean \
+.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-orig bench-ec bench-wan bench-wan-random bench-lbone bench-serve bench-abuse bench-mount bench-ibp-perf bench-tls bench-zstd bench-limit soak install uninstall clean \
         interop interop-build
 
 # The installed libraries, each as .a and .so (soname lib<name>.so.0), and their public headers
@@ -372,6 +373,13 @@ bench-lors:
 	@scripts/install-deps.sh --bench
 	$(MAKE) benchprogs
 	@tests/bench/bench_lors.sh $(B)
+
+# The original LoRS 1.3.1 tools (issue 39), built under $(LNS_INTEROP_PREFIX)/lors131 by make
+# interop-build LORS_MIRROR=...; the script exits 2 when they are not there.
+bench-orig:
+	@scripts/install-deps.sh --bench
+	$(MAKE) all benchprogs
+	@LORS131=$(or $(LORS131),$(LNS_INTEROP_PREFIX)/lors131) tests/bench/bench_orig.sh $(B)
 
 # Every tests/wan/scenarios/*.scn on the namespace testbed (root, ip, tc; Toxiproxy is
 # installed into build/wan on first use).  WAN_SIZE=64M for a quick pass; table in build/wan.

@@ -156,14 +156,16 @@ bench_link_down() {
 # start_depot NAME HARD_MB [IBP_DEPOT_FLAGS...]: a depot with one resource of HARD_MB MiB hard
 # storage in $WORK/NAME; sets PID_<NAME>, and PORT_<NAME> once it listens.
 # DEPOT_NETNS and DEPOT_ADDR (both or neither): the depot runs in that network namespace and
-# listens on that address instead of 127.0.0.1.
+# listens on that address instead of 127.0.0.1.  DEPOT_ADDR alone (another loopback address,
+# 127.0.0.N): the depot listens there and names that host in its capabilities.  DEPOT_SOFT_MB:
+# the soft storage (default 16).
 start_depot() {
     local name=$1 hard=$2 dir=$WORK/$1 pid i addr=${DEPOT_ADDR:-127.0.0.1} pre=()
     shift 2
     [ -n "${DEPOT_NETNS:-}" ] && pre=(ip netns exec "$DEPOT_NETNS")
     mkdir -p "$dir/res"
     "${pre[@]}" "$BIN/ibp_depot" --listen "$addr" --port 0 --port-file "$dir/port" \
-        --public-host "$addr" --resource "$dir/res,hard=${hard}M,soft=16M,max-duration=86400" \
+        --public-host "$addr" --resource "$dir/res,hard=${hard}M,soft=${DEPOT_SOFT_MB:-16}M,max-duration=86400" \
         --log-level warn "$@" >"$dir/stderr" 2>&1 &
     pid=$!
     PIDS+=("$pid")
