@@ -58,13 +58,6 @@ static int suite_clean(void)
     return 0;
 }
 
-static int conn(void)
-{
-    int fd = td_connect(&D);
-    CU_ASSERT_FATAL(fd >= 0);
-    return fd;
-}
-
 /* ALLOCATE_CHKSUM as ACCRE's allocate_command formats it (cs < 0: a plain ALLOCATE). */
 static int allocate(int fd, int cs, long bs, long size, caps_t *c)
 {
@@ -206,13 +199,13 @@ static int flip(const caps_t *c, long off)
 static void test_allocate_refusals(void)
 {
     caps_t c;
-    int fd = conn();
+    int fd = td_conn(&D);
     CU_ASSERT_EQUAL(allocate(fd, 9, 65536, 1000, &c), -64);
     close(fd);
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(allocate(fd, 4, 0, 1000, &c), -65);
     close(fd);
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(allocate(fd, 0, 0, 1000, &c), 1); /* CHKSUM_NONE: a plain allocation */
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 31 %s %s 1 30\n", c.key[2], c.tk[2]), -63);
     close(fd);
@@ -224,7 +217,7 @@ static void test_write_load_roundtrip(void)
 {
     static char data[300000], back[300000];
     caps_t c;
-    int fd = conn();
+    int fd = td_conn(&D);
     pattern(data, sizeof data, 3);
     for (int cs = 1; cs <= 4; cs++) {
         CU_ASSERT_EQUAL_FATAL(allocate(fd, cs, 4096, sizeof data, &c), 1);
@@ -276,7 +269,7 @@ static void test_vector_and_send(void)
     static char data[200000], back[200000], wire[220000];
     caps_t c, t;
     char reply[256];
-    int fd = conn();
+    int fd = td_conn(&D);
     pattern(data, sizeof data, 17);
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 4, 4096, sizeof data, &c), 1);
     CU_ASSERT_EQUAL(put(fd, &c, 0, 0, -1, data, sizeof data, 0), 1);
@@ -307,7 +300,7 @@ static void test_vector_and_send(void)
     CU_ASSERT_EQUAL(raw_code(reply), -63);
     close(fd);
     /* VEC_READ_CHKSUM of [5, 2005) and [150000, 151500), blocks of 700 */
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 36 4 700 %s %s 2 5 2000 150000 1500 30\n",
                              c.key[0], c.tk[0]), 1);
     CU_ASSERT_STRING_EQUAL(reply, "1 3500");
@@ -341,7 +334,7 @@ static void test_split_push_pull(void)
     char reply[4096];
     int t, sz;
     long bs, nb, nbytes;
-    int fd = conn();
+    int fd = td_conn(&D);
     pattern(data, sizeof data, 29);
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 4, 64, 400000, &m), 1);
     CU_ASSERT_EQUAL(put(fd, &m, 4, 64, -1, data, sizeof data, 0), 1);
@@ -397,12 +390,12 @@ static void test_network_mismatch(void)
 {
     static char data[10000], back[10000];
     caps_t c;
-    int fd = conn();
+    int fd = td_conn(&D);
     pattern(data, sizeof data, 5);
     CU_ASSERT_EQUAL_FATAL(allocate(fd, -1, 0, sizeof data, &c), 1);
     CU_ASSERT_EQUAL(put(fd, &c, 4, 1024, -1, data, 3000, 1), -63);
     close(fd);
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(get(fd, &c, 0, 0, 0, 1, back), -30); /* nothing stored */
     CU_ASSERT_EQUAL(put(fd, &c, 4, 1024, -1, data, 3000, 0), 1);
     CU_ASSERT_EQUAL(get(fd, &c, 3, 700, 0, 3000, back), 1); /* unchecksummed on disk, SHA1 on the wire */
@@ -415,7 +408,7 @@ static void test_bit_rot(void)
     static char data[200000], back[200000];
     caps_t cks, plain;
     char reply[256];
-    int fd = conn();
+    int fd = td_conn(&D);
     pattern(data, sizeof data, 9);
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 4, 65536, sizeof data, &cks), 1);
     CU_ASSERT_EQUAL_FATAL(allocate(fd, -1, 0, sizeof data, &plain), 1);
@@ -430,13 +423,13 @@ static void test_bit_rot(void)
     /* the spoiled block (65536..131072) is refused, in every form; the others still read */
     CU_ASSERT_EQUAL(get(fd, &cks, 0, 0, 0, sizeof data, back), -63);
     close(fd);
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(get(fd, &cks, 0, 0, 69000, 10, back), -63);
     close(fd);
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(get(fd, &cks, 4, 8192, 0, 100000, back), -63);
     close(fd);
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(get(fd, &cks, 0, 0, 0, 65536, back), 1);
     CU_ASSERT(memcmp(back, data, 65536) == 0);
     CU_ASSERT_EQUAL(get(fd, &cks, 0, 0, 131072, 1000, back), 1);
@@ -451,10 +444,10 @@ static void test_bit_rot(void)
     /* still refused after a restart; and rewriting the block heals it */
     lns_test_server_kill(&D.srv, SIGKILL);
     CU_ASSERT_EQUAL_FATAL(td_restart(&D), 0);
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(get(fd, &cks, 0, 0, 69000, 10, back), -63);
     close(fd);
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(put(fd, &cks, 0, 0, 65536, data + 65536, 65536, 0), 1);
     CU_ASSERT_EQUAL(get(fd, &cks, 0, 0, 0, sizeof data, back), 1);
     CU_ASSERT(memcmp(back, data, sizeof data) == 0);
@@ -467,7 +460,7 @@ static void test_bit_rot_restart(void)
 {
     static char data[100000], back[100000];
     caps_t c;
-    int fd = conn();
+    int fd = td_conn(&D);
     pattern(data, sizeof data, 11);
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 4, 65536, sizeof data, &c), 1);
     CU_ASSERT_EQUAL(put(fd, &c, 0, 0, -1, data, sizeof data, 0), 1);
@@ -475,7 +468,7 @@ static void test_bit_rot_restart(void)
     lns_test_server_kill(&D.srv, SIGKILL);
     CU_ASSERT_EQUAL_FATAL(flip(&c, 100), 0);
     CU_ASSERT_EQUAL_FATAL(td_restart(&D), 0);
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(get(fd, &c, 0, 0, 0, sizeof data, back), -63);
     close(fd);
 }
@@ -487,7 +480,7 @@ static void test_verified_cache(void)
     static char data[4 * 65536], back[4 * 65536];
     caps_t c;
     char reply[64];
-    int fd = conn();
+    int fd = td_conn(&D);
     pattern(data, sizeof data, 13);
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 4, 65536, sizeof data, &c), 1);
     CU_ASSERT_EQUAL(put(fd, &c, 0, 0, -1, data, sizeof data, 0), 1);
