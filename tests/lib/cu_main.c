@@ -92,6 +92,19 @@ void lns_test_slurp(const char *path, char *buf, size_t size)
         fclose(f);
 }
 
+void lns_test_has(const char *file, int line, const char *text, ...)
+{
+    va_list ap;
+    va_start(ap, text);
+    for (const char *needle; (needle = va_arg(ap, const char *)) != NULL;) {
+        char what[512];
+        snprintf(what, sizeof what, "the text holds \"%s\"", needle);
+        CU_assertImplementation(strstr(text, needle) != NULL, (unsigned)line, what, file, "",
+                                CU_FALSE);
+    }
+    va_end(ap);
+}
+
 int lns_test_find_file(const char *rel, char *out, size_t size)
 {
     char alt[sizeof bindir + 4096];

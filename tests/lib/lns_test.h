@@ -46,6 +46,11 @@ const char *lns_test_tmpdir(void);
 const char *lns_test_path(const char *name);
 /* The start of a file as a string: at most size - 1 bytes, NUL-terminated ("" if unreadable). */
 void lns_test_slurp(const char *path, char *buf, size_t size);
+/* CU_ASSERT that text holds each of the needles (strings), one assertion for each, a failure
+ * reported at the caller's line with the needle missed. */
+#define LNS_TEST_HAS(text, ...) \
+    lns_test_has(__FILE__, __LINE__, (text), __VA_ARGS__, (const char *)NULL)
+void lns_test_has(const char *file, int line, const char *text, ...);
 /* A file of the source tree (e.g. "tests/wan/short.sh"), found relative to the current
  * directory (make test runs from the root) or to the bin directory (build/<kind>/bin/../../..).
  * 0 with its path in out, or -1 if it is not there (or not executable). */
