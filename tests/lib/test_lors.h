@@ -28,8 +28,8 @@ int tl_fleet_stop(test_depot_t *dep, int n, ibp_client_t *cli);
     static int fleet_start(void) { return tl_fleet_start(dep, ldep, n, &cli); }                \
     static int fleet_stop(void) { return tl_fleet_stop(dep, n, cli); }
 
-/* n deterministic bytes from seed, malloc'd (at least 1 byte, so n may be 0); no memory ends
- * the test. */
+/* n deterministic bytes from seed, malloc'd (at least 1 byte, so n may be 0); NULL without
+ * the memory. */
 unsigned char *tl_data(size_t n, uint64_t seed);
 /* Upload options over depots d[0..nd) with copies x frags, 600 s, a 20 s timeout; the rest
  * liblors's defaults. */
