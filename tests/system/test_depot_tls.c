@@ -196,12 +196,9 @@ static void *relay_main(void *arg)
             close(fd);
             continue;
         }
-        char err[512], buf[4096];
-        if (lns_tls_accept(r->ctx, fd, 5000, lns_deadline_ms(5000), err, sizeof err) == 0) {
-            ssize_t n;
-            while ((n = lns_read_some(fd, buf, sizeof buf, 2000, lns_deadline_ms(2000))) > 0)
-                r->app_bytes += n;
-        }
+        char err[512];
+        if (lns_tls_accept(r->ctx, fd, 5000, lns_deadline_ms(5000), err, sizeof err) == 0)
+            r->app_bytes += lns_test_drain(fd, 2000);
         lns_sock_close(fd);
     }
     return NULL;
