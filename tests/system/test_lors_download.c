@@ -214,13 +214,22 @@ static void on_ev(void *arg, const lors_event_t *ev)
     pthread_mutex_unlock(&v->mu);
 }
 
+/* A depot of its own started as *vd (named name) and the list ld[4] of the shared depots with
+ * it in place i. */
+static void with_victim(test_depot_t *vd, const char *name, int i, lors_depot_t *ld)
+{
+    CU_ASSERT_FATAL(tl_start_depot(vd, name, "256M") == 0);
+    for (int k = 0; k < 4; k++)
+        ld[k] = ldep[k];
+    tl_lors_depot(vd, &ld[i]);
+}
+
 /* 2 copies over three shared depots and a victim; sig sent to it after 5 blocks. */
 static void victim_download(int sig, const char *name)
 {
     test_depot_t vd;
-    CU_ASSERT_FATAL(tl_start_depot(&vd, name, "256M") == 0);
-    lors_depot_t ld[4] = {ldep[0], ldep[1], ldep[2]};
-    tl_lors_depot(&vd, &ld[3]);
+    lors_depot_t ld[4];
+    with_victim(&vd, name, 3, ld);
     size_t n = 12 * 1000 * 1000 + 1;
     unsigned char *src = tl_data(n, 10 + (uint64_t)sig);
     xnd_t *x = upload(ld, 4, src, n, 2, 4);
@@ -343,10 +352,8 @@ static void test_corrupt(void)
 static void test_no_replica(void)
 {
     test_depot_t vd;
-    CU_ASSERT_FATAL(tl_start_depot(&vd, "gone", "256M") == 0);
-    lors_depot_t ld[4] = {ldep[0], ldep[1], ldep[2]};
-    tl_lors_depot(&vd, &ld[2]);
-    ld[3] = ldep[3];
+    lors_depot_t ld[4];
+    with_victim(&vd, "gone", 2, ld);
     size_t n = 4 * 1000 * 1000;
     unsigned char *src = tl_data(n, 12);
     xnd_t *x = upload(ld, 4, src, n, 1, 4);

@@ -72,6 +72,17 @@ static void dopts(lors_download_opts_t *o)
     o->stall_ms = 500;
 }
 
+/* tl_download_mem of f with dopts' settings: its code, the bytes in *out (*outlen of them). */
+static int download_mem(const xnd_t *f, unsigned char **out, size_t *outlen,
+                        lors_dl_report_t *rep)
+{
+    lors_download_opts_t o;
+    dopts(&o);
+    *out = NULL;
+    *outlen = 0;
+    return tl_download_mem(&o, f, out, outlen, rep);
+}
+
 /* The port of a mapping's read capability. */
 static int map_port(const xnd_mapping_t *m)
 {
@@ -344,13 +355,10 @@ static void test_forged_parity(void)
         forged = 1;
     }
     CU_ASSERT_FATAL(forged);
-    lors_download_opts_t o;
     lors_dl_report_t rep;
-    unsigned char *out = NULL;
-    size_t outlen = 0;
-    dopts(&o);
-    int rc = tl_download_mem(&o, y, &out, &outlen, &rep);
-    CU_ASSERT_EQUAL(rc, LORS_E_E2E);
+    unsigned char *out;
+    size_t outlen;
+    CU_ASSERT_EQUAL(download_mem(y, &out, &outlen, &rep), LORS_E_E2E);
     CU_ASSERT_PTR_NOT_NULL(strstr(rep.error, "does not match its digests"));
     CU_ASSERT(outlen <= (size_t)(s * S));
     CU_ASSERT(memcmp(out, src, outlen) == 0);
@@ -377,13 +385,10 @@ static void test_three_gone(void)
     lns_test_server_kill(&dep[0].srv, SIGKILL);
     lns_test_server_kill(&dep[2].srv, SIGKILL);
     lns_test_server_kill(&dep[5].srv, SIGKILL);
-    lors_download_opts_t o;
     lors_dl_report_t rep;
-    unsigned char *out = NULL;
-    size_t outlen = 0;
-    dopts(&o);
-    int rc = tl_download_mem(&o, x, &out, &outlen, &rep);
-    CU_ASSERT_EQUAL(rc, LORS_E_NO_REPLICA);
+    unsigned char *out;
+    size_t outlen;
+    CU_ASSERT_EQUAL(download_mem(x, &out, &outlen, &rep), LORS_E_NO_REPLICA);
     /* the message names the stripes' bytes */
     char first[64]; /* every stripe has a piece on each depot: all are lost */
     snprintf(first, sizeof first, "bytes 0-%zu:", N - 1);
