@@ -89,6 +89,19 @@ int tl_download_mem(const lors_download_opts_t *o, const xnd_t *x, unsigned char
     return rc;
 }
 
+int tl_dl(tl_dl_t *d, const xnd_t *x)
+{
+    return tl_download_mem(&d->o, x, &d->out, &d->outlen, &d->rep);
+}
+
+void tl_dl_end(tl_dl_t *d)
+{
+    lors_dl_report_free(&d->rep);
+    free(d->out);
+    d->out = NULL;
+    d->outlen = 0;
+}
+
 void tl_check_range(const lors_download_opts_t *o, const xnd_t *x, const unsigned char *src,
                     size_t n, int64_t off, int64_t len, lors_dl_report_t *rep)
 {
