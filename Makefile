@@ -16,6 +16,8 @@
 #   make bench-abuse      lbone_server and lors_serve under 2,000 slow connections: GETs within 1 s
 #   make bench-mount      ls -l of 100,000 exNodes through lors_mount against local ls; its memory
 #   make bench-tls        TLS against --tls off: upload, download, 4 KiB ops, handshakes (BENCH_LINK=1gbit)
+#   make bench-zstd       lors_upload -z (zstd) against zstd -T2 -3 of a text corpus; --zlib, the levels
+#   make bench-limit      the calibrator: memcpy, hashes, cipher, loopback TCP bare/hashed/sealed
 #   make bench-ibp-perf   ACCRE's ibp_perf against an lns and an ACCRE 1.4 depot (docs/PERFORMANCE.md)
 #   make soak             the long runs: every depot failpoint, then random faults (SOAK_SECONDS, default 600);
 #                         concurrent exNode writers and tools SIGKILLed at random points
@@ -72,7 +74,7 @@ CPPFLAGS = -D_GNU_SOURCE -Icommon -Iibp -Iexnode -Ilors -Ilbone -Ilbone/gazettee
 # "#pragma GCC visibility push(default)" and "pop" (ibp.h, xnd.h, lors.h, lbone.h).
 CFLAGS   = -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread -MMD -MP
 LDFLAGS  = -pthread $(SANLD)
-LIBS     = -lxml2 -lssl -lcrypto -lz -lisal -lsqlite3
+LIBS     = -lxml2 -lssl -lcrypto -lz -lzstd -lisal -lsqlite3
 TESTLIBS = -lcunit $(CAIRO_LIBS)
 CAIRO_CFLAGS := $(shell pkg-config --cflags cairo fontconfig 2>/dev/null)
 CAIRO_LIBS := $(shell pkg-config --libs cairo fontconfig 2>/dev/null || echo -lcairo -lfontconfig)
@@ -148,8 +150,27 @@ endef
 # libibp.a also holds the common/ helpers, for the programs that link the archives.
 $(eval $(call library,IBP,ibp,$(LIBIBP_SRC),$(COMMON_SRC),,-lssl -lcrypto))
 $(eval $(call library,EXNODE,exnode,$(EXNODE_SRC),,$(LIBIBP_SO),-lxml2 -lcrypto))
-$(eval $(call library,LORS,lors,$(LORS_SRC),,$(LIBEXNODE_SO) $(LIBIBP_SO),-lcrypto -lz -lisal))
+$(eval $(call library,LORS,lors,$(LORS_SRC),,$(LIBEXNODE_SO) $(LIBIBP_SO),-lcrypto -lz -lzstd -lisal))
 $(eval $(call library,LBONE,lbone,$(LBONE_SRC),,,-lcurl -ljansson -lcrypto))
+
+# BLAKE3, liblors's default checksum: the reference C implementation (Debian's
+# librust-blake3-dev ships it as source, with no library to link), built into liblors with its
+# portable code and each SIMD variant (its C intrinsics, each file with its own -m flags; the
+# dispatcher picks one at run time).  Hidden like everything but lors.h: no blake3_* symbol is
+# exported.  Its own code, so not our warnings.
+B3_DIR := $(patsubst %/blake3.h,%,$(firstword $(wildcard /usr/share/cargo/registry/blake3-*/c/blake3.h)))
+B3_DIR := $(or $(B3_DIR),/usr/share/cargo/registry/blake3-1.3.1/c)
+B3_NAMES = blake3 blake3_dispatch blake3_portable blake3_sse2 blake3_sse41 blake3_avx2 blake3_avx512
+B3_OBJ = $(patsubst %,$(B)/obj/blake3/%.o,$(B3_NAMES))
+B3_ISA_blake3_sse2 = -msse2
+B3_ISA_blake3_sse41 = -msse4.1
+B3_ISA_blake3_avx2 = -mavx2
+B3_ISA_blake3_avx512 = -mavx512f -mavx512vl
+CPPFLAGS += -I$(B3_DIR)
+$(B)/obj/blake3/%.o: $(B3_DIR)/%.c Makefile
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)$(CC) $(OPT) -fPIC -fvisibility=hidden $(B3_ISA_$*) -c $< -o $@
+$(LIBLORS_A) $(LIBLORS_SO): $(B3_OBJ)
 
 LIBDEPOT_A = $(B)/lib/libdepot.a
 LIBTOOL_A = $(B)/lib/libtool.a
@@ -167,7 +188,7 @@ BENCH_BINS = $(patsubst tests/bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 # Everything a program may link, top layer first (static archives resolve left to right).
 ALL_LIBS_A = $(LIBTOOL_A) $(LIBLORS_A) $(LIBLBONE_A) $(LIBEXNODE_A) $(LIBIBP_A)
 
-.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-ec bench-wan bench-wan-random bench-lbone bench-serve bench-abuse bench-mount bench-ibp-perf bench-tls soak install uninstall clean \
+.PHONY: all tests test deps benchprogs demo fuzz bench bench-depot bench-lors bench-ec bench-wan bench-wan-random bench-lbone bench-serve bench-abuse bench-mount bench-ibp-perf bench-tls bench-zstd bench-limit soak install uninstall clean \
         interop interop-build
 
 # The installed libraries, each as .a and .so (soname lib<name>.so.0), and their public headers
@@ -365,23 +386,12 @@ bench-wan-random:
 	$(MAKE) all
 	@tests/wan/bench_wan_random.sh $(B)
 
-bench-ec: deps
+# bench-NAME runs tests/bench/bench_NAME.sh over the benchmark programs. bench-tls: the sealed
+# wire (issue 37) against plaintext; BENCH_LINK=1gbit puts the depots behind a shaped veth
+# (root, ip, tc).
+bench-ec bench-lbone bench-serve bench-tls bench-zstd bench-limit: bench-%: deps
 	$(MAKE) benchprogs
-	@tests/bench/bench_ec.sh $(B)
-
-bench-lbone: deps
-	$(MAKE) benchprogs
-	@tests/bench/bench_lbone.sh $(B)
-
-bench-serve: deps
-	$(MAKE) benchprogs
-	@tests/bench/bench_serve.sh $(B)
-
-# The sealed wire (issue 37) against plaintext; BENCH_LINK=1gbit puts the depots behind a
-# shaped veth (root, ip, tc).
-bench-tls: deps
-	$(MAKE) benchprogs
-	@tests/bench/bench_tls.sh $(B)
+	@tests/bench/bench_$*.sh $(B)
 
 bench-mount: deps
 	$(MAKE) all

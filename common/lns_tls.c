@@ -391,6 +391,12 @@ static lns_tls_ctx_t *ctx_new(int server, char *err, size_t errlen)
                                     SSL_OP_NO_RENEGOTIATION);
     SSL_CTX_set_mode(c->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE |
                                  SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+    /* Read ahead into a buffer of several records: one read() takes what the socket holds
+     * (about 64 KiB) instead of two per 16 KiB record, the header and then the rest (a
+     * download made 7 reads per 64 KiB).  What it holds beyond the record being read is
+     * pending for the poll points (lns_tls_pending). */
+    SSL_CTX_set_read_ahead(c->ssl, 1);
+    SSL_CTX_set_default_read_buffer_len(c->ssl, 64 * 1024 + 512);
     /* AES-128-GCM first: a fifth faster than AES-256-GCM (OpenSSL's first) on AES-NI, the
      * cost of every byte without kernel TLS (docs/PERFORMANCE.md, The sealed wire) */
     SSL_CTX_set_ciphersuites(c->ssl, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
@@ -642,7 +648,9 @@ const char *lns_tls_kernel_note(void)
 
 size_t lns_tls_pending(const lns_tls_t *t)
 {
-    return (size_t)SSL_pending(t->ssl);
+    /* decrypted bytes, else 1 for raw bytes read ahead that no poll() would see */
+    size_t n = (size_t)SSL_pending(t->ssl);
+    return n ? n : SSL_has_pending(t->ssl) ? 1 : 0;
 }
 
 ssize_t lns_tls_read_some(lns_tls_t *t, void *buf, size_t n, int idle_ms, int64_t deadline_ms)

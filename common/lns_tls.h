@@ -86,7 +86,7 @@ const char *lns_tls_kernel_note(void);
 
 /* The seal on fd, or NULL for a plain socket. */
 lns_tls_t *lns_tls_of(int fd);
-/* Bytes decrypted and not yet read. */
+/* Bytes decrypted and not yet read; else 1 when raw bytes were read ahead (0: none). */
 size_t lns_tls_pending(const lns_tls_t *t);
 ssize_t lns_tls_read_some(lns_tls_t *t, void *buf, size_t n, int idle_ms, int64_t deadline_ms);
 /* flags: MSG_MORE holds up to 16 KiB to go out with what follows. */

@@ -157,14 +157,18 @@ typedef struct lors_upload_opts {
     int reliability;            /* IBP_HARD or IBP_SOFT */
     int threads;                /* parallel stores */
     int timeout_s;              /* longest wait of any one depot call */
-    const char *checksum;       /* OpenSSL digest name ("sha256", "blake2b512"), or "none" */
+    const char *checksum;       /* "blake3" (the default), an OpenSSL digest name ("sha256",
+                                 * "blake2b512"), or "none" */
     int64_t checksum_blocksize; /* bytes per digest */
     lors_event_fn on_event;     /* NULL: no events */
     void *event_arg;
     /* end-to-end transforms (docs/lors.md, "End-to-end transforms"): applied to frames of
      * e2e_blocksize plain bytes, in the order named, before striping.  NULL or "" = none. */
-    const char *e2e;            /* "zlib", "aes", "zlib,aes", "aes,zlib" (-z, -a, --e2e) */
+    const char *e2e;            /* "zstd", "zlib", "aes", "zstd,aes", "aes,zstd", "zlib,aes"...
+                                 * (-z: zstd, -a, --e2e); at most one of zstd and zlib */
     int64_t e2e_blocksize;      /* plain bytes per frame (-E); 0 = 1 MiB */
+    int e2e_level;              /* the compressor's level (--level): zstd 1..19, zlib 1..9;
+                                 * 0: zstd 3, zlib 6 */
     const unsigned char *key;   /* LORS_KEY_BYTES bytes; needed when e2e names "aes" */
     /* Stopping (an interrupt): once *stop is nonzero -- a signal handler may set it -- the
      * call stops within about 100 ms, after the depot calls in flight (each bounded by
@@ -192,7 +196,7 @@ typedef struct lors_upload_opts {
 } lors_upload_opts_t;
 
 /* Defaults: blocksize 5 MiB, 1 copy, 4 fragments, duration 1 day, HARD, 4 threads,
- * timeout 180 s, "sha256" per 1 MiB.  No depots. */
+ * timeout 180 s, "blake3" per 1 MiB.  No depots. */
 void lors_upload_opts_init(lors_upload_opts_t *o);
 
 /* What a call freed when it gave up (upload, augment) or was asked to (lors_discard):
@@ -533,6 +537,10 @@ void lors_dir_name_of(const char *path, char *name, size_t size);
  * stripe, its zero padding).  LORS_OK, LORS_E_READ (fd shorter than len or unreadable;
  * *good still the prefix verified before), LORS_E_INVAL or LORS_E_NOMEM. */
 int lors_verify_prefix(const xnd_t *x, int fd, int64_t offset, int64_t len, int64_t *good);
+/* The same for x's bytes [offset, offset+len) held in fd from position at on (a run in the
+ * middle of a file written in place): *good, the verified length from offset. */
+int lors_verify_at(const xnd_t *x, int fd, int64_t at, int64_t offset, int64_t len,
+                   int64_t *good);
 
 /* ---- end-to-end transforms ------------------------------------------------------------- */
 

@@ -70,13 +70,7 @@ static void fatal_locked(aug_t *a, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void fatal_locked(aug_t *a, int err, const char *fmt, ...)
 {
-    if (a->err)
-        return;
-    a->err = err;
-    va_list ap;
-    va_start(ap, fmt);
-    lors__report_verror(a->rep, fmt, ap);
-    va_end(ap);
+    lors__report_first(a->err, 0, err, a->rep, fmt);
 }
 
 static void add_issue_locked(aug_t *a, const aug_job_t *j, const lors_depot_t *failed,

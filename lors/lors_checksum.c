@@ -2,9 +2,10 @@
  *
  * A mapping's digests are those of consecutive checksum blocks of its logical range, so every
  * replica of a range carries the same string and a reader can check any block it loads
- * without loading the rest.  The algorithm is any fixed-size OpenSSL EVP digest by name, or
- * "crc64" (lors_checksum.h).
+ * without loading the rest.  The algorithm is "blake3", any fixed-size OpenSSL EVP digest by
+ * name, or "crc64" (lors_checksum.h).
  */
+#include <blake3.h>
 #include <isa-l/crc64.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
@@ -29,6 +30,8 @@ int lors_ck_hexlen(const char *algorithm)
         return -1;
     if (strcmp(algorithm, LORS_CK_CRC64) == 0)
         return 16;
+    if (strcmp(algorithm, LORS_CK_BLAKE3) == 0)
+        return 2 * BLAKE3_OUT_LEN;
     const EVP_MD *md = digest_by_name(algorithm);
     return md ? 2 * EVP_MD_size(md) : -1;
 }
@@ -42,6 +45,12 @@ int lors_ck_init(lors_ck_t *c, const char *algorithm, int64_t blocksize)
         return LORS_E_INVAL;
     if (strcmp(algorithm, LORS_CK_CRC64) == 0) {
         c->crc = 1;
+        c->blocksize = blocksize;
+        return LORS_OK;
+    }
+    if (strcmp(algorithm, LORS_CK_BLAKE3) == 0) {
+        if (!(c->b3 = malloc(sizeof(blake3_hasher))))
+            return LORS_E_NOMEM;
         c->blocksize = blocksize;
         return LORS_OK;
     }
@@ -64,6 +73,9 @@ static int end_block(lors_ck_t *c)
         for (dl = 0; dl < 8; dl++)
             d[dl] = (unsigned char)(c->crc_state >> (56 - 8 * dl));
         c->crc_state = 0;
+    } else if (c->b3) {
+        blake3_hasher_finalize(c->b3, d, BLAKE3_OUT_LEN);
+        dl = BLAKE3_OUT_LEN;
     } else if (!EVP_DigestFinal_ex(c->ctx, d, &dl)) {
         return LORS_E_DIGEST;
     }
@@ -78,16 +90,20 @@ static int end_block(lors_ck_t *c)
 int lors_ck_update(lors_ck_t *c, const void *data, size_t len)
 {
     const unsigned char *p = data;
-    if (!c->md && !c->crc)
+    if (!c->md && !c->crc && !c->b3)
         return LORS_OK;
     while (len > 0) {
         if (c->in_block == 0 && c->md && !EVP_DigestInit_ex(c->ctx, c->md, NULL))
             return LORS_E_DIGEST;
+        if (c->in_block == 0 && c->b3)
+            blake3_hasher_init(c->b3);
         size_t n = (size_t)(c->blocksize - c->in_block);
         if (n > len)
             n = len;
         if (c->crc)
             c->crc_state = crc64_ecma_refl(c->crc_state, p, n);
+        else if (c->b3)
+            blake3_hasher_update(c->b3, p, n);
         else if (!EVP_DigestUpdate(c->ctx, p, n))
             return LORS_E_DIGEST;
         c->in_block += (int64_t)n;
@@ -105,7 +121,7 @@ int lors_ck_update(lors_ck_t *c, const void *data, size_t len)
 int lors_ck_finish(lors_ck_t *c, char **hex)
 {
     *hex = NULL;
-    if ((c->md || c->crc) && c->in_block > 0) {
+    if ((c->md || c->crc || c->b3) && c->in_block > 0) {
         int rc = end_block(c);
         if (rc != LORS_OK)
             return rc;
@@ -120,6 +136,7 @@ void lors_ck_free(lors_ck_t *c)
 {
     if (c->ctx)
         EVP_MD_CTX_free(c->ctx);
+    free(c->b3);
     free(c->hex);
     memset(c, 0, sizeof *c);
 }
@@ -137,7 +154,8 @@ int lors_checksum_verify(const xnd_mapping_t *m, const void *data, size_t len)
         xnd_meta_get_int(&m->func->args, "blocksize", &bs) != XND_OK || bs <= 0 ||
         xnd_meta_get_string(&m->func->args, "digests", &want) != XND_OK)
         return LORS_E_DIGEST;
-    if ((int64_t)len != m->logical_length || !digest_by_name(alg))
+    if ((int64_t)len != m->logical_length ||
+        (!digest_by_name(alg) && strcmp(alg, LORS_CK_BLAKE3) != 0))
         return LORS_E_DIGEST;
     int rc = lors_ck_init(&c, alg, bs);
     if (rc == LORS_OK)

@@ -15,10 +15,15 @@
  * parity pieces of erasure-coded files, whose decoded data is checked against the data
  * pieces' own digests (docs/lors.md, "Erasure coding"). */
 #define LORS_CK_CRC64 "crc64"
+/* And "blake3": BLAKE3 (the reference C implementation), 32 bytes, 64 hex digits; the
+ * default of uploads (lors_upload_opts_init).  An lns without it, and any reader that checks
+ * digests by name, refuses such a mapping as an unknown digest rather than misreading it. */
+#define LORS_CK_BLAKE3 "blake3"
 
 typedef struct lors_ck {
     int crc;          /* 1: "crc64" (md NULL) */
     uint64_t crc_state;
+    void *b3;         /* blake3_hasher * for "blake3" (md NULL) */
     const void *md;   /* const EVP_MD *; NULL for "none" */
     void *ctx;        /* EVP_MD_CTX * */
     int64_t blocksize;

@@ -118,15 +118,7 @@ static void cancel_ids_locked(dl_t *dl, const uint64_t *ids, int n, int withdraw
 /* The first failure wins: it is the one the report names. */
 void lors__dl_fail_locked(dl_t *dl, int rc, const char *fmt, ...)
 {
-    if (dl->rc == LORS_OK) {
-        dl->rc = rc;
-        if (dl->rep) {
-            va_list ap;
-            va_start(ap, fmt);
-            lors__report_verror(dl->rep, fmt, ap);
-            va_end(ap);
-        }
-    }
+    lors__report_first(dl->rc, LORS_OK, rc, dl->rep, fmt);
     dl->stop = 1;
     for (int t = 0; dl->slots && t < dl->nthreads; t++)
         stop_slot_locked(&dl->slots[t]);

@@ -1,4 +1,5 @@
-/* lors_e2e.c -- end-to-end transforms (zlib, AES-256-GCM) around the upload and download engines.
+/* lors_e2e.c -- end-to-end transforms (zstd, zlib, AES-256-GCM) around the upload and
+ * download engines.
  *
  * The engines move stored bytes and know nothing of frames; this file joins them to the
  * user's plain bytes with a pipe, so each engine keeps its own guarantees.

@@ -1,17 +1,23 @@
-/* lors_e2e_frame.c -- the frame codec of the end-to-end transforms: zlib and AES-256-GCM.
+/* lors_e2e_frame.c -- the frame codec of the end-to-end transforms: zstd, zlib and
+ * AES-256-GCM.
  *
- * A frame goes through the chain's steps in order; decoding undoes them in reverse.  zlib
- * always stores the compressed stream (compress2, level 6), even when it is not smaller:
- * one rule, deterministic output, and zlib's own Adler-32 as a second check.  aes is
+ * A frame goes through the chain's steps in order; decoding undoes them in reverse.  A
+ * compressor always stores its compressed form, even when it is not smaller: one rule, and
+ * the format's own check as a second one.  zstd (the default of -z) writes one zstd frame per
+ * lns frame, with its content size and its XXH64 checksum, at level 3 unless told (1..19;
+ * the level is not needed to read it); zlib is compress2 at level 6 unless told (1..9),
+ * with its Adler-32.  Each lns frame is compressed on its own, so every frame decodes by
+ * itself and a read of any range stays a read of the frames it touches.  aes is
  * AES-256-GCM with a 96-bit nonce = the file's 64-bit random salt || the 32-bit big-endian
  * frame index, so no nonce repeats within a file and, with the salt, across files under one
  * key; the additional authenticated data is the frame index (32-bit big-endian) followed by
  * the chain's canonical name, so a frame moved to another position, another file or another
  * chain fails its tag.  The 16-byte tag follows the ciphertext.
  *
- * Only zlib changes a frame's length unpredictably and a chain has at most one zlib, so the
+ * Only a compressor changes a frame's length unpredictably and a chain has at most one, so the
  * length each decoding step must produce is always known: the plain length, plus 16 when
- * aes came before zlib.  That is checked exactly: a frame decodes to its own length or fails.
+ * aes came before the compressor.  That is checked exactly: a frame decodes to its own length
+ * (and a zstd frame is exactly one zstd frame) or fails.
  */
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -20,12 +26,17 @@
 #include <string.h>
 #include <strings.h>
 #include <zlib.h>
+#include <zstd.h>
+#include <zstd_errors.h>
 
 #include "lns_hex.h"
 #include "lors_e2e_int.h"
 #include "lns_err.h"
 
-#define ZLIB_LEVEL 6
+static const char *step_name(int step)
+{
+    return step == LORS_E2E_ZLIB ? "zlib" : step == LORS_E2E_ZSTD ? "zstd" : "aes";
+}
 
 int lors__e2e_chain_parse(const char *s, lors__e2e_chain_t *c, char *err, size_t errlen)
 {
@@ -40,18 +51,22 @@ int lors__e2e_chain_parse(const char *s, lors__e2e_chain_t *c, char *err, size_t
             break;
         size_t n = strcspn(p, ", \t");
         int step = 0;
-        if (n == 4 && strncasecmp(p, "zlib", 4) == 0)
-            step = LORS_E2E_ZLIB;
-        else if (n == 3 && strncasecmp(p, "aes", 3) == 0)
-            step = LORS_E2E_AES;
+        for (int t = LORS_E2E_ZLIB; t <= LORS_E2E_ZSTD; t++)
+            if (n == strlen(step_name(t)) && strncasecmp(p, step_name(t), n) == 0)
+                step = t;
         if (!step) {
-            lns_err_set(err, errlen, "e2e chain \"%s\": unknown transform \"%.*s\" (zlib or aes)",
-                        s, (int)(n < 32 ? n : 32), p);
+            lns_err_set(err, errlen,
+                        "e2e chain \"%s\": unknown transform \"%.*s\" (zstd, zlib or aes)", s,
+                        (int)(n < 32 ? n : 32), p);
             return LORS_E_INVAL;
         }
         for (int i = 0; i < c->n; i++)
             if (c->steps[i] == step) {
                 lns_err_set(err, errlen, "e2e chain \"%s\": \"%.*s\" named twice", s, (int)n, p);
+                return LORS_E_INVAL;
+            } else if (LORS__E2E_PACKS(c->steps[i]) && LORS__E2E_PACKS(step)) {
+                lns_err_set(err, errlen, "e2e chain \"%s\": two compressors (zstd or zlib, "
+                            "not both)", s);
                 return LORS_E_INVAL;
             }
         c->steps[c->n++] = step;
@@ -61,17 +76,32 @@ int lors__e2e_chain_parse(const char *s, lors__e2e_chain_t *c, char *err, size_t
         if (c->steps[i] == LORS_E2E_AES)
             c->has_aes = 1;
         strcat(c->name, i ? "," : "");
-        strcat(c->name, c->steps[i] == LORS_E2E_ZLIB ? "zlib" : "aes");
+        strcat(c->name, step_name(c->steps[i]));
     }
     return LORS_OK;
 }
 
+static size_t step_bound(int step, size_t n)
+{
+    return step == LORS_E2E_ZLIB   ? (size_t)compressBound((uLong)n)
+           : step == LORS_E2E_ZSTD ? ZSTD_compressBound(n)
+                                   : n + LORS_E2E_TAG;
+}
+
 int64_t lors__e2e_max_stored(const lors__e2e_chain_t *c, int64_t plain_len)
 {
-    int64_t n = plain_len;
+    size_t n = (size_t)plain_len;
     for (int i = 0; i < c->n; i++)
-        n = c->steps[i] == LORS_E2E_ZLIB ? (int64_t)compressBound((uLong)n) : n + LORS_E2E_TAG;
-    return n;
+        n = step_bound(c->steps[i], n);
+    return (int64_t)n;
+}
+
+int lors__e2e_level_max(const lors__e2e_chain_t *c)
+{
+    for (int i = 0; i < c->n; i++)
+        if (LORS__E2E_PACKS(c->steps[i]))
+            return c->steps[i] == LORS_E2E_ZSTD ? 19 : 9;
+    return 0;
 }
 
 int lors__e2e_codec_init(lors__e2e_codec_t *c, const lors__e2e_chain_t *chain,
@@ -93,6 +123,9 @@ void lors__e2e_codec_free(lors__e2e_codec_t *c)
     OPENSSL_cleanse(c->key, sizeof c->key);
     EVP_CIPHER_CTX_free(c->cctx);
     c->cctx = NULL;
+    ZSTD_freeCCtx(c->zc);
+    ZSTD_freeDCtx(c->zd);
+    c->zc = c->zd = NULL;
     if (c->tmp)
         OPENSSL_cleanse(c->tmp, c->tmpcap);
     free(c->tmp);
@@ -167,6 +200,56 @@ static int aes_open(lors__e2e_codec_t *c, uint32_t index, const unsigned char *i
     return EVP_DecryptFinal_ex(x, out + l1, &l2) > 0 ? 1 : 0;
 }
 
+/* One zstd frame of in[0..n) at the chain's level, with its content size and checksum. */
+static int zstd_pack(lors__e2e_codec_t *c, const unsigned char *in, size_t n,
+                     unsigned char *out, size_t *outlen, char *err, size_t errlen)
+{
+    ZSTD_CCtx *z = c->zc;
+    if (!z) {
+        if (!(z = c->zc = ZSTD_createCCtx()))
+            return LORS_E_NOMEM;
+        size_t r = ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel,
+                                          c->chain.level ? c->chain.level : LORS_E2E_ZSTD_LEVEL);
+        if (!ZSTD_isError(r))
+            r = ZSTD_CCtx_setParameter(z, ZSTD_c_checksumFlag, 1);
+        if (ZSTD_isError(r)) {
+            lns_err_set(err, errlen, "zstd: %s", ZSTD_getErrorName(r));
+            return LORS_E_E2E;
+        }
+    }
+    size_t r = ZSTD_compress2(z, out, ZSTD_compressBound(n), in, n);
+    if (ZSTD_isError(r)) {
+        lns_err_set(err, errlen, "zstd compress: %s", ZSTD_getErrorName(r));
+        return ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ? LORS_E_NOMEM : LORS_E_E2E;
+    }
+    *outlen = r;
+    return LORS_OK;
+}
+
+/* Exactly one zstd frame of in[0..n) that decodes, its checksum right, to exactly want bytes. */
+static int zstd_unpack(lors__e2e_codec_t *c, const unsigned char *in, size_t n,
+                       unsigned char *out, size_t want, char *err, size_t errlen)
+{
+    if (!c->zd && !(c->zd = ZSTD_createDCtx()))
+        return LORS_E_NOMEM;
+    if (ZSTD_findFrameCompressedSize(in, n) != n ||
+        ZSTD_getFrameContentSize(in, n) != (unsigned long long)want) {
+        lns_err_set(err, errlen, "zstd: the frame is not one zstd frame of %zu bytes", want);
+        return LORS_E_E2E;
+    }
+    size_t r = ZSTD_decompressDCtx(c->zd, out, want, in, n);
+    if (ZSTD_isError(r) || r != want) {
+        if (ZSTD_isError(r))
+            lns_err_set(err, errlen, "zstd: %s", ZSTD_getErrorName(r));
+        else
+            lns_err_set(err, errlen, "zstd: the frame does not decompress to %zu bytes", want);
+        return ZSTD_isError(r) && ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation
+                   ? LORS_E_NOMEM
+                   : LORS_E_E2E;
+    }
+    return LORS_OK;
+}
+
 int lors__e2e_encode(lors__e2e_codec_t *c, uint32_t index, const unsigned char *in,
                      size_t inlen, unsigned char *out, size_t *outlen, char *err, size_t errlen)
 {
@@ -176,17 +259,19 @@ int lors__e2e_encode(lors__e2e_codec_t *c, uint32_t index, const unsigned char *
 
     /* with two steps the first writes to tmp, the last always to out */
     if (c->chain.n == 2) {
-        size_t mid = c->chain.steps[0] == LORS_E2E_ZLIB ? (size_t)compressBound((uLong)inlen)
-                                                         : inlen + LORS_E2E_TAG;
-        if ((rc = grow_tmp(c, mid)) != LORS_OK)
+        if ((rc = grow_tmp(c, step_bound(c->chain.steps[0], inlen))) != LORS_OK)
             return rc;
     }
     for (int i = 0; i < c->chain.n; i++) {
         unsigned char *dst = i == c->chain.n - 1 ? out : c->tmp;
         size_t dstlen = 0;
-        if (c->chain.steps[i] == LORS_E2E_ZLIB) {
+        if (c->chain.steps[i] == LORS_E2E_ZSTD) {
+            if ((rc = zstd_pack(c, src, srclen, dst, &dstlen, err, errlen)) != LORS_OK)
+                return rc;
+        } else if (c->chain.steps[i] == LORS_E2E_ZLIB) {
             uLongf zl = compressBound((uLong)srclen);
-            int zr = compress2(dst, &zl, src, (uLong)srclen, ZLIB_LEVEL);
+            int zr = compress2(dst, &zl, src, (uLong)srclen,
+                               c->chain.level ? c->chain.level : LORS_E2E_ZLIB_LEVEL);
             if (zr != Z_OK) {
                 lns_err_set(err, errlen, "zlib compress: %s", zError(zr));
                 return zr == Z_MEM_ERROR ? LORS_E_NOMEM : LORS_E_E2E;
@@ -221,9 +306,13 @@ int lors__e2e_decode(lors__e2e_codec_t *c, uint32_t index, const unsigned char *
     }
     for (int i = c->chain.n - 1; i >= 0; i--) {
         unsigned char *dst = i == 0 ? out : c->tmp;
-        /* the length before step i: plain, +16 if aes precedes a zlib at i */
+        /* the length before step i: plain, +16 if aes precedes the compressor at i */
         size_t want = plain_len + (i == 1 && c->chain.steps[0] == LORS_E2E_AES ? LORS_E2E_TAG : 0);
-        if (c->chain.steps[i] == LORS_E2E_ZLIB) {
+        if (c->chain.steps[i] == LORS_E2E_ZSTD) {
+            if ((rc = zstd_unpack(c, src, srclen, dst, want, err, errlen)) != LORS_OK)
+                return rc;
+            srclen = want;
+        } else if (c->chain.steps[i] == LORS_E2E_ZLIB) {
             uLongf dl = (uLongf)want;
             uLong sl = (uLong)srclen;
             int zr = uncompress2(dst, &dl, src, &sl);

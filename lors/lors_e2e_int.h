@@ -53,20 +53,29 @@ int lors__upload_plain_buf(const lors_upload_opts_t *o, const void *buf, size_t 
 
 /* ---- the chain and the frame codec (lors_e2e_frame.c) ------------------------------------ */
 
-enum { LORS_E2E_ZLIB = 1, LORS_E2E_AES = 2 };
+enum { LORS_E2E_ZLIB = 1, LORS_E2E_AES = 2, LORS_E2E_ZSTD = 3 };
+/* The compressors: a chain has at most one, and only it changes a frame's length freely. */
+#define LORS__E2E_PACKS(step) ((step) == LORS_E2E_ZLIB || (step) == LORS_E2E_ZSTD)
+#define LORS_E2E_ZSTD_LEVEL 3 /* zstd's level when none is given (docs/PERFORMANCE.md) */
+#define LORS_E2E_ZLIB_LEVEL 6
 
 typedef struct lors__e2e_chain {
     int steps[2];   /* in encoding order; each step at most once */
     int n;          /* 0: no transforms */
     int has_aes;
-    char name[16];  /* canonical: "zlib", "aes", "zlib,aes" or "aes,zlib" */
+    int level;      /* the compressor's level when encoding; 0: its default (not stored) */
+    char name[16];  /* canonical: "zstd", "zlib", "aes", "zstd,aes", "aes,zstd", ... */
 } lors__e2e_chain_t;
 
-/* Parse "zlib", "aes", "zlib,aes", "aes,zlib" (commas and/or spaces between names); NULL or
- * "" is the empty chain.  LORS_OK or LORS_E_INVAL with a line in err. */
+/* Parse "zstd", "zlib", "aes", "zstd,aes", "aes,zlib"... (commas and/or spaces between names,
+ * at most one compressor); NULL or "" is the empty chain.  LORS_OK or LORS_E_INVAL with a
+ * line in err. */
 int lors__e2e_chain_parse(const char *s, lors__e2e_chain_t *c, char *err, size_t errlen);
-/* The most stored bytes a frame of plain_len bytes can take (zlib may grow a little). */
+/* The most stored bytes a frame of plain_len bytes can take (a compressor may grow it a
+ * little). */
 int64_t lors__e2e_max_stored(const lors__e2e_chain_t *c, int64_t plain_len);
+/* The levels a compressor takes: zstd 1..19, zlib 1..9; 0 when the chain has none. */
+int lors__e2e_level_max(const lors__e2e_chain_t *c);
 
 /* One direction's state for a file: chain, key, salt, cipher context, scratch. */
 typedef struct lors__e2e_codec {
@@ -74,6 +83,7 @@ typedef struct lors__e2e_codec {
     unsigned char key[LORS_KEY_BYTES];
     unsigned char salt[LORS_E2E_SALT];
     void *cctx;              /* EVP_CIPHER_CTX *, when the chain has aes */
+    void *zc, *zd;           /* ZSTD_CCtx *, ZSTD_DCtx *: made on first use, reused */
     unsigned char *tmp;      /* between the two steps of a chain */
     size_t tmpcap;
 } lors__e2e_codec_t;
@@ -88,7 +98,7 @@ void lors__e2e_codec_free(lors__e2e_codec_t *c); /* wipes the key */
 int lors__e2e_encode(lors__e2e_codec_t *c, uint32_t index, const unsigned char *in,
                      size_t inlen, unsigned char *out, size_t *outlen, char *err, size_t errlen);
 /* Undo it: out receives exactly plain_len bytes or the call fails with LORS_E_E2E and err
- * ("authentication failed: ...", "zlib: ..."). */
+ * ("authentication failed: ...", "zlib: ...", "zstd: ..."). */
 int lors__e2e_decode(lors__e2e_codec_t *c, uint32_t index, const unsigned char *in,
                      size_t inlen, unsigned char *out, size_t plain_len, char *err,
                      size_t errlen);

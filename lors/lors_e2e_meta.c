@@ -159,13 +159,13 @@ static int bad(char *err, size_t errlen, const char *fmt, ...)
 }
 
 /* Parse frame_lengths into d->runs and check each length against what the chain makes of
- * its frame: at most lors__e2e_max_stored, and exactly plain + 16 per aes without zlib. */
+ * its frame: at most lors__e2e_max_stored, and exactly plain + 16 per aes without a compressor. */
 static int parse_lengths(lors__e2e_desc_t *d, const char *s, char *err, size_t errlen)
 {
     int64_t last_plain = d->frames ? lors__e2e_frame_plain(d, d->frames - 1) : 0;
     int64_t max_full = lors__e2e_max_stored(&d->chain, d->frame_size);
     int64_t max_last = lors__e2e_max_stored(&d->chain, last_plain);
-    int exact = d->chain.steps[0] != LORS_E2E_ZLIB && d->chain.steps[1] != LORS_E2E_ZLIB;
+    int exact = !LORS__E2E_PACKS(d->chain.steps[0]) && !LORS__E2E_PACKS(d->chain.steps[1]);
     int64_t total = 0;
     const char *p = s;
 

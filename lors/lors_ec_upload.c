@@ -90,13 +90,7 @@ static void fail_locked(ecu_t *u, int err, const char *fmt, ...)
 
 static void fail_locked(ecu_t *u, int err, const char *fmt, ...)
 {
-    if (!u->err) {
-        u->err = err;
-        va_list ap;
-        va_start(ap, fmt);
-        lors__report_verror(u->rep, fmt, ap);
-        va_end(ap);
-    }
+    lors__report_first(u->err, 0, err, u->rep, fmt);
     pthread_cond_broadcast(&u->cv);
 }
 
@@ -539,37 +533,26 @@ static void read_stripes(ecu_t *u)
 
 static int build_exnode(ecu_t *u, const char *filename, xnd_t **out)
 {
-    xnd_t *x = xnd_new();
-    int rc = x ? XND_OK : XND_E_NOMEM;
+    xnd_t *x;
+    int rc = lors__xnd_begin(filename, u->size, &x);
     int n = u->ec.k + u->ec.m;
     int64_t S = (int64_t)u->ec.k * u->ec.piece;
-    if (rc == XND_OK && filename)
-        rc = xnd_meta_set_string(&x->meta, "filename", filename);
-    if (rc == XND_OK)
-        rc = xnd_set_size(x, u->size);
-    if (rc == XND_OK)
-        rc = xnd_meta_set_double(&x->meta, "lorsversion", LORS_VERSION_NUMBER);
     if (rc == XND_OK)
         rc = lors__ec_write(x, &u->ec);
     for (size_t g = 0; rc == XND_OK && g < u->nsegs; g++) {
         seg_t *sg = u->segs[g];
         for (int j = 0; rc == XND_OK && j < n; j++) {
             col_t *c = &sg->cols[j];
-            xnd_mapping_t *m = xnd_mapping_new();
-            if (!m) {
-                rc = XND_E_NOMEM;
+            int64_t off = sg->first * S, end = (sg->first + sg->n) * S;
+            xnd_mapping_t *m;
+            rc = lors__map_new_alloc(off, (end < u->size ? end : u->size) - off, c->alloc_len,
+                                     c->start, c->end, &c->caps, &m);
+            if (rc != XND_OK)
                 break;
-            }
-            m->exnode_offset = sg->first * S;
-            int64_t end = (sg->first + sg->n) * S;
-            m->logical_length = (end < u->size ? end : u->size) - m->exnode_offset;
-            m->alloc_offset = 0;
-            m->alloc_length = c->alloc_len;
             /* LoRS 0.82 takes a mapping with an e2e_blocksize through its conditioning, which
              * has no lns_ec: it refuses these mappings instead of reading pieces as bytes */
             m->e2e_blocksize = u->ec.piece;
             m->has_e2e_blocksize = 1;
-            rc = lors__map_set_alloc(m, c->start, c->end, &c->caps);
             /* the pieces' digests bound to their places, now that the size is known */
             char *bound = NULL;
             if (rc == XND_OK && c->hex && *c->hex &&
@@ -589,14 +572,10 @@ static int build_exnode(ecu_t *u, const char *filename, xnd_t **out)
                 xnd_mapping_free(m);
         }
     }
-    if (rc != XND_OK) {
-        xnd_free(x);
-        lors__report_error(u->rep, "building the exNode: %s", xnd_strerror(rc));
-        return rc == XND_E_NOMEM ? LORS_E_NOMEM : LORS_E_EXNODE;
-    }
-    u->rep->mappings = (int)x->nmaps;
-    *out = x;
-    return LORS_OK;
+    rc = lors__xnd_built(x, rc, u->rep, out);
+    if (rc == LORS_OK)
+        u->rep->mappings = (int)(*out)->nmaps;
+    return rc;
 }
 
 static void free_all(ecu_t *u)

@@ -93,7 +93,20 @@ static int upload_path(const lors_upload_opts_t *o, lors__e2e_chain_t *c, xnd_t 
         c->n = 0;
         return LORS_OK;
     }
-    return lors__e2e_chain_parse(o->e2e, c, rep->error, sizeof rep->error);
+    int rc = lors__e2e_chain_parse(o->e2e, c, rep->error, sizeof rep->error);
+    if (rc != LORS_OK || !o->e2e_level)
+        return rc;
+    int max = lors__e2e_level_max(c);
+    if (o->e2e_level < 1 || o->e2e_level > max) {
+        if (max)
+            lors__report_error(rep, "e2e level %d: %s takes 1 to %d", o->e2e_level, c->name, max);
+        else
+            lors__report_error(rep, "e2e level %d: the chain \"%s\" has no compressor",
+                               o->e2e_level, c->name);
+        return LORS_E_INVAL;
+    }
+    c->level = o->e2e_level;
+    return LORS_OK;
 }
 
 /* lors_upload_fd and lors_upload_buf: one front for both sources (mem: buf and length, else

@@ -20,7 +20,7 @@ const char *lors_strerror(int err)
     case LORS_E_NO_REPLICA: return "some bytes have no live replica left";
     case LORS_E_WRITE: return "cannot write the output";
     case LORS_E_KEY: return "missing, malformed or wrong key";
-    case LORS_E_E2E: return "transformed data does not decode (tag or zlib failure)";
+    case LORS_E_E2E: return "transformed data does not decode (tag or decompression failure)";
     case LORS_E_UNSAFE: return "would leave bytes with no copy at all";
     case LORS_E_PARTIAL: return "some mappings could not be handled";
     case LORS_E_RC: return "the rc file does not parse";

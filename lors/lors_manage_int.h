@@ -25,6 +25,18 @@ int lors__same_depot(const lors_depot_t *a, const lors_depot_t *b);
  * capabilities, as upload and augment write them.  XND_OK or the first xnd error.  In
  * lors_upload_engine.c. */
 int lors__map_set_alloc(xnd_mapping_t *m, int64_t start, int64_t end, const ibp_caps_t *caps);
+/* The start of an upload's exNode: a new one with its filename (unless NULL), size and
+ * lorsversion in *out (NULL when there is no memory).  XND_OK or the first xnd error.  In
+ * lors_upload_engine.c, as are the two below. */
+int lors__xnd_begin(const char *filename, int64_t size, xnd_t **out);
+/* A new mapping of [off, off+len) of the file on the whole of an allocation of alloc_len
+ * bytes, given its times and capabilities by lors__map_set_alloc, in *out (NULL on error).
+ * XND_OK or the first xnd error. */
+int lors__map_new_alloc(int64_t off, int64_t len, int64_t alloc_len, int64_t start,
+                        int64_t end, const ibp_caps_t *caps, xnd_mapping_t **out);
+/* The end of an upload's exNode: on rc XND_OK, x into *out and LORS_OK; else x is freed, the
+ * report (unless NULL) says "building the exNode: ...", and LORS_E_NOMEM or LORS_E_EXNODE. */
+int lors__xnd_built(xnd_t *x, int rc, lors_report_t *rep, xnd_t **out);
 /* Record (or drop) the mapping's "lns_pin": its depot's pin if libibp knows one (lors_pins.c).
  * lors__map_set_alloc calls it.  XND_OK or the xnd error. */
 int lors__pin_record(xnd_mapping_t *m);

@@ -7,6 +7,7 @@
 #ifndef LORS_REPORT_H
 #define LORS_REPORT_H
 
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "lns_err.h"
@@ -15,6 +16,22 @@
 #define lors__report_error(rep, ...) lns_err_set((rep)->error, sizeof (rep)->error, __VA_ARGS__)
 #define lors__report_verror(rep, fmt, ap) \
     lns_err_vset((rep)->error, sizeof (rep)->error, (fmt), (ap))
+
+/* The first failure wins: inside a variadic function whose last named parameter is FMT, when
+ * SLOT still holds OK, SLOT takes ERR and the report REP (when not NULL) takes the message.
+ * The engines' fail_locked functions are this plus what each wakes or stops. */
+#define lors__report_first(slot, ok, err, rep, fmt) \
+    do { \
+        if ((slot) == (ok)) { \
+            (slot) = (err); \
+            if (rep) { \
+                va_list ap_; \
+                va_start(ap_, fmt); \
+                lors__report_verror(rep, fmt, ap_); \
+                va_end(ap_); \
+            } \
+        } \
+    } while (0)
 
 /* The why of an issue whose ibp_err is set, called in the thread whose call failed: libibp
  * keeps a refused handshake's line (the depot, both pins) per thread. */

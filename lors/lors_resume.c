@@ -102,10 +102,10 @@ static int same_digest(const char *hex, const lors__ec_col_t *c, int64_t k)
            memcmp(hex, c->digests + (size_t)k * c->hexlen, c->hexlen) == 0;
 }
 
-/* The erasure-coded walk: the end of the data piece at file position offset + *pos if a
- * digest vouches for it, piece after piece. */
-static int verify_ec(const xnd_t *x, const lors__ec_t *ec, int fd, int64_t offset, int64_t len,
-                     unsigned char *buf, int64_t *good)
+/* The erasure-coded walk: the end of the data piece at file position offset + *pos (at fd
+ * position at + pos) if a digest vouches for it, piece after piece. */
+static int verify_ec(const xnd_t *x, const lors__ec_t *ec, int fd, int64_t at, int64_t offset,
+                     int64_t len, unsigned char *buf, int64_t *good)
 {
     size_t n = x->nmaps;
     lors__ec_col_t *cols = calloc(n ? n : 1, sizeof *cols);
@@ -131,7 +131,7 @@ static int verify_ec(const xnd_t *x, const lors__ec_t *ec, int fd, int64_t offse
                 s < c->first || s >= c->first + c->n)
                 continue;
             char *hex = NULL;
-            rc = piece_digest_of(ec, c, s, fd, pos, l, plen - l, buf, &hex);
+            rc = piece_digest_of(ec, c, s, fd, at + pos, l, plen - l, buf, &hex);
             if (rc == LORS_E_DIGEST || rc == LORS_E_INVAL)
                 rc = LORS_OK;
             else if (rc == LORS_OK && same_digest(hex, c, s - c->first))
@@ -149,6 +149,12 @@ static int verify_ec(const xnd_t *x, const lors__ec_t *ec, int fd, int64_t offse
 
 int lors_verify_prefix(const xnd_t *x, int fd, int64_t offset, int64_t len, int64_t *good)
 {
+    return lors_verify_at(x, fd, 0, offset, len, good);
+}
+
+int lors_verify_at(const xnd_t *x, int fd, int64_t at, int64_t offset, int64_t len,
+                   int64_t *good)
+{
     ckmap_t *cm;
     size_t n = 0;
     unsigned char *buf;
@@ -156,7 +162,8 @@ int lors_verify_prefix(const xnd_t *x, int fd, int64_t offset, int64_t len, int6
 
     if (good)
         *good = 0;
-    if (!x || fd < 0 || offset < 0 || len < 0 || !good || offset > INT64_MAX - len)
+    if (!x || fd < 0 || offset < 0 || len < 0 || !good || offset > INT64_MAX - len || at < 0 ||
+        at > INT64_MAX - len)
         return LORS_E_INVAL;
     if (len == 0)
         return LORS_OK;
@@ -167,7 +174,7 @@ int lors_verify_prefix(const xnd_t *x, int fd, int64_t offset, int64_t len, int6
         return LORS_E_INVAL;
     if (ec_present) {
         buf = malloc(READ_CHUNK);
-        rc = buf ? verify_ec(x, &ec, fd, offset, len, buf, good) : LORS_E_NOMEM;
+        rc = buf ? verify_ec(x, &ec, fd, at, offset, len, buf, good) : LORS_E_NOMEM;
         free(buf);
         lors__ec_free(&ec);
         return rc;
@@ -195,7 +202,7 @@ int lors_verify_prefix(const xnd_t *x, int fd, int64_t offset, int64_t len, int6
             if (end > offset + len)
                 continue; /* the file stops inside this block: it cannot be checked */
             char *hex = NULL;
-            rc = digest_of(fd, pos, end - p, 0, c->alg, c->bs, buf, &hex);
+            rc = digest_of(fd, at + pos, end - p, 0, c->alg, c->bs, buf, &hex);
             if (rc == LORS_E_DIGEST || rc == LORS_E_INVAL) {
                 rc = LORS_OK; /* an algorithm we cannot compute vouches for nothing */
             } else if (rc == LORS_OK && strlen(hex) == c->dlen &&

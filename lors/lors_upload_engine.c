@@ -56,7 +56,7 @@ void lors_upload_opts_init(lors_upload_opts_t *o)
     o->reliability = IBP_HARD;
     o->threads = 4;
     o->timeout_s = 180;
-    o->checksum = "sha256";
+    o->checksum = LORS_CK_BLAKE3;
     o->checksum_blocksize = LORS_DEFAULT_CHECKSUM_BLOCKSIZE;
 }
 
@@ -271,33 +271,22 @@ static int complete(const up_t *u, const frag_t *f)
 static int build_exnode(up_t *u, const char *filename, int64_t size, int only_complete,
                         xnd_t **out)
 {
-    xnd_t *x = xnd_new();
-    int rc = x ? XND_OK : XND_E_NOMEM;
+    xnd_t *x;
+    int rc = lors__xnd_begin(filename, size, &x);
     int use_ck = u->o->checksum && strcmp(u->o->checksum, "none") != 0;
 
-    if (rc == XND_OK && filename)
-        rc = xnd_meta_set_string(&x->meta, "filename", filename);
-    if (rc == XND_OK)
-        rc = xnd_set_size(x, size);
-    if (rc == XND_OK)
-        rc = xnd_meta_set_double(&x->meta, "lorsversion", LORS_VERSION_NUMBER);
     for (int i = 0; rc == XND_OK && i < u->nfrags; i++) {
         frag_t *f = u->frags[i];
         if (only_complete && !complete(u, f))
             continue;
         for (int k = 0; rc == XND_OK && k < u->o->copies; k++) {
             stream_t *s = &f->streams[k];
-            xnd_mapping_t *m = xnd_mapping_new();
-            if (!m) {
-                rc = XND_E_NOMEM;
+            xnd_mapping_t *m;
+            rc = lors__map_new_alloc(f->off, f->len, s->alloc_len, s->start, s->end, &s->caps,
+                                     &m);
+            if (rc != XND_OK)
                 break;
-            }
-            m->exnode_offset = f->off;
-            m->logical_length = f->len;
-            m->alloc_offset = 0;
-            m->alloc_length = s->alloc_len;
-            rc = lors__map_set_alloc(m, s->start, s->end, &s->caps);
-            if (rc == XND_OK && use_ck) {
+            if (use_ck) {
                 xnd_func_t *fn = xnd_func_new(LORS_CHECKSUM_FUNC);
                 rc = fn ? XND_OK : XND_E_NOMEM;
                 if (rc == XND_OK)
@@ -315,14 +304,7 @@ static int build_exnode(up_t *u, const char *filename, int64_t size, int only_co
                 xnd_mapping_free(m);
         }
     }
-    if (rc != XND_OK) {
-        xnd_free(x);
-        if (!only_complete)
-            lors__report_error(u->rep, "building the exNode: %s", xnd_strerror(rc));
-        return rc == XND_E_NOMEM ? LORS_E_NOMEM : LORS_E_EXNODE;
-    }
-    *out = x;
-    return LORS_OK;
+    return lors__xnd_built(x, rc, only_complete ? NULL : u->rep, out);
 }
 
 /* Free every allocation the upload made but the complete fragments if keep (a failed upload
@@ -343,6 +325,50 @@ static void free_allocations(up_t *u, int keep)
         }
     lors__release(caps, n, u->o->threads, u->o->timeout_s, &u->rep->freed);
     free(caps);
+}
+
+int lors__xnd_begin(const char *filename, int64_t size, xnd_t **out)
+{
+    xnd_t *x = *out = xnd_new();
+    int rc = x ? XND_OK : XND_E_NOMEM;
+    if (rc == XND_OK && filename)
+        rc = xnd_meta_set_string(&x->meta, "filename", filename);
+    if (rc == XND_OK)
+        rc = xnd_set_size(x, size);
+    if (rc == XND_OK)
+        rc = xnd_meta_set_double(&x->meta, "lorsversion", LORS_VERSION_NUMBER);
+    return rc;
+}
+
+int lors__map_new_alloc(int64_t off, int64_t len, int64_t alloc_len, int64_t start,
+                        int64_t end, const ibp_caps_t *caps, xnd_mapping_t **out)
+{
+    xnd_mapping_t *m = xnd_mapping_new();
+    *out = NULL;
+    if (!m)
+        return XND_E_NOMEM;
+    m->exnode_offset = off;
+    m->logical_length = len;
+    m->alloc_offset = 0;
+    m->alloc_length = alloc_len;
+    int rc = lors__map_set_alloc(m, start, end, caps);
+    if (rc != XND_OK)
+        xnd_mapping_free(m);
+    else
+        *out = m;
+    return rc;
+}
+
+int lors__xnd_built(xnd_t *x, int rc, lors_report_t *rep, xnd_t **out)
+{
+    if (rc == XND_OK) {
+        *out = x;
+        return LORS_OK;
+    }
+    xnd_free(x);
+    if (rep)
+        lors__report_error(rep, "building the exNode: %s", xnd_strerror(rc));
+    return rc == XND_E_NOMEM ? LORS_E_NOMEM : LORS_E_EXNODE;
 }
 
 int lors__map_set_alloc(xnd_mapping_t *m, int64_t start, int64_t end, const ibp_caps_t *caps)

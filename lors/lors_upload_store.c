@@ -65,11 +65,7 @@ void lors__up_fail_locked(up_t *u, int err, const char *fmt, ...)
 {
     if (u->err)
         return;
-    u->err = err;
-    va_list ap;
-    va_start(ap, fmt);
-    lors__report_verror(u->rep, fmt, ap);
-    va_end(ap);
+    lors__report_first(u->err, 0, err, u->rep, fmt);
     pthread_cond_broadcast(&u->cv);
 }
 

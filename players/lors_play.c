@@ -126,8 +126,7 @@ static const tool_opt_t opts[] = {
     {TOOL_OPT_STR, "events", 0, NULL, TOOL_C(events), 0, 0, NULL, "FILE|fd:N",
      "write the event stream (docs/events.md)", NULL},
     TOOL_OPT_VERBOSE("also the player's own summary (paced) and the per-depot table"),
-    {TOOL_OPT_SWITCH, "quiet", 0, NULL, TOOL_C(quiet), 1, 0, NULL, NULL,
-     "print nothing but errors and warnings of lost copies", NULL},
+    TOOL_OPT_QUIET_BUT(0, "print nothing but errors and warnings of lost copies"),
     TOOL_OPT_SETTINGS,
     TOOL_OPT_TABLE_END,
 };
@@ -936,20 +935,20 @@ static void say_end(tool_events_t *es, const lors_dl_report_t *rep, int pstatus,
 int main(int argc, char **argv)
 {
     settings_t f;
-    tool_feed_t feed = {0};
-    lors_download_opts_t o;
-    lors_dl_report_t rep = {0};
-    lors_e2e_info_t e2e;
-    player_t pl;
-    monitor_t mon;
-    stopper_t stop;
-    paced_result_t pr;
+    const char *path, *bsrc = "none";
     xnd_t *x = NULL;
+    lors_e2e_info_t e2e;
     unsigned char key[LORS_KEY_BYTES];
     char err[512];
     int code, lrc = LORS_OK, pipefd[2] = {-1, -1}, mon_on = 0, stop_on = 0, pstatus = -1;
     double bitrate = -1;
-    const char *path, *bsrc = "none";
+    player_t pl;
+    monitor_t mon;
+    stopper_t stop;
+    paced_result_t pr;
+    lors_download_opts_t o;
+    tool_feed_t feed = {0};
+    lors_dl_report_t rep = {0};
 
     memset(&pl, 0, sizeof pl);
     memset(&pr, 0, sizeof pr);

@@ -8,12 +8,14 @@
 # mplayer, mpv and ffmpeg are the real players lors_play and its tests drive (ffmpeg also
 # makes the test videos).
 # libcairo2-dev draws lors_lifelines' plot; fonts-dejavu-core gives its text a font on a bare machine.
+# libzstd-dev is -z's compressor; librust-blake3-dev ships BLAKE3's reference C code, which the
+# Makefile builds into liblors (the default checksum).
 # libfuse3-dev builds lors_mount; fuse3 (fusermount3) mounts and unmounts for it and its test.
 set -eu
 
 PKGS="build-essential pkg-config libssl-dev libsqlite3-dev libcunit1-dev libxml2-dev zlib1g-dev
-libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libcairo2-dev fonts-dejavu-core libisal-dev
-libfuse3-dev fuse3
+libzstd-dev librust-blake3-dev libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev
+libcairo2-dev fonts-dejavu-core libisal-dev libfuse3-dev fuse3
 clang libclang-rt-14-dev
 curl socat nginx-light procps groff-base iproute2 tk8.6 xvfb x11-apps
 chromium mplayer mpv ffmpeg"

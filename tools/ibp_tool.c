@@ -151,6 +151,14 @@ void ibp_tool_set_depot(ibp_tool_t *t, const char *host, int port)
     snprintf(t->depot, sizeof t->depot, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
 }
 
+int ibp_tool_need_depot(ibp_tool_t *t, char *host, size_t size, int *port)
+{
+    if (ibp_tool_parse_hostport(t->pos[0], host, size, port) < 0)
+        return ibp_tool_usage_error(t, "bad depot address '%s'", t->pos[0]);
+    ibp_tool_set_depot(t, host, *port);
+    return EX_OK;
+}
+
 int ibp_tool_need_cap(ibp_tool_t *t, const char *s, ibp_captype kind, const char *what)
 {
     ibp_cap_t cap;
@@ -274,6 +282,32 @@ static const char *opt_value(ibp_tool_t *t, int argc, char **argv, int *i, const
     return argv[++*i];
 }
 
+/* 1 when argv[*i] is the global option --name or --name=V, with *v its value (NULL after the
+ * usage line when there is none); else 0. */
+static int global_opt(ibp_tool_t *t, int argc, char **argv, int *i, const char *name,
+                      const char **v)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0 || (a[n] != 0 && a[n] != '='))
+        return 0;
+    *v = opt_value(t, argc, argv, i, a[n] ? a + n : NULL);
+    return 1;
+}
+
+/* --ibp-version and --tls: settings of the process that apply(v, why, size) makes.  EX_OK, or
+ * EX_USAGE after one line "NAME V: why". */
+static int process_setting(ibp_tool_t *t, const char *name, const char *v,
+                           int (*apply)(const char *, char *, size_t))
+{
+    char why[256];
+    if (!v)
+        return EX_USAGE;
+    if (apply(v, why, sizeof why) < 0)
+        return ibp_tool_usage_error(t, "%s %s: %s", name, v, why);
+    return EX_OK;
+}
+
 /* Command options.  EX_OK or EX_USAGE (message printed). */
 static int parse_cmd_opt(ibp_tool_t *t, int argc, char **argv, int *i)
 {
@@ -379,7 +413,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN); /* a closed pipe or socket must be an error, not death */
 
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
+        const char *a = argv[i], *v;
         if (only_pos || a[0] != '-' || !a[1]) {
             if (!t.cmd && !help && strcmp(a, "help") == 0) {
                 help = 1;
@@ -401,27 +435,18 @@ int main(int argc, char **argv)
             t.opts.version = 0;
         } else if (!strcmp(a, "-1") || !strcmp(a, "--v1")) {
             t.opts.version = 1;
-        } else if (!strncmp(a, "--ibp-version", 13) && (a[13] == 0 || a[13] == '=')) {
-            const char *v = opt_value(&t, argc, argv, &i, a[13] ? a + 13 : NULL);
-            char why[256];
-            if (!v)
-                return EX_USAGE;
-            if (tool_ibp_version_pin(v, why, sizeof why) < 0)
-                return ibp_tool_usage_error(&t, "--ibp-version %s: %s", v, why);
-        } else if (!strncmp(a, "--tls", 5) && (a[5] == 0 || a[5] == '=')) {
-            const char *v = opt_value(&t, argc, argv, &i, a[5] ? a + 5 : NULL);
-            char why[128];
-            if (!v)
-                return EX_USAGE;
-            if (tool_tls_mode(v, why, sizeof why) < 0)
-                return ibp_tool_usage_error(&t, "--tls %s: %s", v, why);
+        } else if (global_opt(&t, argc, argv, &i, "--ibp-version", &v)) {
+            if ((ex = process_setting(&t, "--ibp-version", v, tool_ibp_version_pin)) != EX_OK)
+                return ex;
+        } else if (global_opt(&t, argc, argv, &i, "--tls", &v)) {
+            if ((ex = process_setting(&t, "--tls", v, tool_tls_mode)) != EX_OK)
+                return ex;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             help = 1;
         } else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
             printf("ibp_tool (lns) %s\n", LNS_VERSION);
             return EX_OK;
-        } else if (!strncmp(a, "--timeout", 9) && (a[9] == 0 || a[9] == '=')) {
-            const char *v = opt_value(&t, argc, argv, &i, a[9] ? a + 9 : NULL);
+        } else if (global_opt(&t, argc, argv, &i, "--timeout", &v)) {
             int64_t s;
             if (!v)
                 return EX_USAGE;

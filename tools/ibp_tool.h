@@ -69,6 +69,9 @@ int ibp_tool_parse_hostport(const char *s, char *host, size_t size, int *port);
 /* Remember host:port as the depot this command talks to (named in network errors). */
 void ibp_tool_set_depot(ibp_tool_t *t, const char *host, int port);
 int ibp_tool_need_cap(ibp_tool_t *t, const char *s, ibp_captype kind, const char *what);
+/* The depot HOST[:PORT] of the first operand into host and *port, named as the command's
+ * depot (ibp_tool_set_depot): EX_OK, or EX_USAGE after one line. */
+int ibp_tool_need_depot(ibp_tool_t *t, char *host, size_t size, int *port);
 
 /* ---- the commands (ibp_tool_cmd.c) ---- */
 int cmd_allocate(ibp_tool_t *t);

@@ -41,9 +41,8 @@ int cmd_allocate(ibp_tool_t *t)
     ibp_attr_t attr = {0, DEFAULT_DURATION, IBP_HARD, IBP_BYTEARRAY};
     ibp_caps_t caps;
 
-    if (ibp_tool_parse_hostport(t->pos[0], host, sizeof host, &port) < 0)
-        return ibp_tool_usage_error(t, "bad depot address '%s'", t->pos[0]);
-    ibp_tool_set_depot(t, host, port);
+    if (ibp_tool_need_depot(t, host, sizeof host, &port) != EX_OK)
+        return EX_USAGE;
     if (lns_parse_size(t->pos[1], &attr.size) < 0)
         return ibp_tool_usage_error(t, "bad size '%s'", t->pos[1]);
     if (t->duration_set)
@@ -483,32 +482,6 @@ static void print_status(const ibp_tool_t *t, const char *host, int port,
         printf("tls pin:      %s\n", s->pin);
 }
 
-static int read_password(ibp_tool_t *t, char *pw, size_t size);
-
-int cmd_status(ibp_tool_t *t)
-{
-    char host[IBP_MAX_HOST], pw[256];
-    ibp_depot_status_t s;
-    int port, rc, ex;
-    if (ibp_tool_parse_hostport(t->pos[0], host, sizeof host, &port) < 0)
-        return ibp_tool_usage_error(t, "bad depot address '%s'", t->pos[0]);
-    /* lns and LoCI answer an inquiry without the password; ACCRE 1.4 wants it */
-    if ((t->password_file || getenv("IBP_PASSWORD")) &&
-        (ex = read_password(t, pw, sizeof pw)) != EX_OK)
-        return ex;
-    ibp_tool_set_depot(t, host, port);
-    rc = ibp_status(t->client, host, port, t->rid,
-                    t->password_file || getenv("IBP_PASSWORD") ? pw : NULL, &s);
-    if (rc == IBP_E_WRONG_PASSWD && !t->password_file && !getenv("IBP_PASSWORD"))
-        return ibp_tool_fail(t, rc, "STATUS of %s:%d (this depot, as ACCRE 1.4's, wants the "
-                             "password even for an inquiry: --password-file F or $IBP_PASSWORD)",
-                             host, port);
-    if (rc != IBP_OK)
-        return ibp_tool_fail(t, rc, "STATUS of %s:%d", host, port);
-    print_status(t, host, port, &s);
-    return EX_OK;
-}
-
 /* The admin password: first line of --password-file, else $IBP_PASSWORD; never argv. */
 static int read_password(ibp_tool_t *t, char *pw, size_t size)
 {
@@ -530,22 +503,44 @@ static int read_password(ibp_tool_t *t, char *pw, size_t size)
     return EX_OK;
 }
 
-int cmd_status_change(ibp_tool_t *t)
+/* STATUS (change 0: an inquiry, with the password only when one is given) or STATUS CHANGE
+ * (change 1: the password required) of the depot of the first operand, printed. */
+static int status_of(ibp_tool_t *t, int change)
 {
-    char host[IBP_MAX_HOST], pw[256];
+    char host[IBP_MAX_HOST], pw[256] = "";
     ibp_depot_status_t s;
     int port, rc, ex;
-    if (ibp_tool_parse_hostport(t->pos[0], host, sizeof host, &port) < 0)
-        return ibp_tool_usage_error(t, "bad depot address '%s'", t->pos[0]);
-    ibp_tool_set_depot(t, host, port);
-    if ((ex = read_password(t, pw, sizeof pw)) != EX_OK)
+    if ((ex = ibp_tool_need_depot(t, host, sizeof host, &port)) != EX_OK)
         return ex;
-    rc = ibp_status_change(t->client, host, port, t->rid, pw, t->hard, t->soft, t->max_duration,
-                           &s);
+    /* lns and LoCI answer an inquiry without the password; ACCRE 1.4 wants it */
+    if ((change || t->password_file || getenv("IBP_PASSWORD")) &&
+        (ex = read_password(t, pw, sizeof pw)) != EX_OK)
+        return ex;
+    int given = pw[0] != 0; /* read_password refuses an empty one */
+    if (change)
+        rc = ibp_status_change(t->client, host, port, t->rid, pw, t->hard, t->soft,
+                               t->max_duration, &s);
+    else
+        rc = ibp_status(t->client, host, port, t->rid, given ? pw : NULL, &s);
     memset(pw, 0, sizeof pw);
+    if (rc == IBP_E_WRONG_PASSWD && !given)
+        return ibp_tool_fail(t, rc, "STATUS of %s:%d (this depot, as ACCRE 1.4's, wants the "
+                             "password even for an inquiry: --password-file F or $IBP_PASSWORD)",
+                             host, port);
     if (rc != IBP_OK)
-        return ibp_tool_fail(t, rc, "STATUS CHANGE of %s:%d", host, port);
+        return ibp_tool_fail(t, rc, "%s of %s:%d", change ? "STATUS CHANGE" : "STATUS", host,
+                             port);
     print_status(t, host, port, &s);
     return EX_OK;
+}
+
+int cmd_status(ibp_tool_t *t)
+{
+    return status_of(t, 0);
+}
+
+int cmd_status_change(ibp_tool_t *t)
+{
+    return status_of(t, 1);
 }
 

@@ -108,11 +108,7 @@ static int set_server(void *sp, const tool_opt_t *o, const char *name, const cha
 static int set_port(void *sp, const tool_opt_t *o, const char *name, const char *val,
                     tool_from from, char *err, size_t errlen)
 {
-    int v;
-    tool_opt_t as_int = *o;
-    as_int.type = TOOL_OPT_INT;
-    as_int.off = 0;
-    if (tool_opt_set(&v, &as_int, name, val, from, err, errlen) < 0)
+    if (tool_opt_check(o, TOOL_OPT_INT, name, val, from, err, errlen) < 0)
         return -1;
     ((settings_t *)sp)->port = val;
     return 0;

@@ -73,14 +73,10 @@ static const tool_opt_t opts[] = {
      "lifetime of the new copies (s, m, h, d; -1 or max: each\ndepot's maximum)", NULL},
     TOOL_OPT_PROVISIONAL(S(provisional)),
     TOOL_OPT_STORAGE(S(reliability)),
-    TOOL_OPT_THREADS(1, "4", "parallel depot calls"),
-    TOOL_OPT_TIMEOUT("3m", "longest wait of any one depot call"),
-    TOOL_OPT_IBP_VERSION,
-    TOOL_OPT_TLS,
-    {TOOL_OPT_SIZE, "offset", 'O', NULL, S(offset), 0, INT64_MAX, NULL, "N",
-     "only the pieces holding bytes from N on (K, M, G, T)", NULL},
-    {TOOL_OPT_SIZE, "length", 'L', NULL, S(length), 0, INT64_MAX, NULL, "N",
-     "... and before N + this", NULL},
+    TOOL_OPT_DEPOT_CALLS("3m"),
+    TOOL_OPT_RANGE(S(offset), S(length),
+                   "only the pieces holding bytes from N on (K, M, G, T)",
+                   "... and before N + this"),
     {TOOL_OPT_SWITCH, "no-relay", 0, NULL, S(no_relay), 1, 0, NULL, NULL,
      "fail a piece whose SEND fails instead of copying it through\nthis client", NULL},
     /* no rc keywords: a conversion is asked for, never a standing setting */
@@ -310,18 +306,15 @@ int main(int argc, char **argv)
     size_t ndepots = 0;
     xnd_t *x = NULL, *added = NULL;
     tool_rewrite_t rw;
-    int code, lrc, replace = 0;
+    int code, lrc, replace;
     const char *path, *out;
     char freed[160];
 
     /* no lock held while copying (that may take long): the write is a compare-and-swap */
-    code = tool_opt_exnode_rw(&cmd, argc, argv, &f, &f.output, 0, &path, &x, &rw);
+    code = tool_opt_exnode_rw(&cmd, argc, argv, &f, &f.output, &f.force, 0, &path, &x, &rw,
+                              &out, &replace);
     if (code)
         return code;
-    out = f.output ? f.output : path;
-    code = tool_check_output(TOOL, out, path, f.force || !f.output, &replace);
-    if (code)
-        goto done;
 
     if (f.ec_k || f.ec_off) {
         code = convert(&f, path, out, replace, x, &rw);

@@ -54,11 +54,7 @@ typedef struct settings {
 static int set_prebuffer(void *sp, const tool_opt_t *o, const char *name, const char *val,
                          tool_from from, char *err, size_t errlen)
 {
-    int64_t v;
-    tool_opt_t as_size = *o;
-    as_size.type = TOOL_OPT_SIZE;
-    as_size.off = 0;
-    if (tool_opt_set(&v, &as_size, name, val, from, err, errlen) < 0)
+    if (tool_opt_check(o, TOOL_OPT_SIZE, name, val, from, err, errlen) < 0)
         return -1;
     ((settings_t *)sp)->prebuffer = val;
     return 0;
@@ -68,10 +64,8 @@ static const tool_opt_t opts[] = {
     TOOL_OPT_EXNODE,
     {TOOL_OPT_STR, "output", 'o', NULL, S(output), 0, 0, NULL, "OUT",
      "where the bytes go (default -: stdout)", NULL},
-    {TOOL_OPT_SIZE, "offset", 'O', NULL, S(offset), 0, INT64_MAX, NULL, "N",
-     "only the bytes from N on (K, M, G, T)", NULL},
-    {TOOL_OPT_SIZE, "length", 'L', NULL, S(length), 0, INT64_MAX, NULL, "N",
-     "... and only N of them", NULL},
+    TOOL_OPT_RANGE(S(offset), S(length), "only the bytes from N on (K, M, G, T)",
+                   "... and only N of them"),
     {TOOL_OPT_SWITCH, "resume", 'R', NULL, S(resume), 1, 0, NULL, NULL,
      "OUT holds a prefix from an earlier run: check it against the\nchecksums, cut it at the "
      "first bad block, fetch the rest;\nbytes past the range go", NULL},
@@ -93,8 +87,7 @@ static const tool_opt_t opts[] = {
     {TOOL_OPT_SIZE, "memory", 'M', "MAX_INTERNAL_BUFFER", S(memory), 1, INT64_MAX, "64M", "N",
      "reorder buffer in bytes (default 64M; with -C the smaller wins)", NULL},
     TOOL_OPT_TIMEOUT("30s", "longest wait for any progress of one depot read"),
-    TOOL_OPT_IBP_VERSION,
-    TOOL_OPT_TLS,
+    TOOL_OPT_IBP_WIRE,
     {TOOL_OPT_SWITCH, "no-verify", 0, NULL, S(no_verify), 1, 0, NULL, NULL,
      "do not check blocks (or the -R prefix) against the checksums", NULL},
     {TOOL_OPT_STR, "key-file", 0, NULL, S(keyfile), 0, 0, NULL, "FILE",
@@ -105,8 +98,8 @@ static const tool_opt_t opts[] = {
     {TOOL_OPT_STR, "netlog", 0, NULL, S(netlog), 0, 0, NULL, "FILE|fd:N",
      "append a NetLogger line per fetch step (docs/netlogger.md)", NULL},
     TOOL_OPT_PROGRESS,
-    {TOOL_OPT_SWITCH, "quiet", 0, NULL, TOOL_C(quiet), 1, 0, NULL, NULL,
-     "print nothing but errors and warnings of lost copies (-q\nis the pre-buffer)", NULL},
+    TOOL_OPT_QUIET_BUT(0, "print nothing but errors and warnings of lost copies (-q\nis the "
+                          "pre-buffer)"),
     {TOOL_OPT_FN, "lbone", 0, NULL, S(lb), 0, 0, NULL, "URL",
      "the L-Bone to tell each depot's throughput (else the rc\nfile's LBONE_SERVER lines; "
      "neither: no report)", tool_lbone_opt},
@@ -372,9 +365,13 @@ static int control_open(dl_ctl_t *ctl, const settings_t *f, const char *out, int
         if (!f->c.quiet)
             tool_error(TOOL, "%s; checking %s against the checksums instead", err, out);
         dl_ctl_remove(ctl);
-    } else if (have > 0 && dl_ctl_bytes(ctl) > 0 && !f->c.quiet) {
-        tool_error(TOOL, "%s: %" PRId64 " of the %" PRId64 " bytes are there already "
-                       "(%s); fetching the rest", out, dl_ctl_bytes(ctl), len, ctl->path);
+    } else if (have > 0) {
+        /* nothing it names is taken on trust: each run is checked against the digests */
+        int64_t dropped = dl_ctl_check(ctl, x);
+        if (dl_ctl_bytes(ctl) + dropped > 0 && !f->c.quiet)
+            tool_error(TOOL, "%s: %" PRId64 " of the %" PRId64 " bytes are there already "
+                           "(%s, checked)%s; fetching the rest", out, dl_ctl_bytes(ctl), len,
+                           ctl->path, dropped ? "; the others it names do not match" : "");
     }
     return have;
 }
@@ -442,17 +439,6 @@ static void say_failed(const char *path, const char *out, int to_stdout, dl_ctl_
     else
         tool_error(TOOL, "%s: %s; %s holds bytes %" PRId64 "-%" PRId64 "%s (resume with "
                        "-R)", path, why, out, off, off + kept - 1, after);
-}
-
-/* The depots' measured rates to the L-Bone servers, after a download that worked. */
-static void send_meter(const settings_t *f, tool_lbone_meter_t *meter)
-{
-    char **servers;
-    size_t n;
-    if (tool_lbone_servers(&f->lb, &f->c.rc, &servers, &n) == 0) {
-        tool_lbone_meter_send(TOOL, meter, servers, n, f->c.verbose && !f->c.quiet);
-        tool_lbone_servers_free(servers, n);
-    }
 }
 
 int main(int argc, char **argv)
@@ -530,10 +516,7 @@ int main(int argc, char **argv)
                               f.c.quiet ? -1 : f.c.progress);
     if (code)
         goto done;
-    if (!tool_lbone_reports_off(f.no_report)) {
-        meter = tool_lbone_meter_new();
-        tool_tee_add(&feed.tee, tool_lbone_meter_event, meter);
-    }
+    meter = tool_lbone_meter_tee(&feed.tee, f.no_report);
     o.netlog_path = f.netlog;
     tool_feed_attach(&feed, &o.on_event, &o.event_arg);
     if (feed.es)
@@ -578,17 +561,17 @@ int main(int argc, char **argv)
     }
     if (f.c.verbose && !f.c.quiet)
         print_report(&rep);
-    if (lrc == LORS_OK && meter)
-        send_meter(&f, meter);
+    if (lrc == LORS_OK) /* the depots' measured rates, after a download that worked */
+        tool_lbone_meter_report(TOOL, meter, &f.lb, &f.c.rc, f.c.verbose && !f.c.quiet);
 
 done:
     dl_ctl_free(&ctl);
     tool_feed_end(&feed, rep.bytes_written, rep.seconds, code);
+    tool_lbone_meter_free(meter); /* it listened on the feed */
     memset(key, 0, sizeof key);
     if (fd > STDOUT_FILENO)
         close(fd);
     lors_dl_report_free(&rep);
-    tool_lbone_meter_free(meter);
     xnd_free(x);
     tool_opt_free(&f);
     if (lrc == LORS_E_STOPPED && code > 128) { /* die of the signal, as the shell expects */

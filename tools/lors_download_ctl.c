@@ -2,13 +2,17 @@
  * aria2 keeps OUT.aria2: the bytes already in OUT, so that -R after a failure, a Ctrl-C, a
  * SIGKILL or a crash fetches none of them again.
  *
- * The record never claims more than the disk holds: OUT is synced (fdatasync) before each
- * save, and a save writes OUT.lnsdl.tmp, syncs it and renames it over OUT.lnsdl, so the file
- * is always one whole record, old or new.  A crash can lose what was placed since the last
- * save (at most a second or 64 MiB of blocks), never make a hole look written; a failure or
- * a Ctrl-C ends with one more save, of exactly the blocks written (the download engine).  The
- * record names the exNode's data (an id over its size and every mapping's place and read
- * capability) and the range: -R with another exNode or range ignores it.
+ * A save writes OUT.lnsdl.tmp and renames it over OUT.lnsdl, so the file is always one whole
+ * record, old or new; neither it nor OUT is synced (nothing waits for the disk, so writing in
+ * place costs what writing to stdout does).  What makes -R safe is that it trusts nothing it
+ * has not checked: a file is written in place only when every mapping has lns_checksum
+ * digests, and -R checks every run the record names against them (dl_ctl_check) before it
+ * skips a byte, so a run that a crash of the machine lost from the page cache, or that
+ * something else overwrote, is fetched again.  A crash of the program loses at most what was
+ * placed since the last save (a second or 64 MiB of blocks); a failure or a Ctrl-C ends with
+ * one more save, of exactly the blocks written (the download engine).  The record names the
+ * exNode's data (an id over its size and every mapping's place and read capability) and the
+ * range: -R with another exNode or range ignores it.
  *
  *   lns_download 1
  *   exnode <64 hex digits>
@@ -139,8 +143,6 @@ int dl_ctl_save(dl_ctl_t *c)
 {
     char tmp[PATH_MAX + 16];
     snprintf(tmp, sizeof tmp, "%s.tmp", c->path);
-    if (fdatasync(c->out_fd) < 0 && errno != EINVAL)
-        return -1;
     FILE *f = fopen(tmp, "w");
     if (!f)
         return -1;
@@ -148,7 +150,7 @@ int dl_ctl_save(dl_ctl_t *c)
             c->len);
     for (size_t i = 0; i < c->n; i++)
         fprintf(f, "have %" PRId64 " %" PRId64 "\n", c->spans[i].off, c->spans[i].len);
-    int bad = fflush(f) != 0 || fsync(fileno(f)) < 0;
+    int bad = fflush(f) != 0;
     bad = fclose(f) != 0 || bad;
     if (bad || rename(tmp, c->path) < 0) {
         int e = errno;
@@ -159,6 +161,22 @@ int dl_ctl_save(dl_ctl_t *c)
     c->unsaved = 0;
     c->saved_ns = lns_mono_ns();
     return 0;
+}
+
+int64_t dl_ctl_check(dl_ctl_t *c, const xnd_t *x)
+{
+    int64_t dropped = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        lors_span_t s = c->spans[i];
+        int64_t good = 0;
+        lors_verify_at(x, c->out_fd, s.off - c->off, s.off, s.len, &good);
+        dropped += s.len - good;
+        if (good > 0)
+            c->spans[k++] = (lors_span_t){s.off, good};
+    }
+    c->n = k;
+    return dropped;
 }
 
 void dl_ctl_placed(void *arg, int64_t off, int64_t len)

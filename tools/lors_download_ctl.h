@@ -11,7 +11,7 @@
 
 typedef struct dl_ctl {
     char path[PATH_MAX + 8];   /* OUT.lnsdl */
-    int out_fd;                /* synced before every save, so what the file says is there */
+    int out_fd;                /* OUT: runs of it the record names are checked on -R */
     char id[65];               /* the exNode's data (lors_download_ctl.c) */
     int64_t off, len;          /* the range */
     lors_span_t *spans;        /* written, sorted, merged */
@@ -27,10 +27,13 @@ void dl_ctl_init(dl_ctl_t *c, const char *out, int out_fd, const xnd_t *x, int64
 /* -R: read the control file.  1 with c->spans set when it is there and describes this
  * exNode and range; 0 when there is none; -1 when it is there but does not (a line in why). */
 int dl_ctl_load(dl_ctl_t *c, char *why, size_t whylen);
+/* -R: keep of each run loaded only its prefix that x's digests vouch for in OUT (whole
+ * checksum blocks; lors_verify_at); the bytes dropped (to be fetched again). */
+int64_t dl_ctl_check(dl_ctl_t *c, const xnd_t *x);
 /* The engine's on_placed: record [off, off+len) (len 0: a tick); once a second or 64 MiB
- * has come since the last save, sync the output and save. */
+ * has come since the last save, save. */
 void dl_ctl_placed(void *arg, int64_t off, int64_t len);
-/* Sync the output, then replace the control file atomically.  0, or -1 (errno). */
+/* Replace the control file atomically (not synced: -R checks what it says).  0, or -1. */
 int dl_ctl_save(dl_ctl_t *c);
 /* The download is complete: the control file goes. */
 void dl_ctl_remove(const dl_ctl_t *c);

@@ -62,8 +62,7 @@ static const tool_opt_t opts[] = {
     TOOL_OPT_THREADS(0, "0", "streams of each download (0: automatic)"),
     TOOL_OPT_TIMEOUT("30s", "longest wait for any one depot: a read of bytes no depot\n"
                             "answers for fails (EIO) after it"),
-    TOOL_OPT_IBP_VERSION,
-    TOOL_OPT_TLS,
+    TOOL_OPT_IBP_WIRE,
     TOOL_OPT_QUIET('q'),
     TOOL_OPT_SETTINGS,
     TOOL_OPT_TABLE_END,

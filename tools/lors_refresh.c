@@ -76,10 +76,7 @@ static const tool_opt_t opts[] = {
     {TOOL_OPT_FN, "max", 'm', NULL, 0, 0, 0, NULL, NULL,
      "as long as each depot allows (the default; a depot without\n"
      "that request: the maximum its STATUS tells, else not extended)", set_mode},
-    TOOL_OPT_THREADS(1, "4", "parallel depot calls"),
-    TOOL_OPT_TIMEOUT("30s", "longest wait of any one depot call"),
-    TOOL_OPT_IBP_VERSION,
-    TOOL_OPT_TLS,
+    TOOL_OPT_DEPOT_CALLS("30s"),
     TOOL_OPT_VERBOSE("print each mapping's old and new expiry"),
     TOOL_OPT_EVENTS,
     TOOL_OPT_SETTINGS,
@@ -128,7 +125,7 @@ int main(int argc, char **argv)
     lors_refresh_opts_t ro;
     lors_refresh_report_t rep = {0};
     xnd_t *x = NULL;
-    int code, lrc, replace = 0;
+    int code, lrc, replace;
     tool_depot_name_t *where = NULL;
     tool_rewrite_t rw;
     int64_t bytes = 0, start;
@@ -137,13 +134,10 @@ int main(int argc, char **argv)
 
     /* the update lock from the read to the write: what the depots were told (extended
      * leases, freed allocations) cannot be taken back if another program's version won */
-    code = tool_opt_exnode_rw(&cmd, argc, argv, &f, &f.output, 1, &path, &x, &rw);
+    code = tool_opt_exnode_rw(&cmd, argc, argv, &f, &f.output, &f.force, 1, &path, &x, &rw,
+                              &out, &replace);
     if (code)
         return code;
-    out = f.output ? f.output : path;
-    code = tool_check_output(TOOL, out, path, f.force || !f.output, &replace);
-    if (code)
-        goto done;
     if (!(where = tool_mapping_depots(TOOL, x))) {
         code = TOOL_EXIT_INTERNAL;
         goto done;
@@ -154,14 +148,13 @@ int main(int argc, char **argv)
     ro.value = f.value;
     ro.threads = f.c.threads;
     ro.timeout_s = (int)f.c.timeout;
-    code = tool_feed_open(TOOL, &feed, f.c.events, "refresh", -1, -1);
+    code = tool_feed_open_exnode(TOOL, &feed, f.c.events, "refresh", &ro.on_event, &ro.event_arg,
+                                 path, x, "mode=%s value=%" PRId64,
+                                 modes[ro.mode >= LORS_REFRESH_ADD && ro.mode <= LORS_REFRESH_MAX
+                                           ? ro.mode : 0],
+                                 ro.mode == LORS_REFRESH_MAX ? -1 : ro.value);
     if (code)
         goto done;
-    tool_feed_attach(&feed, &ro.on_event, &ro.event_arg);
-    tool_events_begin_exnode(feed.es, "refresh", path, x, "mode=%s value=%" PRId64,
-                             modes[ro.mode >= LORS_REFRESH_ADD && ro.mode <= LORS_REFRESH_MAX
-                                       ? ro.mode : 0],
-                             ro.mode == LORS_REFRESH_MAX ? -1 : ro.value);
 
     start = lns_mono_ns();
     lrc = lors_refresh(&ro, x, &rep);

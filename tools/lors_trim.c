@@ -114,10 +114,7 @@ static const tool_opt_t opts[] = {
     {TOOL_OPT_SWITCH, "force", 0, NULL, S(force), 1, 0, NULL, NULL,
      "remove even if some bytes are left with no copy at all; and\noverwrite an existing -o "
      "FILE", NULL},
-    TOOL_OPT_THREADS(1, "4", "parallel depot calls"),
-    TOOL_OPT_TIMEOUT("30s", "longest wait of any one depot call"),
-    TOOL_OPT_IBP_VERSION,
-    TOOL_OPT_TLS,
+    TOOL_OPT_DEPOT_CALLS("30s"),
     TOOL_OPT_VERBOSE("print the numbers of the removed mappings"),
     TOOL_OPT_EVENTS,
     TOOL_OPT_SETTINGS,
@@ -198,27 +195,24 @@ static int64_t removed_bytes(const lors_trim_report_t *rep, const int64_t *len)
 int main(int argc, char **argv)
 {
     settings_t f;
-    tool_feed_t feed = {0};
+    const char *path, *out;
+    xnd_t *x = NULL;
+    tool_rewrite_t rw;
+    int *nums = NULL, code, lrc, replace;
+    size_t nnums = 0;
     lors_trim_opts_t to;
     lors_trim_report_t rep = {0};
-    xnd_t *x = NULL;
-    int *nums = NULL, code, lrc, replace = 0;
-    size_t nnums = 0;
+    tool_feed_t feed = {0};
     tool_depot_name_t *where = NULL;
-    tool_rewrite_t rw;
     int64_t *len = NULL, t0;
     double secs = 0;
-    const char *path, *out;
 
     /* the update lock from the read to the write: what the depots were told (extended
      * leases, freed allocations) cannot be taken back if another program's version won */
-    code = tool_opt_exnode_rw(&cmd, argc, argv, &f, &f.output, 1, &path, &x, &rw);
+    code = tool_opt_exnode_rw(&cmd, argc, argv, &f, &f.output, &f.force, 1, &path, &x, &rw,
+                              &out, &replace);
     if (code)
         return code;
-    out = f.output ? f.output : path;
-    code = tool_check_output(TOOL, out, path, f.force || !f.output, &replace);
-    if (code)
-        goto done;
     code = expand_list(&f, x, &nums, &nnums);
     if (code)
         goto done;
@@ -247,13 +241,11 @@ int main(int argc, char **argv)
     to.force = f.force;
     to.threads = f.c.threads;
     to.timeout_s = (int)f.c.timeout;
-    code = tool_feed_open(TOOL, &feed, f.c.events, "trim", -1, -1);
+    code = tool_feed_open_exnode(TOOL, &feed, f.c.events, "trim", &to.on_event, &to.event_arg,
+                                 path, x, "selected=%zu depots=%zu dead=%d free=%d force=%d",
+                                 to.nmappings, to.ndepots, to.dead, to.free_allocs, to.force);
     if (code)
         goto done;
-    tool_feed_attach(&feed, &to.on_event, &to.event_arg);
-    tool_events_begin_exnode(feed.es, "trim", path, x,
-                             "selected=%zu depots=%zu dead=%d free=%d force=%d", to.nmappings,
-                             to.ndepots, to.dead, to.free_allocs, to.force);
 
     t0 = lns_mono_ns();
     lrc = lors_trim(&to, x, &rep);

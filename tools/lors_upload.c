@@ -46,6 +46,7 @@ typedef struct settings {
     char e2e[64];           /* the chain from -z, -a and --e2e, in command-line order */
     int e2e_from;           /* where e2e came from: TOOL_FROM_RC or TOOL_FROM_ARGV; 0: none */
     int64_t blocksize, duration, memory, offset, length, e2e_bs, provisional;
+    int level;              /* --level; TOOL_UNSET_INT: the compressor's default */
     int64_t bitrate;        /* --bitrate, bit/s; 0 = not given */
     int ec_k, ec_m;         /* --ec K+M; 0: replication */
     int64_t ec_piece;
@@ -63,7 +64,7 @@ static int set_e2e(void *sp, const tool_opt_t *o, const char *name, const char *
     if (s->e2e_from != (int)from)
         s->e2e[0] = '\0';
     s->e2e_from = (int)from;
-    snprintf(list, sizeof list, "%s", val ? val : o->letter == 'z' ? "zlib" : "aes");
+    snprintf(list, sizeof list, "%s", val ? val : o->name); /* -z, --zlib, -a: its name */
     int items = 0, none = 0;
     for (char *sv = NULL, *t = strtok_r(list, ", \t", &sv); t; t = strtok_r(NULL, ", \t", &sv)) {
         const char *n = t;
@@ -85,8 +86,15 @@ static int set_e2e(void *sp, const tool_opt_t *o, const char *name, const char *
             lns_err_set(err, errlen, "%s: %s is not supported (weak); use aes", name, n);
             return -1;
         }
-        if (strcasecmp(n, "zlib") != 0 && strcasecmp(n, "aes") != 0) {
-            lns_err_set(err, errlen, "%s: unknown transform %s (expected zlib or aes)", name, n);
+        if (strcasecmp(n, "zstd") != 0 && strcasecmp(n, "zlib") != 0 &&
+            strcasecmp(n, "aes") != 0) {
+            lns_err_set(err, errlen, "%s: unknown transform %s (expected zstd, zlib or aes)", name,
+                        n);
+            return -1;
+        }
+        int packs = strcasecmp(n, "aes") != 0;
+        if (packs && (strstr(s->e2e, "zstd") || strstr(s->e2e, "zlib"))) {
+            lns_err_set(err, errlen, "%s: one compressor at the most (zstd or zlib)", name);
             return -1;
         }
         for (char *p = strstr(s->e2e, n); p; p = strstr(p + 1, n))
@@ -96,7 +104,8 @@ static int set_e2e(void *sp, const tool_opt_t *o, const char *name, const char *
             }
         if (s->e2e[0])
             strcat(s->e2e, ",");
-        strcat(s->e2e, strcasecmp(n, "zlib") == 0 ? "zlib" : "aes");
+        strcat(s->e2e, strcasecmp(n, "zlib") == 0 ? "zlib" : strcasecmp(n, "zstd") == 0 ? "zstd"
+                                                                                   : "aes");
     }
     if (none && items > 1) {
         lns_err_set(err, errlen, "%s: none cannot be combined with transforms", name);
@@ -152,10 +161,9 @@ static const tool_opt_t opts[] = {
     {TOOL_OPT_SWITCH, "keep-partial", 0, NULL, S(keep_partial), 1, 0, NULL, NULL,
      "if the upload fails or is interrupted, write the exNode of the\nfragments completed "
      "instead of freeing them", NULL},
-    {TOOL_OPT_SIZE, "offset", 'O', NULL, S(offset), 0, INT64_MAX, NULL, "N",
-     "upload the input from byte N on (regular files; K, M, G, T)", NULL},
-    {TOOL_OPT_SIZE, "length", 'L', NULL, S(length), 0, INT64_MAX, NULL, "N",
-     "... only N bytes of it", NULL},
+    TOOL_OPT_RANGE(S(offset), S(length),
+                   "upload the input from byte N on (regular files; K, M, G, T)",
+                   "... only N bytes of it"),
     TOOL_OPT_HEADING("Where and how:"),
     TOOL_OPT_DEPOTS(S(depots), S(lb)),
     {TOOL_OPT_INT, "copies", 'c', "COPIES", S(copies), 1, 1000, "1", "N",
@@ -173,23 +181,24 @@ static const tool_opt_t opts[] = {
      "lifetime (s, m, h, d; -1 or max: each depot's maximum)", NULL},
     TOOL_OPT_PROVISIONAL(S(provisional)),
     TOOL_OPT_STORAGE(S(reliability)),
-    TOOL_OPT_THREADS(1, "4", "parallel depot calls"),
-    TOOL_OPT_TIMEOUT("3m", "longest wait of any one depot call"),
-    TOOL_OPT_IBP_VERSION,
-    TOOL_OPT_TLS,
+    TOOL_OPT_DEPOT_CALLS("3m"),
     {TOOL_OPT_SIZE, "memory", 'M', "MAX_INTERNAL_BUFFER", S(memory), 2 << 20, INT64_MAX, NULL,
      "N", "bound on the memory held for the data (fewer threads, and\nfrom a pipe smaller "
      "fragments, to fit)", NULL},
     TOOL_OPT_HEADING("End to end:"),
     {TOOL_OPT_STR, "checksum", 'k', NULL, S(checksum), 0, 0, NULL, "ALG",
-     "digest per checksum block (default sha256; none)", NULL},
+     "digest per checksum block (default blake3; sha256, any OpenSSL\ndigest, or none)", NULL},
     {TOOL_OPT_SIZE, "e2e-block-size", 'E', "E2E_BLOCKSIZE", S(e2e_bs), 1, INT64_MAX, NULL, "N",
      "bytes per checksum block and per transform frame (default 1M)", NULL},
-    {TOOL_OPT_FN, "zlib", 'z', NULL, 0, 0, 0, NULL, NULL,
-     "compress (zlib); with -a, the order on the command line is\nthe order applied", set_e2e},
+    {TOOL_OPT_FN, "zstd", 'z', NULL, 0, 0, 0, NULL, NULL,
+     "compress (zstd); with -a, the order on the command line is\nthe order applied", set_e2e},
+    {TOOL_OPT_FN, "zlib", 0, NULL, 0, 0, 0, NULL, NULL,
+     "compress with zlib instead (what -z meant before zstd)", set_e2e},
     {TOOL_OPT_FN, "aes", 'a', NULL, 0, 0, 0, NULL, NULL, "encrypt (AES-256-GCM)", set_e2e},
     {TOOL_OPT_FN, "e2e", 0, "E2E_ORDER", 0, 0, 0, NULL, "LIST",
-     "the same as a list: \"zlib,aes\"", set_e2e},
+     "the same as a list: \"zstd,aes\"", set_e2e},
+    {TOOL_OPT_INT, "level", 0, NULL, S(level), 1, 99, NULL, "N",
+     "the compressor's level: zstd 1-19 (default 3), zlib 1-9\n(default 6)", NULL},
     {TOOL_OPT_SWITCH, "none", 'n', NULL, S(none), 1, 0, NULL, NULL,
      "no transforms and no checksum", NULL},
     {TOOL_OPT_FN, "des", 'e', NULL, 0, 0, 0, NULL, NULL,
@@ -236,6 +245,16 @@ static int check(void *sp, int argc, char **argv, int first)
         return tool_usage(TOOL, "two inputs: %s and stdin (-i)", f->file);
     if (!f->file && !f->use_stdin)
         return tool_usage(TOOL, "no input: give FILE, -f FILE, or -i for stdin");
+    if (f->level != TOOL_UNSET_INT) {
+        const char *e = f->e2e_from && !f->none ? f->e2e : "";
+        int max = strstr(e, "zstd") ? 19 : strstr(e, "zlib") ? 9 : 0;
+        if (!max)
+            return tool_usage(TOOL, "--level %d: no compressor to give it to (-z, --zlib)",
+                              f->level);
+        if (f->level > max)
+            return tool_usage(TOOL, "--level %d: %s takes 1 to %d", f->level,
+                              max == 19 ? "zstd" : "zlib", max);
+    }
     if (f->ec_k && f->copies > 1)
         return tool_usage(TOOL, "--ec %d+%d replaces copies: leave out -c %d", f->ec_k, f->ec_m,
                           f->copies);
@@ -435,17 +454,6 @@ static void begin_line(tool_events_t *es, const settings_t *f, const lors_upload
                          o->e2e && *o->e2e ? o->e2e : "-", ec, enc);
 }
 
-/* Tell the L-Bone (-H/--lbone, else the rc file's) what throughput each depot gave. */
-static void report_throughput(const settings_t *f, const tool_lbone_meter_t *meter)
-{
-    char **servers;
-    size_t n;
-    if (!meter || tool_lbone_servers(&f->lb, &f->c.rc, &servers, &n) < 0)
-        return;
-    tool_lbone_meter_send(TOOL, meter, servers, n, f->c.verbose && !f->c.quiet);
-    tool_lbone_servers_free(servers, n);
-}
-
 /* The engine's options from the command line's. */
 static void opts_of(const settings_t *f, lors_upload_opts_t *o)
 {
@@ -471,6 +479,7 @@ static void opts_of(const settings_t *f, lors_upload_opts_t *o)
             o->checksum = f->checksum;
         o->e2e = f->e2e_from ? f->e2e : NULL;
     }
+    o->e2e_level = f->level != TOOL_UNSET_INT ? f->level : 0;
 }
 
 /* -M mem: the engine holds about 2 x threads x 1 MiB, and from a pipe (length < 0) two
@@ -553,10 +562,7 @@ int main(int argc, char **argv)
                               f.c.quiet ? -1 : f.c.progress);
     if (code)
         goto done;
-    if (!tool_lbone_reports_off(f.no_report)) {
-        meter = tool_lbone_meter_new();
-        tool_tee_add(&feed.tee, tool_lbone_meter_event, meter);
-    }
+    meter = tool_lbone_meter_tee(&feed.tee, f.no_report);
     tool_feed_attach(&feed, &o.on_event, &o.event_arg);
     begin_line(feed.es, &f, &o, length);
 
@@ -612,7 +618,7 @@ int main(int argc, char **argv)
         code = TOOL_EXIT_DEGRADED;
     if (code == TOOL_EXIT_OK)
         code = leases;
-    report_throughput(&f, meter);
+    tool_lbone_meter_report(TOOL, meter, &f.lb, &f.c.rc, f.c.verbose && !f.c.quiet);
 
 done:
     tool_feed_end(&feed, rep.bytes_read, rep.seconds, code);

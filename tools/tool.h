@@ -94,11 +94,6 @@ void tool_events_printf(tool_events_t *es, const char *kind, const char *fmt, ..
 /* lors_trim and lors_refresh, after BEGIN: one MAPPING line per mapping of x, in document
  * order (depot frag copy off len end; frag = copy = the mapping's number).  NULL es: none. */
 void tool_events_mappings(tool_events_t *es, const xnd_t *x);
-/* What lors_trim and lors_refresh write first: BEGIN "op=OP exnode=PATH size=N mappings=M",
- * then the rest of the line from fmt, then the MAPPING lines.  NULL es: nothing. */
-void tool_events_begin_exnode(tool_events_t *es, const char *op, const char *path,
-                              const xnd_t *x, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
 /* Flush and close (a "fd:N" descriptor is not closed).  NULL is fine. */
 void tool_events_close(tool_events_t *es);
 /* A value as an event line carries it: bytes <= ' ', >= 0x7f and '%' become %XX, so a value
@@ -244,6 +239,13 @@ void tool_feed_attach(tool_feed_t *f, lors_event_fn *fn, void **arg);
 void tool_feed_close(tool_feed_t *f);            /* finishes the bar, closes the stream */
 /* The END line "bytes=B seconds=S rc=CODE" (if the stream is open), then tool_feed_close. */
 void tool_feed_end(tool_feed_t *f, int64_t bytes, double seconds, int code);
+/* The feed of lors_trim and lors_refresh (tool_events_map.c): tool_feed_open with no bar
+ * (label op), attached to the library's on_event and event_arg, then what the stream says
+ * first: BEGIN "op=OP exnode=PATH size=N mappings=M", the rest of the line from fmt, and the
+ * MAPPING lines.  TOOL_EXIT_OK or TOOL_EXIT_IO, as tool_feed_open. */
+int tool_feed_open_exnode(const char *tool, tool_feed_t *f, const char *events, const char *op,
+                          lors_event_fn *fn, void **arg, const char *path, const xnd_t *x,
+                          const char *fmt, ...) __attribute__((format(printf, 9, 10)));
 
 /* The aes key, when the transform chain (NULL: none) has aes: loaded from keyfile, else
  * $LNS_KEY or $LNS_KEY_FILE (lors_key_load) into key, *use = key; without aes *use = NULL.

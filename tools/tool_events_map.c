@@ -11,20 +11,26 @@
 
 #include "tool.h"
 
-void tool_events_begin_exnode(tool_events_t *es, const char *op, const char *path,
-                              const xnd_t *x, const char *fmt, ...)
+int tool_feed_open_exnode(const char *tool, tool_feed_t *f, const char *events, const char *op,
+                          lors_event_fn *fn, void **arg, const char *path, const xnd_t *x,
+                          const char *fmt, ...)
 {
     char file[3 * 4096], rest[512];
     va_list ap;
-    if (!es)
-        return;
+    int code = tool_feed_open(tool, f, events, op, -1, -1);
+    if (code)
+        return code;
+    tool_feed_attach(f, fn, arg);
+    if (!f->es)
+        return TOOL_EXIT_OK;
     tool_events_encode(path, file, sizeof file);
     va_start(ap, fmt);
     vsnprintf(rest, sizeof rest, fmt, ap);
     va_end(ap);
-    tool_events_printf(es, "BEGIN", "op=%s exnode=%s size=%" PRId64 " mappings=%zu %s", op, file,
-                       xnd_size(x), x->nmaps, rest);
-    tool_events_mappings(es, x);
+    tool_events_printf(f->es, "BEGIN", "op=%s exnode=%s size=%" PRId64 " mappings=%zu %s", op,
+                       file, xnd_size(x), x->nmaps, rest);
+    tool_events_mappings(f->es, x);
+    return TOOL_EXIT_OK;
 }
 
 void tool_events_mappings(tool_events_t *es, const xnd_t *x)

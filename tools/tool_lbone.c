@@ -316,6 +316,27 @@ void tool_lbone_meter_free(tool_lbone_meter_t *m)
     free(m);
 }
 
+tool_lbone_meter_t *tool_lbone_meter_tee(tool_tee_t *tee, int no_report_flag)
+{
+    tool_lbone_meter_t *m;
+    if (tool_lbone_reports_off(no_report_flag))
+        return NULL;
+    m = tool_lbone_meter_new();
+    tool_tee_add(tee, tool_lbone_meter_event, m);
+    return m;
+}
+
+void tool_lbone_meter_report(const char *tool, const tool_lbone_meter_t *m,
+                             const tool_lbone_opts_t *lb, const tool_rc_t *rc, int verbose)
+{
+    char **servers;
+    size_t n;
+    if (!m || tool_lbone_servers(lb, rc, &servers, &n) < 0)
+        return;
+    tool_lbone_meter_send(tool, m, servers, n, verbose);
+    tool_lbone_servers_free(servers, n);
+}
+
 static meter_depot_t *meter_find(tool_lbone_meter_t *m, const lors_depot_t *dep)
 {
     char name[sizeof m->d->name];

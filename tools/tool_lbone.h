@@ -110,5 +110,12 @@ void tool_lbone_meter_event(void *meter, const lors_event_t *ev);
 size_t tool_lbone_meter_send(const char *tool, const tool_lbone_meter_t *m, char **servers,
                              size_t nservers, int verbose);
 void tool_lbone_meter_free(tool_lbone_meter_t *m);
+/* lors_download's and lors_upload's meter: a new one on tee (the transfer's event feed),
+ * unless reports are off (tool_lbone_reports_off(no_report_flag)): then NULL. */
+tool_lbone_meter_t *tool_lbone_meter_tee(tool_tee_t *tee, int no_report_flag);
+/* Send what m measured (NULL: nothing) to the servers of -H/--lbone, else of the rc file
+ * (tool_lbone_servers), as tool_lbone_meter_send. */
+void tool_lbone_meter_report(const char *tool, const tool_lbone_meter_t *m,
+                             const tool_lbone_opts_t *lb, const tool_rc_t *rc, int verbose);
 
 #endif

@@ -113,6 +113,19 @@ int tool_opt_set(void *s, const tool_opt_t *o, const char *name, const char *val
     }
 }
 
+int tool_opt_check(const tool_opt_t *o, tool_opt_type type, const char *name, const char *val,
+                   tool_from from, char *err, size_t errlen)
+{
+    union {
+        int i;
+        int64_t n;
+    } v; /* room for the value of any of those types, at offset 0 */
+    tool_opt_t as = *o;
+    as.type = type;
+    as.off = 0;
+    return tool_opt_set(&v, &as, name, val, from, err, errlen);
+}
+
 int tool_opt_demo(void *s, const tool_opt_t *o, const char *name, const char *val,
                   tool_from from, char *err, size_t errlen)
 {
@@ -167,22 +180,27 @@ int tool_tls_mode(const char *val, char *err, size_t errlen)
     return 0;
 }
 
+/* The setter of a process-wide setting that apply(val, why, size) makes or refuses: 0, or -1
+ * with "NAME VALUE: why". */
+static int set_process(int (*apply)(const char *, char *, size_t), const char *name,
+                       const char *val, char *err, size_t errlen)
+{
+    char why[256];
+    if (apply(val, why, sizeof why) < 0)
+        return lns_err_set(err, errlen, "%s %s: %s", name, val, why);
+    return 0;
+}
+
 int tool_opt_tls(void *s, const tool_opt_t *o, const char *name, const char *val,
                  tool_from from, char *err, size_t errlen)
 {
-    char why[128];
-    if (tool_tls_mode(val, why, sizeof why) < 0)
-        return lns_err_set(err, errlen, "%s %s: %s", name, val, why);
-    return 0;
+    return set_process(tool_tls_mode, name, val, err, errlen);
 }
 
 int tool_opt_ibp_version(void *s, const tool_opt_t *o, const char *name, const char *val,
                          tool_from from, char *err, size_t errlen)
 {
-    char why[256];
-    if (tool_ibp_version_pin(val, why, sizeof why) < 0)
-        return lns_err_set(err, errlen, "%s %s: %s", name, val, why);
-    return 0;
+    return set_process(tool_ibp_version_pin, name, val, err, errlen);
 }
 
 int tool_opt_storage(void *s, const tool_opt_t *o, const char *name, const char *val,
@@ -449,15 +467,28 @@ int tool_opt_exnode(const tool_cmd_t *cmd, int argc, char **argv, void *s,
 }
 
 int tool_opt_exnode_rw(const tool_cmd_t *cmd, int argc, char **argv, void *s,
-                       const char **output, int hold, const char **path, xnd_t **x,
-                       tool_rewrite_t *rw)
+                       const char **output, int *force, int hold, const char **path,
+                       xnd_t **x, tool_rewrite_t *rw, const char **out, int *replace)
 {
     int first, code = tool_opt_parse(cmd, argc, argv, s, &first);
     *x = NULL;
+    *replace = 0;
     rw->lockfd = -1;
-    if (code == TOOL_EXIT_OK &&
-        (code = tool_open_exnode_rw(cmd->name, ((tool_common_t *)s)->file, argc, argv, first,
-                                    *output, hold, path, x, rw)) != TOOL_EXIT_OK)
+    if (code != TOOL_EXIT_OK)
+        return code;
+    code = tool_open_exnode_rw(cmd->name, ((tool_common_t *)s)->file, argc, argv, first,
+                               *output, hold, path, x, rw);
+    if (code == TOOL_EXIT_OK) {
+        /* the in-place rewrite (no -o) is the input itself: no --force needed */
+        *out = *output ? *output : *path;
+        code = tool_check_output(cmd->name, *out, *path, *force || !*output, replace);
+        if (code != TOOL_EXIT_OK) {
+            tool_rewrite_end(rw);
+            xnd_free(*x);
+            *x = NULL;
+        }
+    }
+    if (code != TOOL_EXIT_OK)
         tool_opt_free(s);
     return code;
 }

@@ -109,11 +109,14 @@ int tool_opt_parse(const tool_cmd_t *cmd, int argc, char **argv, void *settings,
  * with nothing left to free. */
 int tool_opt_exnode(const tool_cmd_t *cmd, int argc, char **argv, void *settings,
                     const char **path, xnd_t **x);
-/* The same for a tool that writes its exNode back (tool_open_exnode_rw): *output is the
- * settings' -o field, read after the parse. */
+/* The same for a tool that writes its exNode back (lors_augment, lors_refresh, lors_trim):
+ * tool_open_exnode_rw, then tool_check_output for where the result goes.  *output and *force
+ * are the settings' -o and --force fields, read after the parse; *out is -o, else the input
+ * (rewritten in place, which needs no --force).  TOOL_EXIT_OK with *path, *x, rw, *out and
+ * *replace set, or the exit code after one line, with nothing left to free or unlock. */
 int tool_opt_exnode_rw(const tool_cmd_t *cmd, int argc, char **argv, void *settings,
-                       const char **output, int hold, const char **path, xnd_t **x,
-                       tool_rewrite_t *rw);
+                       const char **output, int *force, int hold, const char **path,
+                       xnd_t **x, tool_rewrite_t *rw, const char **out, int *replace);
 void tool_opt_free(void *settings);
 
 /* --help's text for cmd on f. */
@@ -122,6 +125,10 @@ void tool_opt_usage(const tool_cmd_t *cmd, FILE *f);
 /* The setters of the plain types, for a TOOL_OPT_FN that adds a check of its own. */
 int tool_opt_set(void *settings, const tool_opt_t *o, const char *name, const char *val,
                  tool_from from, char *err, size_t errlen);
+/* val checked as a value of type (TOOL_OPT_INT, _SIZE, _SECONDS) within o's bounds, and not
+ * stored: for a TOOL_OPT_FN that keeps the text as written.  0, or -1 with why in err. */
+int tool_opt_check(const tool_opt_t *o, tool_opt_type type, const char *name, const char *val,
+                   tool_from from, char *err, size_t errlen);
 
 #define TOOL_OFF(type, field) offsetof(type, field)
 #define TOOL_C(field) offsetof(tool_common_t, field)
@@ -130,9 +137,10 @@ int tool_opt_set(void *settings, const tool_opt_t *o, const char *name, const ch
 
 #define TOOL_OPT_VERBOSE(help) \
     {TOOL_OPT_SWITCH, "verbose", 'V', "VERBOSE", TOOL_C(verbose), 1, 0, NULL, NULL, help, NULL}
-#define TOOL_OPT_QUIET(letter) \
-    {TOOL_OPT_SWITCH, "quiet", letter, NULL, TOOL_C(quiet), 1, 0, NULL, NULL, \
-     "print nothing but errors", NULL}
+#define TOOL_OPT_QUIET(letter) TOOL_OPT_QUIET_BUT(letter, "print nothing but errors")
+/* -q or --quiet, with a help line of its own (what is still printed) */
+#define TOOL_OPT_QUIET_BUT(letter, help) \
+    {TOOL_OPT_SWITCH, "quiet", letter, NULL, TOOL_C(quiet), 1, 0, NULL, NULL, help, NULL}
 #define TOOL_OPT_PROGRESS \
     {TOOL_OPT_SWITCH, "progress", 0, NULL, TOOL_C(progress), 1, 0, NULL, NULL, \
      "draw the progress bar even when stderr is not a terminal", NULL}
@@ -172,6 +180,18 @@ int tool_opt_set(void *settings, const tool_opt_t *o, const char *name, const ch
      "auto (default): TLS to every lns depot, and never plaintext\n" \
      "to one whose pin is known; require: no plaintext at all;\n" \
      "off: plaintext to every depot (benchmarks)", tool_opt_tls}
+/* How a program speaks to depots: --ibp-version and --tls. */
+#define TOOL_OPT_IBP_WIRE TOOL_OPT_IBP_VERSION, TOOL_OPT_TLS
+/* The depot calls of the tools that make many (augment, keep, refresh, trim, upload): -t
+ * parallel calls (default 4), -T the longest wait of one (default timeout), and the wire. */
+#define TOOL_OPT_DEPOT_CALLS(timeout) \
+    TOOL_OPT_THREADS(1, "4", "parallel depot calls"), \
+    TOOL_OPT_TIMEOUT(timeout, "longest wait of any one depot call"), \
+    TOOL_OPT_IBP_WIRE
+/* -O N and -L N: a range of the file's bytes, into int64_t fields (unset: TOOL_UNSET). */
+#define TOOL_OPT_RANGE(offset, length, offset_help, length_help) \
+    {TOOL_OPT_SIZE, "offset", 'O', NULL, offset, 0, INT64_MAX, NULL, "N", offset_help, NULL}, \
+    {TOOL_OPT_SIZE, "length", 'L', NULL, length, 0, INT64_MAX, NULL, "N", length_help, NULL}
 /* --help and --version; with --rc and --no-rc for the programs that read the rc file (a
  * program whose table has no "rc" entry reads none). */
 #define TOOL_OPT_HELP \

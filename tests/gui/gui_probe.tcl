@@ -5,9 +5,10 @@
 #                   measured after every line of the stream: probe(rows_max)
 #   probe_labels    the map's labels (the depots' and the client's): how many are more than
 #                   4 px from their own marker, overlap another label, or lie on a marker
-#   probe_click K   a real mouse click at the centre of depot K's disc
+#   click_depot K   a real mouse click at the centre of depot K's disc (gui_click.tcl)
 # At the stream's end (stream_done), before the selftest dump, probe(at_end) runs and the
 # results go to probe(out), one "key value" line each.
+source [file join [file dirname [info script]] gui_click.tcl]
 set probe(rows_max) 0
 set probe(at_end) {}
 
@@ -79,16 +80,6 @@ proc probe_labels {} {
     list $far $ovl $ondot [expr {int($worst)}]
 }
 
-proc probe_click {k} {
-    update
-    lassign [.map coords [.map find withtag "d=$k&&depot"]] x0 y0 x1 y1
-    set x [expr {int(($x0 + $x1) / 2)}]; set y [expr {int(($y0 + $y1) / 2)}]
-    event generate .map <Motion> -x $x -y $y -warp 1
-    update
-    event generate .map <ButtonPress-1> -x $x -y $y
-    event generate .map <ButtonRelease-1> -x $x -y $y
-    update
-}
 
 rename on_line probe_on_line
 proc on_line {line} {

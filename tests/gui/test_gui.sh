@@ -277,22 +277,9 @@ else
 fi
 
 # --- 8. the panels: a --script fills a panel's fields, clicks depots and presses Run
-# click_depot KEY: a real mouse click (pointer moved there first) on a depot's marker
-cat >"$tmp/click.tcl" <<'EOF'
-proc click_depot {k} {
-    update
-    lassign [.map coords [.map find withtag "d=$k&&depot"]] x0 y0 x1 y1
-    set x [expr {int(($x0 + $x1) / 2)}]; set y [expr {int(($y0 + $y1) / 2)}]
-    event generate .map <Motion> -x $x -y $y -warp 1
-    update
-    event generate .map <ButtonPress-1> -x $x -y $y
-    event generate .map <ButtonRelease-1> -x $x -y $y
-    update
-}
-EOF
 panel() { # NAME SCRIPT-LINES...: run the GUI on the live depots with that script
     name=$1; shift
-    printf '%s\n' "source {$tmp/click.tcl}" "$@" >"$tmp/$name.tcl"
+    printf '%s\n' "source {$here/gui_click.tcl}" "$@" >"$tmp/$name.tcl"
     run_gui "$tmp/$name" --depots "$tmp/live-depots.txt" --bindir "$bin" --script "$tmp/$name.tcl" \
         ${shot:+--screenshot "$shot"}
 }
@@ -404,6 +391,11 @@ if [ -x "$bin/lors_augment" ] && [ -x "$bin/lors_trim" ] && [ -x "$bin/lors_refr
     for _ in $(seq 300); do pgrep -f -- "$tmp/close.xnd" >/dev/null || break; sleep 0.1; done
     left=$(pgrep -f -- "$tmp/close.xnd" | tr '\n' ' ')
     check "window closed while playing: no lors_play left" "" "$left"
+    if [ -n "$left" ]; then # what is left, and what the GUI and the tool said
+        ps -o pid,ppid,pgid,stat,etime,args -p "${left% }" | sed 's/^/        /'
+        sed 's/^/        close.log: /' "$tmp/close.log" | tail -20
+        pkill -KILL -f -- "$tmp/close.xnd"
+    fi
     for p in $left; do kill "$p" 2>/dev/null; done
     # play through the gateway (lors_play --start) with a real mpv, from the seek bar
     if command -v mpv >/dev/null 2>&1 && command -v ffmpeg >/dev/null 2>&1 && command -v ffprobe >/dev/null 2>&1 &&
@@ -546,7 +538,7 @@ p1=$1; p2=$2; p3=$3
 printf '%s\n' "$p1 47.61 -122.33 Seattle, Washington State" "$p2 52.37 4.90 Amsterdam Science Park" \
     "$p3 35.68 139.69 Tokyo University Campus" >"$tmp/long.txt"
 probe rows "$tmp/long.txt" "$data/download-3depots.events" \
-    "set probe(at_end) {probe_click $p1; probe_click $p2; probe_click $p3}"
+    "set probe(at_end) {click_depot $p1; click_depot $p2; click_depot $p3}"
 check "rows: overlapping items in a row, during the stream" 0 "$(val $tmp/rows.probe rows_max)"
 check "rows: overlapping items in a row, at the end" 0 "$(val $tmp/rows.probe rows_end)"
 check "click on a disc's centre over its trail: depots selected" 3 "$(val $tmp/rows.probe selected)"

@@ -334,8 +334,15 @@ int td_start_clocked(test_depot_t *d, const char *extra, char *clock)
 
 int raw_dead_port(void)
 {
-    int port = 0, fd = raw_listen_loopback(&port);
-    if (fd >= 0)
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &al) < 0) {
         close(fd);
-    return port;
+        return 0;
+    }
+    return ntohs(a.sin_port); /* fd stays open, bound, until the program exits */
 }

@@ -51,7 +51,10 @@ int td_count_events_of(const test_depot_t *d, const char *event, const char *nee
 /* A listening TCP socket on 127.0.0.1 and a port the kernel picked (for scripted peers).
  * Returns the fd (and *port), or -1. */
 int raw_listen_loopback(int *port);
-/* A port on 127.0.0.1 where nothing listens (bound, then closed), 0 if none could be had. */
+/* A port on 127.0.0.1 where nothing listens, 0 if none could be had.  It stays dead for the
+ * life of the test program: a socket of ours keeps it bound (not listening, so a connect is
+ * refused), so that no other program -- another test running beside this one -- is given
+ * it and answers there. */
 int raw_dead_port(void);
 
 /* Raw protocol helpers for replaying exchanges byte by byte. */

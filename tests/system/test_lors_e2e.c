@@ -28,7 +28,8 @@
 #define CKBS 16384
 
 TL_FLEET(ND)
-static const char *chains[] = {"zlib", "aes", "zlib,aes", "aes,zlib"};
+static const char *chains[] = {"zstd", "zlib", "aes", "zlib,aes", "aes,zlib", "aes,zstd"};
+#define NCHAINS (int)(sizeof chains / sizeof chains[0])
 static unsigned char key[LORS_KEY_BYTES], key2[LORS_KEY_BYTES];
 
 static int suite_init(void)
@@ -106,7 +107,7 @@ static void check_range(const xnd_t *x, const unsigned char *src, size_t n, int6
 static void test_round_trips(void)
 {
     static const size_t sizes[] = {0, 1, FRAME - 1, FRAME, FRAME + 1, 3 * 1000 * 1000 + 7};
-    for (int ci = 0; ci < 4; ci++)
+    for (int ci = 0; ci < NCHAINS; ci++)
         for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
             size_t n = sizes[si];
             unsigned char *src = tl_data(n, 100 + si + 10 * (size_t)ci);
@@ -200,7 +201,7 @@ static void test_subranges(void)
 {
     size_t n = 3 * 1000 * 1000 + 5;
     unsigned char *src = tl_data(n, 22);
-    for (int ci = 0; ci < 4; ci++) {
+    for (int ci = 0; ci < NCHAINS; ci++) {
         lors_upload_opts_t o;
         lors_dl_report_t dr;
         uopts(&o, chains[ci], 2);
@@ -285,6 +286,17 @@ static void test_keys(void)
     o.e2e_blocksize = -1;
     CU_ASSERT_EQUAL(lors_upload_buf(&o, src, n, "k", &x, &rep), LORS_E_INVAL);
     lors_report_free(&rep);
+    /* levels out of the compressor's range, or with no compressor */
+    static const struct { const char *chain; int level; const char *says; } lv[] = {
+        {"zstd", 20, "zstd takes 1 to 19"}, {"zlib", 10, "zlib takes 1 to 9"},
+        {"zstd", -1, "zstd takes 1 to 19"}, {"aes", 3, "has no compressor"}};
+    for (size_t i = 0; i < sizeof lv / sizeof lv[0]; i++) {
+        uopts(&o, lv[i].chain, 1);
+        o.e2e_level = lv[i].level;
+        CU_ASSERT_EQUAL(lors_upload_buf(&o, src, n, "k", &x, &rep), LORS_E_INVAL);
+        CU_ASSERT(strstr(rep.error, lv[i].says) != NULL);
+        lors_report_free(&rep);
+    }
 
     uopts(&o, "aes", 2);
     x = upload_buf(&o, src, n, NULL);
@@ -344,14 +356,15 @@ static int64_t frame_middle(const xnd_t *x, int64_t f)
     return off + len / 2;
 }
 
-/* src uploaded with the chain in copies, no checksums, and a byte in the middle of frame f
- * flipped in every copy. */
+/* src uploaded with the chain in copies at the compression level (0: the default), no
+ * checksums, and a byte in the middle of frame f flipped in every copy. */
 static xnd_t *upload_damaged(const unsigned char *src, size_t n, const char *chain, int copies,
-                             int64_t f)
+                             int level, int64_t f)
 {
     lors_upload_opts_t o;
     uopts(&o, chain, copies);
     o.checksum = "none";
+    o.e2e_level = level;
     xnd_t *x = upload_buf(&o, src, n, NULL);
     CU_ASSERT_EQUAL(flip_stored(x, frame_middle(x, f), 1), copies);
     return x;
@@ -383,7 +396,7 @@ static void test_corruption(void)
 
     /* checksums off and every replica damaged: the GCM tag catches it, names the frame, and
      * what was written is exactly the frames before it */
-    x = upload_damaged(src, n, "zlib,aes", 2, 5);
+    x = upload_damaged(src, n, "zlib,aes", 2, 0, 5);
     CU_ASSERT_EQUAL(tl_dl(&dl, x), LORS_E_E2E);
     CU_ASSERT(strstr(dl.rep.error, "frame 5 ") != NULL);
     CU_ASSERT(strstr(dl.rep.error, "authentication failed") != NULL);
@@ -396,13 +409,16 @@ static void test_corruption(void)
     check_range(x, src, n, 0, 5 * FRAME, NULL);
     tl_free_xnd(cli, x);
 
-    /* zlib alone, no checksums: zlib's own check catches it */
-    x = upload_damaged(src, n, "zlib", 1, 2);
-    CU_ASSERT_EQUAL(tl_dl(&dl, x), LORS_E_E2E);
-    CU_ASSERT(strstr(dl.rep.error, "frame 2 ") != NULL && strstr(dl.rep.error, "zlib") != NULL);
-    CU_ASSERT_EQUAL(dl.outlen, 2 * FRAME);
-    tl_dl_end(&dl);
-    tl_free_xnd(cli, x);
+    /* a compressor alone, no checksums: its own check (Adler-32, XXH64) catches it */
+    for (int z = 0; z < 2; z++) {
+        x = upload_damaged(src, n, z ? "zstd" : "zlib", 1, z ? 19 : 0, 2);
+        CU_ASSERT_EQUAL(tl_dl(&dl, x), LORS_E_E2E);
+        CU_ASSERT(strstr(dl.rep.error, "frame 2 ") != NULL &&
+                  strstr(dl.rep.error, z ? "zstd" : "zlib") != NULL);
+        CU_ASSERT_EQUAL(dl.outlen, 2 * FRAME);
+        tl_dl_end(&dl);
+        tl_free_xnd(cli, x);
+    }
     free(src);
 }
 

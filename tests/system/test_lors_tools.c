@@ -133,6 +133,59 @@ static void test_roundtrip(void)
     tt_free_all(&T, lns_test_path("rt3.xnd"));
 }
 
+/* -z is zstd, --zlib zlib, --level sets the compressor's level (and is checked); each file
+ * says its chain and downloads whole. */
+static void test_compress(void)
+{
+    static const struct { const char *opt, *level, *chain; } c[] = {
+        {"-z", NULL, "zstd"}, {"--zlib", NULL, "zlib"}, {"-z", "--level=19", "zstd"},
+        {"--zlib", "--level=1", "zlib"}};
+    char a[65], b[65];
+    long stored[4];
+    /* about 1 MB of words of a 3,000-word vocabulary: text on which the levels differ */
+    FILE *t = fopen(lns_test_path("z.txt"), "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    uint64_t r = 5;
+    for (int i = 0; i < 150000; i++) {
+        uint64_t w = (r = r * 6364136223846793005ull + 1442695040888963407ull) >> 33;
+        w %= 3000;
+        for (uint64_t k = 0, n = 2 + w % 8; k < n; k++, w = w * 31 + 7)
+            fputc('a' + (int)(w % 26), t);
+        fputc(' ', t);
+    }
+    CU_ASSERT_EQUAL_FATAL(fclose(t), 0);
+    sha_file(lns_test_path("z.txt"), 0, -1, a);
+    for (int i = 0; i < 4; i++) {
+        CU_ASSERT_EQUAL(upload("z.txt", "z.xnd", c[i].opt, c[i].level), 0);
+        xnd_t *x = tt_load(lns_test_path("z.xnd"));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+        lors_e2e_info_t info;
+        char err[256];
+        CU_ASSERT_EQUAL(lors_e2e_info(x, &info, err, sizeof err), LORS_OK);
+        CU_ASSERT_STRING_EQUAL(info.chain, c[i].chain);
+        stored[i] = (long)xnd_size(x);
+        xnd_free(x);
+        unlink(lns_test_path("z.out"));
+        CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-o",
+                               lns_test_path("z.out"), lns_test_path("z.xnd"), (char *)NULL), 0);
+        sha_file(lns_test_path("z.out"), 0, -1, b);
+        CU_ASSERT_STRING_EQUAL(a, b);
+        unlink(lns_test_path("z.xnd"));
+    }
+    CU_ASSERT(stored[2] < stored[0]); /* zstd 19 below zstd 3 */
+    CU_ASSERT(stored[3] > stored[1]); /* zlib 1 above zlib 6 */
+    /* out of range, or no compressor: exit 2, one line, nothing stored */
+    CU_ASSERT_EQUAL(upload("z.txt", "z.xnd", "-z", "--level=20"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "zstd takes 1 to 19"));
+    CU_ASSERT_EQUAL(upload("z.txt", "z.xnd", "--zlib", "--level=12"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "zlib takes 1 to 9"));
+    CU_ASSERT_EQUAL(upload("z.txt", "z.xnd", "--level=3", NULL), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "no compressor"));
+    CU_ASSERT_EQUAL(upload("z.txt", "z.xnd", "-z", "--zlib"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "one compressor"));
+    CU_ASSERT_EQUAL(access(lns_test_path("z.xnd"), F_OK), -1);
+}
+
 static void test_stdin_and_stdout_pipes(void)
 {
     char a[65], got[65];
@@ -787,6 +840,7 @@ static void test_huge_size(void)
 static const lns_test_case tests[] = {
     {"help and version", test_help_version},
     {"upload and download a file", test_roundtrip},
+    {"-z (zstd), --zlib, --level", test_compress},
     {"stdin and stdout pipes", test_stdin_and_stdout_pipes},
     {"sub-range -O/-L", test_subrange},
     {"resume -R cuts a damaged prefix", test_resume},

@@ -17,6 +17,10 @@
 
 static const unsigned char KEY[LORS_KEY_BYTES] = "0123456789abcdef0123456789abcdef";
 static const unsigned char SALT[LORS_E2E_SALT] = {1, 2, 3, 4, 5, 6, 7, 8};
+/* every chain: each compressor alone and either side of aes */
+static const char *CHAINS[] = {"zstd", "zlib", "aes", "zstd,aes", "aes,zstd", "zlib,aes",
+                               "aes,zlib"};
+#define NCHAINS (sizeof CHAINS / sizeof CHAINS[0])
 
 static void chain_of(const char *s, lors__e2e_chain_t *c)
 {
@@ -41,7 +45,16 @@ static void test_chains(void)
     CU_ASSERT_EQUAL(c.n, 0);
     chain_of(NULL, &c);
     CU_ASSERT_EQUAL(c.n, 0);
-    static const char *bad[] = {"gzip", "zlib,zlib", "aes,aes,zlib", "zlib;aes", "des", "zli"};
+    chain_of("aes ZSTD", &c);
+    CU_ASSERT_STRING_EQUAL(c.name, "aes,zstd");
+    CU_ASSERT_EQUAL(c.steps[1], LORS_E2E_ZSTD);
+    CU_ASSERT_EQUAL(lors__e2e_level_max(&c), 19);
+    chain_of("zlib", &c);
+    CU_ASSERT_EQUAL(lors__e2e_level_max(&c), 9);
+    chain_of("aes", &c);
+    CU_ASSERT_EQUAL(lors__e2e_level_max(&c), 0);
+    static const char *bad[] = {"gzip", "zlib,zlib", "aes,aes,zlib", "zlib;aes", "des", "zli",
+                                "zstd,zlib", "zlib,aes,zstd", "zst", "zstd,zstd"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = 0;
         CU_ASSERT_EQUAL(lors__e2e_chain_parse(bad[i], &c, err, sizeof err), LORS_E_INVAL);
@@ -89,19 +102,17 @@ static size_t round_trip(const char *chain, const unsigned char *in, size_t n, u
 
 static void test_codec_round_trips(void)
 {
-    static const char *chains[] = {"zlib", "aes", "zlib,aes", "aes,zlib"};
     static const size_t sizes[] = {1, 2, 1000, 65536, 1 << 20};
-    for (size_t ci = 0; ci < 4; ci++)
+    for (size_t ci = 0; ci < NCHAINS; ci++)
         for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
             unsigned char *r = malloc(sizes[si]);
             lns_test_fill(r, sizes[si], si + 1);
-            round_trip(chains[ci], r, sizes[si], (uint32_t)si);
+            round_trip(CHAINS[ci], r, sizes[si], (uint32_t)si);
             free(r);
             unsigned char *t = compressible(sizes[si]);
-            size_t sl = round_trip(chains[ci], t, sizes[si], UINT32_MAX - 1);
+            size_t sl = round_trip(CHAINS[ci], t, sizes[si], UINT32_MAX - 1);
             /* text shrinks unless encrypted first */
-            if (sizes[si] >= 65536 && strcmp(chains[ci], "aes") != 0 &&
-                strcmp(chains[ci], "aes,zlib") != 0)
+            if (sizes[si] >= 65536 && strncmp(CHAINS[ci], "aes", 3) != 0)
                 CU_ASSERT(sl < sizes[si] / 20);
             free(t);
         }
@@ -135,32 +146,31 @@ static int tamper(const char *chain, uint32_t enc_index, uint32_t index, long fl
 
 static void test_codec_tampering(void)
 {
-    static const char *chains[] = {"zlib", "aes", "zlib,aes", "aes,zlib"};
     unsigned char other_key[LORS_KEY_BYTES], other_salt[LORS_E2E_SALT];
     char why[256];
     memcpy(other_key, KEY, sizeof other_key);
     other_key[31] ^= 1;
     memcpy(other_salt, SALT, sizeof other_salt);
     other_salt[0] ^= 1;
-    for (int ci = 0; ci < 4; ci++) {
-        int aes = strstr(chains[ci], "aes") != NULL;
-        CU_ASSERT_EQUAL(tamper(chains[ci], 5, 5, -1, KEY, SALT, why, sizeof why), LORS_OK);
+    for (size_t ci = 0; ci < NCHAINS; ci++) {
+        int aes = strstr(CHAINS[ci], "aes") != NULL;
+        CU_ASSERT_EQUAL(tamper(CHAINS[ci], 5, 5, -1, KEY, SALT, why, sizeof why), LORS_OK);
         for (long at = 0; at < 3000; at += 331) {
             why[0] = 0;
-            CU_ASSERT_EQUAL(tamper(chains[ci], 5, 5, at, KEY, SALT, why, sizeof why), LORS_E_E2E);
-            CU_ASSERT(strstr(why, aes && chains[ci][0] == 'z' ? "authentication" : "") != NULL);
+            CU_ASSERT_EQUAL(tamper(CHAINS[ci], 5, 5, at, KEY, SALT, why, sizeof why), LORS_E_E2E);
+            CU_ASSERT(strstr(why, aes && CHAINS[ci][0] == 'z' ? "authentication" : "") != NULL);
         }
         /* the last byte: the zlib trailer or the tag */
-        CU_ASSERT_EQUAL(tamper(chains[ci], 5, 5, LONG_MAX, KEY, SALT, why, sizeof why),
+        CU_ASSERT_EQUAL(tamper(CHAINS[ci], 5, 5, LONG_MAX, KEY, SALT, why, sizeof why),
                         LORS_E_E2E);
         if (!aes)
             continue;
         /* a frame read at another index, under another salt (file) or key fails its tag */
-        CU_ASSERT_EQUAL(tamper(chains[ci], 5, 6, -1, KEY, SALT, why, sizeof why), LORS_E_E2E);
+        CU_ASSERT_EQUAL(tamper(CHAINS[ci], 5, 6, -1, KEY, SALT, why, sizeof why), LORS_E_E2E);
         CU_ASSERT(strstr(why, "authentication failed") != NULL);
-        CU_ASSERT_EQUAL(tamper(chains[ci], 5, 5, -1, KEY, other_salt, why, sizeof why),
+        CU_ASSERT_EQUAL(tamper(CHAINS[ci], 5, 5, -1, KEY, other_salt, why, sizeof why),
                         LORS_E_E2E);
-        CU_ASSERT_EQUAL(tamper(chains[ci], 5, 5, -1, other_key, SALT, why, sizeof why),
+        CU_ASSERT_EQUAL(tamper(CHAINS[ci], 5, 5, -1, other_key, SALT, why, sizeof why),
                         LORS_E_E2E);
     }
     /* a frame of the wrong plain length does not decode either */
@@ -169,13 +179,60 @@ static void test_codec_tampering(void)
     unsigned char in[100], st[200], back[200];
     size_t sl;
     memset(in, 7, sizeof in);
-    chain_of("zlib", &c);
+    for (int z = 0; z < 2; z++) {
+        const char *name = z ? "zstd" : "zlib";
+        chain_of(name, &c);
+        lors__e2e_codec_init(&k, &c, NULL, NULL);
+        CU_ASSERT_EQUAL(lors__e2e_encode(&k, 0, in, 100, st, &sl, why, sizeof why), LORS_OK);
+        CU_ASSERT_EQUAL(lors__e2e_decode(&k, 0, st, sl, back, 99, why, sizeof why), LORS_E_E2E);
+        CU_ASSERT(strstr(why, name) != NULL);
+        CU_ASSERT_EQUAL(lors__e2e_decode(&k, 0, st, sl, back, 101, why, sizeof why),
+                        LORS_E_E2E);
+        CU_ASSERT_EQUAL(lors__e2e_decode(&k, 0, st, sl, back, 100, why, sizeof why), LORS_OK);
+        lors__e2e_codec_free(&k);
+    }
+    /* two zstd frames, each right, in one lns frame: not the one frame it must be */
+    chain_of("zstd", &c);
     lors__e2e_codec_init(&k, &c, NULL, NULL);
-    CU_ASSERT_EQUAL(lors__e2e_encode(&k, 0, in, 100, st, &sl, why, sizeof why), LORS_OK);
-    CU_ASSERT_EQUAL(lors__e2e_decode(&k, 0, st, sl, back, 99, why, sizeof why), LORS_E_E2E);
-    CU_ASSERT(strstr(why, "zlib") != NULL);
-    CU_ASSERT_EQUAL(lors__e2e_decode(&k, 0, st, sl, back, 101, why, sizeof why), LORS_E_E2E);
+    CU_ASSERT_EQUAL(lors__e2e_encode(&k, 0, in, 50, st, &sl, why, sizeof why), LORS_OK);
+    memcpy(st + sl, st, sl);
+    CU_ASSERT_EQUAL(lors__e2e_decode(&k, 0, st, 2 * sl, back, 100, why, sizeof why), LORS_E_E2E);
+    CU_ASSERT(strstr(why, "not one zstd frame") != NULL);
     lors__e2e_codec_free(&k);
+}
+
+/* The level reaches the compressor and is not needed to read: level 19 stores text in fewer
+ * bytes than level 1, and both decode with a codec at the default level. */
+static void test_codec_levels(void)
+{
+    size_t n = 1 << 20;
+    unsigned char *t = malloc(n), *st = malloc(n + n / 64), *back = malloc(n);
+    for (size_t i = 0; i < n; i++) /* words of a small random vocabulary */
+        t[i] = (unsigned char)("etaoin shrdlu cmfwyp vbgkqj xz\n"[(i * 2654435761u >> 7) % 31]);
+    char why[256];
+    size_t len[2];
+    for (int z = 0; z < 2; z++) {
+        const int levels[2][2] = {{1, 19}, {1, 9}};
+        for (int l = 0; l < 2; l++) {
+            lors__e2e_chain_t c;
+            lors__e2e_codec_t enc, dec;
+            chain_of(z ? "zlib" : "zstd", &c);
+            CU_ASSERT_EQUAL_FATAL(lors__e2e_codec_init(&dec, &c, NULL, NULL), LORS_OK);
+            c.level = levels[z][l];
+            CU_ASSERT_EQUAL_FATAL(lors__e2e_codec_init(&enc, &c, NULL, NULL), LORS_OK);
+            CU_ASSERT_EQUAL(lors__e2e_encode(&enc, 3, t, n, st, &len[l], why, sizeof why),
+                            LORS_OK);
+            CU_ASSERT_EQUAL(lors__e2e_decode(&dec, 3, st, len[l], back, n, why, sizeof why),
+                            LORS_OK);
+            CU_ASSERT(memcmp(back, t, n) == 0);
+            lors__e2e_codec_free(&enc);
+            lors__e2e_codec_free(&dec);
+        }
+        CU_ASSERT(len[1] < len[0]);
+    }
+    free(t);
+    free(st);
+    free(back);
 }
 
 static void test_keyid(void)
@@ -209,7 +266,7 @@ static xnd_t *table(const char *chain, int64_t fs, int64_t plain, lors__e2e_desc
     for (int64_t off = 0; off < plain; off += fs) {
         int64_t pl = plain - off < fs ? plain - off : fs;
         int64_t max = lors__e2e_max_stored(&d->chain, pl), sl = max;
-        if (strstr(chain, "zlib")) {
+        if (strstr(chain, "zlib") || strstr(chain, "zstd")) {
             s = s * 6364136223846793005ull + 1442695040888963407ull;
             sl = 1 + (int64_t)((s >> 33) % (uint64_t)max);
         }
@@ -243,28 +300,27 @@ static void same_table(const lors__e2e_desc_t *a, const lors__e2e_desc_t *b)
 
 static void test_table_round_trip(void)
 {
-    static const char *chains[] = {"zlib", "aes", "zlib,aes", "aes,zlib"};
     static const int64_t plains[] = {0, 1, 4095, 4096, 4097, 40000};
-    for (int ci = 0; ci < 4; ci++)
+    for (size_t ci = 0; ci < NCHAINS; ci++)
         for (size_t pi = 0; pi < sizeof plains / sizeof plains[0]; pi++) {
             lors__e2e_desc_t d, r;
             int present = 0;
             char err[512] = "", *xml = NULL;
             size_t xl;
-            xnd_t *x = table(chains[ci], 4096, plains[pi], &d), *y = NULL;
+            xnd_t *x = table(CHAINS[ci], 4096, plains[pi], &d), *y = NULL;
             CU_ASSERT_EQUAL(xnd_serialize(x, &xml, &xl, err, sizeof err), XND_OK);
             CU_ASSERT_EQUAL(xnd_parse_buf(xml, xl, &y, err, sizeof err), XND_OK);
             CU_ASSERT_FATAL(y != NULL);
             CU_ASSERT_EQUAL(lors__e2e_desc_read(y, &r, &present, err, sizeof err), LORS_OK);
             if (err[0])
-                fprintf(stderr, "%s %lld: %s\n", chains[ci], (long long)plains[pi], err);
+                fprintf(stderr, "%s %lld: %s\n", CHAINS[ci], (long long)plains[pi], err);
             CU_ASSERT_EQUAL(present, 1);
             same_table(&d, &r);
             lors_e2e_info_t info;
             CU_ASSERT_EQUAL(lors_e2e_info(y, &info, err, sizeof err), LORS_OK);
             CU_ASSERT(info.present && info.plain_size == plains[pi] && info.frame_size == 4096);
-            CU_ASSERT_STRING_EQUAL(info.chain, chains[ci]);
-            if (strcmp(chains[ci], "aes") == 0 && plains[pi] > 4096) /* one run, one last */
+            CU_ASSERT_STRING_EQUAL(info.chain, CHAINS[ci]);
+            if (strcmp(CHAINS[ci], "aes") == 0 && plains[pi] > 4096) /* one run, one last */
                 CU_ASSERT_EQUAL(r.nruns, 2);
             lors__e2e_desc_free(&d);
             lors__e2e_desc_free(&r);
@@ -485,6 +541,7 @@ static const lns_test_case tests[] = {
     {"chains", test_chains},
     {"codec round trips", test_codec_round_trips},
     {"codec: tampering, wrong index/salt/key", test_codec_tampering},
+    {"codec: the compressor's level", test_codec_levels},
     {"key id", test_keyid},
     {"frame table: write, XML, read", test_table_round_trip},
     {"frame table: malformations refused", test_table_malformed},

@@ -186,6 +186,7 @@ static void test_rc_errors(void)
         {"LBONE_SERVER a b c\n", 1, "LBONE_SERVER"},
         {"E2E_ORDER zlib des\n", 1, "not supported"},
         {"E2E_ORDER zlib zlib\n", 1, "twice"},
+        {"E2E_ORDER zstd aes zlib\n", 1, "a compressor named twice"},
         {"E2E_ORDER rot13\n", 1, "rot13"},
         {"COPIES\n", 1, "needs a value"},
         {"= 5\n", 1, "expected KEYWORD value"},
@@ -204,6 +205,16 @@ static void test_rc_errors(void)
         }
         CU_ASSERT_PTR_NULL(rc.depots); /* nothing half-loaded */
         CU_ASSERT_EQUAL(rc.copies, -1);
+        tool_rc_free(&rc);
+    }
+    /* zstd in E2E_ORDER, either side of aes */
+    static const char *good[][2] = {{"E2E_ORDER aes ZSTD\n", "aes,zstd"},
+                                    {"E2E_ORDER zstd,aes_encrypt\n", "zstd,aes"}};
+    for (size_t i = 0; i < 2; i++) {
+        tool_rc_t rc;
+        char err[512];
+        CU_ASSERT_EQUAL(load_text(good[i][0], &rc, err, sizeof err), LORS_OK);
+        CU_ASSERT(rc.e2e_order && strcmp(rc.e2e_order, good[i][1]) == 0);
         tool_rc_free(&rc);
     }
 }
