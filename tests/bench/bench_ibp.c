@@ -29,7 +29,6 @@
 #include "lns_units.h"
 #include "lns_net.h"
 #include "lns_time.h"
-#include "lns_version.h"
 #include "usage.h"
 
 enum { EXIT_IBP = 1, EXIT_USAGE = 2, EXIT_VERIFY = 3, EXIT_SYS = 4 };
@@ -174,22 +173,14 @@ static void parse_opts(int argc, char **argv, opts_t *o)
     o->size = 4096;
     o->seconds = 10;
     o->duration = 3600;
+    static const char *const flags[] = {"--keep", NULL};
     for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (strncmp(a, "--", 2) != 0) {
-            if (o->npos == 8)
-                bench_usage_exit("too many arguments");
-            o->pos[o->npos++] = a;
+        const char *v, *a = bench_arg(argc, argv, &i, o->pos, &o->npos, 8, flags, &v);
+        if (!a)
             continue;
-        }
-        if (!strcmp(a, "--keep")) {
+        if (!strcmp(a, "--keep"))
             o->keep = 1;
-            continue;
-        }
-        if (i + 1 >= argc)
-            bench_usage_exit("option needs a value");
-        const char *v = argv[++i];
-        if (!strcmp(a, "--conns"))
+        else if (!strcmp(a, "--conns"))
             o->conns = (int)bench_size_arg(v, "bad --conns");
         else if (!strcmp(a, "--clients"))
             o->clients = (int)bench_size_arg(v, "bad --clients");
@@ -216,14 +207,6 @@ static void parse_opts(int argc, char **argv, opts_t *o)
         bench_usage_exit("counts must be 1..1024, --req > 0");
 }
 
-static int parse_port(const char *s)
-{
-    uint64_t p = bench_size_arg(s, "bad port");
-    if (p < 1 || p > 65535)
-        bench_usage_exit("bad port");
-    return (int)p;
-}
-
 /* ---- fill and store ------------------------------------------------------------------ */
 
 /* fill keeps the allocation and prints its capabilities; store times the ALLOCATE too and
@@ -233,7 +216,7 @@ static int cmd_store(opts_t *o, int fill)
     if (o->npos != 3)
         bench_usage_exit(fill ? "fill HOST PORT SIZE" : "store HOST PORT SIZE");
     const char *host = o->pos[0];
-    int port = parse_port(o->pos[1]);
+    int port = bench_port_arg(o->pos[1]);
     uint64_t size = bench_size_arg(o->pos[2], "bad SIZE");
     int fd = o->from ? open_source(o->from, size) : -1;
     uint64_t bufsz = o->chunk ? o->chunk : size;
@@ -321,7 +304,7 @@ static int cmd_load(opts_t *o)
     if (o->npos != 4)
         bench_usage_exit("load HOST PORT RCAP SIZE");
     (void)o->pos[0]; /* host and port come from the capability; kept for a uniform CLI */
-    parse_port(o->pos[1]);
+    bench_port_arg(o->pos[1]);
     const char *rcap = o->pos[2];
     uint64_t size = bench_size_arg(o->pos[3], "bad SIZE");
     int vfd = o->verify ? open_source(o->verify, size) : -1;
@@ -480,7 +463,7 @@ static int cmd_smallops(opts_t *o)
     if (o->npos != 2)
         bench_usage_exit("smallops HOST PORT");
     const char *host = o->pos[0];
-    int port = parse_port(o->pos[1]);
+    int port = bench_port_arg(o->pos[1]);
     int n = o->clients;
     small_job_t *jobs = calloc((size_t)n, sizeof(*jobs));
     pthread_barrier_t start;
@@ -564,18 +547,7 @@ static int cmd_freeport(void)
 
 int main(int argc, char **argv)
 {
-    bench_usage_init("bench_ibp", usage_text);
-    if (argc < 2)
-        bench_usage_exit(NULL);
-    const char *cmd = argv[1];
-    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
-        fputs(usage_text, stdout);
-        return 0;
-    }
-    if (!strcmp(cmd, "--version")) {
-        printf("bench_ibp %s\n", LNS_VERSION);
-        return 0;
-    }
+    const char *cmd = bench_command("bench_ibp", usage_text, argc, argv);
     if (!strcmp(cmd, "freeport"))
         return cmd_freeport();
     opts_t o;

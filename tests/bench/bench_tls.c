@@ -34,7 +34,6 @@
 #include "ibp.h"
 #include "lns_time.h"
 #include "lns_tls.h"
-#include "lns_version.h"
 #include "usage.h"
 
 enum { EXIT_IBP = 1, EXIT_VERIFY = 3, EXIT_SYS = 4 };
@@ -135,22 +134,14 @@ static void parse_opts(int argc, char **argv, opts_t *o)
     o->ops = 2000;
     o->size = 4096;
     o->calls = 300;
+    static const char *const flags[] = {"--tls-first", NULL};
     for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (strncmp(a, "--", 2) != 0) {
-            if (o->npos == 2)
-                bench_usage_exit("too many arguments");
-            o->pos[o->npos++] = a;
+        const char *v, *a = bench_arg(argc, argv, &i, o->pos, &o->npos, 2, flags, &v);
+        if (!a)
             continue;
-        }
-        if (!strcmp(a, "--tls-first")) {
+        if (!strcmp(a, "--tls-first"))
             o->tls_first = 1;
-            continue;
-        }
-        if (i + 1 >= argc)
-            bench_usage_exit("option needs a value");
-        const char *v = argv[++i];
-        if (!strcmp(a, "--ops"))
+        else if (!strcmp(a, "--ops"))
             o->ops = bench_size_arg(v, "bad --ops");
         else if (!strcmp(a, "--size"))
             o->size = bench_size_arg(v, "bad --size");
@@ -164,14 +155,6 @@ static void parse_opts(int argc, char **argv, opts_t *o)
     if (o->ops < 1 || o->ops > 10000000 || o->calls < 1 || o->calls > 1000000 || o->size < 1 ||
         o->size > 64ull << 20)
         bench_usage_exit("--ops, --calls 1..10^6, --size 1..64M");
-}
-
-static int parse_port(const char *s)
-{
-    uint64_t p = bench_size_arg(s, "bad port");
-    if (p < 1 || p > 65535)
-        bench_usage_exit("bad port");
-    return (int)p;
 }
 
 /* ---- smallops ------------------------------------------------------------------------ */
@@ -227,7 +210,7 @@ static void run_block(side_t *s, const char *host, int port, const opts_t *o,
 static int cmd_smallops(const opts_t *o)
 {
     const char *host = o->pos[0];
-    int port = parse_port(o->pos[1]);
+    int port = bench_port_arg(o->pos[1]);
     pin_depot(host, port);
     side_t plain = {.c = client_new(IBP_TLS_OFF, 1)}, tls = {.c = client_new(IBP_TLS_AUTO, 1)};
     unsigned char *out = xmalloc(o->size), *in = xmalloc(o->size);
@@ -276,7 +259,7 @@ static void status_call(ibp_client_t *c, const char *host, int port, const char 
 static int cmd_handshake(const opts_t *o)
 {
     const char *host = o->pos[0];
-    int port = parse_port(o->pos[1]);
+    int port = bench_port_arg(o->pos[1]);
     pin_depot(host, port);
     size_t n = (size_t)o->calls;
     int64_t *wall[H_KINDS], cpu[H_KINDS] = {0};
@@ -326,18 +309,7 @@ static int cmd_handshake(const opts_t *o)
 
 int main(int argc, char **argv)
 {
-    bench_usage_init("bench_tls", usage_text);
-    if (argc < 2)
-        bench_usage_exit(NULL);
-    const char *cmd = argv[1];
-    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
-        fputs(usage_text, stdout);
-        return 0;
-    }
-    if (!strcmp(cmd, "--version")) {
-        printf("bench_tls %s\n", LNS_VERSION);
-        return 0;
-    }
+    const char *cmd = bench_command("bench_tls", usage_text, argc, argv);
     opts_t o;
     parse_opts(argc - 2, argv + 2, &o);
     if (!strcmp(cmd, "smallops"))

@@ -17,6 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lns_net.h"
+#include "lns_time.h"
+
 #define MAX_PIDS 256
 
 static char bindir[PATH_MAX];
@@ -90,6 +93,29 @@ void lns_test_slurp(const char *path, char *buf, size_t size)
     buf[n] = 0;
     if (f)
         fclose(f);
+}
+
+void lns_test_has(const char *file, int line, const char *text, ...)
+{
+    va_list ap;
+    va_start(ap, text);
+    for (const char *needle; (needle = va_arg(ap, const char *)) != NULL;) {
+        char what[512];
+        snprintf(what, sizeof what, "the text holds \"%s\"", needle);
+        CU_assertImplementation(strstr(text, needle) != NULL, (unsigned)line, what, file, "",
+                                CU_FALSE);
+    }
+    va_end(ap);
+}
+
+int64_t lns_test_drain(int fd, int ms)
+{
+    char buf[4096];
+    ssize_t n;
+    int64_t total = 0;
+    while ((n = lns_read_some(fd, buf, sizeof buf, ms, lns_deadline_ms(ms))) > 0)
+        total += n;
+    return total;
 }
 
 int lns_test_find_file(const char *rel, char *out, size_t size)
@@ -261,14 +287,19 @@ void lns_test_fill(void *buf, size_t n, uint64_t seed)
         p[i] = (unsigned char)(lns_test_rand(&x) >> 24);
 }
 
-CU_pSuite lns_test_add_suite(const char *name, CU_InitializeFunc init, CU_CleanupFunc clean,
-                             const lns_test_case *tests, size_t n)
+void lns_test_add_tests(CU_pSuite s, const lns_test_case *tests, size_t n)
 {
-    CU_pSuite s = CU_add_suite(name, init, clean);
     const char *only = getenv("LNS_TEST_ONLY"); /* run only the tests whose name has this */
     for (size_t i = 0; i < n; i++)
         if (!only || !*only || strstr(tests[i].name, only))
             CU_add_test(s, tests[i].name, tests[i].fn);
+}
+
+CU_pSuite lns_test_add_suite(const char *name, CU_InitializeFunc init, CU_CleanupFunc clean,
+                             const lns_test_case *tests, size_t n)
+{
+    CU_pSuite s = CU_add_suite(name, init, clean);
+    lns_test_add_tests(s, tests, n);
     return s;
 }
 

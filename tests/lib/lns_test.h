@@ -32,6 +32,10 @@ CU_pSuite lns_test_add_suite(const char *name, CU_InitializeFunc init, CU_Cleanu
 /* The same for a table that is an array in scope. */
 #define LNS_TEST_SUITE(name, init, clean, table) \
     lns_test_add_suite((name), (init), (clean), (table), sizeof(table) / sizeof((table)[0]))
+/* Add the n tests to the suite s (those LNS_TEST_ONLY names, when it is set). */
+void lns_test_add_tests(CU_pSuite s, const lns_test_case *tests, size_t n);
+/* The same for a table that is an array in scope (tests a machine may lack the tools for). */
+#define LNS_TEST_ADD(s, table) lns_test_add_tests((s), (table), sizeof(table) / sizeof((table)[0]))
 /* lns_test_register() of a program that is one suite: the table, with init and clean. */
 #define LNS_TEST_MAIN_WITH(name, init, clean, table) \
     void lns_test_register(void) { LNS_TEST_SUITE((name), (init), (clean), table); }
@@ -46,6 +50,14 @@ const char *lns_test_tmpdir(void);
 const char *lns_test_path(const char *name);
 /* The start of a file as a string: at most size - 1 bytes, NUL-terminated ("" if unreadable). */
 void lns_test_slurp(const char *path, char *buf, size_t size);
+/* CU_ASSERT that text holds each of the needles (strings), one assertion for each, a failure
+ * reported at the caller's line with the needle missed. */
+#define LNS_TEST_HAS(text, ...) \
+    lns_test_has(__FILE__, __LINE__, (text), __VA_ARGS__, (const char *)NULL)
+void lns_test_has(const char *file, int line, const char *text, ...);
+/* Read fd (lns_read_some: sealed or not) until its end, an error or a read that waits ms:
+ * how many bytes came. */
+int64_t lns_test_drain(int fd, int ms);
 /* A file of the source tree (e.g. "tests/wan/short.sh"), found relative to the current
  * directory (make test runs from the root) or to the bin directory (build/<kind>/bin/../../..).
  * 0 with its path in out, or -1 if it is not there (or not executable). */

@@ -91,6 +91,13 @@ int td_connect(const test_depot_t *d)
     return fd;
 }
 
+int td_conn(const test_depot_t *d)
+{
+    int fd = td_connect(d);
+    CU_ASSERT_FATAL(fd >= 0);
+    return fd;
+}
+
 int td_count_events_of(const test_depot_t *d, const char *event, const char *needle)
 {
     FILE *f = fopen(d->events, "r");
@@ -170,13 +177,13 @@ int raw_code(const char *line)
     return end == line ? -1000 : (int)v;
 }
 
-int raw_reqf(int fd, char *reply, size_t size, const char *fmt, ...)
+/* raw_reqf with the arguments in ap. */
+static int raw_vreqf(int fd, char *reply, size_t size, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+static int raw_vreqf(int fd, char *reply, size_t size, const char *fmt, va_list ap)
 {
     char line[8192], tmp[4096];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
     if (!reply) {
         reply = tmp;
         size = sizeof tmp;
@@ -195,6 +202,28 @@ int raw_reqf(int fd, char *reply, size_t size, const char *fmt, ...)
             reply[have + (size_t)n - 1] = 0;
     }
     return raw_code(reply);
+}
+
+int raw_reqf(int fd, char *reply, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = raw_vreqf(fd, reply, size, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int td_reqf(const test_depot_t *d, const char *fmt, ...)
+{
+    int fd = td_connect(d);
+    if (fd < 0)
+        return -1000;
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = raw_vreqf(fd, NULL, 0, fmt, ap);
+    va_end(ap);
+    close(fd);
+    return rc;
 }
 
 int raw_closed_by_peer(int fd, int ms)
@@ -242,9 +271,13 @@ int raw_caps(const char *reply, raw_caps_t *c)
     return 0;
 }
 
-int raw_allocate(int fd, const char *line, raw_caps_t *c)
+int raw_allocate(int fd, raw_caps_t *c, const char *fmt, ...)
 {
-    char reply[4096];
+    char line[1024], reply[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
     int rc = raw_reqf(fd, reply, sizeof reply, "%s", line);
     if (rc != 1)
         return rc;

@@ -36,6 +36,8 @@ int td_restart_once(test_depot_t *d);
 int td_pin(const test_depot_t *d, char *out);
 /* Connect a raw TCP socket to it (blocking, 10 s send/receive timeouts). -1 on failure. */
 int td_connect(const test_depot_t *d);
+/* The same inside a test, where a failure to connect ends it (CU_ASSERT_FATAL). */
+int td_conn(const test_depot_t *d);
 /* A depot whose clock the test moves: started with LNS_TEST_CLOCK_FILE naming a file of its
  * own (path in clock, PATH_MAX bytes), at 0 seconds past the real clock.  0 or -1. */
 int td_start_clocked(test_depot_t *d, const char *extra, char *clock);
@@ -70,6 +72,9 @@ int raw_code(const char *line);
  * read whole: reply holds "1 <n> VS:... RE". */
 int raw_reqf(int fd, char *reply, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* raw_reqf on a connection of its own to d, closed after the reply (the depot closes one
+ * after most refusals): the reply's code, -1000 when the connection failed. */
+int td_reqf(const test_depot_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* 1 if the peer closed the connection (EOF, nothing more to read) within ms. */
 int raw_closed_by_peer(int fd, int ms);
 
@@ -82,9 +87,11 @@ typedef struct raw_caps {
 } raw_caps_t;
 /* An ALLOCATE-style answer "1 <read> <write> <manage>" into c; 0 or -1. */
 int raw_caps(const char *reply, raw_caps_t *c);
-/* Send an allocating request line (ALLOCATE, ALIAS_ALLOCATE, ...) and read its capabilities:
- * 1, the depot's error code, or -1000 for an answer that is not three capabilities. */
-int raw_allocate(int fd, const char *line, raw_caps_t *c);
+/* printf an allocating request line (ALLOCATE, ALIAS_ALLOCATE, ...), send it and read its
+ * capabilities into c: 1, the depot's error code, or -1000 for an answer that is not three
+ * capabilities. */
+int raw_allocate(int fd, raw_caps_t *c, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* STORE (off < 0: append) or WRITE of n bytes as ACCRE's client sends them: 1, the error
  * code, or -1000 when the connection failed. */
 int raw_put(int fd, const raw_caps_t *c, long off, const void *s, size_t n);

@@ -55,7 +55,8 @@ int tl_fleet_stop(test_depot_t *dep, int n, ibp_client_t *cli)
 unsigned char *tl_data(size_t n, uint64_t seed)
 {
     unsigned char *p = malloc(n ? n : 1);
-    lns_test_fill(p, n, seed);
+    if (p)
+        lns_test_fill(p, n, seed);
     return p;
 }
 
@@ -86,6 +87,19 @@ int tl_download_mem(const lors_download_opts_t *o, const xnd_t *x, unsigned char
     CU_ASSERT_EQUAL(pread(fd, *out, (size_t)n, 0), (ssize_t)n);
     close(fd);
     return rc;
+}
+
+int tl_dl(tl_dl_t *d, const xnd_t *x)
+{
+    return tl_download_mem(&d->o, x, &d->out, &d->outlen, &d->rep);
+}
+
+void tl_dl_end(tl_dl_t *d)
+{
+    lors_dl_report_free(&d->rep);
+    free(d->out);
+    d->out = NULL;
+    d->outlen = 0;
 }
 
 void tl_check_range(const lors_download_opts_t *o, const xnd_t *x, const unsigned char *src,

@@ -28,7 +28,8 @@ int tl_fleet_stop(test_depot_t *dep, int n, ibp_client_t *cli);
     static int fleet_start(void) { return tl_fleet_start(dep, ldep, n, &cli); }                \
     static int fleet_stop(void) { return tl_fleet_stop(dep, n, cli); }
 
-/* n deterministic bytes from seed, malloc'd (at least 1 byte, so n may be 0). */
+/* n deterministic bytes from seed, malloc'd (at least 1 byte, so n may be 0); NULL without
+ * the memory. */
 unsigned char *tl_data(size_t n, uint64_t seed);
 /* Upload options over depots d[0..nd) with copies x frags, 600 s, a 20 s timeout; the rest
  * liblors's defaults. */
@@ -38,6 +39,17 @@ void tl_upload_opts(lors_upload_opts_t *o, const lors_depot_t *d, size_t nd, int
  * length; lors_download_fd's code. */
 int tl_download_mem(const lors_download_opts_t *o, const xnd_t *x, unsigned char **out,
                     size_t *outlen, lors_dl_report_t *rep);
+/* A download into memory: the options tl_dl uses, then the bytes and the report it gives. */
+typedef struct tl_dl {
+    lors_download_opts_t o;
+    unsigned char *out; /* malloc'd, outlen bytes */
+    size_t outlen;
+    lors_dl_report_t rep;
+} tl_dl_t;
+/* tl_download_mem of x with d->o into d->out, d->outlen and d->rep; its code. */
+int tl_dl(tl_dl_t *d, const xnd_t *x);
+/* Free d's bytes and report; its options stay for the next tl_dl. */
+void tl_dl_end(tl_dl_t *d);
 /* Download [off, off+len) of x (len -1: to the end) with o's other settings and assert that
  * it succeeds with exactly src's bytes there, all written, none bad; the report in *rep (the
  * caller frees it). */

@@ -142,6 +142,15 @@ void ts_judge(const char *what, int target, int ok, int fast, int tries, int64_t
         CU_ASSERT(fast * 100 >= tries * 95);
 }
 
+int ts_judged_gets(int port, const char *path, int ms, const char *what, int target)
+{
+    int ok, fast, tries;
+    int64_t worst;
+    ts_get_for(port, path, ms, 5000, &ok, &fast, &tries, &worst);
+    ts_judge(what, target, ok, fast, tries, worst);
+    return ok == tries;
+}
+
 int ts_fds_for(int n)
 {
     struct rlimit rl;
@@ -265,4 +274,19 @@ void ts_slow_end(ts_slow_set_t *s)
     for (int i = 0; i < s->n; i++)
         close(s->c[i].fd);
     pthread_mutex_destroy(&s->mu);
+}
+
+int ts_flood_judged(int port, int n, int per_address, const char *req, int settle_ms,
+                    const char *path, const char *what, int target, long *reopened)
+{
+    ts_slow_set_t *s = malloc(sizeof *s);
+    CU_ASSERT_FATAL(s != NULL);
+    ts_slow_start(s);
+    int made = ts_slow_flood(s, port, n, per_address, req);
+    usleep((useconds_t)settle_ms * 1000);
+    ts_judged_gets(port, path, 3000, what, target);
+    *reopened = s->reopened;
+    ts_slow_end(s);
+    free(s);
+    return made;
 }

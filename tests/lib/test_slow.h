@@ -32,6 +32,8 @@ void ts_get_for(int port, const char *path, int ms, int wait_ms, int *ok, int *f
  * default limits against 2,000 slow connections) with LNS_ABUSE_STRICT=1 in the environment
  * (make bench-abuse), 95% within 1 s too, which a test on a busy machine cannot promise. */
 void ts_judge(const char *what, int target, int ok, int fast, int tries, int64_t worst);
+/* ts_get_for (wait_ms 5000) and ts_judge of what it found; 1 if every GET was answered. */
+int ts_judged_gets(int port, const char *path, int ms, const char *what, int target);
 
 /* Room for n more descriptors in this process (the soft limit raised to the hard one)? */
 int ts_fds_for(int n);
@@ -67,5 +69,12 @@ int ts_slow_open_count(ts_slow_set_t *s);
 /* Stop feeding them (then s->c may be read without the lock). */
 void ts_slow_stop(ts_slow_set_t *s);
 void ts_slow_end(ts_slow_set_t *s);
+
+/* The issue's attack and its judgement: ts_slow_flood of n connections sending req to port,
+ * settle_ms to let them settle, then ts_judged_gets of path for 3 s as what (target 1: the
+ * issue's target) while the flood goes on.  How many were made; in *reopened how often the
+ * server's cuts were reopened by then. */
+int ts_flood_judged(int port, int n, int per_address, const char *req, int settle_ms,
+                    const char *path, const char *what, int target, long *reopened);
 
 #endif

@@ -44,19 +44,10 @@ static int suite_clean(void)
     return 0;
 }
 
-static int conn(const test_depot_t *d)
-{
-    int fd = td_connect(d);
-    CU_ASSERT_FATAL(fd >= 0);
-    return fd;
-}
-
 /* ALLOCATE as ibp_test does (hard, byte array, 900 s). */
 static int allocate(int fd, long size, caps_t *c)
 {
-    char line[128];
-    snprintf(line, sizeof line, "1 1 0 2 1 900 %ld 30\n", size);
-    return raw_allocate(fd, line, c);
+    return raw_allocate(fd, c, "1 1 0 2 1 900 %ld 30\n", size);
 }
 
 /* PROBE (ACCRE's line) into cur and max. */
@@ -132,7 +123,7 @@ static void test_rename(void)
 {
     char buf[256];
     caps_t c, n, al;
-    int fd = conn(&D1);
+    int fd = td_conn(&D1);
 
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 1024, &c), 1);
     CU_ASSERT_EQUAL(raw_put(fd, &c, -1, "This is a test.", 15), 1);
@@ -147,7 +138,7 @@ static void test_rename(void)
         CU_ASSERT(strcmp(n.key[k], c.key[k]) != 0);
     CU_ASSERT_EQUAL(raw_get(fd, &c, 0, 15, buf), -4);
     CU_ASSERT_EQUAL(raw_put(fd, &c, -1, "x", 1), -4);
-    fd = conn(&D1); /* a refused STORE closes the connection */
+    fd = td_conn(&D1); /* a refused STORE closes the connection */
     CU_ASSERT_EQUAL(raw_get(fd, &n, 0, 15, buf), 1);
     CU_ASSERT_STRING_EQUAL(buf, "This is a test.");
     CU_ASSERT_EQUAL(raw_get(fd, &al, 0, 15, buf), 1); /* an alias names the allocation, not its keys */
@@ -159,7 +150,7 @@ static void test_rename(void)
 
     lns_test_server_kill(&D1.srv, SIGKILL); /* committed before answered */
     CU_ASSERT_EQUAL_FATAL(td_restart(&D1), 0);
-    fd = conn(&D1);
+    fd = td_conn(&D1);
     CU_ASSERT_EQUAL(raw_get(fd, &c, 0, 15, buf), -4);
     CU_ASSERT_EQUAL(raw_get(fd, &n, 0, 15, buf), 1);
     CU_ASSERT_STRING_EQUAL(buf, "This is a test.");
@@ -176,7 +167,7 @@ static void test_splitmerge_sequence(void)
     char wbuf[2049], rbuf[2049];
     caps_t m, c, c2;
     long cur, max;
-    int fd = conn(&D1);
+    int fd = td_conn(&D1);
 
     memset(wbuf, '0', 2048);
     wbuf[1023] = '1';
@@ -198,7 +189,7 @@ static void test_splitmerge_sequence(void)
     CU_ASSERT_STRING_EQUAL(rbuf, wbuf);
     /* too big: refused (-19, as ACCRE) and the master unchanged */
     CU_ASSERT_EQUAL(split_alloc(fd, &m, 2048, &c2), -19);
-    fd = conn(&D1);
+    fd = td_conn(&D1);
     CU_ASSERT_EQUAL(probe(fd, &m, &cur, &max), 1);
     CU_ASSERT(cur == 1024 && max == 1024);
     CU_ASSERT_EQUAL(merge(fd, &m, &c), 1);
@@ -220,7 +211,7 @@ static void test_split_merge_space(void)
     static char big[200001], back[200001];
     caps_t m, c, s, o;
     long cur, max;
-    int fd = conn(&D1);
+    int fd = td_conn(&D1);
     lns_test_fill((unsigned char *)big, 200000, 7);
 
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 40000, &m), 1); /* a 64 KiB slot */
@@ -230,16 +221,16 @@ static void test_split_merge_space(void)
     /* a child someone else holds a count on is not merged (ACCRE: -1) */
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 41 1 30\n", c.key[2], c.tk[2]), 1);
     CU_ASSERT_EQUAL(merge(fd, &m, &c), -1);
-    fd = conn(&D1);
+    fd = td_conn(&D1);
     CU_ASSERT_EQUAL(probe(fd, &c, &cur, &max), 1);
     CU_ASSERT(cur == 100 && max == 40000);
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 42 1 30\n", c.key[2], c.tk[2]), 1);
     /* not into itself, and only with manage capabilities */
     CU_ASSERT_EQUAL(merge(fd, &m, &m), -30);
-    fd = conn(&D1);
+    fd = td_conn(&D1);
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 19 %s %s %s %s 30\n", m.key[2], m.tk[2], c.key[0],
                              c.tk[0]), -7);
-    fd = conn(&D1);
+    fd = td_conn(&D1);
     CU_ASSERT_EQUAL(merge(fd, &m, &c), 1); /* 80000: past the master's slot */
     CU_ASSERT_EQUAL(probe(fd, &m, &cur, &max), 1);
     CU_ASSERT(cur == 30000 && max == 80000);
@@ -258,7 +249,7 @@ static void test_split_merge_space(void)
 
     lns_test_server_kill(&D1.srv, SIGKILL);
     CU_ASSERT_EQUAL_FATAL(td_restart(&D1), 0);
-    fd = conn(&D1);
+    fd = td_conn(&D1);
     CU_ASSERT_EQUAL(raw_get(fd, &m, 0, 80000, back), 1);
     CU_ASSERT(memcmp(back, big, 80000) == 0);
     CU_ASSERT_EQUAL(raw_get(fd, &o, 0, 50000, back), 1);
@@ -278,7 +269,7 @@ static void test_pushpull_sequence(void)
 {
     char buf[64];
     caps_t c1, c2;
-    int f1 = conn(&D1), f2 = conn(&D2);
+    int f1 = td_conn(&D1), f2 = td_conn(&D2);
 
     CU_ASSERT_EQUAL_FATAL(allocate(f1, 2048, &c1), 1);
     CU_ASSERT_EQUAL_FATAL(allocate(f2, 2048, &c2), 1);
@@ -299,16 +290,16 @@ static void test_pushpull_sequence(void)
 
     /* refusals leave both sides as they were */
     CU_ASSERT_EQUAL(copy(f1, 21, &c1, 1, c2.cap[0], -1, 2, 5), -30); /* past the source's size */
-    f1 = conn(&D1);
+    f1 = td_conn(&D1);
     CU_ASSERT_EQUAL(copy(f1, 20, &c1, 0, c2.cap[1], 3, -1, 5), -30);
-    f1 = conn(&D1);
+    f1 = td_conn(&D1);
     CU_ASSERT_EQUAL(raw_reqf(f1, NULL, 0, "1 20 2 auto %s %s %s 0 -1 1 30 30 30\n", c1.key[0],
                              c2.cap[1], c1.tk[0]), -22); /* phoebus */
-    f1 = conn(&D1);
+    f1 = td_conn(&D1);
     CU_ASSERT_EQUAL(copy(f1, 20, &c1, 1, c2.cap[1], 0, -1, 1), -6);  /* a push reads */
-    f1 = conn(&D1);
+    f1 = td_conn(&D1);
     CU_ASSERT_EQUAL(copy(f1, 21, &c1, 0, c2.cap[0], -1, 0, 1), -5);  /* a pull writes */
-    f1 = conn(&D1);
+    f1 = td_conn(&D1);
     CU_ASSERT_EQUAL(raw_get(f1, &c1, 0, 4, buf), 1);
     CU_ASSERT_STRING_EQUAL(buf, "1223");
     long cur, max;

@@ -35,18 +35,9 @@ static int suite_clean(void)
     return 0;
 }
 
-static int conn(void)
-{
-    int fd = td_connect(&D);
-    CU_ASSERT_FATAL(fd >= 0);
-    return fd;
-}
-
 static int allocate(int fd, long size, caps_t *c)
 {
-    char line[128];
-    snprintf(line, sizeof line, "1 1 0 1 1 3600 %ld 30\n", size);
-    return raw_allocate(fd, line, c);
+    return raw_allocate(fd, c, "1 1 0 1 1 3600 %ld 30\n", size);
 }
 
 /* ALIAS_ALLOCATE as ACCRE's client formats it. */
@@ -71,7 +62,7 @@ static void test_accre_sequence(void)
 {
     char reply[4096], buf[256];
     caps_t m, full, lim;
-    int fd = conn();
+    int fd = td_conn(&D);
 
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 64, &m), 1);
     CU_ASSERT_EQUAL_FATAL(alias(fd, &m, 0, 0, 0, &full), 1);
@@ -108,14 +99,14 @@ static void test_accre_sequence(void)
     /* past the limited alias's end: refused (-19), the connection stays for LOAD */
     CU_ASSERT_EQUAL(raw_get(fd, &lim, 35, 16, buf), -19);
     close(fd);
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(put(fd, &lim, 35, "This is a test."), -19);
     close(fd);
-    fd = conn();
+    fd = td_conn(&D);
     /* no append through an alias of part of the allocation */
     CU_ASSERT_EQUAL(put(fd, &lim, -1, "x"), -19);
     close(fd);
-    fd = conn();
+    fd = td_conn(&D);
     /* capability kinds: the alias's read cap cannot write, nor its write cap read */
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 8 %s %s 0 1 30\n", lim.key[1], lim.tk[1]), -6);
 
@@ -139,7 +130,7 @@ static void test_accre_sequence(void)
 static void test_allocate_errors(void)
 {
     caps_t m, a;
-    int fd = conn();
+    int fd = td_conn(&D);
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 100, &m), 1);
     CU_ASSERT_EQUAL(alias(fd, &m, 50, 51, 0, &a), -19);  /* past the master's max size */
     CU_ASSERT_EQUAL(alias(fd, &m, 101, 0, 0, &a), -19);
@@ -150,14 +141,10 @@ static void test_allocate_errors(void)
     /* an alias of an alias: no */
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 14 %s %s 0 0 0 30\n", a.key[2], a.tk[2]), -25);
     close(fd);
-    fd = conn();
     /* request 15 on an allocation, and CHNG/TRUNCATE of an alias through 9: -25 */
-    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 15 %s %s 40 3 30\n", m.key[2], m.tk[2]), -25);
-    close(fd);
-    fd = conn();
-    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 45 5 30\n", a.key[2], a.tk[2]), -25);
-    close(fd);
-    fd = conn();
+    CU_ASSERT_EQUAL(td_reqf(&D, "1 15 %s %s 40 3 30\n", m.key[2], m.tk[2]), -25);
+    CU_ASSERT_EQUAL(td_reqf(&D, "1 9 %s %s 45 5 30\n", a.key[2], a.tk[2]), -25);
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 14 %s %s x 0 0 30\n", m.key[2], m.tk[2]), -30);
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 14 %s %s 0 0 30\n", m.key[2], m.tk[2]), -21);
     close(fd);
@@ -168,7 +155,7 @@ static void test_chng(void)
     char reply[512], buf[64];
     caps_t m, a;
     long rc_, wc, off, len, left;
-    int fd = conn();
+    int fd = td_conn(&D);
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 100, &m), 1);
     CU_ASSERT_EQUAL(put(fd, &m, -1, "0123456789abcdefghij"), 1);
     CU_ASSERT_EQUAL_FATAL(alias(fd, &m, 0, 5, 60, &a), 1);
@@ -197,7 +184,7 @@ static void test_revoke_and_master_free(void)
 {
     char buf[64];
     caps_t m, a, b;
-    int fd = conn();
+    int fd = td_conn(&D);
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 100, &m), 1);
     CU_ASSERT_EQUAL(put(fd, &m, -1, "hello world"), 1);
     CU_ASSERT_EQUAL_FATAL(alias(fd, &m, 6, 5, 0, &a), 1);
@@ -223,7 +210,7 @@ static void test_vector_through_alias(void)
 {
     char reply[512], buf[64], line[512];
     caps_t m, a;
-    int fd = conn();
+    int fd = td_conn(&D);
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 100, &m), 1);
     CU_ASSERT_EQUAL(put(fd, &m, -1, "0123456789abcdefghijklmnopqrstuvwxyz"), 1);
     CU_ASSERT_EQUAL_FATAL(alias(fd, &m, 10, 20, 0, &a), 1);
@@ -243,13 +230,13 @@ static void test_vector_through_alias(void)
     /* past the alias's 20 bytes, though inside the master's: refused */
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 35 %s %s 1 19 2 30\n", a.key[0], a.tk[0]), -19);
     close(fd);
-    fd = conn();
+    fd = td_conn(&D);
     n = snprintf(line, sizeof line, "1 33 %s %s 1 19 2 30\nQQ", a.key[1], a.tk[1]);
     CU_ASSERT_EQUAL(raw_send(fd, line, (size_t)n), 0);
     CU_ASSERT(raw_readline(fd, reply, sizeof reply) > 0);
     CU_ASSERT_EQUAL(raw_code(reply), -19);
     close(fd);
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(raw_get(fd, &m, 28, 3, buf), 1);
     CU_ASSERT_STRING_EQUAL(buf, "stu");
     close(fd);
@@ -260,7 +247,7 @@ static void test_wait_through_alias(void)
 {
     char reply[256], buf[64], line[512];
     caps_t m, a;
-    int fd = conn(), w = conn();
+    int fd = td_conn(&D), w = td_conn(&D);
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 100, &m), 1);
     CU_ASSERT_EQUAL(put(fd, &m, -1, "0123456789"), 1);
     CU_ASSERT_EQUAL_FATAL(alias(fd, &m, 5, 20, 0, &a), 1);
@@ -286,14 +273,14 @@ static void test_restart_keeps_aliases(void)
 {
     char buf[64];
     caps_t m, a;
-    int fd = conn();
+    int fd = td_conn(&D);
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 100, &m), 1);
     CU_ASSERT_EQUAL(put(fd, &m, -1, "persistent bytes"), 1);
     CU_ASSERT_EQUAL_FATAL(alias(fd, &m, 11, 5, 0, &a), 1);
     close(fd);
     lns_test_server_kill(&D.srv, SIGKILL); /* committed before answered: survives a kill */
     CU_ASSERT_EQUAL_FATAL(td_restart(&D), 0);
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(raw_get(fd, &a, 0, 5, buf), 1);
     CU_ASSERT_STRING_EQUAL(buf, "bytes");
     CU_ASSERT_EQUAL(raw_get(fd, &a, 1, 5, buf), -19);

@@ -58,13 +58,6 @@ static int suite_clean(void)
     return 0;
 }
 
-static int conn(void)
-{
-    int fd = td_connect(&D);
-    CU_ASSERT_FATAL(fd >= 0);
-    return fd;
-}
-
 /* ALLOCATE_CHKSUM as ACCRE's allocate_command formats it (cs < 0: a plain ALLOCATE). */
 static int allocate(int fd, int cs, long bs, long size, caps_t *c)
 {
@@ -75,6 +68,34 @@ static int allocate(int fd, int cs, long bs, long size, caps_t *c)
     if (rc != 1)
         return rc;
     return raw_caps(reply, c) == 0 ? 1 : -1000;
+}
+
+/* ALLOCATE_CHKSUM on a connection of its own: the code. */
+static int allocate_alone(int cs, long bs, long size)
+{
+    caps_t c;
+    int fd = td_conn(&D);
+    int rc = allocate(fd, cs, bs, size, &c);
+    close(fd);
+    return rc;
+}
+
+/* What GET_CHKSUM's info form answers: "1 <type> <size> <bs> <nblocks> <nbytes>". */
+typedef struct cks_info {
+    int type, size;
+    long bs, nblocks, nbytes;
+} cks_info_t;
+
+/* GET_CHKSUM info of c into *in: 1 when all five came, else the code (or -1000). */
+static int cks_info(int fd, const caps_t *c, cks_info_t *in)
+{
+    char reply[256];
+    *in = (cks_info_t){0};
+    int rc = raw_reqf(fd, reply, sizeof reply, "1 31 %s %s 1 30\n", c->key[2], c->tk[2]);
+    if (rc != 1)
+        return rc;
+    return sscanf(reply, "1 %d %d %ld %ld %ld", &in->type, &in->size, &in->bs, &in->nblocks,
+                  &in->nbytes) == 5 ? 1 : -1000;
 }
 
 static const EVP_MD *md_of(int cs)
@@ -206,15 +227,12 @@ static int flip(const caps_t *c, long off)
 static void test_allocate_refusals(void)
 {
     caps_t c;
-    int fd = conn();
-    CU_ASSERT_EQUAL(allocate(fd, 9, 65536, 1000, &c), -64);
-    close(fd);
-    fd = conn();
-    CU_ASSERT_EQUAL(allocate(fd, 4, 0, 1000, &c), -65);
-    close(fd);
-    fd = conn();
+    cks_info_t in;
+    CU_ASSERT_EQUAL(allocate_alone(9, 65536, 1000), -64);
+    CU_ASSERT_EQUAL(allocate_alone(4, 0, 1000), -65);
+    int fd = td_conn(&D);
     CU_ASSERT_EQUAL(allocate(fd, 0, 0, 1000, &c), 1); /* CHKSUM_NONE: a plain allocation */
-    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 31 %s %s 1 30\n", c.key[2], c.tk[2]), -63);
+    CU_ASSERT_EQUAL(cks_info(fd, &c, &in), -63);
     close(fd);
 }
 
@@ -224,7 +242,7 @@ static void test_write_load_roundtrip(void)
 {
     static char data[300000], back[300000];
     caps_t c;
-    int fd = conn();
+    int fd = td_conn(&D);
     pattern(data, sizeof data, 3);
     for (int cs = 1; cs <= 4; cs++) {
         CU_ASSERT_EQUAL_FATAL(allocate(fd, cs, 4096, sizeof data, &c), 1);
@@ -239,26 +257,22 @@ static void test_write_load_roundtrip(void)
         memset(back, 0, sizeof back);
         CU_ASSERT_EQUAL(get(fd, &c, cs, 1000, 3, 123457, back), 1);
         CU_ASSERT(memcmp(back, data + 3, 123457) == 0);
-        /* GET_CHKSUM info only: "1 <type> <size> <bs> <nblocks> <nbytes>" */
         char reply[256];
-        CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 31 %s %s 1 30\n", c.key[2],
-                                 c.tk[2]), 1);
-        int t, sz;
-        long bs, nb, nbytes;
-        CU_ASSERT_EQUAL(sscanf(reply, "1 %d %d %ld %ld %ld", &t, &sz, &bs, &nb, &nbytes), 5);
-        CU_ASSERT_EQUAL(t, cs);
-        CU_ASSERT_EQUAL(bs, 4096);
-        CU_ASSERT_EQUAL(nb, (300000 + 4095) / 4096);
-        CU_ASSERT_EQUAL(nbytes, nb * sz);
+        cks_info_t in;
+        CU_ASSERT_EQUAL(cks_info(fd, &c, &in), 1);
+        CU_ASSERT_EQUAL(in.type, cs);
+        CU_ASSERT_EQUAL(in.bs, 4096);
+        CU_ASSERT_EQUAL(in.nblocks, (300000 + 4095) / 4096);
+        CU_ASSERT_EQUAL(in.nbytes, in.nblocks * in.size);
         /* with the digests: block 0's is the digest of data[0..4096) */
         CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 31 %s %s 0 30\n", c.key[2],
                                  c.tk[2]), 1);
         static unsigned char all[80 * 64];
-        CU_ASSERT_EQUAL_FATAL(raw_read(fd, all, (size_t)nbytes), 0);
+        CU_ASSERT_EQUAL_FATAL(raw_read(fd, all, (size_t)in.nbytes), 0);
         unsigned char md[EVP_MAX_MD_SIZE];
         unsigned int ml = 0;
         EVP_Digest(data, 4096, md, &ml, md_of(cs), NULL);
-        CU_ASSERT_EQUAL(ml, (unsigned)sz);
+        CU_ASSERT_EQUAL(ml, (unsigned)in.size);
         CU_ASSERT(memcmp(all, md, ml) == 0);
         CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 32 %s %s 0 30\n", c.key[2],
                                  c.tk[2]), 1);
@@ -276,7 +290,7 @@ static void test_vector_and_send(void)
     static char data[200000], back[200000], wire[220000];
     caps_t c, t;
     char reply[256];
-    int fd = conn();
+    int fd = td_conn(&D);
     pattern(data, sizeof data, 17);
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 4, 4096, sizeof data, &c), 1);
     CU_ASSERT_EQUAL(put(fd, &c, 0, 0, -1, data, sizeof data, 0), 1);
@@ -307,7 +321,7 @@ static void test_vector_and_send(void)
     CU_ASSERT_EQUAL(raw_code(reply), -63);
     close(fd);
     /* VEC_READ_CHKSUM of [5, 2005) and [150000, 151500), blocks of 700 */
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 36 4 700 %s %s 2 5 2000 150000 1500 30\n",
                              c.key[0], c.tk[0]), 1);
     CU_ASSERT_STRING_EQUAL(reply, "1 3500");
@@ -339,9 +353,8 @@ static void test_split_push_pull(void)
     static char data[100000], back[100000];
     caps_t m, s, n;
     char reply[4096];
-    int t, sz;
-    long bs, nb, nbytes;
-    int fd = conn();
+    cks_info_t in;
+    int fd = td_conn(&D);
     pattern(data, sizeof data, 29);
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 4, 64, 400000, &m), 1);
     CU_ASSERT_EQUAL(put(fd, &m, 4, 64, -1, data, sizeof data, 0), 1);
@@ -349,15 +362,14 @@ static void test_split_push_pull(void)
     CU_ASSERT_EQUAL_FATAL(raw_reqf(fd, reply, sizeof reply, "1 30 4 1024 %s %s 1 1 3600 %zu 30\n",
                                    m.key[2], m.tk[2], sizeof data), 1);
     CU_ASSERT_EQUAL_FATAL(raw_caps(reply, &s), 0);
-    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 31 %s %s 1 30\n", s.key[2], s.tk[2]), 1);
-    CU_ASSERT_EQUAL(sscanf(reply, "1 %d %d %ld %ld %ld", &t, &sz, &bs, &nb, &nbytes), 5);
-    CU_ASSERT_EQUAL(t, 4);
-    CU_ASSERT_EQUAL(bs, 1024);
+    CU_ASSERT_EQUAL(cks_info(fd, &s, &in), 1);
+    CU_ASSERT_EQUAL(in.type, 4);
+    CU_ASSERT_EQUAL(in.bs, 1024);
     /* CHKSUM_NONE: a plain child, whose GET_CHKSUM finds no checksums */
     CU_ASSERT_EQUAL_FATAL(raw_reqf(fd, reply, sizeof reply, "1 30 0 0 %s %s 1 1 3600 %zu 30\n",
                                    m.key[2], m.tk[2], sizeof data), 1);
     CU_ASSERT_EQUAL_FATAL(raw_caps(reply, &n), 0);
-    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 31 %s %s 1 30\n", n.key[2], n.tk[2]), -63);
+    CU_ASSERT_EQUAL(cks_info(fd, &n, &in), -63);
     /* refusals as ALLOCATE_CHKSUM's; the master keeps what is left */
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 30 9 1024 %s %s 1 1 3600 10 30\n", m.key[2], m.tk[2]),
                     -64);
@@ -388,7 +400,7 @@ static void test_split_push_pull(void)
                              m.cap[0], n.tk[1]), -65);
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 22 4 64 2 auto %s %s %s 0 -1 10 30 30 30\n",
                              m.key[0], n.cap[1], m.tk[0]), -22);
-    CU_ASSERT_EQUAL(raw_reqf(fd, reply, sizeof reply, "1 31 %s %s 1 30\n", n.key[2], n.tk[2]), -63);
+    CU_ASSERT_EQUAL(cks_info(fd, &n, &in), -63);
     close(fd);
 }
 
@@ -397,12 +409,12 @@ static void test_network_mismatch(void)
 {
     static char data[10000], back[10000];
     caps_t c;
-    int fd = conn();
+    int fd = td_conn(&D);
     pattern(data, sizeof data, 5);
     CU_ASSERT_EQUAL_FATAL(allocate(fd, -1, 0, sizeof data, &c), 1);
     CU_ASSERT_EQUAL(put(fd, &c, 4, 1024, -1, data, 3000, 1), -63);
     close(fd);
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(get(fd, &c, 0, 0, 0, 1, back), -30); /* nothing stored */
     CU_ASSERT_EQUAL(put(fd, &c, 4, 1024, -1, data, 3000, 0), 1);
     CU_ASSERT_EQUAL(get(fd, &c, 3, 700, 0, 3000, back), 1); /* unchecksummed on disk, SHA1 on the wire */
@@ -415,7 +427,7 @@ static void test_bit_rot(void)
     static char data[200000], back[200000];
     caps_t cks, plain;
     char reply[256];
-    int fd = conn();
+    int fd = td_conn(&D);
     pattern(data, sizeof data, 9);
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 4, 65536, sizeof data, &cks), 1);
     CU_ASSERT_EQUAL_FATAL(allocate(fd, -1, 0, sizeof data, &plain), 1);
@@ -430,13 +442,13 @@ static void test_bit_rot(void)
     /* the spoiled block (65536..131072) is refused, in every form; the others still read */
     CU_ASSERT_EQUAL(get(fd, &cks, 0, 0, 0, sizeof data, back), -63);
     close(fd);
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(get(fd, &cks, 0, 0, 69000, 10, back), -63);
     close(fd);
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(get(fd, &cks, 4, 8192, 0, 100000, back), -63);
     close(fd);
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(get(fd, &cks, 0, 0, 0, 65536, back), 1);
     CU_ASSERT(memcmp(back, data, 65536) == 0);
     CU_ASSERT_EQUAL(get(fd, &cks, 0, 0, 131072, 1000, back), 1);
@@ -451,10 +463,10 @@ static void test_bit_rot(void)
     /* still refused after a restart; and rewriting the block heals it */
     lns_test_server_kill(&D.srv, SIGKILL);
     CU_ASSERT_EQUAL_FATAL(td_restart(&D), 0);
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(get(fd, &cks, 0, 0, 69000, 10, back), -63);
     close(fd);
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(put(fd, &cks, 0, 0, 65536, data + 65536, 65536, 0), 1);
     CU_ASSERT_EQUAL(get(fd, &cks, 0, 0, 0, sizeof data, back), 1);
     CU_ASSERT(memcmp(back, data, sizeof data) == 0);
@@ -467,7 +479,7 @@ static void test_bit_rot_restart(void)
 {
     static char data[100000], back[100000];
     caps_t c;
-    int fd = conn();
+    int fd = td_conn(&D);
     pattern(data, sizeof data, 11);
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 4, 65536, sizeof data, &c), 1);
     CU_ASSERT_EQUAL(put(fd, &c, 0, 0, -1, data, sizeof data, 0), 1);
@@ -475,7 +487,7 @@ static void test_bit_rot_restart(void)
     lns_test_server_kill(&D.srv, SIGKILL);
     CU_ASSERT_EQUAL_FATAL(flip(&c, 100), 0);
     CU_ASSERT_EQUAL_FATAL(td_restart(&D), 0);
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(get(fd, &c, 0, 0, 0, sizeof data, back), -63);
     close(fd);
 }
@@ -487,7 +499,7 @@ static void test_verified_cache(void)
     static char data[4 * 65536], back[4 * 65536];
     caps_t c;
     char reply[64];
-    int fd = conn();
+    int fd = td_conn(&D);
     pattern(data, sizeof data, 13);
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 4, 65536, sizeof data, &c), 1);
     CU_ASSERT_EQUAL(put(fd, &c, 0, 0, -1, data, sizeof data, 0), 1);

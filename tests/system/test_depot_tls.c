@@ -196,12 +196,9 @@ static void *relay_main(void *arg)
             close(fd);
             continue;
         }
-        char err[512], buf[4096];
-        if (lns_tls_accept(r->ctx, fd, 5000, lns_deadline_ms(5000), err, sizeof err) == 0) {
-            ssize_t n;
-            while ((n = lns_read_some(fd, buf, sizeof buf, 2000, lns_deadline_ms(2000))) > 0)
-                r->app_bytes += n;
-        }
+        char err[512];
+        if (lns_tls_accept(r->ctx, fd, 5000, lns_deadline_ms(5000), err, sizeof err) == 0)
+            r->app_bytes += lns_test_drain(fd, 2000);
         lns_sock_close(fd);
     }
     return NULL;
@@ -359,12 +356,24 @@ static void test_send_pin(void)
 
 /* ---- depot settings -------------------------------------------------------------------- */
 
+/* STATUS of the depot on port by a client of its own with TLS mode tls (IBP_TLS_OFF, ...). */
+static int status_with(int tls, int port)
+{
+    ibp_client_opts_t o;
+    ibp_depot_status_t st;
+    ibp_client_opts_init(&o);
+    o.tls = tls;
+    ibp_client_t *c = ibp_client_new(&o);
+    int rc = ibp_status(c, "127.0.0.1", port, NULL, NULL, &st);
+    ibp_client_free(c);
+    return rc;
+}
+
 static void test_plaintext_refuse(void)
 {
     test_depot_t d;
     char p2[LNS_PIN_LEN], reply[256] = "", log[1 << 16];
     ibp_caps_t caps;
-    ibp_depot_status_t st;
     CU_ASSERT_EQUAL_FATAL(td_start(&d, "--plaintext refuse"), 0);
     CU_ASSERT_EQUAL_FATAL(td_pin(&d, p2), 0);
     /* an old client: one line, -12, and the connection closed */
@@ -375,15 +384,10 @@ static void test_plaintext_refuse(void)
     ssize_t n = read(fd, reply, sizeof reply - 1);
     CU_ASSERT(n > 0 && strncmp(reply, "-12", 3) == 0);
     close(fd);
-    ibp_client_opts_t o;
-    ibp_client_opts_init(&o);
-    o.tls = IBP_TLS_OFF;
-    ibp_client_t *c = ibp_client_new(&o);
-    CU_ASSERT_EQUAL(ibp_status(c, "127.0.0.1", d.port, NULL, NULL, &st), IBP_E_CAP_ACCESS_DENIED);
-    ibp_client_free(c);
+    CU_ASSERT_EQUAL(status_with(IBP_TLS_OFF, d.port), IBP_E_CAP_ACCESS_DENIED);
     /* the default client: refused in plaintext, it takes the pin from the handshake */
     char learned[IBP_PIN_LEN] = "";
-    c = ibp_client_new(NULL);
+    ibp_client_t *c = ibp_client_new(NULL);
     round_trip(c, d.port, &caps);
     CU_ASSERT(ibp_tls_pin_get("127.0.0.1", d.port, learned, sizeof learned));
     CU_ASSERT_STRING_EQUAL(learned, p2);
@@ -410,21 +414,13 @@ static void test_tls_off(void)
     CU_ASSERT_EQUAL(ibp_tls_pin("127.0.0.1", d.port, pin), IBP_OK);
     CU_ASSERT_EQUAL(ibp_status(c, "127.0.0.1", d.port, NULL, NULL, &st), IBP_E_TLS);
     /* unless the program says so (benchmarks: --tls off) */
-    ibp_client_opts_t o;
-    ibp_client_opts_init(&o);
-    o.tls = IBP_TLS_OFF;
-    ibp_client_t *off = ibp_client_new(&o);
-    CU_ASSERT_EQUAL(ibp_status(off, "127.0.0.1", d.port, NULL, NULL, &st), IBP_OK);
-    ibp_client_free(off);
+    CU_ASSERT_EQUAL(status_with(IBP_TLS_OFF, d.port), IBP_OK);
     /* and IBP_TLS_REQUIRE without a pin: the self-signed key does not verify */
     ibp_tls_pin("127.0.0.1", d.port, NULL);
     ibp_tls_pin("127.0.0.1", D.port, NULL);
     ibp_client_free(c);
-    o.tls = IBP_TLS_REQUIRE;
-    c = ibp_client_new(&o);
-    CU_ASSERT_EQUAL(ibp_status(c, "127.0.0.1", D.port, NULL, NULL, &st), IBP_E_TLS);
+    CU_ASSERT_EQUAL(status_with(IBP_TLS_REQUIRE, D.port), IBP_E_TLS);
     CU_ASSERT_PTR_NOT_NULL(strstr(ibp_tls_error(), "does not verify"));
-    ibp_client_free(c);
     lns_test_server_finish(&d.srv);
 }
 

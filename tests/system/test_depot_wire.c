@@ -43,13 +43,6 @@ static int suite_clean(void)
     return 0;
 }
 
-static int conn(void)
-{
-    int fd = td_connect(&D);
-    CU_ASSERT_FATAL(fd >= 0);
-    return fd;
-}
-
 /* Send a line, read the reply line, return its code. */
 static int req(int fd, const char *line, char *reply, size_t size)
 {
@@ -88,7 +81,7 @@ static int allocate(int fd, int v, int rel, long dur, long size, caps_t *c)
 
 static int new_alloc(caps_t *c, long size)
 {
-    int fd = conn();
+    int fd = td_conn(&D);
     int rc = allocate(fd, 1, 2, 3600, size, c);
     close(fd);
     CU_ASSERT_EQUAL(rc, 1);
@@ -128,7 +121,7 @@ static void test_allocate_formats(void)
 {
     char reply[4096], prefix[64];
     caps_t c;
-    int fd = conn();
+    int fd = td_conn(&D);
 
     snprintf(prefix, sizeof prefix, "1 ibp://127.0.0.1:%d/0#", D.port);
     /* LoCI 1.3.1: version 0, no resource id */
@@ -162,11 +155,11 @@ static void test_store_load_v0_v1(void)
     CU_ASSERT_FATAL(new_alloc(&c, 100000) == 1);
 
     /* LoCI: one connection per operation, two-phase STORE */
-    int fd = conn();
+    int fd = td_conn(&D);
     CU_ASSERT_EQUAL(store(fd, 0, &c, data, 1000), 1);
     close(fd);
     /* 1.4: pipelined STORE, the data right behind the header */
-    fd = conn();
+    fd = td_conn(&D);
     char hdr[512];
     int n = snprintf(hdr, sizeof hdr, "1 2 %s %s %d 30\n", c.key[1], c.tk[1], 69000);
     CU_ASSERT_EQUAL(raw_send(fd, hdr, (size_t)n), 0);
@@ -179,7 +172,7 @@ static void test_store_load_v0_v1(void)
     CU_ASSERT_EQUAL(load(fd, 1, c.key[0], c.tk[0], 0, 70000, back), 1);
     CU_ASSERT_EQUAL(memcmp(back, data, 70000), 0);
     close(fd);
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(load(fd, 0, c.bare[0], c.tk[0], 500, 1000, back), 1);
     CU_ASSERT_EQUAL(memcmp(back, data + 500, 1000), 0);
     /* LOAD of nothing, and beyond the end */
@@ -205,7 +198,7 @@ static void test_store_load_v0_v1(void)
     CU_ASSERT(raw_closed_by_peer(fd, 2000));
     close(fd);
     /* zero-length STORE */
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(store(fd, 1, &c, "", 0), 1);
     close(fd);
 }
@@ -215,7 +208,7 @@ static void test_manage(void)
     char reply[512];
     caps_t c;
     CU_ASSERT_FATAL(new_alloc(&c, 5000) == 1);
-    int fd = conn();
+    int fd = td_conn(&D);
     CU_ASSERT_EQUAL(store(fd, 1, &c, "0123456789", 10), 1);
 
     /* PROBE, version 0 and 1, with any capability */
@@ -275,21 +268,19 @@ static void test_manage(void)
     CU_ASSERT_NSTRING_EQUAL(reply, "1 2 1 4 8 ", 10);
     CU_ASSERT_EQUAL(load(fd, 1, c.key[0], c.tk[0], 0, 5, back), -30);
     close(fd);
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 45 999999999999 30\n", c.key[2], c.tk[2]),
                     -19);
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 9 %s %s 44 3 0 0 0 30\n", c.key[2], c.tk[2]), -25);
     close(fd);
-    fd = conn();
-    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "0 9 %s %s 45 8 30\n", c.key[2], c.tk[2]), -25);
-    close(fd);
+    CU_ASSERT_EQUAL(td_reqf(&D, "0 9 %s %s 45 8 30\n", c.key[2], c.tk[2]), -25);
 }
 
 static void test_decr_frees(void)
 {
     char reply[512];
     caps_t c;
-    int fd = conn();
+    int fd = td_conn(&D);
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 1, 2, 600, 1 << 20, &c), 1);
     CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", reply, sizeof reply), 1);
     long long used0 = atoll(strstr(reply, "UT:") + 3);
@@ -305,7 +296,7 @@ static void test_decr_frees(void)
 static void test_status(void)
 {
     char reply[1024], c;
-    int fd = conn();
+    int fd = td_conn(&D);
     /* version 0: no status code, MB figures, a NUL, then the depot closes */
     CU_ASSERT(raw_cmd(fd, "0 4 1 x 30\n", reply, sizeof reply) > 0);
     int hard, hard_used, soft, soft_used, maj, min;
@@ -320,7 +311,7 @@ static void test_status(void)
     close(fd);
 
     /* version 1: "1 <n> \n" and n bytes of KEY:value, as ACCRE 1.4 answers */
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", reply, sizeof reply), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(reply, " VS:1.4:1.0 DT:1 RID:0 RT:1 CT:134217728 ST:134217728 UT:"));
     CU_ASSERT_PTR_NOT_NULL(strstr(reply, " SH:67108864 CH:67108864 "));
@@ -334,7 +325,7 @@ static void test_status(void)
     close(fd);
 
     /* CHANGE: wrong password refused, right one applied */
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(req(fd, "1 4 0 2 wrong 30\n100000000 0 7200\n", NULL, 0), -29);
     CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", reply, sizeof reply), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(reply, "CH:67108864 "));
@@ -347,7 +338,7 @@ static void test_status(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(reply, "DR:3600 "));
     close(fd);
     /* version 0 CHANGE, sent in one piece: "1 \n", then the INQUIRE line (days), closed */
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(req(fd, "0 4 2 " PW "x 30\n64 64 1\n", NULL, 0), -29);
     close(fd);
 }
@@ -356,7 +347,7 @@ static void test_keepalive(void)
 {
     char data[4096], back[4096];
     caps_t c;
-    int fd = conn(), ok = 0;
+    int fd = td_conn(&D), ok = 0;
     for (int i = 0; i < 100; i++) {
         lns_test_fill(data, sizeof data, (uint64_t)i);
         if (allocate(fd, i % 2, 1 + i % 2, 600, 4096, &c) == 1 && store(fd, 1, &c, data, 4096) == 1 &&
@@ -374,13 +365,13 @@ static void test_wrong_caps(void)
     char reply[256], forged[400];
     caps_t c;
     CU_ASSERT_FATAL(new_alloc(&c, 1000) == 1);
-    int fd = conn();
+    int fd = td_conn(&D);
     CU_ASSERT_EQUAL(store(fd, 1, &c, "abcd", 4), 1);
     /* read cap to STORE: -5, and the depot closes (data might follow) */
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 2 %s %s 4 30\n", c.key[0], c.tk[0]), -5);
     CU_ASSERT(raw_closed_by_peer(fd, 2000));
     close(fd);
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 8 %s %s 0 4 30\n", c.key[1], c.tk[1]), -6);
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 8 %s %s 0 4 30\n", c.key[2], c.tk[2]), -6);
     /* wrong type key, forged secret, unknown id, old-style key, wrong resource: all -4 */
@@ -400,9 +391,7 @@ static void test_wrong_caps(void)
     CU_ASSERT_EQUAL(load(fd, 1, c.key[0], c.tk[0], 0, 4, reply), 1);
     close(fd);
     /* a write capability with a wrong type key to STORE */
-    fd = conn();
-    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 2 %s %s 4 30\n", c.key[1], c.tk[0]), -4);
-    close(fd);
+    CU_ASSERT_EQUAL(td_reqf(&D, "1 2 %s %s 4 30\n", c.key[1], c.tk[0]), -4);
 }
 
 static void test_allocate_errors(void)
@@ -424,7 +413,7 @@ static void test_allocate_errors(void)
         {"1 1 0 2 2 60 10 30\n", -22},
         {"0 1 2 4 60 10 30\n", -22},
     };
-    int fd = conn();
+    int fd = td_conn(&D);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int got = req(fd, cases[i].line, NULL, 0);
         if (got != cases[i].code)
@@ -441,7 +430,7 @@ static void test_allocate_errors(void)
 static void expect_close(const char *line, size_t n, int want)
 {
     char reply[256];
-    int fd = conn();
+    int fd = td_conn(&D);
     if (raw_send(fd, line, n) < 0 || raw_readline(fd, reply, sizeof reply) < 0)
         reply[0] = 0;
     if (raw_code(reply) != want)
@@ -509,7 +498,7 @@ static void test_malformed(void)
     memset(line, ' ', sizeof line);
     memcpy(line, "1 4 0 1 x 30", 12);
     line[sizeof line - 1] = '\n';
-    int fd = conn();
+    int fd = td_conn(&D);
     CU_ASSERT_EQUAL(raw_send(fd, line, sizeof line), 0);
     char reply[512];
     CU_ASSERT(raw_readline(fd, reply, sizeof reply) > 0);
@@ -517,7 +506,7 @@ static void test_malformed(void)
     close(fd);
 
     /* range errors of well-formed numbers keep the connection */
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(req(fd, "1 8 0#0011 1 -1 1 30\n", NULL, 0), -30);
     CU_ASSERT_EQUAL(req(fd, "1 4 0 1 x 30\n", NULL, 0), 1);
     close(fd);
@@ -537,7 +526,7 @@ static void test_accre_truncate(void)
     char reply[512];
     caps_t c;
     long long cur, max;
-    int fd = conn();
+    int fd = td_conn(&D);
     char *buf = malloc(BUF), *back = malloc(BUF);
     CU_ASSERT_FATAL(buf && back);
     memset(buf, '*', BUF);
@@ -577,7 +566,7 @@ static void test_accre_vector(void)
 {
     char reply[512], back[64];
     caps_t c;
-    int fd = conn();
+    int fd = td_conn(&D);
     CU_ASSERT_EQUAL_FATAL(allocate(fd, 1, 2, 600, 4096, &c), 1);
     /* three ranges, out of order, leaving holes past the current size: they read as zeros */
     char line[256];
@@ -603,20 +592,16 @@ static void test_accre_vector(void)
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 35 %s %s 1 0 1 30\n", c.key[1], c.tk[1]), -6);
     CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 35 %s %s 4097 0 1 30\n", c.key[0], c.tk[0]), -30);
     close(fd);
-    fd = conn();
-    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "1 35 %s %s 2 0 1 30\n", c.key[0], c.tk[0]), -21);
-    close(fd);
+    CU_ASSERT_EQUAL(td_reqf(&D, "1 35 %s %s 2 0 1 30\n", c.key[0], c.tk[0]), -21);
     /* version 0 has no vector commands */
-    fd = conn();
-    CU_ASSERT_EQUAL(raw_reqf(fd, NULL, 0, "0 35 %s %s 1 0 1 30\n", c.key[0], c.tk[0]), -25);
-    close(fd);
+    CU_ASSERT_EQUAL(td_reqf(&D, "0 35 %s %s 1 0 1 30\n", c.key[0], c.tk[0]), -25);
 }
 
 static void test_real_clients(void)
 {
     char reply[4096], body[1024];
     caps_t c, dst;
-    int fd = conn();
+    int fd = td_conn(&D);
 
     /* ACCRE STATUS INQ: "1 <n> \n" and exactly n bytes of KEY:value, ending "RE \n" */
     CU_ASSERT_EQUAL(raw_send(fd, "1 4 0 1 ibp 30\n", 15), 0);
@@ -683,7 +668,7 @@ static void test_real_clients(void)
 
     /* LoCI 1.3.1 STATUS INQ with its default password "ibp\n": the timeout on a line of
      * its own */
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT(raw_cmd(fd, "0 4 1 ibp\n 30\n", reply, sizeof reply) > 0);
     long d;
     CU_ASSERT_EQUAL(sscanf(reply, "%*d %*d %*d %*d %ld", &d), 1);
@@ -691,18 +676,18 @@ static void test_real_clients(void)
 
     /* LoCI 1.3.1 STATUS CHANGE: "1 \n" comes before the values are sent (days), then the
      * INQUIRE line */
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(raw_cmd(fd, "0 4 2 " PW " 30\n", reply, sizeof reply) > 0, 1);
     CU_ASSERT_STRING_EQUAL(reply, "1 ");
     CU_ASSERT(raw_cmd(fd, "64 64 1 \n", reply, sizeof reply) > 0);
     CU_ASSERT_EQUAL(sscanf(reply, "%*d %*d %*d %*d %ld", &d), 1);
     CU_ASSERT_EQUAL(d, 86400);
     close(fd);
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT(raw_cmd(fd, "0 4 2 " PW " 30\n", reply, sizeof reply) > 0);
     CU_ASSERT(raw_cmd(fd, "64 64 0 \n", reply, sizeof reply) > 0); /* 0: unchanged */
     close(fd);
-    fd = conn();
+    fd = td_conn(&D);
     CU_ASSERT_EQUAL(req(fd, "1 4 0 2 " PW " 30\n0 0 3600\n", reply, sizeof reply), 1);
     close(fd);
 }
@@ -805,7 +790,7 @@ static void test_send(void)
     CU_ASSERT_FATAL(td_start(&t, NULL) == 0);
     lns_test_fill(data, sizeof data, 5);
     CU_ASSERT_FATAL(new_alloc(&src, sizeof data) == 1);
-    int fd = conn();
+    int fd = td_conn(&D);
     CU_ASSERT_EQUAL(store(fd, 1, &src, data, sizeof data), 1);
     int tfd = td_connect(&t);
     CU_ASSERT_FATAL(tfd >= 0);
@@ -940,7 +925,7 @@ static void test_shutdown_clean(void)
 {
     static char log[1 << 20];
     int64_t t0 = lns_mono_ms();
-    int fd = conn(); /* an idle connection must not hold the shutdown up */
+    int fd = td_conn(&D); /* an idle connection must not hold the shutdown up */
     lns_test_server_stop(&D.srv);
     CU_ASSERT(lns_mono_ms() - t0 < 30000); /* a hang only */
     lns_test_slurp(D.srv.log, log, sizeof log); /* not cut off at the end of the drain time */
@@ -956,12 +941,12 @@ static void test_loci_wait_load(void)
 {
     char reply[4096], a[3][700], buf[128];
     caps_t c;
-    int fd = conn(), fd2 = conn();
+    int fd = td_conn(&D), fd2 = td_conn(&D);
 
     const char *queues[] = {"0 1 2 4 86400 102400 10\n", "0 1 2 3 86400 102400 10\n",
                             "0 1 2 2 86400 102400 10\n"};
     for (int k = 0; k < 3; k++) {
-        int q = conn();
+        int q = td_conn(&D);
         CU_ASSERT_EQUAL(req(q, queues[k], NULL, 0), -22);
         close(q);
     }

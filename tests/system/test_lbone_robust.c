@@ -30,8 +30,6 @@ static void test_slowloris_one_address(void)
 {
     test_lbone_t l;
     ts_slow_set_t s;
-    int ok, fast, tries;
-    int64_t worst;
     CU_ASSERT_FATAL(tlb_start(&l, "--plain-http --probe-interval 0 --max-connections 64") == 0);
     ts_slow_start(&s);
     int made = 0;
@@ -39,9 +37,7 @@ static void test_slowloris_one_address(void)
         made += ts_slow_add(&s, "127.0.0.3", l.port, slow_get, 0) == 0;
     CU_ASSERT(made >= 100);
     usleep(300 * 1000);
-    ts_get_for(l.port, "/healthz", 1500, 5000, &ok, &fast, &tries, &worst);
-    ts_judge("one address", 0, ok, fast, tries, worst);
-    CU_ASSERT_EQUAL(ok, tries);
+    CU_ASSERT(ts_judged_gets(l.port, "/healthz", 1500, "one address", 0));
     int open = ts_slow_open_count(&s);
     if (open < 1 || open > 16)
         fprintf(stderr, "\n  one address: %d slow connections open, wanted 1..16\n", open);
@@ -85,11 +81,7 @@ static void test_slowloris_deadline(void)
     if (!got)
         fprintf(stderr, "\n  deadline: health check failed after %lld ms\n", (long long)dt);
     CU_ASSERT(got);
-    int ok, fast, tries;
-    int64_t worst;
-    ts_get_for(l.port, "/healthz", 1000, 5000, &ok, &fast, &tries, &worst);
-    ts_judge("deadline", 0, ok, fast, tries, worst);
-    CU_ASSERT_EQUAL(ok, tries);
+    CU_ASSERT(ts_judged_gets(l.port, "/healthz", 1000, "deadline", 0));
     /* every slow connection was closed, none before its 2 s (the post's body included), and
      * by the request-timeout, not the idle-timeout's 30 s (15 s: a busy machine) */
     int64_t wait_end = t0 + 20000;
@@ -126,21 +118,12 @@ static void test_slowloris_distributed(void)
         return;
     }
     test_lbone_t l;
-    ts_slow_set_t *s = malloc(sizeof *s);
-    CU_ASSERT_FATAL(s != NULL);
+    long reopened;
     CU_ASSERT_FATAL(tlb_start(&l, "--plain-http --probe-interval 0 --request-timeout 2") == 0);
-    ts_slow_start(s);
-    int made = ts_slow_flood(s, l.port, 2000, 2, slow_get);
-    CU_ASSERT(made >= 1900);
-    usleep(300 * 1000);
-    int ok, fast, tries;
-    int64_t worst;
-    ts_get_for(l.port, "/healthz", 3000, 5000, &ok, &fast, &tries, &worst);
-    ts_judge("distributed", 1, ok, fast, tries, worst);
+    CU_ASSERT(ts_flood_judged(l.port, 2000, 2, slow_get, 300, "/healthz", "distributed", 1,
+                              &reopened) >= 1900);
     /* the attack went on: connections cut at request-timeout and reopened */
-    CU_ASSERT(s->reopened >= 1000);
-    ts_slow_end(s);
-    free(s);
+    CU_ASSERT(reopened >= 1000);
     lns_test_server_finish(&l.srv);
 }
 
@@ -150,21 +133,12 @@ static void test_slowloris_distributed(void)
 static void test_slowloris_shed(void)
 {
     test_lbone_t l;
-    ts_slow_set_t *s = malloc(sizeof *s);
-    CU_ASSERT_FATAL(s != NULL);
+    long reopened;
     CU_ASSERT_FATAL(tlb_start(&l, "--plain-http --probe-interval 0 --max-connections 64 --request-timeout 60") ==
                     0);
-    ts_slow_start(s);
-    int made = ts_slow_flood(s, l.port, 150, 1, slow_get);
-    CU_ASSERT(made == 150);
-    usleep(1500 * 1000);
-    int ok, fast, tries;
-    int64_t worst;
-    ts_get_for(l.port, "/healthz", 3000, 5000, &ok, &fast, &tries, &worst);
-    ts_judge("shed", 0, ok, fast, tries, worst);
-    CU_ASSERT(s->reopened >= 64);
-    ts_slow_end(s);
-    free(s);
+    CU_ASSERT(ts_flood_judged(l.port, 150, 1, slow_get, 1500, "/healthz", "shed", 0,
+                              &reopened) == 150);
+    CU_ASSERT(reopened >= 64);
     lns_test_server_finish(&l.srv);
     static char log[1 << 16];
     lns_test_slurp(l.log, log, sizeof log);

@@ -53,13 +53,12 @@ static void dopts(lors_download_opts_t *o)
     o->timeout_ms = 10000;
 }
 
-/* tl_download_mem, saying why it failed (a missing replica is expected). */
-static int download(const lors_download_opts_t *o, const xnd_t *x, unsigned char **out,
-                    size_t *outlen, lors_dl_report_t *rep)
+/* tl_dl, saying why it failed (a missing replica is expected). */
+static int download(tl_dl_t *d, const xnd_t *x)
 {
-    int rc = tl_download_mem(o, x, out, outlen, rep);
+    int rc = tl_dl(d, x);
     if (rc != LORS_OK && rc != LORS_E_NO_REPLICA)
-        fprintf(stderr, "download: %s: %s\n", lors_strerror(rc), rep->error);
+        fprintf(stderr, "download: %s: %s\n", lors_strerror(rc), d->rep.error);
     return rc;
 }
 
@@ -214,47 +213,52 @@ static void on_ev(void *arg, const lors_event_t *ev)
     pthread_mutex_unlock(&v->mu);
 }
 
+/* A depot of its own started as *vd (named name) and the list ld[4] of the shared depots with
+ * it in place i. */
+static void with_victim(test_depot_t *vd, const char *name, int i, lors_depot_t *ld)
+{
+    CU_ASSERT_FATAL(tl_start_depot(vd, name, "256M") == 0);
+    for (int k = 0; k < 4; k++)
+        ld[k] = ldep[k];
+    tl_lors_depot(vd, &ld[i]);
+}
+
 /* 2 copies over three shared depots and a victim; sig sent to it after 5 blocks. */
 static void victim_download(int sig, const char *name)
 {
     test_depot_t vd;
-    CU_ASSERT_FATAL(tl_start_depot(&vd, name, "256M") == 0);
-    lors_depot_t ld[4] = {ldep[0], ldep[1], ldep[2]};
-    tl_lors_depot(&vd, &ld[3]);
+    lors_depot_t ld[4];
+    with_victim(&vd, name, 3, ld);
     size_t n = 12 * 1000 * 1000 + 1;
     unsigned char *src = tl_data(n, 10 + (uint64_t)sig);
     xnd_t *x = upload(ld, 4, src, n, 2, 4);
     victim_t v = {&vd, sig, 5, 0, PTHREAD_MUTEX_INITIALIZER};
-    lors_download_opts_t o;
-    lors_dl_report_t rep;
-    unsigned char *out;
-    size_t outlen;
-    dopts(&o);
-    o.timeout_ms = 2000;
-    o.stall_ms = 1000;
-    o.on_event = on_ev;
-    o.event_arg = &v;
-    int rc = download(&o, x, &out, &outlen, &rep);
+    tl_dl_t dl;
+    dopts(&dl.o);
+    dl.o.timeout_ms = 2000;
+    dl.o.stall_ms = 1000;
+    dl.o.on_event = on_ev;
+    dl.o.event_arg = &v;
+    int rc = download(&dl, x);
     CU_ASSERT_EQUAL(rc, LORS_OK);
-    CU_ASSERT_EQUAL(outlen, n);
-    CU_ASSERT(outlen == n && memcmp(out, src, n) == 0);
+    CU_ASSERT_EQUAL(dl.outlen, n);
+    CU_ASSERT(dl.outlen == n && memcmp(dl.out, src, n) == 0);
     CU_ASSERT(v.seen >= 5);
-    CU_ASSERT(rep.seconds < 20);
+    CU_ASSERT(dl.rep.seconds < 20);
     /* the end does not wait for reads blocked on the stopped depot to time out: the engine
      * interrupts them once their blocks are done elsewhere */
     if (sig == SIGSTOP)
-        CU_ASSERT(rep.seconds < o.timeout_ms / 1000.0);
+        CU_ASSERT(dl.rep.seconds < dl.o.timeout_ms / 1000.0);
     /* the victim cost fetches: failed (refused, timed out) or cancelled (lost the race) */
     uint64_t hit = 0;
-    for (size_t i = 0; i < rep.ndepots; i++)
-        if (rep.depots[i].depot.port == vd.port)
-            hit = rep.depots[i].failures + rep.depots[i].wasted;
+    for (size_t i = 0; i < dl.rep.ndepots; i++)
+        if (dl.rep.depots[i].depot.port == vd.port)
+            hit = dl.rep.depots[i].failures + dl.rep.depots[i].wasted;
     CU_ASSERT(hit >= 1);
     if (getenv("LNS_TEST_VERBOSE"))
-        fprintf(stderr, "%s: %.2f s, victim failures+cancelled %llu\n", name, rep.seconds,
+        fprintf(stderr, "%s: %.2f s, victim failures+cancelled %llu\n", name, dl.rep.seconds,
                 (unsigned long long)hit);
-    lors_dl_report_free(&rep);
-    free(out);
+    tl_dl_end(&dl);
     if (sig == SIGSTOP)
         kill(vd.pid, SIGCONT);
     tl_free_xnd(cli, x);
@@ -291,49 +295,44 @@ static void test_corrupt(void)
         unsigned char junk[4] = {src[off] ^ 0xff, 1, 2, 3};
         CU_ASSERT_EQUAL(ibp_write(cli, x->maps[0]->cap[XND_WRITE], off, junk, 4, NULL), IBP_OK);
     }
-    lors_download_opts_t o;
-    lors_dl_report_t rep;
-    unsigned char *out;
-    size_t outlen;
-    dopts(&o);
-    CU_ASSERT_EQUAL(download(&o, x, &out, &outlen, &rep), LORS_OK);
-    CU_ASSERT_EQUAL(outlen, n);
-    CU_ASSERT(outlen == n && memcmp(out, src, n) == 0);
-    CU_ASSERT_EQUAL(rep.nbad, 1);
-    if (rep.nbad == 1)
-        CU_ASSERT_EQUAL(rep.bad_mappings[0], 0);
+    tl_dl_t dl;
+    dopts(&dl.o);
+    CU_ASSERT_EQUAL(download(&dl, x), LORS_OK);
+    CU_ASSERT_EQUAL(dl.outlen, n);
+    CU_ASSERT(dl.outlen == n && memcmp(dl.out, src, n) == 0);
+    CU_ASSERT_EQUAL(dl.rep.nbad, 1);
+    if (dl.rep.nbad == 1)
+        CU_ASSERT_EQUAL(dl.rep.bad_mappings[0], 0);
     uint64_t bad = 0;
-    for (size_t i = 0; i < rep.ndepots; i++)
-        bad += rep.depots[i].bad_data;
+    for (size_t i = 0; i < dl.rep.ndepots; i++)
+        bad += dl.rep.depots[i].bad_data;
     CU_ASSERT(bad >= 1);
     /* the file was served below its copy count: one of two copies left, all of it, and the
      * depot of copy 0 named for bad data */
-    CU_ASSERT_EQUAL(rep.ndegraded, 1);
-    if (rep.ndegraded == 1) {
-        CU_ASSERT_EQUAL(rep.degraded[0].offset, 0);
-        CU_ASSERT_EQUAL(rep.degraded[0].length, (int64_t)n);
-        CU_ASSERT_EQUAL(rep.degraded[0].copies, 2);
-        CU_ASSERT_EQUAL(rep.degraded[0].left, 1);
+    CU_ASSERT_EQUAL(dl.rep.ndegraded, 1);
+    if (dl.rep.ndegraded == 1) {
+        CU_ASSERT_EQUAL(dl.rep.degraded[0].offset, 0);
+        CU_ASSERT_EQUAL(dl.rep.degraded[0].length, (int64_t)n);
+        CU_ASSERT_EQUAL(dl.rep.degraded[0].copies, 2);
+        CU_ASSERT_EQUAL(dl.rep.degraded[0].left, 1);
     }
     int named = 0;
-    for (size_t i = 0; i < rep.ndepots; i++)
-        if (rep.depots[i].failed[0]) {
+    for (size_t i = 0; i < dl.rep.ndepots; i++)
+        if (dl.rep.depots[i].failed[0]) {
             named++;
-            CU_ASSERT_STRING_EQUAL(rep.depots[i].failed, "bad data");
-            CU_ASSERT_EQUAL(rep.depots[i].depot.port, cap_port(x->maps[0]->cap[XND_READ]));
+            CU_ASSERT_STRING_EQUAL(dl.rep.depots[i].failed, "bad data");
+            CU_ASSERT_EQUAL(dl.rep.depots[i].depot.port, cap_port(x->maps[0]->cap[XND_READ]));
         }
     CU_ASSERT_EQUAL(named, 1);
-    lors_dl_report_free(&rep);
-    free(out);
+    tl_dl_end(&dl);
 
     /* without verification the corruption goes through: the check is what caught it */
-    o.verify = 0;
-    o.threads = 1;
-    CU_ASSERT_EQUAL(download(&o, x, &out, &outlen, &rep), LORS_OK);
-    CU_ASSERT_EQUAL(rep.nbad, 0);
-    CU_ASSERT_EQUAL(rep.ndegraded, 0);
-    lors_dl_report_free(&rep);
-    free(out);
+    dl.o.verify = 0;
+    dl.o.threads = 1;
+    CU_ASSERT_EQUAL(download(&dl, x), LORS_OK);
+    CU_ASSERT_EQUAL(dl.rep.nbad, 0);
+    CU_ASSERT_EQUAL(dl.rep.ndegraded, 0);
+    tl_dl_end(&dl);
     tl_free_xnd(cli, x);
     free(src);
 }
@@ -343,28 +342,22 @@ static void test_corrupt(void)
 static void test_no_replica(void)
 {
     test_depot_t vd;
-    CU_ASSERT_FATAL(tl_start_depot(&vd, "gone", "256M") == 0);
-    lors_depot_t ld[4] = {ldep[0], ldep[1], ldep[2]};
-    tl_lors_depot(&vd, &ld[2]);
-    ld[3] = ldep[3];
+    lors_depot_t ld[4];
+    with_victim(&vd, "gone", 2, ld);
     size_t n = 4 * 1000 * 1000;
     unsigned char *src = tl_data(n, 12);
     xnd_t *x = upload(ld, 4, src, n, 1, 4);
     lns_test_server_kill(&vd.srv, SIGKILL);
-    lors_download_opts_t o;
-    lors_dl_report_t rep;
-    unsigned char *out;
-    size_t outlen;
-    dopts(&o);
-    o.timeout_ms = 2000;
-    CU_ASSERT_EQUAL(download(&o, x, &out, &outlen, &rep), LORS_E_NO_REPLICA);
-    CU_ASSERT(rep.missing_off >= 2000000 && rep.missing_off + rep.missing_len <= 3000000);
-    CU_ASSERT(rep.missing_len > 0);
-    CU_ASSERT(strstr(rep.error, "bytes ") != NULL);
-    CU_ASSERT(outlen <= 2000000 && outlen == (size_t)rep.bytes_written);
-    CU_ASSERT(memcmp(out, src, outlen) == 0);
-    lors_dl_report_free(&rep);
-    free(out);
+    tl_dl_t dl;
+    dopts(&dl.o);
+    dl.o.timeout_ms = 2000;
+    CU_ASSERT_EQUAL(download(&dl, x), LORS_E_NO_REPLICA);
+    CU_ASSERT(dl.rep.missing_off >= 2000000 && dl.rep.missing_off + dl.rep.missing_len <= 3000000);
+    CU_ASSERT(dl.rep.missing_len > 0);
+    CU_ASSERT(strstr(dl.rep.error, "bytes ") != NULL);
+    CU_ASSERT(dl.outlen <= 2000000 && dl.outlen == (size_t)dl.rep.bytes_written);
+    CU_ASSERT(memcmp(dl.out, src, dl.outlen) == 0);
+    tl_dl_end(&dl);
     tl_free_xnd(cli, x);
     lns_test_server_stop(&vd.srv);
     free(src);
@@ -391,21 +384,17 @@ static void test_cut_reply(void)
     size_t n = 8 * (size_t)DBS;
     unsigned char *src = tl_data(n, 14);
     xnd_t *x = upload(&ld, 1, src, n, 1, 1);
-    lors_download_opts_t o;
-    lors_dl_report_t rep;
-    unsigned char *out;
-    size_t outlen;
-    dopts(&o);
-    CU_ASSERT_EQUAL(download(&o, x, &out, &outlen, &rep), LORS_OK);
-    CU_ASSERT(outlen == n && memcmp(out, src, n) == 0);
-    CU_ASSERT_EQUAL(rep.ndepots, 1);
-    if (rep.ndepots == 1)
-        CU_ASSERT_EQUAL(rep.depots[0].failures, 1);
-    CU_ASSERT_EQUAL(rep.bytes_fetched, (int64_t)n);
-    if (rep.bytes_fetched != (int64_t)n)
-        fprintf(stderr, "fetched %lld bytes of %zu\n", (long long)rep.bytes_fetched, n);
-    lors_dl_report_free(&rep);
-    free(out);
+    tl_dl_t dl;
+    dopts(&dl.o);
+    CU_ASSERT_EQUAL(download(&dl, x), LORS_OK);
+    CU_ASSERT(dl.outlen == n && memcmp(dl.out, src, n) == 0);
+    CU_ASSERT_EQUAL(dl.rep.ndepots, 1);
+    if (dl.rep.ndepots == 1)
+        CU_ASSERT_EQUAL(dl.rep.depots[0].failures, 1);
+    CU_ASSERT_EQUAL(dl.rep.bytes_fetched, (int64_t)n);
+    if (dl.rep.bytes_fetched != (int64_t)n)
+        fprintf(stderr, "fetched %lld bytes of %zu\n", (long long)dl.rep.bytes_fetched, n);
+    tl_dl_end(&dl);
     tl_free_xnd(cli, x);
     lns_test_server_stop(&vd.srv);
     free(src);

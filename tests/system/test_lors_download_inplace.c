@@ -67,12 +67,20 @@ static int setup(char *src, char *xnd)
     return d;
 }
 
+/* setup(), the download's file out (4200 bytes) named src.out, and the depot holding byte 0
+ * stopped (SIGSTOP); that depot. */
+static int setup_stopped(char *src, char *xnd, char *out)
+{
+    int d = setup(src, xnd);
+    snprintf(out, 4200, "%s.out", src);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[d].srv, SIGSTOP), 0);
+    return d;
+}
+
 static void test_stalled_depot(void)
 {
     char src[4096], xnd[4096], out[4200];
-    int d = setup(src, xnd);
-    snprintf(out, sizeof out, "%s.out", src);
-    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[d].srv, SIGSTOP), 0);
+    int d = setup_stopped(src, xnd, out);
     tt_bg_t bg;
     CU_ASSERT_EQUAL_FATAL(tt_spawn(&T, &bg, "lors_download", "--no-rc", "--quiet", "-M", "4M",
                                    "-T", "60s", "-o", out, xnd, (char *)NULL), 0);
@@ -91,9 +99,7 @@ static void test_stalled_depot(void)
 static void test_killed_then_resumed(void)
 {
     char src[4096], xnd[4096], out[4200];
-    int d = setup(src, xnd);
-    snprintf(out, sizeof out, "%s.out", src);
-    CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[d].srv, SIGSTOP), 0);
+    int d = setup_stopped(src, xnd, out);
     tt_bg_t bg;
     CU_ASSERT_EQUAL_FATAL(tt_spawn(&T, &bg, "lors_download", "--no-rc", "--quiet", "-T", "60s",
                                    "-o", out, xnd, (char *)NULL), 0);

@@ -267,10 +267,7 @@ static void test_keys(void)
     unsigned char *src = tl_data(n, 23);
     lors_upload_opts_t o;
     lors_report_t rep;
-    lors_download_opts_t d;
-    lors_dl_report_t dr;
-    unsigned char *out;
-    size_t outlen;
+    tl_dl_t dl;
     xnd_t *x = (xnd_t *)1;
 
     /* aes without a key: refused before anything is stored */
@@ -303,30 +300,27 @@ static void test_keys(void)
 
     uopts(&o, "aes", 2);
     x = upload_buf(&o, src, n, NULL);
-    dopts(&d);
-    d.key = key2;
-    CU_ASSERT_EQUAL(tl_download_mem(&d, x, &out, &outlen, &dr), LORS_E_KEY);
-    CU_ASSERT(strstr(dr.error, "the key does not match the one this file was encrypted with") !=
-              NULL);
-    CU_ASSERT_EQUAL(outlen, 0);
-    CU_ASSERT_EQUAL(dr.bytes_written, 0);
-    lors_dl_report_free(&dr);
-    free(out);
-    d.key = NULL;
-    CU_ASSERT_EQUAL(tl_download_mem(&d, x, &out, &outlen, &dr), LORS_E_KEY);
-    CU_ASSERT_EQUAL(outlen, 0);
-    CU_ASSERT(strstr(dr.error, "no key") != NULL);
-    lors_dl_report_free(&dr);
-    free(out);
+    dopts(&dl.o);
+    dl.o.key = key2;
+    CU_ASSERT_EQUAL(tl_dl(&dl, x), LORS_E_KEY);
+    CU_ASSERT(strstr(dl.rep.error,
+                     "the key does not match the one this file was encrypted with") != NULL);
+    CU_ASSERT_EQUAL(dl.outlen, 0);
+    CU_ASSERT_EQUAL(dl.rep.bytes_written, 0);
+    tl_dl_end(&dl);
+    dl.o.key = NULL;
+    CU_ASSERT_EQUAL(tl_dl(&dl, x), LORS_E_KEY);
+    CU_ASSERT_EQUAL(dl.outlen, 0);
+    CU_ASSERT(strstr(dl.rep.error, "no key") != NULL);
+    tl_dl_end(&dl);
     /* a zlib-only file needs no key */
     tl_free_xnd(cli, x);
     uopts(&o, "zlib", 1);
     o.key = NULL;
     x = upload_buf(&o, src, n, NULL);
-    CU_ASSERT_EQUAL(tl_download_mem(&d, x, &out, &outlen, &dr), LORS_OK);
-    CU_ASSERT(outlen == n && memcmp(out, src, n) == 0);
-    lors_dl_report_free(&dr);
-    free(out);
+    CU_ASSERT_EQUAL(tl_dl(&dl, x), LORS_OK);
+    CU_ASSERT(dl.outlen == n && memcmp(dl.out, src, n) == 0);
+    tl_dl_end(&dl);
     tl_free_xnd(cli, x);
     free(src);
 }
@@ -362,15 +356,26 @@ static int64_t frame_middle(const xnd_t *x, int64_t f)
     return off + len / 2;
 }
 
+/* src uploaded with the chain in copies at the compression level (0: the default), no
+ * checksums, and a byte in the middle of frame f flipped in every copy. */
+static xnd_t *upload_damaged(const unsigned char *src, size_t n, const char *chain, int copies,
+                             int level, int64_t f)
+{
+    lors_upload_opts_t o;
+    uopts(&o, chain, copies);
+    o.checksum = "none";
+    o.e2e_level = level;
+    xnd_t *x = upload_buf(&o, src, n, NULL);
+    CU_ASSERT_EQUAL(flip_stored(x, frame_middle(x, f), 1), copies);
+    return x;
+}
+
 static void test_corruption(void)
 {
     size_t n = 1500000;
     unsigned char *src = tl_data(n, 24);
     lors_upload_opts_t o;
-    lors_download_opts_t d;
-    lors_dl_report_t dr;
-    unsigned char *out;
-    size_t outlen;
+    tl_dl_t dl;
 
     /* copy 0 damaged in every checksum block, checksums on: whatever is fetched from it fails
      * its digest and comes from copy 1; the bad mappings are named */
@@ -380,48 +385,38 @@ static void test_corruption(void)
         for (int64_t a = x->maps[i]->exnode_offset + 100;
              a < x->maps[i]->exnode_offset + x->maps[i]->logical_length; a += CKBS)
             CU_ASSERT_EQUAL(flip_stored(x, a, 0), 1);
-    dopts(&d);
-    CU_ASSERT_EQUAL(tl_download_mem(&d, x, &out, &outlen, &dr), LORS_OK);
-    CU_ASSERT(outlen == n && memcmp(out, src, n) == 0);
-    CU_ASSERT(dr.nbad >= 1);
-    for (size_t i = 0; i < dr.nbad; i++)
-        CU_ASSERT(dr.bad_mappings[i] % 2 == 0);
-    lors_dl_report_free(&dr);
-    free(out);
+    dopts(&dl.o);
+    CU_ASSERT_EQUAL(tl_dl(&dl, x), LORS_OK);
+    CU_ASSERT(dl.outlen == n && memcmp(dl.out, src, n) == 0);
+    CU_ASSERT(dl.rep.nbad >= 1);
+    for (size_t i = 0; i < dl.rep.nbad; i++)
+        CU_ASSERT(dl.rep.bad_mappings[i] % 2 == 0);
+    tl_dl_end(&dl);
     tl_free_xnd(cli, x);
 
     /* checksums off and every replica damaged: the GCM tag catches it, names the frame, and
      * what was written is exactly the frames before it */
-    uopts(&o, "zlib,aes", 2);
-    o.checksum = "none";
-    x = upload_buf(&o, src, n, NULL);
-    CU_ASSERT_EQUAL(flip_stored(x, frame_middle(x, 5), 1), 2);
-    CU_ASSERT_EQUAL(tl_download_mem(&d, x, &out, &outlen, &dr), LORS_E_E2E);
-    CU_ASSERT(strstr(dr.error, "frame 5 ") != NULL);
-    CU_ASSERT(strstr(dr.error, "authentication failed") != NULL);
-    CU_ASSERT(strstr(dr.error, "327680-393215") != NULL); /* its plain bytes */
-    CU_ASSERT_EQUAL(outlen, 5 * FRAME);
-    CU_ASSERT_EQUAL(dr.bytes_written, 5 * FRAME);
-    CU_ASSERT(memcmp(out, src, outlen) == 0);
-    lors_dl_report_free(&dr);
-    free(out);
+    x = upload_damaged(src, n, "zlib,aes", 2, 0, 5);
+    CU_ASSERT_EQUAL(tl_dl(&dl, x), LORS_E_E2E);
+    CU_ASSERT(strstr(dl.rep.error, "frame 5 ") != NULL);
+    CU_ASSERT(strstr(dl.rep.error, "authentication failed") != NULL);
+    CU_ASSERT(strstr(dl.rep.error, "327680-393215") != NULL); /* its plain bytes */
+    CU_ASSERT_EQUAL(dl.outlen, 5 * FRAME);
+    CU_ASSERT_EQUAL(dl.rep.bytes_written, 5 * FRAME);
+    CU_ASSERT(memcmp(dl.out, src, dl.outlen) == 0);
+    tl_dl_end(&dl);
     /* a range before the damage still downloads */
     check_range(x, src, n, 0, 5 * FRAME, NULL);
     tl_free_xnd(cli, x);
 
     /* a compressor alone, no checksums: its own check (Adler-32, XXH64) catches it */
     for (int z = 0; z < 2; z++) {
-        uopts(&o, z ? "zstd" : "zlib", 1);
-        o.checksum = "none";
-        o.e2e_level = z ? 19 : 0;
-        x = upload_buf(&o, src, n, NULL);
-        CU_ASSERT_EQUAL(flip_stored(x, frame_middle(x, 2), 1), 1);
-        CU_ASSERT_EQUAL(tl_download_mem(&d, x, &out, &outlen, &dr), LORS_E_E2E);
-        CU_ASSERT(strstr(dr.error, "frame 2 ") != NULL &&
-                  strstr(dr.error, z ? "zstd" : "zlib") != NULL);
-        CU_ASSERT_EQUAL(outlen, 2 * FRAME);
-        lors_dl_report_free(&dr);
-        free(out);
+        x = upload_damaged(src, n, z ? "zstd" : "zlib", 1, z ? 19 : 0, 2);
+        CU_ASSERT_EQUAL(tl_dl(&dl, x), LORS_E_E2E);
+        CU_ASSERT(strstr(dl.rep.error, "frame 2 ") != NULL &&
+                  strstr(dl.rep.error, z ? "zstd" : "zlib") != NULL);
+        CU_ASSERT_EQUAL(dl.outlen, 2 * FRAME);
+        tl_dl_end(&dl);
         tl_free_xnd(cli, x);
     }
     free(src);
@@ -433,28 +428,25 @@ static void test_no_replica(void)
     size_t n = 3 * 1000 * 1000;
     unsigned char *src = tl_data(n, 25);
     lors_upload_opts_t o;
-    lors_download_opts_t d;
-    lors_dl_report_t dr;
-    unsigned char *out;
-    size_t outlen;
+    tl_dl_t dl;
     uopts(&o, "aes", 1);
     xnd_t *x = upload_buf(&o, src, n, NULL);
     CU_ASSERT_FATAL(x->nmaps >= 3);
     xnd_mapping_t *gone = xnd_mapping_copy(x->maps[2]);
     int64_t s0 = gone->exnode_offset, s1 = s0 + gone->logical_length;
     CU_ASSERT_EQUAL(xnd_remove(x, 2), XND_OK);
-    dopts(&d);
-    CU_ASSERT_EQUAL(tl_download_mem(&d, x, &out, &outlen, &dr), LORS_E_NO_REPLICA);
+    dopts(&dl.o);
+    CU_ASSERT_EQUAL(tl_dl(&dl, x), LORS_E_NO_REPLICA);
     /* the plain bytes of the frames that had stored bytes in the missing piece */
     int64_t fa = s0 / (FRAME + 16), fb = (s1 - 1) / (FRAME + 16);
-    CU_ASSERT(dr.missing_off >= fa * FRAME && dr.missing_off < (fb + 1) * FRAME);
-    CU_ASSERT(dr.missing_off + dr.missing_len <= (fb + 1) * FRAME);
-    CU_ASSERT(dr.missing_len > 0);
-    CU_ASSERT(strstr(dr.error, "plain bytes") != NULL);
-    CU_ASSERT(outlen == (size_t)dr.bytes_written && (int64_t)outlen <= dr.missing_off);
-    CU_ASSERT(memcmp(out, src, outlen) == 0);
-    lors_dl_report_free(&dr);
-    free(out);
+    CU_ASSERT(dl.rep.missing_off >= fa * FRAME && dl.rep.missing_off < (fb + 1) * FRAME);
+    CU_ASSERT(dl.rep.missing_off + dl.rep.missing_len <= (fb + 1) * FRAME);
+    CU_ASSERT(dl.rep.missing_len > 0);
+    CU_ASSERT(strstr(dl.rep.error, "plain bytes") != NULL);
+    CU_ASSERT(dl.outlen == (size_t)dl.rep.bytes_written &&
+              (int64_t)dl.outlen <= dl.rep.missing_off);
+    CU_ASSERT(memcmp(dl.out, src, dl.outlen) == 0);
+    tl_dl_end(&dl);
     ibp_decr(cli, gone->cap[XND_MANAGE], IBP_READCAP);
     xnd_mapping_free(gone);
     tl_free_xnd(cli, x);

@@ -344,18 +344,13 @@ static void test_forged_parity(void)
         forged = 1;
     }
     CU_ASSERT_FATAL(forged);
-    lors_download_opts_t o;
-    lors_dl_report_t rep;
-    unsigned char *out = NULL;
-    size_t outlen = 0;
-    dopts(&o);
-    int rc = tl_download_mem(&o, y, &out, &outlen, &rep);
-    CU_ASSERT_EQUAL(rc, LORS_E_E2E);
-    CU_ASSERT_PTR_NOT_NULL(strstr(rep.error, "does not match its digests"));
-    CU_ASSERT(outlen <= (size_t)(s * S));
-    CU_ASSERT(memcmp(out, src, outlen) == 0);
-    free(out);
-    lors_dl_report_free(&rep);
+    tl_dl_t dl;
+    dopts(&dl.o);
+    CU_ASSERT_EQUAL(tl_dl(&dl, y), LORS_E_E2E);
+    CU_ASSERT_PTR_NOT_NULL(strstr(dl.rep.error, "does not match its digests"));
+    CU_ASSERT(dl.outlen <= (size_t)(s * S));
+    CU_ASSERT(memcmp(dl.out, src, dl.outlen) == 0);
+    tl_dl_end(&dl);
     tl_free_xnd(cli, y);
 }
 
@@ -377,23 +372,18 @@ static void test_three_gone(void)
     lns_test_server_kill(&dep[0].srv, SIGKILL);
     lns_test_server_kill(&dep[2].srv, SIGKILL);
     lns_test_server_kill(&dep[5].srv, SIGKILL);
-    lors_download_opts_t o;
-    lors_dl_report_t rep;
-    unsigned char *out = NULL;
-    size_t outlen = 0;
-    dopts(&o);
-    int rc = tl_download_mem(&o, x, &out, &outlen, &rep);
-    CU_ASSERT_EQUAL(rc, LORS_E_NO_REPLICA);
+    tl_dl_t dl;
+    dopts(&dl.o);
+    CU_ASSERT_EQUAL(tl_dl(&dl, x), LORS_E_NO_REPLICA);
     /* the message names the stripes' bytes */
     char first[64]; /* every stripe has a piece on each depot: all are lost */
     snprintf(first, sizeof first, "bytes 0-%zu:", N - 1);
-    CU_ASSERT(strstr(rep.error, first) != NULL);
-    CU_ASSERT(strstr(rep.error, "pieces") != NULL);
-    if (!strstr(rep.error, first))
-        fprintf(stderr, "three gone: %s\n", rep.error);
-    CU_ASSERT(outlen < N && memcmp(out, src, outlen) == 0); /* a valid prefix at most */
-    lors_dl_report_free(&rep);
-    free(out);
+    CU_ASSERT(strstr(dl.rep.error, first) != NULL);
+    CU_ASSERT(strstr(dl.rep.error, "pieces") != NULL);
+    if (!strstr(dl.rep.error, first))
+        fprintf(stderr, "three gone: %s\n", dl.rep.error);
+    CU_ASSERT(dl.outlen < N && memcmp(dl.out, src, dl.outlen) == 0); /* a valid prefix at most */
+    tl_dl_end(&dl);
     restart(0);
     restart(2);
     restart(5);

@@ -170,25 +170,9 @@ static void served_dir(const char *name, const char *xnd,
 /* Start lors_serve on dir; its port, or -1. */
 static int start_serve(tt_bg_t *srv, const char *dir)
 {
-    char pf[4200], logp[4200];
-    snprintf(pf, sizeof pf, "%s/serve.port", lns_test_tmpdir());
-    snprintf(logp, sizeof logp, "%s/serve.log", lns_test_tmpdir());
-    unlink(pf);
-    if (tt_spawn(&T, srv, "lors_serve", "--no-rc", "-p", "0", "--port-file", pf, "--log", logp,
-                 "-T", "3s", dir, (char *)NULL) != 0)
-        return -1;
-    int64_t end = lns_test_deadline(LNS_TEST_WAIT_MS);
-    do {
-        FILE *f = fopen(pf, "r");
-        int port = 0;
-        if (f) {
-            int ok = fscanf(f, "%d", &port) == 1;
-            fclose(f);
-            if (ok)
-                return port;
-        }
-    } while (lns_test_poll(end));
-    return -1;
+    char logp[PATH_MAX];
+    int port;
+    return tt_serve(&T, srv, dir, logp, &port, NULL, NULL, NULL, NULL) == 0 ? port : -1;
 }
 
 static void stop_serve(tt_bg_t *srv)

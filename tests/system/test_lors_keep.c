@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
 
+#include "lns_time.h"
 #include "test_lbone.h"
 #include "test_tools.h"
 
@@ -109,13 +109,6 @@ static void test_once_and_dry_run(void)
     tt_free_all(&T, ex);
 }
 
-static long long mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A stopped depot (SIGSTOP: the kernel accepts connections into its backlog, nothing ever
  * answers) holding one copy of each fragment, -T 60s: the pass gives it up after a short
  * silence, long before -T (each of its calls waited that long before), and makes the copies
@@ -128,10 +121,10 @@ static void test_stopped_depot(void)
                                     rs, rx), 0);
     snprintf(st, sizeof st, "%s/stopped.db", lns_test_tmpdir());
     CU_ASSERT_EQUAL_FATAL(lns_test_server_kill(&T.dep[1].srv, SIGSTOP), 0);
-    long long t0 = mono_ms();
+    long long t0 = lns_mono_ms();
     int rc = tt_sh(&T, "$B/lors_keep --no-rc --state '%s' --depot-list '%s' -T 60s '%s'", st,
                    tt_dlist(&T, 0, 1, 2, -1), rx);
-    long long took = mono_ms() - t0;
+    long long took = lns_mono_ms() - t0;
     kill(T.dep[1].pid, SIGCONT);
     CU_ASSERT_EQUAL(rc, 0);
     CU_ASSERT(took < 30000);

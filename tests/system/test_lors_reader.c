@@ -434,6 +434,28 @@ static void test_small_checksum_block(void)
     tt_free_all(&T, xnd);
 }
 
+/* A file of 300 KiB + 7 from seed uploaded (one copy of two fragments) and an empty directory
+ * <xnd>.<name> (4200 bytes); the depots revived first. */
+static void upload_and_dir(uint64_t seed, const char *name, char *src, char *xnd, char *dir)
+{
+    tt_revive(&T);
+    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 300 * 1024 + 7, seed, 1, 2, T.depots, NULL, src, xnd),
+                          0);
+    snprintf(dir, 4200, "%s.%s", xnd, name);
+    CU_ASSERT_EQUAL_FATAL(mkdir(dir, 0700), 0);
+}
+
+/* A lors_dir with the default reader options over a new cache (*c). */
+static lors_dir_t *new_dir(lors_cache_t **c)
+{
+    lors_reader_opts_t ro;
+    lors_reader_opts_init(&ro);
+    *c = lors_cache_new(NULL);
+    lors_dir_t *d = lors_dir_new(&ro, *c);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    return d;
+}
+
 /* lors_dir: names from a directory and a single file (the first given wins a name), lookups
  * that cannot escape the directory, a file kept while unchanged and opened anew once its
  * exNode is rewritten (holders of the old one still read it), a malformed exNode refused. */
@@ -442,16 +464,12 @@ static void test_dir(void)
     char src[4096], xnd[4096], dir[4200], p[4400], err[600];
     size_t size;
     int rc;
-    tt_revive(&T);
-    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 300 * 1024 + 7, 11, 1, 2, T.depots, NULL, src, xnd),
-                          0);
+    upload_and_dir(11, "dir", src, xnd, dir);
     unsigned char *data = tt_read_whole(src, &size);
     unsigned char *xb = NULL;
     size_t xn;
     CU_ASSERT_PTR_NOT_NULL_FATAL(data);
     CU_ASSERT_PTR_NOT_NULL_FATAL(xb = tt_read_whole(xnd, &xn));
-    snprintf(dir, sizeof dir, "%s.dir", xnd);
-    CU_ASSERT_EQUAL_FATAL(mkdir(dir, 0700), 0);
     const char *names[] = {"b.xnd", "a.xnd", ".hidden.xnd", "notes.txt"};
     for (int i = 0; i < 4; i++) {
         snprintf(p, sizeof p, "%s/%s", dir, names[i]);
@@ -460,11 +478,8 @@ static void test_dir(void)
     snprintf(p, sizeof p, "%s/bad.xnd", dir);
     CU_ASSERT_EQUAL(tt_write_file(p, "<exnode", 7), 0);
 
-    lors_cache_t *c = lors_cache_new(NULL);
-    lors_reader_opts_t ro;
-    lors_reader_opts_init(&ro);
-    lors_dir_t *d = lors_dir_new(&ro, c);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    lors_cache_t *c;
+    lors_dir_t *d = new_dir(&c);
     char single[4200];
     snprintf(single, sizeof single, "%s.b.xnd", xnd); /* shown as "<name>.b": a single file */
     CU_ASSERT_EQUAL(tt_write_file(single, xb, xn), 0);
@@ -544,11 +559,7 @@ static void test_dir_stat(void)
     int rc;
     int64_t sz;
     struct timespec mt;
-    tt_revive(&T);
-    CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 300 * 1024 + 7, 12, 1, 2, T.depots, NULL, src, xnd),
-                          0);
-    snprintf(dir, sizeof dir, "%s.sdir", xnd);
-    CU_ASSERT_EQUAL_FATAL(mkdir(dir, 0700), 0);
+    upload_and_dir(12, "sdir", src, xnd, dir);
     const char *line = "<exnode:metadata name=\"size\" type=\"integer\">307207</exnode:metadata>";
     CU_ASSERT_EQUAL_FATAL(tt_sh(&T, "cd '%s' && grep -c '%s' '%s'", dir, line, xnd), 0);
     CU_ASSERT_STRING_EQUAL(T.out, "1\n");
@@ -562,11 +573,8 @@ static void test_dir_stat(void)
                   "head -c 2000 plain.xnd > truncated.xnd && "
                   "! grep -q '>307207<' nested.xnd commented.xnd",
               dir, xnd, line, line), 0);
-    lors_cache_t *c = lors_cache_new(NULL);
-    lors_reader_opts_t ro;
-    lors_reader_opts_init(&ro);
-    lors_dir_t *d = lors_dir_new(&ro, c);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    lors_cache_t *c;
+    lors_dir_t *d = new_dir(&c);
     CU_ASSERT_EQUAL(lors_dir_add(d, dir, err, sizeof err), LORS_OK);
 
     struct stat st;

@@ -65,19 +65,10 @@ static void test_slowloris_distributed(void)
     }
     setup_dir("slow");
     CU_ASSERT_EQUAL_FATAL(start_serve("--request-timeout", "2", NULL, NULL), 0);
-    ts_slow_set_t *s = malloc(sizeof *s);
-    CU_ASSERT_FATAL(s != NULL);
-    ts_slow_start(s);
-    int made = ts_slow_flood(s, port, 2000, 2, slow_get);
-    CU_ASSERT(made >= 1900);
-    usleep(300 * 1000);
-    int ok, fast, tries;
-    int64_t worst;
-    ts_get_for(port, "/small", 3000, 5000, &ok, &fast, &tries, &worst);
-    ts_judge("distributed", 1, ok, fast, tries, worst);
-    CU_ASSERT(s->reopened >= 1000); /* the attack went on: cut and reopened */
-    ts_slow_end(s);
-    free(s);
+    long reopened;
+    CU_ASSERT(ts_flood_judged(port, 2000, 2, slow_get, 300, "/small", "distributed", 1,
+                              &reopened) >= 1900);
+    CU_ASSERT(reopened >= 1000); /* the attack went on: cut and reopened */
     stop_serve();
 }
 
@@ -88,18 +79,10 @@ static void test_slowloris_shed(void)
 {
     setup_dir("shed");
     CU_ASSERT_EQUAL_FATAL(start_serve("--max-connections", "64", "--request-timeout", "60"), 0);
-    ts_slow_set_t *s = malloc(sizeof *s);
-    CU_ASSERT_FATAL(s != NULL);
-    ts_slow_start(s);
-    CU_ASSERT(ts_slow_flood(s, port, 150, 1, slow_get) == 150);
-    usleep(1500 * 1000);
-    int ok, fast, tries;
-    int64_t worst;
-    ts_get_for(port, "/small", 3000, 5000, &ok, &fast, &tries, &worst);
-    ts_judge("shed", 0, ok, fast, tries, worst);
-    CU_ASSERT(s->reopened >= 64);
-    ts_slow_end(s);
-    free(s);
+    long reopened;
+    CU_ASSERT(ts_flood_judged(port, 150, 1, slow_get, 1500, "/small", "shed", 0, &reopened) ==
+              150);
+    CU_ASSERT(reopened >= 64);
     stop_serve();
     CU_ASSERT(tt_wait_lines(logp, "unfinished requests closed, oldest first", 1, 1000) == 1);
 }
@@ -155,12 +138,8 @@ static void test_stopped_depot(void)
                   send(fd[i], req, sizeof req - 1, MSG_NOSIGNAL) == (ssize_t)(sizeof req - 1));
     }
     usleep(300 * 1000);
-    int ok, fast, tries;
-    int64_t worst;
-    ts_get_for(port, "/small", 2000, 5000, &ok, &fast, &tries, &worst);
+    CU_ASSERT(ts_judged_gets(port, "/small", 2000, "stopped depot", 0));
     kill(T.dep[0].srv.pid, SIGCONT);
-    ts_judge("stopped depot", 0, ok, fast, tries, worst);
-    CU_ASSERT_EQUAL(ok, tries);
     for (int i = 0; i < N; i++) /* and the stuck ones are answered once it goes on */
         if (fd[i] >= 0) {
             CU_ASSERT_EQUAL(ts_read_reply(fd[i], 20000), 200);

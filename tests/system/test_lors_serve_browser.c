@@ -44,25 +44,11 @@ static int have(const char *prog)
     return system(cmd) == 0;
 }
 
-/* lors_serve on dir: its port, its log in logp; -1 if it does not come up. */
-static int start_serve(tt_bg_t *srv, const char *dir, const char *logp)
+/* lors_serve on dir: its port, its log in logp (PATH_MAX bytes); -1 if it does not come up. */
+static int start_serve(tt_bg_t *srv, const char *dir, char *logp)
 {
-    const char *pf = lns_test_path("serve.port");
-    int port = -1;
-    unlink(pf);
-    if (tt_spawn(&T, srv, "lors_serve", "--no-rc", "-p", "0", "--port-file", pf, "--log", logp,
-                 "-T", "3s", dir, (char *)NULL) != 0)
-        return -1;
-    int64_t end = lns_test_deadline(LNS_TEST_WAIT_MS);
-    do {
-        FILE *f = fopen(pf, "r");
-        if (f) {
-            if (fscanf(f, "%d", &port) != 1)
-                port = -1;
-            fclose(f);
-        }
-    } while (port < 0 && lns_test_poll(end));
-    return port;
+    int port;
+    return tt_serve(&T, srv, dir, logp, &port, NULL, NULL, NULL, NULL) == 0 ? port : -1;
 }
 
 /* The byte offsets of the keyframes at second s - 1 and s of the clip (ffprobe); 0 or -1. */
@@ -186,7 +172,6 @@ static void test_video_seek(void)
     snprintf(clip, sizeof clip, "%s", lns_test_path("clip.webm"));
     snprintf(xnd, sizeof xnd, "%s", lns_test_path("clip.xnd"));
     snprintf(dir, sizeof dir, "%s", lns_test_path("served"));
-    snprintf(logp, sizeof logp, "%s", lns_test_path("serve.log"));
     snprintf(page, sizeof page, "%s", lns_test_path("page.html"));
     snprintf(dom_file, sizeof dom_file, "%s", lns_test_path("dom.html"));
     snprintf(dst, sizeof dst, "%s/clip.webm.xnd", dir);

@@ -55,16 +55,23 @@ static int windows_seen(const tc_capture_t *cap, const char *src)
     return windows;
 }
 
+/* Capture the traffic of the three depots (at most bytes kept): 1, or 0 after a line that
+ * says what is skipped. */
+static int capture_all(tc_capture_t *cap, size_t bytes, const char *what)
+{
+    int ports[3] = {T.dep[0].port, T.dep[1].port, T.dep[2].port};
+    if (tc_start(cap, ports, 3, bytes) == 0)
+        return 1;
+    printf("\ntest_lors_tls: SKIP %s (no AF_PACKET socket: %s)\n", what, strerror(errno));
+    return 0;
+}
+
 static void test_capture_all_tools(void)
 {
     char src[4096], xnd[4096], out[4200];
     static char keys[64][IBP_MAX_CAP];
-    int ports[3] = {T.dep[0].port, T.dep[1].port, T.dep[2].port};
     tc_capture_t cap;
-    int can = tc_start(&cap, ports, 3, 64u << 20) == 0;
-    if (!can)
-        printf("\ntest_lors_tls: SKIP the capture (no AF_PACKET socket: %s); the tools run\n",
-               strerror(errno));
+    int can = capture_all(&cap, 64u << 20, "the capture; the tools run");
     CU_ASSERT_EQUAL_FATAL(tt_upload(&T, SIZE, 37, 2, 3, tt_dlist(&T, 0, 1, -1), NULL, src, xnd),
                           0);
     CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_augment", "--no-rc", "-q", "-c", "1",
@@ -101,15 +108,11 @@ static void test_capture_keeper(void)
     char src[4096], xnd[4096], st[4200];
     static char keys[64][IBP_MAX_CAP];
     tt_lsmap_t before[TT_MAXM], after[TT_MAXM];
-    int ports[3] = {T.dep[0].port, T.dep[1].port, T.dep[2].port};
     CU_ASSERT_EQUAL_FATAL(tt_upload(&T, SIZE, 41, 1, 3, tt_dlist(&T, 0, -1), NULL, src, xnd), 0);
     CU_ASSERT_EQUAL_FATAL(tt_ls_json(&T, xnd, before), 3);
     snprintf(st, sizeof st, "%s.keep.db", src);
     tc_capture_t cap;
-    int can = tc_start(&cap, ports, 3, 64u << 20) == 0;
-    if (!can)
-        printf("\ntest_lors_tls: SKIP the keeper's capture (no AF_PACKET socket: %s)\n",
-               strerror(errno));
+    int can = capture_all(&cap, 64u << 20, "the keeper's capture");
     int rc = tt_run(&T, NULL, NULL, "lors_keep", "--no-rc", "--state", st, "--depot-list",
                     tt_dlist(&T, 0, 1, 2, -1), xnd, NULL);
     CU_ASSERT_EQUAL(rc, 0);
@@ -228,12 +231,8 @@ static void test_pins_in_depot_list(void)
         CU_ASSERT_EQUAL_FATAL(td_pin(&T.dep[i], pins[i]), 0);
     int allocs = tt_depot_allocs(&T, 1);
     CU_ASSERT(allocs >= 0);
-    int ports[3] = {T.dep[0].port, T.dep[1].port, T.dep[2].port};
     tc_capture_t cap;
-    int can = tc_start(&cap, ports, 3, 16u << 20) == 0;
-    if (!can)
-        printf("\ntest_lors_tls: SKIP the capture of pinned lists (no AF_PACKET socket: %s)\n",
-               strerror(errno));
+    int can = capture_all(&cap, 16u << 20, "the capture of pinned lists");
     snprintf(list, sizeof list, "127.0.0.1:%d#%s", T.dep[0].port, pins[0]);
     CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 200000, 42, 1, 1, list, "--no-rc", src, xnd), 0);
     /* depot 1 named with depot 0's pin (a man in the middle, or a list gone stale), and

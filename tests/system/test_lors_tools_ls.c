@@ -11,11 +11,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "ibp.h"
 #include "lns_test.h"
+#include "lns_time.h"
 #include "test_json.h"
 #include "test_tools.h"
 #include "lns_version.h"
@@ -158,13 +158,6 @@ static void test_ls_views(void)
     tt_free_all(&T, xnd);
 }
 
-static long long mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A stopped depot (SIGSTOP: connections accepted by the kernel, never answered) under -T 60s:
  * its mappings are reported dead after a short silence, not after the 60 s it took before;
  * the others alive, the file one live copy short (exit 10). */
@@ -175,9 +168,9 @@ static void test_ls_stopped_depot(void)
     CU_ASSERT_EQUAL_FATAL(tt_upload(&T, 3 << 20, 9, 2, 2, tt_dlist(&T, 2, 3, -1), NULL, src, xnd),
                           0);
     CU_ASSERT_EQUAL_FATAL(lns_test_server_kill(&T.dep[3].srv, SIGSTOP), 0);
-    long long t0 = mono_ms();
+    long long t0 = lns_mono_ms();
     int rc = tt_sh(&T, "$B/lors_ls -T 60s -p '%s'", xnd);
-    long long took = mono_ms() - t0;
+    long long took = lns_mono_ms() - t0;
     kill(T.dep[3].pid, SIGCONT);
     CU_ASSERT_EQUAL(rc, 10);
     CU_ASSERT(took < 30000);

@@ -21,6 +21,7 @@
 
 #include "lns_test.h"
 #include "test_depot.h"
+#include "test_lors.h"
 #include "test_tools.h"
 #include "xnd.h"
 
@@ -110,9 +111,8 @@ static void test_upload_sigint_frees(void)
 {
     int base[ND];
     tt_bg_t bg;
-    unsigned char *data = malloc(3 * MIB);
+    unsigned char *data = tl_data(3 * MIB, 71);
     CU_ASSERT_PTR_NOT_NULL_FATAL(data);
-    lns_test_fill(data, 3 * MIB, 71);
     counts(base);
     unlink(path("int.xnd"));
     CU_ASSERT_EQUAL_FATAL(tt_spawn(&T, &bg, "lors_upload", "--no-rc", "--depot-list", T.depots,
@@ -138,9 +138,8 @@ static void test_upload_sigterm_keep_partial(void)
 {
     int base[ND];
     tt_bg_t bg;
-    unsigned char *data = malloc(3 * MIB);
+    unsigned char *data = tl_data(3 * MIB, 72);
     CU_ASSERT_PTR_NOT_NULL_FATAL(data);
-    lns_test_fill(data, 3 * MIB, 72);
     CU_ASSERT_EQUAL_FATAL(tt_write_file(path("part.src"), data, 2 * MIB), 0);
     counts(base);
     unlink(path("part.xnd"));

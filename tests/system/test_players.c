@@ -1104,46 +1104,52 @@ static void test_play_sigint_mpv(void)
     interrupt_case(lns_test_path("intr-mpv2"), a2, "mpv", SIGTERM);
 }
 
-/* CU_add_test, unless LNS_TEST_ONLY names other tests. */
-static void add(CU_pSuite s, const char *name, CU_TestFunc fn)
-{
-    const char *only = getenv("LNS_TEST_ONLY");
-    if (!only || !*only || strstr(name, only))
-        CU_add_test(s, name, fn);
-}
+static const lns_test_case paced_tests[] = {
+    {"a 300 ms gap is one 300 ms underrun", test_paced_gap},
+    {"a fast writer: no underrun, rate within 2%", test_paced_fast},
+    {"usage and empty input", test_paced_usage},
+};
+
+static const lns_test_case play_tests[] = {
+    {"paced player over 3 depots: bytes, no underrun", test_play_paced},
+    {"usage, exit codes, a command as the player", test_play_usage},
+    {"a depot SIGKILLed mid-stream, 2 copies", test_play_depot_killed},
+    {"4+2 erasure coded: 2 depots SIGKILLed mid-stream, no underrun", test_play_ec_two_killed},
+    {"10 s at 15 Mbit/s cost under 15% of a core", test_play_cpu},
+    {"SIGTERM with lns_paced: one line, exit 143, no player or file left",
+     test_play_sigterm_paced},
+};
+
+/* With mpv, ffmpeg and curl. */
+static const lns_test_case mpv_tests[] = {
+    {"mpv --headless plays a generated MPEG-TS", test_play_mpv},
+    {"ffprobe's rate of an MP4 indexed at its end, or bitrate unknown",
+     test_play_mp4_tail_index},
+    {"--start: mpv from a position through a private gateway, SIGTERM", test_play_start},
+    {"SIGINT/SIGTERM with mpv on the pipe: one line, 130/143, nothing left",
+     test_play_sigint_mpv},
+};
+
+/* With mplayer, ffmpeg, ffprobe and curl. */
+static const lns_test_case mplayer_tests[] = {
+    {"mplayer: MPEG-2 TS from lors_download and lors_play, all frames, --start",
+     test_play_mplayer_mpeg2},
+    {"mplayer: H.264 TS from lors_download and lors_play, all frames, --start",
+     test_play_mplayer_h264},
+};
 
 void lns_test_register(void)
 {
-    CU_pSuite s = CU_add_suite("lns_paced", NULL, NULL);
-    add(s, "a 300 ms gap is one 300 ms underrun", test_paced_gap);
-    add(s, "a fast writer: no underrun, rate within 2%", test_paced_fast);
-    add(s, "usage and empty input", test_paced_usage);
-    s = CU_add_suite("lors_play", suite_init, suite_clean);
-    add(s, "paced player over 3 depots: bytes, no underrun", test_play_paced);
-    add(s, "usage, exit codes, a command as the player", test_play_usage);
-    add(s, "a depot SIGKILLed mid-stream, 2 copies", test_play_depot_killed);
-    add(s, "4+2 erasure coded: 2 depots SIGKILLed mid-stream, no underrun",
-                test_play_ec_two_killed);
-    add(s, "10 s at 15 Mbit/s cost under 15% of a core", test_play_cpu);
-    add(s, "SIGTERM with lns_paced: one line, exit 143, no player or file left",
-                test_play_sigterm_paced);
-    if (have("mpv") && have("ffmpeg") && have("curl")) {
-        add(s, "mpv --headless plays a generated MPEG-TS", test_play_mpv);
-        add(s, "ffprobe's rate of an MP4 indexed at its end, or bitrate unknown",
-                    test_play_mp4_tail_index);
-        add(s, "--start: mpv from a position through a private gateway, SIGTERM",
-                    test_play_start);
-        add(s, "SIGINT/SIGTERM with mpv on the pipe: one line, 130/143, nothing left",
-                    test_play_sigint_mpv);
-    } else
+    LNS_TEST_SUITE("lns_paced", NULL, NULL, paced_tests);
+    CU_pSuite s = LNS_TEST_SUITE("lors_play", suite_init, suite_clean, play_tests);
+    if (have("mpv") && have("ffmpeg") && have("curl"))
+        LNS_TEST_ADD(s, mpv_tests);
+    else
         printf("test_players: SKIP: mpv, ffmpeg or curl not installed: the mpv playback and "
                "--start tests are not run (not counted)\n");
-    if (have("mplayer") && have("ffmpeg") && have("ffprobe") && have("curl")) {
-        add(s, "mplayer: MPEG-2 TS from lors_download and lors_play, all frames, "
-                    "--start", test_play_mplayer_mpeg2);
-        add(s, "mplayer: H.264 TS from lors_download and lors_play, all frames, "
-                    "--start", test_play_mplayer_h264);
-    } else
+    if (have("mplayer") && have("ffmpeg") && have("ffprobe") && have("curl"))
+        LNS_TEST_ADD(s, mplayer_tests);
+    else
         printf("test_players: SKIP: mplayer, ffmpeg, ffprobe or curl not installed: the "
                "mplayer tests are not run (not counted)\n");
 }

@@ -746,14 +746,50 @@ static void test_restart_rebuilds_free_lists(void)
     depot_store_close(&st);
 }
 
+/* SQL that takes a database back to an older schema: the columns each schema added (2: slab
+ * files, 3: aliases, 4: disk checksums) dropped, the schema's number set. */
+#define DROP(col) "ALTER TABLE alloc DROP COLUMN " col ";"
+#define NO_CKS DROP("cks_type") DROP("cks_bs")
+#define NO_ALIASES DROP("master") DROP("alias_off") DROP("alias_len") NO_CKS
+#define NO_SLABS DROP("slab") DROP("slot") NO_ALIASES
+#define SCHEMA(v) "UPDATE depot SET value = '" v "' WHERE key = 'schema';"
+
+/* The path of resource 0's database (the result lives until the next call). */
+static const char *db_path(void)
+{
+    static char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/depot.db", cfg.res[0].dir);
+    return path;
+}
+
+/* Run sql on the database of the closed store: to make it as an older depot wrote it. */
+static void rewrite_db(const char *sql)
+{
+    sqlite3 *db = NULL;
+    CU_ASSERT_FATAL(sqlite3_open(db_path(), &db) == SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+/* A fresh store with one allocation *old of n bytes from seed (buf holds them too), closed;
+ * then sql run on its database. */
+static void older_store(depot_newalloc_t *old, char *buf, size_t n, uint64_t seed,
+                        const char *sql)
+{
+    setup(1 << 30, 0, 3600);
+    CU_ASSERT_FATAL(open_store() == 0);
+    lns_test_fill(buf, n, seed);
+    alloc_filled(old, n, seed);
+    depot_store_close(&st);
+    rewrite_db(sql);
+}
+
 /* A database written before slab files (schema 1, no slab/slot columns) is upgraded: its
  * allocations keep their own files, new small ones go to slabs. */
 static void test_schema_1_upgrade(void)
 {
     depot_newalloc_t old, small;
     static char buf[100000];
-    char path[PATH_MAX + 64];
-    sqlite3 *db = NULL;
 
     setup(1 << 30, 0, 3600);
     CU_ASSERT_FATAL(open_store() == 0);
@@ -762,18 +798,7 @@ static void test_schema_1_upgrade(void)
     CU_ASSERT_EQUAL(manage(&old, 0, sizeof buf), IBP_OK); /* now in its own file */
     CU_ASSERT_EQUAL(put(&old, UINT64_MAX, buf, sizeof buf), IBP_OK);
     depot_store_close(&st);
-    snprintf(path, sizeof path, "%s/depot.db", cfg.res[0].dir);
-    CU_ASSERT_FATAL(sqlite3_open(path, &db) == SQLITE_OK);
-    CU_ASSERT_EQUAL(sqlite3_exec(db, "ALTER TABLE alloc DROP COLUMN slab;"
-                                     "ALTER TABLE alloc DROP COLUMN slot;"
-                                     "ALTER TABLE alloc DROP COLUMN master;"
-                                     "ALTER TABLE alloc DROP COLUMN alias_off;"
-                                     "ALTER TABLE alloc DROP COLUMN alias_len;"
-                                     "ALTER TABLE alloc DROP COLUMN cks_type;"
-                                     "ALTER TABLE alloc DROP COLUMN cks_bs;"
-                                     "UPDATE depot SET value = '1' WHERE key = 'schema';",
-                                 NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(db);
+    rewrite_db(NO_SLABS SCHEMA("1"));
 
     CU_ASSERT_FATAL(open_store() == 0);
     CU_ASSERT_EQUAL(row_of(&old).slab, 0);
@@ -793,31 +818,15 @@ static void test_schema_2_upgrade(void)
 {
     depot_newalloc_t old;
     static char buf[5000];
-    char path[PATH_MAX + 64];
     sqlite3 *db = NULL;
 
-    setup(1 << 30, 0, 3600);
-    CU_ASSERT_FATAL(open_store() == 0);
-    lns_test_fill(buf, sizeof buf, 7);
-    CU_ASSERT_EQUAL_FATAL(depot_store_allocate(&st, 0, IBP_HARD, 1, 600, sizeof buf, &old), IBP_OK);
-    CU_ASSERT_EQUAL(put(&old, UINT64_MAX, buf, sizeof buf), IBP_OK);
-    depot_store_close(&st);
-    snprintf(path, sizeof path, "%s/depot.db", cfg.res[0].dir);
-    CU_ASSERT_FATAL(sqlite3_open(path, &db) == SQLITE_OK);
-    CU_ASSERT_EQUAL(sqlite3_exec(db, "ALTER TABLE alloc DROP COLUMN master;"
-                                     "ALTER TABLE alloc DROP COLUMN alias_off;"
-                                     "ALTER TABLE alloc DROP COLUMN alias_len;"
-                                     "ALTER TABLE alloc DROP COLUMN cks_type;"
-                                     "ALTER TABLE alloc DROP COLUMN cks_bs;"
-                                     "UPDATE depot SET value = '2' WHERE key = 'schema';",
-                                 NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(db);
+    older_store(&old, buf, sizeof buf, 7, NO_ALIASES SCHEMA("2"));
 
     CU_ASSERT_FATAL(open_store() == 0);
     CU_ASSERT_EQUAL(row_of(&old).master, 0);
     CU_ASSERT_EQUAL(check_data(&old, 0, buf, sizeof buf), 0);
     depot_store_close(&st);
-    CU_ASSERT_FATAL(sqlite3_open(path, &db) == SQLITE_OK);
+    CU_ASSERT_FATAL(sqlite3_open(db_path(), &db) == SQLITE_OK);
     sqlite3_stmt *q = NULL;
     CU_ASSERT_FATAL(sqlite3_prepare_v2(db, "SELECT value FROM depot WHERE key = 'schema'", -1, &q,
                                        NULL) == SQLITE_OK);
@@ -833,22 +842,8 @@ static void test_schema_3_upgrade(void)
 {
     depot_newalloc_t old, cks;
     static char buf[5000];
-    char path[PATH_MAX + 64];
-    sqlite3 *db = NULL;
 
-    setup(1 << 30, 0, 3600);
-    CU_ASSERT_FATAL(open_store() == 0);
-    lns_test_fill(buf, sizeof buf, 9);
-    CU_ASSERT_EQUAL_FATAL(depot_store_allocate(&st, 0, IBP_HARD, 1, 600, sizeof buf, &old), IBP_OK);
-    CU_ASSERT_EQUAL(put(&old, UINT64_MAX, buf, sizeof buf), IBP_OK);
-    depot_store_close(&st);
-    snprintf(path, sizeof path, "%s/depot.db", cfg.res[0].dir);
-    CU_ASSERT_FATAL(sqlite3_open(path, &db) == SQLITE_OK);
-    CU_ASSERT_EQUAL(sqlite3_exec(db, "ALTER TABLE alloc DROP COLUMN cks_type;"
-                                     "ALTER TABLE alloc DROP COLUMN cks_bs;"
-                                     "UPDATE depot SET value = '3' WHERE key = 'schema';",
-                                 NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(db);
+    older_store(&old, buf, sizeof buf, 9, NO_CKS SCHEMA("3"));
 
     CU_ASSERT_FATAL(open_store() == 0);
     CU_ASSERT_EQUAL(row_of(&old).cks_type, 0);

@@ -312,8 +312,15 @@ static void test_decode_damage(void)
     "<exnode:metadata name=\"logical_length\" type=\"integer\">100</exnode:metadata>" meta fn \
     "</exnode:mapping></exnode>"
 #define ARG(n, t, v) "<exnode:argument name=\"" n "\" type=\"" t "\">" v "</exnode:argument>"
-#define E2E(v) "<exnode:metadata name=\"e2e_blocksize\" type=\"integer\">" v "</exnode:metadata>"
+#define META(n, v) "<exnode:metadata name=\"" n "\" type=\"integer\">" v "</exnode:metadata>"
+#define E2E(v) META("e2e_blocksize", v)
+#define ALEN(v) META("alloc_length", v)
+#define FN(name, args) "<exnode:function name=\"" name "\">" args "</exnode:function>"
+#define BS(v) ARG("blocksize", "integer", v)
 #define DIG "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+/* lns_checksum with its algorithm, blocksize and digests, then more */
+#define CKS(alg, bs, more) \
+    FN("lns_checksum", ARG("algorithm", "string", alg) BS(bs) ARG("digests", "string", DIG) more)
 
 static void test_kinds(void)
 {
@@ -325,81 +332,34 @@ static void test_kinds(void)
         {MAP("", ""), LORS_FUNC_NONE, NULL},
         {MAP(E2E("0"), ""), LORS_FUNC_NONE, NULL},
         {MAP(E2E("4096"), ""), LORS_FUNC_UNKNOWN, "without a function"},
-        {MAP("", "<exnode:function name=\"lns_checksum\">" ARG("algorithm", "string", "sha256")
-                 ARG("blocksize", "integer", "1048576") ARG("digests", "string", DIG)
-                 "</exnode:function>"),
-         LORS_FUNC_CHECKSUM, NULL},
+        {MAP("", CKS("sha256", "1048576", "")), LORS_FUNC_CHECKSUM, NULL},
         /* lns_checksum on frames carries an e2e_blocksize for the original tools only */
-        {MAP(E2E("65536"), "<exnode:function name=\"lns_checksum\">"
-                 ARG("algorithm", "string", "sha256") ARG("blocksize", "integer", "1048576")
-                 ARG("digests", "string", DIG) "</exnode:function>"),
-         LORS_FUNC_CHECKSUM, NULL},
-        {MAP("", "<exnode:function name=\"lns_checksum\">" ARG("algorithm", "string", "sha256")
-                 ARG("blocksize", "integer", "1048576") ARG("digests", "string", DIG)
-                 ARG("salt", "string", "00") "</exnode:function>"),
+        {MAP(E2E("65536"), CKS("sha256", "1048576", "")), LORS_FUNC_CHECKSUM, NULL},
+        {MAP("", CKS("sha256", "1048576", ARG("salt", "string", "00"))), LORS_FUNC_UNKNOWN,
+         "lns_checksum"},
+        {MAP("", CKS("rot13", "1048576", "")), LORS_FUNC_UNKNOWN, "rot13"},
+        {MAP("", CKS("sha256", "10", "")), LORS_FUNC_UNKNOWN, "blocks"},
+        {MAP("", CKS("sha256", "1048576", "<exnode:function name=\"xor_encrypt\"/>")),
          LORS_FUNC_UNKNOWN, "lns_checksum"},
-        {MAP("", "<exnode:function name=\"lns_checksum\">" ARG("algorithm", "string", "rot13")
-                 ARG("blocksize", "integer", "1048576") ARG("digests", "string", DIG)
-                 "</exnode:function>"),
-         LORS_FUNC_UNKNOWN, "rot13"},
-        {MAP("", "<exnode:function name=\"lns_checksum\">" ARG("algorithm", "string", "sha256")
-                 ARG("blocksize", "integer", "10") ARG("digests", "string", DIG)
-                 "</exnode:function>"),
-         LORS_FUNC_UNKNOWN, "blocks"},
-        {MAP("", "<exnode:function name=\"lns_checksum\">" ARG("algorithm", "string", "sha256")
-                 ARG("blocksize", "integer", "1048576") ARG("digests", "string", DIG)
-                 "<exnode:function name=\"xor_encrypt\"/></exnode:function>"),
-         LORS_FUNC_UNKNOWN, "lns_checksum"},
-        {MAP("", "<exnode:function name=\"lns_ec\">" ARG("blocksize", "integer", "4096")
-                 "</exnode:function>"),
-         LORS_FUNC_UNKNOWN, "not erasure coded"},
+        {MAP("", FN("lns_ec", BS("4096"))), LORS_FUNC_UNKNOWN, "not erasure coded"},
         {MAP(E2E("100"), "<exnode:function name=\"rot13\"/>"), LORS_FUNC_UNKNOWN, "rot13"},
         /* 1.3.1 chains: everything the exNode says must fit the layout */
-        {MAP(E2E("100") "<exnode:metadata name=\"alloc_length\" type=\"integer\">133"
-                 "</exnode:metadata>",
-             "<exnode:function name=\"checksum\">" ARG("blocksize", "integer", "133")
-                 "</exnode:function>"),
-         LORS_FUNC_LORS131, NULL},
-        {MAP(E2E("100") "<exnode:metadata name=\"alloc_length\" type=\"integer\">134"
-                 "</exnode:metadata>",
-             "<exnode:function name=\"checksum\">" ARG("blocksize", "integer", "133")
-                 "</exnode:function>"),
-         LORS_FUNC_UNKNOWN, "alloc_length"},
-        {MAP(E2E("100") "<exnode:metadata name=\"alloc_length\" type=\"integer\">133"
-                 "</exnode:metadata>",
-             "<exnode:function name=\"checksum\">" ARG("blocksize", "integer", "132")
-                 "</exnode:function>"),
-         LORS_FUNC_UNKNOWN, "blocksize"},
-        {MAP(E2E("100") "<exnode:metadata name=\"alloc_length\" type=\"integer\">133"
-                 "</exnode:metadata>",
-             "<exnode:function name=\"checksum\">" ARG("blocksize", "integer", "133")
-                 ARG("header_length", "integer", "33") "</exnode:function>"),
+        {MAP(E2E("100") ALEN("133"), FN("checksum", BS("133"))), LORS_FUNC_LORS131, NULL},
+        {MAP(E2E("100") ALEN("134"), FN("checksum", BS("133"))), LORS_FUNC_UNKNOWN,
+         "alloc_length"},
+        {MAP(E2E("100") ALEN("133"), FN("checksum", BS("132"))), LORS_FUNC_UNKNOWN, "blocksize"},
+        {MAP(E2E("100") ALEN("133"),
+             FN("checksum", BS("133") ARG("header_length", "integer", "33"))),
          LORS_FUNC_UNKNOWN, "header_length"},
-        {MAP(E2E("100") "<exnode:metadata name=\"alloc_length\" type=\"integer\">133"
-                 "</exnode:metadata><exnode:metadata name=\"alloc_offset\" type=\"integer\">5"
-                 "</exnode:metadata>",
-             "<exnode:function name=\"checksum\">" ARG("blocksize", "integer", "133")
-                 "</exnode:function>"),
+        {MAP(E2E("100") ALEN("133") META("alloc_offset", "5"), FN("checksum", BS("133"))),
          LORS_FUNC_UNKNOWN, "alloc_offset"},
-        {MAP(E2E("100") "<exnode:metadata name=\"alloc_length\" type=\"integer\">100"
-                 "</exnode:metadata>",
-             "<exnode:function name=\"xor_encrypt\">" ARG("blocksize", "integer", "100")
-                 "</exnode:function>"),
-         LORS_FUNC_UNKNOWN, "KEY"},
-        {MAP(E2E("4096") "<exnode:metadata name=\"alloc_length\" type=\"integer\">106"
-                 "</exnode:metadata>",
-             "<exnode:function name=\"zlib_compress\">" ARG("blocksize", "integer", "106")
-                 "</exnode:function>"),
-         LORS_FUNC_UNKNOWN, "e2e_blocksize"},
-        {MAP(E2E("100") "<exnode:metadata name=\"alloc_length\" type=\"integer\">104"
-                 "</exnode:metadata>",
-             "<exnode:function name=\"des_encrypt\">" ARG("blocksize", "integer", "104")
-                 ARG("KEY", "string", "abcdefg") "</exnode:function>"),
+        {MAP(E2E("100") ALEN("100"), FN("xor_encrypt", BS("100"))), LORS_FUNC_UNKNOWN, "KEY"},
+        {MAP(E2E("4096") ALEN("106"), FN("zlib_compress", BS("106"))), LORS_FUNC_UNKNOWN,
+         "e2e_blocksize"},
+        {MAP(E2E("100") ALEN("104"), FN("des_encrypt", BS("104") ARG("KEY", "string", "abcdefg"))),
          LORS_FUNC_UNKNOWN, "DES"},
-        {MAP(E2E("100") "<exnode:metadata name=\"alloc_length\" type=\"integer\">128"
-                 "</exnode:metadata>",
-             "<exnode:function name=\"aes_encrypt\">" ARG("blocksize", "integer", "128")
-                 ARG("KEY", "string", "00112233445566778899aabbccddeeff") "</exnode:function>"),
+        {MAP(E2E("100") ALEN("128"),
+             FN("aes_encrypt", BS("128") ARG("KEY", "string", "00112233445566778899aabbccddeeff"))),
          LORS_FUNC_UNKNOWN, "AES"},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {

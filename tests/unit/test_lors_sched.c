@@ -994,16 +994,14 @@ static void test_redundancy_pays(void)
     lors_sched_free(s);
 }
 
-/* (13) lookahead by hand: depot 0 measured at 1e9 B/s, depot 1 at 1e8 B/s (10 us per block).
- * Depot 1 is idle, so it gets the next stream, but not block 2: in its 10 us the download
- * fetches 11 blocks, so it gets the block x 1.5 past the first hole: 2 + 17 = 19.  Blocks 2..18
- * go to depot 0, and block 19 arrives before the writer needs it: nothing is fetched twice. */
-static void test_lookahead(void)
+/* The start of (13) and (13b): 64 blocks on two depots with streams to spare, depot 0's first
+ * block done in 1 us and depot 1's in 10 us; both idle at 10 us. */
+static lors_sched_t *lookahead_start(void)
 {
     lors_sched_cfg_t c = trigger_cfg(64, 2, 1);
     c.depot_cap = 64;
     lors_sched_t *s = mk_full(&c);
-    lors_sched_fetch_t f0, f1, g, slow;
+    lors_sched_fetch_t f0, f1;
     uint64_t cancel[LORS_SCHED_MAX_R];
     next_fetch(s, 0, &f0);
     next_fetch(s, 0, &f1);
@@ -1011,6 +1009,18 @@ static void test_lookahead(void)
     CU_ASSERT_EQUAL_FATAL(f1.depot, 1);
     CU_ASSERT_EQUAL(lors_sched_complete(s, f0.id, 1000, cancel), 0);
     CU_ASSERT_EQUAL(lors_sched_complete(s, f1.id, 10000, cancel), 0);
+    return s;
+}
+
+/* (13) lookahead by hand: depot 0 measured at 1e9 B/s, depot 1 at 1e8 B/s (10 us per block).
+ * Depot 1 is idle, so it gets the next stream, but not block 2: in its 10 us the download
+ * fetches 11 blocks, so it gets the block x 1.5 past the first hole: 2 + 17 = 19.  Blocks 2..18
+ * go to depot 0, and block 19 arrives before the writer needs it: nothing is fetched twice. */
+static void test_lookahead(void)
+{
+    lors_sched_t *s = lookahead_start();
+    lors_sched_fetch_t g, slow;
+    uint64_t cancel[LORS_SCHED_MAX_R];
     /* both idle: depot 1 gets a stream, for block 19; block 2 stays for depot 0 */
     next_fetch(s, 10000, &slow);
     CU_ASSERT_EQUAL(slow.depot, 1);
@@ -1049,15 +1059,9 @@ static void test_lookahead(void)
  * a pipe such blocks arrived after the writer needed them). */
 static void test_lookahead_done_ahead(void)
 {
-    lors_sched_cfg_t c = trigger_cfg(64, 2, 1);
-    c.depot_cap = 64;
-    lors_sched_t *s = mk_full(&c);
-    lors_sched_fetch_t f0, f1, hole, g, slow;
+    lors_sched_t *s = lookahead_start();
+    lors_sched_fetch_t hole, g, slow;
     uint64_t cancel[LORS_SCHED_MAX_R];
-    next_fetch(s, 0, &f0);
-    next_fetch(s, 0, &f1);
-    CU_ASSERT_EQUAL(lors_sched_complete(s, f0.id, 1000, cancel), 0);
-    CU_ASSERT_EQUAL(lors_sched_complete(s, f1.id, 10000, cancel), 0);
     CU_ASSERT_EQUAL(lors_sched_depot_dead(s, 1, 1, NS), 0); /* depot 1 out for now */
     uint64_t now = 10000;
     next_fetch(s, now, &hole);
@@ -1372,6 +1376,44 @@ static lors_sched_t *xy_new(void)
     return s;
 }
 
+/* The simulated download's time against a reference of ref seconds, printed as what: the
+ * fraction ref / time (1: as fast as the reference). */
+static double of_ref(const sim_t *m, const char *what, double ref)
+{
+    double secs = (double)m->now / 1e9;
+    printf("\n  %s: %.2f s against %.2f s (%.3f)", what, secs, ref, ref / secs);
+    return ref / secs;
+}
+
+/* A download in any order (any_order_sim) and what it is judged against. */
+typedef struct ao_run {
+    int nd, streams;
+    double bw[4];     /* each depot's bytes/s */
+    uint64_t drop_at; /* 0, or when depot 0's rate drops to drop_bw */
+    double drop_bw;
+    uint32_t nb;      /* its blocks */
+    const char *what;
+    double ref;       /* the reference time, seconds */
+} ao_run_t;
+
+/* s simulated as r says, then freed: of_ref of the download's time. */
+static double ao_run(lors_sched_t *s, const ao_run_t *r)
+{
+    sim_t m;
+    any_order_sim(&m, s, r->nd, r->streams);
+    for (int d = 0; d < r->nd; d++)
+        m.bw[d] = r->bw[d];
+    if (r->drop_at) {
+        m.drop_at = r->drop_at;
+        m.drop_depot = 0;
+        m.drop_bw = r->drop_bw;
+    }
+    sim_all(&m, NULL, r->nb);
+    double of = of_ref(&m, r->what, r->ref);
+    lors_sched_free(s);
+    return of;
+}
+
 /* In any order, each depot on its scarcest blocks: three fragments of 64 blocks, on {A, C},
  * {B, D} and {C, D}; A and B at 20 MB/s, C and D at 2 MB/s.  The limit is the third fragment
  * at C and D's 4 MB/s, with C and D on it from the start (A and B take the other two).
@@ -1386,16 +1428,9 @@ static void test_scarce_first(void)
     for (uint32_t b = 0; b < NB; b++)
         for (int k = 0; k < 2; k++)
             CU_ASSERT_EQUAL(lors_sched_add_replica(s, b, on[b / 64][k], on[b / 64][k], 1), 0);
-    sim_t m;
-    any_order_sim(&m, s, ND, 16);
-    m.bw[0] = m.bw[1] = 20e6;
-    m.bw[2] = m.bw[3] = 2e6;
-    sim_all(&m, NULL, NB);
-    double limit = 64.0 * (1 << 20) / 4e6, of = limit / ((double)m.now / 1e9);
-    printf("\n  scarce first: %.2f s against a limit of %.2f s (%.3f)", (double)m.now / 1e9, limit,
-           of);
-    CU_ASSERT_TRUE(of >= 0.95);
-    lors_sched_free(s);
+    ao_run_t r = {.nd = ND, .streams = 16, .bw = {20e6, 20e6, 2e6, 2e6}, .nb = NB,
+                  .what = "scarce first", .ref = 64.0 * (1 << 20) / 4e6};
+    CU_ASSERT_TRUE(ao_run(s, &r) >= 0.95);
 }
 
 /* In any order, before the slow depots are known: fragment X on {A, B, C}, Y on {A, D}, 32
@@ -1410,21 +1445,10 @@ static void test_scarce_first(void)
  * with those four spread over X and Y (next_class) 0.85. */
 static void test_scarce_unmeasured(void)
 {
-    enum { NB = 64, ND = 4 };
-    lors_sched_t *s = xy_new();
-    sim_t m;
-    any_order_sim(&m, s, ND, 16);
-    m.bw[0] = m.bw[3] = 8e6;
-    m.bw[1] = m.bw[2] = 1e6;
-    m.drop_at = 1500000000;
-    m.drop_depot = 0;
-    m.drop_bw = 0.1e6;
-    sim_all(&m, NULL, NB);
-    double ref = 1.5 + (32.0 * (1 << 20) - 1.5 * 10e6) / 2e6, of = ref / ((double)m.now / 1e9);
-    printf("\n  scarce, unmeasured depots: %.2f s against %.2f s (%.3f)", (double)m.now / 1e9,
-           ref, of);
-    CU_ASSERT_TRUE(of >= 0.82);
-    lors_sched_free(s);
+    ao_run_t r = {.nd = 4, .streams = 16, .bw = {8e6, 1e6, 1e6, 8e6}, .drop_at = 1500000000,
+                  .drop_bw = 0.1e6, .nb = 64, .what = "scarce, unmeasured depots",
+                  .ref = 1.5 + (32.0 * (1 << 20) - 1.5 * 10e6) / 2e6};
+    CU_ASSERT_TRUE(ao_run(xy_new(), &r) >= 0.82);
 }
 
 /* In any order, a slow depot's first fetches on the wrong class: X (8 blocks) on {S, T}, Y (64
@@ -1444,15 +1468,9 @@ static void test_scarce_handover(void)
         CU_ASSERT_EQUAL(lors_sched_add_replica(s, b, h0, h0, 1), 0);
         CU_ASSERT_EQUAL(lors_sched_add_replica(s, b, h1, h1, 1), 0);
     }
-    sim_t m;
-    any_order_sim(&m, s, ND, 12);
-    m.bw[0] = 10e6;
-    m.bw[1] = m.bw[2] = 0.25e6;
-    sim_all(&m, NULL, NB);
-    double ref = 8.0 * (1 << 20) / 0.5e6, of = ref / ((double)m.now / 1e9);
-    printf("\n  scarce, hand-over: %.2f s against %.2f s (%.3f)", (double)m.now / 1e9, ref, of);
-    CU_ASSERT_TRUE(of >= 0.9);
-    lors_sched_free(s);
+    ao_run_t r = {.nd = ND, .streams = 12, .bw = {10e6, 0.25e6, 0.25e6}, .nb = NB,
+                  .what = "scarce, hand-over", .ref = 8.0 * (1 << 20) / 0.5e6};
+    CU_ASSERT_TRUE(ao_run(s, &r) >= 0.9);
 }
 
 /* In any order, a slow depot's next fetch near the end: seed 1 of the random WAN family in
@@ -1465,22 +1483,10 @@ static void test_scarce_handover(void)
  * holders, 14 (3 cancelled) and 13.71 s (0.765). */
 static void test_ends_last(void)
 {
-    enum { NB = 64, ND = 4 };
-    lors_sched_t *s = xy_new();
-    sim_t m;
-    any_order_sim(&m, s, ND, 16);
-    m.bw[0] = 12e6;
-    m.bw[1] = m.bw[2] = 1e6;
-    m.bw[3] = 8e6;
-    m.drop_at = 1000000000;
-    m.drop_depot = 0;
-    m.drop_bw = 0.06e6;
-    sim_all(&m, NULL, NB);
-    double ref = 1.0 + (32.0 * (1 << 20) - 14e6) / 2.06e6, of = ref / ((double)m.now / 1e9);
-    printf("\n  a slow depot's block at the end: %.2f s against %.2f s (%.3f)",
-           (double)m.now / 1e9, ref, of);
-    CU_ASSERT_TRUE(of >= 0.72);
-    lors_sched_free(s);
+    ao_run_t r = {.nd = 4, .streams = 16, .bw = {12e6, 1e6, 1e6, 8e6}, .drop_at = 1000000000,
+                  .drop_bw = 0.06e6, .nb = 64, .what = "a slow depot's block at the end",
+                  .ref = 1.0 + (32.0 * (1 << 20) - 14e6) / 2.06e6};
+    CU_ASSERT_TRUE(ao_run(xy_new(), &r) >= 0.72);
 }
 
 /* In any order, by hand: a slow depot's blind first fetches withdrawn.  X (blocks 0-7) on {S,

@@ -20,67 +20,66 @@ static serve_ranges_kind parse(const char *h, int64_t size, char *out, size_t n)
     return kind;
 }
 
-static void test_single(void)
+/* h for size is of that kind and, unless want is NULL, its ranges are want. */
+static void ranges_are(const char *h, int64_t size, serve_ranges_kind kind, const char *want)
 {
     char o[256];
-    CU_ASSERT_EQUAL(parse("bytes=0-499", 1000, o, sizeof o), SERVE_PARTIAL);
-    CU_ASSERT_STRING_EQUAL(o, "0-499");
-    CU_ASSERT_EQUAL(parse("bytes=500-", 1000, o, sizeof o), SERVE_PARTIAL);
-    CU_ASSERT_STRING_EQUAL(o, "500-999");
-    CU_ASSERT_EQUAL(parse("bytes=-300", 1000, o, sizeof o), SERVE_PARTIAL);
-    CU_ASSERT_STRING_EQUAL(o, "700-999");
-    CU_ASSERT_EQUAL(parse("bytes=-3000", 1000, o, sizeof o), SERVE_PARTIAL); /* all of it */
-    CU_ASSERT_STRING_EQUAL(o, "0-999");
-    CU_ASSERT_EQUAL(parse("bytes=900-5000", 1000, o, sizeof o), SERVE_PARTIAL); /* clipped */
-    CU_ASSERT_STRING_EQUAL(o, "900-999");
-    CU_ASSERT_EQUAL(parse(" Bytes = 5-5 ", 1000, o, sizeof o), SERVE_PARTIAL);
-    CU_ASSERT_STRING_EQUAL(o, "5-5");
+    serve_ranges_kind k = parse(h, size, o, sizeof o);
+    CU_ASSERT_EQUAL(k, kind);
+    if (want)
+        CU_ASSERT_STRING_EQUAL(o, want);
+    if (k != kind || (want && strcmp(o, want) != 0))
+        fprintf(stderr, "\n  \"%s\" of %lld: kind %d, ranges \"%s\"\n", h ? h : "(none)",
+                (long long)size, (int)k, o);
+}
+
+static void test_single(void)
+{
+    ranges_are("bytes=0-499", 1000, SERVE_PARTIAL, "0-499");
+    ranges_are("bytes=500-", 1000, SERVE_PARTIAL, "500-999");
+    ranges_are("bytes=-300", 1000, SERVE_PARTIAL, "700-999");
+    ranges_are("bytes=-3000", 1000, SERVE_PARTIAL, "0-999"); /* all of it */
+    ranges_are("bytes=900-5000", 1000, SERVE_PARTIAL, "900-999"); /* clipped */
+    ranges_are(" Bytes = 5-5 ", 1000, SERVE_PARTIAL, "5-5");
 }
 
 static void test_multi_and_unsatisfiable(void)
 {
-    char o[256];
-    CU_ASSERT_EQUAL(parse("bytes=0-9, 100-109,-5", 1000, o, sizeof o), SERVE_PARTIAL);
-    CU_ASSERT_STRING_EQUAL(o, "0-9,100-109,995-999");
+    ranges_are("bytes=0-9, 100-109,-5", 1000, SERVE_PARTIAL, "0-9,100-109,995-999");
     /* the satisfiable ones are kept, the others dropped */
-    CU_ASSERT_EQUAL(parse("bytes=2000-3000,10-19", 1000, o, sizeof o), SERVE_PARTIAL);
-    CU_ASSERT_STRING_EQUAL(o, "10-19");
-    CU_ASSERT_EQUAL(parse("bytes=1000-", 1000, o, sizeof o), SERVE_UNSATISFIABLE);
-    CU_ASSERT_EQUAL(parse("bytes=-0", 1000, o, sizeof o), SERVE_UNSATISFIABLE);
-    CU_ASSERT_EQUAL(parse("bytes=0-0", 0, o, sizeof o), SERVE_UNSATISFIABLE);
+    ranges_are("bytes=2000-3000,10-19", 1000, SERVE_PARTIAL, "10-19");
+    ranges_are("bytes=1000-", 1000, SERVE_UNSATISFIABLE, NULL);
+    ranges_are("bytes=-0", 1000, SERVE_UNSATISFIABLE, NULL);
+    ranges_are("bytes=0-0", 0, SERVE_UNSATISFIABLE, NULL);
 }
 
 static void test_ignored(void)
 {
-    char o[256];
-    CU_ASSERT_EQUAL(parse(NULL, 1000, o, sizeof o), SERVE_WHOLE);
-    CU_ASSERT_EQUAL(parse("items=0-5", 1000, o, sizeof o), SERVE_WHOLE);
-    CU_ASSERT_EQUAL(parse("bytes=5-1", 1000, o, sizeof o), SERVE_WHOLE);  /* last < first */
-    CU_ASSERT_EQUAL(parse("bytes=a-b", 1000, o, sizeof o), SERVE_WHOLE);
-    CU_ASSERT_EQUAL(parse("bytes=", 1000, o, sizeof o), SERVE_WHOLE);
-    CU_ASSERT_EQUAL(parse("bytes=1-2;3-4", 1000, o, sizeof o), SERVE_WHOLE);
-    CU_ASSERT_EQUAL(parse("bytes=99999999999999999999-", 1000, o, sizeof o), SERVE_WHOLE);
+    ranges_are(NULL, 1000, SERVE_WHOLE, NULL);
+    ranges_are("items=0-5", 1000, SERVE_WHOLE, NULL);
+    ranges_are("bytes=5-1", 1000, SERVE_WHOLE, NULL);  /* last < first */
+    ranges_are("bytes=a-b", 1000, SERVE_WHOLE, NULL);
+    ranges_are("bytes=", 1000, SERVE_WHOLE, NULL);
+    ranges_are("bytes=1-2;3-4", 1000, SERVE_WHOLE, NULL);
+    ranges_are("bytes=99999999999999999999-", 1000, SERVE_WHOLE, NULL);
     char many[1024] = "bytes=";
     for (int i = 0; i <= SERVE_MAX_RANGES; i++)
         snprintf(many + strlen(many), sizeof many - strlen(many), "%s%d-%d", i ? "," : "", i,
                  i);
-    CU_ASSERT_EQUAL(parse(many, 1000, o, sizeof o), SERVE_WHOLE); /* too many: the whole */
+    ranges_are(many, 1000, SERVE_WHOLE, NULL); /* too many: the whole */
 }
 
 /* Overlapping and adjacent ranges are merged; ranges asking for more than the file: 200. */
 static void test_coalesced(void)
 {
-    char o[256];
-    CU_ASSERT_EQUAL(parse("bytes=100-199,0-99,150-300", 1000, o, sizeof o), SERVE_PARTIAL);
-    CU_ASSERT_STRING_EQUAL(o, "0-300");
-    CU_ASSERT_EQUAL(parse("bytes=500-599,0-9", 1000, o, sizeof o), SERVE_PARTIAL);
-    CU_ASSERT_STRING_EQUAL(o, "0-9,500-599");
+    ranges_are("bytes=100-199,0-99,150-300", 1000, SERVE_PARTIAL, "0-300");
+    ranges_are("bytes=500-599,0-9", 1000, SERVE_PARTIAL, "0-9,500-599");
     /* 32 times the whole file in one header: the whole file once, not 32 */
     char many[1024] = "bytes=";
     for (int i = 0; i < SERVE_MAX_RANGES; i++)
         snprintf(many + strlen(many), sizeof many - strlen(many), "%s0-", i ? "," : "");
-    CU_ASSERT_EQUAL(parse(many, 1000, o, sizeof o), SERVE_WHOLE);
-    CU_ASSERT_EQUAL(parse("bytes=0-600,400-999", 1000, o, sizeof o), SERVE_WHOLE);
+    ranges_are(many, 1000, SERVE_WHOLE, NULL);
+    ranges_are("bytes=0-600,400-999", 1000, SERVE_WHOLE, NULL);
 }
 
 static void test_types(void)

@@ -70,10 +70,7 @@ static void *server_main(void *arg)
         lns_sendfile_full(fd, ffd, &off, BIG, 10000, INT64_MAX);
         close(ffd);
     } else {
-        char buf[4096];
-        ssize_t r;
-        while ((r = lns_read_some(fd, buf, sizeof buf, 5000, lns_deadline_ms(5000))) > 0)
-            s->app_bytes += r;
+        s->app_bytes += lns_test_drain(fd, 5000);
     }
     lns_sock_close(fd);
     return NULL;
@@ -387,18 +384,15 @@ static void test_trust_store_at_first_use(void)
     lns_tls_id_free(id);
 }
 
-void lns_test_register(void)
-{
-    CU_pSuite s = CU_add_suite("lns_tls", suite_init, suite_clean);
-    CU_add_test(s, "identity: made 0600, same pin when loaded again, refused when open",
-                test_identity);
-    CU_add_test(s, "lines through a seal: MSG_MORE, pending bytes poll() cannot see",
-                test_lines_through_seal);
-    CU_add_test(s, "a session resumed on the next connection", test_resumed);
-    CU_add_test(s, "sendfile through a seal", test_sendfile_through_seal);
-    CU_add_test(s, "another key: refused before a byte is sent, both pins named",
-                test_wrong_pin);
-    CU_add_test(s, "a plaintext answer to a ClientHello: an error, no seal", test_not_tls);
-    CU_add_test(s, "no pin: the trust store, read at the first connection that needs it",
-                test_trust_store_at_first_use);
-}
+static const lns_test_case tests[] = {
+    {"identity: made 0600, same pin when loaded again, refused when open", test_identity},
+    {"lines through a seal: MSG_MORE, pending bytes poll() cannot see", test_lines_through_seal},
+    {"a session resumed on the next connection", test_resumed},
+    {"sendfile through a seal", test_sendfile_through_seal},
+    {"another key: refused before a byte is sent, both pins named", test_wrong_pin},
+    {"a plaintext answer to a ClientHello: an error, no seal", test_not_tls},
+    {"no pin: the trust store, read at the first connection that needs it",
+     test_trust_store_at_first_use},
+};
+
+LNS_TEST_MAIN_WITH("lns_tls", suite_init, suite_clean, tests)

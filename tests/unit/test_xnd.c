@@ -473,6 +473,18 @@ static int odd_only(const xnd_mapping_t *m, void *arg)
     return (m->exnode_offset / 50) % 2 == 1;
 }
 
+/* The ranges r[0..n) (freed here) are want[0..nwant). */
+static void ranges_are(xnd_range_t *r, size_t n, const xnd_range_t *want, size_t nwant)
+{
+    CU_ASSERT_EQUAL_FATAL(n, nwant);
+    for (size_t i = 0; i < n; i++) {
+        CU_ASSERT_EQUAL(r[i].offset, want[i].offset);
+        CU_ASSERT_EQUAL(r[i].length, want[i].length);
+        CU_ASSERT_EQUAL(r[i].count, want[i].count);
+    }
+    free(r);
+}
+
 static void test_coverage(void)
 {
     xnd_t *x = xnd_new();
@@ -490,37 +502,18 @@ static void test_coverage(void)
     CU_ASSERT_EQUAL_FATAL(xnd_coverage(x, NULL, NULL, &r, &n), XND_OK);
     static const xnd_range_t want[] = {{0, 50, 1},    {50, 50, 2},   {100, 50, 1},
                                        {150, 50, 0},  {200, 100, 1}, {300, 100, 0}};
-    CU_ASSERT_EQUAL_FATAL(n, 6);
-    for (size_t i = 0; i < n; i++) {
-        CU_ASSERT_EQUAL(r[i].offset, want[i].offset);
-        CU_ASSERT_EQUAL(r[i].length, want[i].length);
-        CU_ASSERT_EQUAL(r[i].count, want[i].count);
-    }
-    free(r);
+    ranges_are(r, n, want, 6);
 
     /* only the mappings that count (e.g. the live ones) */
     CU_ASSERT_EQUAL_FATAL(xnd_coverage(x, odd_only, NULL, &r, &n), XND_OK);
-    CU_ASSERT_EQUAL_FATAL(n, 3);
-    CU_ASSERT_EQUAL(r[0].count, 0);
-    CU_ASSERT_EQUAL(r[0].length, 50);
-    CU_ASSERT_EQUAL(r[1].count, 1);
-    CU_ASSERT_EQUAL(r[1].length, 100);
-    CU_ASSERT_EQUAL(r[2].count, 0);
-    CU_ASSERT_EQUAL(r[2].offset, 150);
-    CU_ASSERT_EQUAL(r[2].length, 250);
-    free(r);
+    static const xnd_range_t odd[] = {{0, 50, 0}, {50, 100, 1}, {150, 250, 0}};
+    ranges_are(r, n, odd, 3);
 
     /* grouped: the mappings at 50 and 0 in one group (one depot) count once where they overlap */
     CU_ASSERT_EQUAL_FATAL(xnd_coverage_by(x, NULL, group_low, NULL, &r, &n), XND_OK);
     static const xnd_range_t grouped[] = {{0, 150, 1}, {150, 50, 0}, {200, 100, 1},
                                           {300, 100, 0}};
-    CU_ASSERT_EQUAL_FATAL(n, 4);
-    for (size_t i = 0; i < n; i++) {
-        CU_ASSERT_EQUAL(r[i].offset, grouped[i].offset);
-        CU_ASSERT_EQUAL(r[i].length, grouped[i].length);
-        CU_ASSERT_EQUAL(r[i].count, grouped[i].count);
-    }
-    free(r);
+    ranges_are(r, n, grouped, 4);
 
     CU_ASSERT_EQUAL(xnd_find(x, 120, 100, &f, &n), XND_OK); /* [120,220) */
     CU_ASSERT_EQUAL_FATAL(n, 2);

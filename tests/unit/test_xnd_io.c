@@ -200,6 +200,18 @@ static void dir_in_tmp(const char *name, char *dir, size_t dsize, char *path, si
     snprintf(path, psize, "%s/a.xnd", dir);
 }
 
+/* An exNode of 2 mappings and one of nbig, and a fresh directory <tmpdir>/name (dir, 512
+ * bytes) with path (600 bytes) its a.xnd. */
+static void small_and_big(const char *name, size_t nbig, xnd_t **small, xnd_t **big, char *dir,
+                          char *path)
+{
+    *small = make_exnode(2);
+    *big = make_exnode(nbig);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(*small);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(*big);
+    dir_in_tmp(name, dir, 512, path, 600);
+}
+
 static void test_write_read(void)
 {
     char dir[512], path[600], err[256];
@@ -313,13 +325,11 @@ static void test_stdio(void)
 static void test_atomic_under_readers(void)
 {
     char dir[512], path[600], err[256];
-    xnd_t *small = make_exnode(2), *big = make_exnode(4000), *y;
+    xnd_t *small, *big, *y;
     size_t reads = 0, bad = 0;
     int status;
     pid_t pid;
-    CU_ASSERT_PTR_NOT_NULL_FATAL(small);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(big);
-    dir_in_tmp("atomic", dir, sizeof dir, path, sizeof path);
+    small_and_big("atomic", 4000, &small, &big, dir, path);
     CU_ASSERT_EQUAL_FATAL(xnd_write_file(small, path, err, sizeof err), XND_OK);
 
     pid = fork();
@@ -354,12 +364,10 @@ static void test_write_failures(void)
 {
     char dir[512], path[600], err[256], *before, *after;
     size_t blen, alen;
-    xnd_t *small = make_exnode(2), *big = make_exnode(2000);
+    xnd_t *small, *big;
     int status;
     pid_t pid;
-    CU_ASSERT_PTR_NOT_NULL_FATAL(small);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(big);
-    dir_in_tmp("fail", dir, sizeof dir, path, sizeof path);
+    small_and_big("fail", 2000, &small, &big, dir, path);
     CU_ASSERT_EQUAL_FATAL(xnd_write_file(small, path, err, sizeof err), XND_OK);
     before = slurp(path, &blen);
     CU_ASSERT_PTR_NOT_NULL_FATAL(before);
@@ -418,10 +426,8 @@ static void test_write_excl(void)
     char dir[512], path[600], err[256], *before, *after;
     size_t blen, alen;
     struct stat st;
-    xnd_t *small = make_exnode(2), *big = make_exnode(2000);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(small);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(big);
-    dir_in_tmp("excl", dir, sizeof dir, path, sizeof path);
+    xnd_t *small, *big;
+    small_and_big("excl", 2000, &small, &big, dir, path);
     CU_ASSERT_EQUAL_FATAL(xnd_write_file_excl(small, path, err, sizeof err), XND_OK);
     CU_ASSERT_TRUE(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
     before = slurp(path, &blen);
@@ -472,10 +478,8 @@ static void test_update(void)
 {
     char dir[512], path[600], err[256];
     xnd_digest_t d0, d1, mine;
-    xnd_t *small = make_exnode(2), *big = make_exnode(20), *got = NULL;
-    CU_ASSERT_PTR_NOT_NULL_FATAL(small);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(big);
-    dir_in_tmp("update", dir, sizeof dir, path, sizeof path);
+    xnd_t *small, *big, *got = NULL;
+    small_and_big("update", 20, &small, &big, dir, path);
     CU_ASSERT_EQUAL_FATAL(xnd_write_file_excl(small, path, err, sizeof err), XND_OK);
     CU_ASSERT_EQUAL_FATAL(xnd_read_file_digest(path, NULL, &got, &d0, err, sizeof err), XND_OK);
     xnd_free(got);
