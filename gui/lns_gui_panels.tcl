@@ -472,6 +472,18 @@ proc play_url_name {path} {
     }
     return $o
 }
+# The duration probe's lors_serve, if one runs, stopped and its directory removed: for the
+# GUI's exit, which may come while a probe waits (http::geturl runs the event loop).
+set ::probe_serve ""
+set ::probe_dir ""
+proc play_probe_stop {} {
+    if {[info exists ::probe_serve] && [string is integer -strict $::probe_serve]} {
+        catch {exec kill $::probe_serve}
+    }
+    if {[info exists ::probe_dir] && $::probe_dir ne ""} { file delete -force $::probe_dir }
+    set ::probe_serve ""
+    set ::probe_dir ""
+}
 proc play_probe {} {
     global pv
     set x [string trim $pv(play_xnd)]
@@ -481,10 +493,12 @@ proc play_probe {} {
     set dir [file join [expr {[info exists ::env(TMPDIR)] ? $::env(TMPDIR) : "/tmp"}] \
         lns_gui-probe-[pid]-[clock clicks]]
     file mkdir $dir
+    set ::probe_dir $dir
     set sp ""
     set pv(play_text) "reading the duration ..."
     update idletasks
     if {![catch {exec [tool_path lors_serve] -q -p 0 --port-file $dir/port $x >& /dev/null &} sp]} {
+        set ::probe_serve $sp ;# for gui_quit: the gateway must not outlive the GUI
         for {set i 0} {$i < 250 && ![file exists $dir/port]} {incr i} { after 20 }
     }
     set dur ""; set size ""
@@ -502,6 +516,7 @@ proc play_probe {} {
     }
     if {$sp ne "" && [string is integer -strict $sp]} { catch {exec kill $sp} }
     file delete -force $dir
+    if {$::probe_dir eq $dir} { set ::probe_serve ""; set ::probe_dir "" }
     set how "ffprobe"
     if {![string is double -strict $dur] || $dur <= 0} {
         set dur ""
