@@ -1042,8 +1042,12 @@ cell 6.lns-a.orig_download 120 cell_e2e_lns_to_orig a -a
 cell 6.lns-z-a.orig_download 120 cell_e2e_lns_to_orig z-a -z -a
 cell 6.lns-a-nock.orig_download 120 cell_e2e_lns_to_orig a-nock -a -k none
 cell 6.lns-plain.orig_download 120 cell_e2e_lns_to_orig plain
+# What -z and the default checksum were before zstd and BLAKE3 (still written on request).
+cell 6.lns-zlib.orig_download 120 cell_e2e_lns_to_orig zlib --zlib
+cell 6.lns-sha256.orig_download 120 cell_e2e_lns_to_orig sha256 -k sha256
 cell 6.lns-z.orig_tools 180 cell_e2e_lns_orig_tools -z
 cell 6.lns-a-nock.orig_tools 180 cell_e2e_lns_orig_tools -a -k none
+cell 6.lns-zlib.orig_tools 180 cell_e2e_lns_orig_tools --zlib
 
 # ---------------------------------------------------------------------------------------------
 # The table: results.tsv as markdown, with the run's date and the commits tested.
