@@ -244,14 +244,20 @@ int ibp_call_begin_intr(ibp_client_t *c, const char *host, int port, ibp_vsel_t 
             if (rc != IBP_OK)
                 return rc;
         }
+        /* a fresh connection is still attached to intr from its connect: detached before
+         * it is closed or pooled, or an abort later would shut down whatever socket took
+         * its number (ibp_intr_abort) */
         if (!conn->opened) {
             conn->opened = 1;
             if ((rc = ibp_tls_open(c, conn)) != IBP_OK) {
+                if (intr)
+                    ibp_intr_detach(intr);
                 ibp_conn_close(conn); /* nothing was sent on it */
                 return rc;
             }
         }
         if (intr && ibp_intr_attach(intr, conn->fd) < 0) {
+            ibp_intr_detach(intr);
             ibp_pool_put(c->pool, conn); /* nothing was sent on it */
             return IBP_E_SOCK_READ;
         }

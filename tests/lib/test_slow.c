@@ -60,25 +60,41 @@ fail:
 
 int ts_read_reply(int fd, int wait_ms)
 {
+    return ts_read_reply_why(fd, wait_ms, NULL, 0);
+}
+
+/* Fill why (if any) for a reply that is not whole: n bytes in, of which a body of got/len. */
+static int not_whole(char *why, size_t size, const char *end, int err, size_t n, long len,
+                     long got, int64_t t0)
+{
+    if (why && size)
+        snprintf(why, size, "%s%s%s after %lld ms: %zu bytes in, %s %ld of %ld", end,
+                 err ? ": " : "", err ? strerror(err) : "", (long long)(lns_mono_ms() - t0), n,
+                 len >= 0 ? "body" : "no whole head;", got, len);
+    return 0;
+}
+
+int ts_read_reply_why(int fd, int wait_ms, char *why, size_t size)
+{
     char buf[1 << 14];
     size_t n = 0;
     int status = 0;
     long len = -1, got = 0; /* len: the Content-Length once the head is in */
-    int64_t end = lns_mono_ms() + wait_ms;
+    int64_t t0 = lns_mono_ms(), end = t0 + wait_ms;
     for (;;) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
         int left = (int)(end - lns_mono_ms());
         if (left <= 0 || poll(&p, 1, left) <= 0)
-            return 0;
+            return not_whole(why, size, "no more within the wait", 0, n, len, got, t0);
         if (len >= 0) { /* the body: counted, not kept */
             ssize_t r = recv(fd, buf, sizeof buf, 0);
             if (r <= 0)
-                return 0;
+                return not_whole(why, size, r ? "recv" : "EOF", r ? errno : 0, n, len, got, t0);
             got += r;
         } else {
             ssize_t r = recv(fd, buf + n, sizeof buf - 1 - n, 0);
             if (r <= 0)
-                return 0;
+                return not_whole(why, size, r ? "recv" : "EOF", r ? errno : 0, n, len, got, t0);
             n += (size_t)r;
             buf[n] = 0;
             char *body = strstr(buf, "\r\n\r\n"), *cl;

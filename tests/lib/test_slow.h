@@ -20,6 +20,9 @@ int ts_connect_nowait(const char *src, int port);
 /* The status of a whole reply (head and Content-Length bytes) read within wait_ms; 0 if
  * none. */
 int ts_read_reply(int fd, int wait_ms);
+/* The same; when it is not a whole reply (0), why into why: what came (bytes, of a head or
+ * body), what ended it (EOF, an errno, the wait) and after how long. */
+int ts_read_reply_why(int fd, int wait_ms, char *why, size_t size);
 /* GET path from src with "Connection: close": 1 for a whole 200 within wait_ms (*ms: how
  * long it took). */
 int ts_get(const char *src, int port, const char *path, int wait_ms, int64_t *ms);

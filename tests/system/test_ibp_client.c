@@ -12,11 +12,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "ibp.h"
 #include "lns_test.h"
+#include "lns_time.h"
 #include "test_depot.h"
 
 #define MiB (1024u * 1024u)
@@ -628,6 +632,85 @@ static void do_alias(int v)
     ibp_client_free(c);
 }
 
+/* ---- an abort that broke a handshake leaves nothing to shut down ---------------------------- */
+
+typedef struct {
+    ibp_loader_t *l;
+    const char *cap;
+    int rc;
+} start_arg_t;
+
+static void *start_thread(void *arg)
+{
+    start_arg_t *a = arg;
+    a->rc = ibp_loader_start(a->l, a->cap, 0, 4);
+    return NULL;
+}
+
+/* 1 once this process has a socket connected to port. */
+static int connected_to(int port)
+{
+    for (int fd = 3; fd < 1024; fd++) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0 && ss.ss_family == AF_INET &&
+            ntohs(((struct sockaddr_in *)&ss)->sin_port) == port)
+            return 1;
+    }
+    return 0;
+}
+
+/* A LOAD aborted during its TLS handshake (the depot stopped: the kernel accepts, nothing
+ * answers) fails, and a second ibp_loader_abort reaches no socket: not the one that took the
+ * closed connection's number.  It did (issue 39): the socket stayed attached to the abort
+ * after the failed handshake closed it, and lors_serve's engine, aborting a loser twice,
+ * shut down a client's HTTP connection before its answer (EOF, no byte). */
+static void do_abort_reuse(int version)
+{
+    ibp_client_opts_t o;
+    ibp_client_opts_init(&o);
+    o.version = version;
+    o.io_timeout_ms = 20000;
+    o.max_idle_per_depot = 0; /* a fresh connection, and its handshake, for the LOAD */
+    o.tls = IBP_TLS_REQUIRE;  /* sealed to the depot's pin, whatever this process learned */
+    ibp_client_t *c = ibp_client_new(&o);
+    ibp_caps_t caps;
+    ibp_depot_status_t st;
+    ibp_client_t *c1 = client(1);
+    CU_ASSERT_EQUAL_FATAL(ibp_status(c1, "127.0.0.1", dB.port, NULL, NULL, &st), IBP_OK);
+    ibp_client_free(c1);
+    CU_ASSERT_FATAL(st.pin[0] != '\0');
+    CU_ASSERT_EQUAL_FATAL(ibp_tls_pin("127.0.0.1", dB.port, st.pin), IBP_OK);
+    CU_ASSERT_EQUAL_FATAL(alloc(c, &dB, 100, 600, IBP_HARD, &caps), IBP_OK);
+    CU_ASSERT_EQUAL_FATAL(ibp_store(c, caps.write, "abcd", 4, NULL), IBP_OK);
+    CU_ASSERT_EQUAL_FATAL(lns_test_server_kill(&dB.srv, SIGSTOP), 0);
+    ibp_loader_t *l = ibp_loader_new(c);
+    start_arg_t a = {l, caps.read, IBP_OK};
+    pthread_t th;
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, start_thread, &a), 0);
+    for (int64_t end = lns_test_deadline(LNS_TEST_WAIT_MS);
+         !connected_to(dB.port) && lns_test_poll(end);)
+        ;
+    CU_ASSERT(connected_to(dB.port));
+    ibp_loader_abort(l);
+    pthread_join(th, NULL);
+    CU_ASSERT_NOT_EQUAL(a.rc, IBP_OK);
+    int sp[2];
+    CU_ASSERT_EQUAL_FATAL(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+    ibp_loader_abort(l); /* again: the engine's stop after its cancel */
+    char ch = 'x', got[2] = {0};
+    CU_ASSERT_EQUAL(send(sp[0], &ch, 1, MSG_NOSIGNAL), 1);
+    CU_ASSERT_EQUAL(send(sp[1], &ch, 1, MSG_NOSIGNAL), 1);
+    CU_ASSERT_EQUAL(recv(sp[0], got, 1, MSG_DONTWAIT), 1);
+    CU_ASSERT_EQUAL(recv(sp[1], got + 1, 1, MSG_DONTWAIT), 1);
+    close(sp[0]);
+    close(sp[1]);
+    ibp_loader_free(l);
+    CU_ASSERT_EQUAL(lns_test_server_kill(&dB.srv, SIGCONT), 0);
+    CU_ASSERT_EQUAL(ibp_decr(c, caps.manage, IBP_READCAP), IBP_OK);
+    ibp_client_free(c);
+}
+
 #define BOTH(fn)                                                                             \
     static void fn##_v0(void) { do_##fn(0); }                                                \
     static void fn##_v1(void) { do_##fn(1); }
@@ -642,6 +725,7 @@ BOTH(status)
 BOTH(status_change)
 BOTH(errors)
 BOTH(alias)
+BOTH(abort_reuse)
 
 void lns_test_register(void)
 {
@@ -659,6 +743,8 @@ void lns_test_register(void)
         {"status change", status_change_v0, status_change_v1},
         {"depot errors and local checks", errors_v0, errors_v1},
         {"alias allocate, probe, change, revoke", alias_v0, alias_v1},
+        {"an abort that broke a handshake reaches no later socket", abort_reuse_v0,
+         abort_reuse_v1},
     };
     /* the depots outlive the first suite; the second one stops them */
     CU_pSuite s0 = CU_add_suite("libibp version 0", suite_init, NULL);

@@ -98,6 +98,7 @@ static void test_more_than_max_clients(void)
     setup_dir("many");
     CU_ASSERT_EQUAL_FATAL(start_serve("--max-clients", "16", NULL, NULL), 0);
     int sent = 0, answered = 0, first_bad = -1, bad_code = 0;
+    char why[200] = "";
     for (int i = 0; i < N; i++) {
         snprintf(src, sizeof src, "127.0.3.%d", 1 + i % 50);
         fd[i] = ts_connect_from(src, port);
@@ -105,9 +106,11 @@ static void test_more_than_max_clients(void)
                 send(fd[i], req, sizeof req - 1, MSG_NOSIGNAL) == (ssize_t)(sizeof req - 1);
     }
     for (int i = 0; i < N; i++) {
-        int code = fd[i] >= 0 ? ts_read_reply(fd[i], 20000) : -2;
+        char w[200];
+        int code = fd[i] >= 0 ? ts_read_reply_why(fd[i], 20000, w, sizeof w) : -2;
         answered += code == 200;
         if (code != 200 && first_bad < 0) {
+            snprintf(why, sizeof why, "%s", code ? "" : w);
             first_bad = i;
             bad_code = code;
         }
@@ -118,9 +121,10 @@ static void test_more_than_max_clients(void)
     CU_ASSERT_EQUAL(answered, N);
     stop_serve();
     if (answered != N) { /* which, and what the server said (issue 39: one dropped, twice) */
-        fprintf(stderr, "\n  %d GETs sent, %d answered 200; the first not: #%d (%d)\n", sent,
-                answered, first_bad, bad_code);
-        if (tt_sh(&T, "grep -v ' GET /small 200' '%s' | tail -20", logp) == 0)
+        fprintf(stderr, "\n  %d GETs sent, %d answered 200; the first not: #%d (%d%s%s)\n",
+                sent, answered, first_bad, bad_code, why[0] ? ": " : "", why);
+        if (tt_sh(&T, "echo \"$(grep -c ' GET /small 200' '%s') answers logged\"; "
+                      "grep -v ' GET /small 200' '%s' | tail -20", logp, logp) == 0)
             fprintf(stderr, "%s", T.out);
     }
 }
