@@ -14,6 +14,7 @@
 #include "lns_hex.h"
 #include "lors.h"
 #include "lns_array.h"
+#include "lors_b3tree.h"
 #include "lors_checksum.h"
 
 static const EVP_MD *digest_by_name(const char *name)
@@ -64,6 +65,46 @@ int lors_ck_init(lors_ck_t *c, const char *algorithm, int64_t blocksize)
     return LORS_OK;
 }
 
+static int add_hex(lors_ck_t *c, const unsigned char *d, unsigned int dl)
+{
+    if (lns_grow(&c->hex, &c->hexcap, c->hexlen + 2 * dl + 1, 1, 256) < 0)
+        return LORS_E_NOMEM;
+    lns_hex(d, dl, c->hex + c->hexlen);
+    c->hexlen += 2 * dl;
+    return LORS_OK;
+}
+
+static int tree_digest(void *arg, const unsigned char d[LORS_B3_CV])
+{
+    return add_hex(arg, d, LORS_B3_CV) == LORS_OK ? 0 : -1;
+}
+
+int lors_ck_want_outboard(lors_ck_t *c)
+{
+    if (!c->b3 || c->blocksize <= LORS_B3_GROUP || c->in_block)
+        return LORS_OK;
+    lors_b3s_t *t = malloc(sizeof *t);
+    if (!t)
+        return LORS_E_NOMEM;
+    lors__b3s_init(t, c->blocksize);
+    free(c->b3);
+    c->b3 = NULL;
+    c->tree = t;
+    return LORS_OK;
+}
+
+int lors_ck_take_outboard(lors_ck_t *c, unsigned char **ob, size_t *len)
+{
+    lors_b3s_t *t = c->tree;
+    *ob = t ? t->ob : NULL;
+    *len = t ? t->oblen : 0;
+    if (t) {
+        t->ob = NULL;
+        t->oblen = t->obcap = 0;
+    }
+    return LORS_OK;
+}
+
 static int end_block(lors_ck_t *c)
 {
     unsigned char d[EVP_MAX_MD_SIZE];
@@ -79,17 +120,16 @@ static int end_block(lors_ck_t *c)
     } else if (!EVP_DigestFinal_ex(c->ctx, d, &dl)) {
         return LORS_E_DIGEST;
     }
-    if (lns_grow(&c->hex, &c->hexcap, c->hexlen + 2 * dl + 1, 1, 256) < 0)
-        return LORS_E_NOMEM;
-    lns_hex(d, dl, c->hex + c->hexlen);
-    c->hexlen += 2 * dl;
     c->in_block = 0;
-    return LORS_OK;
+    return add_hex(c, d, dl);
 }
 
 int lors_ck_update(lors_ck_t *c, const void *data, size_t len)
 {
     const unsigned char *p = data;
+    if (c->tree)
+        return lors__b3s_update(c->tree, data, len, tree_digest, c) < 0 ? LORS_E_NOMEM
+                                                                        : LORS_OK;
     if (!c->md && !c->crc && !c->b3)
         return LORS_OK;
     while (len > 0) {
@@ -121,6 +161,8 @@ int lors_ck_update(lors_ck_t *c, const void *data, size_t len)
 int lors_ck_finish(lors_ck_t *c, char **hex)
 {
     *hex = NULL;
+    if (c->tree && lors__b3s_end(c->tree, tree_digest, c) < 0)
+        return LORS_E_NOMEM;
     if ((c->md || c->crc || c->b3) && c->in_block > 0) {
         int rc = end_block(c);
         if (rc != LORS_OK)
@@ -137,6 +179,9 @@ void lors_ck_free(lors_ck_t *c)
     if (c->ctx)
         EVP_MD_CTX_free(c->ctx);
     free(c->b3);
+    if (c->tree)
+        lors__b3s_free(c->tree);
+    free(c->tree);
     free(c->hex);
     memset(c, 0, sizeof *c);
 }
