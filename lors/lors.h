@@ -165,6 +165,11 @@ typedef struct lors_upload_opts {
     const char *checksum;       /* "blake3" (the default), an OpenSSL digest name ("sha256",
                                  * "blake2b512"), or "none" */
     int64_t checksum_blocksize; /* bytes per digest */
+    int outboard;               /* 1 (the default): with "blake3" in checksum blocks over
+                                 * 16 KiB, each copy also holds its blocks' 16 KiB chaining
+                                 * values after the data (2 KiB per MiB), so that a small read
+                                 * is checked without its whole block (docs/lors.md, "Small
+                                 * verified reads"); 0: none */
     lors_event_fn on_event;     /* NULL: no events */
     void *event_arg;
     /* end-to-end transforms (docs/lors.md, "End-to-end transforms"): applied to frames of
@@ -426,6 +431,8 @@ typedef struct lors_cache_stats {
     uint64_t cancelled, failed; /* ... stopped by a seek or a close / failed */
     uint64_t evictions;
     uint64_t fetched_bytes;     /* loaded from depots by the fetches that ended */
+    uint64_t small;             /* reads answered through an outboard, without the cache
+                                 * (docs/lors.md, "Small verified reads") */
 } lors_cache_stats_t;
 void lors_cache_stats(lors_cache_t *c, lors_cache_stats_t *st);
 

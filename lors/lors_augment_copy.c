@@ -286,7 +286,7 @@ static enum blame copy_piece(aug_t *a, aug_job_t *j, const char **op, int *rc)
         event_of(j, LORS_EV_SEND_END, sd, td, &ev);
         emit(a, &ev);
         pthread_mutex_lock(&a->mu);
-        a->rep->bytes_sent += (int64_t)len;
+        a->rep->bytes_sent += j->p->len; /* file bytes: not the outboard after them */
         pthread_mutex_unlock(&a->mu);
         return OK_DONE;
     }
@@ -303,7 +303,7 @@ static enum blame copy_piece(aug_t *a, aug_job_t *j, const char **op, int *rc)
     int64_t moved = 0;
     enum blame bl = relay(a, j, op, rc, &moved);
     pthread_mutex_lock(&a->mu);
-    a->rep->bytes_relayed += moved;
+    a->rep->bytes_relayed += moved < j->p->len ? moved : j->p->len;
     if (bl == OK_DONE)
         add_issue_locked(a, j, sd, "SEND", send_rc, td, 1);
     pthread_mutex_unlock(&a->mu);

@@ -145,6 +145,8 @@ static int cover(aug_t *a, const xnd_t *x, const lors_probe_t *pr, int64_t from,
         p->len = x->maps[best]->logical_length;
         p->whole = a->fn[best].kind == LORS_FUNC_LORS131;
         p->slen = p->whole ? x->maps[best]->alloc_length : p->len;
+        if (a->fn[best].ob_off >= 0) /* the outboard that follows the data goes with it */
+            p->slen = p->len + a->fn[best].ob_len;
         pos = reach;
     }
     return LORS_OK;

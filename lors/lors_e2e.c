@@ -136,6 +136,7 @@ int lors__upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chain
 
     lors_upload_opts_t po = *o;
     po.e2e = NULL;
+    po.outboard = 0; /* frames are read whole: no small read to check */
     po.key = NULL;
     po.keep_partial = 0; /* frames cut short do not decode: nothing partial is kept */
     rc = lors__upload_plain_fd(&po, p[0], -1, filename, out, rep);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lors_b3tree.h"
 #include "lors_checksum.h"
 #include "lors_e2e_int.h"
 #include "lors_ec_int.h"
@@ -37,12 +38,13 @@ static int only_args(const xnd_func_t *f, const char *const *names)
 
 /* lns_checksum over the bytes as they are: well formed, known algorithm, one digest per
  * block of the mapping's range. */
-static int read_checksum(const xnd_mapping_t *m, char *why, size_t whylen)
+static int read_checksum(const xnd_mapping_t *m, lors__func_t *fk, char *why, size_t whylen)
 {
-    static const char *const names[] = {"algorithm", "blocksize", "digests", NULL};
+    static const char *const names[] = {"algorithm", "blocksize", "digests", LORS_CK_OUTBOARD,
+                                        NULL};
     const xnd_func_t *f = m->func;
     const char *alg, *dig;
-    int64_t bs;
+    int64_t bs, group;
     if (!only_args(f, names))
         return lns_err_set(why, whylen, "function %s: arguments or content lns does not know",
                            LORS_CHECKSUM_FUNC);
@@ -59,6 +61,19 @@ static int read_checksum(const xnd_mapping_t *m, char *why, size_t whylen)
     if ((int64_t)strlen(dig) != nb * hl)
         return lns_err_set(why, whylen, "function %s: %zu hex digits of digests for %lld "
                            "blocks of %d", LORS_CHECKSUM_FUNC, strlen(dig), (long long)nb, hl);
+    if (!xnd_meta_find(&f->args, LORS_CK_OUTBOARD))
+        return 0;
+    /* the outboard: BLAKE3's CVs of 16 KiB, right after the data, inside the allocation */
+    int64_t ob = lors__b3_outboard_len(m->logical_length, bs);
+    if (xnd_meta_get_int(&f->args, LORS_CK_OUTBOARD, &group) != XND_OK ||
+        group != LORS_B3_GROUP || strcmp(alg, LORS_CK_BLAKE3) != 0 || ob <= 0 ||
+        m->alloc_offset < 0 || m->alloc_length < m->alloc_offset + m->logical_length + ob)
+        return lns_err_set(why, whylen, "function %s: an outboard lns does not know (%s of "
+                           "algorithm %s, blocksize %lld, in an allocation of %lld bytes)",
+                           LORS_CHECKSUM_FUNC, LORS_CK_OUTBOARD, alg, (long long)bs,
+                           (long long)m->alloc_length);
+    fk->ob_off = m->alloc_offset + m->logical_length;
+    fk->ob_len = ob;
     return 0;
 }
 
@@ -66,6 +81,7 @@ void lors__func_read(const xnd_t *x, const lors__ec_t *ec, const xnd_mapping_t *
                      lors__func_t *f, char *why, size_t whylen)
 {
     memset(f, 0, sizeof *f);
+    f->ob_off = -1;
     if (why && whylen)
         why[0] = '\0';
     f->kind = LORS_FUNC_UNKNOWN;
@@ -81,7 +97,7 @@ void lors__func_read(const xnd_t *x, const lors__ec_t *ec, const xnd_mapping_t *
     if (strcmp(fn->name, LORS_CHECKSUM_FUNC) == 0) {
         /* the bytes as they are; e2e_blocksize on an lns_checksum mapping is there for the
          * original tools only (it makes them refuse frames they cannot undo: lors_e2e.c) */
-        if (read_checksum(m, why, whylen) == 0)
+        if (read_checksum(m, f, why, whylen) == 0)
             f->kind = LORS_FUNC_CHECKSUM;
         return;
     }

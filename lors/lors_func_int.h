@@ -48,6 +48,9 @@ typedef struct lors__loci {
 typedef struct lors__func {
     lors_func_kind kind;
     lors__loci_t loci;      /* LORS_FUNC_LORS131 */
+    int64_t ob_off;         /* LORS_FUNC_CHECKSUM with an outboard (lors_b3tree.h): where it
+                             * starts in the allocation; -1: none */
+    int64_t ob_len;         /* and its bytes */
 } lors__func_t;
 
 /* What mapping m of x means (ec: the file's coding, NULL if it has none; an lns_ec mapping of

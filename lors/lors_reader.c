@@ -41,6 +41,7 @@
 #include "lors.h"
 #include "lors_e2e_int.h"
 #include "lors_out.h"
+#include "lors_small.h"
 
 enum { ABSENT, LOADING, READY, FAILED, DROPPED };
 
@@ -80,6 +81,7 @@ struct lors_cache {
     int jobs, max_jobs;
     uint64_t next_rid;
     ibp_client_t *client;
+    ibp_client_t *quick;           /* small reads': a depot silent for QUICK_STALL_MS fails */
     int timeout_ms;
     lors_cache_stats_t st;
 };
@@ -94,6 +96,8 @@ struct lors_reader {
     job_t *jobs;
     int njobs;
     int closing;
+    lors__func_t *fn;              /* each mapping's meaning, when small reads are possible */
+    unsigned turn;                 /* the replica a small read tries first (c->mu) */
 };
 
 struct lors_stream {
@@ -102,10 +106,12 @@ struct lors_stream {
     int64_t window;                /* read-ahead, in blocks (0: not sequential) */
     int64_t ahead;                 /* blocks before this are asked for already */
     int64_t end_unit;              /* read-ahead stops before this block (lors_stream_set_end) */
+    int64_t end_off;               /* the byte lors_stream_set_end named; -1: none */
 };
 
 #define MIN_JOB_AHEAD 2            /* read-ahead jobs are at least this many blocks */
 #define MIN_UNIT ((int64_t)4096)   /* the smallest block that follows a checksum block */
+#define QUICK_STALL_MS 2000        /* then a small read leaves the depot to the usual path */
 
 /* A buffer kept for reuse, in its own first bytes: a block's buffer freshly mapped costs
  * the kernel a zeroed page (or huge page) at every first touch, more than the block's
@@ -148,8 +154,11 @@ lors_cache_t *lors_cache_new(const lors_cache_opts_t *o)
     co.server_timeout_s = o->timeout_ms / 1000 + 1;
     co.max_idle_per_depot = 32;
     c->client = ibp_client_new(&co);
-    if (!c->tab || !c->client) {
+    co.stall_ms = o->timeout_ms < QUICK_STALL_MS ? o->timeout_ms : QUICK_STALL_MS;
+    c->quick = ibp_client_new(&co);
+    if (!c->tab || !c->client || !c->quick) {
         ibp_client_free(c->client);
+        ibp_client_free(c->quick);
         free(c->tab);
         free(c);
         errno = ENOMEM;
@@ -235,6 +244,7 @@ void lors_cache_free(lors_cache_t *c)
     }
     free(c->tab);
     ibp_client_free(c->client);
+    ibp_client_free(c->quick);
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
     free(c);
@@ -627,6 +637,19 @@ lors_reader_t *lors_reader_open(const lors_reader_opts_t *o, const xnd_t *x, lor
         u = ec.piece_size;
     r->unit = u;
     r->nunits = (r->size + u - 1) / u;
+    if (!ei.present && !ec.present && o->dl.verify && x->nmaps) {
+        if (!(r->fn = calloc(x->nmaps, sizeof *r->fn))) {
+            lns_err_set(err, errlen, "out of memory");
+            free(r);
+            return NULL;
+        }
+        for (size_t i = 0; i < x->nmaps; i++)
+            lors__func_read(x, NULL, x->maps[i], &r->fn[i], NULL, 0);
+        if (!lors__small_possible(x, r->fn)) {
+            free(r->fn);
+            r->fn = NULL;
+        }
+    }
     if (cache) {
         r->c = cache;
     } else {
@@ -635,6 +658,7 @@ lors_reader_t *lors_reader_open(const lors_reader_opts_t *o, const xnd_t *x, lor
         co.timeout_ms = o->dl.timeout_ms;
         if (!(r->c = lors_cache_new(&co))) {
             lns_err_set(err, errlen, "out of memory");
+            free(r->fn);
             free(r);
             return NULL;
         }
@@ -645,6 +669,7 @@ lors_reader_t *lors_reader_open(const lors_reader_opts_t *o, const xnd_t *x, lor
                  (long long)r->c->limit, (long long)r->unit);
         if (r->own_cache)
             lors_cache_free(r->c);
+        free(r->fn);
         free(r);
         return NULL;
     }
@@ -683,6 +708,7 @@ void lors_reader_close(lors_reader_t *r)
     pthread_mutex_unlock(&c->mu);
     if (r->own_cache)
         lors_cache_free(c);
+    free(r->fn);
     free(r);
 }
 
@@ -693,6 +719,7 @@ lors_stream_t *lors_stream_open(lors_reader_t *r)
         s->r = r;
         s->next_off = -1;
         s->end_unit = r->nunits;
+        s->end_off = -1;
     }
     return s;
 }
@@ -702,6 +729,7 @@ void lors_stream_set_end(lors_stream_t *s, int64_t end)
     lors_reader_t *r = s->r;
     pthread_mutex_lock(&r->c->mu);
     s->end_unit = end <= 0 ? 0 : end >= r->size ? r->nunits : (end + r->unit - 1) / r->unit;
+    s->end_off = end;
     pthread_mutex_unlock(&r->c->mu);
 }
 
@@ -745,6 +773,30 @@ static void read_ahead_locked(lors_stream_t *s, int64_t u)
     }
 }
 
+/* A small read through an outboard (lors_small.h), for a stream that is not sequential and
+ * does not mean to read far: the bytes loaded and checked without the cache's blocks, when
+ * none of them is in the cache already.  1 when buf holds them; 0: the usual path.  Called
+ * and returns with c->mu held, which it drops while it loads. */
+static int small_read_locked(lors_stream_t *s, void *buf, size_t len, int64_t off)
+{
+    lors_reader_t *r = s->r;
+    lors_cache_t *c = r->c;
+    int64_t end = off + (int64_t)len, small = r->unit / 4;
+    if (!r->fn || s->window || (int64_t)len > small ||
+        (s->end_off >= 0 && s->end_off - off > small))
+        return 0;
+    for (int64_t u = off / r->unit; u * r->unit < end; u++)
+        if (lookup_locked(c, r->rid, u))
+            return 0; /* loaded or on its way: the cache is quicker */
+    unsigned turn = r->turn++;
+    pthread_mutex_unlock(&c->mu);
+    int ok = lors__small_read(c->quick, r->x, r->fn, &turn, buf, off, len);
+    pthread_mutex_lock(&c->mu);
+    if (ok)
+        c->st.small++;
+    return ok;
+}
+
 int64_t lors_stream_pread(lors_stream_t *s, void *buf, size_t len, int64_t off, int *rcp,
                           char *err, size_t errlen)
 {
@@ -767,7 +819,8 @@ int64_t lors_stream_pread(lors_stream_t *s, void *buf, size_t len, int64_t off, 
 
     pthread_mutex_lock(&c->mu);
     int64_t maxw = r->o.readahead > 0 ? (r->o.readahead + r->unit - 1) / r->unit : 0;
-    if (s->next_off >= 0 && off >= s->next_off - r->unit && off <= s->next_off + r->unit) {
+    int near = s->next_off >= 0 && off >= s->next_off - r->unit && off <= s->next_off + r->unit;
+    if (near) {
         /* the window grows as the stream goes on into new blocks, not with its reads: the
          * many small reads of one block (a 1 MiB random read cut into 128 KiB by FUSE, an
          * HTTP body in 256 KiB) are no sign of more to come */
@@ -782,6 +835,10 @@ int64_t lors_stream_pread(lors_stream_t *s, void *buf, size_t len, int64_t off, 
         s->ahead = 0;
     }
     s->next_off = end;
+    if (!near && small_read_locked(s, buf, len, off)) {
+        pthread_mutex_unlock(&c->mu);
+        return (int64_t)len;
+    }
 
     for (int64_t u = off / r->unit; u * r->unit < end && rc == LORS_OK; u++) {
         entry_t *e;

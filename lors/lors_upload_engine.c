@@ -38,6 +38,7 @@
 
 #include "lns_io.h"
 #include "lns_array.h"
+#include "lors_b3tree.h"
 #include "lors_checksum.h"
 #include "lors_e2e_int.h"
 #include "lors_ec_int.h"
@@ -58,6 +59,7 @@ void lors_upload_opts_init(lors_upload_opts_t *o)
     o->timeout_s = 180;
     o->checksum = LORS_CK_BLAKE3;
     o->checksum_blocksize = LORS_DEFAULT_CHECKSUM_BLOCKSIZE;
+    o->outboard = 1;
 }
 
 void lors_report_free(lors_report_t *r)
@@ -81,7 +83,7 @@ static frag_t *frag_new(up_t *u, int64_t off, int64_t alloc_len)
         return NULL;
     f->index = u->nfrags;
     f->off = off;
-    f->alloc_len = alloc_len;
+    f->alloc_len = alloc_len + (u->ob_bs ? lors__b3_outboard_len(alloc_len, u->ob_bs) : 0);
     f->nchunks_max = (int)((alloc_len + CHUNK - 1) / CHUNK);
     f->chunks = calloc((size_t)f->nchunks_max, sizeof *f->chunks);
     f->streams = calloc((size_t)u->o->copies, sizeof *f->streams);
@@ -136,6 +138,8 @@ static void read_input(up_t *u, int64_t length, int64_t frag_size)
     lors_ck_t ck;
     int64_t off = 0;
     int rc = lors_ck_init(&ck, u->o->checksum, u->o->checksum_blocksize);
+    if (rc == LORS_OK && u->ob_bs)
+        rc = lors_ck_want_outboard(&ck);
 
     if (rc != LORS_OK) {
         pthread_mutex_lock(&u->mu);
@@ -238,11 +242,17 @@ static void read_input(up_t *u, int64_t length, int64_t frag_size)
         }
         if (f) {
             char *hex = NULL;
+            unsigned char *ob = NULL;
+            size_t oblen = 0;
             rc = lors_ck_finish(&ck, &hex);
+            if (rc == LORS_OK)
+                rc = lors_ck_take_outboard(&ck, &ob, &oblen);
             pthread_mutex_lock(&u->mu);
             if (rc != LORS_OK)
                 lors__up_fail_locked(u, rc, "computing checksums: %s", lors_strerror(rc));
             f->digests = hex;
+            f->ob = ob;
+            f->oblen = oblen;
             f->all_read = 1;
             pthread_cond_broadcast(&u->cv);
             pthread_mutex_unlock(&u->mu);
@@ -295,6 +305,8 @@ static int build_exnode(up_t *u, const char *filename, int64_t size, int only_co
                     rc = xnd_meta_set_int(&fn->args, "blocksize", u->o->checksum_blocksize);
                 if (rc == XND_OK)
                     rc = xnd_meta_set_string(&fn->args, "digests", f->digests);
+                if (rc == XND_OK && f->oblen)
+                    rc = xnd_meta_set_int(&fn->args, LORS_CK_OUTBOARD, LORS_B3_GROUP);
                 if (fn)
                     xnd_mapping_set_func(m, fn);
             }
@@ -481,6 +493,9 @@ static int upload(const lors_upload_opts_t *o, enum source_kind src, int fd,
         if (u.src == SRC_STREAM && frag_size > o->blocksize)
             frag_size = o->blocksize;
     }
+    if (o->outboard && o->checksum && strcmp(o->checksum, LORS_CK_BLAKE3) == 0 &&
+        o->checksum_blocksize > LORS_B3_GROUP)
+        u.ob_bs = o->checksum_blocksize;
     u.budget = 2 * (int64_t)o->threads * CHUNK;
     if (u.src == SRC_STREAM && u.budget < 2 * frag_size + CHUNK)
         u.budget = 2 * frag_size + CHUNK;
@@ -541,6 +556,7 @@ done:
         free(f->chunks);
         free(f->streams);
         free(f->digests);
+        free(f->ob);
         free(f);
     }
     free(u.frags);

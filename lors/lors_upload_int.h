@@ -38,6 +38,7 @@ typedef struct stream {
     int64_t start, end; /* epochs */
     int64_t alloc_len;
     int next;       /* next chunk to store */
+    int ob_stored;  /* the fragment's outboard is stored after its chunks */
     int high;       /* chunks below this have been counted off their pending */
     int busy, done;
 } stream_t;
@@ -52,6 +53,8 @@ typedef struct frag {
     int all_read;
     int copies_done;
     char *digests;     /* lowercase hex, once all_read ("" without checksums) */
+    unsigned char *ob; /* the outboard (lors_b3tree.h), once all_read; NULL: none */
+    size_t oblen;
     stream_t *streams;
 } frag_t;
 
@@ -76,6 +79,7 @@ typedef struct up {
     int *bad;                 /* per depot: failed during this upload */
     int *load;                /* per depot: streams placed there */
     int64_t live, budget;     /* bytes of chunks held, and the most the reader may hold */
+    int64_t ob_bs;            /* the checksum block when copies hold an outboard, else 0 */
 } up_t;
 
 

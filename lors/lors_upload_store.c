@@ -114,6 +114,7 @@ static void stream_failed(up_t *u, stream_t *s, const char *op, int ibp_rc, char
         snprintf(freecaps, IBP_MAX_CAP, "%s", s->caps.manage);
     s->allocated = 0;
     s->next = 0;
+    s->ob_stored = 0;
     u->bad[from] = 1;
     int to = lors__up_choose_depot(u, s);
 
@@ -326,10 +327,22 @@ void *lors__up_worker(void *arg)
                 continue;
             }
             stream_failed(u, s, "STORE", rc, freecaps, &fev);
-        } else {
-            int64_t len = f->len;
+        } else if (f->oblen && !s->ob_stored) {
+            /* the outboard after the data: the last STORE of the copy */
+            chunk_t c = {.off = f->off + f->len, .len = (int64_t)f->oblen};
             pthread_mutex_unlock(&u->mu);
-            do_finish(u, s, len);
+            int rc = do_store(u, s, &c, f->ob);
+            pthread_mutex_lock(&u->mu);
+            s->busy = 0;
+            if (rc == IBP_OK) {
+                s->ob_stored = 1;
+                continue;
+            }
+            stream_failed(u, s, "STORE", rc, freecaps, &fev);
+        } else {
+            int64_t len = f->len, alen = f->len + (int64_t)f->oblen;
+            pthread_mutex_unlock(&u->mu);
+            do_finish(u, s, alen);
             emit_simple(u, LORS_EV_COPY_DONE, s, f->off, len);
             pthread_mutex_lock(&u->mu);
             s->busy = 0;

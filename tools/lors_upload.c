@@ -43,6 +43,7 @@ typedef struct settings {
     const char *file, *output, *depots, *keyfile, *checksum;
     tool_lbone_opts_t lb;   /* -H/--lbone, -P, -l, -m */
     int no_report, none, use_stdin, copies, fragments, reliability, force, keep_partial;
+    int no_outboard;        /* --no-outboard */
     char e2e[64];           /* the chain from -z, -a and --e2e, in command-line order */
     int e2e_from;           /* where e2e came from: TOOL_FROM_RC or TOOL_FROM_ARGV; 0: none */
     int64_t blocksize, duration, memory, offset, length, e2e_bs, provisional;
@@ -188,6 +189,9 @@ static const tool_opt_t opts[] = {
     TOOL_OPT_HEADING("End to end:"),
     {TOOL_OPT_STR, "checksum", 'k', NULL, S(checksum), 0, 0, NULL, "ALG",
      "digest per checksum block (default blake3; sha256, any OpenSSL\ndigest, or none)", NULL},
+    {TOOL_OPT_SWITCH, "no-outboard", 0, NULL, S(no_outboard), 1, 0, NULL, NULL,
+     "store no 16 KiB chaining values after the data: a small read\nthen loads its whole "
+     "checksum block", NULL},
     {TOOL_OPT_SIZE, "e2e-block-size", 'E', "E2E_BLOCKSIZE", S(e2e_bs), 1, INT64_MAX, NULL, "N",
      "bytes per checksum block and per transform frame (default\n1M; a compressor's frames 4M)",
      NULL},
@@ -483,6 +487,7 @@ static void opts_of(const settings_t *f, lors_upload_opts_t *o)
         o->e2e = f->e2e_from ? f->e2e : NULL;
     }
     o->e2e_level = f->level != TOOL_UNSET_INT ? f->level : 0;
+    o->outboard = !f->no_outboard;
 }
 
 /* -M mem: the engine holds about 2 x threads x 1 MiB, and from a pipe (length < 0) two

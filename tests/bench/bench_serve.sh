@@ -23,7 +23,8 @@
 #    windows for BENCH_LOAD_SECONDS (10); throughput and p50/p99 response time per count, and
 #    the count at which p99 passes 10 x the single client's.  BENCH_PNG=FILE plots it.
 #
-# Environment: BENCH_RUNS (rounds, default 5, at least 3), the sizes above, TMPDIR (where the
+# Environment: BENCH_RUNS (rounds, default 5, at least 3), BENCH_PARTS (which of 1 2 3 to run,
+# default all), the sizes above, TMPDIR (where the
 # depots keep their data; default /tmp), BENCH_LINK (e.g. 1gbit: the depots run in a network
 # namespace of their own behind a veth whose depot side is capped by a tbf at that rate, as
 # depots across a network are; the clients, gateway and mount stay on this side; needs root,
@@ -37,6 +38,8 @@ LOAD_SIZE_ARG=${BENCH_LOAD_SIZE:-1G}
 READS=${BENCH_READS:-200}
 CLIENTS=${BENCH_CLIENTS:-1 8 32 128}
 LOAD_SECS=${BENCH_LOAD_SECONDS:-10}
+PARTS=" ${BENCH_PARTS:-1 2 3} "
+part() { case $PARTS in *" $1 "*) return 0 ;; esac; return 1; }
 DRIVER=$BUILD/bench/bench_lors_dl
 SB=$BUILD/bench/bench_serve
 bench_need_built "$BIN/ibp_depot" "$BIN/lors_upload" "$BIN/lors_download" "$BIN/lors_serve" \
@@ -106,6 +109,7 @@ mount_stop() { fusermount3 -u "$WORK/mnt"; }
 
 # ---- 1. sequential --------------------------------------------------------------------------
 start_nginx ng
+if part 1; then
 echo
 echo "== 1. sequential: $SIZE_ARG on 4 depots, MB/s (ratio: against lors_download, same round)"
 printf '%5s %10s %10s %7s %10s %7s %10s %7s %12s\n' round download gateway ratio mount ratio \
@@ -137,8 +141,10 @@ printf '%5s %10s %10s %7s %10s %7s %10s %7s %12s\n' median "$(med seq.d)" "$(med
     "$(med seq.rg)" "$(med seq.m)" "$(med seq.rm)" "$(med seq.o)" "$(med seq.ro)" "$(med seq.n)"
 echo "target: ratio >= 0.8: gateway $(verdict "$(med seq.rg)" 0.8), mount" \
     "$(verdict "$(med seq.rm)" 0.8), mount --direct-io $(verdict "$(med seq.ro)" 0.8)"
+fi
 
 # ---- 2. random reads -------------------------------------------------------------------------
+if part 2; then
 echo
 echo "== 2. random reads, $READS per kind and round, each in a block of its own: p50 / p99 ms"
 printf '%5s %8s %14s %14s %14s %14s %14s %14s\n' round size:file gateway mount "mount dio" \
@@ -193,8 +199,14 @@ for s in $KINDS; do
         "mount $(med "rr.m.$s") x, $(med "rv.m.$s") x; mount --direct-io $(med "rr.o.$s") x," \
         "$(med "rv.o.$s") x   (target: within 1.5 x)"
 done
+# a 4 KiB read checked through the outboard (two LOADs of a few KiB) against one bare LOAD
+echo "p50 4K:data against one bare 4 KiB LOAD: gateway $(med "rr.g.4K:data") x," \
+    "mount --direct-io $(med "rr.o.4K:data") x: $(verdict_max "$(med "rr.g.4K:data")" 3)" \
+    "(target: at most 3 x)"
+fi
 
 # ---- 3. load --------------------------------------------------------------------------------
+part 3 || exit 0
 echo
 echo "== 3. load: random 1 MiB windows of a $LOAD_SIZE_ARG file on 4 depots, ${LOAD_SECS} s per count"
 head -c "$LOAD_SIZE" /dev/urandom >"$WORK/big.bin"

@@ -85,6 +85,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0) ? a / b : 0 }'
 record() { echo "$2" >>"$WORK/res/$1"; }   # record METRIC VALUE
 med() { median <"$WORK/res/$1"; }
 verdict() { awk -v x="$1" -v t="$2" 'BEGIN { print (x >= t) ? "met" : "NOT met" }'; }
+verdict_max() { awk -v x="$1" -v t="$2" 'BEGIN { print (x <= t) ? "met" : "NOT met" }'; }
 
 # CPU time (utime + stime from /proc, in clock ticks of TICK_MS) of these pids and their live
 # children (nginx: master and workers).  Other tenants of this machine steal wall time from

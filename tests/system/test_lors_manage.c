@@ -509,7 +509,7 @@ static void test_probe_logical(void)
         CU_ASSERT_EQUAL(pr[i].probed, 1);
         CU_ASSERT(pr[i].expires >= x->maps[i]->end.epoch - 2 &&
                   pr[i].expires <= x->maps[i]->end.epoch + 2);
-        CU_ASSERT_EQUAL(pr[i].probe.cur_size, (uint64_t)x->maps[i]->logical_length);
+        CU_ASSERT_EQUAL(pr[i].probe.cur_size, (uint64_t)x->maps[i]->alloc_length); /* + outboard */
     }
     CU_ASSERT_EQUAL(pr[0].depot.port, v.port);
     CU_ASSERT_EQUAL(lors_ls_logical(x, pr, &r, &nr), LORS_OK);

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ibp.h"
 #include "lns_time.h"
 #include "test_tools.h"
 
@@ -397,8 +398,9 @@ static void test_erasure_coded_and_transformed(void)
     tt_free_all(&T, xnd);
 }
 
-/* A file uploaded with a 64 KiB checksum block: the reader's blocks follow it, so a 4 KiB
- * read fetches 64 KiB and not 1 MiB, and whole reads still equal the source. */
+/* A file uploaded with a 64 KiB checksum block: the reader's blocks follow it, so a 20 KiB
+ * read fetches 64 KiB and not 1 MiB (a 4 KiB one, a quarter block or less, goes through the
+ * outboard and fetches no block), and whole reads still equal the source. */
 static void test_small_checksum_block(void)
 {
     char src[4096], xnd[4096];
@@ -413,8 +415,15 @@ static void test_small_checksum_block(void)
     int rc;
     char err[256];
     lors_cache_stats_t st;
+    static unsigned char b20[20000];
     CU_ASSERT_EQUAL(lors_reader_pread(r, b, 4096, 2000000, &rc, err, sizeof err), 4096);
     CU_ASSERT_EQUAL(memcmp(b, data + 2000000, 4096), 0);
+    lors_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.small, 1);
+    CU_ASSERT_EQUAL(st.fetches, 0);
+    CU_ASSERT_EQUAL(lors_reader_pread(r, b20, sizeof b20, 30 * 65536 + 1000, &rc, err,
+                                      sizeof err), (int64_t)sizeof b20);
+    CU_ASSERT_EQUAL(memcmp(b20, data + 30 * 65536 + 1000, sizeof b20), 0);
     lors_cache_stats(c, &st);
     /* its bytes are counted as it ends */
     for (int64_t end = lns_test_deadline(LNS_TEST_WAIT_MS); st.jobs > 0 && lns_test_poll(end);)
@@ -423,7 +432,7 @@ static void test_small_checksum_block(void)
     /* one 64 KiB block, perhaps raced from the other copy too: far from 1 MiB */
     CU_ASSERT(st.fetched_bytes >= 64 * 1024 && st.fetched_bytes <= 4 * 64 * 1024);
     if (st.fetched_bytes > 4 * 64 * 1024 || st.fetched_bytes < 64 * 1024)
-        fprintf(stderr, "a 4 KiB read fetched %llu bytes\n",
+        fprintf(stderr, "a 20 KiB read fetched %llu bytes\n",
                 (unsigned long long)st.fetched_bytes);
     CU_ASSERT(random_reads_equal(r, data, size, 100, 200 * 1024));
     CU_ASSERT(stream_equal(r, data, size, 100000));
@@ -611,6 +620,114 @@ static void test_dir_stat(void)
     tt_free_all(&T, xnd);
 }
 
+/* Spoil one byte of mapping m's allocation at off (WRITE in place). */
+static void spoil(ibp_client_t *cli, const xnd_mapping_t *m, int64_t off)
+{
+    unsigned char b = 0;
+    uint64_t w = 0;
+    CU_ASSERT_EQUAL_FATAL(ibp_load(cli, m->cap[XND_READ], (uint64_t)off, 1, &b), IBP_OK);
+    b ^= 0x5a;
+    CU_ASSERT_EQUAL_FATAL(ibp_write(cli, m->cap[XND_WRITE], (uint64_t)off, &b, 1, &w), IBP_OK);
+}
+
+/* A read of len at off: 1 if it gave the source's bytes, 0 if it failed, -1 if it gave others. */
+static int read_is(lors_reader_t *r, const unsigned char *data, int64_t off, size_t len)
+{
+    unsigned char b[8192];
+    int rc;
+    char err[512];
+    int64_t got = lors_reader_pread(r, b, len, off, &rc, err, sizeof err);
+    if (got < 0)
+        return 0;
+    return got == (int64_t)len && memcmp(b, data + off, len) == 0 ? 1 : -1;
+}
+
+/* The outboard (docs/lors.md, "Small verified reads"), with the upload's defaults (1 MiB
+ * blocks, two copies): random 4 KiB reads are loaded and checked without their block; a byte
+ * spoilt on one copy is read from the other; a chaining value spoilt on both leaves the read
+ * to the whole block, which checks; data spoilt on both copies is an error, never the spoilt
+ * bytes; a read across two blocks takes the blocks; a killed depot leaves the other copy. */
+static void test_small_reads(void)
+{
+    char src[4096], xnd[4096];
+    size_t size;
+    xnd_t *x;
+    unsigned char *data = uploaded(3 * 1024 * 1024 + 333, 23, 2, 1, tt_dlist(&T, 0, 1, -1),
+                                   NULL, src, xnd, &x, &size);
+    CU_ASSERT_EQUAL_FATAL(x->nmaps, 2);
+    ibp_client_t *cli = ibp_client_new(NULL);
+    lors_cache_t *c = lors_cache_new(NULL);
+    lors_reader_t *r = open_reader(x, c, (int64_t)16 << 20);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    lors_cache_stats_t st;
+    int n = 0, good = 0;
+    for (int i = 0; i < 60; i++) {
+        int64_t off = (int64_t)(next_rand() % (size - 4096));
+        if (off / (1 << 20) != (off + 4095) / (1 << 20))
+            continue;
+        n++;
+        good += read_is(r, data, off, 4096) == 1;
+    }
+    CU_ASSERT_EQUAL(good, n);
+    lors_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.small, (uint64_t)n);
+    CU_ASSERT_EQUAL(st.fetches, 0);
+    /* the last block (2 MiB + 333 bytes... of 1 MiB) and its last, short group */
+    CU_ASSERT_EQUAL(read_is(r, data, (int64_t)size - 100, 100), 1);
+    /* across two blocks: the blocks */
+    CU_ASSERT_EQUAL(read_is(r, data, (1 << 20) - 2000, 4096), 1);
+    lors_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.small, (uint64_t)n + 1);
+    CU_ASSERT(st.fetches >= 1);
+    lors_reader_close(r);
+
+    /* a byte of block 1 spoilt on copy 0: both turns read right, through the outboard */
+    const int64_t p = (1 << 20) + 20000;
+    spoil(cli, x->maps[0], p);
+    r = open_reader(x, c, (int64_t)16 << 20);
+    CU_ASSERT_EQUAL(read_is(r, data, p - 100, 4096), 1);
+    CU_ASSERT_EQUAL(read_is(r, data, p - 100, 4096), 1);
+    lors_reader_close(r);
+    /* spoilt on both: an error, not the bytes */
+    spoil(cli, x->maps[1], p);
+    r = open_reader(x, c, (int64_t)16 << 20);
+    CU_ASSERT_EQUAL(read_is(r, data, p - 100, 4096), 0);
+    lors_reader_close(r);
+    /* the CV of block 2's group 5 spoilt on both copies: reads in that block (group 5, and
+     * group 6 whose CV is right but whose block no longer checks) come whole, and right */
+    for (int k = 0; k < 2; k++) {
+        const xnd_mapping_t *m = x->maps[k];
+        spoil(cli, m, m->alloc_offset + m->logical_length + (2 * 64 + 5) * 32 + 3);
+    }
+    r = open_reader(x, c, (int64_t)16 << 20);
+    lors_cache_stats(c, &st);
+    uint64_t small0 = st.small;
+    CU_ASSERT_EQUAL(read_is(r, data, (2 << 20) + 5 * 16384 + 10, 4096), 1);
+    lors_reader_close(r);
+    r = open_reader(x, c, (int64_t)16 << 20);
+    CU_ASSERT_EQUAL(read_is(r, data, (2 << 20) + 6 * 16384 + 10, 4096), 1);
+    lors_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.small, small0);
+    lors_reader_close(r);
+    /* copy 0's depot killed: block 0 still comes through copy 1's outboard */
+    int port = tt_cap_port(x->maps[0]->cap[XND_READ]);
+    for (int d = 0; d < ND; d++)
+        if (T.dep[d].port == port)
+            CU_ASSERT_EQUAL(lns_test_server_kill(&T.dep[d].srv, SIGKILL), 0);
+    r = open_reader(x, c, (int64_t)16 << 20);
+    for (int i = 0; i < 4; i++)
+        CU_ASSERT_EQUAL(read_is(r, data, 1000 + i * 50000, 4096), 1);
+    lors_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.small, small0 + 4);
+    lors_reader_close(r);
+    lors_cache_free(c);
+    ibp_client_free(cli);
+    tt_revive(&T);
+    xnd_free(x);
+    free(data);
+    tt_free_all(&T, xnd);
+}
+
 static const lns_test_case tests[] = {
     {"replicated: random reads, ends, a sequential stream read ahead",
      test_replicated_random_and_sequential},
@@ -620,7 +737,8 @@ static const lns_test_case tests[] = {
     {"erasure coded (2 depots lost) and compressed + encrypted", test_erasure_coded_and_transformed},
     {"lors_dir: names, lookups, a rewritten exNode, a malformed one", test_dir},
     {"lors_dir_stat: a plain exNode scanned, not parsed; the others parsed", test_dir_stat},
-    {"a 64 KiB checksum block: a 4 KiB read fetches 64 KiB", test_small_checksum_block},
+    {"a 64 KiB checksum block: a 20 KiB read fetches 64 KiB", test_small_checksum_block},
+    {"small reads through the outboard: spoilt bytes, CVs, a killed depot", test_small_reads},
 };
 
 TT_MAIN(&T, "random-access reader", ND, tests)

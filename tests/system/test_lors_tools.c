@@ -120,7 +120,27 @@ static void test_roundtrip(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(x);
     CU_ASSERT_EQUAL(x->nmaps, 6); /* 3 fragments x 2 copies */
     CU_ASSERT_EQUAL(xnd_size(x), 5 * MIB + 12345);
+    /* BLAKE3 with the outboard after the data: each allocation 2 KiB per MiB longer */
+    for (size_t i = 0; i < x->nmaps; i++) {
+        int64_t ob = 0;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(x->maps[i]->func);
+        CU_ASSERT_EQUAL(xnd_meta_get_int(&x->maps[i]->func->args, "outboard", &ob), XND_OK);
+        CU_ASSERT_EQUAL(ob, 16384);
+        CU_ASSERT(x->maps[i]->alloc_length > x->maps[i]->logical_length);
+    }
     xnd_free(x);
+    /* --no-outboard: none, the allocations just the data */
+    CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_upload", "--no-rc", "--depot-list", T.depots,
+                           "-d", "10m", "--no-outboard", "-o", lns_test_path("rt4.xnd"),
+                           lns_test_path("rt.bin"), (char *)NULL), 0);
+    x = tt_load(lns_test_path("rt4.xnd"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    for (size_t i = 0; i < x->nmaps; i++) {
+        CU_ASSERT_PTR_NULL(xnd_meta_find(&x->maps[i]->func->args, "outboard"));
+        CU_ASSERT_EQUAL(x->maps[i]->alloc_length, x->maps[i]->logical_length);
+    }
+    xnd_free(x);
+    tt_free_all(&T, lns_test_path("rt4.xnd"));
 
     CU_ASSERT_EQUAL(tt_run(&T, NULL, NULL, "lors_download", "--no-rc", "-o",
                            lns_test_path("rt.out"), lns_test_path("rt3.xnd"), (char *)NULL), 0);

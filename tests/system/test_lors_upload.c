@@ -18,6 +18,7 @@
 #include "ibp.h"
 #include "lns_test.h"
 #include "lors.h"
+#include "lors_b3tree.h"
 #include "test_depot.h"
 #include "test_lors.h"
 #include "xnd.h"
@@ -102,7 +103,10 @@ static void check_upload(xnd_t *x, const unsigned char *src, size_t n, int copie
 
         ibp_probe_t p;
         CU_ASSERT_EQUAL(ibp_probe(cli, m->cap[XND_MANAGE], &p), IBP_OK);
-        CU_ASSERT_EQUAL(p.cur_size, (uint64_t)m->logical_length);
+        /* the data, then the outboard of its blocks (BLAKE3's 16 KiB CVs) */
+        CU_ASSERT_EQUAL(p.cur_size, (uint64_t)m->logical_length +
+                                        (uint64_t)lors__b3_outboard_len(m->logical_length, bs));
+        CU_ASSERT_EQUAL(p.cur_size, (uint64_t)m->alloc_length);
 
         /* replicas: same digests, distinct depots when there are enough */
         for (size_t j = 0; j < i; j++) {
@@ -288,9 +292,11 @@ static void test_pipe_unknown_length(void)
         CU_ASSERT_EQUAL(rep.bytes_read, (int64_t)n);
         CU_ASSERT_EQUAL(rep.bytes_reread, 0);
         CU_ASSERT_EQUAL(rep.bytes_stored, (int64_t)n * 3);
-        /* the last fragment's allocation was shrunk to its length */
+        /* the last fragment's allocation was shrunk to its length and its outboard */
         for (size_t i = 0; i < x->nmaps; i++)
-            CU_ASSERT_EQUAL(x->maps[i]->alloc_length, x->maps[i]->logical_length);
+            CU_ASSERT_EQUAL(x->maps[i]->alloc_length,
+                            x->maps[i]->logical_length +
+                                lors__b3_outboard_len(x->maps[i]->logical_length, CKBS));
         free_xnd(x);
         xnd_free(x);
         lors_report_free(&rep);
