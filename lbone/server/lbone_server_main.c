@@ -96,13 +96,7 @@ int main(int argc, char **argv)
         lns_daemon_die(&dmn, LBONE_EXIT_RUNTIME, "%s", err);
     if (lbone_http_start(&srv, err, sizeof err) < 0)
         lns_daemon_die(&dmn, LBONE_EXIT_NETWORK, "listen: %s", err);
-    if (cfg.pid_file[0])
-        lns_daemon_write_file(&dmn, LBONE_EXIT_DAEMON, cfg.pid_file, (long)getpid(), "pid-file");
-    if (cfg.pin_file[0])
-        lns_daemon_write_text(&dmn, LBONE_EXIT_DAEMON, cfg.pin_file, lns_tls_id_pin(id),
-                              "pin-file");
-    if (cfg.port_file[0])
-        lns_daemon_write_file(&dmn, LBONE_EXIT_DAEMON, cfg.port_file, srv.port, "port-file");
+    /* the start lines before the files a supervisor (or a test) waits for */
     lns_log(LNS_LOG_INFO, "lns %s listening on %s port %d, %zu depots, %zu histories, probes %s",
             LNS_VERSION, cfg.listen[0] ? cfg.listen : "*", srv.port, srv.reg.n,
             lbone_hist_pairs(srv.hist), cfg.probe_interval_s ? "on" : "off");
@@ -113,6 +107,13 @@ int main(int argc, char **argv)
     else
         lns_log(LNS_LOG_WARN, "plain HTTP (--plain-http): registration tokens and depot "
                               "secrets cross the network readable by anyone on the path");
+    if (cfg.pid_file[0])
+        lns_daemon_write_file(&dmn, LBONE_EXIT_DAEMON, cfg.pid_file, (long)getpid(), "pid-file");
+    if (cfg.pin_file[0])
+        lns_daemon_write_text(&dmn, LBONE_EXIT_DAEMON, cfg.pin_file, lns_tls_id_pin(id),
+                              "pin-file");
+    if (cfg.port_file[0])
+        lns_daemon_write_file(&dmn, LBONE_EXIT_DAEMON, cfg.port_file, srv.port, "port-file");
 
     while (sigwait(&sigs, &sig) != 0 || (sig != SIGTERM && sig != SIGINT))
         ;
