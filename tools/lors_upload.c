@@ -247,14 +247,13 @@ static int check(void *sp, int argc, char **argv, int first)
     if (!f->file && !f->use_stdin)
         return tool_usage(TOOL, "no input: give FILE, -f FILE, or -i for stdin");
     if (f->level != TOOL_UNSET_INT) {
-        const char *e = f->e2e_from && !f->none ? f->e2e : "";
-        int max = strstr(e, "zstd") ? 19 : strstr(e, "zlib") ? 9 : 0;
-        if (!max)
+        const char *compressor;
+        int max = lors_e2e_level_max(f->e2e_from && !f->none ? f->e2e : "", &compressor);
+        if (max <= 0)
             return tool_usage(TOOL, "--level %d: no compressor to give it to (-z, --zlib)",
                               f->level);
         if (f->level > max)
-            return tool_usage(TOOL, "--level %d: %s takes 1 to %d", f->level,
-                              max == 19 ? "zstd" : "zlib", max);
+            return tool_usage(TOOL, "--level %d: %s takes 1 to %d", f->level, compressor, max);
     }
     if (f->ec_k && f->copies > 1)
         return tool_usage(TOOL, "--ec %d+%d replaces copies: leave out -c %d", f->ec_k, f->ec_m,
