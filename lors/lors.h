@@ -241,6 +241,8 @@ typedef struct lors_report {
     int64_t bytes_rebuilt; /* augment of an erasure-coded file: pieces decoded from survivors
                             * and stored */
     int64_t plain_size;    /* e2e: the file's size before the transforms (= size without) */
+    int64_t frame_size;    /* e2e: plain bytes per frame (e2e_blocksize or its default); 0
+                            * without */
     lors_issue_t *issues;  /* malloc'd */
     size_t nissues;
     lors_freed_t freed;    /* on failure: what the call had allocated and freed again */

@@ -416,9 +416,7 @@ static void print_report(const lors_upload_opts_t *o, const lors_report_t *rep,
         fprintf(stderr, " per %" PRId64 " bytes", o->checksum_blocksize);
     if (e2e)
         fprintf(stderr, ", transforms %s per %" PRId64 " bytes (%" PRId64 " bytes stored)",
-                o->e2e, o->e2e_blocksize > 0 ? o->e2e_blocksize
-                        : strstr(o->e2e, "zstd") || strstr(o->e2e, "zlib") ? LORS_E2E_PACK_FRAME
-                                                                            : MIB, rep->size);
+                o->e2e, rep->frame_size, rep->size);
     fprintf(stderr, ", %s, duration %s%" PRId64 "s, %d threads\n",
             o->reliability == IBP_SOFT ? "soft" : "hard", o->duration_s < 0 ? "max " : "",
             o->duration_s < 0 ? 0 : o->duration_s, o->threads);
