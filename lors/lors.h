@@ -178,8 +178,8 @@ typedef struct lors_upload_opts {
                                  * (-z: zstd, -a, --e2e); at most one of zstd and zlib */
     int64_t e2e_blocksize;      /* plain bytes per frame (-E); 0 = 1 MiB, or
                                  * LORS_E2E_PACK_FRAME when the chain compresses */
-    int e2e_level;              /* the compressor's level (--level): zstd 1..19, zlib 1..9;
-                                 * 0: zstd 3, zlib 6 */
+    int e2e_level;              /* the compressor's level (--level): zstd 1..19, zlib 1..9
+                                 * (lors_e2e_level_max); 0: zstd 3, zlib 6 */
     const unsigned char *key;   /* LORS_KEY_BYTES bytes; needed when e2e names "aes" */
     /* Stopping (an interrupt): once *stop is nonzero -- a signal handler may set it -- the
      * call stops within about 100 ms, after the depot calls in flight (each bounded by
@@ -246,6 +246,8 @@ typedef struct lors_report {
     int64_t bytes_rebuilt; /* augment of an erasure-coded file: pieces decoded from survivors
                             * and stored */
     int64_t plain_size;    /* e2e: the file's size before the transforms (= size without) */
+    int64_t frame_size;    /* e2e: plain bytes per frame (e2e_blocksize or its default); 0
+                            * without */
     lors_issue_t *issues;  /* malloc'd */
     size_t nissues;
     lors_freed_t freed;    /* on failure: what the call had allocated and freed again */
@@ -565,6 +567,11 @@ int lors_verify_at(const xnd_t *x, int fd, int64_t at, int64_t offset, int64_t l
  * digits (a trailing newline allowed) and must not be readable by group or others.
  * LORS_OK, or LORS_E_KEY with a line in err. */
 int lors_key_load(const char *path, unsigned char key[LORS_KEY_BYTES], char *err, size_t errlen);
+
+/* The levels the compressor of chain (lors_upload_opts_t.e2e) takes: 1 to the number returned
+ * (zstd 19, zlib 9); 0 when the chain has no compressor, -1 when it does not parse.
+ * *compressor, unless NULL, gets the compressor's name ("zstd", "zlib") or NULL. */
+int lors_e2e_level_max(const char *chain, const char **compressor);
 
 /* What an exNode says of its transforms. */
 typedef struct lors_e2e_info {

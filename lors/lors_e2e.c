@@ -167,6 +167,7 @@ int lors__upload_e2e(const lors_upload_opts_t *o, const lors__e2e_chain_t *chain
     }
     rep->bytes_read = e.plain_read;
     rep->plain_size = d.plain_size;
+    rep->frame_size = fs;
     rep->seconds = now_s() - t0;
     lors__e2e_desc_free(&d);
     return rc;

@@ -96,12 +96,31 @@ int64_t lors__e2e_max_stored(const lors__e2e_chain_t *c, int64_t plain_len)
     return (int64_t)n;
 }
 
-int lors__e2e_level_max(const lors__e2e_chain_t *c)
+/* The chain's compressor step, or 0. */
+static int pack_step(const lors__e2e_chain_t *c)
 {
     for (int i = 0; i < c->n; i++)
         if (LORS__E2E_PACKS(c->steps[i]))
-            return c->steps[i] == LORS_E2E_ZSTD ? 19 : 9;
+            return c->steps[i];
     return 0;
+}
+
+int lors__e2e_level_max(const lors__e2e_chain_t *c)
+{
+    int step = pack_step(c);
+    return step == LORS_E2E_ZSTD ? 19 : step == LORS_E2E_ZLIB ? 9 : 0;
+}
+
+int lors_e2e_level_max(const char *chain, const char **compressor)
+{
+    lors__e2e_chain_t c;
+    if (compressor)
+        *compressor = NULL;
+    if (lors__e2e_chain_parse(chain, &c, NULL, 0) != LORS_OK)
+        return -1;
+    if (compressor && pack_step(&c))
+        *compressor = step_name(pack_step(&c));
+    return lors__e2e_level_max(&c);
 }
 
 int lors__e2e_codec_init(lors__e2e_codec_t *c, const lors__e2e_chain_t *chain,

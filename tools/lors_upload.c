@@ -55,64 +55,22 @@ typedef struct settings {
 
 #define S(field) TOOL_OFF(settings_t, field)
 
-/* -z, -a, --e2e and E2E_ORDER: transforms in the order given.  The command line's chain
- * replaces the rc file's. */
+/* -z, -a, --e2e and E2E_ORDER: transforms in the order given (tool_e2e_list).  The command
+ * line's chain replaces the rc file's; there, none is -n's job. */
 static int set_e2e(void *sp, const tool_opt_t *o, const char *name, const char *val,
                    tool_from from, char *err, size_t errlen)
 {
     settings_t *s = sp;
-    char list[256];
     if (s->e2e_from != (int)from)
         s->e2e[0] = '\0';
     s->e2e_from = (int)from;
-    snprintf(list, sizeof list, "%s", val ? val : o->name); /* -z, --zlib, -a: its name */
-    int items = 0, none = 0;
-    for (char *sv = NULL, *t = strtok_r(list, ", \t", &sv); t; t = strtok_r(NULL, ", \t", &sv)) {
-        const char *n = t;
-        items++;
-        if (strcasecmp(t, "zlib_compress") == 0)
-            n = "zlib";
-        else if (strcasecmp(t, "aes_encrypt") == 0)
-            n = "aes";
-        if (strcasecmp(n, "none") == 0) {
-            if (from == TOOL_FROM_ARGV) {
-                lns_err_set(err, errlen, "--e2e none: use -n (no transforms and no checksum), or "
-                         "leave --e2e out");
-                return -1;
-            }
-            none = 1;
-            continue;
-        }
-        if (strncasecmp(n, "des", 3) == 0 || strncasecmp(n, "xor", 3) == 0) {
-            lns_err_set(err, errlen, "%s: %s is not supported (weak); use aes", name, n);
-            return -1;
-        }
-        if (strcasecmp(n, "zstd") != 0 && strcasecmp(n, "zlib") != 0 &&
-            strcasecmp(n, "aes") != 0) {
-            lns_err_set(err, errlen, "%s: unknown transform %s (expected zstd, zlib or aes)", name,
-                        n);
-            return -1;
-        }
-        int packs = strcasecmp(n, "aes") != 0;
-        if (packs && (strstr(s->e2e, "zstd") || strstr(s->e2e, "zlib"))) {
-            lns_err_set(err, errlen, "%s: one compressor at the most (zstd or zlib)", name);
-            return -1;
-        }
-        for (char *p = strstr(s->e2e, n); p; p = strstr(p + 1, n))
-            if ((p == s->e2e || p[-1] == ',') && (p[strlen(n)] == '\0' || p[strlen(n)] == ',')) {
-                lns_err_set(err, errlen, "%s: transform %s named twice", name, n);
-                return -1;
-            }
-        if (s->e2e[0])
-            strcat(s->e2e, ",");
-        strcat(s->e2e, strcasecmp(n, "zlib") == 0 ? "zlib" : strcasecmp(n, "zstd") == 0 ? "zstd"
-                                                                                   : "aes");
-    }
-    if (none && items > 1) {
-        lns_err_set(err, errlen, "%s: none cannot be combined with transforms", name);
-        return -1;
-    }
-    return 0;
+    /* -z, --zlib, -a: its name */
+    int r = tool_e2e_list(name, val ? val : o->name, from != TOOL_FROM_ARGV, s->e2e,
+                          sizeof s->e2e, err, errlen);
+    if (r > 0)
+        return lns_err_set(err, errlen, "--e2e none: use -n (no transforms and no checksum), "
+                           "or leave --e2e out");
+    return r;
 }
 
 static int set_rejected(void *sp, const tool_opt_t *o, const char *name, const char *val,
@@ -251,14 +209,13 @@ static int check(void *sp, int argc, char **argv, int first)
     if (!f->file && !f->use_stdin)
         return tool_usage(TOOL, "no input: give FILE, -f FILE, or -i for stdin");
     if (f->level != TOOL_UNSET_INT) {
-        const char *e = f->e2e_from && !f->none ? f->e2e : "";
-        int max = strstr(e, "zstd") ? 19 : strstr(e, "zlib") ? 9 : 0;
-        if (!max)
+        const char *compressor;
+        int max = lors_e2e_level_max(f->e2e_from && !f->none ? f->e2e : "", &compressor);
+        if (max <= 0)
             return tool_usage(TOOL, "--level %d: no compressor to give it to (-z, --zlib)",
                               f->level);
         if (f->level > max)
-            return tool_usage(TOOL, "--level %d: %s takes 1 to %d", f->level,
-                              max == 19 ? "zstd" : "zlib", max);
+            return tool_usage(TOOL, "--level %d: %s takes 1 to %d", f->level, compressor, max);
     }
     if (f->ec_k && f->copies > 1)
         return tool_usage(TOOL, "--ec %d+%d replaces copies: leave out -c %d", f->ec_k, f->ec_m,
@@ -421,9 +378,7 @@ static void print_report(const lors_upload_opts_t *o, const lors_report_t *rep,
         fprintf(stderr, " per %" PRId64 " bytes", o->checksum_blocksize);
     if (e2e)
         fprintf(stderr, ", transforms %s per %" PRId64 " bytes (%" PRId64 " bytes stored)",
-                o->e2e, o->e2e_blocksize > 0 ? o->e2e_blocksize
-                        : strstr(o->e2e, "zstd") || strstr(o->e2e, "zlib") ? LORS_E2E_PACK_FRAME
-                                                                            : MIB, rep->size);
+                o->e2e, rep->frame_size, rep->size);
     fprintf(stderr, ", %s, duration %s%" PRId64 "s, %d threads\n",
             o->reliability == IBP_SOFT ? "soft" : "hard", o->duration_s < 0 ? "max " : "",
             o->duration_s < 0 ? 0 : o->duration_s, o->threads);

@@ -253,6 +253,15 @@ int tool_feed_open_exnode(const char *tool, tool_feed_t *f, const char *events, 
 int tool_key(const char *tool, const char *chain, const char *keyfile,
              unsigned char key[LORS_KEY_BYTES], const unsigned char **use);
 
+/* The transforms of list -- "zstd,aes", "aes zlib", LoRS's "zlib_compress aes_encrypt", or
+ * "none" -- added to chain (size bytes, at least 9), which holds the canonical names given so
+ * far ("zstd,aes", as lors_upload_opts_t.e2e takes them) or "".  0; 1 when the list names none
+ * and none_ok is 0 (the caller says why); -1 with "WHAT: why" in err for a weak (des, xor) or
+ * unknown transform, a name already in chain, a second compressor, or none beside a
+ * transform.  chain changes only on 0 (tool_e2e.c). */
+int tool_e2e_list(const char *what, const char *list, int none_ok, char *chain, size_t size,
+                  char *err, size_t errlen);
+
 /* What lors_serve and lors_mount show: the network files of paths (directories of exNodes or
  * exNode files) on one block cache. */
 typedef struct tool_files {

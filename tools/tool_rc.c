@@ -204,43 +204,13 @@ static int kw_depot(rcparse_t *p, const char *kw, char *v)
     return append_str(&p->rc->depots, ", ", v);
 }
 
-/* E2E_ORDER: "zstd,aes", "aes zlib", LoRS's "zlib_compress aes_encrypt", or "none"; zstd and
- * zlib are both the compressor, named once. */
+/* E2E_ORDER: as --e2e takes it (tool_e2e_list), and "none". */
 static int kw_e2e(rcparse_t *p, const char *kw, char *v)
 {
-    char out[64] = "";
-    int seen_pack = 0, seen_aes = 0, none = 0, items = 0;
-    for (char *save = NULL, *t = strtok_r(v, ", \t", &save); t; t = strtok_r(NULL, ", \t", &save)) {
-        int *seen;
-        const char *name;
-        items++;
-        if (strcasecmp(t, "zlib") == 0 || strcasecmp(t, "zlib_compress") == 0) {
-            seen = &seen_pack;
-            name = "zlib";
-        } else if (strcasecmp(t, "zstd") == 0) {
-            seen = &seen_pack;
-            name = "zstd";
-        } else if (strcasecmp(t, "aes") == 0 || strcasecmp(t, "aes_encrypt") == 0) {
-            seen = &seen_aes;
-            name = "aes";
-        } else if (strcasecmp(t, "none") == 0) {
-            none = 1;
-            continue;
-        } else if (strncasecmp(t, "des", 3) == 0 || strncasecmp(t, "xor", 3) == 0) {
-            return fail(p, "%s: %s is not supported (weak); use aes", kw, t);
-        } else {
-            return fail(p, "%s: unknown transform %s (expected zstd, zlib, aes or none)", kw, t);
-        }
-        if (*seen)
-            return fail(p, "%s: %s named twice", kw, seen == &seen_pack ? "a compressor" : name);
-        *seen = 1;
-        if (out[0])
-            strcat(out, ",");
-        strcat(out, name);
-    }
-    if (none && items > 1)
-        return fail(p, "%s: none cannot be combined with transforms", kw);
-    return set_str(&p->rc->e2e_order, out);
+    char chain[64] = "", why[384];
+    if (tool_e2e_list(kw, v, 1, chain, sizeof chain, why, sizeof why) < 0)
+        return fail(p, "%s", why);
+    return set_str(&p->rc->e2e_order, chain);
 }
 
 static int keyword(rcparse_t *p, const char *kw, char *v);

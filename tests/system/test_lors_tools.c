@@ -195,6 +195,13 @@ static void test_compress(void)
     }
     CU_ASSERT(stored[2] < stored[0]); /* zstd 19 below zstd 3 */
     CU_ASSERT(stored[3] > stored[1]); /* zlib 1 above zlib 6 */
+    /* -V says the frames the upload used: a compressor's 4 MiB, or what -E says */
+    CU_ASSERT_EQUAL(upload("z.txt", "z.xnd", "-zV", NULL), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "transforms zstd per 4194304 bytes"));
+    unlink(lns_test_path("z.xnd"));
+    CU_ASSERT_EQUAL(upload("z.txt", "z.xnd", "-zV", "-E64K"), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "transforms zstd per 65536 bytes"));
+    unlink(lns_test_path("z.xnd"));
     /* out of range, or no compressor: exit 2, one line, nothing stored */
     CU_ASSERT_EQUAL(upload("z.txt", "z.xnd", "-z", "--level=20"), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(T.err, "zstd takes 1 to 19"));

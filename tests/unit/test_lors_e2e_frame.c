@@ -53,6 +53,20 @@ static void test_chains(void)
     CU_ASSERT_EQUAL(lors__e2e_level_max(&c), 9);
     chain_of("aes", &c);
     CU_ASSERT_EQUAL(lors__e2e_level_max(&c), 0);
+    /* the public face: the chain as lors_upload_opts_t.e2e takes it, and the compressor */
+    static const struct {
+        const char *chain;
+        int max;
+        const char *compressor;
+    } levels[] = {{"aes,zstd", 19, "zstd"}, {"zlib aes", 9, "zlib"}, {"aes", 0, NULL},
+                  {"", 0, NULL}, {"zstd,zlib", -1, NULL}, {"gzip", -1, NULL}};
+    for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+        const char *name = "unset";
+        CU_ASSERT_EQUAL(lors_e2e_level_max(levels[i].chain, &name), levels[i].max);
+        CU_ASSERT(levels[i].compressor ? name && strcmp(name, levels[i].compressor) == 0
+                                       : name == NULL);
+    }
+    CU_ASSERT_EQUAL(lors_e2e_level_max("zstd", NULL), 19);
     static const char *bad[] = {"gzip", "zlib,zlib", "aes,aes,zlib", "zlib;aes", "des", "zli",
                                 "zstd,zlib", "zlib,aes,zstd", "zst", "zstd,zstd"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

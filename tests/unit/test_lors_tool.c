@@ -186,7 +186,7 @@ static void test_rc_errors(void)
         {"LBONE_SERVER a b c\n", 1, "LBONE_SERVER"},
         {"E2E_ORDER zlib des\n", 1, "not supported"},
         {"E2E_ORDER zlib zlib\n", 1, "twice"},
-        {"E2E_ORDER zstd aes zlib\n", 1, "a compressor named twice"},
+        {"E2E_ORDER zstd aes zlib\n", 1, "one compressor at the most"},
         {"E2E_ORDER rot13\n", 1, "rot13"},
         {"COPIES\n", 1, "needs a value"},
         {"= 5\n", 1, "expected KEYWORD value"},
@@ -730,10 +730,51 @@ static void test_escape(void)
     CU_ASSERT_STRING_EQUAL(out, "abc");
 }
 
+/* The transform list of -z, -a, --e2e and E2E_ORDER: added to what is there, canonical
+ * names, and each refusal's line (the same for the command line and the rc file). */
+static void test_e2e_list(void)
+{
+    static const struct {
+        const char *had, *list;
+        int none_ok, rc;
+        const char *want; /* the chain after (rc 0 or 1: unchanged) or the error line */
+    } cases[] = {
+        {"", "zstd,aes", 0, 0, "zstd,aes"},
+        {"", " ZLIB_compress\taes_encrypt ", 0, 0, "zlib,aes"},
+        {"aes", "zstd", 0, 0, "aes,zstd"},
+        {"", "", 0, 0, ""},
+        {"", "none", 1, 0, ""},
+        {"zstd", "none", 0, 1, "zstd"},
+        {"", "zstd,none", 0, 1, ""},
+        {"", "zlib des", 1, -1, "W: des is not supported (weak); use aes"},
+        {"", "xor3", 0, -1, "W: xor3 is not supported (weak); use aes"},
+        {"", "rot13", 0, -1, "W: unknown transform rot13 (expected zstd, zlib or aes)"},
+        {"", "de", 1, -1, "W: unknown transform de (expected zstd, zlib, aes or none)"},
+        {"", "zlib zlib", 1, -1, "W: transform zlib named twice"},
+        {"aes", "aes", 0, -1, "W: transform aes named twice"},
+        {"zstd", "zlib", 0, -1, "W: one compressor at the most (zstd or zlib)"},
+        {"", "zstd aes zlib", 1, -1, "W: one compressor at the most (zstd or zlib)"},
+        {"", "none aes", 1, -1, "W: none cannot be combined with transforms"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char chain[64], err[256] = "";
+        snprintf(chain, sizeof chain, "%s", cases[i].had);
+        int rc = tool_e2e_list("W", cases[i].list, cases[i].none_ok, chain, sizeof chain, err,
+                               sizeof err);
+        const char *got = rc < 0 ? err : rc > 0 && strcmp(chain, cases[i].had) ? "changed"
+                                                                               : chain;
+        if (rc != cases[i].rc || strcmp(got, cases[i].want) != 0) {
+            fprintf(stderr, "case %zu (%s): %d \"%s\"\n", i, cases[i].list, rc, got);
+            CU_FAIL("tool_e2e_list");
+        }
+    }
+}
+
 static const lns_test_case tests[] = {
     {"rc: every keyword", test_rc_all_keywords},
     {"rc: unset fields and where the file comes from", test_rc_unset_and_sources},
     {"rc: errors name file:line", test_rc_errors},
+    {"the e2e transform list", test_e2e_list},
     {"exit codes", test_exit_codes},
     {"events: value encoding", test_encode},
     {"events: one line per event", test_event_lines},
