@@ -521,6 +521,16 @@ static void test_roundtrip_status_short(void)
     }
 }
 
+/* A version-1 request of cmd on key and typekey, the rest zero. */
+static void req_v1(ibp_req_t *r, int cmd, const char *key, const char *typekey)
+{
+    memset(r, 0, sizeof *r);
+    r->version = 1;
+    r->cmd = cmd;
+    snprintf(r->key, sizeof r->key, "%s", key);
+    snprintf(r->typekey, sizeof r->typekey, "%s", typekey);
+}
+
 /* VEC_READ formats (version 1 only) into a line the depot's parser reads back: its key, its
  * ranges and their total. */
 static void test_roundtrip_vec_read(void)
@@ -528,12 +538,8 @@ static void test_roundtrip_vec_read(void)
     ibp_vec_t v[3] = {{90000, 5000}, {7, 0}, {100, 20000}}, back[3];
     ibp_req_t r, out;
     char buf[256];
-    memset(&r, 0, sizeof r);
-    r.version = 1;
-    r.cmd = IBP_CMD_VEC_READ;
+    req_v1(&r, IBP_CMD_VEC_READ, "abcdef", "READ");
     strcpy(r.rid, "0");
-    strcpy(r.key, "abcdef");
-    strcpy(r.typekey, "READ");
     r.timeout = 30;
     r.nvec = 3;
     r.ranges = v;
@@ -558,11 +564,7 @@ static void test_format_refuses(void)
 {
     ibp_req_t r;
     char buf[64];
-    memset(&r, 0, sizeof r);
-    r.version = 1;
-    r.cmd = IBP_CMD_STORE;
-    strcpy(r.key, "has space");
-    strcpy(r.typekey, "1");
+    req_v1(&r, IBP_CMD_STORE, "has space", "1");
     CU_ASSERT_EQUAL(ibp_req_format(&r, buf, sizeof buf), -1);
     strcpy(r.key, K48 K48); /* does not fit 64 bytes */
     CU_ASSERT_EQUAL(ibp_req_format(&r, buf, sizeof buf), -1);
