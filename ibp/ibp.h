@@ -267,6 +267,15 @@ int ibp_write_file(ibp_client_t *c, const char *wcap, uint64_t offset, int file_
 
 /* LOAD len bytes at offset into buf. */
 int ibp_load(ibp_client_t *c, const char *rcap, uint64_t offset, uint64_t len, void *buf);
+/* The bytes of n ranges (1 to 16, at most 1 GiB in all) in one request and one reply, one
+ * after the other into buf: VEC_READ, ACCRE 1.4's vector LOAD, which lns and ACCRE depots
+ * answer (version 1).  IBP_E_INVALID_CMD, without a word to the depot, when it speaks only
+ * version 0 (LoCI), or the depot's own error when it does not know the command: then LOAD
+ * them one by one. */
+typedef struct ibp_range {
+    uint64_t offset, length;
+} ibp_range_t;
+int ibp_load_ranges(ibp_client_t *c, const char *rcap, const ibp_range_t *r, int n, void *buf);
 /* LOAD read piece by piece, for a caller that uses each piece while it is still in cache or
  * may stop part way.  ibp_loader_start sends the request and checks the reply (len bytes at
  * offset); ibp_loader_read reads exactly the next n of them into buf (after an error every

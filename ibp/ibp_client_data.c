@@ -291,6 +291,65 @@ int ibp_load(ibp_client_t *c, const char *rcap, uint64_t offset, uint64_t len, v
     return IBP_OK;
 }
 
+int ibp_load_ranges(ibp_client_t *c, const char *rcap, const ibp_range_t *r, int n, void *buf)
+{
+    char line[IBP_MAX_LINE];
+    ibp_cap_t cap;
+    ibp_reply_t rep;
+    ibp_vsel_t vs;
+    ibp_req_t req;
+    ibp_vec_t v[16];
+    ibp_conn_t *conn;
+    uint64_t total = 0, got;
+    int rc, linelen;
+
+    if (!c || !r || !buf)
+        return IBP_E_INV_PAR_PTR;
+    if (n < 1 || n > 16)
+        return IBP_E_INVALID_PARAMETER;
+    for (int i = 0; i < n; i++) {
+        if (r[i].offset + r[i].length < r[i].offset || r[i].length > ((uint64_t)1 << 30))
+            return IBP_E_INV_PAR_SIZE;
+        v[i].off = r[i].offset;
+        v[i].len = r[i].length;
+        total += r[i].length;
+    }
+    if (total > ((uint64_t)1 << 30) || total > SIZE_MAX)
+        return IBP_E_INV_PAR_SIZE;
+    if ((rc = ibp_call_cap(rcap, IBP_READCAP, &cap)) != IBP_OK)
+        return rc;
+    ibp_version_for(c, cap.host, cap.port, &vs);
+    if (vs.version == 0 && !vs.detect)
+        return IBP_E_INVALID_CMD; /* a version-0 depot has no vector LOAD */
+    memset(&req, 0, sizeof req);
+    req.version = 1;
+    req.cmd = IBP_CMD_VEC_READ;
+    req.timeout = c->o.server_timeout_s;
+    ibp_call_req_cap(&req, &cap);
+    req.nvec = n;
+    req.ranges = v;
+    if ((linelen = ibp_req_format(&req, line, sizeof line)) < 0)
+        return IBP_E_INVALID_PARAMETER;
+    vs.version = 1;
+    rc = ibp_call_begin(c, cap.host, cap.port, &vs, line, (size_t)linelen, IBP_CALL_KEEP_ON_ERROR,
+                        -1, &conn, &rep);
+    if (rc == IBP_CALL_AGAIN_V0)
+        return IBP_E_INVALID_CMD;
+    if (rc != IBP_OK)
+        return rc;
+    if (rep.nf != 2 || ibp_parse_u64(rep.f[1], strlen(rep.f[1]), &got) < 0 || got != total) {
+        ibp_conn_close(conn);
+        return IBP_E_BAD_FORMAT;
+    }
+    if (total > 0 && lns_rbuf_read(&conn->rb, buf, (size_t)total, c->idle_ms, INT64_MAX) < 0) {
+        rc = ibp_sock_err(errno, 0);
+        ibp_conn_close(conn);
+        return rc;
+    }
+    ibp_call_end(c, conn);
+    return IBP_OK;
+}
+
 struct ibp_loader {
     ibp_client_t *c;
     ibp_conn_t *conn;  /* from a successful start until ibp_loader_free */

@@ -609,6 +609,14 @@ int ibp_req_format(const ibp_req_t *r, char *buf, size_t size)
         put_key(&o, r);
         put(&o, " %" PRIu64 " %" PRIu64, r->offset, r->length);
         break;
+    case IBP_CMD_VEC_READ:
+        if (r->version == 0 || r->nvec < 1 || r->nvec > IBP_MAX_VEC || !r->ranges)
+            return -1;
+        put_key(&o, r);
+        put(&o, " %d", r->nvec);
+        for (int i = 0; i < r->nvec; i++)
+            put(&o, " %" PRIu64 " %" PRIu64, r->ranges[i].off, r->ranges[i].len);
+        break;
     case IBP_CMD_SEND:
         if (!text_ok(r->target_cap) || !text_ok(r->key) || !text_ok(r->typekey))
             return -1;

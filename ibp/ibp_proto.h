@@ -60,6 +60,7 @@ typedef struct ibp_req {
     int nvec;
     const char *vec;
     size_t vec_len;
+    const struct ibp_vec *ranges; /* VEC_READ, formatting: its nvec ranges */
 
     /* MANAGE */
     int captype;               /* INCR/DECR/PROBE/CHNG: 1 READ, 2 WRITE, 3 MANAGE */

@@ -1,7 +1,8 @@
 /* lors_small.c -- a small read checked through a mapping's outboard (lors_small.h).
  *
  * For a read inside block b of a mapping: the groups g0..g1 around it are loaded from the
- * data, the block's G group CVs from the outboard (which holds every earlier block's, all of
+ * data and, in the same request (VEC_READ; two LOADs for a depot without it), the block's G
+ * group CVs from the outboard (which holds every earlier block's, all of
  * one full block's size, before them), the loaded groups' CVs are computed and compared, and
  * the root of the G CVs is compared with the block's digest.  A block of one group has no
  * CVs: it is loaded whole and hashed.  Anything that does not check is only a reason to try
@@ -56,15 +57,32 @@ static int from_mapping(ibp_client_t *c, const xnd_mapping_t *m, const lors__fun
     unsigned char (*mine)[LORS_B3_CV] = g > 1 ? malloc((size_t)(g1 - g0 + 1) * LORS_B3_CV)
                                               : NULL;
     const char *rcap = m->cap[XND_READ];
-    int ok = data && (g == 1 || (cvs && mine)) && rcap && block_digest(m, b, want) == 0 &&
-             ibp_load(c, rcap, (uint64_t)(m->alloc_offset + from), (uint64_t)(to - from),
-                      data) == IBP_OK;
+    int ok = data && (g == 1 || (cvs && mine)) && rcap && block_digest(m, b, want) == 0;
     if (ok && g == 1) { /* the whole block, hashed as it is */
-        lors__b3_small(data, (size_t)blen, got);
-        ok = memcmp(got, want, LORS_B3_CV) == 0;
+        ok = ibp_load(c, rcap, (uint64_t)(m->alloc_offset + from), (uint64_t)(to - from),
+                      data) == IBP_OK;
+        if (ok) {
+            lors__b3_small(data, (size_t)blen, got);
+            ok = memcmp(got, want, LORS_B3_CV) == 0;
+        }
     } else if (ok) {
+        /* the groups and the block's CVs in one request (VEC_READ); two LOADs where the
+         * depot has no vector LOAD (LoCI) */
+        unsigned char *both = malloc((size_t)(to - from) + (size_t)g * LORS_B3_CV);
         int64_t at = f->ob_off + b * lors__b3_groups(bs) * LORS_B3_CV;
-        ok = ibp_load(c, rcap, (uint64_t)at, (uint64_t)g * LORS_B3_CV, cvs) == IBP_OK;
+        ibp_range_t r[2] = {{(uint64_t)(m->alloc_offset + from), (uint64_t)(to - from)},
+                            {(uint64_t)at, (uint64_t)g * LORS_B3_CV}};
+        int rc = both ? ibp_load_ranges(c, rcap, r, 2, both) : IBP_E_ALLOC_FAILED;
+        if (rc == IBP_OK) {
+            memcpy(data, both, (size_t)(to - from));
+            memcpy(cvs, both + (to - from), (size_t)g * LORS_B3_CV);
+        } else if (rc == IBP_E_INVALID_CMD) {
+            rc = ibp_load(c, rcap, r[0].offset, r[0].length, data);
+            if (rc == IBP_OK)
+                rc = ibp_load(c, rcap, r[1].offset, r[1].length, cvs);
+        }
+        free(both);
+        ok = rc == IBP_OK;
         if (ok) {
             lors__b3_group_cvs(data, (size_t)(to - from), (uint64_t)g0, mine);
             lors__b3_root((const unsigned char (*)[LORS_B3_CV])cvs, (size_t)g, got);

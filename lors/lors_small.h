@@ -4,7 +4,8 @@
  * load and hash a whole MiB.  A mapping uploaded with the outboard (lors_b3tree.h) lets it
  * load only the 16 KiB groups around the bytes and the block's chaining values (2 KiB per
  * MiB of block), check the groups against their CVs and the CVs against the block's digest
- * in the exNode: two LOADs of a few KiB, and the bytes are as trusted as a whole block's.
+ * in the exNode: one request of a few KiB (a vector LOAD, VEC_READ, of the groups and the
+ * CVs; two LOADs for a depot without it), and the bytes are as trusted as a whole block's.
  */
 #ifndef LNS_LORS_SMALL_H
 #define LNS_LORS_SMALL_H

@@ -632,6 +632,41 @@ static void do_alias(int v)
     ibp_client_free(c);
 }
 
+/* VEC_READ: three ranges of an allocation (one empty) in one request, as LOADs give them;
+ * a version-0 client is told INVALID_CMD without a word to the depot; bad ranges refused
+ * before it. */
+static void do_load_ranges(int version)
+{
+    ibp_client_t *c = client(version);
+    ibp_caps_t caps;
+    unsigned char data[100000], got[100000], want[100000];
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (unsigned char)(i * 7 + 3);
+    CU_ASSERT_EQUAL_FATAL(alloc(c, &dA, sizeof data, 600, IBP_HARD, &caps), IBP_OK);
+    CU_ASSERT_EQUAL_FATAL(ibp_store(c, caps.write, data, sizeof data, NULL), IBP_OK);
+    ibp_range_t r[3] = {{90000, 5000}, {7, 0}, {100, 20000}};
+    int rc = ibp_load_ranges(c, caps.read, r, 3, got);
+    if (version == 0) {
+        CU_ASSERT_EQUAL(rc, IBP_E_INVALID_CMD);
+    } else {
+        CU_ASSERT_EQUAL(rc, IBP_OK);
+        memcpy(want, data + 90000, 5000);
+        memcpy(want + 5000, data + 100, 20000);
+        CU_ASSERT_EQUAL(memcmp(got, want, 25000), 0);
+        /* past the end: the depot's error, and the connection still good for a LOAD */
+        ibp_range_t past[2] = {{0, 10}, {99990, 20}};
+        CU_ASSERT_NOT_EQUAL(ibp_load_ranges(c, caps.read, past, 2, got), IBP_OK);
+        CU_ASSERT_EQUAL(ibp_load(c, caps.read, 10, 10, got), IBP_OK);
+        CU_ASSERT_EQUAL(memcmp(got, data + 10, 10), 0);
+    }
+    CU_ASSERT_EQUAL(ibp_load_ranges(c, caps.read, r, 0, got), IBP_E_INVALID_PARAMETER);
+    CU_ASSERT_EQUAL(ibp_load_ranges(c, caps.read, r, 17, got), IBP_E_INVALID_PARAMETER);
+    ibp_range_t wrap = {UINT64_MAX - 5, 10};
+    CU_ASSERT_EQUAL(ibp_load_ranges(c, caps.read, &wrap, 1, got), IBP_E_INV_PAR_SIZE);
+    CU_ASSERT_EQUAL(ibp_decr(c, caps.manage, IBP_READCAP), IBP_OK);
+    ibp_client_free(c);
+}
+
 /* ---- an abort that broke a handshake leaves nothing to shut down ---------------------------- */
 
 typedef struct {
@@ -726,6 +761,7 @@ BOTH(status_change)
 BOTH(errors)
 BOTH(alias)
 BOTH(abort_reuse)
+BOTH(load_ranges)
 
 void lns_test_register(void)
 {
@@ -745,6 +781,7 @@ void lns_test_register(void)
         {"alias allocate, probe, change, revoke", alias_v0, alias_v1},
         {"an abort that broke a handshake reaches no later socket", abort_reuse_v0,
          abort_reuse_v1},
+        {"load_ranges: VEC_READ in one request", load_ranges_v0, load_ranges_v1},
     };
     /* the depots outlive the first suite; the second one stops them */
     CU_pSuite s0 = CU_add_suite("libibp version 0", suite_init, NULL);

@@ -521,15 +521,50 @@ static void test_roundtrip_status_short(void)
     }
 }
 
+/* A version-1 request of cmd on key and typekey, the rest zero. */
+static void req_v1(ibp_req_t *r, int cmd, const char *key, const char *typekey)
+{
+    memset(r, 0, sizeof *r);
+    r->version = 1;
+    r->cmd = cmd;
+    snprintf(r->key, sizeof r->key, "%s", key);
+    snprintf(r->typekey, sizeof r->typekey, "%s", typekey);
+}
+
+/* VEC_READ formats (version 1 only) into a line the depot's parser reads back: its key, its
+ * ranges and their total. */
+static void test_roundtrip_vec_read(void)
+{
+    ibp_vec_t v[3] = {{90000, 5000}, {7, 0}, {100, 20000}}, back[3];
+    ibp_req_t r, out;
+    char buf[256];
+    req_v1(&r, IBP_CMD_VEC_READ, "abcdef", "READ");
+    strcpy(r.rid, "0");
+    r.timeout = 30;
+    r.nvec = 3;
+    r.ranges = v;
+    int n = ibp_req_format(&r, buf, sizeof buf);
+    CU_ASSERT_FATAL(n > 0);
+    CU_ASSERT_EQUAL_FATAL(ibp_req_parse(buf, (size_t)n - 1, &out), IBP_OK);
+    CU_ASSERT_EQUAL(out.cmd, IBP_CMD_VEC_READ);
+    CU_ASSERT_STRING_EQUAL(out.key, "abcdef");
+    CU_ASSERT_EQUAL(out.nvec, 3);
+    CU_ASSERT_EQUAL(out.length, 25000);
+    CU_ASSERT_EQUAL(out.timeout, 30);
+    CU_ASSERT_EQUAL(ibp_req_vec(&out, back), IBP_OK);
+    CU_ASSERT_EQUAL(memcmp(back, v, sizeof v), 0);
+    r.version = 0; /* no vector LOAD in version 0 */
+    CU_ASSERT_EQUAL(ibp_req_format(&r, buf, sizeof buf), -1);
+    r.version = 1;
+    r.ranges = NULL; /* a parsed request has none to write back */
+    CU_ASSERT_EQUAL(ibp_req_format(&r, buf, sizeof buf), -1);
+}
+
 static void test_format_refuses(void)
 {
     ibp_req_t r;
     char buf[64];
-    memset(&r, 0, sizeof r);
-    r.version = 1;
-    r.cmd = IBP_CMD_STORE;
-    strcpy(r.key, "has space");
-    strcpy(r.typekey, "1");
+    req_v1(&r, IBP_CMD_STORE, "has space", "1");
     CU_ASSERT_EQUAL(ibp_req_format(&r, buf, sizeof buf), -1);
     strcpy(r.key, K48 K48); /* does not fit 64 bytes */
     CU_ASSERT_EQUAL(ibp_req_format(&r, buf, sizeof buf), -1);
@@ -548,6 +583,7 @@ static const lns_test_case tests[] = {
     {"manage", test_manage},
     {"status", test_status},
     {"status short round trip", test_roundtrip_status_short},
+    {"VEC_READ round trip", test_roundtrip_vec_read},
     {"junk", test_junk},
     {"vector WRITE/READ ranges", test_vector},
     {"numbers and reply fields", test_numbers},
