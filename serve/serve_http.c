@@ -490,8 +490,12 @@ static void make_file_answer(req_t *q, struct MHD_Connection *c)
         b->npre = got;
     }
     int64_t total = total_length(b);
+    /* libmicrohttpd allocates (and zeroes) the block with every response: a small answer
+     * gets a small one (a 4 KiB range paid for 256 KiB, 3 % of the server's samples) */
+    size_t block = total < (int64_t)BODY_BLOCK ? (size_t)(total > 4096 ? total : 4096)
+                                                : BODY_BLOCK;
     struct MHD_Response *r =
-        MHD_create_response_from_callback((uint64_t)total, BODY_BLOCK, body_read, b, body_free);
+        MHD_create_response_from_callback((uint64_t)total, block, body_read, b, body_free);
     if (!r) {
         body_free(b);
         return;

@@ -199,10 +199,19 @@ for s in $KINDS; do
         "mount $(med "rr.m.$s") x, $(med "rv.m.$s") x; mount --direct-io $(med "rr.o.$s") x," \
         "$(med "rv.o.$s") x   (target: within 1.5 x)"
 done
-# a 4 KiB read checked through the outboard (two LOADs of a few KiB) against one bare LOAD
+# a 4 KiB read checked through the outboard (one VEC_READ of a few KiB) against one bare LOAD
 echo "p50 4K:data against one bare 4 KiB LOAD: gateway $(med "rr.g.4K:data") x," \
     "mount --direct-io $(med "rr.o.4K:data") x: $(verdict_max "$(med "rr.g.4K:data")" 3)" \
     "(target: at most 3 x)"
+# the HTTP floor: the same kind of random 4 KiB ranges from nginx serving the local file, with
+# the same client (one kept-alive connection): what an HTTP exchange costs on this machine
+for r in $(seq "$RUNS"); do
+    n=$(lat $(( r * 100 + 7 )) "$SB" http "http://127.0.0.1:$NGPORT_ng/data.bin" "$SIZE" 4K \
+        "$READS")
+    record r50.ng "${n% *}"
+done
+echo "p50 4K from nginx (local file, no checks): $(med r50.ng) ms; the gateway" \
+    "$(ratio "$(med "r50.g.4K:data")" "$(med r50.ng)") x that"
 fi
 
 # ---- 3. load --------------------------------------------------------------------------------
