@@ -60,9 +60,8 @@ static void parent(const unsigned char lr[2 * LORS_B3_CV], uint8_t flags,
     cv_bytes(cv, out);
 }
 
-/* The CV of one chunk of len bytes (1 .. 1024), chunk number counter; flags ROOT for a block
- * of one chunk. */
-static void chunk_cv(const unsigned char *p, size_t len, uint64_t counter, uint8_t root,
+/* The CV (non-root) of one chunk of len bytes (1 .. 1024), chunk number counter. */
+static void chunk_cv(const unsigned char *p, size_t len, uint64_t counter,
                      unsigned char out[LORS_B3_CV])
 {
     uint32_t cv[8];
@@ -74,7 +73,7 @@ static void chunk_cv(const unsigned char *p, size_t len, uint64_t counter, uint8
                                                                  : BLAKE3_BLOCK_LEN;
         memcpy(block, p + b * BLAKE3_BLOCK_LEN, n);
         uint8_t flags = (uint8_t)((b == 0 ? CHUNK_START : 0) |
-                                  (b + 1 == nblocks ? CHUNK_END | root : 0));
+                                  (b + 1 == nblocks ? CHUNK_END : 0));
         blake3_compress_in_place(cv, block, (uint8_t)n, counter, flags);
     }
     cv_bytes(cv, out);
@@ -141,7 +140,7 @@ void lors__b3_group_cvs(const unsigned char *p, size_t len, uint64_t first,
     for (size_t c = 0; c < n; c++) {
         size_t l = rest - c * BLAKE3_CHUNK_LEN < BLAKE3_CHUNK_LEN ? rest - c * BLAKE3_CHUNK_LEN
                                                                   : BLAKE3_CHUNK_LEN;
-        chunk_cv(q + c * BLAKE3_CHUNK_LEN, l, c0 + c, 0, cv[c]);
+        chunk_cv(q + c * BLAKE3_CHUNK_LEN, l, c0 + c, cv[c]);
     }
     merge((const unsigned char (*)[LORS_B3_CV])cv, n, 0, out[full]);
 }
@@ -154,18 +153,10 @@ void lors__b3_root(const unsigned char (*cvs)[LORS_B3_CV], size_t n,
 
 void lors__b3_small(const unsigned char *p, size_t len, unsigned char out[LORS_B3_CV])
 {
-    if (len <= BLAKE3_CHUNK_LEN) {
-        chunk_cv(p, len, 0, ROOT, out);
-        return;
-    }
-    unsigned char cv[CHUNKS][LORS_B3_CV];
-    size_t n = (len + BLAKE3_CHUNK_LEN - 1) / BLAKE3_CHUNK_LEN;
-    for (size_t c = 0; c < n; c++) {
-        size_t l = len - c * BLAKE3_CHUNK_LEN < BLAKE3_CHUNK_LEN ? len - c * BLAKE3_CHUNK_LEN
-                                                                 : BLAKE3_CHUNK_LEN;
-        chunk_cv(p + c * BLAKE3_CHUNK_LEN, l, c, 0, cv[c]);
-    }
-    merge((const unsigned char (*)[LORS_B3_CV])cv, n, ROOT, out);
+    blake3_hasher h; /* the whole block: the reference hasher as it is */
+    blake3_hasher_init(&h);
+    blake3_hasher_update(&h, p, len);
+    blake3_hasher_finalize(&h, out, LORS_B3_CV);
 }
 
 /* ---- streaming ------------------------------------------------------------------------ */

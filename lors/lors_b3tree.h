@@ -48,8 +48,8 @@ typedef struct lors_b3s {
     size_t oblen, obcap;
 } lors_b3s_t;
 
-/* 0, or -1 when out of memory (init needs none). */
 void lors__b3s_init(lors_b3s_t *s, int64_t bs);
+/* 0, or -1 when out of memory. */
 int lors__b3s_update(lors_b3s_t *s, const void *data, size_t len,
                      int (*digest)(void *arg, const unsigned char d[LORS_B3_CV]), void *arg);
 /* End the current block (if it holds a byte): its digest to digest, its CVs to the outboard. */

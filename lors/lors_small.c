@@ -51,16 +51,20 @@ static int from_mapping(ibp_client_t *c, const xnd_mapping_t *m, const lors__fun
     int64_t from = b0 + g0 * LORS_B3_GROUP;
     int64_t to = b0 + (g1 + 1) * LORS_B3_GROUP < b0 + blen ? b0 + (g1 + 1) * LORS_B3_GROUP
                                                            : b0 + blen;
+    /* one buffer: the groups, then the block's CVs as they come (one VEC_READ fills both),
+     * then the loaded groups' own CVs */
+    size_t dlen = (size_t)(to - from), ng = (size_t)(g1 - g0 + 1);
+    size_t cvlen = g > 1 ? (size_t)g * LORS_B3_CV : 0;
     unsigned char want[LORS_B3_CV], got[LORS_B3_CV];
-    unsigned char *data = malloc((size_t)(to - from));
-    unsigned char (*cvs)[LORS_B3_CV] = g > 1 ? malloc((size_t)g * LORS_B3_CV) : NULL;
-    unsigned char (*mine)[LORS_B3_CV] = g > 1 ? malloc((size_t)(g1 - g0 + 1) * LORS_B3_CV)
-                                              : NULL;
+    unsigned char *data = malloc(dlen + cvlen + (g > 1 ? ng * LORS_B3_CV : 0));
     const char *rcap = m->cap[XND_READ];
-    int ok = data && (g == 1 || (cvs && mine)) && rcap && block_digest(m, b, want) == 0;
+    int ok = data && rcap && block_digest(m, b, want) == 0;
+    unsigned char (*cvs)[LORS_B3_CV] = ok ? (unsigned char (*)[LORS_B3_CV])(data + dlen) : NULL;
+    unsigned char (*mine)[LORS_B3_CV] = ok ? cvs + g : NULL;
+    ibp_range_t r[2] = {{(uint64_t)(m->alloc_offset + from), dlen},
+                        {(uint64_t)(f->ob_off + b * lors__b3_groups(bs) * LORS_B3_CV), cvlen}};
     if (ok && g == 1) { /* the whole block, hashed as it is */
-        ok = ibp_load(c, rcap, (uint64_t)(m->alloc_offset + from), (uint64_t)(to - from),
-                      data) == IBP_OK;
+        ok = ibp_load(c, rcap, r[0].offset, r[0].length, data) == IBP_OK;
         if (ok) {
             lors__b3_small(data, (size_t)blen, got);
             ok = memcmp(got, want, LORS_B3_CV) == 0;
@@ -68,33 +72,23 @@ static int from_mapping(ibp_client_t *c, const xnd_mapping_t *m, const lors__fun
     } else if (ok) {
         /* the groups and the block's CVs in one request (VEC_READ); two LOADs where the
          * depot has no vector LOAD (LoCI) */
-        unsigned char *both = malloc((size_t)(to - from) + (size_t)g * LORS_B3_CV);
-        int64_t at = f->ob_off + b * lors__b3_groups(bs) * LORS_B3_CV;
-        ibp_range_t r[2] = {{(uint64_t)(m->alloc_offset + from), (uint64_t)(to - from)},
-                            {(uint64_t)at, (uint64_t)g * LORS_B3_CV}};
-        int rc = both ? ibp_load_ranges(c, rcap, r, 2, both) : IBP_E_ALLOC_FAILED;
-        if (rc == IBP_OK) {
-            memcpy(data, both, (size_t)(to - from));
-            memcpy(cvs, both + (to - from), (size_t)g * LORS_B3_CV);
-        } else if (rc == IBP_E_INVALID_CMD) {
+        int rc = ibp_load_ranges(c, rcap, r, 2, data);
+        if (rc == IBP_E_INVALID_CMD) {
             rc = ibp_load(c, rcap, r[0].offset, r[0].length, data);
             if (rc == IBP_OK)
                 rc = ibp_load(c, rcap, r[1].offset, r[1].length, cvs);
         }
-        free(both);
         ok = rc == IBP_OK;
         if (ok) {
-            lors__b3_group_cvs(data, (size_t)(to - from), (uint64_t)g0, mine);
+            lors__b3_group_cvs(data, dlen, (uint64_t)g0, mine);
             lors__b3_root((const unsigned char (*)[LORS_B3_CV])cvs, (size_t)g, got);
             ok = memcmp(got, want, LORS_B3_CV) == 0 &&
-                 memcmp(mine, cvs + g0, (size_t)(g1 - g0 + 1) * LORS_B3_CV) == 0;
+                 memcmp(mine, cvs + g0, ng * LORS_B3_CV) == 0;
         }
     }
     if (ok)
         memcpy(buf, data + (off - from), len);
     free(data);
-    free(cvs);
-    free(mine);
     return ok;
 }
 
